@@ -1,0 +1,222 @@
+#include "base/sl_buf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void die_oom(size_t n)
+{
+    fprintf(stderr, "sluice: out of memory (allocating %zu bytes)\n", n);
+    abort();
+}
+
+void *sl_xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (p == NULL)
+        die_oom(n);
+    return p;
+}
+
+void *sl_xcalloc(size_t n, size_t sz)
+{
+    void *p = calloc(n ? n : 1, sz ? sz : 1);
+    if (p == NULL)
+        die_oom(n * sz);
+    return p;
+}
+
+void *sl_xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (q == NULL)
+        die_oom(n);
+    return q;
+}
+
+char *sl_xstrdup(const char *s)
+{
+    return sl_xstrndup(s, strlen(s));
+}
+
+char *sl_xstrndup(const char *s, size_t n)
+{
+    char *p = sl_xmalloc(n + 1);
+    memcpy(p, s, n);
+    p[n] = '\0';
+    return p;
+}
+
+void sl_buf_init(sl_buf_t *b)
+{
+    b->base = NULL;
+    b->len = 0;
+    b->cap = 0;
+}
+
+void sl_buf_dispose(sl_buf_t *b)
+{
+    free(b->base);
+    sl_buf_init(b);
+}
+
+void sl_buf_reset(sl_buf_t *b)
+{
+    b->len = 0;
+    if (b->cap)
+        b->base[0] = '\0';
+}
+
+void sl_buf_reserve(sl_buf_t *b, size_t extra)
+{
+    size_t need = b->len + extra + 1;
+    if (need <= b->cap)
+        return;
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < need)
+        cap *= 2;
+    b->base = sl_xrealloc(b->base, cap);
+    b->cap = cap;
+}
+
+void sl_buf_append(sl_buf_t *b, const void *p, size_t n)
+{
+    sl_buf_reserve(b, n);
+    if (n)
+        memcpy(b->base + b->len, p, n);
+    b->len += n;
+    b->base[b->len] = '\0';
+}
+
+void sl_buf_append_str(sl_buf_t *b, const char *s)
+{
+    sl_buf_append(b, s, strlen(s));
+}
+
+void sl_buf_append_char(sl_buf_t *b, char c)
+{
+    sl_buf_reserve(b, 1);
+    b->base[b->len++] = c;
+    b->base[b->len] = '\0';
+}
+
+void sl_buf_vprintf(sl_buf_t *b, const char *fmt, va_list ap)
+{
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap2);
+    va_end(ap2);
+    if (n <= 0)
+        return;
+    sl_buf_reserve(b, (size_t)n);
+    vsnprintf(b->base + b->len, (size_t)n + 1, fmt, ap);
+    b->len += (size_t)n;
+}
+
+void sl_buf_printf(sl_buf_t *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    sl_buf_vprintf(b, fmt, ap);
+    va_end(ap);
+}
+
+void sl_buf_append_u64(sl_buf_t *b, uint64_t v)
+{
+    char tmp[24];
+    size_t i = sizeof(tmp);
+    do {
+        tmp[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    sl_buf_append(b, tmp + i, sizeof(tmp) - i);
+}
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 if it is not one. */
+static size_t utf8_seq_len(const unsigned char *s, size_t n)
+{
+    unsigned char c = s[0];
+    size_t len;
+    uint32_t cp;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xc2 && c <= 0xdf) {
+        len = 2;
+        cp = c & 0x1f;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        len = 3;
+        cp = c & 0x0f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        len = 4;
+        cp = c & 0x07;
+    } else {
+        return 0;
+    }
+    if (n < len)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[i] & 0x3f);
+    }
+    if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+        return 0;
+    return len;
+}
+
+void sl_buf_append_json_str(sl_buf_t *b, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *p = (const unsigned char *)s;
+    sl_buf_reserve(b, n + 2);
+    sl_buf_append_char(b, '"');
+    size_t i = 0;
+    while (i < n) {
+        size_t run = i;
+        while (run < n && p[run] >= 0x20 && p[run] < 0x80 && p[run] != '"' && p[run] != '\\')
+            run++;
+        if (run > i) {
+            sl_buf_append(b, p + i, run - i);
+            i = run;
+            continue;
+        }
+        unsigned char c = p[i];
+        if (c == '"' || c == '\\') {
+            char esc[2] = {'\\', (char)c};
+            sl_buf_append(b, esc, 2);
+            i++;
+        } else if (c < 0x20) {
+            char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+            if (c == '\n')
+                sl_buf_append(b, "\\n", 2);
+            else if (c == '\t')
+                sl_buf_append(b, "\\t", 2);
+            else if (c == '\r')
+                sl_buf_append(b, "\\r", 2);
+            else
+                sl_buf_append(b, esc, 6);
+            i++;
+        } else {
+            size_t len = utf8_seq_len(p + i, n - i);
+            if (len == 0) {
+                sl_buf_append(b, "\\ufffd", 6);
+                i++;
+            } else {
+                sl_buf_append(b, p + i, len);
+                i += len;
+            }
+        }
+    }
+    sl_buf_append_char(b, '"');
+}
+
+char *sl_buf_steal(sl_buf_t *b, size_t *len)
+{
+    char *p = b->base;
+    if (len)
+        *len = b->len;
+    if (p == NULL)
+        p = sl_xstrdup("");
+    sl_buf_init(b);
+    return p;
+}

@@ -1,0 +1,127 @@
+#include "base/sl_log.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/sl_buf.h"
+#include "base/sl_secret.h"
+
+static sl_log_level_t log_level = SL_LOG_INFO;
+static sl_log_format_t log_format = SL_LOG_TEXT;
+static char log_proc[32] = "sluice";
+static sl_buf_t access_buf;
+
+static const char *const level_names[] = {
+    [SL_LOG_ERROR] = "error",
+    [SL_LOG_WARN] = "warn",
+    [SL_LOG_INFO] = "info",
+    [SL_LOG_DEBUG] = "debug",
+};
+
+void sl_log_setup(sl_log_level_t level, sl_log_format_t format, const char *proc)
+{
+    log_level = level;
+    log_format = format;
+    snprintf(log_proc, sizeof(log_proc), "%s", proc);
+}
+
+int sl_log_enabled(sl_log_level_t level)
+{
+    return level <= log_level;
+}
+
+int sl_log_level_parse(const char *s)
+{
+    for (size_t i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++)
+        if (strcmp(s, level_names[i]) == 0)
+            return (int)i;
+    return -1;
+}
+
+void sl_log_timestamp(char out[32])
+{
+    struct timeval tv;
+    struct tm tm;
+    gettimeofday(&tv, NULL);
+    gmtime_r(&tv.tv_sec, &tm);
+    size_t n = strftime(out, 32, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out + n, 32 - n, ".%03dZ", (int)(tv.tv_usec / 1000) % 1000);
+}
+
+/* Writes all of p[0..n) to stderr, retrying short writes and EINTR. */
+static void write_all(const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(STDERR_FILENO, p, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+void sl_log(sl_log_level_t level, const char *fmt, ...)
+{
+    if (!sl_log_enabled(level))
+        return;
+    int saved_errno = errno;
+    sl_buf_t msg = SL_BUF_INIT, clean = SL_BUF_INIT, line = SL_BUF_INIT;
+    va_list ap;
+    va_start(ap, fmt);
+    sl_buf_vprintf(&msg, fmt, ap);
+    va_end(ap);
+    sl_secret_scrub(&clean, msg.base ? msg.base : "", msg.len);
+
+    char ts[32];
+    sl_log_timestamp(ts);
+    if (log_format == SL_LOG_JSON) {
+        sl_buf_printf(&line, "{\"ts\":\"%s\",\"level\":\"%s\",\"pid\":%d,\"proc\":", ts, level_names[level],
+                      (int)getpid());
+        sl_buf_append_json_str(&line, log_proc, strlen(log_proc));
+        sl_buf_append_str(&line, ",\"msg\":");
+        sl_buf_append_json_str(&line, clean.base ? clean.base : "", clean.len);
+        sl_buf_append_str(&line, "}\n");
+    } else {
+        sl_buf_printf(&line, "%s %s[%d] %-5s %s\n", ts, log_proc, (int)getpid(), level_names[level],
+                      clean.base ? clean.base : "");
+    }
+    write_all(line.base, line.len);
+    sl_buf_dispose(&msg);
+    sl_buf_dispose(&clean);
+    sl_buf_dispose(&line);
+    errno = saved_errno;
+}
+
+void sl_log_access(const char *line, size_t len)
+{
+    sl_buf_append(&access_buf, line, len);
+    sl_buf_append_char(&access_buf, '\n');
+    if (access_buf.len >= 16 * 1024)
+        sl_log_flush();
+}
+
+void sl_log_flush(void)
+{
+    size_t off = 0;
+    while (off < access_buf.len) {
+        size_t n = access_buf.len - off;
+        if (n > PIPE_BUF) {
+            /* cut at the last newline that fits, so each write is whole lines */
+            const char *end = access_buf.base + off + PIPE_BUF;
+            const char *nl = memrchr(access_buf.base + off, '\n', (size_t)(end - (access_buf.base + off)));
+            n = nl ? (size_t)(nl - (access_buf.base + off)) + 1 : PIPE_BUF;
+        }
+        write_all(access_buf.base + off, n);
+        off += n;
+    }
+    sl_buf_reset(&access_buf);
+}

@@ -1,0 +1,50 @@
+/* base/sl_log.h: process logging to stderr.
+ *
+ * Diagnostic lines are written at once, as text or JSON (config: log.format),
+ * after every registered secret (base/sl_secret.h) is scrubbed out. Access-log
+ * lines are buffered per process and written in whole lines of at most
+ * PIPE_BUF bytes, so lines from several workers never interleave. */
+#ifndef SL_LOG_H
+#define SL_LOG_H
+
+#include <stddef.h>
+
+typedef enum sl_log_level {
+    SL_LOG_ERROR,
+    SL_LOG_WARN,
+    SL_LOG_INFO,
+    SL_LOG_DEBUG,
+} sl_log_level_t;
+
+typedef enum sl_log_format {
+    SL_LOG_TEXT,
+    SL_LOG_JSON,
+} sl_log_format_t;
+
+/* Sets the level, format and the process label shown on each line
+ * ("master", "worker 1"). May be called again after fork. */
+void sl_log_setup(sl_log_level_t level, sl_log_format_t format, const char *proc);
+int sl_log_enabled(sl_log_level_t level);
+/* Parses "error|warn|info|debug"; returns -1 if unknown. */
+int sl_log_level_parse(const char *s);
+
+void sl_log(sl_log_level_t level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define sl_log_error(...) sl_log(SL_LOG_ERROR, __VA_ARGS__)
+#define sl_log_warn(...) sl_log(SL_LOG_WARN, __VA_ARGS__)
+#define sl_log_info(...) sl_log(SL_LOG_INFO, __VA_ARGS__)
+#define sl_log_debug(...)                                                      \
+    do {                                                                       \
+        if (sl_log_enabled(SL_LOG_DEBUG))                                      \
+            sl_log(SL_LOG_DEBUG, __VA_ARGS__);                                 \
+    } while (0)
+
+/* Queues one access-log line (a JSON object without the newline). The caller
+ * builds it from fields that carry no secret. */
+void sl_log_access(const char *line, size_t len);
+/* Writes queued access-log lines; the worker calls it on a timer and at exit. */
+void sl_log_flush(void);
+
+/* Formats the wall clock as RFC 3339 UTC with milliseconds into out[32]. */
+void sl_log_timestamp(char out[32]);
+
+#endif

@@ -1,0 +1,115 @@
+/* gateway/gw_config.h: sluice.yaml, parsed and validated.
+ *
+ * gw_config_load() reads the file, expands ${ENV} references, fills the
+ * defaults, validates every value and reports every problem with its line.
+ * The result is immutable: modules get pointers into it (pool/ its
+ * pool_network_conf_t) and never write. Every value that came from an
+ * ${ENV} expansion, every URL user-info/query value, header value, admin
+ * token and client key hash is registered with sl_secret_add(). */
+#ifndef GW_CONFIG_H
+#define GW_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/sl_err.h"
+#include "pool/pool_conf.h"
+
+#define GW_DEFAULT_LISTEN "0.0.0.0:8545"
+#define GW_DEFAULT_ADMIN_LISTEN "127.0.0.1:8546"
+#define GW_DEFAULT_STATE_PATH "./var/sluice"
+#define GW_DEFAULT_MAX_BODY_BYTES (1024 * 1024)
+#define GW_DEFAULT_MAX_BATCH 100
+#define GW_DEFAULT_MAX_RESPONSE_BYTES (64 * 1024 * 1024)
+#define GW_DEFAULT_SHUTDOWN_GRACE_MS 10000
+#define GW_DEFAULT_MAP_SIZE_MB 256
+
+typedef struct gw_limit_conf {
+    uint32_t per_second;      /* 0 = no limit in that window */
+    uint32_t per_minute;
+    uint32_t per_day;
+} gw_limit_conf_t;
+
+typedef struct gw_tier_conf {
+    char *name;
+    gw_limit_conf_t limits;
+    int yaml_line;
+} gw_tier_conf_t;
+
+typedef struct gw_key_conf {
+    char sha256[65];          /* lower-case hex of SHA-256(key) */
+    char *tier;               /* name of a tier in gw_config_t.tiers */
+    char *name;               /* shown in logs instead of the key */
+    int yaml_line;
+} gw_key_conf_t;
+
+typedef struct gw_server_conf {
+    char *listen;             /* "host:port"; host may be "0.0.0.0", "[::]", a name */
+    uint32_t workers;         /* "auto" = number of online CPUs */
+    size_t max_body_bytes;
+    uint32_t max_batch;
+    size_t max_response_bytes; /* upstream answers larger than this are refused */
+    uint32_t shutdown_grace_ms;
+    int access_log;           /* 1: one JSON line per request on stderr */
+    char **cors_origins;      /* allowed Origin values; "*" allowed; NULL = none */
+    size_t ncors_origins;
+} gw_server_conf_t;
+
+typedef struct gw_admin_conf {
+    char *listen;             /* NULL or "off" disables the admin listener */
+    char *token;              /* NULL = no auth (refused unless loopback) */
+} gw_admin_conf_t;
+
+typedef struct gw_state_conf {
+    char *path;
+    uint32_t map_size_mb;
+} gw_state_conf_t;
+
+typedef struct gw_log_conf {
+    int level;                /* sl_log_level_t */
+    int json;                 /* 1: JSON lines, 0: text */
+} gw_log_conf_t;
+
+typedef struct gw_config {
+    char *file;               /* path it was loaded from */
+    gw_server_conf_t server;
+    gw_admin_conf_t admin;
+    gw_state_conf_t state;
+    gw_log_conf_t log;
+    pool_network_conf_t *networks;
+    size_t nnetworks;
+    gw_tier_conf_t *tiers;
+    size_t ntiers;
+    gw_key_conf_t *keys;
+    size_t nkeys;
+} gw_config_t;
+
+/* One problem found while loading: "file:line: path: message". */
+typedef struct gw_config_error {
+    int line;                 /* 1-based YAML line, 0 if none applies */
+    char *path;               /* "networks.eth.endpoints[1].url" */
+    char *message;
+} gw_config_error_t;
+
+typedef struct gw_config_errors {
+    gw_config_error_t *items;
+    size_t count;
+} gw_config_errors_t;
+
+/* Loads and validates path. On SL_OK *out is a complete config (caller calls
+ * gw_config_destroy). On failure *out is NULL and errs lists every problem
+ * found (not just the first); the caller calls gw_config_errors_dispose.
+ * Errors: SL_ERR_IO (unreadable file, errs says why), SL_ERR_CONFIG. */
+SL_MUST_CHECK sl_err_t gw_config_load(const char *path, gw_config_t **out, gw_config_errors_t *errs);
+
+/* As gw_config_load, from a string; name is used in messages. For tests. */
+SL_MUST_CHECK sl_err_t gw_config_load_string(const char *yaml, size_t len, const char *name, gw_config_t **out,
+                                             gw_config_errors_t *errs);
+
+void gw_config_destroy(gw_config_t *cfg);
+void gw_config_errors_dispose(gw_config_errors_t *errs);
+
+/* Finds a network by name; NULL if none. */
+const pool_network_conf_t *gw_config_network(const gw_config_t *cfg, const char *name, size_t len);
+
+#endif

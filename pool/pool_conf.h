@@ -1,0 +1,62 @@
+/* pool/pool_conf.h: the configuration pool/ is handed (immutable after load).
+ *
+ * gateway/ fills these from YAML (gw_config); pool/ only reads them. Every
+ * string is heap memory owned by the enclosing gw_config_t. */
+#ifndef POOL_CONF_H
+#define POOL_CONF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "policy/chain.h"
+
+typedef struct pool_header {
+    char *name;
+    char *value;          /* may carry an API key: secret */
+} pool_header_t;
+
+typedef enum pool_tier {
+    POOL_TIER_PRIMARY,
+    POOL_TIER_FALLBACK,
+} pool_tier_t;
+
+typedef struct pool_endpoint_conf {
+    char *id;             /* unique within its network; [A-Za-z0-9_.-]{1,64} */
+    char *url;            /* http:// or https://, expanded; secret: never logged */
+    char *url_redacted;   /* what logs, errors and the admin API show */
+    char *tls_ca_file;    /* PEM bundle for a private CA; NULL = system store */
+    pool_header_t *headers;
+    size_t nheaders;
+    uint32_t max_inflight;    /* concurrent requests across all workers */
+    pool_tier_t tier;
+    char *cost_profile;       /* name, for credit accounting; NULL = "flat" */
+    int yaml_line;            /* where the endpoint was declared */
+} pool_endpoint_conf_t;
+
+typedef struct pool_timeouts {
+    uint32_t connect_ms;      /* TCP connect + TLS handshake */
+    uint32_t first_byte_ms;   /* request fully written -> first response byte */
+    uint32_t attempt_ms;      /* one attempt, start to last byte */
+    uint32_t request_ms;      /* the whole client request, all attempts */
+} pool_timeouts_t;
+
+typedef struct pool_network_conf {
+    char *name;               /* the path segment: /{name} */
+    policy_chain_t chain;
+    pool_endpoint_conf_t *endpoints;
+    size_t nendpoints;
+    pool_timeouts_t timeouts;
+    uint32_t max_attempts;    /* attempts per call across endpoints; 0 = nendpoints + 1 */
+    int resend_writes;        /* 1: re-send a write after an ambiguous failure (opt-in) */
+    char **blocked_methods;   /* patterns ("debug_*", exact names); NULL = chain default */
+    size_t nblocked_methods;
+    int yaml_line;
+} pool_network_conf_t;
+
+#define POOL_DEFAULT_CONNECT_MS 2000
+#define POOL_DEFAULT_FIRST_BYTE_MS 5000
+#define POOL_DEFAULT_ATTEMPT_MS 10000
+#define POOL_DEFAULT_REQUEST_MS 30000
+#define POOL_DEFAULT_MAX_INFLIGHT 256
+
+#endif
