@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "base/sl_err.h"
 #include "pool/pool_conf.h"
@@ -96,9 +97,13 @@ typedef struct gw_config_errors {
     size_t count;
 } gw_config_errors_t;
 
+#define GW_MAX_ERRORS 100         /* errors collected before giving up */
+
 /* Loads and validates path. On SL_OK *out is a complete config (caller calls
  * gw_config_destroy). On failure *out is NULL and errs lists every problem
  * found (not just the first); the caller calls gw_config_errors_dispose.
+ * errs is (re)initialised by the call, so it need not be, and must not hold
+ * earlier errors. No message quotes a registered secret.
  * Errors: SL_ERR_IO (unreadable file, errs says why), SL_ERR_CONFIG. */
 SL_MUST_CHECK sl_err_t gw_config_load(const char *path, gw_config_t **out, gw_config_errors_t *errs);
 
@@ -108,6 +113,10 @@ SL_MUST_CHECK sl_err_t gw_config_load_string(const char *yaml, size_t len, const
 
 void gw_config_destroy(gw_config_t *cfg);
 void gw_config_errors_dispose(gw_config_errors_t *errs);
+
+/* Prints each error as "file:line: path: message" ("file: path: message"
+ * when line is 0; the path part is left out when empty). For --check. */
+void gw_config_errors_print(const gw_config_errors_t *errs, const char *file, FILE *out);
 
 /* Finds a network by name; NULL if none. */
 const pool_network_conf_t *gw_config_network(const gw_config_t *cfg, const char *name, size_t len);

@@ -1,2 +1,109 @@
+/* sluice: one JSON-RPC URL for many providers.
+ *
+ *   sluice -c sluice.yaml            run the gateway (foreground, logs on stderr)
+ *   sluice --check -c sluice.yaml    validate the config; every error with its line
+ *   sluice key new [--tier T] [--name N]   print a new client key and its config entry
+ *   sluice --version */
+#include <getopt.h>
 #include <stdio.h>
-int main(void) { puts("sluice " SLUICE_VERSION); return 0; }
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/rand.h>
+
+#include "base/sl_log.h"
+#include "gateway/gw_config.h"
+#include "gateway/gw_identity.h"
+#include "gateway/gw_master.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: sluice -c FILE          run the gateway\n"
+                 "       sluice --check -c FILE  validate a configuration\n"
+                 "       sluice key new [--tier TIER] [--name NAME]\n"
+                 "                               print a new client key and its config entry\n"
+                 "       sluice --version\n");
+}
+
+static int key_new(int argc, char **argv)
+{
+    const char *tier = "default", *name = "my-team";
+    for (int i = 0; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--tier") == 0)
+            tier = argv[i + 1];
+        else if (strcmp(argv[i], "--name") == 0)
+            name = argv[i + 1];
+        else {
+            usage(stderr);
+            return 2;
+        }
+    }
+    unsigned char raw[24];
+    if (RAND_bytes(raw, sizeof(raw)) != 1) {
+        fprintf(stderr, "sluice: no randomness available\n");
+        return 1;
+    }
+    static const char alphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    char key[3 + sizeof(raw) + 1] = "sl_";
+    for (size_t i = 0; i < sizeof(raw); i++)
+        key[3 + i] = alphabet[raw[i] % (sizeof(alphabet) - 1)];
+    key[3 + sizeof(raw)] = '\0';
+    char hex[65];
+    gw_identity_hash(key, strlen(key), hex);
+    printf("key:    %s\n", key);
+    printf("config: keys: [ { sha256: \"%s\", tier: %s, name: \"%s\" } ]\n", hex, tier, name);
+    printf("use:    POST http://HOST:PORT/{network}/%s   (or header X-API-Key)\n", key);
+    return 0;
+}
+
+static int load(const char *path, gw_config_t **cfg)
+{
+    gw_config_errors_t errs = {0};
+    sl_err_t err = gw_config_load(path, cfg, &errs);
+    if (err != SL_OK) {
+        gw_config_errors_print(&errs, path, stderr);
+        fprintf(stderr, "sluice: %s: %zu error(s)\n", path, errs.count);
+        gw_config_errors_dispose(&errs);
+        return -1;
+    }
+    gw_config_errors_dispose(&errs);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 3 && strcmp(argv[1], "key") == 0 && strcmp(argv[2], "new") == 0)
+        return key_new(argc - 3, argv + 3);
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'}, {"check", no_argument, NULL, 'k'},
+        {"version", no_argument, NULL, 'v'},      {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *path = NULL;
+    int check = 0, opt;
+    while ((opt = getopt_long(argc, argv, "c:hv", opts, NULL)) != -1) {
+        switch (opt) {
+        case 'c': path = optarg; break;
+        case 'k': check = 1; break;
+        case 'v': printf("sluice %s\n", SLUICE_VERSION); return 0;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (path == NULL || optind != argc) {
+        usage(stderr);
+        return 2;
+    }
+    gw_config_t *cfg = NULL;
+    if (load(path, &cfg) != 0)
+        return 1;
+    if (check) {
+        printf("%s: configuration OK (%zu network(s))\n", path, cfg->nnetworks);
+        gw_config_destroy(cfg);
+        return 0;
+    }
+    sl_log_setup((sl_log_level_t)cfg->log.level, cfg->log.json ? SL_LOG_JSON : SL_LOG_TEXT, "master");
+    int rc = gw_master_run(cfg);
+    gw_config_destroy(cfg);
+    return rc;
+}

@@ -20,6 +20,16 @@ typedef enum pool_tier {
     POOL_TIER_FALLBACK,
 } pool_tier_t;
 
+/* A provider plan's credit budget (compute units). Accepted and validated by
+ * gw_config now; accounting against it is later work. */
+typedef struct pool_credits_conf {
+    uint64_t per_second;      /* 0 = no limit in that window */
+    uint64_t per_minute;
+    uint64_t per_day;
+    uint64_t per_month;
+    uint32_t month_reset_day; /* 1..28: day of month the monthly budget resets */
+} pool_credits_conf_t;
+
 typedef struct pool_endpoint_conf {
     char *id;             /* unique within its network; [A-Za-z0-9_.-]{1,64} */
     char *url;            /* http:// or https://, expanded; secret: never logged */
@@ -30,6 +40,8 @@ typedef struct pool_endpoint_conf {
     uint32_t max_inflight;    /* concurrent requests across all workers */
     pool_tier_t tier;
     char *cost_profile;       /* name, for credit accounting; NULL = "flat" */
+    int has_credits;          /* 1 if the endpoint has a credits: section */
+    pool_credits_conf_t credits;
     int yaml_line;            /* where the endpoint was declared */
 } pool_endpoint_conf_t;
 
@@ -48,7 +60,8 @@ typedef struct pool_network_conf {
     pool_timeouts_t timeouts;
     uint32_t max_attempts;    /* attempts per call across endpoints; 0 = nendpoints + 1 */
     int resend_writes;        /* 1: re-send a write after an ambiguous failure (opt-in) */
-    char **blocked_methods;   /* patterns ("debug_*", exact names); NULL = chain default */
+    char **blocked_methods;   /* patterns ("debug_*", exact names); NULL = chain default;
+                               * non-NULL with 0 entries: the config said [] (block nothing) */
     size_t nblocked_methods;
     int yaml_line;
 } pool_network_conf_t;
@@ -58,5 +71,7 @@ typedef struct pool_network_conf {
 #define POOL_DEFAULT_ATTEMPT_MS 10000
 #define POOL_DEFAULT_REQUEST_MS 30000
 #define POOL_DEFAULT_MAX_INFLIGHT 256
+#define POOL_DEFAULT_MONTH_RESET_DAY 1
+#define POOL_MAX_ENDPOINTS 64
 
 #endif

@@ -1,0 +1,61 @@
+#include "base/sl_http.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const struct {
+    int status;
+    const char *reason;
+} reasons[] = {
+    {200, "OK"},
+    {204, "No Content"},
+    {400, "Bad Request"},
+    {401, "Unauthorized"},
+    {403, "Forbidden"},
+    {404, "Not Found"},
+    {405, "Method Not Allowed"},
+    {413, "Payload Too Large"},
+    {415, "Unsupported Media Type"},
+    {429, "Too Many Requests"},
+    {500, "Internal Server Error"},
+    {502, "Bad Gateway"},
+    {503, "Service Unavailable"},
+    {504, "Gateway Timeout"},
+};
+
+const char *sl_http_reason(int status)
+{
+    for (size_t i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++)
+        if (reasons[i].status == status)
+            return reasons[i].reason;
+    return "Unknown";
+}
+
+void sl_http_header(h2o_req_t *req, const char *name, const char *value)
+{
+    h2o_iovec_t v = h2o_strdup(&req->pool, value, SIZE_MAX);
+    h2o_add_header_by_str(&req->pool, &req->res.headers, name, strlen(name), 1, NULL, v.base, v.len);
+}
+
+void sl_http_header_u64(h2o_req_t *req, const char *name, uint64_t value)
+{
+    char buf[24];
+    snprintf(buf, sizeof(buf), "%llu", (unsigned long long)value);
+    sl_http_header(req, name, buf);
+}
+
+void sl_http_send(h2o_req_t *req, int status, const char *content_type, const char *body, size_t len)
+{
+    static h2o_generator_t generator = {NULL, NULL};
+    req->res.status = status;
+    req->res.reason = sl_http_reason(status);
+    if (status == 204)
+        len = 0;
+    if (len > 0 && content_type != NULL)
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, content_type,
+                       strlen(content_type));
+    req->res.content_length = len;
+    h2o_start_response(req, &generator);
+    h2o_iovec_t iov = h2o_iovec_init(body, len);
+    h2o_send(req, &iov, len ? 1 : 0, H2O_SEND_STATE_FINAL);
+}

@@ -1,0 +1,23 @@
+/* base/sl_http.h: small helpers for answering an h2o request in one piece.
+ * Used by the client listener (gateway/) and the admin listener (admin/). */
+#ifndef SL_HTTP_H
+#define SL_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <h2o.h>
+
+/* The standard reason phrase of an HTTP status ("OK", "Not Found"). */
+const char *sl_http_reason(int status);
+
+/* Adds a response header; name must be a string literal or live as long as
+ * the request, value is copied into the request's pool. */
+void sl_http_header(h2o_req_t *req, const char *name, const char *value);
+void sl_http_header_u64(h2o_req_t *req, const char *name, uint64_t value);
+
+/* Sends status with body[0..len) (not copied: it must live until the request
+ * is disposed) and, when len > 0, the given content type. 204 sends no body. */
+void sl_http_send(h2o_req_t *req, int status, const char *content_type, const char *body, size_t len);
+
+#endif

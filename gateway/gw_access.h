@@ -1,0 +1,20 @@
+/* gateway/gw_access.h: one JSON access-log line per client request.
+ *
+ * Built only from fields that carry no secret: network name, method names,
+ * endpoint ids (never URLs), status, attempts, latency, client address and
+ * the key's configured name (never the key). */
+#ifndef GW_ACCESS_H
+#define GW_ACCESS_H
+
+#include <stdint.h>
+
+#include <h2o.h>
+
+#include "gateway/gw_config.h"
+#include "gateway/gw_rpc.h"
+#include "pool/pool.h"
+
+void gw_access_log(h2o_req_t *req, const char *network, const gw_rpc_request_t *rpc, const pool_call_t *call,
+                   int status, const char *outcome, uint64_t latency_us, const gw_key_conf_t *key);
+
+#endif

@@ -1,0 +1,474 @@
+/* gateway/gw_config.c: sluice.yaml's top level: server, admin, state, log,
+ * tiers and keys, defaults, cross-section checks, and the load entry points.
+ * Networks and endpoints are in gw_config_net.c. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "base/sl_log.h"
+#include "base/sl_secret.h"
+#include "gateway/gw_config_int.h"
+
+#define GW_MAX_FILE_BYTES (16 * 1024 * 1024)
+
+/* ---- listen addresses ---- */
+
+static int all_chars(const char *s, size_t n, const char *set)
+{
+    for (size_t i = 0; i < n; i++)
+        if (s[i] == '\0' || strchr(set, s[i]) == NULL)
+            return 0;
+    return 1;
+}
+
+/* Splits "host:port" / "[v6]:port"; returns why it is malformed, or NULL. */
+static const char *listen_split(const char *s, char host[256], unsigned *port)
+{
+    const char *colon = strrchr(s, ':');
+    const char *h = s, *hend;
+    if (colon == NULL)
+        return "expected host:port, e.g. 0.0.0.0:8545";
+    if (s[0] == '[') {
+        hend = strchr(s, ']');
+        if (hend == NULL || hend + 1 != colon)
+            return "expected [IPv6]:port, e.g. [::]:8545";
+        h = s + 1;
+    } else {
+        hend = colon;
+        if (memchr(s, ':', (size_t)(colon - s)) != NULL)
+            return "IPv6 addresses must be in brackets, e.g. [::]:8545";
+    }
+    size_t hn = (size_t)(hend - h), pn = strlen(colon + 1);
+    if (hn == 0 || hn > 255)
+        return "expected host:port with a host, e.g. 0.0.0.0:8545";
+    if (pn == 0 || pn > 5 || !all_chars(colon + 1, pn, "0123456789") || atoi(colon + 1) > 65535)
+        return "port must be a number between 0 and 65535";
+    memcpy(host, h, hn);
+    host[hn] = '\0';
+    *port = (unsigned)atoi(colon + 1);
+    return NULL;
+}
+
+static const char *listen_check(const char *s)
+{
+    char host[256];
+    unsigned port;
+    unsigned char addr[16];
+    const char *why = listen_split(s, host, &port);
+    if (why != NULL)
+        return why;
+    if (s[0] == '[')
+        return inet_pton(AF_INET6, host, addr) == 1 ? NULL : "invalid IPv6 address";
+    if (all_chars(host, strlen(host), "0123456789."))
+        return inet_pton(AF_INET, host, addr) == 1 ? NULL : "invalid IPv4 address";
+    if (!all_chars(host, strlen(host), "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-"))
+        return "host must be an IP address or a host name";
+    return NULL;
+}
+
+static int listen_is_loopback(const char *s)
+{
+    char host[256];
+    unsigned port;
+    unsigned char addr[16];
+    if (listen_split(s, host, &port) != NULL)
+        return 0;
+    if (s[0] == '[')
+        return strcmp(host, "::1") == 0 ||
+               (inet_pton(AF_INET6, host, addr) == 1 && memcmp(addr, "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\1", 16) == 0);
+    if (inet_pton(AF_INET, host, addr) == 1)
+        return addr[0] == 127;
+    return strcasecmp(host, "localhost") == 0;
+}
+
+/* Reads a listen address into *slot; "off" gives NULL where allowed. */
+static void read_listen(gw_cfg_t *c, yaml_node_t *n, char **slot, int allow_off)
+{
+    char *s = NULL;
+    if (gw_cfg_str(c, n, &s) != SL_OK)
+        return;
+    const char *why = allow_off && strcmp(s, "off") == 0 ? NULL : listen_check(s);
+    if (why != NULL) {
+        gw_cfg_error(c, gw_cfg_line(n), "invalid listen address '%s': %s", s, why);
+        free(s);
+        return;
+    }
+    free(*slot);
+    *slot = NULL;
+    if (allow_off && strcmp(s, "off") == 0)
+        free(s);
+    else
+        *slot = s;
+}
+
+/* ---- server ---- */
+
+static uint32_t online_cpus(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 256 ? 256 : (uint32_t)n;
+}
+
+static void server_listen(gw_cfg_t *c, yaml_node_t *n, void *target)
+{
+    read_listen(c, n, &((gw_server_conf_t *)target)->listen, 0);
+}
+
+static void server_workers(gw_cfg_t *c, yaml_node_t *n, void *target)
+{
+    char *s = NULL;
+    uint64_t v = 0;
+    if (gw_cfg_str(c, n, &s) != SL_OK)
+        return;
+    if (strcmp(s, "auto") == 0)
+        ((gw_server_conf_t *)target)->workers = online_cpus();
+    else if (gw_cfg_uint(c, n, 1, 256, &v) == SL_OK)
+        ((gw_server_conf_t *)target)->workers = (uint32_t)v;
+    free(s);
+}
+
+/* The value is echoed into a response header. */
+static const char *origin_check(const char *s)
+{
+    if (s[0] == '\0' || strpbrk(s, " \t\r\n,") != NULL)
+        return "an origin must be '*' or one origin like https://app.example, without spaces or commas";
+    return NULL;
+}
+
+static void server_cors(gw_cfg_t *c, yaml_node_t *n, void *target)
+{
+    gw_server_conf_t *srv = target;
+    char **v = NULL;
+    size_t nv = 0;
+    if (gw_cfg_str_list(c, n, origin_check, &v, &nv) != SL_OK)
+        return;
+    gw_cfg_strv_free(srv->cors_origins, srv->ncors_origins);
+    srv->cors_origins = v;
+    srv->ncors_origins = nv;
+}
+
+static const gw_cfg_field_t server_fields[] = {
+    {"listen", GW_CFG_FN, .fn = server_listen},
+    {"workers", GW_CFG_FN, .fn = server_workers},
+    {"max_body_bytes", GW_CFG_SIZE, offsetof(gw_server_conf_t, max_body_bytes), 1, UINT64_C(1) << 30},
+    {"max_batch", GW_CFG_U32, offsetof(gw_server_conf_t, max_batch), 1, 10000},
+    {"max_response_bytes", GW_CFG_SIZE, offsetof(gw_server_conf_t, max_response_bytes), 1, UINT64_C(1) << 34},
+    {"shutdown_grace_ms", GW_CFG_U32, offsetof(gw_server_conf_t, shutdown_grace_ms), 0, 3600000},
+    {"access_log", GW_CFG_BOOL, offsetof(gw_server_conf_t, access_log)},
+    {"cors_origins", GW_CFG_FN, .fn = server_cors},
+};
+
+/* ---- admin, state, log ---- */
+
+static void admin_listen(gw_cfg_t *c, yaml_node_t *n, void *target)
+{
+    read_listen(c, n, &((gw_admin_conf_t *)target)->listen, 1);
+}
+
+static const gw_cfg_field_t admin_fields[] = {
+    {"listen", GW_CFG_FN, .fn = admin_listen},
+    {"token", GW_CFG_STR, offsetof(gw_admin_conf_t, token)},
+};
+
+static void log_level(gw_cfg_t *c, yaml_node_t *n, void *target)
+{
+    char *s = NULL;
+    if (gw_cfg_str(c, n, &s) != SL_OK)
+        return;
+    int level = sl_log_level_parse(s);
+    if (level < 0)
+        gw_cfg_error(c, gw_cfg_line(n), "unknown level '%s' (expected one of: error, warn, info, debug)", s);
+    else
+        ((gw_log_conf_t *)target)->level = level;
+    free(s);
+}
+
+static const char *const log_formats[] = {"text", "json"};
+
+static void log_format(gw_cfg_t *c, yaml_node_t *n, void *target)
+{
+    int json = 0;
+    if (gw_cfg_enum(c, n, log_formats, 2, &json) == SL_OK)
+        ((gw_log_conf_t *)target)->json = json;
+}
+
+static const gw_cfg_field_t state_fields[] = {
+    {"path", GW_CFG_STR, offsetof(gw_state_conf_t, path)},
+    {"map_size_mb", GW_CFG_U32, offsetof(gw_state_conf_t, map_size_mb), 16, 1048576},
+};
+
+static const gw_cfg_field_t log_fields[] = {
+    {"level", GW_CFG_FN, .fn = log_level},
+    {"format", GW_CFG_FN, .fn = log_format},
+};
+
+#define NFIELDS(t) (sizeof(t) / sizeof((t)[0]))
+
+static void section_server(gw_cfg_t *c, yaml_node_t *n, void *target)
+{
+    gw_cfg_map_decode(c, n, server_fields, NFIELDS(server_fields), &((gw_config_t *)target)->server);
+}
+
+static void section_admin(gw_cfg_t *c, yaml_node_t *n, void *target)
+{
+    gw_admin_conf_t *adm = &((gw_config_t *)target)->admin;
+    gw_cfg_map_decode(c, n, admin_fields, NFIELDS(admin_fields), adm);
+    if (adm->token != NULL) {
+        sl_secret_add(adm->token);
+        if (adm->token[0] == '\0') {
+            size_t mark = gw_cfg_push(c, "token");
+            gw_cfg_error(c, gw_cfg_line(gw_cfg_get(c, n, "token")), "admin.token must not be empty");
+            gw_cfg_pop(c, mark);
+        }
+    }
+    if (adm->listen != NULL && adm->token == NULL && !listen_is_loopback(adm->listen)) {
+        size_t mark = gw_cfg_push(c, "listen");
+        gw_cfg_error(c, gw_cfg_line(gw_cfg_get(c, n, "listen")),
+                     "admin listener on a non-loopback address needs admin.token");
+        gw_cfg_pop(c, mark);
+    }
+}
+
+static void section_state(gw_cfg_t *c, yaml_node_t *n, void *target)
+{
+    gw_state_conf_t *st = &((gw_config_t *)target)->state;
+    gw_cfg_map_decode(c, n, state_fields, NFIELDS(state_fields), st);
+    if (st->path != NULL && st->path[0] == '\0') {
+        size_t mark = gw_cfg_push(c, "path");
+        gw_cfg_error(c, gw_cfg_line(gw_cfg_get(c, n, "path")), "state.path must not be empty");
+        gw_cfg_pop(c, mark);
+    }
+}
+
+static void section_log(gw_cfg_t *c, yaml_node_t *n, void *target)
+{
+    gw_cfg_map_decode(c, n, log_fields, NFIELDS(log_fields), &((gw_config_t *)target)->log);
+}
+
+/* ---- tiers and keys ---- */
+
+static const gw_cfg_field_t tier_fields[] = {
+    {"per_second", GW_CFG_U32, offsetof(gw_limit_conf_t, per_second), 0, UINT32_MAX},
+    {"per_minute", GW_CFG_U32, offsetof(gw_limit_conf_t, per_minute), 0, UINT32_MAX},
+    {"per_day", GW_CFG_U32, offsetof(gw_limit_conf_t, per_day), 0, UINT32_MAX},
+};
+
+static const char name_chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-";
+
+static void section_tiers(gw_cfg_t *c, yaml_node_t *n, void *target)
+{
+    gw_config_t *cfg = target;
+    yaml_node_pair_t *pairs;
+    size_t np = gw_cfg_pairs(c, n, &pairs);
+    cfg->tiers = sl_xcalloc(np + 1, sizeof(*cfg->tiers));
+    for (size_t i = 0; i < np; i++) {
+        const char *name = gw_cfg_key(c, &pairs[i]);
+        if (name == NULL)
+            continue;
+        size_t mark = gw_cfg_push(c, name);
+        yaml_node_t *v = gw_cfg_node(c, pairs[i].value);
+        if (strlen(name) > 32 || !all_chars(name, strlen(name), name_chars) || name[0] == '\0')
+            gw_cfg_error(c, gw_cfg_line(gw_cfg_node(c, pairs[i].key)), "tier name must be 1-32 of [A-Za-z0-9_-]");
+        gw_tier_conf_t *t = &cfg->tiers[cfg->ntiers++];
+        t->name = sl_xstrdup(name);
+        t->yaml_line = gw_cfg_line(v);
+        gw_cfg_map_decode(c, v, tier_fields, NFIELDS(tier_fields), &t->limits);
+        gw_cfg_pop(c, mark);
+    }
+}
+
+static void key_sha256(gw_cfg_t *c, yaml_node_t *n, void *target)
+{
+    gw_key_conf_t *k = target;
+    char *s = NULL;
+    if (gw_cfg_str(c, n, &s) != SL_OK)
+        return;
+    sl_secret_add(s);
+    if (strlen(s) != 64 || !all_chars(s, 64, "0123456789abcdefABCDEF")) {
+        gw_cfg_error(c, gw_cfg_line(n), "sha256 must be 64 hex characters (the SHA-256 of the key)");
+    } else {
+        for (size_t i = 0; i < 64; i++)
+            k->sha256[i] = (s[i] >= 'A' && s[i] <= 'F') ? (char)(s[i] + 32) : s[i];
+        k->sha256[64] = '\0';
+        sl_secret_add(k->sha256);   /* the form logs would show */
+    }
+    free(s);
+}
+
+static const gw_cfg_field_t key_fields[] = {
+    {"sha256", GW_CFG_FN, .fn = key_sha256, .required = 1},
+    {"tier", GW_CFG_STR, offsetof(gw_key_conf_t, tier), .required = 1},
+    {"name", GW_CFG_STR, offsetof(gw_key_conf_t, name), .required = 1},
+};
+
+static void section_keys(gw_cfg_t *c, yaml_node_t *n, void *target)
+{
+    gw_config_t *cfg = target;
+    yaml_node_item_t *items;
+    size_t ni = gw_cfg_items(c, n, &items);
+    cfg->keys = sl_xcalloc(ni + 1, sizeof(*cfg->keys));
+    for (size_t i = 0; i < ni; i++) {
+        gw_key_conf_t *k = &cfg->keys[cfg->nkeys++];
+        yaml_node_t *v = gw_cfg_node(c, items[i]);
+        size_t mark = gw_cfg_push_index(c, i);
+        k->yaml_line = gw_cfg_line(v);
+        gw_cfg_map_decode(c, v, key_fields, NFIELDS(key_fields), k);
+        gw_cfg_pop(c, mark);
+    }
+}
+
+/* Checks that need more than one section: keys name configured tiers. */
+static void check_keys(gw_cfg_t *c, gw_config_t *cfg)
+{
+    for (size_t i = 0; i < cfg->nkeys; i++) {
+        gw_key_conf_t *k = &cfg->keys[i];
+        size_t mark = gw_cfg_push(c, "keys");
+        gw_cfg_push_index(c, i);
+        size_t t = 0;
+        while (k->tier != NULL && t < cfg->ntiers && strcmp(cfg->tiers[t].name, k->tier) != 0)
+            t++;
+        if (k->tier != NULL && t == cfg->ntiers) {
+            size_t at = gw_cfg_push(c, "tier");
+            const char *guess = gw_cfg_suggest(k->tier, cfg->tiers, cfg->ntiers, sizeof(cfg->tiers[0]));
+            gw_cfg_error(c, k->yaml_line, "key refers to unknown tier '%s'%s%s%s", k->tier,
+                         guess != NULL ? " (did you mean '" : " (define it under tiers:)",
+                         guess != NULL ? guess : "", guess != NULL ? "'?)" : "");
+            gw_cfg_pop(c, at);
+        }
+        for (size_t j = 0; j < i && k->sha256[0] != '\0'; j++)
+            if (strcmp(cfg->keys[j].sha256, k->sha256) == 0)
+                gw_cfg_error(c, k->yaml_line, "the same key hash is listed twice (first at line %d)",
+                             cfg->keys[j].yaml_line);
+        gw_cfg_pop(c, mark);
+    }
+}
+
+/* ---- load ---- */
+
+static const gw_cfg_field_t root_fields[] = {
+    {"server", GW_CFG_FN, .fn = section_server},
+    {"admin", GW_CFG_FN, .fn = section_admin},
+    {"state", GW_CFG_FN, .fn = section_state},
+    {"log", GW_CFG_FN, .fn = section_log},
+    {"networks", GW_CFG_FN, .fn = gw_cfg_networks, .required = 1},
+    {"tiers", GW_CFG_FN, .fn = section_tiers},
+    {"keys", GW_CFG_FN, .fn = section_keys},
+};
+
+static gw_config_t *config_new(const char *name)
+{
+    gw_config_t *cfg = sl_xcalloc(1, sizeof(*cfg));
+    cfg->file = sl_xstrdup(name != NULL ? name : "<string>");
+    cfg->server = (gw_server_conf_t){
+        .listen = sl_xstrdup(GW_DEFAULT_LISTEN),
+        .workers = online_cpus(),
+        .max_body_bytes = GW_DEFAULT_MAX_BODY_BYTES,
+        .max_batch = GW_DEFAULT_MAX_BATCH,
+        .max_response_bytes = GW_DEFAULT_MAX_RESPONSE_BYTES,
+        .shutdown_grace_ms = GW_DEFAULT_SHUTDOWN_GRACE_MS,
+        .access_log = 1,
+        .cors_origins = sl_xcalloc(2, sizeof(char *)),
+        .ncors_origins = 1,
+    };
+    cfg->server.cors_origins[0] = sl_xstrdup("*");
+    cfg->admin.listen = sl_xstrdup(GW_DEFAULT_ADMIN_LISTEN);
+    cfg->state.path = sl_xstrdup(GW_DEFAULT_STATE_PATH);
+    cfg->state.map_size_mb = GW_DEFAULT_MAP_SIZE_MB;
+    cfg->log.level = SL_LOG_INFO;
+    return cfg;
+}
+
+sl_err_t gw_config_load_string(const char *yaml, size_t len, const char *name, gw_config_t **out,
+                               gw_config_errors_t *errs)
+{
+    yaml_document_t doc;
+    *out = NULL;
+    errs->items = NULL;
+    errs->count = 0;
+    if (gw_cfg_yaml_load(yaml, len, &doc, errs) != SL_OK)
+        return SL_ERR_CONFIG;
+    gw_cfg_t c = {.doc = &doc, .errs = errs, .path = SL_BUF_INIT};
+    gw_config_t *cfg = config_new(name);
+    gw_cfg_map_decode(&c, yaml_document_get_root_node(&doc), root_fields, NFIELDS(root_fields), cfg);
+    check_keys(&c, cfg);
+    yaml_document_delete(&doc);
+    sl_buf_dispose(&c.path);
+    if (errs->count > 0) {
+        gw_config_destroy(cfg);
+        return SL_ERR_CONFIG;
+    }
+    *out = cfg;
+    return SL_OK;
+}
+
+sl_err_t gw_config_load(const char *path, gw_config_t **out, gw_config_errors_t *errs)
+{
+    sl_buf_t b = SL_BUF_INIT;
+    sl_err_t err = SL_ERR_IO;
+    char chunk[65536];
+    size_t n;
+    *out = NULL;
+    errs->items = NULL;
+    errs->count = 0;
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        goto cleanup;
+    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0 && b.len <= GW_MAX_FILE_BYTES)
+        sl_buf_append(&b, chunk, n);
+    if (ferror(f))
+        goto cleanup;
+    if (b.len > GW_MAX_FILE_BYTES) {
+        errno = EFBIG;
+        goto cleanup;
+    }
+    err = gw_config_load_string(b.base != NULL ? b.base : "", b.len, path, out, errs);
+cleanup:
+    if (err == SL_ERR_IO) {
+        sl_buf_t msg = SL_BUF_INIT;
+        sl_buf_printf(&msg, "cannot read the config file: %s", strerror(errno));
+        gw_cfg_errors_add(errs, 0, "", msg.base);
+        sl_buf_dispose(&msg);
+    }
+    if (f != NULL)
+        fclose(f);
+    sl_buf_dispose(&b);
+    return err;
+}
+
+void gw_config_destroy(gw_config_t *cfg)
+{
+    if (cfg == NULL)
+        return;
+    free(cfg->file);
+    free(cfg->server.listen);
+    gw_cfg_strv_free(cfg->server.cors_origins, cfg->server.ncors_origins);
+    free(cfg->admin.listen);
+    free(cfg->admin.token);
+    free(cfg->state.path);
+    for (size_t i = 0; i < cfg->nnetworks; i++)
+        gw_cfg_network_dispose(&cfg->networks[i]);
+    free(cfg->networks);
+    for (size_t i = 0; i < cfg->ntiers; i++)
+        free(cfg->tiers[i].name);
+    free(cfg->tiers);
+    for (size_t i = 0; i < cfg->nkeys; i++) {
+        free(cfg->keys[i].tier);
+        free(cfg->keys[i].name);
+    }
+    free(cfg->keys);
+    free(cfg);
+}
+
+const pool_network_conf_t *gw_config_network(const gw_config_t *cfg, const char *name, size_t len)
+{
+    for (size_t i = 0; cfg != NULL && i < cfg->nnetworks; i++) {
+        const char *n = cfg->networks[i].name;
+        if (strlen(n) == len && memcmp(n, name, len) == 0)
+            return &cfg->networks[i];
+    }
+    return NULL;
+}

@@ -1,0 +1,351 @@
+/* gateway/gw_config_net.c: the networks section: each network's chain,
+ * timeouts and retry settings, and its endpoints (full form or a bare URL).
+ * Fills the pool_network_conf_t that pool/ is handed. */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "base/sl_secret.h"
+#include "gateway/gw_config_int.h"
+#include "policy/url.h"
+
+#define NFIELDS(t) (sizeof(t) / sizeof((t)[0]))
+
+static int only_chars(const char *s, const char *set)
+{
+    return s[strspn(s, set)] == '\0';
+}
+
+static void set_str(char **slot, char *s)
+{
+    free(*slot);
+    *slot = s;
+}
+
+/* ---- endpoint fields ---- */
+
+static void ep_id(gw_cfg_t *c, yaml_node_t *n, void *target)
+{
+    char *s = NULL;
+    if (gw_cfg_str(c, n, &s) != SL_OK)
+        return;
+    if (s[0] == '\0' || strlen(s) > 64 ||
+        !only_chars(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-"))
+        gw_cfg_error(c, gw_cfg_line(n), "endpoint id must be 1-64 of [A-Za-z0-9_.-]");
+    set_str(&((pool_endpoint_conf_t *)target)->id, s);
+}
+
+static void add_secret(const char *s, size_t n, void *arg)
+{
+    (void)arg;
+    sl_secret_add_n(s, n);
+}
+
+/* The url is registered piecewise before anything can print it, and only
+ * its redacted form ever appears in a message. */
+static void ep_url(gw_cfg_t *c, yaml_node_t *n, void *target)
+{
+    pool_endpoint_conf_t *ep = target;
+    char *s = NULL;
+    if (gw_cfg_str(c, n, &s) != SL_OK)
+        return;
+    policy_url_each_secret(s, add_secret, NULL);
+    const char *why = policy_url_parse_error(s);
+    if (why != NULL)
+        gw_cfg_error(c, gw_cfg_line(n), "invalid url: %s", why);
+    set_str(&ep->url, s);
+    set_str(&ep->url_redacted, policy_url_redact(s));
+}
+
+static void ep_tls_ca_file(gw_cfg_t *c, yaml_node_t *n, void *target)
+{
+    char *s = NULL;
+    if (gw_cfg_str(c, n, &s) != SL_OK)
+        return;
+    if (access(s, R_OK) != 0)
+        gw_cfg_error(c, gw_cfg_line(n), "cannot read tls_ca_file '%s': %s", s, strerror(errno));
+    set_str(&((pool_endpoint_conf_t *)target)->tls_ca_file, s);
+}
+
+/* sluice frames the upstream request itself. */
+static const char *const reserved_headers[] = {"content-length", "transfer-encoding", "connection"};
+
+static const char *header_name_check(const char *name)
+{
+    if (name[0] == '\0' ||
+        !only_chars(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&'*+-.^_`|~"))
+        return "header name must be an HTTP token (letters, digits, '-', ...)";
+    for (size_t i = 0; i < NFIELDS(reserved_headers); i++)
+        if (strcasecmp(name, reserved_headers[i]) == 0)
+            return "header is set by sluice and cannot be configured";
+    return NULL;
+}
+
+static void ep_header(gw_cfg_t *c, pool_endpoint_conf_t *ep, const yaml_node_pair_t *pair)
+{
+    const char *name = gw_cfg_key(c, pair);
+    char *value = NULL;
+    int line = gw_cfg_line(gw_cfg_node(c, pair->key));
+    const char *why = header_name_check(name);
+    if (why != NULL)
+        gw_cfg_error(c, line, "%s", why);
+    for (size_t j = 0; j < ep->nheaders && why == NULL; j++)
+        if (strcasecmp(ep->headers[j].name, name) == 0)
+            gw_cfg_error(c, line, "header '%s' is given twice (names are case-insensitive)", name);
+    if (gw_cfg_str(c, gw_cfg_node(c, pair->value), &value) != SL_OK)
+        return;
+    sl_secret_add(value);   /* header values are where API keys go */
+    if (strpbrk(value, "\r\n") != NULL)
+        gw_cfg_error(c, gw_cfg_line(gw_cfg_node(c, pair->value)), "header value must not contain a line break");
+    pool_header_t *h = &ep->headers[ep->nheaders++];
+    h->name = sl_xstrdup(name);
+    h->value = value;
+}
+
+static void ep_headers(gw_cfg_t *c, yaml_node_t *n, void *target)
+{
+    pool_endpoint_conf_t *ep = target;
+    yaml_node_pair_t *pairs;
+    size_t np = gw_cfg_pairs(c, n, &pairs);
+    ep->headers = sl_xcalloc(np + 1, sizeof(*ep->headers));
+    for (size_t i = 0; i < np; i++) {
+        if (gw_cfg_key(c, &pairs[i]) == NULL)
+            continue;
+        size_t mark = gw_cfg_push(c, gw_cfg_key(c, &pairs[i]));
+        ep_header(c, ep, &pairs[i]);
+        gw_cfg_pop(c, mark);
+    }
+}
+
+static const char *const tier_names[] = {
+    [POOL_TIER_PRIMARY] = "primary",
+    [POOL_TIER_FALLBACK] = "fallback",
+};
+
+static void ep_tier(gw_cfg_t *c, yaml_node_t *n, void *target)
+{
+    int t = 0;
+    if (gw_cfg_enum(c, n, tier_names, NFIELDS(tier_names), &t) == SL_OK)
+        ((pool_endpoint_conf_t *)target)->tier = (pool_tier_t)t;
+}
+
+/* The built-in cost profiles (per-method credit prices live with the
+ * accounting code); "flat" charges one credit per call. */
+static const char *const cost_profiles[] = {"alchemy", "infura", "quicknode", "helius", "flat"};
+
+static void ep_cost_profile(gw_cfg_t *c, yaml_node_t *n, void *target)
+{
+    int p = 0;
+    if (gw_cfg_enum(c, n, cost_profiles, NFIELDS(cost_profiles), &p) == SL_OK)
+        set_str(&((pool_endpoint_conf_t *)target)->cost_profile, sl_xstrdup(cost_profiles[p]));
+}
+
+static const gw_cfg_field_t credit_fields[] = {
+    {"per_second", GW_CFG_U64, offsetof(pool_credits_conf_t, per_second), 0, UINT64_MAX},
+    {"per_minute", GW_CFG_U64, offsetof(pool_credits_conf_t, per_minute), 0, UINT64_MAX},
+    {"per_day", GW_CFG_U64, offsetof(pool_credits_conf_t, per_day), 0, UINT64_MAX},
+    {"per_month", GW_CFG_U64, offsetof(pool_credits_conf_t, per_month), 0, UINT64_MAX},
+    {"month_reset_day", GW_CFG_U32, offsetof(pool_credits_conf_t, month_reset_day), 1, 28},
+};
+
+static void ep_credits(gw_cfg_t *c, yaml_node_t *n, void *target)
+{
+    pool_endpoint_conf_t *ep = target;
+    ep->has_credits = !gw_cfg_is_null(n);
+    gw_cfg_map_decode(c, n, credit_fields, NFIELDS(credit_fields), &ep->credits);
+}
+
+static const gw_cfg_field_t endpoint_fields[] = {
+    {"id", GW_CFG_FN, .fn = ep_id},
+    {"url", GW_CFG_FN, .fn = ep_url, .required = 1},
+    {"tls_ca_file", GW_CFG_FN, .fn = ep_tls_ca_file},
+    {"headers", GW_CFG_FN, .fn = ep_headers},
+    {"max_inflight", GW_CFG_U32, offsetof(pool_endpoint_conf_t, max_inflight), 1, 100000},
+    {"tier", GW_CFG_FN, .fn = ep_tier},
+    {"cost_profile", GW_CFG_FN, .fn = ep_cost_profile},
+    {"credits", GW_CFG_FN, .fn = ep_credits},
+};
+
+/* ---- endpoints ---- */
+
+static void endpoint_decode(gw_cfg_t *c, yaml_node_t *n, pool_endpoint_conf_t *ep, size_t index)
+{
+    ep->max_inflight = POOL_DEFAULT_MAX_INFLIGHT;
+    ep->tier = POOL_TIER_PRIMARY;
+    ep->cost_profile = sl_xstrdup("flat");
+    ep->credits.month_reset_day = POOL_DEFAULT_MONTH_RESET_DAY;
+    ep->yaml_line = gw_cfg_line(n);
+    if (n != NULL && n->type == YAML_SCALAR_NODE && !gw_cfg_is_null(n))
+        ep_url(c, n, ep);   /* the shorthand: "- https://..." */
+    else
+        gw_cfg_map_decode(c, n, endpoint_fields, NFIELDS(endpoint_fields), ep);
+    if (ep->id == NULL) {
+        sl_buf_t b = SL_BUF_INIT;
+        sl_buf_printf(&b, "e%zu", index);
+        ep->id = sl_buf_steal(&b, NULL);
+    }
+}
+
+static void net_endpoints(gw_cfg_t *c, yaml_node_t *n, void *target)
+{
+    pool_network_conf_t *net = target;
+    yaml_node_item_t *items;
+    size_t ni = gw_cfg_items(c, n, &items);
+    if (ni == 0 && (gw_cfg_is_null(n) || n->type == YAML_SEQUENCE_NODE))
+        gw_cfg_error(c, gw_cfg_line(n), "a network needs at least one endpoint");
+    if (ni > POOL_MAX_ENDPOINTS) {
+        gw_cfg_error(c, gw_cfg_line(n), "at most %d endpoints per network (got %zu)", POOL_MAX_ENDPOINTS, ni);
+        ni = POOL_MAX_ENDPOINTS;
+    }
+    net->endpoints = sl_xcalloc(ni + 1, sizeof(*net->endpoints));
+    for (size_t i = 0; i < ni; i++) {
+        yaml_node_t *item = gw_cfg_node(c, items[i]);
+        pool_endpoint_conf_t *ep = &net->endpoints[net->nendpoints++];
+        size_t mark = gw_cfg_push_index(c, i);
+        endpoint_decode(c, item, ep, i);
+        for (size_t j = 0; j < i; j++) {
+            if (strcmp(net->endpoints[j].id, ep->id) != 0)
+                continue;
+            yaml_node_t *id = gw_cfg_get(c, item, "id");
+            gw_cfg_push(c, "id");
+            gw_cfg_error(c, id != NULL ? gw_cfg_line(id) : ep->yaml_line,
+                         "duplicate endpoint id '%s' (first at line %d)", ep->id, net->endpoints[j].yaml_line);
+            break;
+        }
+        gw_cfg_pop(c, mark);
+    }
+}
+
+/* ---- network fields ---- */
+
+static void net_chain(gw_cfg_t *c, yaml_node_t *n, void *target)
+{
+    const char *names[POLICY_CHAIN_COUNT];
+    int chain = 0;
+    for (int i = 0; i < POLICY_CHAIN_COUNT; i++)
+        names[i] = policy_chain_name((policy_chain_t)i);
+    if (gw_cfg_enum(c, n, names, POLICY_CHAIN_COUNT, &chain) == SL_OK)
+        ((pool_network_conf_t *)target)->chain = (policy_chain_t)chain;
+}
+
+static const gw_cfg_field_t timeout_fields[] = {
+    {"connect_ms", GW_CFG_U32, offsetof(pool_timeouts_t, connect_ms), 1, 600000},
+    {"first_byte_ms", GW_CFG_U32, offsetof(pool_timeouts_t, first_byte_ms), 1, 600000},
+    {"attempt_ms", GW_CFG_U32, offsetof(pool_timeouts_t, attempt_ms), 1, 600000},
+    {"request_ms", GW_CFG_U32, offsetof(pool_timeouts_t, request_ms), 1, 600000},
+};
+enum { T_FIRST_BYTE = 1u << 1, T_ATTEMPT = 1u << 2, T_REQUEST = 1u << 3 };
+
+static uint32_t min_u32(uint32_t a, uint32_t b) { return a < b ? a : b; }
+static uint32_t max_u32(uint32_t a, uint32_t b) { return a > b ? a : b; }
+
+/* Values left out follow the ones given (attempt_ms: 3000 alone lowers
+ * first_byte_ms to 3000), so only an explicit contradiction is an error. */
+static void net_timeouts(gw_cfg_t *c, yaml_node_t *n, void *target)
+{
+    pool_timeouts_t *t = &((pool_network_conf_t *)target)->timeouts;
+    uint64_t seen = gw_cfg_map_decode(c, n, timeout_fields, NFIELDS(timeout_fields), t);
+    if (!(seen & T_ATTEMPT))
+        t->attempt_ms = min_u32(POOL_DEFAULT_ATTEMPT_MS, t->request_ms);
+    if (!(seen & T_FIRST_BYTE))
+        t->first_byte_ms = min_u32(POOL_DEFAULT_FIRST_BYTE_MS, t->attempt_ms);
+    if (!(seen & T_REQUEST))
+        t->request_ms = max_u32(POOL_DEFAULT_REQUEST_MS, t->attempt_ms);
+    if (t->first_byte_ms > t->attempt_ms || t->attempt_ms > t->request_ms)
+        gw_cfg_error(c, gw_cfg_line(n),
+                     "timeouts must satisfy first_byte_ms <= attempt_ms <= request_ms (got %u, %u, %u)",
+                     t->first_byte_ms, t->attempt_ms, t->request_ms);
+}
+
+static const char *method_check(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || !only_chars(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-*") ||
+        (strchr(s, '*') != NULL && strchr(s, '*') != s + n - 1))
+        return "a blocked method is a method name, or a prefix ending in '*' (e.g. debug_*)";
+    return NULL;
+}
+
+static void net_blocked(gw_cfg_t *c, yaml_node_t *n, void *target)
+{
+    pool_network_conf_t *net = target;
+    char **v = NULL;
+    size_t nv = 0;
+    if (gw_cfg_str_list(c, n, method_check, &v, &nv) != SL_OK)
+        return;
+    gw_cfg_strv_free(net->blocked_methods, net->nblocked_methods);
+    net->blocked_methods = v;
+    net->nblocked_methods = nv;
+}
+
+static const gw_cfg_field_t network_fields[] = {
+    {"chain", GW_CFG_FN, .fn = net_chain},
+    {"timeouts", GW_CFG_FN, .fn = net_timeouts},
+    {"max_attempts", GW_CFG_U32, offsetof(pool_network_conf_t, max_attempts), 0, 16},
+    {"resend_writes", GW_CFG_BOOL, offsetof(pool_network_conf_t, resend_writes)},
+    {"blocked_methods", GW_CFG_FN, .fn = net_blocked},
+    {"endpoints", GW_CFG_FN, .fn = net_endpoints, .required = 1},
+};
+
+/* Network names are URL path segments next to the gateway's own routes. */
+static const char *const reserved_names[] = {"admin", "metrics", "healthz", "readyz"};
+
+static void check_network_name(gw_cfg_t *c, const char *name, int line)
+{
+    if (name[0] == '\0' || strlen(name) > 32 || !only_chars(name, "abcdefghijklmnopqrstuvwxyz0123456789_-") ||
+        name[0] == '_' || name[0] == '-') {
+        gw_cfg_error(c, line, "network name '%s' must match [a-z0-9][a-z0-9_-]{0,31} (it is the URL path)", name);
+        return;
+    }
+    for (size_t i = 0; i < NFIELDS(reserved_names); i++)
+        if (strcmp(name, reserved_names[i]) == 0)
+            gw_cfg_error(c, line, "network name '%s' is reserved for sluice's own routes", name);
+}
+
+void gw_cfg_networks(gw_cfg_t *c, yaml_node_t *n, void *target)
+{
+    gw_config_t *cfg = target;
+    yaml_node_pair_t *pairs;
+    size_t np = gw_cfg_pairs(c, n, &pairs);
+    if (np == 0 && (gw_cfg_is_null(n) || n->type == YAML_MAPPING_NODE))
+        gw_cfg_error(c, gw_cfg_line(n), "at least one network is required");
+    cfg->networks = sl_xcalloc(np + 1, sizeof(*cfg->networks));
+    for (size_t i = 0; i < np; i++) {
+        const char *name = gw_cfg_key(c, &pairs[i]);
+        if (name == NULL)
+            continue;
+        pool_network_conf_t *net = &cfg->networks[cfg->nnetworks++];
+        size_t mark = gw_cfg_push(c, name);
+        net->yaml_line = gw_cfg_line(gw_cfg_node(c, pairs[i].key));
+        check_network_name(c, name, net->yaml_line);
+        net->name = sl_xstrdup(name);
+        net->chain = POLICY_CHAIN_ETHEREUM;
+        net->timeouts = (pool_timeouts_t){POOL_DEFAULT_CONNECT_MS, POOL_DEFAULT_FIRST_BYTE_MS,
+                                          POOL_DEFAULT_ATTEMPT_MS, POOL_DEFAULT_REQUEST_MS};
+        gw_cfg_map_decode(c, gw_cfg_node(c, pairs[i].value), network_fields, NFIELDS(network_fields), net);
+        gw_cfg_pop(c, mark);
+    }
+}
+
+void gw_cfg_network_dispose(pool_network_conf_t *net)
+{
+    for (size_t i = 0; i < net->nendpoints; i++) {
+        pool_endpoint_conf_t *ep = &net->endpoints[i];
+        free(ep->id);
+        free(ep->url);
+        free(ep->url_redacted);
+        free(ep->tls_ca_file);
+        for (size_t h = 0; h < ep->nheaders; h++) {
+            free(ep->headers[h].name);
+            free(ep->headers[h].value);
+        }
+        free(ep->headers);
+        free(ep->cost_profile);
+    }
+    free(net->endpoints);
+    gw_cfg_strv_free(net->blocked_methods, net->nblocked_methods);
+    free(net->name);
+}

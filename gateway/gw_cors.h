@@ -1,0 +1,16 @@
+/* gateway/gw_cors.h: CORS for browser callers. Only origins listed in
+ * server.cors_origins (or "*") get the headers; the rate-limit headers are
+ * exposed, or a browser would hide them from the page. */
+#ifndef GW_CORS_H
+#define GW_CORS_H
+
+#include <h2o.h>
+
+#include "gateway/gw_config.h"
+
+/* Adds Access-Control-Allow-Origin and -Expose-Headers if the Origin is allowed. */
+void gw_cors_headers(h2o_req_t *req, const gw_config_t *cfg);
+/* Answers an OPTIONS preflight (204). */
+void gw_cors_preflight(h2o_req_t *req, const gw_config_t *cfg);
+
+#endif

@@ -1,0 +1,262 @@
+/* gateway/gw_handler.c: POST /{network}[/{key}] */
+#include "gateway/gw_handler.h"
+
+#include <arpa/inet.h>
+#include <string.h>
+#include <strings.h>
+
+#include "base/sl_log.h"
+#include "base/sl_time.h"
+#include "base/sl_http.h"
+#include "gateway/gw_access.h"
+#include "gateway/gw_cors.h"
+#include "gateway/gw_identity.h"
+#include "gateway/gw_reply.h"
+#include "gateway/gw_rpc.h"
+
+typedef struct gw_req {
+    h2o_req_t *req;
+    gw_handler_t *h;
+    gw_net_t *net;
+    gw_rpc_request_t rpc;
+    pool_item_t *items;
+    uint32_t *item_member;        /* items[k] answers rpc.members[item_member[k]] */
+    size_t nitems;
+    pool_call_t *call;
+    int call_done;
+    gw_reply_t reply;
+    int have_reply;
+    uint64_t start_us;
+    const gw_key_conf_t *key;
+} gw_req_t;
+
+static void gw_req_dispose(void *p)
+{
+    gw_req_t *g = p;
+    if (g->call != NULL) {
+        if (g->call_done)
+            pool_call_release(g->call);
+        else
+            pool_call_cancel(g->call); /* the client went away (HTTP/2 reset) */
+    }
+    if (g->have_reply)
+        gw_reply_dispose(&g->reply);
+    g->h->inflight--;
+}
+
+static void *pool_alloc(void *ctx, size_t size)
+{
+    return h2o_mem_alloc_pool((h2o_mem_pool_t *)ctx, size);
+}
+
+static void send_reply(gw_req_t *g)
+{
+    gw_reply_t *r = &g->reply;
+    h2o_req_t *req = g->req;
+    if (r->endpoints[0] != '\0')
+        sl_http_header(req, "x-sluice-endpoint", r->endpoints);
+    if (g->call != NULL)
+        sl_http_header_u64(req, "x-sluice-attempts", pool_call_attempts(g->call));
+    if (r->retry_after_s != 0)
+        sl_http_header_u64(req, "retry-after", r->retry_after_s);
+    gw_cors_headers(req, g->h->cfg);
+    if (g->h->cfg->server.access_log)
+        gw_access_log(req, g->net ? g->net->conf->name : NULL, &g->rpc, g->call, r->status, r->outcome,
+                      sl_now_us() - g->start_us, g->key);
+    sl_http_send(req, r->status, "application/json", r->body, r->len);
+}
+
+static void on_call_done(pool_call_t *call, void *data)
+{
+    gw_req_t *g = data;
+    (void)call;
+    g->call_done = 1;
+    gw_reply_build(&g->reply, g->req->entity.base, &g->rpc, g->items, g->item_member, g->nitems, g->call);
+    g->have_reply = 1;
+    send_reply(g);
+}
+
+/* Collects the members that go upstream; returns their number. */
+static size_t collect_items(gw_req_t *g)
+{
+    gw_rpc_request_t *rpc = &g->rpc;
+    const char *body = g->req->entity.base;
+    size_t n = 0;
+    for (size_t i = 0; i < rpc->nmembers; i++)
+        n += rpc->members[i].status == GW_MEMBER_FORWARD;
+    if (n == 0)
+        return 0;
+    g->items = h2o_mem_alloc_pool(&g->req->pool, n * sizeof(*g->items));
+    g->item_member = h2o_mem_alloc_pool(&g->req->pool, n * sizeof(*g->item_member));
+    memset(g->items, 0, n * sizeof(*g->items));
+    size_t k = 0;
+    for (size_t i = 0; i < rpc->nmembers; i++) {
+        const gw_member_t *m = &rpc->members[i];
+        if (m->status != GW_MEMBER_FORWARD)
+            continue;
+        pool_item_t *it = &g->items[k];
+        it->raw = body + m->raw.off;
+        it->raw_len = m->raw.len;
+        it->id = m->id.len ? (policy_span_t){m->id.off - m->raw.off, m->id.len} : (policy_span_t){0, 0};
+        it->method = m->method;
+        g->item_member[k++] = (uint32_t)i;
+    }
+    return n;
+}
+
+static void handle_rpc(gw_req_t *g)
+{
+    h2o_req_t *req = g->req;
+    const gw_net_t *net = g->net;
+    gw_rpc_limits_t lim = {g->h->cfg->server.max_batch, net->conf->chain, net->blocked, net->nblocked};
+    const char *body = req->entity.base ? req->entity.base : "";
+    gw_rpc_parse(body, req->entity.len, &lim, pool_alloc, &req->pool, &g->rpc);
+    g->nitems = g->rpc.kind == GW_RPC_REJECT ? 0 : collect_items(g);
+    if (g->nitems == 0) {
+        gw_reply_build(&g->reply, body, &g->rpc, NULL, NULL, 0, NULL);
+        g->have_reply = 1;
+        send_reply(g);
+        return;
+    }
+    g->call = pool_call_start(net->pool_net, g->items, g->nitems, g->rpc.kind == GW_RPC_BATCH, on_call_done, g);
+}
+
+static int is_json_content_type(h2o_req_t *req)
+{
+    ssize_t i = h2o_find_header(&req->headers, H2O_TOKEN_CONTENT_TYPE, -1);
+    if (i < 0)
+        return 1; /* absent: assume JSON, as most RPC servers do */
+    h2o_iovec_t v = req->headers.entries[i].value;
+    size_t n = 0;
+    while (n < v.len && v.base[n] != ';' && v.base[n] != ' ')
+        n++;
+    static const char *const accepted[] = {"application/json", "application/json-rpc", "application/jsonrequest"};
+    for (size_t k = 0; k < sizeof(accepted) / sizeof(accepted[0]); k++)
+        if (n == strlen(accepted[k]) && strncasecmp(v.base, accepted[k], n) == 0)
+            return 1;
+    return n > 5 && strncasecmp(v.base + n - 5, "+json", 5) == 0;
+}
+
+/* Answers with an HTTP error status and a JSON-RPC error body; returns 0. */
+static int http_error(gw_req_t *g, int status, int code, const char *message)
+{
+    sl_buf_t *out = &g->reply.out;
+    g->have_reply = 1;
+    g->reply.status = status;
+    g->reply.outcome = "refused";
+    gw_rpc_error(out, "", (policy_span_t){0, 0}, code, message, NULL);
+    g->reply.body = out->base;
+    g->reply.len = out->len;
+    send_reply(g);
+    return 0;
+}
+
+/* Splits "/net" or "/net/seg" (or "/net/"); returns 0 on another shape. */
+static int split_path(h2o_iovec_t path, h2o_iovec_t *net, h2o_iovec_t *seg)
+{
+    if (path.len < 2 || path.base[0] != '/')
+        return 0;
+    const char *p = path.base + 1, *end = path.base + path.len;
+    const char *slash = memchr(p, '/', (size_t)(end - p));
+    *net = h2o_iovec_init(p, (size_t)((slash ? slash : end) - p));
+    *seg = h2o_iovec_init(NULL, 0);
+    if (slash != NULL) {
+        const char *s = slash + 1;
+        if (memchr(s, '/', (size_t)(end - s)) != NULL)
+            return 0;
+        *seg = h2o_iovec_init(s, (size_t)(end - s));
+    }
+    return net->len > 0;
+}
+
+static gw_net_t *find_net(gw_handler_t *h, h2o_iovec_t name)
+{
+    for (size_t i = 0; i < h->nnets; i++)
+        if (strlen(h->nets[i].conf->name) == name.len && memcmp(h->nets[i].conf->name, name.base, name.len) == 0)
+            return &h->nets[i];
+    return NULL;
+}
+
+/* The caller's key: the path segment wins over X-API-Key. Returns 0 after
+ * answering 401 for a key that is not known. */
+static int identify(gw_req_t *g, h2o_iovec_t seg)
+{
+    h2o_req_t *req = g->req;
+    const char *key = NULL;
+    size_t len = 0;
+    if (seg.len > 0 && gw_identity_is_key(seg.base, seg.len)) {
+        key = seg.base;
+        len = seg.len;
+    } else {
+        ssize_t i = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-api-key"), -1);
+        if (i >= 0) {
+            key = req->headers.entries[i].value.base;
+            len = req->headers.entries[i].value.len;
+        }
+    }
+    if (gw_identity_resolve(g->h->cfg, key, len, &g->key) == GW_IDENTITY_UNKNOWN_KEY)
+        return http_error(g, 401, GW_RPC_INVALID_REQUEST, "unknown API key");
+    return 1;
+}
+
+static int on_req(h2o_handler_t *self, h2o_req_t *req)
+{
+    gw_handler_t *h = (gw_handler_t *)self;
+    gw_req_t *g = h2o_mem_alloc_shared(&req->pool, sizeof(*g), gw_req_dispose);
+    memset(g, 0, sizeof(*g));
+    g->req = req;
+    g->h = h;
+    g->start_us = sl_now_us();
+    sl_buf_init(&g->reply.out);
+    h->inflight++;
+    h->served++;
+
+    h2o_iovec_t netname, seg;
+    if (!split_path(req->path_normalized, &netname, &seg) || (g->net = find_net(h, netname)) == NULL)
+        return http_error(g, 404, GW_RPC_INVALID_REQUEST, "unknown network: use POST /{network} with a network "
+                                                          "from the configuration");
+    if (h2o_memis(req->method.base, req->method.len, H2O_STRLIT("OPTIONS"))) {
+        gw_cors_preflight(req, h->cfg);
+        return 0;
+    }
+    if (!h2o_memis(req->method.base, req->method.len, H2O_STRLIT("POST"))) {
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_ALLOW, NULL, H2O_STRLIT("POST, OPTIONS"));
+        return http_error(g, 405, GW_RPC_INVALID_REQUEST, "method not allowed: JSON-RPC takes POST");
+    }
+    if (!identify(g, seg))
+        return 0;
+    if (!is_json_content_type(req))
+        return http_error(g, 415, GW_RPC_INVALID_REQUEST, "unsupported content type: send application/json");
+    handle_rpc(g);
+    return 0;
+}
+
+static void nets_init(gw_handler_t *h, pool_t *pool)
+{
+    const gw_config_t *cfg = h->cfg;
+    h->nnets = cfg->nnetworks;
+    h->nets = sl_xcalloc(cfg->nnetworks, sizeof(*h->nets));
+    for (size_t i = 0; i < cfg->nnetworks; i++) {
+        gw_net_t *n = &h->nets[i];
+        n->conf = &cfg->networks[i];
+        n->pool_net = pool_network_find(pool, n->conf->name, strlen(n->conf->name));
+        if (n->conf->blocked_methods != NULL) {
+            n->blocked = (const char *const *)n->conf->blocked_methods;
+            n->nblocked = n->conf->nblocked_methods;
+        } else {
+            n->blocked = policy_method_default_blocked(n->conf->chain);
+            for (n->nblocked = 0; n->blocked[n->nblocked] != NULL; n->nblocked++)
+                ;
+        }
+    }
+}
+
+gw_handler_t *gw_handler_register(h2o_hostconf_t *hostconf, const gw_config_t *cfg, pool_t *pool)
+{
+    h2o_pathconf_t *pathconf = h2o_config_register_path(hostconf, "/", 0);
+    gw_handler_t *h = (gw_handler_t *)h2o_create_handler(pathconf, sizeof(*h));
+    h->super.on_req = on_req;
+    h->cfg = cfg;
+    nets_init(h, pool);
+    return h;
+}

@@ -1,0 +1,36 @@
+/* gateway/gw_handler.h: the client-facing h2o handler, POST /{network}[/{key}].
+ *
+ * One gw_handler_t per worker. It routes, checks the HTTP envelope
+ * (method, content type), parses the JSON-RPC body (gw_rpc), answers what it
+ * can itself (invalid and blocked members), hands the rest to pool/ and
+ * writes the answer (gw_reply) and one access-log line. */
+#ifndef GW_HANDLER_H
+#define GW_HANDLER_H
+
+#include <stdint.h>
+
+#include <h2o.h>
+
+#include "gateway/gw_config.h"
+#include "pool/pool.h"
+
+typedef struct gw_net {
+    const pool_network_conf_t *conf;
+    pool_network_t *pool_net;
+    const char *const *blocked;   /* patterns: the config's or the chain's default */
+    size_t nblocked;
+} gw_net_t;
+
+typedef struct gw_handler {
+    h2o_handler_t super;          /* first: h2o calls on_req with this pointer */
+    const gw_config_t *cfg;
+    gw_net_t *nets;
+    size_t nnets;
+    uint64_t inflight;            /* requests being handled (drain waits for 0) */
+    uint64_t served;
+} gw_handler_t;
+
+/* Registers the handler on path "/" of hostconf; nets must outlive it. */
+gw_handler_t *gw_handler_register(h2o_hostconf_t *hostconf, const gw_config_t *cfg, pool_t *pool);
+
+#endif

@@ -1,0 +1,30 @@
+/* gateway/gw_identity.h: who is calling. A path segment starting with "sl_"
+ * (or an X-API-Key header; the path wins) is a key, matched against the
+ * SHA-256 hashes in the config in constant time. A key that matches nothing
+ * is refused, never silently treated as anonymous. */
+#ifndef GW_IDENTITY_H
+#define GW_IDENTITY_H
+
+#include <stddef.h>
+
+#include "gateway/gw_config.h"
+
+#define GW_KEY_PREFIX "sl_"
+
+typedef enum gw_identity_result {
+    GW_IDENTITY_ANONYMOUS,
+    GW_IDENTITY_KEY,
+    GW_IDENTITY_UNKNOWN_KEY,
+} gw_identity_result_t;
+
+/* 1 if seg[0..len) is key-shaped (starts with "sl_"). */
+int gw_identity_is_key(const char *seg, size_t len);
+
+/* Resolves a key (NULL/0 = none); *key gets the config entry when known. */
+gw_identity_result_t gw_identity_resolve(const gw_config_t *cfg, const char *key, size_t len,
+                                         const gw_key_conf_t **out);
+
+/* Writes the lower-case hex SHA-256 of key[0..len) into hex[65]. */
+void gw_identity_hash(const char *key, size_t len, char hex[65]);
+
+#endif

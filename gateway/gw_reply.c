@@ -1,0 +1,217 @@
+/* gateway/gw_reply.c: assembling the client's answer.
+ *
+ * A single call answered upstream goes back byte-for-byte (zero copy) when
+ * the ids match; otherwise, and for every batch member, the client's own id
+ * bytes are spliced into the upstream's answer. A failure is never dressed
+ * as a result: it becomes a JSON-RPC error whose data lists every attempt,
+ * and the HTTP status says what kind of failure it was. */
+#include "gateway/gw_reply.h"
+
+#include <string.h>
+
+typedef struct outcome_row {
+    int http;
+    int code;
+    const char *name;
+    const char *message;
+} outcome_row_t;
+
+static const outcome_row_t outcomes[] = {
+    [POOL_OUTCOME_OK] = {200, 0, "ok", ""},
+    [POOL_OUTCOME_RATE_LIMITED] = {429, GW_RPC_LIMIT_EXCEEDED, "rate_limited",
+                                   "upstream rate limit: every endpoint refused this call with a rate limit; "
+                                   "retry after the Retry-After delay, or add capacity (an API-keyed provider)"},
+    [POOL_OUTCOME_TIMEOUT] = {504, GW_RPC_INTERNAL_ERROR, "timeout",
+                              "upstream timeout: no endpoint answered in time"},
+    [POOL_OUTCOME_AMBIGUOUS_WRITE] = {502, GW_RPC_INTERNAL_ERROR, "ambiguous_write",
+                                      "the transaction may have reached an endpoint before the attempt failed, so "
+                                      "sluice did not send it anywhere else; look it up by hash before sending it "
+                                      "again"},
+    [POOL_OUTCOME_UNAVAILABLE] = {503, GW_RPC_INTERNAL_ERROR, "unavailable",
+                                  "no upstream endpoint is available right now"},
+    [POOL_OUTCOME_UPSTREAM_ERROR] = {502, GW_RPC_INTERNAL_ERROR, "upstream_error",
+                                     "upstream error: every endpoint failed"},
+    [POOL_OUTCOME_DEADLINE] = {504, GW_RPC_INTERNAL_ERROR, "timeout",
+                               "upstream timeout: the request deadline (timeouts.request_ms) ran out"},
+};
+
+static void append_attempts(sl_buf_t *b, const pool_call_t *call)
+{
+    size_t n;
+    const pool_attempt_rec_t *log = pool_call_log(call, &n);
+    sl_buf_append_str(b, "\"attempts\":[");
+    for (size_t i = 0; i < n; i++) {
+        const char *id = pool_call_endpoint_id(call, log[i].endpoint);
+        const char *url = pool_call_endpoint_url(call, log[i].endpoint);
+        sl_buf_append_str(b, i ? ",{\"endpoint\":" : "{\"endpoint\":");
+        sl_buf_append_json_str(b, id, strlen(id));
+        sl_buf_append_str(b, ",\"url\":");
+        sl_buf_append_json_str(b, url, strlen(url));
+        if (log[i].http_status != 0)
+            sl_buf_printf(b, ",\"status\":%u", (unsigned)log[i].http_status);
+        const char *what = log[i].fail != POOL_FAIL_NONE ? pool_fail_str(log[i].fail) : "answered";
+        sl_buf_append_str(b, ",\"error\":");
+        sl_buf_append_json_str(b, what, strlen(what));
+        sl_buf_append_char(b, '}');
+    }
+    sl_buf_append_char(b, ']');
+}
+
+static void append_failure(sl_buf_t *out, const char *body, const gw_member_t *m, const pool_item_t *it,
+                           const pool_call_t *call)
+{
+    const outcome_row_t *row = &outcomes[it->outcome];
+    sl_buf_t data = SL_BUF_INIT;
+    sl_buf_append_str(&data, "{\"scope\":\"upstream\",\"outcome\":");
+    sl_buf_append_json_str(&data, row->name, strlen(row->name));
+    if (it->outcome == POOL_OUTCOME_RATE_LIMITED)
+        sl_buf_printf(&data, ",\"retry_after_ms\":%u", it->retry_after_ms ? it->retry_after_ms : 1000);
+    sl_buf_append_char(&data, ',');
+    append_attempts(&data, call);
+    sl_buf_append_char(&data, '}');
+    gw_rpc_error(out, body, m->id, row->code, row->message, data.base);
+    sl_buf_dispose(&data);
+}
+
+static void append_member(gw_reply_t *r, const char *body, const gw_member_t *m, const pool_item_t *it,
+                          const pool_call_t *call)
+{
+    if (m->status == GW_MEMBER_INVALID) {
+        gw_rpc_error(&r->out, body, m->id, GW_RPC_INVALID_REQUEST, m->error, NULL);
+    } else if (m->status == GW_MEMBER_BLOCKED) {
+        char msg[GW_RPC_METHOD_MAX + 160];
+        snprintf(msg, sizeof(msg), "%s: %s", m->name, m->error);
+        gw_rpc_error(&r->out, body, m->id, GW_RPC_METHOD_NOT_FOUND, msg, NULL);
+    } else if (it->state == POOL_ITEM_ANSWERED) {
+        gw_rpc_splice_id(&r->out, it->answer, it->answer_len, it->answer_id, body, m->id);
+    } else {
+        append_failure(&r->out, body, m, it, call);
+    }
+}
+
+static void note_endpoint(gw_reply_t *r, const pool_call_t *call, int ep)
+{
+    const char *id = pool_call_endpoint_id(call, ep);
+    size_t n = strlen(id), have = strlen(r->endpoints);
+    for (const char *p = r->endpoints; (p = strstr(p, id)) != NULL; p += n)
+        if ((p == r->endpoints || p[-1] == ',') && (p[n] == ',' || p[n] == '\0'))
+            return;
+    if (have + n + 2 > sizeof(r->endpoints))
+        return;
+    if (have)
+        r->endpoints[have++] = ',';
+    memcpy(r->endpoints + have, id, n + 1);
+}
+
+/* HTTP status when no forwarded member got an answer: the most actionable
+ * failure wins (a rate limit says when to come back). */
+static void failure_status(gw_reply_t *r, const pool_item_t *items, size_t nitems)
+{
+    pool_outcome_t worst = items[0].outcome;
+    int all_timeouts = 1;
+    for (size_t k = 0; k < nitems; k++) {
+        pool_outcome_t o = items[k].outcome;
+        if (o == POOL_OUTCOME_RATE_LIMITED)
+            worst = o;
+        else if (worst != POOL_OUTCOME_RATE_LIMITED && o != POOL_OUTCOME_UNAVAILABLE)
+            worst = o;
+        all_timeouts &= o == POOL_OUTCOME_TIMEOUT || o == POOL_OUTCOME_DEADLINE;
+    }
+    r->status = all_timeouts ? 504 : outcomes[worst].http;
+    r->outcome = outcomes[worst].name;
+    if (r->status == 429) {
+        uint32_t ms = UINT32_MAX;
+        for (size_t k = 0; k < nitems; k++)
+            if (items[k].outcome == POOL_OUTCOME_RATE_LIMITED && items[k].retry_after_ms && items[k].retry_after_ms < ms)
+                ms = items[k].retry_after_ms;
+        r->retry_after_s = ms == UINT32_MAX ? 1 : (ms + 999) / 1000;
+    } else if (r->status == 503) {
+        r->retry_after_s = 1;
+    }
+}
+
+static void build_single(gw_reply_t *r, const char *body, const gw_member_t *m, const pool_item_t *it,
+                         const pool_call_t *call)
+{
+    if (it != NULL && it->state == POOL_ITEM_ANSWERED) {
+        note_endpoint(r, call, it->endpoint);
+        if (m->notification) {
+            r->status = 204;
+            return;
+        }
+        if (m->id.len == it->answer_id.len &&
+            memcmp(body + m->id.off, it->answer + it->answer_id.off, m->id.len) == 0) {
+            r->body = it->answer; /* byte-for-byte, no copy */
+            r->len = it->answer_len;
+            return;
+        }
+    } else if (it != NULL) {
+        failure_status(r, it, 1);
+        if (m->notification) {
+            r->status = 204;
+            return;
+        }
+    } else if (m->status == GW_MEMBER_BLOCKED && m->notification) {
+        r->status = 204;
+        return;
+    }
+    append_member(r, body, m, it, call);
+}
+
+static void build_batch(gw_reply_t *r, const char *body, const gw_rpc_request_t *rpc, const pool_item_t *items,
+                        const uint32_t *item_member, size_t nitems, const pool_call_t *call)
+{
+    size_t k = 0, written = 0, answered = 0;
+    sl_buf_append_char(&r->out, '[');
+    for (size_t i = 0; i < rpc->nmembers; i++) {
+        const gw_member_t *m = &rpc->members[i];
+        const pool_item_t *it = NULL;
+        if (k < nitems && item_member[k] == i)
+            it = &items[k++];
+        if (it != NULL && it->state == POOL_ITEM_ANSWERED) {
+            answered++;
+            note_endpoint(r, call, it->endpoint);
+        }
+        if (m->notification && m->status != GW_MEMBER_INVALID)
+            continue;
+        if (written++)
+            sl_buf_append_char(&r->out, ',');
+        append_member(r, body, m, it, call);
+    }
+    sl_buf_append_char(&r->out, ']');
+    if (written == 0) {
+        r->status = 204;
+        sl_buf_reset(&r->out);
+        return;
+    }
+    if (nitems > 0 && answered == 0)
+        failure_status(r, items, nitems);
+}
+
+void gw_reply_build(gw_reply_t *r, const char *body, const gw_rpc_request_t *rpc, const pool_item_t *items,
+                    const uint32_t *item_member, size_t nitems, const pool_call_t *call)
+{
+    memset(r, 0, sizeof(*r));
+    sl_buf_init(&r->out);
+    r->status = 200;
+    r->outcome = "ok";
+    if (rpc->kind == GW_RPC_REJECT) {
+        gw_rpc_error(&r->out, body, (policy_span_t){0, 0}, rpc->reject_code, rpc->reject_msg, NULL);
+        r->outcome = "invalid";
+    } else if (rpc->kind == GW_RPC_SINGLE) {
+        build_single(r, body, &rpc->members[0], nitems ? &items[0] : NULL, call);
+        if (rpc->members[0].status != GW_MEMBER_FORWARD)
+            r->outcome = rpc->members[0].status == GW_MEMBER_BLOCKED ? "blocked" : "invalid";
+    } else {
+        build_batch(r, body, rpc, items, item_member, nitems, call);
+    }
+    if (r->body == NULL && r->status != 204) {
+        r->body = r->out.base;
+        r->len = r->out.len;
+    }
+}
+
+void gw_reply_dispose(gw_reply_t *r)
+{
+    sl_buf_dispose(&r->out);
+}

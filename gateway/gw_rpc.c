@@ -1,0 +1,164 @@
+#include "gateway/gw_rpc.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Checks one request object at span m of body and fills *mb. */
+static void parse_member(const char *body, policy_span_t m, const gw_rpc_limits_t *lim, gw_member_t *mb)
+{
+    memset(mb, 0, sizeof(*mb));
+    mb->raw = m;
+    mb->status = GW_MEMBER_INVALID;
+    if (policy_json_kind(body, m) != POLICY_JSON_OBJECT) {
+        mb->error = "invalid request: a batch member must be a JSON object";
+        return;
+    }
+    policy_envelope_t env;
+    if (policy_envelope_scan(body + m.off, m.len, &env) != SL_OK) {
+        mb->error = "invalid request: a member is repeated";
+        return;
+    }
+    /* spans are relative to the member: make them relative to the body */
+    policy_span_t *spans[] = {&env.jsonrpc, &env.id, &env.method, &env.params};
+    for (size_t i = 0; i < sizeof(spans) / sizeof(spans[0]); i++)
+        if (spans[i]->len != 0)
+            spans[i]->off += m.off;
+
+    policy_json_kind_t idk = policy_json_kind(body, env.id);
+    if (env.id.len != 0 && idk != POLICY_JSON_STRING && idk != POLICY_JSON_NUMBER && idk != POLICY_JSON_NULL) {
+        mb->error = "invalid request: \"id\" must be a string, a number or null";
+        return;
+    }
+    mb->id = env.id;
+    if (env.jsonrpc.len != 5 || memcmp(body + env.jsonrpc.off, "\"2.0\"", 5) != 0) {
+        mb->error = "invalid request: \"jsonrpc\" must be \"2.0\"";
+        return;
+    }
+    if (policy_json_kind(body, env.method) != POLICY_JSON_STRING) {
+        mb->error = "invalid request: \"method\" must be a string";
+        return;
+    }
+    if (policy_json_string(body, env.method, mb->name, sizeof(mb->name)) != SL_OK) {
+        mb->error = "invalid request: \"method\" is too long";
+        mb->name[0] = '\0';
+        return;
+    }
+    size_t nlen = strlen(mb->name);
+    if (nlen == 0 || memmem(body + env.method.off, env.method.len, "\\u0000", 6) != NULL) {
+        mb->error = "invalid request: \"method\" must be a non-empty name";
+        mb->name[0] = '\0';
+        return;
+    }
+    policy_json_kind_t pk = policy_json_kind(body, env.params);
+    if (env.params.len != 0 && pk != POLICY_JSON_ARRAY && pk != POLICY_JSON_OBJECT) {
+        mb->error = "invalid request: \"params\" must be an array or an object";
+        return;
+    }
+    mb->notification = env.id.len == 0;
+    mb->method = policy_method_lookup(lim->chain, mb->name, nlen);
+    mb->status = GW_MEMBER_BLOCKED;
+    if (strncmp(mb->name, "rpc.", 4) == 0) {
+        mb->error = "method names that begin with \"rpc.\" are reserved";
+    } else if (policy_method_match(lim->blocked, lim->nblocked, mb->name, nlen)) {
+        mb->error = "this method is not allowed by the gateway";
+    } else if (mb->method->cls == POLICY_CLASS_SUBSCRIBE) {
+        mb->error = "subscriptions need a WebSocket connection; this gateway serves JSON-RPC over HTTP";
+    } else {
+        mb->status = GW_MEMBER_FORWARD;
+        mb->error = NULL;
+    }
+}
+
+static void reject(gw_rpc_request_t *out, int code, const char *msg)
+{
+    out->kind = GW_RPC_REJECT;
+    out->reject_code = code;
+    snprintf(out->reject_msg, sizeof(out->reject_msg), "%s", msg);
+}
+
+static void parse_batch(const char *body, size_t len, const gw_rpc_limits_t *lim, gw_rpc_alloc_fn alloc,
+                        void *alloc_ctx, gw_rpc_request_t *out)
+{
+    size_t max = lim->max_batch, n = 0;
+    policy_span_t *spans = alloc(alloc_ctx, (max + 1) * sizeof(*spans));
+    sl_err_t err = policy_envelope_scan_array(body, len, spans, max, &n);
+    if (err == SL_ERR_TOO_LARGE) {
+        char msg[128];
+        snprintf(msg, sizeof(msg), "invalid request: a batch may hold at most %u calls (server.max_batch)",
+                 lim->max_batch);
+        reject(out, GW_RPC_INVALID_REQUEST, msg);
+        return;
+    }
+    if (err != SL_OK) { /* validated already; only a depth or size problem can land here */
+        reject(out, GW_RPC_PARSE_ERROR, "parse error: the body is not valid JSON");
+        return;
+    }
+    if (n == 0) {
+        reject(out, GW_RPC_INVALID_REQUEST, "invalid request: empty batch");
+        return;
+    }
+    out->kind = GW_RPC_BATCH;
+    out->nmembers = n;
+    out->members = alloc(alloc_ctx, n * sizeof(*out->members));
+    for (size_t i = 0; i < n; i++)
+        parse_member(body, spans[i], lim, &out->members[i]);
+}
+
+void gw_rpc_parse(const char *body, size_t len, const gw_rpc_limits_t *lim, gw_rpc_alloc_fn alloc, void *alloc_ctx,
+                  gw_rpc_request_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    policy_json_kind_t kind;
+    policy_span_t value;
+    sl_err_t err = policy_json_validate(body, len, &kind, &value);
+    if (err == SL_ERR_TOO_DEEP) {
+        reject(out, GW_RPC_PARSE_ERROR, "parse error: JSON nested too deeply");
+        return;
+    }
+    if (err != SL_OK) {
+        reject(out, GW_RPC_PARSE_ERROR,
+               err == SL_ERR_TRUNCATED ? "parse error: the body ends before the JSON does"
+                                       : "parse error: the body is not valid JSON");
+        return;
+    }
+    if (kind == POLICY_JSON_ARRAY) {
+        parse_batch(body, len, lim, alloc, alloc_ctx, out);
+        return;
+    }
+    if (kind != POLICY_JSON_OBJECT) {
+        reject(out, GW_RPC_INVALID_REQUEST, "invalid request: expected a JSON object or an array of them");
+        return;
+    }
+    out->kind = GW_RPC_SINGLE;
+    out->nmembers = 1;
+    out->members = alloc(alloc_ctx, sizeof(*out->members));
+    parse_member(body, value, lim, &out->members[0]);
+}
+
+void gw_rpc_error(sl_buf_t *out, const char *body, policy_span_t id, int code, const char *message,
+                  const char *data_json)
+{
+    sl_buf_append_str(out, "{\"jsonrpc\":\"2.0\",\"id\":");
+    if (id.len != 0)
+        sl_buf_append(out, body + id.off, id.len);
+    else
+        sl_buf_append_str(out, "null");
+    sl_buf_printf(out, ",\"error\":{\"code\":%d,\"message\":", code);
+    sl_buf_append_json_str(out, message, strlen(message));
+    if (data_json != NULL) {
+        sl_buf_append_str(out, ",\"data\":");
+        sl_buf_append_str(out, data_json);
+    }
+    sl_buf_append_str(out, "}}");
+}
+
+void gw_rpc_splice_id(sl_buf_t *out, const char *answer, size_t len, policy_span_t answer_id, const char *body,
+                      policy_span_t id)
+{
+    sl_buf_append(out, answer, answer_id.off);
+    if (id.len != 0)
+        sl_buf_append(out, body + id.off, id.len);
+    else
+        sl_buf_append_str(out, "null");
+    sl_buf_append(out, answer + answer_id.off + answer_id.len, len - answer_id.off - answer_id.len);
+}

@@ -1,0 +1,78 @@
+/* gateway/gw_rpc.h: a client's JSON-RPC 2.0 body, checked to the letter.
+ *
+ * Parsing works on byte spans (policy/envelope.h), never on a re-serialised
+ * tree, so a member is forwarded exactly as the client wrote it and its id
+ * is echoed exactly (big numbers stay intact). Pure: no I/O. */
+#ifndef GW_RPC_H
+#define GW_RPC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/sl_buf.h"
+#include "policy/envelope.h"
+#include "policy/method.h"
+
+#define GW_RPC_PARSE_ERROR -32700
+#define GW_RPC_INVALID_REQUEST -32600
+#define GW_RPC_METHOD_NOT_FOUND -32601
+#define GW_RPC_INTERNAL_ERROR -32603
+#define GW_RPC_LIMIT_EXCEEDED -32005
+#define GW_RPC_METHOD_MAX 128
+
+typedef enum gw_rpc_kind {
+    GW_RPC_SINGLE,            /* one request object */
+    GW_RPC_BATCH,             /* an array of members */
+    GW_RPC_REJECT,            /* one error object answers the whole body */
+} gw_rpc_kind_t;
+
+typedef enum gw_member_status {
+    GW_MEMBER_FORWARD,        /* valid and allowed: goes upstream */
+    GW_MEMBER_INVALID,        /* answered here with -32600 */
+    GW_MEMBER_BLOCKED,        /* answered here with -32601 */
+} gw_member_status_t;
+
+typedef struct gw_member {
+    gw_member_status_t status;
+    policy_span_t raw;            /* the member's bytes in the body */
+    policy_span_t id;             /* id value in the body; len 0 = none / not echoable */
+    uint8_t notification;         /* a valid request without "id": gets no answer */
+    const policy_method_t *method; /* FORWARD and BLOCKED */
+    char name[GW_RPC_METHOD_MAX]; /* method name ("" if absent or not a string) */
+    const char *error;            /* INVALID / BLOCKED: the message (static, or in name's storage) */
+} gw_member_t;
+
+typedef struct gw_rpc_limits {
+    uint32_t max_batch;
+    policy_chain_t chain;
+    const char *const *blocked;   /* patterns, see policy_method_match */
+    size_t nblocked;
+} gw_rpc_limits_t;
+
+typedef struct gw_rpc_request {
+    gw_rpc_kind_t kind;
+    int reject_code;              /* REJECT: -32700 or -32600 */
+    char reject_msg[128];
+    gw_member_t *members;         /* SINGLE: 1, BATCH: nmembers; caller's storage */
+    size_t nmembers;
+} gw_rpc_request_t;
+
+/* Allocator for the members array (h2o's request pool in the gateway). */
+typedef void *(*gw_rpc_alloc_fn)(void *ctx, size_t size);
+
+/* Parses body[0..len). Never fails: a broken body becomes kind REJECT with
+ * the JSON-RPC error that answers it. */
+void gw_rpc_parse(const char *body, size_t len, const gw_rpc_limits_t *lim, gw_rpc_alloc_fn alloc, void *alloc_ctx,
+                  gw_rpc_request_t *out);
+
+/* Appends {"jsonrpc":"2.0","id":<id>,"error":{"code":..,"message":..[,"data":<data_json>]}}.
+ * id is the span in body (len 0 writes null); data_json is raw JSON or NULL. */
+void gw_rpc_error(sl_buf_t *out, const char *body, policy_span_t id, int code, const char *message,
+                  const char *data_json);
+
+/* Appends answer[0..len) with its id (span answer_id) replaced by the
+ * client's id bytes (body, span id). */
+void gw_rpc_splice_id(sl_buf_t *out, const char *answer, size_t len, policy_span_t answer_id, const char *body,
+                      policy_span_t id);
+
+#endif

@@ -1,0 +1,203 @@
+#include "gateway/gw_worker.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <h2o.h>
+
+#include "admin/admin.h"
+#include "base/sl_log.h"
+#include "base/sl_time.h"
+#include "gateway/gw_handler.h"
+#include "pool/pool.h"
+
+#define LISTEN_BACKLOG 1024
+#define ACCEPTS_PER_EVENT 32
+#define HOUSEKEEPING_MS 100
+/* after the last request, keep serving briefly: a client may just have sent
+ * one more request on a kept-alive connection */
+#define DRAIN_LINGER_MS 300
+
+typedef struct worker {
+    const gw_worker_args_t *args;
+    h2o_globalconf_t conf;
+    h2o_globalconf_t admin_conf;
+    h2o_context_t ctx;
+    h2o_context_t admin_ctx;
+    h2o_accept_ctx_t accept;
+    h2o_accept_ctx_t admin_accept;
+    h2o_socket_t *listener;
+    h2o_socket_t *admin_listener;
+    gw_handler_t *handler;
+    pool_t *pool;
+    int draining;
+} worker_t;
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop_signal(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+}
+
+static void setup_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_stop_signal;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sa.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+static void on_accept(h2o_socket_t *listener, const char *err)
+{
+    if (err != NULL)
+        return;
+    h2o_accept_ctx_t *actx = listener->data;
+    for (int i = 0; i < ACCEPTS_PER_EVENT; i++) {
+        h2o_socket_t *sock = h2o_evloop_socket_accept(listener);
+        if (sock == NULL)
+            return;
+        h2o_accept(actx, sock);
+    }
+}
+
+static h2o_socket_t *start_listener(worker_t *w, gw_listen_addr_t *addr, h2o_accept_ctx_t *actx)
+{
+    int fd = gw_listen_bind(addr, LISTEN_BACKLOG);
+    if (fd < 0)
+        return NULL;
+    h2o_socket_t *sock = h2o_evloop_socket_create(w->ctx.loop, fd, H2O_SOCKET_FLAG_DONT_READ);
+    sock->data = actx;
+    h2o_socket_read_start(sock, on_accept);
+    return sock;
+}
+
+static int is_ready(void *data, char *why, size_t why_len)
+{
+    worker_t *w = data;
+    if (w->draining) {
+        snprintf(why, why_len, "shutting down");
+        return 0;
+    }
+    return 1;
+}
+
+static void globalconf_init(h2o_globalconf_t *conf, size_t max_body)
+{
+    h2o_config_init(conf);
+    conf->server_name = h2o_iovec_init(H2O_STRLIT("sluice"));
+    conf->max_request_entity_size = max_body;
+    /* HTTP/2 is off: Debian's 2.2.5 lacks the later HTTP/2 DoS fixes */
+    conf->http1.upgrade_to_http2 = 0;
+}
+
+static int worker_setup(worker_t *w)
+{
+    const gw_config_t *cfg = w->args->cfg;
+    globalconf_init(&w->conf, cfg->server.max_body_bytes);
+    h2o_hostconf_t *host = h2o_config_register_host(&w->conf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
+    h2o_context_init(&w->ctx, h2o_evloop_create(), &w->conf);
+    if (pool_create(w->ctx.loop, &w->ctx.receivers.hostinfo_getaddr, cfg->networks, cfg->nnetworks,
+                    w->args->nworkers, cfg->server.max_response_bytes, &w->pool) != SL_OK)
+        return -1;
+    w->handler = gw_handler_register(host, cfg, w->pool);
+    w->accept = (h2o_accept_ctx_t){.ctx = &w->ctx, .hosts = w->conf.hosts};
+    gw_listen_addr_t addr = w->args->main_addr;
+    if ((w->listener = start_listener(w, &addr, &w->accept)) == NULL)
+        return -1;
+
+    if (w->args->has_admin) {
+        globalconf_init(&w->admin_conf, 64 * 1024);
+        h2o_hostconf_t *ahost =
+            h2o_config_register_host(&w->admin_conf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
+        admin_register(ahost, &(admin_conf_t){.token = cfg->admin.token, .ready = is_ready, .data = w});
+        h2o_context_init(&w->admin_ctx, w->ctx.loop, &w->admin_conf);
+        w->admin_accept = (h2o_accept_ctx_t){.ctx = &w->admin_ctx, .hosts = w->admin_conf.hosts};
+        gw_listen_addr_t aaddr = w->args->admin_addr;
+        if ((w->admin_listener = start_listener(w, &aaddr, &w->admin_accept)) == NULL)
+            return -1;
+    }
+    return 0;
+}
+
+static void close_listener(h2o_socket_t **sock)
+{
+    if (*sock == NULL)
+        return;
+    h2o_socket_read_stop(*sock);
+    h2o_socket_close(*sock);
+    *sock = NULL;
+}
+
+/* Stops accepting, lets in-flight requests finish, bounded by the grace period. */
+static void worker_drain(worker_t *w)
+{
+    const gw_config_t *cfg = w->args->cfg;
+    w->draining = 1;
+    close_listener(&w->listener);
+    close_listener(&w->admin_listener);
+    h2o_context_request_shutdown(&w->ctx);
+    uint64_t start = sl_now_ms(), deadline = start + cfg->server.shutdown_grace_ms;
+    uint64_t waiting = w->handler->inflight;
+    if (waiting > 0)
+        sl_log_info("draining %llu request(s) in flight (grace %u ms)", (unsigned long long)waiting,
+                    cfg->server.shutdown_grace_ms);
+    for (;;) {
+        uint64_t now = sl_now_ms();
+        if (w->handler->inflight == 0 && now - start >= DRAIN_LINGER_MS)
+            break;
+        if (now >= deadline) {
+            sl_log_warn("grace period over with %llu request(s) still in flight",
+                        (unsigned long long)w->handler->inflight);
+            break;
+        }
+        h2o_evloop_run(w->ctx.loop, 20);
+        sl_log_flush();
+    }
+}
+
+int gw_worker_main(const gw_worker_args_t *args)
+{
+    const gw_config_t *cfg = args->cfg;
+    char proc[32];
+    snprintf(proc, sizeof(proc), "worker %u", args->index);
+    sl_log_setup((sl_log_level_t)cfg->log.level, cfg->log.json ? SL_LOG_JSON : SL_LOG_TEXT, proc);
+    setup_signals();
+
+    worker_t w;
+    memset(&w, 0, sizeof(w));
+    w.args = args;
+    if (worker_setup(&w) != 0) {
+        sl_log_error("worker setup failed");
+        return 1;
+    }
+    if (args->ready_fd >= 0) {
+        ssize_t wr = write(args->ready_fd, "r", 1);
+        (void)wr; /* the master notices a missing byte as a failed start */
+        close(args->ready_fd);
+    }
+    sl_log_debug("serving on %s", args->main_addr.text);
+    uint64_t last_flush = sl_now_ms();
+    while (!stop_requested) {
+        h2o_evloop_run(w.ctx.loop, HOUSEKEEPING_MS);
+        uint64_t now = sl_now_ms();
+        if (now - last_flush >= HOUSEKEEPING_MS) {
+            sl_log_flush();
+            last_flush = now;
+        }
+    }
+    worker_drain(&w);
+    sl_log_flush();
+    pool_close_idle(w.pool);
+    return 0;
+}

@@ -1,0 +1,27 @@
+/* gateway/gw_worker.h: one worker process (forked by the master).
+ *
+ * A worker owns one h2o event loop, single-threaded: its own listening
+ * sockets (SO_REUSEPORT), its pool of upstream connections and its handler.
+ * SIGTERM / SIGINT: stop accepting, finish the requests in flight (at most
+ * server.shutdown_grace_ms), exit 0. */
+#ifndef GW_WORKER_H
+#define GW_WORKER_H
+
+#include "gateway/gw_config.h"
+#include "gateway/gw_listen.h"
+
+typedef struct gw_worker_args {
+    const gw_config_t *cfg;
+    unsigned index;               /* 1-based, for logs */
+    unsigned nworkers;
+    gw_listen_addr_t main_addr;
+    gw_listen_addr_t admin_addr;
+    int has_admin;
+    int ready_fd;                 /* written once when the worker accepts, then closed */
+} gw_worker_args_t;
+
+/* Runs the worker; returns the process exit code. Called right after fork,
+ * before any h2o call in this process (h2o starts threads lazily). */
+int gw_worker_main(const gw_worker_args_t *args);
+
+#endif

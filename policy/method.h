@@ -1,0 +1,55 @@
+/* policy/method.h: what each JSON-RPC method is, per chain.
+ *
+ * Behaviour keys off the flags in one table per chain (policy/method.c),
+ * never off method names in `if`s: "get..." is not "read" (simulateTransaction
+ * is a read, getSignatureStatuses is a confirmation poll). Pure. */
+#ifndef POLICY_METHOD_H
+#define POLICY_METHOD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "policy/chain.h"
+
+typedef enum policy_method_class {
+    POLICY_CLASS_READ,          /* state reads: any endpoint, retry freely */
+    POLICY_CLASS_WRITE,         /* broadcasts: never re-sent after an ambiguous failure */
+    POLICY_CLASS_CONFIRM,       /* confirmation polls of a sent transaction */
+    POLICY_CLASS_SIMULATE,      /* read-only execution: eth_call, simulateTransaction */
+    POLICY_CLASS_SUBSCRIBE,     /* needs a WebSocket; refused over HTTP */
+    POLICY_CLASS_BLOCKED,       /* node administration: refused by default */
+    POLICY_CLASS_COUNT
+} policy_method_class_t;
+
+typedef enum policy_priority {
+    POLICY_PRIO_LOW,            /* shed first: heavy scans, simulations */
+    POLICY_PRIO_NORMAL,
+    POLICY_PRIO_HIGH,           /* broadcasts */
+    POLICY_PRIO_CRITICAL,       /* confirmations: shed last */
+} policy_priority_t;
+
+typedef struct policy_method {
+    const char *name;
+    policy_method_class_t cls;
+    policy_priority_t priority;
+    uint8_t retry_safe;         /* 1: may be sent to another endpoint after an ambiguous failure */
+} policy_method_t;
+
+/* Looks up name[0..len) in the chain's table. A method not in the table gets
+ * a shared row with an empty name: a retry-safe READ of NORMAL priority.
+ * NULL is never returned. */
+const policy_method_t *policy_method_lookup(policy_chain_t chain, const char *name, size_t len);
+
+/* The chain's default blocked-method patterns (NULL-terminated). A pattern is
+ * an exact name or a prefix ending in '*'. */
+const char *const *policy_method_default_blocked(policy_chain_t chain);
+
+/* 1 if name[0..len) matches one of patterns[0..n) (exact, or prefix + '*'). */
+int policy_method_match(const char *const *patterns, size_t n, const char *name, size_t len);
+
+const char *policy_method_class_name(policy_method_class_t cls);
+
+/* For table tests: the chain's table and its length. */
+const policy_method_t *policy_method_table(policy_chain_t chain, size_t *count);
+
+#endif

@@ -1,0 +1,127 @@
+/* pool/pool.c: a worker's networks and endpoints. */
+#include <string.h>
+
+#include "base/sl_log.h"
+#include "pool/pool_int.h"
+
+static const char *const fail_msgs[POOL_FAIL_COUNT] = {
+#define POOL_FAIL_MSG_(name, flags, msg) [POOL_FAIL_##name] = msg,
+    POOL_FAIL_MAP(POOL_FAIL_MSG_)
+#undef POOL_FAIL_MSG_
+};
+
+static const char *const fail_names[POOL_FAIL_COUNT] = {
+#define POOL_FAIL_NAME_(name, flags, msg) [POOL_FAIL_##name] = #name,
+    POOL_FAIL_MAP(POOL_FAIL_NAME_)
+#undef POOL_FAIL_NAME_
+};
+
+static const unsigned fail_flags[POOL_FAIL_COUNT] = {
+#define POOL_FAIL_FLAGS_(name, flags, msg) [POOL_FAIL_##name] = flags,
+    POOL_FAIL_MAP(POOL_FAIL_FLAGS_)
+#undef POOL_FAIL_FLAGS_
+};
+
+const char *pool_fail_str(pool_fail_t f)
+{
+    return (unsigned)f < POOL_FAIL_COUNT ? fail_msgs[f] : "unknown failure";
+}
+
+const char *pool_fail_name(pool_fail_t f)
+{
+    return (unsigned)f < POOL_FAIL_COUNT ? fail_names[f] : "UNKNOWN";
+}
+
+unsigned pool_fail_flags(pool_fail_t f)
+{
+    return (unsigned)f < POOL_FAIL_COUNT ? fail_flags[f] : 0;
+}
+
+static sl_err_t network_init(pool_t *pool, pool_network_t *net, const pool_network_conf_t *conf, uint32_t nworkers)
+{
+    net->pool = pool;
+    net->conf = conf;
+    net->nendpoints = conf->nendpoints;
+    net->endpoints = sl_xcalloc(conf->nendpoints, sizeof(*net->endpoints));
+    net->max_attempts = conf->max_attempts ? conf->max_attempts : (uint32_t)conf->nendpoints;
+    h2o_timeout_init(pool->loop, &net->connect_timeout, conf->timeouts.connect_ms);
+    h2o_timeout_init(pool->loop, &net->first_byte_timeout, conf->timeouts.first_byte_ms);
+    h2o_timeout_init(pool->loop, &net->attempt_timeout, conf->timeouts.attempt_ms);
+    h2o_timeout_init(pool->loop, &net->request_timeout, conf->timeouts.request_ms);
+    for (size_t i = 0; i < conf->nendpoints; i++) {
+        sl_err_t err = pool_endpoint_init(&net->endpoints[i], net, (int)i, &conf->endpoints[i], nworkers);
+        if (err != SL_OK)
+            return err;
+    }
+    return SL_OK;
+}
+
+static void network_dispose(pool_network_t *net)
+{
+    if (net->endpoints == NULL)
+        return;
+    for (size_t i = 0; i < net->nendpoints; i++)
+        pool_endpoint_dispose(&net->endpoints[i]);
+    free(net->endpoints);
+    h2o_timeout_dispose(net->pool->loop, &net->connect_timeout);
+    h2o_timeout_dispose(net->pool->loop, &net->first_byte_timeout);
+    h2o_timeout_dispose(net->pool->loop, &net->attempt_timeout);
+    h2o_timeout_dispose(net->pool->loop, &net->request_timeout);
+}
+
+sl_err_t pool_create(h2o_loop_t *loop, h2o_multithread_receiver_t *getaddr_receiver,
+                     const pool_network_conf_t *networks, size_t nnetworks, uint32_t nworkers,
+                     size_t max_response_bytes, pool_t **out)
+{
+    pool_t *pool = sl_xcalloc(1, sizeof(*pool));
+    pool->loop = loop;
+    pool->getaddr_receiver = getaddr_receiver;
+    pool->max_response_bytes = max_response_bytes;
+    pool->nnetworks = nnetworks;
+    pool->networks = sl_xcalloc(nnetworks, sizeof(*pool->networks));
+    h2o_timeout_init(loop, &pool->idle_timeout, POOL_IDLE_TIMEOUT_MS);
+    h2o_timeout_init(loop, &pool->zero_timeout, 0);
+    for (size_t i = 0; i < nnetworks; i++) {
+        sl_err_t err = network_init(pool, &pool->networks[i], &networks[i], nworkers ? nworkers : 1);
+        if (err != SL_OK) {
+            pool_destroy(pool);
+            return err;
+        }
+    }
+    *out = pool;
+    return SL_OK;
+}
+
+void pool_destroy(pool_t *pool)
+{
+    if (pool == NULL)
+        return;
+    for (size_t i = 0; i < pool->nnetworks; i++)
+        network_dispose(&pool->networks[i]);
+    free(pool->networks);
+    h2o_timeout_dispose(pool->loop, &pool->idle_timeout);
+    h2o_timeout_dispose(pool->loop, &pool->zero_timeout);
+    free(pool);
+}
+
+pool_network_t *pool_network_find(pool_t *pool, const char *name, size_t len)
+{
+    for (size_t i = 0; i < pool->nnetworks; i++) {
+        const char *n = pool->networks[i].conf->name;
+        if (strlen(n) == len && memcmp(n, name, len) == 0)
+            return &pool->networks[i];
+    }
+    return NULL;
+}
+
+const pool_network_conf_t *pool_network_conf(const pool_network_t *net)
+{
+    return net->conf;
+}
+
+void pool_close_idle(pool_t *pool)
+{
+    for (size_t i = 0; i < pool->nnetworks; i++)
+        for (size_t j = 0; j < pool->networks[i].nendpoints; j++)
+            pool_conn_close_idle(&pool->networks[i].endpoints[j]);
+}

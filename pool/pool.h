@@ -1,0 +1,147 @@
+/* pool/pool.h: a worker's upstream endpoints and the fallback transport.
+ *
+ * One pool_t per worker process, single-threaded, driven by the worker's h2o
+ * event loop. A call (one JSON-RPC request, or the forwardable members of a
+ * batch) walks the network's plan of endpoints: each attempt sends the pending
+ * items, policy/ gives the verdict of every answer, and items that failed
+ * transiently go on to the next endpoint while the others are done. pool/
+ * knows no client: it takes items and hands back answers or failures. */
+#ifndef POOL_H
+#define POOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <h2o.h>
+
+#include "base/sl_err.h"
+#include "policy/envelope.h"
+#include "policy/method.h"
+#include "pool/pool_conf.h"
+
+typedef struct pool pool_t;
+typedef struct pool_network pool_network_t;
+typedef struct pool_call pool_call_t;
+
+#define POOL_MAX_ENDPOINTS 64
+#define POOL_MAX_ATTEMPT_LOG 16
+
+/* Why an attempt failed, as one table (name, message, flags). AMBIG: the
+ * request may have reached the upstream. TIMEOUT: counts towards "every
+ * attempt timed out". */
+#define POOL_FAIL_MAP(X)                                                                      \
+    X(NONE, 0, "no failure")                                                                  \
+    X(DNS, 0, "host name did not resolve")                                                    \
+    X(CONNECT, 0, "connection refused or unreachable")                                        \
+    X(CONNECT_TIMEOUT, POOL_FAIL_F_TIMEOUT, "connect timed out")                              \
+    X(TLS, 0, "TLS handshake failed")                                                         \
+    X(BUSY, 0, "endpoint at max_inflight")                                                    \
+    X(RESET, POOL_FAIL_F_AMBIG, "connection closed before the answer was complete")           \
+    X(FIRST_BYTE_TIMEOUT, POOL_FAIL_F_AMBIG | POOL_FAIL_F_TIMEOUT, "no answer within first_byte_ms") \
+    X(ATTEMPT_TIMEOUT, POOL_FAIL_F_AMBIG | POOL_FAIL_F_TIMEOUT, "answer not complete within attempt_ms") \
+    X(BAD_HTTP, POOL_FAIL_F_AMBIG, "malformed HTTP answer")                                   \
+    X(TOO_LARGE, POOL_FAIL_F_AMBIG, "answer larger than server.max_response_bytes")           \
+    X(HTTP_STATUS, 0, "HTTP error status")                                                    \
+    X(RATE_LIMITED, 0, "rate limited")                                                        \
+    X(BAD_JSON, POOL_FAIL_F_AMBIG, "answer is not a valid JSON-RPC response")                 \
+    X(WRONG_ID, POOL_FAIL_F_AMBIG, "answer carries the wrong id")                             \
+    X(RPC_ERROR, 0, "JSON-RPC error")                                                         \
+    X(MISSING, 0, "answer missing from the batch")
+
+#define POOL_FAIL_F_AMBIG 0x1
+#define POOL_FAIL_F_TIMEOUT 0x2
+
+typedef enum pool_fail {
+#define POOL_FAIL_ENUM_(name, flags, msg) POOL_FAIL_##name,
+    POOL_FAIL_MAP(POOL_FAIL_ENUM_)
+#undef POOL_FAIL_ENUM_
+    POOL_FAIL_COUNT
+} pool_fail_t;
+
+const char *pool_fail_str(pool_fail_t f);
+const char *pool_fail_name(pool_fail_t f);
+unsigned pool_fail_flags(pool_fail_t f);
+
+typedef enum pool_item_state {
+    POOL_ITEM_PENDING,
+    POOL_ITEM_ANSWERED,       /* answer holds the upstream's JSON-RPC response object */
+    POOL_ITEM_FAILED,         /* fail_* says why; the gateway writes the error */
+} pool_item_state_t;
+
+/* How a failed item failed, from all its attempts. */
+typedef enum pool_outcome {
+    POOL_OUTCOME_OK,
+    POOL_OUTCOME_RATE_LIMITED,    /* every endpoint that was tried refused with a rate limit */
+    POOL_OUTCOME_TIMEOUT,         /* every attempt timed out */
+    POOL_OUTCOME_AMBIGUOUS_WRITE, /* a write may have been broadcast; not re-sent */
+    POOL_OUTCOME_UNAVAILABLE,     /* no endpoint could be tried (all busy, unresolvable) */
+    POOL_OUTCOME_UPSTREAM_ERROR,  /* anything else: every endpoint failed */
+    POOL_OUTCOME_DEADLINE,        /* timeouts.request_ms ran out */
+} pool_outcome_t;
+
+/* One JSON-RPC call as pool/ sees it. The gateway fills the first block; pool/
+ * fills the second. Bytes pointed to must outlive the call. */
+typedef struct pool_item {
+    const char *raw;              /* the member object as the client sent it */
+    uint32_t raw_len;
+    policy_span_t id;             /* id value, relative to raw; len 0 = notification */
+    const policy_method_t *method;
+
+    pool_item_state_t state;
+    pool_outcome_t outcome;
+    const char *answer;           /* ANSWERED: the response object */
+    uint32_t answer_len;
+    policy_span_t answer_id;      /* id value inside answer, relative to answer */
+    int16_t endpoint;             /* index of the endpoint that answered, -1 if none */
+    uint32_t retry_after_ms;      /* RATE_LIMITED: the earliest time an endpoint frees up */
+    uint8_t fail_seen;            /* bit per POOL_FAIL_F_* kind of failure + private bits */
+    uint8_t rate_limited;         /* attempts answered with a rate limit */
+    uint8_t failures;             /* attempts that failed otherwise */
+    uint8_t timeouts;             /* ...of which timed out */
+} pool_item_t;
+
+/* One line of the attempt log, for errors and access logs. */
+typedef struct pool_attempt_rec {
+    int16_t endpoint;
+    pool_fail_t fail;             /* NONE if the attempt got an answer */
+    uint16_t http_status;
+    uint32_t latency_us;
+} pool_attempt_rec_t;
+
+typedef void (*pool_call_cb)(pool_call_t *call, void *data);
+
+/* Creates the pool of one worker: endpoints of every network, TLS contexts,
+ * resolved addresses. nworkers divides each endpoint's max_inflight.
+ * getaddr_receiver is the h2o context's (asynchronous DNS refresh).
+ * Errors: SL_ERR_CONFIG (a TLS CA file that does not load; logged). */
+SL_MUST_CHECK sl_err_t pool_create(h2o_loop_t *loop, h2o_multithread_receiver_t *getaddr_receiver,
+                                   const pool_network_conf_t *networks, size_t nnetworks, uint32_t nworkers,
+                                   size_t max_response_bytes, pool_t **out);
+void pool_destroy(pool_t *pool);
+
+pool_network_t *pool_network_find(pool_t *pool, const char *name, size_t len);
+const pool_network_conf_t *pool_network_conf(const pool_network_t *net);
+
+/* Starts sending items[0..n) through the network's plan; batch says whether
+ * the client sent a batch (then the upstream gets one too). The callback runs
+ * once, from the event loop, when every item is ANSWERED or FAILED; never
+ * from inside pool_call_start. Returns the call handle, valid until the
+ * callback returns or pool_call_cancel. */
+pool_call_t *pool_call_start(pool_network_t *net, pool_item_t *items, size_t n, int batch, pool_call_cb cb,
+                             void *data);
+/* Stops a call (the client went away): open exchanges are closed, the
+ * callback never runs, the handle is freed. */
+void pool_call_cancel(pool_call_t *call);
+/* Frees a finished call and the answer bytes its items point to. */
+void pool_call_release(pool_call_t *call);
+
+/* Read-only views of a finished call. */
+uint32_t pool_call_attempts(const pool_call_t *call);
+const pool_attempt_rec_t *pool_call_log(const pool_call_t *call, size_t *n);
+const char *pool_call_endpoint_id(const pool_call_t *call, int endpoint);
+const char *pool_call_endpoint_url(const pool_call_t *call, int endpoint);   /* redacted */
+
+/* Worker shutdown: closes idle upstream connections. */
+void pool_close_idle(pool_t *pool);
+
+#endif

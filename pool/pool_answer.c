@@ -1,0 +1,291 @@
+/* pool/pool_answer.c: turning one attempt's outcome into per-item state.
+ *
+ * The body is never parsed into a tree: policy/envelope.h finds each
+ * member's bytes and id, and only an "error" member is decoded for the
+ * verdict. A write that may have reached an upstream is settled as an
+ * ambiguous failure instead of being sent anywhere else. */
+#include <string.h>
+#include <time.h>
+
+#include "base/sl_log.h"
+#include "policy/verdict.h"
+#include "pool/pool_int.h"
+
+typedef struct answer_ctx {
+    pool_call_t *call;
+    pool_exchange_t *ex;
+    const char *body;
+    size_t len;
+    int status;
+    uint32_t retry_hdr_ms;    /* from Retry-After, 0 if none */
+} answer_ctx_t;
+
+static int item_is_write(const pool_item_t *it)
+{
+    return !it->method->retry_safe;
+}
+
+/* A write that may have reached the upstream stops here (unless the
+ * operator opted in to re-sending). Returns 1 if the item was settled. */
+static int settle_if_ambiguous_write(pool_call_t *call, pool_item_t *it, int ambiguous)
+{
+    if (!ambiguous || !item_is_write(it) || call->net->conf->resend_writes)
+        return 0;
+    it->state = POOL_ITEM_FAILED;
+    it->outcome = POOL_OUTCOME_AMBIGUOUS_WRITE;
+    return 1;
+}
+
+static void item_failed(pool_call_t *call, pool_item_t *it, pool_fail_t fail, int ambiguous)
+{
+    unsigned fl = pool_fail_flags(fail);
+    if (it->failures < UINT8_MAX)
+        it->failures++;
+    if ((fl & POOL_FAIL_F_TIMEOUT) && it->timeouts < UINT8_MAX)
+        it->timeouts++;
+    it->fail_seen |= (uint8_t)fl;
+    settle_if_ambiguous_write(call, it, ambiguous);
+}
+
+static void item_rate_limited(pool_item_t *it, uint32_t retry_ms)
+{
+    if (it->rate_limited < UINT8_MAX)
+        it->rate_limited++;
+    if (retry_ms != 0 && (it->retry_after_ms == 0 || retry_ms < it->retry_after_ms))
+        it->retry_after_ms = retry_ms;
+}
+
+void pool_answer_fail_transport(pool_call_t *call, pool_exchange_t *ex)
+{
+    int ambiguous = ex->sent && (pool_fail_flags(ex->fail) & POOL_FAIL_F_AMBIG);
+    for (size_t i = 0; i < call->nsent; i++) {
+        pool_item_t *it = &call->items[call->sent[i]];
+        if (it->state == POOL_ITEM_PENDING)
+            item_failed(call, it, ex->fail, ambiguous);
+    }
+}
+
+/* Applies a verdict to one item. ans/ans_len/ans_id describe its response
+ * object inside the body (NULL when the verdict came from HTTP alone). */
+static void item_verdict(answer_ctx_t *a, pool_item_t *it, policy_verdict_t v, uint32_t retry_ms, const char *ans,
+                         size_t ans_len, policy_span_t ans_id)
+{
+    int ep = a->ex->ep->index;
+    switch (v) {
+    case POLICY_VERDICT_SUCCESS:
+    case POLICY_VERDICT_DETERMINISTIC:
+        it->state = POOL_ITEM_ANSWERED;
+        it->answer = ans;
+        it->answer_len = (uint32_t)ans_len;
+        it->answer_id = ans_id;
+        it->endpoint = (int16_t)ep;
+        return;
+    case POLICY_VERDICT_RATE_LIMITED:
+        /* refused before processing: safe to move on, writes included */
+        item_rate_limited(it, retry_ms ? retry_ms : a->retry_hdr_ms);
+        return;
+    case POLICY_VERDICT_UNSUPPORTED:
+    case POLICY_VERDICT_MISSING_DATA:
+        if (ans != NULL) { /* returned as-is if no endpoint does better */
+            it->answer = ans;
+            it->answer_len = (uint32_t)ans_len;
+            it->answer_id = ans_id;
+            it->endpoint = (int16_t)ep;
+        }
+        item_failed(a->call, it, POOL_FAIL_RPC_ERROR, v == POLICY_VERDICT_MISSING_DATA);
+        return;
+    case POLICY_VERDICT_TRANSIENT:
+        /* the upstream got the request: for a write that is ambiguous,
+         * except for a 4xx refusal (authentication, wrong path) */
+        item_failed(a->call, it, ans ? POOL_FAIL_RPC_ERROR : POOL_FAIL_HTTP_STATUS,
+                    ans != NULL || a->status >= 500);
+        return;
+    case POLICY_VERDICT_COUNT:
+        break;
+    }
+}
+
+static void all_sent(answer_ctx_t *a, policy_verdict_t v, uint32_t retry_ms)
+{
+    pool_call_t *call = a->call;
+    for (size_t i = 0; i < call->nsent; i++) {
+        pool_item_t *it = &call->items[call->sent[i]];
+        if (it->state == POOL_ITEM_PENDING)
+            item_verdict(a, it, v, retry_ms, NULL, 0, (policy_span_t){0, 0});
+    }
+}
+
+static void all_sent_failed(answer_ctx_t *a, pool_fail_t fail)
+{
+    pool_call_t *call = a->call;
+    for (size_t i = 0; i < call->nsent; i++) {
+        pool_item_t *it = &call->items[call->sent[i]];
+        if (it->state == POOL_ITEM_PENDING)
+            item_failed(call, it, fail, 1);
+    }
+}
+
+/* Verdict of one response object (already scanned). */
+static policy_verdict_t object_verdict(answer_ctx_t *a, const pool_item_t *it, const policy_envelope_t *env,
+                                       uint32_t *retry_ms)
+{
+    *retry_ms = 0;
+    if (env->error.len == 0)
+        return a->status >= 200 && a->status < 300 ? POLICY_VERDICT_SUCCESS
+                                                   : policy_verdict_http(a->call->net->conf->chain, a->status);
+    policy_rpc_error_t err;
+    if (policy_envelope_error(a->body, env->error, &err) != SL_OK)
+        return POLICY_VERDICT_TRANSIENT;
+    return policy_verdict_rpc_error(a->call->net->conf->chain, it->method, a->status, &err, a->body, retry_ms);
+}
+
+static int envelope_ok(const policy_envelope_t *env)
+{
+    /* exactly one of result / error, as JSON-RPC 2.0 requires */
+    return (env->result.len != 0) != (env->error.len != 0);
+}
+
+static void apply_single(answer_ctx_t *a)
+{
+    pool_call_t *call = a->call;
+    pool_item_t *it = &call->items[call->sent[0]];
+    policy_envelope_t env;
+    if (policy_envelope_scan(a->body, a->len, &env) != SL_OK || !envelope_ok(&env)) {
+        if (a->status >= 200 && a->status < 300)
+            all_sent_failed(a, POOL_FAIL_BAD_JSON);
+        else
+            all_sent(a, policy_verdict_http(call->net->conf->chain, a->status), 0);
+        return;
+    }
+    static const char zero[] = "0";
+    int same = it->id.len != 0 ? policy_json_id_equal(a->body, env.id, it->raw, it->id)
+                               : policy_json_id_equal(a->body, env.id, zero, (policy_span_t){0, 1});
+    if (!same) {
+        all_sent_failed(a, POOL_FAIL_WRONG_ID);
+        return;
+    }
+    uint32_t retry_ms;
+    policy_verdict_t v = object_verdict(a, it, &env, &retry_ms);
+    item_verdict(a, it, v, retry_ms, a->body, a->len, env.id);
+}
+
+/* A batch answered with one object: the upstream refused the batch itself. */
+static void apply_batch_object(answer_ctx_t *a)
+{
+    policy_envelope_t env;
+    if (policy_envelope_scan(a->body, a->len, &env) != SL_OK || env.error.len == 0) {
+        all_sent_failed(a, POOL_FAIL_BAD_JSON);
+        return;
+    }
+    uint32_t retry_ms;
+    policy_verdict_t v = object_verdict(a, &a->call->items[a->call->sent[0]], &env, &retry_ms);
+    if (v == POLICY_VERDICT_SUCCESS || v == POLICY_VERDICT_DETERMINISTIC)
+        v = POLICY_VERDICT_UNSUPPORTED; /* e.g. "batch requests are not supported" */
+    all_sent(a, v, retry_ms);
+}
+
+static void apply_batch_member(answer_ctx_t *a, policy_span_t m, uint8_t *seen)
+{
+    pool_call_t *call = a->call;
+    policy_envelope_t env;
+    int64_t idx;
+    if (policy_envelope_scan(a->body + m.off, m.len, &env) != SL_OK || !envelope_ok(&env) || env.id.len == 0 ||
+        policy_json_int64(a->body + m.off, env.id, &idx) != SL_OK || idx < 0 || (uint64_t)idx >= call->nitems ||
+        !seen[idx] || seen[idx] == 2)
+        return; /* not one of ours: the item stays pending */
+    seen[idx] = 2;
+    pool_item_t *it = &call->items[idx];
+    if (it->state != POOL_ITEM_PENDING)
+        return;
+    answer_ctx_t member = *a;
+    member.body = a->body + m.off;
+    member.len = m.len;
+    uint32_t retry_ms;
+    policy_verdict_t v = object_verdict(&member, it, &env, &retry_ms);
+    item_verdict(&member, it, v, retry_ms, member.body, m.len, env.id);
+}
+
+static void apply_batch(answer_ctx_t *a)
+{
+    pool_call_t *call = a->call;
+    size_t i = 0;
+    while (i < a->len && (a->body[i] == ' ' || a->body[i] == '\n' || a->body[i] == '\r' || a->body[i] == '\t'))
+        i++;
+    if (i < a->len && a->body[i] == '{') {
+        apply_batch_object(a);
+        return;
+    }
+    size_t max = call->nsent + 8, n = 0;
+    policy_span_t *spans = sl_xmalloc(max * sizeof(*spans));
+    uint8_t *seen = sl_xcalloc(call->nitems, 1);
+    if (policy_envelope_scan_array(a->body, a->len, spans, max, &n) != SL_OK) {
+        all_sent_failed(a, POOL_FAIL_BAD_JSON);
+        goto cleanup;
+    }
+    for (size_t k = 0; k < call->nsent; k++)
+        seen[call->sent[k]] = 1;
+    for (size_t k = 0; k < n; k++)
+        apply_batch_member(a, spans[k], seen);
+    for (size_t k = 0; k < call->nsent; k++) {
+        pool_item_t *it = &call->items[call->sent[k]];
+        if (seen[call->sent[k]] == 1 && it->state == POOL_ITEM_PENDING)
+            item_failed(call, it, POOL_FAIL_MISSING, 1);
+    }
+cleanup:
+    free(spans);
+    free(seen);
+}
+
+static uint32_t retry_after_ms(const pool_http_head_t *h)
+{
+    int64_t s = h->retry_after_s;
+    if (s < 0 && h->retry_after_date[0] != '\0')
+        s = pool_http_date_delta(h->retry_after_date, (int64_t)time(NULL));
+    if (s < 0)
+        return 0;
+    if (s > 86400)
+        s = 86400;
+    return (uint32_t)s * 1000;
+}
+
+void pool_answer_apply(pool_call_t *call, pool_exchange_t *ex)
+{
+    sl_buf_t *body = &call->bodies[call->nbodies - 1];
+    answer_ctx_t a = {call, ex, body->base ? body->base : "", body->len, ex->head.status, retry_after_ms(&ex->head)};
+    /* these statuses decide alone, whatever the body says */
+    if (a.status == 429 || a.status == 402 || a.status >= 500) {
+        all_sent(&a, policy_verdict_http(call->net->conf->chain, a.status), 0);
+        return;
+    }
+    if (call->batch)
+        apply_batch(&a);
+    else
+        apply_single(&a);
+}
+
+static pool_outcome_t item_outcome(const pool_call_t *call, const pool_item_t *it)
+{
+    if (it->rate_limited > 0)
+        return POOL_OUTCOME_RATE_LIMITED;
+    if (it->failures > 0 && it->timeouts == it->failures)
+        return POOL_OUTCOME_TIMEOUT;
+    if (it->failures == 0)
+        return POOL_OUTCOME_UNAVAILABLE;
+    (void)call;
+    return POOL_OUTCOME_UPSTREAM_ERROR;
+}
+
+void pool_answer_exhaust(pool_call_t *call, pool_outcome_t forced)
+{
+    for (size_t i = 0; i < call->nitems; i++) {
+        pool_item_t *it = &call->items[i];
+        if (it->state != POOL_ITEM_PENDING)
+            continue;
+        if (it->answer != NULL) {
+            it->state = POOL_ITEM_ANSWERED;
+            continue;
+        }
+        it->state = POOL_ITEM_FAILED;
+        it->outcome = forced != POOL_OUTCOME_OK ? forced : item_outcome(call, it);
+    }
+}

@@ -1,0 +1,265 @@
+/* pool/pool_call.c: the fallback attempt loop of one client call.
+ *
+ * Endpoints are tried in plan order (config order until ranking lands), each
+ * at most once, plus one free retry when a kept-alive connection turned out
+ * to be closed by the upstream before it answered anything (the classic
+ * keep-alive race: not the endpoint's fault). Each attempt carries only the
+ * items still pending, so a batch member answered by the first endpoint is
+ * never asked again. */
+#include <string.h>
+
+#include "base/sl_log.h"
+#include "pool/pool_int.h"
+
+static void call_next(pool_call_t *call);
+
+static int item_is_write(const pool_item_t *it)
+{
+    return !it->method->retry_safe;
+}
+
+static size_t count_pending(const pool_call_t *call)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < call->nitems; i++)
+        n += call->items[i].state == POOL_ITEM_PENDING;
+    return n;
+}
+
+static void call_finish(pool_call_t *call)
+{
+    if (call->finished)
+        return;
+    call->finished = 1;
+    if (h2o_timeout_is_linked(&call->deadline))
+        h2o_timeout_unlink(&call->deadline);
+    if (h2o_timeout_is_linked(&call->defer))
+        h2o_timeout_unlink(&call->defer);
+    call->cb(call, call->data);
+}
+
+static void on_defer(h2o_timeout_entry_t *entry)
+{
+    call_finish(H2O_STRUCT_FROM_MEMBER(pool_call_t, defer, entry));
+}
+
+static void on_deadline(h2o_timeout_entry_t *entry)
+{
+    pool_call_t *call = H2O_STRUCT_FROM_MEMBER(pool_call_t, deadline, entry);
+    if (call->ex_active) {
+        pool_exchange_cancel(&call->ex);
+        call->ex_active = 0;
+    }
+    pool_answer_exhaust(call, POOL_OUTCOME_DEADLINE);
+    call_finish(call);
+}
+
+/* The next endpoint to try, or -1. Skips endpoints already tried and those
+ * at their in-flight cap. */
+static int plan_next(pool_call_t *call)
+{
+    pool_network_t *net = call->net;
+    if (call->retry_same >= 0) {
+        int ep = call->retry_same;
+        call->retry_same = -1;
+        return ep;
+    }
+    for (size_t i = 0; i < net->nendpoints; i++) {
+        pool_endpoint_t *ep = &net->endpoints[i];
+        if (call->tried[i])
+            continue;
+        if (ep->inflight >= ep->max_inflight) {
+            call->saw_busy = 1;
+            continue;
+        }
+        return (int)i;
+    }
+    return -1;
+}
+
+/* Appends raw with its id replaced by idx (or an id added, for a notification). */
+static void append_with_id(sl_buf_t *b, const pool_item_t *it, uint32_t idx)
+{
+    if (it->id.len == 0) {
+        sl_buf_append_str(b, "{\"id\":");
+        sl_buf_append_u64(b, idx);
+        sl_buf_append_char(b, ',');
+        sl_buf_append(b, it->raw + 1, it->raw_len - 1);
+        return;
+    }
+    sl_buf_append(b, it->raw, it->id.off);
+    sl_buf_append_u64(b, idx);
+    sl_buf_append(b, it->raw + it->id.off + it->id.len, it->raw_len - it->id.off - it->id.len);
+}
+
+/* Builds the upstream body from the pending items; returns whether one of
+ * them is a write. A single call with an id goes byte-for-byte. */
+static int build_request(pool_call_t *call, const char **body, size_t *len)
+{
+    int has_write = 0;
+    call->nsent = 0;
+    sl_buf_reset(&call->req);
+    if (call->batch)
+        sl_buf_append_char(&call->req, '[');
+    for (size_t i = 0; i < call->nitems; i++) {
+        pool_item_t *it = &call->items[i];
+        if (it->state != POOL_ITEM_PENDING)
+            continue;
+        has_write |= item_is_write(it);
+        if (call->batch && call->nsent > 0)
+            sl_buf_append_char(&call->req, ',');
+        call->sent[call->nsent++] = (uint32_t)i;
+        if (call->batch || it->id.len == 0)
+            append_with_id(&call->req, it, (uint32_t)i);
+    }
+    if (call->batch)
+        sl_buf_append_char(&call->req, ']');
+    if (!call->batch && call->items[0].id.len != 0) {
+        *body = call->items[0].raw;
+        *len = call->items[0].raw_len;
+    } else {
+        *body = call->req.base;
+        *len = call->req.len;
+    }
+    return has_write;
+}
+
+static void log_attempt(pool_call_t *call, int ep, pool_fail_t fail, int status, uint32_t latency_us)
+{
+    call->attempts++;
+    if (call->nlog >= POOL_MAX_ATTEMPT_LOG)
+        return;
+    call->log[call->nlog++] = (pool_attempt_rec_t){(int16_t)ep, fail, (uint16_t)status, latency_us};
+}
+
+static void on_exchange_done(pool_exchange_t *ex)
+{
+    pool_call_t *call = ex->data;
+    int ep = ex->ep->index;
+    call->ex_active = 0;
+    call->tried[ep] = 1;
+    if (ex->fail != POOL_FAIL_NONE) {
+        int stale = ex->fail == POOL_FAIL_RESET && ex->reused && !ex->got_bytes;
+        int writes = 0;
+        for (size_t i = 0; i < call->nsent; i++)
+            writes |= item_is_write(&call->items[call->sent[i]]);
+        if (stale && !call->stale_retry_used && !writes) {
+            call->stale_retry_used = 1;
+            call->retry_same = ep;
+            sl_log_debug("endpoint %s/%s: kept-alive connection was closed; retrying on a new one",
+                         call->net->conf->name, ex->ep->conf->id);
+        } else {
+            log_attempt(call, ep, ex->fail, 0, ex->latency_us);
+            pool_answer_fail_transport(call, ex);
+        }
+        sl_buf_dispose(&ex->body);
+    } else {
+        log_attempt(call, ep, POOL_FAIL_NONE, ex->head.status, ex->latency_us);
+        call->bodies = sl_xrealloc(call->bodies, (call->nbodies + 1) * sizeof(*call->bodies));
+        call->bodies[call->nbodies++] = ex->body;
+        sl_buf_init(&ex->body);
+        pool_answer_apply(call, ex);
+    }
+    call_next(call);
+}
+
+static void call_next(pool_call_t *call)
+{
+    pool_network_t *net = call->net;
+    for (;;) {
+        if (count_pending(call) == 0)
+            break;
+        int ep = call->attempts < net->max_attempts ? plan_next(call) : -1;
+        if (ep < 0) {
+            pool_answer_exhaust(call, call->attempts == 0 ? POOL_OUTCOME_UNAVAILABLE : POOL_OUTCOME_OK);
+            break;
+        }
+        const char *body;
+        size_t len;
+        int has_write = build_request(call, &body, &len);
+        pool_fail_t fail = pool_exchange_start(&call->ex, &net->endpoints[ep], body, len, has_write,
+                                               on_exchange_done, call);
+        if (fail == POOL_FAIL_NONE) {
+            call->ex_active = 1;
+            return;
+        }
+        call->tried[ep] = 1;
+        call->ex.fail = fail;
+        log_attempt(call, ep, fail, 0, 0);
+        pool_answer_fail_transport(call, &call->ex);
+    }
+    /* never call back from inside pool_call_start: defer to the loop */
+    h2o_timeout_link(net->pool->loop, &net->pool->zero_timeout, &call->defer);
+}
+
+pool_call_t *pool_call_start(pool_network_t *net, pool_item_t *items, size_t n, int batch, pool_call_cb cb,
+                             void *data)
+{
+    pool_call_t *call = sl_xcalloc(1, sizeof(*call));
+    call->net = net;
+    call->items = items;
+    call->nitems = n;
+    call->batch = batch;
+    call->cb = cb;
+    call->data = data;
+    call->retry_same = -1;
+    call->sent = sl_xmalloc(n * sizeof(*call->sent));
+    call->deadline.cb = on_deadline;
+    call->defer.cb = on_defer;
+    for (size_t i = 0; i < n; i++) {
+        items[i].state = POOL_ITEM_PENDING;
+        items[i].endpoint = -1;
+        items[i].answer = NULL;
+    }
+    h2o_timeout_link(net->pool->loop, &net->request_timeout, &call->deadline);
+    call_next(call);
+    return call;
+}
+
+void pool_call_release(pool_call_t *call)
+{
+    if (call == NULL)
+        return;
+    if (call->ex_active)
+        pool_exchange_cancel(&call->ex);
+    if (h2o_timeout_is_linked(&call->deadline))
+        h2o_timeout_unlink(&call->deadline);
+    if (h2o_timeout_is_linked(&call->defer))
+        h2o_timeout_unlink(&call->defer);
+    for (size_t i = 0; i < call->nbodies; i++)
+        sl_buf_dispose(&call->bodies[i]);
+    free(call->bodies);
+    free(call->sent);
+    sl_buf_dispose(&call->req);
+    free(call);
+}
+
+void pool_call_cancel(pool_call_t *call)
+{
+    pool_call_release(call);
+}
+
+uint32_t pool_call_attempts(const pool_call_t *call)
+{
+    return call->attempts;
+}
+
+const pool_attempt_rec_t *pool_call_log(const pool_call_t *call, size_t *n)
+{
+    *n = call->nlog;
+    return call->log;
+}
+
+const char *pool_call_endpoint_id(const pool_call_t *call, int endpoint)
+{
+    if (endpoint < 0 || (size_t)endpoint >= call->net->nendpoints)
+        return "";
+    return call->net->endpoints[endpoint].conf->id;
+}
+
+const char *pool_call_endpoint_url(const pool_call_t *call, int endpoint)
+{
+    if (endpoint < 0 || (size_t)endpoint >= call->net->nendpoints)
+        return "";
+    return call->net->endpoints[endpoint].conf->url_redacted;
+}

@@ -1,0 +1,369 @@
+/* pool/pool_conn.c: one upstream connection and the exchanges on it.
+ *
+ * sluice's own HTTP/1.1 client on h2o sockets, rather than h2o's http1client:
+ * it needs to know whether request bytes left the process (write safety),
+ * separate connect / first-byte / attempt deadlines, a cap on answer size, and
+ * a keep-alive pool without locks (one per worker; h2o's socketpool ignores
+ * its capacity and takes a mutex per operation). */
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "base/sl_log.h"
+#include "base/sl_time.h"
+#include "pool/pool_int.h"
+
+static void on_conn_read(h2o_socket_t *sock, const char *err);
+static void on_idle_read(h2o_socket_t *sock, const char *err);
+
+static pool_t *conn_pool(pool_conn_t *c)
+{
+    return c->ep->net->pool;
+}
+
+static void conn_destroy(pool_conn_t *c)
+{
+    if (h2o_timeout_is_linked(&c->idle_timer))
+        h2o_timeout_unlink(&c->idle_timer);
+    if (h2o_linklist_is_linked(&c->idle_link)) {
+        h2o_linklist_unlink(&c->idle_link);
+        c->ep->nidle--;
+    }
+    if (c->sock != NULL)
+        h2o_socket_close(c->sock);
+    free(c);
+}
+
+static void on_idle_timeout(h2o_timeout_entry_t *entry)
+{
+    pool_conn_t *c = H2O_STRUCT_FROM_MEMBER(pool_conn_t, idle_timer, entry);
+    conn_destroy(c);
+}
+
+/* An idle connection got bytes or EOF: the upstream closed it (or is broken). */
+static void on_idle_read(h2o_socket_t *sock, const char *err)
+{
+    (void)err;
+    conn_destroy(sock->data);
+}
+
+static void conn_make_idle(pool_conn_t *c)
+{
+    pool_endpoint_t *ep = c->ep;
+    if (ep->nidle >= POOL_MAX_IDLE_PER_ENDPOINT) {
+        conn_destroy(c);
+        return;
+    }
+    c->state = POOL_CONN_IDLE;
+    c->ex = NULL;
+    c->idle_since_ms = sl_now_ms();
+    h2o_linklist_insert(ep->idle.next, &c->idle_link); /* most recent first */
+    ep->nidle++;
+    h2o_timeout_link(conn_pool(c)->loop, &conn_pool(c)->idle_timeout, &c->idle_timer);
+    h2o_socket_read_start(c->sock, on_idle_read);
+}
+
+/* Ends the exchange: the connection goes back to the pool when reusable. */
+static void exchange_finish(pool_exchange_t *ex, pool_fail_t fail)
+{
+    pool_conn_t *c = ex->conn;
+    if (h2o_timeout_is_linked(&ex->phase_timer))
+        h2o_timeout_unlink(&ex->phase_timer);
+    if (h2o_timeout_is_linked(&ex->attempt_timer))
+        h2o_timeout_unlink(&ex->attempt_timer);
+    ex->fail = fail;
+    ex->latency_us = (uint32_t)(sl_now_us() - ex->started_us);
+    ex->conn = NULL;
+    ex->ep->inflight--;
+    if (c != NULL) {
+        c->ex = NULL;
+        int reusable = fail == POOL_FAIL_NONE && ex->head.keep_alive && c->sock->input->size == 0;
+        if (reusable)
+            conn_make_idle(c);
+        else
+            conn_destroy(c);
+    }
+    ex->cb(ex);
+}
+
+static void on_phase_timeout(h2o_timeout_entry_t *entry)
+{
+    pool_exchange_t *ex = H2O_STRUCT_FROM_MEMBER(pool_exchange_t, phase_timer, entry);
+    pool_conn_state_t st = ex->conn->state;
+    int connecting = st == POOL_CONN_CONNECTING || st == POOL_CONN_HANDSHAKE;
+    exchange_finish(ex, connecting ? POOL_FAIL_CONNECT_TIMEOUT : POOL_FAIL_FIRST_BYTE_TIMEOUT);
+}
+
+static void on_attempt_timeout(h2o_timeout_entry_t *entry)
+{
+    pool_exchange_t *ex = H2O_STRUCT_FROM_MEMBER(pool_exchange_t, attempt_timer, entry);
+    pool_conn_state_t st = ex->conn->state;
+    int connecting = st == POOL_CONN_CONNECTING || st == POOL_CONN_HANDSHAKE;
+    exchange_finish(ex, connecting ? POOL_FAIL_CONNECT_TIMEOUT : POOL_FAIL_ATTEMPT_TIMEOUT);
+}
+
+static void on_write_done(h2o_socket_t *sock, const char *err)
+{
+    pool_conn_t *c = sock->data;
+    pool_exchange_t *ex = c->ex;
+    if (ex == NULL)
+        return;
+    if (err != NULL) {
+        exchange_finish(ex, POOL_FAIL_RESET);
+        return;
+    }
+    if (c->state == POOL_CONN_SENDING && !ex->got_bytes) {
+        pool_network_t *net = c->ep->net;
+        h2o_timeout_link(net->pool->loop, &net->first_byte_timeout, &ex->phase_timer);
+    }
+}
+
+static void conn_send(pool_conn_t *c)
+{
+    pool_exchange_t *ex = c->ex;
+    if (h2o_timeout_is_linked(&ex->phase_timer))
+        h2o_timeout_unlink(&ex->phase_timer);
+    c->state = POOL_CONN_SENDING;
+    c->requests++;
+    memset(&c->chunked, 0, sizeof(c->chunked));
+    ex->sent = 1;
+    h2o_socket_read_start(c->sock, on_conn_read);
+    h2o_socket_write(c->sock, ex->bufs, 3, on_write_done);
+}
+
+static void on_handshake(h2o_socket_t *sock, const char *err)
+{
+    pool_conn_t *c = sock->data;
+    pool_exchange_t *ex = c->ex;
+    /* For an IP-literal upstream h2o's own name check (it runs under TLS 1.2
+     * only) ignores IP SANs. Our SSL_CTX verifies the peer, IP included
+     * (X509_VERIFY_PARAM_set1_ip_asc), during the handshake: a handshake that
+     * got as far as h2o's check has passed OpenSSL's, so that one complaint
+     * is overruled. */
+    if (err == h2o_socket_error_ssl_cert_name_mismatch && c->ep->url.host_is_ip)
+        err = NULL;
+    if (err != NULL) {
+        sl_log_warn("endpoint %s/%s: TLS handshake with %s failed: %s", c->ep->net->conf->name, c->ep->conf->id,
+                    c->ep->conf->url_redacted, err);
+        exchange_finish(ex, POOL_FAIL_TLS);
+        return;
+    }
+    conn_send(c);
+}
+
+static void on_connect(h2o_socket_t *sock, const char *err)
+{
+    pool_conn_t *c = sock->data;
+    if (err != NULL) {
+        pool_endpoint_addr_failed(c->ep);
+        exchange_finish(c->ex, POOL_FAIL_CONNECT);
+        return;
+    }
+    if (c->ep->ssl_ctx != NULL) {
+        c->state = POOL_CONN_HANDSHAKE;
+        h2o_socket_ssl_handshake(sock, c->ep->ssl_ctx, c->ep->url.host, on_handshake);
+        return;
+    }
+    conn_send(c);
+}
+
+/* Reads the body of an answer whose head was parsed. Returns 1 when the
+ * exchange finished (either way). */
+static int conn_read_body(pool_conn_t *c, int eof)
+{
+    pool_exchange_t *ex = c->ex;
+    h2o_buffer_t *in = c->sock->input;
+    size_t max = conn_pool(c)->max_response_bytes;
+
+    if (ex->head.chunked) {
+        size_t used = 0;
+        int done = 0;
+        sl_err_t err = pool_chunked_feed(&c->chunked, in->bytes, in->size, &ex->body, max, &used, &done);
+        h2o_buffer_consume(&c->sock->input, used);
+        if (err != SL_OK) {
+            exchange_finish(ex, err == SL_ERR_TOO_LARGE ? POOL_FAIL_TOO_LARGE : POOL_FAIL_BAD_HTTP);
+            return 1;
+        }
+        if (done) {
+            exchange_finish(ex, POOL_FAIL_NONE);
+            return 1;
+        }
+    } else if (ex->head.content_length >= 0) {
+        size_t want = (size_t)ex->head.content_length;
+        if (in->size >= want) {
+            sl_buf_append(&ex->body, in->bytes, want);
+            h2o_buffer_consume(&c->sock->input, want);
+            exchange_finish(ex, POOL_FAIL_NONE);
+            return 1;
+        }
+    } else {
+        /* delimited by EOF (HTTP/1.0 style) */
+        if (ex->body.len + in->size > max) {
+            exchange_finish(ex, POOL_FAIL_TOO_LARGE);
+            return 1;
+        }
+        sl_buf_append(&ex->body, in->bytes, in->size);
+        h2o_buffer_consume(&c->sock->input, in->size);
+        ex->head.keep_alive = 0;
+        if (eof) {
+            exchange_finish(ex, POOL_FAIL_NONE);
+            return 1;
+        }
+        return 0;
+    }
+    if (eof) {
+        exchange_finish(ex, POOL_FAIL_RESET);
+        return 1;
+    }
+    return 0;
+}
+
+/* Parses the head; returns 1 if the exchange finished. */
+static int conn_read_head(pool_conn_t *c, int eof)
+{
+    pool_exchange_t *ex = c->ex;
+    h2o_buffer_t *in = c->sock->input;
+    sl_err_t err = pool_http_parse_head(in->bytes, in->size, &ex->head);
+    if (err == SL_ERR_TRUNCATED) {
+        if (eof)
+            exchange_finish(ex, POOL_FAIL_RESET);
+        return eof;
+    }
+    if (err != SL_OK || ex->head.encoded) {
+        exchange_finish(ex, POOL_FAIL_BAD_HTTP);
+        return 1;
+    }
+    if (ex->head.content_length > (int64_t)conn_pool(c)->max_response_bytes) {
+        exchange_finish(ex, POOL_FAIL_TOO_LARGE);
+        return 1;
+    }
+    if (h2o_timeout_is_linked(&ex->phase_timer))
+        h2o_timeout_unlink(&ex->phase_timer);
+    h2o_buffer_consume(&c->sock->input, ex->head.head_len);
+    c->state = POOL_CONN_BODY;
+    if (ex->head.content_length >= 0)
+        sl_buf_reserve(&ex->body, (size_t)ex->head.content_length);
+    return conn_read_body(c, eof);
+}
+
+static void on_conn_read(h2o_socket_t *sock, const char *err)
+{
+    pool_conn_t *c = sock->data;
+    pool_exchange_t *ex = c->ex;
+    if (ex == NULL) { /* bytes after the answer, before we went idle */
+        conn_destroy(c);
+        return;
+    }
+    int eof = err != NULL;
+    if (sock->input->size > 0)
+        ex->got_bytes = 1;
+    if (c->state == POOL_CONN_SENDING) {
+        conn_read_head(c, eof);
+        return;
+    }
+    if (c->state == POOL_CONN_BODY) {
+        conn_read_body(c, eof);
+        return;
+    }
+    if (eof)
+        exchange_finish(ex, POOL_FAIL_RESET);
+}
+
+/* Takes a reusable idle connection, closing stale ones on the way. */
+static pool_conn_t *take_idle(pool_endpoint_t *ep, int is_write)
+{
+    uint64_t now = sl_now_ms();
+    while (!h2o_linklist_is_empty(&ep->idle)) {
+        pool_conn_t *c = H2O_STRUCT_FROM_MEMBER(pool_conn_t, idle_link, ep->idle.next);
+        h2o_linklist_unlink(&c->idle_link);
+        ep->nidle--;
+        h2o_timeout_unlink(&c->idle_timer);
+        /* A write must not meet a connection the upstream may be closing
+         * right now: that race makes a send ambiguous for no reason. */
+        if (is_write && now - c->idle_since_ms > POOL_WRITE_REUSE_MAX_IDLE_MS) {
+            conn_destroy(c);
+            continue;
+        }
+        return c;
+    }
+    return NULL;
+}
+
+static pool_conn_t *conn_connect(pool_endpoint_t *ep, pool_fail_t *fail)
+{
+    socklen_t alen;
+    const struct sockaddr *addr = pool_endpoint_addr(ep, &alen);
+    if (addr == NULL) {
+        *fail = POOL_FAIL_DNS;
+        return NULL;
+    }
+    h2o_socket_t *sock = h2o_socket_connect(ep->net->pool->loop, (struct sockaddr *)addr, alen, on_connect);
+    if (sock == NULL) {
+        pool_endpoint_addr_failed(ep);
+        *fail = POOL_FAIL_CONNECT;
+        return NULL;
+    }
+    pool_conn_t *c = sl_xcalloc(1, sizeof(*c));
+    c->ep = ep;
+    c->sock = sock;
+    c->state = POOL_CONN_CONNECTING;
+    c->idle_timer.cb = on_idle_timeout;
+    sock->data = c;
+    return c;
+}
+
+pool_fail_t pool_exchange_start(pool_exchange_t *ex, pool_endpoint_t *ep, const char *body, size_t len,
+                                int is_write, pool_exchange_cb cb, void *data)
+{
+    pool_network_t *net = ep->net;
+    memset(ex, 0, sizeof(*ex));
+    ex->ep = ep;
+    ex->cb = cb;
+    ex->data = data;
+    ex->is_write = is_write;
+    ex->phase_timer.cb = on_phase_timeout;
+    ex->attempt_timer.cb = on_attempt_timeout;
+    ex->started_us = sl_now_us();
+    ex->bufs[0] = h2o_iovec_init(ep->prefix.base, ep->prefix.len);
+    ex->bufs[1] = h2o_iovec_init(ex->clen, (size_t)snprintf(ex->clen, sizeof(ex->clen), "%zu\r\n\r\n", len));
+    ex->bufs[2] = h2o_iovec_init(body, len);
+
+    pool_fail_t fail = POOL_FAIL_NONE;
+    pool_conn_t *c = take_idle(ep, is_write);
+    if (c == NULL && (c = conn_connect(ep, &fail)) == NULL)
+        return fail;
+    c->ex = ex;
+    ex->conn = c;
+    ep->inflight++;
+    h2o_timeout_link(net->pool->loop, &net->attempt_timeout, &ex->attempt_timer);
+    if (c->state == POOL_CONN_IDLE) {
+        ex->reused = 1;
+        conn_send(c);
+    } else {
+        h2o_timeout_link(net->pool->loop, &net->connect_timeout, &ex->phase_timer);
+    }
+    return POOL_FAIL_NONE;
+}
+
+void pool_exchange_cancel(pool_exchange_t *ex)
+{
+    if (ex->conn == NULL)
+        return;
+    if (h2o_timeout_is_linked(&ex->phase_timer))
+        h2o_timeout_unlink(&ex->phase_timer);
+    if (h2o_timeout_is_linked(&ex->attempt_timer))
+        h2o_timeout_unlink(&ex->attempt_timer);
+    ex->conn->ex = NULL;
+    conn_destroy(ex->conn);
+    ex->conn = NULL;
+    ex->ep->inflight--;
+    sl_buf_dispose(&ex->body);
+}
+
+void pool_conn_close_idle(pool_endpoint_t *ep)
+{
+    while (!h2o_linklist_is_empty(&ep->idle)) {
+        pool_conn_t *c = H2O_STRUCT_FROM_MEMBER(pool_conn_t, idle_link, ep->idle.next);
+        conn_destroy(c);
+    }
+}

@@ -1,0 +1,256 @@
+#include "pool/pool_http.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+/* picohttpparser ships inside libh2o (phr_* are exported) without a header;
+ * struct phr_header has kept this layout in every release. */
+struct phr_header {
+    const char *name;
+    size_t name_len;
+    const char *value;
+    size_t value_len;
+};
+int phr_parse_response(const char *buf, size_t len, int *minor_version, int *status, const char **msg, size_t *msg_len,
+                       struct phr_header *headers, size_t *num_headers, size_t last_len);
+
+#define MAX_HEAD_BYTES (64 * 1024)
+
+static int header_is(const struct phr_header *h, const char *name)
+{
+    size_t n = strlen(name);
+    return h->name_len == n && strncasecmp(h->name, name, n) == 0;
+}
+
+/* Parses a decimal value with no sign and no junk; -1 on failure. */
+static int64_t parse_decimal(const char *s, size_t n)
+{
+    while (n > 0 && (*s == ' ' || *s == '\t')) {
+        s++;
+        n--;
+    }
+    while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+        n--;
+    if (n == 0 || n > 18)
+        return -1;
+    int64_t v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    return v;
+}
+
+/* 1 if the comma-separated header value contains token (case-insensitive). */
+static int value_has_token(const char *v, size_t n, const char *token)
+{
+    size_t tn = strlen(token);
+    size_t i = 0;
+    while (i < n) {
+        while (i < n && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
+            i++;
+        size_t start = i;
+        while (i < n && v[i] != ',')
+            i++;
+        size_t end = i;
+        while (end > start && (v[end - 1] == ' ' || v[end - 1] == '\t'))
+            end--;
+        if (end - start == tn && strncasecmp(v + start, token, tn) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static sl_err_t apply_header(const struct phr_header *h, pool_http_head_t *out)
+{
+    if (h->name == NULL)
+        return SL_OK; /* continuation line: nothing we act on */
+    if (header_is(h, "content-length")) {
+        int64_t v = parse_decimal(h->value, h->value_len);
+        if (v < 0 || (out->content_length >= 0 && out->content_length != v))
+            return SL_ERR_PARSE;
+        out->content_length = v;
+    } else if (header_is(h, "transfer-encoding")) {
+        if (value_has_token(h->value, h->value_len, "chunked"))
+            out->chunked = 1;
+        else if (!value_has_token(h->value, h->value_len, "identity"))
+            return SL_ERR_PARSE; /* an encoding we cannot undo */
+    } else if (header_is(h, "connection")) {
+        if (value_has_token(h->value, h->value_len, "close"))
+            out->keep_alive = 0;
+        else if (value_has_token(h->value, h->value_len, "keep-alive"))
+            out->keep_alive = 1;
+    } else if (header_is(h, "retry-after")) {
+        out->retry_after_s = parse_decimal(h->value, h->value_len);
+        if (out->retry_after_s < 0 && h->value_len < sizeof(out->retry_after_date)) {
+            memcpy(out->retry_after_date, h->value, h->value_len);
+            out->retry_after_date[h->value_len] = '\0';
+        }
+    } else if (header_is(h, "content-encoding")) {
+        if (!value_has_token(h->value, h->value_len, "identity"))
+            out->encoded = 1;
+    }
+    return SL_OK;
+}
+
+sl_err_t pool_http_parse_head(const char *buf, size_t len, pool_http_head_t *out)
+{
+    struct phr_header headers[POOL_HTTP_MAX_HEADERS];
+    size_t nheaders = POOL_HTTP_MAX_HEADERS;
+    const char *msg;
+    size_t msg_len;
+    int minor, status;
+
+    int ret = phr_parse_response(buf, len, &minor, &status, &msg, &msg_len, headers, &nheaders, 0);
+    if (ret == -2)
+        return len > MAX_HEAD_BYTES ? SL_ERR_TOO_LARGE : SL_ERR_TRUNCATED;
+    if (ret < 0 || status < 200 || status > 999)
+        return SL_ERR_PARSE;
+    if ((size_t)ret > MAX_HEAD_BYTES)
+        return SL_ERR_TOO_LARGE;
+
+    memset(out, 0, sizeof(*out));
+    out->status = status;
+    out->minor_version = minor;
+    out->head_len = (size_t)ret;
+    out->content_length = -1;
+    out->retry_after_s = -1;
+    out->keep_alive = minor >= 1;
+    for (size_t i = 0; i < nheaders; i++) {
+        sl_err_t err = apply_header(&headers[i], out);
+        if (err != SL_OK)
+            return err;
+    }
+    if (out->chunked) /* RFC 9112 6.3: chunked overrides Content-Length */
+        out->content_length = -1;
+    return SL_OK;
+}
+
+enum {
+    CH_SIZE,      /* hex digits of the chunk size */
+    CH_EXT,       /* chunk extension, up to CR LF */
+    CH_SIZE_LF,   /* LF after the size line */
+    CH_DATA,
+    CH_DATA_CR,
+    CH_DATA_LF,
+    CH_TRAILER,   /* start of a trailer line, or the final CR LF */
+    CH_TRAILER_LINE,
+    CH_END_LF,    /* LF of the final empty line */
+    CH_DONE,
+};
+
+static int hex_value(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Handles one byte of the framing (every state but CH_DATA). */
+static sl_err_t chunked_byte(pool_chunked_t *d, char c)
+{
+    int h;
+    switch (d->state) {
+    case CH_SIZE:
+        if ((h = hex_value(c)) >= 0) {
+            if (++d->digits > 15)
+                return SL_ERR_PARSE;
+            d->remaining = d->remaining * 16 + (uint64_t)h;
+            return SL_OK;
+        }
+        if (d->digits == 0)
+            return SL_ERR_PARSE;
+        if (c == '\r')
+            d->state = CH_SIZE_LF;
+        else if (c == ';' || c == ' ' || c == '\t')
+            d->state = CH_EXT;
+        else
+            return SL_ERR_PARSE;
+        return SL_OK;
+    case CH_EXT:
+        if (c == '\r')
+            d->state = CH_SIZE_LF;
+        else if (c == '\n')
+            return SL_ERR_PARSE;
+        return SL_OK;
+    case CH_SIZE_LF:
+        if (c != '\n')
+            return SL_ERR_PARSE;
+        d->state = d->remaining == 0 ? CH_TRAILER : CH_DATA;
+        return SL_OK;
+    case CH_DATA_CR:
+        if (c != '\r')
+            return SL_ERR_PARSE;
+        d->state = CH_DATA_LF;
+        return SL_OK;
+    case CH_DATA_LF:
+        if (c != '\n')
+            return SL_ERR_PARSE;
+        d->state = CH_SIZE;
+        d->digits = 0;
+        d->remaining = 0;
+        return SL_OK;
+    case CH_TRAILER:
+        d->state = c == '\r' ? CH_END_LF : CH_TRAILER_LINE;
+        return SL_OK;
+    case CH_TRAILER_LINE:
+        if (c == '\n')
+            d->state = CH_TRAILER;
+        return SL_OK;
+    case CH_END_LF:
+        if (c != '\n')
+            return SL_ERR_PARSE;
+        d->state = CH_DONE;
+        return SL_OK;
+    case CH_DATA:
+    case CH_DONE:
+        break;
+    }
+    return SL_ERR_PARSE;
+}
+
+sl_err_t pool_chunked_feed(pool_chunked_t *d, const char *in, size_t len, sl_buf_t *out, size_t max_body,
+                           size_t *consumed, int *done)
+{
+    size_t i = 0;
+    *done = 0;
+    while (i < len && d->state != CH_DONE) {
+        if (d->state == CH_DATA) {
+            size_t n = len - i;
+            if (n > d->remaining)
+                n = (size_t)d->remaining;
+            if (out->len + n > max_body)
+                return SL_ERR_TOO_LARGE;
+            sl_buf_append(out, in + i, n);
+            i += n;
+            d->remaining -= n;
+            if (d->remaining == 0)
+                d->state = CH_DATA_CR;
+            continue;
+        }
+        sl_err_t err = chunked_byte(d, in[i++]);
+        if (err != SL_OK)
+            return err;
+    }
+    *consumed = i;
+    *done = d->state == CH_DONE;
+    return SL_OK;
+}
+
+int64_t pool_http_date_delta(const char *date, int64_t now_s)
+{
+    struct tm tm;
+    memset(&tm, 0, sizeof(tm));
+    const char *end = strptime(date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    if (end == NULL || *end != '\0')
+        return -1;
+    int64_t t = (int64_t)timegm(&tm);
+    return t > now_s ? t - now_s : 0;
+}

@@ -1,0 +1,168 @@
+/* pool/pool_int.h: pool/ internal types, for the pool/ sources and their tests only. */
+#ifndef POOL_INT_H
+#define POOL_INT_H
+
+#include <netdb.h>
+#include <openssl/ssl.h>
+
+#include "base/sl_buf.h"
+#include "policy/url.h"
+#include "pool/pool.h"
+#include "pool/pool_http.h"
+
+#define POOL_MAX_ADDRS 8
+#define POOL_IDLE_TIMEOUT_MS 30000     /* below common upstream keep-alive timeouts */
+#define POOL_MAX_IDLE_PER_ENDPOINT 128
+#define POOL_WRITE_REUSE_MAX_IDLE_MS 2000 /* writes avoid connections idle longer */
+#define POOL_DNS_REFRESH_MS 60000
+
+typedef struct pool_endpoint pool_endpoint_t;
+typedef struct pool_conn pool_conn_t;
+typedef struct pool_exchange pool_exchange_t;
+
+typedef void (*pool_exchange_cb)(pool_exchange_t *ex);
+
+/* One HTTP request/response on one connection, embedded in its owner. */
+struct pool_exchange {
+    pool_endpoint_t *ep;
+    pool_conn_t *conn;            /* NULL once finished */
+    h2o_iovec_t bufs[3];          /* request prefix, Content-Length line, body */
+    char clen[48];
+    int is_write;
+    pool_exchange_cb cb;
+    void *data;
+    h2o_timeout_entry_t phase_timer;   /* connect, then first byte */
+    h2o_timeout_entry_t attempt_timer;
+    uint64_t started_us;
+
+    /* result */
+    pool_fail_t fail;
+    int sent;                     /* request bytes were handed to the kernel */
+    int reused;                   /* ran on a kept-alive connection */
+    int got_bytes;                /* some answer bytes arrived */
+    pool_http_head_t head;
+    sl_buf_t body;                /* decoded body; the owner takes it */
+    uint32_t latency_us;
+};
+
+typedef enum pool_conn_state {
+    POOL_CONN_CONNECTING,
+    POOL_CONN_HANDSHAKE,
+    POOL_CONN_SENDING,            /* request written or being written; awaiting the head */
+    POOL_CONN_BODY,               /* head parsed; reading the body */
+    POOL_CONN_IDLE,
+} pool_conn_state_t;
+
+struct pool_conn {
+    pool_endpoint_t *ep;
+    h2o_socket_t *sock;
+    pool_conn_state_t state;
+    pool_exchange_t *ex;          /* the exchange in progress, NULL when idle */
+    h2o_linklist_t idle_link;     /* in ep->idle while IDLE */
+    h2o_timeout_entry_t idle_timer;
+    uint64_t idle_since_ms;
+    uint32_t requests;            /* served on this connection */
+    pool_chunked_t chunked;
+};
+
+struct pool_endpoint {
+    const pool_endpoint_conf_t *conf;
+    pool_network_t *net;
+    int index;                    /* position in the network's config */
+    policy_url_t url;
+    SSL_CTX *ssl_ctx;             /* NULL for http:// */
+    sl_buf_t prefix;              /* request line + fixed headers, up to Content-Length */
+
+    struct sockaddr_storage addrs[POOL_MAX_ADDRS];
+    socklen_t addrlens[POOL_MAX_ADDRS];
+    size_t naddrs;
+    size_t next_addr;
+    uint64_t resolved_at_ms;
+    h2o_hostinfo_getaddr_req_t *resolving;
+
+    h2o_linklist_t idle;          /* pool_conn_t, most recently used first */
+    size_t nidle;
+    uint32_t inflight;            /* exchanges in progress in this worker */
+    uint32_t max_inflight;        /* this worker's share of conf->max_inflight */
+};
+
+struct pool_network {
+    pool_t *pool;
+    const pool_network_conf_t *conf;
+    pool_endpoint_t *endpoints;
+    size_t nendpoints;
+    h2o_timeout_t connect_timeout;
+    h2o_timeout_t first_byte_timeout;
+    h2o_timeout_t attempt_timeout;
+    h2o_timeout_t request_timeout;
+    uint32_t max_attempts;
+};
+
+struct pool {
+    h2o_loop_t *loop;
+    h2o_multithread_receiver_t *getaddr_receiver;
+    pool_network_t *networks;
+    size_t nnetworks;
+    size_t max_response_bytes;
+    h2o_timeout_t idle_timeout;
+    h2o_timeout_t zero_timeout;   /* deferred callbacks */
+};
+
+/* One client call walking the plan (pool_call.c); answers applied to its
+ * items by pool_answer.c. */
+struct pool_call {
+    pool_network_t *net;
+    pool_item_t *items;
+    size_t nitems;
+    int batch;
+    pool_call_cb cb;
+    void *data;
+    h2o_timeout_entry_t deadline;     /* timeouts.request_ms */
+    h2o_timeout_entry_t defer;        /* finishing outside pool_call_start */
+    pool_exchange_t ex;
+    int ex_active;
+    int finished;
+    uint32_t attempts;
+    uint8_t tried[POOL_MAX_ENDPOINTS];
+    int retry_same;                   /* endpoint allowed once more (stale connection), or -1 */
+    int stale_retry_used;
+    int saw_busy;                     /* an endpoint was skipped at max_inflight */
+    sl_buf_t req;                     /* upstream body when it is not the client's bytes */
+    uint32_t *sent;                   /* indices of the items in the current attempt */
+    size_t nsent;
+    sl_buf_t *bodies;                 /* answers kept until release (items point into them) */
+    size_t nbodies;
+    pool_attempt_rec_t log[POOL_MAX_ATTEMPT_LOG];
+    size_t nlog;
+};
+
+/* pool_answer.c: applies the finished exchange (transport failure or an HTTP
+ * answer whose body is bodies[nbodies-1]) to the items in call->sent. */
+void pool_answer_apply(pool_call_t *call, pool_exchange_t *ex);
+void pool_answer_fail_transport(pool_call_t *call, pool_exchange_t *ex);
+/* Settles every pending item once no further attempt will be made. */
+void pool_answer_exhaust(pool_call_t *call, pool_outcome_t forced);
+
+/* pool_endpoint.c */
+SL_MUST_CHECK sl_err_t pool_endpoint_init(pool_endpoint_t *ep, pool_network_t *net, int index,
+                                          const pool_endpoint_conf_t *conf, uint32_t nworkers);
+void pool_endpoint_dispose(pool_endpoint_t *ep);
+/* The address for a new connection, or NULL when none is known; starts an
+ * asynchronous refresh when the cached addresses are old. */
+const struct sockaddr *pool_endpoint_addr(pool_endpoint_t *ep, socklen_t *len);
+/* A connection to the next address failed: rotate. */
+void pool_endpoint_addr_failed(pool_endpoint_t *ep);
+
+/* pool_tls.c */
+SL_MUST_CHECK sl_err_t pool_tls_ctx_create(const policy_url_t *url, const char *ca_file, SSL_CTX **out);
+
+/* pool_conn.c: starts ex on ep (an idle connection or a new one). On failure
+ * before anything happened (no address, socket error) returns the failure
+ * class and never calls ex->cb; otherwise returns POOL_FAIL_NONE and calls
+ * ex->cb exactly once, unless pool_exchange_cancel comes first. */
+pool_fail_t pool_exchange_start(pool_exchange_t *ex, pool_endpoint_t *ep, const char *body, size_t len,
+                                int is_write, pool_exchange_cb cb, void *data);
+void pool_exchange_cancel(pool_exchange_t *ex);
+void pool_conn_close_idle(pool_endpoint_t *ep);
+
+#endif

@@ -1,0 +1,354 @@
+/* tests/fakeprovider/fp.h: internals shared by the fakeprovider files.
+ *
+ * fakeprovider is a test tool, not part of the gateway: an upstream JSON-RPC
+ * node that misbehaves on request. One process, one thread, one epoll loop;
+ * every wait (slow answers, dripped bodies, lingering closes) is a timer on
+ * the loop, never a sleep, so a hung connection never stalls the others.
+ *
+ * Ownership: the server (fp_server_t) owns every connection, buffer and
+ * string reachable from it; nothing here is shared across threads. Allocation
+ * failure aborts (fp_xmalloc and friends). */
+#ifndef FP_H
+#define FP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <openssl/ssl.h>
+
+#define FP_MAX_HEAD      (64 * 1024)          /* request line + headers */
+#define FP_MAX_HEADERS   128
+#define FP_MAX_BODY      (16 * 1024 * 1024)
+#define FP_METHOD_MAX    128                  /* longer method names are not counted apart */
+#define FP_LINGER_MS     1000                 /* how long an error close drains input */
+
+/* ---- memory and buffers (fp_buf.c) ---- */
+
+typedef struct fp_buf {
+    char *data;     /* owned; not NUL-terminated */
+    size_t len;
+    size_t cap;
+} fp_buf_t;
+
+void *fp_xmalloc(size_t n);
+void *fp_xrealloc(void *p, size_t n);
+char *fp_xstrndup(const char *s, size_t n);
+
+void fp_buf_dispose(fp_buf_t *b);
+void fp_buf_reserve(fp_buf_t *b, size_t extra);
+void fp_buf_put(fp_buf_t *b, const void *p, size_t n);
+void fp_buf_puts(fp_buf_t *b, const char *s);
+void fp_buf_printf(fp_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void fp_buf_put_u64(fp_buf_t *b, uint64_t v);
+void fp_buf_put_quantity(fp_buf_t *b, uint64_t v);            /* "0x1f", quoted */
+void fp_buf_put_hex(fp_buf_t *b, const uint8_t *p, size_t n); /* "0xab..", quoted */
+void fp_buf_put_json_str(fp_buf_t *b, const char *s, size_t n);
+/* Frees memory above keep bytes once a big answer has gone out, so one huge
+ * answer does not pin megabytes per connection for its lifetime. */
+void fp_buf_shrink(fp_buf_t *b, size_t keep);
+
+/* ---- JSON scanning (fp_json.c) ----
+ * A validating scanner that reports raw spans, so ids are echoed byte for
+ * byte (cJSON would reformat 1e3 or big integers). */
+
+typedef struct fp_span {
+    const char *p;
+    size_t n;       /* n == 0: absent */
+} fp_span_t;
+
+typedef struct fp_json_iter {
+    const char *p;
+    const char *end;
+    bool first;
+} fp_json_iter_t;
+
+/* Whole text is exactly one JSON value (with optional whitespace). */
+bool fp_json_valid(const char *p, size_t n);
+/* Skips one value at p (leading whitespace allowed); NULL if malformed. */
+const char *fp_json_skip(const char *p, const char *end);
+fp_span_t fp_json_trim(const char *p, size_t n);
+bool fp_json_iter_begin(fp_json_iter_t *it, fp_span_t v, char open);
+/* 1: got an element/member, 0: end, -1: malformed. */
+int fp_json_array_next(fp_json_iter_t *it, fp_span_t *elem);
+int fp_json_object_next(fp_json_iter_t *it, fp_span_t *key, fp_span_t *val);
+bool fp_json_array_get(fp_span_t arr, size_t idx, fp_span_t *out);
+/* Contents of a string value without the quotes, escapes left raw. */
+bool fp_json_string(fp_span_t v, fp_span_t *inner);
+bool fp_span_eq(fp_span_t s, const char *lit);
+/* A JSON number or a "0x.." quantity string; false if neither or too big. */
+bool fp_json_u64(fp_span_t v, uint64_t *out);
+
+/* ---- fault modes (fp_fault.c) ---- */
+
+typedef struct fp_mode_def fp_mode_def_t;
+
+typedef struct fp_mode {
+    const fp_mode_def_t *def;
+    int64_t count;          /* requests left; -1 = forever */
+    char *method;           /* owned; NULL = every method */
+    int64_t retry_after;    /* -1 = no Retry-After header */
+    int64_t backoff;
+    int64_t delay_ms;
+    int64_t size;
+    int64_t code;
+    char *message;          /* owned */
+    char *data;             /* owned raw JSON; NULL = no "data" member */
+    int64_t behind;
+    int64_t logs;
+} fp_mode_t;
+
+/* ---- JSON-RPC calls (fp_rpc.c) ---- */
+
+typedef struct fp_call {
+    fp_span_t id;           /* raw JSON; n == 0: notification */
+    fp_span_t method;       /* string contents, raw */
+    fp_span_t params;       /* raw JSON; n == 0: absent */
+    bool valid;             /* an object with a string "method" */
+    uint64_t head;          /* head block/slot this call sees (lag lowers it) */
+} fp_call_t;
+
+typedef struct fp_batch {
+    fp_call_t *calls;       /* owned, reused across requests */
+    size_t count;
+    size_t cap;
+    bool is_array;
+    bool parse_error;
+} fp_batch_t;
+
+typedef struct fp_rpc_error {
+    int64_t code;
+    const char *message;
+} fp_rpc_error_t;
+
+typedef struct fp_server fp_server_t;
+
+/* Writes the call's result value to out; returns NULL, or a static error
+ * (then whatever was written is discarded). */
+typedef const fp_rpc_error_t *(*fp_method_fn)(fp_server_t *srv, const fp_call_t *call,
+                                              fp_buf_t *out);
+typedef struct fp_method {
+    const char *name;
+    fp_method_fn fn;
+} fp_method_t;
+
+typedef struct fp_chain {
+    const char *name;
+    const fp_method_t *methods;   /* sorted by name (checked at start) */
+    const size_t *count;
+} fp_chain_t;
+
+extern const fp_rpc_error_t fp_err_invalid_params;
+extern const fp_method_t fp_eth_methods[];
+extern const size_t fp_eth_method_count;
+extern const fp_method_t fp_sol_methods[];
+extern const size_t fp_sol_method_count;
+
+/* ---- shared state: stats and the transaction store (fp_stats.c) ---- */
+
+typedef struct fp_counter {
+    char *name;             /* owned, decoded method name */
+    uint64_t n;
+} fp_counter_t;
+
+typedef struct fp_tx {
+    char *key;              /* owned: "0x.." hash or base58 signature */
+    uint64_t block;         /* block/slot it "landed" in */
+} fp_tx_t;
+
+typedef struct fp_stats {
+    uint64_t requests, calls, faults, connections_total, max_concurrent;
+    fp_counter_t *methods;  /* insertion order */
+    size_t method_count, method_cap;
+    uint32_t *method_index; /* open addressing into methods, 0 = empty, else i + 1 */
+    size_t index_cap;
+    char **sent_raw;        /* owned strings, arrival order */
+    size_t sent_count, sent_cap;
+} fp_stats_t;
+
+typedef struct fp_txstore {
+    fp_tx_t *slots;         /* open addressing; key NULL = empty */
+    size_t cap, count;
+} fp_txstore_t;
+
+void fp_stats_count_method(fp_stats_t *st, fp_span_t raw_name);
+void fp_stats_reset(fp_stats_t *st);
+void fp_stats_dispose(fp_stats_t *st);
+/* Records a tx as received (sent_raw) and landed at block (receipts). */
+void fp_tx_record(fp_server_t *srv, const char *key, uint64_t block);
+const fp_tx_t *fp_tx_find(const fp_txstore_t *ts, const char *key, size_t n);
+void fp_txstore_dispose(fp_txstore_t *ts);
+
+/* ---- connections (fp_conn.c, fp_http.c) ---- */
+
+typedef enum fp_conn_state {
+    FP_CONN_READING,        /* waiting for (the rest of) a request */
+    FP_CONN_ANSWERING,      /* a request is in flight; its answer may be held back */
+    FP_CONN_HUNG,           /* "hang": in flight until the peer goes away */
+    FP_CONN_MUTE,           /* "accept_hang": never read */
+    FP_CONN_LINGERING,      /* error answer sent; draining input before closing */
+    FP_CONN_STATE_COUNT
+} fp_conn_state_t;
+
+typedef enum fp_delivery {
+    FP_DELIVER_NOW,
+    FP_DELIVER_DELAY,       /* whole answer after delay_ms */
+    FP_DELIVER_DRIP,        /* head + 10 body bytes now, the rest over delay_ms */
+    FP_DELIVER_TRUNCATE,    /* half the body, then close */
+    FP_DELIVER_RESET,       /* no answer, TCP RST */
+    FP_DELIVER_HANG,        /* no answer, connection held */
+} fp_delivery_t;
+
+/* A close decided deep inside request handling, carried out by the drive
+ * loop so that nothing below it ever frees the connection it works on. */
+typedef enum fp_doom {
+    FP_DOOM_NONE,
+    FP_DOOM_CLOSE,
+    FP_DOOM_RESET,
+} fp_doom_t;
+
+typedef struct fp_http_req {
+    size_t head_len;        /* request line + headers + blank line */
+    size_t body_len;
+    size_t path_off, path_len;  /* relative to the request start */
+    bool is_get;
+    bool keep_alive;
+    bool expect_continue;
+} fp_http_req_t;
+
+typedef struct fp_conn {
+    fp_server_t *srv;
+    int fd;
+    SSL *ssl;                   /* NULL for plain HTTP */
+    fp_conn_state_t state;      /* written only by fp_conn_set_state */
+    fp_buf_t in;
+    size_t in_off;              /* start of the unconsumed input */
+    size_t scan;                /* header terminator search resumes here */
+    bool head_done;             /* req holds the parsed head of the pending request */
+    bool continue_sent;
+    fp_http_req_t req;
+    fp_buf_t out;
+    size_t out_off;             /* bytes written */
+    size_t out_limit;           /* bytes that may be written now (slow/drip hold the rest) */
+    size_t drip_step;
+    uint32_t drip_every_ms;
+    bool eof;                   /* peer sent FIN */
+    bool drained;               /* socket read to EAGAIN since the last EPOLLIN */
+    bool want_write;            /* last write hit EAGAIN */
+    bool close_after;           /* close once out is flushed */
+    bool in_flight;             /* counted in srv->inflight */
+    bool fin_sent;              /* lingering: our side is shut down */
+    fp_doom_t doom;
+    uint32_t events;            /* current epoll interest */
+    uint64_t timer_at;
+    size_t timer_idx;           /* index in srv->timers, SIZE_MAX = none */
+    struct fp_conn *prev, *next;
+} fp_conn_t;
+
+typedef struct fp_reply {
+    int status;
+    const char *content_type;
+    int64_t retry_after;        /* < 0: no header */
+    const char *body;
+    size_t body_len;
+    fp_delivery_t delivery;
+    int64_t delay_ms;
+    bool close;
+} fp_reply_t;
+
+void fp_conn_accept(fp_server_t *srv, int fd, bool mute);
+void fp_conn_on_event(fp_conn_t *c, uint32_t events);
+void fp_conn_on_timer(fp_conn_t *c);
+void fp_conn_close(fp_conn_t *c, bool reset);
+void fp_conn_reply(fp_conn_t *c, const fp_reply_t *r);
+/* Protocol error: answer status with a short body, drain input, close. */
+void fp_conn_fail(fp_conn_t *c, int status);
+void fp_conn_set_state(fp_conn_t *c, fp_conn_state_t to);
+
+/* fp_http.c: 1 = a complete request was handled, 0 = need more input,
+ * -1 = the connection was failed (an error answer is queued). */
+int fp_http_handle_next(fp_conn_t *c);
+void fp_http_write_head(fp_buf_t *out, const fp_reply_t *r);
+const char *fp_http_reason(int status);
+
+/* ---- timers (fp_timer.c): at most one per connection ---- */
+
+void fp_timer_set(fp_server_t *srv, fp_conn_t *c, uint64_t at_ms);
+void fp_timer_cancel(fp_server_t *srv, fp_conn_t *c);
+int fp_timer_timeout(const fp_server_t *srv);  /* epoll_wait timeout, -1 = none */
+void fp_timer_run(fp_server_t *srv);
+
+/* ---- the server ---- */
+
+struct fp_server {
+    int epfd;
+    int listen_fd;
+    int signal_fd;
+    int spare_fd;               /* given up on EMFILE to shed one connection */
+    SSL_CTX *tls;
+    const fp_chain_t *chain;
+    const char *name;           /* [A-Za-z0-9._:-]{1,63}, so it needs no escaping */
+    uint64_t chain_id;
+    uint64_t block0;
+    uint64_t block_time_ms;
+    uint64_t start_ms;
+    int64_t start_wall;         /* unix seconds at start, for block timestamps */
+    bool quiet;
+    bool stop;
+    uint64_t now_ms;            /* loop time, updated once per epoll_wait */
+    fp_mode_t mode;
+    fp_stats_t stats;
+    fp_txstore_t txs;
+    uint64_t conns_open;
+    uint64_t inflight;
+    fp_conn_t **timers;         /* binary min-heap on timer_at */
+    size_t timer_count, timer_cap;
+    fp_conn_t *conns;           /* every open connection, to free them at exit */
+    fp_buf_t body;              /* scratch: the answer body being built */
+    fp_buf_t idbuf;             /* scratch: rewritten ids (wrong_id) */
+    fp_batch_t batch;
+};
+
+uint64_t fp_server_head(const fp_server_t *srv);
+void fp_log(const fp_server_t *srv, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void fp_inflight_begin(fp_conn_t *c);
+void fp_inflight_end(fp_conn_t *c);
+
+/* fp_rpc.c */
+void fp_batch_parse(fp_batch_t *b, const char *body, size_t n, uint64_t head);
+/* Appends the answer for the batch to out; per_call (may be NULL) rewrites
+ * the calls it matches. Returns false if nothing is to be answered
+ * (notifications only). */
+typedef void (*fp_call_fault_fn)(fp_server_t *srv, const fp_mode_t *m, fp_call_t *call,
+                                 fp_buf_t *out);
+bool fp_rpc_answer(fp_server_t *srv, fp_batch_t *b, const fp_mode_t *m, fp_buf_t *out);
+void fp_rpc_answer_call(fp_server_t *srv, fp_call_t *call, fp_buf_t *out);
+void fp_rpc_put_error(fp_buf_t *out, fp_span_t id, int64_t code, const char *msg,
+                      const char *data_raw);
+bool fp_call_method_is(const fp_call_t *call, const char *name);
+bool fp_chain_check(const fp_chain_t *chain);
+const fp_chain_t *fp_chain_find(const char *name);
+
+/* fp_fault.c */
+void fp_mode_init(fp_mode_t *m);
+void fp_mode_dispose(fp_mode_t *m);
+bool fp_mode_set_kind(fp_mode_t *m, const char *name);
+/* Sets option key from text (CLI); false with *err set on bad key/value. */
+bool fp_mode_set_text(fp_mode_t *m, const char *key, const char *value, const char **err);
+/* Replaces m with the mode described by a control body; false (m untouched)
+ * with a message in err on a bad body. */
+bool fp_mode_from_json(fp_mode_t *m, const char *body, size_t n, char *err, size_t errlen);
+void fp_mode_to_json(const fp_mode_t *m, fp_buf_t *out);
+bool fp_mode_is_accept_hang(const fp_mode_t *m);
+const char *fp_mode_name(const fp_mode_t *m);
+void fp_mode_consume(fp_server_t *srv);
+void fp_fault_answer(fp_conn_t *c, const char *body, size_t n);
+/* Per-call fault hook used by fp_rpc_answer. */
+fp_call_fault_fn fp_mode_call_fn(const fp_mode_t *m);
+bool fp_mode_matches_call(const fp_mode_t *m, const fp_call_t *call);
+
+/* fp_control.c */
+void fp_control_handle(fp_conn_t *c, const char *path, size_t path_len, const char *body,
+                       size_t n);
+
+#endif

@@ -1,0 +1,324 @@
+/* fp_main.c: command line, listener, TLS context and the epoll loop.
+ *
+ * Prints "fakeprovider NAME listening on HOST:PORT" once bound (tests wait
+ * for that line to learn an ephemeral port); logs go to stderr. SIGTERM and
+ * SIGINT end the loop and the process exits 0 after freeing everything, so
+ * leak checkers see a clean exit. */
+#include "fp.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/err.h>
+
+typedef struct fp_cli {
+    const char *listen;
+    const char *tls_cert;
+    const char *tls_key;
+} fp_cli_t;
+
+static uint64_t clock_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void fp_log(const fp_server_t *srv, const char *fmt, ...)
+{
+    va_list ap;
+    if (srv->quiet)
+        return;
+    fprintf(stderr, "fakeprovider %s: ", srv->name);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+uint64_t fp_server_head(const fp_server_t *srv)
+{
+    if (srv->block_time_ms == 0)
+        return srv->block0;
+    return srv->block0 + (srv->now_ms - srv->start_ms) / srv->block_time_ms;
+}
+
+static void usage(void)
+{
+    fputs("usage: fakeprovider --listen HOST:PORT [--name NAME] [--chain ethereum|solana]\n"
+          "         [--chain-id 0x1] [--block N] [--block-time-ms MS]\n"
+          "         [--tls-cert FILE --tls-key FILE] [--mode MODE] [--quiet]\n"
+          "         [--count N] [--method M] [--retry-after S] [--backoff S] [--delay-ms MS]\n"
+          "         [--size BYTES] [--code C] [--message TEXT] [--data JSON] [--behind N]\n"
+          "         [--logs N]\n", stderr);
+    exit(2);
+}
+
+static bool parse_u64_text(const char *s, uint64_t *v)
+{
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(s, &end, 0);   /* 0x.. or decimal */
+    *v = x;
+    return *s && *s != '-' && !*end && errno == 0;
+}
+
+static bool valid_name(const char *s)
+{
+    size_t n = strlen(s);
+    return n > 0 && n < 64 && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                        "0123456789._:-") == n;
+}
+
+/* Options of the provider itself; anything else is a mode option. */
+static bool cli_option(fp_server_t *srv, fp_cli_t *cli, const char *key, const char *v)
+{
+    if (strcmp(key, "listen") == 0)
+        cli->listen = v;
+    else if (strcmp(key, "tls-cert") == 0)
+        cli->tls_cert = v;
+    else if (strcmp(key, "tls-key") == 0)
+        cli->tls_key = v;
+    else if (strcmp(key, "name") == 0)
+        return valid_name(v) && (srv->name = v) != NULL;
+    else if (strcmp(key, "chain") == 0)
+        return (srv->chain = fp_chain_find(v)) != NULL;
+    else if (strcmp(key, "chain-id") == 0)
+        return parse_u64_text(v, &srv->chain_id);
+    else if (strcmp(key, "block") == 0)
+        return parse_u64_text(v, &srv->block0);
+    else if (strcmp(key, "block-time-ms") == 0)
+        return parse_u64_text(v, &srv->block_time_ms);
+    else {
+        const char *err;
+        if (!fp_mode_set_text(&srv->mode, key, v, &err))
+            return fprintf(stderr, "fakeprovider: --%s %s: %s\n", key, v, err), false;
+    }
+    return true;
+}
+
+static void parse_args(fp_server_t *srv, fp_cli_t *cli, int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "--quiet") == 0) {
+            srv->quiet = true;
+            continue;
+        }
+        if (strncmp(arg, "--", 2) != 0 || strcmp(arg, "--help") == 0)
+            usage();
+        char key[64];
+        const char *eq = strchr(arg + 2, '=');
+        size_t kn = eq ? (size_t)(eq - arg - 2) : strlen(arg + 2);
+        if (kn >= sizeof key)
+            usage();
+        memcpy(key, arg + 2, kn);
+        key[kn] = '\0';
+        const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+        if (!v || !cli_option(srv, cli, key, v)) {
+            fprintf(stderr, "fakeprovider: bad option --%s\n", key);
+            usage();
+        }
+    }
+    if (!cli->listen || !cli->tls_cert != !cli->tls_key)
+        usage();
+}
+
+/* "HOST:PORT" or "[V6]:PORT"; returns a bound, listening socket or -1. */
+static int listen_on(const char *spec, char *host, size_t hostlen, int *port)
+{
+    const char *colon = strrchr(spec, ':');
+    if (!colon || (size_t)(colon - spec) >= hostlen)
+        return -1;
+    memcpy(host, spec, (size_t)(colon - spec));
+    host[colon - spec] = '\0';
+    char bare[256];
+    snprintf(bare, sizeof bare, "%s", host);
+    if (bare[0] == '[' && bare[strlen(bare) - 1] == ']') {
+        memmove(bare, bare + 1, strlen(bare));
+        bare[strlen(bare) - 1] = '\0';
+    }
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV}, *ai;
+    if (getaddrinfo(bare[0] ? bare : NULL, colon + 1, &hints, &ai) != 0)
+        return -1;
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (fd >= 0)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 4096) < 0) {
+        if (fd >= 0)
+            close(fd);
+        freeaddrinfo(ai);
+        return -1;
+    }
+    freeaddrinfo(ai);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    getsockname(fd, (struct sockaddr *)&ss, &sl);
+    *port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                           : ((struct sockaddr_in *)&ss)->sin_port);
+    return fd;
+}
+
+static SSL_CTX *tls_context(const char *cert, const char *key)
+{
+    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+    if (!ctx)
+        return NULL;
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION);
+    SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_RENEGOTIATION);
+    /* the output buffer may be reallocated between a short write and its retry */
+    SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1
+        || SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1
+        || SSL_CTX_check_private_key(ctx) != 1) {
+        ERR_print_errors_fp(stderr);
+        SSL_CTX_free(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+static void raise_fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+static int signal_fd(void)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);   /* OpenSSL writes with write(), not send(MSG_NOSIGNAL) */
+    return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+}
+
+static void accept_all(fp_server_t *srv)
+{
+    for (int i = 0; i < 256; i++) {
+        int fd = accept4(srv->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            if ((errno == EMFILE || errno == ENFILE) && srv->spare_fd >= 0) {
+                /* out of descriptors: shed this one peer instead of spinning */
+                close(srv->spare_fd);
+                fd = accept(srv->listen_fd, NULL, NULL);
+                if (fd >= 0)
+                    close(fd);
+                srv->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                fp_log(srv, "out of file descriptors, dropped a connection");
+            }
+            return;
+        }
+        bool mute = fp_mode_is_accept_hang(&srv->mode);
+        if (mute) {
+            srv->stats.faults++;
+            fp_mode_consume(srv);
+        }
+        fp_conn_accept(srv, fd, mute);
+    }
+}
+
+static void add_fd(fp_server_t *srv, int fd, void *tag)
+{
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = tag};
+    if (epoll_ctl(srv->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+        perror("fakeprovider: epoll_ctl");
+        exit(1);
+    }
+}
+
+static void run(fp_server_t *srv)
+{
+    struct epoll_event evs[256];
+    add_fd(srv, srv->listen_fd, &srv->listen_fd);
+    add_fd(srv, srv->signal_fd, &srv->signal_fd);
+    while (!srv->stop) {
+        srv->now_ms = clock_ms();
+        int n = epoll_wait(srv->epfd, evs, 256, fp_timer_timeout(srv));
+        srv->now_ms = clock_ms();
+        for (int i = 0; i < n; i++) {
+            void *tag = evs[i].data.ptr;
+            if (tag == &srv->listen_fd)
+                accept_all(srv);
+            else if (tag == &srv->signal_fd)
+                srv->stop = true;
+            else
+                fp_conn_on_event(tag, evs[i].events);
+        }
+        fp_timer_run(srv);
+    }
+}
+
+static void shutdown_server(fp_server_t *srv)
+{
+    while (srv->conns)
+        fp_conn_close(srv->conns, false);
+    close(srv->listen_fd);
+    close(srv->signal_fd);
+    close(srv->epfd);
+    if (srv->spare_fd >= 0)
+        close(srv->spare_fd);
+    SSL_CTX_free(srv->tls);
+    fp_mode_dispose(&srv->mode);
+    fp_stats_dispose(&srv->stats);
+    fp_txstore_dispose(&srv->txs);
+    fp_buf_dispose(&srv->body);
+    fp_buf_dispose(&srv->idbuf);
+    free(srv->batch.calls);
+    free(srv->timers);
+}
+
+int main(int argc, char **argv)
+{
+    fp_server_t srv = {.name = "fake", .chain_id = 1, .block0 = 1000000, .block_time_ms = 1000};
+    fp_cli_t cli = {0};
+    char host[256];
+    int port = 0;
+    srv.chain = fp_chain_find("ethereum");
+    fp_mode_init(&srv.mode);
+    parse_args(&srv, &cli, argc, argv);
+    if (!fp_chain_check(fp_chain_find("ethereum")) || !fp_chain_check(fp_chain_find("solana")))
+        abort();    /* a method table lost its order: dispatch would miss methods */
+    raise_fd_limit();
+    if (cli.tls_cert && !(srv.tls = tls_context(cli.tls_cert, cli.tls_key)))
+        return 1;
+    srv.listen_fd = listen_on(cli.listen, host, sizeof host, &port);
+    if (srv.listen_fd < 0) {
+        fprintf(stderr, "fakeprovider: cannot listen on %s: %s\n", cli.listen, strerror(errno));
+        return 1;
+    }
+    srv.signal_fd = signal_fd();
+    srv.epfd = epoll_create1(EPOLL_CLOEXEC);
+    srv.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    srv.start_ms = srv.now_ms = clock_ms();
+    srv.start_wall = (int64_t)time(NULL);
+    printf("fakeprovider %s listening on %s:%d\n", srv.name, host, port);
+    fflush(stdout);
+    fp_log(&srv, "%s chain, mode %s%s", srv.chain->name, fp_mode_name(&srv.mode),
+           srv.tls ? ", TLS" : "");
+    run(&srv);
+    shutdown_server(&srv);
+    return 0;
+}

@@ -1,0 +1,309 @@
+/* fp_sol.c: Solana JSON-RPC answers, shaped exactly as a 1.18 validator
+ * returns them (@solana/web3.js validates results against strict schemas).
+ *
+ * sendTransaction answers with the transaction's own first signature when
+ * it can decode one, because clients (@solana/kit) confirm by the signature
+ * they computed locally, not by the one the node returns. */
+#include "fp.h"
+
+#include <string.h>
+
+#include <openssl/evp.h>
+#include <openssl/sha.h>
+
+#define SOL_VERSION "1.18.22"
+#define SLOTS_PER_EPOCH 432000
+#define LAMPORTS 1000000000ull          /* every account holds 1 SOL */
+#define MAX_TX_TEXT 4096                /* longer encodings are hashed, not decoded */
+
+static const char b58_alphabet[] = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
+
+/* Writes base58(p) unquoted into dst (size >= 2n + 1); returns its length. */
+static size_t base58_encode(const uint8_t *p, size_t n, char *dst)
+{
+    uint8_t digits[160] = {0};  /* enough for 64 bytes: 64 * log(256)/log(58) < 88 */
+    size_t zeros = 0, len = 0;
+    while (zeros < n && p[zeros] == 0)
+        zeros++;
+    for (size_t i = zeros; i < n; i++) {
+        unsigned carry = p[i];
+        for (size_t j = 0; j < len; j++) {
+            carry += (unsigned)digits[j] << 8;
+            digits[j] = (uint8_t)(carry % 58);
+            carry /= 58;
+        }
+        while (carry) {
+            digits[len++] = (uint8_t)(carry % 58);
+            carry /= 58;
+        }
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < zeros; i++)
+        dst[k++] = '1';
+    while (len)
+        dst[k++] = b58_alphabet[digits[--len]];
+    dst[k] = '\0';
+    return k;
+}
+
+/* Decodes at most cap bytes of base58 (big-endian); false on a bad digit
+ * or overflow. */
+static bool base58_decode(fp_span_t s, uint8_t *out, size_t cap, size_t *n)
+{
+    size_t len = 0, zeros = 0;
+    while (zeros < s.n && s.p[zeros] == '1')
+        zeros++;
+    for (size_t i = zeros; i < s.n; i++) {
+        const char *d = memchr(b58_alphabet, s.p[i], 58);
+        if (!d || s.p[i] == '\0')
+            return false;
+        unsigned carry = (unsigned)(d - b58_alphabet);
+        for (size_t j = 0; j < len; j++) {      /* out[] is little-endian while we work */
+            carry += out[j] * 58u;
+            out[j] = (uint8_t)carry;
+            carry >>= 8;
+        }
+        for (; carry; carry >>= 8) {
+            if (len == cap)
+                return false;
+            out[len++] = (uint8_t)carry;
+        }
+    }
+    if (len + zeros > cap)
+        return false;
+    for (size_t i = 0; i < len / 2; i++) {
+        uint8_t t = out[i];
+        out[i] = out[len - 1 - i];
+        out[len - 1 - i] = t;
+    }
+    memmove(out + zeros, out, len);
+    memset(out, 0, zeros);
+    *n = len + zeros;
+    return true;
+}
+
+/* First signature of a wire transaction: compact-u16 count, then 64-byte
+ * signatures. False if there is none or it is all zeros (unsigned). */
+static bool first_signature(const uint8_t *tx, size_t n, uint8_t sig[64])
+{
+    static const uint8_t zero[64];
+    if (n < 65 || tx[0] == 0 || tx[0] >= 0x80)
+        return false;
+    memcpy(sig, tx + 1, 64);
+    return memcmp(sig, zero, 64) != 0;
+}
+
+static bool decode_tx(fp_span_t text, bool base64, uint8_t sig[64])
+{
+    static uint8_t raw[MAX_TX_TEXT];
+    size_t n = 0;
+    if (text.n > MAX_TX_TEXT)
+        return false;
+    if (base64) {
+        size_t take = text.n < 88 ? text.n & ~(size_t)3 : 88;   /* 66 bytes are enough */
+        int got = EVP_DecodeBlock(raw, (const unsigned char *)text.p, (int)take);
+        if (got < 0)
+            return false;
+        n = (size_t)got;
+    } else if (!base58_decode(text, raw, sizeof raw, &n)) {
+        return false;
+    }
+    return first_signature(raw, n, sig);
+}
+
+static void put_base58(fp_buf_t *out, const uint8_t *p, size_t n)
+{
+    char tmp[160];
+    size_t len = base58_encode(p, n, tmp);
+    fp_buf_puts(out, "\"");
+    fp_buf_put(out, tmp, len);
+    fp_buf_puts(out, "\"");
+}
+
+static void put_context(fp_buf_t *out, uint64_t slot)
+{
+    fp_buf_puts(out, "{\"context\":{\"apiVersion\":\"" SOL_VERSION "\",\"slot\":");
+    fp_buf_put_u64(out, slot);
+    fp_buf_puts(out, "},\"value\":");
+}
+
+static const fp_rpc_error_t *with_context(const fp_call_t *call, fp_buf_t *out,
+                                          const char *value)
+{
+    put_context(out, call->head);
+    fp_buf_puts(out, value);
+    fp_buf_puts(out, "}");
+    return NULL;
+}
+
+static const fp_rpc_error_t *get_slot(fp_server_t *srv, const fp_call_t *call, fp_buf_t *out)
+{
+    (void)srv;
+    fp_buf_put_u64(out, call->head);
+    return NULL;
+}
+
+static const fp_rpc_error_t *get_account_info(fp_server_t *srv, const fp_call_t *call,
+                                              fp_buf_t *out)
+{
+    (void)srv;
+    return with_context(call, out, "null");
+}
+
+static const fp_rpc_error_t *get_balance(fp_server_t *srv, const fp_call_t *call, fp_buf_t *out)
+{
+    (void)srv;
+    return with_context(call, out, "1000000000");
+}
+
+static const fp_rpc_error_t *get_fee(fp_server_t *srv, const fp_call_t *call, fp_buf_t *out)
+{
+    (void)srv;
+    return with_context(call, out, "5000");
+}
+
+static const fp_rpc_error_t *blockhash_valid(fp_server_t *srv, const fp_call_t *call,
+                                             fp_buf_t *out)
+{
+    (void)srv;
+    return with_context(call, out, "true");
+}
+
+static const fp_rpc_error_t *literal(fp_server_t *srv, const fp_call_t *call, fp_buf_t *out,
+                                     const char *json)
+{
+    (void)srv, (void)call;
+    fp_buf_puts(out, json);
+    return NULL;
+}
+
+static const fp_rpc_error_t *get_health(fp_server_t *srv, const fp_call_t *call, fp_buf_t *out)
+{
+    return literal(srv, call, out, "\"ok\"");
+}
+
+static const fp_rpc_error_t *get_version(fp_server_t *srv, const fp_call_t *call, fp_buf_t *out)
+{
+    return literal(srv, call, out, "{\"feature-set\":3241752014,\"solana-core\":\"" SOL_VERSION "\"}");
+}
+
+static const fp_rpc_error_t *get_genesis(fp_server_t *srv, const fp_call_t *call, fp_buf_t *out)
+{
+    return literal(srv, call, out, "\"5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d\"");
+}
+
+static const fp_rpc_error_t *get_prio_fees(fp_server_t *srv, const fp_call_t *call,
+                                           fp_buf_t *out)
+{
+    return literal(srv, call, out, "[]");
+}
+
+static const fp_rpc_error_t *get_epoch_info(fp_server_t *srv, const fp_call_t *call,
+                                            fp_buf_t *out)
+{
+    uint64_t s = call->head;
+    fp_buf_printf(out,
+                  "{\"absoluteSlot\":%llu,\"blockHeight\":%llu,\"epoch\":%llu,\"slotIndex\":%llu,"
+                  "\"slotsInEpoch\":%d,\"transactionCount\":%llu}",
+                  (unsigned long long)s, (unsigned long long)s,
+                  (unsigned long long)(s / SLOTS_PER_EPOCH),
+                  (unsigned long long)(s % SLOTS_PER_EPOCH), SLOTS_PER_EPOCH,
+                  (unsigned long long)srv->txs.count);
+    return NULL;
+}
+
+static const fp_rpc_error_t *latest_blockhash(fp_server_t *srv, const fp_call_t *call,
+                                              fp_buf_t *out)
+{
+    uint8_t seed[24] = "fp-blockhash", h[SHA256_DIGEST_LENGTH];
+    memcpy(seed + 16, &call->head, 8);
+    SHA256(seed, sizeof seed, h);
+    (void)srv;
+    put_context(out, call->head);
+    fp_buf_puts(out, "{\"blockhash\":");
+    put_base58(out, h, sizeof h);
+    fp_buf_puts(out, ",\"lastValidBlockHeight\":");
+    fp_buf_put_u64(out, call->head + 150);
+    fp_buf_puts(out, "}}");
+    return NULL;
+}
+
+static const fp_rpc_error_t *rent_exemption(fp_server_t *srv, const fp_call_t *call,
+                                            fp_buf_t *out)
+{
+    fp_span_t v;
+    uint64_t len = 0;
+    (void)srv;
+    if (fp_json_array_get(call->params, 0, &v) && (!fp_json_u64(v, &len) || len > (1u << 24)))
+        return &fp_err_invalid_params;
+    fp_buf_put_u64(out, (128 + len) * 6960);   /* 2 years of rent at 3480 lamports/byte-year */
+    return NULL;
+}
+
+static const fp_rpc_error_t *signature_statuses(fp_server_t *srv, const fp_call_t *call,
+                                                fp_buf_t *out)
+{
+    fp_span_t list, v, s;
+    fp_json_iter_t it;
+    if (!fp_json_array_get(call->params, 0, &list) || !fp_json_iter_begin(&it, list, '['))
+        return &fp_err_invalid_params;
+    put_context(out, call->head);
+    fp_buf_puts(out, "[");
+    for (int i = 0; fp_json_array_next(&it, &v) == 1; i++) {
+        const fp_tx_t *t = fp_json_string(v, &s) ? fp_tx_find(&srv->txs, s.p, s.n) : NULL;
+        fp_buf_puts(out, i ? "," : "");
+        if (!t || t->block > call->head) {
+            fp_buf_puts(out, "null");
+            continue;
+        }
+        fp_buf_puts(out, "{\"slot\":");
+        fp_buf_put_u64(out, t->block);
+        fp_buf_puts(out, ",\"confirmations\":null,\"err\":null,\"status\":{\"Ok\":null},"
+                         "\"confirmationStatus\":\"finalized\"}");
+    }
+    fp_buf_puts(out, "]}");
+    return NULL;
+}
+
+static const fp_rpc_error_t *send_transaction(fp_server_t *srv, const fp_call_t *call,
+                                              fp_buf_t *out)
+{
+    fp_span_t v, s, opts, key, val, enc = {NULL, 0};
+    uint8_t sig[64];
+    char text[100];
+    if (!fp_json_array_get(call->params, 0, &v) || !fp_json_string(v, &s) || s.n == 0)
+        return &fp_err_invalid_params;
+    fp_json_iter_t it;
+    if (fp_json_array_get(call->params, 1, &opts) && fp_json_iter_begin(&it, opts, '{'))
+        while (fp_json_object_next(&it, &key, &val) == 1)
+            if (fp_span_eq(key, "encoding"))
+                enc = val;
+    if (!decode_tx(s, fp_span_eq(enc, "\"base64\""), sig))
+        SHA512((const uint8_t *)s.p, s.n, sig);    /* undecodable: still deterministic */
+    base58_encode(sig, sizeof sig, text);
+    fp_tx_record(srv, text, call->head);
+    fp_buf_puts(out, "\"");
+    fp_buf_puts(out, text);
+    fp_buf_puts(out, "\"");
+    return NULL;
+}
+
+/* Sorted by name: dispatch is a binary search (checked at start). */
+const fp_method_t fp_sol_methods[] = {
+    {"getAccountInfo", get_account_info},
+    {"getBalance", get_balance},
+    {"getBlockHeight", get_slot},
+    {"getEpochInfo", get_epoch_info},
+    {"getFeeForMessage", get_fee},
+    {"getGenesisHash", get_genesis},
+    {"getHealth", get_health},
+    {"getLatestBlockhash", latest_blockhash},
+    {"getMinimumBalanceForRentExemption", rent_exemption},
+    {"getRecentPrioritizationFees", get_prio_fees},
+    {"getSignatureStatuses", signature_statuses},
+    {"getSlot", get_slot},
+    {"getVersion", get_version},
+    {"isBlockhashValid", blockhash_valid},
+    {"sendTransaction", send_transaction},
+};
+const size_t fp_sol_method_count = sizeof fp_sol_methods / sizeof fp_sol_methods[0];

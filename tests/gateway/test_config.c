@@ -1,0 +1,463 @@
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/sl_log.h"
+#include "base/sl_secret.h"
+#include "gateway/gw_config.h"
+
+#define NET "networks:\n  eth:\n    endpoints: [\"http://127.0.0.1:8545\"]\n"
+#define HASH "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+static gw_config_t *load_ok(const char *yaml)
+{
+    gw_config_t *cfg = NULL;
+    gw_config_errors_t errs;
+    sl_err_t err = gw_config_load_string(yaml, strlen(yaml), "test.yaml", &cfg, &errs);
+    for (size_t i = 0; i < errs.count; i++)
+        cr_log_error("%d: %s: %s", errs.items[i].line, errs.items[i].path, errs.items[i].message);
+    cr_assert_eq(err, SL_OK, "%s", sl_err_name(err));
+    cr_assert_eq(errs.count, 0);
+    cr_assert_not_null(cfg);
+    gw_config_errors_dispose(&errs);
+    return cfg;
+}
+
+static void load_bad(const char *yaml, gw_config_errors_t *errs)
+{
+    gw_config_t *cfg = (gw_config_t *)1;
+    sl_err_t err = gw_config_load_string(yaml, strlen(yaml), "test.yaml", &cfg, errs);
+    cr_assert_eq(err, SL_ERR_CONFIG, "%s", sl_err_name(err));
+    cr_assert_null(cfg);
+    cr_assert_gt(errs->count, 0);
+}
+
+static uint32_t cpus(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : (uint32_t)n;
+}
+
+/* ---- the DESIGN.md example ---- */
+
+static const char design_example[] =
+    "server:  { listen: \"0.0.0.0:8545\", workers: auto, max_body_bytes: 1048576, max_batch: 100 }\n"
+    "admin:   { listen: \"127.0.0.1:8546\", token: \"${SLUICE_ADMIN_TOKEN}\" }\n"
+    "state:   { path: \"./var/sluice\", map_size_mb: 256 }\n"
+    "networks:\n"
+    "  eth:\n"
+    "    chain: ethereum            # ethereum | solana: selects the method table\n"
+    "    endpoints:\n"
+    "      - id: alchemy\n"
+    "        url: \"https://eth-mainnet.g.alchemy.com/v2/${ALCHEMY_KEY}\"\n"
+    "        cost_profile: alchemy   # built-in profiles; or inline per-method costs\n"
+    "        credits: { per_second: 330, per_month: 300000000 }\n"
+    "        max_inflight: 64\n"
+    "      - id: public\n"
+    "        url: \"https://ethereum-rpc.publicnode.com\"\n"
+    "    timeouts: { connect_ms: 2000, attempt_ms: 10000, request_ms: 30000 }   # defaults shown\n"
+    "tiers:   { anonymous: { per_second: 10, per_minute: 300 }, pro: { per_second: 200 } }\n"
+    "keys:    [ { sha256: \"0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789ABCDEF\", tier: pro, name: "
+    "\"team-a\" } ]\n";
+
+Test(config, design_example)
+{
+    setenv("SLUICE_ADMIN_TOKEN", "admintoken-1234", 1);
+    setenv("ALCHEMY_KEY", "abcDEF123456789xyz", 1);
+    gw_config_t *cfg = load_ok(design_example);
+    cr_assert_str_eq(cfg->file, "test.yaml");
+    cr_assert_str_eq(cfg->server.listen, "0.0.0.0:8545");
+    cr_assert_eq(cfg->server.workers, cpus());
+    cr_assert_eq(cfg->server.max_body_bytes, 1048576);
+    cr_assert_eq(cfg->server.max_batch, 100);
+    cr_assert_eq(cfg->server.max_response_bytes, GW_DEFAULT_MAX_RESPONSE_BYTES);
+    cr_assert_eq(cfg->server.shutdown_grace_ms, GW_DEFAULT_SHUTDOWN_GRACE_MS);
+    cr_assert_str_eq(cfg->admin.listen, "127.0.0.1:8546");
+    cr_assert_str_eq(cfg->admin.token, "admintoken-1234");
+    cr_assert_str_eq(cfg->state.path, "./var/sluice");
+    cr_assert_eq(cfg->state.map_size_mb, 256);
+    cr_assert_eq(cfg->log.level, SL_LOG_INFO);
+
+    cr_assert_eq(cfg->nnetworks, 1);
+    const pool_network_conf_t *eth = &cfg->networks[0];
+    cr_assert_str_eq(eth->name, "eth");
+    cr_assert_eq(eth->yaml_line, 5);
+    cr_assert_eq(eth->chain, POLICY_CHAIN_ETHEREUM);
+    cr_assert_eq(eth->timeouts.connect_ms, 2000);
+    cr_assert_eq(eth->timeouts.first_byte_ms, 5000);
+    cr_assert_eq(eth->timeouts.attempt_ms, 10000);
+    cr_assert_eq(eth->timeouts.request_ms, 30000);
+    cr_assert_eq(eth->max_attempts, 0);
+    cr_assert_eq(eth->resend_writes, 0);
+    cr_assert_null(eth->blocked_methods);
+    cr_assert_eq(eth->nendpoints, 2);
+
+    const pool_endpoint_conf_t *a = &eth->endpoints[0];
+    cr_assert_str_eq(a->id, "alchemy");
+    cr_assert_str_eq(a->url, "https://eth-mainnet.g.alchemy.com/v2/abcDEF123456789xyz");
+    cr_assert_str_eq(a->url_redacted, "https://eth-mainnet.g.alchemy.com/v2/***");
+    cr_assert_str_eq(a->cost_profile, "alchemy");
+    cr_assert_eq(a->has_credits, 1);
+    cr_assert_eq(a->credits.per_second, 330);
+    cr_assert_eq(a->credits.per_minute, 0);
+    cr_assert_eq(a->credits.per_month, 300000000);
+    cr_assert_eq(a->credits.month_reset_day, 1);
+    cr_assert_eq(a->max_inflight, 64);
+    cr_assert_eq(a->tier, POOL_TIER_PRIMARY);
+    cr_assert_eq(a->yaml_line, 8);
+
+    const pool_endpoint_conf_t *p = &eth->endpoints[1];
+    cr_assert_str_eq(p->id, "public");
+    cr_assert_str_eq(p->url, "https://ethereum-rpc.publicnode.com");
+    cr_assert_str_eq(p->url_redacted, "https://ethereum-rpc.publicnode.com");
+    cr_assert_str_eq(p->cost_profile, "flat");
+    cr_assert_eq(p->has_credits, 0);
+    cr_assert_eq(p->max_inflight, POOL_DEFAULT_MAX_INFLIGHT);
+    cr_assert_null(p->tls_ca_file);
+    cr_assert_eq(p->nheaders, 0);
+
+    cr_assert_eq(cfg->ntiers, 2);
+    cr_assert_str_eq(cfg->tiers[0].name, "anonymous");
+    cr_assert_eq(cfg->tiers[0].limits.per_second, 10);
+    cr_assert_eq(cfg->tiers[0].limits.per_minute, 300);
+    cr_assert_eq(cfg->tiers[0].limits.per_day, 0);
+    cr_assert_str_eq(cfg->tiers[1].name, "pro");
+    cr_assert_eq(cfg->tiers[1].limits.per_second, 200);
+    cr_assert_eq(cfg->nkeys, 1);
+    cr_assert_str_eq(cfg->keys[0].sha256, "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef");
+    cr_assert_str_eq(cfg->keys[0].tier, "pro");
+    cr_assert_str_eq(cfg->keys[0].name, "team-a");
+    cr_assert_eq(cfg->keys[0].yaml_line, 17);
+
+    cr_assert(sl_secret_contains("admintoken-1234", 15));
+    cr_assert(sl_secret_contains("abcDEF123456789xyz", 18));
+    cr_assert(sl_secret_contains(cfg->keys[0].sha256, 64));
+    cr_assert_eq(gw_config_network(cfg, "eth/x", 3), eth);
+    cr_assert_null(gw_config_network(cfg, "eth", 2));
+    cr_assert_null(gw_config_network(cfg, "base", 4));
+    gw_config_destroy(cfg);
+}
+
+Test(config, minimal_gets_defaults)
+{
+    gw_config_t *cfg = load_ok("networks:\n  eth:\n    endpoints:\n      - url: https://ethereum-rpc.publicnode.com\n");
+    cr_assert_str_eq(cfg->server.listen, GW_DEFAULT_LISTEN);
+    cr_assert_eq(cfg->server.workers, cpus());
+    cr_assert_eq(cfg->server.max_body_bytes, GW_DEFAULT_MAX_BODY_BYTES);
+    cr_assert_eq(cfg->server.max_batch, GW_DEFAULT_MAX_BATCH);
+    cr_assert_eq(cfg->server.max_response_bytes, GW_DEFAULT_MAX_RESPONSE_BYTES);
+    cr_assert_eq(cfg->server.shutdown_grace_ms, GW_DEFAULT_SHUTDOWN_GRACE_MS);
+    cr_assert_eq(cfg->server.access_log, 1);
+    cr_assert_eq(cfg->server.ncors_origins, 1);
+    cr_assert_str_eq(cfg->server.cors_origins[0], "*");
+    cr_assert_str_eq(cfg->admin.listen, GW_DEFAULT_ADMIN_LISTEN);
+    cr_assert_null(cfg->admin.token);
+    cr_assert_str_eq(cfg->state.path, GW_DEFAULT_STATE_PATH);
+    cr_assert_eq(cfg->state.map_size_mb, GW_DEFAULT_MAP_SIZE_MB);
+    cr_assert_eq(cfg->log.level, SL_LOG_INFO);
+    cr_assert_eq(cfg->log.json, 0);
+    cr_assert_eq(cfg->ntiers, 0);
+    cr_assert_eq(cfg->nkeys, 0);
+    const pool_network_conf_t *n = gw_config_network(cfg, "eth", 3);
+    cr_assert_not_null(n);
+    cr_assert_eq(n->chain, POLICY_CHAIN_ETHEREUM);
+    cr_assert_eq(n->timeouts.connect_ms, POOL_DEFAULT_CONNECT_MS);
+    cr_assert_eq(n->timeouts.first_byte_ms, POOL_DEFAULT_FIRST_BYTE_MS);
+    cr_assert_eq(n->timeouts.attempt_ms, POOL_DEFAULT_ATTEMPT_MS);
+    cr_assert_eq(n->timeouts.request_ms, POOL_DEFAULT_REQUEST_MS);
+    cr_assert_eq(n->nendpoints, 1);
+    cr_assert_str_eq(n->endpoints[0].id, "e0");
+    cr_assert_eq(n->endpoints[0].max_inflight, POOL_DEFAULT_MAX_INFLIGHT);
+    cr_assert_eq(n->endpoints[0].tier, POOL_TIER_PRIMARY);
+    cr_assert_str_eq(n->endpoints[0].cost_profile, "flat");
+    cr_assert_eq(n->endpoints[0].yaml_line, 4);
+    gw_config_destroy(cfg);
+}
+
+Test(config, shorthand_endpoints)
+{
+    gw_config_t *cfg = load_ok("networks:\n"
+                               "  eth:\n"
+                               "    endpoints:\n"
+                               "      - https://ethereum-rpc.publicnode.com\n"
+                               "      - { id: e0x, url: \"http://127.0.0.1:8545\" }\n"
+                               "      - \"https://sparkling-a.quiknode.pro/0a1b2c3d4e5f/\"\n"
+                               "  solana:\n"
+                               "    chain: solana\n"
+                               "    endpoints: [\"https://api.mainnet-beta.solana.com\"]\n");
+    cr_assert_eq(cfg->nnetworks, 2);
+    const pool_network_conf_t *eth = gw_config_network(cfg, "eth", 3);
+    cr_assert_eq(eth->nendpoints, 3);
+    cr_assert_str_eq(eth->endpoints[0].id, "e0");
+    cr_assert_str_eq(eth->endpoints[0].url, "https://ethereum-rpc.publicnode.com");
+    cr_assert_eq(eth->endpoints[0].yaml_line, 4);
+    cr_assert_str_eq(eth->endpoints[1].id, "e0x");
+    cr_assert_str_eq(eth->endpoints[2].id, "e2");
+    cr_assert_str_eq(eth->endpoints[2].url_redacted, "https://sparkling-a.quiknode.pro/***/");
+    cr_assert(sl_secret_contains("0a1b2c3d4e5f", 12));
+    const pool_network_conf_t *sol = gw_config_network(cfg, "solana", 6);
+    cr_assert_eq(sol->chain, POLICY_CHAIN_SOLANA);
+    cr_assert_str_eq(sol->endpoints[0].id, "e0");
+    gw_config_destroy(cfg);
+}
+
+/* Every key of the schema, with non-default values. */
+static const char full_example[] =
+    "server:\n"
+    "  listen: \"[::]:0\"\n"
+    "  workers: 3\n"
+    "  max_body_bytes: 2048\n"
+    "  max_batch: 10000\n"
+    "  max_response_bytes: 1000000\n"
+    "  shutdown_grace_ms: 0\n"
+    "  access_log: off\n"
+    "  cors_origins: [\"https://app.example\", \"https://b.example\"]\n"
+    "admin: { listen: \"[::1]:9000\" }\n"
+    "state: { path: /tmp/sluice-state, map_size_mb: 16 }\n"
+    "log: { level: debug, format: json }\n"
+    "networks:\n"
+    "  base-1:\n"
+    "    chain: ethereum\n"
+    "    timeouts: { connect_ms: 100, first_byte_ms: 200, attempt_ms: 300, request_ms: 400 }\n"
+    "    max_attempts: 16\n"
+    "    resend_writes: yes\n"
+    "    blocked_methods: [\"admin_*\", debug_traceTransaction]\n"
+    "    endpoints:\n"
+    "      - id: Node.A_1\n"
+    "        url: https://user:hunter2pw@node.example:8443/rpc?api-key=k3y-value&x=\n"
+    "        tls_ca_file: CAFILE\n"
+    "        headers: { X-Api-Key: \"${HDR_KEY}\", Authorization: Bearer tok-123456 }\n"
+    "        max_inflight: 100000\n"
+    "        tier: fallback\n"
+    "        cost_profile: helius\n"
+    "        credits: { per_second: 0, per_minute: 5, per_day: 6, per_month: 18446744073709551615, month_reset_day: 28 }\n"
+    "  quiet:\n"
+    "    blocked_methods: []\n"
+    "    endpoints: [\"http://10.0.0.1\"]\n"
+    "tiers: { free: { per_day: 1000 } }\n"
+    "keys:\n"
+    "  - sha256: " HASH "\n"
+    "    tier: free\n"
+    "    name: ci\n";
+
+static char *replace(const char *s, const char *what, const char *with)
+{
+    const char *at = strstr(s, what);
+    cr_assert_not_null(at);
+    char *out = malloc(strlen(s) + strlen(with) + 1);
+    sprintf(out, "%.*s%s%s", (int)(at - s), s, with, at + strlen(what));
+    return out;
+}
+
+Test(config, full_schema_from_file)
+{
+    char ca[] = "/tmp/sluice-ca-XXXXXX", path[] = "/tmp/sluice-cfg-XXXXXX";
+    int fd = mkstemp(ca);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    setenv("HDR_KEY", "header-secret-1", 1);
+    char *yaml = replace(full_example, "CAFILE", ca);
+    fd = mkstemp(path);
+    cr_assert_eq(write(fd, yaml, strlen(yaml)), (ssize_t)strlen(yaml));
+    close(fd);
+    free(yaml);
+
+    gw_config_t *cfg = NULL;
+    gw_config_errors_t errs;
+    sl_err_t err = gw_config_load(path, &cfg, &errs);
+    gw_config_errors_print(&errs, path, stderr);
+    cr_assert_eq(err, SL_OK);
+    cr_assert_str_eq(cfg->file, path);
+    cr_assert_str_eq(cfg->server.listen, "[::]:0");
+    cr_assert_eq(cfg->server.workers, 3);
+    cr_assert_eq(cfg->server.max_body_bytes, 2048);
+    cr_assert_eq(cfg->server.max_batch, 10000);
+    cr_assert_eq(cfg->server.max_response_bytes, 1000000);
+    cr_assert_eq(cfg->server.shutdown_grace_ms, 0);
+    cr_assert_eq(cfg->server.access_log, 0);
+    cr_assert_eq(cfg->server.ncors_origins, 2);
+    cr_assert_str_eq(cfg->server.cors_origins[1], "https://b.example");
+    cr_assert_str_eq(cfg->admin.listen, "[::1]:9000");
+    cr_assert_str_eq(cfg->state.path, "/tmp/sluice-state");
+    cr_assert_eq(cfg->state.map_size_mb, 16);
+    cr_assert_eq(cfg->log.level, SL_LOG_DEBUG);
+    cr_assert_eq(cfg->log.json, 1);
+
+    const pool_network_conf_t *n = gw_config_network(cfg, "base-1", 6);
+    cr_assert_eq(n->timeouts.connect_ms, 100);
+    cr_assert_eq(n->timeouts.first_byte_ms, 200);
+    cr_assert_eq(n->timeouts.attempt_ms, 300);
+    cr_assert_eq(n->timeouts.request_ms, 400);
+    cr_assert_eq(n->max_attempts, 16);
+    cr_assert_eq(n->resend_writes, 1);
+    cr_assert_eq(n->nblocked_methods, 2);
+    cr_assert_str_eq(n->blocked_methods[0], "admin_*");
+    cr_assert_str_eq(n->blocked_methods[1], "debug_traceTransaction");
+    const pool_endpoint_conf_t *e = &n->endpoints[0];
+    cr_assert_str_eq(e->id, "Node.A_1");
+    cr_assert_str_eq(e->url_redacted, "https://***@node.example:8443/rpc?api-key=***&x=");
+    cr_assert_str_eq(e->tls_ca_file, ca);
+    cr_assert_eq(e->nheaders, 2);
+    cr_assert_str_eq(e->headers[0].name, "X-Api-Key");
+    cr_assert_str_eq(e->headers[0].value, "header-secret-1");
+    cr_assert_str_eq(e->headers[1].value, "Bearer tok-123456");
+    cr_assert_eq(e->max_inflight, 100000);
+    cr_assert_eq(e->tier, POOL_TIER_FALLBACK);
+    cr_assert_str_eq(e->cost_profile, "helius");
+    cr_assert_eq(e->has_credits, 1);
+    cr_assert_eq(e->credits.per_minute, 5);
+    cr_assert_eq(e->credits.per_day, 6);
+    cr_assert_eq(e->credits.per_month, UINT64_MAX);
+    cr_assert_eq(e->credits.month_reset_day, 28);
+
+    const pool_network_conf_t *q = gw_config_network(cfg, "quiet", 5);
+    cr_assert_not_null(q->blocked_methods);   /* [] = block nothing, not the chain default */
+    cr_assert_eq(q->nblocked_methods, 0);
+    cr_assert_eq(cfg->nkeys, 1);
+    cr_assert_str_eq(cfg->keys[0].tier, "free");
+
+    /* user-info, query values and header values are secrets */
+    const char *secrets[] = {"hunter2pw", "user:hunter2pw", "k3y-value", "header-secret-1", "Bearer tok-123456"};
+    for (size_t i = 0; i < sizeof(secrets) / sizeof(secrets[0]); i++)
+        cr_assert(sl_secret_contains(secrets[i], strlen(secrets[i])), "%s", secrets[i]);
+    gw_config_destroy(cfg);
+    gw_config_errors_dispose(&errs);
+    unlink(ca);
+    unlink(path);
+}
+
+Test(config, unreadable_file)
+{
+    gw_config_t *cfg = (gw_config_t *)1;
+    gw_config_errors_t errs;
+    cr_assert_eq(gw_config_load("/nonexistent/sluice.yaml", &cfg, &errs), SL_ERR_IO);
+    cr_assert_null(cfg);
+    cr_assert_eq(errs.count, 1);
+    cr_assert_eq(errs.items[0].line, 0);
+    cr_assert(strstr(errs.items[0].message, "No such file") != NULL, "%s", errs.items[0].message);
+    gw_config_errors_dispose(&errs);
+}
+
+Test(config, admin_off_and_loopback_names)
+{
+    gw_config_t *cfg = load_ok("admin: { listen: off }\n" NET);
+    cr_assert_null(cfg->admin.listen);
+    gw_config_destroy(cfg);
+    cfg = load_ok("admin: { listen: \"localhost:8546\" }\n" NET);
+    gw_config_destroy(cfg);
+    cfg = load_ok("admin: { listen: \"127.1.2.3:1\" }\n" NET);
+    gw_config_destroy(cfg);
+    cfg = load_ok("admin: { listen: \"0.0.0.0:8546\", token: s3cret-token }\n" NET);
+    cr_assert(sl_secret_contains("s3cret-token", 12));
+    gw_config_destroy(cfg);
+}
+
+Test(config, timeouts_left_out_follow_the_given_ones)
+{
+    gw_config_t *cfg = load_ok("networks:\n  eth:\n    timeouts: { attempt_ms: 3000 }\n"
+                               "    endpoints: [\"http://127.0.0.1:8545\"]\n"
+                               "  big:\n    timeouts: { attempt_ms: 60000 }\n"
+                               "    endpoints: [\"http://127.0.0.1:8545\"]\n");
+    cr_assert_eq(cfg->networks[0].timeouts.first_byte_ms, 3000);
+    cr_assert_eq(cfg->networks[0].timeouts.request_ms, POOL_DEFAULT_REQUEST_MS);
+    cr_assert_eq(cfg->networks[1].timeouts.first_byte_ms, POOL_DEFAULT_FIRST_BYTE_MS);
+    cr_assert_eq(cfg->networks[1].timeouts.request_ms, 60000);
+    gw_config_destroy(cfg);
+}
+
+/* ---- ${ENV} ---- */
+
+Test(config, env_expansion)
+{
+    setenv("SL_T_HOST", "127.0.0.1", 1);
+    setenv("SL_T_EMPTY", "", 1);
+    unsetenv("SL_T_UNSET");
+    gw_config_t *cfg = load_ok("server: { listen: \"${SL_T_HOST}:${SL_T_PORT:-8545}\", max_batch: \"${SL_T_UNSET:-7}\" }\n"
+                               "state: { path: \"/var/$$x/${SL_T_EMPTY:-dflt}/a$b\" }\n" NET);
+    cr_assert_str_eq(cfg->server.listen, "127.0.0.1:8545");
+    cr_assert_eq(cfg->server.max_batch, 7);
+    cr_assert_str_eq(cfg->state.path, "/var/$x/dflt/a$b");
+    cr_assert(sl_secret_contains("127.0.0.1", 9));
+    cr_assert(sl_secret_contains("dflt", 4));
+    gw_config_destroy(cfg);
+
+    gw_config_errors_t errs;
+    load_bad("admin: { token: \"${SL_T_UNSET}\" }\n" NET, &errs);
+    cr_assert_eq(errs.count, 1);
+    cr_assert_eq(errs.items[0].line, 1);
+    cr_assert_str_eq(errs.items[0].path, "admin.token");
+    cr_assert_str_eq(errs.items[0].message, "environment variable SL_T_UNSET is not set");
+    gw_config_errors_dispose(&errs);
+
+    load_bad("admin: { token: \"${1BAD}\" }\n" NET, &errs);
+    cr_assert(strstr(errs.items[0].message, "invalid reference") != NULL);
+    gw_config_errors_dispose(&errs);
+}
+
+Test(config, keys_are_not_expanded)
+{
+    setenv("SL_T_NET", "eth", 1);
+    gw_config_errors_t errs;
+    load_bad("networks:\n  ${SL_T_NET}:\n    endpoints: [\"http://h\"]\n", &errs);
+    cr_assert_str_eq(errs.items[0].path, "networks.${SL_T_NET}");
+    gw_config_errors_dispose(&errs);
+}
+
+/* ---- secrets never reach a message ---- */
+
+Test(config, secrets_stay_out_of_messages)
+{
+    setenv("SL_T_SECRET", "Sup3rSecretValue", 1);
+    gw_config_errors_t errs;
+    load_bad("server: { workers: \"${SL_T_SECRET}\" }\n"
+             "networks:\n"
+             "  eth:\n"
+             "    endpoints:\n"
+             "      - url: \"ftp://h/v2/${SL_T_SECRET}\"\n"
+             "      - url: \"https://h/v2/${SL_T_SECRET}\"\n"
+             "        tier: \"${SL_T_SECRET}\"\n"
+             "        tls_ca_file: \"/nonexistent/${SL_T_SECRET}\"\n",
+             &errs);
+    cr_assert_eq(errs.count, 4);
+    cr_assert(sl_secret_contains("Sup3rSecretValue", 16));
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    gw_config_errors_print(&errs, "test.yaml", f);
+    fclose(f);
+    cr_assert_null(strstr(text, "Sup3rSecretValue"), "%s", text);
+    cr_assert_not_null(strstr(text, "test.yaml:5: networks.eth.endpoints[0].url: invalid url: scheme must be"));
+    cr_assert_not_null(strstr(text, "test.yaml:1: server.workers: expected a decimal whole number (got '***')"));
+    free(text);
+    gw_config_errors_dispose(&errs);
+}
+
+Test(config, url_path_secrets_registered)
+{
+    gw_config_t *cfg = load_ok("networks:\n  eth:\n    endpoints:\n"
+                               "      - https://mainnet.infura.io/v3/0123456789abcdef0123456789abcdef\n"
+                               "      - https://mainnet.helius-rpc.com/?api-key=XYZ1234\n");
+    cr_assert(sl_secret_contains("0123456789abcdef0123456789abcdef", 32));
+    cr_assert(sl_secret_contains("XYZ1234", 7));
+    cr_assert_str_eq(cfg->networks[0].endpoints[1].url_redacted, "https://mainnet.helius-rpc.com/?api-key=***");
+    gw_config_destroy(cfg);
+}
+
+Test(config, errors_print_format)
+{
+    gw_config_error_t items[] = {
+        {3, "server.listen", "bad"},
+        {0, "", "cannot read"},
+        {0, "networks", "missing"},
+    };
+    gw_config_errors_t errs = {items, 3};
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    gw_config_errors_print(&errs, "s.yaml", f);
+    fclose(f);
+    cr_assert_str_eq(text, "s.yaml:3: server.listen: bad\ns.yaml: cannot read\ns.yaml: networks: missing\n");
+    free(text);
+}

@@ -1,0 +1,203 @@
+/* gw_config: configs that must not load, each problem with its line and path. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/sl_buf.h"
+#include "gateway/gw_config.h"
+
+#define NET "networks:\n  eth:\n    endpoints: [\"http://127.0.0.1:8545\"]\n"
+#define HASH "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+static void load_bad(const char *yaml, gw_config_errors_t *errs)
+{
+    gw_config_t *cfg = (gw_config_t *)1;
+    sl_err_t err = gw_config_load_string(yaml, strlen(yaml), "test.yaml", &cfg, errs);
+    cr_assert_eq(err, SL_ERR_CONFIG, "%s", sl_err_name(err));
+    cr_assert_null(cfg);
+    cr_assert_gt(errs->count, 0);
+}
+
+typedef struct bad_case {
+    const char *yaml;
+    int line;
+    const char *path;
+    const char *msg;          /* substring */
+    size_t count;             /* how many errors in all */
+} bad_case_t;
+
+static const bad_case_t bad_cases[] = {
+    {"", 0, "", "no configuration (file is empty)", 1},
+    {"# nothing but a comment\n", 0, "", "no configuration (file is empty)", 1},
+    {"networks: [\n", 2, "", "YAML syntax error", 1},
+    {"a: 1\n---\nb: 2\n", 2, "", "more than one YAML document", 1},
+    {"- networks\n", 1, "", "expected a mapping", 1},
+    {"server: {}\n", 1, "networks", "required key 'networks' is missing", 1},
+    {"servr: {}\n" NET, 1, "servr", "unknown key 'servr' (did you mean 'server'?)", 1},
+    {"server: {}\nserver: {}\n" NET, 2, "", "duplicate key 'server' (first at line 1)", 1},
+    {"server:\n  listen: 8545\n" NET, 2, "server.listen", "expected host:port", 1},
+    {"server: { listen: \"::1:80\" }\n" NET, 1, "server.listen", "must be in brackets", 1},
+    {"server: { listen: \"0.0.0.0:70000\" }\n" NET, 1, "server.listen", "between 0 and 65535", 1},
+    {"server: { listen: [a] }\n" NET, 1, "server.listen", "expected a plain value, got a list", 1},
+    {"server: { workers: 0 }\n" NET, 1, "server.workers", "between 1 and 256", 1},
+    {"server: { workers: many }\n" NET, 1, "server.workers", "expected a decimal whole number", 1},
+    {"server: { max_batch: -5 }\n" NET, 1, "server.max_batch", "must not be negative", 1},
+    {"server: { max_batch: 1.5 }\n" NET, 1, "server.max_batch", "without a fraction", 1},
+    {"server: { max_body_bytes: 99999999999999999999999 }\n" NET, 1, "server.max_body_bytes", "too large", 1},
+    {"server: { max_batch: 0x10 }\n" NET, 1, "server.max_batch", "decimal", 1},
+    {"server: { access_log: maybe }\n" NET, 1, "server.access_log", "expected true or false", 1},
+    {"server: { cors_origins: [\"a b\"] }\n" NET, 1, "server.cors_origins[0]", "origin", 1},
+    {"server: { max_batch: }\n" NET, 1, "server.max_batch", "a value is required", 1},
+    {"server: 5\n" NET, 1, "server", "expected a mapping (key: value), got a plain value", 1},
+    {"admin: { listen: \"0.0.0.0:8546\" }\n" NET, 1, "admin.listen", "non-loopback address needs admin.token", 1},
+    {"admin: { token: \"\" }\n" NET, 1, "admin.token", "admin.token must not be empty", 1},
+    {"state: { map_size_mb: 8 }\n" NET, 1, "state.map_size_mb", "between 16 and 1048576", 1},
+    {"log: { level: loud }\n" NET, 1, "log.level", "unknown level 'loud'", 1},
+    {"log: { format: jsn }\n" NET, 1, "log.format", "unknown format 'jsn' (expected one of: text, json; did you mean 'json'?)", 1},
+    {"networks: {}\n", 1, "networks", "at least one network is required", 1},
+    {"networks:\n  Eth:\n    endpoints: [\"http://h\"]\n", 2, "networks.Eth", "must match [a-z0-9]", 1},
+    {"networks:\n  _x:\n    endpoints: [\"http://h\"]\n", 2, "networks._x", "must match", 1},
+    {"networks:\n  metrics:\n    endpoints: [\"http://h\"]\n", 2, "networks.metrics", "reserved", 1},
+    {"networks:\n  eth:\n    endpoint: [\"http://h\"]\n", 3, "networks.eth.endpoint",
+     "unknown key 'endpoint' (did you mean 'endpoints'?)", 2},
+    {"networks:\n  eth:\n    chain: ethereum\n", 3, "networks.eth.endpoints", "required key 'endpoints' is missing", 1},
+    {"networks:\n  eth:\n    chain: bitcoin\n    endpoints: [\"http://h\"]\n", 3, "networks.eth.chain",
+     "unknown chain 'bitcoin' (expected one of: ethereum, solana", 1},
+    {"networks:\n  eth:\n    endpoints: []\n", 3, "networks.eth.endpoints", "at least one endpoint", 1},
+    {"networks:\n  eth:\n    endpoints:\n", 3, "networks.eth.endpoints", "at least one endpoint", 1},
+    {"networks:\n  eth:\n    endpoints: \"http://h\"\n", 3, "networks.eth.endpoints", "expected a list", 1},
+    {"networks:\n  eth:\n    timeouts: { first_byte_ms: 20000, attempt_ms: 10000 }\n    endpoints: [\"http://h\"]\n",
+     3, "networks.eth.timeouts", "first_byte_ms <= attempt_ms <= request_ms", 1},
+    {"networks:\n  eth:\n    timeouts: { connect_ms: 0 }\n    endpoints: [\"http://h\"]\n", 3,
+     "networks.eth.timeouts.connect_ms", "between 1 and 600000", 1},
+    {"networks:\n  eth:\n    max_attempts: 17\n    endpoints: [\"http://h\"]\n", 3, "networks.eth.max_attempts",
+     "between 0 and 16", 1},
+    {"networks:\n  eth:\n    blocked_methods: [\"de*bug\"]\n    endpoints: [\"http://h\"]\n", 3,
+     "networks.eth.blocked_methods[0]", "ending in '*'", 1},
+    {"networks:\n  eth:\n    endpoints:\n      - ftp://h/\n", 4, "networks.eth.endpoints[0]",
+     "invalid url: scheme must be http or https", 1},
+    {"networks:\n  eth:\n    endpoints:\n      - http://h/\n      - id: a\n", 5, "networks.eth.endpoints[1].url",
+     "required key 'url' is missing", 1},
+    {"networks:\n  eth:\n    endpoints:\n      - { id: a, url: \"http://h\" }\n      - url: \"http://i\"\n"
+     "        id: a\n",
+     6, "networks.eth.endpoints[1].id", "duplicate endpoint id 'a' (first at line 4)", 1},
+    {"networks:\n  eth:\n    endpoints:\n      - http://h\n      - { id: e0, url: \"http://i\" }\n", 5,
+     "networks.eth.endpoints[1].id", "duplicate endpoint id 'e0'", 1},
+    {"networks:\n  eth:\n    endpoints:\n      - { id: \"a b\", url: \"http://h\" }\n", 4,
+     "networks.eth.endpoints[0].id", "endpoint id must be 1-64 of", 1},
+    {"networks:\n  eth:\n    endpoints:\n      - url: \"http://h\"\n        tier: primry\n", 5,
+     "networks.eth.endpoints[0].tier", "did you mean 'primary'?", 1},
+    {"networks:\n  eth:\n    endpoints:\n      - url: \"http://h\"\n        cost_profile: bogus\n", 5,
+     "networks.eth.endpoints[0].cost_profile", "unknown cost_profile 'bogus'", 1},
+    {"networks:\n  eth:\n    endpoints:\n      - url: \"http://h\"\n        credits: { month_reset_day: 31 }\n", 5,
+     "networks.eth.endpoints[0].credits.month_reset_day", "between 1 and 28", 1},
+    {"networks:\n  eth:\n    endpoints:\n      - url: \"http://h\"\n        credits:\n          per_day: -1\n", 6,
+     "networks.eth.endpoints[0].credits.per_day", "must not be negative", 1},
+    {"networks:\n  eth:\n    endpoints:\n      - url: \"http://h\"\n        max_inflight: 0\n", 5,
+     "networks.eth.endpoints[0].max_inflight", "between 1 and 100000", 1},
+    {"networks:\n  eth:\n    endpoints:\n      - url: \"http://h\"\n        tls_ca_file: /nonexistent/ca.pem\n", 5,
+     "networks.eth.endpoints[0].tls_ca_file", "cannot read tls_ca_file '/nonexistent/ca.pem'", 1},
+    {"networks:\n  eth:\n    endpoints:\n      - url: \"http://h\"\n        headers: { \"Bad Name\": x }\n", 5,
+     "networks.eth.endpoints[0].headers.Bad Name", "HTTP token", 1},
+    {"networks:\n  eth:\n    endpoints:\n      - url: \"http://h\"\n        headers:\n          X-A: \"a\\nb\"\n", 6,
+     "networks.eth.endpoints[0].headers.X-A", "line break", 1},
+    {"networks:\n  eth:\n    endpoints:\n      - url: \"http://h\"\n        headers: { X-A: 1, x-a: 2 }\n", 5,
+     "networks.eth.endpoints[0].headers.x-a", "given twice", 1},
+    {"networks:\n  eth:\n    endpoints:\n      - url: \"http://h\"\n        header: { X-A: 1 }\n", 5,
+     "networks.eth.endpoints[0].header", "did you mean 'headers'?", 1},
+    {"networks:\n  eth:\n    endpoints:\n      - url: \"${SLUICE_TEST_UNSET_VAR}\"\n", 4,
+     "networks.eth.endpoints[0].url", "environment variable SLUICE_TEST_UNSET_VAR is not set", 1},
+    {"networks:\n  eth:\n    endpoints:\n      - url: \"${SLUICE_TEST_UNSET_VAR\"\n", 4,
+     "networks.eth.endpoints[0].url", "unterminated '${'", 1},
+    {NET "tiers: { pro: { per_second: x } }\n", 4, "tiers.pro.per_second", "expected a decimal whole number", 1},
+    {NET "tiers: { pro: { per_hour: 1 } }\n", 4, "tiers.pro.per_hour", "unknown key 'per_hour'", 1},
+    {NET "tiers: { pro: {} }\nkeys: [ { sha256: " HASH ", tier: gold, name: a } ]\n", 5, "keys[0].tier",
+     "unknown tier 'gold'", 1},
+    {NET "tiers: { pro: {} }\nkeys: [ { sha256: " HASH ", tier: pr, name: a } ]\n", 5, "keys[0].tier",
+     "did you mean 'pro'?", 1},
+    {NET "keys: [ { sha256: abc, tier: pro, name: a } ]\n", 4, "keys[0].sha256", "64 hex characters", 2},
+    {NET "tiers: { pro: {} }\nkeys:\n  - sha256: " HASH "\n    tier: pro\n", 6, "keys[0].name",
+     "required key 'name' is missing", 1},
+    {NET "tiers: { pro: {} }\nkeys:\n  - { sha256: " HASH ", tier: pro, name: a }\n"
+         "  - { sha256: " HASH ", tier: pro, name: b }\n",
+     7, "keys[1]", "listed twice (first at line 6)", 1},
+};
+
+static int has_error(const gw_config_errors_t *errs, const bad_case_t *c)
+{
+    for (size_t i = 0; i < errs->count; i++)
+        if (errs->items[i].line == c->line && strcmp(errs->items[i].path, c->path) == 0 &&
+            strstr(errs->items[i].message, c->msg) != NULL)
+            return 1;
+    return 0;
+}
+
+Test(config_errors, table)
+{
+    for (size_t i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
+        const bad_case_t *c = &bad_cases[i];
+        gw_config_errors_t errs;
+        load_bad(c->yaml, &errs);
+        if (!has_error(&errs, c) || errs.count != c->count) {
+            for (size_t j = 0; j < errs.count; j++)
+                cr_log_error("case %zu got %d: %s: %s", i, errs.items[j].line, errs.items[j].path,
+                             errs.items[j].message);
+            cr_assert_fail("case %zu: want %zu error(s) incl. %d: %s: %s", i, c->count, c->line, c->path, c->msg);
+        }
+        gw_config_errors_dispose(&errs);
+    }
+}
+
+Test(config_errors, too_many_endpoints)
+{
+    sl_buf_t b = SL_BUF_INIT;
+    sl_buf_append_str(&b, "networks:\n  eth:\n    endpoints:\n");
+    for (int i = 0; i < 65; i++)
+        sl_buf_printf(&b, "      - http://h%d\n", i);
+    gw_config_errors_t errs;
+    load_bad(b.base, &errs);
+    cr_assert_eq(errs.count, 1);
+    cr_assert_eq(errs.items[0].line, 4);
+    cr_assert(strstr(errs.items[0].message, "at most 64 endpoints") != NULL);
+    gw_config_errors_dispose(&errs);
+    sl_buf_dispose(&b);
+}
+
+Test(config_errors, every_error_is_reported)
+{
+    gw_config_errors_t errs;
+    load_bad("server:\n"
+             "  max_batch: 0\n"            /* 2 */
+             "  workers: lots\n"           /* 3 */
+             "networks:\n"
+             "  eth:\n"
+             "    endpoints:\n"
+             "      - url: ftp://x\n"      /* 7 */
+             "        tier: middle\n",     /* 8 */
+             &errs);
+    cr_assert_eq(errs.count, 4);
+    int want[] = {2, 3, 7, 8};
+    const char *paths[] = {"server.max_batch", "server.workers", "networks.eth.endpoints[0].url",
+                           "networks.eth.endpoints[0].tier"};
+    for (size_t i = 0; i < 4; i++) {
+        cr_assert_eq(errs.items[i].line, want[i], "error %zu", i);
+        cr_assert_str_eq(errs.items[i].path, paths[i]);
+    }
+    gw_config_errors_dispose(&errs);
+}
+
+Test(config_errors, count_is_capped)
+{
+    sl_buf_t b = SL_BUF_INIT;
+    sl_buf_append_str(&b, NET "tiers:\n");
+    for (int i = 0; i < GW_MAX_ERRORS + 20; i++)
+        sl_buf_printf(&b, "  t%d: { per_second: -1 }\n", i);
+    gw_config_errors_t errs;
+    load_bad(b.base, &errs);
+    cr_assert_eq(errs.count, GW_MAX_ERRORS + 1);
+    cr_assert(strstr(errs.items[GW_MAX_ERRORS].message, "too many errors") != NULL);
+    gw_config_errors_dispose(&errs);
+    sl_buf_dispose(&b);
+}
+
