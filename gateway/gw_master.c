@@ -276,9 +276,9 @@ int gw_master_run(const gw_config_t *cfg)
         sl_log_error("a worker failed to start (see above)");
         goto fail;
     }
-    sl_log_info("sluice %s listening on http://%s with %u worker(s)", SLUICE_VERSION, m->args.main_addr.text, m->n);
-    if (m->args.has_admin)
-        sl_log_info("admin API on http://%s", m->args.admin_addr.text);
+    sl_log_info("sluice %s listening on http://%s with %u worker(s); admin API %s%s", SLUICE_VERSION,
+                m->args.main_addr.text, m->n, m->args.has_admin ? "on http://" : "off",
+                m->args.has_admin ? m->args.admin_addr.text : "");
     supervise(m);
     sl_log_info("stopped");
     rc = 0;

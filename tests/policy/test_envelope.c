@@ -98,7 +98,8 @@ static const env_case_t env_cases[] = {
     /* strings */
     BAD("{\"result\":\"\\x\"}", PARSE), BAD("{\"result\":\"\\U0041\"}", PARSE),
     BAD("{\"result\":\"\\u12G4\"}", PARSE), BAD("{\"result\":\"\\ud800\"}", PARSE),
-    BAD("{\"result\":\"\\udc00\"}", PARSE), BAD("{\"result\":\"\\ud800\\u0041\"}", PARSE),
+    BAD("{\"result\":\"\\udc00\"}", PARSE), BAD("{\"result\":\"\\uDFFF\"}", PARSE),
+    BAD("{\"result\":\"\\udbff\"}", PARSE), BAD("{\"result\":\"\\ud800\\uE000\"}", PARSE), BAD("{\"result\":\"\\ud800\\u0041\"}", PARSE),
     BAD("{\"result\":\"\\ud800x\"}", PARSE), BAD("{\"result\":\"\\ud800\\n\"}", PARSE),
     BAD("{\"result\":\"\\ud800\\ud800\"}", PARSE), BAD("{\"result\":\"\\'\"}", PARSE),
     BAD("{\"result\":\"\\0\"}", PARSE), BAD("{\"result\":\"\\u00\"}", PARSE),

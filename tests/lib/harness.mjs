@@ -1,0 +1,174 @@
+// tests/lib/harness.mjs: real processes for integration and end-to-end tests.
+//
+// Starts fake providers (tests/fakeprovider) and sluice itself on ephemeral
+// ports, talks to them over HTTP, and kills everything when the test process
+// exits. Binaries come from the environment ctest sets (SLUICE_BIN,
+// FAKEPROVIDER_BIN) or from ./build.
+
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const SRC = process.env.SLUICE_SRC || path.resolve(here, '../..');
+export const SLUICE_BIN = process.env.SLUICE_BIN || path.join(SRC, 'build/gateway/sluice');
+export const FAKE_BIN = process.env.FAKEPROVIDER_BIN || path.join(SRC, 'build/tests/fakeprovider/fakeprovider');
+
+const children = new Set();
+const tempDirs = new Set();
+
+function killAll() {
+  for (const c of children) {
+    try { c.kill('SIGKILL'); } catch { /* already gone */ }
+  }
+  for (const d of tempDirs) {
+    try { rmSync(d, { recursive: true, force: true }); } catch { /* ignore */ }
+  }
+}
+process.on('exit', killAll);
+for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => { killAll(); process.exit(1); });
+
+export function tempDir(prefix = 'sluice-test-') {
+  const d = mkdtempSync(path.join(tmpdir(), prefix));
+  tempDirs.add(d);
+  return d;
+}
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// Spawns a process and resolves once `pattern` matches its output (stdout or
+// stderr, whichever `stream` says); rejects if it exits first or times out.
+function spawnUntil(bin, args, { pattern, stream = 'stdout', timeoutMs = 15000, env } = {}) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+    children.add(child);
+    const out = { stdout: '', stderr: '' };
+    let done = false;
+    const timer = setTimeout(() => finish(new Error(`${path.basename(bin)}: no "${pattern}" within ${timeoutMs} ms\n${out.stderr}`)), timeoutMs);
+    function finish(err, m) {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      if (err) { try { child.kill('SIGKILL'); } catch { /* ignore */ } reject(err); } else resolve({ child, out, match: m });
+    }
+    for (const s of ['stdout', 'stderr']) {
+      child[s].setEncoding('utf8');
+      child[s].on('data', (d) => {
+        out[s] += d;
+        if (s === stream) {
+          const m = out[s].match(pattern);
+          if (m) finish(null, m);
+        }
+      });
+    }
+    child.on('exit', (code, sig) => {
+      children.delete(child);
+      finish(new Error(`${path.basename(bin)} exited (${code ?? sig}) before ready:\n${out.stderr}${out.stdout}`));
+    });
+  });
+}
+
+export async function post(url, body, headers = {}) {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await res.text();
+  let json;
+  try { json = text.length ? JSON.parse(text) : undefined; } catch { json = undefined; }
+  return { status: res.status, headers: res.headers, text, json };
+}
+
+export const call = (method, params = [], id = 1) => ({ jsonrpc: '2.0', id, method, params });
+
+// A fake provider: { url, port, name, setMode(), stats(), reset(), stop() }.
+export async function startFake({ name = 'fake', chain = 'ethereum', args = [], tls } = {}) {
+  const argv = ['--listen', '127.0.0.1:0', '--name', name, '--chain', chain, '--quiet', ...args];
+  if (tls) argv.push('--tls-cert', tls.cert, '--tls-key', tls.key);
+  const { child, match } = await spawnUntil(FAKE_BIN, argv, { pattern: /listening on ([\d.]+):(\d+)/ });
+  const port = Number(match[2]);
+  const scheme = tls ? 'https' : 'http';
+  const base = `http://127.0.0.1:${port}`;
+  const control = async (p, body) => {
+    if (tls) throw new Error('control API of a TLS fake: use args at start');
+    const res = await fetch(base + p, { method: body ? 'POST' : 'GET', body: body ? JSON.stringify(body) : undefined });
+    return res.json();
+  };
+  return {
+    name, port, child,
+    url: `${scheme}://127.0.0.1:${port}`,
+    setMode: (mode, opts = {}) => control('/_control/mode', { mode, ...opts }),
+    stats: () => control('/_control/stats'),
+    reset: () => control('/_control/reset', {}),
+    stop: (sig = 'SIGTERM') => new Promise((r) => { child.once('exit', r); child.kill(sig); }),
+  };
+}
+
+// Renders a small YAML config; `networks` maps name -> { chain, endpoints: [{id, url, ...}], extra yaml lines }.
+export function renderConfig({ workers = 2, networks, server = {}, admin = true, extra = '' }) {
+  const lines = [];
+  const srv = { listen: '"127.0.0.1:0"', workers, ...server };
+  lines.push('server:');
+  for (const [k, v] of Object.entries(srv)) lines.push(`  ${k}: ${v}`);
+  lines.push(admin ? 'admin: { listen: "127.0.0.1:0" }' : 'admin: { listen: off }');
+  lines.push('networks:');
+  for (const [net, n] of Object.entries(networks)) {
+    lines.push(`  ${net}:`);
+    lines.push(`    chain: ${n.chain || 'ethereum'}`);
+    for (const l of n.lines || []) lines.push(`    ${l}`);
+    lines.push('    endpoints:');
+    for (const e of n.endpoints) {
+      lines.push(`      - id: ${e.id}`);
+      lines.push(`        url: "${e.url}"`);
+      for (const [k, v] of Object.entries(e)) if (k !== 'id' && k !== 'url') lines.push(`        ${k}: ${v}`);
+    }
+  }
+  if (extra) lines.push(extra);
+  return lines.join('\n') + '\n';
+}
+
+// Starts sluice on a config (YAML text or the object renderConfig takes).
+// Resolves when the master says every worker listens.
+export async function startSluice(config, { env } = {}) {
+  const dir = tempDir();
+  const file = path.join(dir, 'sluice.yaml');
+  writeFileSync(file, typeof config === 'string' ? config : renderConfig(config));
+  const { child, out, match } = await spawnUntil(SLUICE_BIN, ['-c', file],
+    { pattern: /listening on http:\/\/([\d.]+):(\d+) .*admin API (?:off|on http:\/\/[\d.]+:\d+)/, stream: 'stderr', env });
+  const port = Number(match[2]);
+  const adminMatch = out.stderr.match(/admin API on http:\/\/([\d.]+):(\d+)/);
+  const adminPort = adminMatch ? Number(adminMatch[2]) : undefined;
+  const exited = new Promise((r) => child.once('exit', (code, signal) => r({ code, signal })));
+  return {
+    child, port, dir, file, exited,
+    url: (net = 'eth') => `http://127.0.0.1:${port}/${net}`,
+    base: `http://127.0.0.1:${port}`,
+    admin: adminPort ? `http://127.0.0.1:${adminPort}` : undefined,
+    logs: () => out.stderr,
+    accessLines: () => out.stderr.split('\n').filter((l) => l.includes('"type":"access"')).map((l) => JSON.parse(l)),
+    stop: async (sig = 'SIGTERM') => { child.kill(sig); return exited; },
+  };
+}
+
+// Pids of the master's worker processes (children of the master).
+export async function workerPids(masterPid) {
+  const { readFileSync } = await import('node:fs');
+  try {
+    return readFileSync(`/proc/${masterPid}/task/${masterPid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+export async function waitFor(fn, { timeoutMs = 10000, intervalMs = 50, what = 'condition' } = {}) {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(intervalMs);
+  }
+}
