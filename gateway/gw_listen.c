@@ -61,6 +61,36 @@ sl_err_t gw_listen_resolve(const char *hostport, gw_listen_addr_t *out)
     return SL_OK;
 }
 
+/* Binds without SO_REUSEPORT, then lets go: with SO_REUSEPORT alone a second
+ * sluice (same user) would silently share the port and half the traffic. */
+static int probe_free(gw_listen_addr_t *addr)
+{
+    int fd = socket(addr->sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
+    if (fd < 0)
+        return -1;
+    int on = 1, rc = 0;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+    if (addr->sa.ss_family == AF_INET6)
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof(on));
+    if (bind(fd, (struct sockaddr *)&addr->sa, addr->salen) != 0) {
+        sl_log_error("cannot bind %s: %s", addr->text, strerror(errno));
+        rc = -1;
+    } else {
+        socklen_t len = sizeof(addr->sa);
+        getsockname(fd, (struct sockaddr *)&addr->sa, &len);
+        format_addr(addr);
+    }
+    close(fd);
+    return rc;
+}
+
+int gw_listen_reserve(gw_listen_addr_t *addr)
+{
+    if (probe_free(addr) != 0)
+        return -1;
+    return gw_listen_bind(addr, 0);
+}
+
 int gw_listen_bind(gw_listen_addr_t *addr, int listen_backlog)
 {
     int fd = socket(addr->sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);

@@ -24,6 +24,11 @@ typedef struct gw_listen_addr {
  * SL_ERR_INVALID (bad form, unresolvable host; logged). */
 SL_MUST_CHECK sl_err_t gw_listen_resolve(const char *hostport, gw_listen_addr_t *out);
 
+/* The master's reservation: checks that no other process holds the address
+ * (SO_REUSEPORT would otherwise let a second sluice share it silently), then
+ * binds without listening. Returns the fd, or -1 (logged). */
+int gw_listen_reserve(gw_listen_addr_t *addr);
+
 /* Binds a SO_REUSEPORT socket to addr; listen_backlog > 0 also listens.
  * When addr's port is 0, it is updated to the port the kernel chose.
  * Returns the fd, or -1 (logged). */

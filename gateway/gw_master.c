@@ -230,7 +230,7 @@ static int reserve(const char *listen, gw_listen_addr_t *addr, int *fd)
 {
     if (gw_listen_resolve(listen, addr) != SL_OK)
         return -1;
-    *fd = gw_listen_bind(addr, 0);
+    *fd = gw_listen_reserve(addr);
     return *fd < 0 ? -1 : 0;
 }
 
