@@ -17,13 +17,8 @@
 #include "policy/envelope.h"
 #include "policy/json_scan_int.h"
 
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
+#define CHECK(cond) \
+    ((cond) ? (void)0 : (fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond), abort()))
 
 #define NITEMS 4
 
@@ -34,10 +29,10 @@ typedef struct ref {
     int depth;
 } ref_t;
 
-#define NEED(r)                                                                                    \
-    do {                                                                                           \
-        if ((r)->p == (r)->end)                                                                    \
-            return SL_ERR_TRUNCATED;                                                               \
+#define NEED(r) \
+    do { \
+        if ((r)->p == (r)->end) \
+            return SL_ERR_TRUNCATED; \
     } while (0)
 
 static void ref_ws(ref_t *r)
@@ -82,10 +77,9 @@ static sl_err_t ref_hex(ref_t *r, uint32_t *v, int *ndigits)
     for (*ndigits = 0; *ndigits < 4; ++*ndigits) {
         NEED(r);
         char hex[2] = {(char)*r->p, 0};
-        char *endp;
         if (!strchr("0123456789abcdefABCDEF", hex[0]) || hex[0] == 0)
             return SL_ERR_PARSE;
-        *v = *v << 4 | (uint32_t)strtoul(hex, &endp, 16);
+        *v = *v << 4 | (uint32_t)strtoul(hex, NULL, 16);
         r->p++;
     }
     return SL_OK;
