@@ -146,14 +146,19 @@ static sl_err_t read_hex4(json_scan_t *s, unsigned *lo, unsigned *hi)
     return SL_OK;
 }
 
-static sl_err_t expect_byte(json_scan_t *s, uint8_t c)
+/* Is the next byte c? */
+static inline sl_err_t peek_byte(const json_scan_t *s, uint8_t c)
 {
     if (s->p == s->end)
         return SL_ERR_TRUNCATED;
-    if (*s->p != c)
-        return SL_ERR_PARSE;
-    s->p++;
-    return SL_OK;
+    return *s->p == c ? SL_OK : SL_ERR_PARSE;
+}
+
+static inline sl_err_t expect_byte(json_scan_t *s, uint8_t c)
+{
+    sl_err_t err = peek_byte(s, c);
+    s->p += err == SL_OK;
+    return err;
 }
 
 /* s->p is just past "\u". A high surrogate must be followed by an escaped low
@@ -202,7 +207,8 @@ static sl_err_t scan_utf8(json_scan_t *s)
     return SL_OK;
 }
 
-sl_err_t json_scan_string(json_scan_t *s)
+/* Inlined into the value loop: most of a large answer is strings. */
+static inline __attribute__((always_inline)) sl_err_t scan_string(json_scan_t *s)
 {
     s->p++;
     for (;;) {
@@ -218,6 +224,11 @@ sl_err_t json_scan_string(json_scan_t *s)
         if (err != SL_OK)
             return err;
     }
+}
+
+sl_err_t json_scan_string(json_scan_t *s)
+{
+    return scan_string(s);
 }
 
 static inline int is_digit(uint8_t c)
@@ -266,25 +277,23 @@ static sl_err_t scan_number(json_scan_t *s)
 static sl_err_t scan_literal(json_scan_t *s, policy_json_kind_t kind)
 {
     const char *word = literals[kind].word;
-    size_t n = literals[kind].len;
-    if ((size_t)(s->end - s->p) >= n && memcmp(s->p, word, n) == 0) {
-        s->p += n;
-        return SL_OK;
+    for (size_t i = 0; i < literals[kind].len; i++) {
+        sl_err_t err = expect_byte(s, (uint8_t)word[i]);
+        if (err != SL_OK)
+            return err;
     }
-    for (size_t i = 0; i < n; i++, s->p++) {
-        if (s->p == s->end)
-            return SL_ERR_TRUNCATED;
-        if (*s->p != (uint8_t)word[i])
-            return SL_ERR_PARSE;
-    }
-    return SL_OK; /* not reached: the fast path took a full match */
+    return SL_OK;
 }
 
-static sl_err_t scan_key(json_scan_t *s)
+/* A member's key and its ':'. */
+static inline __attribute__((always_inline)) sl_err_t scan_key(json_scan_t *s)
 {
-    policy_span_t key;
-    sl_err_t err = json_scan_key(s, &key);
-    return err == SL_OK ? json_scan_colon(s) : err;
+    skip_ws(s);
+    sl_err_t err = peek_byte(s, '"');
+    if (err != SL_OK || (err = scan_string(s)) != SL_OK)
+        return err;
+    skip_ws(s);
+    return expect_byte(s, ':');
 }
 
 /* Opens a container: consumes its bracket, and for a non-empty object its
@@ -324,7 +333,7 @@ static sl_err_t scan_value_start(json_scan_t *s, int *inside)
     case POLICY_JSON_ARRAY:
         return open_container(s, 0, inside);
     case POLICY_JSON_STRING:
-        return json_scan_string(s);
+        return scan_string(s);
     case POLICY_JSON_NUMBER:
         return scan_number(s);
     case POLICY_JSON_TRUE:
@@ -412,11 +421,8 @@ sl_err_t json_scan_key(json_scan_t *s, policy_span_t *key)
 {
     skip_ws(s);
     const uint8_t *start = s->p;
-    sl_err_t err = expect_byte(s, '"');
-    if (err != SL_OK)
-        return err;
-    s->p--;
-    if ((err = json_scan_string(s)) != SL_OK)
+    sl_err_t err = peek_byte(s, '"');
+    if (err != SL_OK || (err = scan_string(s)) != SL_OK)
         return err;
     key->off = (uint32_t)(start - s->base);
     key->len = (uint32_t)(s->p - start);

@@ -249,6 +249,15 @@ static void add_fd(fp_server_t *srv, int fd, void *tag)
     }
 }
 
+static void on_signal(fp_server_t *srv)
+{
+    struct signalfd_siginfo si;
+    if (read(srv->signal_fd, &si, sizeof si) != (ssize_t)sizeof si)
+        return;
+    fp_log(srv, "exiting on signal %u from pid %u", si.ssi_signo, si.ssi_pid);
+    srv->stop = true;
+}
+
 static void run(fp_server_t *srv)
 {
     struct epoll_event evs[256];
@@ -263,7 +272,7 @@ static void run(fp_server_t *srv)
             if (tag == &srv->listen_fd)
                 accept_all(srv);
             else if (tag == &srv->signal_fd)
-                srv->stop = true;
+                on_signal(srv);
             else
                 fp_conn_on_event(tag, evs[i].events);
         }

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Installs, builds and runs every test of sluice. The README's second command;
+# .ci/run calls it as is.
+#
+#   1. dependencies (Debian packages, npm packages for the e2e clients)
+#   2. normal build (-Werror), every ctest test: unit, integration, e2e
+#   3. AddressSanitizer + UndefinedBehaviorSanitizer build, every test again
+#   4. libFuzzer smoke: each fuzz target for SLUICE_FUZZ_SECONDS (default 60)
+#
+# Environment: SLUICE_SKIP_ASAN=1, SLUICE_SKIP_FUZZ=1 shorten a local run;
+# SLUICE_JOBS (default 2) for the compiler.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+jobs=${SLUICE_JOBS:-2}
+fuzz_seconds=${SLUICE_FUZZ_SECONDS:-60}
+
+step() { printf '\n=== %s (%s)\n' "$*" "$(date -u +%H:%M:%S)"; }
+
+step "dependencies"
+deploy/install-deps.sh
+(cd tests && npm ci --no-audit --no-fund --loglevel=error)
+
+run_suite() {   # build dir, cmake flags...
+    local dir=$1; shift
+    cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+    cmake --build "$dir" -j "$jobs"
+    # Tests start real processes on ephemeral ports and some measure timeouts:
+    # one at a time keeps them honest on 2 cores.
+    (cd "$dir" && ctest --output-on-failure --timeout 900)
+}
+
+step "build and test"
+run_suite build
+
+if [ "${SLUICE_SKIP_ASAN:-0}" != 1 ]; then
+    step "build and test under ASan + UBSan"
+    export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:strict_string_checks=1}
+    export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+    run_suite build-asan -DSLUICE_SANITIZE=ON
+    unset ASAN_OPTIONS UBSAN_OPTIONS
+fi
+
+if [ "${SLUICE_SKIP_FUZZ:-0}" != 1 ]; then
+    step "fuzz smoke (${fuzz_seconds}s per target)"
+    CC=clang cmake -S "$root" -B build-fuzz -DSLUICE_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+    cmake --build build-fuzz -j "$jobs" --target all
+    for fuzzer in build-fuzz/tests/fuzz/fuzz_*; do
+        [ -x "$fuzzer" ] || continue
+        name=$(basename "$fuzzer"); name=${name#fuzz_}
+        corpus=$(mktemp -d)
+        [ -d "tests/fuzz/corpus/$name" ] && cp -r "tests/fuzz/corpus/$name/." "$corpus/"
+        echo "--- $fuzzer"
+        rc=0
+        "$fuzzer" -max_total_time="$fuzz_seconds" -print_final_stats=1 -artifact_prefix="$corpus/" "$corpus" \
+            >"$corpus.log" 2>&1 || rc=$?
+        grep -E "^(stat::number_of_executed_units|Done)" "$corpus.log" || true
+        if [ "$rc" -ne 0 ]; then
+            echo "fuzz target $name failed (exit $rc):"; tail -40 "$corpus.log"; ls "$corpus"/crash-* 2>/dev/null || true
+            exit 1
+        fi
+        rm -f "$corpus.log"
+        rm -rf "$corpus"
+    done
+fi
+
+step "all tests passed"
