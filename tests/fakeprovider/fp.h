@@ -220,7 +220,7 @@ typedef struct fp_conn {
     fp_server_t *srv;
     int fd;
     SSL *ssl;                   /* NULL for plain HTTP */
-    fp_conn_state_t state;      /* written only by fp_conn_set_state */
+    fp_conn_state_t state;      /* written only by conn_set_state (fp_conn.c) */
     fp_buf_t in;
     size_t in_off;              /* start of the unconsumed input */
     size_t scan;                /* header terminator search resumes here */
@@ -263,7 +263,6 @@ void fp_conn_close(fp_conn_t *c, bool reset);
 void fp_conn_reply(fp_conn_t *c, const fp_reply_t *r);
 /* Protocol error: answer status with a short body, drain input, close. */
 void fp_conn_fail(fp_conn_t *c, int status);
-void fp_conn_set_state(fp_conn_t *c, fp_conn_state_t to);
 
 /* fp_http.c: 1 = a complete request was handled, 0 = need more input,
  * -1 = the connection was failed (an error answer is queued). */

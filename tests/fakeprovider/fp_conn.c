@@ -41,7 +41,8 @@ static const unsigned state_edges[FP_CONN_STATE_COUNT] = {
     [FP_CONN_LINGERING] = 0,
 };
 
-void fp_conn_set_state(fp_conn_t *c, fp_conn_state_t to)
+/* The only writer of c->state. */
+static void conn_set_state(fp_conn_t *c, fp_conn_state_t to)
 {
     if (!(state_edges[c->state] & BIT(to)))
         abort();    /* a bug in this file, never a peer's doing */
@@ -145,7 +146,7 @@ static ssize_t conn_recv(fp_conn_t *c, char *p, size_t n)
         return (ssize_t)got;
     switch (SSL_get_error(c->ssl, 0)) {
     case SSL_ERROR_WANT_READ: c->drained = true; return 0;
-    case SSL_ERROR_WANT_WRITE: c->want_write = true; c->drained = true; return 0;
+    case SSL_ERROR_WANT_WRITE: c->want_write = true; return 0;    /* retried on EPOLLOUT */
     case SSL_ERROR_ZERO_RETURN: c->eof = true; return 0;
     default: return -1;
     }
@@ -263,7 +264,7 @@ static bool drive_answering(fp_conn_t *c)
         c->doom = FP_DOOM_CLOSE;
         return false;
     }
-    fp_conn_set_state(c, FP_CONN_READING);
+    conn_set_state(c, FP_CONN_READING);
     return true;
 }
 
@@ -384,7 +385,7 @@ void fp_conn_reply(fp_conn_t *c, const fp_reply_t *r)
     fp_reply_t head = *r;
     head.close = r->close || !c->req.keep_alive || r->delivery == FP_DELIVER_TRUNCATE;
     c->close_after = head.close;
-    fp_conn_set_state(c, r->delivery == FP_DELIVER_HANG ? FP_CONN_HUNG : FP_CONN_ANSWERING);
+    conn_set_state(c, r->delivery == FP_DELIVER_HANG ? FP_CONN_HUNG : FP_CONN_ANSWERING);
     switch (r->delivery) {
     case FP_DELIVER_RESET:
         c->doom = FP_DOOM_RESET;
@@ -416,7 +417,7 @@ void fp_conn_fail(fp_conn_t *c, int status)
         .status = status, .content_type = "application/json", .retry_after = -1,
         .body = body, .body_len = sizeof body - 1, .close = true,
     };
-    fp_conn_set_state(c, FP_CONN_LINGERING);
+    conn_set_state(c, FP_CONN_LINGERING);
     c->head_done = false;
     c->in.len = c->in_off = 0;
     fp_http_write_head(&c->out, &r);

@@ -82,9 +82,11 @@ static bool valid_name(const char *s)
                                         "0123456789._:-") == n;
 }
 
-/* Options of the provider itself; anything else is a mode option. */
-static bool cli_option(fp_server_t *srv, fp_cli_t *cli, const char *key, const char *v)
+/* Options of the provider itself; anything else is a mode option.
+ * Returns NULL, or why the value was refused. */
+static const char *cli_option(fp_server_t *srv, fp_cli_t *cli, const char *key, const char *v)
 {
+    const char *err = "bad value";
     if (strcmp(key, "listen") == 0)
         cli->listen = v;
     else if (strcmp(key, "tls-cert") == 0)
@@ -92,21 +94,18 @@ static bool cli_option(fp_server_t *srv, fp_cli_t *cli, const char *key, const c
     else if (strcmp(key, "tls-key") == 0)
         cli->tls_key = v;
     else if (strcmp(key, "name") == 0)
-        return valid_name(v) && (srv->name = v) != NULL;
+        return valid_name(v) && (srv->name = v) != NULL ? NULL : "want 1-63 of [A-Za-z0-9._:-]";
     else if (strcmp(key, "chain") == 0)
-        return (srv->chain = fp_chain_find(v)) != NULL;
+        return (srv->chain = fp_chain_find(v)) != NULL ? NULL : "want ethereum or solana";
     else if (strcmp(key, "chain-id") == 0)
-        return parse_u64_text(v, &srv->chain_id);
+        return parse_u64_text(v, &srv->chain_id) ? NULL : err;
     else if (strcmp(key, "block") == 0)
-        return parse_u64_text(v, &srv->block0);
+        return parse_u64_text(v, &srv->block0) ? NULL : err;
     else if (strcmp(key, "block-time-ms") == 0)
-        return parse_u64_text(v, &srv->block_time_ms);
-    else {
-        const char *err;
-        if (!fp_mode_set_text(&srv->mode, key, v, &err))
-            return fprintf(stderr, "fakeprovider: --%s %s: %s\n", key, v, err), false;
-    }
-    return true;
+        return parse_u64_text(v, &srv->block_time_ms) ? NULL : err;
+    else if (!fp_mode_set_text(&srv->mode, key, v, &err))
+        return err;
+    return NULL;
 }
 
 static void parse_args(fp_server_t *srv, fp_cli_t *cli, int argc, char **argv)
@@ -127,8 +126,9 @@ static void parse_args(fp_server_t *srv, fp_cli_t *cli, int argc, char **argv)
         memcpy(key, arg + 2, kn);
         key[kn] = '\0';
         const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
-        if (!v || !cli_option(srv, cli, key, v)) {
-            fprintf(stderr, "fakeprovider: bad option --%s\n", key);
+        const char *err = v ? cli_option(srv, cli, key, v) : "missing value";
+        if (err) {
+            fprintf(stderr, "fakeprovider: --%s: %s\n", key, err);
             usage();
         }
     }

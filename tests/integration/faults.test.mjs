@@ -151,6 +151,37 @@ test('every endpoint failed otherwise: 502 listing each attempt, URLs redacted',
   assert.match(attempts[0].url, /\/v2\/\*\*\*$/);
 });
 
+test('timeouts.request_ms bounds the whole request across attempts: 504', async () => {
+  const s = await startSluice({
+    workers: 1,
+    networks: {
+      eth: {
+        lines: ['timeouts: { connect_ms: 300, first_byte_ms: 400, attempt_ms: 400, request_ms: 600 }'],
+        endpoints: [{ id: 'a', url: a.url }, { id: 'b', url: b.url }, { id: 'c', url: c.url }],
+      },
+    },
+  });
+  try {
+    for (const f of [a, b, c]) await f.setMode('hang');
+    const t0 = Date.now();
+    const r = await post(s.url('eth'), call('eth_chainId', [], 16));
+    const took = Date.now() - t0;
+    assert.equal(r.status, 504);
+    assert.equal(r.json.error.data.outcome, 'timeout');
+    assert.ok(took >= 550 && took < 1000, `took ${took} ms`);
+    assert.equal((await c.stats()).requests, 0, 'the deadline ran out before the third endpoint');
+  } finally {
+    await s.stop();
+  }
+});
+
+test('no upstream key ever appears in sluice logs', async () => {
+  await a.setMode('http500');
+  await post(sluice.url('eth'), call('eth_chainId'));
+  await new Promise((r) => setTimeout(r, 200));
+  assert.ok(!sluice.logs().includes('secretkey0123456789abcdef'));
+});
+
 test('write: a timeout after sending is never followed by a second send', async () => {
   await a.setMode('hang', { method: 'eth_sendRawTransaction' });
   const r = await post(sluice.url('eth'), call('eth_sendRawTransaction', [RAW_TX], 11));

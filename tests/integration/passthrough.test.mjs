@@ -141,6 +141,39 @@ test('an unknown sl_ key is refused, another segment is anonymous', async () => 
   assert.equal(r.status, 401);
 });
 
+test('endpoint headers reach the upstream; client headers do not', async () => {
+  const http = await import('node:http');
+  let seen;
+  const up = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (d) => { body += d; });
+    req.on('end', () => {
+      seen = { headers: req.headers, body, url: req.url };
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ jsonrpc: '2.0', id: JSON.parse(body).id, result: '0x1' }));
+    });
+  });
+  await new Promise((r) => up.listen(0, '127.0.0.1', r));
+  const s = await startSluice({
+    workers: 1,
+    networks: { eth: { endpoints: [{ id: 'h', url: `http://127.0.0.1:${up.address().port}/rpc/path?x=1`, headers: '{ X-Api-Key: "hdr-secret-123" }' }] } },
+  });
+  try {
+    const body = '{"jsonrpc":"2.0","id":5,"method":"eth_chainId","params":[]}';
+    const r = await post(s.url('eth'), body, { authorization: 'Bearer client-token', cookie: 'a=b' });
+    assert.equal(r.status, 200);
+    assert.equal(seen.headers['x-api-key'], 'hdr-secret-123');
+    assert.equal(seen.headers.authorization, undefined);
+    assert.equal(seen.headers.cookie, undefined);
+    assert.equal(seen.url, '/rpc/path?x=1');
+    assert.equal(seen.body, body, 'forwarded byte for byte');
+    assert.ok(!s.logs().includes('hdr-secret-123'));
+  } finally {
+    await s.stop();
+    up.close();
+  }
+});
+
 test('solana calls reach the solana network', async () => {
   const r = await post(sluice.url('sol'), call('getSlot'));
   assert.equal(r.status, 200);

@@ -1,0 +1,35 @@
+-- tests/bench/post.lua: wrk script for tests/bench/run.sh.
+--
+--   BENCH_METHOD=eth_blockNumber|eth_getLogs   which JSON-RPC call to POST (default eth_blockNumber)
+--   BENCH_DELAY_MS=N                           wait N ms before every request (default 0: none);
+--                                              run.sh uses it to hold many idle keep-alive clients
+--
+-- At the end it prints one machine-readable line that run.sh parses:
+--   BENCH requests=… duration_us=… bytes=… status=… connect=… read=… write=… timeout=… p50_us=… p90_us=… p99_us=… max_us=… mean_us=…
+-- "status" is wrk's count of answers with a status >= 400 ("Non-2xx or 3xx responses").
+
+local bodies = {
+  eth_blockNumber = '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}',
+  eth_getLogs = '{"jsonrpc":"2.0","id":1,"method":"eth_getLogs","params":[{"fromBlock":"0xf4200","toBlock":"0xf4240"}]}',
+}
+
+local method = os.getenv("BENCH_METHOD") or "eth_blockNumber"
+wrk.method = "POST"
+wrk.body = bodies[method] or error("post.lua: unknown BENCH_METHOD " .. method)
+wrk.headers["Content-Type"] = "application/json"
+
+local delay_ms = tonumber(os.getenv("BENCH_DELAY_MS") or "0") or 0
+if delay_ms > 0 then
+  function delay()
+    return delay_ms
+  end
+end
+
+function done(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format(
+    "BENCH requests=%d duration_us=%d bytes=%d status=%d connect=%d read=%d write=%d timeout=%d "
+      .. "p50_us=%d p90_us=%d p99_us=%d max_us=%d mean_us=%.1f\n",
+    summary.requests, summary.duration, summary.bytes, e.status, e.connect, e.read, e.write, e.timeout,
+    latency:percentile(50), latency:percentile(90), latency:percentile(99), latency.max, latency.mean))
+end
