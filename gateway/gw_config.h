@@ -24,6 +24,8 @@
 #define GW_DEFAULT_MAX_RESPONSE_BYTES (64 * 1024 * 1024)
 #define GW_DEFAULT_SHUTDOWN_GRACE_MS 10000
 #define GW_DEFAULT_MAP_SIZE_MB 256
+#define GW_DEFAULT_EVENT_MAX_COUNT 10000
+#define GW_DEFAULT_EVENT_MAX_AGE_HOURS (24 * 7)
 
 typedef struct gw_limit_conf {
     uint32_t per_second;      /* 0 = no limit in that window */
@@ -64,6 +66,8 @@ typedef struct gw_admin_conf {
 typedef struct gw_state_conf {
     char *path;
     uint32_t map_size_mb;
+    uint32_t event_max_count;     /* event log retention: count ... */
+    uint32_t event_max_age_hours; /* ... and age */
 } gw_state_conf_t;
 
 typedef struct gw_log_conf {

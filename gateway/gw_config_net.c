@@ -281,12 +281,33 @@ static void net_blocked(gw_cfg_t *c, yaml_node_t *n, void *target)
     net->nblocked_methods = nv;
 }
 
+static const gw_cfg_field_t breaker_fields[] = {
+    {"window_ms", GW_CFG_U32, offsetof(policy_breaker_conf_t, window_ms), 100, 3600000},
+    {"min_calls", GW_CFG_U32, offsetof(policy_breaker_conf_t, min_calls), 1, 100000},
+    {"failure_count", GW_CFG_U32, offsetof(policy_breaker_conf_t, failure_count), 1, 100000},
+    {"failure_ratio_pct", GW_CFG_U32, offsetof(policy_breaker_conf_t, failure_ratio_pct), 1, 100},
+    {"consecutive", GW_CFG_U32, offsetof(policy_breaker_conf_t, consecutive), 0, 100000},
+    {"cooldown_ms", GW_CFG_U32, offsetof(policy_breaker_conf_t, cooldown_ms), 10, 86400000},
+    {"max_cooldown_ms", GW_CFG_U32, offsetof(policy_breaker_conf_t, max_cooldown_ms), 10, 86400000},
+    {"probe_timeout_ms", GW_CFG_U32, offsetof(policy_breaker_conf_t, probe_timeout_ms), 100, 600000},
+};
+
+static void net_breaker(gw_cfg_t *c, yaml_node_t *n, void *target)
+{
+    policy_breaker_conf_t *b = &((pool_network_conf_t *)target)->breaker;
+    gw_cfg_map_decode(c, n, breaker_fields, NFIELDS(breaker_fields), b);
+    if (b->max_cooldown_ms < b->cooldown_ms)
+        gw_cfg_error(c, gw_cfg_line(n), "breaker.max_cooldown_ms (%u) must be at least cooldown_ms (%u)",
+                     b->max_cooldown_ms, b->cooldown_ms);
+}
+
 static const gw_cfg_field_t network_fields[] = {
     {"chain", GW_CFG_FN, .fn = net_chain},
     {"timeouts", GW_CFG_FN, .fn = net_timeouts},
     {"max_attempts", GW_CFG_U32, offsetof(pool_network_conf_t, max_attempts), 0, 16},
     {"resend_writes", GW_CFG_BOOL, offsetof(pool_network_conf_t, resend_writes)},
     {"blocked_methods", GW_CFG_FN, .fn = net_blocked},
+    {"breaker", GW_CFG_FN, .fn = net_breaker},
     {"endpoints", GW_CFG_FN, .fn = net_endpoints, .required = 1},
 };
 
@@ -325,6 +346,7 @@ void gw_cfg_networks(gw_cfg_t *c, yaml_node_t *n, void *target)
         net->chain = POLICY_CHAIN_ETHEREUM;
         net->timeouts = (pool_timeouts_t){POOL_DEFAULT_CONNECT_MS, POOL_DEFAULT_FIRST_BYTE_MS,
                                           POOL_DEFAULT_ATTEMPT_MS, POOL_DEFAULT_REQUEST_MS};
+        net->breaker = POLICY_BREAKER_DEFAULTS;
         gw_cfg_map_decode(c, gw_cfg_node(c, pairs[i].value), network_fields, NFIELDS(network_fields), net);
         gw_cfg_pop(c, mark);
     }

@@ -12,6 +12,7 @@
 #include "base/sl_time.h"
 #include "gateway/gw_handler.h"
 #include "pool/pool.h"
+#include "state/state.h"
 
 #define LISTEN_BACKLOG 1024
 #define ACCEPTS_PER_EVENT 32
@@ -32,6 +33,7 @@ typedef struct worker {
     h2o_socket_t *admin_listener;
     gw_handler_t *handler;
     pool_t *pool;
+    state_t *state;
     int draining;
 } worker_t;
 
@@ -107,8 +109,21 @@ static int worker_setup(worker_t *w)
     globalconf_init(&w->conf, cfg->server.max_body_bytes);
     h2o_hostconf_t *host = h2o_config_register_host(&w->conf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
     h2o_context_init(&w->ctx, h2o_evloop_create(), &w->conf);
-    if (pool_create(w->ctx.loop, &w->ctx.receivers.hostinfo_getaddr, cfg->networks, cfg->nnetworks,
-                    w->args->nworkers, cfg->server.max_response_bytes, &w->pool) != SL_OK)
+    if (state_open(&(state_conf_t){cfg->state.path, cfg->state.map_size_mb, cfg->state.event_max_count,
+                                   cfg->state.event_max_age_hours * 3600},
+                   &w->state) != SL_OK)
+        return -1;
+    pool_params_t pp = {
+        .loop = w->ctx.loop,
+        .getaddr_receiver = &w->ctx.receivers.hostinfo_getaddr,
+        .networks = cfg->networks,
+        .nnetworks = cfg->nnetworks,
+        .nworkers = w->args->nworkers,
+        .max_response_bytes = cfg->server.max_response_bytes,
+        .state = w->state,
+        .slot = w->args->index,
+    };
+    if (pool_create(&pp, &w->pool) != SL_OK)
         return -1;
     w->handler = gw_handler_register(host, cfg, w->pool);
     w->accept = (h2o_accept_ctx_t){.ctx = &w->ctx, .hosts = w->conf.hosts};
@@ -198,6 +213,10 @@ int gw_worker_main(const gw_worker_args_t *args)
     }
     worker_drain(&w);
     sl_log_flush();
-    pool_close_idle(w.pool);
+    if (w.handler->inflight == 0) /* else calls still reference the pool: just exit */
+        pool_destroy(w.pool);
+    else
+        pool_close_idle(w.pool);
+    state_close(w.state);
     return 0;
 }

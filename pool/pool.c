@@ -5,22 +5,33 @@
 #include "pool/pool_int.h"
 
 static const char *const fail_msgs[POOL_FAIL_COUNT] = {
-#define POOL_FAIL_MSG_(name, flags, msg) [POOL_FAIL_##name] = msg,
+#define POOL_FAIL_MSG_(name, flags, outcome, msg) [POOL_FAIL_##name] = msg,
     POOL_FAIL_MAP(POOL_FAIL_MSG_)
 #undef POOL_FAIL_MSG_
 };
 
 static const char *const fail_names[POOL_FAIL_COUNT] = {
-#define POOL_FAIL_NAME_(name, flags, msg) [POOL_FAIL_##name] = #name,
+#define POOL_FAIL_NAME_(name, flags, outcome, msg) [POOL_FAIL_##name] = #name,
     POOL_FAIL_MAP(POOL_FAIL_NAME_)
 #undef POOL_FAIL_NAME_
 };
 
 static const unsigned fail_flags[POOL_FAIL_COUNT] = {
-#define POOL_FAIL_FLAGS_(name, flags, msg) [POOL_FAIL_##name] = flags,
+#define POOL_FAIL_FLAGS_(name, flags, outcome, msg) [POOL_FAIL_##name] = flags,
     POOL_FAIL_MAP(POOL_FAIL_FLAGS_)
 #undef POOL_FAIL_FLAGS_
 };
+
+static const state_outcome_t fail_outcomes[POOL_FAIL_COUNT] = {
+#define POOL_FAIL_OUTCOME_(name, flags, outcome, msg) [POOL_FAIL_##name] = STATE_OUTCOME_##outcome,
+    POOL_FAIL_MAP(POOL_FAIL_OUTCOME_)
+#undef POOL_FAIL_OUTCOME_
+};
+
+state_outcome_t pool_fail_outcome(pool_fail_t f)
+{
+    return (unsigned)f < POOL_FAIL_COUNT ? fail_outcomes[f] : STATE_OUTCOME_MALFORMED;
+}
 
 const char *pool_fail_str(pool_fail_t f)
 {
@@ -69,25 +80,26 @@ static void network_dispose(pool_network_t *net)
     h2o_timeout_dispose(net->pool->loop, &net->request_timeout);
 }
 
-sl_err_t pool_create(h2o_loop_t *loop, h2o_multithread_receiver_t *getaddr_receiver,
-                     const pool_network_conf_t *networks, size_t nnetworks, uint32_t nworkers,
-                     size_t max_response_bytes, pool_t **out)
+sl_err_t pool_create(const pool_params_t *p, pool_t **out)
 {
     pool_t *pool = sl_xcalloc(1, sizeof(*pool));
-    pool->loop = loop;
-    pool->getaddr_receiver = getaddr_receiver;
-    pool->max_response_bytes = max_response_bytes;
-    pool->nnetworks = nnetworks;
-    pool->networks = sl_xcalloc(nnetworks, sizeof(*pool->networks));
-    h2o_timeout_init(loop, &pool->idle_timeout, POOL_IDLE_TIMEOUT_MS);
-    h2o_timeout_init(loop, &pool->zero_timeout, 0);
-    for (size_t i = 0; i < nnetworks; i++) {
-        sl_err_t err = network_init(pool, &pool->networks[i], &networks[i], nworkers ? nworkers : 1);
+    pool->loop = p->loop;
+    pool->getaddr_receiver = p->getaddr_receiver;
+    pool->max_response_bytes = p->max_response_bytes;
+    pool->state = p->state;
+    pool->slot = p->slot;
+    pool->nnetworks = p->nnetworks;
+    pool->networks = sl_xcalloc(p->nnetworks, sizeof(*pool->networks));
+    h2o_timeout_init(p->loop, &pool->idle_timeout, POOL_IDLE_TIMEOUT_MS);
+    h2o_timeout_init(p->loop, &pool->zero_timeout, 0);
+    for (size_t i = 0; i < p->nnetworks; i++) {
+        sl_err_t err = network_init(pool, &pool->networks[i], &p->networks[i], p->nworkers ? p->nworkers : 1);
         if (err != SL_OK) {
             pool_destroy(pool);
             return err;
         }
     }
+    pool_health_init(pool);
     *out = pool;
     return SL_OK;
 }
@@ -96,6 +108,7 @@ void pool_destroy(pool_t *pool)
 {
     if (pool == NULL)
         return;
+    pool_health_dispose(pool);
     for (size_t i = 0; i < pool->nnetworks; i++)
         network_dispose(&pool->networks[i]);
     free(pool->networks);

@@ -18,41 +18,41 @@
 #include "policy/envelope.h"
 #include "policy/method.h"
 #include "pool/pool_conf.h"
+#include "state/state.h"
 
 typedef struct pool pool_t;
 typedef struct pool_network pool_network_t;
 typedef struct pool_call pool_call_t;
 
-#define POOL_MAX_ENDPOINTS 64
 #define POOL_MAX_ATTEMPT_LOG 16
 
 /* Why an attempt failed, as one table (name, message, flags). AMBIG: the
  * request may have reached the upstream. TIMEOUT: counts towards "every
  * attempt timed out". */
-#define POOL_FAIL_MAP(X)                                                                      \
-    X(NONE, 0, "no failure")                                                                  \
-    X(DNS, 0, "host name did not resolve")                                                    \
-    X(CONNECT, 0, "connection refused or unreachable")                                        \
-    X(CONNECT_TIMEOUT, POOL_FAIL_F_TIMEOUT, "connect timed out")                              \
-    X(TLS, 0, "TLS handshake failed")                                                         \
-    X(BUSY, 0, "endpoint at max_inflight")                                                    \
-    X(RESET, POOL_FAIL_F_AMBIG, "connection closed before the answer was complete")           \
-    X(FIRST_BYTE_TIMEOUT, POOL_FAIL_F_AMBIG | POOL_FAIL_F_TIMEOUT, "no answer within first_byte_ms") \
-    X(ATTEMPT_TIMEOUT, POOL_FAIL_F_AMBIG | POOL_FAIL_F_TIMEOUT, "answer not complete within attempt_ms") \
-    X(BAD_HTTP, POOL_FAIL_F_AMBIG, "malformed HTTP answer")                                   \
-    X(TOO_LARGE, POOL_FAIL_F_AMBIG, "answer larger than server.max_response_bytes")           \
-    X(HTTP_STATUS, 0, "HTTP error status")                                                    \
-    X(RATE_LIMITED, 0, "rate limited")                                                        \
-    X(BAD_JSON, POOL_FAIL_F_AMBIG, "answer is not a valid JSON-RPC response")                 \
-    X(WRONG_ID, POOL_FAIL_F_AMBIG, "answer carries the wrong id")                             \
-    X(RPC_ERROR, 0, "JSON-RPC error")                                                         \
-    X(MISSING, 0, "answer missing from the batch")
+#define POOL_FAIL_MAP(X)                                                                              \
+    X(NONE, 0, OK, "no failure")                                                                      \
+    X(DNS, 0, CONNECT, "host name did not resolve")                                                   \
+    X(CONNECT, 0, CONNECT, "connection refused or unreachable")                                       \
+    X(CONNECT_TIMEOUT, POOL_FAIL_F_TIMEOUT, TIMEOUT, "connect timed out")                             \
+    X(TLS, 0, CONNECT, "TLS handshake failed")                                                        \
+    X(BUSY, 0, OK, "endpoint at max_inflight")                                                        \
+    X(RESET, POOL_FAIL_F_AMBIG, RESET, "connection closed before the answer was complete")            \
+    X(FIRST_BYTE_TIMEOUT, POOL_FAIL_F_AMBIG | POOL_FAIL_F_TIMEOUT, TIMEOUT, "no answer within first_byte_ms") \
+    X(ATTEMPT_TIMEOUT, POOL_FAIL_F_AMBIG | POOL_FAIL_F_TIMEOUT, TIMEOUT, "answer not complete within attempt_ms") \
+    X(BAD_HTTP, POOL_FAIL_F_AMBIG, MALFORMED, "malformed HTTP answer")                                \
+    X(TOO_LARGE, POOL_FAIL_F_AMBIG, MALFORMED, "answer larger than server.max_response_bytes")        \
+    X(HTTP_STATUS, 0, HTTP_ERROR, "HTTP error status")                                                \
+    X(RATE_LIMITED, 0, RATE_LIMITED, "rate limited")                                                  \
+    X(BAD_JSON, POOL_FAIL_F_AMBIG, MALFORMED, "answer is not a valid JSON-RPC response")              \
+    X(WRONG_ID, POOL_FAIL_F_AMBIG, MALFORMED, "answer carries the wrong id")                          \
+    X(RPC_ERROR, 0, HTTP_ERROR, "JSON-RPC error")                                                     \
+    X(MISSING, 0, MALFORMED, "answer missing from the batch")
 
 #define POOL_FAIL_F_AMBIG 0x1
 #define POOL_FAIL_F_TIMEOUT 0x2
 
 typedef enum pool_fail {
-#define POOL_FAIL_ENUM_(name, flags, msg) POOL_FAIL_##name,
+#define POOL_FAIL_ENUM_(name, flags, outcome, msg) POOL_FAIL_##name,
     POOL_FAIL_MAP(POOL_FAIL_ENUM_)
 #undef POOL_FAIL_ENUM_
     POOL_FAIL_COUNT
@@ -61,6 +61,8 @@ typedef enum pool_fail {
 const char *pool_fail_str(pool_fail_t f);
 const char *pool_fail_name(pool_fail_t f);
 unsigned pool_fail_flags(pool_fail_t f);
+/* The attempt outcome a failure counts as in the endpoint's statistics. */
+state_outcome_t pool_fail_outcome(pool_fail_t f);
 
 typedef enum pool_item_state {
     POOL_ITEM_PENDING,
@@ -112,11 +114,22 @@ typedef void (*pool_call_cb)(pool_call_t *call, void *data);
 
 /* Creates the pool of one worker: endpoints of every network, TLS contexts,
  * resolved addresses. nworkers divides each endpoint's max_inflight.
- * getaddr_receiver is the h2o context's (asynchronous DNS refresh).
+ * getaddr_receiver is the h2o context's (asynchronous DNS refresh). state
+ * (may be NULL in unit tests) shares breakers, drains, rate-limit marks and
+ * counters with the other workers; slot is this worker's 1-based index.
  * Errors: SL_ERR_CONFIG (a TLS CA file that does not load; logged). */
-SL_MUST_CHECK sl_err_t pool_create(h2o_loop_t *loop, h2o_multithread_receiver_t *getaddr_receiver,
-                                   const pool_network_conf_t *networks, size_t nnetworks, uint32_t nworkers,
-                                   size_t max_response_bytes, pool_t **out);
+typedef struct pool_params {
+    h2o_loop_t *loop;
+    h2o_multithread_receiver_t *getaddr_receiver;
+    const pool_network_conf_t *networks;
+    size_t nnetworks;
+    uint32_t nworkers;
+    size_t max_response_bytes;
+    state_t *state;
+    uint32_t slot;
+} pool_params_t;
+
+SL_MUST_CHECK sl_err_t pool_create(const pool_params_t *params, pool_t **out);
 void pool_destroy(pool_t *pool);
 
 pool_network_t *pool_network_find(pool_t *pool, const char *name, size_t len);

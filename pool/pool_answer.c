@@ -18,7 +18,31 @@ typedef struct answer_ctx {
     size_t len;
     int status;
     uint32_t retry_hdr_ms;    /* from Retry-After, 0 if none */
+    pool_attempt_result_t *res;
 } answer_ctx_t;
+
+/* How bad an outcome is for the endpoint: the attempt keeps the worst. */
+static const uint8_t outcome_rank[STATE_OUTCOME_COUNT] = {
+    [STATE_OUTCOME_OK] = 0,           [STATE_OUTCOME_DETERMINISTIC] = 1, [STATE_OUTCOME_UNSUPPORTED] = 2,
+    [STATE_OUTCOME_MISSING_DATA] = 3, [STATE_OUTCOME_RATE_LIMITED] = 4,  [STATE_OUTCOME_HTTP_ERROR] = 5,
+    [STATE_OUTCOME_RESET] = 6,        [STATE_OUTCOME_TIMEOUT] = 7,       [STATE_OUTCOME_CONNECT] = 8,
+    [STATE_OUTCOME_MALFORMED] = 9,
+};
+
+static const state_outcome_t verdict_outcome[POLICY_VERDICT_COUNT] = {
+    [POLICY_VERDICT_SUCCESS] = STATE_OUTCOME_OK,
+    [POLICY_VERDICT_DETERMINISTIC] = STATE_OUTCOME_DETERMINISTIC,
+    [POLICY_VERDICT_TRANSIENT] = STATE_OUTCOME_HTTP_ERROR,
+    [POLICY_VERDICT_RATE_LIMITED] = STATE_OUTCOME_RATE_LIMITED,
+    [POLICY_VERDICT_MISSING_DATA] = STATE_OUTCOME_MISSING_DATA,
+    [POLICY_VERDICT_UNSUPPORTED] = STATE_OUTCOME_UNSUPPORTED,
+};
+
+static void note_outcome(answer_ctx_t *a, state_outcome_t o)
+{
+    if (outcome_rank[o] > outcome_rank[a->res->outcome])
+        a->res->outcome = o;
+}
 
 static int item_is_write(const pool_item_t *it)
 {
@@ -71,6 +95,13 @@ static void item_verdict(answer_ctx_t *a, pool_item_t *it, policy_verdict_t v, u
                          size_t ans_len, policy_span_t ans_id)
 {
     int ep = a->ex->ep->index;
+    note_outcome(a, verdict_outcome[v]);
+    if (v == POLICY_VERDICT_RATE_LIMITED) {
+        uint32_t ms = retry_ms ? retry_ms : a->retry_hdr_ms;
+        if (!a->res->rate_limited || (ms != 0 && ms > a->res->retry_ms))
+            a->res->retry_ms = ms;
+        a->res->rate_limited = 1;
+    }
     switch (v) {
     case POLICY_VERDICT_SUCCESS:
     case POLICY_VERDICT_DETERMINISTIC:
@@ -118,6 +149,7 @@ static void all_sent(answer_ctx_t *a, policy_verdict_t v, uint32_t retry_ms)
 static void all_sent_failed(answer_ctx_t *a, pool_fail_t fail)
 {
     pool_call_t *call = a->call;
+    note_outcome(a, pool_fail_outcome(fail));
     for (size_t i = 0; i < call->nsent; i++) {
         pool_item_t *it = &call->items[call->sent[i]];
         if (it->state == POOL_ITEM_PENDING)
@@ -228,8 +260,10 @@ static void apply_batch(answer_ctx_t *a)
         apply_batch_member(a, spans[k], seen);
     for (size_t k = 0; k < call->nsent; k++) {
         pool_item_t *it = &call->items[call->sent[k]];
-        if (seen[call->sent[k]] == 1 && it->state == POOL_ITEM_PENDING)
+        if (seen[call->sent[k]] == 1 && it->state == POOL_ITEM_PENDING) {
+            note_outcome(a, STATE_OUTCOME_MALFORMED);
             item_failed(call, it, POOL_FAIL_MISSING, 1);
+        }
     }
 cleanup:
     free(spans);
@@ -248,10 +282,12 @@ static uint32_t retry_after_ms(const pool_http_head_t *h)
     return (uint32_t)s * 1000;
 }
 
-void pool_answer_apply(pool_call_t *call, pool_exchange_t *ex)
+void pool_answer_apply(pool_call_t *call, pool_exchange_t *ex, pool_attempt_result_t *res)
 {
     sl_buf_t *body = &call->bodies[call->nbodies - 1];
-    answer_ctx_t a = {call, ex, body->base ? body->base : "", body->len, ex->head.status, retry_after_ms(&ex->head)};
+    memset(res, 0, sizeof(*res));
+    answer_ctx_t a = {call, ex, body->base ? body->base : "", body->len, ex->head.status, retry_after_ms(&ex->head),
+                      res};
     /* these statuses decide alone, whatever the body says */
     if (a.status == 429 || a.status == 402 || a.status >= 500) {
         all_sent(&a, policy_verdict_http(call->net->conf->chain, a.status), 0);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/sl_log.h"
+#include "base/sl_time.h"
 #include "pool/pool_int.h"
 
 static void call_next(pool_call_t *call);
@@ -54,8 +55,9 @@ static void on_deadline(h2o_timeout_entry_t *entry)
     call_finish(call);
 }
 
-/* The next endpoint to try, or -1. Skips endpoints already tried and those
- * at their in-flight cap. */
+/* The next endpoint to try, or -1. Skips endpoints already tried, those an
+ * open breaker, a drain or a rate-limit mark keeps out, and those at their
+ * in-flight cap; remembers why, for the answer when nothing is left. */
 static int plan_next(pool_call_t *call)
 {
     pool_network_t *net = call->net;
@@ -64,10 +66,22 @@ static int plan_next(pool_call_t *call)
         call->retry_same = -1;
         return ep;
     }
+    uint64_t now = sl_wall_ms();
     for (size_t i = 0; i < net->nendpoints; i++) {
         pool_endpoint_t *ep = &net->endpoints[i];
         if (call->tried[i])
             continue;
+        if (!pool_health_usable(ep, now)) {
+            uint64_t until = ep->health.shared.rate_limited_until_ms;
+            if (until > now && policy_breaker_allows(&(policy_breaker_t){ep->health.shared.breaker}) &&
+                !ep->health.shared.drained) {
+                if (call->rate_limited_until_ms == 0 || until < call->rate_limited_until_ms)
+                    call->rate_limited_until_ms = until;
+            } else {
+                call->saw_unusable = 1;
+            }
+            continue;
+        }
         if (ep->inflight >= ep->max_inflight) {
             call->saw_busy = 1;
             continue;
@@ -75,6 +89,22 @@ static int plan_next(pool_call_t *call)
         return (int)i;
     }
     return -1;
+}
+
+/* Nothing was tried: the answer says why (rate limits first: they say when). */
+static void settle_untried(pool_call_t *call)
+{
+    if (call->rate_limited_until_ms != 0) {
+        uint64_t now = sl_wall_ms();
+        uint64_t wait = call->rate_limited_until_ms > now ? call->rate_limited_until_ms - now : 1;
+        for (size_t i = 0; i < call->nitems; i++) {
+            call->items[i].rate_limited = 1;
+            call->items[i].retry_after_ms = (uint32_t)(wait > UINT32_MAX ? UINT32_MAX : wait);
+        }
+        pool_answer_exhaust(call, POOL_OUTCOME_RATE_LIMITED);
+        return;
+    }
+    pool_answer_exhaust(call, POOL_OUTCOME_UNAVAILABLE);
 }
 
 /* Appends raw with its id replaced by idx (or an id added, for a notification). */
@@ -151,6 +181,7 @@ static void on_exchange_done(pool_exchange_t *ex)
         } else {
             log_attempt(call, ep, ex->fail, 0, ex->latency_us);
             pool_answer_fail_transport(call, ex);
+            pool_health_record(ex->ep, pool_fail_outcome(ex->fail), ex->latency_us, count_pending(call) > 0);
         }
         sl_buf_dispose(&ex->body);
     } else {
@@ -158,7 +189,11 @@ static void on_exchange_done(pool_exchange_t *ex)
         call->bodies = sl_xrealloc(call->bodies, (call->nbodies + 1) * sizeof(*call->bodies));
         call->bodies[call->nbodies++] = ex->body;
         sl_buf_init(&ex->body);
-        pool_answer_apply(call, ex);
+        pool_attempt_result_t res;
+        pool_answer_apply(call, ex, &res);
+        pool_health_record(ex->ep, res.outcome, ex->latency_us, count_pending(call) > 0);
+        if (res.rate_limited)
+            pool_health_rate_limited(ex->ep, res.retry_ms);
     }
     call_next(call);
 }
@@ -171,7 +206,10 @@ static void call_next(pool_call_t *call)
             break;
         int ep = call->attempts < net->max_attempts ? plan_next(call) : -1;
         if (ep < 0) {
-            pool_answer_exhaust(call, call->attempts == 0 ? POOL_OUTCOME_UNAVAILABLE : POOL_OUTCOME_OK);
+            if (call->attempts == 0)
+                settle_untried(call);
+            else
+                pool_answer_exhaust(call, POOL_OUTCOME_OK);
             break;
         }
         const char *body;
@@ -187,6 +225,7 @@ static void call_next(pool_call_t *call)
         call->ex.fail = fail;
         log_attempt(call, ep, fail, 0, 0);
         pool_answer_fail_transport(call, &call->ex);
+        pool_health_record(&net->endpoints[ep], pool_fail_outcome(fail), 0, 1);
     }
     /* never call back from inside pool_call_start: defer to the loop */
     h2o_timeout_link(net->pool->loop, &net->pool->zero_timeout, &call->defer);

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "policy/breaker.h"
 #include "policy/chain.h"
 
 typedef struct pool_header {
@@ -63,6 +64,7 @@ typedef struct pool_network_conf {
     char **blocked_methods;   /* patterns ("debug_*", exact names); NULL = chain default;
                                * non-NULL with 0 entries: the config said [] (block nothing) */
     size_t nblocked_methods;
+    policy_breaker_conf_t breaker;
     int yaml_line;
 } pool_network_conf_t;
 

@@ -9,6 +9,7 @@
 #include "policy/url.h"
 #include "pool/pool.h"
 #include "pool/pool_http.h"
+#include "state/state.h"
 
 #define POOL_MAX_ADDRS 8
 #define POOL_IDLE_TIMEOUT_MS 30000     /* below common upstream keep-alive timeouts */
@@ -65,6 +66,20 @@ struct pool_conn {
     pool_chunked_t chunked;
 };
 
+/* What this worker knows about an endpoint's health (pool_health.c). */
+typedef struct pool_health {
+    char key[112];                /* "<network>/<endpoint>": its shared record */
+    char stats_key[128];          /* "<network>/<endpoint>/<slot>": this worker's counters */
+    state_endpoint_rec_t shared;  /* snapshot of the shared record (refreshed every ~50 ms) */
+    policy_window_t window;       /* this worker's rolling window of outcomes */
+    state_stats_rec_t stats;      /* this worker's cumulative counters */
+    int dirty;                    /* stats changed since the last flush */
+    uint32_t rl_streak;           /* rate limits in a row without Retry-After: backoff */
+    uint64_t rl_written_until_ms; /* last rate-limit mark this worker wrote */
+    pool_exchange_t probe;        /* the half-open probe, when this worker owns it */
+    int probing;
+} pool_health_t;
+
 struct pool_endpoint {
     const pool_endpoint_conf_t *conf;
     pool_network_t *net;
@@ -84,6 +99,7 @@ struct pool_endpoint {
     size_t nidle;
     uint32_t inflight;            /* exchanges in progress in this worker */
     uint32_t max_inflight;        /* this worker's share of conf->max_inflight */
+    pool_health_t health;
 };
 
 struct pool_network {
@@ -96,6 +112,7 @@ struct pool_network {
     h2o_timeout_t attempt_timeout;
     h2o_timeout_t request_timeout;
     uint32_t max_attempts;
+    uint8_t level;                /* last usable-endpoint level this worker saw (pool_health.c) */
 };
 
 struct pool {
@@ -106,6 +123,11 @@ struct pool {
     size_t max_response_bytes;
     h2o_timeout_t idle_timeout;
     h2o_timeout_t zero_timeout;   /* deferred callbacks */
+    state_t *state;               /* NULL: no shared state (unit tests) */
+    uint32_t slot;                /* this worker's stats slot (1-based worker index) */
+    h2o_timeout_t tick_timeout;   /* snapshot refresh / flush / probes */
+    h2o_timeout_entry_t tick;
+    uint64_t last_flush_ms;
 };
 
 /* One client call walking the plan (pool_call.c); answers applied to its
@@ -127,6 +149,8 @@ struct pool_call {
     int retry_same;                   /* endpoint allowed once more (stale connection), or -1 */
     int stale_retry_used;
     int saw_busy;                     /* an endpoint was skipped at max_inflight */
+    int saw_unusable;                 /* ... skipped for an open breaker or a drain */
+    uint64_t rate_limited_until_ms;   /* ... skipped as rate-limited: the earliest end */
     sl_buf_t req;                     /* upstream body when it is not the client's bytes */
     uint32_t *sent;                   /* indices of the items in the current attempt */
     size_t nsent;
@@ -136,12 +160,31 @@ struct pool_call {
     size_t nlog;
 };
 
+/* What one attempt taught about its endpoint. */
+typedef struct pool_attempt_result {
+    state_outcome_t outcome;      /* the worst outcome among the items it carried */
+    int rate_limited;             /* the endpoint refused with a rate limit */
+    uint32_t retry_ms;            /* its Retry-After (header or body), 0 if none */
+} pool_attempt_result_t;
+
 /* pool_answer.c: applies the finished exchange (transport failure or an HTTP
  * answer whose body is bodies[nbodies-1]) to the items in call->sent. */
-void pool_answer_apply(pool_call_t *call, pool_exchange_t *ex);
+void pool_answer_apply(pool_call_t *call, pool_exchange_t *ex, pool_attempt_result_t *res);
 void pool_answer_fail_transport(pool_call_t *call, pool_exchange_t *ex);
 /* Settles every pending item once no further attempt will be made. */
 void pool_answer_exhaust(pool_call_t *call, pool_outcome_t forced);
+
+/* pool_health.c: outcomes, breaker, rate-limit marks, shared snapshot. */
+void pool_health_init(pool_t *pool);
+void pool_health_dispose(pool_t *pool);
+/* 1 if the plan may send to ep now (breaker closed, not drained, not rate-limited). */
+int pool_health_usable(pool_endpoint_t *ep, uint64_t now_wall_ms);
+/* Records one attempt's outcome; failover = the call moved on after it. */
+void pool_health_record(pool_endpoint_t *ep, state_outcome_t outcome, uint32_t latency_us, int failover);
+/* Marks ep rate-limited for retry_ms (0: a backoff of our own). */
+void pool_health_rate_limited(pool_endpoint_t *ep, uint32_t retry_ms);
+/* Refresh now (tests, admin actions). */
+void pool_health_refresh(pool_t *pool);
 
 /* pool_endpoint.c */
 SL_MUST_CHECK sl_err_t pool_endpoint_init(pool_endpoint_t *ep, pool_network_t *net, int index,

@@ -1,8 +1,12 @@
 -- tests/bench/post.lua: wrk script for tests/bench/run.sh.
 --
 --   BENCH_METHOD=eth_blockNumber|eth_getLogs   which JSON-RPC call to POST (default eth_blockNumber)
---   BENCH_DELAY_MS=N                           wait N ms before every request (default 0: none);
---                                              run.sh uses it to hold many idle keep-alive clients
+--   BENCH_DELAY_MS=N                           wait about N ms (uniformly N/2..3N/2) before every
+--                                              request (default 0: none); run.sh uses it to hold
+--                                              many mostly idle keep-alive clients. The jitter keeps
+--                                              the clients from firing all at once: 1,000 requests
+--                                              in the same millisecond would exceed sluice's default
+--                                              max_inflight (256 per endpoint) and get 503s.
 --
 -- At the end it prints one machine-readable line that run.sh parses:
 --   BENCH requests=… duration_us=… bytes=… status=… connect=… read=… write=… timeout=… p50_us=… p90_us=… p99_us=… max_us=… mean_us=…
@@ -20,8 +24,9 @@ wrk.headers["Content-Type"] = "application/json"
 
 local delay_ms = tonumber(os.getenv("BENCH_DELAY_MS") or "0") or 0
 if delay_ms > 0 then
+  math.randomseed(os.time())
   function delay()
-    return delay_ms
+    return math.floor(delay_ms / 2 + math.random() * delay_ms)
   end
 end
 

@@ -14,7 +14,7 @@ import { privateKeyToAccount, generatePrivateKey } from 'viem/accounts';
 import { foundry } from 'viem/chains';
 import { JsonRpcProvider, Wallet, parseEther as ethersParseEther } from 'ethers';
 import { startSluice, post, call, waitFor, sleep } from '../lib/harness.mjs';
-import { startAnvil, rpc, DEV_KEY, DEV_ADDRESS, CHAIN_ID } from '../lib/e2e.mjs';
+import { startAnvil, rpc, DEV_KEY, DEV_ADDRESS, CHAIN_ID, stopSluiceCleanly } from '../lib/e2e.mjs';
 
 let A, B, sluice, url;
 let viemPublic, viemWallet, ethersBatched, ethersSingle, ethersWallet;
@@ -47,8 +47,9 @@ before(async () => {
 after(async () => {
   ethersBatched?.destroy();
   ethersSingle?.destroy();
-  await sluice?.stop();
+  const trouble = sluice ? await stopSluiceCleanly(sluice) : [];
   for (const n of [A, B]) n?.child.kill('SIGKILL');
+  assert.deepEqual(trouble, [], 'sluice ran and stopped cleanly');
 });
 
 // Access-log lines sluice wrote after `from` (an index into accessLines()).

@@ -13,7 +13,7 @@ import { privateKeyToAccount, generatePrivateKey } from 'viem/accounts';
 import { foundry } from 'viem/chains';
 import { startFake, startSluice, post, call, waitFor } from '../lib/harness.mjs';
 import {
-  startAnvil, rpc, deployCode, revertingRuntime, errorStringData, DEV_KEY, DEV_ADDRESS, CHAIN_ID,
+  startAnvil, rpc, deployCode, revertingRuntime, errorStringData, stopSluiceCleanly, DEV_KEY, DEV_ADDRESS, CHAIN_ID,
 } from '../lib/e2e.mjs';
 
 const REASON = 'sluice: deterministic revert';
@@ -64,9 +64,10 @@ before(async () => {
 });
 
 after(async () => {
-  await sluice?.stop();
+  const trouble = sluice ? await stopSluiceCleanly(sluice) : [];
   await spare?.stop();
   node?.child.kill('SIGKILL');
+  assert.deepEqual(trouble, [], 'sluice ran and stopped cleanly');
 });
 
 test('viem batch: parallel reads travel as one JSON-RPC batch and each gets its own answer', async () => {

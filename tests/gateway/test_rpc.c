@@ -670,3 +670,48 @@ Test(rpc, splice_id)
         sl_buf_dispose(&out);
     }
 }
+
+/* ---- members an upstream would read differently ------------------------ */
+
+/* RFC 8259 compares member names after unescaping, and so do the upstreams'
+ * parsers (Go's encoding/json in geth and erigon, System.Text.Json in
+ * Nethermind; for a repeated name the last one wins). A second "method"
+ * written with an escape must not slip past the repeated-member check: the
+ * gateway would judge eth_chainId while the node runs admin_peers. */
+Test(rpc, escaped_repeated_keys_are_not_forwarded)
+{
+    static const char *const bodies[] = {
+        "{\"jsonrpc\":\"2.0\",\"method\":\"eth_chainId\",\"\\u006dethod\":\"admin_peers\",\"id\":1}",
+        "{\"jsonrpc\":\"2.0\",\"\\u006dethod\":\"debug_traceTransaction\",\"method\":\"eth_chainId\",\"id\":1}",
+        "{\"jsonrpc\":\"2.0\",\"method\":\"eth_blockNumber\",\"me\\u0074hod\":\"eth_sendTransaction\",\"id\":1}",
+        "[{\"jsonrpc\":\"2.0\",\"method\":\"eth_chainId\",\"id\":1,\"\\u0069d\":2}]",
+    };
+    rpc_case_t eth = {.chain = POLICY_CHAIN_ETHEREUM, .blocked = BL_DEFAULT};
+    gw_rpc_limits_t lim = limits_of(&eth);
+    for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
+        arena_t arena = {0};
+        gw_rpc_request_t rpc;
+        gw_rpc_parse(bodies[i], strlen(bodies[i]), &lim, arena_alloc, &arena, &rpc);
+        cr_assert_neq(rpc.kind, GW_RPC_REJECT, "body %zu", i);
+        cr_expect_neq(rpc.members[0].status, GW_MEMBER_FORWARD,
+                      "body %zu '%s' is forwarded as '%s' although it repeats a key", i, bodies[i],
+                      rpc.members[0].name);
+        arena_free(&arena);
+    }
+}
+
+/* "\\u0000" in the raw method bytes is an escaped backslash followed by
+ * "u0000": a six-character name with no NUL in it. */
+Test(rpc, escaped_backslash_is_not_a_nul)
+{
+    const char *body = "{\"jsonrpc\":\"2.0\",\"method\":\"a\\\\u0000\",\"id\":1}";
+    gw_rpc_limits_t lim = {100, POLICY_CHAIN_ETHEREUM, NULL, 0};
+    arena_t arena = {0};
+    gw_rpc_request_t rpc;
+    gw_rpc_parse(body, strlen(body), &lim, arena_alloc, &arena, &rpc);
+    cr_assert_eq(rpc.kind, GW_RPC_SINGLE);
+    cr_expect_eq(rpc.members[0].status, GW_MEMBER_FORWARD, "error '%s'",
+                 rpc.members[0].error ? rpc.members[0].error : "");
+    cr_expect_str_eq(rpc.members[0].name, "a\\u0000");
+    arena_free(&arena);
+}

@@ -1,37 +1,27 @@
 // Fallback transport: every fault mode of the first endpoint still yields the
 // right answer from the second; when every endpoint fails the client gets the
-// documented status and error; writes are never sent twice.
-import { test, before, after, beforeEach } from 'node:test';
+// documented status and error; writes are never sent twice. Each test gets a
+// fresh sluice (its own shared state): a fault opens breakers and leaves
+// rate-limit marks that would otherwise carry over.
+import { test, before, after, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { startFake, startSluice, post, call } from '../lib/harness.mjs';
 
 let a, b, c, sluice;
+const TIMEOUTS = 'timeouts: { connect_ms: 500, first_byte_ms: 400, attempt_ms: 800, request_ms: 4000 }';
 const RAW_TX = '0x02f86b827a6980843b9aca00847735940082520894000000000000000000000000000000000000dead80c080a0aa';
 
 before(async () => {
   [a, b, c] = await Promise.all(['a', 'b', 'c'].map((name) => startFake({ name })));
-  sluice = await startSluice({
-    server: { max_response_bytes: 1048576 },
-    networks: {
-      eth: {
-        lines: ['timeouts: { connect_ms: 500, first_byte_ms: 400, attempt_ms: 800, request_ms: 4000 }'],
-        endpoints: [
-          { id: 'a', url: `${a.url}/v2/secretkey0123456789abcdef` },
-          { id: 'b', url: b.url },
-          { id: 'c', url: c.url },
-        ],
-      },
-      two: {
-        lines: ['timeouts: { connect_ms: 500, first_byte_ms: 400, attempt_ms: 800, request_ms: 4000 }'],
-        endpoints: [{ id: 'a', url: a.url }, { id: 'b', url: b.url }],
-      },
-    },
-  });
 });
 
 after(async () => {
-  await sluice?.stop();
   await Promise.all([a, b, c].filter(Boolean).map((f) => f.stop()));
+});
+
+afterEach(async () => {
+  await sluice?.stop();
+  sluice = undefined;
 });
 
 beforeEach(async () => {
@@ -39,6 +29,20 @@ beforeEach(async () => {
     await f.setMode('ok');
     await f.reset();
   }
+  sluice = await startSluice({
+    server: { max_response_bytes: 1048576 },
+    networks: {
+      eth: {
+        lines: [TIMEOUTS],
+        endpoints: [
+          { id: 'a', url: `${a.url}/v2/secretkey0123456789abcdef` },
+          { id: 'b', url: b.url },
+          { id: 'c', url: c.url },
+        ],
+      },
+      two: { lines: [TIMEOUTS], endpoints: [{ id: 'a', url: a.url }, { id: 'b', url: b.url }] },
+    },
+  });
 });
 
 const faults = [

@@ -24,15 +24,14 @@ export function anvilBin() {
   if (process.env.ANVIL_BIN) return process.env.ANVIL_BIN;
   const arch = { x64: 'amd64', arm64: 'arm64' }[process.arch] || process.arch;
   const pkg = `@foundry-rs/anvil-${process.platform}-${arch}`;
+  const exe = process.platform === 'win32' ? 'anvil.exe' : 'anvil';
   const req = createRequire(path.join(testsDir, 'package.json'));
-  let dir;
-  try {
-    dir = path.dirname(req.resolve(`${pkg}/package.json`));
-  } catch {
-    throw new Error(`${pkg} is not installed: run "cd tests && npm ci" first`);
-  }
-  const bin = path.join(dir, 'bin', process.platform === 'win32' ? 'anvil.exe' : 'anvil');
-  if (!existsSync(bin)) throw new Error(`${bin} is missing: run "cd tests && npm ci" again`);
+  const candidates = [];
+  try { candidates.push(path.join(path.dirname(req.resolve(`${pkg}/package.json`)), 'bin', exe)); } catch { /* optional dependency skipped */ }
+  // without the optional platform package, the wrapper's postinstall downloads the binary next to itself
+  try { candidates.push(path.join(path.dirname(req.resolve('@foundry-rs/anvil/package.json')), exe)); } catch { /* not installed */ }
+  const bin = candidates.find((c) => existsSync(c));
+  if (!bin) throw new Error(`no anvil binary (${pkg}): run "cd tests && npm ci" first`);
   return bin;
 }
 
@@ -127,4 +126,31 @@ export function errorStringData(reason) {
   if (bytes.length > 32) throw new Error('keep the reason within one word');
   const word = (n) => n.toString(16).padStart(64, '0');
   return '08c379a0' + word(32) + word(bytes.length) + bytes.toString('hex').padEnd(64, '0');
+}
+
+// Base58 (Bitcoin alphabet), as Solana writes signatures and hashes.
+const B58 = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz';
+export function base58(bytes) {
+  let n = 0n;
+  for (const x of bytes) n = n * 256n + BigInt(x);
+  let s = '';
+  while (n > 0n) { s = B58[Number(n % 58n)] + s; n /= 58n; }
+  for (const x of bytes) { if (x !== 0) break; s = '1' + s; }
+  return s;
+}
+
+// Lines of sluice's log that mean it misbehaved whatever the clients saw: a
+// sanitizer report (the ASan build runs these tests too) or a worker that
+// died and was respawned.
+export function sluiceTrouble(sluice) {
+  return sluice.logs().split('\n').filter((l) => /AddressSanitizer|LeakSanitizer|runtime error:|respawning in/.test(l));
+}
+
+// Stops sluice (SIGTERM) and returns what went wrong: trouble in its log, or
+// an exit other than 0. An empty list means a clean run.
+export async function stopSluiceCleanly(sluice) {
+  const { code, signal } = await sluice.stop('SIGTERM');
+  const trouble = sluiceTrouble(sluice);
+  if (code !== 0) trouble.push(`sluice exited with ${code ?? signal}`);
+  return trouble;
 }

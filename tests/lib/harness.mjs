@@ -108,8 +108,9 @@ export async function startFake({ name = 'fake', chain = 'ethereum', args = [], 
 }
 
 // Renders a small YAML config; `networks` maps name -> { chain, endpoints: [{id, url, ...}], extra yaml lines }.
-export function renderConfig({ workers = 2, networks, server = {}, admin = true, extra = '' }) {
+export function renderConfig({ workers = 2, networks, server = {}, admin = true, extra = '', statePath }) {
   const lines = [];
+  if (statePath) lines.push(`state: { path: "${statePath}" }`);
   const srv = { listen: '"127.0.0.1:0"', workers, ...server };
   lines.push('server:');
   for (const [k, v] of Object.entries(srv)) lines.push(`  ${k}: ${v}`);
@@ -135,7 +136,10 @@ export function renderConfig({ workers = 2, networks, server = {}, admin = true,
 export async function startSluice(config, { env } = {}) {
   const dir = tempDir();
   const file = path.join(dir, 'sluice.yaml');
-  writeFileSync(file, typeof config === 'string' ? config : renderConfig(config));
+  const statePath = path.join(dir, 'state'); // every sluice its own shared state
+  let text = typeof config === 'string' ? config : renderConfig({ statePath, ...config });
+  if (typeof config === 'string' && !/^state:/m.test(text)) text += `state: { path: "${statePath}" }\n`;
+  writeFileSync(file, text);
   const { child, out, match } = await spawnUntil(SLUICE_BIN, ['-c', file],
     { pattern: /listening on http:\/\/([\d.]+):(\d+) .*admin API (?:off|on http:\/\/[\d.]+:\d+)/, stream: 'stderr', env });
   const port = Number(match[2]);
@@ -143,7 +147,7 @@ export async function startSluice(config, { env } = {}) {
   const adminPort = adminMatch ? Number(adminMatch[2]) : undefined;
   const exited = new Promise((r) => child.once('exit', (code, signal) => r({ code, signal })));
   return {
-    child, port, dir, file, exited,
+    child, port, dir, file, exited, statePath,
     url: (net = 'eth') => `http://127.0.0.1:${port}/${net}`,
     base: `http://127.0.0.1:${port}`,
     admin: adminPort ? `http://127.0.0.1:${adminPort}` : undefined,

@@ -1,0 +1,473 @@
+/* pool/pool_health.c: what every attempt teaches about an endpoint.
+ *
+ * Each worker keeps its own rolling window and counters; the breaker state,
+ * drain flag and rate-limit mark are shared through state/ and changed only
+ * by compare-and-set (state_endpoint_update), so one transition is one event
+ * however many workers saw it. Every ~50 ms a worker re-reads the shared
+ * records (its snapshot), flushes its counters (every ~100 ms, if they
+ * changed) and claims a half-open probe for endpoints whose cooldown is over:
+ * the claim is a CAS too, so exactly one probe is sent across all workers. */
+#include <string.h>
+#include <unistd.h>
+
+#include "base/sl_log.h"
+#include "base/sl_time.h"
+#include "pool/pool_int.h"
+
+#define TICK_MS 50
+#define FLUSH_MS 100
+#define RATE_BACKOFF_MIN_MS 1000
+#define RATE_BACKOFF_MAX_MS 60000
+#define EWMA_ALPHA_PCT 20
+
+enum { LEVEL_DOWN = 0, LEVEL_LOW = 1, LEVEL_OK = 2 };
+
+static void event_init(state_event_t *ev, state_event_kind_t kind, const pool_endpoint_t *ep, uint64_t now)
+{
+    memset(ev, 0, sizeof(*ev));
+    ev->ts_ms = now;
+    ev->kind = (uint8_t)kind;
+    ev->pid = (uint32_t)getpid();
+    snprintf(ev->network, sizeof(ev->network), "%s", ep->net->conf->name);
+    if (ep->conf != NULL)
+        snprintf(ev->endpoint, sizeof(ev->endpoint), "%s", ep->conf->id);
+}
+
+/* ---- network level (redundancy_low, network_down, network_up) ---- */
+
+static int usable_rec(const state_endpoint_rec_t *r)
+{
+    return r->breaker == POLICY_BREAKER_CLOSED && !r->drained;
+}
+
+typedef struct level_ctx {
+    pool_network_t *net;
+    uint64_t now;
+} level_ctx_t;
+
+static int level_cb(void *arg, const state_endpoint_rec_t *recs, size_t n, state_network_rec_t *level, int exists,
+                    state_event_t *events, size_t *nevents)
+{
+    level_ctx_t *c = arg;
+    size_t usable = 0;
+    for (size_t i = 0; i < n; i++)
+        usable += usable_rec(&recs[i]);
+    uint8_t now_level = usable == 0 ? LEVEL_DOWN : usable == 1 && n > 1 ? LEVEL_LOW : LEVEL_OK;
+    uint8_t before = exists ? level->level : LEVEL_OK;
+    c->net->level = now_level;
+    if (now_level == before)
+        return 0;
+    level->level = now_level;
+    level->since_ms = c->now;
+    pool_endpoint_t pseudo = {.net = c->net};
+    state_event_kind_t kind = now_level == LEVEL_DOWN  ? STATE_EVENT_NETWORK_DOWN
+                              : now_level == LEVEL_LOW ? STATE_EVENT_REDUNDANCY_LOW
+                                                       : STATE_EVENT_NETWORK_UP;
+    if (now_level == LEVEL_LOW && before == LEVEL_DOWN)
+        kind = STATE_EVENT_NETWORK_UP;
+    event_init(&events[0], kind, &pseudo, c->now);
+    events[0].count = usable;
+    snprintf(events[0].reason, sizeof(events[0].reason), "%zu of %zu endpoints usable", usable, n);
+    *nevents = 1;
+    return 1;
+}
+
+static void network_check(pool_network_t *net)
+{
+    pool_t *pool = net->pool;
+    const char *keys[POOL_MAX_ENDPOINTS];
+    for (size_t i = 0; i < net->nendpoints; i++)
+        keys[i] = net->endpoints[i].health.key;
+    level_ctx_t c = {net, sl_wall_ms()};
+    if (state_network_update(pool->state, net->conf->name, keys, net->nendpoints, level_cb, &c) != SL_OK)
+        sl_log_warn("network %s: cannot record its level in shared state", net->conf->name);
+}
+
+/* ---- breaker transitions ---- */
+
+typedef struct breaker_ctx {
+    pool_endpoint_t *ep;
+    policy_breaker_state_t from;
+    policy_breaker_state_t to;
+    const char *reason;
+    uint64_t now;
+    state_endpoint_rec_t result;
+} breaker_ctx_t;
+
+static const state_event_kind_t entered_event[POLICY_BREAKER_STATE_COUNT] = {
+    [POLICY_BREAKER_CLOSED] = STATE_EVENT_BREAKER_CLOSED,
+    [POLICY_BREAKER_OPEN] = STATE_EVENT_BREAKER_OPENED,
+    [POLICY_BREAKER_HALF_OPEN] = STATE_EVENT_BREAKER_HALF_OPEN,
+};
+
+static int breaker_cb(void *arg, state_endpoint_rec_t *rec, int exists, state_event_t *events, size_t *nevents)
+{
+    breaker_ctx_t *c = arg;
+    (void)exists;
+    pool_endpoint_t *ep = c->ep;
+    if (rec->breaker != c->from)
+        return 0; /* another worker got there first */
+    /* only the probe's owner settles it; a stale claim may be taken over */
+    if (c->from == POLICY_BREAKER_HALF_OPEN && rec->probe_pid != (uint32_t)getpid())
+        return 0;
+    policy_breaker_t b = {(policy_breaker_state_t)rec->breaker, rec->since_ms, rec->cooldown_ms, rec->opened_at_ms};
+    if (policy_breaker_transition(&b, &ep->net->conf->breaker, c->to, c->now) != SL_OK)
+        return 0;
+    rec->breaker = (uint8_t)b.state;
+    rec->since_ms = b.since_ms;
+    rec->cooldown_ms = b.cooldown_ms;
+    rec->opened_at_ms = b.opened_at_ms;
+    rec->probe_pid = c->to == POLICY_BREAKER_HALF_OPEN ? (uint32_t)getpid() : 0;
+    rec->probe_at_ms = c->to == POLICY_BREAKER_HALF_OPEN ? c->now : 0;
+    state_event_t *ev = &events[0];
+    event_init(ev, entered_event[c->to], ep, c->now);
+    ev->from = (uint8_t)c->from;
+    ev->to = (uint8_t)c->to;
+    snprintf(ev->reason, sizeof(ev->reason), "%s", c->reason);
+    if (c->to == POLICY_BREAKER_CLOSED)
+        ev->duration_ms = c->now - b.opened_at_ms;
+    if (c->to == POLICY_BREAKER_OPEN)
+        ev->duration_ms = b.cooldown_ms;
+    *nevents = 1;
+    c->result = *rec;
+    return 1;
+}
+
+/* Moves ep's breaker from -> to if the shared record still says from. */
+static int breaker_move(pool_endpoint_t *ep, policy_breaker_state_t from, policy_breaker_state_t to,
+                        const char *reason)
+{
+    pool_t *pool = ep->net->pool;
+    breaker_ctx_t c = {ep, from, to, reason, sl_wall_ms(), {0}};
+    int changed = 0;
+    if (pool->state == NULL)
+        return 0;
+    if (state_endpoint_update(pool->state, ep->health.key, breaker_cb, &c, &changed) != SL_OK || !changed)
+        return 0;
+    ep->health.shared = c.result;
+    sl_log_warn("endpoint %s/%s: breaker %s -> %s (%s)", ep->net->conf->name, ep->conf->id,
+                policy_breaker_state_name(from), policy_breaker_state_name(to), reason);
+    if (to != POLICY_BREAKER_HALF_OPEN)
+        network_check(ep->net);
+    return 1;
+}
+
+/* ---- probes ---- */
+
+static int probe_answer_ok(pool_exchange_t *ex)
+{
+    policy_envelope_t env;
+    if (ex->fail != POOL_FAIL_NONE || ex->head.status < 200 || ex->head.status >= 300)
+        return 0;
+    return policy_envelope_scan(ex->body.base ? ex->body.base : "", ex->body.len, &env) == SL_OK &&
+           env.result.len != 0 && env.error.len == 0;
+}
+
+static void on_probe_done(pool_exchange_t *ex)
+{
+    pool_endpoint_t *ep = ex->data;
+    ep->health.probing = 0;
+    char reason[160];
+    int ok = probe_answer_ok(ex);
+    if (ok)
+        snprintf(reason, sizeof(reason), "probe answered in %u ms", ex->latency_us / 1000);
+    else if (ex->fail != POOL_FAIL_NONE)
+        snprintf(reason, sizeof(reason), "probe failed: %s", pool_fail_str(ex->fail));
+    else
+        snprintf(reason, sizeof(reason), "probe failed: HTTP %d or no result", ex->head.status);
+    sl_buf_dispose(&ex->body);
+    if (ok)
+        policy_window_reset(&ep->health.window);
+    breaker_move(ep, POLICY_BREAKER_HALF_OPEN, ok ? POLICY_BREAKER_CLOSED : POLICY_BREAKER_OPEN, reason);
+}
+
+static void probe_send(pool_endpoint_t *ep)
+{
+    static const char eth[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"eth_blockNumber\",\"params\":[]}";
+    static const char sol[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"getSlot\"}";
+    int solana = ep->net->conf->chain == POLICY_CHAIN_SOLANA;
+    pool_fail_t fail = pool_exchange_start(&ep->health.probe, ep, solana ? sol : eth,
+                                           solana ? sizeof(sol) - 1 : sizeof(eth) - 1, 0, on_probe_done, ep);
+    if (fail == POOL_FAIL_NONE) {
+        ep->health.probing = 1;
+        return;
+    }
+    char reason[160];
+    snprintf(reason, sizeof(reason), "probe failed: %s", pool_fail_str(fail));
+    breaker_move(ep, POLICY_BREAKER_HALF_OPEN, POLICY_BREAKER_OPEN, reason);
+}
+
+typedef struct takeover_ctx {
+    uint64_t now;
+    uint32_t timeout_ms;
+    state_endpoint_rec_t result;
+} takeover_ctx_t;
+
+/* A probe claimed by a worker that died mid-probe: take the claim over. */
+static int takeover_cb(void *arg, state_endpoint_rec_t *rec, int exists, state_event_t *events, size_t *nevents)
+{
+    takeover_ctx_t *c = arg;
+    (void)exists;
+    (void)events;
+    (void)nevents;
+    if (rec->breaker != POLICY_BREAKER_HALF_OPEN || c->now < rec->probe_at_ms + c->timeout_ms)
+        return 0;
+    rec->probe_pid = (uint32_t)getpid();
+    rec->probe_at_ms = c->now;
+    c->result = *rec;
+    return 1;
+}
+
+/* Claims the half-open probe when the cooldown is over (or a claim went stale). */
+static void probe_maybe(pool_endpoint_t *ep, uint64_t now)
+{
+    pool_health_t *h = &ep->health;
+    const policy_breaker_conf_t *conf = &ep->net->conf->breaker;
+    if (h->probing)
+        return;
+    policy_breaker_t b = {(policy_breaker_state_t)h->shared.breaker, h->shared.since_ms, h->shared.cooldown_ms,
+                          h->shared.opened_at_ms};
+    if (policy_breaker_probe_due(&b, now)) {
+        char reason[96];
+        snprintf(reason, sizeof(reason), "cooldown of %u ms over: one probe", b.cooldown_ms);
+        if (breaker_move(ep, POLICY_BREAKER_OPEN, POLICY_BREAKER_HALF_OPEN, reason))
+            probe_send(ep);
+    } else if (b.state == POLICY_BREAKER_HALF_OPEN && now >= h->shared.probe_at_ms + conf->probe_timeout_ms) {
+        takeover_ctx_t c = {now, conf->probe_timeout_ms, {0}};
+        int changed = 0;
+        if (state_endpoint_update(ep->net->pool->state, h->key, takeover_cb, &c, &changed) == SL_OK && changed) {
+            h->shared = c.result;
+            sl_log_warn("endpoint %s/%s: took over a stale half-open probe", ep->net->conf->name, ep->conf->id);
+            probe_send(ep);
+        }
+    }
+}
+
+/* ---- outcomes ---- */
+
+static int is_breaker_failure(state_outcome_t o)
+{
+    switch (o) {
+    case STATE_OUTCOME_TIMEOUT:
+    case STATE_OUTCOME_CONNECT:
+    case STATE_OUTCOME_RESET:
+    case STATE_OUTCOME_HTTP_ERROR:
+    case STATE_OUTCOME_MALFORMED:
+        return 1;
+    case STATE_OUTCOME_OK:
+    case STATE_OUTCOME_DETERMINISTIC:
+    case STATE_OUTCOME_RATE_LIMITED:
+    case STATE_OUTCOME_UNSUPPORTED:
+    case STATE_OUTCOME_MISSING_DATA:
+    case STATE_OUTCOME_COUNT:
+        break;
+    }
+    return 0;
+}
+
+static void count_latency(state_stats_rec_t *s, uint32_t latency_us)
+{
+    size_t b = 0;
+    while (b + 1 < STATE_LAT_BUCKETS && latency_us > state_lat_bounds_us[b])
+        b++;
+    s->lat_hist[b]++;
+    s->lat_sum_us += latency_us;
+    s->ewma_us = s->ewma_us == 0 ? latency_us : (s->ewma_us * (100 - EWMA_ALPHA_PCT) + (uint64_t)latency_us * EWMA_ALPHA_PCT) / 100;
+}
+
+void pool_health_record(pool_endpoint_t *ep, state_outcome_t outcome, uint32_t latency_us, int failover)
+{
+    pool_health_t *h = &ep->health;
+    h->stats.attempts++;
+    h->stats.outcomes[outcome]++;
+    h->stats.failovers += failover != 0;
+    count_latency(&h->stats, latency_us);
+    h->dirty = 1;
+    if (outcome != STATE_OUTCOME_RATE_LIMITED)
+        h->rl_streak = 0;
+    const policy_breaker_conf_t *conf = &ep->net->conf->breaker;
+    int failure = is_breaker_failure(outcome);
+    if (!policy_window_record(&h->window, conf, failure, sl_now_ms()))
+        return;
+    if (h->shared.breaker != POLICY_BREAKER_CLOSED)
+        return;
+    char reason[160];
+    uint32_t calls, failures;
+    policy_window_totals(&h->window, conf, sl_now_ms(), &calls, &failures);
+    if (conf->consecutive != 0 && h->window.consecutive >= conf->consecutive)
+        snprintf(reason, sizeof(reason), "%u failures in a row (last: %s)", h->window.consecutive,
+                 state_outcome_name(outcome));
+    else
+        snprintf(reason, sizeof(reason), "%u of %u calls failed within %u ms (last: %s)", failures, calls,
+                 conf->window_ms, state_outcome_name(outcome));
+    if (breaker_move(ep, POLICY_BREAKER_CLOSED, POLICY_BREAKER_OPEN, reason))
+        policy_window_reset(&h->window);
+}
+
+/* ---- rate-limit marks ---- */
+
+typedef struct rate_ctx {
+    pool_endpoint_t *ep;
+    uint64_t now;
+    uint64_t until;
+    state_endpoint_rec_t result;
+} rate_ctx_t;
+
+static int rate_cb(void *arg, state_endpoint_rec_t *rec, int exists, state_event_t *events, size_t *nevents)
+{
+    rate_ctx_t *c = arg;
+    (void)exists;
+    if (rec->rate_limited_until_ms >= c->until)
+        return 0;
+    int was_limited = rec->rate_limited_until_ms > c->now;
+    rec->rate_limited_until_ms = c->until;
+    c->result = *rec;
+    if (!was_limited) {
+        event_init(&events[0], STATE_EVENT_ENDPOINT_RATE_LIMITED, c->ep, c->now);
+        events[0].duration_ms = c->until - c->now;
+        snprintf(events[0].reason, sizeof(events[0].reason), "rate limited for %llu ms",
+                 (unsigned long long)(c->until - c->now));
+        *nevents = 1;
+    }
+    return 1;
+}
+
+void pool_health_rate_limited(pool_endpoint_t *ep, uint32_t retry_ms)
+{
+    pool_health_t *h = &ep->health;
+    if (retry_ms == 0) {
+        uint64_t backoff = (uint64_t)RATE_BACKOFF_MIN_MS << (h->rl_streak < 6 ? h->rl_streak : 6);
+        retry_ms = backoff > RATE_BACKOFF_MAX_MS ? RATE_BACKOFF_MAX_MS : (uint32_t)backoff;
+    }
+    h->rl_streak++;
+    uint64_t now = sl_wall_ms(), until = now + retry_ms;
+    /* a storm of 429s must not become a storm of write transactions */
+    if (until <= h->shared.rate_limited_until_ms + 250 || until <= h->rl_written_until_ms + 250)
+        return;
+    h->rl_written_until_ms = until;
+    if (ep->net->pool->state == NULL) {
+        h->shared.rate_limited_until_ms = until;
+        return;
+    }
+    rate_ctx_t c = {ep, now, until, {0}};
+    int changed = 0;
+    if (state_endpoint_update(ep->net->pool->state, h->key, rate_cb, &c, &changed) == SL_OK && changed)
+        h->shared = c.result;
+}
+
+int pool_health_usable(pool_endpoint_t *ep, uint64_t now_wall_ms)
+{
+    const state_endpoint_rec_t *r = &ep->health.shared;
+    return r->breaker == POLICY_BREAKER_CLOSED && !r->drained && now_wall_ms >= r->rate_limited_until_ms;
+}
+
+/* ---- snapshot, flush, tick ---- */
+
+void pool_health_refresh(pool_t *pool)
+{
+    if (pool->state == NULL || state_read_begin(pool->state) != SL_OK)
+        return;
+    for (size_t n = 0; n < pool->nnetworks; n++) {
+        pool_network_t *net = &pool->networks[n];
+        for (size_t i = 0; i < net->nendpoints; i++) {
+            pool_health_t *h = &net->endpoints[i].health;
+            state_endpoint_rec_t rec;
+            if (state_endpoint_get(pool->state, h->key, &rec) != SL_OK)
+                memset(&rec, 0, sizeof(rec));
+            h->shared = rec;
+        }
+    }
+    state_read_end(pool->state);
+}
+
+static void flush_stats(pool_t *pool)
+{
+    const char *keys[256];
+    state_stats_rec_t recs[256];
+    size_t n = 0;
+    uint64_t now = sl_wall_ms();
+    for (size_t k = 0; k < pool->nnetworks; k++) {
+        pool_network_t *net = &pool->networks[k];
+        for (size_t i = 0; i < net->nendpoints && n < 256; i++) {
+            pool_endpoint_t *ep = &net->endpoints[i];
+            pool_health_t *h = &ep->health;
+            if (!h->dirty && h->stats.inflight == ep->inflight)
+                continue;
+            h->stats.pid = (uint32_t)getpid();
+            h->stats.updated_ms = now;
+            h->stats.inflight = ep->inflight;
+            keys[n] = h->stats_key;
+            recs[n++] = h->stats;
+            h->dirty = 0;
+        }
+    }
+    if (n > 0 && state_stats_put(pool->state, keys, recs, n) != SL_OK)
+        sl_log_warn("state: could not flush this worker's counters (kept in memory, retried)");
+}
+
+static void on_tick(h2o_timeout_entry_t *entry)
+{
+    pool_t *pool = H2O_STRUCT_FROM_MEMBER(pool_t, tick, entry);
+    pool_health_refresh(pool);
+    uint64_t mono = sl_now_ms(), now = sl_wall_ms();
+    if (mono - pool->last_flush_ms >= FLUSH_MS) {
+        flush_stats(pool);
+        pool->last_flush_ms = mono;
+    }
+    for (size_t k = 0; k < pool->nnetworks; k++)
+        for (size_t i = 0; i < pool->networks[k].nendpoints; i++)
+            probe_maybe(&pool->networks[k].endpoints[i], now);
+    h2o_timeout_link(pool->loop, &pool->tick_timeout, &pool->tick);
+}
+
+/* Loads this worker's slot so counters keep growing across restarts. */
+static void load_slot(pool_t *pool)
+{
+    if (state_read_begin(pool->state) != SL_OK)
+        return;
+    for (size_t k = 0; k < pool->nnetworks; k++) {
+        pool_network_t *net = &pool->networks[k];
+        for (size_t i = 0; i < net->nendpoints; i++) {
+            pool_health_t *h = &net->endpoints[i].health;
+            if (state_stats_get(pool->state, h->stats_key, &h->stats) != SL_OK)
+                memset(&h->stats, 0, sizeof(h->stats));
+            h->stats.inflight = 0;
+        }
+    }
+    state_read_end(pool->state);
+}
+
+void pool_health_init(pool_t *pool)
+{
+    for (size_t k = 0; k < pool->nnetworks; k++) {
+        pool_network_t *net = &pool->networks[k];
+        net->level = LEVEL_OK;
+        for (size_t i = 0; i < net->nendpoints; i++) {
+            pool_endpoint_t *ep = &net->endpoints[i];
+            snprintf(ep->health.key, sizeof(ep->health.key), "%s/%s", net->conf->name, ep->conf->id);
+            snprintf(ep->health.stats_key, sizeof(ep->health.stats_key), "%s/%s/%u", net->conf->name, ep->conf->id,
+                     pool->slot);
+        }
+    }
+    if (pool->state == NULL)
+        return;
+    load_slot(pool);
+    pool_health_refresh(pool);
+    h2o_timeout_init(pool->loop, &pool->tick_timeout, TICK_MS);
+    pool->tick.cb = on_tick;
+    h2o_timeout_link(pool->loop, &pool->tick_timeout, &pool->tick);
+}
+
+void pool_health_dispose(pool_t *pool)
+{
+    if (pool->state == NULL || pool->tick.cb == NULL)
+        return;
+    flush_stats(pool);
+    for (size_t k = 0; k < pool->nnetworks; k++)
+        for (size_t i = 0; i < pool->networks[k].nendpoints; i++)
+            if (pool->networks[k].endpoints[i].health.probing)
+                pool_exchange_cancel(&pool->networks[k].endpoints[i].health.probe);
+    if (h2o_timeout_is_linked(&pool->tick))
+        h2o_timeout_unlink(&pool->tick);
+    h2o_timeout_dispose(pool->loop, &pool->tick_timeout);
+}

@@ -1,0 +1,202 @@
+/* state/state.c: the LMDB environment, its databases and transactions. */
+#include "state/state.h"
+
+#include <errno.h>
+#include <lmdb.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/sl_log.h"
+#include "state/state_int.h"
+
+static const char *const db_names[STATE_DB_COUNT] = {
+    [STATE_DB_META] = "meta",
+    [STATE_DB_ENDPOINTS] = "endpoints",
+    [STATE_DB_STATS] = "stats",
+    [STATE_DB_EVENTS] = "events",
+};
+
+sl_err_t state_lmdb_err(const char *what, int rc)
+{
+    if (rc == MDB_SUCCESS)
+        return SL_OK;
+    if (rc == MDB_MAP_FULL) {
+        sl_log_error("state: %s: the LMDB map is full (raise state.map_size_mb)", what);
+        return SL_ERR_MAP_FULL;
+    }
+    if (rc == MDB_NOTFOUND)
+        return SL_ERR_NOT_FOUND;
+    sl_log_error("state: %s: %s", what, mdb_strerror(rc));
+    return rc == EACCES ? SL_ERR_DENIED : SL_ERR_STATE;
+}
+
+/* mkdir -p */
+static sl_err_t make_dirs(const char *path)
+{
+    char tmp[4096];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof(tmp))
+        return SL_ERR_INVALID;
+    memcpy(tmp, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (tmp[i] != '/' && tmp[i] != '\0')
+            continue;
+        char c = tmp[i];
+        tmp[i] = '\0';
+        if (mkdir(tmp, 0750) != 0 && errno != EEXIST) {
+            sl_log_error("state: cannot create %s: %s", tmp, strerror(errno));
+            return SL_ERR_IO;
+        }
+        tmp[i] = c;
+    }
+    return SL_OK;
+}
+
+/* Creates the databases and checks (or writes) the schema version. */
+static sl_err_t open_dbs(state_t *st)
+{
+    MDB_txn *txn;
+    int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
+    if (rc != MDB_SUCCESS)
+        return state_lmdb_err("begin", rc);
+    for (int i = 0; i < STATE_DB_COUNT; i++) {
+        rc = mdb_dbi_open(txn, db_names[i], MDB_CREATE, &st->dbi[i]);
+        if (rc != MDB_SUCCESS) {
+            mdb_txn_abort(txn);
+            return state_lmdb_err("open database", rc);
+        }
+    }
+    MDB_val k = {6, "schema"}, v;
+    rc = mdb_get(txn, st->dbi[STATE_DB_META], &k, &v);
+    if (rc == MDB_NOTFOUND) {
+        uint32_t version = STATE_SCHEMA_VERSION;
+        v = (MDB_val){sizeof(version), &version};
+        rc = mdb_put(txn, st->dbi[STATE_DB_META], &k, &v, 0);
+    } else if (rc == MDB_SUCCESS) {
+        uint32_t version = 0;
+        if (v.mv_size == sizeof(version))
+            memcpy(&version, v.mv_data, sizeof(version));
+        if (version != STATE_SCHEMA_VERSION) {
+            mdb_txn_abort(txn);
+            sl_log_error("state: %s holds schema version %u; this sluice uses %u", st->conf.path, version,
+                         STATE_SCHEMA_VERSION);
+            return SL_ERR_VERSION;
+        }
+    }
+    if (rc != MDB_SUCCESS) {
+        mdb_txn_abort(txn);
+        return state_lmdb_err("schema", rc);
+    }
+    return state_lmdb_err("commit", mdb_txn_commit(txn));
+}
+
+sl_err_t state_open(const state_conf_t *conf, state_t **out)
+{
+    sl_err_t err = make_dirs(conf->path);
+    if (err != SL_OK)
+        return err;
+    state_t *st = sl_xcalloc(1, sizeof(*st));
+    st->conf = *conf;
+    st->path = sl_xstrdup(conf->path);
+    st->conf.path = st->path;
+    int rc = mdb_env_create(&st->env);
+    if (rc == MDB_SUCCESS)
+        rc = mdb_env_set_maxdbs(st->env, STATE_DB_COUNT + 4);
+    if (rc == MDB_SUCCESS)
+        rc = mdb_env_set_mapsize(st->env, conf->map_size_mb * 1024 * 1024);
+    if (rc == MDB_SUCCESS)
+        rc = mdb_env_set_maxreaders(st->env, 512);
+    if (rc == MDB_SUCCESS)
+        rc = mdb_env_open(st->env, st->path, MDB_NOTLS | MDB_NOSYNC | MDB_NORDAHEAD, 0640);
+    if (rc != MDB_SUCCESS) {
+        err = state_lmdb_err(st->path, rc);
+        goto fail;
+    }
+    if ((err = open_dbs(st)) != SL_OK)
+        goto fail;
+    *out = st;
+    return SL_OK;
+fail:
+    state_close(st);
+    return err;
+}
+
+void state_close(state_t *st)
+{
+    if (st == NULL)
+        return;
+    if (st->rtxn != NULL)
+        mdb_txn_abort(st->rtxn);
+    if (st->env != NULL)
+        mdb_env_close(st->env);
+    free(st->path);
+    free(st);
+}
+
+sl_err_t state_check_readers(state_t *st, int *cleared)
+{
+    *cleared = 0;
+    return state_lmdb_err("reader check", mdb_reader_check(st->env, cleared));
+}
+
+sl_err_t state_sync(state_t *st)
+{
+    return state_lmdb_err("sync", mdb_env_sync(st->env, 1));
+}
+
+void state_usage(state_t *st, size_t *used, size_t *size)
+{
+    MDB_envinfo info;
+    MDB_stat stat;
+    mdb_env_info(st->env, &info);
+    mdb_env_stat(st->env, &stat);
+    *size = info.me_mapsize;
+    *used = (info.me_last_pgno + 1) * (size_t)stat.ms_psize;
+}
+
+sl_err_t state_read_begin(state_t *st)
+{
+    int rc = st->rtxn == NULL ? mdb_txn_begin(st->env, NULL, MDB_RDONLY, &st->rtxn) : mdb_txn_renew(st->rtxn);
+    return state_lmdb_err("read", rc);
+}
+
+void state_read_end(state_t *st)
+{
+    if (st->rtxn != NULL)
+        mdb_txn_reset(st->rtxn);
+}
+
+sl_err_t state_raw_put(state_t *st, const char *db, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    int which = -1;
+    for (int i = 0; i < STATE_DB_COUNT; i++)
+        if (strcmp(db_names[i], db) == 0)
+            which = i;
+    if (which < 0)
+        return SL_ERR_INVALID;
+    MDB_txn *txn;
+    int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
+    if (rc != MDB_SUCCESS)
+        return state_lmdb_err("begin", rc);
+    MDB_val k = {klen, (void *)key}, v = {vlen, (void *)val};
+    rc = mdb_put(txn, st->dbi[which], &k, &v, 0);
+    if (rc != MDB_SUCCESS) {
+        mdb_txn_abort(txn);
+        return state_lmdb_err("put", rc);
+    }
+    return state_lmdb_err("commit", mdb_txn_commit(txn));
+}
+
+/* Logs a record that does not decode, once per key and process. */
+void state_note_corrupt(state_t *st, const char *db, const char *key, sl_err_t err)
+{
+    for (size_t i = 0; i < st->ncorrupt_logged; i++)
+        if (strcmp(st->corrupt_logged[i], key) == 0)
+            return;
+    if (st->ncorrupt_logged < STATE_CORRUPT_LOG_MAX)
+        snprintf(st->corrupt_logged[st->ncorrupt_logged++], sizeof(st->corrupt_logged[0]), "%s", key);
+    st->corrupt_records++;
+    sl_log_error("state: %s record \"%s\" does not decode (%s); treating it as absent", db, key, sl_err_str(err));
+}

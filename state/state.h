@@ -1,0 +1,106 @@
+/* state/state.h: one LMDB environment shared by every sluice process.
+ *
+ * The master opens it first (creating the folder and the schema record);
+ * each worker opens its own handle after fork (MDB_NOTLS). Named databases:
+ *   meta       schema version, next event sequence
+ *   endpoints  "<network>/<endpoint>" -> state_endpoint_rec_t (breaker, drain, rate limit)
+ *   stats      "<slot>/<network>/<endpoint>" -> state_stats_rec_t (one slot per worker)
+ *   events     big-endian u64 sequence -> state_event_t
+ * Write patterns (DESIGN.md §3): rare transitions go through
+ * state_endpoint_update() (compare-and-set inside one write transaction, with
+ * their events); hot counters are flushed per worker slot every ~100 ms;
+ * readers take a snapshot. No write transaction per request.
+ *
+ * Writes use MDB_NOSYNC: a killed process loses nothing (the kernel has the
+ * pages); the master calls state_sync() every second to bound what a power
+ * loss could take. state/ decides nothing and knows no HTTP. */
+#ifndef STATE_H
+#define STATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/sl_err.h"
+#include "state/state_record.h"
+
+#define STATE_SCHEMA_VERSION 1
+
+typedef struct state state_t;
+
+typedef struct state_conf {
+    const char *path;             /* folder; created if missing */
+    size_t map_size_mb;
+    uint32_t event_max_count;     /* retention: keep at most this many events */
+    uint32_t event_max_age_s;     /* ... and none older than this */
+} state_conf_t;
+
+/* Opens (creating as needed) the environment. Errors: SL_ERR_IO (folder,
+ * permissions), SL_ERR_VERSION (written by another schema version),
+ * SL_ERR_STATE (anything else LMDB reports); the detail is logged. */
+SL_MUST_CHECK sl_err_t state_open(const state_conf_t *conf, state_t **out);
+void state_close(state_t *st);
+
+/* ---- master housekeeping ---- */
+/* Clears reader slots left by dead processes; *cleared gets how many. */
+SL_MUST_CHECK sl_err_t state_check_readers(state_t *st, int *cleared);
+/* Flushes written pages to disk. */
+SL_MUST_CHECK sl_err_t state_sync(state_t *st);
+/* Applies event retention (count and age); *removed gets how many. */
+SL_MUST_CHECK sl_err_t state_trim_events(state_t *st, uint64_t now_ms, size_t *removed);
+/* Bytes used by the map, and its size, for the admin view and trimming. */
+void state_usage(state_t *st, size_t *used, size_t *size);
+
+/* ---- snapshots: one reused read transaction per process ---- */
+SL_MUST_CHECK sl_err_t state_read_begin(state_t *st);
+void state_read_end(state_t *st);
+/* Inside a snapshot. SL_ERR_NOT_FOUND if absent; SL_ERR_CORRUPT or
+ * SL_ERR_VERSION if the stored bytes do not decode (logged once per key). */
+SL_MUST_CHECK sl_err_t state_endpoint_get(state_t *st, const char *key, state_endpoint_rec_t *rec);
+SL_MUST_CHECK sl_err_t state_stats_get(state_t *st, const char *key, state_stats_rec_t *rec);
+
+/* ---- transitions: compare-and-set ---- */
+/* Called inside the write transaction with the current record (zeroed and
+ * exists = 0 if absent or undecodable). Returns 1 to write *rec back and
+ * append events[0..*nevents) (at most STATE_MAX_TXN_EVENTS), 0 to change
+ * nothing. Exactly one of several racing processes sees the old state. */
+#define STATE_MAX_TXN_EVENTS 4
+typedef int (*state_update_fn)(void *ctx, state_endpoint_rec_t *rec, int exists, state_event_t *events,
+                               size_t *nevents);
+SL_MUST_CHECK sl_err_t state_endpoint_update(state_t *st, const char *key, state_update_fn fn, void *ctx,
+                                             int *changed);
+
+/* ---- network level: how many endpoints of a network are usable ---- */
+typedef struct state_network_rec {
+    uint8_t level;                /* 0 down, 1 one usable endpoint left, 2 redundant */
+    uint64_t since_ms;
+} state_network_rec_t;
+
+extern const state_schema_t state_network_schema;
+
+/* Reads the records of keys[0..n) (zeroed when absent) and the network's
+ * level record, inside one write transaction, and calls fn; if fn returns 1
+ * the level record and events are written. Serialised by LMDB's write lock,
+ * so racing workers never report the same change twice. */
+typedef int (*state_network_fn)(void *ctx, const state_endpoint_rec_t *recs, size_t n, state_network_rec_t *level,
+                                int exists, state_event_t *events, size_t *nevents);
+SL_MUST_CHECK sl_err_t state_network_update(state_t *st, const char *network, const char *const *keys, size_t n,
+                                            state_network_fn fn, void *ctx);
+
+/* ---- events ---- */
+/* Appends ev with the next sequence number (set in ev->seq). On a full map it
+ * trims the oldest events and tries once more. */
+SL_MUST_CHECK sl_err_t state_event_append(state_t *st, state_event_t *ev);
+/* Events with seq > since, oldest first, at most max; *n gets the count. */
+SL_MUST_CHECK sl_err_t state_events_read(state_t *st, uint64_t since, state_event_t *out, size_t max, size_t *n);
+/* The sequence of the newest event (0 if none). */
+uint64_t state_events_last_seq(state_t *st);
+
+/* ---- hot counters ---- */
+/* Writes n stats records (keys[i] -> recs[i]) in one write transaction. */
+SL_MUST_CHECK sl_err_t state_stats_put(state_t *st, const char *const *keys, const state_stats_rec_t *recs, size_t n);
+
+/* For tests and tools: raw put of arbitrary bytes into a named database. */
+SL_MUST_CHECK sl_err_t state_raw_put(state_t *st, const char *db, const void *key, size_t klen, const void *val,
+                                     size_t vlen);
+
+#endif

@@ -1,0 +1,37 @@
+/* state/state_int.h: state/ internal, for the state/ sources and their tests. */
+#ifndef STATE_INT_H
+#define STATE_INT_H
+
+#include <lmdb.h>
+#include <stdio.h>
+
+#include "state/state.h"
+
+enum {
+    STATE_DB_META,
+    STATE_DB_ENDPOINTS,
+    STATE_DB_STATS,
+    STATE_DB_EVENTS,
+    STATE_DB_COUNT
+};
+
+#define STATE_CORRUPT_LOG_MAX 32
+
+struct state {
+    state_conf_t conf;
+    char *path;
+    MDB_env *env;
+    MDB_dbi dbi[STATE_DB_COUNT];
+    MDB_txn *rtxn;                /* reused snapshot transaction (reset between uses) */
+    uint64_t corrupt_records;     /* records that did not decode */
+    char corrupt_logged[STATE_CORRUPT_LOG_MAX][96];
+    size_t ncorrupt_logged;
+};
+
+/* Converts an LMDB return code, logging what failed. */
+sl_err_t state_lmdb_err(const char *what, int rc);
+void state_note_corrupt(state_t *st, const char *db, const char *key, sl_err_t err);
+/* Appends ev inside txn (assigns ev->seq from meta's counter). */
+int state_event_put(state_t *st, MDB_txn *txn, state_event_t *ev);
+
+#endif

@@ -1,0 +1,281 @@
+#include "state/state_record.h"
+
+#include "state/state.h"
+
+#include <msgpack.h>
+#include <stddef.h>
+#include <string.h>
+
+#define F(struct_, name_, type_, size_) {#name_, type_, offsetof(struct_, name_), size_}
+
+static const state_field_t endpoint_fields[] = {
+    F(state_endpoint_rec_t, breaker, STATE_F_U8, 1),
+    F(state_endpoint_rec_t, since_ms, STATE_F_U64, 1),
+    F(state_endpoint_rec_t, cooldown_ms, STATE_F_U32, 1),
+    F(state_endpoint_rec_t, opened_at_ms, STATE_F_U64, 1),
+    F(state_endpoint_rec_t, probe_pid, STATE_F_U32, 1),
+    F(state_endpoint_rec_t, probe_at_ms, STATE_F_U64, 1),
+    F(state_endpoint_rec_t, drained, STATE_F_U8, 1),
+    F(state_endpoint_rec_t, drained_at_ms, STATE_F_U64, 1),
+    F(state_endpoint_rec_t, rate_limited_until_ms, STATE_F_U64, 1),
+};
+
+const state_schema_t state_endpoint_schema = {"endpoint", 1, endpoint_fields,
+                                              sizeof(endpoint_fields) / sizeof(endpoint_fields[0])};
+
+static const state_field_t network_fields[] = {
+    F(state_network_rec_t, level, STATE_F_U8, 1),
+    F(state_network_rec_t, since_ms, STATE_F_U64, 1),
+};
+
+static const state_field_t event_fields[] = {
+    F(state_event_t, ts_ms, STATE_F_U64, 1),
+    F(state_event_t, kind, STATE_F_U8, 1),
+    F(state_event_t, network, STATE_F_STR, sizeof(((state_event_t *)0)->network)),
+    F(state_event_t, endpoint, STATE_F_STR, sizeof(((state_event_t *)0)->endpoint)),
+    F(state_event_t, from, STATE_F_U8, 1),
+    F(state_event_t, to, STATE_F_U8, 1),
+    F(state_event_t, reason, STATE_F_STR, sizeof(((state_event_t *)0)->reason)),
+    F(state_event_t, duration_ms, STATE_F_U64, 1),
+    F(state_event_t, count, STATE_F_U64, 1),
+    F(state_event_t, pid, STATE_F_U32, 1),
+};
+
+const state_schema_t state_event_schema = {"event", 1, event_fields, sizeof(event_fields) / sizeof(event_fields[0])};
+
+static const state_field_t stats_fields[] = {
+    F(state_stats_rec_t, pid, STATE_F_U32, 1),
+    F(state_stats_rec_t, updated_ms, STATE_F_U64, 1),
+    F(state_stats_rec_t, attempts, STATE_F_U64, 1),
+    F(state_stats_rec_t, outcomes, STATE_F_U64_ARRAY, STATE_OUTCOME_COUNT),
+    F(state_stats_rec_t, failovers, STATE_F_U64, 1),
+    F(state_stats_rec_t, lat_hist, STATE_F_U64_ARRAY, STATE_LAT_BUCKETS),
+    F(state_stats_rec_t, lat_sum_us, STATE_F_U64, 1),
+    F(state_stats_rec_t, ewma_us, STATE_F_U64, 1),
+    F(state_stats_rec_t, inflight, STATE_F_U32, 1),
+    F(state_stats_rec_t, max_inflight_seen, STATE_F_U32, 1),
+};
+
+const state_schema_t state_stats_schema = {"stats", 1, stats_fields, sizeof(stats_fields) / sizeof(stats_fields[0])};
+
+const state_schema_t state_network_schema = {"network", 1, network_fields,
+                                             sizeof(network_fields) / sizeof(network_fields[0])};
+
+const uint64_t state_lat_bounds_us[STATE_LAT_BUCKETS] = {
+    1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000, 1000000, 2500000, 5000000, 10000000, UINT64_MAX,
+};
+
+static const char *const event_names[STATE_EVENT_KIND_COUNT] = {
+#define STATE_EVENT_NAME_(name, str) [STATE_EVENT_##name] = str,
+    STATE_EVENT_KINDS(STATE_EVENT_NAME_)
+#undef STATE_EVENT_NAME_
+};
+
+static const char *const outcome_names[STATE_OUTCOME_COUNT] = {
+#define STATE_OUTCOME_NAME_(name, str) [STATE_OUTCOME_##name] = str,
+    STATE_OUTCOMES(STATE_OUTCOME_NAME_)
+#undef STATE_OUTCOME_NAME_
+};
+
+const char *state_event_kind_name(state_event_kind_t k)
+{
+    return (unsigned)k < STATE_EVENT_KIND_COUNT ? event_names[k] : "unknown";
+}
+
+const char *state_outcome_name(state_outcome_t o)
+{
+    return (unsigned)o < STATE_OUTCOME_COUNT ? outcome_names[o] : "unknown";
+}
+
+static int buf_write(void *data, const char *p, size_t n)
+{
+    sl_buf_append(data, p, n);
+    return 0;
+}
+
+static uint64_t get_uint(const void *rec, const state_field_t *f, size_t i)
+{
+    const char *p = (const char *)rec + f->offset;
+    switch (f->type) {
+    case STATE_F_U8: return *(const uint8_t *)p;
+    case STATE_F_U32: return *(const uint32_t *)p;
+    case STATE_F_U64: return *(const uint64_t *)p;
+    case STATE_F_U64_ARRAY: return ((const uint64_t *)p)[i];
+    case STATE_F_STR: break;
+    }
+    return 0;
+}
+
+sl_err_t state_record_encode(const state_schema_t *schema, const void *rec, sl_buf_t *out)
+{
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, out, buf_write);
+    msgpack_pack_array(&pk, schema->nfields + 1);
+    msgpack_pack_uint32(&pk, schema->version);
+    for (size_t i = 0; i < schema->nfields; i++) {
+        const state_field_t *f = &schema->fields[i];
+        if (f->type == STATE_F_STR) {
+            const char *s = (const char *)rec + f->offset;
+            msgpack_pack_str_with_body(&pk, s, strnlen(s, f->size - 1));
+        } else if (f->type == STATE_F_U64_ARRAY) {
+            msgpack_pack_array(&pk, f->size);
+            for (size_t k = 0; k < f->size; k++)
+                msgpack_pack_uint64(&pk, get_uint(rec, f, k));
+        } else {
+            msgpack_pack_uint64(&pk, get_uint(rec, f, 0));
+        }
+    }
+    return SL_OK;
+}
+
+static sl_err_t put_uint(void *rec, const state_field_t *f, size_t i, const msgpack_object *o)
+{
+    if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+        return SL_ERR_CORRUPT;
+    uint64_t v = o->via.u64;
+    char *p = (char *)rec + f->offset;
+    switch (f->type) {
+    case STATE_F_U8:
+        if (v > UINT8_MAX)
+            return SL_ERR_CORRUPT;
+        *(uint8_t *)p = (uint8_t)v;
+        return SL_OK;
+    case STATE_F_U32:
+        if (v > UINT32_MAX)
+            return SL_ERR_CORRUPT;
+        *(uint32_t *)p = (uint32_t)v;
+        return SL_OK;
+    case STATE_F_U64:
+        *(uint64_t *)p = v;
+        return SL_OK;
+    case STATE_F_U64_ARRAY:
+        ((uint64_t *)p)[i] = v;
+        return SL_OK;
+    case STATE_F_STR:
+        break;
+    }
+    return SL_ERR_CORRUPT;
+}
+
+static sl_err_t decode_field(void *rec, const state_field_t *f, const msgpack_object *o)
+{
+    if (f->type == STATE_F_STR) {
+        if (o->type != MSGPACK_OBJECT_STR || o->via.str.size >= f->size ||
+            memchr(o->via.str.ptr, '\0', o->via.str.size) != NULL)
+            return SL_ERR_CORRUPT;
+        char *p = (char *)rec + f->offset;
+        memcpy(p, o->via.str.ptr, o->via.str.size);
+        p[o->via.str.size] = '\0';
+        return SL_OK;
+    }
+    if (f->type == STATE_F_U64_ARRAY) {
+        if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != f->size)
+            return SL_ERR_CORRUPT;
+        for (size_t k = 0; k < f->size; k++)
+            if (put_uint(rec, f, k, &o->via.array.ptr[k]) != SL_OK)
+                return SL_ERR_CORRUPT;
+        return SL_OK;
+    }
+    return put_uint(rec, f, 0, o);
+}
+
+static sl_err_t decode_object(const state_schema_t *schema, const msgpack_object *root, void *rec)
+{
+    if (root->type != MSGPACK_OBJECT_ARRAY || root->via.array.size < 1)
+        return SL_ERR_CORRUPT;
+    const msgpack_object *items = root->via.array.ptr;
+    if (items[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+        return SL_ERR_CORRUPT;
+    if (items[0].via.u64 != schema->version)
+        return SL_ERR_VERSION;
+    if (root->via.array.size != schema->nfields + 1)
+        return SL_ERR_CORRUPT;
+    for (size_t i = 0; i < schema->nfields; i++) {
+        sl_err_t err = decode_field(rec, &schema->fields[i], &items[i + 1]);
+        if (err != SL_OK)
+            return err;
+    }
+    return SL_OK;
+}
+
+/* msgpack-c allocates a container's element array from its declared count
+ * before reading the elements, so a corrupt count of 2^32 asks malloc for
+ * ~100 GB. This pre-scan walks the bytes and refuses any count larger than
+ * the bytes left (every element takes at least one), deep nesting, and types
+ * a record never holds (floats, maps, binary, extensions). */
+#define PRESCAN_MAX_DEPTH 4
+
+static int be_len(const unsigned char *p, size_t n)
+{
+    size_t v = 0;
+    for (size_t i = 0; i < n; i++)
+        v = (v << 8) | p[i];
+    return (int)(v > INT32_MAX ? -1 : (long)v);
+}
+
+static sl_err_t prescan(const unsigned char *p, size_t len)
+{
+    size_t pending[PRESCAN_MAX_DEPTH + 1]; /* elements still expected per open array */
+    int depth = 0;
+    size_t i = 0;
+    pending[0] = 1;
+    while (i < len) {
+        while (depth > 0 && pending[depth] == 0)
+            depth--;
+        if (pending[depth] == 0)
+            return SL_ERR_CORRUPT; /* bytes after the record */
+        pending[depth]--;
+        unsigned char c = p[i++];
+        long count = -1, skip = 0;
+        if (c <= 0x7f || c >= 0xe0 || c == 0xc0 || c == 0xc2 || c == 0xc3)
+            continue; /* fixint, nil, bool */
+        if ((c & 0xf0) == 0x90)
+            count = c & 0x0f;
+        else if ((c & 0xe0) == 0xa0)
+            skip = c & 0x1f;
+        else if (c >= 0xcc && c <= 0xcf)
+            skip = 1L << (c - 0xcc);
+        else if (c >= 0xd0 && c <= 0xd3)
+            skip = 1L << (c - 0xd0);
+        else if (c >= 0xd9 && c <= 0xdb) {
+            size_t n = (size_t)1 << (c - 0xd9);
+            if (len - i < n || (skip = be_len(p + i, n)) < 0)
+                return SL_ERR_CORRUPT;
+            i += n;
+        } else if (c == 0xdc || c == 0xdd) {
+            size_t n = c == 0xdc ? 2 : 4;
+            if (len - i < n || (count = be_len(p + i, n)) < 0)
+                return SL_ERR_CORRUPT;
+            i += n;
+        } else {
+            return SL_ERR_CORRUPT;
+        }
+        if (skip > 0) {
+            if ((size_t)skip > len - i)
+                return SL_ERR_CORRUPT;
+            i += (size_t)skip;
+        }
+        if (count >= 0) {
+            if ((size_t)count > len - i || depth == PRESCAN_MAX_DEPTH)
+                return SL_ERR_CORRUPT;
+            pending[++depth] = (size_t)count;
+        }
+    }
+    while (depth > 0 && pending[depth] == 0)
+        depth--;
+    return depth == 0 && pending[0] == 0 ? SL_OK : SL_ERR_CORRUPT;
+}
+
+sl_err_t state_record_decode(const state_schema_t *schema, const void *buf, size_t len, void *rec)
+{
+    if (len == 0 || prescan(buf, len) != SL_OK)
+        return SL_ERR_CORRUPT;
+    msgpack_unpacked u;
+    size_t off = 0;
+    msgpack_unpacked_init(&u);
+    sl_err_t err = SL_ERR_CORRUPT;
+    if (msgpack_unpack_next(&u, buf, len, &off) == MSGPACK_UNPACK_SUCCESS && off == len)
+        err = decode_object(schema, &u.data, rec);
+    msgpack_unpacked_destroy(&u);
+    return err;
+}

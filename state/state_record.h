@@ -1,0 +1,141 @@
+/* state/state_record.h: the records sluice keeps in LMDB, as msgpack.
+ *
+ * Every record is a msgpack array [version, field...] described by a static
+ * schema table; one generic codec encodes and decodes all of them. Decoding
+ * checks everything (type, version, field count, ranges, string sizes) and
+ * rejects what it does not know: SL_ERR_VERSION for another version,
+ * SL_ERR_CORRUPT for anything malformed. Never a crash: fuzzed by
+ * tests/fuzz/fuzz_state_record.c. Pure: no LMDB here. */
+#ifndef STATE_RECORD_H
+#define STATE_RECORD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/sl_buf.h"
+#include "base/sl_err.h"
+
+typedef enum state_field_type {
+    STATE_F_U8,
+    STATE_F_U32,
+    STATE_F_U64,
+    STATE_F_STR,          /* char[size], NUL-terminated, at most size-1 bytes */
+    STATE_F_U64_ARRAY,    /* uint64_t[size] */
+} state_field_type_t;
+
+typedef struct state_field {
+    const char *name;
+    state_field_type_t type;
+    size_t offset;
+    size_t size;
+} state_field_t;
+
+typedef struct state_schema {
+    const char *name;
+    uint32_t version;
+    const state_field_t *fields;
+    size_t nfields;
+} state_schema_t;
+
+SL_MUST_CHECK sl_err_t state_record_encode(const state_schema_t *schema, const void *rec, sl_buf_t *out);
+SL_MUST_CHECK sl_err_t state_record_decode(const state_schema_t *schema, const void *buf, size_t len, void *rec);
+
+/* ---- endpoint state: one per (network, endpoint); rare, write-through ---- */
+typedef struct state_endpoint_rec {
+    uint8_t breaker;              /* policy_breaker_state_t */
+    uint64_t since_ms;            /* wall clock: state entered */
+    uint32_t cooldown_ms;
+    uint64_t opened_at_ms;        /* the current outage began */
+    uint32_t probe_pid;           /* HALF_OPEN: the worker that claimed the probe */
+    uint64_t probe_at_ms;
+    uint8_t drained;              /* operator's drain: no traffic */
+    uint64_t drained_at_ms;
+    uint64_t rate_limited_until_ms;
+} state_endpoint_rec_t;
+
+extern const state_schema_t state_endpoint_schema;
+
+/* ---- events: the operator's feed ---- */
+#define STATE_EVENT_KINDS(X)                                                              \
+    X(BREAKER_OPENED, "breaker_opened")                                                   \
+    X(BREAKER_HALF_OPEN, "breaker_half_open")                                             \
+    X(BREAKER_CLOSED, "breaker_closed")                                                   \
+    X(ENDPOINT_RATE_LIMITED, "endpoint_rate_limited")                                     \
+    X(FAILOVER, "failover")                                                               \
+    X(REDUNDANCY_LOW, "redundancy_low")                                                   \
+    X(NETWORK_DOWN, "network_down")                                                       \
+    X(NETWORK_UP, "network_up")                                                           \
+    X(ENDPOINT_DRAINED, "endpoint_drained")                                               \
+    X(ENDPOINT_UNDRAINED, "endpoint_undrained")                                           \
+    X(WORKER_RESTARTED, "worker_restarted")                                               \
+    X(PRESSURE_CHANGED, "pressure_changed")                                               \
+    X(CONFIG_RELOADED, "config_reloaded")                                                 \
+    X(STATE_ERROR, "state_error")
+
+typedef enum state_event_kind {
+#define STATE_EVENT_ENUM_(name, str) STATE_EVENT_##name,
+    STATE_EVENT_KINDS(STATE_EVENT_ENUM_)
+#undef STATE_EVENT_ENUM_
+    STATE_EVENT_KIND_COUNT
+} state_event_kind_t;
+
+const char *state_event_kind_name(state_event_kind_t k);
+
+typedef struct state_event {
+    uint64_t seq;                 /* the key, not part of the encoded value */
+    uint64_t ts_ms;               /* wall clock */
+    uint8_t kind;
+    char network[40];
+    char endpoint[72];
+    uint8_t from;                 /* breaker states, for breaker events */
+    uint8_t to;
+    char reason[160];
+    uint64_t duration_ms;         /* breaker_closed: how long it was open; failover: the interval */
+    uint64_t count;               /* failover: how many; redundancy_low: usable endpoints */
+    uint32_t pid;                 /* the process that observed it */
+} state_event_t;
+
+extern const state_schema_t state_event_schema;
+
+/* ---- per-worker counters, flushed every ~100 ms, merged by readers ---- */
+#define STATE_OUTCOMES(X)                                                                 \
+    X(OK, "ok")                                                                           \
+    X(DETERMINISTIC, "deterministic_error")                                               \
+    X(RATE_LIMITED, "rate_limited")                                                       \
+    X(TIMEOUT, "timeout")                                                                 \
+    X(CONNECT, "connect_error")                                                           \
+    X(RESET, "reset")                                                                     \
+    X(HTTP_ERROR, "http_error")                                                           \
+    X(MALFORMED, "malformed")                                                             \
+    X(UNSUPPORTED, "unsupported")                                                         \
+    X(MISSING_DATA, "missing_data")
+
+typedef enum state_outcome {
+#define STATE_OUTCOME_ENUM_(name, str) STATE_OUTCOME_##name,
+    STATE_OUTCOMES(STATE_OUTCOME_ENUM_)
+#undef STATE_OUTCOME_ENUM_
+    STATE_OUTCOME_COUNT
+} state_outcome_t;
+
+const char *state_outcome_name(state_outcome_t o);
+
+/* Upper bounds (µs) of the latency histogram buckets; the last is +Inf. */
+#define STATE_LAT_BUCKETS 14
+extern const uint64_t state_lat_bounds_us[STATE_LAT_BUCKETS];
+
+typedef struct state_stats_rec {
+    uint32_t pid;
+    uint64_t updated_ms;
+    uint64_t attempts;                            /* upstream attempts */
+    uint64_t outcomes[STATE_OUTCOME_COUNT];       /* attempts by outcome */
+    uint64_t failovers;                           /* attempts after which the call moved on */
+    uint64_t lat_hist[STATE_LAT_BUCKETS];         /* attempts by latency bucket */
+    uint64_t lat_sum_us;
+    uint64_t ewma_us;                             /* this worker's latency EWMA */
+    uint32_t inflight;                            /* at flush time */
+    uint32_t max_inflight_seen;
+} state_stats_rec_t;
+
+extern const state_schema_t state_stats_schema;
+
+#endif

@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""tests/bench/summarize.py RESULTS_DIR: Markdown tables from run.sh's runs.csv and rss.csv.
+
+Every figure is a median over the rounds; ratios are medians of per-round ratios (the two
+targets of a ratio ran back to back in the same round, so drift of the machine cancels)."""
+import csv
+import os
+import sys
+from collections import defaultdict
+from statistics import median
+
+out = sys.argv[1]
+runs = list(csv.DictReader(open(os.path.join(out, "runs.csv"))))
+NAMES = {"direct": "direct (1 upstream)", "nginx": "nginx", "sluice": "sluice",
+         "sluicelog": "sluice + access log", "refused": "sluice [dead, up1]",
+         "healthy": "sluice [up1]", "one429": "sluice [429, ok1, ok2]", "no429": "sluice [ok1, ok2]"}
+
+
+def f(r, k):
+    v = r.get(k, "")
+    return float(v) if v not in ("", None) else None
+
+
+def med(rows, k):
+    vals = [f(r, k) for r in rows if f(r, k) is not None]
+    return median(vals) if vals else None
+
+
+def spread(rows, k):
+    vals = [f(r, k) for r in rows]
+    m = median(vals)
+    return (max(vals) - min(vals)) / m * 100 if m else 0
+
+
+def fmt(v, d=1):
+    return "—" if v is None else f"{v:,.{d}f}"
+
+
+def errs(rows):
+    status = sum(int(r["status_err"]) for r in rows)
+    other = sum(int(r[k]) for r in rows for k in ("connect_err", "read_err", "write_err", "timeout_err"))
+    return status, other
+
+
+def by(rows, *keys):
+    g = defaultdict(list)
+    for r in rows:
+        g[tuple(r[k] for k in keys)].append(r)
+    return g
+
+
+def paired_ratio(a_rows, b_rows, k, diff=False):
+    """median over rounds of a/b (or a-b) for the runs of the same round"""
+    b = {r["round"]: f(r, k) for r in b_rows}
+    vals = []
+    for r in a_rows:
+        if r["round"] in b and b[r["round"]]:
+            vals.append(f(r, k) - b[r["round"]] if diff else f(r, k) / b[r["round"]])
+    return median(vals) if vals else None
+
+
+def env_lines():
+    p = os.path.join(out, "env.txt")
+    return open(p).read().strip().splitlines() if os.path.exists(p) else []
+
+
+print("## sluice benchmark\n")
+for line in env_lines():
+    print(f"- {line}")
+others = [f(r, "other_cpu_pct") for r in runs]
+steal = [f(r, "steal_pct") for r in runs]
+if others:
+    print(f"- CPU used by other processes during the runs (% of one CPU): median {median(others):.0f}, "
+          f"max {max(others):.0f}; steal median {median(steal):.1f}%")
+print()
+
+main = [r for r in runs if r["phase"] == "main"]
+if main:
+    rounds = len({r["round"] for r in main})
+    print(f"### Throughput, latency and CPU ({rounds} interleaved rounds, medians)\n")
+    print("CPU µs/req is the proxy's own CPU (master + workers) per completed request; for *direct* it is "
+          "the fake upstream's. *upstream µs/req* is the two fake upstreams' CPU behind the proxy.\n")
+    print("| workload | c | target | req/s | spread | p50 ms | p99 ms | CPU µs/req | upstream µs/req | resp B | non-2xx | errors |")
+    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    g = by(main, "workload", "conc", "target")
+    order = ["direct", "nginx", "sluice", "sluicelog"]
+    combos = []
+    for r in main:
+        if (r["workload"], r["conc"]) not in combos:
+            combos.append((r["workload"], r["conc"]))
+    for wl, c in combos:
+        for t in order:
+            rows = g.get((wl, c, t))
+            if not rows:
+                continue
+            st, other = errs(rows)
+            print(f"| {wl} | {c} | {NAMES[t]} | {fmt(med(rows, 'rps'), 0)} | {spread(rows, 'rps'):.0f}% | "
+                  f"{fmt(med(rows, 'p50_us') / 1000, 2)} | {fmt(med(rows, 'p99_us') / 1000, 2)} | "
+                  f"{fmt(med(rows, 'proxy_us_per_req'), 1)} | {fmt(med(rows, 'upstream_us_per_req'), 1)} | "
+                  f"{fmt(med(rows, 'bytes_per_resp'), 0)} | {st} | {other} |")
+    print()
+    print("### sluice / nginx (median of per-round ratios)\n")
+    print("| workload | c | req/s sluice/nginx | CPU/req sluice/nginx | req/s sluice+log/nginx | "
+          "CPU/req sluice+log/nginx | access log cost µs/req | log bytes/req |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for wl, c in combos:
+        n, s, sl = g.get((wl, c, "nginx")), g.get((wl, c, "sluice")), g.get((wl, c, "sluicelog"))
+        if not (n and s):
+            continue
+        cells = [fmt(paired_ratio(s, n, "rps"), 2), fmt(paired_ratio(s, n, "proxy_us_per_req"), 2)]
+        if sl:
+            lb = [float(r["log_bytes"]) / float(r["requests"]) for r in sl if r["log_bytes"] and float(r["requests"])]
+            cells += [fmt(paired_ratio(sl, n, "rps"), 2), fmt(paired_ratio(sl, n, "proxy_us_per_req"), 2),
+                      fmt(paired_ratio(sl, s, "proxy_us_per_req", diff=True), 1), fmt(median(lb) if lb else None, 0)]
+        else:
+            cells += ["—"] * 4
+        print(f"| {wl} | {c} | " + " | ".join(cells) + " |")
+    print()
+
+ref = [r for r in runs if r["phase"] == "refused"]
+if ref:
+    print("### Failure: refused first endpoint (eth_blockNumber, c=8, medians)\n")
+    print("| target | req/s | p50 ms | p90 ms | p99 ms | max ms | CPU µs/req | non-2xx | errors |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    g = by(ref, "target")
+    for t in ("refused", "healthy"):
+        rows = g.get((t,))
+        if rows:
+            st, other = errs(rows)
+            print(f"| {NAMES[t]} | {fmt(med(rows, 'rps'), 0)} | {fmt(med(rows, 'p50_us') / 1000, 3)} | "
+                  f"{fmt(med(rows, 'p90_us') / 1000, 3)} | {fmt(med(rows, 'p99_us') / 1000, 3)} | "
+                  f"{fmt(med(rows, 'max_us') / 1000, 2)} | {fmt(med(rows, 'proxy_us_per_req'), 1)} | {st} | {other} |")
+    a, b = g.get(("refused",)), g.get(("healthy",))
+    if a and b:
+        d = paired_ratio(a, b, "p99_us", diff=True) / 1000
+        verdict = "within" if d <= 1.0 else "ABOVE"
+        print(f"\np99 added by the dead first endpoint: **{d:+.3f} ms** (median of per-round differences; "
+              f"target ≤ 1 ms: {verdict}); req/s ratio {paired_ratio(a, b, 'rps'):.2f}.")
+    print()
+
+rl = [r for r in runs if r["phase"] == "one429"]
+if rl:
+    print("### Failure: first endpoint answers 429 + Retry-After: 2 (eth_blockNumber, c=64, medians)\n")
+    print("| target | req/s | p50 ms | p99 ms | client req/round | upstream req/round | upstream/client | "
+          "to first endpoint/round | non-2xx | errors |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    g = by(rl, "target")
+    for t in ("one429", "no429"):
+        rows = g.get((t,))
+        if not rows:
+            continue
+        st, other = errs(rows)
+        ratio = median(float(r["up_requests"]) / float(r["requests"]) for r in rows)
+        tot = sum(float(r["up_requests"]) for r in rows) / sum(float(r["requests"]) for r in rows)
+        print(f"| {NAMES[t]} | {fmt(med(rows, 'rps'), 0)} | {fmt(med(rows, 'p50_us') / 1000, 2)} | "
+              f"{fmt(med(rows, 'p99_us') / 1000, 2)} | {fmt(med(rows, 'requests'), 0)} | "
+              f"{fmt(med(rows, 'up_requests'), 0)} | {ratio:.4f} (all rounds: {tot:.4f}) | "
+              f"{fmt(med(rows, 'first_ep_requests'), 0)} | {st} | {other} |")
+    print("\n*to first endpoint* is the 429 provider for the first row and ok1 for the second.")
+    print()
+
+rss_path = os.path.join(out, "rss.csv")
+if os.path.exists(rss_path):
+    rss = list(csv.DictReader(open(rss_path)))
+    if rss:
+        conns = rss[0]["conns"]
+        print(f"### RSS per worker with {conns} keep-alive clients (1 request/s each)\n")
+        print("| proxy | workload | established (max seen) | worker RSS before MB | worker RSS peak MB (each) | "
+              "max per worker MB | master MB | requests | errors |")
+        print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+        for (p, wl), rows in by(rss, "proxy", "workload").items():
+            idle = max(int(r["rss_idle_kb"]) for r in rows) / 1024
+            peaks = [int(r["rss_max_kb"]) / 1024 for r in rows]
+            print(f"| {p} | {wl} | {rows[0]['established']} | {idle:.1f} | "
+                  f"{', '.join(f'{x:.1f}' for x in peaks)} | **{max(peaks):.1f}** | "
+                  f"{int(rows[0]['master_rss_kb']) / 1024:.1f} | {rows[0]['requests']} | {rows[0]['errors']} |")
+        print()

@@ -1,0 +1,271 @@
+/* tests/policy/test_method.c: policy/method.h: the tables' invariants, lookup
+ * and blocked-pattern matching. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy/method.h"
+
+static const policy_chain_t chains[] = {POLICY_CHAIN_ETHEREUM, POLICY_CHAIN_SOLANA};
+
+static size_t count_patterns(const char *const *p)
+{
+    size_t n = 0;
+    while (p[n] != NULL)
+        n++;
+    return n;
+}
+
+/* ---- table invariants -------------------------------------------------- */
+
+Test(method, tables_sorted_without_duplicates)
+{
+    for (size_t c = 0; c < sizeof chains / sizeof chains[0]; c++) {
+        size_t n;
+        const policy_method_t *t = policy_method_table(chains[c], &n);
+        cr_assert_gt(n, 10, "chain %zu: table too small", c);
+        for (size_t i = 0; i < n; i++) {
+            cr_expect_not_null(t[i].name);
+            cr_expect_gt(strlen(t[i].name), 0, "chain %zu row %zu: empty name", c, i);
+            cr_expect_lt(strlen(t[i].name), 128, "chain %zu row %zu: name too long for a request", c, i);
+            cr_expect_lt(t[i].cls, POLICY_CLASS_COUNT, "chain %zu '%s': class", c, t[i].name);
+            cr_expect_leq(t[i].priority, POLICY_PRIO_CRITICAL, "chain %zu '%s': priority", c, t[i].name);
+            cr_expect_leq(t[i].retry_safe, 1, "chain %zu '%s': retry_safe", c, t[i].name);
+            if (i > 0)
+                cr_expect_lt(strcmp(t[i - 1].name, t[i].name), 0, "chain %zu: '%s' then '%s' is not sorted or repeats",
+                             c, t[i - 1].name, t[i].name);
+        }
+    }
+}
+
+Test(method, class_rules)
+{
+    for (size_t c = 0; c < sizeof chains / sizeof chains[0]; c++) {
+        size_t n;
+        const policy_method_t *t = policy_method_table(chains[c], &n);
+        const char *const *blocked = policy_method_default_blocked(chains[c]);
+        size_t nb = count_patterns(blocked);
+        unsigned seen = 0;
+        for (size_t i = 0; i < n; i++) {
+            const policy_method_t *m = &t[i];
+            size_t len = strlen(m->name);
+            seen |= 1u << m->cls;
+            int matched = policy_method_match(blocked, nb, m->name, len);
+            if (m->cls == POLICY_CLASS_BLOCKED)
+                cr_expect(matched, "chain %zu: BLOCKED '%s' is not in the default blocked list", c, m->name);
+            else
+                cr_expect(!matched, "chain %zu: '%s' (%s) is blocked by default", c, m->name,
+                          policy_method_class_name(m->cls));
+            if (m->cls == POLICY_CLASS_WRITE)
+                cr_expect(!m->retry_safe, "chain %zu: WRITE '%s' is retry_safe", c, m->name);
+            if (m->cls == POLICY_CLASS_CONFIRM)
+                cr_expect_eq(m->priority, POLICY_PRIO_CRITICAL, "chain %zu: CONFIRM '%s' is not CRITICAL", c, m->name);
+            if (m->cls == POLICY_CLASS_SUBSCRIBE)
+                cr_expect(len >= 8 && strcmp(m->name + len - 8, "ubscribe") == 0,
+                          "chain %zu: SUBSCRIBE '%s' does not end with \"ubscribe\"", c, m->name);
+            else
+                cr_expect(len < 8 || strcmp(m->name + len - 8, "ubscribe") != 0,
+                          "chain %zu: '%s' ends with \"ubscribe\" but is %s", c, m->name,
+                          policy_method_class_name(m->cls));
+        }
+        /* every class but BLOCKED-free chains is exercised by the table */
+        for (unsigned k = 0; k < POLICY_CLASS_COUNT; k++)
+            cr_expect(seen & (1u << k), "chain %zu: no method of class %s", c, policy_method_class_name(k));
+    }
+}
+
+Test(method, default_blocked_lists)
+{
+    static const struct {
+        policy_chain_t chain;
+        const char *name;
+        int blocked;
+    } cases[] = {
+        {POLICY_CHAIN_ETHEREUM, "admin_peers", 1},
+        {POLICY_CHAIN_ETHEREUM, "admin_", 1},
+        {POLICY_CHAIN_ETHEREUM, "debug_traceTransaction", 1},
+        {POLICY_CHAIN_ETHEREUM, "miner_setEtherbase", 1},
+        {POLICY_CHAIN_ETHEREUM, "personal_sign", 1},
+        {POLICY_CHAIN_ETHEREUM, "eth_sendTransaction", 1},
+        {POLICY_CHAIN_ETHEREUM, "eth_sign", 1},
+        {POLICY_CHAIN_ETHEREUM, "eth_signTransaction", 1},
+        {POLICY_CHAIN_ETHEREUM, "eth_signTypedData", 1},
+        {POLICY_CHAIN_ETHEREUM, "eth_signTypedData_v4", 1},
+        {POLICY_CHAIN_ETHEREUM, "eth_signer", 0},
+        {POLICY_CHAIN_ETHEREUM, "eth_sendRawTransaction", 0},
+        {POLICY_CHAIN_ETHEREUM, "eth_sendTransactionX", 0},
+        {POLICY_CHAIN_ETHEREUM, "admin", 0},
+        {POLICY_CHAIN_ETHEREUM, "registerNode", 0},
+        {POLICY_CHAIN_SOLANA, "registerNode", 1},
+        {POLICY_CHAIN_SOLANA, "deregisterNode", 1},
+        {POLICY_CHAIN_SOLANA, "signVote", 1},
+        {POLICY_CHAIN_SOLANA, "signVotes", 0},
+        {POLICY_CHAIN_SOLANA, "admin_peers", 0},
+        {POLICY_CHAIN_SOLANA, "sendTransaction", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *const *p = policy_method_default_blocked(cases[i].chain);
+        cr_expect_eq(policy_method_match(p, count_patterns(p), cases[i].name, strlen(cases[i].name)),
+                     cases[i].blocked, "case %zu '%s'", i, cases[i].name);
+    }
+}
+
+/* ---- lookup ------------------------------------------------------------ */
+
+Test(method, lookup)
+{
+    static const struct {
+        policy_chain_t chain;
+        const char *name;
+        size_t len; /* 0: strlen(name) */
+        const char *row; /* "" : the unknown row */
+        policy_method_class_t cls;
+        policy_priority_t prio;
+        int retry_safe;
+    } cases[] = {
+        {POLICY_CHAIN_ETHEREUM, "eth_blockNumber", 0, "eth_blockNumber", POLICY_CLASS_READ, POLICY_PRIO_NORMAL, 1},
+        {POLICY_CHAIN_ETHEREUM, "eth_accounts", 0, "eth_accounts", POLICY_CLASS_READ, POLICY_PRIO_NORMAL, 1},
+        {POLICY_CHAIN_ETHEREUM, "web3_sha3", 0, "web3_sha3", POLICY_CLASS_READ, POLICY_PRIO_NORMAL, 1},
+        {POLICY_CHAIN_ETHEREUM, "eth_call", 0, "eth_call", POLICY_CLASS_SIMULATE, POLICY_PRIO_LOW, 1},
+        {POLICY_CHAIN_ETHEREUM, "eth_sendRawTransaction", 0, "eth_sendRawTransaction", POLICY_CLASS_WRITE,
+         POLICY_PRIO_HIGH, 0},
+        {POLICY_CHAIN_ETHEREUM, "eth_getTransactionReceipt", 0, "eth_getTransactionReceipt", POLICY_CLASS_CONFIRM,
+         POLICY_PRIO_CRITICAL, 1},
+        {POLICY_CHAIN_ETHEREUM, "eth_getFilterChanges", 0, "eth_getFilterChanges", POLICY_CLASS_READ,
+         POLICY_PRIO_NORMAL, 0},
+        {POLICY_CHAIN_ETHEREUM, "eth_subscribe", 0, "eth_subscribe", POLICY_CLASS_SUBSCRIBE, POLICY_PRIO_NORMAL, 0},
+        {POLICY_CHAIN_ETHEREUM, "eth_sign", 0, "eth_sign", POLICY_CLASS_BLOCKED, POLICY_PRIO_NORMAL, 0},
+        {POLICY_CHAIN_SOLANA, "sendTransaction", 0, "sendTransaction", POLICY_CLASS_WRITE, POLICY_PRIO_HIGH, 0},
+        {POLICY_CHAIN_SOLANA, "getSignatureStatuses", 0, "getSignatureStatuses", POLICY_CLASS_CONFIRM,
+         POLICY_PRIO_CRITICAL, 1},
+        {POLICY_CHAIN_SOLANA, "simulateTransaction", 0, "simulateTransaction", POLICY_CLASS_SIMULATE,
+         POLICY_PRIO_NORMAL, 1},
+        {POLICY_CHAIN_SOLANA, "accountSubscribe", 0, "accountSubscribe", POLICY_CLASS_SUBSCRIBE, POLICY_PRIO_NORMAL, 0},
+        {POLICY_CHAIN_SOLANA, "voteUnsubscribe", 0, "voteUnsubscribe", POLICY_CLASS_SUBSCRIBE, POLICY_PRIO_NORMAL, 0},
+        /* the other chain's names are unknown */
+        {POLICY_CHAIN_SOLANA, "eth_sendRawTransaction", 0, "", POLICY_CLASS_READ, POLICY_PRIO_NORMAL, 1},
+        {POLICY_CHAIN_ETHEREUM, "sendTransaction", 0, "", POLICY_CLASS_READ, POLICY_PRIO_NORMAL, 1},
+        /* unknown: a retry-safe READ of NORMAL priority, named "" */
+        {POLICY_CHAIN_ETHEREUM, "eth_nope", 0, "", POLICY_CLASS_READ, POLICY_PRIO_NORMAL, 1},
+        {POLICY_CHAIN_ETHEREUM, "", 0, "", POLICY_CLASS_READ, POLICY_PRIO_NORMAL, 1},
+        {POLICY_CHAIN_ETHEREUM, "a", 0, "", POLICY_CLASS_READ, POLICY_PRIO_NORMAL, 1},
+        {POLICY_CHAIN_ETHEREUM, "zzzz", 0, "", POLICY_CLASS_READ, POLICY_PRIO_NORMAL, 1},
+        {POLICY_CHAIN_ETHEREUM, "ETH_CALL", 0, "", POLICY_CLASS_READ, POLICY_PRIO_NORMAL, 1},
+        {POLICY_CHAIN_SOLANA, "getbalance", 0, "", POLICY_CLASS_READ, POLICY_PRIO_NORMAL, 1},
+        /* a longer string, looked up by a shorter length, is its prefix only */
+        {POLICY_CHAIN_ETHEREUM, "eth_callXYZ", 8, "eth_call", POLICY_CLASS_SIMULATE, POLICY_PRIO_LOW, 1},
+        {POLICY_CHAIN_ETHEREUM, "eth_sendRawTransactionSync", 22, "eth_sendRawTransaction", POLICY_CLASS_WRITE,
+         POLICY_PRIO_HIGH, 0},
+        {POLICY_CHAIN_ETHEREUM, "eth_getBlockByNumber", 12, "", POLICY_CLASS_READ, POLICY_PRIO_NORMAL, 1},
+        {POLICY_CHAIN_ETHEREUM, "eth_sendRawTransaction", 21, "", POLICY_CLASS_READ, POLICY_PRIO_NORMAL, 1},
+        {POLICY_CHAIN_ETHEREUM, "eth_subscribe", 4, "", POLICY_CLASS_READ, POLICY_PRIO_NORMAL, 1},
+        {POLICY_CHAIN_SOLANA, "getBlocksWithLimit", 9, "getBlocks", POLICY_CLASS_READ, POLICY_PRIO_LOW, 1},
+        {POLICY_CHAIN_SOLANA, "getBlocksWithLimit", 8, "getBlock", POLICY_CLASS_READ, POLICY_PRIO_LOW, 1},
+        {POLICY_CHAIN_SOLANA, "getBlocksWithLimit", 7, "", POLICY_CLASS_READ, POLICY_PRIO_NORMAL, 1},
+        {POLICY_CHAIN_SOLANA, "sendTransaction", 0, "sendTransaction", POLICY_CLASS_WRITE, POLICY_PRIO_HIGH, 0},
+        /* a NUL inside the length is part of the name, which then is no row's */
+        {POLICY_CHAIN_ETHEREUM, "eth_call\0", 9, "", POLICY_CLASS_READ, POLICY_PRIO_NORMAL, 1},
+        {POLICY_CHAIN_ETHEREUM, "eth_call\0\0\0\0\0\0\0\0", 16, "", POLICY_CLASS_READ, POLICY_PRIO_NORMAL, 1},
+        {POLICY_CHAIN_SOLANA, "getSlot\0x", 9, "", POLICY_CLASS_READ, POLICY_PRIO_NORMAL, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t len = cases[i].len ? cases[i].len : strlen(cases[i].name);
+        /* a private copy with nothing after the length, so reading on is caught */
+        char *name = malloc(len ? len : 1);
+        memcpy(name, cases[i].name, len);
+        const policy_method_t *m = policy_method_lookup(cases[i].chain, name, len);
+        cr_assert_not_null(m, "case %zu", i);
+        cr_expect_str_eq(m->name, cases[i].row, "case %zu '%.*s'", i, (int)len, cases[i].name);
+        cr_expect_eq(m->cls, cases[i].cls, "case %zu '%.*s': class", i, (int)len, cases[i].name);
+        cr_expect_eq(m->priority, cases[i].prio, "case %zu '%.*s': priority", i, (int)len, cases[i].name);
+        cr_expect_eq(m->retry_safe, cases[i].retry_safe, "case %zu '%.*s': retry_safe", i, (int)len,
+                     cases[i].name);
+        free(name);
+    }
+}
+
+/* Every row is found by its own name, and only by it. */
+Test(method, lookup_finds_every_row)
+{
+    for (size_t c = 0; c < sizeof chains / sizeof chains[0]; c++) {
+        size_t n;
+        const policy_method_t *t = policy_method_table(chains[c], &n);
+        for (size_t i = 0; i < n; i++) {
+            size_t len = strlen(t[i].name);
+            cr_expect_eq(policy_method_lookup(chains[c], t[i].name, len), &t[i], "chain %zu '%s'", c, t[i].name);
+            /* one byte short, or one byte more: never this row */
+            cr_expect_neq(policy_method_lookup(chains[c], t[i].name, len - 1), &t[i], "chain %zu '%s' - 1", c,
+                          t[i].name);
+            char longer[160];
+            snprintf(longer, sizeof longer, "%s_", t[i].name);
+            cr_expect_neq(policy_method_lookup(chains[c], longer, len + 1), &t[i], "chain %zu '%s_'", c, t[i].name);
+        }
+    }
+    /* the unknown row is shared */
+    cr_expect_eq(policy_method_lookup(POLICY_CHAIN_ETHEREUM, "x", 1), policy_method_lookup(POLICY_CHAIN_SOLANA, "y", 1));
+}
+
+/* ---- pattern matching -------------------------------------------------- */
+
+Test(method, match)
+{
+    static const char *const list[] = {"debug_*", "eth_sign", "x*", "admin_peers"};
+    static const char *const star[] = {"*"};
+    static const char *const empty_pattern[] = {""};
+    static const char *const null_ended[] = {"a_*", NULL, "b_*"};
+    static const struct {
+        const char *const *patterns;
+        size_t n;
+        const char *name;
+        size_t len; /* 0: strlen(name) */
+        int want;
+    } cases[] = {
+        {list, 4, "eth_sign", 0, 1},
+        {list, 4, "eth_signX", 0, 0},
+        {list, 4, "eth_sig", 0, 0},
+        {list, 4, "eth_signX", 8, 1},     /* only len bytes count */
+        {list, 4, "debug_", 0, 1},
+        {list, 4, "debug_traceCall", 0, 1},
+        {list, 4, "debug", 0, 0},
+        {list, 4, "Debug_x", 0, 0},
+        {list, 4, "debug_x", 5, 0},
+        {list, 4, "x", 0, 1},
+        {list, 4, "xylophone", 0, 1},
+        {list, 4, "admin_peers", 0, 1},
+        {list, 4, "admin_peer", 0, 0},
+        {list, 4, "admin_peersX", 0, 0},
+        {list, 4, "", 0, 0},
+        {list, 3, "admin_peers", 0, 0},   /* n bounds the list */
+        {list, 1, "eth_sign", 0, 0},
+        {star, 1, "anything", 0, 1},
+        {star, 1, "", 0, 1},
+        {star, 0, "anything", 0, 0},
+        {list, 0, "eth_sign", 0, 0},
+        {NULL, 0, "eth_sign", 0, 0},     /* empty list */
+        {empty_pattern, 1, "", 0, 1},
+        {empty_pattern, 1, "a", 0, 0},
+        {null_ended, 3, "a_x", 0, 1},
+        {null_ended, 3, "b_x", 0, 0},    /* a NULL ends the list */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t len = cases[i].len ? cases[i].len : strlen(cases[i].name);
+        char *name = malloc(len ? len : 1);
+        memcpy(name, cases[i].name, len);
+        cr_expect_eq(policy_method_match(cases[i].patterns, cases[i].n, name, len), cases[i].want,
+                     "case %zu '%.*s'", i, (int)len, cases[i].name);
+        free(name);
+    }
+}
+
+Test(method, class_names)
+{
+    static const char *const want[POLICY_CLASS_COUNT] = {
+        [POLICY_CLASS_READ] = "read",         [POLICY_CLASS_WRITE] = "write",
+        [POLICY_CLASS_CONFIRM] = "confirm",   [POLICY_CLASS_SIMULATE] = "simulate",
+        [POLICY_CLASS_SUBSCRIBE] = "subscribe", [POLICY_CLASS_BLOCKED] = "blocked",
+    };
+    for (unsigned k = 0; k < POLICY_CLASS_COUNT; k++)
+        cr_expect_str_eq(policy_method_class_name(k), want[k], "class %u", k);
+    cr_expect_str_eq(policy_method_class_name(POLICY_CLASS_COUNT), "unknown");
+}
