@@ -14,6 +14,7 @@
 #include "base/sl_buf.h"
 #include "base/sl_log.h"
 #include "base/sl_time.h"
+#include "gateway/gw_housekeep.h"
 #include "gateway/gw_listen.h"
 #include "gateway/gw_worker.h"
 
@@ -22,6 +23,7 @@
 #define RESPAWN_MIN_MS 100
 #define RESPAWN_MAX_MS 10000
 #define STABLE_AFTER_MS 10000     /* a worker that lived this long resets the backoff */
+#define HOUSEKEEP_MS 1000
 
 typedef struct worker_slot {
     pid_t pid;                    /* 0: not running */
@@ -40,6 +42,8 @@ typedef struct master {
     worker_slot_t slots[MAX_WORKERS];
     unsigned n;
     int stopping;
+    state_t *state;
+    gw_housekeep_t *hk;
 } master_t;
 
 static pid_t spawn(master_t *m, unsigned i)
@@ -154,6 +158,8 @@ static void reap(master_t *m)
             s->restarts++;
             sl_log_error("worker %u (pid %d) %s; respawning in %u ms (restart #%u)", i + 1, (int)pid, how,
                          s->backoff_ms, s->restarts);
+            if (m->hk != NULL)
+                gw_housekeep_worker_restarted(m->hk, i + 1, (int)pid, how);
         }
     }
 }
@@ -180,8 +186,8 @@ static int next_wakeup_ms(const master_t *m)
             next = m->slots[i].respawn_at_ms;
     if (m->stopping)
         return 100;
-    if (next == UINT64_MAX)
-        return -1;
+    if (next == UINT64_MAX || next > now + HOUSEKEEP_MS)
+        return HOUSEKEEP_MS; /* the shared state's chores */
     return next <= now ? 0 : (int)(next - now);
 }
 
@@ -223,6 +229,8 @@ static void supervise(master_t *m)
             respawn_due(m);
         else
             reap(m);
+        if (m->hk != NULL)
+            gw_housekeep_tick(m->hk, sl_now_ms());
     }
 }
 
@@ -251,6 +259,13 @@ static int master_init(master_t *m, const gw_config_t *cfg)
             return -1;
         m->args.has_admin = 1;
     }
+    state_conf_t sc = {cfg->state.path, cfg->state.map_size_mb, cfg->state.event_max_count,
+                       cfg->state.event_max_age_hours * 3600};
+    if (state_open(&sc, &m->state) != SL_OK) {
+        sl_log_error("cannot open the shared state at %s", cfg->state.path);
+        return -1;
+    }
+    m->hk = gw_housekeep_create(cfg, m->state, m->n);
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGCHLD);
@@ -291,6 +306,8 @@ cleanup:
     for (int k = 0; k < 2; k++)
         if (m->reserve_fds[k] >= 0)
             close(m->reserve_fds[k]);
+    gw_housekeep_destroy(m->hk);
+    state_close(m->state);
     free(m);
     return rc;
 }

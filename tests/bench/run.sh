@@ -264,9 +264,12 @@ measure() {
         [ -n "$firstport" ] && first1=$(fp_requests "$firstport")
     fi
     [ -n "$logfile" ] && log_bytes=$(stat -c %s "$logfile")
+    for p in "$ppid" "${up_pids[@]}"; do
+        kill -0 "$p" 2>/dev/null || die "process $p ($target or its upstream) is gone after $raw"
+    done
     local kids_after; kids_after=$(children "$ppid" | tr ' ' '\n' | sort | tr '\n' ' ')
     local respawned=0
-    if [ "$kids_before" != "$kids_after" ] || ! kill -0 "$ppid" 2>/dev/null; then
+    if [ "$kids_before" != "$kids_after" ]; then
         respawned=1
         log "!! $target: worker processes changed during the run ($kids_before -> $kids_after): a crash?"
         FAILS=$((FAILS + 1))

@@ -37,6 +37,9 @@ test('kill -9 of a worker: it is respawned, logged, and service continues', asyn
     const pids = await workerPids(s.child.pid);
     assert.equal(pids.length, 2);
     process.kill(pids[0], 'SIGKILL');
+    // a kept-alive client connection to the killed worker dies with it: give the
+    // client a moment to see that close, so the test measures sluice, not the race
+    await sleep(200);
     for (let i = 0; i < 50; i++) {
       const r = await post(s.url('eth'), call('eth_chainId', [], i));
       assert.equal(r.status, 200);

@@ -1,0 +1,157 @@
+#include "gateway/gw_housekeep.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/sl_buf.h"
+#include "base/sl_log.h"
+#include "base/sl_time.h"
+
+#define SYNC_EVERY_MS 1000
+#define TRIM_EVERY_MS 10000
+#define FAILOVER_EVERY_MS 10000
+
+typedef struct counted_endpoint {
+    const pool_network_conf_t *net;
+    const pool_endpoint_conf_t *ep;
+    uint64_t reported;            /* failovers already turned into events */
+} counted_endpoint_t;
+
+struct gw_housekeep {
+    const gw_config_t *cfg;
+    state_t *st;
+    unsigned nworkers;
+    uint64_t last_sync_ms, last_trim_ms, last_failover_ms;
+    counted_endpoint_t *eps;
+    size_t neps;
+};
+
+/* Sum of one endpoint's failover counters over every worker slot. */
+static uint64_t failovers(gw_housekeep_t *hk, const counted_endpoint_t *c)
+{
+    uint64_t total = 0;
+    for (unsigned slot = 1; slot <= hk->nworkers; slot++) {
+        char key[160];
+        state_stats_rec_t rec;
+        snprintf(key, sizeof(key), "%s/%s/%u", c->net->name, c->ep->id, slot);
+        if (state_stats_get(hk->st, key, &rec) == SL_OK)
+            total += rec.failovers;
+    }
+    return total;
+}
+
+static void read_failovers(gw_housekeep_t *hk, uint64_t *totals)
+{
+    if (state_read_begin(hk->st) != SL_OK) {
+        for (size_t i = 0; i < hk->neps; i++)
+            totals[i] = hk->eps[i].reported;
+        return;
+    }
+    for (size_t i = 0; i < hk->neps; i++)
+        totals[i] = failovers(hk, &hk->eps[i]);
+    state_read_end(hk->st);
+}
+
+static void report_failovers(gw_housekeep_t *hk, uint64_t interval_ms)
+{
+    uint64_t *totals = sl_xcalloc(hk->neps ? hk->neps : 1, sizeof(*totals));
+    read_failovers(hk, totals);
+    for (size_t i = 0; i < hk->neps; i++) {
+        counted_endpoint_t *c = &hk->eps[i];
+        if (totals[i] <= c->reported) {
+            c->reported = totals[i]; /* a slot was reset: start again from here */
+            continue;
+        }
+        state_event_t ev;
+        memset(&ev, 0, sizeof(ev));
+        ev.ts_ms = sl_wall_ms();
+        ev.kind = STATE_EVENT_FAILOVER;
+        ev.pid = (uint32_t)getpid();
+        ev.count = totals[i] - c->reported;
+        ev.duration_ms = interval_ms;
+        snprintf(ev.network, sizeof(ev.network), "%s", c->net->name);
+        snprintf(ev.endpoint, sizeof(ev.endpoint), "%s", c->ep->id);
+        snprintf(ev.reason, sizeof(ev.reason), "%llu call(s) moved on from this endpoint in the last %llu s",
+                 (unsigned long long)ev.count, (unsigned long long)(interval_ms / 1000));
+        if (state_event_append(hk->st, &ev) == SL_OK)
+            c->reported = totals[i];
+    }
+    free(totals);
+}
+
+gw_housekeep_t *gw_housekeep_create(const gw_config_t *cfg, state_t *st, unsigned nworkers)
+{
+    gw_housekeep_t *hk = sl_xcalloc(1, sizeof(*hk));
+    hk->cfg = cfg;
+    hk->st = st;
+    hk->nworkers = nworkers;
+    for (size_t n = 0; n < cfg->nnetworks; n++)
+        hk->neps += cfg->networks[n].nendpoints;
+    hk->eps = sl_xcalloc(hk->neps ? hk->neps : 1, sizeof(*hk->eps));
+    size_t k = 0;
+    for (size_t n = 0; n < cfg->nnetworks; n++)
+        for (size_t e = 0; e < cfg->networks[n].nendpoints; e++)
+            hk->eps[k++] = (counted_endpoint_t){&cfg->networks[n], &cfg->networks[n].endpoints[e], 0};
+    /* what the counters say now was reported (or lost) by an earlier run */
+    uint64_t *totals = sl_xcalloc(hk->neps ? hk->neps : 1, sizeof(*totals));
+    read_failovers(hk, totals);
+    for (size_t i = 0; i < hk->neps; i++)
+        hk->eps[i].reported = totals[i];
+    free(totals);
+    uint64_t now = sl_now_ms();
+    hk->last_sync_ms = hk->last_trim_ms = hk->last_failover_ms = now;
+    int cleared = 0;
+    if (state_check_readers(st, &cleared) == SL_OK && cleared > 0)
+        sl_log_warn("state: cleared %d stale reader slot(s) left by dead processes", cleared);
+    return hk;
+}
+
+void gw_housekeep_destroy(gw_housekeep_t *hk)
+{
+    if (hk == NULL)
+        return;
+    if (state_sync(hk->st) != SL_OK)
+        sl_log_warn("state: final sync failed");
+    free(hk->eps);
+    free(hk);
+}
+
+void gw_housekeep_tick(gw_housekeep_t *hk, uint64_t now)
+{
+    if (now - hk->last_sync_ms >= SYNC_EVERY_MS) {
+        int cleared = 0;
+        if (state_sync(hk->st) != SL_OK)
+            sl_log_warn("state: sync to disk failed");
+        if (state_check_readers(hk->st, &cleared) == SL_OK && cleared > 0)
+            sl_log_warn("state: cleared %d stale reader slot(s) left by dead processes", cleared);
+        hk->last_sync_ms = now;
+    }
+    if (now - hk->last_failover_ms >= FAILOVER_EVERY_MS) {
+        report_failovers(hk, now - hk->last_failover_ms);
+        hk->last_failover_ms = now;
+    }
+    if (now - hk->last_trim_ms >= TRIM_EVERY_MS) {
+        size_t removed = 0;
+        if (state_trim_events(hk->st, sl_wall_ms(), &removed) == SL_OK && removed > 0)
+            sl_log_info("state: retention removed %zu old event(s)", removed);
+        hk->last_trim_ms = now;
+    }
+}
+
+void gw_housekeep_worker_restarted(gw_housekeep_t *hk, unsigned index, int pid, const char *how)
+{
+    int cleared = 0;
+    if (state_check_readers(hk->st, &cleared) == SL_OK && cleared > 0)
+        sl_log_info("state: cleared %d reader slot(s) of worker %u", cleared, index);
+    state_event_t ev;
+    memset(&ev, 0, sizeof(ev));
+    ev.ts_ms = sl_wall_ms();
+    ev.kind = STATE_EVENT_WORKER_RESTARTED;
+    ev.pid = (uint32_t)pid;
+    ev.count = index;
+    snprintf(ev.reason, sizeof(ev.reason), "worker %u (pid %d) %s", index, pid, how);
+    if (state_event_append(hk->st, &ev) != SL_OK)
+        sl_log_warn("state: could not record the worker_restarted event");
+}

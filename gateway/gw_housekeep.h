@@ -1,0 +1,25 @@
+/* gateway/gw_housekeep.h: the master's chores on the shared state.
+ *
+ * Every second: flush LMDB pages to disk and clear reader slots of dead
+ * processes. Every ten seconds: apply the event log's retention, and turn the
+ * workers' failover counters into one "failover" event per endpoint that
+ * failed over (aggregated, never one per request). The master is the only
+ * aggregator, so no count is reported twice. */
+#ifndef GW_HOUSEKEEP_H
+#define GW_HOUSEKEEP_H
+
+#include <stdint.h>
+
+#include "gateway/gw_config.h"
+#include "state/state.h"
+
+typedef struct gw_housekeep gw_housekeep_t;
+
+gw_housekeep_t *gw_housekeep_create(const gw_config_t *cfg, state_t *st, unsigned nworkers);
+void gw_housekeep_destroy(gw_housekeep_t *hk);
+/* Runs what is due; call at least once a second. */
+void gw_housekeep_tick(gw_housekeep_t *hk, uint64_t now_ms);
+/* Records a worker_restarted event (and clears its reader slot at once). */
+void gw_housekeep_worker_restarted(gw_housekeep_t *hk, unsigned index, int pid, const char *how);
+
+#endif
