@@ -1,54 +1,100 @@
+/* admin/admin.c: the admin router, authentication and small helpers. */
 #include "admin/admin.h"
 
 #include <openssl/crypto.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+#include "admin/admin_int.h"
 #include "base/sl_buf.h"
 #include "base/sl_http.h"
 
-struct admin {
-    h2o_handler_t super;
-    admin_conf_t conf;
-};
+#define SSE_TICK_MS 100
 
 typedef int (*admin_route_fn)(admin_t *a, h2o_req_t *req);
 
 typedef struct admin_route {
     const char *method;
     const char *path;
+    int prefix;                   /* path is a prefix (routes with parameters) */
     int needs_auth;
     admin_route_fn fn;
 } admin_route_t;
 
-static int send_json(h2o_req_t *req, int status, const char *json)
+int admin_send_text(h2o_req_t *req, int status, const char *content_type, const char *body, size_t len)
 {
-    h2o_iovec_t body = h2o_strdup(&req->pool, json, SIZE_MAX);
-    sl_http_send(req, status, "application/json", body.base, body.len);
+    h2o_iovec_t copy = h2o_strdup(&req->pool, body, len);
+    sl_http_send(req, status, content_type, copy.base, copy.len);
     return 0;
+}
+
+int admin_send_json(h2o_req_t *req, int status, cJSON *doc)
+{
+    char *json = cJSON_PrintUnformatted(doc);
+    cJSON_Delete(doc);
+    admin_send_text(req, status, "application/json", json, strlen(json));
+    cJSON_free(json);
+    return 0;
+}
+
+uint64_t admin_query_u64(h2o_req_t *req, const char *name, uint64_t dflt)
+{
+    if (req->query_at == SIZE_MAX)
+        return dflt;
+    const char *q = req->path.base + req->query_at + 1, *end = req->path.base + req->path.len;
+    size_t nlen = strlen(name);
+    while (q < end) {
+        const char *amp = memchr(q, '&', (size_t)(end - q));
+        const char *stop = amp ? amp : end;
+        if ((size_t)(stop - q) > nlen && memcmp(q, name, nlen) == 0 && q[nlen] == '=') {
+            uint64_t v = 0;
+            const char *p = q + nlen + 1;
+            if (p == stop)
+                return dflt;
+            for (; p < stop; p++) {
+                if (*p < '0' || *p > '9' || v > UINT64_MAX / 10)
+                    return dflt;
+                v = v * 10 + (uint64_t)(*p - '0');
+            }
+            return v;
+        }
+        q = stop + 1;
+    }
+    return dflt;
 }
 
 static int route_healthz(admin_t *a, h2o_req_t *req)
 {
     (void)a;
-    return send_json(req, 200, "{\"status\":\"ok\"}");
+    return admin_send_text(req, 200, "application/json", H2O_STRLIT("{\"status\":\"ok\"}"));
 }
 
 static int route_readyz(admin_t *a, h2o_req_t *req)
 {
     char why[200] = "";
     int ready = a->conf.ready == NULL || a->conf.ready(a->conf.data, why, sizeof(why));
-    sl_buf_t b = SL_BUF_INIT;
-    sl_buf_printf(&b, "{\"status\":\"%s\",\"reason\":", ready ? "ready" : "not_ready");
-    sl_buf_append_json_str(&b, why, strlen(why));
-    sl_buf_append_char(&b, '}');
-    send_json(req, ready ? 200 : 503, b.base);
-    sl_buf_dispose(&b);
-    return 0;
+    if (ready) {
+        size_t n;
+        admin_ep_view_t *v = admin_view_collect(a, &n);
+        ready = admin_view_ready(v, n, &a->conf, why, sizeof(why));
+        free(v);
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "status", ready ? "ready" : "not_ready");
+    if (!ready)
+        cJSON_AddStringToObject(o, "reason", why);
+    return admin_send_json(req, ready ? 200 : 503, o);
 }
 
 static const admin_route_t routes[] = {
-    {"GET", "/healthz", 0, route_healthz},
-    {"GET", "/readyz", 1, route_readyz},
+    {"GET", "/healthz", 0, 0, route_healthz},
+    {"GET", "/readyz", 0, 1, route_readyz},
+    {"GET", "/metrics", 0, 1, admin_route_metrics},
+    {"GET", "/admin/endpoints", 0, 1, admin_route_endpoints},
+    {"POST", "/admin/endpoints/", 1, 1, admin_route_drain},
+    {"GET", "/admin/events", 0, 1, admin_route_events},
+    {"GET", "/admin/events/stream", 0, 1, admin_route_stream},
 };
 
 static int authorized(admin_t *a, h2o_req_t *req)
@@ -65,14 +111,21 @@ static int authorized(admin_t *a, h2o_req_t *req)
     return CRYPTO_memcmp(v.base + 7, a->conf.token, tlen) == 0;
 }
 
+static int path_matches(const admin_route_t *r, h2o_iovec_t path)
+{
+    size_t n = strlen(r->path);
+    if (r->prefix)
+        return path.len > n && memcmp(path.base, r->path, n) == 0;
+    return path.len == n && memcmp(path.base, r->path, n) == 0;
+}
+
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
     admin_t *a = (admin_t *)self;
-    h2o_iovec_t path = req->path_normalized;
     int path_known = 0;
     for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
         const admin_route_t *r = &routes[i];
-        if (strlen(r->path) != path.len || memcmp(r->path, path.base, path.len) != 0)
+        if (!path_matches(r, req->path_normalized))
             continue;
         path_known = 1;
         if (!h2o_memis(req->method.base, req->method.len, r->method, strlen(r->method)))
@@ -80,13 +133,14 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         if (r->needs_auth && !authorized(a, req)) {
             h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_WWW_AUTHENTICATE, NULL,
                            H2O_STRLIT("Bearer realm=\"sluice admin\""));
-            return send_json(req, 401, "{\"error\":\"missing or wrong bearer token\"}");
+            return admin_send_text(req, 401, "application/json",
+                                   H2O_STRLIT("{\"error\":\"missing or wrong bearer token\"}"));
         }
         return r->fn(a, req);
     }
     if (path_known)
-        return send_json(req, 405, "{\"error\":\"method not allowed\"}");
-    return send_json(req, 404, "{\"error\":\"no such admin route\"}");
+        return admin_send_text(req, 405, "application/json", H2O_STRLIT("{\"error\":\"method not allowed\"}"));
+    return admin_send_text(req, 404, "application/json", H2O_STRLIT("{\"error\":\"no such admin route\"}"));
 }
 
 admin_t *admin_register(h2o_hostconf_t *hostconf, const admin_conf_t *conf)
@@ -95,5 +149,6 @@ admin_t *admin_register(h2o_hostconf_t *hostconf, const admin_conf_t *conf)
     admin_t *a = (admin_t *)h2o_create_handler(pathconf, sizeof(*a));
     a->super.on_req = on_req;
     a->conf = *conf;
+    h2o_timeout_init(conf->loop, &a->sse_timeout, SSE_TICK_MS);
     return a;
 }

@@ -1,16 +1,34 @@
 /* admin/admin.h: the operator's listener (default 127.0.0.1:8546).
  *
+ *   GET  /healthz                        process up (no auth)
+ *   GET  /readyz                         every network has a usable endpoint
+ *   GET  /admin/endpoints                one object per endpoint, merged across workers
+ *   POST /admin/endpoints/{net}/{id}/drain | /undrain
+ *   GET  /admin/events?since=SEQ&limit=N JSON array, oldest first
+ *   GET  /admin/events/stream            Server-Sent Events, resumes from Last-Event-ID
+ *   GET  /metrics                        Prometheus text format
+ *
  * Routes are one table (admin/admin.c). Every route but /healthz needs
  * "Authorization: Bearer <admin.token>" when a token is configured; the
- * comparison is constant-time. admin/ shows state, it drives no upstream. */
+ * comparison is constant-time. admin/ reads state/ (what an operator sees is
+ * in LMDB, merged across workers) and drives no upstream. No secret appears
+ * in its output: URLs are the redacted ones. */
 #ifndef ADMIN_H
 #define ADMIN_H
 
 #include <h2o.h>
 
+#include "pool/pool_conf.h"
+#include "state/state.h"
+
 typedef struct admin_conf {
     const char *token;            /* NULL: no authentication (loopback only, enforced by config) */
-    /* 1 when this process can serve traffic (not draining, networks usable) */
+    const pool_network_conf_t *networks;
+    size_t nnetworks;
+    state_t *state;               /* this process's handle */
+    unsigned nworkers;            /* stats slots 1..nworkers are merged */
+    h2o_loop_t *loop;             /* for the event stream's timers */
+    /* 0 when this process should not get traffic (draining); why says so */
     int (*ready)(void *data, char *why, size_t why_len);
     void *data;
 } admin_conf_t;

@@ -73,6 +73,7 @@ static void on_call_done(pool_call_t *call, void *data)
     g->call_done = 1;
     gw_reply_build(&g->reply, g->req->entity.base, &g->rpc, g->items, g->item_member, g->nitems, g->call);
     g->have_reply = 1;
+    gw_stats_count_request(g->h->stats, g->net->index, &g->rpc, g->items, g->item_member, g->nitems);
     send_reply(g);
 }
 
@@ -115,6 +116,7 @@ static void handle_rpc(gw_req_t *g)
     if (g->nitems == 0) {
         gw_reply_build(&g->reply, body, &g->rpc, NULL, NULL, 0, NULL);
         g->have_reply = 1;
+        gw_stats_count_request(g->h->stats, net->index, &g->rpc, NULL, NULL, 0);
         send_reply(g);
         return;
     }
@@ -238,6 +240,7 @@ static void nets_init(gw_handler_t *h, pool_t *pool)
     h->nets = sl_xcalloc(cfg->nnetworks, sizeof(*h->nets));
     for (size_t i = 0; i < cfg->nnetworks; i++) {
         gw_net_t *n = &h->nets[i];
+        n->index = i;
         n->conf = &cfg->networks[i];
         n->pool_net = pool_network_find(pool, n->conf->name, strlen(n->conf->name));
         if (n->conf->blocked_methods != NULL) {
@@ -251,12 +254,13 @@ static void nets_init(gw_handler_t *h, pool_t *pool)
     }
 }
 
-gw_handler_t *gw_handler_register(h2o_hostconf_t *hostconf, const gw_config_t *cfg, pool_t *pool)
+gw_handler_t *gw_handler_register(h2o_hostconf_t *hostconf, const gw_config_t *cfg, pool_t *pool, gw_stats_t *stats)
 {
     h2o_pathconf_t *pathconf = h2o_config_register_path(hostconf, "/", 0);
     gw_handler_t *h = (gw_handler_t *)h2o_create_handler(pathconf, sizeof(*h));
     h->super.on_req = on_req;
     h->cfg = cfg;
+    h->stats = stats;
     nets_init(h, pool);
     return h;
 }

@@ -12,9 +12,11 @@
 #include <h2o.h>
 
 #include "gateway/gw_config.h"
+#include "gateway/gw_stats.h"
 #include "pool/pool.h"
 
 typedef struct gw_net {
+    size_t index;                 /* in the config's network list */
     const pool_network_conf_t *conf;
     pool_network_t *pool_net;
     const char *const *blocked;   /* patterns: the config's or the chain's default */
@@ -26,11 +28,12 @@ typedef struct gw_handler {
     const gw_config_t *cfg;
     gw_net_t *nets;
     size_t nnets;
+    gw_stats_t *stats;            /* request counters (may be NULL) */
     uint64_t inflight;            /* requests being handled (drain waits for 0) */
     uint64_t served;
 } gw_handler_t;
 
 /* Registers the handler on path "/" of hostconf; nets must outlive it. */
-gw_handler_t *gw_handler_register(h2o_hostconf_t *hostconf, const gw_config_t *cfg, pool_t *pool);
+gw_handler_t *gw_handler_register(h2o_hostconf_t *hostconf, const gw_config_t *cfg, pool_t *pool, gw_stats_t *stats);
 
 #endif

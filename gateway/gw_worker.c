@@ -34,6 +34,7 @@ typedef struct worker {
     gw_handler_t *handler;
     pool_t *pool;
     state_t *state;
+    gw_stats_t *stats;
     int draining;
 } worker_t;
 
@@ -125,7 +126,8 @@ static int worker_setup(worker_t *w)
     };
     if (pool_create(&pp, &w->pool) != SL_OK)
         return -1;
-    w->handler = gw_handler_register(host, cfg, w->pool);
+    w->stats = gw_stats_create(cfg, w->state, w->args->index);
+    w->handler = gw_handler_register(host, cfg, w->pool, w->stats);
     w->accept = (h2o_accept_ctx_t){.ctx = &w->ctx, .hosts = w->conf.hosts};
     gw_listen_addr_t addr = w->args->main_addr;
     if ((w->listener = start_listener(w, &addr, &w->accept)) == NULL)
@@ -135,7 +137,14 @@ static int worker_setup(worker_t *w)
         globalconf_init(&w->admin_conf, 64 * 1024);
         h2o_hostconf_t *ahost =
             h2o_config_register_host(&w->admin_conf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
-        admin_register(ahost, &(admin_conf_t){.token = cfg->admin.token, .ready = is_ready, .data = w});
+        admin_register(ahost, &(admin_conf_t){.token = cfg->admin.token,
+                                              .networks = cfg->networks,
+                                              .nnetworks = cfg->nnetworks,
+                                              .state = w->state,
+                                              .nworkers = w->args->nworkers,
+                                              .loop = w->ctx.loop,
+                                              .ready = is_ready,
+                                              .data = w});
         h2o_context_init(&w->admin_ctx, w->ctx.loop, &w->admin_conf);
         w->admin_accept = (h2o_accept_ctx_t){.ctx = &w->admin_ctx, .hosts = w->admin_conf.hosts};
         gw_listen_addr_t aaddr = w->args->admin_addr;
@@ -208,11 +217,13 @@ int gw_worker_main(const gw_worker_args_t *args)
         uint64_t now = sl_now_ms();
         if (now - last_flush >= HOUSEKEEPING_MS) {
             sl_log_flush();
+            gw_stats_flush(w.stats);
             last_flush = now;
         }
     }
     worker_drain(&w);
     sl_log_flush();
+    gw_stats_flush(w.stats);
     if (w.handler->inflight == 0) /* else calls still reference the pool: just exit */
         pool_destroy(w.pool);
     else

@@ -17,6 +17,7 @@
 #include "base/sl_err.h"
 #include "policy/envelope.h"
 #include "policy/method.h"
+#include "policy/verdict.h"
 #include "pool/pool_conf.h"
 #include "state/state.h"
 
@@ -91,6 +92,7 @@ typedef struct pool_item {
 
     pool_item_state_t state;
     pool_outcome_t outcome;
+    policy_verdict_t verdict;     /* ANSWERED: SUCCESS, DETERMINISTIC, or the fallback's */
     const char *answer;           /* ANSWERED: the response object */
     uint32_t answer_len;
     policy_span_t answer_id;      /* id value inside answer, relative to answer */
@@ -153,6 +155,12 @@ uint32_t pool_call_attempts(const pool_call_t *call);
 const pool_attempt_rec_t *pool_call_log(const pool_call_t *call, size_t *n);
 const char *pool_call_endpoint_id(const pool_call_t *call, int endpoint);
 const char *pool_call_endpoint_url(const pool_call_t *call, int endpoint);   /* redacted */
+
+/* Re-evaluates how many endpoints of a network are usable (breaker closed,
+ * not drained) from shared state, and records redundancy_low / network_down /
+ * network_up events when that level changed. Any process may call it (the
+ * admin API after a drain). Returns the level: 0 down, 1 low, 2 redundant. */
+uint8_t pool_network_level_check(const pool_network_conf_t *conf, state_t *st);
 
 /* Worker shutdown: closes idle upstream connections. */
 void pool_close_idle(pool_t *pool);

@@ -105,6 +105,7 @@ static void item_verdict(answer_ctx_t *a, pool_item_t *it, policy_verdict_t v, u
     switch (v) {
     case POLICY_VERDICT_SUCCESS:
     case POLICY_VERDICT_DETERMINISTIC:
+        it->verdict = v;
         it->state = POOL_ITEM_ANSWERED;
         it->answer = ans;
         it->answer_len = (uint32_t)ans_len;
@@ -118,6 +119,7 @@ static void item_verdict(answer_ctx_t *a, pool_item_t *it, policy_verdict_t v, u
     case POLICY_VERDICT_UNSUPPORTED:
     case POLICY_VERDICT_MISSING_DATA:
         if (ans != NULL) { /* returned as-is if no endpoint does better */
+            it->verdict = v;
             it->answer = ans;
             it->answer_len = (uint32_t)ans_len;
             it->answer_id = ans_id;

@@ -41,8 +41,9 @@ static int usable_rec(const state_endpoint_rec_t *r)
 }
 
 typedef struct level_ctx {
-    pool_network_t *net;
+    const pool_network_conf_t *net;
     uint64_t now;
+    uint8_t level;
 } level_ctx_t;
 
 static int level_cb(void *arg, const state_endpoint_rec_t *recs, size_t n, state_network_rec_t *level, int exists,
@@ -54,12 +55,13 @@ static int level_cb(void *arg, const state_endpoint_rec_t *recs, size_t n, state
         usable += usable_rec(&recs[i]);
     uint8_t now_level = usable == 0 ? LEVEL_DOWN : usable == 1 && n > 1 ? LEVEL_LOW : LEVEL_OK;
     uint8_t before = exists ? level->level : LEVEL_OK;
-    c->net->level = now_level;
+    c->level = now_level;
     if (now_level == before)
         return 0;
     level->level = now_level;
     level->since_ms = c->now;
-    pool_endpoint_t pseudo = {.net = c->net};
+    pool_network_t pnet = {.conf = c->net};
+    pool_endpoint_t pseudo = {.net = &pnet};
     state_event_kind_t kind = now_level == LEVEL_DOWN  ? STATE_EVENT_NETWORK_DOWN
                               : now_level == LEVEL_LOW ? STATE_EVENT_REDUNDANCY_LOW
                                                        : STATE_EVENT_NETWORK_UP;
@@ -72,15 +74,24 @@ static int level_cb(void *arg, const state_endpoint_rec_t *recs, size_t n, state
     return 1;
 }
 
+uint8_t pool_network_level_check(const pool_network_conf_t *conf, state_t *st)
+{
+    char keys[POOL_MAX_ENDPOINTS][112];
+    const char *kp[POOL_MAX_ENDPOINTS];
+    size_t n = conf->nendpoints < POOL_MAX_ENDPOINTS ? conf->nendpoints : POOL_MAX_ENDPOINTS;
+    for (size_t i = 0; i < n; i++) {
+        snprintf(keys[i], sizeof(keys[i]), "%s/%s", conf->name, conf->endpoints[i].id);
+        kp[i] = keys[i];
+    }
+    level_ctx_t c = {conf, sl_wall_ms(), LEVEL_OK};
+    if (state_network_update(st, conf->name, kp, n, level_cb, &c) != SL_OK)
+        sl_log_warn("network %s: cannot record its level in shared state", conf->name);
+    return c.level;
+}
+
 static void network_check(pool_network_t *net)
 {
-    pool_t *pool = net->pool;
-    const char *keys[POOL_MAX_ENDPOINTS];
-    for (size_t i = 0; i < net->nendpoints; i++)
-        keys[i] = net->endpoints[i].health.key;
-    level_ctx_t c = {net, sl_wall_ms()};
-    if (state_network_update(pool->state, net->conf->name, keys, net->nendpoints, level_cb, &c) != SL_OK)
-        sl_log_warn("network %s: cannot record its level in shared state", net->conf->name);
+    net->level = pool_network_level_check(net->conf, net->pool->state);
 }
 
 /* ---- breaker transitions ---- */
@@ -117,6 +128,7 @@ static int breaker_cb(void *arg, state_endpoint_rec_t *rec, int exists, state_ev
     rec->since_ms = b.since_ms;
     rec->cooldown_ms = b.cooldown_ms;
     rec->opened_at_ms = b.opened_at_ms;
+    rec->transitions[c->to]++;
     rec->probe_pid = c->to == POLICY_BREAKER_HALF_OPEN ? (uint32_t)getpid() : 0;
     rec->probe_at_ms = c->to == POLICY_BREAKER_HALF_OPEN ? c->now : 0;
     state_event_t *ev = &events[0];

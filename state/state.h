@@ -99,6 +99,12 @@ uint64_t state_events_last_seq(state_t *st);
 /* Writes n stats records (keys[i] -> recs[i]) in one write transaction. */
 SL_MUST_CHECK sl_err_t state_stats_put(state_t *st, const char *const *keys, const state_stats_rec_t *recs, size_t n);
 
+/* Counter lists (client requests by method and outcome), one per key. */
+SL_MUST_CHECK sl_err_t state_counters_put(state_t *st, const char *const *keys, const state_counters_rec_t *const *recs,
+                                          size_t n);
+/* Inside a snapshot; errors as state_endpoint_get. */
+SL_MUST_CHECK sl_err_t state_counters_get(state_t *st, const char *key, state_counters_rec_t *rec);
+
 /* For tests and tools: raw put of arbitrary bytes into a named database. */
 SL_MUST_CHECK sl_err_t state_raw_put(state_t *st, const char *db, const void *key, size_t klen, const void *val,
                                      size_t vlen);

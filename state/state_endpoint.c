@@ -150,3 +150,42 @@ sl_err_t state_network_update(state_t *st, const char *network, const char *cons
     free(recs);
     return err;
 }
+
+sl_err_t state_counters_put(state_t *st, const char *const *keys, const state_counters_rec_t *const *recs, size_t n)
+{
+    MDB_txn *txn;
+    int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
+    if (rc != MDB_SUCCESS)
+        return state_lmdb_err("begin", rc);
+    sl_buf_t buf = SL_BUF_INIT;
+    sl_err_t err = SL_OK;
+    for (size_t i = 0; i < n && err == SL_OK; i++) {
+        sl_buf_reset(&buf);
+        err = state_counters_encode(recs[i], &buf);
+        MDB_val k = {strlen(keys[i]), (void *)keys[i]}, v = {buf.len, buf.base};
+        if (err == SL_OK && (rc = mdb_put(txn, st->dbi[STATE_DB_STATS], &k, &v, 0)) != MDB_SUCCESS)
+            err = state_lmdb_err("put counters", rc);
+    }
+    sl_buf_dispose(&buf);
+    if (err != SL_OK) {
+        mdb_txn_abort(txn);
+        return err;
+    }
+    return state_lmdb_err("commit", mdb_txn_commit(txn));
+}
+
+sl_err_t state_counters_get(state_t *st, const char *key, state_counters_rec_t *rec)
+{
+    if (st->rtxn == NULL)
+        return SL_ERR_STATE;
+    MDB_val k = {strlen(key), (void *)key}, v;
+    int rc = mdb_get(st->rtxn, st->dbi[STATE_DB_STATS], &k, &v);
+    if (rc != MDB_SUCCESS)
+        return rc == MDB_NOTFOUND ? SL_ERR_NOT_FOUND : state_lmdb_err("get", rc);
+    sl_err_t err = state_counters_decode(v.mv_data, v.mv_size, rec);
+    if (err != SL_OK) {
+        rec->n = 0;
+        state_note_corrupt(st, "counters", key, err);
+    }
+    return err;
+}

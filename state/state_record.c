@@ -18,6 +18,7 @@ static const state_field_t endpoint_fields[] = {
     F(state_endpoint_rec_t, drained, STATE_F_U8, 1),
     F(state_endpoint_rec_t, drained_at_ms, STATE_F_U64, 1),
     F(state_endpoint_rec_t, rate_limited_until_ms, STATE_F_U64, 1),
+    F(state_endpoint_rec_t, transitions, STATE_F_U64_ARRAY, 3),
 };
 
 const state_schema_t state_endpoint_schema = {"endpoint", 1, endpoint_fields,
@@ -62,7 +63,7 @@ const state_schema_t state_network_schema = {"network", 1, network_fields,
                                              sizeof(network_fields) / sizeof(network_fields[0])};
 
 const uint64_t state_lat_bounds_us[STATE_LAT_BUCKETS] = {
-    1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000, 1000000, 2500000, 5000000, 10000000, UINT64_MAX,
+    100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000, 1000000, 2500000, 5000000, 10000000, UINT64_MAX,
 };
 
 static const char *const event_names[STATE_EVENT_KIND_COUNT] = {
@@ -76,6 +77,17 @@ static const char *const outcome_names[STATE_OUTCOME_COUNT] = {
     STATE_OUTCOMES(STATE_OUTCOME_NAME_)
 #undef STATE_OUTCOME_NAME_
 };
+
+static const char *const req_outcome_names[STATE_REQ_OUTCOME_COUNT] = {
+#define STATE_REQ_NAME_(name, str) [STATE_REQ_##name] = str,
+    STATE_REQ_OUTCOMES(STATE_REQ_NAME_)
+#undef STATE_REQ_NAME_
+};
+
+const char *state_req_outcome_name(state_req_outcome_t o)
+{
+    return (unsigned)o < STATE_REQ_OUTCOME_COUNT ? req_outcome_names[o] : "unknown";
+}
 
 const char *state_event_kind_name(state_event_kind_t k)
 {
@@ -276,6 +288,57 @@ sl_err_t state_record_decode(const state_schema_t *schema, const void *buf, size
     sl_err_t err = SL_ERR_CORRUPT;
     if (msgpack_unpack_next(&u, buf, len, &off) == MSGPACK_UNPACK_SUCCESS && off == len)
         err = decode_object(schema, &u.data, rec);
+    msgpack_unpacked_destroy(&u);
+    return err;
+}
+
+sl_err_t state_counters_encode(const state_counters_rec_t *rec, sl_buf_t *out)
+{
+    if (rec->n > STATE_COUNTERS_MAX)
+        return SL_ERR_RANGE;
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, out, buf_write);
+    msgpack_pack_array(&pk, 3);
+    msgpack_pack_uint32(&pk, 1);
+    msgpack_pack_uint32(&pk, rec->n);
+    msgpack_pack_array(&pk, rec->n);
+    for (uint32_t i = 0; i < rec->n; i++)
+        msgpack_pack_uint64(&pk, rec->v[i]);
+    return SL_OK;
+}
+
+static sl_err_t counters_object(const msgpack_object *root, state_counters_rec_t *rec)
+{
+    if (root->type != MSGPACK_OBJECT_ARRAY || root->via.array.size != 3)
+        return SL_ERR_CORRUPT;
+    const msgpack_object *it = root->via.array.ptr;
+    if (it[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+        return SL_ERR_CORRUPT;
+    if (it[0].via.u64 != 1)
+        return SL_ERR_VERSION;
+    if (it[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER || it[1].via.u64 > STATE_COUNTERS_MAX ||
+        it[2].type != MSGPACK_OBJECT_ARRAY || it[2].via.array.size != it[1].via.u64)
+        return SL_ERR_CORRUPT;
+    rec->n = (uint32_t)it[1].via.u64;
+    for (uint32_t i = 0; i < rec->n; i++) {
+        const msgpack_object *o = &it[2].via.array.ptr[i];
+        if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+            return SL_ERR_CORRUPT;
+        rec->v[i] = o->via.u64;
+    }
+    return SL_OK;
+}
+
+sl_err_t state_counters_decode(const void *buf, size_t len, state_counters_rec_t *rec)
+{
+    if (len == 0 || prescan(buf, len) != SL_OK)
+        return SL_ERR_CORRUPT;
+    msgpack_unpacked u;
+    size_t off = 0;
+    msgpack_unpacked_init(&u);
+    sl_err_t err = SL_ERR_CORRUPT;
+    if (msgpack_unpack_next(&u, buf, len, &off) == MSGPACK_UNPACK_SUCCESS && off == len)
+        err = counters_object(&u.data, rec);
     msgpack_unpacked_destroy(&u);
     return err;
 }

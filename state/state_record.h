@@ -51,6 +51,7 @@ typedef struct state_endpoint_rec {
     uint8_t drained;              /* operator's drain: no traffic */
     uint64_t drained_at_ms;
     uint64_t rate_limited_until_ms;
+    uint64_t transitions[3];      /* times the breaker entered closed, open, half_open */
 } state_endpoint_rec_t;
 
 extern const state_schema_t state_endpoint_schema;
@@ -120,7 +121,7 @@ typedef enum state_outcome {
 const char *state_outcome_name(state_outcome_t o);
 
 /* Upper bounds (µs) of the latency histogram buckets; the last is +Inf. */
-#define STATE_LAT_BUCKETS 14
+#define STATE_LAT_BUCKETS 17
 extern const uint64_t state_lat_bounds_us[STATE_LAT_BUCKETS];
 
 typedef struct state_stats_rec {
@@ -137,5 +138,41 @@ typedef struct state_stats_rec {
 } state_stats_rec_t;
 
 extern const state_schema_t state_stats_schema;
+
+/* ---- client requests by method and outcome ----
+ * One counter list per (network, worker slot): entry
+ * method_index * STATE_REQ_OUTCOME_COUNT + outcome, where method_index is the
+ * row in the chain's method table (policy_method_table) and the table's
+ * length stands for every other method. */
+#define STATE_REQ_OUTCOMES(X)                                                             \
+    X(OK, "ok")                                                                           \
+    X(RPC_ERROR, "rpc_error")                                                             \
+    X(INVALID, "invalid")                                                                 \
+    X(BLOCKED, "blocked")                                                                 \
+    X(RATE_LIMITED, "rate_limited")                                                       \
+    X(TIMEOUT, "timeout")                                                                 \
+    X(UPSTREAM_ERROR, "upstream_error")                                                   \
+    X(UNAVAILABLE, "unavailable")                                                         \
+    X(AMBIGUOUS_WRITE, "ambiguous_write")
+
+typedef enum state_req_outcome {
+#define STATE_REQ_ENUM_(name, str) STATE_REQ_##name,
+    STATE_REQ_OUTCOMES(STATE_REQ_ENUM_)
+#undef STATE_REQ_ENUM_
+    STATE_REQ_OUTCOME_COUNT
+} state_req_outcome_t;
+
+const char *state_req_outcome_name(state_req_outcome_t o);
+
+/* ---- a variable-length list of counters ---- */
+#define STATE_COUNTERS_MAX 2048
+typedef struct state_counters_rec {
+    uint32_t n;
+    uint64_t v[STATE_COUNTERS_MAX];
+} state_counters_rec_t;
+
+/* Encodes v[0..n) as [1, n, [v...]]; decoding checks n <= STATE_COUNTERS_MAX. */
+SL_MUST_CHECK sl_err_t state_counters_encode(const state_counters_rec_t *rec, sl_buf_t *out);
+SL_MUST_CHECK sl_err_t state_counters_decode(const void *buf, size_t len, state_counters_rec_t *rec);
 
 #endif

@@ -328,6 +328,7 @@ pause() { sleep 0.5; }   # let TIME_WAIT and the servers settle between runs
     echo "settings: BENCH_SECONDS=$SECONDS_PER_RUN BENCH_ROUNDS=$ROUNDS BENCH_LOGS=$LOGS servers on CPU $SERVER_CPU, wrk on CPU $WRK_CPU, phases $PHASES"
     echo "load before: $(cat /proc/loadavg)"
 } >"$OUT/env.txt"
+{ echo "== before, $(date -Is)"; top -bn1 -w 200 2>/dev/null | head -15; } >"$OUT/load.txt"
 log "results in $OUT"
 log "machine load before: $(cat /proc/loadavg)"
 
@@ -484,6 +485,7 @@ fi
 # ---------------------------------------------------------------- report
 
 echo "load after: $(cat /proc/loadavg)" >>"$OUT/env.txt"
+{ echo "== after, $(date -Is)"; top -bn1 -w 200 2>/dev/null | head -15; } >>"$OUT/load.txt"
 cp "$TMP"/*.log "$OUT/" 2>/dev/null
 [ -f "$TMP/nginx/error.log" ] && cp "$TMP/nginx/error.log" "$OUT/nginx-error.log"
 python3 "$HERE/summarize.py" "$OUT" | tee "$OUT/summary.md"

@@ -153,11 +153,12 @@ static void check_forward(const char *body, size_t len, const gw_rpc_limits_t *l
     policy_json_kind_t pk = policy_json_kind(raw, env.params);
     CHECK(env.params.len == 0 || pk == POLICY_JSON_ARRAY || pk == POLICY_JSON_OBJECT);
 
-    /* a second reader agrees */
+    /* a second reader agrees (cJSON ends a name or value at an escaped
+     * NUL, so a member holding one is not comparable) */
     cJSON *cj = cJSON_ParseWithLength(raw, m->raw.len);
     CHECK(cj != NULL && cJSON_IsObject(cj));
     int differ = envelope_keys_differ(cj, &env);
-    if (!(differ && skip_known)) {
+    if (memmem(raw, m->raw.len, "\\u0000", 6) == NULL && !(differ && skip_known)) {
         CHECK(!differ); /* a node would read another method or id than the gateway judged */
         const cJSON *jr = cJSON_GetObjectItemCaseSensitive(cj, "jsonrpc");
         const cJSON *me = cJSON_GetObjectItemCaseSensitive(cj, "method");

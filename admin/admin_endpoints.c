@@ -1,0 +1,172 @@
+/* admin/admin_endpoints.c: GET /admin/endpoints, POST .../drain and .../undrain */
+#include <string.h>
+#include <unistd.h>
+
+#include "admin/admin_int.h"
+#include "base/sl_log.h"
+#include "base/sl_time.h"
+#include "policy/breaker.h"
+#include "pool/pool.h"
+
+static void add_time(cJSON *o, const char *name, uint64_t ms)
+{
+    char iso[32];
+    if (ms == 0) {
+        cJSON_AddNullToObject(o, name);
+        return;
+    }
+    admin_iso_time(ms, iso);
+    cJSON_AddStringToObject(o, name, iso);
+}
+
+static cJSON *breaker_json(const admin_ep_view_t *v, uint64_t now)
+{
+    cJSON *b = cJSON_CreateObject();
+    cJSON_AddStringToObject(b, "state", policy_breaker_state_name((policy_breaker_state_t)v->rec.breaker));
+    add_time(b, "since", v->rec.since_ms);
+    cJSON_AddNumberToObject(b, "cooldown_ms", v->rec.cooldown_ms);
+    if (v->rec.breaker == POLICY_BREAKER_OPEN) {
+        uint64_t end = v->rec.since_ms + v->rec.cooldown_ms;
+        cJSON_AddNumberToObject(b, "probe_in_ms", end > now ? (double)(end - now) : 0);
+    }
+    if (v->rec.breaker != POLICY_BREAKER_CLOSED)
+        cJSON_AddNumberToObject(b, "open_for_ms", (double)(now - v->rec.opened_at_ms));
+    cJSON *t = cJSON_AddObjectToObject(b, "transitions");
+    for (int s = 0; s < POLICY_BREAKER_STATE_COUNT; s++)
+        cJSON_AddNumberToObject(t, policy_breaker_state_name((policy_breaker_state_t)s), (double)v->rec.transitions[s]);
+    return b;
+}
+
+static cJSON *endpoint_json(const admin_ep_view_t *v, uint64_t now)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "network", v->net->name);
+    cJSON_AddStringToObject(o, "id", v->ep->id);
+    cJSON_AddStringToObject(o, "url", v->ep->url_redacted);
+    cJSON_AddStringToObject(o, "tier", v->ep->tier == POOL_TIER_FALLBACK ? "fallback" : "primary");
+    if (v->position > 0)
+        cJSON_AddNumberToObject(o, "position", v->position);
+    else
+        cJSON_AddNullToObject(o, "position");
+    cJSON_AddBoolToObject(o, "usable", v->usable);
+    if (v->excluded)
+        cJSON_AddStringToObject(o, "excluded", v->excluded);
+    else
+        cJSON_AddNullToObject(o, "excluded");
+    cJSON *lat = cJSON_AddObjectToObject(o, "latency_ms");
+    cJSON_AddNumberToObject(lat, "ewma", v->ewma_ms);
+    cJSON_AddNumberToObject(lat, "p90", v->p90_ms);
+    uint64_t good = v->stats.outcomes[STATE_OUTCOME_OK] + v->stats.outcomes[STATE_OUTCOME_DETERMINISTIC];
+    if (v->stats.attempts)
+        cJSON_AddNumberToObject(o, "success_ratio", (double)good / (double)v->stats.attempts);
+    else
+        cJSON_AddNullToObject(o, "success_ratio");
+    cJSON_AddItemToObject(o, "breaker", breaker_json(v, now));
+    add_time(o, "rate_limited_until", v->rec.rate_limited_until_ms > now ? v->rec.rate_limited_until_ms : 0);
+    cJSON_AddBoolToObject(o, "drained", v->rec.drained);
+    cJSON_AddNumberToObject(o, "inflight", v->inflight);
+    cJSON_AddNumberToObject(o, "max_inflight", v->ep->max_inflight ? v->ep->max_inflight : POOL_DEFAULT_MAX_INFLIGHT);
+    cJSON_AddNumberToObject(o, "requests", (double)v->stats.attempts);
+    cJSON *by = cJSON_AddObjectToObject(o, "outcomes");
+    for (int k = 0; k < STATE_OUTCOME_COUNT; k++)
+        cJSON_AddNumberToObject(by, state_outcome_name((state_outcome_t)k), (double)v->stats.outcomes[k]);
+    cJSON_AddNumberToObject(o, "failovers", (double)v->stats.failovers);
+    return o;
+}
+
+int admin_route_endpoints(admin_t *a, h2o_req_t *req)
+{
+    size_t n;
+    admin_ep_view_t *v = admin_view_collect(a, &n);
+    uint64_t now = sl_wall_ms();
+    cJSON *arr = cJSON_CreateArray();
+    for (size_t i = 0; i < n; i++)
+        cJSON_AddItemToArray(arr, endpoint_json(&v[i], now));
+    free(v);
+    return admin_send_json(req, 200, arr);
+}
+
+typedef struct drain_ctx {
+    const pool_endpoint_conf_t *ep;
+    const pool_network_conf_t *net;
+    int drain;
+    uint64_t now;
+} drain_ctx_t;
+
+static int drain_cb(void *arg, state_endpoint_rec_t *rec, int exists, state_event_t *events, size_t *nevents)
+{
+    drain_ctx_t *c = arg;
+    (void)exists;
+    if (rec->drained == c->drain)
+        return 0;
+    rec->drained = (uint8_t)c->drain;
+    rec->drained_at_ms = c->drain ? c->now : 0;
+    state_event_t *ev = &events[0];
+    memset(ev, 0, sizeof(*ev));
+    ev->ts_ms = c->now;
+    ev->kind = c->drain ? STATE_EVENT_ENDPOINT_DRAINED : STATE_EVENT_ENDPOINT_UNDRAINED;
+    ev->pid = (uint32_t)getpid();
+    snprintf(ev->network, sizeof(ev->network), "%s", c->net->name);
+    snprintf(ev->endpoint, sizeof(ev->endpoint), "%s", c->ep->id);
+    snprintf(ev->reason, sizeof(ev->reason), "%s by the operator", c->drain ? "drained" : "undrained");
+    *nevents = 1;
+    return 1;
+}
+
+/* Splits "/admin/endpoints/{net}/{id}/{drain|undrain}". */
+static int parse_drain_path(h2o_iovec_t path, char *net, char *id, size_t cap, int *drain)
+{
+    static const char prefix[] = "/admin/endpoints/";
+    if (path.len <= sizeof(prefix) - 1 || memcmp(path.base, prefix, sizeof(prefix) - 1) != 0)
+        return 0;
+    char buf[256];
+    size_t len = path.len - (sizeof(prefix) - 1);
+    if (len >= sizeof(buf))
+        return 0;
+    memcpy(buf, path.base + sizeof(prefix) - 1, len);
+    buf[len] = '\0';
+    char *s1 = strchr(buf, '/'), *s2 = s1 ? strchr(s1 + 1, '/') : NULL;
+    if (s1 == NULL || s2 == NULL || strchr(s2 + 1, '/') != NULL)
+        return 0;
+    *s1 = *s2 = '\0';
+    if (strcmp(s2 + 1, "drain") != 0 && strcmp(s2 + 1, "undrain") != 0)
+        return 0;
+    *drain = strcmp(s2 + 1, "drain") == 0;
+    if (strlen(buf) >= cap || strlen(s1 + 1) >= cap)
+        return 0;
+    memcpy(net, buf, strlen(buf) + 1);
+    memcpy(id, s1 + 1, strlen(s1 + 1) + 1);
+    return 1;
+}
+
+int admin_route_drain(admin_t *a, h2o_req_t *req)
+{
+    char net[128], id[128];
+    int drain;
+    if (!parse_drain_path(req->path_normalized, net, id, sizeof(net), &drain))
+        return admin_send_text(req, 404, "application/json", H2O_STRLIT("{\"error\":\"no such admin route\"}"));
+    drain_ctx_t c = {NULL, NULL, drain, sl_wall_ms()};
+    for (size_t i = 0; i < a->conf.nnetworks && c.ep == NULL; i++)
+        for (size_t e = 0; e < a->conf.networks[i].nendpoints; e++)
+            if (strcmp(a->conf.networks[i].name, net) == 0 && strcmp(a->conf.networks[i].endpoints[e].id, id) == 0) {
+                c.net = &a->conf.networks[i];
+                c.ep = &a->conf.networks[i].endpoints[e];
+            }
+    if (c.ep == NULL)
+        return admin_send_text(req, 404, "application/json", H2O_STRLIT("{\"error\":\"unknown network or endpoint\"}"));
+    char key[160];
+    snprintf(key, sizeof(key), "%s/%s", c.net->name, c.ep->id);
+    int changed = 0;
+    if (state_endpoint_update(a->conf.state, key, drain_cb, &c, &changed) != SL_OK)
+        return admin_send_text(req, 500, "application/json", H2O_STRLIT("{\"error\":\"shared state write failed\"}"));
+    if (changed) {
+        sl_log_info("endpoint %s/%s %s by the operator", c.net->name, c.ep->id, drain ? "drained" : "undrained");
+        pool_network_level_check(c.net, a->conf.state);
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "network", c.net->name);
+    cJSON_AddStringToObject(o, "id", c.ep->id);
+    cJSON_AddBoolToObject(o, "drained", drain);
+    cJSON_AddBoolToObject(o, "changed", changed);
+    return admin_send_json(req, 200, o);
+}

@@ -1,0 +1,54 @@
+/* admin/admin_int.h: admin/ internal, for the admin/ sources and their tests. */
+#ifndef ADMIN_INT_H
+#define ADMIN_INT_H
+
+#include <cjson/cJSON.h>
+
+#include "admin/admin.h"
+#include "state/state_record.h"
+
+struct admin {
+    h2o_handler_t super;          /* first: h2o calls on_req with this pointer */
+    admin_conf_t conf;
+    h2o_timeout_t sse_timeout;    /* the event streams' polling tick */
+};
+
+/* One endpoint as the operator sees it: config + shared record + every
+ * worker's counters merged. */
+typedef struct admin_ep_view {
+    const pool_network_conf_t *net;
+    const pool_endpoint_conf_t *ep;
+    state_endpoint_rec_t rec;     /* zeroed when absent (never failed: closed) */
+    state_stats_rec_t stats;      /* summed over worker slots */
+    uint32_t inflight;            /* summed over workers that flushed recently */
+    double ewma_ms;               /* attempts-weighted mean of the workers' EWMAs */
+    double p90_ms;                /* from the merged histogram */
+    int usable;
+    const char *excluded;         /* why not usable, or NULL */
+    int position;                 /* 1-based place in the plan, 0 if excluded */
+} admin_ep_view_t;
+
+/* Collects every endpoint of every network (in config order) into a new
+ * array; *n gets its length. The caller frees it. */
+admin_ep_view_t *admin_view_collect(admin_t *a, size_t *n);
+/* 1 if every network has at least one usable endpoint; else why names one. */
+int admin_view_ready(const admin_ep_view_t *v, size_t n, const admin_conf_t *conf, char *why, size_t why_len);
+
+/* Sends a cJSON document (and frees it). */
+int admin_send_json(h2o_req_t *req, int status, cJSON *doc);
+int admin_send_text(h2o_req_t *req, int status, const char *content_type, const char *body, size_t len);
+/* "2026-11-29T14:00:00.123Z" from wall-clock ms; 0 gives NULL in JSON. */
+void admin_iso_time(uint64_t ms, char out[32]);
+/* A query parameter's value as an unsigned number, or dflt. */
+uint64_t admin_query_u64(h2o_req_t *req, const char *name, uint64_t dflt);
+
+/* Route handlers. */
+int admin_route_endpoints(admin_t *a, h2o_req_t *req);
+int admin_route_drain(admin_t *a, h2o_req_t *req);
+int admin_route_events(admin_t *a, h2o_req_t *req);
+int admin_route_stream(admin_t *a, h2o_req_t *req);
+int admin_route_metrics(admin_t *a, h2o_req_t *req);
+/* The JSON object of one event (shared by the feed and the stream). */
+cJSON *admin_event_json(const state_event_t *ev);
+
+#endif

@@ -1,0 +1,140 @@
+/* admin/admin_metrics.c: GET /metrics, Prometheus text format 0.0.4.
+ *
+ * Everything comes from state/: counters are every worker's slots summed,
+ * so any worker answers with the whole gateway's numbers. Request counters
+ * with a zero value are left out (methods x outcomes would be thousands of
+ * series). Label values are network names, endpoint ids and table method
+ * names: all validated to [A-Za-z0-9_.-], so they need no escaping. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "admin/admin_int.h"
+#include "base/sl_buf.h"
+#include "policy/breaker.h"
+#include "policy/method.h"
+
+static void help(sl_buf_t *b, const char *name, const char *type, const char *text)
+{
+    sl_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, text, name, type);
+}
+
+static void requests(admin_t *a, sl_buf_t *b)
+{
+    help(b, "sluice_requests_total", "counter", "JSON-RPC calls answered, by network, method and outcome.");
+    state_counters_rec_t *sum = sl_xmalloc(sizeof(*sum)), *rec = sl_xmalloc(sizeof(*rec));
+    for (size_t i = 0; i < a->conf.nnetworks; i++) {
+        const pool_network_conf_t *net = &a->conf.networks[i];
+        size_t nmethods;
+        const policy_method_t *table = policy_method_table(net->chain, &nmethods);
+        uint32_t want = (uint32_t)((nmethods + 1) * STATE_REQ_OUTCOME_COUNT);
+        memset(sum->v, 0, want * sizeof(sum->v[0]));
+        for (unsigned slot = 1; slot <= a->conf.nworkers; slot++) {
+            char key[96];
+            snprintf(key, sizeof(key), "req/%s/%u", net->name, slot);
+            if (state_counters_get(a->conf.state, key, rec) == SL_OK && rec->n == want)
+                for (uint32_t k = 0; k < want; k++)
+                    sum->v[k] += rec->v[k];
+        }
+        for (uint32_t k = 0; k < want; k++) {
+            if (sum->v[k] == 0)
+                continue;
+            size_t m = k / STATE_REQ_OUTCOME_COUNT;
+            sl_buf_printf(b, "sluice_requests_total{network=\"%s\",method=\"%s\",outcome=\"%s\"} %llu\n", net->name,
+                          m < nmethods ? table[m].name : "other",
+                          state_req_outcome_name((state_req_outcome_t)(k % STATE_REQ_OUTCOME_COUNT)),
+                          (unsigned long long)sum->v[k]);
+        }
+    }
+    free(sum);
+    free(rec);
+}
+
+#define LABELS "network=\"%s\",endpoint=\"%s\""
+
+static void attempts(sl_buf_t *b, const admin_ep_view_t *v, size_t n)
+{
+    help(b, "sluice_upstream_attempts_total", "counter", "Upstream attempts, by endpoint and outcome.");
+    for (size_t i = 0; i < n; i++)
+        for (int k = 0; k < STATE_OUTCOME_COUNT; k++)
+            sl_buf_printf(b, "sluice_upstream_attempts_total{" LABELS ",outcome=\"%s\"} %llu\n", v[i].net->name,
+                          v[i].ep->id, state_outcome_name((state_outcome_t)k),
+                          (unsigned long long)v[i].stats.outcomes[k]);
+    help(b, "sluice_upstream_attempt_duration_seconds", "histogram", "Upstream attempt latency.");
+    for (size_t i = 0; i < n; i++) {
+        uint64_t cum = 0;
+        for (int k = 0; k < STATE_LAT_BUCKETS; k++) {
+            cum += v[i].stats.lat_hist[k];
+            if (k + 1 < STATE_LAT_BUCKETS)
+                sl_buf_printf(b, "sluice_upstream_attempt_duration_seconds_bucket{" LABELS ",le=\"%g\"} %llu\n",
+                              v[i].net->name, v[i].ep->id, (double)state_lat_bounds_us[k] / 1e6,
+                              (unsigned long long)cum);
+            else
+                sl_buf_printf(b, "sluice_upstream_attempt_duration_seconds_bucket{" LABELS ",le=\"+Inf\"} %llu\n",
+                              v[i].net->name, v[i].ep->id, (unsigned long long)cum);
+        }
+        sl_buf_printf(b, "sluice_upstream_attempt_duration_seconds_sum{" LABELS "} %.6f\n", v[i].net->name,
+                      v[i].ep->id, (double)v[i].stats.lat_sum_us / 1e6);
+        sl_buf_printf(b, "sluice_upstream_attempt_duration_seconds_count{" LABELS "} %llu\n", v[i].net->name,
+                      v[i].ep->id, (unsigned long long)cum);
+    }
+    help(b, "sluice_failovers_total", "counter", "Calls that moved on to another endpoint after an attempt here.");
+    for (size_t i = 0; i < n; i++)
+        sl_buf_printf(b, "sluice_failovers_total{" LABELS "} %llu\n", v[i].net->name, v[i].ep->id,
+                      (unsigned long long)v[i].stats.failovers);
+}
+
+static void health(sl_buf_t *b, const admin_ep_view_t *v, size_t n)
+{
+    help(b, "sluice_breaker_state", "gauge", "1 for the breaker's current state.");
+    for (size_t i = 0; i < n; i++)
+        for (int s = 0; s < POLICY_BREAKER_STATE_COUNT; s++)
+            sl_buf_printf(b, "sluice_breaker_state{" LABELS ",state=\"%s\"} %d\n", v[i].net->name, v[i].ep->id,
+                          policy_breaker_state_name((policy_breaker_state_t)s), v[i].rec.breaker == s);
+    help(b, "sluice_breaker_transitions_total", "counter", "Times the breaker entered each state.");
+    for (size_t i = 0; i < n; i++)
+        for (int s = 0; s < POLICY_BREAKER_STATE_COUNT; s++)
+            sl_buf_printf(b, "sluice_breaker_transitions_total{" LABELS ",to=\"%s\"} %llu\n", v[i].net->name,
+                          v[i].ep->id, policy_breaker_state_name((policy_breaker_state_t)s),
+                          (unsigned long long)v[i].rec.transitions[s]);
+    static const struct {
+        const char *name, *type, *text;
+    } gauges[] = {
+        {"sluice_upstream_inflight", "gauge", "Requests in flight to the endpoint, all workers."},
+        {"sluice_endpoint_drained", "gauge", "1 if the operator drained the endpoint."},
+        {"sluice_endpoint_usable", "gauge", "1 if the plan may send to the endpoint now."},
+    };
+    for (size_t g = 0; g < sizeof(gauges) / sizeof(gauges[0]); g++) {
+        help(b, gauges[g].name, gauges[g].type, gauges[g].text);
+        for (size_t i = 0; i < n; i++) {
+            uint64_t val = g == 0 ? v[i].inflight : g == 1 ? v[i].rec.drained : (uint64_t)v[i].usable;
+            sl_buf_printf(b, "%s{" LABELS "} %llu\n", gauges[g].name, v[i].net->name, v[i].ep->id,
+                          (unsigned long long)val);
+        }
+    }
+}
+
+int admin_route_metrics(admin_t *a, h2o_req_t *req)
+{
+    sl_buf_t b = SL_BUF_INIT;
+    size_t n;
+    admin_ep_view_t *v = admin_view_collect(a, &n);
+    if (state_read_begin(a->conf.state) == SL_OK) {
+        requests(a, &b);
+        state_read_end(a->conf.state);
+    }
+    attempts(&b, v, n);
+    health(&b, v, n);
+    size_t used, size;
+    state_usage(a->conf.state, &used, &size);
+    help(&b, "sluice_state_map_used_bytes", "gauge", "Bytes of the LMDB map in use.");
+    sl_buf_printf(&b, "sluice_state_map_used_bytes %zu\n", used);
+    help(&b, "sluice_state_map_size_bytes", "gauge", "Size of the LMDB map (state.map_size_mb).");
+    sl_buf_printf(&b, "sluice_state_map_size_bytes %zu\n", size);
+    help(&b, "sluice_events_last_seq", "counter", "Sequence number of the newest event.");
+    sl_buf_printf(&b, "sluice_events_last_seq %llu\n", (unsigned long long)state_events_last_seq(a->conf.state));
+    free(v);
+    int rc = admin_send_text(req, 200, "text/plain; version=0.0.4", b.base ? b.base : "", b.len);
+    sl_buf_dispose(&b);
+    return rc;
+}

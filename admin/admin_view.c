@@ -1,0 +1,126 @@
+/* admin/admin_view.c: every endpoint, merged across workers, from state/. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+
+#include "admin/admin_int.h"
+#include "base/sl_buf.h"
+#include "base/sl_time.h"
+#include "policy/breaker.h"
+
+/* a worker whose counters are older than this no longer has requests in flight */
+#define INFLIGHT_FRESH_MS 2000
+
+void admin_iso_time(uint64_t ms, char out[32])
+{
+    time_t s = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&s, &tm);
+    size_t n = strftime(out, 32, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out + n, 32 - n, ".%03uZ", (unsigned)(ms % 1000));
+}
+
+static void merge_stats(admin_ep_view_t *v, const state_stats_rec_t *s, uint64_t now, double *ewma_weighted)
+{
+    v->stats.attempts += s->attempts;
+    for (size_t k = 0; k < STATE_OUTCOME_COUNT; k++)
+        v->stats.outcomes[k] += s->outcomes[k];
+    v->stats.failovers += s->failovers;
+    for (size_t k = 0; k < STATE_LAT_BUCKETS; k++)
+        v->stats.lat_hist[k] += s->lat_hist[k];
+    v->stats.lat_sum_us += s->lat_sum_us;
+    if (s->max_inflight_seen > v->stats.max_inflight_seen)
+        v->stats.max_inflight_seen = s->max_inflight_seen;
+    if (now - s->updated_ms < INFLIGHT_FRESH_MS)
+        v->inflight += s->inflight;
+    *ewma_weighted += (double)s->ewma_us * (double)s->attempts;
+}
+
+/* The 90th percentile from the histogram, interpolated inside its bucket. */
+static double p90_ms(const state_stats_rec_t *s)
+{
+    uint64_t total = 0;
+    for (size_t k = 0; k < STATE_LAT_BUCKETS; k++)
+        total += s->lat_hist[k];
+    if (total == 0)
+        return 0;
+    uint64_t want = (total * 9 + 9) / 10, seen = 0;
+    for (size_t k = 0; k < STATE_LAT_BUCKETS; k++) {
+        if (seen + s->lat_hist[k] < want) {
+            seen += s->lat_hist[k];
+            continue;
+        }
+        double lo = k == 0 ? 0 : (double)state_lat_bounds_us[k - 1];
+        double hi = k + 1 == STATE_LAT_BUCKETS ? lo * 2 : (double)state_lat_bounds_us[k];
+        double frac = (double)(want - seen) / (double)s->lat_hist[k];
+        return (lo + (hi - lo) * frac) / 1000.0;
+    }
+    return 0;
+}
+
+static void view_one(admin_t *a, admin_ep_view_t *v, uint64_t now)
+{
+    char key[160];
+    snprintf(key, sizeof(key), "%s/%s", v->net->name, v->ep->id);
+    if (state_endpoint_get(a->conf.state, key, &v->rec) != SL_OK)
+        memset(&v->rec, 0, sizeof(v->rec));
+    double ewma_weighted = 0;
+    for (unsigned slot = 1; slot <= a->conf.nworkers; slot++) {
+        state_stats_rec_t s;
+        snprintf(key, sizeof(key), "%s/%s/%u", v->net->name, v->ep->id, slot);
+        if (state_stats_get(a->conf.state, key, &s) == SL_OK)
+            merge_stats(v, &s, now, &ewma_weighted);
+    }
+    v->ewma_ms = v->stats.attempts ? ewma_weighted / (double)v->stats.attempts / 1000.0 : 0;
+    v->p90_ms = p90_ms(&v->stats);
+    if (v->rec.breaker != POLICY_BREAKER_CLOSED)
+        v->excluded = v->rec.breaker == POLICY_BREAKER_OPEN ? "breaker open" : "breaker half-open (probing)";
+    else if (v->rec.drained)
+        v->excluded = "drained";
+    else if (v->rec.rate_limited_until_ms > now)
+        v->excluded = "rate limited";
+    v->usable = v->excluded == NULL;
+}
+
+admin_ep_view_t *admin_view_collect(admin_t *a, size_t *n)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < a->conf.nnetworks; i++)
+        total += a->conf.networks[i].nendpoints;
+    admin_ep_view_t *v = sl_xcalloc(total ? total : 1, sizeof(*v));
+    uint64_t now = sl_wall_ms();
+    int snapshot = state_read_begin(a->conf.state) == SL_OK;
+    size_t k = 0;
+    for (size_t i = 0; i < a->conf.nnetworks; i++) {
+        int position = 0;
+        for (size_t e = 0; e < a->conf.networks[i].nendpoints; e++, k++) {
+            v[k].net = &a->conf.networks[i];
+            v[k].ep = &a->conf.networks[i].endpoints[e];
+            if (snapshot)
+                view_one(a, &v[k], now);
+            else
+                v[k].usable = 1;
+            v[k].position = v[k].usable ? ++position : 0;
+        }
+    }
+    if (snapshot)
+        state_read_end(a->conf.state);
+    *n = total;
+    return v;
+}
+
+int admin_view_ready(const admin_ep_view_t *v, size_t n, const admin_conf_t *conf, char *why, size_t why_len)
+{
+    for (size_t i = 0; i < conf->nnetworks; i++) {
+        int usable = 0;
+        for (size_t k = 0; k < n; k++)
+            usable += v[k].net == &conf->networks[i] && v[k].usable;
+        if (!usable) {
+            snprintf(why, why_len, "network %s has no usable endpoint", conf->networks[i].name);
+            return 0;
+        }
+    }
+    return 1;
+}

@@ -1,0 +1,123 @@
+#include "gateway/gw_stats.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "base/sl_buf.h"
+#include "base/sl_log.h"
+
+typedef struct net_counters {
+    char key[96];                 /* "req/<network>/<slot>" */
+    const policy_method_t *table; /* the chain's method table */
+    size_t nmethods;              /* its length; index nmethods = any other method */
+    state_counters_rec_t *rec;
+    int dirty;
+} net_counters_t;
+
+struct gw_stats {
+    state_t *st;
+    net_counters_t *nets;
+    size_t n;
+};
+
+static const state_req_outcome_t from_pool[] = {
+    [POOL_OUTCOME_OK] = STATE_REQ_OK,
+    [POOL_OUTCOME_RATE_LIMITED] = STATE_REQ_RATE_LIMITED,
+    [POOL_OUTCOME_TIMEOUT] = STATE_REQ_TIMEOUT,
+    [POOL_OUTCOME_AMBIGUOUS_WRITE] = STATE_REQ_AMBIGUOUS_WRITE,
+    [POOL_OUTCOME_UNAVAILABLE] = STATE_REQ_UNAVAILABLE,
+    [POOL_OUTCOME_UPSTREAM_ERROR] = STATE_REQ_UPSTREAM_ERROR,
+    [POOL_OUTCOME_DEADLINE] = STATE_REQ_TIMEOUT,
+};
+
+gw_stats_t *gw_stats_create(const gw_config_t *cfg, state_t *st, unsigned slot)
+{
+    gw_stats_t *s = sl_xcalloc(1, sizeof(*s));
+    s->st = st;
+    s->n = cfg->nnetworks;
+    s->nets = sl_xcalloc(s->n, sizeof(*s->nets));
+    int snapshot = st != NULL && state_read_begin(st) == SL_OK;
+    for (size_t i = 0; i < s->n; i++) {
+        net_counters_t *c = &s->nets[i];
+        snprintf(c->key, sizeof(c->key), "req/%s/%u", cfg->networks[i].name, slot);
+        c->table = policy_method_table(cfg->networks[i].chain, &c->nmethods);
+        c->rec = sl_xcalloc(1, sizeof(*c->rec));
+        uint32_t want = (uint32_t)((c->nmethods + 1) * STATE_REQ_OUTCOME_COUNT);
+        if (!snapshot || state_counters_get(st, c->key, c->rec) != SL_OK || c->rec->n != want)
+            c->rec->n = 0;
+        if (c->rec->n == 0) {
+            c->rec->n = want;
+            for (uint32_t k = 0; k < want; k++)
+                c->rec->v[k] = 0;
+        }
+    }
+    if (snapshot)
+        state_read_end(st);
+    return s;
+}
+
+void gw_stats_destroy(gw_stats_t *s)
+{
+    if (s == NULL)
+        return;
+    for (size_t i = 0; i < s->n; i++)
+        free(s->nets[i].rec);
+    free(s->nets);
+    free(s);
+}
+
+static void count(net_counters_t *c, const policy_method_t *m, state_req_outcome_t o)
+{
+    size_t mi = c->nmethods;
+    if (m != NULL && m >= c->table && m < c->table + c->nmethods)
+        mi = (size_t)(m - c->table);
+    c->rec->v[mi * STATE_REQ_OUTCOME_COUNT + o]++;
+    c->dirty = 1;
+}
+
+void gw_stats_count_request(gw_stats_t *s, size_t net_index, const gw_rpc_request_t *rpc, const pool_item_t *items,
+                            const uint32_t *item_member, size_t nitems)
+{
+    if (s == NULL || net_index >= s->n)
+        return;
+    net_counters_t *c = &s->nets[net_index];
+    if (rpc->kind == GW_RPC_REJECT) {
+        count(c, NULL, STATE_REQ_INVALID);
+        return;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < rpc->nmembers; i++) {
+        const gw_member_t *m = &rpc->members[i];
+        const pool_item_t *it = k < nitems && item_member[k] == i ? &items[k++] : NULL;
+        if (m->status == GW_MEMBER_INVALID)
+            count(c, NULL, STATE_REQ_INVALID);
+        else if (m->status == GW_MEMBER_BLOCKED)
+            count(c, m->method, STATE_REQ_BLOCKED);
+        else if (it != NULL && it->state == POOL_ITEM_ANSWERED)
+            count(c, m->method, it->verdict == POLICY_VERDICT_SUCCESS ? STATE_REQ_OK : STATE_REQ_RPC_ERROR);
+        else if (it != NULL)
+            count(c, m->method, from_pool[it->outcome]);
+    }
+}
+
+void gw_stats_flush(gw_stats_t *s)
+{
+    if (s == NULL || s->st == NULL)
+        return;
+    const char **keys = sl_xmalloc(s->n * sizeof(*keys));
+    const state_counters_rec_t **recs = sl_xmalloc(s->n * sizeof(*recs));
+    size_t n = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        if (!s->nets[i].dirty)
+            continue;
+        keys[n] = s->nets[i].key;
+        recs[n++] = s->nets[i].rec;
+    }
+    if (n > 0 && state_counters_put(s->st, keys, recs, n) == SL_OK)
+        for (size_t i = 0; i < s->n; i++)
+            s->nets[i].dirty = 0;
+    else if (n > 0)
+        sl_log_warn("state: could not flush request counters (kept in memory, retried)");
+    free(keys);
+    free(recs);
+}

@@ -1,0 +1,23 @@
+/* gateway/gw_stats.h: client-request counters of one worker, by network,
+ * method and outcome. Counted in memory on every answer; flushed to this
+ * worker's slot in state/ every ~100 ms when they changed, so the admin
+ * API and /metrics merge every worker's view. Counters survive a restart
+ * (the slot is loaded back). */
+#ifndef GW_STATS_H
+#define GW_STATS_H
+
+#include "gateway/gw_config.h"
+#include "gateway/gw_rpc.h"
+#include "pool/pool.h"
+#include "state/state.h"
+
+typedef struct gw_stats gw_stats_t;
+
+gw_stats_t *gw_stats_create(const gw_config_t *cfg, state_t *st, unsigned slot);
+void gw_stats_destroy(gw_stats_t *s);
+/* Counts every member of a finished request on network net_index. */
+void gw_stats_count_request(gw_stats_t *s, size_t net_index, const gw_rpc_request_t *rpc, const pool_item_t *items,
+                            const uint32_t *item_member, size_t nitems);
+void gw_stats_flush(gw_stats_t *s);
+
+#endif
