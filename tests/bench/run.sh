@@ -73,7 +73,6 @@ RSS_CSV="$OUT/rss.csv"
 
 PIDS=()          # every server process this script started (masters), in start order
 WRK_BG=""        # a wrk running in the background (RSS phase)
-ALL_SERVER_PIDS=()   # masters and their workers, refreshed by server_pids
 
 cleanup() {
     local rc=$?
@@ -93,12 +92,23 @@ cleanup() {
     done
     for p in "${PIDS[@]}" "${kids[@]}"; do kill -KILL "$p" 2>/dev/null; done
     wait 2>/dev/null
+    # keep the servers' logs (the access log was truncated after use)
+    cp "$TMP"/*.log "$OUT/" 2>/dev/null
+    [ -f "$TMP/nginx/error.log" ] && cp "$TMP/nginx/error.log" "$OUT/nginx-error.log"
     rm -rf "$TMP"
     exit "$rc"
 }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+
+# snapshot the binaries: other people may rebuild build/ while this runs, and every server
+# started later (failure phases) must run the same build as the first ones
+mkdir -p "$TMP/bin"
+SLUICE_SRC=$SLUICE_BIN FP_SRC=$FP_BIN
+cp "$SLUICE_BIN" "$TMP/bin/sluice" && cp "$FP_BIN" "$TMP/bin/fakeprovider" || die "cannot copy the binaries"
+SLUICE_BIN=$TMP/bin/sluice FP_BIN=$TMP/bin/fakeprovider
+"$SLUICE_BIN" --version >/dev/null 2>&1 || die "$SLUICE_SRC does not run (being rebuilt? try again)"
 
 # start_server NAME LOGFILE CMD... : runs CMD pinned to the server CPU, in the background
 start_server() {
@@ -322,7 +332,7 @@ pause() { sleep 0.5; }   # let TIME_WAIT and the servers settle between runs
     echo "date: $(date -Is)"
     echo "host: $(uname -srm), $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)"
     echo "git: $(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null) $(cd "$ROOT" && git status --porcelain 2>/dev/null | wc -l) changed files"
-    echo "sluice: $("$SLUICE_BIN" --version 2>&1 | head -1)"
+    echo "sluice: $("$SLUICE_BIN" --version 2>&1 | head -1), $SLUICE_SRC built $(date -r "$SLUICE_SRC" +%FT%T), sha256 $(sha256sum "$SLUICE_BIN" | cut -c1-12)"
     echo "nginx: $(nginx -v 2>&1)"
     echo "wrk: $(wrk -v 2>&1 | head -1)"
     echo "settings: BENCH_SECONDS=$SECONDS_PER_RUN BENCH_ROUNDS=$ROUNDS BENCH_LOGS=$LOGS servers on CPU $SERVER_CPU, wrk on CPU $WRK_CPU, phases $PHASES"
@@ -486,8 +496,6 @@ fi
 
 echo "load after: $(cat /proc/loadavg)" >>"$OUT/env.txt"
 { echo "== after, $(date -Is)"; top -bn1 -w 200 2>/dev/null | head -15; } >>"$OUT/load.txt"
-cp "$TMP"/*.log "$OUT/" 2>/dev/null
-[ -f "$TMP/nginx/error.log" ] && cp "$TMP/nginx/error.log" "$OUT/nginx-error.log"
 python3 "$HERE/summarize.py" "$OUT" | tee "$OUT/summary.md"
 log "machine load after: $(cat /proc/loadavg)"
 if [ "$FAILS" -gt 0 ]; then

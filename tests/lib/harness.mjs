@@ -176,3 +176,53 @@ export async function waitFor(fn, { timeoutMs = 10000, intervalMs = 50, what = '
     await sleep(intervalMs);
   }
 }
+
+// Admin API helpers. `token` adds the bearer header.
+export async function adminGet(s, p, token) {
+  const res = await fetch(`${s.admin}${p}`, { headers: token ? { authorization: `Bearer ${token}` } : {} });
+  const text = await res.text();
+  let json;
+  try { json = JSON.parse(text); } catch { json = undefined; }
+  return { status: res.status, text, json, headers: res.headers };
+}
+
+export async function adminPost(s, p, token) {
+  const res = await fetch(`${s.admin}${p}`, { method: 'POST', headers: token ? { authorization: `Bearer ${token}` } : {} });
+  return { status: res.status, json: await res.json().catch(() => undefined) };
+}
+
+export async function events(s, since = 0, token) {
+  return (await adminGet(s, `/admin/events?since=${since}&limit=1000`, token)).json;
+}
+
+// A Server-Sent Events subscriber: collects { id, event, data } as they come.
+export async function sseConnect(url, { lastEventId, token } = {}) {
+  const http = await import('node:http');
+  const got = [];
+  const comments = [];
+  let buf = '';
+  const headers = {};
+  if (lastEventId !== undefined) headers['last-event-id'] = String(lastEventId);
+  if (token) headers.authorization = `Bearer ${token}`;
+  const req = http.get(url, { headers });
+  const res = await new Promise((resolve, reject) => { req.on('response', resolve); req.on('error', reject); });
+  res.setEncoding('utf8');
+  res.on('data', (d) => {
+    buf += d;
+    let i;
+    while ((i = buf.indexOf('\n\n')) >= 0) {
+      const block = buf.slice(0, i);
+      buf = buf.slice(i + 2);
+      const ev = {};
+      for (const line of block.split('\n')) {
+        if (line.startsWith(':')) comments.push(line.slice(1).trim());
+        else if (line.startsWith('id: ')) ev.id = Number(line.slice(4));
+        else if (line.startsWith('event: ')) ev.event = line.slice(7);
+        else if (line.startsWith('data: ')) ev.data = JSON.parse(line.slice(6));
+      }
+      if (ev.id !== undefined) got.push(ev);
+    }
+  });
+  res.on('error', () => {});
+  return { status: res.statusCode, headers: res.headers, events: got, comments, close: () => { req.destroy(); } };
+}
