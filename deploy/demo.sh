@@ -11,7 +11,7 @@ port=${SLUICE_PORT:-8545}
 admin_port=${SLUICE_ADMIN_PORT:-8546}
 
 deploy/install-deps.sh --build
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSLUICE_TESTS=OFF >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j "$(nproc)" --target sluice fakeprovider
 
 mkdir -p var/demo

@@ -295,7 +295,9 @@ static const gw_cfg_field_t breaker_fields[] = {
 static void net_breaker(gw_cfg_t *c, yaml_node_t *n, void *target)
 {
     policy_breaker_conf_t *b = &((pool_network_conf_t *)target)->breaker;
-    gw_cfg_map_decode(c, n, breaker_fields, NFIELDS(breaker_fields), b);
+    uint64_t seen = gw_cfg_map_decode(c, n, breaker_fields, NFIELDS(breaker_fields), b);
+    if (!(seen & (1u << 6)) && b->max_cooldown_ms < b->cooldown_ms) /* max_cooldown_ms left out */
+        b->max_cooldown_ms = b->cooldown_ms;
     if (b->max_cooldown_ms < b->cooldown_ms)
         gw_cfg_error(c, gw_cfg_line(n), "breaker.max_cooldown_ms (%u) must be at least cooldown_ms (%u)",
                      b->max_cooldown_ms, b->cooldown_ms);

@@ -23,7 +23,7 @@ deploy/install-deps.sh
 
 run_suite() {   # build dir, cmake flags...
     local dir=$1; shift
-    cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+    cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSLUICE_TESTS=ON "$@" >/dev/null
     cmake --build "$dir" -j "$jobs"
     # Tests start real processes on ephemeral ports and some measure timeouts:
     # one at a time keeps them honest on 2 cores.

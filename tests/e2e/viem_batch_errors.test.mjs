@@ -21,7 +21,7 @@ const REVERT_DATA = `0x${errorStringData(REASON)}`;
 const FAIL_ABI = [{ type: 'function', name: 'fail', inputs: [], outputs: [{ type: 'uint256' }], stateMutability: 'view' }];
 
 let node, spare, sluice, url, client, batchClient, wallet;
-let reverter, bare;
+let reverter, bare;   // contract addresses: reverts with Error(REASON) / with no data
 
 // The error chain viem builds, for assertion messages.
 const chain = (e) => {
@@ -38,7 +38,7 @@ async function spareCalls() {
 }
 
 // The JSON-RPC error viem got from the wire (RpcRequestError: code, data).
-const wireError = (e) => e.walk((x) => x instanceof RpcRequestError);   // contract addresses: reverts with Error(REASON) / with no data
+const wireError = (e) => e.walk((x) => x instanceof RpcRequestError);
 
 before(async () => {
   // the spare is a fake provider: anything it answered would show in its stats

@@ -1,7 +1,8 @@
 // tests/lib/e2e.mjs: helpers for the end-to-end tests (tests/e2e/) that the
 // integration harness does not need: a real Ethereum dev node (anvil, from
 // the @foundry-rs/anvil npm package in tests/node_modules), direct JSON-RPC
-// calls that bypass sluice, and hand-assembled EVM bytecode.
+// calls that bypass sluice, hand-assembled EVM bytecode, base58, and a check
+// that sluice stopped cleanly (no sanitizer report, no respawned worker).
 
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';

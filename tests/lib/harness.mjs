@@ -114,7 +114,8 @@ export function renderConfig({ workers = 2, networks, server = {}, admin = true,
   const srv = { listen: '"127.0.0.1:0"', workers, ...server };
   lines.push('server:');
   for (const [k, v] of Object.entries(srv)) lines.push(`  ${k}: ${v}`);
-  lines.push(admin ? 'admin: { listen: "127.0.0.1:0" }' : 'admin: { listen: off }');
+  if (typeof admin === 'string') lines.push(`admin: ${admin}`);
+  else lines.push(admin ? 'admin: { listen: "127.0.0.1:0" }' : 'admin: { listen: off }');
   lines.push('networks:');
   for (const [net, n] of Object.entries(networks)) {
     lines.push(`  ${net}:`);
@@ -136,9 +137,11 @@ export function renderConfig({ workers = 2, networks, server = {}, admin = true,
 export async function startSluice(config, { env } = {}) {
   const dir = tempDir();
   const file = path.join(dir, 'sluice.yaml');
-  const statePath = path.join(dir, 'state'); // every sluice its own shared state
+  let statePath = path.join(dir, 'state'); // every sluice its own shared state
   let text = typeof config === 'string' ? config : renderConfig({ statePath, ...config });
-  if (typeof config === 'string' && !/^state:/m.test(text)) text += `state: { path: "${statePath}" }\n`;
+  const given = text.match(/^state:\s*\{\s*path:\s*"([^"]+)"/m);
+  if (given) statePath = given[1];
+  else text += `state: { path: "${statePath}" }\n`;
   writeFileSync(file, text);
   const { child, out, match } = await spawnUntil(SLUICE_BIN, ['-c', file],
     { pattern: /listening on http:\/\/([\d.]+):(\d+) .*admin API (?:off|on http:\/\/[\d.]+:\d+)/, stream: 'stderr', env });
