@@ -53,9 +53,10 @@ uint64_t admin_query_u64(h2o_req_t *req, const char *name, uint64_t dflt)
             if (p == stop)
                 return dflt;
             for (; p < stop; p++) {
-                if (*p < '0' || *p > '9' || v > UINT64_MAX / 10)
+                uint64_t d = (uint64_t)(*p - '0');
+                if (*p < '0' || *p > '9' || v > (UINT64_MAX - d) / 10)
                     return dflt;
-                v = v * 10 + (uint64_t)(*p - '0');
+                v = v * 10 + d;
             }
             return v;
         }

@@ -53,19 +53,44 @@ static const char *find_first(const char *s, size_t n, size_t *len)
     return best;
 }
 
+/* Extends [p, *end) over every secret occurrence that starts inside it, so
+ * overlapping secrets are masked as one: no tail of either is left. */
+static void extend_overlaps(const char *p, const char **end, const char *limit)
+{
+    int grew = 1;
+    while (grew) {
+        grew = 0;
+        for (size_t i = 0; i < nsecrets; i++) {
+            const char *from = p + 1;
+            while (from < *end) {
+                const char *q = memmem(from, (size_t)(limit - from), secrets[i].s, secrets[i].n);
+                if (q == NULL || q >= *end)
+                    break;
+                if (q + secrets[i].n > *end) {
+                    *end = q + secrets[i].n;
+                    grew = 1;
+                }
+                from = q + 1;
+            }
+        }
+    }
+}
+
 void sl_secret_scrub(sl_buf_t *out, const char *s, size_t n)
 {
-    while (n > 0) {
+    const char *limit = s + n;
+    while (s < limit) {
         size_t len = 0;
-        const char *p = find_first(s, n, &len);
+        const char *p = find_first(s, (size_t)(limit - s), &len);
         if (p == NULL) {
-            sl_buf_append(out, s, n);
+            sl_buf_append(out, s, (size_t)(limit - s));
             return;
         }
+        const char *end = p + len;
+        extend_overlaps(p, &end, limit);
         sl_buf_append(out, s, (size_t)(p - s));
         sl_buf_append(out, "***", 3);
-        n -= (size_t)(p - s) + len;
-        s = p + len;
+        s = end;
     }
 }
 

@@ -199,6 +199,8 @@ static void log_format(gw_cfg_t *c, yaml_node_t *n, void *target)
 static const gw_cfg_field_t state_fields[] = {
     {"path", GW_CFG_STR, offsetof(gw_state_conf_t, path)},
     {"map_size_mb", GW_CFG_U32, offsetof(gw_state_conf_t, map_size_mb), 16, 1048576},
+    {"refresh_ms", GW_CFG_U32, offsetof(gw_state_conf_t, refresh_ms), 10, 10000},
+    {"flush_ms", GW_CFG_U32, offsetof(gw_state_conf_t, flush_ms), 0, 60000},
     {"event_max_count", GW_CFG_U32, offsetof(gw_state_conf_t, event_max_count), 10, 100000000},
     {"event_max_age_hours", GW_CFG_U32, offsetof(gw_state_conf_t, event_max_age_hours), 1, 87600},
 };
@@ -380,6 +382,8 @@ static gw_config_t *config_new(const char *name)
     cfg->admin.listen = sl_xstrdup(GW_DEFAULT_ADMIN_LISTEN);
     cfg->state.path = sl_xstrdup(GW_DEFAULT_STATE_PATH);
     cfg->state.map_size_mb = GW_DEFAULT_MAP_SIZE_MB;
+    cfg->state.refresh_ms = 50;
+    cfg->state.flush_ms = 100;
     cfg->state.event_max_count = GW_DEFAULT_EVENT_MAX_COUNT;
     cfg->state.event_max_age_hours = GW_DEFAULT_EVENT_MAX_AGE_HOURS;
     cfg->log.level = SL_LOG_INFO;

@@ -66,6 +66,8 @@ typedef struct gw_admin_conf {
 typedef struct gw_state_conf {
     char *path;
     uint32_t map_size_mb;
+    uint32_t refresh_ms;          /* workers re-read shared state this often (50) */
+    uint32_t flush_ms;            /* workers write their counters this often (100); 0 = never (benchmarks) */
     uint32_t event_max_count;     /* event log retention: count ... */
     uint32_t event_max_age_hours; /* ... and age */
 } gw_state_conf_t;

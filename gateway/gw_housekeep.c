@@ -136,6 +136,8 @@ void gw_housekeep_tick(gw_housekeep_t *hk, uint64_t now)
         size_t removed = 0;
         if (state_trim_events(hk->st, sl_wall_ms(), &removed) == SL_OK && removed > 0)
             sl_log_info("state: retention removed %zu old event(s)", removed);
+        if (state_make_room(hk->st) != SL_OK)
+            sl_log_warn("state: the map is nearly full and holds no event to drop (raise state.map_size_mb)");
         hk->last_trim_ms = now;
     }
 }

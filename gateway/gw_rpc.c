@@ -15,7 +15,7 @@ static void parse_member(const char *body, policy_span_t m, const gw_rpc_limits_
     }
     policy_envelope_t env;
     if (policy_envelope_scan(body + m.off, m.len, &env) != SL_OK) {
-        mb->error = "invalid request: a member is repeated";
+        mb->error = "invalid request: a member name is repeated or ambiguous (a name twice, even escaped, or in another case)";
         return;
     }
     /* spans are relative to the member: make them relative to the body */
@@ -44,7 +44,7 @@ static void parse_member(const char *body, policy_span_t m, const gw_rpc_limits_
         return;
     }
     size_t nlen = strlen(mb->name);
-    if (nlen == 0 || memmem(body + env.method.off, env.method.len, "\\u0000", 6) != NULL) {
+    if (nlen == 0 || policy_json_has_nul(body, env.method)) {
         mb->error = "invalid request: \"method\" must be a non-empty name";
         mb->name[0] = '\0';
         return;

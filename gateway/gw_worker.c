@@ -123,6 +123,8 @@ static int worker_setup(worker_t *w)
         .max_response_bytes = cfg->server.max_response_bytes,
         .state = w->state,
         .slot = w->args->index,
+        .refresh_ms = cfg->state.refresh_ms,
+        .flush_ms = cfg->state.flush_ms,
     };
     if (pool_create(&pp, &w->pool) != SL_OK)
         return -1;
@@ -217,7 +219,8 @@ int gw_worker_main(const gw_worker_args_t *args)
         uint64_t now = sl_now_ms();
         if (now - last_flush >= HOUSEKEEPING_MS) {
             sl_log_flush();
-            gw_stats_flush(w.stats);
+            if (cfg->state.flush_ms != 0)
+                gw_stats_flush(w.stats);
             last_flush = now;
         }
     }

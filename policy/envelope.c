@@ -4,11 +4,16 @@
 
 #include <stddef.h>
 #include <string.h>
+#include <strings.h>
 
 #include "policy/json_scan_int.h"
 
-/* Top-level keys of an envelope, as raw tokens: a key written with escapes
- * is deliberately not the same key. */
+/* Top-level keys of an envelope, as raw tokens. A key written with escapes
+ * ("\u006dethod") or in another case ("Method") is the same key to the nodes
+ * behind the gateway: Go's encoding/json (geth, erigon) unescapes names and
+ * matches them case-insensitively, keeping the last duplicate. So such a key
+ * is resolved too: unescaped and exact, it counts as that key (a duplicate is
+ * refused); equal only ignoring case, the message is refused as ambiguous. */
 typedef struct env_key {
     const char *token;
     size_t len;
@@ -26,11 +31,31 @@ static int key_is(const char *buf, policy_span_t key, const char *token, size_t 
     return key.len == len && memcmp(buf + key.off, token, len) == 0;
 }
 
+#define ENV_KEY_AMBIGUOUS ((policy_span_t *)(void *)1)
+
 static policy_span_t *envelope_slot(policy_envelope_t *env, const char *buf, policy_span_t key)
 {
-    for (size_t i = 0; i < sizeof env_keys / sizeof env_keys[0]; i++)
+    const size_t nkeys = sizeof env_keys / sizeof env_keys[0];
+    for (size_t i = 0; i < nkeys; i++)
         if (key_is(buf, key, env_keys[i].token, env_keys[i].len))
             return (policy_span_t *)(void *)((char *)env + env_keys[i].slot);
+    /* the longest envelope key, "jsonrpc", is 7 bytes: longer keys, even
+     * escaped, decode to at most 7 bytes only if made of escapes */
+    char name[16];
+    if (policy_json_string(buf, key, name, sizeof name) != SL_OK)
+        return NULL;
+    if (policy_json_has_nul(buf, key)) /* "id\u0000": never a name to pass on */
+        return ENV_KEY_AMBIGUOUS;
+    size_t n = strlen(name);
+    for (size_t i = 0; i < nkeys; i++) {
+        const char *want = env_keys[i].token + 1;
+        size_t wlen = env_keys[i].len - 2;
+        if (n != wlen || strncasecmp(name, want, wlen) != 0)
+            continue;
+        if (memcmp(name, want, wlen) == 0)
+            return (policy_span_t *)(void *)((char *)env + env_keys[i].slot);
+        return ENV_KEY_AMBIGUOUS;
+    }
     return NULL;
 }
 
@@ -48,9 +73,9 @@ sl_err_t policy_envelope_scan(const char *buf, size_t len, policy_envelope_t *ou
         if ((err = json_scan_key(&s, &key)) != SL_OK)
             break;
         policy_span_t *slot = envelope_slot(out, buf, key);
-        /* refuse a second "result" as soon as its key is read: no
-         * completion of the input is an envelope any more */
-        if (slot && slot->len) {
+        /* refuse a second "result" (or a "Result") as soon as its key is
+         * read: no completion of the input is an envelope any more */
+        if (slot == ENV_KEY_AMBIGUOUS || (slot && slot->len)) {
             err = SL_ERR_PARSE;
             break;
         }
@@ -236,6 +261,21 @@ static sl_err_t unescape(const uint8_t *p, const uint8_t *end, char *out, size_t
     }
     out[n] = '\0';
     return SL_OK;
+}
+
+int policy_json_has_nul(const char *buf, policy_span_t s)
+{
+    const char *p = buf + s.off, *end = p + s.len;
+    while (p < end) {
+        if (*p != '\\') {
+            p++;
+            continue;
+        }
+        if (end - p >= 6 && p[1] == 'u' && memcmp(p + 2, "0000", 4) == 0)
+            return 1;
+        p += p + 1 < end && p[1] == 'u' ? 6 : 2; /* skip the whole escape */
+    }
+    return 0;
 }
 
 sl_err_t policy_json_string(const char *buf, policy_span_t s, char *out, size_t cap)

@@ -94,6 +94,10 @@ SL_MUST_CHECK sl_err_t policy_envelope_error(const char *buf, policy_span_t err,
  * SL_ERR_PARSE if s is not a string token, SL_ERR_TOO_LARGE if it was cut. */
 SL_MUST_CHECK sl_err_t policy_json_string(const char *buf, policy_span_t s, char *out, size_t cap);
 
+/* 1 if the string token at span s holds an escaped NUL ("\u0000"), which a
+ * NUL-terminated decode would silently cut at. */
+int policy_json_has_nul(const char *buf, policy_span_t s);
+
 /* Parses the JSON number token at span s as a signed 64-bit integer.
  * SL_ERR_PARSE if it is not an integer token (fraction or exponent),
  * SL_ERR_RANGE if it does not fit. */

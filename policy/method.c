@@ -185,13 +185,15 @@ static const char *const class_names[POLICY_CLASS_COUNT] = {
     [POLICY_CLASS_BLOCKED] = "blocked",
 };
 
-/* strcmp order between a NUL-terminated table name and name[0..len). */
+/* Byte order between a table name and name[0..len) (strcmp order for names
+ * without NUL; a name with a NUL inside simply matches no row). */
 static int name_cmp(const char *row, const char *name, size_t len)
 {
-    int c = strncmp(row, name, len);
+    size_t rlen = strlen(row);
+    int c = memcmp(row, name, rlen < len ? rlen : len);
     if (c != 0)
         return c;
-    return row[len] == '\0' ? 0 : 1;
+    return rlen == len ? 0 : rlen < len ? -1 : 1;
 }
 
 const policy_method_t *policy_method_lookup(policy_chain_t chain, const char *name, size_t len)

@@ -88,6 +88,8 @@ sl_err_t pool_create(const pool_params_t *p, pool_t **out)
     pool->max_response_bytes = p->max_response_bytes;
     pool->state = p->state;
     pool->slot = p->slot;
+    pool->refresh_ms = p->refresh_ms ? p->refresh_ms : 50;
+    pool->flush_ms = p->flush_ms;
     pool->nnetworks = p->nnetworks;
     pool->networks = sl_xcalloc(p->nnetworks, sizeof(*pool->networks));
     h2o_timeout_init(p->loop, &pool->idle_timeout, POOL_IDLE_TIMEOUT_MS);

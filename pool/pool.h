@@ -129,6 +129,8 @@ typedef struct pool_params {
     size_t max_response_bytes;
     state_t *state;
     uint32_t slot;
+    uint32_t refresh_ms;          /* shared-state snapshot period */
+    uint32_t flush_ms;            /* counter flush period; 0 = never */
 } pool_params_t;
 
 SL_MUST_CHECK sl_err_t pool_create(const pool_params_t *params, pool_t **out);

@@ -14,8 +14,6 @@
 #include "base/sl_time.h"
 #include "pool/pool_int.h"
 
-#define TICK_MS 50
-#define FLUSH_MS 100
 #define RATE_BACKOFF_MIN_MS 1000
 #define RATE_BACKOFF_MAX_MS 60000
 #define EWMA_ALPHA_PCT 20
@@ -422,7 +420,7 @@ static void on_tick(h2o_timeout_entry_t *entry)
     pool_t *pool = H2O_STRUCT_FROM_MEMBER(pool_t, tick, entry);
     pool_health_refresh(pool);
     uint64_t mono = sl_now_ms(), now = sl_wall_ms();
-    if (mono - pool->last_flush_ms >= FLUSH_MS) {
+    if (pool->flush_ms != 0 && mono - pool->last_flush_ms >= pool->flush_ms) {
         flush_stats(pool);
         pool->last_flush_ms = mono;
     }
@@ -465,7 +463,7 @@ void pool_health_init(pool_t *pool)
         return;
     load_slot(pool);
     pool_health_refresh(pool);
-    h2o_timeout_init(pool->loop, &pool->tick_timeout, TICK_MS);
+    h2o_timeout_init(pool->loop, &pool->tick_timeout, pool->refresh_ms);
     pool->tick.cb = on_tick;
     h2o_timeout_link(pool->loop, &pool->tick_timeout, &pool->tick);
 }
@@ -474,7 +472,8 @@ void pool_health_dispose(pool_t *pool)
 {
     if (pool->state == NULL || pool->tick.cb == NULL)
         return;
-    flush_stats(pool);
+    if (pool->flush_ms != 0)
+        flush_stats(pool);
     for (size_t k = 0; k < pool->nnetworks; k++)
         for (size_t i = 0; i < pool->networks[k].nendpoints; i++)
             if (pool->networks[k].endpoints[i].health.probing)

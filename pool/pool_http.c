@@ -64,6 +64,29 @@ static int value_has_token(const char *v, size_t n, const char *token)
     return 0;
 }
 
+/* 1 if every comma-separated token of the value is a or b (case-insensitive). */
+static int only_tokens(const char *v, size_t n, const char *a, const char *b)
+{
+    size_t i = 0;
+    while (i < n) {
+        while (i < n && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
+            i++;
+        size_t start = i;
+        while (i < n && v[i] != ',')
+            i++;
+        size_t end = i;
+        while (end > start && (v[end - 1] == ' ' || v[end - 1] == '\t'))
+            end--;
+        size_t tn = end - start;
+        if (tn == 0)
+            continue;
+        if (!(tn == strlen(a) && strncasecmp(v + start, a, tn) == 0) &&
+            !(tn == strlen(b) && strncasecmp(v + start, b, tn) == 0))
+            return 0;
+    }
+    return 1;
+}
+
 static sl_err_t apply_header(const struct phr_header *h, pool_http_head_t *out)
 {
     if (h->name == NULL)
@@ -74,10 +97,11 @@ static sl_err_t apply_header(const struct phr_header *h, pool_http_head_t *out)
             return SL_ERR_PARSE;
         out->content_length = v;
     } else if (header_is(h, "transfer-encoding")) {
+        /* only chunked (and identity) can be undone here: "gzip, chunked" cannot */
+        if (!only_tokens(h->value, h->value_len, "chunked", "identity"))
+            return SL_ERR_PARSE;
         if (value_has_token(h->value, h->value_len, "chunked"))
             out->chunked = 1;
-        else if (!value_has_token(h->value, h->value_len, "identity"))
-            return SL_ERR_PARSE; /* an encoding we cannot undo */
     } else if (header_is(h, "connection")) {
         if (value_has_token(h->value, h->value_len, "close"))
             out->keep_alive = 0;
@@ -90,7 +114,7 @@ static sl_err_t apply_header(const struct phr_header *h, pool_http_head_t *out)
             out->retry_after_date[h->value_len] = '\0';
         }
     } else if (header_is(h, "content-encoding")) {
-        if (!value_has_token(h->value, h->value_len, "identity"))
+        if (!only_tokens(h->value, h->value_len, "identity", "identity"))
             out->encoded = 1;
     }
     return SL_OK;
@@ -126,6 +150,10 @@ sl_err_t pool_http_parse_head(const char *buf, size_t len, pool_http_head_t *out
     }
     if (out->chunked) /* RFC 9112 6.3: chunked overrides Content-Length */
         out->content_length = -1;
+    if (status == 204 || status == 304) { /* never a body, whatever the headers say */
+        out->chunked = 0;
+        out->content_length = 0;
+    }
     return SL_OK;
 }
 
@@ -198,7 +226,9 @@ static sl_err_t chunked_byte(pool_chunked_t *d, char c)
         d->remaining = 0;
         return SL_OK;
     case CH_TRAILER:
-        d->state = c == '\r' ? CH_END_LF : CH_TRAILER_LINE;
+        /* an empty line ends the trailers; a bare LF ends it too, as bare
+         * LFs end trailer lines */
+        d->state = c == '\r' ? CH_END_LF : c == '\n' ? CH_DONE : CH_TRAILER_LINE;
         return SL_OK;
     case CH_TRAILER_LINE:
         if (c == '\n')

@@ -128,6 +128,8 @@ struct pool {
     h2o_timeout_t tick_timeout;   /* snapshot refresh / flush / probes */
     h2o_timeout_entry_t tick;
     uint64_t last_flush_ms;
+    uint32_t refresh_ms;
+    uint32_t flush_ms;
 };
 
 /* One client call walking the plan (pool_call.c); answers applied to its

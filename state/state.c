@@ -35,6 +35,11 @@ sl_err_t state_lmdb_err(const char *what, int rc)
 /* mkdir -p */
 static sl_err_t make_dirs(const char *path)
 {
+    struct stat sb;
+    if (stat(path, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
+        sl_log_error("state: %s exists and is not a folder", path);
+        return SL_ERR_IO;
+    }
     char tmp[4096];
     size_t n = strlen(path);
     if (n == 0 || n >= sizeof(tmp))
@@ -146,14 +151,26 @@ sl_err_t state_sync(state_t *st)
     return state_lmdb_err("sync", mdb_env_sync(st->env, 1));
 }
 
+/* Bytes held by live data: every database's pages. Pages LMDB freed are
+ * reused, so this (not the file's high-water mark) says how full the map is. */
 void state_usage(state_t *st, size_t *used, size_t *size)
 {
     MDB_envinfo info;
     MDB_stat stat;
+    MDB_txn *txn;
     mdb_env_info(st->env, &info);
     mdb_env_stat(st->env, &stat);
     *size = info.me_mapsize;
-    *used = (info.me_last_pgno + 1) * (size_t)stat.ms_psize;
+    size_t pages = stat.ms_branch_pages + stat.ms_leaf_pages + stat.ms_overflow_pages;
+    if (mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn) == MDB_SUCCESS) {
+        for (int i = 0; i < STATE_DB_COUNT; i++) {
+            MDB_stat s;
+            if (mdb_stat(txn, st->dbi[i], &s) == MDB_SUCCESS)
+                pages += s.ms_branch_pages + s.ms_leaf_pages + s.ms_overflow_pages;
+        }
+        mdb_txn_abort(txn);
+    }
+    *used = pages * (size_t)stat.ms_psize;
 }
 
 sl_err_t state_read_begin(state_t *st)

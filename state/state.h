@@ -47,8 +47,12 @@ SL_MUST_CHECK sl_err_t state_check_readers(state_t *st, int *cleared);
 SL_MUST_CHECK sl_err_t state_sync(state_t *st);
 /* Applies event retention (count and age); *removed gets how many. */
 SL_MUST_CHECK sl_err_t state_trim_events(state_t *st, uint64_t now_ms, size_t *removed);
-/* Bytes used by the map, and its size, for the admin view and trimming. */
+/* Bytes live data takes in the map, and the map's size. */
 void state_usage(state_t *st, size_t *used, size_t *size);
+/* Past STATE_FULL_PCT of the map, drops the oldest quarter of the events.
+ * The master calls it on its housekeeping tick; appends check it too. */
+#define STATE_FULL_PCT 80
+SL_MUST_CHECK sl_err_t state_make_room(state_t *st);
 
 /* ---- snapshots: one reused read transaction per process ---- */
 SL_MUST_CHECK sl_err_t state_read_begin(state_t *st);

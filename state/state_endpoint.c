@@ -123,9 +123,17 @@ sl_err_t state_network_update(state_t *st, const char *network, const char *cons
     char key[96];
     snprintf(key, sizeof(key), "level/%s", network);
     MDB_val k = {strlen(key), key}, v;
-    state_network_rec_t level = {0, 0};
-    int exists = mdb_get(txn, st->dbi[STATE_DB_META], &k, &v) == MDB_SUCCESS &&
-                 state_record_decode(&state_network_schema, v.mv_data, v.mv_size, &level) == SL_OK;
+    state_network_rec_t level = {0, 0}, stored;
+    int exists = 0;
+    if (mdb_get(txn, st->dbi[STATE_DB_META], &k, &v) == MDB_SUCCESS) {
+        sl_err_t derr = state_record_decode(&state_network_schema, v.mv_data, v.mv_size, &stored);
+        if (derr == SL_OK) {
+            level = stored;
+            exists = 1;
+        } else {
+            state_note_corrupt(st, "network level", key, derr);
+        }
+    }
     state_event_t events[STATE_MAX_TXN_EVENTS];
     size_t nevents = 0;
     memset(events, 0, sizeof(events));

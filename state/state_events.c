@@ -20,14 +20,34 @@ static uint64_t from_be64(const unsigned char *p)
     return v;
 }
 
+/* The next sequence number: meta's counter, or, if that is missing or
+ * damaged, one past the newest event still stored. */
+static int next_seq(state_t *st, MDB_txn *txn, uint64_t *next)
+{
+    MDB_val mk = {8, "next_seq"}, mv, k, v;
+    MDB_cursor *cur;
+    int rc = mdb_get(txn, st->dbi[STATE_DB_META], &mk, &mv);
+    if (rc == MDB_SUCCESS && mv.mv_size == 8) {
+        *next = from_be64(mv.mv_data);
+        return MDB_SUCCESS;
+    }
+    if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND)
+        return rc;
+    *next = 1;
+    if ((rc = mdb_cursor_open(txn, st->dbi[STATE_DB_EVENTS], &cur)) != MDB_SUCCESS)
+        return rc;
+    if (mdb_cursor_get(cur, &k, &v, MDB_LAST) == MDB_SUCCESS && k.mv_size == 8)
+        *next = from_be64(k.mv_data) + 1;
+    mdb_cursor_close(cur);
+    return MDB_SUCCESS;
+}
+
 int state_event_put(state_t *st, MDB_txn *txn, state_event_t *ev)
 {
-    MDB_val mk = {8, "next_seq"}, mv;
+    MDB_val mk = {8, "next_seq"};
     uint64_t next = 1;
-    int rc = mdb_get(txn, st->dbi[STATE_DB_META], &mk, &mv);
-    if (rc == MDB_SUCCESS && mv.mv_size == 8)
-        next = from_be64(mv.mv_data);
-    else if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND)
+    int rc = next_seq(st, txn, &next);
+    if (rc != MDB_SUCCESS)
         return rc;
     ev->seq = next;
     sl_buf_t buf = SL_BUF_INIT;
@@ -91,21 +111,44 @@ static sl_err_t delete_oldest(state_t *st, size_t n, uint64_t older_than_ms, siz
     return state_lmdb_err("commit", mdb_txn_commit(txn));
 }
 
-sl_err_t state_event_append(state_t *st, state_event_t *ev)
+static size_t event_count(state_t *st)
 {
-    sl_err_t err = append_once(st, ev);
-    if (err != SL_ERR_MAP_FULL)
-        return err;
     MDB_stat s;
     MDB_txn *txn;
-    size_t count = 0, removed = 0;
+    size_t count = 0;
     if (mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn) == MDB_SUCCESS) {
         if (mdb_stat(txn, st->dbi[STATE_DB_EVENTS], &s) == MDB_SUCCESS)
             count = s.ms_entries;
         mdb_txn_abort(txn);
     }
-    sl_log_warn("state: map full; dropping the oldest %zu of %zu events to make room", count / 2 + 1, count);
-    if (delete_oldest(st, count / 2 + 1, 0, &removed) != SL_OK)
+    return count;
+}
+
+/* A map that is completely full cannot even commit a delete (LMDB copies
+ * pages on write), so room is made before that: past STATE_FULL_PCT of the
+ * map, the oldest quarter of the events goes. */
+sl_err_t state_make_room(state_t *st)
+{
+    size_t used, size, removed = 0;
+    state_usage(st, &used, &size);
+    if (size == 0 || used * 100 < size * STATE_FULL_PCT)
+        return SL_OK;
+    size_t count = event_count(st);
+    if (count == 0)
+        return SL_ERR_MAP_FULL;
+    sl_log_warn("state: the map is %zu%% full; dropping the oldest %zu of %zu events (raise state.map_size_mb)",
+                used * 100 / size, count / 4 + 1, count);
+    return delete_oldest(st, count / 4 + 1, 0, &removed);
+}
+
+sl_err_t state_event_append(state_t *st, state_event_t *ev)
+{
+    if (++st->appends % 32 == 0 && state_make_room(st) != SL_OK)
+        sl_log_warn("state: could not make room for events");
+    sl_err_t err = append_once(st, ev);
+    if (err != SL_ERR_MAP_FULL)
+        return err;
+    if (state_make_room(st) != SL_OK)
         return SL_ERR_MAP_FULL;
     return append_once(st, ev);
 }
@@ -132,6 +175,8 @@ sl_err_t state_events_read(state_t *st, uint64_t since, state_event_t *out, size
     MDB_txn *txn;
     MDB_cursor *cur;
     *n = 0;
+    if (since == UINT64_MAX || max == 0)
+        return SL_OK; /* nothing can come after the last possible sequence */
     int rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn);
     if (rc != MDB_SUCCESS)
         return state_lmdb_err("begin", rc);

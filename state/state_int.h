@@ -24,6 +24,7 @@ struct state {
     MDB_dbi dbi[STATE_DB_COUNT];
     MDB_txn *rtxn;                /* reused snapshot transaction (reset between uses) */
     uint64_t corrupt_records;     /* records that did not decode */
+    uint64_t appends;             /* events this process appended (room check cadence) */
     char corrupt_logged[STATE_CORRUPT_LOG_MAX][96];
     size_t ncorrupt_logged;
 };

@@ -172,11 +172,13 @@ static sl_err_t put_uint(void *rec, const state_field_t *f, size_t i, const msgp
 static sl_err_t decode_field(void *rec, const state_field_t *f, const msgpack_object *o)
 {
     if (f->type == STATE_F_STR) {
+        /* msgpack-c gives a NULL pointer for an empty string: never pass it on */
         if (o->type != MSGPACK_OBJECT_STR || o->via.str.size >= f->size ||
-            memchr(o->via.str.ptr, '\0', o->via.str.size) != NULL)
+            (o->via.str.size != 0 && memchr(o->via.str.ptr, '\0', o->via.str.size) != NULL))
             return SL_ERR_CORRUPT;
         char *p = (char *)rec + f->offset;
-        memcpy(p, o->via.str.ptr, o->via.str.size);
+        if (o->via.str.size != 0)
+            memcpy(p, o->via.str.ptr, o->via.str.size);
         p[o->via.str.size] = '\0';
         return SL_OK;
     }

@@ -90,7 +90,6 @@ static size_t check_head(const uint8_t *data, size_t size)
     CHECK(h.encoded == 0 || h.encoded == 1);
     CHECK(h.retry_after_s >= -1);
     CHECK(memchr(h.retry_after_date, '\0', sizeof h.retry_after_date) != NULL);
-    CHECK(h.retry_after_s < 0 || h.retry_after_date[0] == '\0');
     if (h.retry_after_date[0] != '\0')
         (void)pool_http_date_delta(h.retry_after_date, (int64_t)(fnv1a(data, size) >> 33));
 

@@ -52,7 +52,7 @@ static void arena_free(arena_t *a)
 #define R_EMPTY "invalid request: empty batch"
 
 #define E_OBJ "invalid request: a batch member must be a JSON object"
-#define E_DUP "invalid request: a member is repeated"
+#define E_DUP "invalid request: a member name is repeated or ambiguous (a name twice, even escaped, or in another case)"
 #define E_ID "invalid request: \"id\" must be a string, a number or null"
 #define E_VER "invalid request: \"jsonrpc\" must be \"2.0\""
 #define E_METH "invalid request: \"method\" must be a string"
@@ -320,7 +320,7 @@ static const rpc_case_t rpc_cases[] = {
                     "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32600,\"message\":"
                     "\"invalid request: a batch member must be a JSON object\"}},"
                     "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32600,\"message\":"
-                    "\"invalid request: a member is repeated\"}}"
+                    "\"invalid request: a member name is repeated or ambiguous (a name twice, even escaped, or in another case)\"}}"
                     "]"),
     BATCH("[" REQ("eth_getTransactionReceipt", ",\"params\":[\"0xab\"],\"id\":\"r\"") ","
           REQ("eth_subscribe", ",\"id\":2") "," REQ("eth_sendRawTransaction", ",\"params\":[\"0x1\"],\"id\":3") "]", 3,
@@ -503,8 +503,8 @@ Test(rpc, table)
     cr_assert_geq(answers, 10);
 }
 
-/* The table states every message once; a typo in both places would agree, so
- * the exact reject for a non-JSON body is pinned here as the spec gives it. */
+/* The JSON-RPC 2.0 specification's own "invalid JSON" example, spaces and
+ * all, answered with exactly the text the gateway promises. */
 Test(rpc, parse_error_answer_is_exact)
 {
     const char *body = "{\"jsonrpc\": \"2.0\", \"method\": \"foobar, \"params\": \"bar\", \"baz]";
@@ -698,6 +698,21 @@ Test(rpc, escaped_repeated_keys_are_not_forwarded)
                       rpc.members[0].name);
         arena_free(&arena);
     }
+}
+
+/* A request whose "id" is written with an escape has an id all the same: it
+ * is no notification, and must not be answered with silence. */
+Test(rpc, escaped_id_key_is_not_a_notification)
+{
+    const char *body = "{\"jsonrpc\":\"2.0\",\"method\":\"eth_chainId\",\"\\u0069d\":7}";
+    gw_rpc_limits_t lim = {100, POLICY_CHAIN_ETHEREUM, NULL, 0};
+    arena_t arena = {0};
+    gw_rpc_request_t rpc;
+    gw_rpc_parse(body, strlen(body), &lim, arena_alloc, &arena, &rpc);
+    cr_assert_eq(rpc.kind, GW_RPC_SINGLE);
+    cr_expect_not(rpc.members[0].notification, "'%s' is taken for a notification (status %d)", body,
+                  rpc.members[0].status);
+    arena_free(&arena);
 }
 
 /* "\\u0000" in the raw method bytes is an escaped backslash followed by

@@ -6,6 +6,7 @@
 // FAKEPROVIDER_BIN) or from ./build.
 
 import { spawn } from 'node:child_process';
+import { after } from 'node:test';
 import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -28,6 +29,10 @@ function killAll() {
   }
 }
 process.on('exit', killAll);
+// A test that failed half-way may leave processes behind; their pipes would
+// keep node (and ctest) waiting forever. Kill what is left once the file's
+// tests are done.
+after(killAll);
 for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => { killAll(); process.exit(1); });
 
 export function tempDir(prefix = 'sluice-test-') {

@@ -63,7 +63,8 @@ static const head_case_t head_cases[] = {
     HEAD(OK200 "Content-Encoding: br\r\n\r\n", .encoded = 1),
     HEAD(OK200 "Content-Encoding: identity\r\n\r\n", .encoded = 0),
     HEAD(OK200 "X-A: 1\r\nX-B: 2\r\n\r\n"),
-    HEAD("HTTP/1.1 204 No Content\r\n\r\n", .status = 204),
+    HEAD("HTTP/1.1 204 No Content\r\n\r\n", .status = 204, .content_length = 0), /* never a body */
+    HEAD("HTTP/1.1 304 Not Modified\r\nTransfer-Encoding: chunked\r\n\r\n", .status = 304, .content_length = 0),
     HEAD("HTTP/1.1 200 \r\n\r\n"),
     HEAD("HTTP/1.1 200 OK\n\n"),
     HEAD("HTTP/1.1 999 Whatever\r\n\r\n", .status = 999),
