@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -48,6 +49,7 @@ typedef struct master {
 
 static pid_t spawn(master_t *m, unsigned i)
 {
+    pid_t master_pid = getpid();
     int pipefd[2];
     if (pipe2(pipefd, O_CLOEXEC) != 0) {
         sl_log_error("pipe: %s", strerror(errno));
@@ -61,6 +63,11 @@ static pid_t spawn(master_t *m, unsigned i)
         return -1;
     }
     if (pid == 0) {
+        /* a master killed with SIGKILL cannot stop its workers: the kernel
+         * tells them instead, so none is left holding the port */
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != master_pid)
+            _exit(1);
         close(pipefd[0]);
         close(m->sigfd);
         for (unsigned k = 0; k < m->n; k++)

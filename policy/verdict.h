@@ -18,7 +18,9 @@
     X(TRANSIENT, "transient failure of this endpoint")                                    \
     X(RATE_LIMITED, "rate limited by this endpoint")                                      \
     X(MISSING_DATA, "this endpoint lacks the data (pruned or lagging)")                   \
-    X(UNSUPPORTED, "this endpoint does not support the method")
+    X(UNSUPPORTED, "this endpoint does not support the method")                            \
+    X(ALREADY_KNOWN, "the node already has this transaction: the broadcast succeeded")     \
+    X(NONCE_TOO_LOW, "nonce too low: the transaction may already be mined (check by hash)")
 
 typedef enum policy_verdict {
 #define POLICY_VERDICT_ENUM_(name, msg) POLICY_VERDICT_##name,

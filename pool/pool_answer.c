@@ -36,6 +36,8 @@ static const state_outcome_t verdict_outcome[POLICY_VERDICT_COUNT] = {
     [POLICY_VERDICT_RATE_LIMITED] = STATE_OUTCOME_RATE_LIMITED,
     [POLICY_VERDICT_MISSING_DATA] = STATE_OUTCOME_MISSING_DATA,
     [POLICY_VERDICT_UNSUPPORTED] = STATE_OUTCOME_UNSUPPORTED,
+    [POLICY_VERDICT_ALREADY_KNOWN] = STATE_OUTCOME_OK,
+    [POLICY_VERDICT_NONCE_TOO_LOW] = STATE_OUTCOME_DETERMINISTIC,
 };
 
 static void note_outcome(answer_ctx_t *a, state_outcome_t o)
@@ -103,6 +105,9 @@ static void item_verdict(answer_ctx_t *a, pool_item_t *it, policy_verdict_t v, u
         a->res->rate_limited = 1;
     }
     switch (v) {
+    case POLICY_VERDICT_ALREADY_KNOWN:
+    case POLICY_VERDICT_NONCE_TOO_LOW:
+        /* settled by pool_write.c before this switch; as-is if it could not */
     case POLICY_VERDICT_SUCCESS:
     case POLICY_VERDICT_DETERMINISTIC:
         it->verdict = v;

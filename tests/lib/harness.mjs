@@ -22,7 +22,9 @@ const tempDirs = new Set();
 
 function killAll() {
   for (const c of children) {
-    try { c.kill('SIGKILL'); } catch { /* already gone */ }
+    // each child leads its own process group: this takes a sluice master's
+    // workers with it, so no orphan keeps our pipes (and node) alive
+    try { process.kill(-c.pid, 'SIGKILL'); } catch { /* already gone */ }
   }
   for (const d of tempDirs) {
     try { rmSync(d, { recursive: true, force: true }); } catch { /* ignore */ }
@@ -47,7 +49,7 @@ export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 // stderr, whichever `stream` says); rejects if it exits first or times out.
 function spawnUntil(bin, args, { pattern, stream = 'stdout', timeoutMs = 15000, env } = {}) {
   return new Promise((resolve, reject) => {
-    const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+    const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env }, detached: true });
     children.add(child);
     const out = { stdout: '', stderr: '' };
     let done = false;
