@@ -30,6 +30,7 @@ typedef enum gw_cfg_type {
     GW_CFG_U64,               /* uint64_t within [min, max] */
     GW_CFG_SIZE,              /* size_t within [min, max] */
     GW_CFG_BOOL,              /* int, 0 or 1 */
+    GW_CFG_DOUBLE,            /* double, a plain decimal in [0, 1000] (weights) */
     GW_CFG_FN,                /* fn decodes the value itself */
 } gw_cfg_type_t;
 

@@ -303,6 +303,46 @@ static void net_breaker(gw_cfg_t *c, yaml_node_t *n, void *target)
                      b->max_cooldown_ms, b->cooldown_ms);
 }
 
+static const gw_cfg_field_t ranking_fields[] = {
+    {"w_error", GW_CFG_DOUBLE, offsetof(policy_score_conf_t, w_error)},
+    {"w_rate_limit", GW_CFG_DOUBLE, offsetof(policy_score_conf_t, w_rate_limit)},
+    {"w_lag", GW_CFG_DOUBLE, offsetof(policy_score_conf_t, w_lag)},
+    {"max_lag", GW_CFG_U32, offsetof(policy_score_conf_t, max_lag), 0, 1000000},
+    {"max_error_pct", GW_CFG_U32, offsetof(policy_score_conf_t, max_error_pct), 1, 100},
+    {"min_calls", GW_CFG_U32, offsetof(policy_score_conf_t, min_calls), 1, 100000},
+    {"hysteresis_pct", GW_CFG_U32, offsetof(policy_score_conf_t, hysteresis_pct), 0, 99},
+    {"switch_after_ms", GW_CFG_U32, offsetof(policy_score_conf_t, switch_after_ms), 0, 3600000},
+    {"probe_interval_ms", GW_CFG_U32, offsetof(policy_score_conf_t, probe_interval_ms), 100, 3600000},
+};
+
+static void net_ranking(gw_cfg_t *c, yaml_node_t *n, void *target)
+{
+    gw_cfg_map_decode(c, n, ranking_fields, NFIELDS(ranking_fields), &((pool_network_conf_t *)target)->ranking);
+}
+
+static const gw_cfg_field_t retry_fields[] = {
+    {"backoff_base_ms", GW_CFG_U32, offsetof(pool_network_conf_t, backoff_base_ms), 1, 60000},
+    {"backoff_max_ms", GW_CFG_U32, offsetof(pool_network_conf_t, backoff_max_ms), 1, 600000},
+};
+
+static void net_retry(gw_cfg_t *c, yaml_node_t *n, void *target)
+{
+    pool_network_conf_t *net = target;
+    gw_cfg_map_decode(c, n, retry_fields, NFIELDS(retry_fields), net);
+    if (net->backoff_max_ms < net->backoff_base_ms)
+        gw_cfg_error(c, gw_cfg_line(n), "retry.backoff_max_ms (%u) must be at least backoff_base_ms (%u)",
+                     net->backoff_max_ms, net->backoff_base_ms);
+}
+
+static const gw_cfg_field_t pin_fields[] = {
+    {"window_ms", GW_CFG_U32, offsetof(pool_network_conf_t, pin_ms), 0, 3600000},
+};
+
+static void net_pin(gw_cfg_t *c, yaml_node_t *n, void *target)
+{
+    gw_cfg_map_decode(c, n, pin_fields, NFIELDS(pin_fields), target);
+}
+
 static const gw_cfg_field_t network_fields[] = {
     {"chain", GW_CFG_FN, .fn = net_chain},
     {"timeouts", GW_CFG_FN, .fn = net_timeouts},
@@ -310,6 +350,9 @@ static const gw_cfg_field_t network_fields[] = {
     {"resend_writes", GW_CFG_BOOL, offsetof(pool_network_conf_t, resend_writes)},
     {"blocked_methods", GW_CFG_FN, .fn = net_blocked},
     {"breaker", GW_CFG_FN, .fn = net_breaker},
+    {"ranking", GW_CFG_FN, .fn = net_ranking},
+    {"retry", GW_CFG_FN, .fn = net_retry},
+    {"pin", GW_CFG_FN, .fn = net_pin},
     {"endpoints", GW_CFG_FN, .fn = net_endpoints, .required = 1},
 };
 
@@ -349,7 +392,14 @@ void gw_cfg_networks(gw_cfg_t *c, yaml_node_t *n, void *target)
         net->timeouts = (pool_timeouts_t){POOL_DEFAULT_CONNECT_MS, POOL_DEFAULT_FIRST_BYTE_MS,
                                           POOL_DEFAULT_ATTEMPT_MS, POOL_DEFAULT_REQUEST_MS};
         net->breaker = POLICY_BREAKER_DEFAULTS;
+        net->ranking = POLICY_SCORE_DEFAULTS;
+        net->backoff_base_ms = POOL_DEFAULT_BACKOFF_BASE_MS;
+        net->backoff_max_ms = POOL_DEFAULT_BACKOFF_MAX_MS;
+        net->pin_ms = POOL_DEFAULT_PIN_MS;
         gw_cfg_map_decode(c, gw_cfg_node(c, pairs[i].value), network_fields, NFIELDS(network_fields), net);
+        /* Solana makes a slot every ~400 ms: the default lag allowance is in slots */
+        if (net->chain == POLICY_CHAIN_SOLANA && net->ranking.max_lag == POLICY_SCORE_DEFAULTS.max_lag)
+            net->ranking.max_lag = POOL_DEFAULT_SOLANA_MAX_LAG;
         gw_cfg_pop(c, mark);
     }
 }

@@ -326,6 +326,29 @@ sl_err_t gw_cfg_uint(gw_cfg_t *c, yaml_node_t *n, uint64_t min, uint64_t max, ui
     return err;
 }
 
+/* A weight: a plain non-negative decimal ("4", "0.5"), at most 1000. */
+static sl_err_t gw_cfg_double(gw_cfg_t *c, yaml_node_t *n, double *out)
+{
+    char *s = NULL;
+    sl_err_t err = gw_cfg_str(c, n, &s);
+    if (err != SL_OK)
+        return err;
+    char *end = NULL;
+    size_t digits = strspn(s, "0123456789.");
+    double v = strtod(s, &end);
+    err = SL_ERR_CONFIG;
+    if (digits == 0 || digits != strlen(s) || end == NULL || *end != '\0')
+        gw_cfg_error(c, gw_cfg_line(n), "expected a number such as 4 or 0.5 (got '%s')", s);
+    else if (!(v >= 0 && v <= 1000))
+        gw_cfg_error(c, gw_cfg_line(n), "must be between 0 and 1000 (got %s)", s);
+    else {
+        *out = v;
+        err = SL_OK;
+    }
+    free(s);
+    return err;
+}
+
 static const struct {
     const char *word;
     int value;
@@ -490,6 +513,12 @@ static void decode_field(gw_cfg_t *c, const gw_cfg_field_t *f, yaml_node_t *v, v
         int b = 0;
         if (gw_cfg_bool(c, v, &b) == SL_OK)
             *(int *)slot = b;
+        break;
+    }
+    case GW_CFG_DOUBLE: {
+        double d = 0;
+        if (gw_cfg_double(c, v, &d) == SL_OK)
+            *(double *)slot = d;
         break;
     }
     case GW_CFG_FN:

@@ -136,6 +136,9 @@ void gw_housekeep_tick(gw_housekeep_t *hk, uint64_t now)
         size_t removed = 0;
         if (state_trim_events(hk->st, sl_wall_ms(), &removed) == SL_OK && removed > 0)
             sl_log_info("state: retention removed %zu old event(s)", removed);
+        size_t pins = 0;
+        if (state_pins_purge(hk->st, sl_wall_ms(), &pins) == SL_OK && pins > 0)
+            sl_log_debug("state: purged %zu expired transaction pin(s)", pins);
         if (state_make_room(hk->st) != SL_OK)
             sl_log_warn("state: the map is nearly full and holds no event to drop (raise state.map_size_mb)");
         hk->last_trim_ms = now;

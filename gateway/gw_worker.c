@@ -1,5 +1,6 @@
 #include "gateway/gw_worker.h"
 
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -44,6 +45,17 @@ static void on_stop_signal(int sig)
 {
     (void)sig;
     stop_requested = 1;
+}
+
+/* Answers of tens of kilobytes are allocated and freed on every request; by
+ * default glibc gives the top of the heap back to the kernel and takes it
+ * again each time (a brk pair plus page faults on fresh zeroed pages, ~8% of
+ * a worker's time on 20 KB answers). Keep what was once needed instead. */
+static void tune_malloc(void)
+{
+    mallopt(M_TRIM_THRESHOLD, 64 * 1024 * 1024);
+    mallopt(M_TOP_PAD, 1024 * 1024);
+    mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
 }
 
 static void setup_signals(void)
@@ -199,6 +211,7 @@ int gw_worker_main(const gw_worker_args_t *args)
     snprintf(proc, sizeof(proc), "worker %u", args->index);
     sl_log_setup((sl_log_level_t)cfg->log.level, cfg->log.json ? SL_LOG_JSON : SL_LOG_TEXT, proc);
     setup_signals();
+    tune_malloc();
 
     worker_t w;
     memset(&w, 0, sizeof(w));

@@ -18,7 +18,8 @@ void policy_keccak256(const void *data, size_t len, uint8_t out[32]);
 
 /* The hash of the raw transaction given as hex ("0x..." or without 0x, even
  * length, case-insensitive) in hex[0..len): out gets "0x" + 64 lower-case hex
- * digits + NUL. SL_ERR_PARSE if it is not hex; SL_ERR_TOO_LARGE over 1 MiB. */
+ * digits + NUL. SL_ERR_PARSE if it is empty or not hex; SL_ERR_TOO_LARGE over
+ * 1 MiB of decoded bytes. On error out is "". */
 SL_MUST_CHECK sl_err_t policy_eth_tx_hash(const char *hex, size_t len, char out[67]);
 
 typedef enum policy_sol_encoding {
@@ -29,11 +30,16 @@ typedef enum policy_sol_encoding {
 /* The first signature of a serialized Solana transaction (text in enc):
  * compact-u16 signature count >= 1, then 64-byte signatures. out gets the
  * base58 signature + NUL (at most 88 characters). SL_ERR_PARSE on bad
- * encoding or a transaction with no signature. */
+ * encoding, a non-minimal count or one whose signatures are not all there;
+ * SL_ERR_TOO_LARGE if it decodes to over 1232 bytes (PACKET_DATA_SIZE, which
+ * validators enforce); SL_ERR_INVALID for an unknown enc. On error out is "". */
 SL_MUST_CHECK sl_err_t policy_sol_tx_signature(const char *text, size_t len, policy_sol_encoding_t enc, char out[96]);
 
-/* Base58 (Bitcoin alphabet) and base64 (RFC 4648, padded or not) decoders
- * into out[0..cap); *n gets the length. SL_ERR_PARSE / SL_ERR_TOO_LARGE. */
+/* Base58 (Bitcoin alphabet, each leading '1' a zero byte) and base64 (RFC 4648
+ * standard alphabet, padded or not, no whitespace, unused bits zero) decoders
+ * into out[0..cap); "" decodes to no bytes. *n gets the length (0 on error,
+ * when out[0..cap) may have been written). SL_ERR_PARSE / SL_ERR_TOO_LARGE.
+ * Base58 takes time O(len * cap): bound cap. */
 SL_MUST_CHECK sl_err_t policy_base58_decode(const char *s, size_t len, uint8_t *out, size_t cap, size_t *n);
 SL_MUST_CHECK sl_err_t policy_base64_decode(const char *s, size_t len, uint8_t *out, size_t cap, size_t *n);
 /* Base58 encoder; out must hold 2 * len + 1 bytes. */

@@ -10,6 +10,7 @@
 
 #include "policy/breaker.h"
 #include "policy/chain.h"
+#include "policy/score.h"
 
 typedef struct pool_header {
     char *name;
@@ -65,6 +66,10 @@ typedef struct pool_network_conf {
                                * non-NULL with 0 entries: the config said [] (block nothing) */
     size_t nblocked_methods;
     policy_breaker_conf_t breaker;
+    policy_score_conf_t ranking;
+    uint32_t backoff_base_ms;     /* between rounds over the endpoints: full jitter up to base * 2^round ... */
+    uint32_t backoff_max_ms;      /* ... capped here */
+    uint32_t pin_ms;              /* confirmation polls go to the accepting endpoint first, this long */
     int yaml_line;
 } pool_network_conf_t;
 
@@ -73,6 +78,10 @@ typedef struct pool_network_conf {
 #define POOL_DEFAULT_ATTEMPT_MS 10000
 #define POOL_DEFAULT_REQUEST_MS 30000
 #define POOL_DEFAULT_MAX_INFLIGHT 256
+#define POOL_DEFAULT_BACKOFF_BASE_MS 50
+#define POOL_DEFAULT_BACKOFF_MAX_MS 1000
+#define POOL_DEFAULT_PIN_MS 30000
+#define POOL_DEFAULT_SOLANA_MAX_LAG 150
 #define POOL_DEFAULT_MONTH_RESET_DAY 1
 #define POOL_MAX_ENDPOINTS 64
 

@@ -16,6 +16,7 @@ static const char *const db_names[STATE_DB_COUNT] = {
     [STATE_DB_ENDPOINTS] = "endpoints",
     [STATE_DB_STATS] = "stats",
     [STATE_DB_EVENTS] = "events",
+    [STATE_DB_PINS] = "pins",
 };
 
 sl_err_t state_lmdb_err(const char *what, int rc)

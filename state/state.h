@@ -109,6 +109,15 @@ SL_MUST_CHECK sl_err_t state_counters_put(state_t *st, const char *const *keys, 
 /* Inside a snapshot; errors as state_endpoint_get. */
 SL_MUST_CHECK sl_err_t state_counters_get(state_t *st, const char *key, state_counters_rec_t *rec);
 
+/* ---- transaction pins ---- */
+/* Records (or refreshes) a pin under key ("<network>/<txid>"). */
+SL_MUST_CHECK sl_err_t state_pin_put(state_t *st, const char *key, const state_pin_rec_t *rec);
+/* Looks a pin up in its own short read transaction: SL_ERR_NOT_FOUND if
+ * absent or expired at now_ms. */
+SL_MUST_CHECK sl_err_t state_pin_get(state_t *st, const char *key, uint64_t now_ms, state_pin_rec_t *rec);
+/* Deletes pins that expired before now_ms; *removed gets how many. */
+SL_MUST_CHECK sl_err_t state_pins_purge(state_t *st, uint64_t now_ms, size_t *removed);
+
 /* For tests and tools: raw put of arbitrary bytes into a named database. */
 SL_MUST_CHECK sl_err_t state_raw_put(state_t *st, const char *db, const void *key, size_t klen, const void *val,
                                      size_t vlen);

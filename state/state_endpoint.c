@@ -197,3 +197,57 @@ sl_err_t state_counters_get(state_t *st, const char *key, state_counters_rec_t *
     }
     return err;
 }
+
+sl_err_t state_pin_put(state_t *st, const char *key, const state_pin_rec_t *rec)
+{
+    sl_buf_t buf = SL_BUF_INIT;
+    sl_err_t err = state_record_encode(&state_pin_schema, rec, &buf);
+    if (err == SL_OK)
+        err = state_raw_put(st, "pins", key, strlen(key), buf.base, buf.len);
+    sl_buf_dispose(&buf);
+    return err;
+}
+
+sl_err_t state_pin_get(state_t *st, const char *key, uint64_t now_ms, state_pin_rec_t *rec)
+{
+    MDB_txn *txn;
+    int rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn);
+    if (rc != MDB_SUCCESS)
+        return state_lmdb_err("begin", rc);
+    MDB_val k = {strlen(key), (void *)key}, v;
+    sl_err_t err = SL_ERR_NOT_FOUND;
+    if (mdb_get(txn, st->dbi[STATE_DB_PINS], &k, &v) == MDB_SUCCESS) {
+        err = state_record_decode(&state_pin_schema, v.mv_data, v.mv_size, rec);
+        if (err != SL_OK)
+            state_note_corrupt(st, "pin", key, err);
+        else if (rec->expires_ms <= now_ms)
+            err = SL_ERR_NOT_FOUND;
+    }
+    mdb_txn_abort(txn);
+    return err;
+}
+
+sl_err_t state_pins_purge(state_t *st, uint64_t now_ms, size_t *removed)
+{
+    MDB_txn *txn;
+    MDB_cursor *cur;
+    *removed = 0;
+    int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
+    if (rc != MDB_SUCCESS)
+        return state_lmdb_err("begin", rc);
+    if ((rc = mdb_cursor_open(txn, st->dbi[STATE_DB_PINS], &cur)) != MDB_SUCCESS) {
+        mdb_txn_abort(txn);
+        return state_lmdb_err("cursor", rc);
+    }
+    MDB_val k, v;
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == MDB_SUCCESS; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        state_pin_rec_t pin;
+        if (state_record_decode(&state_pin_schema, v.mv_data, v.mv_size, &pin) == SL_OK && pin.expires_ms > now_ms)
+            continue;
+        if (mdb_cursor_del(cur, 0) != MDB_SUCCESS)
+            break;
+        (*removed)++;
+    }
+    mdb_cursor_close(cur);
+    return state_lmdb_err("commit", mdb_txn_commit(txn));
+}

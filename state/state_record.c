@@ -19,10 +19,22 @@ static const state_field_t endpoint_fields[] = {
     F(state_endpoint_rec_t, drained_at_ms, STATE_F_U64, 1),
     F(state_endpoint_rec_t, rate_limited_until_ms, STATE_F_U64, 1),
     F(state_endpoint_rec_t, transitions, STATE_F_U64_ARRAY, 3),
+    F(state_endpoint_rec_t, head, STATE_F_U64, 1),
+    F(state_endpoint_rec_t, head_at_ms, STATE_F_U64, 1),
+    F(state_endpoint_rec_t, probe_ewma_us, STATE_F_U32, 1),
+    F(state_endpoint_rec_t, probe_failures, STATE_F_U32, 1),
+    F(state_endpoint_rec_t, probe_next_ms, STATE_F_U64, 1),
 };
 
 const state_schema_t state_endpoint_schema = {"endpoint", 1, endpoint_fields,
                                               sizeof(endpoint_fields) / sizeof(endpoint_fields[0])};
+
+static const state_field_t pin_fields[] = {
+    F(state_pin_rec_t, endpoint, STATE_F_STR, sizeof(((state_pin_rec_t *)0)->endpoint)),
+    F(state_pin_rec_t, expires_ms, STATE_F_U64, 1),
+};
+
+const state_schema_t state_pin_schema = {"pin", 1, pin_fields, sizeof(pin_fields) / sizeof(pin_fields[0])};
 
 static const state_field_t network_fields[] = {
     F(state_network_rec_t, level, STATE_F_U8, 1),

@@ -52,6 +52,11 @@ typedef struct state_endpoint_rec {
     uint64_t drained_at_ms;
     uint64_t rate_limited_until_ms;
     uint64_t transitions[3];      /* times the breaker entered closed, open, half_open */
+    uint64_t head;                /* newest block (slot) the probes saw, 0 = none */
+    uint64_t head_at_ms;          /* when */
+    uint32_t probe_ewma_us;       /* probe latency EWMA, 0 = never measured */
+    uint32_t probe_failures;      /* probes failed in a row */
+    uint64_t probe_next_ms;       /* the next probe is due (claimed by moving it forward) */
 } state_endpoint_rec_t;
 
 extern const state_schema_t state_endpoint_schema;
@@ -138,6 +143,14 @@ typedef struct state_stats_rec {
 } state_stats_rec_t;
 
 extern const state_schema_t state_stats_schema;
+
+/* ---- transaction pins: confirmation polls go to the endpoint that accepted ---- */
+typedef struct state_pin_rec {
+    char endpoint[72];            /* the endpoint id that accepted the transaction */
+    uint64_t expires_ms;          /* wall clock */
+} state_pin_rec_t;
+
+extern const state_schema_t state_pin_schema;
 
 /* ---- client requests by method and outcome ----
  * One counter list per (network, worker slot): entry

@@ -32,9 +32,18 @@ function killAll() {
 }
 process.on('exit', killAll);
 // A test that failed half-way may leave processes behind; their pipes would
-// keep node (and ctest) waiting forever. Kill what is left once the file's
-// tests are done.
-after(killAll);
+// keep node (and ctest) waiting forever. Once the file's tests are done, ask
+// what is left to stop (SIGTERM: a test's own after hook may still be
+// checking for a clean exit), then kill whatever did not.
+after(async () => {
+  const left = [...children];
+  for (const c of left) {
+    try { process.kill(-c.pid, 'SIGTERM'); } catch { /* already gone */ }
+  }
+  const end = Date.now() + 5000;
+  while (Date.now() < end && left.some((c) => children.has(c))) await sleep(50);
+  killAll();
+});
 for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => { killAll(); process.exit(1); });
 
 export function tempDir(prefix = 'sluice-test-') {
