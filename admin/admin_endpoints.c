@@ -53,6 +53,25 @@ static cJSON *endpoint_json(const admin_ep_view_t *v, uint64_t now)
         cJSON_AddStringToObject(o, "excluded", v->excluded);
     else
         cJSON_AddNullToObject(o, "excluded");
+    if (v->has_ranked) {
+        static const char *const excluded[] = {NULL, "far behind the head", "error ratio too high"};
+        cJSON *sc = cJSON_AddObjectToObject(o, "score");
+        cJSON_AddNumberToObject(sc, "cost", v->ranked.score_milli / 1000.0);
+        cJSON_AddNumberToObject(sc, "latency_ms", v->ranked.latency_us / 1000.0);
+        cJSON_AddNumberToObject(sc, "error_ratio", v->ranked.error_ppm / 1e6);
+        cJSON_AddNumberToObject(sc, "rate_limit_ratio", v->ranked.rate_limit_ppm / 1e6);
+        if (v->ranked.lag_plus1)
+            cJSON_AddNumberToObject(sc, "lag", (double)(v->ranked.lag_plus1 - 1));
+        else
+            cJSON_AddNullToObject(sc, "lag");
+        if (v->ranked.excluded && v->ranked.excluded < 3)
+            cJSON_AddStringToObject(sc, "excluded", excluded[v->ranked.excluded]);
+    }
+    cJSON *probe = cJSON_AddObjectToObject(o, "probe");
+    cJSON_AddNumberToObject(probe, "head", (double)v->rec.head);
+    add_time(probe, "head_at", v->rec.head_at_ms);
+    cJSON_AddNumberToObject(probe, "latency_ms", v->rec.probe_ewma_us / 1000.0);
+    cJSON_AddNumberToObject(probe, "failures_in_a_row", v->rec.probe_failures);
     cJSON *lat = cJSON_AddObjectToObject(o, "latency_ms");
     cJSON_AddNumberToObject(lat, "ewma", v->ewma_ms);
     cJSON_AddNumberToObject(lat, "p90", v->p90_ms);

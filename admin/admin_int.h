@@ -26,6 +26,8 @@ typedef struct admin_ep_view {
     int usable;
     const char *excluded;         /* why not usable, or NULL */
     int position;                 /* 1-based place in the plan, 0 if excluded */
+    state_stats_rec_t ranked;     /* the freshest worker's ranking fields */
+    int has_ranked;
 } admin_ep_view_t;
 
 /* Collects every endpoint of every network (in config order) into a new

@@ -36,6 +36,10 @@ static void merge_stats(admin_ep_view_t *v, const state_stats_rec_t *s, uint64_t
     if (now - s->updated_ms < INFLIGHT_FRESH_MS)
         v->inflight += s->inflight;
     *ewma_weighted += (double)s->ewma_us * (double)s->attempts;
+    if (!v->has_ranked || s->updated_ms > v->ranked.updated_ms) {
+        v->ranked = *s;
+        v->has_ranked = 1;
+    }
 }
 
 /* The 90th percentile from the histogram, interpolated inside its bucket. */
@@ -102,7 +106,11 @@ admin_ep_view_t *admin_view_collect(admin_t *a, size_t *n)
                 view_one(a, &v[k], now);
             else
                 v[k].usable = 1;
-            v[k].position = v[k].usable ? ++position : 0;
+            /* the workers' own plan position when they published one */
+            if (v[k].has_ranked)
+                v[k].position = v[k].usable ? (int)v[k].ranked.rank : 0;
+            else
+                v[k].position = v[k].usable ? ++position : 0;
         }
     }
     if (snapshot)

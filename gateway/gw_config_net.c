@@ -312,7 +312,7 @@ static const gw_cfg_field_t ranking_fields[] = {
     {"min_calls", GW_CFG_U32, offsetof(policy_score_conf_t, min_calls), 1, 100000},
     {"hysteresis_pct", GW_CFG_U32, offsetof(policy_score_conf_t, hysteresis_pct), 0, 99},
     {"switch_after_ms", GW_CFG_U32, offsetof(policy_score_conf_t, switch_after_ms), 0, 3600000},
-    {"probe_interval_ms", GW_CFG_U32, offsetof(policy_score_conf_t, probe_interval_ms), 100, 3600000},
+    {"probe_interval_ms", GW_CFG_U32, offsetof(policy_score_conf_t, probe_interval_ms), 0, 3600000},
 };
 
 static void net_ranking(gw_cfg_t *c, yaml_node_t *n, void *target)

@@ -212,6 +212,7 @@ int gw_worker_main(const gw_worker_args_t *args)
     sl_log_setup((sl_log_level_t)cfg->log.level, cfg->log.json ? SL_LOG_JSON : SL_LOG_TEXT, proc);
     setup_signals();
     tune_malloc();
+    srandom((unsigned)getpid() ^ (unsigned)sl_now_us()); /* backoff jitter differs per worker */
 
     worker_t w;
     memset(&w, 0, sizeof(w));

@@ -23,7 +23,8 @@ typedef struct policy_score_conf {
     uint32_t min_calls;           /* ... once the window holds this many calls (10) */
     uint32_t hysteresis_pct;      /* a challenger must cost this much less than the primary (30) ... */
     uint32_t switch_after_ms;     /* ... for this long before it takes over (5000) */
-    uint32_t probe_interval_ms;   /* head/latency probe period per endpoint, one prober for all workers (2000) */
+    uint32_t probe_interval_ms;   /* head/latency probe period per endpoint, one prober for all workers
+                                     (2000); 0 = no health probes: config order and call outcomes rank */
 } policy_score_conf_t;
 
 #define POLICY_SCORE_DEFAULTS                                                                       \

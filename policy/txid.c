@@ -223,8 +223,10 @@ sl_err_t policy_base58_decode(const char *s, size_t len, uint8_t *out, size_t ca
             out[cap - used] = (uint8_t)carry;
         }
     }
-    memmove(out + zeros, out + cap - used, used);
-    memset(out, 0, zeros);
+    if (used > 0)     /* out may be NULL when cap is 0 */
+        memmove(out + zeros, out + cap - used, used);
+    if (zeros > 0)
+        memset(out, 0, zeros);
     *n = zeros + used;
     return SL_OK;
 }
@@ -283,21 +285,30 @@ static size_t b64_padding(const char *s, size_t len)
     return s[len - 2] == '=' ? 2 : 1;
 }
 
+/* Every character in the alphabet, and the unused low bits of the last one
+ * zero as the encoder writes them: otherwise two texts would decode to the
+ * same bytes. len is without padding. */
+static int b64_valid(const char *s, size_t len)
+{
+    static const uint8_t unused_bits[4] = {[2] = 0xf, [3] = 0x3};
+    for (size_t i = 0; i < len; i++)
+        if (b64_value[(uint8_t)s[i]] == 0)
+            return 0;
+    return len == 0 || ((b64_value[(uint8_t)s[len - 1]] - 1u) & unused_bits[len % 4]) == 0;
+}
+
 sl_err_t policy_base64_decode(const char *s, size_t len, uint8_t *out, size_t cap, size_t *n)
 {
     *n = 0;
     len -= b64_padding(s, len);
-    if (len % 4 == 1)
+    if (len % 4 == 1 || !b64_valid(s, len))
         return SL_ERR_PARSE;
     if (len / 4 * 3 + (len % 4 == 0 ? 0 : len % 4 - 1) > cap)
         return SL_ERR_TOO_LARGE;
     uint32_t acc = 0;
     size_t o = 0;
     for (size_t i = 0; i < len; i++) {
-        uint8_t v = b64_value[(uint8_t)s[i]];
-        if (v == 0)
-            return SL_ERR_PARSE;
-        acc = acc << 6 | (v - 1u);
+        acc = acc << 6 | (b64_value[(uint8_t)s[i]] - 1u);
         if (i % 4 == 3) {
             out[o++] = (uint8_t)(acc >> 16);
             out[o++] = (uint8_t)(acc >> 8);
@@ -305,15 +316,9 @@ sl_err_t policy_base64_decode(const char *s, size_t len, uint8_t *out, size_t ca
             acc = 0;
         }
     }
-    /* Unused low bits of the last character must be zero, as the encoder
-     * writes them: otherwise two texts would decode to the same bytes. */
     if (len % 4 == 2) {
-        if (acc & 0xf)
-            return SL_ERR_PARSE;
         out[o++] = (uint8_t)(acc >> 4);
     } else if (len % 4 == 3) {
-        if (acc & 0x3)
-            return SL_ERR_PARSE;
         out[o++] = (uint8_t)(acc >> 10);
         out[o++] = (uint8_t)(acc >> 2);
     }

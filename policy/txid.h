@@ -38,7 +38,8 @@ SL_MUST_CHECK sl_err_t policy_sol_tx_signature(const char *text, size_t len, pol
 /* Base58 (Bitcoin alphabet, each leading '1' a zero byte) and base64 (RFC 4648
  * standard alphabet, padded or not, no whitespace, unused bits zero) decoders
  * into out[0..cap); "" decodes to no bytes. *n gets the length (0 on error,
- * when out[0..cap) may have been written). SL_ERR_PARSE / SL_ERR_TOO_LARGE.
+ * when out[0..cap) may have been written). SL_ERR_PARSE for a text that is
+ * not valid whatever cap, else SL_ERR_TOO_LARGE if the bytes would not fit.
  * Base58 takes time O(len * cap): bound cap. */
 SL_MUST_CHECK sl_err_t policy_base58_decode(const char *s, size_t len, uint8_t *out, size_t cap, size_t *n);
 SL_MUST_CHECK sl_err_t policy_base64_decode(const char *s, size_t len, uint8_t *out, size_t cap, size_t *n);

@@ -2,10 +2,12 @@
  *
  * The same code means different things on different chains and providers
  * (reference/providers.md §A2), so every decision is keyed by chain. Rules
- * are tables of (code, words) -> verdict, first match wins. Pure. */
+ * are tables of (code, HTTP status, method class, words, data member) ->
+ * verdict, first match wins. Pure: no allocation, no I/O. */
 #ifndef POLICY_VERDICT_H
 #define POLICY_VERDICT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "policy/chain.h"
@@ -33,13 +35,47 @@ const char *policy_verdict_name(policy_verdict_t v);
 const char *policy_verdict_str(policy_verdict_t v);
 
 /* Verdict of an HTTP answer whose body is not a JSON-RPC response (or whose
- * status alone decides, as 429 and 5xx do). 2xx is never passed here. */
+ * status alone decides, as 429 and 5xx do). 2xx gives SUCCESS; 402/429 are
+ * RATE_LIMITED; 405/413/415/501 UNSUPPORTED (this endpoint refuses this
+ * request, another may not); everything else (401/403/404, 5xx) TRANSIENT. */
 policy_verdict_t policy_verdict_http(policy_chain_t chain, int http_status);
 
-/* Verdict of a JSON-RPC error object answered with http_status. buf holds the
- * bytes err->data points into (for Infura's data.backoff_seconds);
- * *retry_after_ms gets a hint from the body for RATE_LIMITED (0 if none). */
+/* Verdict of a JSON-RPC error object answered with http_status, for a call of
+ * method (NULL: no method class, so no WRITE-only rule applies). buf holds
+ * the bytes err->data points into (Infura's data.backoff_seconds, Solana's
+ * data.err); NULL if none. *retry_after_ms gets a hint from the body for
+ * RATE_LIMITED (0 if none). ALREADY_KNOWN and NONCE_TOO_LOW are only given for
+ * WRITE methods; other methods get DETERMINISTIC for the same answers. */
 policy_verdict_t policy_verdict_rpc_error(policy_chain_t chain, const policy_method_t *method, int http_status,
                                           const policy_rpc_error_t *err, const char *buf, uint32_t *retry_after_ms);
+
+/* One row of a chain's rule table. A row matches when every condition it sets
+ * holds; the first matching row gives the verdict. Public for the table tests
+ * (tests/policy/test_verdict.c) only: callers use the functions above. */
+typedef struct policy_verdict_rule {
+    uint8_t coded;                 /* 1: err->code must lie in [code_lo, code_hi] */
+    int64_t code_lo, code_hi;
+    uint16_t status_lo, status_hi; /* HTTP status range; 0, 0: any status */
+    uint8_t classes;               /* bit (1 << policy_method_class_t); 0: every class */
+    const char *const *words;      /* message contains one (case-insensitive); NULL-terminated */
+    const char *const *also;       /* ... and one of these as well */
+    const char *const *unless;     /* ... and none of these */
+    const char *equals;            /* message is exactly this (case-insensitive, trimmed) */
+    const char *data_key;          /* data is an object whose member data_key is */
+    const char *data_value;        /* ... the JSON string data_value */
+    uint8_t catch_all;             /* deliberately matches whatever is left; last row only */
+    policy_verdict_t verdict;
+} policy_verdict_rule_t;
+
+/* The chain's rule table and its length (static storage); NULL and 0 for a
+ * chain out of range. */
+const policy_verdict_rule_t *policy_verdict_rules(policy_chain_t chain, size_t *count);
+
+/* As policy_verdict_rpc_error; *rule also gets the index of the deciding row
+ * in policy_verdict_rules(chain) (the table's length if none decided), for
+ * logs and the table tests. */
+policy_verdict_t policy_verdict_rpc_error_rule(policy_chain_t chain, const policy_method_t *method, int http_status,
+                                               const policy_rpc_error_t *err, const char *buf, uint32_t *retry_after_ms,
+                                               size_t *rule);
 
 #endif

@@ -54,7 +54,9 @@ static sl_err_t network_init(pool_t *pool, pool_network_t *net, const pool_netwo
     net->conf = conf;
     net->nendpoints = conf->nendpoints;
     net->endpoints = sl_xcalloc(conf->nendpoints, sizeof(*net->endpoints));
-    net->max_attempts = conf->max_attempts ? conf->max_attempts : (uint32_t)conf->nendpoints;
+    net->max_attempts = conf->max_attempts ? conf->max_attempts : (uint32_t)conf->nendpoints + 1;
+    net->primary = -1;
+    net->challenger = -1;
     h2o_timeout_init(pool->loop, &net->connect_timeout, conf->timeouts.connect_ms);
     h2o_timeout_init(pool->loop, &net->first_byte_timeout, conf->timeouts.first_byte_ms);
     h2o_timeout_init(pool->loop, &net->attempt_timeout, conf->timeouts.attempt_ms);
@@ -94,6 +96,7 @@ sl_err_t pool_create(const pool_params_t *p, pool_t **out)
     pool->networks = sl_xcalloc(p->nnetworks, sizeof(*pool->networks));
     h2o_timeout_init(p->loop, &pool->idle_timeout, POOL_IDLE_TIMEOUT_MS);
     h2o_timeout_init(p->loop, &pool->zero_timeout, 0);
+    pool_delay_init(pool);
     for (size_t i = 0; i < p->nnetworks; i++) {
         sl_err_t err = network_init(pool, &pool->networks[i], &p->networks[i], p->nworkers ? p->nworkers : 1);
         if (err != SL_OK) {
@@ -116,6 +119,7 @@ void pool_destroy(pool_t *pool)
     free(pool->networks);
     h2o_timeout_dispose(pool->loop, &pool->idle_timeout);
     h2o_timeout_dispose(pool->loop, &pool->zero_timeout);
+    pool_delay_dispose(pool);
     free(pool);
 }
 

@@ -122,6 +122,8 @@ static void item_verdict(answer_ctx_t *a, pool_item_t *it, policy_verdict_t v, u
         item_rate_limited(it, retry_ms ? retry_ms : a->retry_hdr_ms);
         return;
     case POLICY_VERDICT_UNSUPPORTED:
+        a->call->no_retry[ep] = 1; /* asking it again will not change its mind */
+        /* fall through */
     case POLICY_VERDICT_MISSING_DATA:
         if (ans != NULL) { /* returned as-is if no endpoint does better */
             it->verdict = v;

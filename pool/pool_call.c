@@ -10,6 +10,7 @@
 
 #include "base/sl_log.h"
 #include "base/sl_time.h"
+#include "policy/retry.h"
 #include "pool/pool_int.h"
 
 static void call_next(pool_call_t *call);
@@ -47,6 +48,7 @@ static void on_defer(h2o_timeout_entry_t *entry)
 static void on_deadline(h2o_timeout_entry_t *entry)
 {
     pool_call_t *call = H2O_STRUCT_FROM_MEMBER(pool_call_t, deadline, entry);
+    pool_delay_cancel(&call->backoff);
     if (call->ex_active) {
         pool_exchange_cancel(&call->ex);
         call->ex_active = 0;
@@ -55,9 +57,36 @@ static void on_deadline(h2o_timeout_entry_t *entry)
     call_finish(call);
 }
 
-/* The next endpoint to try, or -1. Skips endpoints already tried, those an
- * open breaker, a drain or a rate-limit mark keeps out, and those at their
- * in-flight cap; remembers why, for the answer when nothing is left. */
+/* Remembers why an endpoint is left out, for the answer when nothing is left. */
+static void note_unusable(pool_call_t *call, pool_endpoint_t *ep, uint64_t now)
+{
+    const state_endpoint_rec_t *r = &ep->health.shared;
+    if (r->rate_limited_until_ms > now && r->breaker == POLICY_BREAKER_CLOSED && !r->drained) {
+        if (call->rate_limited_until_ms == 0 || r->rate_limited_until_ms < call->rate_limited_until_ms)
+            call->rate_limited_until_ms = r->rate_limited_until_ms;
+    } else {
+        call->saw_unusable = 1;
+    }
+}
+
+/* 1 if the plan may send this call's next attempt to endpoint i now. */
+static int candidate(pool_call_t *call, size_t i, uint64_t now)
+{
+    pool_endpoint_t *ep = &call->net->endpoints[i];
+    if (call->tried[i])
+        return 0;
+    if (!pool_health_usable(ep, now))
+        return 0;
+    if (ep->inflight >= ep->max_inflight) {
+        call->saw_busy = 1;
+        return 0;
+    }
+    return 1;
+}
+
+/* The next endpoint to try, or -1: the pinned endpoint first (a confirmation
+ * poll of a transaction it accepted), then the ranked plan. Open breakers,
+ * drains, rate-limit marks and full endpoints are skipped. */
 static int plan_next(pool_call_t *call)
 {
     pool_network_t *net = call->net;
@@ -67,28 +96,48 @@ static int plan_next(pool_call_t *call)
         return ep;
     }
     uint64_t now = sl_wall_ms();
+    if (call->pinned >= 0 && candidate(call, (size_t)call->pinned, now))
+        return call->pinned;
+    for (size_t k = 0; k < net->norder; k++)
+        if (candidate(call, net->order[k], now))
+            return net->order[k];
+    /* endpoints the ranking has not seen yet (or without shared state) */
     for (size_t i = 0; i < net->nendpoints; i++) {
-        pool_endpoint_t *ep = &net->endpoints[i];
-        if (call->tried[i])
-            continue;
-        if (!pool_health_usable(ep, now)) {
-            uint64_t until = ep->health.shared.rate_limited_until_ms;
-            if (until > now && policy_breaker_allows(&(policy_breaker_t){ep->health.shared.breaker}) &&
-                !ep->health.shared.drained) {
-                if (call->rate_limited_until_ms == 0 || until < call->rate_limited_until_ms)
-                    call->rate_limited_until_ms = until;
-            } else {
-                call->saw_unusable = 1;
-            }
-            continue;
-        }
-        if (ep->inflight >= ep->max_inflight) {
-            call->saw_busy = 1;
-            continue;
-        }
-        return (int)i;
+        if (candidate(call, i, now))
+            return (int)i;
+        if (!call->tried[i] && !pool_health_usable(&net->endpoints[i], now))
+            note_unusable(call, &net->endpoints[i], now);
     }
     return -1;
+}
+
+static void on_backoff(pool_delay_t *d)
+{
+    call_next(H2O_STRUCT_FROM_MEMBER(pool_call_t, backoff, d));
+}
+
+/* After a round over every endpoint: waits (full jitter) and opens another
+ * round, if attempts, time and retryable endpoints remain. Returns 1 if a
+ * round was scheduled. */
+static int next_round(pool_call_t *call)
+{
+    pool_network_t *net = call->net;
+    if (call->attempts == 0 || call->attempts >= net->max_attempts)
+        return 0;
+    int any = 0;
+    for (size_t i = 0; i < net->nendpoints; i++)
+        any |= !call->no_retry[i] && pool_health_usable(&net->endpoints[i], sl_wall_ms());
+    if (!any)
+        return 0;
+    uint32_t wait = policy_retry_backoff_ms(net->conf->backoff_base_ms, net->conf->backoff_max_ms, ++call->round,
+                                            (uint32_t)random());
+    uint64_t left = call->deadline_ms > sl_now_ms() ? call->deadline_ms - sl_now_ms() : 0;
+    if (wait + 10 >= left)
+        return 0;
+    for (size_t i = 0; i < net->nendpoints; i++)
+        call->tried[i] = call->no_retry[i];
+    pool_delay_add(net->pool, &call->backoff, wait, on_backoff);
+    return 1;
 }
 
 /* Nothing was tried: the answer says why (rate limits first: they say when). */
@@ -205,6 +254,8 @@ static void call_next(pool_call_t *call)
         if (count_pending(call) == 0)
             break;
         int ep = call->attempts < net->max_attempts ? plan_next(call) : -1;
+        if (ep < 0 && next_round(call))
+            return;
         if (ep < 0) {
             if (call->attempts == 0)
                 settle_untried(call);
@@ -242,6 +293,8 @@ pool_call_t *pool_call_start(pool_network_t *net, pool_item_t *items, size_t n, 
     call->cb = cb;
     call->data = data;
     call->retry_same = -1;
+    call->pinned = -1;
+    call->deadline_ms = sl_now_ms() + net->conf->timeouts.request_ms;
     call->sent = sl_xmalloc(n * sizeof(*call->sent));
     call->deadline.cb = on_deadline;
     call->defer.cb = on_defer;
@@ -261,6 +314,7 @@ void pool_call_release(pool_call_t *call)
         return;
     if (call->ex_active)
         pool_exchange_cancel(&call->ex);
+    pool_delay_cancel(&call->backoff);
     if (h2o_timeout_is_linked(&call->deadline))
         h2o_timeout_unlink(&call->deadline);
     if (h2o_timeout_is_linked(&call->defer))

@@ -144,7 +144,7 @@ static int breaker_cb(void *arg, state_endpoint_rec_t *rec, int exists, state_ev
 }
 
 /* Moves ep's breaker from -> to if the shared record still says from. */
-static int breaker_move(pool_endpoint_t *ep, policy_breaker_state_t from, policy_breaker_state_t to,
+int pool_health_breaker_move(pool_endpoint_t *ep, policy_breaker_state_t from, policy_breaker_state_t to,
                         const char *reason)
 {
     pool_t *pool = ep->net->pool;
@@ -160,97 +160,6 @@ static int breaker_move(pool_endpoint_t *ep, policy_breaker_state_t from, policy
     if (to != POLICY_BREAKER_HALF_OPEN)
         network_check(ep->net);
     return 1;
-}
-
-/* ---- probes ---- */
-
-static int probe_answer_ok(pool_exchange_t *ex)
-{
-    policy_envelope_t env;
-    if (ex->fail != POOL_FAIL_NONE || ex->head.status < 200 || ex->head.status >= 300)
-        return 0;
-    return policy_envelope_scan(ex->body.base ? ex->body.base : "", ex->body.len, &env) == SL_OK &&
-           env.result.len != 0 && env.error.len == 0;
-}
-
-static void on_probe_done(pool_exchange_t *ex)
-{
-    pool_endpoint_t *ep = ex->data;
-    ep->health.probing = 0;
-    char reason[160];
-    int ok = probe_answer_ok(ex);
-    if (ok)
-        snprintf(reason, sizeof(reason), "probe answered in %u ms", ex->latency_us / 1000);
-    else if (ex->fail != POOL_FAIL_NONE)
-        snprintf(reason, sizeof(reason), "probe failed: %s", pool_fail_str(ex->fail));
-    else
-        snprintf(reason, sizeof(reason), "probe failed: HTTP %d or no result", ex->head.status);
-    sl_buf_dispose(&ex->body);
-    if (ok)
-        policy_window_reset(&ep->health.window);
-    breaker_move(ep, POLICY_BREAKER_HALF_OPEN, ok ? POLICY_BREAKER_CLOSED : POLICY_BREAKER_OPEN, reason);
-}
-
-static void probe_send(pool_endpoint_t *ep)
-{
-    static const char eth[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"eth_blockNumber\",\"params\":[]}";
-    static const char sol[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"getSlot\"}";
-    int solana = ep->net->conf->chain == POLICY_CHAIN_SOLANA;
-    pool_fail_t fail = pool_exchange_start(&ep->health.probe, ep, solana ? sol : eth,
-                                           solana ? sizeof(sol) - 1 : sizeof(eth) - 1, 0, on_probe_done, ep);
-    if (fail == POOL_FAIL_NONE) {
-        ep->health.probing = 1;
-        return;
-    }
-    char reason[160];
-    snprintf(reason, sizeof(reason), "probe failed: %s", pool_fail_str(fail));
-    breaker_move(ep, POLICY_BREAKER_HALF_OPEN, POLICY_BREAKER_OPEN, reason);
-}
-
-typedef struct takeover_ctx {
-    uint64_t now;
-    uint32_t timeout_ms;
-    state_endpoint_rec_t result;
-} takeover_ctx_t;
-
-/* A probe claimed by a worker that died mid-probe: take the claim over. */
-static int takeover_cb(void *arg, state_endpoint_rec_t *rec, int exists, state_event_t *events, size_t *nevents)
-{
-    takeover_ctx_t *c = arg;
-    (void)exists;
-    (void)events;
-    (void)nevents;
-    if (rec->breaker != POLICY_BREAKER_HALF_OPEN || c->now < rec->probe_at_ms + c->timeout_ms)
-        return 0;
-    rec->probe_pid = (uint32_t)getpid();
-    rec->probe_at_ms = c->now;
-    c->result = *rec;
-    return 1;
-}
-
-/* Claims the half-open probe when the cooldown is over (or a claim went stale). */
-static void probe_maybe(pool_endpoint_t *ep, uint64_t now)
-{
-    pool_health_t *h = &ep->health;
-    const policy_breaker_conf_t *conf = &ep->net->conf->breaker;
-    if (h->probing)
-        return;
-    policy_breaker_t b = {(policy_breaker_state_t)h->shared.breaker, h->shared.since_ms, h->shared.cooldown_ms,
-                          h->shared.opened_at_ms};
-    if (policy_breaker_probe_due(&b, now)) {
-        char reason[96];
-        snprintf(reason, sizeof(reason), "cooldown of %u ms over: one probe", b.cooldown_ms);
-        if (breaker_move(ep, POLICY_BREAKER_OPEN, POLICY_BREAKER_HALF_OPEN, reason))
-            probe_send(ep);
-    } else if (b.state == POLICY_BREAKER_HALF_OPEN && now >= h->shared.probe_at_ms + conf->probe_timeout_ms) {
-        takeover_ctx_t c = {now, conf->probe_timeout_ms, {0}};
-        int changed = 0;
-        if (state_endpoint_update(ep->net->pool->state, h->key, takeover_cb, &c, &changed) == SL_OK && changed) {
-            h->shared = c.result;
-            sl_log_warn("endpoint %s/%s: took over a stale half-open probe", ep->net->conf->name, ep->conf->id);
-            probe_send(ep);
-        }
-    }
 }
 
 /* ---- outcomes ---- */
@@ -296,6 +205,7 @@ void pool_health_record(pool_endpoint_t *ep, state_outcome_t outcome, uint32_t l
     if (outcome != STATE_OUTCOME_RATE_LIMITED)
         h->rl_streak = 0;
     const policy_breaker_conf_t *conf = &ep->net->conf->breaker;
+    policy_window_record(&h->rl_window, conf, outcome == STATE_OUTCOME_RATE_LIMITED, sl_now_ms());
     int failure = is_breaker_failure(outcome);
     if (!policy_window_record(&h->window, conf, failure, sl_now_ms()))
         return;
@@ -310,7 +220,7 @@ void pool_health_record(pool_endpoint_t *ep, state_outcome_t outcome, uint32_t l
     else
         snprintf(reason, sizeof(reason), "%u of %u calls failed within %u ms (last: %s)", failures, calls,
                  conf->window_ms, state_outcome_name(outcome));
-    if (breaker_move(ep, POLICY_BREAKER_CLOSED, POLICY_BREAKER_OPEN, reason))
+    if (pool_health_breaker_move(ep, POLICY_BREAKER_CLOSED, POLICY_BREAKER_OPEN, reason))
         policy_window_reset(&h->window);
 }
 
@@ -426,7 +336,9 @@ static void on_tick(h2o_timeout_entry_t *entry)
     }
     for (size_t k = 0; k < pool->nnetworks; k++)
         for (size_t i = 0; i < pool->networks[k].nendpoints; i++)
-            probe_maybe(&pool->networks[k].endpoints[i], now);
+            pool_probe_tick(&pool->networks[k].endpoints[i], now);
+    for (size_t k = 0; k < pool->nnetworks; k++)
+        pool_rank_update(&pool->networks[k], now);
     h2o_timeout_link(pool->loop, &pool->tick_timeout, &pool->tick);
 }
 
@@ -459,10 +371,14 @@ void pool_health_init(pool_t *pool)
                      pool->slot);
         }
     }
+    if (pool->state != NULL) {
+        load_slot(pool);
+        pool_health_refresh(pool);
+    }
+    for (size_t k = 0; k < pool->nnetworks; k++)
+        pool_rank_update(&pool->networks[k], sl_wall_ms());
     if (pool->state == NULL)
         return;
-    load_slot(pool);
-    pool_health_refresh(pool);
     h2o_timeout_init(pool->loop, &pool->tick_timeout, pool->refresh_ms);
     pool->tick.cb = on_tick;
     h2o_timeout_link(pool->loop, &pool->tick_timeout, &pool->tick);

@@ -8,6 +8,7 @@
 #include "base/sl_buf.h"
 #include "policy/url.h"
 #include "pool/pool.h"
+#include "policy/score.h"
 #include "pool/pool_http.h"
 #include "state/state.h"
 
@@ -18,6 +19,13 @@
 #define POOL_DNS_REFRESH_MS 60000
 
 typedef struct pool_endpoint pool_endpoint_t;
+
+/* A delayed callback (pool_delay.c), embedded in its owner. */
+typedef struct pool_delay {
+    h2o_linklist_t link;
+    uint64_t due_ms;
+    void (*cb)(struct pool_delay *d);
+} pool_delay_t;
 typedef struct pool_conn pool_conn_t;
 typedef struct pool_exchange pool_exchange_t;
 
@@ -66,18 +74,22 @@ struct pool_conn {
     pool_chunked_t chunked;
 };
 
+enum { POOL_PROBE_NONE, POOL_PROBE_HEALTH, POOL_PROBE_BREAKER };
+
 /* What this worker knows about an endpoint's health (pool_health.c). */
 typedef struct pool_health {
     char key[112];                /* "<network>/<endpoint>": its shared record */
     char stats_key[128];          /* "<network>/<endpoint>/<slot>": this worker's counters */
     state_endpoint_rec_t shared;  /* snapshot of the shared record (refreshed every ~50 ms) */
     policy_window_t window;       /* this worker's rolling window of outcomes */
+    policy_window_t rl_window;    /* ... of rate-limit refusals (a "failure" here is a 429) */
+    policy_score_t score;         /* last computed (pool_rank.c) */
     state_stats_rec_t stats;      /* this worker's cumulative counters */
     int dirty;                    /* stats changed since the last flush */
     uint32_t rl_streak;           /* rate limits in a row without Retry-After: backoff */
     uint64_t rl_written_until_ms; /* last rate-limit mark this worker wrote */
-    pool_exchange_t probe;        /* the half-open probe, when this worker owns it */
-    int probing;
+    pool_exchange_t probe;        /* a probe this worker sends (pool_probe.c) */
+    int probing;                  /* POOL_PROBE_*: which, if one is under way */
 } pool_health_t;
 
 struct pool_endpoint {
@@ -113,6 +125,12 @@ struct pool_network {
     h2o_timeout_t request_timeout;
     uint32_t max_attempts;
     uint8_t level;                /* last usable-endpoint level this worker saw (pool_health.c) */
+    uint8_t order[POOL_MAX_ENDPOINTS]; /* the plan: endpoint indices, best first (pool_rank.c) */
+    size_t norder;                /* ranked, usable and not excluded */
+    int primary;                  /* current first choice, -1 if none */
+    int challenger;               /* an endpoint that has been scoring better, -1 */
+    uint64_t challenger_since_ms;
+    uint64_t best_head;           /* highest fresh head among the endpoints */
 };
 
 struct pool {
@@ -125,6 +143,9 @@ struct pool {
     h2o_timeout_t zero_timeout;   /* deferred callbacks */
     state_t *state;               /* NULL: no shared state (unit tests) */
     uint32_t slot;                /* this worker's stats slot (1-based worker index) */
+    h2o_linklist_t delays;        /* pool_delay_t, soonest first */
+    h2o_timeout_t delay_timeout;
+    h2o_timeout_entry_t delay_tick;
     h2o_timeout_t tick_timeout;   /* snapshot refresh / flush / probes */
     h2o_timeout_entry_t tick;
     uint64_t last_flush_ms;
@@ -143,6 +164,7 @@ struct pool_call {
     void *data;
     h2o_timeout_entry_t deadline;     /* timeouts.request_ms */
     h2o_timeout_entry_t defer;        /* finishing outside pool_call_start */
+    uint64_t deadline_ms;             /* monotonic: when timeouts.request_ms runs out */
     pool_exchange_t ex;
     int ex_active;
     int finished;
@@ -150,6 +172,10 @@ struct pool_call {
     uint8_t tried[POOL_MAX_ENDPOINTS];
     int retry_same;                   /* endpoint allowed once more (stale connection), or -1 */
     int stale_retry_used;
+    int pinned;                       /* endpoint to try first (tx pin), or -1 */
+    uint32_t round;                   /* rounds over the endpoints so far (retries) */
+    uint8_t no_retry[POOL_MAX_ENDPOINTS]; /* not in later rounds (said "unsupported") */
+    pool_delay_t backoff;             /* the wait before the next round */
     int saw_busy;                     /* an endpoint was skipped at max_inflight */
     int saw_unusable;                 /* ... skipped for an open breaker or a drain */
     uint64_t rate_limited_until_ms;   /* ... skipped as rate-limited: the earliest end */
@@ -187,6 +213,24 @@ void pool_health_record(pool_endpoint_t *ep, state_outcome_t outcome, uint32_t l
 void pool_health_rate_limited(pool_endpoint_t *ep, uint32_t retry_ms);
 /* Refresh now (tests, admin actions). */
 void pool_health_refresh(pool_t *pool);
+/* Moves ep's shared breaker from -> to if it still says from (CAS), with its
+ * event; returns 1 if this call made the transition. */
+int pool_health_breaker_move(pool_endpoint_t *ep, policy_breaker_state_t from, policy_breaker_state_t to,
+                             const char *reason);
+
+/* pool_probe.c: sends a health or half-open probe when one is due. */
+void pool_probe_tick(pool_endpoint_t *ep, uint64_t now_wall_ms);
+
+/* pool_delay.c */
+void pool_delay_init(pool_t *pool);
+void pool_delay_dispose(pool_t *pool);
+void pool_delay_add(pool_t *pool, pool_delay_t *d, uint32_t ms, void (*cb)(pool_delay_t *));
+void pool_delay_cancel(pool_delay_t *d);
+
+/* pool_rank.c: the plan order of each network, from scores (with stickiness). */
+void pool_rank_update(pool_network_t *net, uint64_t now_wall_ms);
+/* Parses a probe answer's head (eth_blockNumber hex / getSlot number). */
+int pool_rank_parse_head(const char *body, size_t len, uint64_t *head);
 
 /* pool_endpoint.c */
 SL_MUST_CHECK sl_err_t pool_endpoint_init(pool_endpoint_t *ep, pool_network_t *net, int index,

@@ -67,6 +67,13 @@ static const state_field_t stats_fields[] = {
     F(state_stats_rec_t, ewma_us, STATE_F_U64, 1),
     F(state_stats_rec_t, inflight, STATE_F_U32, 1),
     F(state_stats_rec_t, max_inflight_seen, STATE_F_U32, 1),
+    F(state_stats_rec_t, rank, STATE_F_U32, 1),
+    F(state_stats_rec_t, score_milli, STATE_F_U64, 1),
+    F(state_stats_rec_t, latency_us, STATE_F_U64, 1),
+    F(state_stats_rec_t, error_ppm, STATE_F_U32, 1),
+    F(state_stats_rec_t, rate_limit_ppm, STATE_F_U32, 1),
+    F(state_stats_rec_t, lag_plus1, STATE_F_U64, 1),
+    F(state_stats_rec_t, excluded, STATE_F_U8, 1),
 };
 
 const state_schema_t state_stats_schema = {"stats", 1, stats_fields, sizeof(stats_fields) / sizeof(stats_fields[0])};

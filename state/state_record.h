@@ -140,6 +140,14 @@ typedef struct state_stats_rec {
     uint64_t ewma_us;                             /* this worker's latency EWMA */
     uint32_t inflight;                            /* at flush time */
     uint32_t max_inflight_seen;
+    /* this worker's ranking at flush time (policy/score.h) */
+    uint32_t rank;                                /* 1-based place in its plan, 0 = not in it */
+    uint64_t score_milli;                         /* cost x 1000 */
+    uint64_t latency_us;                          /* the latency the score used */
+    uint32_t error_ppm;                           /* error ratio x 1e6 */
+    uint32_t rate_limit_ppm;                      /* rate-limit ratio x 1e6 */
+    uint64_t lag_plus1;                           /* blocks behind + 1; 0 = unknown */
+    uint8_t excluded;                             /* 0 no, 1 far behind, 2 error ratio too high */
 } state_stats_rec_t;
 
 extern const state_schema_t state_stats_schema;

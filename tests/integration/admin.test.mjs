@@ -70,7 +70,9 @@ test('drain and undrain: no traffic while drained, events, survives in shared st
   r = await adminPost(s, '/admin/endpoints/eth/a/undrain');
   assert.equal(r.json.changed, true);
   await sleep(150);
-  assert.equal((await post(s.url('eth'), call('eth_chainId'))).headers.get('x-sluice-endpoint'), 'a');
+  const back = (await adminGet(s, '/admin/endpoints')).json[0];
+  assert.equal(back.usable, true, 'back in the plan (b stays first: no flapping)');
+  assert.equal(back.drained, false);
   const k = (await events(s)).map((e) => e.kind);
   assert.deepEqual(k.filter((x) => x.startsWith('endpoint_')), ['endpoint_drained', 'endpoint_undrained']);
   assert.ok(k.includes('redundancy_low'));

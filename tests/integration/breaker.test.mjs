@@ -3,7 +3,7 @@
 // with the open duration, and a hung upstream trips it too.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startFake, startSluice, post, call, sleep, waitFor, events, adminGet } from '../lib/harness.mjs';
+import { startFake, startSluice, post, call, sleep, waitFor, events, adminGet, adminPost } from '../lib/harness.mjs';
 
 const started = [];
 after(async () => { await Promise.all(started.map((p) => p.stop())); });
@@ -17,7 +17,8 @@ test('a failing endpoint: one breaker_opened, one probe per cooldown across work
     workers: 2,
     networks: {
       eth: {
-        lines: ['breaker: { consecutive: 3, cooldown_ms: 1000, max_cooldown_ms: 8000 }'],
+        // health probes off: the fake counts the breaker's probes alone
+        lines: ['breaker: { consecutive: 3, cooldown_ms: 1000, max_cooldown_ms: 8000 }', 'ranking: { probe_interval_ms: 0 }'],
         endpoints: [{ id: 'a', url: a.url }, { id: 'b', url: b.url }],
       },
     },
@@ -61,11 +62,13 @@ test('a failing endpoint: one breaker_opened, one probe per cooldown across work
   sa = await a.stats();
   assert.equal(sa.requests, 1, 'one probe, not one per worker');
   assert.ok(evs.some((e) => e.kind === 'network_up'), 'redundancy restored');
-  const r = await post(s.url('eth'), call('eth_chainId'));
-  assert.equal(r.headers.get('x-sluice-endpoint'), 'a', 'traffic is back on a');
-
+  // a is back in the plan (b stays first: a is not clearly better, so no flap);
+  // workers publish their plan with their counters, every ~100 ms
+  await sleep(300);
   const view = (await adminGet(s, '/admin/endpoints')).json;
   const va = view.find((e) => e.id === 'a');
+  assert.equal(va.usable, true);
+  assert.equal(va.position, 2);
   assert.equal(va.breaker.state, 'closed');
   assert.equal(va.breaker.transitions.open, 2);
   assert.equal(va.breaker.transitions.closed, 1);
@@ -137,6 +140,10 @@ test('a 429 marks the endpoint for Retry-After, then it is used again', async ()
   assert.equal(view.excluded, 'rate limited');
   assert.ok(view.rate_limited_until);
   await sleep(2100);
+  const back = (await adminGet(s, '/admin/endpoints')).json.find((e) => e.id === 'a');
+  assert.equal(back.usable, true, 'usable again after Retry-After');
+  await adminPost(s, '/admin/endpoints/eth/b/drain');
+  await sleep(150);
   assert.equal((await post(s.url('eth'), call('eth_chainId'))).headers.get('x-sluice-endpoint'), 'a');
 });
 

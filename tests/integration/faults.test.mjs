@@ -9,6 +9,8 @@ import { startFake, startSluice, post, call } from '../lib/harness.mjs';
 
 let a, b, c, sluice;
 const TIMEOUTS = 'timeouts: { connect_ms: 500, first_byte_ms: 400, attempt_ms: 800, request_ms: 4000 }';
+// fallback semantics, not ranking: config order (no probes), one attempt per endpoint
+const ORDER = ['ranking: { probe_interval_ms: 0 }', 'max_attempts: 3'];
 const RAW_TX = '0x02f86b827a6980843b9aca00847735940082520894000000000000000000000000000000000000dead80c080a0aa';
 
 before(async () => {
@@ -33,14 +35,14 @@ beforeEach(async () => {
     server: { max_response_bytes: 1048576 },
     networks: {
       eth: {
-        lines: [TIMEOUTS],
+        lines: [TIMEOUTS, ...ORDER],
         endpoints: [
           { id: 'a', url: `${a.url}/v2/secretkey0123456789abcdef` },
           { id: 'b', url: b.url },
           { id: 'c', url: c.url },
         ],
       },
-      two: { lines: [TIMEOUTS], endpoints: [{ id: 'a', url: a.url }, { id: 'b', url: b.url }] },
+      two: { lines: [TIMEOUTS, 'ranking: { probe_interval_ms: 0 }', 'max_attempts: 2'], endpoints: [{ id: 'a', url: a.url }, { id: 'b', url: b.url }] },
     },
   });
 });
@@ -160,7 +162,7 @@ test('timeouts.request_ms bounds the whole request across attempts: 504', async 
     workers: 1,
     networks: {
       eth: {
-        lines: ['timeouts: { connect_ms: 300, first_byte_ms: 400, attempt_ms: 400, request_ms: 600 }'],
+        lines: ['timeouts: { connect_ms: 300, first_byte_ms: 400, attempt_ms: 400, request_ms: 600 }', ...ORDER],
         endpoints: [{ id: 'a', url: a.url }, { id: 'b', url: b.url }, { id: 'c', url: c.url }],
       },
     },

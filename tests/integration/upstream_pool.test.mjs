@@ -11,7 +11,7 @@ after(async () => { await Promise.all(started.map((p) => p.stop())); });
 test('keep-alive: many requests reuse a few upstream connections', async () => {
   const a = await startFake({ name: 'a' });
   started.push(a);
-  const s = await startSluice({ workers: 2, networks: { eth: { endpoints: [{ id: 'a', url: a.url }] } } });
+  const s = await startSluice({ workers: 2, networks: { eth: { lines: ['ranking: { probe_interval_ms: 0 }'], endpoints: [{ id: 'a', url: a.url }] } } });
   started.push(s);
   for (let i = 0; i < 200; i++) {
     const r = await post(s.url('eth'), call('eth_chainId', [], i));
@@ -27,7 +27,7 @@ test('max_inflight caps concurrency at the endpoint across workers; the rest go 
   started.push(a, b);
   const s = await startSluice({
     workers: 2,
-    networks: { eth: { endpoints: [{ id: 'a', url: a.url, max_inflight: 2 }, { id: 'b', url: b.url }] } },
+    networks: { eth: { lines: ['ranking: { probe_interval_ms: 0 }'], endpoints: [{ id: 'a', url: a.url, max_inflight: 2 }, { id: 'b', url: b.url }] } },
   });
   started.push(s);
   await a.setMode('slow', { delay_ms: 400 });
