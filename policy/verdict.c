@@ -62,7 +62,8 @@ static const char *const *const too_large_words =
           "too many results", "response too large", "response size", "is too big", "query exceeds limit",
           "exceeds limit of", "logs over more", "blocks distance");
 
-/* §A1 and §A3 3: every shape a provider uses to say "slow down" or "pay". */
+/* §A1 and §A3 3: every shape a provider uses to say "slow down" or "pay"
+ * (QuickNode's per-item -32012 "credits limited to 6000/sec" included). */
 static const char *const *const rate_words =
     WORDS("rate limit", "rate-limit", "ratelimit", "too many requests", "request limit", "requests limited to",
           "limit exceeded", "has exceeded", "exceeded the quota", "reached the quota", "request rate",
@@ -138,8 +139,6 @@ static const policy_verdict_rule_t eth_rules[] = {
     {CODE(3), V(DETERMINISTIC)},          /* execution reverted, data = revert bytes */
     /* before any word list: a revert reason is contract text ("...: rate limit") */
     {.words = revert_words, V(DETERMINISTIC)},
-    /* §A1: QuickNode per-item "credits limited to 6000/sec" (before "limited to" ranges) */
-    {CODE(-32012), .words = WORDS("credits limited", "rate limit"), V(RATE_LIMITED)},
     {.words = too_large_words, V(UNSUPPORTED)},
     /* §A2: BSC dataseed's bare "limit exceeded" means eth_getLogs is disabled there */
     {CODE(-32005), .equals = "limit exceeded", V(UNSUPPORTED)},

@@ -102,6 +102,8 @@ typedef struct pool_item {
     uint8_t rate_limited;         /* attempts answered with a rate limit */
     uint8_t failures;             /* attempts that failed otherwise */
     uint8_t timeouts;             /* ...of which timed out */
+    uint8_t verify;               /* "nonce too low": a by-hash check is due (pool_write.c) */
+    int16_t verify_ep;            /* ... at this endpoint */
 } pool_item_t;
 
 /* One line of the attempt log, for errors and access logs. */

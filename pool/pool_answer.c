@@ -104,18 +104,40 @@ static void item_verdict(answer_ctx_t *a, pool_item_t *it, policy_verdict_t v, u
             a->res->retry_ms = ms;
         a->res->rate_limited = 1;
     }
+    char txid[128];
     switch (v) {
     case POLICY_VERDICT_ALREADY_KNOWN:
+        /* the node has it: the broadcast succeeded, answer with the id */
+        if (pool_write_txid(a->call, it, txid, sizeof(txid))) {
+            pool_write_synthesize(a->call, it, ep, txid);
+            pool_write_pin(a->call, ep, txid);
+            return;
+        }
+        goto as_is;
     case POLICY_VERDICT_NONCE_TOO_LOW:
-        /* settled by pool_write.c before this switch; as-is if it could not */
+        /* maybe mined already: ask the same node by hash before failing it */
+        if (pool_write_txid(a->call, it, txid, sizeof(txid))) {
+            it->verify = 1;
+            it->verify_ep = (int16_t)ep;
+            it->verdict = POLICY_VERDICT_DETERMINISTIC;
+            it->answer = ans; /* the fallback: the node's own error */
+            it->answer_len = (uint32_t)ans_len;
+            it->answer_id = ans_id;
+            it->endpoint = (int16_t)ep;
+            return;
+        }
+        goto as_is;
     case POLICY_VERDICT_SUCCESS:
     case POLICY_VERDICT_DETERMINISTIC:
-        it->verdict = v;
+    as_is:
+        it->verdict = v == POLICY_VERDICT_SUCCESS ? v : POLICY_VERDICT_DETERMINISTIC;
         it->state = POOL_ITEM_ANSWERED;
         it->answer = ans;
         it->answer_len = (uint32_t)ans_len;
         it->answer_id = ans_id;
         it->endpoint = (int16_t)ep;
+        if (v == POLICY_VERDICT_SUCCESS && it->method->cls == POLICY_CLASS_WRITE)
+            pool_write_accepted(a->call, it);
         return;
     case POLICY_VERDICT_RATE_LIMITED:
         /* refused before processing: safe to move on, writes included */

@@ -182,7 +182,7 @@ static int build_request(pool_call_t *call, const char **body, size_t *len)
         sl_buf_append_char(&call->req, '[');
     for (size_t i = 0; i < call->nitems; i++) {
         pool_item_t *it = &call->items[i];
-        if (it->state != POOL_ITEM_PENDING)
+        if (it->state != POOL_ITEM_PENDING || it->verify)
             continue;
         has_write |= item_is_write(it);
         if (call->batch && call->nsent > 0)
@@ -247,9 +247,59 @@ static void on_exchange_done(pool_exchange_t *ex)
     call_next(call);
 }
 
+/* Settles the item whose "nonce too low" was being checked by hash. */
+static void on_verify_done(pool_exchange_t *ex)
+{
+    pool_call_t *call = ex->data;
+    call->ex_active = 0;
+    pool_item_t *it = NULL;
+    for (size_t i = 0; i < call->nitems && it == NULL; i++)
+        if (call->items[i].verify)
+            it = &call->items[i];
+    policy_envelope_t env;
+    const char *body = ex->body.base ? ex->body.base : "";
+    int found = ex->fail == POOL_FAIL_NONE && ex->head.status >= 200 && ex->head.status < 300 &&
+                policy_envelope_scan(body, ex->body.len, &env) == SL_OK &&
+                policy_json_kind(body, env.result) == POLICY_JSON_OBJECT;
+    log_attempt(call, ex->ep->index, ex->fail, ex->head.status, ex->latency_us);
+    sl_buf_dispose(&ex->body);
+    if (it != NULL) {
+        char txid[128];
+        it->verify = 0;
+        if (found && pool_write_txid(call, it, txid, sizeof(txid))) {
+            pool_write_synthesize(call, it, ex->ep->index, txid);
+            pool_write_pin(call, ex->ep->index, txid);
+        } else {
+            it->state = POOL_ITEM_ANSWERED; /* the node's "nonce too low", as-is */
+        }
+    }
+    call_next(call);
+}
+
+/* Starts the by-hash check of an item that got "nonce too low"; 1 if started. */
+static int start_verify(pool_call_t *call)
+{
+    for (size_t i = 0; i < call->nitems; i++) {
+        pool_item_t *it = &call->items[i];
+        if (!it->verify)
+            continue;
+        if (pool_write_verify_body(call, it, &call->verify_req) &&
+            pool_exchange_start(&call->ex, &call->net->endpoints[it->verify_ep], call->verify_req.base,
+                                call->verify_req.len, 0, on_verify_done, call) == POOL_FAIL_NONE) {
+            call->ex_active = 1;
+            return 1;
+        }
+        it->verify = 0;
+        it->state = POOL_ITEM_ANSWERED;
+    }
+    return 0;
+}
+
 static void call_next(pool_call_t *call)
 {
     pool_network_t *net = call->net;
+    if (start_verify(call))
+        return;
     for (;;) {
         if (count_pending(call) == 0)
             break;
@@ -304,6 +354,7 @@ pool_call_t *pool_call_start(pool_network_t *net, pool_item_t *items, size_t n, 
         items[i].answer = NULL;
     }
     h2o_timeout_link(net->pool->loop, &net->request_timeout, &call->deadline);
+    call->pinned = pool_write_find_pin(call);
     call_next(call);
     return call;
 }
@@ -324,6 +375,7 @@ void pool_call_release(pool_call_t *call)
     free(call->bodies);
     free(call->sent);
     sl_buf_dispose(&call->req);
+    sl_buf_dispose(&call->verify_req);
     free(call);
 }
 

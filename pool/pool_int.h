@@ -180,6 +180,7 @@ struct pool_call {
     int saw_unusable;                 /* ... skipped for an open breaker or a drain */
     uint64_t rate_limited_until_ms;   /* ... skipped as rate-limited: the earliest end */
     sl_buf_t req;                     /* upstream body when it is not the client's bytes */
+    sl_buf_t verify_req;              /* the by-hash check of a "nonce too low" */
     uint32_t *sent;                   /* indices of the items in the current attempt */
     size_t nsent;
     sl_buf_t *bodies;                 /* answers kept until release (items point into them) */
@@ -220,6 +221,14 @@ int pool_health_breaker_move(pool_endpoint_t *ep, policy_breaker_state_t from, p
 
 /* pool_probe.c: sends a health or half-open probe when one is due. */
 void pool_probe_tick(pool_endpoint_t *ep, uint64_t now_wall_ms);
+
+/* pool_write.c: idempotent broadcasts, nonce checks, transaction pins. */
+int pool_write_txid(const pool_call_t *call, const pool_item_t *it, char *out, size_t cap);
+void pool_write_synthesize(pool_call_t *call, pool_item_t *it, int ep, const char *txid);
+void pool_write_pin(pool_call_t *call, int ep, const char *txid);
+void pool_write_accepted(pool_call_t *call, pool_item_t *it);
+int pool_write_find_pin(pool_call_t *call);
+int pool_write_verify_body(pool_call_t *call, const pool_item_t *it, sl_buf_t *out);
 
 /* pool_delay.c */
 void pool_delay_init(pool_t *pool);

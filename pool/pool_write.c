@@ -1,0 +1,157 @@
+/* pool/pool_write.c: broadcasts, made idempotent, and the pins they leave.
+ *
+ * A signed transaction has a fixed id (Ethereum: keccak-256 of its bytes;
+ * Solana: its first signature), so "already known" from a node means the
+ * broadcast succeeded: the client gets the id as if it had been accepted now.
+ * "nonce too low" may mean it was already mined: sluice asks the same node
+ * for the transaction by hash before calling it a failure. A transaction
+ * accepted through endpoint E leaves a pin: for pin.window_ms, confirmation
+ * polls for it go to E first (another node may not have seen it yet). */
+#include <cjson/cJSON.h>
+#include <ctype.h>
+#include <string.h>
+#include <strings.h>
+
+#include "base/sl_log.h"
+#include "base/sl_time.h"
+#include "policy/txid.h"
+#include "pool/pool_int.h"
+
+/* The first element of params (or, nested, the first of the first array),
+ * decoded as a string into out. */
+static int first_param(const pool_item_t *it, int nested, char *out, size_t cap, policy_span_t *params_out)
+{
+    policy_envelope_t env;
+    policy_span_t items[2];
+    size_t n = 0;
+    if (policy_envelope_scan(it->raw, it->raw_len, &env) != SL_OK || policy_json_kind(it->raw, env.params) != POLICY_JSON_ARRAY)
+        return 0;
+    sl_err_t err = policy_envelope_scan_array(it->raw + env.params.off, env.params.len, items, 2, &n);
+    if ((err != SL_OK && err != SL_ERR_TOO_LARGE) || n == 0)
+        return 0;
+    policy_span_t first = {env.params.off + items[0].off, items[0].len};
+    if (params_out != NULL) {
+        params_out[0] = first;
+        params_out[1] = n > 1 ? (policy_span_t){env.params.off + items[1].off, items[1].len} : (policy_span_t){0, 0};
+    }
+    if (nested && policy_json_kind(it->raw, first) == POLICY_JSON_ARRAY) {
+        policy_span_t inner[1];
+        size_t m = 0;
+        err = policy_envelope_scan_array(it->raw + first.off, first.len, inner, 1, &m);
+        if ((err != SL_OK && err != SL_ERR_TOO_LARGE) || m == 0)
+            return 0;
+        first = (policy_span_t){first.off + inner[0].off, inner[0].len};
+    }
+    return policy_json_string(it->raw, first, out, cap) == SL_OK;
+}
+
+/* Solana's sendTransaction takes {"encoding":"base64"} as its second param. */
+static policy_sol_encoding_t sol_encoding(const pool_item_t *it, policy_span_t opts)
+{
+    policy_sol_encoding_t enc = POLICY_SOL_BASE58;
+    if (opts.len == 0 || policy_json_kind(it->raw, opts) != POLICY_JSON_OBJECT)
+        return enc;
+    cJSON *o = cJSON_ParseWithLength(it->raw + opts.off, opts.len);
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(o, "encoding");
+    if (cJSON_IsString(e) && strcmp(e->valuestring, "base64") == 0)
+        enc = POLICY_SOL_BASE64;
+    cJSON_Delete(o);
+    return enc;
+}
+
+int pool_write_txid(const pool_call_t *call, const pool_item_t *it, char *out, size_t cap)
+{
+    char raw[64 * 1024];
+    policy_span_t params[2];
+    if (cap < 96 || !first_param(it, 0, raw, sizeof(raw), params))
+        return 0;
+    if (call->net->conf->chain == POLICY_CHAIN_ETHEREUM)
+        return policy_eth_tx_hash(raw, strlen(raw), out) == SL_OK;
+    return policy_sol_tx_signature(raw, strlen(raw), sol_encoding(it, params[1]), out) == SL_OK;
+}
+
+/* Makes {"jsonrpc":"2.0","id":0,"result":"<txid>"} the item's answer; the
+ * client's id is spliced over the 0 like any upstream answer. */
+void pool_write_synthesize(pool_call_t *call, pool_item_t *it, int ep, const char *txid)
+{
+    sl_buf_t b = SL_BUF_INIT;
+    sl_buf_append_str(&b, "{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":");
+    sl_buf_append_json_str(&b, txid, strlen(txid));
+    sl_buf_append_char(&b, '}');
+    call->bodies = sl_xrealloc(call->bodies, (call->nbodies + 1) * sizeof(*call->bodies));
+    call->bodies[call->nbodies++] = b;
+    it->state = POOL_ITEM_ANSWERED;
+    it->verdict = POLICY_VERDICT_SUCCESS;
+    it->answer = b.base;
+    it->answer_len = (uint32_t)b.len;
+    it->answer_id = (policy_span_t){24, 1};
+    it->endpoint = (int16_t)ep;
+}
+
+static void pin_key(const pool_call_t *call, const char *txid, char *key, size_t cap)
+{
+    int eth = call->net->conf->chain == POLICY_CHAIN_ETHEREUM;
+    size_t n = (size_t)snprintf(key, cap, "%s/%s", call->net->conf->name, txid);
+    if (eth) /* hex hashes in any case are the same hash */
+        for (size_t i = strlen(call->net->conf->name) + 1; i < n && i < cap; i++)
+            key[i] = (char)tolower((unsigned char)key[i]);
+}
+
+void pool_write_pin(pool_call_t *call, int ep, const char *txid)
+{
+    pool_network_t *net = call->net;
+    if (net->pool->state == NULL || net->conf->pin_ms == 0 || txid[0] == '\0')
+        return;
+    char key[192];
+    pin_key(call, txid, key, sizeof(key));
+    state_pin_rec_t pin;
+    memset(&pin, 0, sizeof(pin));
+    snprintf(pin.endpoint, sizeof(pin.endpoint), "%s", net->endpoints[ep].conf->id);
+    pin.expires_ms = sl_wall_ms() + net->conf->pin_ms;
+    if (state_pin_put(net->pool->state, key, &pin) != SL_OK)
+        sl_log_warn("network %s: could not record a transaction pin", net->conf->name);
+}
+
+/* After a write answered successfully: pin its id to the endpoint. */
+void pool_write_accepted(pool_call_t *call, pool_item_t *it)
+{
+    policy_envelope_t env;
+    char txid[128];
+    if (it->answer == NULL || policy_envelope_scan(it->answer, it->answer_len, &env) != SL_OK ||
+        policy_json_string(it->answer, env.result, txid, sizeof(txid)) != SL_OK)
+        return;
+    pool_write_pin(call, it->endpoint, txid);
+}
+
+int pool_write_find_pin(pool_call_t *call)
+{
+    pool_network_t *net = call->net;
+    if (net->pool->state == NULL || net->conf->pin_ms == 0)
+        return -1;
+    for (size_t i = 0; i < call->nitems; i++) {
+        const pool_item_t *it = &call->items[i];
+        char txid[128], key[192];
+        if (it->method->cls != POLICY_CLASS_CONFIRM || !first_param(it, 1, txid, sizeof(txid), NULL))
+            continue;
+        pin_key(call, txid, key, sizeof(key));
+        state_pin_rec_t pin;
+        if (state_pin_get(net->pool->state, key, sl_wall_ms(), &pin) != SL_OK)
+            continue;
+        for (size_t e = 0; e < net->nendpoints; e++)
+            if (strcmp(net->endpoints[e].conf->id, pin.endpoint) == 0)
+                return (int)e;
+    }
+    return -1;
+}
+
+int pool_write_verify_body(pool_call_t *call, const pool_item_t *it, sl_buf_t *out)
+{
+    char txid[128];
+    if (!pool_write_txid(call, it, txid, sizeof(txid)))
+        return 0;
+    sl_buf_reset(out);
+    sl_buf_append_str(out, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"eth_getTransactionByHash\",\"params\":[");
+    sl_buf_append_json_str(out, txid, strlen(txid));
+    sl_buf_append_str(out, "]}");
+    return 1;
+}
