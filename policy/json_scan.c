@@ -156,9 +156,12 @@ static inline sl_err_t peek_byte(const json_scan_t *s, uint8_t c)
 
 static inline sl_err_t expect_byte(json_scan_t *s, uint8_t c)
 {
-    sl_err_t err = peek_byte(s, c);
-    s->p += err == SL_OK;
-    return err;
+    if (s->p == s->end)
+        return SL_ERR_TRUNCATED;
+    if (*s->p != c)
+        return SL_ERR_PARSE;
+    s->p++;
+    return SL_OK;
 }
 
 /* s->p is just past "\u". A high surrogate must be followed by an escaped low

@@ -127,7 +127,8 @@ static const policy_verdict_rule_t eth_rules[] = {
      * another node says the same, and the client must see it to bump the fee */
     {.words = WORDS("replacement transaction underpriced"), V(DETERMINISTIC)},
     /* B1, N-EVM: replaying a mined transaction on a node without its pre-state */
-    {READS, .words = WORDS("insufficient funds", "insufficient balance"), V(MISSING_DATA)},
+    {READS, .words = WORDS("insufficient funds", "insufficient balance"), .unless = WORDS("reverted"),
+     V(MISSING_DATA)},
     {.words = WORDS("insufficient funds", "insufficient balance"), V(DETERMINISTIC)},
     /* §A1: Infura (429/-33200, 402/-33000), Alchemy WS, QuickNode put it in the body */
     {CODE(429), V(RATE_LIMITED)},

@@ -74,8 +74,10 @@ int pool_write_txid(const pool_call_t *call, const pool_item_t *it, char *out, s
  * client's id is spliced over the 0 like any upstream answer. */
 void pool_write_synthesize(pool_call_t *call, pool_item_t *it, int ep, const char *txid)
 {
+    static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":";
     sl_buf_t b = SL_BUF_INIT;
-    sl_buf_append_str(&b, "{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":");
+    sl_buf_append_str(&b, head);
+    sl_buf_append_str(&b, "0,\"result\":");
     sl_buf_append_json_str(&b, txid, strlen(txid));
     sl_buf_append_char(&b, '}');
     call->bodies = sl_xrealloc(call->bodies, (call->nbodies + 1) * sizeof(*call->bodies));
@@ -84,7 +86,7 @@ void pool_write_synthesize(pool_call_t *call, pool_item_t *it, int ep, const cha
     it->verdict = POLICY_VERDICT_SUCCESS;
     it->answer = b.base;
     it->answer_len = (uint32_t)b.len;
-    it->answer_id = (policy_span_t){24, 1};
+    it->answer_id = (policy_span_t){sizeof(head) - 1, 1};
     it->endpoint = (int16_t)ep;
 }
 

@@ -275,14 +275,53 @@ static sl_err_t ref_validate(const uint8_t *buf, size_t len, policy_span_t *v)
     return ref_end(&r, e);
 }
 
+/* Bytes a valid string token decodes to, and whether one is a NUL. */
+static size_t ref_decoded_len(const uint8_t *p, size_t n, int *nul)
+{
+    const uint8_t *end = p + n - 1;
+    size_t len = 0;
+    for (*nul = 0, p++; p < end; len++) {
+        if (*p != '\\' || p[1] != 'u') {
+            p += *p == '\\' ? 2 : 1;
+            continue;
+        }
+        char hex[5] = {(char)p[2], (char)p[3], (char)p[4], (char)p[5], 0};
+        unsigned long v = strtoul(hex, NULL, 16);
+        *nul |= v == 0;
+        len += v >= 0xd800 && v <= 0xdbff ? 3 : v >= 0x800 ? 2 : v >= 0x80;
+        p += v >= 0xd800 && v <= 0xdbff ? 12 : 6;
+    }
+    return len;
+}
+
+/* The lead's rule for envelope keys: the raw token, else the decoded name if
+ * it is at most 15 bytes; a NUL in it or a match ignoring ASCII case only
+ * makes the message ambiguous. */
+#define REF_AMBIGUOUS ((policy_span_t *)(void *)1)
 static policy_span_t *ref_slot(policy_envelope_t *env, const uint8_t *key, size_t n)
 {
-    static const char *const names[] = {"\"jsonrpc\"", "\"id\"", "\"method\"", "\"params\"", "\"result\"", "\"error\""};
+    static const char *const names[] = {"jsonrpc", "id", "method", "params", "result", "error"};
     policy_span_t *slots[] = {&env->jsonrpc, &env->id, &env->method, &env->params, &env->result, &env->error};
     for (int i = 0; i < 6; i++)
-        if (strlen(names[i]) == n && memcmp(names[i], key, n) == 0)
+        if (strlen(names[i]) + 2 == n && memcmp(names[i], key + 1, n - 2) == 0)
             return slots[i];
-    return NULL;
+    int nul;
+    if (ref_decoded_len(key, n, &nul) > 15)
+        return NULL;
+    if (nul)
+        return REF_AMBIGUOUS;
+    cJSON *cj = cJSON_ParseWithLength((const char *)key, n);
+    CHECK(cj && cJSON_IsString(cj));
+    policy_span_t *slot = NULL;
+    for (int i = 0; i < 6 && !slot; i++) {
+        size_t k = 0, len = strlen(names[i]);
+        while (k < len && cj->valuestring[k] && (cj->valuestring[k] | 0x20) == names[i][k])
+            k++;
+        if (k == len && cj->valuestring[k] == 0)
+            slot = strcmp(cj->valuestring, names[i]) == 0 ? slots[i] : REF_AMBIGUOUS;
+    }
+    cJSON_Delete(cj);
+    return slot;
 }
 
 /* An object's members at depth 1 (envelope) or an array's elements. */
@@ -310,7 +349,7 @@ static sl_err_t ref_top(ref_t *r, uint8_t close, policy_envelope_t *env, policy_
             if ((e = ref_string(r)) != SL_OK)
                 return e;
             slot = ref_slot(env, key, (size_t)(r->p - key));
-            if (slot && slot->len)
+            if (slot == REF_AMBIGUOUS || (slot && slot->len))
                 return SL_ERR_PARSE;
             ref_ws(r);
             NEED(r);
@@ -374,6 +413,12 @@ static void check_string(const char *buf, policy_span_t s)
     char small[7];
     sl_err_t e = policy_json_string(buf, s, big, sizeof big);
     CHECK(e == SL_OK || e == SL_ERR_TOO_LARGE);
+    int nul;
+    size_t len = ref_decoded_len((const uint8_t *)buf + s.off, s.len, &nul);
+    CHECK(policy_json_has_nul(buf, s) == nul);
+    CHECK(e == (len < sizeof big ? SL_OK : SL_ERR_TOO_LARGE));
+    if (e == SL_OK && !nul)
+        CHECK(strlen(big) == len);
     CHECK(utf8_valid(big, strlen(big)));
     sl_err_t es = policy_json_string(buf, s, small, sizeof small);
     CHECK(es == SL_OK || es == SL_ERR_TOO_LARGE);

@@ -69,6 +69,9 @@ static const env_case_t env_cases[] = {
     OK("{\"a\":1,\"b\":[],\"id\":2}", 3, .id = "2"),
     OK("{\"i\\u0064\":1}", 1, .id = "1"),       /* an escaped key is that key, as nodes read it */
     OK("{\"x\":1,\"x\":2}", 2, .id = NULL),     /* only the six keys must be unique */
+    OK("{\"\\u0069\\u0064\":5,\"re\\u0073ult\":[]}", 2, .id = "5", .result = "[]"),
+    OK("{\"idd\":1,\"i\":2,\"\\u0069\\u0064\\u0064\":3}", 3, .id = NULL),
+    OK("{\"\\u006aaaaaaaaaaaaaaaaaaaaaaaaaaa\\u0000\":1}", 1, .id = NULL), /* too long to be a name */
     OK("{\"\":1}", 1, .id = NULL),
     OK("{\"result\":\"h\\u00e9llo \\ud83d\\ude00 h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80\"}", 1,
        .result = "\"h\\u00e9llo \\ud83d\\ude00 h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80\""),
@@ -83,6 +86,10 @@ static const env_case_t env_cases[] = {
     BAD("{\"id\":1,\"id\":2}", PARSE),
     BAD("{\"result\":1,\"error\":{},\"result\":2}", PARSE),
     BAD("{\"jsonrpc\":\"2.0\",\"jsonrpc\":\"2.0\"}", PARSE),
+    /* the same key to a node: escaped, in another case, or cut by a NUL */
+    BAD("{\"id\":1,\"i\\u0064\":2}", PARSE), BAD("{\"ID\":1}", PARSE), BAD("{\"Result\":1}", PARSE),
+    BAD("{\"mEthod\":\"x\"}", PARSE), BAD("{\"JSONRPC\":\"2.0\"}", PARSE), BAD("{\"id\\u0000\":1}", PARSE),
+    BAD("{\"\\u0045rror\":{}}", PARSE),
     BAD("{\"id\":1,\"id\":", PARSE), BAD("{\"id\":1,\"id\"", PARSE), BAD("{\"id\":1, \"id\" ", PARSE),
     /* not one object */
     BAD("[]", PARSE), BAD("\"x\"", PARSE), BAD("1", PARSE), BAD("null", PARSE),
@@ -523,6 +530,21 @@ Test(tokens, string)
     }
     char out[1];
     cr_expect_eq(policy_json_string("\"\"", (policy_span_t){0, 2}, out, 0), SL_ERR_INVALID);
+}
+
+Test(tokens, has_nul)
+{
+    static const struct {
+        const char *in;
+        int nul;
+    } cases[] = {
+        {"\"a\\u0000\"", 1}, {"\"\\u00000\"", 1}, {"\"a\\\\u0000\"", 0}, {"\"abc\"", 0},
+        {"\"\\u0001\\n\"", 0}, {"\"\\\\\\u0000\"", 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        policy_span_t s = {0, (uint32_t)strlen(cases[i].in)};
+        cr_expect_eq(policy_json_has_nul(cases[i].in, s), cases[i].nul, "%s", cases[i].in);
+    }
 }
 
 Test(tokens, int64)
