@@ -160,7 +160,7 @@ static void item_verdict(answer_ctx_t *a, pool_item_t *it, policy_verdict_t v, u
         /* the upstream got the request: for a write that is ambiguous,
          * except for a 4xx refusal (authentication, wrong path) */
         item_failed(a->call, it, ans ? POOL_FAIL_RPC_ERROR : POOL_FAIL_HTTP_STATUS,
-                    ans != NULL || a->status >= 500);
+                    a->status >= 500 || (ans != NULL && a->status < 400));
         return;
     case POLICY_VERDICT_COUNT:
         break;

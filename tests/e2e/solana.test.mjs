@@ -36,7 +36,10 @@ before(async () => {
   for (const name of SCENARIOS) {
     networks[name] = {
       chain: 'solana',
-      lines: ['timeouts: { connect_ms: 500, first_byte_ms: 1000, attempt_ms: 2000, request_ms: 5000 }'],
+      // the two fakes sit 100M slots apart on purpose (the slot says who answered):
+      // with head probes on, the ranking would rightly exclude the one behind
+      lines: ['timeouts: { connect_ms: 500, first_byte_ms: 1000, attempt_ms: 2000, request_ms: 5000 }',
+        'ranking: { probe_interval_ms: 0 }'],
       endpoints: [{ id: 'a', url: a.url }, { id: 'b', url: b.url, tier: 'fallback' }],
     };
   }

@@ -45,7 +45,10 @@ before(async () => {
   [node, spare] = await Promise.all([startAnvil({ name: 'node' }), startFake({ name: 'spare', args: ['--chain-id', '0x7a69'] })]);
   sluice = await startSluice({
     workers: 2,
-    networks: { eth: { endpoints: [{ id: 'anvil', url: node.url }, { id: 'spare', url: spare.url, tier: 'fallback' }] } },
+    // the spare fake reports block 1,000,000: head probes would (rightly) rank
+    // the fresh anvil as far behind it, so this test keeps config order
+    networks: { eth: { lines: ['ranking: { probe_interval_ms: 0 }'],
+      endpoints: [{ id: 'anvil', url: node.url }, { id: 'spare', url: spare.url, tier: 'fallback' }] } },
   });
   url = sluice.url('eth');
   client = createPublicClient({ chain: foundry, transport: http(url, { retryCount: 0 }), cacheTime: 0, pollingInterval: 50 });
