@@ -22,6 +22,7 @@ typedef struct gw_cfg {
     yaml_document_t *doc;
     gw_config_errors_t *errs;
     sl_buf_t path;            /* where the decoder is: "networks.eth.endpoints[1]" */
+    yaml_node_t *methods;     /* a network's methods: node, decoded once its chain is known */
 } gw_cfg_t;
 
 typedef enum gw_cfg_type {

@@ -281,6 +281,74 @@ static void net_blocked(gw_cfg_t *c, yaml_node_t *n, void *target)
     net->nblocked_methods = nv;
 }
 
+/* methods: { name: { class: write, priority: high, retry_safe: false } } */
+static void method_override(gw_cfg_t *c, yaml_node_t *n, policy_method_t *row)
+{
+    yaml_node_pair_t *pairs;
+    size_t np = gw_cfg_pairs(c, n, &pairs);
+    int safe_given = 0;
+    for (size_t i = 0; i < np; i++) {
+        const char *key = gw_cfg_key(c, &pairs[i]);
+        yaml_node_t *v = gw_cfg_node(c, pairs[i].value);
+        char *s = NULL;
+        int b = 0, x;
+        if (key == NULL)
+            continue;
+        size_t mark = gw_cfg_push(c, key);
+        if (strcmp(key, "retry_safe") == 0) {
+            safe_given = 1;
+            if (gw_cfg_bool(c, v, &b) == SL_OK)
+                row->retry_safe = (uint8_t)b;
+        } else if (strcmp(key, "class") == 0 || strcmp(key, "priority") == 0) {
+            int cls = strcmp(key, "class") == 0;
+            if (gw_cfg_str(c, v, &s) == SL_OK) {
+                x = cls ? policy_method_class_parse(s) : policy_priority_parse(s);
+                if (x < 0)
+                    gw_cfg_error(c, gw_cfg_line(v), cls ? "class must be read, write, confirm, simulate, subscribe or blocked"
+                                                        : "priority must be low, normal, high or critical");
+                else if (cls)
+                    row->cls = (policy_method_class_t)x;
+                else
+                    row->priority = (policy_priority_t)x;
+            }
+            free(s);
+        } else {
+            gw_cfg_error(c, gw_cfg_line(gw_cfg_node(c, pairs[i].key)), "unknown key '%s' (class, priority, retry_safe)", key);
+        }
+        gw_cfg_pop(c, mark);
+    }
+    /* a broadcast is never retry-safe unless the operator says so */
+    if (!safe_given && row->cls == POLICY_CLASS_WRITE)
+        row->retry_safe = 0;
+}
+
+static void net_methods(gw_cfg_t *c, yaml_node_t *n, void *target)
+{
+    (void)target;
+    c->methods = n; /* rows start from the chain's table: decode after `chain:` */
+}
+
+static void net_methods_decode(gw_cfg_t *c, yaml_node_t *n, pool_network_conf_t *net)
+{
+    yaml_node_pair_t *pairs;
+    size_t np = gw_cfg_pairs(c, n, &pairs);
+    net->method_overrides = sl_xcalloc(np ? np : 1, sizeof(*net->method_overrides));
+    for (size_t i = 0; i < np; i++) {
+        const char *name = gw_cfg_key(c, &pairs[i]);
+        if (name == NULL)
+            continue;
+        size_t mark = gw_cfg_push(c, name);
+        if (method_check(name) != NULL || strchr(name, '*') != NULL)
+            gw_cfg_error(c, gw_cfg_line(gw_cfg_node(c, pairs[i].key)), "a method name is letters, digits, _ . -");
+        /* start from what the chain's table says, then apply the override */
+        policy_method_t *row = &net->method_overrides[net->nmethod_overrides++];
+        *row = *policy_method_lookup(net->chain, name, strlen(name));
+        row->name = sl_xstrdup(name);
+        method_override(c, gw_cfg_node(c, pairs[i].value), row);
+        gw_cfg_pop(c, mark);
+    }
+}
+
 static const gw_cfg_field_t breaker_fields[] = {
     {"window_ms", GW_CFG_U32, offsetof(policy_breaker_conf_t, window_ms), 100, 3600000},
     {"min_calls", GW_CFG_U32, offsetof(policy_breaker_conf_t, min_calls), 1, 100000},
@@ -349,6 +417,7 @@ static const gw_cfg_field_t network_fields[] = {
     {"max_attempts", GW_CFG_U32, offsetof(pool_network_conf_t, max_attempts), 0, 16},
     {"resend_writes", GW_CFG_BOOL, offsetof(pool_network_conf_t, resend_writes)},
     {"blocked_methods", GW_CFG_FN, .fn = net_blocked},
+    {"methods", GW_CFG_FN, .fn = net_methods},
     {"breaker", GW_CFG_FN, .fn = net_breaker},
     {"ranking", GW_CFG_FN, .fn = net_ranking},
     {"retry", GW_CFG_FN, .fn = net_retry},
@@ -396,7 +465,13 @@ void gw_cfg_networks(gw_cfg_t *c, yaml_node_t *n, void *target)
         net->backoff_base_ms = POOL_DEFAULT_BACKOFF_BASE_MS;
         net->backoff_max_ms = POOL_DEFAULT_BACKOFF_MAX_MS;
         net->pin_ms = POOL_DEFAULT_PIN_MS;
+        c->methods = NULL;
         gw_cfg_map_decode(c, gw_cfg_node(c, pairs[i].value), network_fields, NFIELDS(network_fields), net);
+        if (c->methods != NULL) {
+            size_t mm = gw_cfg_push(c, "methods");
+            net_methods_decode(c, c->methods, net);
+            gw_cfg_pop(c, mm);
+        }
         /* Solana makes a slot every ~400 ms: the default lag allowance is in slots */
         if (net->chain == POLICY_CHAIN_SOLANA && net->ranking.max_lag == POLICY_SCORE_DEFAULTS.max_lag)
             net->ranking.max_lag = POOL_DEFAULT_SOLANA_MAX_LAG;
@@ -420,6 +495,9 @@ void gw_cfg_network_dispose(pool_network_conf_t *net)
         free(ep->cost_profile);
     }
     free(net->endpoints);
+    for (size_t i = 0; i < net->nmethod_overrides; i++)
+        free((char *)net->method_overrides[i].name);
+    free(net->method_overrides);
     gw_cfg_strv_free(net->blocked_methods, net->nblocked_methods);
     free(net->name);
 }

@@ -109,7 +109,8 @@ static void handle_rpc(gw_req_t *g)
 {
     h2o_req_t *req = g->req;
     const gw_net_t *net = g->net;
-    gw_rpc_limits_t lim = {g->h->cfg->server.max_batch, net->conf->chain, net->blocked, net->nblocked};
+    gw_rpc_limits_t lim = {g->h->cfg->server.max_batch, net->conf->chain, net->blocked, net->nblocked,
+                           net->conf->method_overrides, net->conf->nmethod_overrides};
     const char *body = req->entity.base ? req->entity.base : "";
     gw_rpc_parse(body, req->entity.len, &lim, pool_alloc, &req->pool, &g->rpc);
     g->nitems = g->rpc.kind == GW_RPC_REJECT ? 0 : collect_items(g);

@@ -55,7 +55,7 @@ static void parse_member(const char *body, policy_span_t m, const gw_rpc_limits_
         return;
     }
     mb->notification = env.id.len == 0;
-    mb->method = policy_method_lookup(lim->chain, mb->name, nlen);
+    mb->method = policy_method_lookup_in(lim->overrides, lim->noverrides, lim->chain, mb->name, nlen);
     mb->status = GW_MEMBER_BLOCKED;
     if (strncmp(mb->name, "rpc.", 4) == 0) {
         mb->error = "method names that begin with \"rpc.\" are reserved";

@@ -47,6 +47,8 @@ typedef struct gw_rpc_limits {
     policy_chain_t chain;
     const char *const *blocked;   /* patterns, see policy_method_match */
     size_t nblocked;
+    const policy_method_t *overrides; /* the network's methods: rows */
+    size_t noverrides;
 } gw_rpc_limits_t;
 
 typedef struct gw_rpc_request {

@@ -33,6 +33,32 @@ static int key_is(const char *buf, policy_span_t key, const char *token, size_t 
 
 #define ENV_KEY_AMBIGUOUS ((policy_span_t *)(void *)1)
 
+/* Folds a decoded key the way Go's encoding/json compares names: ASCII case,
+ * plus the non-ASCII letters it folds onto ASCII ones (Kelvin sign -> k,
+ * long s -> s, dotless and dotted I -> i). Writes at most cap-1 bytes; a byte
+ * outside those stays as is (and so matches nothing). */
+static void go_fold(const char *in, char *out, size_t cap)
+{
+    static const struct {
+        const char *utf8;
+        char ascii;
+    } folds[] = {{"\xe2\x84\xaa", 'k'}, {"\xc5\xbf", 's'}, {"\xc4\xb1", 'i'}, {"\xc4\xb0", 'i'}};
+    size_t o = 0;
+    while (*in != '\0' && o + 1 < cap) {
+        size_t k = 0, n = sizeof folds / sizeof folds[0];
+        while (k < n && strncmp(in, folds[k].utf8, strlen(folds[k].utf8)) != 0)
+            k++;
+        if (k < n) {
+            out[o++] = folds[k].ascii;
+            in += strlen(folds[k].utf8);
+        } else {
+            char ch = *in++;
+            out[o++] = (char)(ch >= 'A' && ch <= 'Z' ? ch + 32 : ch);
+        }
+    }
+    out[o] = '\0';
+}
+
 static policy_span_t *envelope_slot(policy_envelope_t *env, const char *buf, policy_span_t key)
 {
     const size_t nkeys = sizeof env_keys / sizeof env_keys[0];
@@ -47,14 +73,16 @@ static policy_span_t *envelope_slot(policy_envelope_t *env, const char *buf, pol
     if (policy_json_has_nul(buf, key)) /* "id\u0000": never a name to pass on */
         return ENV_KEY_AMBIGUOUS;
     size_t n = strlen(name);
+    char folded[16];
+    go_fold(name, folded, sizeof folded);
+    size_t fn = strlen(folded);
     for (size_t i = 0; i < nkeys; i++) {
         const char *want = env_keys[i].token + 1;
         size_t wlen = env_keys[i].len - 2;
-        if (n != wlen || strncasecmp(name, want, wlen) != 0)
-            continue;
-        if (memcmp(name, want, wlen) == 0)
+        if (n == wlen && memcmp(name, want, wlen) == 0)
             return (policy_span_t *)(void *)((char *)env + env_keys[i].slot);
-        return ENV_KEY_AMBIGUOUS;
+        if (fn == wlen && memcmp(folded, want, wlen) == 0)
+            return ENV_KEY_AMBIGUOUS;
     }
     return NULL;
 }

@@ -51,8 +51,10 @@ typedef struct policy_envelope {
 } policy_envelope_t;
 
 /* Scans buf[0..len) that must hold exactly one JSON object (surrounding
- * whitespace allowed) and fills *out. Keys are matched on their raw bytes;
- * a key written with escapes never matches. A second occurrence of any of the
+ * whitespace allowed) and fills *out. A key written with escapes counts as the
+ * key it decodes to; a key equal to one of the six only the way Go's
+ * encoding/json compares names (another case, Kelvin sign, long s, dotless or
+ * dotted I) makes the message SL_ERR_PARSE: a node might read it as that key. A second occurrence of any of the
  * six keys above is SL_ERR_PARSE: a message with two "result"s is not one a
  * gateway may pass on.
  * Errors: SL_ERR_TRUNCATED (input ends inside a value), SL_ERR_TOO_DEEP,

@@ -213,6 +213,43 @@ const policy_method_t *policy_method_lookup(policy_chain_t chain, const char *na
     return &unknown_method;
 }
 
+const policy_method_t *policy_method_lookup_in(const policy_method_t *overrides, size_t n, policy_chain_t chain,
+                                               const char *name, size_t len)
+{
+    for (size_t i = 0; i < n; i++)
+        if (name_cmp(overrides[i].name, name, len) == 0)
+            return &overrides[i];
+    return policy_method_lookup(chain, name, len);
+}
+
+static const char *const priority_names[] = {
+    [POLICY_PRIO_LOW] = "low",
+    [POLICY_PRIO_NORMAL] = "normal",
+    [POLICY_PRIO_HIGH] = "high",
+    [POLICY_PRIO_CRITICAL] = "critical",
+};
+
+int policy_method_class_parse(const char *s)
+{
+    for (int i = 0; i < POLICY_CLASS_COUNT; i++)
+        if (strcmp(s, class_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+int policy_priority_parse(const char *s)
+{
+    for (size_t i = 0; i < sizeof(priority_names) / sizeof(priority_names[0]); i++)
+        if (strcmp(s, priority_names[i]) == 0)
+            return (int)i;
+    return -1;
+}
+
+const char *policy_priority_name(policy_priority_t p)
+{
+    return (unsigned)p < sizeof(priority_names) / sizeof(priority_names[0]) ? priority_names[p] : "unknown";
+}
+
 const char *const *policy_method_default_blocked(policy_chain_t chain)
 {
     return tables[chain].blocked;

@@ -40,6 +40,16 @@ typedef struct policy_method {
  * NULL is never returned. */
 const policy_method_t *policy_method_lookup(policy_chain_t chain, const char *name, size_t len);
 
+/* As policy_method_lookup, but rows in overrides[0..n) (from the config)
+ * come first. overrides need not be sorted. */
+const policy_method_t *policy_method_lookup_in(const policy_method_t *overrides, size_t n, policy_chain_t chain,
+                                               const char *name, size_t len);
+
+/* "read", "write", ... -> class; "low".."critical" -> priority; -1 if unknown. */
+int policy_method_class_parse(const char *s);
+int policy_priority_parse(const char *s);
+const char *policy_priority_name(policy_priority_t p);
+
 /* The chain's default blocked-method patterns (NULL-terminated). A pattern is
  * an exact name or a prefix ending in '*'. */
 const char *const *policy_method_default_blocked(policy_chain_t chain);

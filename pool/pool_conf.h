@@ -10,6 +10,7 @@
 
 #include "policy/breaker.h"
 #include "policy/chain.h"
+#include "policy/method.h"
 #include "policy/score.h"
 
 typedef struct pool_header {
@@ -62,6 +63,8 @@ typedef struct pool_network_conf {
     pool_timeouts_t timeouts;
     uint32_t max_attempts;    /* attempts per call across endpoints; 0 = nendpoints + 1 */
     int resend_writes;        /* 1: re-send a write after an ambiguous failure (opt-in) */
+    policy_method_t *method_overrides; /* methods:, from the config: rows before the chain's table */
+    size_t nmethod_overrides;
     char **blocked_methods;   /* patterns ("debug_*", exact names); NULL = chain default;
                                * non-NULL with 0 entries: the config said [] (block nothing) */
     size_t nblocked_methods;

@@ -232,3 +232,27 @@ test('write: a refused connection provably did not reach the node', async () => 
     await s.stop();
   }
 });
+
+test('methods: overrides the table; a method made a write is never re-sent after a timeout', async () => {
+  const s = await startSluice({
+    workers: 1,
+    networks: {
+      eth: {
+        lines: [TIMEOUTS, ...ORDER, 'methods: { eth_sendPrivateTransaction: { class: write, priority: high } }'],
+        endpoints: [{ id: 'a', url: a.url }, { id: 'b', url: b.url }],
+      },
+    },
+  });
+  try {
+    await a.setMode('hang', { method: 'eth_sendPrivateTransaction' });
+    const r = await post(s.url('eth'), call('eth_sendPrivateTransaction', [{ tx: RAW_TX }], 17));
+    assert.equal(r.json.error.data.outcome, 'ambiguous_write');
+    assert.equal((await b.stats()).calls, 0, 'not re-sent');
+    // without the override an unknown method is a retry-safe read
+    await a.setMode('hang', { method: 'eth_somethingElse' });
+    const r2 = await post(s.url('eth'), call('eth_somethingElse', [], 18));
+    assert.equal(r2.headers.get('x-sluice-endpoint'), 'b');
+  } finally {
+    await s.stop();
+  }
+});

@@ -622,3 +622,23 @@ Test(tokens, id_equal)
                      cases[i].b, cases[i].a);
     }
 }
+
+/* Go's encoding/json folds a few non-ASCII letters onto ASCII ones when it
+ * matches names: such a key would be read as the envelope key by geth. */
+Test(envelope, go_folded_keys_are_ambiguous)
+{
+    static const char *const inputs[] = {
+        "{\"\xc4\xb1" "d\":1,\"result\":1}",            /* dotless i */
+        "{\"\xc4\xb0" "D\":1,\"result\":1}",            /* dotted capital I */
+        "{\"id\":1,\"re\xc5\xbf" "ult\":1}",            /* long s */
+        "{\"id\":1,\"re\\u017fult\":1}",                /* long s, escaped */
+        "{\"id\":1,\"METHOD\":\"x\"}",
+    };
+    for (size_t i = 0; i < sizeof(inputs) / sizeof(inputs[0]); i++) {
+        policy_envelope_t env;
+        cr_assert_eq(policy_envelope_scan(inputs[i], strlen(inputs[i]), &env), SL_ERR_PARSE, "input %zu", i);
+    }
+    policy_envelope_t env;
+    const char *fine = "{\"id\":1,\"result\":1,\"\xc5\xbftatus\":2}"; /* not an envelope key */
+    cr_assert_eq(policy_envelope_scan(fine, strlen(fine), &env), SL_OK);
+}
