@@ -139,6 +139,41 @@ static const char *origin_check(const char *s)
     return NULL;
 }
 
+/* "10.0.0.0/8", "::1", "192.168.1.7/32" */
+static const char *cidr_check(const char *s)
+{
+    char addr[64];
+    unsigned char buf[16];
+    const char *slash = strchr(s, '/');
+    size_t n = slash ? (size_t)(slash - s) : strlen(s);
+    if (n == 0 || n >= sizeof(addr))
+        return "expected an IP address or CIDR (e.g. 10.0.0.0/8)";
+    memcpy(addr, s, n);
+    addr[n] = '\0';
+    int v6 = strchr(addr, ':') != NULL;
+    if (inet_pton(v6 ? AF_INET6 : AF_INET, addr, buf) != 1)
+        return "expected an IP address or CIDR (e.g. 10.0.0.0/8)";
+    if (slash != NULL) {
+        char *end;
+        long bits = strtol(slash + 1, &end, 10);
+        if (*end != '\0' || slash[1] == '\0' || bits < 0 || bits > (v6 ? 128 : 32))
+            return "the prefix length after / is out of range";
+    }
+    return NULL;
+}
+
+static void server_proxies(gw_cfg_t *c, yaml_node_t *n, void *target)
+{
+    gw_server_conf_t *srv = target;
+    char **v = NULL;
+    size_t nv = 0;
+    if (gw_cfg_str_list(c, n, cidr_check, &v, &nv) != SL_OK)
+        return;
+    gw_cfg_strv_free(srv->trusted_proxies, srv->ntrusted_proxies);
+    srv->trusted_proxies = v;
+    srv->ntrusted_proxies = nv;
+}
+
 static void server_cors(gw_cfg_t *c, yaml_node_t *n, void *target)
 {
     gw_server_conf_t *srv = target;
@@ -160,6 +195,8 @@ static const gw_cfg_field_t server_fields[] = {
     {"shutdown_grace_ms", GW_CFG_U32, offsetof(gw_server_conf_t, shutdown_grace_ms), 0, 3600000},
     {"access_log", GW_CFG_BOOL, offsetof(gw_server_conf_t, access_log)},
     {"cors_origins", GW_CFG_FN, .fn = server_cors},
+    {"trusted_proxies", GW_CFG_FN, .fn = server_proxies},
+    {"read_multiplier", GW_CFG_U32, offsetof(gw_server_conf_t, read_multiplier), 1, 1000},
 };
 
 /* ---- admin, state, log ---- */
@@ -376,6 +413,7 @@ static gw_config_t *config_new(const char *name)
         .shutdown_grace_ms = GW_DEFAULT_SHUTDOWN_GRACE_MS,
         .access_log = 1,
         .cors_origins = sl_xcalloc(2, sizeof(char *)),
+        .read_multiplier = 10,
         .ncors_origins = 1,
     };
     cfg->server.cors_origins[0] = sl_xstrdup("*");
@@ -454,6 +492,7 @@ void gw_config_destroy(gw_config_t *cfg)
     free(cfg->file);
     free(cfg->server.listen);
     gw_cfg_strv_free(cfg->server.cors_origins, cfg->server.ncors_origins);
+    gw_cfg_strv_free(cfg->server.trusted_proxies, cfg->server.ntrusted_proxies);
     free(cfg->admin.listen);
     free(cfg->admin.token);
     free(cfg->state.path);

@@ -56,6 +56,9 @@ typedef struct gw_server_conf {
     int access_log;           /* 1: one JSON line per request on stderr */
     char **cors_origins;      /* allowed Origin values; "*" allowed; NULL = none */
     size_t ncors_origins;
+    char **trusted_proxies;   /* CIDRs whose X-Forwarded-For is believed */
+    size_t ntrusted_proxies;
+    uint32_t read_multiplier; /* cheap reads get the tier's limits x this (10) */
 } gw_server_conf_t;
 
 typedef struct gw_admin_conf {

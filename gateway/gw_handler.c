@@ -28,6 +28,7 @@ typedef struct gw_req {
     int have_reply;
     uint64_t start_us;
     const gw_key_conf_t *key;
+    gw_limit_result_t limit;      /* this caller's rate limit, for the headers */
 } gw_req_t;
 
 static void gw_req_dispose(void *p)
@@ -59,6 +60,13 @@ static void send_reply(gw_req_t *g)
         sl_http_header_u64(req, "x-sluice-attempts", pool_call_attempts(g->call));
     if (r->retry_after_s != 0)
         sl_http_header_u64(req, "retry-after", r->retry_after_s);
+    if (g->limit.limited) {
+        sl_http_header_u64(req, "x-ratelimit-limit", g->limit.limit);
+        sl_http_header_u64(req, "x-ratelimit-remaining", g->limit.remaining);
+        sl_http_header_u64(req, "x-ratelimit-reset", g->limit.reset_s);
+        sl_http_header_u64(req, "x-ratelimit-window", g->limit.window_s);
+        sl_http_header(req, "x-ratelimit-bucket", policy_bucket_name(g->limit.bucket));
+    }
     gw_cors_headers(req, g->h->cfg);
     if (g->h->cfg->server.access_log)
         gw_access_log(req, g->net ? g->net->conf->name : NULL, &g->rpc, g->call, r->status, r->outcome,
@@ -100,9 +108,57 @@ static size_t collect_items(gw_req_t *g)
         it->raw_len = m->raw.len;
         it->id = m->id.len ? (policy_span_t){m->id.off - m->raw.off, m->id.len} : (policy_span_t){0, 0};
         it->method = m->method;
+        it->name = m->name;
+        it->name_len = (uint32_t)strlen(m->name);
         g->item_member[k++] = (uint32_t)i;
     }
     return n;
+}
+
+/* Cheap reads go to the larger read bucket; anything else, or anything
+ * doubtful (a parse error, an invalid or expensive member), to standard. */
+static policy_bucket_t choose_bucket(const gw_rpc_request_t *rpc)
+{
+    if (rpc->kind == GW_RPC_REJECT || rpc->nmembers == 0)
+        return POLICY_BUCKET_STANDARD;
+    for (size_t i = 0; i < rpc->nmembers; i++)
+        if (rpc->members[i].status != GW_MEMBER_FORWARD || !rpc->members[i].method->cheap)
+            return POLICY_BUCKET_STANDARD;
+    return POLICY_BUCKET_READ;
+}
+
+/* Charges the caller; returns 0 after answering 429 when over its limit. */
+static int admit(gw_req_t *g, const char *body)
+{
+    char ident[96], ip[64];
+    if (g->key != NULL) {
+        snprintf(ident, sizeof(ident), "key:%s", g->key->name);
+    } else {
+        gw_identity_client_ip(g->req, g->h->cfg, ip);
+        snprintf(ident, sizeof(ident), "ip:%s", ip);
+    }
+    uint32_t n = g->rpc.kind == GW_RPC_REJECT ? 1 : (uint32_t)g->rpc.nmembers;
+    const gw_tier_conf_t *tier = gw_identity_tier(g->h->cfg, g->key);
+    gw_limit_charge(g->h->limit, tier, ident, choose_bucket(&g->rpc), n, &g->limit);
+    if (g->limit.allowed)
+        return 1;
+    gw_reply_t *r = &g->reply;
+    g->have_reply = 1;
+    r->status = 429;
+    r->outcome = "client_rate_limited";
+    r->retry_after_s = g->limit.retry_after_s;
+    char msg[200], data[200];
+    snprintf(msg, sizeof(msg), "rate limit exceeded: %u calls per %u s for this caller (%s bucket); retry in %u s",
+             g->limit.limit, g->limit.window_s, policy_bucket_name(g->limit.bucket), g->limit.retry_after_s);
+    snprintf(data, sizeof(data), "{\"scope\":\"client\",\"retry_after_ms\":%llu,\"bucket\":\"%s\",\"limit\":%u,\"window_s\":%u}",
+             (unsigned long long)g->limit.retry_after_ms, policy_bucket_name(g->limit.bucket), g->limit.limit,
+             g->limit.window_s);
+    policy_span_t id = g->rpc.kind == GW_RPC_SINGLE ? g->rpc.members[0].id : (policy_span_t){0, 0};
+    gw_rpc_error(&r->out, body, id, GW_RPC_LIMIT_EXCEEDED, msg, data);
+    r->body = r->out.base;
+    r->len = r->out.len;
+    send_reply(g);
+    return 0;
 }
 
 static void handle_rpc(gw_req_t *g)
@@ -113,6 +169,8 @@ static void handle_rpc(gw_req_t *g)
                            net->conf->method_overrides, net->conf->nmethod_overrides};
     const char *body = req->entity.base ? req->entity.base : "";
     gw_rpc_parse(body, req->entity.len, &lim, pool_alloc, &req->pool, &g->rpc);
+    if (!admit(g, body))
+        return;
     g->nitems = g->rpc.kind == GW_RPC_REJECT ? 0 : collect_items(g);
     if (g->nitems == 0) {
         gw_reply_build(&g->reply, body, &g->rpc, NULL, NULL, 0, NULL);
@@ -255,13 +313,15 @@ static void nets_init(gw_handler_t *h, pool_t *pool)
     }
 }
 
-gw_handler_t *gw_handler_register(h2o_hostconf_t *hostconf, const gw_config_t *cfg, pool_t *pool, gw_stats_t *stats)
+gw_handler_t *gw_handler_register(h2o_hostconf_t *hostconf, const gw_config_t *cfg, pool_t *pool, gw_stats_t *stats,
+                                  gw_limit_t *limit)
 {
     h2o_pathconf_t *pathconf = h2o_config_register_path(hostconf, "/", 0);
     gw_handler_t *h = (gw_handler_t *)h2o_create_handler(pathconf, sizeof(*h));
     h->super.on_req = on_req;
     h->cfg = cfg;
     h->stats = stats;
+    h->limit = limit;
     nets_init(h, pool);
     return h;
 }

@@ -12,6 +12,7 @@
 #include <h2o.h>
 
 #include "gateway/gw_config.h"
+#include "gateway/gw_limit.h"
 #include "gateway/gw_stats.h"
 #include "pool/pool.h"
 
@@ -29,11 +30,13 @@ typedef struct gw_handler {
     gw_net_t *nets;
     size_t nnets;
     gw_stats_t *stats;            /* request counters (may be NULL) */
+    gw_limit_t *limit;            /* client rate limits (may be NULL) */
     uint64_t inflight;            /* requests being handled (drain waits for 0) */
     uint64_t served;
 } gw_handler_t;
 
 /* Registers the handler on path "/" of hostconf; nets must outlive it. */
-gw_handler_t *gw_handler_register(h2o_hostconf_t *hostconf, const gw_config_t *cfg, pool_t *pool, gw_stats_t *stats);
+gw_handler_t *gw_handler_register(h2o_hostconf_t *hostconf, const gw_config_t *cfg, pool_t *pool, gw_stats_t *stats,
+                                  gw_limit_t *limit);
 
 #endif

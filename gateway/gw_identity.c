@@ -1,6 +1,8 @@
 #include "gateway/gw_identity.h"
 
+#include <arpa/inet.h>
 #include <openssl/crypto.h>
+#include <stdlib.h>
 #include <openssl/sha.h>
 #include <string.h>
 
@@ -36,4 +38,86 @@ gw_identity_result_t gw_identity_resolve(const gw_config_t *cfg, const char *key
             found = &cfg->keys[i];
     *out = found;
     return found != NULL ? GW_IDENTITY_KEY : GW_IDENTITY_UNKNOWN_KEY;
+}
+
+/* 1 if addr (text) is inside one of the CIDRs. */
+static int in_cidrs(const char *addr, char *const *cidrs, size_t n)
+{
+    unsigned char a[16], net[16];
+    int v6 = strchr(addr, ':') != NULL;
+    if (inet_pton(v6 ? AF_INET6 : AF_INET, addr, a) != 1)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char buf[64];
+        const char *slash = strchr(cidrs[i], '/');
+        size_t len = slash ? (size_t)(slash - cidrs[i]) : strlen(cidrs[i]);
+        if (len >= sizeof(buf) || (strchr(cidrs[i], ':') != NULL) != v6)
+            continue;
+        memcpy(buf, cidrs[i], len);
+        buf[len] = '\0';
+        if (inet_pton(v6 ? AF_INET6 : AF_INET, buf, net) != 1)
+            continue;
+        int bits = slash ? atoi(slash + 1) : (v6 ? 128 : 32);
+        int full = bits / 8, rest = bits % 8;
+        if (memcmp(a, net, (size_t)full) != 0)
+            continue;
+        if (rest == 0 || ((a[full] ^ net[full]) & (0xff << (8 - rest))) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static void peer_ip(h2o_req_t *req, char out[64])
+{
+    struct sockaddr_storage ss;
+    out[0] = '\0';
+    socklen_t len = req->conn->callbacks->get_peername(req->conn, (struct sockaddr *)&ss);
+    if (len != 0 && ss.ss_family == AF_INET)
+        inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, out, 64);
+    else if (len != 0 && ss.ss_family == AF_INET6)
+        inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, out, 64);
+}
+
+void gw_identity_client_ip(h2o_req_t *req, const gw_config_t *cfg, char out[64])
+{
+    peer_ip(req, out);
+    if (cfg->server.ntrusted_proxies == 0 || !in_cidrs(out, cfg->server.trusted_proxies, cfg->server.ntrusted_proxies))
+        return;
+    ssize_t i = h2o_find_header(&req->headers, H2O_TOKEN_X_FORWARDED_FOR, -1);
+    if (i < 0)
+        return;
+    h2o_iovec_t v = req->headers.entries[i].value;
+    /* walk from the right: the first address a trusted proxy did not add */
+    size_t end = v.len;
+    while (end > 0) {
+        size_t start = end;
+        while (start > 0 && v.base[start - 1] != ',')
+            start--;
+        size_t a = start, b = end;
+        while (a < b && (v.base[a] == ' ' || v.base[a] == '\t'))
+            a++;
+        while (b > a && (v.base[b - 1] == ' ' || v.base[b - 1] == '\t'))
+            b--;
+        if (b > a && b - a < 64) {
+            char cand[64];
+            memcpy(cand, v.base + a, b - a);
+            cand[b - a] = '\0';
+            unsigned char tmp[16];
+            if (inet_pton(strchr(cand, ':') ? AF_INET6 : AF_INET, cand, tmp) != 1)
+                return; /* garbage: keep the proxy's own address */
+            memcpy(out, cand, b - a + 1);
+            if (!in_cidrs(cand, cfg->server.trusted_proxies, cfg->server.ntrusted_proxies))
+                return;
+        }
+        end = start > 0 ? start - 1 : 0;
+    }
+}
+
+const gw_tier_conf_t *gw_identity_tier(const gw_config_t *cfg, const gw_key_conf_t *key)
+{
+    const char *name = key != NULL ? key->tier : "anonymous";
+    for (size_t i = 0; i < cfg->ntiers; i++)
+        if (strcmp(cfg->tiers[i].name, name) == 0)
+            return &cfg->tiers[i];
+    return NULL;
 }

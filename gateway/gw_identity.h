@@ -27,4 +27,15 @@ gw_identity_result_t gw_identity_resolve(const gw_config_t *cfg, const char *key
 /* Writes the lower-case hex SHA-256 of key[0..len) into hex[65]. */
 void gw_identity_hash(const char *key, size_t len, char hex[65]);
 
+#include <h2o.h>
+
+/* The caller's address: the peer, or, when the peer is a trusted proxy
+ * (server.trusted_proxies), the right-most X-Forwarded-For address that is
+ * not itself a trusted proxy. */
+void gw_identity_client_ip(h2o_req_t *req, const gw_config_t *cfg, char out[64]);
+
+/* The tier for a key (its configured tier) or for anonymous callers (the
+ * tier named "anonymous"); NULL when none is configured. */
+const gw_tier_conf_t *gw_identity_tier(const gw_config_t *cfg, const gw_key_conf_t *key);
+
 #endif

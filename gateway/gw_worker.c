@@ -36,6 +36,7 @@ typedef struct worker {
     pool_t *pool;
     state_t *state;
     gw_stats_t *stats;
+    gw_limit_t *limit;
     int draining;
 } worker_t;
 
@@ -141,7 +142,8 @@ static int worker_setup(worker_t *w)
     if (pool_create(&pp, &w->pool) != SL_OK)
         return -1;
     w->stats = gw_stats_create(cfg, w->state, w->args->index);
-    w->handler = gw_handler_register(host, cfg, w->pool, w->stats);
+    w->limit = gw_limit_create(cfg, w->state);
+    w->handler = gw_handler_register(host, cfg, w->pool, w->stats, w->limit);
     w->accept = (h2o_accept_ctx_t){.ctx = &w->ctx, .hosts = w->conf.hosts};
     gw_listen_addr_t addr = w->args->main_addr;
     if ((w->listener = start_listener(w, &addr, &w->accept)) == NULL)

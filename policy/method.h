@@ -33,6 +33,8 @@ typedef struct policy_method {
     policy_method_class_t cls;
     policy_priority_t priority;
     uint8_t retry_safe;         /* 1: may be sent to another endpoint after an ambiguous failure */
+    uint8_t cheap;              /* 1: a cheap read, metered in the client's larger "read" bucket.
+                                   A conservative allowlist: nothing that executes code or scans */
 } policy_method_t;
 
 /* Looks up name[0..len) in the chain's table. A method not in the table gets

@@ -89,6 +89,8 @@ typedef struct pool_item {
     uint32_t raw_len;
     policy_span_t id;             /* id value, relative to raw; len 0 = notification */
     const policy_method_t *method;
+    const char *name;             /* the method name (for its credit cost) */
+    uint32_t name_len;
 
     pool_item_state_t state;
     pool_outcome_t outcome;

@@ -247,6 +247,35 @@ static void on_exchange_done(pool_exchange_t *ex)
     call_next(call);
 }
 
+/* The credits the attempt in call->sent costs at endpoint ep; 0 (and ep
+ * marked tried) if its budget lacks them. */
+static int take_credits(pool_call_t *call, int ep)
+{
+    pool_endpoint_t *e = &call->net->endpoints[ep];
+    if (!e->credit.active)
+        return 1;
+    const char *names[256];
+    size_t lens[256], n = 0;
+    for (size_t i = 0; i < call->nsent && n < 256; i++) {
+        const pool_item_t *it = &call->items[call->sent[i]];
+        names[n] = it->name ? it->name : "";
+        lens[n++] = it->name_len;
+    }
+    policy_cost_t cost = policy_cost_of_request(e->credit.profile, call->net->conf->chain, NULL, 0, names, lens, n,
+                                                call->batch);
+    uint64_t retry_ms = 0;
+    if (pool_credit_take(e, cost, &retry_ms)) {
+        e->health.stats.credits_spent += cost.billed;
+        e->health.dirty = 1;
+        return 1;
+    }
+    call->tried[ep] = 1;
+    uint64_t until = sl_wall_ms() + retry_ms;
+    if (call->rate_limited_until_ms == 0 || until < call->rate_limited_until_ms)
+        call->rate_limited_until_ms = until;
+    return 0;
+}
+
 /* Settles the item whose "nonce too low" was being checked by hash. */
 static void on_verify_done(pool_exchange_t *ex)
 {
@@ -316,6 +345,8 @@ static void call_next(pool_call_t *call)
         const char *body;
         size_t len;
         int has_write = build_request(call, &body, &len);
+        if (!take_credits(call, ep))
+            continue; /* skipped before any request was sent */
         pool_fail_t fail = pool_exchange_start(&call->ex, &net->endpoints[ep], body, len, has_write,
                                                on_exchange_done, call);
         if (fail == POOL_FAIL_NONE) {

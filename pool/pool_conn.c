@@ -335,6 +335,10 @@ pool_fail_t pool_exchange_start(pool_exchange_t *ex, pool_endpoint_t *ep, const 
     c->ex = ex;
     ex->conn = c;
     ep->inflight++;
+    if (ep->inflight > ep->health.stats.max_inflight_seen) {
+        ep->health.stats.max_inflight_seen = ep->inflight;
+        ep->health.dirty = 1;
+    }
     h2o_timeout_link(net->pool->loop, &net->attempt_timeout, &ex->attempt_timer);
     if (c->state == POOL_CONN_IDLE) {
         ex->reused = 1;

@@ -121,8 +121,12 @@ sl_err_t pool_endpoint_init(pool_endpoint_t *ep, pool_network_t *net, int index,
         if (err != SL_OK)
             return err;
     }
+    /* this worker's share; the shares add up to max exactly (a worker may
+     * get 0 when max < workers), so max_inflight is never exceeded */
     uint32_t max = conf->max_inflight ? conf->max_inflight : POOL_DEFAULT_MAX_INFLIGHT;
-    ep->max_inflight = (max + nworkers - 1) / nworkers;
+    uint32_t slot = net->pool->slot ? net->pool->slot - 1 : 0;
+    ep->max_inflight = max / nworkers + (slot % nworkers < max % nworkers ? 1 : 0);
+    pool_credit_init(ep);
     build_prefix(ep);
     if (ep->url.host_is_ip)
         set_ip_addr(ep);

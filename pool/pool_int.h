@@ -8,6 +8,7 @@
 #include "base/sl_buf.h"
 #include "policy/url.h"
 #include "pool/pool.h"
+#include "policy/cost.h"
 #include "policy/score.h"
 #include "pool/pool_http.h"
 #include "state/state.h"
@@ -76,6 +77,19 @@ struct pool_conn {
 
 enum { POOL_PROBE_NONE, POOL_PROBE_HEALTH, POOL_PROBE_BREAKER };
 
+#define POOL_CREDIT_WINDOWS 4      /* second, minute, day, month */
+#define POOL_CREDIT_LOW_PCT 10     /* budget_low when this share of a window is left */
+
+/* This worker's lease on an endpoint's credit budget (pool_credit.c). */
+typedef struct pool_credit {
+    const policy_cost_profile_t *profile;
+    int active;                   /* the endpoint has a budget */
+    char key[POOL_CREDIT_WINDOWS][128];
+    uint64_t window_start[POOL_CREDIT_WINDOWS]; /* the window the lease belongs to */
+    uint64_t remaining[POOL_CREDIT_WINDOWS];    /* leased, not yet spent */
+    uint64_t lacking_until_ms;    /* the ledger said no: skip the endpoint until then */
+} pool_credit_t;
+
 /* What this worker knows about an endpoint's health (pool_health.c). */
 typedef struct pool_health {
     char key[112];                /* "<network>/<endpoint>": its shared record */
@@ -112,6 +126,7 @@ struct pool_endpoint {
     uint32_t inflight;            /* exchanges in progress in this worker */
     uint32_t max_inflight;        /* this worker's share of conf->max_inflight */
     pool_health_t health;
+    pool_credit_t credit;
 };
 
 struct pool_network {
@@ -229,6 +244,15 @@ void pool_write_pin(pool_call_t *call, int ep, const char *txid);
 void pool_write_accepted(pool_call_t *call, pool_item_t *it);
 int pool_write_find_pin(pool_call_t *call);
 int pool_write_verify_body(pool_call_t *call, const pool_item_t *it, sl_buf_t *out);
+
+/* pool_credit.c */
+void pool_credit_init(pool_endpoint_t *ep);
+/* Takes cost from ep's budget: 1 if it may be spent, 0 if the endpoint lacks
+ * credits (*retry_ms: until the earliest window turns over). */
+int pool_credit_take(pool_endpoint_t *ep, policy_cost_t cost, uint64_t *retry_ms);
+uint64_t pool_credit_budget(const pool_credits_conf_t *c, int w);
+void pool_credit_window(int w, uint64_t now, uint32_t reset_day, uint64_t *start, uint64_t *end);
+const char *pool_credit_window_name(int w);
 
 /* pool_delay.c */
 void pool_delay_init(pool_t *pool);

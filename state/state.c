@@ -17,6 +17,8 @@ static const char *const db_names[STATE_DB_COUNT] = {
     [STATE_DB_STATS] = "stats",
     [STATE_DB_EVENTS] = "events",
     [STATE_DB_PINS] = "pins",
+    [STATE_DB_LIMITS] = "limits",
+    [STATE_DB_LEDGERS] = "ledgers",
 };
 
 sl_err_t state_lmdb_err(const char *what, int rc)

@@ -118,6 +118,26 @@ SL_MUST_CHECK sl_err_t state_pin_get(state_t *st, const char *key, uint64_t now_
 /* Deletes pins that expired before now_ms; *removed gets how many. */
 SL_MUST_CHECK sl_err_t state_pins_purge(state_t *st, uint64_t now_ms, size_t *removed);
 
+/* ---- budgets: client limit cells and provider credit ledgers ---- */
+typedef enum state_budget_db {
+    STATE_BUDGET_LIMITS,          /* state_cell_rec_t records */
+    STATE_BUDGET_LEDGERS,         /* state_ledger_rec_t records */
+} state_budget_db_t;
+
+/* Reads the records of keys[0..n) (zeroed when absent or undecodable) into
+ * recs (an array of records of the db's type, recsize bytes each) inside one
+ * write transaction and calls fn; if fn returns 1, every record is written
+ * back and events[0..*nevents) are appended. The lease step of a budget:
+ * serialised by LMDB's write lock, so two workers never spend the same
+ * capacity. */
+typedef int (*state_budget_fn)(void *ctx, void *recs, size_t n, state_event_t *events, size_t *nevents);
+SL_MUST_CHECK sl_err_t state_budget_update(state_t *st, state_budget_db_t db, const char *const *keys, size_t n,
+                                           state_budget_fn fn, void *ctx);
+/* Reads one record of db inside a snapshot (state_read_begin). */
+SL_MUST_CHECK sl_err_t state_budget_get(state_t *st, state_budget_db_t db, const char *key, void *rec);
+/* Deletes limit cells idle since before now_us (their TAT is in the past). */
+SL_MUST_CHECK sl_err_t state_cells_purge(state_t *st, uint64_t now_us, size_t *removed);
+
 /* For tests and tools: raw put of arbitrary bytes into a named database. */
 SL_MUST_CHECK sl_err_t state_raw_put(state_t *st, const char *db, const void *key, size_t klen, const void *val,
                                      size_t vlen);

@@ -13,6 +13,8 @@ enum {
     STATE_DB_STATS,
     STATE_DB_EVENTS,
     STATE_DB_PINS,
+    STATE_DB_LIMITS,              /* client GCRA cells */
+    STATE_DB_LEDGERS,             /* provider credit ledgers */
     STATE_DB_COUNT
 };
 

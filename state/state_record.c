@@ -29,6 +29,22 @@ static const state_field_t endpoint_fields[] = {
 const state_schema_t state_endpoint_schema = {"endpoint", 1, endpoint_fields,
                                               sizeof(endpoint_fields) / sizeof(endpoint_fields[0])};
 
+static const state_field_t cell_fields[] = {
+    F(state_cell_rec_t, tat_us, STATE_F_U64, 1),
+};
+
+const state_schema_t state_cell_schema = {"cell", 1, cell_fields, sizeof(cell_fields) / sizeof(cell_fields[0])};
+
+static const state_field_t ledger_fields[] = {
+    F(state_ledger_rec_t, window_start_ms, STATE_F_U64, 1),
+    F(state_ledger_rec_t, spent, STATE_F_U64, 1),
+    F(state_ledger_rec_t, low_reported, STATE_F_U8, 1),
+    F(state_ledger_rec_t, exhausted_reported, STATE_F_U8, 1),
+};
+
+const state_schema_t state_ledger_schema = {"ledger", 1, ledger_fields,
+                                            sizeof(ledger_fields) / sizeof(ledger_fields[0])};
+
 static const state_field_t pin_fields[] = {
     F(state_pin_rec_t, endpoint, STATE_F_STR, sizeof(((state_pin_rec_t *)0)->endpoint)),
     F(state_pin_rec_t, expires_ms, STATE_F_U64, 1),
@@ -74,6 +90,7 @@ static const state_field_t stats_fields[] = {
     F(state_stats_rec_t, rate_limit_ppm, STATE_F_U32, 1),
     F(state_stats_rec_t, lag_plus1, STATE_F_U64, 1),
     F(state_stats_rec_t, excluded, STATE_F_U8, 1),
+    F(state_stats_rec_t, credits_spent, STATE_F_U64, 1),
 };
 
 const state_schema_t state_stats_schema = {"stats", 1, stats_fields, sizeof(stats_fields) / sizeof(stats_fields[0])};

@@ -76,6 +76,8 @@ extern const state_schema_t state_endpoint_schema;
     X(WORKER_RESTARTED, "worker_restarted")                                               \
     X(PRESSURE_CHANGED, "pressure_changed")                                               \
     X(CONFIG_RELOADED, "config_reloaded")                                                 \
+    X(BUDGET_LOW, "budget_low")                                                           \
+    X(BUDGET_EXHAUSTED, "budget_exhausted")                                               \
     X(STATE_ERROR, "state_error")
 
 typedef enum state_event_kind {
@@ -148,9 +150,27 @@ typedef struct state_stats_rec {
     uint32_t rate_limit_ppm;                      /* rate-limit ratio x 1e6 */
     uint64_t lag_plus1;                           /* blocks behind + 1; 0 = unknown */
     uint8_t excluded;                             /* 0 no, 1 far behind, 2 error ratio too high */
+    uint64_t credits_spent;                       /* billed units this worker spent here, ever */
 } state_stats_rec_t;
 
 extern const state_schema_t state_stats_schema;
+
+/* ---- client rate-limit cells (GCRA) ---- */
+typedef struct state_cell_rec {
+    uint64_t tat_us;              /* theoretical arrival time, wall clock µs */
+} state_cell_rec_t;
+
+extern const state_schema_t state_cell_schema;
+
+/* ---- provider credit ledgers: one per (endpoint, window) ---- */
+typedef struct state_ledger_rec {
+    uint64_t window_start_ms;     /* the window this record counts (wall clock) */
+    uint64_t spent;               /* credits leased out in it (used or held by a worker) */
+    uint8_t low_reported;         /* budget_low already announced for this window */
+    uint8_t exhausted_reported;   /* budget_exhausted already announced */
+} state_ledger_rec_t;
+
+extern const state_schema_t state_ledger_schema;
 
 /* ---- transaction pins: confirmation polls go to the endpoint that accepted ---- */
 typedef struct state_pin_rec {

@@ -1,0 +1,242 @@
+#include "gateway/gw_limit.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "base/sl_buf.h"
+#include "base/sl_log.h"
+#include "base/sl_time.h"
+
+#define NWINDOWS 3
+#define TABLE_SIZE 4096           /* local lease entries per worker (a power of 2) */
+#define LEASE_TTL_US 1000000      /* leased calls not spent within a second are dropped */
+#define LEASE_MAX 64
+
+static const struct {
+    const char *name;
+    uint64_t window_us;
+} windows[NWINDOWS] = {{"1", 1000000ull}, {"60", 60000000ull}, {"86400", 86400000000ull}};
+
+typedef struct lease {
+    char identity[80];
+    uint8_t bucket;
+    uint8_t used;
+    uint32_t tokens;              /* leased, not yet spent */
+    uint64_t lease_until_us;
+    uint64_t blocked_until_us;    /* refused until then without asking state/ */
+    uint64_t tat_us[NWINDOWS];    /* the cells as the last lease left them */
+} lease_t;
+
+struct gw_limit {
+    const gw_config_t *cfg;
+    state_t *st;
+    lease_t *table;
+    uint64_t failures;
+    uint64_t last_fail_log_us;
+};
+
+static uint64_t wall_us(void)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (uint64_t)tv.tv_sec * 1000000 + (uint64_t)tv.tv_usec;
+}
+
+gw_limit_t *gw_limit_create(const gw_config_t *cfg, state_t *st)
+{
+    gw_limit_t *l = sl_xcalloc(1, sizeof(*l));
+    l->cfg = cfg;
+    l->st = st;
+    l->table = sl_xcalloc(TABLE_SIZE, sizeof(*l->table));
+    return l;
+}
+
+void gw_limit_destroy(gw_limit_t *l)
+{
+    if (l == NULL)
+        return;
+    free(l->table);
+    free(l);
+}
+
+uint64_t gw_limit_failures(const gw_limit_t *l)
+{
+    return l->failures;
+}
+
+/* The tier's limit per window for this bucket (0 = none). */
+static uint32_t window_limit(const gw_limit_t *l, const gw_tier_conf_t *tier, policy_bucket_t bucket, int w)
+{
+    uint32_t base = w == 0 ? tier->limits.per_second : w == 1 ? tier->limits.per_minute : tier->limits.per_day;
+    uint64_t v = (uint64_t)base * (bucket == POLICY_BUCKET_READ ? l->cfg->server.read_multiplier : 1);
+    return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
+
+static lease_t *find(gw_limit_t *l, const char *identity, policy_bucket_t bucket)
+{
+    uint64_t h = 1469598103934665603ull ^ (uint64_t)bucket; /* FNV-1a */
+    for (const char *p = identity; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    lease_t *e = &l->table[h & (TABLE_SIZE - 1)];
+    if (!e->used || e->bucket != bucket || strcmp(e->identity, identity) != 0) {
+        /* a different caller in this slot: its local lease is simply dropped */
+        memset(e, 0, sizeof(*e));
+        snprintf(e->identity, sizeof(e->identity), "%s", identity);
+        e->bucket = (uint8_t)bucket;
+        e->used = 1;
+    }
+    return e;
+}
+
+/* Fills the headers from the window closest to exhaustion. */
+static void describe(gw_limit_t *l, const gw_tier_conf_t *tier, policy_bucket_t bucket, const lease_t *e,
+                     uint64_t now, gw_limit_result_t *out)
+{
+    double best = 2;
+    for (int w = 0; w < NWINDOWS; w++) {
+        policy_gcra_t g = {windows[w].window_us, window_limit(l, tier, bucket, w)};
+        if (g.limit == 0)
+            continue;
+        policy_gcra_result_t r;
+        policy_gcra_check(&g, e->tat_us[w], now, 0, &r);
+        uint32_t remaining = r.remaining > UINT32_MAX - e->tokens ? UINT32_MAX : r.remaining + e->tokens;
+        double ratio = (double)remaining / g.limit;
+        if (ratio >= best)
+            continue;
+        best = ratio;
+        out->limit = g.limit;
+        out->remaining = remaining;
+        uint64_t reset = e->tat_us[w] > now ? e->tat_us[w] - now : 0;
+        out->reset_s = (uint32_t)((reset + 999999) / 1000000);
+        out->window_s = (uint32_t)(windows[w].window_us / 1000000);
+    }
+}
+
+typedef struct lease_ctx {
+    gw_limit_t *l;
+    const gw_tier_conf_t *tier;
+    policy_bucket_t bucket;
+    uint64_t now;
+    uint32_t n, want, granted;
+    uint64_t retry_us;
+    uint64_t tat[NWINDOWS];
+} lease_ctx_t;
+
+/* Inside the write transaction: grants min(available) >= n, or nothing. */
+static int lease_cb(void *arg, void *recs, size_t nrecs, state_event_t *events, size_t *nevents)
+{
+    lease_ctx_t *c = arg;
+    state_cell_rec_t *cells = recs;
+    (void)events;
+    (void)nevents;
+    uint32_t grant = c->want;
+    size_t k = 0;
+    for (int w = 0; w < NWINDOWS && k < nrecs; w++) {
+        policy_gcra_t g = {windows[w].window_us, window_limit(c->l, c->tier, c->bucket, w)};
+        if (g.limit == 0)
+            continue;
+        uint32_t avail = policy_gcra_available(&g, cells[k].tat_us, c->now, c->want);
+        if (avail < c->n) {
+            policy_gcra_result_t r;
+            policy_gcra_check(&g, cells[k].tat_us, c->now, c->n, &r);
+            if (r.retry_after_us > c->retry_us)
+                c->retry_us = r.retry_after_us;
+        }
+        if (avail < grant)
+            grant = avail;
+        k++;
+    }
+    if (grant < c->n)
+        return 0;
+    k = 0;
+    for (int w = 0; w < NWINDOWS && k < nrecs; w++) {
+        policy_gcra_t g = {windows[w].window_us, window_limit(c->l, c->tier, c->bucket, w)};
+        if (g.limit == 0)
+            continue;
+        policy_gcra_result_t r;
+        policy_gcra_check(&g, cells[k].tat_us, c->now, grant, &r);
+        cells[k].tat_us = r.new_tat_us;
+        c->tat[w] = r.new_tat_us;
+        k++;
+    }
+    c->granted = grant;
+    return 1;
+}
+
+static uint32_t lease_size(gw_limit_t *l, const gw_tier_conf_t *tier, policy_bucket_t bucket, uint32_t n)
+{
+    uint32_t smallest = UINT32_MAX;
+    for (int w = 0; w < NWINDOWS; w++) {
+        uint32_t lim = window_limit(l, tier, bucket, w);
+        if (lim != 0 && lim < smallest)
+            smallest = lim;
+    }
+    uint32_t size = smallest / 20;
+    size = size < 1 ? 1 : size > LEASE_MAX ? LEASE_MAX : size;
+    return size > n ? size : n;
+}
+
+/* Leases from the shared cells; returns 1 if granted, 0 if refused, -1 if
+ * the storage failed. */
+static int lease(gw_limit_t *l, const gw_tier_conf_t *tier, lease_t *e, uint32_t n, uint64_t now)
+{
+    char keys[NWINDOWS][160];
+    const char *kp[NWINDOWS];
+    size_t nk = 0;
+    lease_ctx_t c = {l, tier, (policy_bucket_t)e->bucket, now, n, lease_size(l, tier, e->bucket, n), 0, 0, {0}};
+    for (int w = 0; w < NWINDOWS; w++) {
+        if (window_limit(l, tier, e->bucket, w) == 0)
+            continue;
+        snprintf(keys[nk], sizeof(keys[nk]), "%s/%s/%s", e->identity, policy_bucket_name(e->bucket), windows[w].name);
+        kp[nk] = keys[nk];
+        nk++;
+    }
+    if (l->st == NULL || state_budget_update(l->st, STATE_BUDGET_LIMITS, kp, nk, lease_cb, &c) != SL_OK)
+        return -1;
+    if (c.granted == 0) {
+        e->blocked_until_us = now + (c.retry_us ? c.retry_us : 1000);
+        return 0;
+    }
+    memcpy(e->tat_us, c.tat, sizeof(e->tat_us));
+    e->tokens = c.granted - n;
+    e->lease_until_us = now + LEASE_TTL_US;
+    return 1;
+}
+
+void gw_limit_charge(gw_limit_t *l, const gw_tier_conf_t *tier, const char *identity, policy_bucket_t bucket,
+                     uint32_t n, gw_limit_result_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->allowed = 1;
+    out->bucket = bucket;
+    if (tier == NULL || (tier->limits.per_second | tier->limits.per_minute | tier->limits.per_day) == 0)
+        return;
+    out->limited = 1;
+    uint64_t now = wall_us();
+    lease_t *e = find(l, identity, bucket);
+    int got;
+    if (now < e->blocked_until_us) {
+        got = 0;
+    } else if (e->tokens >= n && now < e->lease_until_us) {
+        e->tokens -= n;
+        got = 1;
+    } else if ((got = lease(l, tier, e, n, now)) < 0) {
+        l->failures++;
+        if (now - l->last_fail_log_us > 10000000) {
+            sl_log_error("rate limiter: shared state failed; admitting calls (fail open)");
+            l->last_fail_log_us = now;
+        }
+        return;
+    }
+    describe(l, tier, bucket, e, now, out);
+    if (!got) {
+        uint64_t wait = e->blocked_until_us > now ? e->blocked_until_us - now : 1000;
+        out->allowed = 0;
+        out->remaining = 0;
+        out->retry_after_ms = (wait + 999) / 1000;
+        out->retry_after_s = (uint32_t)((wait + 999999) / 1000000);
+        out->reset_s = out->retry_after_s;
+    }
+}

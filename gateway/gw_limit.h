@@ -1,0 +1,46 @@
+/* gateway/gw_limit.h: client rate limits (tiers), shared by every worker.
+ *
+ * Each (caller, bucket, window) is a GCRA cell in state/ (policy/limiter.h).
+ * A worker does not touch LMDB per request: it leases a few calls at once
+ * (the cell's TAT moves forward by the lease in one write transaction) and
+ * spends them locally for up to a second; a refused caller is refused locally
+ * until its cell can admit again. Because every leased call is accounted in
+ * the shared cell before it is spent, the workers together never admit more
+ * than the limit; leased calls a worker did not use within the second are
+ * lost (at most workers x lease per window, under-admission, never over).
+ * If the shared state fails, calls are admitted (fail open), logged, counted. */
+#ifndef GW_LIMIT_H
+#define GW_LIMIT_H
+
+#include <stdint.h>
+
+#include "gateway/gw_config.h"
+#include "policy/limiter.h"
+#include "state/state.h"
+
+typedef struct gw_limit gw_limit_t;
+
+typedef struct gw_limit_result {
+    int limited;                  /* a tier applies: the X-RateLimit-* headers go out */
+    int allowed;
+    policy_bucket_t bucket;
+    uint32_t limit;               /* of the window closest to exhaustion */
+    uint32_t remaining;
+    uint32_t reset_s;             /* seconds until capacity frees up (GCRA-honest, rounded up) */
+    uint32_t window_s;
+    uint32_t retry_after_s;       /* refused: seconds until the calls would fit */
+    uint64_t retry_after_ms;
+} gw_limit_result_t;
+
+gw_limit_t *gw_limit_create(const gw_config_t *cfg, state_t *st);
+void gw_limit_destroy(gw_limit_t *l);
+
+/* Charges n calls of bucket to identity ("key:<name>" or "ip:<address>")
+ * under tier (NULL: no limit). */
+void gw_limit_charge(gw_limit_t *l, const gw_tier_conf_t *tier, const char *identity, policy_bucket_t bucket,
+                     uint32_t n, gw_limit_result_t *out);
+
+/* Storage failures that let calls through (fail open), for /metrics. */
+uint64_t gw_limit_failures(const gw_limit_t *l);
+
+#endif

@@ -1,0 +1,200 @@
+/* pool/pool_credit.c: an endpoint's credit budget, in its provider's units.
+ *
+ * Per endpoint there is a ledger record per window (second, minute, day,
+ * calendar month) in state/, shared by every worker and kept across
+ * restarts. A worker leases credits from it (the ledger's `spent` grows by
+ * the lease in one write transaction) and spends them locally; it goes back
+ * to LMDB only when its lease runs out or the window turns over. Leased
+ * credits count as spent whether used or not, so the workers together never
+ * spend more than the budget; a worker killed with leased credits leaves at
+ * most one lease per window unused. The per-second and per-minute windows
+ * count throughput units (what a provider's rate limit counts), the day and
+ * month windows billed units. An endpoint lacking credits for a call is
+ * skipped by the plan, before any request is sent. */
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/sl_log.h"
+#include "base/sl_time.h"
+#include "pool/pool_int.h"
+
+static const char *const window_names[POOL_CREDIT_WINDOWS] = {"second", "minute", "day", "month"};
+
+const char *pool_credit_window_name(int w)
+{
+    return w >= 0 && w < POOL_CREDIT_WINDOWS ? window_names[w] : "unknown";
+}
+
+uint64_t pool_credit_budget(const pool_credits_conf_t *c, int w)
+{
+    return w == 0 ? c->per_second : w == 1 ? c->per_minute : w == 2 ? c->per_day : c->per_month;
+}
+
+/* Start and end (wall ms) of the window w that holds now. Months are UTC
+ * calendar months starting on reset_day. */
+void pool_credit_window(int w, uint64_t now, uint32_t reset_day, uint64_t *start, uint64_t *end)
+{
+    static const uint64_t len[] = {1000, 60000, 86400000};
+    if (w < 3) {
+        *start = now - now % len[w];
+        *end = *start + len[w];
+        return;
+    }
+    time_t t = (time_t)(now / 1000);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    int day = reset_day >= 1 && reset_day <= 28 ? (int)reset_day : 1;
+    struct tm s = {.tm_year = tm.tm_year, .tm_mon = tm.tm_mon, .tm_mday = day};
+    if (tm.tm_mday < day)
+        s.tm_mon -= 1;
+    struct tm e = s;
+    e.tm_mon += 1;
+    *start = (uint64_t)timegm(&s) * 1000;
+    *end = (uint64_t)timegm(&e) * 1000;
+}
+
+/* The units of cost a window counts. */
+static uint64_t units(policy_cost_t cost, int w)
+{
+    return w < 2 ? cost.throughput : cost.billed;
+}
+
+typedef struct lease_ctx {
+    pool_endpoint_t *ep;
+    policy_cost_t cost;
+    uint64_t now;
+    int win[POOL_CREDIT_WINDOWS];   /* record index -> window */
+    size_t n;
+    uint64_t grant[POOL_CREDIT_WINDOWS];
+    uint64_t retry_ms;              /* lacking: until the earliest short window turns over */
+} lease_ctx_t;
+
+static void budget_event(lease_ctx_t *c, state_event_t *ev, state_event_kind_t kind, int w, uint64_t left,
+                         uint64_t budget)
+{
+    memset(ev, 0, sizeof(*ev));
+    ev->ts_ms = c->now;
+    ev->kind = (uint8_t)kind;
+    ev->pid = (uint32_t)getpid();
+    ev->count = left;
+    snprintf(ev->network, sizeof(ev->network), "%s", c->ep->net->conf->name);
+    snprintf(ev->endpoint, sizeof(ev->endpoint), "%s", c->ep->conf->id);
+    snprintf(ev->reason, sizeof(ev->reason), "%s budget: %llu of %llu credits left", window_names[w],
+             (unsigned long long)left, (unsigned long long)budget);
+}
+
+/* Inside the write transaction: every window must grant at least the cost. */
+static int lease_cb(void *arg, void *recs, size_t nrecs, state_event_t *events, size_t *nevents)
+{
+    lease_ctx_t *c = arg;
+    state_ledger_rec_t *led = recs;
+    const pool_credits_conf_t *conf = &c->ep->conf->credits;
+    for (size_t i = 0; i < nrecs; i++) {
+        int w = c->win[i];
+        uint64_t start, end, budget = pool_credit_budget(conf, w), need = units(c->cost, w);
+        pool_credit_window(w, c->now, conf->month_reset_day, &start, &end);
+        if (led[i].window_start_ms != start)
+            led[i] = (state_ledger_rec_t){start, 0, 0, 0};
+        uint64_t left = budget > led[i].spent ? budget - led[i].spent : 0;
+        if (left < need) {
+            if (c->retry_ms == 0 || end - c->now < c->retry_ms)
+                c->retry_ms = end - c->now;
+            if (!led[i].exhausted_reported && *nevents < STATE_MAX_TXN_EVENTS) {
+                budget_event(c, &events[(*nevents)++], STATE_EVENT_BUDGET_EXHAUSTED, w, left, budget);
+                led[i].exhausted_reported = 1;
+            }
+            continue;
+        }
+        uint64_t size = budget / 100 < 100000 ? budget / 100 : 100000;
+        c->grant[i] = size < need ? need : size > left ? left : size;
+    }
+    for (size_t i = 0; i < nrecs; i++)
+        if (c->grant[i] == 0)
+            return *nevents > 0; /* lacking: write only the exhausted flag, spend nothing */
+    for (size_t i = 0; i < nrecs; i++) {
+        int w = c->win[i];
+        uint64_t budget = pool_credit_budget(conf, w);
+        led[i].spent += c->grant[i];
+        uint64_t left = budget - led[i].spent;
+        if (!led[i].low_reported && left * 100 <= budget * POOL_CREDIT_LOW_PCT && *nevents < STATE_MAX_TXN_EVENTS) {
+            budget_event(c, &events[(*nevents)++], STATE_EVENT_BUDGET_LOW, w, left, budget);
+            led[i].low_reported = 1;
+        }
+    }
+    return 1;
+}
+
+/* Leases from the ledger; 1 granted, 0 lacking (*retry_ms set), -1 failure. */
+static int lease(pool_endpoint_t *ep, policy_cost_t cost, uint64_t now, uint64_t *retry_ms)
+{
+    pool_credit_t *cr = &ep->credit;
+    lease_ctx_t c = {ep, cost, now, {0}, 0, {0}, 0};
+    const char *keys[POOL_CREDIT_WINDOWS];
+    for (int w = 0; w < POOL_CREDIT_WINDOWS; w++) {
+        if (pool_credit_budget(&ep->conf->credits, w) == 0)
+            continue;
+        c.win[c.n] = w;
+        keys[c.n++] = cr->key[w];
+    }
+    if (state_budget_update(ep->net->pool->state, STATE_BUDGET_LEDGERS, keys, c.n, lease_cb, &c) != SL_OK)
+        return -1;
+    for (size_t i = 0; i < c.n; i++)
+        if (c.grant[i] == 0) {
+            *retry_ms = c.retry_ms ? c.retry_ms : 1000;
+            return 0;
+        }
+    for (size_t i = 0; i < c.n; i++) {
+        int w = c.win[i];
+        uint64_t end;
+        pool_credit_window(w, now, ep->conf->credits.month_reset_day, &cr->window_start[w], &end);
+        cr->remaining[w] = c.grant[i];
+    }
+    return 1;
+}
+
+int pool_credit_take(pool_endpoint_t *ep, policy_cost_t cost, uint64_t *retry_ms)
+{
+    pool_credit_t *cr = &ep->credit;
+    if (!cr->active || ep->net->pool->state == NULL)
+        return 1;
+    uint64_t now = sl_wall_ms();
+    if (now < cr->lacking_until_ms) {
+        *retry_ms = cr->lacking_until_ms - now;
+        return 0;
+    }
+    int local = 1;
+    for (int w = 0; w < POOL_CREDIT_WINDOWS && local; w++) {
+        if (pool_credit_budget(&ep->conf->credits, w) == 0)
+            continue;
+        uint64_t start, end;
+        pool_credit_window(w, now, ep->conf->credits.month_reset_day, &start, &end);
+        local = cr->window_start[w] == start && cr->remaining[w] >= units(cost, w);
+    }
+    if (!local) {
+        int got = lease(ep, cost, now, retry_ms);
+        if (got < 0)
+            return 1; /* the ledger failed: do not starve the network (logged by state/) */
+        if (got == 0) {
+            cr->lacking_until_ms = now + *retry_ms;
+            return 0;
+        }
+    }
+    for (int w = 0; w < POOL_CREDIT_WINDOWS; w++)
+        if (pool_credit_budget(&ep->conf->credits, w) != 0)
+            cr->remaining[w] -= units(cost, w);
+    return 1;
+}
+
+void pool_credit_init(pool_endpoint_t *ep)
+{
+    pool_credit_t *cr = &ep->credit;
+    memset(cr, 0, sizeof(*cr));
+    cr->profile = policy_cost_profile(ep->conf->cost_profile ? ep->conf->cost_profile : "flat");
+    if (cr->profile == NULL)
+        cr->profile = policy_cost_profile("flat");
+    for (int w = 0; w < POOL_CREDIT_WINDOWS; w++) {
+        snprintf(cr->key[w], sizeof(cr->key[w]), "%s/%s/%s", ep->net->conf->name, ep->conf->id, window_names[w]);
+        cr->active |= ep->conf->has_credits && pool_credit_budget(&ep->conf->credits, w) != 0;
+    }
+}
