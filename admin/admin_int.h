@@ -5,6 +5,7 @@
 #include <cjson/cJSON.h>
 
 #include "admin/admin.h"
+#include "base/sl_buf.h"
 #include "state/state_record.h"
 
 struct admin {
@@ -28,6 +29,8 @@ typedef struct admin_ep_view {
     int position;                 /* 1-based place in the plan, 0 if excluded */
     state_stats_rec_t ranked;     /* the freshest worker's ranking fields */
     int has_ranked;
+    state_ledger_rec_t ledger[4]; /* credit windows: second, minute, day, month */
+    admin_t *admin;
 } admin_ep_view_t;
 
 /* Collects every endpoint of every network (in config order) into a new
@@ -50,6 +53,12 @@ int admin_route_drain(admin_t *a, h2o_req_t *req);
 int admin_route_events(admin_t *a, h2o_req_t *req);
 int admin_route_stream(admin_t *a, h2o_req_t *req);
 int admin_route_metrics(admin_t *a, h2o_req_t *req);
+/* The endpoint's credit budget: profile, units spent in total, and per
+ * window spent / remaining / resets_at / forecast (admin_credits.c). */
+cJSON *admin_credits_json(const admin_ep_view_t *v, uint64_t now_ms);
+/* Prometheus series of the credit budgets. */
+void admin_credits_metrics(admin_t *a, sl_buf_t *b, const admin_ep_view_t *v, size_t n);
+
 /* The JSON object of one event (shared by the feed and the stream). */
 cJSON *admin_event_json(const state_event_t *ev);
 

@@ -31,6 +31,7 @@ static void merge_stats(admin_ep_view_t *v, const state_stats_rec_t *s, uint64_t
     for (size_t k = 0; k < STATE_LAT_BUCKETS; k++)
         v->stats.lat_hist[k] += s->lat_hist[k];
     v->stats.lat_sum_us += s->lat_sum_us;
+    v->stats.credits_spent += s->credits_spent;
     if (s->max_inflight_seen > v->stats.max_inflight_seen)
         v->stats.max_inflight_seen = s->max_inflight_seen;
     if (now - s->updated_ms < INFLIGHT_FRESH_MS)
@@ -78,6 +79,12 @@ static void view_one(admin_t *a, admin_ep_view_t *v, uint64_t now)
             merge_stats(v, &s, now, &ewma_weighted);
     }
     v->ewma_ms = v->stats.attempts ? ewma_weighted / (double)v->stats.attempts / 1000.0 : 0;
+    static const char *const windows[4] = {"second", "minute", "day", "month"};
+    for (int w = 0; w < 4; w++) {
+        snprintf(key, sizeof(key), "%s/%s/%s", v->net->name, v->ep->id, windows[w]);
+        if (state_budget_get(a->conf.state, STATE_BUDGET_LEDGERS, key, &v->ledger[w]) != SL_OK)
+            memset(&v->ledger[w], 0, sizeof(v->ledger[w]));
+    }
     v->p90_ms = p90_ms(&v->stats);
     if (v->rec.breaker != POLICY_BREAKER_CLOSED)
         v->excluded = v->rec.breaker == POLICY_BREAKER_OPEN ? "breaker open" : "breaker half-open (probing)";
@@ -100,6 +107,7 @@ admin_ep_view_t *admin_view_collect(admin_t *a, size_t *n)
     for (size_t i = 0; i < a->conf.nnetworks; i++) {
         int position = 0;
         for (size_t e = 0; e < a->conf.networks[i].nendpoints; e++, k++) {
+            v[k].admin = a;
             v[k].net = &a->conf.networks[i];
             v[k].ep = &a->conf.networks[i].endpoints[e];
             if (snapshot)

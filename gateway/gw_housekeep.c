@@ -136,6 +136,9 @@ void gw_housekeep_tick(gw_housekeep_t *hk, uint64_t now)
         size_t removed = 0;
         if (state_trim_events(hk->st, sl_wall_ms(), &removed) == SL_OK && removed > 0)
             sl_log_info("state: retention removed %zu old event(s)", removed);
+        size_t cells = 0;
+        if (state_cells_purge(hk->st, sl_wall_ms() * 1000, &cells) == SL_OK && cells > 0)
+            sl_log_debug("state: purged %zu idle rate-limit cell(s)", cells);
         size_t pins = 0;
         if (state_pins_purge(hk->st, sl_wall_ms(), &pins) == SL_OK && pins > 0)
             sl_log_debug("state: purged %zu expired transaction pin(s)", pins);

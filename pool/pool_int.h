@@ -251,7 +251,6 @@ void pool_credit_init(pool_endpoint_t *ep);
  * credits (*retry_ms: until the earliest window turns over). */
 int pool_credit_take(pool_endpoint_t *ep, policy_cost_t cost, uint64_t *retry_ms);
 uint64_t pool_credit_budget(const pool_credits_conf_t *c, int w);
-void pool_credit_window(int w, uint64_t now, uint32_t reset_day, uint64_t *start, uint64_t *end);
 const char *pool_credit_window_name(int w);
 
 /* pool_delay.c */

@@ -245,3 +245,27 @@ export async function sseConnect(url, { lastEventId, token } = {}) {
   res.on('error', () => {});
   return { status: res.statusCode, headers: res.headers, events: got, comments, close: () => { req.destroy(); } };
 }
+
+// A POST on a new connection (no keep-alive): with SO_REUSEPORT the kernel
+// spreads such requests over every worker, which shared-budget tests need.
+export async function postFresh(url, body, headers = {}) {
+  const http = await import('node:http');
+  const data = typeof body === 'string' ? body : JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, {
+      method: 'POST', agent: false,
+      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data), connection: 'close', ...headers },
+    }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => { text += d; });
+      res.on('end', () => {
+        let json;
+        try { json = JSON.parse(text); } catch { json = undefined; }
+        resolve({ status: res.statusCode, headers: new Map(Object.entries(res.headers)), text, json });
+      });
+    });
+    req.on('error', reject);
+    req.end(data);
+  });
+}

@@ -1,0 +1,79 @@
+/* admin/admin_credits.c: credit budgets as the operator sees them.
+ *
+ * Spent and remaining come from the shared ledgers (what the workers leased,
+ * used or not); the forecast extrapolates the window's spending so far to
+ * the time the budget would run out. */
+#include <stdio.h>
+
+#include "admin/admin_int.h"
+#include "base/sl_time.h"
+#include "pool/pool.h"
+
+static const char *const window_names[4] = {"second", "minute", "day", "month"};
+
+static uint64_t budget_of(const pool_credits_conf_t *c, int w)
+{
+    return w == 0 ? c->per_second : w == 1 ? c->per_minute : w == 2 ? c->per_day : c->per_month;
+}
+
+cJSON *admin_credits_json(const admin_ep_view_t *v, uint64_t now)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "profile", v->ep->cost_profile ? v->ep->cost_profile : "flat");
+    cJSON_AddNumberToObject(o, "spent_total", (double)v->stats.credits_spent);
+    cJSON *wins = cJSON_AddObjectToObject(o, "windows");
+    for (int w = 0; w < 4; w++) {
+        uint64_t budget = v->ep->has_credits ? budget_of(&v->ep->credits, w) : 0;
+        if (budget == 0)
+            continue;
+        uint64_t start, end;
+        pool_credit_window(w, now, v->ep->credits.month_reset_day, &start, &end);
+        uint64_t spent = v->ledger[w].window_start_ms == start ? v->ledger[w].spent : 0;
+        uint64_t left = budget > spent ? budget - spent : 0;
+        cJSON *x = cJSON_AddObjectToObject(wins, window_names[w]);
+        char iso[32];
+        cJSON_AddNumberToObject(x, "budget", (double)budget);
+        cJSON_AddNumberToObject(x, "spent", (double)spent);
+        cJSON_AddNumberToObject(x, "remaining", (double)left);
+        admin_iso_time(end, iso);
+        cJSON_AddStringToObject(x, "resets_at", iso);
+        /* at the rate seen so far in this window, when would it run out? */
+        double elapsed_s = (double)(now - start) / 1000.0;
+        if (spent > 0 && elapsed_s > 0) {
+            double seconds = (double)left / ((double)spent / elapsed_s);
+            cJSON_AddNumberToObject(x, "exhausted_in_s", seconds);
+            cJSON_AddBoolToObject(x, "exhausted_before_reset", now + (uint64_t)(seconds * 1000) < end);
+        } else {
+            cJSON_AddNullToObject(x, "exhausted_in_s");
+        }
+    }
+    return o;
+}
+
+void admin_credits_metrics(admin_t *a, sl_buf_t *b, const admin_ep_view_t *v, size_t n)
+{
+    (void)a;
+    sl_buf_append_str(b, "# HELP sluice_credits_spent_total Billed credits spent at the endpoint (its provider's units).\n"
+                         "# TYPE sluice_credits_spent_total counter\n");
+    for (size_t i = 0; i < n; i++)
+        sl_buf_printf(b, "sluice_credits_spent_total{network=\"%s\",endpoint=\"%s\"} %llu\n", v[i].net->name,
+                      v[i].ep->id, (unsigned long long)v[i].stats.credits_spent);
+    sl_buf_append_str(b, "# HELP sluice_credits_remaining Credits left in the current budget window.\n"
+                         "# TYPE sluice_credits_remaining gauge\n");
+    uint64_t now = sl_wall_ms();
+    for (size_t i = 0; i < n; i++) {
+        if (!v[i].ep->has_credits)
+            continue;
+        for (int w = 0; w < 4; w++) {
+            uint64_t budget = budget_of(&v[i].ep->credits, w);
+            if (budget == 0)
+                continue;
+            uint64_t start, end;
+            pool_credit_window(w, now, v[i].ep->credits.month_reset_day, &start, &end);
+            uint64_t spent = v[i].ledger[w].window_start_ms == start ? v[i].ledger[w].spent : 0;
+            sl_buf_printf(b, "sluice_credits_remaining{network=\"%s\",endpoint=\"%s\",window=\"%s\"} %llu\n",
+                          v[i].net->name, v[i].ep->id, window_names[w],
+                          (unsigned long long)(budget > spent ? budget - spent : 0));
+        }
+    }
+}
