@@ -62,7 +62,7 @@ void policy_gcra_check(const policy_gcra_t *g, uint64_t tat_us, uint64_t now_us,
         *out = (policy_gcra_result_t){
             .allowed = 1,
             .new_tat_us = add_sat64(now_us, nd),
-            .remaining = fits(s, d),
+            .remaining = fits(s, nd),
             .reset_us = nd,
         };
         return;
