@@ -54,7 +54,7 @@ static const policy_cost_row_t infura_eth[] = {
     ROW("debug_traceTransaction", 1000),
     ROW("eth_blockNumber", 80),
     ROW("eth_call", 80),
-    ROW("eth_chainId", 0),
+    ROW("eth_chainId", 5),
     ROW("eth_createAccessList", 80),
     ROW("eth_estimateGas", 300),
     ROW("eth_feeHistory", 80),

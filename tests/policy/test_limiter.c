@@ -266,6 +266,23 @@ Test(limiter, more_than_the_limit_never_passes)
     }
 }
 
+/* The n whose n * I just passes 2^64: a 64-bit product wraps to less than I,
+ * which would admit it. */
+Test(limiter, batch_product_past_64_bits)
+{
+    static const uint64_t windows[] = {DAY, 31 * DAY};
+    for (size_t i = 0; i < COUNT(windows); i++) {
+        const policy_gcra_t g = {windows[i], 1};
+        uint64_t n = UINT64_MAX / g.window_us + 1;
+        cr_assert_leq(n, UINT32_MAX);
+        uint64_t tat = 0;
+        policy_gcra_result_t r = step(&g, &tat, T0, (uint32_t)n);
+        cr_expect(!r.allowed, "window %zu: %lu calls admitted", i, (unsigned long)n);
+        cr_expect_eq(r.retry_after_us, UINT64_MAX);
+        cr_expect_eq(tat, 0);
+    }
+}
+
 /* ---- big windows -------------------------------------------------------- */
 
 Test(limiter, per_day_and_month_big_limits)
