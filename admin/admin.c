@@ -79,7 +79,7 @@ static int route_readyz(admin_t *a, h2o_req_t *req)
         size_t n;
         admin_ep_view_t *v = admin_view_collect(a, &n);
         ready = admin_view_ready(v, n, &a->conf, why, sizeof(why));
-        free(v);
+        admin_view_free(v, n);
     }
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "status", ready ? "ready" : "not_ready");

@@ -7,6 +7,7 @@
 
 #include "admin/admin_int.h"
 #include "base/sl_time.h"
+#include "policy/method.h"
 #include "pool/pool.h"
 
 static const char *const window_names[4] = {"second", "minute", "day", "month"};
@@ -50,9 +51,33 @@ cJSON *admin_credits_json(const admin_ep_view_t *v, uint64_t now)
     return o;
 }
 
+static void per_method_metrics(sl_buf_t *b, const admin_ep_view_t *v, size_t n)
+{
+    static const char *const names[3] = {"sluice_endpoint_method_requests_total", "sluice_endpoint_method_credits_total",
+                                         "sluice_endpoint_method_refusals_total"};
+    static const char *const help[3] = {"Upstream calls by endpoint and method.",
+                                        "Billed credits by endpoint and method (the provider's units).",
+                                        "Calls refused with a rate limit, by endpoint and method."};
+    for (int k = 0; k < 3; k++) {
+        sl_buf_printf(b, "# HELP %s %s\n# TYPE %s counter\n", names[k], help[k], names[k]);
+        for (size_t i = 0; i < n; i++) {
+            size_t nm;
+            const policy_method_t *table = policy_method_table(v[i].net->chain, &nm);
+            for (size_t m = 0; v[i].per_method != NULL && m <= nm; m++) {
+                uint64_t val = v[i].per_method[m * 3 + (size_t)k];
+                if (val != 0)
+                    sl_buf_printf(b, "%s{network=\"%s\",endpoint=\"%s\",method=\"%s\"} %llu\n", names[k],
+                                  v[i].net->name, v[i].ep->id, m < nm ? table[m].name : "other",
+                                  (unsigned long long)val);
+            }
+        }
+    }
+}
+
 void admin_credits_metrics(admin_t *a, sl_buf_t *b, const admin_ep_view_t *v, size_t n)
 {
     (void)a;
+    per_method_metrics(b, v, n);
     sl_buf_append_str(b, "# HELP sluice_credits_spent_total Billed credits spent at the endpoint (its provider's units).\n"
                          "# TYPE sluice_credits_spent_total counter\n");
     for (size_t i = 0; i < n; i++)

@@ -6,6 +6,7 @@
 #include "base/sl_log.h"
 #include "base/sl_time.h"
 #include "policy/breaker.h"
+#include "policy/method.h"
 #include "pool/pool.h"
 
 static void add_time(cJSON *o, const char *name, uint64_t ms)
@@ -92,6 +93,18 @@ static cJSON *endpoint_json(const admin_ep_view_t *v, uint64_t now)
     cJSON_AddNumberToObject(o, "failovers", (double)v->stats.failovers);
     cJSON_AddNumberToObject(o, "max_inflight_seen", v->stats.max_inflight_seen);
     cJSON_AddItemToObject(o, "credits", admin_credits_json(v, now));
+    cJSON *pm = cJSON_AddObjectToObject(o, "methods");
+    size_t nm;
+    const policy_method_t *table = policy_method_table(v->net->chain, &nm);
+    for (size_t m = 0; v->per_method != NULL && m <= nm; m++) {
+        const uint64_t *c = &v->per_method[m * 3];
+        if (c[0] == 0 && c[2] == 0)
+            continue;
+        cJSON *x = cJSON_AddObjectToObject(pm, m < nm ? table[m].name : "other");
+        cJSON_AddNumberToObject(x, "requests", (double)c[0]);
+        cJSON_AddNumberToObject(x, "credits", (double)c[1]);
+        cJSON_AddNumberToObject(x, "refusals", (double)c[2]);
+    }
     return o;
 }
 
@@ -103,7 +116,7 @@ int admin_route_endpoints(admin_t *a, h2o_req_t *req)
     cJSON *arr = cJSON_CreateArray();
     for (size_t i = 0; i < n; i++)
         cJSON_AddItemToArray(arr, endpoint_json(&v[i], now));
-    free(v);
+    admin_view_free(v, n);
     return admin_send_json(req, 200, arr);
 }
 

@@ -30,12 +30,15 @@ typedef struct admin_ep_view {
     state_stats_rec_t ranked;     /* the freshest worker's ranking fields */
     int has_ranked;
     state_ledger_rec_t ledger[4]; /* credit windows: second, minute, day, month */
+    uint64_t *per_method;         /* (methods + 1) x 3: requests, credits, refusals, merged */
+    size_t nmethods;
     admin_t *admin;
 } admin_ep_view_t;
 
 /* Collects every endpoint of every network (in config order) into a new
- * array; *n gets its length. The caller frees it. */
+ * array; *n gets its length. The caller frees it with admin_view_free. */
 admin_ep_view_t *admin_view_collect(admin_t *a, size_t *n);
+void admin_view_free(admin_ep_view_t *v, size_t n);
 /* 1 if every network has at least one usable endpoint; else why names one. */
 int admin_view_ready(const admin_ep_view_t *v, size_t n, const admin_conf_t *conf, char *why, size_t why_len);
 

@@ -134,7 +134,7 @@ int admin_route_metrics(admin_t *a, h2o_req_t *req)
     sl_buf_printf(&b, "sluice_state_map_size_bytes %zu\n", size);
     help(&b, "sluice_events_last_seq", "counter", "Sequence number of the newest event.");
     sl_buf_printf(&b, "sluice_events_last_seq %llu\n", (unsigned long long)state_events_last_seq(a->conf.state));
-    free(v);
+    admin_view_free(v, n);
     int rc = admin_send_text(req, 200, "text/plain; version=0.0.4", b.base ? b.base : "", b.len);
     sl_buf_dispose(&b);
     return rc;

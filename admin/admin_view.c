@@ -9,6 +9,7 @@
 #include "base/sl_buf.h"
 #include "base/sl_time.h"
 #include "policy/breaker.h"
+#include "policy/method.h"
 
 /* a worker whose counters are older than this no longer has requests in flight */
 #define INFLIGHT_FRESH_MS 2000
@@ -79,6 +80,16 @@ static void view_one(admin_t *a, admin_ep_view_t *v, uint64_t now)
             merge_stats(v, &s, now, &ewma_weighted);
     }
     v->ewma_ms = v->stats.attempts ? ewma_weighted / (double)v->stats.attempts / 1000.0 : 0;
+    policy_method_table(v->net->chain, &v->nmethods);
+    v->per_method = sl_xcalloc((v->nmethods + 1) * 3, sizeof(uint64_t));
+    state_counters_rec_t *rec = sl_xmalloc(sizeof(*rec));
+    for (unsigned slot = 1; slot <= a->conf.nworkers; slot++) {
+        snprintf(key, sizeof(key), "pm/%s/%s/%u", v->net->name, v->ep->id, slot);
+        if (state_counters_get(a->conf.state, key, rec) == SL_OK && rec->n == (v->nmethods + 1) * 3)
+            for (uint32_t k = 0; k < rec->n; k++)
+                v->per_method[k] += rec->v[k];
+    }
+    free(rec);
     static const char *const windows[4] = {"second", "minute", "day", "month"};
     for (int w = 0; w < 4; w++) {
         snprintf(key, sizeof(key), "%s/%s/%s", v->net->name, v->ep->id, windows[w]);
@@ -125,6 +136,13 @@ admin_ep_view_t *admin_view_collect(admin_t *a, size_t *n)
         state_read_end(a->conf.state);
     *n = total;
     return v;
+}
+
+void admin_view_free(admin_ep_view_t *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(v[i].per_method);
+    free(v);
 }
 
 int admin_view_ready(const admin_ep_view_t *v, size_t n, const admin_conf_t *conf, char *why, size_t why_len)

@@ -252,28 +252,42 @@ static void on_exchange_done(pool_exchange_t *ex)
 static int take_credits(pool_call_t *call, int ep)
 {
     pool_endpoint_t *e = &call->net->endpoints[ep];
-    if (!e->credit.active)
-        return 1;
-    const char *names[256];
-    size_t lens[256], n = 0;
-    for (size_t i = 0; i < call->nsent && n < 256; i++) {
+    const char *names_small[16];
+    size_t lens_small[16], n = 0;
+    int heap = call->nsent > 16; /* most calls are single: no allocation */
+    const char **names = heap ? sl_xmalloc(call->nsent * sizeof(*names)) : names_small;
+    size_t *lens = heap ? sl_xmalloc(call->nsent * sizeof(*lens)) : lens_small;
+    for (size_t i = 0; i < call->nsent; i++) {
         const pool_item_t *it = &call->items[call->sent[i]];
         names[n] = it->name ? it->name : "";
         lens[n++] = it->name_len;
     }
+    int ok = 1;
     policy_cost_t cost = policy_cost_of_request(e->credit.profile, call->net->conf->chain, NULL, 0, names, lens, n,
                                                 call->batch);
     uint64_t retry_ms = 0;
     if (pool_credit_take(e, cost, &retry_ms)) {
+        /* instrument usage in the provider's own units, budget or not */
         e->health.stats.credits_spent += cost.billed;
         e->health.dirty = 1;
-        return 1;
+        for (size_t i = 0; i < call->nsent; i++) {
+            const pool_item_t *it = &call->items[call->sent[i]];
+            policy_cost_t one = policy_cost_of(e->credit.profile, call->net->conf->chain, NULL, 0, names[i], lens[i]);
+            pool_method_count(e, it->method, POOL_MC_REQUESTS, 1);
+            pool_method_count(e, it->method, POOL_MC_CREDITS, one.billed);
+        }
+    } else {
+        call->tried[ep] = 1;
+        uint64_t until = sl_wall_ms() + retry_ms;
+        if (call->rate_limited_until_ms == 0 || until < call->rate_limited_until_ms)
+            call->rate_limited_until_ms = until;
+        ok = 0;
     }
-    call->tried[ep] = 1;
-    uint64_t until = sl_wall_ms() + retry_ms;
-    if (call->rate_limited_until_ms == 0 || until < call->rate_limited_until_ms)
-        call->rate_limited_until_ms = until;
-    return 0;
+    if (heap) {
+        free(names);
+        free(lens);
+    }
+    return ok;
 }
 
 /* Settles the item whose "nonce too low" was being checked by hash. */

@@ -300,8 +300,39 @@ void pool_health_refresh(pool_t *pool)
     state_read_end(pool->state);
 }
 
+void pool_method_count(pool_endpoint_t *ep, const policy_method_t *m, int what, uint64_t amount)
+{
+    pool_health_t *h = &ep->health;
+    size_t nmethods;
+    const policy_method_t *table = policy_method_table(ep->net->conf->chain, &nmethods);
+    if (h->per_method == NULL)
+        return;
+    size_t mi = m >= table && m < table + nmethods ? (size_t)(m - table) : nmethods;
+    h->per_method->v[mi * POOL_MC_COUNT + (size_t)what] += amount;
+    h->per_method_dirty = 1;
+}
+
+static void flush_per_method(pool_t *pool)
+{
+    const char *keys[256];
+    const state_counters_rec_t *recs[256];
+    size_t n = 0;
+    for (size_t k = 0; k < pool->nnetworks; k++)
+        for (size_t i = 0; i < pool->networks[k].nendpoints && n < 256; i++) {
+            pool_health_t *h = &pool->networks[k].endpoints[i].health;
+            if (!h->per_method_dirty || h->per_method == NULL)
+                continue;
+            keys[n] = h->per_method_key;
+            recs[n++] = h->per_method;
+            h->per_method_dirty = 0;
+        }
+    if (n > 0 && state_counters_put(pool->state, keys, recs, n) != SL_OK)
+        sl_log_warn("state: could not flush per-method counters");
+}
+
 static void flush_stats(pool_t *pool)
 {
+    flush_per_method(pool);
     const char *keys[256];
     state_stats_rec_t recs[256];
     size_t n = 0;
@@ -354,6 +385,11 @@ static void load_slot(pool_t *pool)
             if (state_stats_get(pool->state, h->stats_key, &h->stats) != SL_OK)
                 memset(&h->stats, 0, sizeof(h->stats));
             h->stats.inflight = 0;
+            uint32_t want = h->per_method->n;
+            if (state_counters_get(pool->state, h->per_method_key, h->per_method) != SL_OK || h->per_method->n != want) {
+                memset(h->per_method, 0, sizeof(*h->per_method));
+                h->per_method->n = want;
+            }
         }
     }
     state_read_end(pool->state);
@@ -369,6 +405,12 @@ void pool_health_init(pool_t *pool)
             snprintf(ep->health.key, sizeof(ep->health.key), "%s/%s", net->conf->name, ep->conf->id);
             snprintf(ep->health.stats_key, sizeof(ep->health.stats_key), "%s/%s/%u", net->conf->name, ep->conf->id,
                      pool->slot);
+            snprintf(ep->health.per_method_key, sizeof(ep->health.per_method_key), "pm/%s/%s/%u", net->conf->name,
+                     ep->conf->id, pool->slot);
+            size_t nmethods;
+            policy_method_table(net->conf->chain, &nmethods);
+            ep->health.per_method = sl_xcalloc(1, sizeof(*ep->health.per_method));
+            ep->health.per_method->n = (uint32_t)((nmethods + 1) * POOL_MC_COUNT);
         }
     }
     if (pool->state != NULL) {
@@ -386,14 +428,19 @@ void pool_health_init(pool_t *pool)
 
 void pool_health_dispose(pool_t *pool)
 {
-    if (pool->state == NULL || pool->tick.cb == NULL)
-        return;
-    if (pool->flush_ms != 0)
-        flush_stats(pool);
     for (size_t k = 0; k < pool->nnetworks; k++)
-        for (size_t i = 0; i < pool->networks[k].nendpoints; i++)
+        for (size_t i = 0; pool->state != NULL && pool->tick.cb != NULL && i < pool->networks[k].nendpoints; i++)
             if (pool->networks[k].endpoints[i].health.probing)
                 pool_exchange_cancel(&pool->networks[k].endpoints[i].health.probe);
+    if (pool->state != NULL && pool->tick.cb != NULL && pool->flush_ms != 0)
+        flush_stats(pool);
+    for (size_t k = 0; k < pool->nnetworks; k++)
+        for (size_t i = 0; i < pool->networks[k].nendpoints; i++) {
+            free(pool->networks[k].endpoints[i].health.per_method);
+            pool->networks[k].endpoints[i].health.per_method = NULL;
+        }
+    if (pool->state == NULL || pool->tick.cb == NULL)
+        return;
     if (h2o_timeout_is_linked(&pool->tick))
         h2o_timeout_unlink(&pool->tick);
     h2o_timeout_dispose(pool->loop, &pool->tick_timeout);

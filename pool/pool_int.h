@@ -102,6 +102,9 @@ typedef struct pool_health {
     int dirty;                    /* stats changed since the last flush */
     uint32_t rl_streak;           /* rate limits in a row without Retry-After: backoff */
     uint64_t rl_written_until_ms; /* last rate-limit mark this worker wrote */
+    state_counters_rec_t *per_method; /* requests, credits, refusals per method (POOL_MC_*) */
+    char per_method_key[128];     /* "pm/<network>/<endpoint>/<slot>" */
+    int per_method_dirty;
     pool_exchange_t probe;        /* a probe this worker sends (pool_probe.c) */
     int probing;                  /* POOL_PROBE_*: which, if one is under way */
 } pool_health_t;
@@ -244,6 +247,11 @@ void pool_write_pin(pool_call_t *call, int ep, const char *txid);
 void pool_write_accepted(pool_call_t *call, pool_item_t *it);
 int pool_write_find_pin(pool_call_t *call);
 int pool_write_verify_body(pool_call_t *call, const pool_item_t *it, sl_buf_t *out);
+
+/* Per-method counters of an endpoint: entry method_index * 3 + POOL_MC_*,
+ * method_index in the chain's table, its length for any other method. */
+enum { POOL_MC_REQUESTS, POOL_MC_CREDITS, POOL_MC_REFUSALS, POOL_MC_COUNT };
+void pool_method_count(pool_endpoint_t *ep, const policy_method_t *m, int what, uint64_t amount);
 
 /* pool_credit.c */
 void pool_credit_init(pool_endpoint_t *ep);

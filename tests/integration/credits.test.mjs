@@ -96,6 +96,11 @@ test('batch charging: Infura adds 1 credit per batch, members are charged each',
   const v = (await adminGet(s, '/admin/endpoints')).json[0];
   assert.equal(v.credits.profile, 'infura');
   assert.equal(v.credits.spent_total, 80 + 80 + 1 + 255);
+  // and per method, in Infura's units
+  assert.deepEqual(v.methods.eth_blockNumber, { requests: 2, credits: 160, refusals: 0 });
+  assert.deepEqual(v.methods.eth_getLogs, { requests: 1, credits: 255, refusals: 0 });
+  const m = (await adminGet(s, '/metrics')).text;
+  assert.match(m, /^sluice_endpoint_method_credits_total\{network="eth",endpoint="a",method="eth_getLogs"\} 255$/m);
 });
 
 test('out of credits on A: traffic moves to B without a single call reaching A; all out: 429 upstream', async () => {
@@ -121,6 +126,10 @@ test('out of credits on A: traffic moves to B without a single call reaching A; 
   const ra = Number(r.headers.get('retry-after'));
   assert.ok(ra >= 1 && ra <= 60, `Retry-After ${ra}: until the minute window turns over`);
   assert.ok((await a.stats()).calls <= 8, 'no refused call reached a');
+  await sleep(200);
+  const view = (await adminGet(s, '/admin/endpoints')).json.find((e) => e.network === 'solo');
+  assert.equal(view.credits.windows.minute.remaining, 0);
+  assert.ok(view.credits.windows.minute.resets_at);
 });
 
 test('kill -9 and restart: the month spend is intact (within one lease per worker)', async () => {
