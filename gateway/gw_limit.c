@@ -141,8 +141,10 @@ static int lease_cb(void *arg, void *recs, size_t nrecs, state_event_t *events, 
         if (avail < c->n) {
             policy_gcra_result_t r;
             policy_gcra_check(&g, cells[k].tat_us, c->now, c->n, &r);
-            if (r.retry_after_us > c->retry_us)
-                c->retry_us = r.retry_after_us;
+            /* a batch larger than the limit never fits: say "a window" */
+            uint64_t wait = r.retry_after_us > g.window_us ? g.window_us : r.retry_after_us;
+            if (wait > c->retry_us)
+                c->retry_us = wait;
         }
         if (avail < grant)
             grant = avail;
