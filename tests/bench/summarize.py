@@ -117,6 +117,27 @@ if main:
         print(f"| {wl} | {c} | " + " | ".join(cells) + " |")
     print()
 
+feat = [r for r in runs if r["phase"] == "features"]
+if feat:
+    rounds = len({r["round"] for r in feat})
+    print(f"### What each layer costs (eth_blockNumber, c=64, {rounds} interleaved rounds)\n")
+    print("Each row is sluice with one thing changed from its defaults; the difference is the median of "
+          "per-round differences against *default* (run in the same round).\n")
+    print("| variant | req/s | CPU µs/req | CPU µs/req vs default | non-2xx | errors |")
+    print("|---|---:|---:|---:|---:|---:|")
+    g = by(feat, "target")
+    base = g.get(("fbase",))
+    labels = {"fbase": "default", "fnoflush": "state flush off (flush_ms: 0)",
+              "fcredits": "credit budget on every endpoint", "flimits": "client tier checked on every call"}
+    for t, label in labels.items():
+        rows = g.get((t,))
+        if not rows:
+            continue
+        st, other = errs(rows)
+        d = "—" if t == "fbase" or not base else f"{paired_ratio(rows, base, 'proxy_us_per_req', diff=True):+.2f}"
+        print(f"| {label} | {fmt(med(rows, 'rps'), 0)} | {fmt(med(rows, 'proxy_us_per_req'), 2)} | {d} | {st} | {other} |")
+    print()
+
 ref = [r for r in runs if r["phase"] == "refused"]
 if ref:
     print("### Failure: refused first endpoint (eth_blockNumber, c=8, medians)\n")

@@ -77,9 +77,10 @@ test('an upstream restarted while its connections sat idle: no failure, no failo
 
 async function startFakeOnPort(port) {
   const child = spawn(FAKE_BIN, ['--listen', `127.0.0.1:${port}`, '--name', 'a2', '--quiet'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = new Promise((r) => child.once('exit', r));
   await new Promise((resolve, reject) => {
     child.stdout.on('data', (d) => { if (/listening/.test(String(d))) resolve(); });
-    child.on('exit', () => reject(new Error('fake exited')));
+    exited.then(() => reject(new Error('fake exited')));
   });
-  return { stop: () => new Promise((r) => { child.once('exit', r); child.kill(); }) };
+  return { stop: () => { child.kill(); return exited; } };
 }

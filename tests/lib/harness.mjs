@@ -60,6 +60,9 @@ function spawnUntil(bin, args, { pattern, stream = 'stdout', timeoutMs = 15000, 
   return new Promise((resolve, reject) => {
     const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env }, detached: true });
     children.add(child);
+    // made now, not when a caller asks: an 'exit' that already fired (a
+    // child the cleanup hook above stopped first) would never fire again
+    const exited = new Promise((r) => child.once('exit', (code, signal) => r({ code, signal })));
     const out = { stdout: '', stderr: '' };
     let done = false;
     const timer = setTimeout(() => finish(new Error(`${path.basename(bin)}: no "${pattern}" within ${timeoutMs} ms\n${out.stderr}`)), timeoutMs);
@@ -67,7 +70,7 @@ function spawnUntil(bin, args, { pattern, stream = 'stdout', timeoutMs = 15000, 
       if (done) return;
       done = true;
       clearTimeout(timer);
-      if (err) { try { child.kill('SIGKILL'); } catch { /* ignore */ } reject(err); } else resolve({ child, out, match: m });
+      if (err) { try { child.kill('SIGKILL'); } catch { /* ignore */ } reject(err); } else resolve({ child, out, match: m, exited });
     }
     for (const s of ['stdout', 'stderr']) {
       child[s].setEncoding('utf8');
@@ -104,7 +107,7 @@ export const call = (method, params = [], id = 1) => ({ jsonrpc: '2.0', id, meth
 export async function startFake({ name = 'fake', chain = 'ethereum', args = [], tls } = {}) {
   const argv = ['--listen', '127.0.0.1:0', '--name', name, '--chain', chain, '--quiet', ...args];
   if (tls) argv.push('--tls-cert', tls.cert, '--tls-key', tls.key);
-  const { child, match } = await spawnUntil(FAKE_BIN, argv, { pattern: /listening on ([\d.]+):(\d+)/ });
+  const { child, match, exited } = await spawnUntil(FAKE_BIN, argv, { pattern: /listening on ([\d.]+):(\d+)/ });
   const port = Number(match[2]);
   const scheme = tls ? 'https' : 'http';
   const base = `http://127.0.0.1:${port}`;
@@ -119,7 +122,7 @@ export async function startFake({ name = 'fake', chain = 'ethereum', args = [], 
     setMode: (mode, opts = {}) => control('/_control/mode', { mode, ...opts }),
     stats: () => control('/_control/stats'),
     reset: () => control('/_control/reset', {}),
-    stop: (sig = 'SIGTERM') => new Promise((r) => { child.once('exit', r); child.kill(sig); }),
+    stop: (sig = 'SIGTERM') => { child.kill(sig); return exited; },
   };
 }
 
@@ -159,12 +162,11 @@ export async function startSluice(config, { env } = {}) {
   if (given) statePath = given[1];
   else text += `state: { path: "${statePath}" }\n`;
   writeFileSync(file, text);
-  const { child, out, match } = await spawnUntil(SLUICE_BIN, ['-c', file],
+  const { child, out, match, exited } = await spawnUntil(SLUICE_BIN, ['-c', file],
     { pattern: /listening on http:\/\/([\d.]+):(\d+) .*admin API (?:off|on http:\/\/[\d.]+:\d+)/, stream: 'stderr', env });
   const port = Number(match[2]);
   const adminMatch = out.stderr.match(/admin API on http:\/\/([\d.]+):(\d+)/);
   const adminPort = adminMatch ? Number(adminMatch[2]) : undefined;
-  const exited = new Promise((r) => child.once('exit', (code, signal) => r({ code, signal })));
   return {
     child, port, dir, file, exited, statePath,
     url: (net = 'eth') => `http://127.0.0.1:${port}/${net}`,
