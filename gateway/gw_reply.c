@@ -9,6 +9,8 @@
 
 #include <string.h>
 
+#include "base/sl_secret.h"
+
 typedef struct outcome_row {
     int http;
     int code;
@@ -73,6 +75,25 @@ static void append_failure(sl_buf_t *out, const char *body, const gw_member_t *m
     sl_buf_dispose(&data);
 }
 
+/* An upstream's error may quote the URL it was asked on, key included
+ * (seen from providers that echo the request path): an error answer that
+ * carries a registered secret is scrubbed. Results are not scanned: that
+ * would cost every large answer a pass per secret, for a case no provider
+ * is known to produce. */
+static int answer_leaks(const pool_item_t *it)
+{
+    return it->verdict != POLICY_VERDICT_SUCCESS && sl_secret_contains(it->answer, it->answer_len);
+}
+
+static void scrub_from(sl_buf_t *out, size_t from)
+{
+    sl_buf_t clean = SL_BUF_INIT;
+    sl_secret_scrub(&clean, out->base + from, out->len - from);
+    out->len = from;
+    sl_buf_append(out, clean.base, clean.len);
+    sl_buf_dispose(&clean);
+}
+
 static void append_member(gw_reply_t *r, const char *body, const gw_member_t *m, const pool_item_t *it,
                           const pool_call_t *call)
 {
@@ -83,7 +104,10 @@ static void append_member(gw_reply_t *r, const char *body, const gw_member_t *m,
         snprintf(msg, sizeof(msg), "%s: %s", m->name, m->error);
         gw_rpc_error(&r->out, body, m->id, GW_RPC_METHOD_NOT_FOUND, msg, NULL);
     } else if (it->state == POOL_ITEM_ANSWERED) {
+        size_t from = r->out.len;
         gw_rpc_splice_id(&r->out, it->answer, it->answer_len, it->answer_id, body, m->id);
+        if (answer_leaks(it))
+            scrub_from(&r->out, from);
     } else {
         append_failure(&r->out, body, m, it, call);
     }
@@ -139,7 +163,7 @@ static void build_single(gw_reply_t *r, const char *body, const gw_member_t *m, 
             r->status = 204;
             return;
         }
-        if (m->id.len == it->answer_id.len &&
+        if (m->id.len == it->answer_id.len && !answer_leaks(it) &&
             memcmp(body + m->id.off, it->answer + it->answer_id.off, m->id.len) == 0) {
             r->body = it->answer; /* byte-for-byte, no copy */
             r->len = it->answer_len;
