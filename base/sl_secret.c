@@ -30,6 +30,35 @@ void sl_secret_add(const char *s)
         sl_secret_add_n(s, strlen(s));
 }
 
+int sl_secret_key_like(const char *s, size_t n)
+{
+    int digit = 0, alpha = 0;
+    if (s == NULL || n < 8)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        digit |= c >= '0' && c <= '9';
+        alpha |= (c | 0x20) >= 'a' && (c | 0x20) <= 'z';
+    }
+    return (digit && alpha) || n >= 24;
+}
+
+void sl_secret_add_key(const char *s, size_t n)
+{
+    if (sl_secret_key_like(s, n))
+        sl_secret_add_n(s, n);
+}
+
+void sl_secret_add_words(const char *s)
+{
+    while (s != NULL && *s != '\0') {
+        size_t n = strcspn(s, " \t,;");
+        sl_secret_add_key(s, n);
+        s += n;
+        s += strspn(s, " \t,;");
+    }
+}
+
 void sl_secret_clear(void)
 {
     for (size_t i = 0; i < nsecrets; i++)

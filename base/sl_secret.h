@@ -15,6 +15,17 @@
  * them would mangle ordinary text and they protect nothing. */
 void sl_secret_add(const char *s);
 void sl_secret_add_n(const char *s, size_t n);
+/* Values sluice only suspects of being keys (URL pieces, header values,
+ * environment values) are registered if they look like a generated key: 8+
+ * bytes mixing digits and letters, or 24+ bytes of anything. Words such as
+ * "ethereum", "eth_sepolia", "application/json" or "true" and numbers such
+ * as "8453" are not: scrubbing them would mangle logs and answers, and
+ * display redaction of URLs does not depend on this list. */
+int sl_secret_key_like(const char *s, size_t n);
+void sl_secret_add_key(const char *s, size_t n);
+/* sl_secret_add_key() for each word of s (split at spaces, tabs, ',' and
+ * ';'), as in "Bearer <token>". */
+void sl_secret_add_words(const char *s);
 /* Forgets every secret (config reload, tests). */
 void sl_secret_clear(void);
 /* Appends s[0..n) to out with each registered secret replaced by "***". */

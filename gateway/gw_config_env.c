@@ -39,13 +39,13 @@ static sl_err_t expand_one(const char *s, size_t n, sl_buf_t *out, size_t *used,
     const char *val = getenv(var);
     sl_err_t err = SL_OK;
     if (has_default && (val == NULL || val[0] == '\0')) {
-        sl_secret_add_n(body + name + 2, blen - name - 2);
+        sl_secret_add_key(body + name + 2, blen - name - 2);
         sl_buf_append(out, body + name + 2, blen - name - 2);
     } else if (val == NULL) {
         sl_buf_printf(why, "environment variable %s is not set", var);
         err = SL_ERR_NOT_FOUND;
     } else {
-        sl_secret_add(val);
+        sl_secret_add_words(val);
         sl_buf_append_str(out, val);
     }
     free(var);

@@ -41,7 +41,7 @@ static void ep_id(gw_cfg_t *c, yaml_node_t *n, void *target)
 static void add_secret(const char *s, size_t n, void *arg)
 {
     (void)arg;
-    sl_secret_add_n(s, n);
+    sl_secret_add_key(s, n);
 }
 
 /* The url is registered piecewise before anything can print it, and only
@@ -97,7 +97,7 @@ static void ep_header(gw_cfg_t *c, pool_endpoint_conf_t *ep, const yaml_node_pai
             gw_cfg_error(c, line, "header '%s' is given twice (names are case-insensitive)", name);
     if (gw_cfg_str(c, gw_cfg_node(c, pair->value), &value) != SL_OK)
         return;
-    sl_secret_add(value);   /* header values are where API keys go */
+    sl_secret_add_words(value);   /* header values are where API keys go */
     if (strpbrk(value, "\r\n") != NULL)
         gw_cfg_error(c, gw_cfg_line(gw_cfg_node(c, pair->value)), "header value must not contain a line break");
     pool_header_t *h = &ep->headers[ep->nheaders++];

@@ -142,8 +142,9 @@ void gw_housekeep_tick(gw_housekeep_t *hk, uint64_t now)
         size_t pins = 0;
         if (state_pins_purge(hk->st, sl_wall_ms(), &pins) == SL_OK && pins > 0)
             sl_log_debug("state: purged %zu expired transaction pin(s)", pins);
-        if (state_make_room(hk->st) != SL_OK)
-            sl_log_warn("state: the map is nearly full and holds no event to drop (raise state.map_size_mb)");
+        if (state_make_room(hk->st, 0) != SL_OK)
+            sl_log_warn("state: the map is over %d%% full and events are not what fills it (raise state.map_size_mb)",
+                        STATE_FULL_PCT);
         hk->last_trim_ms = now;
     }
 }

@@ -85,13 +85,19 @@ static int answer_leaks(const pool_item_t *it)
     return it->verdict != POLICY_VERDICT_SUCCESS && sl_secret_contains(it->answer, it->answer_len);
 }
 
-static void scrub_from(sl_buf_t *out, size_t from)
+/* Scrubs out[from..]; 0 if what is left is no longer one JSON object (a
+ * secret that was not inside a string), and then out is back at from. */
+static int scrub_from(sl_buf_t *out, size_t from)
 {
     sl_buf_t clean = SL_BUF_INIT;
+    policy_envelope_t env;
     sl_secret_scrub(&clean, out->base + from, out->len - from);
     out->len = from;
-    sl_buf_append(out, clean.base, clean.len);
+    int ok = policy_envelope_scan(clean.base, clean.len, &env) == SL_OK;
+    if (ok)
+        sl_buf_append(out, clean.base, clean.len);
     sl_buf_dispose(&clean);
+    return ok;
 }
 
 static void append_member(gw_reply_t *r, const char *body, const gw_member_t *m, const pool_item_t *it,
@@ -106,8 +112,9 @@ static void append_member(gw_reply_t *r, const char *body, const gw_member_t *m,
     } else if (it->state == POOL_ITEM_ANSWERED) {
         size_t from = r->out.len;
         gw_rpc_splice_id(&r->out, it->answer, it->answer_len, it->answer_id, body, m->id);
-        if (answer_leaks(it))
-            scrub_from(&r->out, from);
+        if (answer_leaks(it) && !scrub_from(&r->out, from))
+            gw_rpc_error(&r->out, body, m->id, GW_RPC_INTERNAL_ERROR,
+                         "the upstream's error quoted a credential of sluice's and is withheld", NULL);
     } else {
         append_failure(&r->out, body, m, it, call);
     }

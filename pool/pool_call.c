@@ -1,11 +1,13 @@
 /* pool/pool_call.c: the fallback attempt loop of one client call.
  *
- * Endpoints are tried in plan order (config order until ranking lands), each
- * at most once, plus one free retry when a kept-alive connection turned out
- * to be closed by the upstream before it answered anything (the classic
- * keep-alive race: not the endpoint's fault). Each attempt carries only the
- * items still pending, so a batch member answered by the first endpoint is
- * never asked again. */
+ * Endpoints are tried in plan order (a pinned endpoint first, then the
+ * ranking), each once per round; when a round ends with items still pending,
+ * another opens after a full-jitter backoff while attempts and time remain.
+ * One free retry is allowed when a kept-alive connection turned out to be
+ * closed by the upstream before it answered anything (the classic keep-alive
+ * race: not the endpoint's fault). Each attempt carries only the items still
+ * pending, so a batch member answered by the first endpoint is never asked
+ * again. */
 #include <string.h>
 
 #include "base/sl_log.h"

@@ -209,14 +209,61 @@ sl_err_t state_raw_put(state_t *st, const char *db, const void *key, size_t klen
     return state_lmdb_err("commit", mdb_txn_commit(txn));
 }
 
-/* Logs a record that does not decode, once per key and process. */
+sl_err_t state_purge(state_t *st, int db, state_live_fn live, uint64_t now, size_t *removed)
+{
+    MDB_txn *txn;
+    MDB_cursor *cur;
+    MDB_val k, v;
+    *removed = 0;
+    int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
+    if (rc != MDB_SUCCESS)
+        return state_lmdb_err("begin", rc);
+    if ((rc = mdb_cursor_open(txn, st->dbi[db], &cur)) != MDB_SUCCESS) {
+        mdb_txn_abort(txn);
+        return state_lmdb_err("cursor", rc);
+    }
+    size_t n = 0;
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == MDB_SUCCESS; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        if (live(&v, now))
+            continue;
+        if ((rc = mdb_cursor_del(cur, 0)) != MDB_SUCCESS)
+            break;
+        n++;
+    }
+    mdb_cursor_close(cur);
+    if (rc != MDB_NOTFOUND) {
+        mdb_txn_abort(txn);
+        return state_lmdb_err("purge", rc);
+    }
+    if ((rc = mdb_txn_commit(txn)) != MDB_SUCCESS)
+        return state_lmdb_err("commit", rc);
+    *removed = n;
+    return SL_OK;
+}
+
+static uint64_t fnv1a(uint64_t h, const char *s)
+{
+    for (; *s != '\0'; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+    return h;
+}
+
+/* Logs a record that does not decode, once per key and process; past
+ * STATE_CORRUPT_LOG_MAX distinct keys, once more and then no longer (the
+ * snapshot refresh reads the same records every 50 ms). */
 void state_note_corrupt(state_t *st, const char *db, const char *key, sl_err_t err)
 {
+    uint64_t h = fnv1a(fnv1a(0xcbf29ce484222325ULL, db), key);
     for (size_t i = 0; i < st->ncorrupt_logged; i++)
-        if (strcmp(st->corrupt_logged[i], key) == 0)
+        if (st->corrupt_logged[i] == h)
             return;
-    if (st->ncorrupt_logged < STATE_CORRUPT_LOG_MAX)
-        snprintf(st->corrupt_logged[st->ncorrupt_logged++], sizeof(st->corrupt_logged[0]), "%s", key);
-    st->corrupt_records++;
+    if (st->ncorrupt_logged > STATE_CORRUPT_LOG_MAX)
+        return;
+    if (st->ncorrupt_logged == STATE_CORRUPT_LOG_MAX) {
+        st->ncorrupt_logged++;
+        sl_log_error("state: more than %d records do not decode; no longer logging each", STATE_CORRUPT_LOG_MAX);
+        return;
+    }
+    st->corrupt_logged[st->ncorrupt_logged++] = h;
     sl_log_error("state: %s record \"%s\" does not decode (%s); treating it as absent", db, key, sl_err_str(err));
 }

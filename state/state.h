@@ -49,10 +49,14 @@ SL_MUST_CHECK sl_err_t state_sync(state_t *st);
 SL_MUST_CHECK sl_err_t state_trim_events(state_t *st, uint64_t now_ms, size_t *removed);
 /* Bytes live data takes in the map, and the map's size. */
 void state_usage(state_t *st, size_t *used, size_t *size);
-/* Past STATE_FULL_PCT of the map, drops the oldest quarter of the events.
- * The master calls it on its housekeeping tick; appends check it too. */
+/* Past STATE_FULL_PCT of the map (or at once, with force: an append met
+ * MDB_MAP_FULL), drops the oldest quarter of the events, if events are at
+ * least a tenth of what is stored. SL_ERR_MAP_FULL if nothing was dropped
+ * though the map is that full. The master calls it on its housekeeping tick,
+ * and state_event_append every 32 appends; the workers' event writes inside
+ * other transactions (state_event_put) rely on those. */
 #define STATE_FULL_PCT 80
-SL_MUST_CHECK sl_err_t state_make_room(state_t *st);
+SL_MUST_CHECK sl_err_t state_make_room(state_t *st, int force);
 
 /* ---- snapshots: one reused read transaction per process ---- */
 SL_MUST_CHECK sl_err_t state_read_begin(state_t *st);

@@ -112,27 +112,14 @@ sl_err_t state_budget_get(state_t *st, state_budget_db_t db, const char *key, vo
     return err;
 }
 
+/* A cell whose theoretical arrival time is still ahead holds a debt: kept. */
+static int cell_live(const MDB_val *v, uint64_t now_us)
+{
+    state_cell_rec_t cell;
+    return state_record_decode(&state_cell_schema, v->mv_data, v->mv_size, &cell) == SL_OK && cell.tat_us > now_us;
+}
+
 sl_err_t state_cells_purge(state_t *st, uint64_t now_us, size_t *removed)
 {
-    MDB_txn *txn;
-    MDB_cursor *cur;
-    *removed = 0;
-    int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
-    if (rc != MDB_SUCCESS)
-        return state_lmdb_err("begin", rc);
-    if ((rc = mdb_cursor_open(txn, st->dbi[STATE_DB_LIMITS], &cur)) != MDB_SUCCESS) {
-        mdb_txn_abort(txn);
-        return state_lmdb_err("cursor", rc);
-    }
-    MDB_val k, v;
-    for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == MDB_SUCCESS; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-        state_cell_rec_t cell;
-        if (state_record_decode(&state_cell_schema, v.mv_data, v.mv_size, &cell) == SL_OK && cell.tat_us > now_us)
-            continue; /* still holds a debt: keep it */
-        if (mdb_cursor_del(cur, 0) != MDB_SUCCESS)
-            break;
-        (*removed)++;
-    }
-    mdb_cursor_close(cur);
-    return state_lmdb_err("commit", mdb_txn_commit(txn));
+    return state_purge(st, STATE_DB_LIMITS, cell_live, now_us, removed);
 }

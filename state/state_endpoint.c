@@ -227,27 +227,13 @@ sl_err_t state_pin_get(state_t *st, const char *key, uint64_t now_ms, state_pin_
     return err;
 }
 
+static int pin_live(const MDB_val *v, uint64_t now_ms)
+{
+    state_pin_rec_t pin;
+    return state_record_decode(&state_pin_schema, v->mv_data, v->mv_size, &pin) == SL_OK && pin.expires_ms > now_ms;
+}
+
 sl_err_t state_pins_purge(state_t *st, uint64_t now_ms, size_t *removed)
 {
-    MDB_txn *txn;
-    MDB_cursor *cur;
-    *removed = 0;
-    int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
-    if (rc != MDB_SUCCESS)
-        return state_lmdb_err("begin", rc);
-    if ((rc = mdb_cursor_open(txn, st->dbi[STATE_DB_PINS], &cur)) != MDB_SUCCESS) {
-        mdb_txn_abort(txn);
-        return state_lmdb_err("cursor", rc);
-    }
-    MDB_val k, v;
-    for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == MDB_SUCCESS; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-        state_pin_rec_t pin;
-        if (state_record_decode(&state_pin_schema, v.mv_data, v.mv_size, &pin) == SL_OK && pin.expires_ms > now_ms)
-            continue;
-        if (mdb_cursor_del(cur, 0) != MDB_SUCCESS)
-            break;
-        (*removed)++;
-    }
-    mdb_cursor_close(cur);
-    return state_lmdb_err("commit", mdb_txn_commit(txn));
+    return state_purge(st, STATE_DB_PINS, pin_live, now_ms, removed);
 }

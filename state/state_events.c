@@ -20,26 +20,24 @@ static uint64_t from_be64(const unsigned char *p)
     return v;
 }
 
-/* The next sequence number: meta's counter, or, if that is missing or
- * damaged, one past the newest event still stored. */
+/* The next sequence number: meta's counter (it survives retention removing
+ * every event), but never at or below the newest event stored: a damaged
+ * counter must not make every later append fail with MDB_KEYEXIST. The last
+ * number is never used (readers ask for events after a sequence). */
 static int next_seq(state_t *st, MDB_txn *txn, uint64_t *next)
 {
     MDB_val mk = {8, "next_seq"}, mv, k, v;
     MDB_cursor *cur;
     int rc = mdb_get(txn, st->dbi[STATE_DB_META], &mk, &mv);
-    if (rc == MDB_SUCCESS && mv.mv_size == 8) {
-        *next = from_be64(mv.mv_data);
-        return MDB_SUCCESS;
-    }
     if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND)
         return rc;
-    *next = 1;
+    *next = rc == MDB_SUCCESS && mv.mv_size == 8 ? from_be64(mv.mv_data) : 1;
     if ((rc = mdb_cursor_open(txn, st->dbi[STATE_DB_EVENTS], &cur)) != MDB_SUCCESS)
         return rc;
-    if (mdb_cursor_get(cur, &k, &v, MDB_LAST) == MDB_SUCCESS && k.mv_size == 8)
+    if (mdb_cursor_get(cur, &k, &v, MDB_LAST) == MDB_SUCCESS && k.mv_size == 8 && from_be64(k.mv_data) >= *next)
         *next = from_be64(k.mv_data) + 1;
     mdb_cursor_close(cur);
-    return MDB_SUCCESS;
+    return *next == 0 || *next == UINT64_MAX ? MDB_INVALID : MDB_SUCCESS; /* exhausted */
 }
 
 int state_event_put(state_t *st, MDB_txn *txn, state_event_t *ev)
@@ -111,44 +109,50 @@ static sl_err_t delete_oldest(state_t *st, size_t n, uint64_t older_than_ms, siz
     return state_lmdb_err("commit", mdb_txn_commit(txn));
 }
 
-static size_t event_count(state_t *st)
+/* How many events are stored and the bytes their pages take. */
+static void event_usage(state_t *st, size_t *count, size_t *bytes)
 {
     MDB_stat s;
     MDB_txn *txn;
-    size_t count = 0;
+    *count = *bytes = 0;
     if (mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn) == MDB_SUCCESS) {
-        if (mdb_stat(txn, st->dbi[STATE_DB_EVENTS], &s) == MDB_SUCCESS)
-            count = s.ms_entries;
+        if (mdb_stat(txn, st->dbi[STATE_DB_EVENTS], &s) == MDB_SUCCESS) {
+            *count = s.ms_entries;
+            *bytes = (s.ms_branch_pages + s.ms_leaf_pages + s.ms_overflow_pages) * (size_t)s.ms_psize;
+        }
         mdb_txn_abort(txn);
     }
-    return count;
 }
 
 /* A map that is completely full cannot even commit a delete (LMDB copies
  * pages on write), so room is made before that: past STATE_FULL_PCT of the
- * map, the oldest quarter of the events goes. */
-sl_err_t state_make_room(state_t *st)
+ * map, the oldest quarter of the events goes, but only while events are a
+ * real share of what is stored (a map filled by other records would lose its
+ * history and gain nothing). force (an append just met MDB_MAP_FULL) trims
+ * whatever the figures say: the events are the one thing sluice may drop. */
+sl_err_t state_make_room(state_t *st, int force)
 {
-    size_t used, size, removed = 0;
+    size_t used, size, count, bytes, removed = 0;
     state_usage(st, &used, &size);
-    if (size == 0 || used * 100 < size * STATE_FULL_PCT)
+    if (!force && (size == 0 || used * 100 < size * STATE_FULL_PCT))
         return SL_OK;
-    size_t count = event_count(st);
-    if (count == 0)
+    event_usage(st, &count, &bytes);
+    if (count == 0 || (!force && bytes * 10 < used))
         return SL_ERR_MAP_FULL;
     sl_log_warn("state: the map is %zu%% full; dropping the oldest %zu of %zu events (raise state.map_size_mb)",
-                used * 100 / size, count / 4 + 1, count);
+                size ? used * 100 / size : 0, count / 4 + 1, count);
     return delete_oldest(st, count / 4 + 1, 0, &removed);
 }
 
 sl_err_t state_event_append(state_t *st, state_event_t *ev)
 {
-    if (++st->appends % 32 == 0 && state_make_room(st) != SL_OK)
-        sl_log_warn("state: could not make room for events");
+    if (++st->appends % 32 == 0 && state_make_room(st, 0) != SL_OK) {
+        /* nothing worth dropping yet: the append below may still fit */
+    }
     sl_err_t err = append_once(st, ev);
     if (err != SL_ERR_MAP_FULL)
         return err;
-    if (state_make_room(st) != SL_OK)
+    if (state_make_room(st, 1) != SL_OK)
         return SL_ERR_MAP_FULL;
     return append_once(st, ev);
 }
@@ -204,7 +208,7 @@ sl_err_t state_events_read(state_t *st, uint64_t since, state_event_t *out, size
     }
     mdb_cursor_close(cur);
     mdb_txn_abort(txn);
-    return SL_OK;
+    return rc == MDB_SUCCESS || rc == MDB_NOTFOUND ? SL_OK : state_lmdb_err("read events", rc);
 }
 
 uint64_t state_events_last_seq(state_t *st)

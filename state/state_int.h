@@ -26,15 +26,18 @@ struct state {
     MDB_env *env;
     MDB_dbi dbi[STATE_DB_COUNT];
     MDB_txn *rtxn;                /* reused snapshot transaction (reset between uses) */
-    uint64_t corrupt_records;     /* records that did not decode */
     uint64_t appends;             /* events this process appended (room check cadence) */
-    char corrupt_logged[STATE_CORRUPT_LOG_MAX][96];
+    uint64_t corrupt_logged[STATE_CORRUPT_LOG_MAX]; /* FNV-1a of db and key */
     size_t ncorrupt_logged;
 };
 
 /* Converts an LMDB return code, logging what failed. */
 sl_err_t state_lmdb_err(const char *what, int rc);
 void state_note_corrupt(state_t *st, const char *db, const char *key, sl_err_t err);
+/* Deletes, in one write transaction, every record of db for which live()
+ * says 0 (records that do not decode included); *removed gets how many. */
+typedef int (*state_live_fn)(const MDB_val *v, uint64_t now);
+sl_err_t state_purge(state_t *st, int db, state_live_fn live, uint64_t now, size_t *removed);
 /* Appends ev inside txn (assigns ev->seq from meta's counter). */
 int state_event_put(state_t *st, MDB_txn *txn, state_event_t *ev);
 

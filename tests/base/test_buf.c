@@ -391,3 +391,34 @@ Test(secret, overlapping_secrets_leave_nothing, .init = scrub_setup, .fini = scr
         sl_buf_dispose(&out);
     }
 }
+
+/* What is only suspected of being a key is registered if it looks like one. */
+Test(secret, key_like_values_only, .init = scrub_setup, .fini = scrub_teardown)
+{
+    static const struct {
+        const char *s;
+        int key;
+    } cases[] = {
+        {"0123456789abcdef0123456789abcdef", 1}, /* Infura project id */
+        {"1b2c3d4e-aaaa-bbbb-cccc-0123456789ab", 1}, /* a UUID (Helius) */
+        {"Ak80gSCleU1Frwnafb5Ka4V", 1},
+        {"abcdefghijklmnopqrstuvwxyz", 1},       /* 24+ bytes of anything */
+        {"ethereum", 0},
+        {"eth_sepolia", 0},
+        {"application/json", 0},
+        {"true", 0},
+        {"8453", 0},
+        {"127.0.0.1", 0},
+        {"a1b2c3d", 0},                          /* under 8 bytes */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        size_t n = strlen(cases[i].s);
+        cr_expect_eq(sl_secret_key_like(cases[i].s, n), cases[i].key, "%s", cases[i].s);
+        sl_secret_add_key(cases[i].s, n);
+        cr_expect_eq(sl_secret_contains(cases[i].s, n), cases[i].key, "%s registered", cases[i].s);
+    }
+    sl_secret_add_words("Bearer  eyJhbGciOiJIUzI1NiJ9.e30.x, Basic ;");
+    cr_expect(sl_secret_contains("eyJhbGciOiJIUzI1NiJ9.e30.x", 26));
+    cr_expect(!sl_secret_contains("Bearer", 6));
+    cr_expect(!sl_secret_contains("Basic", 5));
+}

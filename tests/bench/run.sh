@@ -146,7 +146,8 @@ start_fake() {
 
 # start_sluice NAME ACCESS_LOG(true|false) URL... -> sets PORT_NAME, PID_NAME
 # Optional globals for variants: STATE_EXTRA (", flush_ms: 0"), EP_EXTRA
-# (", credits: {...}"), TOP_EXTRA (a top-level YAML line such as "tiers: ...").
+# (", credits: {...}"), TOP_EXTRA (a top-level YAML line such as "tiers: ..."),
+# NET_EXTRA (a line of the network, such as "ranking: {...}").
 start_sluice() {
     local name=$1 alog=$2; shift 2
     local conf="$OUT/$name.yaml"
@@ -159,6 +160,7 @@ start_sluice() {
         echo "networks:"
         echo "  eth:"
         echo "    chain: ethereum"
+        [ -n "${NET_EXTRA:-}" ] && echo "    $NET_EXTRA"
         echo "    endpoints:"
         local i=0
         for u in "$@"; do echo "      - { id: e$i, url: \"$u\"${EP_EXTRA:-} }"; i=$((i + 1)); done
@@ -401,16 +403,18 @@ fi
 
 # sluice as configured by default vs the same with one feature changed, on the
 # small answer at c=64: shared-state flushing off (issue: state layer <= 1 us),
-# a credit budget on every endpoint (accounting <= 0.5 us), a client tier that
-# every call is checked against (limiter <= 0.5 us). Paired per round.
+# health probes off (what ranking costs beyond the per-tick sort), a credit
+# budget on every endpoint (accounting <= 0.5 us), a client tier that every
+# call is checked against (limiter <= 0.5 us). Paired per round.
 if has_phase features; then
     start_sluice fbase false "http://$U1" "http://$U2"
     STATE_EXTRA=", flush_ms: 0" start_sluice fnoflush false "http://$U1" "http://$U2"
+    NET_EXTRA="ranking: { probe_interval_ms: 0 }" start_sluice fnoprobe false "http://$U1" "http://$U2"
     EP_EXTRA=", cost_profile: alchemy, credits: { per_second: 1000000000, per_month: 1000000000000 }" \
         start_sluice fcredits false "http://$U1" "http://$U2"
     TOP_EXTRA="tiers: { anonymous: { per_second: 1000000000, per_minute: 1000000000 } }" \
         start_sluice flimits false "http://$U1" "http://$U2"
-    FTARGETS=(fbase fnoflush fcredits flimits)
+    FTARGETS=(fbase fnoflush fnoprobe fcredits flimits)
     for t in "${FTARGETS[@]}"; do probe "$t" "http://127.0.0.1:$(eval echo "\$PORT_$t")/eth" eth_blockNumber; done
     log "features phase: ${FTARGETS[*]}, eth_blockNumber c=64, $ROUNDS rounds"
     for r in $(seq 1 "$ROUNDS"); do

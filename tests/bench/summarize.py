@@ -128,6 +128,7 @@ if feat:
     g = by(feat, "target")
     base = g.get(("fbase",))
     labels = {"fbase": "default", "fnoflush": "state flush off (flush_ms: 0)",
+              "fnoprobe": "health probes off (probe_interval_ms: 0)",
               "fcredits": "credit budget on every endpoint", "flimits": "client tier checked on every call"}
     for t, label in labels.items():
         rows = g.get((t,))

@@ -767,7 +767,7 @@ Test(state, corrupt_endpoint_record)
         cr_expect_eq(rec.breaker, 2);
         cr_expect_eq(rec.cooldown_ms, 9);
     }
-    cr_expect_eq(st->corrupt_records, NELEMS(garbage_cases), "corrupt records counted once per key");
+    cr_expect_eq(st->ncorrupt_logged, NELEMS(garbage_cases), "each corrupt record logged once");
 }
 
 Test(state, corrupt_stats_and_counters)
@@ -996,9 +996,9 @@ Test(state, network_update)
     cr_expect_eq(c.n, 0);
 }
 
-/* If an event cannot be appended, neither the record nor the level is written:
- * a next_seq that points back at an existing event makes the append fail. */
-Test(state, update_is_atomic_when_an_event_fails)
+/* A next_seq that points back at an existing event heals (the newest key
+ * wins), so appends go on. */
+Test(state, damaged_next_seq_heals)
 {
     open_default();
     for (int i = 0; i < 3; i++)
@@ -1006,6 +1006,22 @@ Test(state, update_is_atomic_when_an_event_fails)
     unsigned char seq1[8];
     be64(1, seq1);
     cr_assert_eq(state_raw_put(st, "meta", "next_seq", 8, seq1, 8), SL_OK);
+    state_event_t ev = make_event(200, STATE_EVENT_BREAKER_OPENED, "y");
+    cr_assert_eq(state_event_append(st, &ev), SL_OK);
+    cr_expect_eq(ev.seq, 4);
+    cr_expect_eq(state_events_last_seq(st), 4);
+}
+
+/* If an event cannot be appended, neither the record nor the level is written:
+ * an exhausted sequence (next_seq at UINT64_MAX) makes the append fail. */
+Test(state, update_is_atomic_when_an_event_fails)
+{
+    open_default();
+    for (int i = 0; i < 3; i++)
+        append(100, "x");
+    unsigned char seqmax[8];
+    be64(UINT64_MAX, seqmax);
+    cr_assert_eq(state_raw_put(st, "meta", "next_seq", 8, seqmax, 8), SL_OK);
 
     cas_ctx_t c = {.ret = 1, .nevents = 1, .reason = "lost"};
     c.write.breaker = 1;
