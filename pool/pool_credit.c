@@ -125,14 +125,24 @@ static int lease_cb(void *arg, void *recs, size_t nrecs, state_event_t *events, 
     return 1;
 }
 
-/* Leases from the ledger; 1 granted, 0 lacking (*retry_ms set), -1 failure. */
+/* 1 if this worker's lease of window w still covers cost. */
+static int local_covers(const pool_endpoint_t *ep, int w, policy_cost_t cost, uint64_t now)
+{
+    uint64_t start, end;
+    pool_credit_window(w, now, ep->conf->credits.month_reset_day, &start, &end);
+    return ep->credit.window_start[w] == start && ep->credit.remaining[w] >= units(cost, w);
+}
+
+/* Leases, from the ledger, every window whose local lease falls short (the
+ * others keep theirs: they were counted as spent when leased); 1 granted, 0
+ * lacking (*retry_ms set), -1 failure. */
 static int lease(pool_endpoint_t *ep, policy_cost_t cost, uint64_t now, uint64_t *retry_ms)
 {
     pool_credit_t *cr = &ep->credit;
     lease_ctx_t c = {ep, cost, now, {0}, 0, {0}, 0};
     const char *keys[POOL_CREDIT_WINDOWS];
     for (int w = 0; w < POOL_CREDIT_WINDOWS; w++) {
-        if (pool_credit_budget(&ep->conf->credits, w) == 0)
+        if (pool_credit_budget(&ep->conf->credits, w) == 0 || local_covers(ep, w, cost, now))
             continue;
         c.win[c.n] = w;
         keys[c.n++] = cr->key[w];
@@ -146,9 +156,10 @@ static int lease(pool_endpoint_t *ep, policy_cost_t cost, uint64_t now, uint64_t
         }
     for (size_t i = 0; i < c.n; i++) {
         int w = c.win[i];
-        uint64_t end;
-        pool_credit_window(w, now, ep->conf->credits.month_reset_day, &cr->window_start[w], &end);
-        cr->remaining[w] = c.grant[i];
+        uint64_t start, end;
+        pool_credit_window(w, now, ep->conf->credits.month_reset_day, &start, &end);
+        cr->remaining[w] = (cr->window_start[w] == start ? cr->remaining[w] : 0) + c.grant[i];
+        cr->window_start[w] = start;
     }
     return 1;
 }
@@ -164,13 +175,8 @@ int pool_credit_take(pool_endpoint_t *ep, policy_cost_t cost, uint64_t *retry_ms
         return 0;
     }
     int local = 1;
-    for (int w = 0; w < POOL_CREDIT_WINDOWS && local; w++) {
-        if (pool_credit_budget(&ep->conf->credits, w) == 0)
-            continue;
-        uint64_t start, end;
-        pool_credit_window(w, now, ep->conf->credits.month_reset_day, &start, &end);
-        local = cr->window_start[w] == start && cr->remaining[w] >= units(cost, w);
-    }
+    for (int w = 0; w < POOL_CREDIT_WINDOWS && local; w++)
+        local = pool_credit_budget(&ep->conf->credits, w) == 0 || local_covers(ep, w, cost, now);
     if (!local) {
         int got = lease(ep, cost, now, retry_ms);
         if (got < 0)

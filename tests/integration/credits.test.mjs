@@ -4,7 +4,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { startFake, startSluice, postFresh, post, call, sleep, adminGet, events, workerPids, renderConfig, tempDir } from '../lib/harness.mjs';
+import { startFake, startSluice, postFresh, post, call, sleep, waitFor, adminGet, events, workerPids, renderConfig, tempDir } from '../lib/harness.mjs';
 
 const started = [];
 after(async () => { await Promise.all(started.map((p) => p.stop())); });
@@ -65,6 +65,35 @@ test('per_second is enforced within 10% over 10 s', async () => {
   }));
   const calls = (await a.stats()).calls;
   assert.ok(calls <= 440 && calls >= 360, `a served ${calls} calls in 10 s at 40/s`);
+});
+
+// Two windows at once: a short lease of the second window must not throw
+// away (and so re-lease) the month's, which was counted as spent.
+test('per_second and per_month together: the month is charged what was spent, plus at most a lease per worker', async () => {
+  const a = await startFake({ name: 'a' }), b = await startFake({ name: 'b' });
+  started.push(a, b);
+  const s = await startSluice({
+    workers: 2,
+    networks: { eth: { lines: [NOPROBE], endpoints: [
+      { id: 'a', url: a.url, cost_profile: 'flat', credits: '{ per_second: 1000, per_month: 100000 }' }, { id: 'b', url: b.url }] } },
+  });
+  started.push(s);
+  // per-second leases are 10 credits, and a new second needs a new one: 5
+  // rounds of 60 calls, a second apart, take 30 or more of them (never
+  // more than 60 credits in one second: the per-second budget holds)
+  for (let round = 0; round < 5; round++) {
+    const statuses = await hammer(s.url('eth'), 60, 4);
+    assert.ok(statuses.every((x) => x === 200));
+    await sleep(1000);
+  }
+  assert.equal((await b.stats()).calls, 0, 'a never lacked credits');
+  assert.equal((await a.stats()).calls, 300);
+  const month = await waitFor(async () => {
+    const v = (await adminGet(s, '/admin/endpoints')).json.find((e) => e.id === 'a');
+    return v.credits.spent_total === 300 ? v.credits.windows.month : null;
+  });
+  // month leases are 1000 credits (budget / 100): at most one per worker unused
+  assert.ok(month.spent >= 300 && month.spent <= 300 + 2 * 1000, `month ledger spent ${month.spent} for 300 calls`);
 });
 
 test('max_inflight is never exceeded (counted at the provider), across 4 workers', async () => {
