@@ -158,10 +158,11 @@ static void item_verdict(answer_ctx_t *a, pool_item_t *it, policy_verdict_t v, u
         item_failed(a->call, it, POOL_FAIL_RPC_ERROR, v == POLICY_VERDICT_MISSING_DATA);
         return;
     case POLICY_VERDICT_TRANSIENT:
-        /* the upstream got the request: for a write that is ambiguous,
-         * except for a 4xx refusal (authentication, wrong path) */
+        /* the upstream got the request: for a write that is ambiguous
+         * (a JSON-RPC error for a whole batch included), except for a
+         * redirect or a 4xx refusal (authentication, wrong path) */
         item_failed(a->call, it, ans ? POOL_FAIL_RPC_ERROR : POOL_FAIL_HTTP_STATUS,
-                    a->status >= 500 || (ans != NULL && a->status < 400));
+                    a->status < 300 || a->status >= 500);
         return;
     case POLICY_VERDICT_COUNT:
         break;

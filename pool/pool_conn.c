@@ -77,7 +77,11 @@ static void exchange_finish(pool_exchange_t *ex, pool_fail_t fail)
     ex->ep->inflight--;
     if (c != NULL) {
         c->ex = NULL;
-        int reusable = fail == POOL_FAIL_NONE && ex->head.keep_alive && c->sock->input->size == 0;
+        /* An upstream may answer before it read the whole request (a 429 or
+         * 401 from a front proxy): h2o still holds our buffers then, and a
+         * connection it closed as it answered must not meet the next send. */
+        int reusable = fail == POOL_FAIL_NONE && ex->head.keep_alive && ex->write_done && !ex->peer_closed &&
+                       c->sock->input->size == 0;
         if (reusable)
             conn_make_idle(c);
         else
@@ -112,6 +116,7 @@ static void on_write_done(h2o_socket_t *sock, const char *err)
         exchange_finish(ex, POOL_FAIL_RESET);
         return;
     }
+    ex->write_done = 1;
     if (c->state == POOL_CONN_SENDING && !ex->got_bytes) {
         pool_network_t *net = c->ep->net;
         h2o_timeout_link(net->pool->loop, &net->first_byte_timeout, &ex->phase_timer);
@@ -255,6 +260,7 @@ static void on_conn_read(h2o_socket_t *sock, const char *err)
         return;
     }
     int eof = err != NULL;
+    ex->peer_closed |= eof;
     if (sock->input->size > 0)
         ex->got_bytes = 1;
     if (c->state == POOL_CONN_SENDING) {

@@ -50,6 +50,8 @@ struct pool_exchange {
     int sent;                     /* request bytes were handed to the kernel */
     int reused;                   /* ran on a kept-alive connection */
     int got_bytes;                /* some answer bytes arrived */
+    int write_done;               /* the whole request left (h2o no longer holds bufs) */
+    int peer_closed;              /* the upstream closed its side */
     pool_http_head_t head;
     sl_buf_t body;                /* decoded body; the owner takes it */
     uint32_t latency_us;

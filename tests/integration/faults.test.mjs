@@ -256,3 +256,38 @@ test('methods: overrides the table; a method made a write is never re-sent after
     await s.stop();
   }
 });
+
+// A batch answered with one JSON-RPC error object (HTTP 200) was read by the
+// upstream: its write member may have been broadcast, so it is not sent on;
+// its read member is.
+test('write in a batch: a batch-level error at HTTP 200 is ambiguous, the read moves on', async () => {
+  const http = await import('node:http');
+  let got = 0;
+  const srv = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      got++;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error"}}');
+    });
+  });
+  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+  const s = await startSluice({
+    networks: { eth: { lines: [TIMEOUTS, ...ORDER], endpoints: [
+      { id: 'x', url: `http://127.0.0.1:${srv.address().port}` }, { id: 'b', url: b.url }] } },
+  });
+  try {
+    const r = await post(s.url('eth'), [call('eth_sendRawTransaction', [RAW_TX], 1), call('eth_chainId', [], 2)]);
+    assert.equal(r.status, 200);
+    const byId = Object.fromEntries(r.json.map((m) => [m.id, m]));
+    assert.equal(byId[1].error.data.outcome, 'ambiguous_write');
+    assert.equal(byId[2].result, '0x1');
+    assert.equal(got, 1);
+    const st = await b.stats();
+    assert.equal(st.methods.eth_sendRawTransaction ?? 0, 0, 'the write was not re-sent to b');
+    assert.equal(st.methods.eth_chainId, 1, 'the read was');
+  } finally {
+    await s.stop();
+    srv.close();
+  }
+});
