@@ -70,8 +70,10 @@ static void ep_tls_ca_file(gw_cfg_t *c, yaml_node_t *n, void *target)
     set_str(&((pool_endpoint_conf_t *)target)->tls_ca_file, s);
 }
 
-/* sluice frames the upstream request itself. */
-static const char *const reserved_headers[] = {"content-length", "transfer-encoding", "connection"};
+/* sluice frames the upstream request itself (User-Agent, Accept and
+ * Authorization may be configured: they replace sluice's own). */
+static const char *const reserved_headers[] = {"content-length", "transfer-encoding", "connection", "host",
+                                               "content-type"};
 
 static const char *header_name_check(const char *name)
 {

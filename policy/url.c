@@ -158,6 +158,35 @@ static url_fail_t parse_hostport(const char *p, size_t n, policy_url_t *out)
     return url_ok;
 }
 
+static int hex_val(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : (c | 0x20) >= 'a' && (c | 0x20) <= 'f' ? (c | 0x20) - 'a' + 10 : -1;
+}
+
+/* Decodes %XX escapes of s[0..n) into out (NUL-terminated); 0 if an escape
+ * is malformed, decodes to NUL, or out is too small. */
+static int percent_decode(const char *s, size_t n, char *out, size_t cap)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        int c = (unsigned char)s[i];
+        if (c == '%') {
+            if (i + 2 >= n)
+                return 0;
+            int h = hex_val(s[i + 1]), l = hex_val(s[i + 2]);
+            if (h < 0 || l < 0 || (h | l) == 0)
+                return 0;
+            c = h << 4 | l;
+            i += 2;
+        }
+        if (o + 1 >= cap)
+            return 0;
+        out[o++] = (char)c;
+    }
+    out[o] = '\0';
+    return 1;
+}
+
 static url_fail_t parse_full(const char *url, policy_url_t *out, url_raw_t *raw)
 {
     memset(out, 0, sizeof(*out));
@@ -177,6 +206,8 @@ static url_fail_t parse_full(const char *url, policy_url_t *out, url_raw_t *raw)
             raw->userinfo_len = i - 1;
             raw->hostport = a + i;
             out->has_userinfo = 1;
+            if (!percent_decode(a, i - 1, out->userinfo, sizeof(out->userinfo)))
+                return URL_FAIL(SL_ERR_PARSE, "user-info is longer than 255 bytes or has a bad %-escape");
             break;
         }
     }

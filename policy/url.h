@@ -22,6 +22,7 @@ typedef struct policy_url {
     uint16_t port;          /* explicit or 80/443 */
     char path[2048];        /* path + "?" + query, at least "/"; as written (no decoding) */
     int has_userinfo;
+    char userinfo[256];     /* "user:password" percent-decoded (HTTP Basic credentials), "" if none */
 } policy_url_t;
 
 /* Parses an absolute http(s) URL into *out. Strict: scheme http or https

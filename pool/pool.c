@@ -52,7 +52,6 @@ static sl_err_t network_init(pool_t *pool, pool_network_t *net, const pool_netwo
 {
     net->pool = pool;
     net->conf = conf;
-    net->nendpoints = conf->nendpoints;
     net->endpoints = sl_xcalloc(conf->nendpoints, sizeof(*net->endpoints));
     net->max_attempts = conf->max_attempts ? conf->max_attempts : (uint32_t)conf->nendpoints + 1;
     net->primary = -1;
@@ -61,8 +60,12 @@ static sl_err_t network_init(pool_t *pool, pool_network_t *net, const pool_netwo
     h2o_timeout_init(pool->loop, &net->first_byte_timeout, conf->timeouts.first_byte_ms);
     h2o_timeout_init(pool->loop, &net->attempt_timeout, conf->timeouts.attempt_ms);
     h2o_timeout_init(pool->loop, &net->request_timeout, conf->timeouts.request_ms);
+    /* nendpoints counts those pool_endpoint_init() saw (a failed one
+     * included: it leaves itself disposable), so a failure half-way
+     * disposes only what was set up */
     for (size_t i = 0; i < conf->nendpoints; i++) {
         sl_err_t err = pool_endpoint_init(&net->endpoints[i], net, (int)i, &conf->endpoints[i], nworkers);
+        net->nendpoints = i + 1;
         if (err != SL_OK)
             return err;
     }

@@ -2,13 +2,24 @@
  * URL, TLS context, addresses and the request prefix sent before each body. */
 #include <arpa/inet.h>
 #include <string.h>
+#include <strings.h>
 
 #include "base/sl_log.h"
+#include "base/sl_secret.h"
 #include "base/sl_time.h"
 #include "pool/pool_int.h"
 
+static int configured(const pool_endpoint_conf_t *conf, const char *name)
+{
+    for (size_t i = 0; i < conf->nheaders; i++)
+        if (strcasecmp(conf->headers[i].name, name) == 0)
+            return 1;
+    return 0;
+}
+
 /* Request line and fixed headers, ending just before the Content-Length
- * value. Built once: every request then costs one writev of three pieces. */
+ * value. Built once: every request then costs one writev of three pieces.
+ * A configured User-Agent, Accept or Authorization replaces sluice's own. */
 static void build_prefix(pool_endpoint_t *ep)
 {
     const pool_endpoint_conf_t *conf = ep->conf;
@@ -19,8 +30,19 @@ static void build_prefix(pool_endpoint_t *ep)
     sl_buf_printf(b, "POST %s HTTP/1.1\r\nHost: %s%s%s", ep->url.path, v6 ? "[" : "", ep->url.host, v6 ? "]" : "");
     if (!default_port)
         sl_buf_printf(b, ":%u", (unsigned)ep->url.port);
-    sl_buf_append_str(b, "\r\nUser-Agent: sluice/" SLUICE_VERSION "\r\nAccept: application/json\r\n"
-                         "Content-Type: application/json\r\n");
+    sl_buf_append_str(b, "\r\nContent-Type: application/json\r\n");
+    if (!configured(conf, "user-agent"))
+        sl_buf_append_str(b, "User-Agent: sluice/" SLUICE_VERSION "\r\n");
+    if (!configured(conf, "accept"))
+        sl_buf_append_str(b, "Accept: application/json\r\n");
+    if (ep->url.has_userinfo && !configured(conf, "authorization")) {
+        /* https://user:password@host/: HTTP Basic, as curl and browsers do */
+        size_t n = strlen(ep->url.userinfo);
+        char b64[sizeof(ep->url.userinfo) * 4 / 3 + 4];
+        h2o_base64_encode(b64, ep->url.userinfo, n, 0);
+        sl_secret_add(b64); /* an upstream that echoes its headers must not show it */
+        sl_buf_printf(b, "Authorization: Basic %s\r\n", b64);
+    }
     for (size_t i = 0; i < conf->nheaders; i++)
         sl_buf_printf(b, "%s: %s\r\n", conf->headers[i].name, conf->headers[i].value);
     sl_buf_append_str(b, "Content-Length: ");

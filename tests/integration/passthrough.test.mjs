@@ -194,3 +194,39 @@ test('one access-log line per request, without secrets', async () => {
   assert.equal(last.status, 200);
   assert.equal(typeof last.us, 'number');
 });
+
+// https://user:password@host/ is sent as HTTP Basic credentials (decoded),
+// and configured headers replace sluice's own User-Agent / Accept.
+test('user-info in an endpoint URL becomes an Authorization header; configured headers replace defaults', async () => {
+  const http = await import('node:http');
+  const seen = [];
+  const srv = http.createServer((req, res) => {
+    seen.push(req.rawHeaders);
+    req.resume();
+    req.on('end', () => {
+      const ok = req.headers.authorization === `Basic ${Buffer.from('user:p@ss').toString('base64')}`;
+      res.writeHead(ok ? 200 : 401, { 'content-type': 'application/json' });
+      res.end(ok ? '{"jsonrpc":"2.0","id":1,"result":"0x1"}' : '{"error":"unauthorized"}');
+    });
+  });
+  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+  const port = srv.address().port;
+  const s = await startSluice({
+    workers: 1,
+    networks: { eth: { lines: ['ranking: { probe_interval_ms: 0 }'], endpoints: [
+      { id: 'basic', url: `http://user:p%40ss@127.0.0.1:${port}/rpc`, headers: '{ User-Agent: "my-app/1.0" }' }] } },
+  });
+  try {
+    const r = await post(s.url('eth'), call('eth_chainId'));
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.json.result, '0x1');
+    const names = seen[0].filter((_, i) => i % 2 === 0).map((n) => n.toLowerCase());
+    assert.deepEqual(names.filter((n) => n === 'user-agent' || n === 'authorization' || n === 'accept').sort(),
+      ['accept', 'authorization', 'user-agent'], 'each header once');
+    assert.equal(seen[0][seen[0].findIndex((n) => n.toLowerCase() === 'user-agent') + 1], 'my-app/1.0');
+    assert.ok(!s.logs().includes('p@ss') && !s.logs().includes('p%40ss'));
+  } finally {
+    await s.stop();
+    srv.close();
+  }
+});

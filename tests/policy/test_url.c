@@ -1,5 +1,6 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "base/sl_secret.h"
@@ -28,6 +29,9 @@ static const parse_case_t parse_cases[] = {
     {"https://[2001:DB8::1]/", SL_OK, NULL, 1, "2001:db8::1", 1, 443, "/", 0},
     {"https://user:pw@host/rpc", SL_OK, NULL, 1, "host", 0, 443, "/rpc", 1},
     {"https://u:p@ss@host", SL_OK, NULL, 1, "host", 0, 443, "/", 1},
+    {"https://u:%zz@host/", SL_ERR_PARSE, "bad %-escape"},
+    {"https://u:%4@host/", SL_ERR_PARSE, "bad %-escape"},
+    {"https://u:%00@host/", SL_ERR_PARSE, "bad %-escape"},
     {"http://h:65535/a%20b", SL_OK, NULL, 0, "h", 0, 65535, "/a%20b", 0},
     {"http://node_1.local:1/", SL_OK, NULL, 0, "node_1.local", 0, 1, "/", 0},
     {"ftp://host/", SL_ERR_PARSE, "scheme must be http or https"},
@@ -75,6 +79,21 @@ Test(url, parse_table)
         cr_assert_str_eq(u.path, c->path, "case %zu", i);
         cr_assert_eq(u.has_userinfo, c->has_userinfo, "case %zu", i);
     }
+}
+
+/* user-info is sent as HTTP Basic credentials: percent-decoded */
+Test(url, userinfo_decoded)
+{
+    policy_url_t u;
+    cr_assert_eq(policy_url_parse("https://us%65r:p%40ss:w@host/", &u), SL_OK);
+    cr_assert_str_eq(u.userinfo, "user:p@ss:w");
+    cr_assert_eq(policy_url_parse("https://u:p@ss@host", &u), SL_OK);
+    cr_assert_str_eq(u.userinfo, "u:p@ss");
+    cr_assert_eq(policy_url_parse("https://host/", &u), SL_OK);
+    cr_assert_str_eq(u.userinfo, "");
+    char long_url[400];
+    snprintf(long_url, sizeof(long_url), "https://%0300d@host/", 7);
+    cr_assert_eq(policy_url_parse(long_url, &u), SL_ERR_PARSE);
 }
 
 Test(url, too_large)
