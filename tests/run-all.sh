@@ -45,8 +45,10 @@ if [ "${SLUICE_SKIP_FUZZ:-0}" != 1 ]; then
     step "fuzz smoke (${fuzz_seconds}s per target)"
     CC=clang cmake -S "$root" -B build-fuzz -DSLUICE_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
     cmake --build build-fuzz -j "$jobs" --target all
+    nfuzz=0
     for fuzzer in build-fuzz/tests/fuzz/fuzz_*; do
         [ -x "$fuzzer" ] || continue
+        nfuzz=$((nfuzz + 1))
         name=$(basename "$fuzzer"); name=${name#fuzz_}
         corpus=$(mktemp -d)
         [ -d "tests/fuzz/corpus/$name" ] && cp -r "tests/fuzz/corpus/$name/." "$corpus/"
@@ -62,6 +64,9 @@ if [ "${SLUICE_SKIP_FUZZ:-0}" != 1 ]; then
         rm -f "$corpus.log"
         rm -rf "$corpus"
     done
+    if [ "$nfuzz" -lt 5 ]; then
+        echo "only $nfuzz fuzz target(s) were built (expected 5): libFuzzer missing?"; exit 1
+    fi
 fi
 
 step "all tests passed"

@@ -143,10 +143,11 @@ test('anvil A is SIGKILLed under load: every read in flight still succeeds', asy
   };
   const mark = sluice.accessLines().length;
   const loops = [0, 1, 2, 3].map(loop);
-  await sleep(150);
+  await waitFor(() => ok >= 10 || errors.length > 0, { what: 'reads before the kill' });
   const exit = await A.kill('SIGKILL');
   assert.equal(exit.signal, 'SIGKILL');
-  await sleep(150);
+  const atKill = ok;
+  await waitFor(() => ok >= atKill + 12 || errors.length > 0, { what: 'reads after the kill' });
   stop = true;
   await Promise.all(loops);
   assert.deepEqual(errors, [], `${errors.length} of ${ok + errors.length} reads failed`);

@@ -37,16 +37,21 @@ test('a tier of 10/s under 50/s of load for 5 s admits 10 ± 1 per second across
     await sleep(Math.max(0, due - Date.now()));
     inflight.push(postFresh(s.url('eth'), STD(i)).then((r) => results.push({ at: due - t0, r })));
   }
+  const sentFor = (Date.now() - t0) / 1000; // about 5 s, more if this client fell behind
   await Promise.all(inflight);
   const perSecond = [0, 0, 0, 0, 0];
   for (const { at, r } of results) {
     assert.ok(r.status === 200 || r.status === 429, `status ${r.status}`);
     if (r.status === 200) perSecond[Math.min(4, Math.floor(at / 1000))]++;
   }
-  // the first second includes the burst (10 at once), then one every 100 ms
-  for (const [i, n] of perSecond.entries()) assert.ok(n >= 9 && n <= 11 + (i === 0 ? 10 : 0), `second ${i}: ${n} admitted (${perSecond})`);
+  // the first second includes the burst (10 at once), then one every 100 ms;
+  // seconds are counted by when a call was due, so a stall of this client
+  // can move one or two admissions into the next second
+  for (const [i, n] of perSecond.entries()) assert.ok(n >= 8 && n <= 12 + (i === 0 ? 10 : 0), `second ${i}: ${n} admitted (${perSecond})`);
   const total = perSecond.reduce((x, y) => x + y, 0);
-  assert.ok(total >= 55 && total <= 61, `total ${total}`);
+  // never more than the burst plus 10/s over the time calls were sent for
+  assert.ok(total <= 10 + Math.ceil(10 * sentFor) + 1, `total ${total} in ${sentFor} s`);
+  assert.ok(total >= 55, `total ${total}`);
   const refused = results.find(({ r }) => r.status === 429).r;
   assert.equal(refused.json.error.code, -32005);
   assert.equal(refused.json.error.data.scope, 'client');

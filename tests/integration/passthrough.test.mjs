@@ -13,8 +13,9 @@ before(async () => {
   sluice = await startSluice({
     server: { max_body_bytes: 4096, max_batch: 5 },
     networks: {
-      eth: { endpoints: fakes.slice(0, 3).map((f) => ({ id: f.name, url: f.url })) },
-      sol: { chain: 'solana', endpoints: [{ id: 's', url: sol.url }] },
+      // health probes off: the fakes' counters see client calls alone
+      eth: { lines: ['ranking: { probe_interval_ms: 0 }'], endpoints: fakes.slice(0, 3).map((f) => ({ id: f.name, url: f.url })) },
+      sol: { chain: 'solana', lines: ['ranking: { probe_interval_ms: 0 }'], endpoints: [{ id: 's', url: sol.url }] },
     },
   });
 });

@@ -3,7 +3,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { startFake, startSluice, post, call, sleep, FAKE_BIN } from '../lib/harness.mjs';
+import { startFake, startSluice, post, call, sleep, waitFor, FAKE_BIN } from '../lib/harness.mjs';
 
 const started = [];
 after(async () => { await Promise.all(started.map((p) => p.stop())); });
@@ -45,13 +45,16 @@ test('max_inflight caps concurrency at the endpoint across workers; the rest go 
 test('every endpoint at its cap: 503 with Retry-After', async () => {
   const a = await startFake({ name: 'a' });
   started.push(a);
-  const s = await startSluice({ workers: 1, networks: { eth: { endpoints: [{ id: 'a', url: a.url, max_inflight: 1 }] } } });
+  // probes off: a probe would take the only slot
+  const s = await startSluice({ workers: 1, networks: { eth: {
+    lines: ['ranking: { probe_interval_ms: 0 }'], endpoints: [{ id: 'a', url: a.url, max_inflight: 1 }] } } });
   started.push(s);
-  await a.setMode('slow', { delay_ms: 500 });
-  const [r1, r2] = await Promise.all([
-    post(s.url('eth'), call('eth_blockNumber', [], 1)),
-    sleep(100).then(() => post(s.url('eth'), call('eth_blockNumber', [], 2))),
-  ]);
+  await a.setMode('slow', { delay_ms: 1000 });
+  await a.reset();
+  const first = post(s.url('eth'), call('eth_blockNumber', [], 1));
+  await waitFor(async () => (await a.stats()).requests === 1, { what: 'the first call at a' });
+  const r2 = await post(s.url('eth'), call('eth_blockNumber', [], 2));
+  const r1 = await first;
   assert.equal(r1.status, 200);
   assert.equal(r2.status, 503);
   assert.equal(r2.headers.get('retry-after'), '1');

@@ -33,14 +33,18 @@ function killAll() {
 process.on('exit', killAll);
 // A test that failed half-way may leave processes behind; their pipes would
 // keep node (and ctest) waiting forever. Once the file's tests are done, ask
-// what is left to stop (SIGTERM: a test's own after hook may still be
-// checking for a clean exit), then kill whatever did not.
+// what is left to stop, then kill whatever did not. This hook runs before a
+// test file's own after hooks (node runs them in the order they were
+// registered, and this module is imported first), which may still check
+// for a clean exit: so SIGTERM goes to the leader alone (a sluice master
+// stops its own workers, as in production), with time to drain, even under
+// the sanitizers.
 after(async () => {
   const left = [...children];
   for (const c of left) {
-    try { process.kill(-c.pid, 'SIGTERM'); } catch { /* already gone */ }
+    try { process.kill(c.pid, 'SIGTERM'); } catch { /* already gone */ }
   }
-  const end = Date.now() + 5000;
+  const end = Date.now() + 20000;
   while (Date.now() < end && left.some((c) => children.has(c))) await sleep(50);
   killAll();
 });
