@@ -38,6 +38,20 @@ int admin_send_json(h2o_req_t *req, int status, cJSON *doc)
     return 0;
 }
 
+uint64_t admin_parse_u64(const char *p, size_t n, uint64_t dflt)
+{
+    uint64_t v = 0;
+    if (n == 0)
+        return dflt;
+    for (const char *end = p + n; p < end; p++) {
+        uint64_t d = (uint64_t)(*p - '0');
+        if (*p < '0' || *p > '9' || v > (UINT64_MAX - d) / 10)
+            return dflt;
+        v = v * 10 + d;
+    }
+    return v;
+}
+
 uint64_t admin_query_u64(h2o_req_t *req, const char *name, uint64_t dflt)
 {
     if (req->query_at == SIZE_MAX)
@@ -47,19 +61,8 @@ uint64_t admin_query_u64(h2o_req_t *req, const char *name, uint64_t dflt)
     while (q < end) {
         const char *amp = memchr(q, '&', (size_t)(end - q));
         const char *stop = amp ? amp : end;
-        if ((size_t)(stop - q) > nlen && memcmp(q, name, nlen) == 0 && q[nlen] == '=') {
-            uint64_t v = 0;
-            const char *p = q + nlen + 1;
-            if (p == stop)
-                return dflt;
-            for (; p < stop; p++) {
-                uint64_t d = (uint64_t)(*p - '0');
-                if (*p < '0' || *p > '9' || v > (UINT64_MAX - d) / 10)
-                    return dflt;
-                v = v * 10 + d;
-            }
-            return v;
-        }
+        if ((size_t)(stop - q) > nlen && memcmp(q, name, nlen) == 0 && q[nlen] == '=')
+            return admin_parse_u64(q + nlen + 1, (size_t)(stop - q - nlen - 1), dflt);
         q = stop + 1;
     }
     return dflt;

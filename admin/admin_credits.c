@@ -10,28 +10,21 @@
 #include "policy/method.h"
 #include "pool/pool.h"
 
-static const char *const window_names[4] = {"second", "minute", "day", "month"};
-
-static uint64_t budget_of(const pool_credits_conf_t *c, int w)
-{
-    return w == 0 ? c->per_second : w == 1 ? c->per_minute : w == 2 ? c->per_day : c->per_month;
-}
-
 cJSON *admin_credits_json(const admin_ep_view_t *v, uint64_t now)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "profile", v->ep->cost_profile ? v->ep->cost_profile : "flat");
     cJSON_AddNumberToObject(o, "spent_total", (double)v->stats.credits_spent);
     cJSON *wins = cJSON_AddObjectToObject(o, "windows");
-    for (int w = 0; w < 4; w++) {
-        uint64_t budget = v->ep->has_credits ? budget_of(&v->ep->credits, w) : 0;
+    for (int w = 0; w < POOL_CREDIT_WINDOWS; w++) {
+        uint64_t budget = v->ep->has_credits ? pool_credit_budget(&v->ep->credits, w) : 0;
         if (budget == 0)
             continue;
         uint64_t start, end;
         pool_credit_window(w, now, v->ep->credits.month_reset_day, &start, &end);
         uint64_t spent = v->ledger[w].window_start_ms == start ? v->ledger[w].spent : 0;
         uint64_t left = budget > spent ? budget - spent : 0;
-        cJSON *x = cJSON_AddObjectToObject(wins, window_names[w]);
+        cJSON *x = cJSON_AddObjectToObject(wins, pool_credit_window_name(w));
         char iso[32];
         cJSON_AddNumberToObject(x, "budget", (double)budget);
         cJSON_AddNumberToObject(x, "spent", (double)spent);
@@ -43,7 +36,7 @@ cJSON *admin_credits_json(const admin_ep_view_t *v, uint64_t now)
         if (spent > 0 && elapsed_s > 0) {
             double seconds = (double)left / ((double)spent / elapsed_s);
             cJSON_AddNumberToObject(x, "exhausted_in_s", seconds);
-            cJSON_AddBoolToObject(x, "exhausted_before_reset", now + (uint64_t)(seconds * 1000) < end);
+            cJSON_AddBoolToObject(x, "exhausted_before_reset", seconds * 1000.0 < (double)(end - now));
         } else {
             cJSON_AddNullToObject(x, "exhausted_in_s");
         }
@@ -89,15 +82,15 @@ void admin_credits_metrics(admin_t *a, sl_buf_t *b, const admin_ep_view_t *v, si
     for (size_t i = 0; i < n; i++) {
         if (!v[i].ep->has_credits)
             continue;
-        for (int w = 0; w < 4; w++) {
-            uint64_t budget = budget_of(&v[i].ep->credits, w);
+        for (int w = 0; w < POOL_CREDIT_WINDOWS; w++) {
+            uint64_t budget = pool_credit_budget(&v[i].ep->credits, w);
             if (budget == 0)
                 continue;
             uint64_t start, end;
             pool_credit_window(w, now, v[i].ep->credits.month_reset_day, &start, &end);
             uint64_t spent = v[i].ledger[w].window_start_ms == start ? v[i].ledger[w].spent : 0;
             sl_buf_printf(b, "sluice_credits_remaining{network=\"%s\",endpoint=\"%s\",window=\"%s\"} %llu\n",
-                          v[i].net->name, v[i].ep->id, window_names[w],
+                          v[i].net->name, v[i].ep->id, pool_credit_window_name(w),
                           (unsigned long long)(budget > spent ? budget - spent : 0));
         }
     }

@@ -31,7 +31,7 @@ static cJSON *breaker_json(const admin_ep_view_t *v, uint64_t now)
         cJSON_AddNumberToObject(b, "probe_in_ms", end > now ? (double)(end - now) : 0);
     }
     if (v->rec.breaker != POLICY_BREAKER_CLOSED)
-        cJSON_AddNumberToObject(b, "open_for_ms", (double)(now - v->rec.opened_at_ms));
+        cJSON_AddNumberToObject(b, "open_for_ms", now > v->rec.opened_at_ms ? (double)(now - v->rec.opened_at_ms) : 0);
     cJSON *t = cJSON_AddObjectToObject(b, "transitions");
     for (int s = 0; s < POLICY_BREAKER_STATE_COUNT; s++)
         cJSON_AddNumberToObject(t, policy_breaker_state_name((policy_breaker_state_t)s), (double)v->rec.transitions[s]);

@@ -18,8 +18,8 @@
 #define FEED_DEFAULT_LIMIT 100
 #define FEED_MAX_LIMIT 1000
 #define STREAM_BATCH 100
-#define STREAM_TICK_MS 100
 #define HEARTBEAT_DEFAULT_MS 15000
+#define STREAM_BACKLOG_MAX (64 * 1024)
 
 cJSON *admin_event_json(const state_event_t *ev)
 {
@@ -101,6 +101,9 @@ static void stream_poll(stream_t *s)
 {
     state_event_t evs[STREAM_BATCH];
     size_t n = 0;
+    /* a subscriber that stopped reading: events wait in LMDB, not here */
+    if (s->in_flight && s->pending.len >= STREAM_BACKLOG_MAX)
+        return;
     if (state_events_read(s->a->conf.state, s->last_seq, evs, STREAM_BATCH, &n) == SL_OK) {
         for (size_t i = 0; i < n; i++) {
             cJSON *o = admin_event_json(&evs[i]);
@@ -163,18 +166,14 @@ int admin_route_stream(admin_t *a, h2o_req_t *req)
     s->req = req;
     s->tick.cb = on_stream_tick;
     s->heartbeat_ms = admin_query_u64(req, "heartbeat_ms", HEARTBEAT_DEFAULT_MS);
+    /* a new subscriber starts from now, unless it asks for history; a
+     * reconnecting one resumes after its Last-Event-ID (junk: from now) */
+    uint64_t now_seq = state_events_last_seq(a->conf.state);
     ssize_t h = h2o_find_header_by_str(&req->headers, H2O_STRLIT("last-event-id"), -1);
-    if (h >= 0) {
-        char tmp[24];
-        h2o_iovec_t v = req->headers.entries[h].value;
-        size_t n = v.len < sizeof(tmp) - 1 ? v.len : sizeof(tmp) - 1;
-        memcpy(tmp, v.base, n);
-        tmp[n] = '\0';
-        s->last_seq = strtoull(tmp, NULL, 10);
-    } else {
-        /* a new subscriber starts from now, unless it asks for history */
-        s->last_seq = admin_query_u64(req, "since", state_events_last_seq(a->conf.state));
-    }
+    if (h >= 0)
+        s->last_seq = admin_parse_u64(req->headers.entries[h].value.base, req->headers.entries[h].value.len, now_seq);
+    else
+        s->last_seq = admin_query_u64(req, "since", now_seq);
     req->res.status = 200;
     req->res.reason = "OK";
     h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, H2O_STRLIT("text/event-stream"));

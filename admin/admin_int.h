@@ -6,6 +6,7 @@
 
 #include "admin/admin.h"
 #include "base/sl_buf.h"
+#include "pool/pool.h"
 #include "state/state_record.h"
 
 struct admin {
@@ -29,10 +30,9 @@ typedef struct admin_ep_view {
     int position;                 /* 1-based place in the plan, 0 if excluded */
     state_stats_rec_t ranked;     /* the freshest worker's ranking fields */
     int has_ranked;
-    state_ledger_rec_t ledger[4]; /* credit windows: second, minute, day, month */
+    state_ledger_rec_t ledger[POOL_CREDIT_WINDOWS];
     uint64_t *per_method;         /* (methods + 1) x 3: requests, credits, refusals, merged */
     size_t nmethods;
-    admin_t *admin;
 } admin_ep_view_t;
 
 /* Collects every endpoint of every network (in config order) into a new
@@ -49,6 +49,8 @@ int admin_send_text(h2o_req_t *req, int status, const char *content_type, const 
 void admin_iso_time(uint64_t ms, char out[32]);
 /* A query parameter's value as an unsigned number, or dflt. */
 uint64_t admin_query_u64(h2o_req_t *req, const char *name, uint64_t dflt);
+/* p[0..n) as a decimal u64; dflt if empty, not all digits or too large. */
+uint64_t admin_parse_u64(const char *p, size_t n, uint64_t dflt);
 
 /* Route handlers. */
 int admin_route_endpoints(admin_t *a, h2o_req_t *req);

@@ -35,7 +35,7 @@ static void merge_stats(admin_ep_view_t *v, const state_stats_rec_t *s, uint64_t
     v->stats.credits_spent += s->credits_spent;
     if (s->max_inflight_seen > v->stats.max_inflight_seen)
         v->stats.max_inflight_seen = s->max_inflight_seen;
-    if (now - s->updated_ms < INFLIGHT_FRESH_MS)
+    if (now >= s->updated_ms && now - s->updated_ms < INFLIGHT_FRESH_MS)
         v->inflight += s->inflight;
     *ewma_weighted += (double)s->ewma_us * (double)s->attempts;
     if (!v->has_ranked || s->updated_ms > v->ranked.updated_ms) {
@@ -66,6 +66,18 @@ static double p90_ms(const state_stats_rec_t *s)
     return 0;
 }
 
+/* 1 if a budget window of the endpoint is spent (the workers skip it). */
+static int credits_out(const admin_ep_view_t *v, uint64_t now)
+{
+    for (int w = 0; v->ep->has_credits && w < POOL_CREDIT_WINDOWS; w++) {
+        uint64_t budget = pool_credit_budget(&v->ep->credits, w), start, end;
+        pool_credit_window(w, now, v->ep->credits.month_reset_day, &start, &end);
+        if (budget != 0 && v->ledger[w].window_start_ms == start && v->ledger[w].spent >= budget)
+            return 1;
+    }
+    return 0;
+}
+
 static void view_one(admin_t *a, admin_ep_view_t *v, uint64_t now)
 {
     char key[160];
@@ -90,9 +102,8 @@ static void view_one(admin_t *a, admin_ep_view_t *v, uint64_t now)
                 v->per_method[k] += rec->v[k];
     }
     free(rec);
-    static const char *const windows[4] = {"second", "minute", "day", "month"};
-    for (int w = 0; w < 4; w++) {
-        snprintf(key, sizeof(key), "%s/%s/%s", v->net->name, v->ep->id, windows[w]);
+    for (int w = 0; w < POOL_CREDIT_WINDOWS; w++) {
+        snprintf(key, sizeof(key), "%s/%s/%s", v->net->name, v->ep->id, pool_credit_window_name(w));
         if (state_budget_get(a->conf.state, STATE_BUDGET_LEDGERS, key, &v->ledger[w]) != SL_OK)
             memset(&v->ledger[w], 0, sizeof(v->ledger[w]));
     }
@@ -103,6 +114,8 @@ static void view_one(admin_t *a, admin_ep_view_t *v, uint64_t now)
         v->excluded = "drained";
     else if (v->rec.rate_limited_until_ms > now)
         v->excluded = "rate limited";
+    else if (credits_out(v, now))
+        v->excluded = "out of credits";
     v->usable = v->excluded == NULL;
 }
 
@@ -118,13 +131,12 @@ admin_ep_view_t *admin_view_collect(admin_t *a, size_t *n)
     for (size_t i = 0; i < a->conf.nnetworks; i++) {
         int position = 0;
         for (size_t e = 0; e < a->conf.networks[i].nendpoints; e++, k++) {
-            v[k].admin = a;
             v[k].net = &a->conf.networks[i];
             v[k].ep = &a->conf.networks[i].endpoints[e];
             if (snapshot)
                 view_one(a, &v[k], now);
             else
-                v[k].usable = 1;
+                v[k].excluded = "shared state unreadable (see the log)"; /* /readyz says 503 */
             /* the workers' own plan position when they published one */
             if (v[k].has_ranked)
                 v[k].position = v[k].usable ? (int)v[k].ranked.rank : 0;

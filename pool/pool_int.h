@@ -79,7 +79,6 @@ struct pool_conn {
 
 enum { POOL_PROBE_NONE, POOL_PROBE_HEALTH, POOL_PROBE_BREAKER };
 
-#define POOL_CREDIT_WINDOWS 4      /* second, minute, day, month */
 #define POOL_CREDIT_LOW_PCT 10     /* budget_low when this share of a window is left */
 
 /* This worker's lease on an endpoint's credit budget (pool_credit.c). */
@@ -260,8 +259,6 @@ void pool_credit_init(pool_endpoint_t *ep);
 /* Takes cost from ep's budget: 1 if it may be spent, 0 if the endpoint lacks
  * credits (*retry_ms: until the earliest window turns over). */
 int pool_credit_take(pool_endpoint_t *ep, policy_cost_t cost, uint64_t *retry_ms);
-uint64_t pool_credit_budget(const pool_credits_conf_t *c, int w);
-const char *pool_credit_window_name(int w);
 
 /* pool_delay.c */
 void pool_delay_init(pool_t *pool);

@@ -2,10 +2,16 @@
  *
  * The master opens it first (creating the folder and the schema record);
  * each worker opens its own handle after fork (MDB_NOTLS). Named databases:
- *   meta       schema version, next event sequence
+ *   meta       schema version, next event sequence, "level/<network>" ->
+ *              state_network_rec_t (redundancy level)
  *   endpoints  "<network>/<endpoint>" -> state_endpoint_rec_t (breaker, drain, rate limit)
- *   stats      "<slot>/<network>/<endpoint>" -> state_stats_rec_t (one slot per worker)
+ *   stats      "<network>/<endpoint>/<slot>" -> state_stats_rec_t (one slot per worker);
+ *              "pm/<network>/<endpoint>/<slot>" and "req/<network>/<slot>" ->
+ *              state_counters_rec_t (per-method and per-request counters)
  *   events     big-endian u64 sequence -> state_event_t
+ *   pins       transaction id -> state_pin_rec_t (the endpoint that accepted it)
+ *   limits     client rate-limit cells (GCRA) -> state_cell_rec_t
+ *   ledgers    "<network>/<endpoint>/<window>" -> state_ledger_rec_t (credit budgets)
  * Write patterns (DESIGN.md §3): rare transitions go through
  * state_endpoint_update() (compare-and-set inside one write transaction, with
  * their events); hot counters are flushed per worker slot every ~100 ms;

@@ -120,6 +120,16 @@ test('SSE: live events, then resume from Last-Event-ID without missing one', asy
   assert.deepEqual(again.events.map((e) => e.event).filter((k) => k.startsWith('endpoint_')),
     ['endpoint_undrained', 'endpoint_drained']);
   again.close();
+  // a Last-Event-ID that is not a sequence number starts from now: no
+  // replay of the whole history, and not a stream stuck past the end
+  for (const junk of ['-1', 'abc', '18446744073709551616']) {
+    const j = await sseConnect(`${s.admin}/admin/events/stream`, { lastEventId: junk });
+    await adminPost(s, '/admin/endpoints/eth/b/undrain');
+    await waitFor(() => j.events.length >= 1, { what: `a live event after Last-Event-ID ${junk}` });
+    assert.equal(j.events[0].event, 'endpoint_undrained', junk);
+    j.close();
+    await adminPost(s, '/admin/endpoints/eth/b/drain');
+  }
 });
 
 test('SSE: many concurrent subscribers all get the event, and heartbeats flow', async () => {
