@@ -1,5 +1,6 @@
 #include "base/sl_buf.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,12 +70,14 @@ void sl_buf_reset(sl_buf_t *b)
 
 void sl_buf_reserve(sl_buf_t *b, size_t extra)
 {
+    if (extra > SIZE_MAX - b->len - 1)
+        abort(); /* no buffer can be that large: a caller's arithmetic went wrong */
     size_t need = b->len + extra + 1;
     if (need <= b->cap)
         return;
     size_t cap = b->cap ? b->cap : 64;
     while (cap < need)
-        cap *= 2;
+        cap = cap > SIZE_MAX / 2 ? need : cap * 2;
     b->base = sl_xrealloc(b->base, cap);
     b->cap = cap;
 }

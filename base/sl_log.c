@@ -91,6 +91,10 @@ void sl_log(sl_log_level_t level, const char *fmt, ...)
         sl_buf_append_json_str(&line, clean.base ? clean.base : "", clean.len);
         sl_buf_append_str(&line, "}\n");
     } else {
+        /* one message, one line: a newline inside cannot forge another */
+        for (size_t i = 0; i < clean.len; i++)
+            if ((unsigned char)clean.base[i] < 0x20)
+                clean.base[i] = ' ';
         sl_buf_printf(&line, "%s %s[%d] %-5s %s\n", ts, log_proc, (int)getpid(), level_names[level],
                       clean.base ? clean.base : "");
     }

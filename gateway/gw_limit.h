@@ -40,7 +40,8 @@ void gw_limit_destroy(gw_limit_t *l);
 void gw_limit_charge(gw_limit_t *l, const gw_tier_conf_t *tier, const char *identity, policy_bucket_t bucket,
                      uint32_t n, gw_limit_result_t *out);
 
-/* Storage failures that let calls through (fail open), for /metrics. */
+/* Storage failures that let calls through (fail open) in this worker; they
+ * are logged (at most every 10 s) and counted in the worker's exit line. */
 uint64_t gw_limit_failures(const gw_limit_t *l);
 
 #endif

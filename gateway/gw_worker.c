@@ -241,12 +241,17 @@ int gw_worker_main(const gw_worker_args_t *args)
         }
     }
     worker_drain(&w);
+    if (gw_limit_failures(w.limit) != 0)
+        sl_log_warn("rate limiter: %llu call(s) admitted without a check while shared state failed",
+                    (unsigned long long)gw_limit_failures(w.limit));
     sl_log_flush();
     gw_stats_flush(w.stats);
     if (w.handler->inflight == 0) /* else calls still reference the pool: just exit */
         pool_destroy(w.pool);
     else
         pool_close_idle(w.pool);
+    gw_limit_destroy(w.limit);
+    gw_stats_destroy(w.stats);
     state_close(w.state);
     return 0;
 }

@@ -35,8 +35,10 @@ static int key_is(const char *buf, policy_span_t key, const char *token, size_t 
 
 /* Folds a decoded key the way Go's encoding/json compares names: ASCII case,
  * plus the non-ASCII letters it folds onto ASCII ones (Kelvin sign -> k,
- * long s -> s, dotless and dotted I -> i). Writes at most cap-1 bytes; a byte
- * outside those stays as is (and so matches nothing). */
+ * long s -> s), and, stricter than Go, dotless and dotted I -> i (a key a
+ * Turkish-locale lowercasing could make is refused rather than guessed).
+ * Writes at most cap-1 bytes; a byte outside those stays as is (and so
+ * matches nothing). */
 static void go_fold(const char *in, char *out, size_t cap)
 {
     static const struct {

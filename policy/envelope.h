@@ -3,7 +3,7 @@
  * Upstream answers can be tens of megabytes (eth_getLogs); sluice never builds
  * a tree of them. The scan validates the whole input as strict RFC 8259 JSON
  * (strings with escapes and UTF-8, numbers, literals, nesting) in one pass,
- * skipping string contents with memchr, and records the byte ranges of the
+ * skipping plain string bytes 16 at a time (SSE2, or 8 with SWAR), and records the byte ranges of the
  * top-level members a gateway needs. Requests are scanned the same way, so
  * the exact bytes of each batch member and each id can be forwarded or
  * spliced without re-serialising a client's numbers.
@@ -53,10 +53,11 @@ typedef struct policy_envelope {
 /* Scans buf[0..len) that must hold exactly one JSON object (surrounding
  * whitespace allowed) and fills *out. A key written with escapes counts as the
  * key it decodes to; a key equal to one of the six only the way Go's
- * encoding/json compares names (another case, Kelvin sign, long s, dotless or
- * dotted I) makes the message SL_ERR_PARSE: a node might read it as that key. A second occurrence of any of the
- * six keys above is SL_ERR_PARSE: a message with two "result"s is not one a
- * gateway may pass on.
+ * encoding/json compares names (another case, Kelvin sign, long s), or with a
+ * dotless or dotted I (stricter than Go: refused rather than guessed), makes
+ * the message SL_ERR_PARSE: a node might read it as that key. A second
+ * occurrence of any of the six keys above is SL_ERR_PARSE: a message with two
+ * "result"s is not one a gateway may pass on.
  * Errors: SL_ERR_TRUNCATED (input ends inside a value), SL_ERR_TOO_DEEP,
  * SL_ERR_TOO_LARGE (len >= 4 GiB), SL_ERR_PARSE (anything else invalid,
  * including a valid JSON value that is not an object). */

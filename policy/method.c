@@ -52,9 +52,16 @@ static const policy_method_t eth_methods[] = {
     {"eth_newFilter", R, NORM, 0},
     {"eth_newPendingTransactionFilter", R, NORM, 0},
     {"eth_protocolVersion", R, NORM, 1, 1},
+    /* bundles, private and conditional sends, ERC-4337 user operations:
+     * broadcasts too, never sent twice */
+    {"eth_sendBundle", W, HIGH, 0},
+    {"eth_sendPrivateRawTransaction", W, HIGH, 0},
+    {"eth_sendPrivateTransaction", W, HIGH, 0},
     {"eth_sendRawTransaction", W, HIGH, 0},
+    {"eth_sendRawTransactionConditional", W, HIGH, 0},
     {"eth_sendRawTransactionSync", W, HIGH, 0},
     {"eth_sendTransaction", B, HIGH, 0},
+    {"eth_sendUserOperation", W, HIGH, 0},
     {"eth_sign", B, NORM, 0},
     {"eth_signTransaction", B, NORM, 0},
     {"eth_signTypedData", B, NORM, 0},
@@ -144,6 +151,7 @@ static const policy_method_t sol_methods[] = {
     {"requestAirdrop", W, NORM, 0},
     {"rootSubscribe", SUB, NORM, 0},
     {"rootUnsubscribe", SUB, NORM, 0},
+    {"sendBundle", W, HIGH, 0}, /* Jito */
     {"sendTransaction", W, HIGH, 0},
     {"signVote", B, NORM, 0},
     {"signatureSubscribe", SUB, NORM, 0},
@@ -175,6 +183,20 @@ static const struct {
 };
 
 static const policy_method_t unknown_method = {"", R, NORM, 1, 0};
+/* A method the table does not know whose name says it sends something
+ * ("eth_sendFoo", "sendFoo", "x_sendBar"): treated as a write, since
+ * re-sending a broadcast is the one mistake a gateway must not make. */
+static const policy_method_t unknown_send = {"", W, HIGH, 0, 0};
+
+static int sounds_like_send(const char *name, size_t len)
+{
+    if (len >= 4 && memcmp(name, "send", 4) == 0)
+        return 1;
+    for (size_t i = 0; i + 5 <= len; i++)
+        if (name[i] == '_' && memcmp(name + i + 1, "send", 4) == 0)
+            return 1;
+    return 0;
+}
 
 static const char *const class_names[POLICY_CLASS_COUNT] = {
     [POLICY_CLASS_READ] = "read",
@@ -198,6 +220,8 @@ static int name_cmp(const char *row, const char *name, size_t len)
 
 const policy_method_t *policy_method_lookup(policy_chain_t chain, const char *name, size_t len)
 {
+    if ((unsigned)chain >= POLICY_CHAIN_COUNT || len == 0)
+        return &unknown_method;
     const policy_method_t *rows = tables[chain].rows;
     size_t lo = 0, hi = tables[chain].count;
     while (lo < hi) {
@@ -210,7 +234,7 @@ const policy_method_t *policy_method_lookup(policy_chain_t chain, const char *na
         else
             hi = mid;
     }
-    return &unknown_method;
+    return sounds_like_send(name, len) ? &unknown_send : &unknown_method;
 }
 
 const policy_method_t *policy_method_lookup_in(const policy_method_t *overrides, size_t n, policy_chain_t chain,
@@ -252,7 +276,8 @@ const char *policy_priority_name(policy_priority_t p)
 
 const char *const *policy_method_default_blocked(policy_chain_t chain)
 {
-    return tables[chain].blocked;
+    static const char *const none[] = {NULL};
+    return (unsigned)chain < POLICY_CHAIN_COUNT ? tables[chain].blocked : none;
 }
 
 int policy_method_match(const char *const *patterns, size_t n, const char *name, size_t len)
@@ -277,6 +302,10 @@ const char *policy_method_class_name(policy_method_class_t cls)
 
 const policy_method_t *policy_method_table(policy_chain_t chain, size_t *count)
 {
+    if ((unsigned)chain >= POLICY_CHAIN_COUNT) {
+        *count = 0;
+        return NULL;
+    }
     *count = tables[chain].count;
     return tables[chain].rows;
 }

@@ -1,6 +1,6 @@
 /* policy/retry.h: how long to wait before another round over the endpoints.
  * Full jitter (AWS architecture blog, "Exponential Backoff And Jitter"): a
- * uniformly random wait in [0, min(max, base * 2^round)], so clients that
+ * uniformly random wait in [0, min(max, base * 2^(round - 1))], so clients that
  * failed together do not come back together. Pure: the caller passes rnd. */
 #ifndef POLICY_RETRY_H
 #define POLICY_RETRY_H

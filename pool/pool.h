@@ -36,7 +36,6 @@ typedef struct pool_call pool_call_t;
     X(CONNECT, 0, CONNECT, "connection refused or unreachable")                                       \
     X(CONNECT_TIMEOUT, POOL_FAIL_F_TIMEOUT, TIMEOUT, "connect timed out")                             \
     X(TLS, 0, CONNECT, "TLS handshake failed")                                                        \
-    X(BUSY, 0, OK, "endpoint at max_inflight")                                                        \
     X(RESET, POOL_FAIL_F_AMBIG, RESET, "connection closed before the answer was complete")            \
     X(FIRST_BYTE_TIMEOUT, POOL_FAIL_F_AMBIG | POOL_FAIL_F_TIMEOUT, TIMEOUT, "no answer within first_byte_ms") \
     X(ATTEMPT_TIMEOUT, POOL_FAIL_F_AMBIG | POOL_FAIL_F_TIMEOUT, TIMEOUT, "answer not complete within attempt_ms") \
@@ -146,8 +145,8 @@ const pool_network_conf_t *pool_network_conf(const pool_network_t *net);
 /* Starts sending items[0..n) through the network's plan; batch says whether
  * the client sent a batch (then the upstream gets one too). The callback runs
  * once, from the event loop, when every item is ANSWERED or FAILED; never
- * from inside pool_call_start. Returns the call handle, valid until the
- * callback returns or pool_call_cancel. */
+ * from inside pool_call_start. Returns the call handle, valid (its attempt
+ * log included) until pool_call_release or pool_call_cancel. */
 pool_call_t *pool_call_start(pool_network_t *net, pool_item_t *items, size_t n, int batch, pool_call_cb cb,
                              void *data);
 /* Stops a call (the client went away): open exchanges are closed, the

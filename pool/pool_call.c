@@ -59,15 +59,14 @@ static void on_deadline(h2o_timeout_entry_t *entry)
     call_finish(call);
 }
 
-/* Remembers why an endpoint is left out, for the answer when nothing is left. */
+/* Remembers when a rate-limited endpoint frees up: if nothing is left, the
+ * answer is a 429 whose Retry-After says when. */
 static void note_unusable(pool_call_t *call, pool_endpoint_t *ep, uint64_t now)
 {
     const state_endpoint_rec_t *r = &ep->health.shared;
     if (r->rate_limited_until_ms > now && r->breaker == POLICY_BREAKER_CLOSED && !r->drained) {
         if (call->rate_limited_until_ms == 0 || r->rate_limited_until_ms < call->rate_limited_until_ms)
             call->rate_limited_until_ms = r->rate_limited_until_ms;
-    } else {
-        call->saw_unusable = 1;
     }
 }
 
@@ -79,11 +78,7 @@ static int candidate(pool_call_t *call, size_t i, uint64_t now)
         return 0;
     if (!pool_health_usable(ep, now))
         return 0;
-    if (ep->inflight >= ep->max_inflight) {
-        call->saw_busy = 1;
-        return 0;
-    }
-    return 1;
+    return ep->inflight < ep->max_inflight;
 }
 
 /* The next endpoint to try, or -1: the pinned endpoint first (a confirmation

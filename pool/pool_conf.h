@@ -23,8 +23,8 @@ typedef enum pool_tier {
     POOL_TIER_FALLBACK,
 } pool_tier_t;
 
-/* A provider plan's credit budget (compute units). Accepted and validated by
- * gw_config now; accounting against it is later work. */
+/* A provider plan's credit budget, in its own units (pool/pool_credit.c
+ * accounts for it, shared by the workers in LMDB). */
 typedef struct pool_credits_conf {
     uint64_t per_second;      /* 0 = no limit in that window */
     uint64_t per_minute;

@@ -195,8 +195,6 @@ struct pool_call {
     uint32_t round;                   /* rounds over the endpoints so far (retries) */
     uint8_t no_retry[POOL_MAX_ENDPOINTS]; /* not in later rounds (said "unsupported") */
     pool_delay_t backoff;             /* the wait before the next round */
-    int saw_busy;                     /* an endpoint was skipped at max_inflight */
-    int saw_unusable;                 /* ... skipped for an open breaker or a drain */
     uint64_t rate_limited_until_ms;   /* ... skipped as rate-limited: the earliest end */
     sl_buf_t req;                     /* upstream body when it is not the client's bytes */
     sl_buf_t verify_req;              /* the by-hash check of a "nonce too low" */

@@ -133,8 +133,13 @@ static int claim_cb(void *arg, state_endpoint_rec_t *rec, int exists, state_even
 
 static int claim(pool_endpoint_t *ep, uint64_t now, int takeover)
 {
-    claim_ctx_t c = {now, ep->net->conf->ranking.probe_interval_ms, ep->net->conf->breaker.probe_timeout_ms, takeover,
-                     {0}};
+    /* a probe still within its attempt deadline is never taken over: one
+     * probe at a time, whatever the two settings say */
+    const pool_network_conf_t *conf = ep->net->conf;
+    uint32_t stale_ms = conf->breaker.probe_timeout_ms;
+    if (stale_ms <= conf->timeouts.attempt_ms)
+        stale_ms = conf->timeouts.attempt_ms + 1000;
+    claim_ctx_t c = {now, conf->ranking.probe_interval_ms, stale_ms, takeover, {0}};
     int changed = 0;
     if (state_endpoint_update(ep->net->pool->state, ep->health.key, claim_cb, &c, &changed) != SL_OK || !changed)
         return 0;

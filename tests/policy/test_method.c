@@ -143,9 +143,18 @@ Test(method, lookup)
          POLICY_PRIO_NORMAL, 1},
         {POLICY_CHAIN_SOLANA, "accountSubscribe", 0, "accountSubscribe", POLICY_CLASS_SUBSCRIBE, POLICY_PRIO_NORMAL, 0},
         {POLICY_CHAIN_SOLANA, "voteUnsubscribe", 0, "voteUnsubscribe", POLICY_CLASS_SUBSCRIBE, POLICY_PRIO_NORMAL, 0},
-        /* the other chain's names are unknown */
-        {POLICY_CHAIN_SOLANA, "eth_sendRawTransaction", 0, "", POLICY_CLASS_READ, POLICY_PRIO_NORMAL, 1},
-        {POLICY_CHAIN_ETHEREUM, "sendTransaction", 0, "", POLICY_CLASS_READ, POLICY_PRIO_NORMAL, 1},
+        {POLICY_CHAIN_ETHEREUM, "eth_sendBundle", 0, "eth_sendBundle", POLICY_CLASS_WRITE, POLICY_PRIO_HIGH, 0},
+        {POLICY_CHAIN_ETHEREUM, "eth_sendUserOperation", 0, "eth_sendUserOperation", POLICY_CLASS_WRITE,
+         POLICY_PRIO_HIGH, 0},
+        {POLICY_CHAIN_SOLANA, "sendBundle", 0, "sendBundle", POLICY_CLASS_WRITE, POLICY_PRIO_HIGH, 0},
+        /* the other chain's names are unknown; an unknown name that says it
+         * sends is an unnamed write (never re-sent) */
+        {POLICY_CHAIN_SOLANA, "eth_sendRawTransaction", 0, "", POLICY_CLASS_WRITE, POLICY_PRIO_HIGH, 0},
+        {POLICY_CHAIN_ETHEREUM, "sendTransaction", 0, "", POLICY_CLASS_WRITE, POLICY_PRIO_HIGH, 0},
+        {POLICY_CHAIN_ETHEREUM, "eth_sendSomethingNew", 0, "", POLICY_CLASS_WRITE, POLICY_PRIO_HIGH, 0},
+        {POLICY_CHAIN_ETHEREUM, "mev_sendBetaBundle", 0, "", POLICY_CLASS_WRITE, POLICY_PRIO_HIGH, 0},
+        {POLICY_CHAIN_ETHEREUM, "eth_resend", 0, "", POLICY_CLASS_READ, POLICY_PRIO_NORMAL, 1},
+        {POLICY_CHAIN_ETHEREUM, "eth_getSender", 0, "", POLICY_CLASS_READ, POLICY_PRIO_NORMAL, 1},
         /* unknown: a retry-safe READ of NORMAL priority, named "" */
         {POLICY_CHAIN_ETHEREUM, "eth_nope", 0, "", POLICY_CLASS_READ, POLICY_PRIO_NORMAL, 1},
         {POLICY_CHAIN_ETHEREUM, "", 0, "", POLICY_CLASS_READ, POLICY_PRIO_NORMAL, 1},
@@ -158,7 +167,7 @@ Test(method, lookup)
         {POLICY_CHAIN_ETHEREUM, "eth_sendRawTransactionSync", 22, "eth_sendRawTransaction", POLICY_CLASS_WRITE,
          POLICY_PRIO_HIGH, 0},
         {POLICY_CHAIN_ETHEREUM, "eth_getBlockByNumber", 12, "", POLICY_CLASS_READ, POLICY_PRIO_NORMAL, 1},
-        {POLICY_CHAIN_ETHEREUM, "eth_sendRawTransaction", 21, "", POLICY_CLASS_READ, POLICY_PRIO_NORMAL, 1},
+        {POLICY_CHAIN_ETHEREUM, "eth_sendRawTransaction", 21, "", POLICY_CLASS_WRITE, POLICY_PRIO_HIGH, 0},
         {POLICY_CHAIN_ETHEREUM, "eth_subscribe", 4, "", POLICY_CLASS_READ, POLICY_PRIO_NORMAL, 1},
         {POLICY_CHAIN_SOLANA, "getBlocksWithLimit", 9, "getBlocks", POLICY_CLASS_READ, POLICY_PRIO_LOW, 1},
         {POLICY_CHAIN_SOLANA, "getBlocksWithLimit", 8, "getBlock", POLICY_CLASS_READ, POLICY_PRIO_LOW, 1},
