@@ -3,7 +3,7 @@
 # interleaved rounds, plus worker RSS under 1,000 keep-alive clients and two failure cases
 # (a refused first endpoint, a rate-limited first endpoint). See tests/bench/README.md.
 #
-# usage: tests/bench/run.sh [--quick] [--build] [--out DIR] [--phases main,refused,429,rss]
+# usage: tests/bench/run.sh [--quick] [--build] [--out DIR] [--phases main,features,refused,429,rss]
 #   BENCH_SECONDS (5)  BENCH_ROUNDS (5)  BENCH_LOGS (45: eth_getLogs answer of ~20 KB)
 #   BENCH_RSS_CONNS (1000)  BENCH_RSS_SECONDS (6)  BENCH_SERVER_CPU (0)  BENCH_WRK_CPU (1)
 #   SLUICE_BIN, FAKEPROVIDER_BIN (default build/…)
