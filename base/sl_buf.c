@@ -124,15 +124,24 @@ void sl_buf_printf(sl_buf_t *b, const char *fmt, ...)
     va_end(ap);
 }
 
-void sl_buf_append_u64(sl_buf_t *b, uint64_t v)
+size_t sl_u64_str(char out[SL_U64_STR_MAX], uint64_t v)
 {
-    char tmp[24];
+    char tmp[SL_U64_STR_MAX];
     size_t i = sizeof(tmp);
     do {
         tmp[--i] = (char)('0' + v % 10);
         v /= 10;
     } while (v);
-    sl_buf_append(b, tmp + i, sizeof(tmp) - i);
+    size_t n = sizeof(tmp) - i;
+    memcpy(out, tmp + i, n);
+    out[n] = '\0';
+    return n;
+}
+
+void sl_buf_append_u64(sl_buf_t *b, uint64_t v)
+{
+    char tmp[SL_U64_STR_MAX];
+    sl_buf_append(b, tmp, sl_u64_str(tmp, v));
 }
 
 /* Length of the valid UTF-8 sequence at s (1..4), or 0 if it is not one. */

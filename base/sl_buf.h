@@ -28,6 +28,10 @@ void sl_buf_append_char(sl_buf_t *b, char c);
 void sl_buf_printf(sl_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sl_buf_vprintf(sl_buf_t *b, const char *fmt, va_list ap);
 void sl_buf_append_u64(sl_buf_t *b, uint64_t v);
+/* Writes v in decimal to out, NUL-terminated; returns its length. For hot
+ * paths (header values, Content-Length): no printf machinery. */
+#define SL_U64_STR_MAX 21
+size_t sl_u64_str(char out[SL_U64_STR_MAX], uint64_t v);
 /* Appends s as a JSON string literal, quotes included; control bytes and
  * invalid UTF-8 are escaped so the output is always valid JSON. */
 void sl_buf_append_json_str(sl_buf_t *b, const char *s, size_t n);

@@ -1,5 +1,7 @@
 #include "base/sl_http.h"
 
+#include "base/sl_buf.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -39,9 +41,11 @@ void sl_http_header(h2o_req_t *req, const char *name, const char *value)
 
 void sl_http_header_u64(h2o_req_t *req, const char *name, uint64_t value)
 {
-    char buf[24];
-    snprintf(buf, sizeof(buf), "%llu", (unsigned long long)value);
-    sl_http_header(req, name, buf);
+    /* formatted straight into the request's pool; the name (a literal) is
+     * not looked up among h2o's tokens: one header of several per answer */
+    char *buf = h2o_mem_alloc_pool(&req->pool, SL_U64_STR_MAX);
+    size_t n = sl_u64_str(buf, value);
+    h2o_add_header_by_str(&req->pool, &req->res.headers, name, strlen(name), 0, NULL, buf, n);
 }
 
 void sl_http_send(h2o_req_t *req, int status, const char *content_type, const char *body, size_t len)

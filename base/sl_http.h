@@ -11,8 +11,8 @@
 /* The standard reason phrase of an HTTP status ("OK", "Not Found"). */
 const char *sl_http_reason(int status);
 
-/* Adds a response header; name must be a string literal or live as long as
- * the request, value is copied into the request's pool. */
+/* Adds a response header; name must be a lower-case string literal (or live
+ * as long as the request), value is copied into the request's pool. */
 void sl_http_header(h2o_req_t *req, const char *name, const char *value);
 void sl_http_header_u64(h2o_req_t *req, const char *name, uint64_t value);
 

@@ -127,18 +127,30 @@ static policy_bucket_t choose_bucket(const gw_rpc_request_t *rpc)
     return POLICY_BUCKET_READ;
 }
 
+/* "key:<name>" or "ip:<address>": whose limit a call counts against. */
+static void caller_identity(gw_req_t *g, char *out, size_t cap)
+{
+    char ip[64];
+    const char *prefix = g->key != NULL ? "key:" : "ip:";
+    const char *who = ip;
+    if (g->key != NULL)
+        who = g->key->name;
+    else
+        gw_identity_client_ip(g->req, g->h->cfg, ip);
+    size_t p = strlen(prefix), w = strnlen(who, cap - p - 1);
+    memcpy(out, prefix, p);
+    memcpy(out + p, who, w);
+    out[p + w] = '\0';
+}
+
 /* Charges the caller; returns 0 after answering 429 when over its limit. */
 static int admit(gw_req_t *g, const char *body)
 {
-    char ident[96], ip[64];
-    if (g->key != NULL) {
-        snprintf(ident, sizeof(ident), "key:%s", g->key->name);
-    } else {
-        gw_identity_client_ip(g->req, g->h->cfg, ip);
-        snprintf(ident, sizeof(ident), "ip:%s", ip);
-    }
+    char ident[96] = "";
     uint32_t n = g->rpc.kind == GW_RPC_REJECT ? 1 : (uint32_t)g->rpc.nmembers;
     const gw_tier_conf_t *tier = gw_identity_tier(g->h->cfg, g->key);
+    if (tier != NULL)
+        caller_identity(g, ident, sizeof(ident));
     gw_limit_charge(g->h->limit, tier, ident, choose_bucket(&g->rpc), n, &g->limit);
     if (g->limit.allowed)
         return 1;

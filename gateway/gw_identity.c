@@ -6,6 +6,8 @@
 #include <openssl/sha.h>
 #include <string.h>
 
+#include "base/sl_buf.h"
+
 int gw_identity_is_key(const char *seg, size_t len)
 {
     return len >= 3 && memcmp(seg, GW_KEY_PREFIX, 3) == 0;
@@ -67,13 +69,26 @@ static int in_cidrs(const char *addr, char *const *cidrs, size_t n)
     return 0;
 }
 
+/* Dotted quad without inet_ntop's sprintf: this runs for every call that a
+ * per-IP limit applies to. */
+static void ipv4_str(const struct in_addr *a, char out[64])
+{
+    const unsigned char *b = (const unsigned char *)&a->s_addr;
+    size_t n = 0;
+    for (int i = 0; i < 4; i++) {
+        if (i > 0)
+            out[n++] = '.';
+        n += sl_u64_str(out + n, b[i]);
+    }
+}
+
 static void peer_ip(h2o_req_t *req, char out[64])
 {
     struct sockaddr_storage ss;
     out[0] = '\0';
     socklen_t len = req->conn->callbacks->get_peername(req->conn, (struct sockaddr *)&ss);
     if (len != 0 && ss.ss_family == AF_INET)
-        inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, out, 64);
+        ipv4_str(&((struct sockaddr_in *)&ss)->sin_addr, out);
     else if (len != 0 && ss.ss_family == AF_INET6)
         inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, out, 64);
 }

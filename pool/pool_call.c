@@ -269,7 +269,9 @@ static int take_credits(pool_call_t *call, int ep)
         e->health.dirty = 1;
         for (size_t i = 0; i < call->nsent; i++) {
             const pool_item_t *it = &call->items[call->sent[i]];
-            policy_cost_t one = policy_cost_of(e->credit.profile, call->net->conf->chain, NULL, 0, names[i], lens[i]);
+            policy_cost_t one = call->nsent == 1 && !call->batch
+                                    ? cost /* a single call is its own request */
+                                    : policy_cost_of(e->credit.profile, call->net->conf->chain, NULL, 0, names[i], lens[i]);
             pool_method_count(e, it->method, POOL_MC_REQUESTS, 1);
             pool_method_count(e, it->method, POOL_MC_CREDITS, one.billed);
         }

@@ -331,7 +331,9 @@ pool_fail_t pool_exchange_start(pool_exchange_t *ex, pool_endpoint_t *ep, const 
     ex->attempt_timer.cb = on_attempt_timeout;
     ex->started_us = sl_now_us();
     ex->bufs[0] = h2o_iovec_init(ep->prefix.base, ep->prefix.len);
-    ex->bufs[1] = h2o_iovec_init(ex->clen, (size_t)snprintf(ex->clen, sizeof(ex->clen), "%zu\r\n\r\n", len));
+    size_t n = sl_u64_str(ex->clen, len);
+    memcpy(ex->clen + n, "\r\n\r\n", 5);
+    ex->bufs[1] = h2o_iovec_init(ex->clen, n + 4);
     ex->bufs[2] = h2o_iovec_init(body, len);
 
     pool_fail_t fail = POOL_FAIL_NONE;

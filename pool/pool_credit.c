@@ -128,9 +128,8 @@ static int lease_cb(void *arg, void *recs, size_t nrecs, state_event_t *events, 
 /* 1 if this worker's lease of window w still covers cost. */
 static int local_covers(const pool_endpoint_t *ep, int w, policy_cost_t cost, uint64_t now)
 {
-    uint64_t start, end;
-    pool_credit_window(w, now, ep->conf->credits.month_reset_day, &start, &end);
-    return ep->credit.window_start[w] == start && ep->credit.remaining[w] >= units(cost, w);
+    const pool_credit_t *cr = &ep->credit;
+    return now >= cr->window_start[w] && now < cr->window_end[w] && cr->remaining[w] >= units(cost, w);
 }
 
 /* Leases, from the ledger, every window whose local lease falls short (the
@@ -160,6 +159,7 @@ static int lease(pool_endpoint_t *ep, policy_cost_t cost, uint64_t now, uint64_t
         pool_credit_window(w, now, ep->conf->credits.month_reset_day, &start, &end);
         cr->remaining[w] = (cr->window_start[w] == start ? cr->remaining[w] : 0) + c.grant[i];
         cr->window_start[w] = start;
+        cr->window_end[w] = end;
     }
     return 1;
 }

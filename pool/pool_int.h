@@ -86,7 +86,8 @@ typedef struct pool_credit {
     const policy_cost_profile_t *profile;
     int active;                   /* the endpoint has a budget */
     char key[POOL_CREDIT_WINDOWS][128];
-    uint64_t window_start[POOL_CREDIT_WINDOWS]; /* the window the lease belongs to */
+    uint64_t window_start[POOL_CREDIT_WINDOWS]; /* the window the lease belongs to ... */
+    uint64_t window_end[POOL_CREDIT_WINDOWS];   /* ... and its end (no calendar math per call) */
     uint64_t remaining[POOL_CREDIT_WINDOWS];    /* leased, not yet spent */
     uint64_t lacking_until_ms;    /* the ledger said no: skip the endpoint until then */
 } pool_credit_t;
