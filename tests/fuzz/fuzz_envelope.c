@@ -294,9 +294,40 @@ static size_t ref_decoded_len(const uint8_t *p, size_t n, int *nul)
     return len;
 }
 
+/* Folds a decoded name by code point: ASCII upper case to lower, and the
+ * four non-ASCII letters that fold onto ASCII ones (U+212A Kelvin -> k,
+ * U+017F long s -> s, U+0130 and U+0131 -> i); any other code point is kept
+ * as U+FFFD-like 0xff so it matches nothing. out holds strlen(s) + 1. */
+static void ref_fold(const char *s, char *out)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t o = 0;
+    while (*p) {
+        uint32_t cp;
+        size_t n = *p < 0x80 ? 1 : *p < 0xe0 ? 2 : *p < 0xf0 ? 3 : 4;
+        cp = n == 1 ? *p : n == 2 ? *p & 0x1f : n == 3 ? *p & 0x0f : *p & 0x07;
+        for (size_t i = 1; i < n; i++) {
+            if (p[i] == 0) { /* cut sequence (cJSON passes bytes through): stop at the end */
+                n = i;
+                cp = 0xfffd;
+                break;
+            }
+            cp = cp << 6 | (p[i] & 0x3f);
+        }
+        p += n;
+        if (cp >= 'A' && cp <= 'Z')
+            out[o++] = (char)(cp + 32);
+        else if (cp < 0x80)
+            out[o++] = (char)cp;
+        else
+            out[o++] = cp == 0x212a ? 'k' : cp == 0x17f ? 's' : cp == 0x130 || cp == 0x131 ? 'i' : (char)0xff;
+    }
+    out[o] = 0;
+}
+
 /* The lead's rule for envelope keys: the raw token, else the decoded name if
- * it is at most 15 bytes; a NUL in it or a match ignoring ASCII case only
- * makes the message ambiguous. */
+ * it is at most 15 bytes; a NUL in it, or a match after folding (ASCII case
+ * and the four letters of ref_fold) only, makes the message ambiguous. */
 #define REF_AMBIGUOUS ((policy_span_t *)(void *)1)
 static policy_span_t *ref_slot(policy_envelope_t *env, const uint8_t *key, size_t n)
 {
@@ -313,13 +344,11 @@ static policy_span_t *ref_slot(policy_envelope_t *env, const uint8_t *key, size_
     cJSON *cj = cJSON_ParseWithLength((const char *)key, n);
     CHECK(cj && cJSON_IsString(cj));
     policy_span_t *slot = NULL;
-    for (int i = 0; i < 6 && !slot; i++) {
-        size_t k = 0, len = strlen(names[i]);
-        while (k < len && cj->valuestring[k] && (cj->valuestring[k] | 0x20) == names[i][k])
-            k++;
-        if (k == len && cj->valuestring[k] == 0)
+    char folded[64];
+    ref_fold(cj->valuestring, folded);
+    for (int i = 0; i < 6 && !slot; i++)
+        if (strcmp(folded, names[i]) == 0)
             slot = strcmp(cj->valuestring, names[i]) == 0 ? slots[i] : REF_AMBIGUOUS;
-    }
     cJSON_Delete(cj);
     return slot;
 }
