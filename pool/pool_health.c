@@ -312,34 +312,53 @@ void pool_method_count(pool_endpoint_t *ep, const policy_method_t *m, int what, 
     h->per_method_dirty = 1;
 }
 
+/* Counters are written in batches of FLUSH_BATCH records (one LMDB write
+ * transaction each), so any number of endpoints is flushed. */
+#define FLUSH_BATCH 256
+
+static void put_per_method(pool_t *pool, const char **keys, const state_counters_rec_t **recs, size_t n)
+{
+    if (n > 0 && state_counters_put(pool->state, keys, recs, n) != SL_OK)
+        sl_log_warn("state: could not flush per-method counters");
+}
+
 static void flush_per_method(pool_t *pool)
 {
-    const char *keys[256];
-    const state_counters_rec_t *recs[256];
+    const char *keys[FLUSH_BATCH];
+    const state_counters_rec_t *recs[FLUSH_BATCH];
     size_t n = 0;
     for (size_t k = 0; k < pool->nnetworks; k++)
-        for (size_t i = 0; i < pool->networks[k].nendpoints && n < 256; i++) {
+        for (size_t i = 0; i < pool->networks[k].nendpoints; i++) {
             pool_health_t *h = &pool->networks[k].endpoints[i].health;
             if (!h->per_method_dirty || h->per_method == NULL)
                 continue;
             keys[n] = h->per_method_key;
             recs[n++] = h->per_method;
             h->per_method_dirty = 0;
+            if (n == FLUSH_BATCH) {
+                put_per_method(pool, keys, recs, n);
+                n = 0;
+            }
         }
-    if (n > 0 && state_counters_put(pool->state, keys, recs, n) != SL_OK)
-        sl_log_warn("state: could not flush per-method counters");
+    put_per_method(pool, keys, recs, n);
+}
+
+static void put_stats(pool_t *pool, const char **keys, const state_stats_rec_t *recs, size_t n)
+{
+    if (n > 0 && state_stats_put(pool->state, keys, recs, n) != SL_OK)
+        sl_log_warn("state: could not flush this worker's counters (kept in memory, retried)");
 }
 
 static void flush_stats(pool_t *pool)
 {
     flush_per_method(pool);
-    const char *keys[256];
-    state_stats_rec_t recs[256];
+    const char *keys[FLUSH_BATCH];
+    state_stats_rec_t recs[FLUSH_BATCH];
     size_t n = 0;
     uint64_t now = sl_wall_ms();
     for (size_t k = 0; k < pool->nnetworks; k++) {
         pool_network_t *net = &pool->networks[k];
-        for (size_t i = 0; i < net->nendpoints && n < 256; i++) {
+        for (size_t i = 0; i < net->nendpoints; i++) {
             pool_endpoint_t *ep = &net->endpoints[i];
             pool_health_t *h = &ep->health;
             if (!h->dirty && h->stats.inflight == ep->inflight)
@@ -350,10 +369,13 @@ static void flush_stats(pool_t *pool)
             keys[n] = h->stats_key;
             recs[n++] = h->stats;
             h->dirty = 0;
+            if (n == FLUSH_BATCH) {
+                put_stats(pool, keys, recs, n);
+                n = 0;
+            }
         }
     }
-    if (n > 0 && state_stats_put(pool->state, keys, recs, n) != SL_OK)
-        sl_log_warn("state: could not flush this worker's counters (kept in memory, retried)");
+    put_stats(pool, keys, recs, n);
 }
 
 static void on_tick(h2o_timeout_entry_t *entry)

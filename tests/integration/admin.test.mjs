@@ -52,6 +52,23 @@ test('GET /admin/endpoints: one object per endpoint, merged across workers, URLs
   assert.equal(b.requests, 0);
 });
 
+test('more than 256 endpoints: the last ones\' counters reach the admin view too', async () => {
+  const a = await startFake({ name: 'a' });
+  started.push(a);
+  const networks = {};
+  const many = (prefix, n) => Array.from({ length: n }, (_, i) => ({ id: `${prefix}${i}`, url: a.url }));
+  for (const net of ['n1', 'n2', 'n3', 'n4']) networks[net] = { lines: ['ranking: { probe_interval_ms: 0 }'], endpoints: many('e', 64) };
+  networks.last = { lines: ['ranking: { probe_interval_ms: 0 }'], endpoints: many('z', 2) }; // the 257th and 258th
+  const s = await startSluice({ workers: 1, networks });
+  started.push(s);
+  for (let i = 0; i < 5; i++) assert.equal((await post(s.url('last'), call('eth_chainId', [], i))).status, 200);
+  await sleep(300); // counters are flushed every ~100 ms
+  const view = (await adminGet(s, '/admin/endpoints')).json;
+  assert.equal(view.length, 4 * 64 + 2);
+  const last = view.filter((e) => e.network === 'last');
+  assert.equal(last.reduce((n, e) => n + e.requests, 0), 5, JSON.stringify(last.map((e) => [e.id, e.requests])));
+});
+
 test('drain and undrain: no traffic while drained, events, survives in shared state', async () => {
   const { a, b, s } = await twoEndpoints();
   let r = await adminPost(s, '/admin/endpoints/eth/a/drain');
