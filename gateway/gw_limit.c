@@ -66,11 +66,15 @@ uint64_t gw_limit_failures(const gw_limit_t *l)
     return l->failures;
 }
 
-/* The tier's limit per window for this bucket (0 = none). */
+/* The tier's limit per window for this bucket (0 = none). The cells count in
+ * whole µs, so a window holds at most one call per µs of it: the limit is
+ * capped there, and the headers say what is enforced. */
 static uint32_t window_limit(const gw_limit_t *l, const gw_tier_conf_t *tier, policy_bucket_t bucket, int w)
 {
     uint32_t base = w == 0 ? tier->limits.per_second : w == 1 ? tier->limits.per_minute : tier->limits.per_day;
     uint64_t v = (uint64_t)base * (bucket == POLICY_BUCKET_READ ? l->cfg->server.read_multiplier : 1);
+    if (v > windows[w].window_us)
+        v = windows[w].window_us;
     return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
 }
 

@@ -72,6 +72,16 @@ test('headers are coherent: Remaining falls, Reset counts down, Window and Bucke
   assert.ok(Number(H(later, 'reset')) < reset || later.status === 200, 'Reset counts down');
 });
 
+test('a limit past one call per microsecond is capped there, and the headers say so', async () => {
+  const { s } = await limited('{ anonymous: { per_second: 4000000000 }, pro: { per_second: 100 }, basic: { per_second: 7 } }', '', 1);
+  for (const body of [STD(), call('eth_chainId')]) {
+    const r = await post(s.url('eth'), body);
+    assert.equal(r.status, 200);
+    assert.equal(H(r, 'limit'), '1000000');
+    assert.ok(Number(H(r, 'remaining')) < 1000000, `remaining ${H(r, 'remaining')}`);
+  }
+});
+
 test('the read bucket admits about 10x for cheap reads; eth_call and mixed batches go to standard', async () => {
   const { s } = await limited('{ anonymous: { per_minute: 3 }, pro: { per_second: 100 }, basic: { per_second: 7 } }', '', 1);
   let ok = 0;
