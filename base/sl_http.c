@@ -36,13 +36,16 @@ const char *sl_http_reason(int status)
 void sl_http_header(h2o_req_t *req, const char *name, const char *value)
 {
     h2o_iovec_t v = h2o_strdup(&req->pool, value, SIZE_MAX);
-    h2o_add_header_by_str(&req->pool, &req->res.headers, name, strlen(name), 1, NULL, v.base, v.len);
+    h2o_add_header_by_str(&req->pool, &req->res.headers, name, strlen(name), 0, NULL, v.base, v.len);
+}
+
+void sl_http_header_static(h2o_req_t *req, const char *name, const char *value)
+{
+    h2o_add_header_by_str(&req->pool, &req->res.headers, name, strlen(name), 0, NULL, value, strlen(value));
 }
 
 void sl_http_header_u64(h2o_req_t *req, const char *name, uint64_t value)
 {
-    /* formatted straight into the request's pool; the name (a literal) is
-     * not looked up among h2o's tokens: one header of several per answer */
     char *buf = h2o_mem_alloc_pool(&req->pool, SL_U64_STR_MAX);
     size_t n = sl_u64_str(buf, value);
     h2o_add_header_by_str(&req->pool, &req->res.headers, name, strlen(name), 0, NULL, buf, n);

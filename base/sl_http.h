@@ -12,8 +12,11 @@
 const char *sl_http_reason(int status);
 
 /* Adds a response header; name must be a lower-case string literal (or live
- * as long as the request), value is copied into the request's pool. */
+ * as long as the request) and is not looked up among h2o's tokens. The value
+ * is copied into the request's pool, formatted there (_u64), or, for _static,
+ * must itself be a string literal. */
 void sl_http_header(h2o_req_t *req, const char *name, const char *value);
+void sl_http_header_static(h2o_req_t *req, const char *name, const char *value);
 void sl_http_header_u64(h2o_req_t *req, const char *name, uint64_t value);
 
 /* Sends status with body[0..len) (not copied: it must live until the request

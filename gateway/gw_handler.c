@@ -54,6 +54,8 @@ static void send_reply(gw_req_t *g)
 {
     gw_reply_t *r = &g->reply;
     h2o_req_t *req = g->req;
+    /* room for every header below at once, instead of growing 4, 8, 16 */
+    h2o_vector_reserve(&req->pool, &req->res.headers, req->res.headers.size + 16);
     if (r->endpoints[0] != '\0')
         sl_http_header(req, "x-sluice-endpoint", r->endpoints);
     if (g->call != NULL)
@@ -65,7 +67,7 @@ static void send_reply(gw_req_t *g)
         sl_http_header_u64(req, "x-ratelimit-remaining", g->limit.remaining);
         sl_http_header_u64(req, "x-ratelimit-reset", g->limit.reset_s);
         sl_http_header_u64(req, "x-ratelimit-window", g->limit.window_s);
-        sl_http_header(req, "x-ratelimit-bucket", policy_bucket_name(g->limit.bucket));
+        sl_http_header_static(req, "x-ratelimit-bucket", policy_bucket_name(g->limit.bucket));
     }
     gw_cors_headers(req, g->h->cfg);
     if (g->h->cfg->server.access_log)

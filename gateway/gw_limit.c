@@ -12,7 +12,7 @@
 #define NWINDOWS 3
 #define TABLE_SIZE 4096           /* local lease entries per worker (a power of 2) */
 #define LEASE_TTL_US 1000000      /* leased calls not spent within a second are dropped */
-#define LEASE_MAX 256             /* calls per lease, at most (1/20 of the smallest limit below that) */
+#define LEASE_MAX 1024            /* calls per lease, at most (1/20 of the smallest limit below that) */
 
 static const struct {
     const char *name;

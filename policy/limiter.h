@@ -50,6 +50,7 @@ typedef enum policy_bucket {
     POLICY_BUCKET_COUNT
 } policy_bucket_t;
 
+/* "standard", "read" ("unknown" out of range): a string literal. */
 const char *policy_bucket_name(policy_bucket_t b);
 
 #endif
