@@ -313,48 +313,60 @@ void pool_method_count(pool_endpoint_t *ep, const policy_method_t *m, int what, 
 }
 
 /* Counters are written in batches of FLUSH_BATCH records (one LMDB write
- * transaction each), so any number of endpoints is flushed. */
+ * transaction each), so any number of endpoints is flushed. A batch that
+ * could not be written stays dirty and goes with the next flush. */
 #define FLUSH_BATCH 256
 
-static void put_per_method(pool_t *pool, const char **keys, const state_counters_rec_t **recs, size_t n)
+typedef struct flush_batch {
+    const char *keys[FLUSH_BATCH];
+    pool_health_t *owners[FLUSH_BATCH];
+    const state_counters_rec_t *per_method[FLUSH_BATCH];
+    state_stats_rec_t stats[FLUSH_BATCH];
+    size_t n;
+} flush_batch_t;
+
+static void put_per_method(pool_t *pool, flush_batch_t *b)
 {
-    if (n > 0 && state_counters_put(pool->state, keys, recs, n) != SL_OK)
-        sl_log_warn("state: could not flush per-method counters");
+    if (b->n > 0 && state_counters_put(pool->state, b->keys, b->per_method, b->n) != SL_OK) {
+        sl_log_warn("state: could not flush per-method counters (kept in memory, retried)");
+        for (size_t i = 0; i < b->n; i++)
+            b->owners[i]->per_method_dirty = 1;
+    }
+    b->n = 0;
 }
 
-static void flush_per_method(pool_t *pool)
+static void flush_per_method(pool_t *pool, flush_batch_t *b)
 {
-    const char *keys[FLUSH_BATCH];
-    const state_counters_rec_t *recs[FLUSH_BATCH];
-    size_t n = 0;
     for (size_t k = 0; k < pool->nnetworks; k++)
         for (size_t i = 0; i < pool->networks[k].nendpoints; i++) {
             pool_health_t *h = &pool->networks[k].endpoints[i].health;
             if (!h->per_method_dirty || h->per_method == NULL)
                 continue;
-            keys[n] = h->per_method_key;
-            recs[n++] = h->per_method;
+            b->keys[b->n] = h->per_method_key;
+            b->owners[b->n] = h;
+            b->per_method[b->n++] = h->per_method;
             h->per_method_dirty = 0;
-            if (n == FLUSH_BATCH) {
-                put_per_method(pool, keys, recs, n);
-                n = 0;
-            }
+            if (b->n == FLUSH_BATCH)
+                put_per_method(pool, b);
         }
-    put_per_method(pool, keys, recs, n);
+    put_per_method(pool, b);
 }
 
-static void put_stats(pool_t *pool, const char **keys, const state_stats_rec_t *recs, size_t n)
+static void put_stats(pool_t *pool, flush_batch_t *b)
 {
-    if (n > 0 && state_stats_put(pool->state, keys, recs, n) != SL_OK)
+    if (b->n > 0 && state_stats_put(pool->state, b->keys, b->stats, b->n) != SL_OK) {
         sl_log_warn("state: could not flush this worker's counters (kept in memory, retried)");
+        for (size_t i = 0; i < b->n; i++)
+            b->owners[i]->dirty = 1;
+    }
+    b->n = 0;
 }
 
 static void flush_stats(pool_t *pool)
 {
-    flush_per_method(pool);
-    const char *keys[FLUSH_BATCH];
-    state_stats_rec_t recs[FLUSH_BATCH];
-    size_t n = 0;
+    flush_batch_t b; /* on the stack, as the records were before batching */
+    b.n = 0;
+    flush_per_method(pool, &b);
     uint64_t now = sl_wall_ms();
     for (size_t k = 0; k < pool->nnetworks; k++) {
         pool_network_t *net = &pool->networks[k];
@@ -366,16 +378,15 @@ static void flush_stats(pool_t *pool)
             h->stats.pid = (uint32_t)getpid();
             h->stats.updated_ms = now;
             h->stats.inflight = ep->inflight;
-            keys[n] = h->stats_key;
-            recs[n++] = h->stats;
+            b.keys[b.n] = h->stats_key;
+            b.owners[b.n] = h;
+            b.stats[b.n++] = h->stats;
             h->dirty = 0;
-            if (n == FLUSH_BATCH) {
-                put_stats(pool, keys, recs, n);
-                n = 0;
-            }
+            if (b.n == FLUSH_BATCH)
+                put_stats(pool, &b);
         }
     }
-    put_stats(pool, keys, recs, n);
+    put_stats(pool, &b);
 }
 
 static void on_tick(h2o_timeout_entry_t *entry)
