@@ -126,15 +126,26 @@ void sl_buf_printf(sl_buf_t *b, const char *fmt, ...)
 
 size_t sl_u64_str(char out[SL_U64_STR_MAX], uint64_t v)
 {
-    char tmp[SL_U64_STR_MAX];
-    size_t i = sizeof(tmp);
-    do {
-        tmp[--i] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    size_t n = sizeof(tmp) - i;
-    memcpy(out, tmp + i, n);
-    out[n] = '\0';
+    static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                                "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                                "8081828384858687888990919293949596979899";
+    size_t n = 1;
+    for (uint64_t t = v; t >= 10 && n < 20; n++)
+        t /= 10;
+    char *p = out + n;
+    *p = '\0';
+    while (v >= 100) {
+        size_t i = (size_t)(v % 100) * 2;
+        v /= 100;
+        *--p = pairs[i + 1];
+        *--p = pairs[i];
+    }
+    if (v >= 10) {
+        *--p = pairs[v * 2 + 1];
+        *--p = pairs[v * 2];
+    } else {
+        *--p = (char)('0' + v);
+    }
     return n;
 }
 

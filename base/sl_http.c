@@ -39,18 +39,6 @@ void sl_http_header(h2o_req_t *req, const char *name, const char *value)
     h2o_add_header_by_str(&req->pool, &req->res.headers, name, strlen(name), 0, NULL, v.base, v.len);
 }
 
-void sl_http_header_static(h2o_req_t *req, const char *name, const char *value)
-{
-    h2o_add_header_by_str(&req->pool, &req->res.headers, name, strlen(name), 0, NULL, value, strlen(value));
-}
-
-void sl_http_header_u64(h2o_req_t *req, const char *name, uint64_t value)
-{
-    char *buf = h2o_mem_alloc_pool(&req->pool, SL_U64_STR_MAX);
-    size_t n = sl_u64_str(buf, value);
-    h2o_add_header_by_str(&req->pool, &req->res.headers, name, strlen(name), 0, NULL, buf, n);
-}
-
 void sl_http_send(h2o_req_t *req, int status, const char *content_type, const char *body, size_t len)
 {
     static h2o_generator_t generator = {NULL, NULL};

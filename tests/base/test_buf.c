@@ -267,6 +267,37 @@ Test(buf, u64)
     sl_buf_dispose(&all);
 }
 
+/* Every length from 1 to 20 digits, both sides of each power of ten, and a
+ * million pseudo-random values of every magnitude, against snprintf. */
+static void expect_u64_str(uint64_t v)
+{
+    char got[SL_U64_STR_MAX + 1], want[32];
+    memset(got, 'x', sizeof(got));
+    size_t n = sl_u64_str(got, v);
+    int wn = snprintf(want, sizeof(want), "%llu", (unsigned long long)v);
+    cr_assert_eq(n, (size_t)wn, "length of %s", want);
+    cr_assert_str_eq(got, want);
+    cr_assert_eq(got[SL_U64_STR_MAX], 'x', "wrote past SL_U64_STR_MAX for %s", want);
+}
+
+Test(buf, u64_str_matches_snprintf)
+{
+    uint64_t p = 1;
+    for (int d = 0; d < 20; d++, p *= 10) {
+        expect_u64_str(p);
+        expect_u64_str(p - 1);
+        expect_u64_str(p + 1);
+        expect_u64_str(p * 5);
+    }
+    expect_u64_str(UINT64_MAX);
+    expect_u64_str(UINT64_MAX - 1);
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < 1000000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* xorshift64 */
+        expect_u64_str(x >> (i % 64));
+    }
+}
+
 Test(buf, steal)
 {
     sl_buf_t b = SL_BUF_INIT;
