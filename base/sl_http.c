@@ -33,12 +33,6 @@ const char *sl_http_reason(int status)
     return "Unknown";
 }
 
-void sl_http_header(h2o_req_t *req, const char *name, const char *value)
-{
-    h2o_iovec_t v = h2o_strdup(&req->pool, value, SIZE_MAX);
-    h2o_add_header_by_str(&req->pool, &req->res.headers, name, strlen(name), 0, NULL, v.base, v.len);
-}
-
 void sl_http_send(h2o_req_t *req, int status, const char *content_type, const char *body, size_t len)
 {
     static h2o_generator_t generator = {NULL, NULL};

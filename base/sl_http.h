@@ -14,23 +14,24 @@
 /* The standard reason phrase of an HTTP status ("OK", "Not Found"). */
 const char *sl_http_reason(int status);
 
-/* Adds a response header; name must be a lower-case string literal (or live
- * as long as the request) and is not looked up among h2o's tokens. The value
- * is copied into the request's pool, formatted there (_u64), or, for _static,
- * must itself be a string literal. */
-void sl_http_header(h2o_req_t *req, const char *name, const char *value);
-
-/* Inline, so the length of a literal name (and value) is known when compiled. */
-static inline void sl_http_header_static(h2o_req_t *req, const char *name, const char *value)
+/* Response headers name themselves with a static h2o_iovec_t, the way h2o's
+ * own tokens do, so nothing is looked up or allocated for the name:
+ *     static h2o_iovec_t name = {H2O_STRLIT("x-ratelimit-limit")};
+ * _iov takes a value that lives as long as the request (a literal, or memory
+ * of its pool); _u64 formats the number into the pool. */
+static inline void sl_http_header_iov(h2o_req_t *req, h2o_iovec_t *name, const char *value, size_t len)
 {
-    h2o_add_header_by_str(&req->pool, &req->res.headers, name, strlen(name), 0, NULL, value, strlen(value));
+    h2o_vector_reserve(&req->pool, &req->res.headers, req->res.headers.size + 1);
+    h2o_header_t *h = req->res.headers.entries + req->res.headers.size++;
+    h->name = name;
+    h->orig_name = NULL;
+    h->value = h2o_iovec_init(value, len);
 }
 
-static inline void sl_http_header_u64(h2o_req_t *req, const char *name, uint64_t value)
+static inline void sl_http_header_u64(h2o_req_t *req, h2o_iovec_t *name, uint64_t value)
 {
     char *buf = h2o_mem_alloc_pool(&req->pool, SL_U64_STR_MAX);
-    size_t n = sl_u64_str(buf, value);
-    h2o_add_header_by_str(&req->pool, &req->res.headers, name, strlen(name), 0, NULL, buf, n);
+    sl_http_header_iov(req, name, buf, sl_u64_str(buf, value));
 }
 
 /* Sends status with body[0..len) (not copied: it must live until the request

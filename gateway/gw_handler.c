@@ -50,24 +50,37 @@ static void *pool_alloc(void *ctx, size_t size)
     return h2o_mem_alloc_pool((h2o_mem_pool_t *)ctx, size);
 }
 
+/* The names of the headers every answer carries (see sl_http_header_iov). */
+static h2o_iovec_t hdr_endpoint = {H2O_STRLIT("x-sluice-endpoint")};
+static h2o_iovec_t hdr_attempts = {H2O_STRLIT("x-sluice-attempts")};
+static h2o_iovec_t hdr_retry_after = {H2O_STRLIT("retry-after")};
+static h2o_iovec_t hdr_rl_limit = {H2O_STRLIT("x-ratelimit-limit")};
+static h2o_iovec_t hdr_rl_remaining = {H2O_STRLIT("x-ratelimit-remaining")};
+static h2o_iovec_t hdr_rl_reset = {H2O_STRLIT("x-ratelimit-reset")};
+static h2o_iovec_t hdr_rl_window = {H2O_STRLIT("x-ratelimit-window")};
+static h2o_iovec_t hdr_rl_bucket = {H2O_STRLIT("x-ratelimit-bucket")};
+
 static void send_reply(gw_req_t *g)
 {
     gw_reply_t *r = &g->reply;
     h2o_req_t *req = g->req;
     /* room for every header below at once, instead of growing 4, 8, 16 */
     h2o_vector_reserve(&req->pool, &req->res.headers, req->res.headers.size + 16);
-    if (r->endpoints[0] != '\0')
-        sl_http_header(req, "x-sluice-endpoint", r->endpoints);
+    if (r->endpoints[0] != '\0') {
+        h2o_iovec_t ids = h2o_strdup(&req->pool, r->endpoints, SIZE_MAX);
+        sl_http_header_iov(req, &hdr_endpoint, ids.base, ids.len);
+    }
     if (g->call != NULL)
-        sl_http_header_u64(req, "x-sluice-attempts", pool_call_attempts(g->call));
+        sl_http_header_u64(req, &hdr_attempts, pool_call_attempts(g->call));
     if (r->retry_after_s != 0)
-        sl_http_header_u64(req, "retry-after", r->retry_after_s);
+        sl_http_header_u64(req, &hdr_retry_after, r->retry_after_s);
     if (g->limit.limited) {
-        sl_http_header_u64(req, "x-ratelimit-limit", g->limit.limit);
-        sl_http_header_u64(req, "x-ratelimit-remaining", g->limit.remaining);
-        sl_http_header_u64(req, "x-ratelimit-reset", g->limit.reset_s);
-        sl_http_header_u64(req, "x-ratelimit-window", g->limit.window_s);
-        sl_http_header_static(req, "x-ratelimit-bucket", policy_bucket_name(g->limit.bucket));
+        const char *bucket = policy_bucket_name(g->limit.bucket); /* a literal */
+        sl_http_header_u64(req, &hdr_rl_limit, g->limit.limit);
+        sl_http_header_u64(req, &hdr_rl_remaining, g->limit.remaining);
+        sl_http_header_u64(req, &hdr_rl_reset, g->limit.reset_s);
+        sl_http_header_u64(req, &hdr_rl_window, g->limit.window_s);
+        sl_http_header_iov(req, &hdr_rl_bucket, bucket, strlen(bucket));
     }
     gw_cors_headers(req, g->h->cfg);
     if (g->h->cfg->server.access_log)
