@@ -18,6 +18,8 @@ fuzz_seconds=${SLUICE_FUZZ_SECONDS:-60}
 step() { printf '\n=== %s (%s)\n' "$*" "$(date -u +%H:%M:%S)"; }
 
 step "dependencies"
+# every optional-looking tool is installed below: tests must not skip for want of one
+export SLUICE_REQUIRE_ALL=1
 deploy/install-deps.sh
 (cd tests && npm ci --no-audit --no-fund --loglevel=error)
 

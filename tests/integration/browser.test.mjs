@@ -30,6 +30,14 @@ function findChromium() {
   return null;
 }
 const CHROMIUM = findChromium();
+// tests/run-all.sh installs chromium and sets SLUICE_REQUIRE_ALL: there a
+// missing browser is a failure, not a skip (a run by hand may skip).
+function needChromium(t) {
+  if (CHROMIUM) return true;
+  if (process.env.SLUICE_REQUIRE_ALL === '1') assert.fail('chromium is not installed (deploy/install-deps.sh installs it)');
+  t.skip('chromium is not installed');
+  return false;
+}
 
 // The page: one cross-origin POST with Content-Type application/json (not a
 // "simple" request, so the browser sends an OPTIONS preflight first), then
@@ -136,7 +144,7 @@ async function fake() {
 }
 
 test('default CORS (*): a page on another origin reads every rate-limit header and the result', async (t) => {
-  if (!CHROMIUM) { t.skip('chromium is not installed'); return; }
+  if (!needChromium(t)) return;
   const a = await fake();
   const s = await gateway({
     workers: 2,
@@ -169,7 +177,7 @@ test('default CORS (*): a page on another origin reads every rate-limit header a
 });
 
 test('origin allowlist: the listed origin reads the headers; another origin cannot, and its POST never leaves the browser', async (t) => {
-  if (!CHROMIUM) { t.skip('chromium is not installed'); return; }
+  if (!needChromium(t)) return;
   const a = await fake();
   const allowed = await pageServer(), denied = await pageServer();
   // renderConfig already emits server:, so this variant uses a config string

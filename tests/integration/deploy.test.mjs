@@ -17,6 +17,8 @@ for (const cfg of ['deploy/config/example.yaml', 'deploy/config/compose.yaml']) 
 test('docker-compose validates deploy/docker-compose.yml', (t) => {
   const probe = spawnSync('docker-compose', ['version'], { encoding: 'utf8' });
   if (probe.error) {
+    // under tests/run-all.sh (which installs it) a missing tool fails; by hand it may skip
+    assert.notEqual(process.env.SLUICE_REQUIRE_ALL, '1', 'docker-compose is not installed');
     t.skip('docker-compose is not installed (deploy/install-deps.sh installs it)');
     return;
   }

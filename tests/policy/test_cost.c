@@ -178,6 +178,11 @@ static const doc_case_t doc_cases[] = {
     {"helius", SOL, "getMultipleAccounts", 1, 1},
     {"helius", SOL, "getLatestBlockhash", 1, 1},
     {"helius", SOL, "getSlot", 1, 1},
+    /* no table for the chain: the profile's default for every call (README) */
+    {"helius", ETH, "eth_getLogs", 1, 1},
+    {"helius", ETH, "eth_call", 1, 1},
+    {"alchemy", SOL, "getProgramAccounts", 20, 20},
+    {"alchemy", SOL, "getSlot", 20, 20},
     {"helius", SOL, "simulateTransaction", 1, 1},
     {"helius", SOL, "getProgramAccounts", 10, 10},
     {"helius", SOL, "getSignatureStatuses", 1, 1},
