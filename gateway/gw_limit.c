@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 
 #include "base/sl_buf.h"
 #include "base/sl_log.h"
@@ -36,13 +35,6 @@ struct gw_limit {
     uint64_t failures;
     uint64_t last_fail_log_us;
 };
-
-static uint64_t wall_us(void)
-{
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    return (uint64_t)tv.tv_sec * 1000000 + (uint64_t)tv.tv_usec;
-}
 
 gw_limit_t *gw_limit_create(const gw_config_t *cfg, state_t *st)
 {
@@ -220,7 +212,7 @@ void gw_limit_charge(gw_limit_t *l, const gw_tier_conf_t *tier, const char *iden
     if (tier == NULL || (tier->limits.per_second | tier->limits.per_minute | tier->limits.per_day) == 0)
         return;
     out->limited = 1;
-    uint64_t now = wall_us();
+    uint64_t now = sl_wall_us();
     lease_t *e = find(l, identity, bucket);
     int got;
     if (now < e->blocked_until_us) {

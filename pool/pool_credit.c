@@ -13,7 +13,6 @@
  * skipped by the plan, before any request is sent. */
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "base/sl_log.h"
 #include "base/sl_time.h"
@@ -67,19 +66,15 @@ typedef struct lease_ctx {
     int win[POOL_CREDIT_WINDOWS];   /* record index -> window */
     size_t n;
     uint64_t grant[POOL_CREDIT_WINDOWS];
+    uint64_t start[POOL_CREDIT_WINDOWS], end[POOL_CREDIT_WINDOWS]; /* of each record's window */
     uint64_t retry_ms;              /* lacking: until the earliest short window turns over */
 } lease_ctx_t;
 
 static void budget_event(lease_ctx_t *c, state_event_t *ev, state_event_kind_t kind, int w, uint64_t left,
                          uint64_t budget)
 {
-    memset(ev, 0, sizeof(*ev));
-    ev->ts_ms = c->now;
-    ev->kind = (uint8_t)kind;
-    ev->pid = (uint32_t)getpid();
+    pool_event_init(ev, kind, c->ep, c->now);
     ev->count = left;
-    snprintf(ev->network, sizeof(ev->network), "%s", c->ep->net->conf->name);
-    snprintf(ev->endpoint, sizeof(ev->endpoint), "%s", c->ep->conf->id);
     snprintf(ev->reason, sizeof(ev->reason), "%s budget: %llu of %llu credits left", window_names[w],
              (unsigned long long)left, (unsigned long long)budget);
 }
@@ -92,8 +87,9 @@ static int lease_cb(void *arg, void *recs, size_t nrecs, state_event_t *events, 
     const pool_credits_conf_t *conf = &c->ep->conf->credits;
     for (size_t i = 0; i < nrecs; i++) {
         int w = c->win[i];
-        uint64_t start, end, budget = pool_credit_budget(conf, w), need = units(c->cost, w);
-        pool_credit_window(w, c->now, conf->month_reset_day, &start, &end);
+        uint64_t budget = pool_credit_budget(conf, w), need = units(c->cost, w);
+        pool_credit_window(w, c->now, conf->month_reset_day, &c->start[i], &c->end[i]);
+        uint64_t start = c->start[i], end = c->end[i];
         if (led[i].window_start_ms != start)
             led[i] = (state_ledger_rec_t){start, 0, 0, 0};
         uint64_t left = budget > led[i].spent ? budget - led[i].spent : 0;
@@ -138,7 +134,7 @@ static int local_covers(const pool_endpoint_t *ep, int w, policy_cost_t cost, ui
 static int lease(pool_endpoint_t *ep, policy_cost_t cost, uint64_t now, uint64_t *retry_ms)
 {
     pool_credit_t *cr = &ep->credit;
-    lease_ctx_t c = {ep, cost, now, {0}, 0, {0}, 0};
+    lease_ctx_t c = {.ep = ep, .cost = cost, .now = now};
     const char *keys[POOL_CREDIT_WINDOWS];
     for (int w = 0; w < POOL_CREDIT_WINDOWS; w++) {
         if (pool_credit_budget(&ep->conf->credits, w) == 0 || local_covers(ep, w, cost, now))
@@ -155,11 +151,9 @@ static int lease(pool_endpoint_t *ep, policy_cost_t cost, uint64_t now, uint64_t
         }
     for (size_t i = 0; i < c.n; i++) {
         int w = c.win[i];
-        uint64_t start, end;
-        pool_credit_window(w, now, ep->conf->credits.month_reset_day, &start, &end);
-        cr->remaining[w] = (cr->window_start[w] == start ? cr->remaining[w] : 0) + c.grant[i];
-        cr->window_start[w] = start;
-        cr->window_end[w] = end;
+        cr->remaining[w] = (cr->window_start[w] == c.start[i] ? cr->remaining[w] : 0) + c.grant[i];
+        cr->window_start[w] = c.start[i];
+        cr->window_end[w] = c.end[i];
     }
     return 1;
 }

@@ -20,7 +20,7 @@
 
 enum { LEVEL_DOWN = 0, LEVEL_LOW = 1, LEVEL_OK = 2 };
 
-static void event_init(state_event_t *ev, state_event_kind_t kind, const pool_endpoint_t *ep, uint64_t now)
+void pool_event_init(state_event_t *ev, state_event_kind_t kind, const pool_endpoint_t *ep, uint64_t now)
 {
     memset(ev, 0, sizeof(*ev));
     ev->ts_ms = now;
@@ -65,7 +65,7 @@ static int level_cb(void *arg, const state_endpoint_rec_t *recs, size_t n, state
                                                        : STATE_EVENT_NETWORK_UP;
     if (now_level == LEVEL_LOW && before == LEVEL_DOWN)
         kind = STATE_EVENT_NETWORK_UP;
-    event_init(&events[0], kind, &pseudo, c->now);
+    pool_event_init(&events[0], kind, &pseudo, c->now);
     events[0].count = usable;
     snprintf(events[0].reason, sizeof(events[0].reason), "%zu of %zu endpoints usable", usable, n);
     *nevents = 1;
@@ -130,7 +130,7 @@ static int breaker_cb(void *arg, state_endpoint_rec_t *rec, int exists, state_ev
     rec->probe_pid = c->to == POLICY_BREAKER_HALF_OPEN ? (uint32_t)getpid() : 0;
     rec->probe_at_ms = c->to == POLICY_BREAKER_HALF_OPEN ? c->now : 0;
     state_event_t *ev = &events[0];
-    event_init(ev, entered_event[c->to], ep, c->now);
+    pool_event_init(ev, entered_event[c->to], ep, c->now);
     ev->from = (uint8_t)c->from;
     ev->to = (uint8_t)c->to;
     snprintf(ev->reason, sizeof(ev->reason), "%s", c->reason);
@@ -243,7 +243,7 @@ static int rate_cb(void *arg, state_endpoint_rec_t *rec, int exists, state_event
     rec->rate_limited_until_ms = c->until;
     c->result = *rec;
     if (!was_limited) {
-        event_init(&events[0], STATE_EVENT_ENDPOINT_RATE_LIMITED, c->ep, c->now);
+        pool_event_init(&events[0], STATE_EVENT_ENDPOINT_RATE_LIMITED, c->ep, c->now);
         events[0].duration_ms = c->until - c->now;
         snprintf(events[0].reason, sizeof(events[0].reason), "rate limited for %llu ms",
                  (unsigned long long)(c->until - c->now));
