@@ -10,6 +10,14 @@
 #include "policy/method.h"
 #include "pool/pool.h"
 
+/* What the ledger says window w of v's endpoint spent, 0 if its record is of
+ * an earlier window; *start and *end get the window that holds now. */
+static uint64_t window_spent(const admin_ep_view_t *v, int w, uint64_t now, uint64_t *start, uint64_t *end)
+{
+    pool_credit_window(w, now, v->ep->credits.month_reset_day, start, end);
+    return v->ledger[w].window_start_ms == *start ? v->ledger[w].spent : 0;
+}
+
 cJSON *admin_credits_json(const admin_ep_view_t *v, uint64_t now)
 {
     cJSON *o = cJSON_CreateObject();
@@ -20,9 +28,7 @@ cJSON *admin_credits_json(const admin_ep_view_t *v, uint64_t now)
         uint64_t budget = v->ep->has_credits ? pool_credit_budget(&v->ep->credits, w) : 0;
         if (budget == 0)
             continue;
-        uint64_t start, end;
-        pool_credit_window(w, now, v->ep->credits.month_reset_day, &start, &end);
-        uint64_t spent = v->ledger[w].window_start_ms == start ? v->ledger[w].spent : 0;
+        uint64_t start, end, spent = window_spent(v, w, now, &start, &end);
         uint64_t left = budget > spent ? budget - spent : 0;
         cJSON *x = cJSON_AddObjectToObject(wins, pool_credit_window_name(w));
         char iso[32];
@@ -86,9 +92,7 @@ void admin_credits_metrics(admin_t *a, sl_buf_t *b, const admin_ep_view_t *v, si
             uint64_t budget = pool_credit_budget(&v[i].ep->credits, w);
             if (budget == 0)
                 continue;
-            uint64_t start, end;
-            pool_credit_window(w, now, v[i].ep->credits.month_reset_day, &start, &end);
-            uint64_t spent = v[i].ledger[w].window_start_ms == start ? v[i].ledger[w].spent : 0;
+            uint64_t start, end, spent = window_spent(&v[i], w, now, &start, &end);
             sl_buf_printf(b, "sluice_credits_remaining{network=\"%s\",endpoint=\"%s\",window=\"%s\"} %llu\n",
                           v[i].net->name, v[i].ep->id, pool_credit_window_name(w),
                           (unsigned long long)(budget > spent ? budget - spent : 0));

@@ -362,9 +362,13 @@ static void section_keys(gw_cfg_t *c, yaml_node_t *n, void *target)
     }
 }
 
-/* Checks that need more than one section: keys name configured tiers. */
+/* Checks that need more than one section: keys name configured tiers, which
+ * are resolved here (and the anonymous tier) so no call looks them up. */
 static void check_keys(gw_cfg_t *c, gw_config_t *cfg)
 {
+    for (size_t t = 0; t < cfg->ntiers; t++)
+        if (strcmp(cfg->tiers[t].name, "anonymous") == 0)
+            cfg->anonymous_tier = &cfg->tiers[t];
     for (size_t i = 0; i < cfg->nkeys; i++) {
         gw_key_conf_t *k = &cfg->keys[i];
         size_t mark = gw_cfg_push(c, "keys");
@@ -372,6 +376,7 @@ static void check_keys(gw_cfg_t *c, gw_config_t *cfg)
         size_t t = 0;
         while (k->tier != NULL && t < cfg->ntiers && strcmp(cfg->tiers[t].name, k->tier) != 0)
             t++;
+        k->tier_conf = t < cfg->ntiers ? &cfg->tiers[t] : NULL;
         if (k->tier != NULL && t == cfg->ntiers) {
             size_t at = gw_cfg_push(c, "tier");
             const char *guess = gw_cfg_suggest(k->tier, cfg->tiers, cfg->ntiers, sizeof(cfg->tiers[0]));

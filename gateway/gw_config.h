@@ -42,6 +42,7 @@ typedef struct gw_tier_conf {
 typedef struct gw_key_conf {
     char sha256[65];          /* lower-case hex of SHA-256(key) */
     char *tier;               /* name of a tier in gw_config_t.tiers */
+    const gw_tier_conf_t *tier_conf; /* that tier, resolved when the config is loaded */
     char *name;               /* shown in logs instead of the key */
     int yaml_line;
 } gw_key_conf_t;
@@ -90,6 +91,7 @@ typedef struct gw_config {
     size_t nnetworks;
     gw_tier_conf_t *tiers;
     size_t ntiers;
+    const gw_tier_conf_t *anonymous_tier; /* the tier named "anonymous", or NULL */
     gw_key_conf_t *keys;
     size_t nkeys;
 } gw_config_t;

@@ -130,9 +130,5 @@ void gw_identity_client_ip(h2o_req_t *req, const gw_config_t *cfg, char out[64])
 
 const gw_tier_conf_t *gw_identity_tier(const gw_config_t *cfg, const gw_key_conf_t *key)
 {
-    const char *name = key != NULL ? key->tier : "anonymous";
-    for (size_t i = 0; i < cfg->ntiers; i++)
-        if (strcmp(cfg->tiers[i].name, name) == 0)
-            return &cfg->tiers[i];
-    return NULL;
+    return key != NULL ? key->tier_conf : cfg->anonymous_tier;
 }
