@@ -24,22 +24,31 @@ static budget_db_t budget_db(state_budget_db_t db)
     return (budget_db_t){STATE_DB_LEDGERS, &state_ledger_schema, sizeof(state_ledger_rec_t), "ledger"};
 }
 
+/* Reads key's record into rec, zeroed when it is absent or unreadable (a
+ * corrupt one is reported and *decoded says why); returns the LMDB code. */
+static int read_rec(state_t *st, MDB_txn *txn, const budget_db_t *b, const char *key, void *rec, sl_err_t *decoded)
+{
+    MDB_val k = {strlen(key), (void *)key}, v;
+    memset(rec, 0, b->recsize);
+    *decoded = SL_OK;
+    int rc = mdb_get(txn, st->dbi[b->dbi], &k, &v);
+    if (rc != MDB_SUCCESS)
+        return rc;
+    *decoded = state_record_decode(b->schema, v.mv_data, v.mv_size, rec);
+    if (*decoded != SL_OK) {
+        memset(rec, 0, b->recsize);
+        state_note_corrupt(st, b->name, key, *decoded);
+    }
+    return MDB_SUCCESS;
+}
+
 static int read_recs(state_t *st, MDB_txn *txn, const budget_db_t *b, const char *const *keys, size_t n, char *recs)
 {
     for (size_t i = 0; i < n; i++) {
-        void *rec = recs + i * b->recsize;
-        MDB_val k = {strlen(keys[i]), (void *)keys[i]}, v;
-        memset(rec, 0, b->recsize);
-        int rc = mdb_get(txn, st->dbi[b->dbi], &k, &v);
-        if (rc == MDB_NOTFOUND)
-            continue;
-        if (rc != MDB_SUCCESS)
+        sl_err_t decoded;
+        int rc = read_rec(st, txn, b, keys[i], recs + i * b->recsize, &decoded);
+        if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND)
             return rc;
-        sl_err_t err = state_record_decode(b->schema, v.mv_data, v.mv_size, rec);
-        if (err != SL_OK) {
-            memset(rec, 0, b->recsize);
-            state_note_corrupt(st, b->name, keys[i], err);
-        }
     }
     return MDB_SUCCESS;
 }
@@ -99,17 +108,11 @@ sl_err_t state_budget_get(state_t *st, state_budget_db_t db, const char *key, vo
     budget_db_t b = budget_db(db);
     if (st->rtxn == NULL)
         return SL_ERR_STATE;
-    MDB_val k = {strlen(key), (void *)key}, v;
-    memset(rec, 0, b.recsize);
-    int rc = mdb_get(st->rtxn, st->dbi[b.dbi], &k, &v);
+    sl_err_t decoded;
+    int rc = read_rec(st, st->rtxn, &b, key, rec, &decoded);
     if (rc != MDB_SUCCESS)
         return rc == MDB_NOTFOUND ? SL_ERR_NOT_FOUND : state_lmdb_err("get", rc);
-    sl_err_t err = state_record_decode(b.schema, v.mv_data, v.mv_size, rec);
-    if (err != SL_OK) {
-        memset(rec, 0, b.recsize);
-        state_note_corrupt(st, b.name, key, err);
-    }
-    return err;
+    return decoded;
 }
 
 /* A cell whose theoretical arrival time is still ahead holds a debt: kept. */
