@@ -10,7 +10,7 @@
 
 #include "base/sl_secret.h"
 #include "gateway/gw_config_int.h"
-#include "policy/url.h"
+#include "wire/url.h"
 
 #define NFIELDS(t) (sizeof(t) / sizeof((t)[0]))
 
@@ -52,12 +52,12 @@ static void ep_url(gw_cfg_t *c, yaml_node_t *n, void *target)
     char *s = NULL;
     if (gw_cfg_str(c, n, &s) != SL_OK)
         return;
-    policy_url_each_secret(s, add_secret, NULL);
-    const char *why = policy_url_parse_error(s);
+    wire_url_each_secret(s, add_secret, NULL);
+    const char *why = wire_url_parse_error(s);
     if (why != NULL)
         gw_cfg_error(c, gw_cfg_line(n), "invalid url: %s", why);
     set_str(&ep->url, s);
-    set_str(&ep->url_redacted, policy_url_redact(s));
+    set_str(&ep->url_redacted, wire_url_redact(s));
 }
 
 static void ep_tls_ca_file(gw_cfg_t *c, yaml_node_t *n, void *target)

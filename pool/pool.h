@@ -15,7 +15,7 @@
 #include <h2o.h>
 
 #include "base/sl_err.h"
-#include "policy/envelope.h"
+#include "wire/envelope.h"
 #include "policy/method.h"
 #include "policy/verdict.h"
 #include "pool/pool_conf.h"
@@ -86,7 +86,7 @@ typedef enum pool_outcome {
 typedef struct pool_item {
     const char *raw;              /* the member object as the client sent it */
     uint32_t raw_len;
-    policy_span_t id;             /* id value, relative to raw; len 0 = notification */
+    wire_span_t id;             /* id value, relative to raw; len 0 = notification */
     const policy_method_t *method;
     const char *name;             /* the method name (for its credit cost) */
     uint32_t name_len;
@@ -96,7 +96,7 @@ typedef struct pool_item {
     policy_verdict_t verdict;     /* ANSWERED: SUCCESS, DETERMINISTIC, or the fallback's */
     const char *answer;           /* ANSWERED: the response object */
     uint32_t answer_len;
-    policy_span_t answer_id;      /* id value inside answer, relative to answer */
+    wire_span_t answer_id;      /* id value inside answer, relative to answer */
     int16_t endpoint;             /* index of the endpoint that answered, -1 if none */
     uint32_t retry_after_ms;      /* RATE_LIMITED: the earliest time an endpoint frees up */
     uint8_t fail_seen;            /* bit per POOL_FAIL_F_* kind of failure + private bits */

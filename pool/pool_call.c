@@ -298,11 +298,11 @@ static void on_verify_done(pool_exchange_t *ex)
     for (size_t i = 0; i < call->nitems && it == NULL; i++)
         if (call->items[i].verify)
             it = &call->items[i];
-    policy_envelope_t env;
+    wire_envelope_t env;
     const char *body = ex->body.base ? ex->body.base : "";
     int found = ex->fail == POOL_FAIL_NONE && ex->head.status >= 200 && ex->head.status < 300 &&
-                policy_envelope_scan(body, ex->body.len, &env) == SL_OK &&
-                policy_json_kind(body, env.result) == POLICY_JSON_OBJECT;
+                wire_envelope_scan(body, ex->body.len, &env) == SL_OK &&
+                wire_json_kind(body, env.result) == WIRE_JSON_OBJECT;
     log_attempt(call, ex->ep->index, ex->fail, ex->head.status, ex->latency_us);
     sl_buf_dispose(&ex->body);
     if (it != NULL) {

@@ -6,7 +6,7 @@
 #include <openssl/ssl.h>
 
 #include "base/sl_buf.h"
-#include "policy/url.h"
+#include "wire/url.h"
 #include "pool/pool.h"
 #include "policy/cost.h"
 #include "policy/score.h"
@@ -115,7 +115,7 @@ struct pool_endpoint {
     const pool_endpoint_conf_t *conf;
     pool_network_t *net;
     int index;                    /* position in the network's config */
-    policy_url_t url;
+    wire_url_t url;
     SSL_CTX *ssl_ctx;             /* NULL for http:// */
     sl_buf_t prefix;              /* request line + fixed headers, up to Content-Length */
 
@@ -284,7 +284,7 @@ const struct sockaddr *pool_endpoint_addr(pool_endpoint_t *ep, socklen_t *len);
 void pool_endpoint_addr_failed(pool_endpoint_t *ep);
 
 /* pool_tls.c */
-SL_MUST_CHECK sl_err_t pool_tls_ctx_create(const policy_url_t *url, const char *ca_file, SSL_CTX **out);
+SL_MUST_CHECK sl_err_t pool_tls_ctx_create(const wire_url_t *url, const char *ca_file, SSL_CTX **out);
 
 /* pool_conn.c: starts ex on ep (an idle connection or a new one). On failure
  * before anything happened (no address, socket error) returns the failure

@@ -1,12 +1,12 @@
-/* policy/envelope.c: the JSON-RPC envelope on top of the scanner in
- * policy/json_scan.c, and the few token decoders a gateway needs. */
-#include "policy/envelope.h"
+/* wire/envelope.c: the JSON-RPC envelope on top of the scanner in
+ * wire/json_scan.c, and the few token decoders a gateway needs. */
+#include "wire/envelope.h"
 
 #include <stddef.h>
 #include <string.h>
 #include <strings.h>
 
-#include "policy/json_scan_int.h"
+#include "wire/json_scan_int.h"
 
 /* Top-level keys of an envelope, as raw tokens. A key written with escapes
  * ("\u006dethod") or in another case ("Method") is the same key to the nodes
@@ -17,21 +17,21 @@
 typedef struct env_key {
     const char *token;
     size_t len;
-    size_t slot; /* offsetof the policy_span_t in policy_envelope_t */
+    size_t slot; /* offsetof the wire_span_t in wire_envelope_t */
 } env_key_t;
 
-#define ENV_KEY(name) {"\"" #name "\"", sizeof(#name) + 1, offsetof(policy_envelope_t, name)}
+#define ENV_KEY(name) {"\"" #name "\"", sizeof(#name) + 1, offsetof(wire_envelope_t, name)}
 static const env_key_t env_keys[] = {
     ENV_KEY(jsonrpc), ENV_KEY(id), ENV_KEY(method), ENV_KEY(params), ENV_KEY(result), ENV_KEY(error),
 };
 #undef ENV_KEY
 
-static int key_is(const char *buf, policy_span_t key, const char *token, size_t len)
+static int key_is(const char *buf, wire_span_t key, const char *token, size_t len)
 {
     return key.len == len && memcmp(buf + key.off, token, len) == 0;
 }
 
-#define ENV_KEY_AMBIGUOUS ((policy_span_t *)(void *)1)
+#define ENV_KEY_AMBIGUOUS ((wire_span_t *)(void *)1)
 
 /* Folds a decoded key the way Go's encoding/json compares names: ASCII case,
  * plus the non-ASCII letters it folds onto ASCII ones (Kelvin sign -> k,
@@ -61,18 +61,18 @@ static void go_fold(const char *in, char *out, size_t cap)
     out[o] = '\0';
 }
 
-static policy_span_t *envelope_slot(policy_envelope_t *env, const char *buf, policy_span_t key)
+static wire_span_t *envelope_slot(wire_envelope_t *env, const char *buf, wire_span_t key)
 {
     const size_t nkeys = sizeof env_keys / sizeof env_keys[0];
     for (size_t i = 0; i < nkeys; i++)
         if (key_is(buf, key, env_keys[i].token, env_keys[i].len))
-            return (policy_span_t *)(void *)((char *)env + env_keys[i].slot);
+            return (wire_span_t *)(void *)((char *)env + env_keys[i].slot);
     /* the longest envelope key, "jsonrpc", is 7 bytes: longer keys, even
      * escaped, decode to at most 7 bytes only if made of escapes */
     char name[16];
-    if (policy_json_string(buf, key, name, sizeof name) != SL_OK)
+    if (wire_json_string(buf, key, name, sizeof name) != SL_OK)
         return NULL;
-    if (policy_json_has_nul(buf, key)) /* "id\u0000": never a name to pass on */
+    if (wire_json_has_nul(buf, key)) /* "id\u0000": never a name to pass on */
         return ENV_KEY_AMBIGUOUS;
     size_t n = strlen(name);
     char folded[16];
@@ -82,102 +82,102 @@ static policy_span_t *envelope_slot(policy_envelope_t *env, const char *buf, pol
         const char *want = env_keys[i].token + 1;
         size_t wlen = env_keys[i].len - 2;
         if (n == wlen && memcmp(name, want, wlen) == 0)
-            return (policy_span_t *)(void *)((char *)env + env_keys[i].slot);
+            return (wire_span_t *)(void *)((char *)env + env_keys[i].slot);
         if (fn == wlen && memcmp(folded, want, wlen) == 0)
             return ENV_KEY_AMBIGUOUS;
     }
     return NULL;
 }
 
-sl_err_t policy_envelope_scan(const char *buf, size_t len, policy_envelope_t *out)
+sl_err_t wire_envelope_scan(const char *buf, size_t len, wire_envelope_t *out)
 {
     memset(out, 0, sizeof *out);
     if (len > UINT32_MAX)
         return SL_ERR_TOO_LARGE;
-    json_scan_t s;
-    json_scan_init(&s, buf, 0, len);
-    sl_err_t err = json_scan_open(&s, '{');
+    wire_scan_t s;
+    wire_scan_init(&s, buf, 0, len);
+    sl_err_t err = wire_scan_open(&s, '{');
     int first = 1, more = 0;
-    while (err == SL_OK && (err = json_scan_next(&s, &first, &more)) == SL_OK && more) {
-        policy_span_t key, value;
-        if ((err = json_scan_key(&s, &key)) != SL_OK)
+    while (err == SL_OK && (err = wire_scan_next(&s, &first, &more)) == SL_OK && more) {
+        wire_span_t key, value;
+        if ((err = wire_scan_key(&s, &key)) != SL_OK)
             break;
-        policy_span_t *slot = envelope_slot(out, buf, key);
+        wire_span_t *slot = envelope_slot(out, buf, key);
         /* refuse a second "result" (or a "Result") as soon as its key is
          * read: no completion of the input is an envelope any more */
         if (slot == ENV_KEY_AMBIGUOUS || (slot && slot->len)) {
             err = SL_ERR_PARSE;
             break;
         }
-        if ((err = json_scan_colon(&s)) != SL_OK || (err = json_scan_value(&s, &value)) != SL_OK)
+        if ((err = wire_scan_colon(&s)) != SL_OK || (err = wire_scan_value(&s, &value)) != SL_OK)
             break;
         if (slot)
             *slot = value;
         out->nmembers++;
     }
-    return err == SL_OK ? json_scan_finish(&s) : err;
+    return err == SL_OK ? wire_scan_finish(&s) : err;
 }
 
-sl_err_t policy_envelope_scan_array(const char *buf, size_t len, policy_span_t *items, size_t max_items,
+sl_err_t wire_envelope_scan_array(const char *buf, size_t len, wire_span_t *items, size_t max_items,
                                     size_t *nitems)
 {
     *nitems = 0;
     if (len > UINT32_MAX)
         return SL_ERR_TOO_LARGE;
-    json_scan_t s;
-    json_scan_init(&s, buf, 0, len);
-    sl_err_t err = json_scan_open(&s, '[');
+    wire_scan_t s;
+    wire_scan_init(&s, buf, 0, len);
+    sl_err_t err = wire_scan_open(&s, '[');
     int first = 1, more = 0;
-    while (err == SL_OK && (err = json_scan_next(&s, &first, &more)) == SL_OK && more) {
+    while (err == SL_OK && (err = wire_scan_next(&s, &first, &more)) == SL_OK && more) {
         if (*nitems == max_items) {
             *nitems = max_items + 1;
             return SL_ERR_TOO_LARGE;
         }
-        if ((err = json_scan_value(&s, &items[*nitems])) != SL_OK)
+        if ((err = wire_scan_value(&s, &items[*nitems])) != SL_OK)
             break;
         (*nitems)++;
     }
-    return err == SL_OK ? json_scan_finish(&s) : err;
+    return err == SL_OK ? wire_scan_finish(&s) : err;
 }
 
-sl_err_t policy_json_validate(const char *buf, size_t len, policy_json_kind_t *kind, policy_span_t *value)
+sl_err_t wire_json_validate(const char *buf, size_t len, wire_json_kind_t *kind, wire_span_t *value)
 {
-    *kind = POLICY_JSON_NONE;
-    *value = (policy_span_t){0, 0};
+    *kind = WIRE_JSON_NONE;
+    *value = (wire_span_t){0, 0};
     if (len > UINT32_MAX)
         return SL_ERR_TOO_LARGE;
-    json_scan_t s;
-    json_scan_init(&s, buf, 0, len);
-    policy_span_t v;
-    sl_err_t err = json_scan_value(&s, &v);
+    wire_scan_t s;
+    wire_scan_init(&s, buf, 0, len);
+    wire_span_t v;
+    sl_err_t err = wire_scan_value(&s, &v);
     if (err == SL_OK)
-        err = json_scan_finish(&s);
+        err = wire_scan_finish(&s);
     if (err == SL_OK) {
         *value = v;
-        *kind = policy_json_kind(buf, v);
+        *kind = wire_json_kind(buf, v);
     }
     return err;
 }
 
-policy_json_kind_t policy_json_kind(const char *buf, policy_span_t s)
+wire_json_kind_t wire_json_kind(const char *buf, wire_span_t s)
 {
     if (s.len == 0)
-        return POLICY_JSON_NONE;
-    return (policy_json_kind_t)json_value_kind[(uint8_t)buf[s.off]];
+        return WIRE_JSON_NONE;
+    return (wire_json_kind_t)json_value_kind[(uint8_t)buf[s.off]];
 }
 
 /* Members of an error object; the first of duplicates wins. */
-static void error_member(const char *buf, policy_span_t key, policy_span_t value, policy_rpc_error_t *out,
+static void error_member(const char *buf, wire_span_t key, wire_span_t value, wire_rpc_error_t *out,
                          unsigned *seen)
 {
     enum { SEEN_CODE = 1, SEEN_MESSAGE = 2, SEEN_DATA = 4 };
     if (key_is(buf, key, "\"code\"", 6) && !(*seen & SEEN_CODE)) {
         *seen |= SEEN_CODE;
-        out->has_code = policy_json_int64(buf, value, &out->code) == SL_OK;
+        out->has_code = wire_json_int64(buf, value, &out->code) == SL_OK;
     } else if (key_is(buf, key, "\"message\"", 9) && !(*seen & SEEN_MESSAGE)) {
         *seen |= SEEN_MESSAGE;
         /* a cut message is still the message: TOO_LARGE is not an error here */
-        if (policy_json_string(buf, value, out->message, sizeof out->message) == SL_ERR_PARSE)
+        if (wire_json_string(buf, value, out->message, sizeof out->message) == SL_ERR_PARSE)
             out->message[0] = '\0';
     } else if (key_is(buf, key, "\"data\"", 6) && !(*seen & SEEN_DATA)) {
         *seen |= SEEN_DATA;
@@ -185,24 +185,24 @@ static void error_member(const char *buf, policy_span_t key, policy_span_t value
     }
 }
 
-sl_err_t policy_envelope_error(const char *buf, policy_span_t err_span, policy_rpc_error_t *out)
+sl_err_t wire_envelope_error(const char *buf, wire_span_t err_span, wire_rpc_error_t *out)
 {
     memset(out, 0, sizeof *out);
-    if (policy_json_kind(buf, err_span) != POLICY_JSON_OBJECT)
+    if (wire_json_kind(buf, err_span) != WIRE_JSON_OBJECT)
         return SL_ERR_PARSE;
-    json_scan_t s;
-    json_scan_init(&s, buf, err_span.off, err_span.len);
-    sl_err_t err = json_scan_open(&s, '{');
+    wire_scan_t s;
+    wire_scan_init(&s, buf, err_span.off, err_span.len);
+    sl_err_t err = wire_scan_open(&s, '{');
     int first = 1, more = 0;
     unsigned seen = 0;
-    while (err == SL_OK && (err = json_scan_next(&s, &first, &more)) == SL_OK && more) {
-        policy_span_t key, value;
-        if ((err = json_scan_key(&s, &key)) != SL_OK || (err = json_scan_colon(&s)) != SL_OK ||
-            (err = json_scan_value(&s, &value)) != SL_OK)
+    while (err == SL_OK && (err = wire_scan_next(&s, &first, &more)) == SL_OK && more) {
+        wire_span_t key, value;
+        if ((err = wire_scan_key(&s, &key)) != SL_OK || (err = wire_scan_colon(&s)) != SL_OK ||
+            (err = wire_scan_value(&s, &value)) != SL_OK)
             break;
         error_member(buf, key, value, out, &seen);
     }
-    return err == SL_OK ? json_scan_finish(&s) : err;
+    return err == SL_OK ? wire_scan_finish(&s) : err;
 }
 
 /* ---- tokens ---------------------------------------------------------- */
@@ -293,7 +293,7 @@ static sl_err_t unescape(const uint8_t *p, const uint8_t *end, char *out, size_t
     return SL_OK;
 }
 
-int policy_json_has_nul(const char *buf, policy_span_t s)
+int wire_json_has_nul(const char *buf, wire_span_t s)
 {
     const char *p = buf + s.off, *end = p + s.len;
     while (p < end) {
@@ -308,34 +308,34 @@ int policy_json_has_nul(const char *buf, policy_span_t s)
     return 0;
 }
 
-sl_err_t policy_json_string(const char *buf, policy_span_t s, char *out, size_t cap)
+sl_err_t wire_json_string(const char *buf, wire_span_t s, char *out, size_t cap)
 {
     if (cap == 0)
         return SL_ERR_INVALID;
     out[0] = '\0';
-    if (policy_json_kind(buf, s) != POLICY_JSON_STRING)
+    if (wire_json_kind(buf, s) != WIRE_JSON_STRING)
         return SL_ERR_PARSE;
     /* a token from a scan is valid already; checking again keeps a wrong
      * span from turning into a read past its end */
-    json_scan_t sc;
-    json_scan_init(&sc, buf, s.off, s.len);
-    if (json_scan_string(&sc) != SL_OK || sc.p != sc.end)
+    wire_scan_t sc;
+    wire_scan_init(&sc, buf, s.off, s.len);
+    if (wire_scan_string(&sc) != SL_OK || sc.p != sc.end)
         return SL_ERR_PARSE;
     const uint8_t *p = (const uint8_t *)buf + s.off;
     return unescape(p + 1, p + s.len - 1, out, cap - 1);
 }
 
 /* 1 if s is exactly one valid number token. */
-static int is_number_token(const char *buf, policy_span_t s)
+static int is_number_token(const char *buf, wire_span_t s)
 {
-    policy_json_kind_t kind;
-    policy_span_t v;
-    if (policy_json_kind(buf, s) != POLICY_JSON_NUMBER)
+    wire_json_kind_t kind;
+    wire_span_t v;
+    if (wire_json_kind(buf, s) != WIRE_JSON_NUMBER)
         return 0;
-    return policy_json_validate(buf + s.off, s.len, &kind, &v) == SL_OK && v.len == s.len;
+    return wire_json_validate(buf + s.off, s.len, &kind, &v) == SL_OK && v.len == s.len;
 }
 
-sl_err_t policy_json_int64(const char *buf, policy_span_t s, int64_t *out)
+sl_err_t wire_json_int64(const char *buf, wire_span_t s, int64_t *out)
 {
     if (!is_number_token(buf, s))
         return SL_ERR_PARSE;
@@ -433,7 +433,7 @@ static int digits_equal(const decimal_t *a, const decimal_t *b)
 }
 
 /* An absent id (len 0) equals nothing: a notification answers no request. */
-int policy_json_id_equal(const char *a, policy_span_t sa, const char *b, policy_span_t sb)
+int wire_json_id_equal(const char *a, wire_span_t sa, const char *b, wire_span_t sb)
 {
     if (sa.len == 0 || sb.len == 0)
         return 0;

@@ -1,24 +1,24 @@
-/* policy/json_scan.c: strict RFC 8259 validation in one pass, no DOM, no
+/* wire/json_scan.c: strict RFC 8259 validation in one pass, no DOM, no
  * recursion. Nesting is a 128-bit stack of "object or array" bits.
  *
  * Most bytes of a large upstream answer are hex inside strings, so the hot
  * loop is skip_plain(): 16 bytes at a time with SSE2 (8 with plain integer
  * arithmetic elsewhere) until a byte that needs a closer look. */
-#include "policy/json_scan_int.h"
+#include "wire/json_scan_int.h"
 
 #include <string.h>
 
-#if defined(__SSE2__) && !defined(POLICY_JSON_SWAR_ONLY)
+#if defined(__SSE2__) && !defined(WIRE_JSON_SWAR_ONLY)
 #include <emmintrin.h>
 #define JSON_SCAN_SSE2 1
 #endif
 
-_Static_assert(POLICY_JSON_MAX_DEPTH <= 128, "the depth stack holds 128 bits");
+_Static_assert(WIRE_JSON_MAX_DEPTH <= 128, "the depth stack holds 128 bits");
 
 const uint8_t json_value_kind[256] = {
-    ['{'] = POLICY_JSON_OBJECT, ['['] = POLICY_JSON_ARRAY,    ['"'] = POLICY_JSON_STRING,
-    ['-'] = POLICY_JSON_NUMBER, ['0' ... '9'] = POLICY_JSON_NUMBER,
-    ['t'] = POLICY_JSON_TRUE,   ['f'] = POLICY_JSON_FALSE,    ['n'] = POLICY_JSON_NULL,
+    ['{'] = WIRE_JSON_OBJECT, ['['] = WIRE_JSON_ARRAY,    ['"'] = WIRE_JSON_STRING,
+    ['-'] = WIRE_JSON_NUMBER, ['0' ... '9'] = WIRE_JSON_NUMBER,
+    ['t'] = WIRE_JSON_TRUE,   ['f'] = WIRE_JSON_FALSE,    ['n'] = WIRE_JSON_NULL,
 };
 
 const uint8_t json_escape_char[256] = {
@@ -51,12 +51,12 @@ static const struct {
     const char *word;
     size_t len;
 } literals[] = {
-    [POLICY_JSON_TRUE] = {"true", 4},
-    [POLICY_JSON_FALSE] = {"false", 5},
-    [POLICY_JSON_NULL] = {"null", 4},
+    [WIRE_JSON_TRUE] = {"true", 4},
+    [WIRE_JSON_FALSE] = {"false", 5},
+    [WIRE_JSON_NULL] = {"null", 4},
 };
 
-void json_scan_init(json_scan_t *s, const char *buf, size_t off, size_t len)
+void wire_scan_init(wire_scan_t *s, const char *buf, size_t off, size_t len)
 {
     s->base = (const uint8_t *)buf;
     s->p = s->base + off;
@@ -65,15 +65,15 @@ void json_scan_init(json_scan_t *s, const char *buf, size_t off, size_t len)
     s->is_object[0] = s->is_object[1] = 0;
 }
 
-static inline void skip_ws(json_scan_t *s)
+static inline void skip_ws(wire_scan_t *s)
 {
     while (s->p < s->end && json_ws[*s->p])
         s->p++;
 }
 
-static inline sl_err_t push(json_scan_t *s, int is_object)
+static inline sl_err_t push(wire_scan_t *s, int is_object)
 {
-    if (s->depth >= POLICY_JSON_MAX_DEPTH)
+    if (s->depth >= WIRE_JSON_MAX_DEPTH)
         return SL_ERR_TOO_DEEP;
     uint64_t bit = 1ull << (s->depth & 63);
     uint64_t *word = &s->is_object[s->depth >> 6];
@@ -82,7 +82,7 @@ static inline sl_err_t push(json_scan_t *s, int is_object)
     return SL_OK;
 }
 
-static inline int top_is_object(const json_scan_t *s)
+static inline int top_is_object(const wire_scan_t *s)
 {
     unsigned d = s->depth - 1;
     return (int)(s->is_object[d >> 6] >> (d & 63) & 1);
@@ -126,7 +126,7 @@ static inline const uint8_t *skip_plain(const uint8_t *p, const uint8_t *end)
 
 /* Reads the four hex digits of a \u escape. If the input ends first, [*lo, *hi]
  * is the range of code units the escape could still turn out to be. */
-static sl_err_t read_hex4(json_scan_t *s, unsigned *lo, unsigned *hi)
+static sl_err_t read_hex4(wire_scan_t *s, unsigned *lo, unsigned *hi)
 {
     unsigned v = 0;
     for (unsigned i = 0; i < 4; i++) {
@@ -147,14 +147,14 @@ static sl_err_t read_hex4(json_scan_t *s, unsigned *lo, unsigned *hi)
 }
 
 /* Is the next byte c? */
-static inline sl_err_t peek_byte(const json_scan_t *s, uint8_t c)
+static inline sl_err_t peek_byte(const wire_scan_t *s, uint8_t c)
 {
     if (s->p == s->end)
         return SL_ERR_TRUNCATED;
     return *s->p == c ? SL_OK : SL_ERR_PARSE;
 }
 
-static inline sl_err_t expect_byte(json_scan_t *s, uint8_t c)
+static inline sl_err_t expect_byte(wire_scan_t *s, uint8_t c)
 {
     if (s->p == s->end)
         return SL_ERR_TRUNCATED;
@@ -166,7 +166,7 @@ static inline sl_err_t expect_byte(json_scan_t *s, uint8_t c)
 
 /* s->p is just past "\u". A high surrogate must be followed by an escaped low
  * one; a low surrogate alone is an error: neither is a character. */
-static sl_err_t scan_u_escape(json_scan_t *s)
+static sl_err_t scan_u_escape(wire_scan_t *s)
 {
     unsigned lo, hi;
     sl_err_t err = read_hex4(s, &lo, &hi);
@@ -183,7 +183,7 @@ static sl_err_t scan_u_escape(json_scan_t *s)
 }
 
 /* s->p is at a backslash. */
-static sl_err_t scan_escape(json_scan_t *s)
+static sl_err_t scan_escape(wire_scan_t *s)
 {
     s->p++;
     if (s->p == s->end)
@@ -195,7 +195,7 @@ static sl_err_t scan_escape(json_scan_t *s)
 }
 
 /* s->p is at a byte >= 0x80. */
-static sl_err_t scan_utf8(json_scan_t *s)
+static sl_err_t scan_utf8(wire_scan_t *s)
 {
     utf8_lead_t lead = utf8_leads[*s->p++];
     if (lead.ncont == 0)
@@ -211,7 +211,7 @@ static sl_err_t scan_utf8(json_scan_t *s)
 }
 
 /* Inlined into the value loop: most of a large answer is strings. */
-static inline __attribute__((always_inline)) sl_err_t scan_string(json_scan_t *s)
+static inline __attribute__((always_inline)) sl_err_t scan_string(wire_scan_t *s)
 {
     s->p++;
     for (;;) {
@@ -229,7 +229,7 @@ static inline __attribute__((always_inline)) sl_err_t scan_string(json_scan_t *s
     }
 }
 
-sl_err_t json_scan_string(json_scan_t *s)
+sl_err_t wire_scan_string(wire_scan_t *s)
 {
     return scan_string(s);
 }
@@ -240,7 +240,7 @@ static inline int is_digit(uint8_t c)
 }
 
 /* One or more digits. */
-static sl_err_t scan_digits(json_scan_t *s)
+static sl_err_t scan_digits(wire_scan_t *s)
 {
     if (s->p == s->end)
         return SL_ERR_TRUNCATED;
@@ -254,7 +254,7 @@ static sl_err_t scan_digits(json_scan_t *s)
 
 /* -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? ; the byte after it is the
  * caller's to judge, so "01" is a 0 followed by garbage. */
-static sl_err_t scan_number(json_scan_t *s)
+static sl_err_t scan_number(wire_scan_t *s)
 {
     sl_err_t err;
     if (*s->p == '-')
@@ -277,7 +277,7 @@ static sl_err_t scan_number(json_scan_t *s)
     return SL_OK;
 }
 
-static sl_err_t scan_literal(json_scan_t *s, policy_json_kind_t kind)
+static sl_err_t scan_literal(wire_scan_t *s, wire_json_kind_t kind)
 {
     const char *word = literals[kind].word;
     for (size_t i = 0; i < literals[kind].len; i++) {
@@ -289,7 +289,7 @@ static sl_err_t scan_literal(json_scan_t *s, policy_json_kind_t kind)
 }
 
 /* A member's key and its ':'. */
-static inline __attribute__((always_inline)) sl_err_t scan_key(json_scan_t *s)
+static inline __attribute__((always_inline)) sl_err_t scan_key(wire_scan_t *s)
 {
     skip_ws(s);
     sl_err_t err = peek_byte(s, '"');
@@ -302,7 +302,7 @@ static inline __attribute__((always_inline)) sl_err_t scan_key(json_scan_t *s)
 /* Opens a container: consumes its bracket, and for a non-empty object its
  * first key. *inside is 1 if a value is now due inside it, 0 if it was empty
  * and is already closed again. */
-static sl_err_t open_container(json_scan_t *s, int is_object, int *inside)
+static sl_err_t open_container(wire_scan_t *s, int is_object, int *inside)
 {
     uint8_t close = is_object ? '}' : ']';
     sl_err_t err = push(s, is_object);
@@ -323,27 +323,27 @@ static sl_err_t open_container(json_scan_t *s, int is_object, int *inside)
 }
 
 /* Consumes a scalar, or the start of a container (*inside as above). */
-static sl_err_t scan_value_start(json_scan_t *s, int *inside)
+static sl_err_t scan_value_start(wire_scan_t *s, int *inside)
 {
     skip_ws(s);
     if (s->p == s->end)
         return SL_ERR_TRUNCATED;
-    policy_json_kind_t kind = json_value_kind[*s->p];
+    wire_json_kind_t kind = json_value_kind[*s->p];
     *inside = 0;
     switch (kind) {
-    case POLICY_JSON_OBJECT:
+    case WIRE_JSON_OBJECT:
         return open_container(s, 1, inside);
-    case POLICY_JSON_ARRAY:
+    case WIRE_JSON_ARRAY:
         return open_container(s, 0, inside);
-    case POLICY_JSON_STRING:
+    case WIRE_JSON_STRING:
         return scan_string(s);
-    case POLICY_JSON_NUMBER:
+    case WIRE_JSON_NUMBER:
         return scan_number(s);
-    case POLICY_JSON_TRUE:
-    case POLICY_JSON_FALSE:
-    case POLICY_JSON_NULL:
+    case WIRE_JSON_TRUE:
+    case WIRE_JSON_FALSE:
+    case WIRE_JSON_NULL:
         return scan_literal(s, kind);
-    case POLICY_JSON_NONE:
+    case WIRE_JSON_NONE:
         return SL_ERR_PARSE;
     }
     return SL_ERR_PARSE;
@@ -351,7 +351,7 @@ static sl_err_t scan_value_start(json_scan_t *s, int *inside)
 
 /* After a complete value: consumes separators and closing brackets until
  * another value is due (*more = 1) or the depth is back to base (*more = 0). */
-static sl_err_t scan_after_value(json_scan_t *s, unsigned base, int *more)
+static sl_err_t scan_after_value(wire_scan_t *s, unsigned base, int *more)
 {
     while (s->depth > base) {
         skip_ws(s);
@@ -371,7 +371,7 @@ static sl_err_t scan_after_value(json_scan_t *s, unsigned base, int *more)
     return SL_OK;
 }
 
-sl_err_t json_scan_value(json_scan_t *s, policy_span_t *value)
+sl_err_t wire_scan_value(wire_scan_t *s, wire_span_t *value)
 {
     const unsigned base = s->depth;
     skip_ws(s);
@@ -388,7 +388,7 @@ sl_err_t json_scan_value(json_scan_t *s, policy_span_t *value)
     return err;
 }
 
-sl_err_t json_scan_open(json_scan_t *s, uint8_t open)
+sl_err_t wire_scan_open(wire_scan_t *s, uint8_t open)
 {
     skip_ws(s);
     sl_err_t err = expect_byte(s, open);
@@ -397,7 +397,7 @@ sl_err_t json_scan_open(json_scan_t *s, uint8_t open)
     return push(s, open == '{');
 }
 
-sl_err_t json_scan_next(json_scan_t *s, int *first, int *more)
+sl_err_t wire_scan_next(wire_scan_t *s, int *first, int *more)
 {
     skip_ws(s);
     if (s->p == s->end)
@@ -420,7 +420,7 @@ sl_err_t json_scan_next(json_scan_t *s, int *first, int *more)
     return SL_OK;
 }
 
-sl_err_t json_scan_key(json_scan_t *s, policy_span_t *key)
+sl_err_t wire_scan_key(wire_scan_t *s, wire_span_t *key)
 {
     skip_ws(s);
     const uint8_t *start = s->p;
@@ -432,13 +432,13 @@ sl_err_t json_scan_key(json_scan_t *s, policy_span_t *key)
     return SL_OK;
 }
 
-sl_err_t json_scan_colon(json_scan_t *s)
+sl_err_t wire_scan_colon(wire_scan_t *s)
 {
     skip_ws(s);
     return expect_byte(s, ':');
 }
 
-sl_err_t json_scan_finish(json_scan_t *s)
+sl_err_t wire_scan_finish(wire_scan_t *s)
 {
     skip_ws(s);
     return s->p == s->end ? SL_OK : SL_ERR_PARSE;

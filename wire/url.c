@@ -1,4 +1,4 @@
-#include "policy/url.h"
+#include "wire/url.h"
 
 #include <arpa/inet.h>
 #include <stdlib.h>
@@ -36,7 +36,7 @@ static char to_lower(char c) { return (c >= 'A' && c <= 'Z') ? (char)(c + 32) : 
 static url_fail_t check_bytes(const char *url)
 {
     size_t n = strlen(url);
-    if (n > POLICY_URL_MAX_LEN)
+    if (n > WIRE_URL_MAX_LEN)
         return URL_FAIL(SL_ERR_TOO_LARGE, "url is longer than 4096 bytes");
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)url[i];
@@ -50,7 +50,7 @@ static url_fail_t check_bytes(const char *url)
     return url_ok;
 }
 
-static url_fail_t parse_scheme(const char *url, policy_url_t *out, const char **after)
+static url_fail_t parse_scheme(const char *url, wire_url_t *out, const char **after)
 {
     const char *sep = strstr(url, "://");
     if (sep == NULL)
@@ -66,7 +66,7 @@ static url_fail_t parse_scheme(const char *url, policy_url_t *out, const char **
     return url_ok;
 }
 
-static url_fail_t parse_port(const char *p, size_t n, policy_url_t *out)
+static url_fail_t parse_port(const char *p, size_t n, wire_url_t *out)
 {
     if (n == 0 || n > 5)
         return URL_FAIL(SL_ERR_PARSE, "port must be a number between 1 and 65535");
@@ -82,7 +82,7 @@ static url_fail_t parse_port(const char *p, size_t n, policy_url_t *out)
     return url_ok;
 }
 
-static url_fail_t parse_ipv6(const char *p, size_t n, policy_url_t *out, size_t *used)
+static url_fail_t parse_ipv6(const char *p, size_t n, wire_url_t *out, size_t *used)
 {
     const char *close = memchr(p, ']', n);
     if (close == NULL)
@@ -104,7 +104,7 @@ static url_fail_t parse_ipv6(const char *p, size_t n, policy_url_t *out, size_t 
 
 /* A registered name or an IPv4 literal; underscores are tolerated because
  * some providers' host names carry them. */
-static url_fail_t parse_name(const char *p, size_t n, policy_url_t *out)
+static url_fail_t parse_name(const char *p, size_t n, wire_url_t *out)
 {
     if (n > 255)
         return URL_FAIL(SL_ERR_TOO_LARGE, "host is longer than 255 bytes");
@@ -129,7 +129,7 @@ static url_fail_t parse_name(const char *p, size_t n, policy_url_t *out)
     return url_ok;
 }
 
-static url_fail_t parse_hostport(const char *p, size_t n, policy_url_t *out)
+static url_fail_t parse_hostport(const char *p, size_t n, wire_url_t *out)
 {
     size_t used = 0;
     url_fail_t f;
@@ -187,7 +187,7 @@ static int percent_decode(const char *s, size_t n, char *out, size_t cap)
     return 1;
 }
 
-static url_fail_t parse_full(const char *url, policy_url_t *out, url_raw_t *raw)
+static url_fail_t parse_full(const char *url, wire_url_t *out, url_raw_t *raw)
 {
     memset(out, 0, sizeof(*out));
     memset(raw, 0, sizeof(*raw));
@@ -224,15 +224,15 @@ static url_fail_t parse_full(const char *url, policy_url_t *out, url_raw_t *raw)
     return url_ok;
 }
 
-sl_err_t policy_url_parse(const char *url, policy_url_t *out)
+sl_err_t wire_url_parse(const char *url, wire_url_t *out)
 {
     url_raw_t raw;
     return parse_full(url, out, &raw).err;
 }
 
-const char *policy_url_parse_error(const char *url)
+const char *wire_url_parse_error(const char *url)
 {
-    policy_url_t u;
+    wire_url_t u;
     url_raw_t raw;
     return parse_full(url, &u, &raw).why;
 }
@@ -320,9 +320,9 @@ static void emit_redacted(void *arg, int hidden, const char *s, size_t n)
         sl_buf_append((sl_buf_t *)arg, s, n);
 }
 
-char *policy_url_redact(const char *url)
+char *wire_url_redact(const char *url)
 {
-    policy_url_t u;
+    wire_url_t u;
     url_raw_t raw;
     if (url == NULL || parse_full(url, &u, &raw).err != SL_OK)
         return sl_xstrdup("<invalid url>");
@@ -349,9 +349,9 @@ static void emit_secret(void *arg, int hidden, const char *s, size_t n)
         cb->fn(s, n, cb->arg);
 }
 
-void policy_url_each_secret(const char *url, void (*fn)(const char *s, size_t n, void *arg), void *arg)
+void wire_url_each_secret(const char *url, void (*fn)(const char *s, size_t n, void *arg), void *arg)
 {
-    policy_url_t u;
+    wire_url_t u;
     url_raw_t raw;
     secret_cb_t cb = {fn, arg};
     if (url == NULL || parse_full(url, &u, &raw).err != SL_OK)

@@ -4,12 +4,12 @@
 #include <string.h>
 
 #include "base/sl_secret.h"
-#include "policy/url.h"
+#include "wire/url.h"
 
 typedef struct parse_case {
     const char *url;
     sl_err_t err;
-    const char *why;          /* substring of policy_url_parse_error(); NULL when valid */
+    const char *why;          /* substring of wire_url_parse_error(); NULL when valid */
     int https;
     const char *host;
     int host_is_ip;
@@ -62,9 +62,9 @@ Test(url, parse_table)
 {
     for (size_t i = 0; i < sizeof(parse_cases) / sizeof(parse_cases[0]); i++) {
         const parse_case_t *c = &parse_cases[i];
-        policy_url_t u;
-        sl_err_t err = policy_url_parse(c->url, &u);
-        const char *why = policy_url_parse_error(c->url);
+        wire_url_t u;
+        sl_err_t err = wire_url_parse(c->url, &u);
+        const char *why = wire_url_parse_error(c->url);
         cr_assert_eq(err, c->err, "case %zu (%s): %s", i, c->url, sl_err_name(err));
         if (c->err != SL_OK) {
             cr_assert_not_null(why, "case %zu", i);
@@ -84,40 +84,40 @@ Test(url, parse_table)
 /* user-info is sent as HTTP Basic credentials: percent-decoded */
 Test(url, userinfo_decoded)
 {
-    policy_url_t u;
-    cr_assert_eq(policy_url_parse("https://us%65r:p%40ss:w@host/", &u), SL_OK);
+    wire_url_t u;
+    cr_assert_eq(wire_url_parse("https://us%65r:p%40ss:w@host/", &u), SL_OK);
     cr_assert_str_eq(u.userinfo, "user:p@ss:w");
-    cr_assert_eq(policy_url_parse("https://u:p@ss@host", &u), SL_OK);
+    cr_assert_eq(wire_url_parse("https://u:p@ss@host", &u), SL_OK);
     cr_assert_str_eq(u.userinfo, "u:p@ss");
-    cr_assert_eq(policy_url_parse("https://host/", &u), SL_OK);
+    cr_assert_eq(wire_url_parse("https://host/", &u), SL_OK);
     cr_assert_str_eq(u.userinfo, "");
     char long_url[400];
     snprintf(long_url, sizeof(long_url), "https://%0300d@host/", 7);
-    cr_assert_eq(policy_url_parse(long_url, &u), SL_ERR_PARSE);
+    cr_assert_eq(wire_url_parse(long_url, &u), SL_ERR_PARSE);
 }
 
 Test(url, too_large)
 {
-    policy_url_t u;
-    char big[POLICY_URL_MAX_LEN + 20];
+    wire_url_t u;
+    char big[WIRE_URL_MAX_LEN + 20];
     strcpy(big, "https://h/");
     memset(big + 10, 'a', sizeof(big) - 11);
     big[sizeof(big) - 1] = '\0';
-    cr_assert_eq(policy_url_parse(big, &u), SL_ERR_TOO_LARGE);
+    cr_assert_eq(wire_url_parse(big, &u), SL_ERR_TOO_LARGE);
 
     char path[2100] = "https://h/";
     memset(path + 10, 'a', 2048);
     path[2058] = '\0';
-    cr_assert_eq(policy_url_parse(path, &u), SL_ERR_TOO_LARGE);
-    cr_assert(strstr(policy_url_parse_error(path), "path") != NULL);
+    cr_assert_eq(wire_url_parse(path, &u), SL_ERR_TOO_LARGE);
+    cr_assert(strstr(wire_url_parse_error(path), "path") != NULL);
     path[10 + 2046] = '\0';   /* "/" + 2046 = 2047 bytes: fits */
-    cr_assert_eq(policy_url_parse(path, &u), SL_OK);
+    cr_assert_eq(wire_url_parse(path, &u), SL_OK);
 
     char host[300] = "https://";
     memset(host + 8, 'a', 256);
     host[264] = '\0';
-    cr_assert_eq(policy_url_parse(host, &u), SL_ERR_TOO_LARGE);
-    cr_assert(strstr(policy_url_parse_error(host), "host") != NULL);
+    cr_assert_eq(wire_url_parse(host, &u), SL_ERR_TOO_LARGE);
+    cr_assert(strstr(wire_url_parse_error(host), "host") != NULL);
 }
 
 typedef struct redact_case {
@@ -152,7 +152,7 @@ Test(url, redact_table)
 {
     sl_secret_clear();
     for (size_t i = 0; i < sizeof(redact_cases) / sizeof(redact_cases[0]); i++) {
-        char *got = policy_url_redact(redact_cases[i].url);
+        char *got = wire_url_redact(redact_cases[i].url);
         cr_assert_str_eq(got, redact_cases[i].want, "case %zu (%s)", i, redact_cases[i].url);
         free(got);
     }
@@ -162,11 +162,11 @@ Test(url, redact_scrubs_registered_secrets)
 {
     sl_secret_clear();
     sl_secret_add("secrethost");
-    char *got = policy_url_redact("https://secrethost.example.com/rpc");
+    char *got = wire_url_redact("https://secrethost.example.com/rpc");
     cr_assert_str_eq(got, "https://***.example.com/rpc");
     free(got);
     sl_secret_clear();
-    got = policy_url_redact(NULL);
+    got = wire_url_redact(NULL);
     cr_assert_str_eq(got, "<invalid url>");
     free(got);
 }
@@ -181,10 +181,10 @@ static void collect(const char *s, size_t n, void *arg)
 Test(url, each_secret_lists_hidden_parts)
 {
     sl_buf_t b = SL_BUF_INIT;
-    policy_url_each_secret("https://usr:pass@h/v2/abcDEF123456789xyz/rpc?api-key=XYZ123&n=", collect, &b);
+    wire_url_each_secret("https://usr:pass@h/v2/abcDEF123456789xyz/rpc?api-key=XYZ123&n=", collect, &b);
     cr_assert_str_eq(b.base, "usr:pass|usr|pass|abcDEF123456789xyz|XYZ123|");
     sl_buf_reset(&b);
-    policy_url_each_secret("ftp://h/abcDEF123456789xyz", collect, &b);
+    wire_url_each_secret("ftp://h/abcDEF123456789xyz", collect, &b);
     cr_assert_eq(b.len, 0);
     sl_buf_dispose(&b);
 }

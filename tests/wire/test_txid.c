@@ -1,4 +1,4 @@
-/* tests/policy/test_txid.c: transaction ids against values computed by other
+/* tests/wire/test_txid.c: transaction ids against values computed by other
  * implementations. Keccak-256 hashes come from @noble/hashes (through viem and
  * ethers) and agree with anvil's web3_sha3 (Rust); Ethereum transactions were
  * signed with viem and their hashes are the ones anvil returned from
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy/txid.h"
+#include "wire/txid.h"
 
 #define COUNTOF(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -76,7 +76,7 @@ Test(txid, keccak256_vectors)
         uint8_t in[1000], hash[32];
         char hex[65];
         size_t n = keccak_input(c, in);
-        policy_keccak256(in, n, hash);
+        wire_keccak256(in, n, hash);
         to_hex(hash, 32, hex);
         cr_assert_str_eq(hex, c->hash, "%s", c->name);
     }
@@ -94,14 +94,14 @@ Test(txid, keccak256_any_alignment)
             char hex[65];
             memset(buf, 0xee, sizeof buf);
             memcpy(buf + off, in, n);
-            policy_keccak256(buf + off, n, hash);
+            wire_keccak256(buf + off, n, hash);
             to_hex(hash, 32, hex);
             cr_assert_str_eq(hex, c->hash, "%s at offset %zu", c->name, off);
         }
     }
 }
 
-/* policy_eth_tx_hash decodes in rate-sized chunks: it must agree with the
+/* wire_eth_tx_hash decodes in rate-sized chunks: it must agree with the
  * one-shot hash of the same bytes at every length in the table. */
 Test(txid, eth_hash_streams_like_keccak)
 {
@@ -113,7 +113,7 @@ Test(txid, eth_hash_streams_like_keccak)
         if (n == 0)
             continue;
         to_hex(in, n, text + 2);
-        cr_assert_eq(policy_eth_tx_hash(text, strlen(text), out), SL_OK, "%s", c->name);
+        cr_assert_eq(wire_eth_tx_hash(text, strlen(text), out), SL_OK, "%s", c->name);
         cr_assert_eq(strncmp(out, "0x", 2), 0, "%s", c->name);
         cr_assert_str_eq(out + 2, c->hash, "%s", c->name);
     }
@@ -170,7 +170,7 @@ static void check_eth(const char *name, const char *text, const char *want)
 {
     char out[67];
     memset(out, 'x', sizeof out);
-    cr_assert_eq(policy_eth_tx_hash(text, strlen(text), out), SL_OK, "%s: %.20s", name, text);
+    cr_assert_eq(wire_eth_tx_hash(text, strlen(text), out), SL_OK, "%s: %.20s", name, text);
     cr_assert_str_eq(out, want, "%s: %.20s", name, text);
 }
 
@@ -220,7 +220,7 @@ Test(txid, eth_invalid)
     for (size_t i = 0; i < COUNTOF(bad_hex); i++) {
         char out[67];
         memset(out, 'x', sizeof out);
-        cr_assert_eq(policy_eth_tx_hash(bad_hex[i].text, bad_hex[i].len, out), bad_hex[i].err, "case %zu", i);
+        cr_assert_eq(wire_eth_tx_hash(bad_hex[i].text, bad_hex[i].len, out), bad_hex[i].err, "case %zu", i);
         cr_assert_eq(out[0], '\0', "case %zu", i);
     }
 }
@@ -233,11 +233,11 @@ Test(txid, eth_size_limit)
     uint8_t *zeros = calloc(max, 1), hash[32];
     memcpy(text, "0x", 2);
     memset(text + 2, '0', 2 * max + 2);
-    policy_keccak256(zeros, max, hash);
+    wire_keccak256(zeros, max, hash);
     to_hex(hash, 32, want + 2);
-    cr_assert_eq(policy_eth_tx_hash(text, 2 + 2 * max, out), SL_OK);
+    cr_assert_eq(wire_eth_tx_hash(text, 2 + 2 * max, out), SL_OK);
     cr_assert_str_eq(out, want);
-    cr_assert_eq(policy_eth_tx_hash(text, 2 + 2 * max + 2, out), SL_ERR_TOO_LARGE);
+    cr_assert_eq(wire_eth_tx_hash(text, 2 + 2 * max + 2, out), SL_ERR_TOO_LARGE);
     cr_assert_eq(out[0], '\0');
     free(text);
     free(zeros);
@@ -291,13 +291,13 @@ Test(txid, base58_vectors)
         uint8_t bytes[64], got[64];
         char text[2 * 64 + 1];
         size_t n = from_hex(c->hex, bytes), m = 99;
-        policy_base58_encode(bytes, n, text);
+        wire_base58_encode(bytes, n, text);
         cr_assert_str_eq(text, c->text, "encode %s", c->hex);
-        cr_assert_eq(policy_base58_decode(c->text, strlen(c->text), got, n, &m), SL_OK, "decode %s", c->text);
+        cr_assert_eq(wire_base58_decode(c->text, strlen(c->text), got, n, &m), SL_OK, "decode %s", c->text);
         cr_assert_eq(m, n, "decode %s", c->text);
         cr_assert_eq(memcmp(got, bytes, n), 0, "decode %s", c->text);
         if (n > 0) {
-            cr_assert_eq(policy_base58_decode(c->text, strlen(c->text), got, n - 1, &m), SL_ERR_TOO_LARGE,
+            cr_assert_eq(wire_base58_decode(c->text, strlen(c->text), got, n - 1, &m), SL_ERR_TOO_LARGE,
                          "decode %s into %zu bytes", c->text, n - 1);
             cr_assert_eq(m, 0);
         }
@@ -314,7 +314,7 @@ Test(txid, base58_alphabet)
         uint8_t out[4];
         size_t n;
         const char *at = c == 0 ? NULL : memchr(alphabet, c, 58);
-        sl_err_t err = policy_base58_decode(s, 1, out, sizeof out, &n);
+        sl_err_t err = wire_base58_decode(s, 1, out, sizeof out, &n);
         if (at == NULL) {
             cr_assert_eq(err, SL_ERR_PARSE, "byte 0x%02x", c);
             continue;
@@ -332,13 +332,13 @@ Test(txid, base58_invalid)
     for (size_t i = 0; i < COUNTOF(b58_bad); i++) {
         uint8_t out[16];
         size_t n = 99;
-        cr_assert_eq(policy_base58_decode(b58_bad[i], strlen(b58_bad[i]), out, sizeof out, &n), SL_ERR_PARSE,
+        cr_assert_eq(wire_base58_decode(b58_bad[i], strlen(b58_bad[i]), out, sizeof out, &n), SL_ERR_PARSE,
                      "%s", b58_bad[i]);
         cr_assert_eq(n, 0, "%s", b58_bad[i]);
     }
     uint8_t out[4];
     size_t n;
-    cr_assert_eq(policy_base58_decode("2\0" "2", 3, out, sizeof out, &n), SL_ERR_PARSE);
+    cr_assert_eq(wire_base58_decode("2\0" "2", 3, out, sizeof out, &n), SL_ERR_PARSE);
 }
 
 /* Leading '1's count against cap; a long text is refused before any work. */
@@ -347,20 +347,20 @@ Test(txid, base58_too_large)
     uint8_t out[1232];
     size_t n;
     char z[2000];
-    cr_assert_eq(policy_base58_decode("1111", 4, out, 3, &n), SL_ERR_TOO_LARGE);
-    cr_assert_eq(policy_base58_decode("1111", 4, out, 4, &n), SL_OK);
+    cr_assert_eq(wire_base58_decode("1111", 4, out, 3, &n), SL_ERR_TOO_LARGE);
+    cr_assert_eq(wire_base58_decode("1111", 4, out, 4, &n), SL_OK);
     cr_assert_eq(n, 4);
-    cr_assert_eq(policy_base58_decode("zzzz", 4, out, 2, &n), SL_ERR_TOO_LARGE); /* 58^4 - 1 needs 3 */
-    cr_assert_eq(policy_base58_decode("zzzz", 4, out, 3, &n), SL_OK);
+    cr_assert_eq(wire_base58_decode("zzzz", 4, out, 2, &n), SL_ERR_TOO_LARGE); /* 58^4 - 1 needs 3 */
+    cr_assert_eq(wire_base58_decode("zzzz", 4, out, 3, &n), SL_OK);
     cr_assert_eq(n, 3);
     memset(z, 'z', sizeof z);
-    cr_assert_eq(policy_base58_decode(z, sizeof z, out, sizeof out, &n), SL_ERR_TOO_LARGE);
-    cr_assert_eq(policy_base58_decode(z, sizeof z, NULL, 0, &n), SL_ERR_TOO_LARGE);
+    cr_assert_eq(wire_base58_decode(z, sizeof z, out, sizeof out, &n), SL_ERR_TOO_LARGE);
+    cr_assert_eq(wire_base58_decode(z, sizeof z, NULL, 0, &n), SL_ERR_TOO_LARGE);
     n = 99;
-    cr_assert_eq(policy_base58_decode("", 0, NULL, 0, &n), SL_OK);
+    cr_assert_eq(wire_base58_decode("", 0, NULL, 0, &n), SL_OK);
     cr_assert_eq(n, 0);
     n = 99;
-    cr_assert_eq(policy_base64_decode("", 0, NULL, 0, &n), SL_OK);
+    cr_assert_eq(wire_base64_decode("", 0, NULL, 0, &n), SL_OK);
     cr_assert_eq(n, 0);
 }
 
@@ -377,9 +377,9 @@ Test(txid, base58_round_trip)
             x = x * 1103515245u + 12345u;
             in[i] = i < len % 4 ? 0 : (uint8_t)(x >> 16);
         }
-        policy_base58_encode(in, len, text);
+        wire_base58_encode(in, len, text);
         cr_assert_leq(strlen(text), 2 * len, "len %zu", len);
-        cr_assert_eq(policy_base58_decode(text, strlen(text), back, len, &n), SL_OK, "len %zu", len);
+        cr_assert_eq(wire_base58_decode(text, strlen(text), back, len, &n), SL_OK, "len %zu", len);
         cr_assert_eq(n, len);
         cr_assert_eq(memcmp(back, in, len), 0, "len %zu", len);
     }
@@ -416,11 +416,11 @@ Test(txid, base64_vectors)
         for (size_t t = 0; t < 2; t++) {
             uint8_t out[16];
             size_t n = 99;
-            cr_assert_eq(policy_base64_decode(texts[t], strlen(texts[t]), out, want, &n), SL_OK, "%s", texts[t]);
+            cr_assert_eq(wire_base64_decode(texts[t], strlen(texts[t]), out, want, &n), SL_OK, "%s", texts[t]);
             cr_assert_eq(n, want, "%s", texts[t]);
             cr_assert_eq(memcmp(out, c->bytes, want), 0, "%s", texts[t]);
             if (want > 0)
-                cr_assert_eq(policy_base64_decode(texts[t], strlen(texts[t]), out, want - 1, &n), SL_ERR_TOO_LARGE,
+                cr_assert_eq(wire_base64_decode(texts[t], strlen(texts[t]), out, want - 1, &n), SL_ERR_TOO_LARGE,
                              "%s", texts[t]);
         }
     }
@@ -451,13 +451,13 @@ Test(txid, base64_invalid)
     for (size_t i = 0; i < COUNTOF(b64_bad); i++) {
         uint8_t out[16];
         size_t n = 99;
-        cr_assert_eq(policy_base64_decode(b64_bad[i], strlen(b64_bad[i]), out, sizeof out, &n), SL_ERR_PARSE,
+        cr_assert_eq(wire_base64_decode(b64_bad[i], strlen(b64_bad[i]), out, sizeof out, &n), SL_ERR_PARSE,
                      "%s", b64_bad[i]);
         cr_assert_eq(n, 0, "%s", b64_bad[i]);
     }
     uint8_t out[4];
     size_t n;
-    cr_assert_eq(policy_base64_decode("Zg\0=", 4, out, sizeof out, &n), SL_ERR_PARSE);
+    cr_assert_eq(wire_base64_decode("Zg\0=", 4, out, sizeof out, &n), SL_ERR_PARSE);
 }
 
 /* An invalid text is PARSE whatever the room, in both codecs: the fuzzer
@@ -469,9 +469,9 @@ Test(txid, parse_before_too_large)
     uint8_t out[4];
     size_t n;
     for (size_t i = 0; i < COUNTOF(b64); i++)
-        cr_assert_eq(policy_base64_decode(b64[i], strlen(b64[i]), out, 2, &n), SL_ERR_PARSE, "%s", b64[i]);
+        cr_assert_eq(wire_base64_decode(b64[i], strlen(b64[i]), out, 2, &n), SL_ERR_PARSE, "%s", b64[i]);
     for (size_t i = 0; i < COUNTOF(b58); i++)
-        cr_assert_eq(policy_base58_decode(b58[i], strlen(b58[i]), out, 2, &n), SL_ERR_PARSE, "%s", b58[i]);
+        cr_assert_eq(wire_base58_decode(b58[i], strlen(b58[i]), out, 2, &n), SL_ERR_PARSE, "%s", b58[i]);
 }
 
 /* ---- Solana ---------------------------------------------------------------- */
@@ -523,11 +523,11 @@ static const sol_case_t sol_cases[] = {
      "39bb1zr97icrEPvPipWGZgGhXcZ3qqk7ost99zihqm33tK8xtc1mtcroQW7zkSqAvS3kEFBH95xppKJy5gHxf24K"},
 };
 
-static void check_sol(const char *name, const char *text, policy_sol_encoding_t enc, const char *want)
+static void check_sol(const char *name, const char *text, wire_sol_encoding_t enc, const char *want)
 {
     char out[96];
     memset(out, 'x', sizeof out);
-    cr_assert_eq(policy_sol_tx_signature(text, strlen(text), enc, out), SL_OK, "%s (%d)", name, enc);
+    cr_assert_eq(wire_sol_tx_signature(text, strlen(text), enc, out), SL_OK, "%s (%d)", name, enc);
     cr_assert_str_eq(out, want, "%s (%d)", name, enc);
 }
 
@@ -535,8 +535,8 @@ Test(txid, sol_transactions)
 {
     for (size_t i = 0; i < COUNTOF(sol_cases); i++) {
         const sol_case_t *c = &sol_cases[i];
-        check_sol(c->name, c->b58, POLICY_SOL_BASE58, c->signature);
-        check_sol(c->name, c->b64, POLICY_SOL_BASE64, c->signature);
+        check_sol(c->name, c->b58, WIRE_SOL_BASE58, c->signature);
+        check_sol(c->name, c->b64, WIRE_SOL_BASE64, c->signature);
     }
 }
 
@@ -546,7 +546,7 @@ Test(txid, sol_truncated)
 {
     for (size_t i = 0; i < COUNTOF(sol_cases); i++) {
         char out[96];
-        cr_assert_eq(policy_sol_tx_signature(sol_cases[i].b64, 84, POLICY_SOL_BASE64, out), SL_ERR_PARSE, "%s",
+        cr_assert_eq(wire_sol_tx_signature(sol_cases[i].b64, 84, WIRE_SOL_BASE64, out), SL_ERR_PARSE, "%s",
                      sol_cases[i].name);
         cr_assert_eq(out[0], '\0');
     }
@@ -603,14 +603,14 @@ Test(txid, sol_synthetic)
         memcpy(tx, c->head, c->head_len);
         for (size_t j = 0; j < c->body; j++)
             tx[c->head_len + j] = (uint8_t)(j / 64 + 1);
-        policy_base58_encode(tx, n, b58);
+        wire_base58_encode(tx, n, b58);
         b64_encode(tx, n, b64);
-        policy_base58_encode(tx + c->head_len, 64, want);
+        wire_base58_encode(tx + c->head_len, 64, want);
         const char *texts[] = {b58, b64};
         for (int e = 0; e < 2; e++) {
-            policy_sol_encoding_t enc = e == 0 ? POLICY_SOL_BASE58 : POLICY_SOL_BASE64;
+            wire_sol_encoding_t enc = e == 0 ? WIRE_SOL_BASE58 : WIRE_SOL_BASE64;
             memset(out, 'x', sizeof out);
-            cr_assert_eq(policy_sol_tx_signature(texts[e], strlen(texts[e]), enc, out), c->err, "%s (%d)", c->name, e);
+            cr_assert_eq(wire_sol_tx_signature(texts[e], strlen(texts[e]), enc, out), c->err, "%s (%d)", c->name, e);
             if (c->err == SL_OK)
                 cr_assert_str_eq(out, want, "%s (%d)", c->name, e);
             else
@@ -626,8 +626,8 @@ Test(txid, sol_longest_signature)
     char text[2 * sizeof tx + 1], out[96];
     tx[0] = 1;
     memset(tx + 1, 0xff, 64);
-    policy_base58_encode(tx, sizeof tx, text);
-    cr_assert_eq(policy_sol_tx_signature(text, strlen(text), POLICY_SOL_BASE58, out), SL_OK);
+    wire_base58_encode(tx, sizeof tx, text);
+    cr_assert_eq(wire_sol_tx_signature(text, strlen(text), WIRE_SOL_BASE58, out), SL_OK);
     cr_assert_str_eq(out, "67rpwLCuS5DGA8KGZXKsVQ7dnPb9goRLoKfgGbLfQg9WoLUgNY77E2jT11fem3coV9nAkguBACzrU1iyZM4B8roQ");
 }
 
@@ -635,13 +635,13 @@ Test(txid, sol_bad_text)
 {
     char out[96];
     const sol_case_t *c = &sol_cases[0];
-    cr_assert_eq(policy_sol_tx_signature("", 0, POLICY_SOL_BASE58, out), SL_ERR_PARSE);
-    cr_assert_eq(policy_sol_tx_signature("", 0, POLICY_SOL_BASE64, out), SL_ERR_PARSE);
-    cr_assert_eq(policy_sol_tx_signature("4Qfx0biK", 8, POLICY_SOL_BASE58, out), SL_ERR_PARSE);
-    cr_assert_eq(policy_sol_tx_signature("Aap2*hlN", 8, POLICY_SOL_BASE64, out), SL_ERR_PARSE);
+    cr_assert_eq(wire_sol_tx_signature("", 0, WIRE_SOL_BASE58, out), SL_ERR_PARSE);
+    cr_assert_eq(wire_sol_tx_signature("", 0, WIRE_SOL_BASE64, out), SL_ERR_PARSE);
+    cr_assert_eq(wire_sol_tx_signature("4Qfx0biK", 8, WIRE_SOL_BASE58, out), SL_ERR_PARSE);
+    cr_assert_eq(wire_sol_tx_signature("Aap2*hlN", 8, WIRE_SOL_BASE64, out), SL_ERR_PARSE);
     /* each text in the other encoding */
-    cr_assert_eq(policy_sol_tx_signature(c->b64, strlen(c->b64), POLICY_SOL_BASE58, out), SL_ERR_PARSE);
-    cr_assert_eq(policy_sol_tx_signature(c->b58, strlen(c->b58), POLICY_SOL_BASE64, out), SL_ERR_PARSE);
-    cr_assert_eq(policy_sol_tx_signature(c->b58, strlen(c->b58), (policy_sol_encoding_t)2, out), SL_ERR_INVALID);
+    cr_assert_eq(wire_sol_tx_signature(c->b64, strlen(c->b64), WIRE_SOL_BASE58, out), SL_ERR_PARSE);
+    cr_assert_eq(wire_sol_tx_signature(c->b58, strlen(c->b58), WIRE_SOL_BASE64, out), SL_ERR_PARSE);
+    cr_assert_eq(wire_sol_tx_signature(c->b58, strlen(c->b58), (wire_sol_encoding_t)2, out), SL_ERR_INVALID);
     cr_assert_eq(out[0], '\0');
 }

@@ -1,9 +1,9 @@
-/* policy/txid.c: transaction ids from raw transaction bytes.
+/* wire/txid.c: transaction ids from raw transaction bytes.
  *
  * Everything runs on the stack: Keccak absorbs the hex text in rate-sized
  * chunks as it is decoded, and base58 does its big-number arithmetic inside
  * the caller's output buffer. */
-#include "policy/txid.h"
+#include "wire/txid.h"
 
 #include <string.h>
 
@@ -113,7 +113,7 @@ static void keccak_final(keccak_t *k, uint8_t out[32])
         out[i] = (uint8_t)(k->lane[i / 8] >> (8 * (i % 8)));
 }
 
-void policy_keccak256(const void *data, size_t len, uint8_t out[32])
+void wire_keccak256(const void *data, size_t len, uint8_t out[32])
 {
     keccak_t k;
     keccak_init(&k);
@@ -134,7 +134,7 @@ static int hex_value(char c)
     return -1;
 }
 
-sl_err_t policy_eth_tx_hash(const char *hex, size_t len, char out[67])
+sl_err_t wire_eth_tx_hash(const char *hex, size_t len, char out[67])
 {
     static const char digits[] = "0123456789abcdef";
     out[0] = '\0';
@@ -195,7 +195,7 @@ static size_t b58_min_bytes(size_t d)
     return (d - 1) / 1000 * 732 + (d - 1) % 1000 * 732 / 1000;
 }
 
-sl_err_t policy_base58_decode(const char *s, size_t len, uint8_t *out, size_t cap, size_t *n)
+sl_err_t wire_base58_decode(const char *s, size_t len, uint8_t *out, size_t cap, size_t *n)
 {
     *n = 0;
     size_t zeros = 0;
@@ -231,7 +231,7 @@ sl_err_t policy_base58_decode(const char *s, size_t len, uint8_t *out, size_t ca
     return SL_OK;
 }
 
-void policy_base58_encode(const uint8_t *data, size_t len, char *out)
+void wire_base58_encode(const uint8_t *data, size_t len, char *out)
 {
     size_t zeros = 0;
     while (zeros < len && data[zeros] == 0)
@@ -297,7 +297,7 @@ static int b64_valid(const char *s, size_t len)
     return len == 0 || ((b64_value[(uint8_t)s[len - 1]] - 1u) & unused_bits[len % 4]) == 0;
 }
 
-sl_err_t policy_base64_decode(const char *s, size_t len, uint8_t *out, size_t cap, size_t *n)
+sl_err_t wire_base64_decode(const char *s, size_t len, uint8_t *out, size_t cap, size_t *n)
 {
     *n = 0;
     len -= b64_padding(s, len);
@@ -352,11 +352,11 @@ static sl_err_t shortvec_u16(const uint8_t *p, size_t len, size_t *value, size_t
 typedef sl_err_t (*sol_decoder_fn)(const char *, size_t, uint8_t *, size_t, size_t *);
 
 static const sol_decoder_fn sol_decoders[] = {
-    [POLICY_SOL_BASE58] = policy_base58_decode,
-    [POLICY_SOL_BASE64] = policy_base64_decode,
+    [WIRE_SOL_BASE58] = wire_base58_decode,
+    [WIRE_SOL_BASE64] = wire_base64_decode,
 };
 
-sl_err_t policy_sol_tx_signature(const char *text, size_t len, policy_sol_encoding_t enc, char out[96])
+sl_err_t wire_sol_tx_signature(const char *text, size_t len, wire_sol_encoding_t enc, char out[96])
 {
     uint8_t tx[SOL_MAX_TX];
     size_t n, count, used;
@@ -372,7 +372,7 @@ sl_err_t policy_sol_tx_signature(const char *text, size_t len, policy_sol_encodi
         return SL_ERR_PARSE;
     /* the encoder wants 2 * len + 1 bytes; a signature needs at most 88 + 1 */
     char sig[2 * SOL_SIG_LEN + 1];
-    policy_base58_encode(tx + used, SOL_SIG_LEN, sig);
+    wire_base58_encode(tx + used, SOL_SIG_LEN, sig);
     memcpy(out, sig, strlen(sig) + 1);
     return SL_OK;
 }

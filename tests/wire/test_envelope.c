@@ -1,12 +1,12 @@
-/* tests/policy/test_envelope.c: policy/envelope.h, table-driven. */
+/* tests/wire/test_envelope.c: wire/envelope.h, table-driven. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "policy/envelope.h"
+#include "wire/envelope.h"
 
 /* The bytes of span s of buf, NUL-terminated, in one of a few rotating buffers. */
-static const char *span_str(const char *buf, policy_span_t s)
+static const char *span_str(const char *buf, wire_span_t s)
 {
     static char out[4][4096];
     static unsigned next;
@@ -15,7 +15,7 @@ static const char *span_str(const char *buf, policy_span_t s)
     return o;
 }
 
-static void expect_span(const char *row, const char *field, const char *buf, policy_span_t s, const char *want)
+static void expect_span(const char *row, const char *field, const char *buf, wire_span_t s, const char *want)
 {
     if (!want) {
         cr_expect_eq(s.len, 0, "%s: %s should be absent, is '%s'", row, field, span_str(buf, s));
@@ -154,8 +154,8 @@ Test(envelope, table)
         size_t len = c->len ? c->len : strlen(c->in);
         char row[64];
         snprintf(row, sizeof row, "row %zu '%.40s'", i, c->in);
-        policy_envelope_t env;
-        sl_err_t err = policy_envelope_scan(c->in, len, &env);
+        wire_envelope_t env;
+        sl_err_t err = wire_envelope_scan(c->in, len, &env);
         cr_expect_eq(err, c->err, "%s: got %s, want %s", row, sl_err_name(err), sl_err_name(c->err));
         if (err != SL_OK || c->err != SL_OK)
             continue;
@@ -174,18 +174,18 @@ Test(envelope, table)
 typedef struct value_case {
     const char *in;
     sl_err_t err;
-    policy_json_kind_t kind;
+    wire_json_kind_t kind;
     const char *span; /* NULL: the whole input */
 } value_case_t;
 
 static const value_case_t value_cases[] = {
-    {"1", SL_OK, POLICY_JSON_NUMBER},          {"-0", SL_OK, POLICY_JSON_NUMBER},
-    {" 0 ", SL_OK, POLICY_JSON_NUMBER, "0"},   {"1.5e-3", SL_OK, POLICY_JSON_NUMBER},
-    {"1E+2", SL_OK, POLICY_JSON_NUMBER},       {"0.0", SL_OK, POLICY_JSON_NUMBER},
-    {"true", SL_OK, POLICY_JSON_TRUE},         {"false", SL_OK, POLICY_JSON_FALSE},
-    {"\tnull\n", SL_OK, POLICY_JSON_NULL, "null"},
-    {"\"\"", SL_OK, POLICY_JSON_STRING},       {"[]", SL_OK, POLICY_JSON_ARRAY},
-    {"{}", SL_OK, POLICY_JSON_OBJECT},         {"[{\"a\":[{}]}]", SL_OK, POLICY_JSON_ARRAY},
+    {"1", SL_OK, WIRE_JSON_NUMBER},          {"-0", SL_OK, WIRE_JSON_NUMBER},
+    {" 0 ", SL_OK, WIRE_JSON_NUMBER, "0"},   {"1.5e-3", SL_OK, WIRE_JSON_NUMBER},
+    {"1E+2", SL_OK, WIRE_JSON_NUMBER},       {"0.0", SL_OK, WIRE_JSON_NUMBER},
+    {"true", SL_OK, WIRE_JSON_TRUE},         {"false", SL_OK, WIRE_JSON_FALSE},
+    {"\tnull\n", SL_OK, WIRE_JSON_NULL, "null"},
+    {"\"\"", SL_OK, WIRE_JSON_STRING},       {"[]", SL_OK, WIRE_JSON_ARRAY},
+    {"{}", SL_OK, WIRE_JSON_OBJECT},         {"[{\"a\":[{}]}]", SL_OK, WIRE_JSON_ARRAY},
     {"01", SL_ERR_PARSE},   {"1.", SL_ERR_TRUNCATED}, {".5", SL_ERR_PARSE},     {"-", SL_ERR_TRUNCATED},
     {"1e", SL_ERR_TRUNCATED}, {"1E-", SL_ERR_TRUNCATED}, {"+1", SL_ERR_PARSE},  {"--1", SL_ERR_PARSE},
     {"1.5.5", SL_ERR_PARSE}, {"1e5e5", SL_ERR_PARSE}, {"0x1", SL_ERR_PARSE},    {"-a", SL_ERR_PARSE},
@@ -200,22 +200,22 @@ Test(validate, table)
 {
     for (size_t i = 0; i < sizeof value_cases / sizeof value_cases[0]; i++) {
         const value_case_t *c = &value_cases[i];
-        policy_json_kind_t kind;
-        policy_span_t v;
-        sl_err_t err = policy_json_validate(c->in, strlen(c->in), &kind, &v);
+        wire_json_kind_t kind;
+        wire_span_t v;
+        sl_err_t err = wire_json_validate(c->in, strlen(c->in), &kind, &v);
         cr_expect_eq(err, c->err, "'%s': got %s", c->in, sl_err_name(err));
         if (err != SL_OK || c->err != SL_OK)
             continue;
         cr_expect_eq(kind, c->kind, "'%s': kind %d", c->in, kind);
         cr_expect_str_eq(span_str(c->in, v), c->span ? c->span : c->in, "'%s'", c->in);
-        cr_expect_eq(policy_json_kind(c->in, v), c->kind, "'%s'", c->in);
+        cr_expect_eq(wire_json_kind(c->in, v), c->kind, "'%s'", c->in);
     }
 }
 
 Test(validate, kind_of_absent_span)
 {
-    cr_expect_eq(policy_json_kind("1", (policy_span_t){0, 0}), POLICY_JSON_NONE);
-    cr_expect_eq(policy_json_kind("x", (policy_span_t){0, 1}), POLICY_JSON_NONE);
+    cr_expect_eq(wire_json_kind("1", (wire_span_t){0, 0}), WIRE_JSON_NONE);
+    cr_expect_eq(wire_json_kind("x", (wire_span_t){0, 1}), WIRE_JSON_NONE);
 }
 
 /* ---- arrays ------------------------------------------------------------ */
@@ -253,9 +253,9 @@ Test(scan_array, table)
 {
     for (size_t i = 0; i < sizeof array_cases / sizeof array_cases[0]; i++) {
         const array_case_t *c = &array_cases[i];
-        policy_span_t items[8];
+        wire_span_t items[8];
         size_t n = 99;
-        sl_err_t err = policy_envelope_scan_array(c->in, strlen(c->in), items, c->max, &n);
+        sl_err_t err = wire_envelope_scan_array(c->in, strlen(c->in), items, c->max, &n);
         cr_expect_eq(err, c->err, "'%s' max %zu: got %s", c->in, c->max, sl_err_name(err));
         if (err == SL_OK || err == SL_ERR_TOO_LARGE)
             cr_expect_eq(n, c->nitems, "'%s': %zu items", c->in, n);
@@ -279,14 +279,14 @@ Test(truncated, every_prefix_of_an_object)
     for (size_t d = 0; d < sizeof whole_objects / sizeof whole_objects[0]; d++) {
         const char *doc = whole_objects[d];
         size_t len = strlen(doc);
-        policy_envelope_t env;
-        policy_json_kind_t kind;
-        policy_span_t v;
-        cr_assert_eq(policy_envelope_scan(doc, len, &env), SL_OK, "document %zu", d);
+        wire_envelope_t env;
+        wire_json_kind_t kind;
+        wire_span_t v;
+        cr_assert_eq(wire_envelope_scan(doc, len, &env), SL_OK, "document %zu", d);
         for (size_t n = 0; n < len; n++) {
-            sl_err_t err = policy_envelope_scan(doc, n, &env);
+            sl_err_t err = wire_envelope_scan(doc, n, &env);
             cr_expect_eq(err, SL_ERR_TRUNCATED, "document %zu cut at %zu: %s", d, n, sl_err_name(err));
-            err = policy_json_validate(doc, n, &kind, &v);
+            err = wire_json_validate(doc, n, &kind, &v);
             cr_expect_eq(err, SL_ERR_TRUNCATED, "document %zu cut at %zu: %s", d, n, sl_err_name(err));
         }
     }
@@ -296,10 +296,10 @@ Test(truncated, every_prefix_of_a_batch)
 {
     const char *doc = "[{\"id\":1,\"method\":\"eth_chainId\"}, \"\\ud800\\udc00\", 1.0e1, []]";
     size_t len = strlen(doc), n;
-    policy_span_t items[4];
-    cr_assert_eq(policy_envelope_scan_array(doc, len, items, 4, &n), SL_OK);
+    wire_span_t items[4];
+    cr_assert_eq(wire_envelope_scan_array(doc, len, items, 4, &n), SL_OK);
     for (size_t cut = 0; cut < len; cut++) {
-        sl_err_t err = policy_envelope_scan_array(doc, cut, items, 4, &n);
+        sl_err_t err = wire_envelope_scan_array(doc, cut, items, 4, &n);
         cr_expect_eq(err, SL_ERR_TRUNCATED, "cut at %zu: %s", cut, sl_err_name(err));
     }
 }
@@ -326,14 +326,14 @@ Test(strings, special_byte_at_every_offset)
                 int len = snprintf(doc, sizeof doc, "{\"result\":\"%.*s%s%.*s\"}", at,
                                    "0123456789abcdef0123456789abcdef0123456789abcdef", pieces[k].piece, n - at,
                                    "fedcba9876543210fedcba9876543210fedcba9876543210");
-                policy_envelope_t env;
-                sl_err_t err = policy_envelope_scan(doc, (size_t)len, &env);
+                wire_envelope_t env;
+                sl_err_t err = wire_envelope_scan(doc, (size_t)len, &env);
                 cr_expect_eq(err, pieces[k].err, "piece %zu, %d + %d bytes: %s", k, at, n - at, sl_err_name(err));
                 if (err == SL_OK)
                     cr_expect_eq(env.result.len, (uint32_t)(len - 11), "piece %zu at %d", k, at);
                 /* the same string cut just after the piece */
                 int cut = 11 + at + (int)strlen(pieces[k].piece);
-                err = policy_envelope_scan(doc, (size_t)cut, &env);
+                err = wire_envelope_scan(doc, (size_t)cut, &env);
                 cr_expect_eq(err, pieces[k].cut_err, "piece %zu cut %d: %s", k, cut, sl_err_name(err));
             }
 }
@@ -357,30 +357,30 @@ static size_t nest(char *out, int n, int close_wrong_at)
 Test(depth, limit_is_128)
 {
     static char doc[2048];
-    policy_json_kind_t kind;
-    policy_span_t v;
-    size_t len = nest(doc, POLICY_JSON_MAX_DEPTH, -1);
-    cr_expect_eq(policy_json_validate(doc, len, &kind, &v), SL_OK);
+    wire_json_kind_t kind;
+    wire_span_t v;
+    size_t len = nest(doc, WIRE_JSON_MAX_DEPTH, -1);
+    cr_expect_eq(wire_json_validate(doc, len, &kind, &v), SL_OK);
     cr_expect_eq(v.len, len);
-    len = nest(doc, POLICY_JSON_MAX_DEPTH + 1, -1);
-    cr_expect_eq(policy_json_validate(doc, len, &kind, &v), SL_ERR_TOO_DEEP);
+    len = nest(doc, WIRE_JSON_MAX_DEPTH + 1, -1);
+    cr_expect_eq(wire_json_validate(doc, len, &kind, &v), SL_ERR_TOO_DEEP);
     /* the bracket stack must remember the kind at every level, across its two words */
-    for (int wrong = 0; wrong < POLICY_JSON_MAX_DEPTH; wrong++) {
-        len = nest(doc, POLICY_JSON_MAX_DEPTH, wrong);
-        cr_expect_eq(policy_json_validate(doc, len, &kind, &v), SL_ERR_PARSE, "wrong bracket at %d", wrong);
+    for (int wrong = 0; wrong < WIRE_JSON_MAX_DEPTH; wrong++) {
+        len = nest(doc, WIRE_JSON_MAX_DEPTH, wrong);
+        cr_expect_eq(wire_json_validate(doc, len, &kind, &v), SL_ERR_PARSE, "wrong bracket at %d", wrong);
     }
 }
 
 Test(depth, envelope_counts_its_own_object)
 {
     static char doc[2048];
-    policy_envelope_t env;
-    for (int n = POLICY_JSON_MAX_DEPTH - 1; n <= POLICY_JSON_MAX_DEPTH; n++) {
+    wire_envelope_t env;
+    for (int n = WIRE_JSON_MAX_DEPTH - 1; n <= WIRE_JSON_MAX_DEPTH; n++) {
         size_t len = (size_t)sprintf(doc, "{\"result\":");
         len += nest(doc + len, n, -1);
         len += (size_t)sprintf(doc + len, ",\"id\":1}");
-        sl_err_t want = n < POLICY_JSON_MAX_DEPTH ? SL_OK : SL_ERR_TOO_DEEP;
-        cr_expect_eq(policy_envelope_scan(doc, len, &env), want, "%d levels inside", n);
+        sl_err_t want = n < WIRE_JSON_MAX_DEPTH ? SL_OK : SL_ERR_TOO_DEEP;
+        cr_expect_eq(wire_envelope_scan(doc, len, &env), want, "%d levels inside", n);
     }
 }
 
@@ -388,12 +388,12 @@ Test(size, four_gib_is_too_large)
 {
     static const char doc[] = "{}";
     size_t huge = (size_t)UINT32_MAX + 1, n;
-    policy_envelope_t env;
-    policy_span_t items[1], v;
-    policy_json_kind_t kind;
-    cr_expect_eq(policy_envelope_scan(doc, huge, &env), SL_ERR_TOO_LARGE);
-    cr_expect_eq(policy_envelope_scan_array(doc, huge, items, 1, &n), SL_ERR_TOO_LARGE);
-    cr_expect_eq(policy_json_validate(doc, huge, &kind, &v), SL_ERR_TOO_LARGE);
+    wire_envelope_t env;
+    wire_span_t items[1], v;
+    wire_json_kind_t kind;
+    cr_expect_eq(wire_envelope_scan(doc, huge, &env), SL_ERR_TOO_LARGE);
+    cr_expect_eq(wire_envelope_scan_array(doc, huge, items, 1, &n), SL_ERR_TOO_LARGE);
+    cr_expect_eq(wire_json_validate(doc, huge, &kind, &v), SL_ERR_TOO_LARGE);
 }
 
 /* ---- error objects ------------------------------------------------------ */
@@ -434,10 +434,10 @@ Test(error, table)
 {
     for (size_t i = 0; i < sizeof error_cases / sizeof error_cases[0]; i++) {
         const error_case_t *c = &error_cases[i];
-        policy_rpc_error_t e;
-        sl_err_t err = policy_envelope_error(c->in, (policy_span_t){0, (uint32_t)strlen(c->in)}, &e);
+        wire_rpc_error_t e;
+        sl_err_t err = wire_envelope_error(c->in, (wire_span_t){0, (uint32_t)strlen(c->in)}, &e);
         if (*c->in == ' ') /* as a scan would hand it over: trimmed */
-            err = policy_envelope_error(c->in, (policy_span_t){1, (uint32_t)strlen(c->in) - 2}, &e);
+            err = wire_envelope_error(c->in, (wire_span_t){1, (uint32_t)strlen(c->in) - 2}, &e);
         cr_expect_eq(err, c->err, "'%s': %s", c->in, sl_err_name(err));
         if (err != SL_OK || c->err != SL_OK)
             continue;
@@ -453,16 +453,16 @@ Test(error, inside_an_answer)
 {
     const char *doc = "{\"jsonrpc\":\"2.0\",\"id\":9,\"error\":{\"code\":-32602,\"message\":\"invalid params\","
                       "\"data\":{\"field\":\"to\"}}}";
-    policy_envelope_t env;
-    policy_rpc_error_t e;
-    cr_assert_eq(policy_envelope_scan(doc, strlen(doc), &env), SL_OK);
-    cr_assert_eq(policy_envelope_error(doc, env.error, &e), SL_OK);
+    wire_envelope_t env;
+    wire_rpc_error_t e;
+    cr_assert_eq(wire_envelope_scan(doc, strlen(doc), &env), SL_OK);
+    cr_assert_eq(wire_envelope_error(doc, env.error, &e), SL_OK);
     cr_expect_eq(e.has_code, 1);
     cr_expect_eq(e.code, -32602);
     cr_expect_str_eq(e.message, "invalid params");
     cr_expect_str_eq(span_str(doc, e.data), "{\"field\":\"to\"}");
-    cr_expect_eq(policy_envelope_error(doc, env.id, &e), SL_ERR_PARSE);
-    cr_expect_eq(policy_envelope_error(doc, env.result, &e), SL_ERR_PARSE);
+    cr_expect_eq(wire_envelope_error(doc, env.id, &e), SL_ERR_PARSE);
+    cr_expect_eq(wire_envelope_error(doc, env.result, &e), SL_ERR_PARSE);
 }
 
 /* A message longer than 255 bytes is cut where a character starts. */
@@ -481,18 +481,18 @@ Test(error, long_message_cut_on_a_character)
         for (int i = 0; i < 300; i++)
             len += (size_t)sprintf(doc + len, "%s", cases[k].unit);
         len += (size_t)sprintf(doc + len, "\"}");
-        policy_rpc_error_t e;
-        cr_assert_eq(policy_envelope_error(doc, (policy_span_t){0, (uint32_t)len}, &e), SL_OK);
+        wire_rpc_error_t e;
+        cr_assert_eq(wire_envelope_error(doc, (wire_span_t){0, (uint32_t)len}, &e), SL_OK);
         cr_expect_eq(strlen(e.message), cases[k].want, "unit %zu: kept %zu", k, strlen(e.message));
         cr_expect_eq(e.has_code, 1);
     }
     /* exactly 255 fits; the 4-byte character that would end at 257 does not */
     size_t len = (size_t)sprintf(doc, "{\"message\":\"%0255d\"}", 0);
-    policy_rpc_error_t e;
-    cr_assert_eq(policy_envelope_error(doc, (policy_span_t){0, (uint32_t)len}, &e), SL_OK);
+    wire_rpc_error_t e;
+    cr_assert_eq(wire_envelope_error(doc, (wire_span_t){0, (uint32_t)len}, &e), SL_OK);
     cr_expect_eq(strlen(e.message), 255);
     len = (size_t)sprintf(doc, "{\"message\":\"%0253d\\ud83d\\ude00\"}", 0);
-    cr_assert_eq(policy_envelope_error(doc, (policy_span_t){0, (uint32_t)len}, &e), SL_OK);
+    cr_assert_eq(wire_envelope_error(doc, (wire_span_t){0, (uint32_t)len}, &e), SL_OK);
     cr_expect_eq(strlen(e.message), 253);
 }
 
@@ -523,13 +523,13 @@ Test(tokens, string)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char out[16];
         memset(out, 'Z', sizeof out);
-        sl_err_t err = policy_json_string(cases[i].in, (policy_span_t){0, (uint32_t)strlen(cases[i].in)}, out,
+        sl_err_t err = wire_json_string(cases[i].in, (wire_span_t){0, (uint32_t)strlen(cases[i].in)}, out,
                                           cases[i].cap);
         cr_expect_eq(err, cases[i].err, "'%s': %s", cases[i].in, sl_err_name(err));
         cr_expect_str_eq(out, cases[i].want, "'%s'", cases[i].in);
     }
     char out[1];
-    cr_expect_eq(policy_json_string("\"\"", (policy_span_t){0, 2}, out, 0), SL_ERR_INVALID);
+    cr_expect_eq(wire_json_string("\"\"", (wire_span_t){0, 2}, out, 0), SL_ERR_INVALID);
 }
 
 Test(tokens, has_nul)
@@ -542,8 +542,8 @@ Test(tokens, has_nul)
         {"\"\\u0001\\n\"", 0}, {"\"\\\\\\u0000\"", 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        policy_span_t s = {0, (uint32_t)strlen(cases[i].in)};
-        cr_expect_eq(policy_json_has_nul(cases[i].in, s), cases[i].nul, "%s", cases[i].in);
+        wire_span_t s = {0, (uint32_t)strlen(cases[i].in)};
+        cr_expect_eq(wire_json_has_nul(cases[i].in, s), cases[i].nul, "%s", cases[i].in);
     }
 }
 
@@ -573,7 +573,7 @@ Test(tokens, int64)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int64_t v = 12345;
-        sl_err_t err = policy_json_int64(cases[i].in, (policy_span_t){0, (uint32_t)strlen(cases[i].in)}, &v);
+        sl_err_t err = wire_json_int64(cases[i].in, (wire_span_t){0, (uint32_t)strlen(cases[i].in)}, &v);
         cr_expect_eq(err, cases[i].err, "'%s': %s", cases[i].in, sl_err_name(err));
         cr_expect_eq(v, err == SL_OK ? cases[i].want : 12345, "'%s': %lld", cases[i].in, (long long)v);
     }
@@ -615,10 +615,10 @@ Test(tokens, id_equal)
         {"", "", 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        policy_span_t sa = {0, (uint32_t)strlen(cases[i].a)}, sb = {0, (uint32_t)strlen(cases[i].b)};
-        cr_expect_eq(policy_json_id_equal(cases[i].a, sa, cases[i].b, sb), cases[i].equal, "%s vs %s",
+        wire_span_t sa = {0, (uint32_t)strlen(cases[i].a)}, sb = {0, (uint32_t)strlen(cases[i].b)};
+        cr_expect_eq(wire_json_id_equal(cases[i].a, sa, cases[i].b, sb), cases[i].equal, "%s vs %s",
                      cases[i].a, cases[i].b);
-        cr_expect_eq(policy_json_id_equal(cases[i].b, sb, cases[i].a, sa), cases[i].equal, "%s vs %s",
+        cr_expect_eq(wire_json_id_equal(cases[i].b, sb, cases[i].a, sa), cases[i].equal, "%s vs %s",
                      cases[i].b, cases[i].a);
     }
 }
@@ -635,10 +635,10 @@ Test(envelope, go_folded_keys_are_ambiguous)
         "{\"id\":1,\"METHOD\":\"x\"}",
     };
     for (size_t i = 0; i < sizeof(inputs) / sizeof(inputs[0]); i++) {
-        policy_envelope_t env;
-        cr_assert_eq(policy_envelope_scan(inputs[i], strlen(inputs[i]), &env), SL_ERR_PARSE, "input %zu", i);
+        wire_envelope_t env;
+        cr_assert_eq(wire_envelope_scan(inputs[i], strlen(inputs[i]), &env), SL_ERR_PARSE, "input %zu", i);
     }
-    policy_envelope_t env;
+    wire_envelope_t env;
     const char *fine = "{\"id\":1,\"result\":1,\"\xc5\xbftatus\":2}"; /* not an envelope key */
-    cr_assert_eq(policy_envelope_scan(fine, strlen(fine), &env), SL_OK);
+    cr_assert_eq(wire_envelope_scan(fine, strlen(fine), &env), SL_OK);
 }
