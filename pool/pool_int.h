@@ -85,10 +85,10 @@ enum { POOL_PROBE_NONE, POOL_PROBE_HEALTH, POOL_PROBE_BREAKER };
 typedef struct pool_credit {
     const policy_cost_profile_t *profile;
     int active;                   /* the endpoint has a budget */
-    char key[POOL_CREDIT_WINDOWS][128];
-    uint64_t window_start[POOL_CREDIT_WINDOWS]; /* the window the lease belongs to ... */
-    uint64_t window_end[POOL_CREDIT_WINDOWS];   /* ... and its end (no calendar math per call) */
-    uint64_t remaining[POOL_CREDIT_WINDOWS];    /* leased, not yet spent */
+    char key[POLICY_CREDIT_WINDOW_COUNT][128];
+    uint64_t window_start[POLICY_CREDIT_WINDOW_COUNT]; /* the window the lease belongs to ... */
+    uint64_t window_end[POLICY_CREDIT_WINDOW_COUNT];   /* ... and its end (no calendar math per call) */
+    uint64_t remaining[POLICY_CREDIT_WINDOW_COUNT];    /* leased, not yet spent */
     uint64_t lacking_until_ms;    /* the ledger said no: skip the endpoint until then */
 } pool_credit_t;
 
@@ -144,7 +144,8 @@ struct pool_network {
     h2o_timeout_t attempt_timeout;
     h2o_timeout_t request_timeout;
     uint32_t max_attempts;
-    uint8_t level;                /* last usable-endpoint level this worker saw (pool_health.c) */
+    state_network_level_t level;  /* last usable-endpoint level this worker saw (pool_health.c) */
+    uint8_t level_stale;          /* a drain flag changed in the last snapshot: re-check the level */
     uint8_t order[POOL_MAX_ENDPOINTS]; /* the plan: endpoint indices, best first (pool_rank.c) */
     size_t norder;                /* ranked, usable and not excluded */
     int primary;                  /* current first choice, -1 if none */
