@@ -68,6 +68,7 @@ typedef enum pool_item_state {
     POOL_ITEM_PENDING,
     POOL_ITEM_ANSWERED,       /* answer holds the upstream's JSON-RPC response object */
     POOL_ITEM_FAILED,         /* fail_* says why; the gateway writes the error */
+    POOL_ITEM_STATE_COUNT
 } pool_item_state_t;
 
 /* How a failed item failed, from all its attempts. */

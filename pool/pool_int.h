@@ -63,7 +63,13 @@ typedef enum pool_conn_state {
     POOL_CONN_SENDING,            /* request written or being written; awaiting the head */
     POOL_CONN_BODY,               /* head parsed; reading the body */
     POOL_CONN_IDLE,
+    POOL_CONN_STATE_COUNT
 } pool_conn_state_t;
+
+/* 1 if from -> to is an edge of the connection's machine (pool_conn.c's one
+ * writer of ->state checks every transition against it; a connection is
+ * created CONNECTING). */
+int pool_conn_edge_allowed(pool_conn_state_t from, pool_conn_state_t to);
 
 struct pool_conn {
     pool_endpoint_t *ep;
@@ -256,6 +262,12 @@ int pool_write_verify_body(pool_call_t *call, const pool_item_t *it, sl_buf_t *o
  * method_index in the chain's table, its length for any other method. */
 enum { POOL_MC_REQUESTS, POOL_MC_CREDITS, POOL_MC_REFUSALS, POOL_MC_COUNT };
 void pool_method_count(pool_endpoint_t *ep, const policy_method_t *m, int what, uint64_t amount);
+
+/* pool_answer.c: the one writer of pool_item_t.state. An item starts
+ * PENDING (pool_call_start) and is settled once: to ANSWERED or FAILED. A
+ * transition that is not an edge is a bug: logged, then abort(). */
+int pool_item_edge_allowed(pool_item_state_t from, pool_item_state_t to);
+void pool_item_settle(pool_item_t *it, pool_item_state_t to);
 
 /* pool_credit.c */
 void pool_credit_init(pool_endpoint_t *ep);

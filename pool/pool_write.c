@@ -82,7 +82,7 @@ void pool_write_synthesize(pool_call_t *call, pool_item_t *it, int ep, const cha
     sl_buf_append_char(&b, '}');
     call->bodies = sl_xrealloc(call->bodies, (call->nbodies + 1) * sizeof(*call->bodies));
     call->bodies[call->nbodies++] = b;
-    it->state = POOL_ITEM_ANSWERED;
+    pool_item_settle(it, POOL_ITEM_ANSWERED);
     it->verdict = POLICY_VERDICT_SUCCESS;
     it->answer = b.base;
     it->answer_len = (uint32_t)b.len;
