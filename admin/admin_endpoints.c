@@ -136,12 +136,8 @@ static int drain_cb(void *arg, state_endpoint_rec_t *rec, int exists, state_even
     rec->drained = (uint8_t)c->drain;
     rec->drained_at_ms = c->drain ? c->now : 0;
     state_event_t *ev = &events[0];
-    memset(ev, 0, sizeof(*ev));
-    ev->ts_ms = c->now;
-    ev->kind = c->drain ? STATE_EVENT_ENDPOINT_DRAINED : STATE_EVENT_ENDPOINT_UNDRAINED;
-    ev->pid = (uint32_t)getpid();
-    snprintf(ev->network, sizeof(ev->network), "%s", c->net->name);
-    snprintf(ev->endpoint, sizeof(ev->endpoint), "%s", c->ep->id);
+    state_event_init(ev, c->drain ? STATE_EVENT_ENDPOINT_DRAINED : STATE_EVENT_ENDPOINT_UNDRAINED, c->net->name,
+                     c->ep->id, c->now);
     snprintf(ev->reason, sizeof(ev->reason), "%s by the operator", c->drain ? "drained" : "undrained");
     *nevents = 1;
     return 1;

@@ -37,7 +37,7 @@ typedef struct lease_ctx {
 static void budget_event(lease_ctx_t *c, state_event_t *ev, state_event_kind_t kind, policy_credit_window_t w, uint64_t left,
                          uint64_t budget)
 {
-    pool_event_init(ev, kind, c->ep, c->now);
+    state_event_init(ev, kind, c->ep->net->conf->name, c->ep->conf->id, c->now);
     ev->count = left;
     snprintf(ev->reason, sizeof(ev->reason), "%s budget: %llu of %llu credits left", policy_credit_window_name(w),
              (unsigned long long)left, (unsigned long long)budget);

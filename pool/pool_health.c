@@ -18,17 +18,6 @@
 #define RATE_BACKOFF_MAX_MS 60000
 #define EWMA_ALPHA_PCT 20
 
-void pool_event_init(state_event_t *ev, state_event_kind_t kind, const pool_endpoint_t *ep, uint64_t now)
-{
-    memset(ev, 0, sizeof(*ev));
-    ev->ts_ms = now;
-    ev->kind = (uint8_t)kind;
-    ev->pid = (uint32_t)getpid();
-    snprintf(ev->network, sizeof(ev->network), "%s", ep->net->conf->name);
-    if (ep->conf != NULL)
-        snprintf(ev->endpoint, sizeof(ev->endpoint), "%s", ep->conf->id);
-}
-
 /* ---- network level (redundancy_low, network_down, network_up) ---- */
 
 static int usable_rec(const state_endpoint_rec_t *r)
@@ -56,14 +45,12 @@ static int level_cb(void *arg, const state_endpoint_rec_t *recs, size_t n, state
         return 0;
     level->level = (uint8_t)now_level;
     level->since_ms = c->now;
-    pool_network_t pnet = {.conf = c->net};
-    pool_endpoint_t pseudo = {.net = &pnet};
     state_event_kind_t kind = now_level == STATE_NETWORK_DOWN  ? STATE_EVENT_NETWORK_DOWN
                               : now_level == STATE_NETWORK_LOW ? STATE_EVENT_REDUNDANCY_LOW
                                                        : STATE_EVENT_NETWORK_UP;
     if (now_level == STATE_NETWORK_LOW && before == STATE_NETWORK_DOWN)
         kind = STATE_EVENT_NETWORK_UP;
-    pool_event_init(&events[0], kind, &pseudo, c->now);
+    state_event_init(&events[0], kind, c->net->name, NULL, c->now);
     events[0].count = usable;
     snprintf(events[0].reason, sizeof(events[0].reason), "%zu of %zu endpoints usable", usable, n);
     *nevents = 1;
@@ -131,7 +118,7 @@ static int breaker_cb(void *arg, state_endpoint_rec_t *rec, int exists, state_ev
     rec->probe_pid = c->to == POLICY_BREAKER_HALF_OPEN ? (uint32_t)getpid() : 0;
     rec->probe_at_ms = c->to == POLICY_BREAKER_HALF_OPEN ? c->now : 0;
     state_event_t *ev = &events[0];
-    pool_event_init(ev, entered_event[c->to], ep, c->now);
+    state_event_init(ev, entered_event[c->to], ep->net->conf->name, ep->conf->id, c->now);
     ev->from = (uint8_t)c->from;
     ev->to = (uint8_t)c->to;
     snprintf(ev->reason, sizeof(ev->reason), "%s", c->reason);
@@ -244,7 +231,7 @@ static int rate_cb(void *arg, state_endpoint_rec_t *rec, int exists, state_event
     rec->rate_limited_until_ms = c->until;
     c->result = *rec;
     if (!was_limited) {
-        pool_event_init(&events[0], STATE_EVENT_ENDPOINT_RATE_LIMITED, c->ep, c->now);
+        state_event_init(&events[0], STATE_EVENT_ENDPOINT_RATE_LIMITED, c->ep->net->conf->name, c->ep->conf->id, c->now);
         events[0].duration_ms = c->until - c->now;
         snprintf(events[0].reason, sizeof(events[0].reason), "rate limited for %llu ms",
                  (unsigned long long)(c->until - c->now));

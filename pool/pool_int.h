@@ -229,9 +229,6 @@ void pool_answer_fail_transport(pool_call_t *call, pool_exchange_t *ex);
 void pool_answer_exhaust(pool_call_t *call, pool_outcome_t forced);
 
 /* pool_health.c: outcomes, breaker, rate-limit marks, shared snapshot. */
-/* An event about ep (its network and id, this process, at now), for the caller
- * to fill in the rest. */
-void pool_event_init(state_event_t *ev, state_event_kind_t kind, const pool_endpoint_t *ep, uint64_t now);
 void pool_health_init(pool_t *pool);
 void pool_health_dispose(pool_t *pool);
 /* 1 if the plan may send to ep now (breaker closed, not drained, not rate-limited). */

@@ -107,6 +107,11 @@ SL_MUST_CHECK sl_err_t state_network_update(state_t *st, const char *network, co
                                             state_network_fn fn, void *ctx);
 
 /* ---- events ---- */
+/* Zeroes ev and sets its time, kind, names (NULL: none; cut to fit) and the
+ * calling process as its observer. */
+void state_event_init(state_event_t *ev, state_event_kind_t kind, const char *network, const char *endpoint,
+                      uint64_t now_ms);
+
 /* Appends ev with the next sequence number (set in ev->seq). On a full map it
  * trims the oldest events and tries once more. */
 SL_MUST_CHECK sl_err_t state_event_append(state_t *st, state_event_t *ev);
