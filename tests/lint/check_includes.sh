@@ -10,6 +10,8 @@
 #   admin/    base, wire, policy, state, admin, and of pool/ only pool/pool_conf.h
 #   gateway/  anything
 #
+# and in every room: a `*_int.h` header is for its own folder (and tests) only.
+#
 # `--self-test` runs the check on a copy of the tree with one forbidden include
 # planted per room and fails unless every plant is caught.
 set -euo pipefail
@@ -41,6 +43,13 @@ check() {
                 target=${inc%%/*}
                 [ "$target" = "$inc" ] && continue            # same-folder include without a room
                 case " $ROOMS " in *" $target "*) ;; *) continue ;; esac
+                case "$inc" in
+                    *_int.h) if [ "$target" != "$room" ]; then
+                                 echo "${f#"$tree"/}:$line: \"$inc\" is internal to $target/"
+                                 bad=1
+                             fi
+                             continue ;;
+                esac
                 case " $(allowed "$room") " in *" $target "*) continue ;; esac
                 exception "$room" "$inc" && continue
                 echo "${f#"$tree"/}:$line: $room/ must not include \"$inc\""
@@ -61,7 +70,7 @@ self_test() {
     check "$tmp" >/dev/null || { echo "self-test: the clean copy already fails"; return 1; }
     # one forbidden include per room (gateway may include anything)
     for plant in "base:wire/envelope.h" "wire:policy/verdict.h" "policy:pool/pool.h" "state:policy/breaker.h" \
-                 "pool:gateway/gw_rpc.h" "admin:pool/pool.h"; do
+                 "pool:gateway/gw_rpc.h" "admin:pool/pool.h" "gateway:pool/pool_int.h"; do
         room=${plant%%:*}
         victim=$(ls "$tmp/$room"/*.c | head -n 1)
         want=$((want + 1))

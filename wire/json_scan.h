@@ -1,12 +1,13 @@
-/* wire/json_scan_int.h: the strict, DOM-free JSON scanner under
- * wire/envelope.h. For policy/ and its tests only.
+/* wire/json_scan.h: the strict, DOM-free JSON scanner under
+ * wire/envelope.h, for code that walks members itself (policy/verdict.c
+ * reads an error object's members with it).
  *
  * A scanner walks buf[off..off+len) left to right. Every function consumes
  * what it recognises and returns SL_ERR_TRUNCATED only when it reached the end
  * of the input with everything read so far still a prefix of some valid JSON;
  * anything definitely invalid is SL_ERR_PARSE at the first byte that proves it. */
-#ifndef WIRE_JSON_SCAN_INT_H
-#define WIRE_JSON_SCAN_INT_H
+#ifndef WIRE_JSON_SCAN_H
+#define WIRE_JSON_SCAN_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -23,10 +24,10 @@ typedef struct wire_scan {
 } wire_scan_t;
 
 /* Kind of the value starting with a byte (WIRE_JSON_NONE if none can). */
-extern const uint8_t json_value_kind[256];
+extern const uint8_t wire_json_value_kind[256];
 
 /* The byte a simple escape stands for ('n' -> '\n'); 0 for 'u' and invalid ones. */
-extern const uint8_t json_escape_char[256];
+extern const uint8_t wire_json_escape_char[256];
 
 static inline int json_hex_digit(uint8_t c)
 {
