@@ -162,6 +162,11 @@ const pool_attempt_rec_t *pool_call_log(const pool_call_t *call, size_t *n);
 const char *pool_call_endpoint_id(const pool_call_t *call, int endpoint);
 const char *pool_call_endpoint_url(const pool_call_t *call, int endpoint);   /* redacted */
 
+/* The network's pressure level as this worker last read it from shared
+ * state (refreshed every state.refresh_ms): a read, no computation. OK when
+ * pressure.enabled is off. */
+policy_pressure_level_t pool_network_pressure(const pool_network_t *net);
+
 /* Worker shutdown: closes idle upstream connections. */
 void pool_close_idle(pool_t *pool);
 

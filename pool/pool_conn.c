@@ -102,6 +102,7 @@ static void exchange_finish(pool_exchange_t *ex, pool_fail_t fail)
     ex->latency_us = (uint32_t)(sl_now_us() - ex->started_us);
     ex->conn = NULL;
     ex->ep->inflight--;
+    pool_network_t *net = ex->ep->net; /* ex may be gone once its callback returns */
     if (c != NULL) {
         c->ex = NULL;
         /* An upstream may answer before it read the whole request (a 429 or
@@ -115,6 +116,7 @@ static void exchange_finish(pool_exchange_t *ex, pool_fail_t fail)
             conn_destroy(c);
     }
     ex->cb(ex);
+    pool_call_wake_waiters(net);
 }
 
 static void on_phase_timeout(h2o_timeout_entry_t *entry)
@@ -397,6 +399,7 @@ void pool_exchange_cancel(pool_exchange_t *ex)
     ex->conn = NULL;
     ex->ep->inflight--;
     sl_buf_dispose(&ex->body);
+    pool_call_wake_waiters(ex->ep->net);
 }
 
 void pool_conn_close_idle(pool_endpoint_t *ep)

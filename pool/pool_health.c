@@ -286,7 +286,12 @@ void pool_health_refresh(pool_t *pool)
             h->shared = rec;
         }
     }
+    uint64_t now = sl_wall_ms();
+    for (size_t n = 0; n < pool->nnetworks; n++)
+        pool_pressure_read(&pool->networks[n], now);
     state_read_end(pool->state);
+    for (size_t n = 0; n < pool->nnetworks; n++)
+        pool_pressure_tick(&pool->networks[n], now);
     /* An operator's drain changes the network's level: every worker that
      * sees it re-checks, and the level's CAS makes that one event. */
     for (size_t n = 0; n < pool->nnetworks; n++)
@@ -383,6 +388,7 @@ static void flush_stats(pool_t *pool)
         }
     }
     put_stats(pool, &b);
+    pool_pressure_flush(pool, now);
 }
 
 static void on_tick(h2o_timeout_entry_t *entry)
