@@ -462,6 +462,7 @@ static const gw_cfg_field_t pressure_fields[] = {
     {"critical", GW_CFG_DOUBLE, PR(critical)},
     {"hysteresis", GW_CFG_DOUBLE, PR(hysteresis)},
     {"hold_ms", GW_CFG_U32, PR(hold_ms), 0, 600000},
+    {"rise_ms", GW_CFG_U32, PR(rise_ms), 0, 60000},
     {"slow_factor", GW_CFG_DOUBLE, PR(slow_factor)},
     {"slow_min_ms", GW_CFG_U32, PR(slow_min_ms), 0, 600000},
     {"refusal_ratio", GW_CFG_DOUBLE, PR(refusal_ratio)},

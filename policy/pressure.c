@@ -76,6 +76,7 @@ sl_err_t policy_pressure_transition(policy_pressure_t *p, policy_pressure_level_
     p->level = to;
     p->since_ms = now_ms;
     p->calm_since_ms = 0;
+    p->high_since_ms = 0;
     return SL_OK;
 }
 
@@ -84,8 +85,11 @@ policy_pressure_level_t policy_pressure_next(const policy_pressure_conf_t *conf,
 {
     if (target > p->level) {
         p->calm_since_ms = 0;
-        return target;
+        if (p->high_since_ms == 0)
+            p->high_since_ms = now_ms ? now_ms : 1;
+        return now_ms >= p->high_since_ms + conf->rise_ms ? target : p->level;
     }
+    p->high_since_ms = 0;
     if (target == p->level) {
         p->calm_since_ms = 0;
         return p->level;

@@ -13,7 +13,9 @@
  *   > critical (0.85) critical   slow_factor x its baseline, or the refusal ratio
  *                                over the window is over refusal_ratio
  *
- *   OK --> ELEVATED --> CRITICAL          rising: at once, any number of steps
+ *   OK --> ELEVATED --> CRITICAL          rising: once the inputs have stayed above the
+ *                                         level for rise_ms (a call that settles at
+ *                                         once is no pressure), any number of steps
  *   CRITICAL --> ELEVATED --> OK          falling: one step at a time, after the
  *                                         level has lasted hold_ms and the inputs
  *                                         have stayed below it (minus hysteresis)
@@ -49,6 +51,7 @@ typedef struct policy_pressure_conf {
     double critical;
     double hysteresis;            /* a level is left only below its threshold minus this (0.1) */
     uint32_t hold_ms;             /* a level lasts at least this; falling needs this long calm (2000) */
+    uint32_t rise_ms;             /* rising needs the inputs above the level this long (100): no spikes */
     double slow_factor;           /* p90 settle over this x baseline: elevated (3) ... */
     uint32_t slow_min_ms;         /* ... when it is also this much over it (50) */
     double refusal_ratio;         /* refusals / tries over the window above this: elevated (0.2) */
@@ -64,7 +67,7 @@ typedef struct policy_pressure_conf {
  * critical (confirmation polls) never. */
 #define POLICY_PRESSURE_DEFAULTS                                                                              \
     ((policy_pressure_conf_t){.enabled = 1, .elevated = 0.6, .critical = 0.85, .hysteresis = 0.1,             \
-                              .hold_ms = 2000, .slow_factor = 3.0, .slow_min_ms = 50, .refusal_ratio = 0.2,   \
+                              .hold_ms = 2000, .rise_ms = 100, .slow_factor = 3.0, .slow_min_ms = 50, .refusal_ratio = 0.2,   \
                               .window_ms = 10000, .min_samples = 20,                                          \
                               .shed = {POLICY_PRESSURE_ELEVATED, POLICY_PRESSURE_CRITICAL, POLICY_SHED_NEVER, \
                                        POLICY_SHED_NEVER},                                                    \
@@ -86,6 +89,7 @@ typedef struct policy_pressure {
     policy_pressure_level_t level;
     uint64_t since_ms;            /* wall clock: the level was entered */
     uint64_t calm_since_ms;       /* inputs have been below the level since (0: they are not) */
+    uint64_t high_since_ms;       /* ... above it since (0: they are not) */
 } policy_pressure_t;
 
 const char *policy_pressure_level_name(policy_pressure_level_t l);
@@ -116,10 +120,11 @@ int policy_pressure_edge_allowed(policy_pressure_level_t from, policy_pressure_l
  * change) if the edge is not allowed. */
 SL_MUST_CHECK sl_err_t policy_pressure_transition(policy_pressure_t *p, policy_pressure_level_t to, uint64_t now_ms);
 
-/* The level p should move to now, given the target: a higher target at
- * once; a lower one a step down once the level has lasted hold_ms and the
- * target has stayed lower for hold_ms (tracked in p->calm_since_ms, which
- * this updates). Returns p->level when no move is due. */
+/* The level p should move to now, given the target: a higher target once
+ * targets above the level have been seen for rise_ms (tracked in
+ * p->high_since_ms); a lower one a step down once the level has
+ * lasted hold_ms and the target has stayed lower for hold_ms (tracked in
+ * p->calm_since_ms). Updates both; returns p->level when no move is due. */
 policy_pressure_level_t policy_pressure_next(const policy_pressure_conf_t *conf, policy_pressure_t *p,
                                              policy_pressure_level_t target, uint64_t now_ms);
 

@@ -206,6 +206,7 @@ void pool_pressure_read(pool_network_t *net, uint64_t now)
                                                                           : POLICY_PRESSURE_OK;
         pr->local.since_ms = pr->shared.since_ms;
         pr->local.calm_since_ms = 0;
+        pr->local.high_since_ms = 0;
     }
 }
 
@@ -360,6 +361,7 @@ void pool_pressure_tick(pool_network_t *net, uint64_t now)
     pr->local.level = next;
     pr->local.since_ms = c.result.since_ms;
     pr->local.calm_since_ms = 0;
+    pr->local.high_since_ms = 0;
     char why_text[160];
     describe(why_text, sizeof(why_text), &pr->inputs, why);
     sl_log_info("network %s: pressure %s -> %s (%s)", net->conf->name, policy_pressure_level_name(c.from),

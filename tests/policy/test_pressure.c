@@ -106,7 +106,7 @@ Test(pressure, edges_up_any_down_one)
                          want[f][t], "%d -> %d", f, t);
     cr_expect_eq(policy_pressure_edge_allowed(POLICY_PRESSURE_OK, POLICY_PRESSURE_LEVEL_COUNT), 0);
     cr_expect_eq(policy_pressure_edge_allowed(POLICY_PRESSURE_LEVEL_COUNT, POLICY_PRESSURE_OK), 0);
-    policy_pressure_t p = {POLICY_PRESSURE_CRITICAL, 100, 50};
+    policy_pressure_t p = {POLICY_PRESSURE_CRITICAL, 100, 50, 60};
     cr_expect_eq(policy_pressure_transition(&p, POLICY_PRESSURE_OK, 200), SL_ERR_STATE);
     cr_expect_eq(p.level, POLICY_PRESSURE_CRITICAL);
     cr_expect_eq(p.since_ms, 100);
@@ -114,21 +114,34 @@ Test(pressure, edges_up_any_down_one)
     cr_expect_eq(p.level, POLICY_PRESSURE_ELEVATED);
     cr_expect_eq(p.since_ms, 200);
     cr_expect_eq(p.calm_since_ms, 0);
+    cr_expect_eq(p.high_since_ms, 0);
 }
 
-Test(pressure, next_rises_at_once)
+Test(pressure, next_rises_once_the_inputs_stay_high_for_rise_ms)
 {
-    policy_pressure_t p = {POLICY_PRESSURE_OK, 1000, 0};
-    cr_expect_eq(policy_pressure_next(&defaults, &p, POLICY_PRESSURE_CRITICAL, 1001), POLICY_PRESSURE_CRITICAL);
-    p.level = POLICY_PRESSURE_ELEVATED;
-    p.calm_since_ms = 900;
-    cr_expect_eq(policy_pressure_next(&defaults, &p, POLICY_PRESSURE_CRITICAL, 1001), POLICY_PRESSURE_CRITICAL);
+    policy_pressure_t p = {POLICY_PRESSURE_OK, 1000, 0, 0};
+    cr_expect_eq(policy_pressure_next(&defaults, &p, POLICY_PRESSURE_CRITICAL, 5000), POLICY_PRESSURE_OK);
+    cr_expect_eq(p.high_since_ms, 5000);
+    cr_expect_eq(policy_pressure_next(&defaults, &p, POLICY_PRESSURE_ELEVATED, 5050), POLICY_PRESSURE_OK);
+    /* straight to what the target is then, past elevated */
+    cr_expect_eq(policy_pressure_next(&defaults, &p, POLICY_PRESSURE_CRITICAL, 5100), POLICY_PRESSURE_CRITICAL);
+    /* a spike that is gone by the next look starts over */
+    p = (policy_pressure_t){POLICY_PRESSURE_OK, 1000, 0, 0};
+    cr_expect_eq(policy_pressure_next(&defaults, &p, POLICY_PRESSURE_CRITICAL, 5000), POLICY_PRESSURE_OK);
+    cr_expect_eq(policy_pressure_next(&defaults, &p, POLICY_PRESSURE_OK, 5050), POLICY_PRESSURE_OK);
+    cr_expect_eq(p.high_since_ms, 0);
+    cr_expect_eq(policy_pressure_next(&defaults, &p, POLICY_PRESSURE_CRITICAL, 5100), POLICY_PRESSURE_OK);
+    /* rise_ms 0: at once; a rise breaks the calm */
+    policy_pressure_conf_t c = defaults;
+    c.rise_ms = 0;
+    p = (policy_pressure_t){POLICY_PRESSURE_ELEVATED, 1000, 900, 0};
+    cr_expect_eq(policy_pressure_next(&c, &p, POLICY_PRESSURE_CRITICAL, 1001), POLICY_PRESSURE_CRITICAL);
     cr_expect_eq(p.calm_since_ms, 0);
 }
 
 Test(pressure, next_falls_one_step_after_hold_and_calm)
 {
-    policy_pressure_t p = {POLICY_PRESSURE_CRITICAL, 10000, 0};
+    policy_pressure_t p = {POLICY_PRESSURE_CRITICAL, 10000, 0, 0};
     /* calm starts now; the level is old enough, but calm is not */
     cr_expect_eq(policy_pressure_next(&defaults, &p, POLICY_PRESSURE_OK, 20000), POLICY_PRESSURE_CRITICAL);
     cr_expect_eq(p.calm_since_ms, 20000);
@@ -148,7 +161,7 @@ Test(pressure, next_falls_one_step_after_hold_and_calm)
 
 Test(pressure, a_young_level_is_not_left_even_when_calm)
 {
-    policy_pressure_t p = {POLICY_PRESSURE_ELEVATED, 5000, 0};
+    policy_pressure_t p = {POLICY_PRESSURE_ELEVATED, 5000, 0, 0};
     cr_expect_eq(policy_pressure_next(&defaults, &p, POLICY_PRESSURE_OK, 5001), POLICY_PRESSURE_ELEVATED);
     cr_expect_eq(policy_pressure_next(&defaults, &p, POLICY_PRESSURE_OK, 6999), POLICY_PRESSURE_ELEVATED);
     cr_expect_eq(policy_pressure_next(&defaults, &p, POLICY_PRESSURE_OK, 7001), POLICY_PRESSURE_OK);
@@ -157,10 +170,10 @@ Test(pressure, a_young_level_is_not_left_even_when_calm)
 /* Load that oscillates around the threshold must not flap the level. */
 Test(pressure, oscillating_load_does_not_flap)
 {
-    policy_pressure_t p = {POLICY_PRESSURE_OK, 0, 0};
+    policy_pressure_t p = {POLICY_PRESSURE_OK, 0, 0, 0};
     int changes = 0;
     for (uint64_t t = 1; t < 60000; t += 50) {
-        uint32_t depth = (t / 50) % 2 ? 62 : 52; /* 0.62, 0.52, 0.62, ... */
+        uint32_t depth = (t / 200) % 2 ? 62 : 52; /* 0.62, 0.52, 0.62, ... each for 200 ms */
         policy_pressure_inputs_t in = {.depth = depth, .ceiling = 100};
         policy_pressure_level_t tg = policy_pressure_target(&defaults, &in, p.level, NULL);
         policy_pressure_level_t next = policy_pressure_next(&defaults, &p, tg, t);
