@@ -124,6 +124,26 @@ test('several signatures per poll: each client gets its own, in its own order', 
   });
 });
 
+test('a merged call holds at most 256 signatures (the node\'s limit)', async () => {
+  const sol = await startFake({ name: 's', chain: 'solana' });
+  started.push(sol);
+  const s = await startSluice({ workers: 1, networks: { sol: { chain: 'solana', lines: [NOPROBE, WINDOW], endpoints: [{ id: 's', url: sol.url }] } } });
+  started.push(s);
+  const agent = await warmAgent(s.url('sol'), 60, 'getSlot');
+  const before = await methodCount(sol, 'getSignatureStatuses');
+  // 60 polls of 5: 300 signatures, so two calls (the fake refuses a 257th)
+  const results = await Promise.all(Array.from({ length: 60 }, (_, i) =>
+    agentPost(agent, s.url('sol'), call('getSignatureStatuses', [Array.from({ length: 5 }, randomSig)], i))));
+  agent.destroy();
+  results.forEach((r, i) => {
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.json.id, i);
+    assert.deepEqual(r.json.result.value, [null, null, null, null, null]);
+  });
+  const n = (await methodCount(sol, 'getSignatureStatuses')) - before;
+  assert.ok(n >= 2 && n <= 4, `${n} upstream calls for 300 signatures`);
+});
+
 test('eth_getTransactionReceipt polls go upstream as one batch', async () => {
   const eth = await startFake({ name: 'e' });
   started.push(eth);
