@@ -69,9 +69,9 @@ void pool_pressure_settle(pool_call_t *call, int answered)
     pr->depth--;
     if (!answered)
         return;
-    uint64_t us = sl_now_us() - call->started_us;
+    uint64_t now_us = sl_now_us(); /* one clock read: the window is in ms of the same clock */
     policy_roll_add(&pr->settle_roll, &pr->settle_v[0][0], POLICY_SETTLE_BUCKETS, net->conf->pressure.window_ms,
-                    sl_now_ms(), policy_settle_bucket(us), 1);
+                    now_us / 1000, policy_settle_bucket(now_us - call->started_us), 1);
 }
 
 void pool_pressure_try(pool_network_t *net, int refused)
