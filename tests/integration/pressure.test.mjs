@@ -209,6 +209,20 @@ test('the header is exposed through CORS; pressure.enabled: false sends none and
   assert.equal(v.level, 'ok');
 });
 
+test('/admin/networks needs the admin token when one is set', async () => {
+  const a = await startFake({ name: 'a' });
+  started.push(a);
+  const s = await startSluice({ workers: 1, admin: '{ listen: "127.0.0.1:0", token: "pressure-admin-token-42" }',
+    networks: { eth: { lines: [NOPROBE], endpoints: [{ id: 'a', url: a.url }] } } });
+  started.push(s);
+  assert.equal((await adminGet(s, '/admin/networks')).status, 401);
+  const r = await adminGet(s, '/admin/networks', 'pressure-admin-token-42');
+  assert.equal(r.status, 200);
+  assert.equal(r.json[0].network, 'eth');
+  assert.ok(!r.text.includes('pressure-admin-token-42'));
+  assert.equal((await fetch(`${s.admin}/admin/networks`, { method: 'POST', headers: { authorization: 'Bearer pressure-admin-token-42' } })).status, 405);
+});
+
 test('capacity forecast: a known arrival rate x cost per call against what is left, within 20%', async () => {
   const a = await startFake({ name: 'a' });
   started.push(a);
