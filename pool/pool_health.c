@@ -415,6 +415,7 @@ static void load_slot(pool_t *pool)
         return;
     for (size_t k = 0; k < pool->nnetworks; k++) {
         pool_network_t *net = &pool->networks[k];
+        pool_pressure_load(net);
         for (size_t i = 0; i < net->nendpoints; i++) {
             pool_health_t *h = &net->endpoints[i].health;
             if (state_stats_get(pool->state, h->stats_key, &h->stats) != SL_OK)

@@ -314,6 +314,8 @@ int pool_credit_take(pool_endpoint_t *ep, policy_cost_t cost, uint64_t *retry_ms
 /* pool_pressure.c: depth, settle times, refusals and rates of this worker;
  * the shared level (one compare-and-set per change, with its event). */
 void pool_pressure_init(pool_network_t *net);
+/* Inside a snapshot at start: this worker's slot as a previous process left it. */
+void pool_pressure_load(pool_network_t *net);
 void pool_pressure_dispose(pool_network_t *net);
 /* A client call was admitted / settled (answered = it got an answer or a
  * failure, not a cancel: only those are settle-time samples). */

@@ -35,6 +35,19 @@ void pool_pressure_init(pool_network_t *net)
     pr->written = sl_xcalloc(1, sizeof(*pr->written));
 }
 
+void pool_pressure_load(pool_network_t *net)
+{
+    pool_pressure_t *pr = &net->pressure;
+    /* a respawned worker takes its slot over: the growing counters go on */
+    if (state_pressure_slot_get(net->pool->state, pr->slot_key, pr->written) != SL_OK) {
+        memset(pr->written, 0, sizeof(*pr->written));
+        return;
+    }
+    pr->polls_merged = pr->written->polls_merged;
+    pr->calls_saved = pr->written->calls_saved;
+    pr->waits = pr->written->waits;
+}
+
 void pool_pressure_dispose(pool_network_t *net)
 {
     free(net->pressure.others);

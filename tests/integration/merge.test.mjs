@@ -7,7 +7,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { createHash, randomBytes } from 'node:crypto';
-import { startFake, startSluice, post, call, sleep, adminGet, adminPost, waitFor } from '../lib/harness.mjs';
+import { startFake, startSluice, post, call, sleep, adminGet, adminPost, waitFor, workerPids } from '../lib/harness.mjs';
 
 const started = [];
 after(async () => { await Promise.all(started.map((p) => p.stop())); });
@@ -258,4 +258,26 @@ test('a client batch with polls is not merged; merge_window_ms: 0 turns merging 
   agent.destroy();
   st = await sol.stats();
   assert.equal(st.methods.getSignatureStatuses, 5, 'unmerged with the window at 0');
+});
+
+test('merge counters survive a worker restart (the new process takes its slot over)', async () => {
+  const sol = await startFake({ name: 's', chain: 'solana' });
+  started.push(sol);
+  const s = await startSluice({ workers: 1, networks: { sol: { chain: 'solana', lines: [NOPROBE, WINDOW], endpoints: [{ id: 's', url: sol.url }] } } });
+  started.push(s);
+  let agent = await warmAgent(s.url('sol'), 10, 'getSlot');
+  await Promise.all(Array.from({ length: 10 }, (_, i) => agentPost(agent, s.url('sol'), call('getSignatureStatuses', [[randomSig()]], i))));
+  agent.destroy();
+  const merged = await waitFor(async () => (await adminGet(s, '/admin/networks')).json[0].merge.polls_merged >= 10 &&
+    (await adminGet(s, '/admin/networks')).json[0].merge.polls_merged, { what: 'merged polls counted' });
+  const [pid] = await workerPids(s.child.pid);
+  process.kill(pid, 'SIGKILL');
+  await waitFor(async () => { const p = await workerPids(s.child.pid); return p.length === 1 && p[0] !== pid; }, { what: 'respawn' });
+  await waitFor(async () => (await post(s.url('sol'), call('getSlot'))).status === 200, { what: 'the new worker serves' });
+  agent = await warmAgent(s.url('sol'), 4, 'getSlot');
+  await Promise.all(Array.from({ length: 4 }, (_, i) => agentPost(agent, s.url('sol'), call('getSignatureStatuses', [[randomSig()]], i))));
+  agent.destroy();
+  const after = await waitFor(async () => { const n = (await adminGet(s, '/admin/networks')).json[0].merge.polls_merged; return n >= merged + 4 && n; },
+    { what: `polls_merged to grow past ${merged}` });
+  assert.ok(after >= merged + 4);
 });
