@@ -204,7 +204,7 @@ void admin_networks_metrics(admin_t *a, sl_buf_t *b, const admin_ep_view_t *v, s
         {"sluice_pressure_changes_total", "counter", "Pressure level changes.", G_CHANGES},
         {"sluice_polls_merged_total", "counter", "Confirmation polls sent upstream inside a merged call.", G_MERGED},
         {"sluice_upstream_calls_saved_total", "counter", "Upstream calls merging saved.", G_SAVED},
-        {"sluice_confirm_waits_total", "counter", "Confirmation polls that waited for a free slot instead of a 503.", G_WAITS},
+        {"sluice_confirm_waits_total", "counter", "Calls of confirmation polls (a merged one counts once) that waited for a free slot instead of a 503.", G_WAITS},
     };
     uint64_t now = sl_wall_ms();
     admin_net_view_t *nv = sl_xcalloc(a->conf.nnetworks ? a->conf.nnetworks : 1, sizeof(*nv));

@@ -189,22 +189,33 @@ static int slot_free(pool_network_t *net)
     return 0;
 }
 
-void pool_call_wake_waiters(pool_network_t *net)
+/* Lets waiters go on, oldest first, each at most once (one that cannot use
+ * what freed up goes back to the end of the line): while a slot is free, or
+ * all of them when recheck is set. */
+static void wake(pool_network_t *net, int recheck)
 {
     if (net->waking || h2o_linklist_is_empty(&net->waiters))
         return;
     net->waking = 1;
-    /* each waiter at most once per wake: one that cannot use the freed slot
-     * (it tried that endpoint) goes back to the end of the line */
     size_t n = 0;
     for (h2o_linklist_t *l = net->waiters.next; l != &net->waiters; l = l->next)
         n++;
-    while (n-- > 0 && !h2o_linklist_is_empty(&net->waiters) && slot_free(net)) {
+    while (n-- > 0 && !h2o_linklist_is_empty(&net->waiters) && (recheck || slot_free(net))) {
         pool_call_t *call = H2O_STRUCT_FROM_MEMBER(pool_call_t, wait_link, net->waiters.next);
         h2o_linklist_unlink(&call->wait_link);
         call_next(call);
     }
     net->waking = 0;
+}
+
+void pool_call_wake_waiters(pool_network_t *net)
+{
+    wake(net, 0);
+}
+
+void pool_call_recheck_waiters(pool_network_t *net)
+{
+    wake(net, 1);
 }
 
 /* Nothing was tried: the answer says why (rate limits first: they say when). */

@@ -405,6 +405,8 @@ static void on_tick(h2o_timeout_entry_t *entry)
             pool_probe_tick(&pool->networks[k].endpoints[i], now);
     for (size_t k = 0; k < pool->nnetworks; k++)
         pool_rank_update(&pool->networks[k], now);
+    for (size_t k = 0; k < pool->nnetworks; k++)
+        pool_call_recheck_waiters(&pool->networks[k]);
     h2o_timeout_link(pool->loop, &pool->tick_timeout, &pool->tick);
 }
 

@@ -336,6 +336,9 @@ void pool_pressure_flush(pool_t *pool, uint64_t now_wall_ms);
 /* pool_call.c: a freed slot of one of net's endpoints goes to the oldest
  * waiting confirmation poll first. */
 void pool_call_wake_waiters(pool_network_t *net);
+/* Every snapshot: waiters whose full endpoints became unusable (a breaker
+ * opened, a drain) get their answer now rather than at their deadline. */
+void pool_call_recheck_waiters(pool_network_t *net);
 /* Starts a call of pool/'s own (a merged poll): not counted as a client's. */
 pool_call_t *pool_call_start_carrier(pool_network_t *net, pool_item_t *items, size_t n, int batch, int pinned,
                                      pool_call_cb cb, void *data);

@@ -7,7 +7,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { startFake, startSluice, post, postFresh, call, sleep, waitFor, adminGet, events } from '../lib/harness.mjs';
+import { startFake, startSluice, post, postFresh, call, sleep, waitFor, adminGet, adminPost, events } from '../lib/harness.mjs';
 
 const started = [];
 after(async () => { await Promise.all(started.map((p) => p.stop())); });
@@ -149,6 +149,25 @@ test('two workers: the depth is every worker\'s, the level one for all, one even
   const evs = await pressureEvents(s);
   assert.deepEqual(evs.map((e) => `${e.from}>${e.to}`), ['ok>critical', 'critical>elevated', 'elevated>ok']);
   assert.ok(evs[0].depth > 4, `depth ${evs[0].depth}: both workers' polls`);
+});
+
+test('a waiting poll whose endpoint stops being usable is answered at once, not at its deadline', async () => {
+  const fake = await startFake({ name: 'slow', args: ['--mode', 'slow', '--delay-ms', '3000'] });
+  started.push(fake);
+  const s = await startSluice({ workers: 1, networks: { eth: {
+    lines: [NOPROBE, 'timeouts: { request_ms: 20000 }', 'pressure: { merge_window_ms: 0 }'],
+    endpoints: [{ id: 'slow', url: fake.url, max_inflight: 1 }] } } });
+  started.push(s);
+  const first = post(s.url('eth'), rcpt());
+  await waitFor(async () => (await fake.stats()).in_flight === 1, { what: 'the slot taken' });
+  const t0 = Date.now();
+  const waiting = Promise.all([post(s.url('eth'), rcpt()), post(s.url('eth'), rcpt())]);
+  await waitFor(async () => (await networkView(s)).confirm_waits === 2, { what: 'two polls waiting' });
+  assert.equal((await adminPost(s, '/admin/endpoints/eth/slow/drain')).status, 200);
+  const rs = await waiting;
+  for (const r of rs) assert.equal(r.status, 503, r.text);
+  assert.ok(Date.now() - t0 < 8000, `answered after ${Date.now() - t0} ms`);
+  assert.equal((await first).status, 200, 'the call in flight still finishes');
 });
 
 test('too many refusals (429s and budget skips) elevate the level', async () => {
