@@ -134,6 +134,7 @@ static cJSON *network_json(const admin_net_view_t *x, const admin_ep_view_t *v, 
     cJSON_AddNumberToObject(th, "elevated", c->elevated);
     cJSON_AddNumberToObject(th, "critical", c->critical);
     cJSON_AddNumberToObject(th, "hysteresis", c->hysteresis);
+    cJSON_AddNumberToObject(th, "rise_ms", c->rise_ms);
     cJSON_AddNumberToObject(th, "hold_ms", c->hold_ms);
     cJSON_AddNumberToObject(th, "slow_factor", c->slow_factor);
     cJSON_AddNumberToObject(th, "slow_min_ms", c->slow_min_ms);
