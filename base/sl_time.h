@@ -20,8 +20,8 @@ static inline uint64_t sl_now_us(void)
     return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
-/* Wall-clock milliseconds / microseconds since the epoch, for records other
- * processes read. */
+/* Wall-clock milliseconds / microseconds since the epoch: for what a person
+ * reads (log and event timestamps) and nothing that measures a duration. */
 static inline uint64_t sl_wall_ms(void)
 {
     struct timespec ts;
@@ -34,6 +34,36 @@ static inline uint64_t sl_wall_us(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/* Shared time: what every record in LMDB that measures a duration carries
+ * (GCRA cells, lease expiry, credit windows, breaker timers, rate-limit
+ * marks, probe claims, pins). It is CLOCK_MONOTONIC plus an offset fixed
+ * once per boot (state/ keeps it in LMDB, so every process of a boot, and
+ * every sluice started during it, uses the same one: CLOCK_MONOTONIC is
+ * system-wide on Linux), so it reads like wall time but never steps back:
+ * a backward step of the wall clock is ignored (no active client refused
+ * for the length of the step, no budget window opened twice). A forward
+ * step is followed: the offset only ever grows (a clock that was wrong
+ * when the boot began is corrected). After a reboot the first process
+ * anchors it at max(wall clock, the last shared time recorded), so records
+ * written before a reboot never lie further ahead than they did.
+ *
+ * The wall clock is read before the monotonic one, so a gap between the two
+ * reads (preemption) makes wall - mono smaller, never a spurious step. */
+extern uint64_t sl_shared_offset_us;
+
+static inline uint64_t sl_shared_us(void)
+{
+    uint64_t wall = sl_wall_us(), mono = sl_now_us();
+    if (mono + sl_shared_offset_us < wall)
+        sl_shared_offset_us = wall - mono; /* unset yet, or the wall clock stepped forward */
+    return mono + sl_shared_offset_us;
+}
+
+static inline uint64_t sl_shared_ms(void)
+{
+    return sl_shared_us() / 1000;
 }
 
 #endif

@@ -197,6 +197,7 @@ static const gw_cfg_field_t server_fields[] = {
     {"cors_origins", GW_CFG_FN, .fn = server_cors},
     {"trusted_proxies", GW_CFG_FN, .fn = server_proxies},
     {"read_multiplier", GW_CFG_U32, offsetof(gw_server_conf_t, read_multiplier), 1, 1000},
+    {"ipv6_prefix", GW_CFG_U32, offsetof(gw_server_conf_t, ipv6_prefix), 1, 128},
 };
 
 /* ---- admin, state, log ---- */
@@ -240,6 +241,7 @@ static const gw_cfg_field_t state_fields[] = {
     {"flush_ms", GW_CFG_U32, offsetof(gw_state_conf_t, flush_ms), 0, 60000},
     {"event_max_count", GW_CFG_U32, offsetof(gw_state_conf_t, event_max_count), 10, 100000000},
     {"event_max_age_hours", GW_CFG_U32, offsetof(gw_state_conf_t, event_max_age_hours), 1, 87600},
+    {"max_limit_cells", GW_CFG_U32, offsetof(gw_state_conf_t, max_limit_cells), 0, 1000000000},
 };
 
 static const gw_cfg_field_t log_fields[] = {
@@ -419,6 +421,7 @@ static gw_config_t *config_new(const char *name)
         .access_log = 1,
         .cors_origins = sl_xcalloc(2, sizeof(char *)),
         .read_multiplier = 10,
+        .ipv6_prefix = 64,
         .ncors_origins = 1,
     };
     cfg->server.cors_origins[0] = sl_xstrdup("*");

@@ -122,6 +122,8 @@ void gw_housekeep_tick(gw_housekeep_t *hk, uint64_t now)
 {
     if (now - hk->last_sync_ms >= SYNC_EVERY_MS) {
         int cleared = 0;
+        if (state_clock_note(hk->st) != SL_OK)
+            sl_log_debug("state: could not record the shared time");
         if (state_sync(hk->st) != SL_OK)
             sl_log_warn("state: sync to disk failed");
         if (state_check_readers(hk->st, &cleared) == SL_OK && cleared > 0)
@@ -137,10 +139,10 @@ void gw_housekeep_tick(gw_housekeep_t *hk, uint64_t now)
         if (state_trim_events(hk->st, sl_wall_ms(), &removed) == SL_OK && removed > 0)
             sl_log_info("state: retention removed %zu old event(s)", removed);
         size_t cells = 0;
-        if (state_cells_purge(hk->st, sl_wall_ms() * 1000, &cells) == SL_OK && cells > 0)
+        if (state_cells_purge(hk->st, sl_shared_us(), &cells) == SL_OK && cells > 0)
             sl_log_debug("state: purged %zu idle rate-limit cell(s)", cells);
         size_t pins = 0;
-        if (state_pins_purge(hk->st, sl_wall_ms(), &pins) == SL_OK && pins > 0)
+        if (state_pins_purge(hk->st, sl_shared_ms(), &pins) == SL_OK && pins > 0)
             sl_log_debug("state: purged %zu expired transaction pin(s)", pins);
         if (state_make_room(hk->st, 0) != SL_OK)
             sl_log_warn("state: the map is over %d%% full and events are not what fills it (raise state.map_size_mb)",

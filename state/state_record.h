@@ -78,7 +78,9 @@ extern const state_schema_t state_endpoint_schema;
     X(CONFIG_RELOADED, "config_reloaded")                                                 \
     X(BUDGET_LOW, "budget_low")                                                           \
     X(BUDGET_EXHAUSTED, "budget_exhausted")                                               \
-    X(STATE_ERROR, "state_error")
+    X(STATE_ERROR, "state_error")                                                         \
+    X(STATE_DEGRADED, "state_degraded")                                                   \
+    X(STATE_RESTORED, "state_restored")
 
 typedef enum state_event_kind {
 #define STATE_EVENT_ENUM_(name, str) STATE_EVENT_##name,
@@ -171,6 +173,15 @@ typedef struct state_ledger_rec {
 } state_ledger_rec_t;
 
 extern const state_schema_t state_ledger_schema;
+
+/* ---- the anchor of shared time (base/sl_time.h), in meta under "clock" ---- */
+typedef struct state_clock_rec {
+    char boot_id[40];             /* the kernel's boot id the offset belongs to */
+    uint64_t offset_us;           /* shared time = CLOCK_MONOTONIC + offset, during that boot */
+    uint64_t high_us;             /* the latest shared time recorded (the next boot starts past it) */
+} state_clock_rec_t;
+
+extern const state_schema_t state_clock_schema;
 
 /* ---- transaction pins: confirmation polls go to the endpoint that accepted ---- */
 typedef struct state_pin_rec {
