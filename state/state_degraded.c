@@ -13,21 +13,24 @@ static const char *const part_names[STATE_PART_COUNT] = {
 
 #define EVENT_RETRY_MS 1000
 
-/* Appends the event of part's current state; 1 if it was written. */
-static int record(state_t *st, state_part_t part, uint64_t now_ms)
+/* Appends part's state_degraded (start) or state_restored event; 1 if it
+ * was written. */
+static int record(state_t *st, state_part_t part, int start)
 {
+    typeof(st->degraded[0]) *d = &st->degraded[part];
     state_event_t ev;
     memset(&ev, 0, sizeof(ev));
-    ev.ts_ms = now_ms;
-    ev.kind = st->degraded[part].on ? STATE_EVENT_STATE_DEGRADED : STATE_EVENT_STATE_RESTORED;
+    ev.ts_ms = start ? d->since_ms : d->ended_ms;
+    ev.kind = start ? STATE_EVENT_STATE_DEGRADED : STATE_EVENT_STATE_RESTORED;
     ev.pid = (uint32_t)getpid();
-    if (st->degraded[part].on)
-        snprintf(ev.reason, sizeof(ev.reason), "%s: shared state failed (%s); this worker enforces them locally",
-                 part_names[part], sl_err_str(st->degraded[part].why));
-    else
+    if (start) {
+        snprintf(ev.reason, sizeof(ev.reason), "%s: shared state failed (%s); this worker enforces its share alone",
+                 part_names[part], sl_err_str(d->why));
+    } else {
+        ev.duration_ms = d->ended_ms - d->since_ms;
         snprintf(ev.reason, sizeof(ev.reason), "%s: shared state works again after %llu ms of local enforcement",
-                 part_names[part], (unsigned long long)(now_ms - st->degraded[part].since_ms));
-    ev.duration_ms = st->degraded[part].on ? 0 : now_ms - st->degraded[part].since_ms;
+                 part_names[part], (unsigned long long)ev.duration_ms);
+    }
     return state_event_append(st, &ev) == SL_OK;
 }
 
@@ -37,25 +40,32 @@ void state_degraded_note(state_t *st, state_part_t part, sl_err_t result, uint64
         return;
     typeof(st->degraded[0]) *d = &st->degraded[part];
     int failed = result != SL_OK;
-    if (failed != d->on) {
-        if (failed) {
-            d->why = result;
-            sl_log_error("state: %s: shared state failed (%s); enforcing them in this worker alone until it works",
-                         part_names[part], sl_err_str(result));
+    if (failed && !d->on) {
+        sl_log_error("state: %s: shared state failed (%s); each worker enforces its share of them alone until it "
+                     "works", part_names[part], sl_err_str(result));
+        d->on = 1;
+        d->why = result;
+        if (d->need_end) {
+            d->need_end = 0; /* its end was never written: one episode goes on */
         } else {
-            sl_log_warn("state: %s: shared state works again after %llu ms", part_names[part],
-                        (unsigned long long)(now_ms - d->since_ms));
-        }
-        /* an episode whose start was never written ends without a word */
-        int unwritten = d->pending;
-        d->on = failed;
-        if (failed)
             d->since_ms = now_ms;
-        d->pending = !(unwritten && !failed);
+            d->need_start = 1;
+        }
+        d->retry_ms = 0;
+    } else if (!failed && d->on) {
+        sl_log_warn("state: %s: shared state works again after %llu ms", part_names[part],
+                    (unsigned long long)(now_ms - d->since_ms));
+        d->on = 0;
+        d->ended_ms = now_ms;
+        d->need_end = 1;
         d->retry_ms = 0;
     }
-    if (d->pending && now_ms >= d->retry_ms) {
-        d->pending = !record(st, part, now_ms);
+    if ((d->need_start || d->need_end) && now_ms >= d->retry_ms) {
+        /* in order: an end is written only after its start */
+        if (d->need_start && record(st, part, 1))
+            d->need_start = 0;
+        if (!d->need_start && d->need_end && record(st, part, 0))
+            d->need_end = 0;
         d->retry_ms = now_ms + EVENT_RETRY_MS;
     }
 }

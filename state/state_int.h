@@ -32,9 +32,9 @@ struct state {
     size_t ncorrupt_logged;
     struct {
         int on;                   /* degraded now */
-        int pending;              /* its latest event is not written yet */
+        int need_start, need_end; /* state_degraded / state_restored not written yet */
         sl_err_t why;
-        uint64_t since_ms, retry_ms;
+        uint64_t since_ms, ended_ms, retry_ms;
         uint64_t decisions;       /* taken locally, ever */
     } degraded[STATE_PART_COUNT];
     char cell_hand[STATE_KEY_MAX];          /* where cell eviction goes on (a key; "" = the first) */
