@@ -11,10 +11,13 @@
 #include "pool/pool.h"
 
 /* What the ledger says window w of v's endpoint spent, 0 if its record is of
- * an earlier window; *start and *end get the window that holds now. */
+ * an earlier window; *start and *end get the window that holds now (or the
+ * record's, when it is ahead: windows never move back, pool_credit.c). */
 static uint64_t window_spent(const admin_ep_view_t *v, int w, uint64_t now, uint64_t *start, uint64_t *end)
 {
     pool_credit_window(w, now, v->ep->credits.month_reset_day, start, end);
+    if (v->ledger[w].window_start_ms > *start)
+        pool_credit_window(w, v->ledger[w].window_start_ms, v->ep->credits.month_reset_day, start, end);
     return v->ledger[w].window_start_ms == *start ? v->ledger[w].spent : 0;
 }
 
@@ -84,7 +87,7 @@ void admin_credits_metrics(admin_t *a, sl_buf_t *b, const admin_ep_view_t *v, si
                       v[i].ep->id, (unsigned long long)v[i].stats.credits_spent);
     sl_buf_append_str(b, "# HELP sluice_credits_remaining Credits left in the current budget window.\n"
                          "# TYPE sluice_credits_remaining gauge\n");
-    uint64_t now = sl_wall_ms();
+    uint64_t now = sl_shared_ms();
     for (size_t i = 0; i < n; i++) {
         if (!v[i].ep->has_credits)
             continue;

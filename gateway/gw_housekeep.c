@@ -66,7 +66,7 @@ static void report_failovers(gw_housekeep_t *hk, uint64_t interval_ms)
         }
         state_event_t ev;
         memset(&ev, 0, sizeof(ev));
-        ev.ts_ms = sl_wall_ms();
+        ev.ts_ms = sl_shared_ms();
         ev.kind = STATE_EVENT_FAILOVER;
         ev.pid = (uint32_t)getpid();
         ev.count = totals[i] - c->reported;
@@ -136,7 +136,7 @@ void gw_housekeep_tick(gw_housekeep_t *hk, uint64_t now)
     }
     if (now - hk->last_trim_ms >= TRIM_EVERY_MS) {
         size_t removed = 0;
-        if (state_trim_events(hk->st, sl_wall_ms(), &removed) == SL_OK && removed > 0)
+        if (state_trim_events(hk->st, sl_shared_ms(), &removed) == SL_OK && removed > 0)
             sl_log_info("state: retention removed %zu old event(s)", removed);
         size_t cells = 0;
         if (state_cells_purge(hk->st, sl_shared_us(), &cells) == SL_OK && cells > 0)
@@ -158,7 +158,7 @@ void gw_housekeep_worker_restarted(gw_housekeep_t *hk, unsigned index, int pid, 
         sl_log_info("state: cleared %d reader slot(s) of worker %u", cleared, index);
     state_event_t ev;
     memset(&ev, 0, sizeof(ev));
-    ev.ts_ms = sl_wall_ms();
+    ev.ts_ms = sl_shared_ms();
     ev.kind = STATE_EVENT_WORKER_RESTARTED;
     ev.pid = (uint32_t)pid;
     ev.count = index;

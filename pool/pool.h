@@ -167,7 +167,7 @@ const char *pool_call_endpoint_url(const pool_call_t *call, int endpoint);   /* 
  * admin API after a drain). Returns the level: 0 down, 1 low, 2 redundant. */
 uint8_t pool_network_level_check(const pool_network_conf_t *conf, state_t *st);
 
-/* Start and end (wall ms) of credit window w (0 second, 1 minute, 2 day,
+/* Start and end (shared-time ms, base/sl_time.h) of credit window w (0 second, 1 minute, 2 day,
  * 3 month: UTC calendar months starting on reset_day) that holds now. */
 void pool_credit_window(int w, uint64_t now, uint32_t reset_day, uint64_t *start, uint64_t *end);
 #define POOL_CREDIT_WINDOWS 4      /* second, minute, day, month */

@@ -90,6 +90,12 @@ typedef struct pool_credit {
     uint64_t window_end[POOL_CREDIT_WINDOWS];   /* ... and its end (no calendar math per call) */
     uint64_t remaining[POOL_CREDIT_WINDOWS];    /* leased, not yet spent */
     uint64_t lacking_until_ms;    /* the ledger said no: skip the endpoint until then */
+    uint32_t nworkers;            /* a degraded worker spends 1/nworkers of what the ledger had left */
+    uint64_t seen_start[POOL_CREDIT_WINDOWS];   /* the ledger as this worker last saw it: its window ... */
+    uint64_t seen_spent[POOL_CREDIT_WINDOWS];   /* ... and what was spent in it */
+    uint64_t local_start[POOL_CREDIT_WINDOWS];  /* degraded: the window of the local allowance ... */
+    uint64_t local_left[POOL_CREDIT_WINDOWS];   /* ... and what is left of it */
+    uint64_t retry_shared_ms;     /* degraded: when the ledger is tried again */
 } pool_credit_t;
 
 /* What this worker knows about an endpoint's health (pool_health.c). */
@@ -228,7 +234,7 @@ void pool_event_init(state_event_t *ev, state_event_kind_t kind, const pool_endp
 void pool_health_init(pool_t *pool);
 void pool_health_dispose(pool_t *pool);
 /* 1 if the plan may send to ep now (breaker closed, not drained, not rate-limited). */
-int pool_health_usable(pool_endpoint_t *ep, uint64_t now_wall_ms);
+int pool_health_usable(pool_endpoint_t *ep, uint64_t now_ms);
 /* Records one attempt's outcome; failover = the call moved on after it. */
 void pool_health_record(pool_endpoint_t *ep, state_outcome_t outcome, uint32_t latency_us, int failover);
 /* Marks ep rate-limited for retry_ms (0: a backoff of our own). */
@@ -241,7 +247,7 @@ int pool_health_breaker_move(pool_endpoint_t *ep, policy_breaker_state_t from, p
                              const char *reason);
 
 /* pool_probe.c: sends a health or half-open probe when one is due. */
-void pool_probe_tick(pool_endpoint_t *ep, uint64_t now_wall_ms);
+void pool_probe_tick(pool_endpoint_t *ep, uint64_t now_ms);
 
 /* pool_write.c: idempotent broadcasts, nonce checks, transaction pins. */
 int pool_write_txid(const pool_call_t *call, const pool_item_t *it, char *out, size_t cap);
@@ -257,7 +263,7 @@ enum { POOL_MC_REQUESTS, POOL_MC_CREDITS, POOL_MC_REFUSALS, POOL_MC_COUNT };
 void pool_method_count(pool_endpoint_t *ep, const policy_method_t *m, int what, uint64_t amount);
 
 /* pool_credit.c */
-void pool_credit_init(pool_endpoint_t *ep);
+void pool_credit_init(pool_endpoint_t *ep, uint32_t nworkers);
 /* Takes cost from ep's budget: 1 if it may be spent, 0 if the endpoint lacks
  * credits (*retry_ms: until the earliest window turns over). */
 int pool_credit_take(pool_endpoint_t *ep, policy_cost_t cost, uint64_t *retry_ms);
@@ -269,7 +275,7 @@ void pool_delay_add(pool_t *pool, pool_delay_t *d, uint32_t ms, void (*cb)(pool_
 void pool_delay_cancel(pool_delay_t *d);
 
 /* pool_rank.c: the plan order of each network, from scores (with stickiness). */
-void pool_rank_update(pool_network_t *net, uint64_t now_wall_ms);
+void pool_rank_update(pool_network_t *net, uint64_t now_ms);
 /* Parses a probe answer's head (eth_blockNumber hex / getSlot number). */
 int pool_rank_parse_head(const char *body, size_t len, uint64_t *head);
 

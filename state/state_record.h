@@ -43,7 +43,7 @@ SL_MUST_CHECK sl_err_t state_record_decode(const state_schema_t *schema, const v
 /* ---- endpoint state: one per (network, endpoint); rare, write-through ---- */
 typedef struct state_endpoint_rec {
     uint8_t breaker;              /* policy_breaker_state_t */
-    uint64_t since_ms;            /* wall clock: state entered */
+    uint64_t since_ms;            /* shared time (base/sl_time.h): state entered */
     uint32_t cooldown_ms;
     uint64_t opened_at_ms;        /* the current outage began */
     uint32_t probe_pid;           /* HALF_OPEN: the worker that claimed the probe */
@@ -93,7 +93,7 @@ const char *state_event_kind_name(state_event_kind_t k);
 
 typedef struct state_event {
     uint64_t seq;                 /* the key, not part of the encoded value */
-    uint64_t ts_ms;               /* wall clock */
+    uint64_t ts_ms;               /* shared time (reads as wall time) */
     uint8_t kind;
     char network[40];
     char endpoint[72];
@@ -159,14 +159,14 @@ extern const state_schema_t state_stats_schema;
 
 /* ---- client rate-limit cells (GCRA) ---- */
 typedef struct state_cell_rec {
-    uint64_t tat_us;              /* theoretical arrival time, wall clock µs */
+    uint64_t tat_us;              /* theoretical arrival time, shared-time µs */
 } state_cell_rec_t;
 
 extern const state_schema_t state_cell_schema;
 
 /* ---- provider credit ledgers: one per (endpoint, window) ---- */
 typedef struct state_ledger_rec {
-    uint64_t window_start_ms;     /* the window this record counts (wall clock) */
+    uint64_t window_start_ms;     /* the window this record counts (shared time); never moves back */
     uint64_t spent;               /* credits leased out in it (used or held by a worker) */
     uint8_t low_reported;         /* budget_low already announced for this window */
     uint8_t exhausted_reported;   /* budget_exhausted already announced */
@@ -186,7 +186,7 @@ extern const state_schema_t state_clock_schema;
 /* ---- transaction pins: confirmation polls go to the endpoint that accepted ---- */
 typedef struct state_pin_rec {
     char endpoint[72];            /* the endpoint id that accepted the transaction */
-    uint64_t expires_ms;          /* wall clock */
+    uint64_t expires_ms;          /* shared time */
 } state_pin_rec_t;
 
 extern const state_schema_t state_pin_schema;
