@@ -114,6 +114,41 @@ static void health(sl_buf_t *b, const admin_ep_view_t *v, size_t n)
     }
 }
 
+/* Shared state's health: workers enforcing locally, and the limit cells. */
+static void state_health(admin_t *a, sl_buf_t *b)
+{
+    uint64_t on[STATE_PART_COUNT] = {0}, decisions[STATE_PART_COUNT] = {0};
+    state_counters_rec_t *rec = sl_xmalloc(sizeof(*rec));
+    if (state_read_begin(a->conf.state) == SL_OK) {
+        for (unsigned slot = 1; slot <= a->conf.nworkers; slot++) {
+            char key[32];
+            snprintf(key, sizeof(key), "deg/%u", slot);
+            if (state_counters_get(a->conf.state, key, rec) != SL_OK || rec->n != STATE_DEGRADED_COUNTERS)
+                continue;
+            for (int p = 0; p < STATE_PART_COUNT; p++) {
+                on[p] += rec->v[2 * p];
+                decisions[p] += rec->v[2 * p + 1];
+            }
+        }
+        state_read_end(a->conf.state);
+    }
+    free(rec);
+    help(b, "sluice_state_degraded_workers", "gauge",
+         "Workers enforcing client limits or credit budgets alone because shared state failed.");
+    for (int p = 0; p < STATE_PART_COUNT; p++)
+        sl_buf_printf(b, "sluice_state_degraded_workers{part=\"%s\"} %llu\n", state_part_name((state_part_t)p),
+                      (unsigned long long)on[p]);
+    help(b, "sluice_state_local_decisions_total", "counter",
+         "Calls decided by a worker's own share of a limit or budget while shared state failed.");
+    for (int p = 0; p < STATE_PART_COUNT; p++)
+        sl_buf_printf(b, "sluice_state_local_decisions_total{part=\"%s\"} %llu\n",
+                      state_part_name((state_part_t)p), (unsigned long long)decisions[p]);
+    help(b, "sluice_limit_cells", "gauge", "Client-limit cells stored (GCRA, shared by the workers).");
+    sl_buf_printf(b, "sluice_limit_cells %zu\n", state_cells_count(a->conf.state));
+    help(b, "sluice_limit_cells_max", "gauge", "The most client-limit cells kept (state.max_limit_cells).");
+    sl_buf_printf(b, "sluice_limit_cells_max %zu\n", state_cells_max(a->conf.state));
+}
+
 int admin_route_metrics(admin_t *a, h2o_req_t *req)
 {
     sl_buf_t b = SL_BUF_INIT;
@@ -132,6 +167,7 @@ int admin_route_metrics(admin_t *a, h2o_req_t *req)
     sl_buf_printf(&b, "sluice_state_map_used_bytes %zu\n", used);
     help(&b, "sluice_state_map_size_bytes", "gauge", "Size of the LMDB map (state.map_size_mb).");
     sl_buf_printf(&b, "sluice_state_map_size_bytes %zu\n", size);
+    state_health(a, &b);
     help(&b, "sluice_events_last_seq", "counter", "Sequence number of the newest event.");
     sl_buf_printf(&b, "sluice_events_last_seq %llu\n", (unsigned long long)state_events_last_seq(a->conf.state));
     admin_view_free(v, n);

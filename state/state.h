@@ -199,6 +199,13 @@ int state_degraded(const state_t *st, state_part_t part);
 /* Counts n decisions taken locally for part (for the exit line and metrics). */
 void state_degraded_count(state_t *st, state_part_t part, uint64_t n);
 uint64_t state_degraded_decisions(const state_t *st, state_part_t part);
+/* "limits", "credits" (a label value); "unknown" out of range. */
+const char *state_part_name(state_part_t part);
+/* Per worker slot, the counters record "deg/<slot>" (written with the
+ * request counters): for each part, [degraded now (0/1), local decisions]. */
+#define STATE_DEGRADED_COUNTERS (2 * STATE_PART_COUNT)
+/* The most limit cells kept (state.max_limit_cells or its default). */
+size_t state_cells_max(const state_t *st);
 
 /* For tests and tools: raw put of arbitrary bytes into a named database. */
 SL_MUST_CHECK sl_err_t state_raw_put(state_t *st, const char *db, const void *key, size_t klen, const void *val,

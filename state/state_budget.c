@@ -247,6 +247,11 @@ sl_err_t state_cells_update(state_t *st, const char *const *keys, size_t n, uint
     return state_lmdb_err("limit cells", rc);
 }
 
+size_t state_cells_max(const state_t *st)
+{
+    return cells_cap(st);
+}
+
 size_t state_cells_count(state_t *st)
 {
     MDB_txn *txn;

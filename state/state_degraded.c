@@ -85,3 +85,12 @@ uint64_t state_degraded_decisions(const state_t *st, state_part_t part)
 {
     return (unsigned)part < STATE_PART_COUNT ? st->degraded[part].decisions : 0;
 }
+
+const char *state_part_name(state_part_t part)
+{
+    static const char *const labels[STATE_PART_COUNT] = {
+        [STATE_PART_LIMITS] = "limits",
+        [STATE_PART_CREDITS] = "credits",
+    };
+    return (unsigned)part < STATE_PART_COUNT ? labels[part] : "unknown";
+}

@@ -84,6 +84,10 @@ networks: { eth: { ranking: { probe_interval_ms: 0 }, endpoints: ["${a.url}"] } 
   const m = (await adminGet(s, '/metrics')).text;
   const used = Number(m.match(/^sluice_state_map_used_bytes (\d+)/m)[1]);
   assert.ok(used < 0.6 * 16 * 1024 * 1024, `the map holds ${used} bytes of 16 MB`);
+  const metric = (name) => Number(m.match(new RegExp(`^${name} (\\d+)`, 'm'))[1]);
+  assert.equal(metric('sluice_limit_cells_max'), 16 * 2048);
+  assert.ok(metric('sluice_limit_cells') <= 16 * 2048, `${metric('sluice_limit_cells')} cells`);
+  assert.match(m, /^sluice_state_degraded_workers\{part="limits"\} 0$/m);
   assert.doesNotMatch(s.logs(), /map is full/);
   assert.deepEqual((await events(s)).filter((e) => e.kind === 'state_degraded'), [], 'shared state never failed');
 });
