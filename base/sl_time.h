@@ -49,15 +49,22 @@ static inline uint64_t sl_wall_us(void)
  * anchors it at max(wall clock, the last shared time recorded), so records
  * written before a reboot never lie further ahead than they did.
  *
- * The wall clock is read before the monotonic one, so a gap between the two
- * reads (preemption) makes wall - mono smaller, never a spurious step. */
+ * A forward step is noticed within SL_SHARED_RESYNC_US: only then is the wall
+ * clock read again (sl_shared_resync), so the hot path reads one clock, as a
+ * wall-clock read did. */
+#define SL_SHARED_RESYNC_US 100000
+
 extern uint64_t sl_shared_offset_us;
+extern uint64_t sl_shared_resync_at_us; /* monotonic µs of the next look at the wall clock */
+
+/* Reads the wall clock and follows it if it is ahead; returns shared time. */
+uint64_t sl_shared_resync(void);
 
 static inline uint64_t sl_shared_us(void)
 {
-    uint64_t wall = sl_wall_us(), mono = sl_now_us();
-    if (mono + sl_shared_offset_us < wall)
-        sl_shared_offset_us = wall - mono; /* unset yet, or the wall clock stepped forward */
+    uint64_t mono = sl_now_us();
+    if (__builtin_expect(mono >= sl_shared_resync_at_us, 0))
+        return sl_shared_resync();
     return mono + sl_shared_offset_us;
 }
 

@@ -176,9 +176,8 @@ void gw_identity_group(const char *addr, uint32_t prefix, char out[64])
 
 void gw_identity_client_ip(h2o_req_t *req, const gw_config_t *cfg, char out[64])
 {
-    char addr[64];
-    peer_ip(req, addr);
-    if (cfg->server.ntrusted_proxies != 0 && in_cidrs(addr, cfg->server.trusted_proxies, cfg->server.ntrusted_proxies)) {
+    peer_ip(req, out);
+    if (cfg->server.ntrusted_proxies != 0 && in_cidrs(out, cfg->server.trusted_proxies, cfg->server.ntrusted_proxies)) {
         h2o_iovec_t lines[MAX_FORWARDED_LINES];
         size_t n = 0;
         for (ssize_t i = -1; (i = h2o_find_header(&req->headers, H2O_TOKEN_X_FORWARDED_FOR, i)) >= 0;) {
@@ -186,9 +185,13 @@ void gw_identity_client_ip(h2o_req_t *req, const gw_config_t *cfg, char out[64])
                 memmove(lines, lines + 1, --n * sizeof(lines[0]));
             lines[n++] = req->headers.entries[i].value;
         }
-        gw_identity_forwarded(lines, n, cfg->server.trusted_proxies, cfg->server.ntrusted_proxies, addr);
+        gw_identity_forwarded(lines, n, cfg->server.trusted_proxies, cfg->server.ntrusted_proxies, out);
     }
-    gw_identity_group(addr, cfg->server.ipv6_prefix, out);
+    if (strchr(out, ':') != NULL) { /* IPv4 needs no grouping: the common case costs one strchr */
+        char addr[64];
+        memcpy(addr, out, 64);
+        gw_identity_group(addr, cfg->server.ipv6_prefix, out);
+    }
 }
 
 const gw_tier_conf_t *gw_identity_tier(const gw_config_t *cfg, const gw_key_conf_t *key)

@@ -120,7 +120,7 @@ Test(health, a_forward_step_ends_a_mark_at_most_once)
     pool_endpoint_t *ep = open_pool();
     pool_health_rate_limited(ep, 60000);
     fake_wall_ns += HOUR_NS;
-    pass_ms(1);
+    pass_ms(SL_SHARED_RESYNC_US / 1000 + 1);
     cr_expect(pool_health_usable(ep, sl_shared_ms()), "shared time follows a forward step");
     fake_wall_ns -= HOUR_NS;
     pass_ms(1);
