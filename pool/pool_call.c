@@ -7,7 +7,9 @@
  * closed by the upstream before it answered anything (the classic keep-alive
  * race: not the endpoint's fault). Each attempt carries only the items still
  * pending, so a batch member answered by the first endpoint is never asked
- * again. */
+ * again. A failure that may be the request's own doing (policy/shape.h) is
+ * held back from the endpoint's record until the next endpoint's attempt
+ * settles it. */
 #include <string.h>
 
 #include "base/sl_log.h"
@@ -16,6 +18,17 @@
 #include "pool/pool_int.h"
 
 static void call_next(pool_call_t *call);
+
+/* What a confirmed request shape counts as and how its items fail. */
+static const struct {
+    state_outcome_t outcome;
+    pool_outcome_t item;
+} shape_rows[POLICY_SHAPE_COUNT] = {
+    [POLICY_SHAPE_NONE] = {STATE_OUTCOME_OK, POOL_OUTCOME_OK},
+    [POLICY_SHAPE_TOO_LARGE] = {STATE_OUTCOME_TOO_LARGE, POOL_OUTCOME_TOO_LARGE},
+    [POLICY_SHAPE_ID_UNANSWERABLE] = {STATE_OUTCOME_ID_UNANSWERABLE, POOL_OUTCOME_ID_UNANSWERABLE},
+    [POLICY_SHAPE_SLOW_CALL] = {STATE_OUTCOME_SLOW_CALL, POOL_OUTCOME_SLOW_CALL},
+};
 
 static int item_is_write(const pool_item_t *it)
 {
@@ -30,11 +43,23 @@ static size_t count_pending(const pool_call_t *call)
     return n;
 }
 
+/* A held penalty nobody settled (no other endpoint was tried) counts as
+ * the endpoint's: without a second opinion a fault must still count. */
+static void release_held(pool_call_t *call)
+{
+    if (call->held.ep < 0)
+        return;
+    pool_health_record(&call->net->endpoints[call->held.ep], (state_outcome_t)call->held.outcome,
+                       call->held.latency_us, 1);
+    call->held.ep = -1;
+}
+
 static void call_finish(pool_call_t *call)
 {
     if (call->finished)
         return;
     call->finished = 1;
+    release_held(call);
     if (h2o_timeout_is_linked(&call->deadline))
         h2o_timeout_unlink(&call->deadline);
     if (h2o_timeout_is_linked(&call->defer))
@@ -185,12 +210,12 @@ static int build_request(pool_call_t *call, const char **body, size_t *len)
         if (call->batch && call->nsent > 0)
             sl_buf_append_char(&call->req, ',');
         call->sent[call->nsent++] = (uint32_t)i;
-        if (call->batch || it->id.len == 0)
+        if (call->batch || it->id.len == 0 || call->renumbered)
             append_with_id(&call->req, it, (uint32_t)i);
     }
     if (call->batch)
         sl_buf_append_char(&call->req, ']');
-    if (!call->batch && call->items[0].id.len != 0) {
+    if (!call->batch && call->items[0].id.len != 0 && !call->renumbered) {
         *body = call->items[0].raw;
         *len = call->items[0].raw_len;
     } else {
@@ -206,6 +231,99 @@ static void log_attempt(pool_call_t *call, int ep, pool_fail_t fail, int status,
     if (call->nlog >= POOL_MAX_ATTEMPT_LOG)
         return;
     call->log[call->nlog++] = (pool_attempt_rec_t){(int16_t)ep, fail, (uint16_t)status, latency_us};
+}
+
+/* 1 if the attempt carried a call that may be slow by nature (not a cheap read). */
+static int attempt_is_heavy(const pool_call_t *call)
+{
+    for (size_t i = 0; i < call->nsent; i++)
+        if (!call->items[call->sent[i]].method->cheap)
+            return 1;
+    return 0;
+}
+
+/* Two endpoints failed the call the same way: its items fail with the
+ * shape's outcome (an earlier endpoint's fallback answer still wins), and
+ * the call goes no further. */
+static void settle_shaped(pool_call_t *call, policy_shape_t shape)
+{
+    for (size_t i = 0; i < call->nsent; i++) {
+        pool_item_t *it = &call->items[call->sent[i]];
+        if (it->state != POOL_ITEM_PENDING)
+            continue;
+        if (it->answer != NULL) {
+            it->state = POOL_ITEM_ANSWERED;
+            continue;
+        }
+        it->state = POOL_ITEM_FAILED;
+        it->outcome = shape_rows[shape].item;
+    }
+    sl_log_info("network %s: a call failed as %s at two endpoints: the request's doing, no endpoint penalised",
+                call->net->conf->name, policy_shape_name(shape));
+}
+
+/* Records what the attempt at ep taught about it (policy/shape.h): a
+ * failure that may be the request's own is held until the next endpoint's
+ * attempt settles it; the same failure there spares both endpoints. */
+static void judge_attempt(pool_call_t *call, int ep, state_outcome_t outcome, policy_attempt_end_t end,
+                          uint32_t latency_us)
+{
+    int heavy = attempt_is_heavy(call);
+    if (call->held.ep >= 0) {
+        policy_held_t h = call->held.ep == ep ? POLICY_HELD_ENDPOINT /* the same endpoint again proves nothing */
+                                              : policy_shape_settle((policy_shape_t)call->held.shape, end, heavy);
+        if (h == POLICY_HELD_REQUEST) {
+            policy_shape_t shape = (policy_shape_t)call->held.shape;
+            pool_health_record(&call->net->endpoints[call->held.ep], shape_rows[shape].outcome,
+                               call->held.latency_us, 1);
+            pool_health_record(&call->net->endpoints[ep], shape_rows[shape].outcome, latency_us, 0);
+            call->held.ep = -1;
+            settle_shaped(call, shape);
+            return;
+        }
+        if (h == POLICY_HELD_ENDPOINT)
+            release_held(call);
+    }
+    int moving_on = count_pending(call) > 0;
+    policy_shape_t suspect = policy_shape_suspect(end, heavy);
+    if (suspect != POLICY_SHAPE_NONE && moving_on && call->held.ep < 0) {
+        call->held.ep = (int16_t)ep;
+        call->held.shape = (uint8_t)suspect;
+        call->held.outcome = (uint8_t)outcome;
+        call->held.latency_us = latency_us;
+        return;
+    }
+    pool_health_record(&call->net->endpoints[ep], outcome, latency_us, moving_on);
+}
+
+/* How a transport failure ended the attempt, for judge_attempt. */
+static policy_attempt_end_t fail_end(pool_fail_t fail)
+{
+    switch (fail) {
+    case POOL_FAIL_TOO_LARGE:
+        return POLICY_END_TOO_LARGE;
+    case POOL_FAIL_FIRST_BYTE_TIMEOUT:
+    case POOL_FAIL_ATTEMPT_TIMEOUT:
+        return POLICY_END_TIMEOUT;
+    case POOL_FAIL_LOCAL:
+        return POLICY_END_NEUTRAL;
+    case POOL_FAIL_NONE:
+    case POOL_FAIL_DNS:
+    case POOL_FAIL_CONNECT:
+    case POOL_FAIL_CONNECT_TIMEOUT:
+    case POOL_FAIL_TLS:
+    case POOL_FAIL_RESET:
+    case POOL_FAIL_BAD_HTTP:
+    case POOL_FAIL_HTTP_STATUS:
+    case POOL_FAIL_RATE_LIMITED:
+    case POOL_FAIL_BAD_JSON:
+    case POOL_FAIL_WRONG_ID:
+    case POOL_FAIL_RPC_ERROR:
+    case POOL_FAIL_MISSING:
+    case POOL_FAIL_COUNT:
+        break;
+    }
+    return POLICY_END_OTHER;
 }
 
 static void on_exchange_done(pool_exchange_t *ex)
@@ -227,7 +345,7 @@ static void on_exchange_done(pool_exchange_t *ex)
         } else {
             log_attempt(call, ep, ex->fail, 0, ex->latency_us);
             pool_answer_fail_transport(call, ex);
-            pool_health_record(ex->ep, pool_fail_outcome(ex->fail), ex->latency_us, count_pending(call) > 0);
+            judge_attempt(call, ep, pool_fail_outcome(ex->fail), fail_end(ex->fail), ex->latency_us);
         }
         sl_buf_dispose(&ex->body);
     } else {
@@ -237,7 +355,10 @@ static void on_exchange_done(pool_exchange_t *ex)
         sl_buf_init(&ex->body);
         pool_attempt_result_t res;
         pool_answer_apply(call, ex, &res);
-        pool_health_record(ex->ep, res.outcome, ex->latency_us, count_pending(call) > 0);
+        policy_attempt_end_t end = res.unread                                  ? POLICY_END_UNREAD
+                                   : res.outcome == STATE_OUTCOME_RATE_LIMITED ? POLICY_END_NEUTRAL
+                                                                               : POLICY_END_OTHER;
+        judge_attempt(call, ep, res.outcome, end, ex->latency_us);
         if (res.rate_limited)
             pool_health_rate_limited(ex->ep, res.retry_ms);
     }
@@ -370,7 +491,7 @@ static void call_next(pool_call_t *call)
         call->ex.fail = fail;
         log_attempt(call, ep, fail, 0, 0);
         pool_answer_fail_transport(call, &call->ex);
-        pool_health_record(&net->endpoints[ep], pool_fail_outcome(fail), 0, 1);
+        judge_attempt(call, ep, pool_fail_outcome(fail), fail_end(fail), 0);
     }
     /* never call back from inside pool_call_start: defer to the loop */
     h2o_timeout_link(net->pool->loop, &net->pool->zero_timeout, &call->defer);
@@ -388,6 +509,9 @@ pool_call_t *pool_call_start(pool_network_t *net, pool_item_t *items, size_t n, 
     call->data = data;
     call->retry_same = -1;
     call->pinned = -1;
+    call->held.ep = -1;
+    /* an id some upstream could not echo goes up as 0; the client still gets its own back */
+    call->renumbered = !batch && n == 1 && items[0].id.len != 0 && !wire_json_id_portable(items[0].raw, items[0].id);
     call->deadline_ms = sl_now_ms() + net->conf->timeouts.request_ms;
     call->sent = sl_xmalloc(n * sizeof(*call->sent));
     call->deadline.cb = on_deadline;
@@ -407,6 +531,7 @@ void pool_call_release(pool_call_t *call)
 {
     if (call == NULL)
         return;
+    release_held(call); /* a call cancelled half-way: what was held counts */
     if (call->ex_active)
         pool_exchange_cancel(&call->ex);
     pool_delay_cancel(&call->backoff);
@@ -444,6 +569,11 @@ const char *pool_call_endpoint_id(const pool_call_t *call, int endpoint)
     if (endpoint < 0 || (size_t)endpoint >= call->net->nendpoints)
         return "";
     return call->net->endpoints[endpoint].conf->id;
+}
+
+size_t pool_call_max_response_bytes(const pool_call_t *call)
+{
+    return call->net->pool->max_response_bytes;
 }
 
 const char *pool_call_endpoint_url(const pool_call_t *call, int endpoint)

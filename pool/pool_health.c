@@ -178,10 +178,23 @@ static int is_breaker_failure(state_outcome_t o)
     case STATE_OUTCOME_RATE_LIMITED:
     case STATE_OUTCOME_UNSUPPORTED:
     case STATE_OUTCOME_MISSING_DATA:
+    case STATE_OUTCOME_LOCAL:
+    case STATE_OUTCOME_TOO_LARGE:
+    case STATE_OUTCOME_ID_UNANSWERABLE:
+    case STATE_OUTCOME_SLOW_CALL:
     case STATE_OUTCOME_COUNT:
         break;
     }
     return 0;
+}
+
+/* Outcomes that say nothing about the endpoint (sluice's own resources, a
+ * request-shaped failure): counted, but kept out of the windows that open
+ * breakers and score endpoints, so they neither fail nor vouch for it. */
+static int is_no_evidence(state_outcome_t o)
+{
+    return o == STATE_OUTCOME_LOCAL || o == STATE_OUTCOME_TOO_LARGE || o == STATE_OUTCOME_ID_UNANSWERABLE ||
+           o == STATE_OUTCOME_SLOW_CALL;
 }
 
 static void count_latency(state_stats_rec_t *s, uint32_t latency_us)
@@ -200,8 +213,12 @@ void pool_health_record(pool_endpoint_t *ep, state_outcome_t outcome, uint32_t l
     h->stats.attempts++;
     h->stats.outcomes[outcome]++;
     h->stats.failovers += failover != 0;
-    count_latency(&h->stats, latency_us);
     h->dirty = 1;
+    if (outcome == STATE_OUTCOME_LOCAL)
+        return; /* nothing reached the endpoint: no latency, no verdict */
+    count_latency(&h->stats, latency_us);
+    if (is_no_evidence(outcome))
+        return;
     if (outcome != STATE_OUTCOME_RATE_LIMITED)
         h->rl_streak = 0;
     const policy_breaker_conf_t *conf = &ep->net->conf->breaker;

@@ -10,6 +10,7 @@
 #include "pool/pool.h"
 #include "policy/cost.h"
 #include "policy/score.h"
+#include "policy/shape.h"
 #include "pool/pool_http.h"
 #include "state/state.h"
 
@@ -205,6 +206,15 @@ struct pool_call {
     size_t nbodies;
     pool_attempt_rec_t log[POOL_MAX_ATTEMPT_LOG];
     size_t nlog;
+    int renumbered;                   /* a single call sent with id 0: its id is not portable */
+    /* a failure that may be the request's own (policy/shape.h), held until
+     * the next endpoint's attempt settles it */
+    struct {
+        int16_t ep;                   /* -1: nothing held */
+        uint8_t shape;                /* policy_shape_t */
+        uint8_t outcome;              /* state_outcome_t it counts as if it was the endpoint's */
+        uint32_t latency_us;
+    } held;
 };
 
 /* What one attempt taught about its endpoint. */
@@ -212,12 +222,15 @@ typedef struct pool_attempt_result {
     state_outcome_t outcome;      /* the worst outcome among the items it carried */
     int rate_limited;             /* the endpoint refused with a rate limit */
     uint32_t retry_ms;            /* its Retry-After (header or body), 0 if none */
+    int unread;                   /* a single call answered with an error at id null */
 } pool_attempt_result_t;
 
 /* pool_answer.c: applies the finished exchange (transport failure or an HTTP
  * answer whose body is bodies[nbodies-1]) to the items in call->sent. */
 void pool_answer_apply(pool_call_t *call, pool_exchange_t *ex, pool_attempt_result_t *res);
 void pool_answer_fail_transport(pool_call_t *call, pool_exchange_t *ex);
+/* An answer's Retry-After (seconds or an HTTP date), in ms capped at a day; 0 if none. */
+uint32_t pool_answer_retry_after_ms(const pool_http_head_t *h);
 /* Settles every pending item once no further attempt will be made. */
 void pool_answer_exhaust(pool_call_t *call, pool_outcome_t forced);
 

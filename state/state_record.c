@@ -93,7 +93,8 @@ static const state_field_t stats_fields[] = {
     F(state_stats_rec_t, credits_spent, STATE_F_U64, 1),
 };
 
-const state_schema_t state_stats_schema = {"stats", 1, stats_fields, sizeof(stats_fields) / sizeof(stats_fields[0])};
+/* version 2: outcomes gained local_error, too_large, id_unanswerable, slow_call */
+const state_schema_t state_stats_schema = {"stats", 2, stats_fields, sizeof(stats_fields) / sizeof(stats_fields[0])};
 
 const state_schema_t state_network_schema = {"network", 1, network_fields,
                                              sizeof(network_fields) / sizeof(network_fields[0])};

@@ -116,7 +116,12 @@ extern const state_schema_t state_event_schema;
     X(HTTP_ERROR, "http_error")                                                           \
     X(MALFORMED, "malformed")                                                             \
     X(UNSUPPORTED, "unsupported")                                                         \
-    X(MISSING_DATA, "missing_data")
+    X(MISSING_DATA, "missing_data")                                                       \
+    /* never the endpoint's fault: no breaker failure, no score penalty */                \
+    X(LOCAL, "local_error")          /* sluice's own resources (fds, memory, temp files) */ \
+    X(TOO_LARGE, "too_large")        /* request-shaped (policy/shape.h) */                 \
+    X(ID_UNANSWERABLE, "id_unanswerable")                                                 \
+    X(SLOW_CALL, "slow_call")
 
 typedef enum state_outcome {
 #define STATE_OUTCOME_ENUM_(name, str) STATE_OUTCOME_##name,
@@ -194,7 +199,11 @@ extern const state_schema_t state_pin_schema;
     X(TIMEOUT, "timeout")                                                                 \
     X(UPSTREAM_ERROR, "upstream_error")                                                   \
     X(UNAVAILABLE, "unavailable")                                                         \
-    X(AMBIGUOUS_WRITE, "ambiguous_write")
+    X(AMBIGUOUS_WRITE, "ambiguous_write")                                                 \
+    X(TOO_LARGE, "too_large")                                                             \
+    X(ID_UNANSWERABLE, "id_unanswerable")                                                 \
+    X(SLOW_CALL, "slow_call")                                                             \
+    X(LOCAL, "local_error")
 
 typedef enum state_req_outcome {
 #define STATE_REQ_ENUM_(name, str) STATE_REQ_##name,
