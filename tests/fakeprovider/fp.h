@@ -95,6 +95,7 @@ typedef struct fp_mode {
     int64_t code;
     char *message;          /* owned */
     char *data;             /* owned raw JSON; NULL = no "data" member */
+    char *id;               /* owned raw JSON: rpc_error's id instead of the call's; NULL = the call's */
     int64_t behind;
     int64_t logs;
 } fp_mode_t;

@@ -76,6 +76,7 @@ static const struct mode_opt {
     {"count", OPT_INT, offsetof(fp_mode_t, count), -1, INT64_C(1) << 50},
     {"data", OPT_JSON, offsetof(fp_mode_t, data), 0, 0},
     {"delay_ms", OPT_INT, offsetof(fp_mode_t, delay_ms), 0, 3600 * 1000},
+    {"id", OPT_JSON, offsetof(fp_mode_t, id), 0, 0},
     {"logs", OPT_INT, offsetof(fp_mode_t, logs), 0, 100000},
     {"message", OPT_STR, offsetof(fp_mode_t, message), 0, 0},
     {"method", OPT_STR, offsetof(fp_mode_t, method), 0, 0},
@@ -97,6 +98,7 @@ void fp_mode_dispose(fp_mode_t *m)
     free(m->method);
     free(m->message);
     free(m->data);
+    free(m->id);
     fp_mode_init(m);
 }
 
@@ -358,7 +360,8 @@ static void call_rpc_limit(fp_server_t *srv, const fp_mode_t *m, fp_call_t *call
 static void call_rpc_error(fp_server_t *srv, const fp_mode_t *m, fp_call_t *call, fp_buf_t *out)
 {
     (void)srv;
-    fp_rpc_put_error(out, call->id, m->code, m->message ? m->message : "fake error", m->data);
+    fp_span_t id = m->id ? (fp_span_t){m->id, strlen(m->id)} : call->id;
+    fp_rpc_put_error(out, id, m->code, m->message ? m->message : "fake error", m->data);
 }
 
 static void call_wrong_id(fp_server_t *srv, const fp_mode_t *m, fp_call_t *call, fp_buf_t *out)

@@ -109,6 +109,8 @@ curl -s -X POST "$URL/_control/reset" >/dev/null
 mode '{"mode":"ok"}'
 rpc "$BN" >/dev/null; sleep 0.2; rpc "$BN" >/dev/null
 expect "arrivals_ms" "$(curl -s "$URL/_control/stats" | python3 -c 'import json,sys;a=json.load(sys.stdin)["arrivals_ms"];print("ok" if len(a)==2 and 150<=a[1]-a[0]<2000 else a)')" 'ok'
+mode '{"mode":"rpc_error","code":-32600,"message":"Invalid request","id":null}'
+expect "rpc_error id" "$(rpc "$BN")" '{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request"}}'
 mode '{"mode":"lag","behind":100}'
 expect "lag" "$(rpc "$BN")" '"result":"0xf41dc"'
 mode '{"mode":"hang","method":"eth_sendRawTransaction","count":1}'
