@@ -43,6 +43,7 @@ static const fp_mode_def_t mode_defs[] = {
     {"accept_hang", NULL, NULL, FP_DELIVER_NOW, 0},
     {"garbage", reply_garbage, NULL, FP_DELIVER_NOW, 200},
     {"hang", NULL, NULL, FP_DELIVER_HANG, 0},
+    {"http402", reply_html, NULL, FP_DELIVER_NOW, 402},
     {"http429", reply_429, NULL, FP_DELIVER_NOW, 429},
     {"http500", reply_html, NULL, FP_DELIVER_NOW, 500},
     {"http502", reply_html, NULL, FP_DELIVER_NOW, 502},
