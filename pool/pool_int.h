@@ -103,7 +103,7 @@ typedef struct pool_health {
     policy_score_t score;         /* last computed (pool_rank.c) */
     state_stats_rec_t stats;      /* this worker's cumulative counters */
     int dirty;                    /* stats changed since the last flush */
-    uint32_t rl_streak;           /* rate limits in a row without Retry-After: backoff */
+    uint64_t last_ok_ms;          /* wall ms of the last attempt here not refused with a rate limit */
     uint64_t rl_written_until_ms; /* last rate-limit mark this worker wrote */
     state_counters_rec_t *per_method; /* requests, credits, refusals per method (POOL_MC_*) */
     char per_method_key[128];     /* "pm/<network>/<endpoint>/<slot>" */

@@ -24,9 +24,11 @@ static const state_field_t endpoint_fields[] = {
     F(state_endpoint_rec_t, probe_ewma_us, STATE_F_U32, 1),
     F(state_endpoint_rec_t, probe_failures, STATE_F_U32, 1),
     F(state_endpoint_rec_t, probe_next_ms, STATE_F_U64, 1),
+    F(state_endpoint_rec_t, rl_backoff_ms, STATE_F_U32, 1),
 };
 
-const state_schema_t state_endpoint_schema = {"endpoint", 1, endpoint_fields,
+/* version 2: rl_backoff_ms (the rate-limit backoff doubles across workers) */
+const state_schema_t state_endpoint_schema = {"endpoint", 2, endpoint_fields,
                                               sizeof(endpoint_fields) / sizeof(endpoint_fields[0])};
 
 static const state_field_t cell_fields[] = {

@@ -57,6 +57,8 @@ typedef struct state_endpoint_rec {
     uint32_t probe_ewma_us;       /* probe latency EWMA, 0 = never measured */
     uint32_t probe_failures;      /* probes failed in a row */
     uint64_t probe_next_ms;       /* the next probe is due (claimed by moving it forward) */
+    uint32_t rl_backoff_ms;       /* length of the last rate-limit mark sluice chose itself (no
+                                     Retry-After or hint): the next doubles it; 0 after a hinted one */
 } state_endpoint_rec_t;
 
 extern const state_schema_t state_endpoint_schema;

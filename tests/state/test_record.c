@@ -405,10 +405,10 @@ Test(record, golden_bytes)
     ep.cooldown_ms = 5000;
     ep.transitions[1] = 1;
     encode_ok(&state_endpoint_schema, &ep, &b);
-    /* 16 elements: past fixarray's 15, so an array16 header */
-    static const unsigned char want_ep[] = {0xdc, 0x00, 0x10, 0x01, 0x01, 0x00, 0xcd, 0x13, 0x88, 0x00, 0x00,
+    /* 17 elements: past fixarray's 15, so an array16 header; version 2 */
+    static const unsigned char want_ep[] = {0xdc, 0x00, 0x11, 0x02, 0x01, 0x00, 0xcd, 0x13, 0x88, 0x00, 0x00,
                                             0x00, 0x00, 0x00, 0x00, 0x93, 0x00, 0x01, 0x00,
-                                            0x00, 0x00, 0x00, 0x00, 0x00};
+                                            0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
     cr_assert_eq(b.len, sizeof(want_ep), "len %zu", b.len);
     cr_expect(memcmp(b.base, want_ep, sizeof(want_ep)) == 0);
 
