@@ -9,7 +9,7 @@
  * pending, so a batch member answered by the first endpoint is never asked
  * again. A failure that may be the request's own doing (policy/shape.h) is
  * held back from the endpoint's record until the next endpoint's attempt
- * settles it. */
+ * settles it (pool_held.c). */
 #include <string.h>
 
 #include "base/sl_log.h"
@@ -18,17 +18,6 @@
 #include "pool/pool_int.h"
 
 static void call_next(pool_call_t *call);
-
-/* What a confirmed request shape counts as and how its items fail. */
-static const struct {
-    state_outcome_t outcome;
-    pool_outcome_t item;
-} shape_rows[POLICY_SHAPE_COUNT] = {
-    [POLICY_SHAPE_NONE] = {STATE_OUTCOME_OK, POOL_OUTCOME_OK},
-    [POLICY_SHAPE_TOO_LARGE] = {STATE_OUTCOME_TOO_LARGE, POOL_OUTCOME_TOO_LARGE},
-    [POLICY_SHAPE_ID_UNANSWERABLE] = {STATE_OUTCOME_ID_UNANSWERABLE, POOL_OUTCOME_ID_UNANSWERABLE},
-    [POLICY_SHAPE_SLOW_CALL] = {STATE_OUTCOME_SLOW_CALL, POOL_OUTCOME_SLOW_CALL},
-};
 
 static int item_is_write(const pool_item_t *it)
 {
@@ -43,23 +32,12 @@ static size_t count_pending(const pool_call_t *call)
     return n;
 }
 
-/* A held penalty nobody settled (no other endpoint was tried) counts as
- * the endpoint's: without a second opinion a fault must still count. */
-static void release_held(pool_call_t *call)
-{
-    if (call->held.ep < 0)
-        return;
-    pool_health_record(&call->net->endpoints[call->held.ep], (state_outcome_t)call->held.outcome,
-                       call->held.latency_us, 1);
-    call->held.ep = -1;
-}
-
 static void call_finish(pool_call_t *call)
 {
     if (call->finished)
         return;
     call->finished = 1;
-    release_held(call);
+    pool_held_release(call);
     if (h2o_timeout_is_linked(&call->deadline))
         h2o_timeout_unlink(&call->deadline);
     if (h2o_timeout_is_linked(&call->defer))
@@ -233,99 +211,6 @@ static void log_attempt(pool_call_t *call, int ep, pool_fail_t fail, int status,
     call->log[call->nlog++] = (pool_attempt_rec_t){(int16_t)ep, fail, (uint16_t)status, latency_us};
 }
 
-/* 1 if the attempt carried a call that may be slow by nature (not a cheap read). */
-static int attempt_is_heavy(const pool_call_t *call)
-{
-    for (size_t i = 0; i < call->nsent; i++)
-        if (!call->items[call->sent[i]].method->cheap)
-            return 1;
-    return 0;
-}
-
-/* Two endpoints failed the call the same way: its items fail with the
- * shape's outcome (an earlier endpoint's fallback answer still wins), and
- * the call goes no further. */
-static void settle_shaped(pool_call_t *call, policy_shape_t shape)
-{
-    for (size_t i = 0; i < call->nsent; i++) {
-        pool_item_t *it = &call->items[call->sent[i]];
-        if (it->state != POOL_ITEM_PENDING)
-            continue;
-        if (it->answer != NULL) {
-            it->state = POOL_ITEM_ANSWERED;
-            continue;
-        }
-        it->state = POOL_ITEM_FAILED;
-        it->outcome = shape_rows[shape].item;
-    }
-    sl_log_info("network %s: a call failed as %s at two endpoints: the request's doing, no endpoint penalised",
-                call->net->conf->name, policy_shape_name(shape));
-}
-
-/* Records what the attempt at ep taught about it (policy/shape.h): a
- * failure that may be the request's own is held until the next endpoint's
- * attempt settles it; the same failure there spares both endpoints. */
-static void judge_attempt(pool_call_t *call, int ep, state_outcome_t outcome, policy_attempt_end_t end,
-                          uint32_t latency_us)
-{
-    int heavy = attempt_is_heavy(call);
-    if (call->held.ep >= 0) {
-        policy_held_t h = call->held.ep == ep ? POLICY_HELD_ENDPOINT /* the same endpoint again proves nothing */
-                                              : policy_shape_settle((policy_shape_t)call->held.shape, end, heavy);
-        if (h == POLICY_HELD_REQUEST) {
-            policy_shape_t shape = (policy_shape_t)call->held.shape;
-            pool_health_record(&call->net->endpoints[call->held.ep], shape_rows[shape].outcome,
-                               call->held.latency_us, 1);
-            pool_health_record(&call->net->endpoints[ep], shape_rows[shape].outcome, latency_us, 0);
-            call->held.ep = -1;
-            settle_shaped(call, shape);
-            return;
-        }
-        if (h == POLICY_HELD_ENDPOINT)
-            release_held(call);
-    }
-    int moving_on = count_pending(call) > 0;
-    policy_shape_t suspect = policy_shape_suspect(end, heavy);
-    if (suspect != POLICY_SHAPE_NONE && moving_on && call->held.ep < 0) {
-        call->held.ep = (int16_t)ep;
-        call->held.shape = (uint8_t)suspect;
-        call->held.outcome = (uint8_t)outcome;
-        call->held.latency_us = latency_us;
-        return;
-    }
-    pool_health_record(&call->net->endpoints[ep], outcome, latency_us, moving_on);
-}
-
-/* How a transport failure ended the attempt, for judge_attempt. */
-static policy_attempt_end_t fail_end(pool_fail_t fail)
-{
-    switch (fail) {
-    case POOL_FAIL_TOO_LARGE:
-        return POLICY_END_TOO_LARGE;
-    case POOL_FAIL_FIRST_BYTE_TIMEOUT:
-    case POOL_FAIL_ATTEMPT_TIMEOUT:
-        return POLICY_END_TIMEOUT;
-    case POOL_FAIL_LOCAL:
-        return POLICY_END_NEUTRAL;
-    case POOL_FAIL_NONE:
-    case POOL_FAIL_DNS:
-    case POOL_FAIL_CONNECT:
-    case POOL_FAIL_CONNECT_TIMEOUT:
-    case POOL_FAIL_TLS:
-    case POOL_FAIL_RESET:
-    case POOL_FAIL_BAD_HTTP:
-    case POOL_FAIL_HTTP_STATUS:
-    case POOL_FAIL_RATE_LIMITED:
-    case POOL_FAIL_BAD_JSON:
-    case POOL_FAIL_WRONG_ID:
-    case POOL_FAIL_RPC_ERROR:
-    case POOL_FAIL_MISSING:
-    case POOL_FAIL_COUNT:
-        break;
-    }
-    return POLICY_END_OTHER;
-}
-
 static void on_exchange_done(pool_exchange_t *ex)
 {
     pool_call_t *call = ex->data;
@@ -345,7 +230,7 @@ static void on_exchange_done(pool_exchange_t *ex)
         } else {
             log_attempt(call, ep, ex->fail, 0, ex->latency_us);
             pool_answer_fail_transport(call, ex);
-            judge_attempt(call, ep, pool_fail_outcome(ex->fail), fail_end(ex->fail), ex->latency_us);
+            pool_held_judge(call, ep, pool_fail_outcome(ex->fail), pool_held_fail_end(ex->fail), ex->latency_us);
         }
         sl_buf_dispose(&ex->body);
     } else {
@@ -358,7 +243,7 @@ static void on_exchange_done(pool_exchange_t *ex)
         policy_attempt_end_t end = res.unread                                  ? POLICY_END_UNREAD
                                    : res.outcome == STATE_OUTCOME_RATE_LIMITED ? POLICY_END_NEUTRAL
                                                                                : POLICY_END_OTHER;
-        judge_attempt(call, ep, res.outcome, end, ex->latency_us);
+        pool_held_judge(call, ep, res.outcome, end, ex->latency_us);
         if (res.rate_limited)
             pool_health_rate_limited(ex->ep, res.retry_ms);
     }
@@ -491,7 +376,7 @@ static void call_next(pool_call_t *call)
         call->ex.fail = fail;
         log_attempt(call, ep, fail, 0, 0);
         pool_answer_fail_transport(call, &call->ex);
-        judge_attempt(call, ep, pool_fail_outcome(fail), fail_end(fail), 0);
+        pool_held_judge(call, ep, pool_fail_outcome(fail), pool_held_fail_end(fail), 0);
     }
     /* never call back from inside pool_call_start: defer to the loop */
     h2o_timeout_link(net->pool->loop, &net->pool->zero_timeout, &call->defer);
@@ -531,7 +416,7 @@ void pool_call_release(pool_call_t *call)
 {
     if (call == NULL)
         return;
-    release_held(call); /* a call cancelled half-way: what was held counts */
+    pool_held_release(call); /* a call cancelled half-way: what was held counts */
     if (call->ex_active)
         pool_exchange_cancel(&call->ex);
     pool_delay_cancel(&call->backoff);

@@ -234,6 +234,19 @@ uint32_t pool_answer_retry_after_ms(const pool_http_head_t *h);
 /* Settles every pending item once no further attempt will be made. */
 void pool_answer_exhaust(pool_call_t *call, pool_outcome_t forced);
 
+/* pool_held.c: failures that may be the request's own (policy/shape.h).
+ * Records what the attempt at ep taught about it: a failure that may be the
+ * request's doing is held until the next endpoint's attempt settles it (the
+ * same failure there spares both endpoints and settles the call's items);
+ * otherwise the outcome is recorded as usual. */
+void pool_held_judge(pool_call_t *call, int ep, state_outcome_t outcome, policy_attempt_end_t end,
+                     uint32_t latency_us);
+/* Records a held penalty nobody settled as the endpoint's (no other endpoint
+ * was tried: without a second opinion a fault must still count). */
+void pool_held_release(pool_call_t *call);
+/* How a transport failure ended an attempt, for pool_held_judge. */
+policy_attempt_end_t pool_held_fail_end(pool_fail_t fail);
+
 /* pool_health.c: outcomes, breaker, rate-limit marks, shared snapshot. */
 /* An event about ep (its network and id, this process, at now), for the caller
  * to fill in the rest. */
