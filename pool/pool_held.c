@@ -62,7 +62,7 @@ static void settle_shaped(pool_call_t *call, policy_shape_t shape)
         it->state = POOL_ITEM_FAILED;
         it->outcome = shape_rows[shape].item;
     }
-    sl_log_info("network %s: a call failed as %s at two endpoints: the request's doing, no endpoint penalised",
+    sl_log_debug("network %s: a call failed as %s at two endpoints: the request's doing, no endpoint penalised",
                 call->net->conf->name, policy_shape_name(shape));
 }
 

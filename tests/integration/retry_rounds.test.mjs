@@ -60,8 +60,9 @@ test('rounds: full-jitter waits within base * 2^(round-1), doubling up to backof
   });
   started.push(s);
   const caps = [200, 400, 800, 1600, 1600];
+  const SLACK = 150; // the 503 answered and the next attempt sent, on a loaded machine
   const byRound = caps.map(() => []);
-  for (let n = 0; n < 6; n++) {
+  for (let n = 0; n < 8; n++) {
     await a.reset();
     const r = await post(s.url(), call('eth_chainId', [], n));
     assert.equal(r.status, 502, r.text);
@@ -70,7 +71,7 @@ test('rounds: full-jitter waits within base * 2^(round-1), doubling up to backof
     assert.equal(at.length, 6, 'one attempt per round');
     for (let k = 1; k < 6; k++) {
       const gap = at[k] - at[k - 1];
-      assert.ok(gap <= caps[k - 1] + 60, `call ${n}, round ${k}: waited ${gap} ms, cap ${caps[k - 1]}`);
+      assert.ok(gap <= caps[k - 1] + SLACK, `call ${n}, round ${k}: waited ${gap} ms, cap ${caps[k - 1]}`);
       byRound[k - 1].push(gap);
     }
   }
@@ -79,5 +80,5 @@ test('rounds: full-jitter waits within base * 2^(round-1), doubling up to backof
   const caps3 = [...byRound[2].map(() => 800), ...byRound[3].map(() => 1600), ...byRound[4].map(() => 1600)];
   assert.ok(late.some((g, i) => g < caps3[i] / 2) && late.some((g, i) => g > caps3[i] / 2), `waits ${late}`);
   // doubling: later rounds wait longer than an earlier round's cap allows
-  assert.ok([...byRound[3], ...byRound[4]].some((g) => g > 800 + 60), `rounds 4-5 waits ${byRound[3]} ${byRound[4]}`);
+  assert.ok([...byRound[3], ...byRound[4]].some((g) => g > 800 + SLACK), `rounds 4-5 waits ${byRound[3]} ${byRound[4]}`);
 });
