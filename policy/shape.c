@@ -44,3 +44,8 @@ policy_held_t policy_shape_settle(policy_shape_t held, policy_attempt_end_t next
         return POLICY_HELD_REQUEST;
     return POLICY_HELD_ENDPOINT;
 }
+
+int policy_shape_unread(const wire_rpc_error_t *err)
+{
+    return err->has_code && (err->code == -32700 || err->code == -32600);
+}

@@ -20,6 +20,8 @@
 #ifndef POLICY_SHAPE_H
 #define POLICY_SHAPE_H
 
+#include "wire/envelope.h"
+
 #define POLICY_SHAPE_MAP(X)                                                                         \
     X(NONE, "none")                                                                                 \
     X(TOO_LARGE, "too_large")                                                                       \
@@ -63,5 +65,12 @@ policy_shape_t policy_shape_suspect(policy_attempt_end_t end, int heavy);
 /* Settles a penalty held for shape `held` (not NONE) by the next endpoint's
  * attempt, which ended with `next` (heavy as above). */
 policy_held_t policy_shape_settle(policy_shape_t held, policy_attempt_end_t next, int heavy);
+
+/* 1 if err, answered at id null (or without an id), says the upstream could
+ * not read the call: -32700 parse error or -32600 invalid request, what a
+ * server sends when the id itself is what it could not take. Any other error
+ * at id null (an outage page, "no backend available") is the endpoint's
+ * wrong answer, never POLICY_END_UNREAD. */
+int policy_shape_unread(const wire_rpc_error_t *err);
 
 #endif

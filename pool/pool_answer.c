@@ -307,7 +307,9 @@ static void apply_single(answer_ctx_t *a)
         /* an error at id null: the upstream could not read the call (it may
          * be the request's doing: pool_call.c asks the next endpoint) */
         wire_json_kind_t k = wire_json_kind(a->body, env.id);
-        a->res->unread = env.error.len != 0 && (k == WIRE_JSON_NULL || k == WIRE_JSON_NONE);
+        wire_rpc_error_t err;
+        a->res->unread = env.error.len != 0 && (k == WIRE_JSON_NULL || k == WIRE_JSON_NONE) &&
+                         wire_envelope_error(a->body, env.error, &err) == SL_OK && policy_shape_unread(&err);
         all_sent_failed(a, POOL_FAIL_WRONG_ID);
         return;
     }

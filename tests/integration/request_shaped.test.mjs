@@ -117,6 +117,16 @@ test('a call two upstreams answer at id null: -32600 id_unanswerable with the cl
   assert.equal(v.a.outcomes.id_unanswerable, 8);
 });
 
+test('another error at id null (an outage) is the endpoints\' wrong answer, not the request\'s', async () => {
+  for (const f of [a, b, c]) await f.setMode('rpc_error', { code: -32603, message: 'no backend available', id: null, method: 'eth_call' });
+  const r = await post(sluice.url(), call('eth_call', [{ to: '0x0000000000000000000000000000000000000001' }, 'latest'], 5));
+  assert.equal(r.status, 502, r.text);
+  assert.equal(r.json.error.data.outcome, 'upstream_error');
+  assert.deepEqual(r.json.error.data.attempts.map((x) => x.endpoint), ['a', 'b', 'c'], 'the whole plan');
+  const v = await view();
+  for (const id of ['a', 'b', 'c']) assert.equal(v[id].outcomes.malformed, 1, id);
+});
+
 test('id 1.5 to jsonrpc-core upstreams (they answer it at id null): answered, with id 1.5, nobody blamed', async () => {
   for (const f of [a, b, c]) await f.setMode('strict_id');
   for (const id of ['1.5', '1e3', '-7', '9007199254740993', '"caf\\u00e9"']) {

@@ -81,3 +81,19 @@ Test(shape, settle_examples)
     cr_expect_eq(policy_shape_settle(POLICY_SHAPE_NONE, POLICY_END_OTHER, 1), POLICY_HELD_ENDPOINT);
     cr_expect_eq(POLICY_SHAPE_ENDPOINTS, 2);
 }
+
+Test(shape, unread_only_for_parse_and_invalid_request)
+{
+    wire_rpc_error_t e;
+    memset(&e, 0, sizeof(e));
+    cr_expect_eq(policy_shape_unread(&e), 0, "no code");
+    e.has_code = 1;
+    static const struct {
+        int64_t code;
+        int unread;
+    } cases[] = {{-32700, 1}, {-32600, 1}, {-32601, 0}, {-32602, 0}, {-32603, 0}, {-32000, 0}, {-32005, 0}, {429, 0}, {0, 0}};
+    for (size_t i = 0; i < NELEMS(cases); i++) {
+        e.code = cases[i].code;
+        cr_expect_eq(policy_shape_unread(&e), cases[i].unread, "code %lld", (long long)cases[i].code);
+    }
+}
