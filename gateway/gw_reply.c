@@ -168,7 +168,8 @@ static void failure_status(gw_reply_t *r, const pool_item_t *items, size_t nitem
             worst = o;
         else if (worst != POOL_OUTCOME_RATE_LIMITED && o != POOL_OUTCOME_UNAVAILABLE)
             worst = o;
-        all_timeouts &= o == POOL_OUTCOME_TIMEOUT || o == POOL_OUTCOME_DEADLINE || o == POOL_OUTCOME_SLOW_CALL;
+        all_timeouts &= o == POOL_OUTCOME_TIMEOUT || o == POOL_OUTCOME_DEADLINE ||
+                        o == POOL_OUTCOME_SLOW_CALL;
     }
     r->status = all_timeouts ? 504 : outcomes[worst].http;
     r->outcome = outcomes[worst].name;

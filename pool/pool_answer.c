@@ -403,8 +403,8 @@ void pool_answer_apply(pool_call_t *call, pool_exchange_t *ex, pool_attempt_resu
 {
     sl_buf_t *body = &call->bodies[call->nbodies - 1];
     memset(res, 0, sizeof(*res));
-    answer_ctx_t a = {call, ex, body->base ? body->base : "", body->len, ex->head.status, pool_answer_retry_after_ms(&ex->head),
-                      res};
+    answer_ctx_t a = {call, ex, body->base ? body->base : "", body->len, ex->head.status,
+                      pool_answer_retry_after_ms(&ex->head), res};
     if (a.status == 429 || a.status == 402 || a.status >= 500) {
         apply_refusal(&a);
         return;
