@@ -11,6 +11,8 @@
 #include "policy/breaker.h"
 #include "policy/method.h"
 
+_Static_assert(STATE_BREAKER_STATES == POLICY_BREAKER_STATE_COUNT, "state/ must know every breaker state");
+
 /* a worker whose counters are older than this no longer has requests in flight */
 #define INFLIGHT_FRESH_MS 2000
 

@@ -41,8 +41,13 @@ SL_MUST_CHECK sl_err_t state_record_encode(const state_schema_t *schema, const v
 SL_MUST_CHECK sl_err_t state_record_decode(const state_schema_t *schema, const void *buf, size_t len, void *rec);
 
 /* ---- endpoint state: one per (network, endpoint); rare, write-through ---- */
+/* How many values `breaker` may hold (policy_breaker_state_t: closed, open,
+ * half-open; admin/ checks the two agree). Any other value is a corrupt or
+ * foreign record: it reads as closed and is repaired (state/state.h). */
+#define STATE_BREAKER_STATES 3
+
 typedef struct state_endpoint_rec {
-    uint8_t breaker;              /* policy_breaker_state_t */
+    uint8_t breaker;              /* policy_breaker_state_t, < STATE_BREAKER_STATES */
     uint64_t since_ms;            /* wall clock: state entered */
     uint32_t cooldown_ms;
     uint64_t opened_at_ms;        /* the current outage began */
