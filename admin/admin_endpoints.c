@@ -55,7 +55,12 @@ static cJSON *endpoint_json(const admin_ep_view_t *v, uint64_t now)
     else
         cJSON_AddNullToObject(o, "excluded");
     if (v->has_ranked) {
-        static const char *const excluded[] = {NULL, "far behind the head", "error ratio too high"};
+        static const char *const excluded[STATE_EXCLUDED_COUNT] = {
+            [STATE_EXCLUDED_BEHIND] = "far behind the head",
+            [STATE_EXCLUDED_ERRORS] = "error ratio too high",
+            [STATE_EXCLUDED_DNS_FAILED] = ADMIN_DNS_FAILED,
+            [STATE_EXCLUDED_DNS_TIMEOUT] = ADMIN_DNS_TIMEOUT,
+        };
         cJSON *sc = cJSON_AddObjectToObject(o, "score");
         cJSON_AddNumberToObject(sc, "cost", v->ranked.score_milli / 1000.0);
         cJSON_AddNumberToObject(sc, "latency_ms", v->ranked.latency_us / 1000.0);
@@ -65,7 +70,7 @@ static cJSON *endpoint_json(const admin_ep_view_t *v, uint64_t now)
             cJSON_AddNumberToObject(sc, "lag", (double)(v->ranked.lag_plus1 - 1));
         else
             cJSON_AddNullToObject(sc, "lag");
-        if (v->ranked.excluded && v->ranked.excluded < 3)
+        if (v->ranked.excluded && v->ranked.excluded < STATE_EXCLUDED_COUNT)
             cJSON_AddStringToObject(sc, "excluded", excluded[v->ranked.excluded]);
     }
     cJSON *probe = cJSON_AddObjectToObject(o, "probe");

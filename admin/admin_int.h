@@ -74,6 +74,10 @@ typedef struct admin_ep_view {
     size_t nmethods;
 } admin_ep_view_t;
 
+/* Why an endpoint whose host name does not resolve is unusable. */
+#define ADMIN_DNS_FAILED "host name does not resolve"
+#define ADMIN_DNS_TIMEOUT "host name lookup timed out (timeouts.connect_ms)"
+
 /* Collects every endpoint of every network (in config order) into a new
  * array; *n gets its length. The caller frees it with admin_view_free. */
 admin_ep_view_t *admin_view_collect(admin_t *a, size_t *n);

@@ -118,6 +118,10 @@ static void view_one(admin_t *a, admin_ep_view_t *v, uint64_t now)
         v->excluded = "rate limited";
     else if (credits_out(v, now))
         v->excluded = "out of credits";
+    else if (v->has_ranked && v->ranked.excluded == STATE_EXCLUDED_DNS_FAILED)
+        v->excluded = ADMIN_DNS_FAILED; /* what the freshest worker saw */
+    else if (v->has_ranked && v->ranked.excluded == STATE_EXCLUDED_DNS_TIMEOUT)
+        v->excluded = ADMIN_DNS_TIMEOUT;
     v->usable = v->excluded == NULL;
 }
 

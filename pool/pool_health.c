@@ -278,7 +278,8 @@ void pool_health_rate_limited(pool_endpoint_t *ep, uint32_t retry_ms)
 int pool_health_usable(pool_endpoint_t *ep, uint64_t now_wall_ms)
 {
     const state_endpoint_rec_t *r = &ep->health.shared;
-    return r->breaker == POLICY_BREAKER_CLOSED && !r->drained && now_wall_ms >= r->rate_limited_until_ms;
+    return r->breaker == POLICY_BREAKER_CLOSED && !r->drained && now_wall_ms >= r->rate_limited_until_ms &&
+           pool_dns_usable(ep);
 }
 
 /* ---- snapshot, flush, tick ---- */

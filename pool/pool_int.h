@@ -21,6 +21,14 @@
 
 typedef struct pool_endpoint pool_endpoint_t;
 
+/* Where an endpoint's addresses come from (pool_dns.c). */
+typedef enum pool_dns_state {
+    POOL_DNS_LITERAL,             /* an IP address in the URL: nothing to look up */
+    POOL_DNS_FIRST,               /* the first lookup is under way: connections wait for it */
+    POOL_DNS_OK,                  /* addresses known (refreshed while in use) */
+    POOL_DNS_FAILED,              /* none known, the last lookup failed: out of the plan, retried */
+} pool_dns_state_t;
+
 /* A delayed callback (pool_delay.c), embedded in its owner. */
 typedef struct pool_delay {
     h2o_linklist_t link;
@@ -73,6 +81,7 @@ struct pool_conn {
     h2o_linklist_t idle_link;     /* in ep->idle while IDLE */
     h2o_timeout_entry_t idle_timer;
     uint64_t idle_since_ms;
+    h2o_linklist_t wait_link;     /* in ep->dns_waiting while its address is being looked up (sock NULL) */
     uint32_t requests;            /* served on this connection */
     pool_chunked_t chunked;
 };
@@ -119,12 +128,20 @@ struct pool_endpoint {
     SSL_CTX *ssl_ctx;             /* NULL for http:// */
     sl_buf_t prefix;              /* request line + fixed headers, up to Content-Length */
 
+    /* addresses (pool_dns.c) */
     struct sockaddr_storage addrs[POOL_MAX_ADDRS];
     socklen_t addrlens[POOL_MAX_ADDRS];
     size_t naddrs;
     size_t next_addr;
-    uint64_t resolved_at_ms;
-    h2o_hostinfo_getaddr_req_t *resolving;
+    pool_dns_state_t dns;
+    uint64_t resolved_at_ms;      /* monotonic: the last lookup that answered */
+    h2o_hostinfo_getaddr_req_t *resolving; /* the lookup under way, or NULL */
+    uint8_t lookup_late;          /* it ran past its deadline (already counted as failed) */
+    uint8_t dns_timed_out;        /* FAILED because the last lookup did not answer in time */
+    uint32_t dns_failures;        /* lookups failed in a row */
+    uint32_t dns_retry_ms;        /* the next retry's delay (doubles up to 30 s) */
+    pool_delay_t dns_timer;       /* the lookup's deadline, or the retry */
+    h2o_linklist_t dns_waiting;   /* pool_conn_t waiting for the first lookup */
 
     h2o_linklist_t idle;          /* pool_conn_t, most recently used first */
     size_t nidle;
@@ -227,7 +244,8 @@ void pool_answer_exhaust(pool_call_t *call, pool_outcome_t forced);
 void pool_event_init(state_event_t *ev, state_event_kind_t kind, const pool_endpoint_t *ep, uint64_t now);
 void pool_health_init(pool_t *pool);
 void pool_health_dispose(pool_t *pool);
-/* 1 if the plan may send to ep now (breaker closed, not drained, not rate-limited). */
+/* 1 if the plan may send to ep now (breaker closed, not drained, not
+ * rate-limited, its host name not failing to resolve). */
 int pool_health_usable(pool_endpoint_t *ep, uint64_t now_wall_ms);
 /* Records one attempt's outcome; failover = the call moved on after it. */
 void pool_health_record(pool_endpoint_t *ep, state_outcome_t outcome, uint32_t latency_us, int failover);
@@ -277,6 +295,17 @@ int pool_rank_parse_head(const char *body, size_t len, uint64_t *head);
 SL_MUST_CHECK sl_err_t pool_endpoint_init(pool_endpoint_t *ep, pool_network_t *net, int index,
                                           const pool_endpoint_conf_t *conf, uint32_t nworkers);
 void pool_endpoint_dispose(pool_endpoint_t *ep);
+
+/* pool_dns.c: an IP literal's address at once; a host name's first lookup
+ * started (never blocking). */
+void pool_dns_init(pool_endpoint_t *ep);
+void pool_dns_dispose(pool_endpoint_t *ep);
+/* 0 while the host name does not resolve (the plan skips the endpoint). */
+int pool_dns_usable(const pool_endpoint_t *ep);
+/* 1 while the first lookup is under way: a new connection may wait for it. */
+int pool_dns_pending(const pool_endpoint_t *ep);
+/* STATE_EXCLUDED_DNS_* while the host name does not resolve, else 0. */
+uint8_t pool_dns_excluded(const pool_endpoint_t *ep);
 /* The address for a new connection, or NULL when none is known; starts an
  * asynchronous refresh when the cached addresses are old. */
 const struct sockaddr *pool_endpoint_addr(pool_endpoint_t *ep, socklen_t *len);
@@ -294,5 +323,8 @@ pool_fail_t pool_exchange_start(pool_exchange_t *ex, pool_endpoint_t *ep, const 
                                 int is_write, pool_exchange_cb cb, void *data);
 void pool_exchange_cancel(pool_exchange_t *ex);
 void pool_conn_close_idle(pool_endpoint_t *ep);
+/* The endpoint's first lookup ended: connections waiting for it connect now,
+ * or fail with POOL_FAIL_DNS if no address is known. */
+void pool_conn_dns_done(pool_endpoint_t *ep);
 
 #endif
