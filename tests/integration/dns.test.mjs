@@ -38,9 +38,10 @@ test('an unresolvable host is an endpoint failure, visible and retried; the heal
     const v = await endpoint(s, 'nodns');
     return v && v.usable === false ? v : null;
   }, { what: 'nodns shown unusable' });
-  assert.equal(view.excluded, 'host name does not resolve');
+  // (.invalid fails at once here; a resolver with no network may time out instead)
+  assert.match(view.excluded, /^host name (does not resolve|lookup timed out)/);
   assert.equal(view.position, null);
-  assert.equal(view.score.excluded, 'host name does not resolve');
+  assert.equal(view.score.excluded, view.excluded);
   assert.equal((await endpoint(s, 'good')).usable, true);
   // the plan skips it: one attempt each, no time lost on the name
   for (let i = 0; i < 6; i++) {
