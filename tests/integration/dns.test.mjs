@@ -70,7 +70,7 @@ const NAME = 'rpc.sluice-dns-test.example';
 function dnsServer(address) {
   const sock = dgram.createSocket('udp4');
   sockets.push(sock);
-  const st = { answer: false, queries: 0, held: [] };
+  const st = { answer: false, delayMs: 0, queries: 0, held: [] };
   const reply = (msg, rinfo) => {
     // the question ends after the name's labels, then QTYPE and QCLASS
     let i = 12;
@@ -92,7 +92,8 @@ function dnsServer(address) {
   };
   sock.on('message', (msg, rinfo) => {
     st.queries++;
-    if (st.answer) reply(msg, rinfo);
+    if (st.delayMs) setTimeout(() => reply(msg, rinfo), st.delayMs); // a slow resolver
+    else if (st.answer) reply(msg, rinfo);
     else st.held.push([msg, rinfo]); // a resolver that hangs
   });
   return new Promise((resolve, reject) => {
@@ -157,4 +158,16 @@ test('startup does not wait for a hanging resolver; the endpoint is usable once 
     { timeoutMs: 10000, what: 'traffic through the resolved endpoint' });
   assert.ok((await named.stats()).requests > 0, 'the fake behind the name got the calls');
   assert.match(s.logs(), /eth\/named: the host name resolves again/);
+
+  // a slow resolver (200 ms, within connect_ms): the first calls of a fresh
+  // sluice wait for the first lookup instead of failing over
+  dns.st.delayMs = 200;
+  await named.reset();
+  const fresh = await startSluice({ workers: 1, networks }, { wrap });
+  started.push(fresh);
+  const first = await post(fresh.url('eth'), call('eth_chainId', [], 1));
+  assert.equal(first.status, 200);
+  assert.equal(first.headers.get('x-sluice-endpoint'), 'named');
+  assert.equal(first.headers.get('x-sluice-attempts'), '1');
+  assert.equal((await endpoint(fresh, 'named')).usable, true);
 });
