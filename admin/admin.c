@@ -92,6 +92,7 @@ static int route_readyz(admin_t *a, h2o_req_t *req)
 }
 
 static const admin_route_t routes[] = {
+    {"GET", "/", 0, 0, admin_route_page}, /* holds no data: it asks for the token */
     {"GET", "/healthz", 0, 0, route_healthz},
     {"GET", "/readyz", 0, 1, route_readyz},
     {"GET", "/metrics", 0, 1, admin_route_metrics},
@@ -154,5 +155,6 @@ admin_t *admin_register(h2o_hostconf_t *hostconf, const admin_conf_t *conf)
     a->super.on_req = on_req;
     a->conf = *conf;
     h2o_timeout_init(conf->loop, &a->sse_timeout, SSE_TICK_MS);
+    admin_page_init(a);
     return a;
 }

@@ -13,6 +13,7 @@ struct admin {
     h2o_handler_t super;          /* first: h2o calls on_req with this pointer */
     admin_conf_t conf;
     h2o_timeout_t sse_timeout;    /* the event streams' polling tick */
+    char page_csp[320];           /* the operator page's Content-Security-Policy */
 };
 
 /* One endpoint as the operator sees it: config + shared record + every
@@ -58,6 +59,13 @@ int admin_route_drain(admin_t *a, h2o_req_t *req);
 int admin_route_events(admin_t *a, h2o_req_t *req);
 int admin_route_stream(admin_t *a, h2o_req_t *req);
 int admin_route_metrics(admin_t *a, h2o_req_t *req);
+int admin_route_page(admin_t *a, h2o_req_t *req);
+/* Computes a->page_csp from the embedded page (admin_page.c). */
+void admin_page_init(admin_t *a);
+/* The page's Content-Security-Policy into out: its only inline <script> and
+ * <style> allowed by SHA-256, nothing else. SL_ERR_INVALID if either block is
+ * missing, has attributes or appears twice, or out is too small. */
+SL_MUST_CHECK sl_err_t admin_page_csp(const char *html, size_t len, char *out, size_t cap);
 /* The endpoint's credit budget: profile, units spent in total, and per
  * window spent / remaining / resets_at / forecast (admin_credits.c). */
 cJSON *admin_credits_json(const admin_ep_view_t *v, uint64_t now_ms);
