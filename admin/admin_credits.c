@@ -82,20 +82,25 @@ void admin_credits_metrics(admin_t *a, sl_buf_t *b, const admin_ep_view_t *v, si
     for (size_t i = 0; i < n; i++)
         sl_buf_printf(b, "sluice_credits_spent_total{network=\"%s\",endpoint=\"%s\"} %llu\n", v[i].net->name,
                       v[i].ep->id, (unsigned long long)v[i].stats.credits_spent);
-    sl_buf_append_str(b, "# HELP sluice_credits_remaining Credits left in the current budget window.\n"
-                         "# TYPE sluice_credits_remaining gauge\n");
     uint64_t now = sl_wall_ms();
-    for (size_t i = 0; i < n; i++) {
-        if (!v[i].ep->has_credits)
-            continue;
-        for (int w = 0; w < POOL_CREDIT_WINDOWS; w++) {
-            uint64_t budget = pool_credit_budget(&v[i].ep->credits, w);
-            if (budget == 0)
+    /* the budget next to what is left, so an alert can say "under 10%" */
+    for (int remaining = 1; remaining >= 0; remaining--) {
+        const char *name = remaining ? "sluice_credits_remaining" : "sluice_credits_budget";
+        sl_buf_printf(b, "# HELP %s %s\n# TYPE %s gauge\n", name,
+                      remaining ? "Credits left in the current budget window." : "The budget of each credit window.",
+                      name);
+        for (size_t i = 0; i < n; i++) {
+            if (!v[i].ep->has_credits)
                 continue;
-            uint64_t start, end, spent = window_spent(&v[i], w, now, &start, &end);
-            sl_buf_printf(b, "sluice_credits_remaining{network=\"%s\",endpoint=\"%s\",window=\"%s\"} %llu\n",
-                          v[i].net->name, v[i].ep->id, pool_credit_window_name(w),
-                          (unsigned long long)(budget > spent ? budget - spent : 0));
+            for (int w = 0; w < POOL_CREDIT_WINDOWS; w++) {
+                uint64_t budget = pool_credit_budget(&v[i].ep->credits, w);
+                if (budget == 0)
+                    continue;
+                uint64_t start, end, spent = window_spent(&v[i], w, now, &start, &end);
+                uint64_t val = !remaining ? budget : budget > spent ? budget - spent : 0;
+                sl_buf_printf(b, "%s{network=\"%s\",endpoint=\"%s\",window=\"%s\"} %llu\n", name, v[i].net->name,
+                              v[i].ep->id, pool_credit_window_name(w), (unsigned long long)val);
+            }
         }
     }
 }

@@ -91,7 +91,7 @@ static cJSON *endpoint_json(const admin_ep_view_t *v, uint64_t now)
     for (int k = 0; k < STATE_OUTCOME_COUNT; k++)
         cJSON_AddNumberToObject(by, state_outcome_name((state_outcome_t)k), (double)v->stats.outcomes[k]);
     cJSON_AddNumberToObject(o, "failovers", (double)v->stats.failovers);
-    cJSON_AddNumberToObject(o, "max_inflight_seen", v->stats.max_inflight_seen);
+    cJSON_AddNumberToObject(o, "concurrency_reached", v->concurrency_reached);
     cJSON_AddItemToObject(o, "credits", admin_credits_json(v, now));
     cJSON *pm = cJSON_AddObjectToObject(o, "methods");
     size_t nm;

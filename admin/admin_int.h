@@ -24,6 +24,7 @@ typedef struct admin_ep_view {
     state_endpoint_rec_t rec;     /* zeroed when absent (never failed: closed) */
     state_stats_rec_t stats;      /* summed over worker slots */
     uint32_t inflight;            /* summed over workers that flushed recently */
+    uint32_t concurrency_reached; /* each worker's peak in flight since it started, summed */
     double ewma_ms;               /* attempts-weighted mean of the workers' EWMAs */
     double p90_ms;                /* from the merged histogram */
     int usable;

@@ -33,8 +33,10 @@ static void merge_stats(admin_ep_view_t *v, const state_stats_rec_t *s, uint64_t
         v->stats.lat_hist[k] += s->lat_hist[k];
     v->stats.lat_sum_us += s->lat_sum_us;
     v->stats.credits_spent += s->credits_spent;
-    if (s->max_inflight_seen > v->stats.max_inflight_seen)
-        v->stats.max_inflight_seen = s->max_inflight_seen;
+    /* peaks of different workers need not coincide: the sum bounds the
+     * simultaneous peak from above, and max_inflight (split across the
+     * workers) bounds the sum */
+    v->concurrency_reached += s->max_inflight_seen;
     if (now >= s->updated_ms && now - s->updated_ms < INFLIGHT_FRESH_MS)
         v->inflight += s->inflight;
     *ewma_weighted += (double)s->ewma_us * (double)s->attempts;

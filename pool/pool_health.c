@@ -418,6 +418,9 @@ static void load_slot(pool_t *pool)
             if (state_stats_get(pool->state, h->stats_key, &h->stats) != SL_OK)
                 memset(&h->stats, 0, sizeof(h->stats));
             h->stats.inflight = 0;
+            /* the concurrency reached counts from this worker's start */
+            h->stats.max_inflight_seen = 0;
+            h->dirty = 1;
             uint32_t want = h->per_method->n;
             if (state_counters_get(pool->state, h->per_method_key, h->per_method) != SL_OK || h->per_method->n != want) {
                 memset(h->per_method, 0, sizeof(*h->per_method));
