@@ -127,7 +127,12 @@ test('with a token: login, plan order, breaker in the timeline within 2 s, drain
   assert.deepEqual(rows.map((r) => [r.endpoint, r.breaker]), [['eth/b', 'closed'], ['eth/a', 'open']], JSON.stringify(rows));
   assert.equal(rows[1].rank, '—');
   assert.match(rows[0].rank, /^\d+$/);
-  assert.match(await br.evaluate(`document.querySelector('tr[data-endpoint="eth/a"]').textContent`), /open for .*probe in/);
+  const rowText = (id) => br.evaluate(`document.querySelector('tr[data-endpoint="eth/${id}"]').textContent`);
+  assert.match(await rowText('a'), /open for .*probe in/);
+  assert.match(await rowText('a'), /\d+ \/ 16peak \d+/, `in flight / max and the concurrency reached: ${await rowText('a')}`);
+  // b took the traffic: its day budget is being spent, with a forecast
+  await br.waitFor(`document.querySelector('tr[data-endpoint="eth/b"]').textContent.includes('runs out in')`,
+    { what: 'the credit forecast of b' });
 
   // drain b with its button
   await br.evaluate(`document.querySelector('tr[data-endpoint="eth/b"] button[data-action="drain"]').click()`);
@@ -181,4 +186,11 @@ test('without a token the page shows the endpoints at once', async (t) => {
   const rows = await br.evaluate(ROWS);
   assert.deepEqual(rows.map((r) => r.breaker), ['closed', 'closed']);
   await br.waitFor(`document.getElementById('stream-state').dataset.live === 'true'`, { what: 'the event stream' });
+  // a rate-limit mark: shown on the row and in the timeline
+  await a.setMode('http429', { retry_after: 30 });
+  assert.equal((await post(s.url('eth'), call('eth_chainId'))).status, 200, 'b answered');
+  await br.waitFor(`document.querySelector('tr[data-endpoint="eth/a"]').textContent.includes('rate limited')`,
+    { what: 'a rate limited in the table' });
+  await br.waitFor(`document.querySelector('#timeline li[data-kind="endpoint_rate_limited"]') !== null`,
+    { what: 'endpoint_rate_limited in the timeline' });
 });
