@@ -6,7 +6,7 @@
 
 #include "admin/admin.h"
 #include "base/sl_buf.h"
-#include "pool/pool.h"
+#include "pool/pool_conf.h"
 #include "state/state_record.h"
 
 struct admin {
@@ -32,7 +32,7 @@ typedef struct admin_ep_view {
     int position;                 /* 1-based place in the plan, 0 if excluded */
     state_stats_rec_t ranked;     /* the freshest worker's ranking fields */
     int has_ranked;
-    state_ledger_rec_t ledger[POOL_CREDIT_WINDOWS];
+    state_ledger_rec_t ledger[POLICY_CREDIT_WINDOW_COUNT];
     uint64_t *per_method;         /* (methods + 1) x 3: requests, credits, refusals, merged */
     size_t nmethods;
 } admin_ep_view_t;

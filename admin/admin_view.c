@@ -71,9 +71,9 @@ static double p90_ms(const state_stats_rec_t *s)
 /* 1 if a budget window of the endpoint is spent (the workers skip it). */
 static int credits_out(const admin_ep_view_t *v, uint64_t now)
 {
-    for (int w = 0; v->ep->has_credits && w < POOL_CREDIT_WINDOWS; w++) {
-        uint64_t budget = pool_credit_budget(&v->ep->credits, w), start, end;
-        pool_credit_window(w, now, v->ep->credits.month_reset_day, &start, &end);
+    for (policy_credit_window_t w = 0; v->ep->has_credits && w < POLICY_CREDIT_WINDOW_COUNT; w++) {
+        uint64_t budget = policy_credit_budget(&v->ep->credits, w), start, end;
+        policy_credit_window_bounds(w, now, v->ep->credits.month_reset_day, &start, &end);
         if (budget != 0 && v->ledger[w].window_start_ms == start && v->ledger[w].spent >= budget)
             return 1;
     }
@@ -104,8 +104,8 @@ static void view_one(admin_t *a, admin_ep_view_t *v, uint64_t now)
                 v->per_method[k] += rec->v[k];
     }
     free(rec);
-    for (int w = 0; w < POOL_CREDIT_WINDOWS; w++) {
-        snprintf(key, sizeof(key), "%s/%s/%s", v->net->name, v->ep->id, pool_credit_window_name(w));
+    for (policy_credit_window_t w = 0; w < POLICY_CREDIT_WINDOW_COUNT; w++) {
+        snprintf(key, sizeof(key), "%s/%s/%s", v->net->name, v->ep->id, policy_credit_window_name(w));
         if (state_budget_get(a->conf.state, STATE_BUDGET_LEDGERS, key, &v->ledger[w]) != SL_OK)
             memset(&v->ledger[w], 0, sizeof(v->ledger[w]));
     }

@@ -65,14 +65,9 @@ static void report_failovers(gw_housekeep_t *hk, uint64_t interval_ms)
             continue;
         }
         state_event_t ev;
-        memset(&ev, 0, sizeof(ev));
-        ev.ts_ms = sl_wall_ms();
-        ev.kind = STATE_EVENT_FAILOVER;
-        ev.pid = (uint32_t)getpid();
+        state_event_init(&ev, STATE_EVENT_FAILOVER, c->net->name, c->ep->id, sl_wall_ms());
         ev.count = totals[i] - c->reported;
         ev.duration_ms = interval_ms;
-        snprintf(ev.network, sizeof(ev.network), "%s", c->net->name);
-        snprintf(ev.endpoint, sizeof(ev.endpoint), "%s", c->ep->id);
         snprintf(ev.reason, sizeof(ev.reason), "%llu call(s) moved on from this endpoint in the last %llu s",
                  (unsigned long long)ev.count, (unsigned long long)(interval_ms / 1000));
         if (state_event_append(hk->st, &ev) == SL_OK)
@@ -155,10 +150,8 @@ void gw_housekeep_worker_restarted(gw_housekeep_t *hk, unsigned index, int pid, 
     if (state_check_readers(hk->st, &cleared) == SL_OK && cleared > 0)
         sl_log_info("state: cleared %d reader slot(s) of worker %u", cleared, index);
     state_event_t ev;
-    memset(&ev, 0, sizeof(ev));
-    ev.ts_ms = sl_wall_ms();
-    ev.kind = STATE_EVENT_WORKER_RESTARTED;
-    ev.pid = (uint32_t)pid;
+    state_event_init(&ev, STATE_EVENT_WORKER_RESTARTED, NULL, NULL, sl_wall_ms());
+    ev.pid = (uint32_t)pid; /* the worker that went, not the master that saw it */
     ev.count = index;
     snprintf(ev.reason, sizeof(ev.reason), "worker %u (pid %d) %s", index, pid, how);
     if (state_event_append(hk->st, &ev) != SL_OK)

@@ -90,10 +90,10 @@ static int answer_leaks(const pool_item_t *it)
 static int scrub_from(sl_buf_t *out, size_t from)
 {
     sl_buf_t clean = SL_BUF_INIT;
-    policy_envelope_t env;
+    wire_envelope_t env;
     sl_secret_scrub(&clean, out->base + from, out->len - from);
     out->len = from;
-    int ok = policy_envelope_scan(clean.base, clean.len, &env) == SL_OK;
+    int ok = wire_envelope_scan(clean.base, clean.len, &env) == SL_OK;
     if (ok)
         sl_buf_append(out, clean.base, clean.len);
     sl_buf_dispose(&clean);
@@ -227,7 +227,7 @@ void gw_reply_build(gw_reply_t *r, const char *body, const gw_rpc_request_t *rpc
     r->status = 200;
     r->outcome = "ok";
     if (rpc->kind == GW_RPC_REJECT) {
-        gw_rpc_error(&r->out, body, (policy_span_t){0, 0}, rpc->reject_code, rpc->reject_msg, NULL);
+        gw_rpc_error(&r->out, body, (wire_span_t){0, 0}, rpc->reject_code, rpc->reject_msg, NULL);
         r->outcome = "invalid";
     } else if (rpc->kind == GW_RPC_SINGLE) {
         build_single(r, body, &rpc->members[0], nitems ? &items[0] : NULL, call);

@@ -134,7 +134,7 @@ sl_err_t pool_endpoint_init(pool_endpoint_t *ep, pool_network_t *net, int index,
     ep->net = net;
     ep->index = index;
     h2o_linklist_init_anchor(&ep->idle);
-    if (policy_url_parse(conf->url, &ep->url) != SL_OK) {
+    if (wire_url_parse(conf->url, &ep->url) != SL_OK) {
         sl_log_error("endpoint %s/%s: invalid URL %s", net->conf->name, conf->id, conf->url_redacted);
         return SL_ERR_CONFIG;
     }

@@ -5,6 +5,8 @@
 #include <strings.h>
 #include <time.h>
 
+#include "base/sl_parse.h"
+
 /* picohttpparser ships inside libh2o (phr_* are exported) without a header;
  * struct phr_header has kept this layout in every release. */
 struct phr_header {
@@ -24,7 +26,8 @@ static int header_is(const struct phr_header *h, const char *name)
     return h->name_len == n && strncasecmp(h->name, name, n) == 0;
 }
 
-/* Parses a decimal value with no sign and no junk; -1 on failure. */
+/* Parses a decimal value with no sign and no junk (surrounding blanks are
+ * fine, RFC 9110 field values); -1 on failure. */
 static int64_t parse_decimal(const char *s, size_t n)
 {
     while (n > 0 && (*s == ' ' || *s == '\t')) {
@@ -33,15 +36,8 @@ static int64_t parse_decimal(const char *s, size_t n)
     }
     while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t'))
         n--;
-    if (n == 0 || n > 18)
-        return -1;
-    int64_t v = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return -1;
-        v = v * 10 + (s[i] - '0');
-    }
-    return v;
+    uint64_t v; /* at most 18 digits: far past any answer, and no int64_t edge to get wrong */
+    return sl_parse_u64(s, n, 999999999999999999ull, &v) == SL_OK ? (int64_t)v : -1;
 }
 
 /* 1 if the comma-separated header value contains token (case-insensitive). */
@@ -170,16 +166,6 @@ enum {
     CH_DONE,
 };
 
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 /* Handles one byte of the framing (every state but CH_DATA). */
 static sl_err_t chunked_byte(pool_chunked_t *d, char c)
@@ -187,7 +173,7 @@ static sl_err_t chunked_byte(pool_chunked_t *d, char c)
     int h;
     switch (d->state) {
     case CH_SIZE:
-        if ((h = hex_value(c)) >= 0) {
+        if ((h = sl_hex_digit(c)) >= 0) {
             if (++d->digits > 15)
                 return SL_ERR_PARSE;
             d->remaining = d->remaining * 16 + (uint64_t)h;

@@ -6,7 +6,7 @@
 #include <openssl/ssl.h>
 
 #include "base/sl_buf.h"
-#include "policy/url.h"
+#include "wire/url.h"
 #include "pool/pool.h"
 #include "policy/cost.h"
 #include "policy/score.h"
@@ -63,7 +63,13 @@ typedef enum pool_conn_state {
     POOL_CONN_SENDING,            /* request written or being written; awaiting the head */
     POOL_CONN_BODY,               /* head parsed; reading the body */
     POOL_CONN_IDLE,
+    POOL_CONN_STATE_COUNT
 } pool_conn_state_t;
+
+/* 1 if from -> to is an edge of the connection's machine (pool_conn.c's one
+ * writer of ->state checks every transition against it; a connection is
+ * created CONNECTING). */
+int pool_conn_edge_allowed(pool_conn_state_t from, pool_conn_state_t to);
 
 struct pool_conn {
     pool_endpoint_t *ep;
@@ -85,10 +91,10 @@ enum { POOL_PROBE_NONE, POOL_PROBE_HEALTH, POOL_PROBE_BREAKER };
 typedef struct pool_credit {
     const policy_cost_profile_t *profile;
     int active;                   /* the endpoint has a budget */
-    char key[POOL_CREDIT_WINDOWS][128];
-    uint64_t window_start[POOL_CREDIT_WINDOWS]; /* the window the lease belongs to ... */
-    uint64_t window_end[POOL_CREDIT_WINDOWS];   /* ... and its end (no calendar math per call) */
-    uint64_t remaining[POOL_CREDIT_WINDOWS];    /* leased, not yet spent */
+    char key[POLICY_CREDIT_WINDOW_COUNT][128];
+    uint64_t window_start[POLICY_CREDIT_WINDOW_COUNT]; /* the window the lease belongs to ... */
+    uint64_t window_end[POLICY_CREDIT_WINDOW_COUNT];   /* ... and its end (no calendar math per call) */
+    uint64_t remaining[POLICY_CREDIT_WINDOW_COUNT];    /* leased, not yet spent */
     uint64_t lacking_until_ms;    /* the ledger said no: skip the endpoint until then */
 } pool_credit_t;
 
@@ -115,7 +121,7 @@ struct pool_endpoint {
     const pool_endpoint_conf_t *conf;
     pool_network_t *net;
     int index;                    /* position in the network's config */
-    policy_url_t url;
+    wire_url_t url;
     SSL_CTX *ssl_ctx;             /* NULL for http:// */
     sl_buf_t prefix;              /* request line + fixed headers, up to Content-Length */
 
@@ -144,7 +150,8 @@ struct pool_network {
     h2o_timeout_t attempt_timeout;
     h2o_timeout_t request_timeout;
     uint32_t max_attempts;
-    uint8_t level;                /* last usable-endpoint level this worker saw (pool_health.c) */
+    state_network_level_t level;  /* last usable-endpoint level this worker saw (pool_health.c) */
+    uint8_t level_stale;          /* a drain flag changed in the last snapshot: re-check the level */
     uint8_t order[POOL_MAX_ENDPOINTS]; /* the plan: endpoint indices, best first (pool_rank.c) */
     size_t norder;                /* ranked, usable and not excluded */
     int primary;                  /* current first choice, -1 if none */
@@ -222,9 +229,6 @@ void pool_answer_fail_transport(pool_call_t *call, pool_exchange_t *ex);
 void pool_answer_exhaust(pool_call_t *call, pool_outcome_t forced);
 
 /* pool_health.c: outcomes, breaker, rate-limit marks, shared snapshot. */
-/* An event about ep (its network and id, this process, at now), for the caller
- * to fill in the rest. */
-void pool_event_init(state_event_t *ev, state_event_kind_t kind, const pool_endpoint_t *ep, uint64_t now);
 void pool_health_init(pool_t *pool);
 void pool_health_dispose(pool_t *pool);
 /* 1 if the plan may send to ep now (breaker closed, not drained, not rate-limited). */
@@ -256,6 +260,12 @@ int pool_write_verify_body(pool_call_t *call, const pool_item_t *it, sl_buf_t *o
 enum { POOL_MC_REQUESTS, POOL_MC_CREDITS, POOL_MC_REFUSALS, POOL_MC_COUNT };
 void pool_method_count(pool_endpoint_t *ep, const policy_method_t *m, int what, uint64_t amount);
 
+/* pool_answer.c: the one writer of pool_item_t.state. An item starts
+ * PENDING (pool_call_start) and is settled once: to ANSWERED or FAILED. A
+ * transition that is not an edge is a bug: logged, then abort(). */
+int pool_item_edge_allowed(pool_item_state_t from, pool_item_state_t to);
+void pool_item_settle(pool_item_t *it, pool_item_state_t to);
+
 /* pool_credit.c */
 void pool_credit_init(pool_endpoint_t *ep);
 /* Takes cost from ep's budget: 1 if it may be spent, 0 if the endpoint lacks
@@ -284,7 +294,7 @@ const struct sockaddr *pool_endpoint_addr(pool_endpoint_t *ep, socklen_t *len);
 void pool_endpoint_addr_failed(pool_endpoint_t *ep);
 
 /* pool_tls.c */
-SL_MUST_CHECK sl_err_t pool_tls_ctx_create(const policy_url_t *url, const char *ca_file, SSL_CTX **out);
+SL_MUST_CHECK sl_err_t pool_tls_ctx_create(const wire_url_t *url, const char *ca_file, SSL_CTX **out);
 
 /* pool_conn.c: starts ex on ep (an idle connection or a new one). On failure
  * before anything happened (no address, socket error) returns the failure
