@@ -16,12 +16,17 @@ after(async () => { await Promise.all(started.map((p) => p.stop())); });
 
 const TOKEN = 'admin-token-0123456789';
 
-async function twoEndpoints(extra = {}) {
+async function twoEndpoints({ probes = true, ...extra } = {}) {
   const a = await startFake({ name: 'a' }), b = await startFake({ name: 'b' });
   started.push(a, b);
   const s = await startSluice({
     workers: 2,
-    networks: { eth: { endpoints: [{ id: 'a', url: `${a.url}/v3/keykeykey0123456789abcdef` }, { id: 'b', url: b.url }] } },
+    networks: {
+      eth: {
+        lines: probes ? [] : ['ranking: { probe_interval_ms: 0 }'],
+        endpoints: [{ id: 'a', url: `${a.url}/v3/keykeykey0123456789abcdef` }, { id: 'b', url: b.url }],
+      },
+    },
     ...extra,
   });
   started.push(s);
@@ -169,7 +174,8 @@ test('SSE: many concurrent subscribers all get the event, and heartbeats flow', 
 });
 
 test('GET /metrics: Prometheus text with requests, attempts, breaker and in-flight series', async () => {
-  const { a, s } = await twoEndpoints();
+  // probes off: a health probe could take the one 500 meant for a client call
+  const { a, s } = await twoEndpoints({ probes: false });
   await a.setMode('http500', { count: 1 });
   for (let i = 0; i < 5; i++) await post(s.url('eth'), call('eth_chainId', [], i));
   await post(s.url('eth'), call('debug_traceTransaction', ['0x00'], 9));
