@@ -8,6 +8,7 @@
 #include "policy/breaker.h"
 #include "policy/method.h"
 #include "pool/pool_conf.h"
+#include "state/state_key.h"
 
 static void add_time(cJSON *o, const char *name, uint64_t ms)
 {
@@ -184,8 +185,8 @@ int admin_route_drain(admin_t *a, h2o_req_t *req)
             }
     if (c.ep == NULL)
         return admin_send_text(req, 404, "application/json", H2O_STRLIT("{\"error\":\"unknown network or endpoint\"}"));
-    char key[160];
-    snprintf(key, sizeof(key), "%s/%s", c.net->name, c.ep->id);
+    char key[STATE_KEY_MAX];
+    state_key_endpoint(key, sizeof(key), c.net->name, c.ep->id);
     int changed = 0;
     if (state_endpoint_update(a->conf.state, key, drain_cb, &c, &changed) != SL_OK)
         return admin_send_text(req, 500, "application/json", H2O_STRLIT("{\"error\":\"shared state write failed\"}"));

@@ -8,6 +8,7 @@
 #include "base/sl_buf.h"
 #include "base/sl_log.h"
 #include "base/sl_time.h"
+#include "state/state_sum.h"
 
 #define SYNC_EVERY_MS 1000
 #define TRIM_EVERY_MS 10000
@@ -31,15 +32,9 @@ struct gw_housekeep {
 /* Sum of one endpoint's failover counters over every worker slot. */
 static uint64_t failovers(gw_housekeep_t *hk, const counted_endpoint_t *c)
 {
-    uint64_t total = 0;
-    for (unsigned slot = 1; slot <= hk->nworkers; slot++) {
-        char key[160];
-        state_stats_rec_t rec;
-        snprintf(key, sizeof(key), "%s/%s/%u", c->net->name, c->ep->id, slot);
-        if (state_stats_get(hk->st, key, &rec) == SL_OK)
-            total += rec.failovers;
-    }
-    return total;
+    state_stats_sum_t sum;
+    state_stats_sum(hk->st, c->net->name, c->ep->id, hk->nworkers, 0, 0, &sum);
+    return sum.total.failovers;
 }
 
 static void read_failovers(gw_housekeep_t *hk, uint64_t *totals)

@@ -12,6 +12,7 @@
 #include "policy/score.h"
 #include "pool/pool_http.h"
 #include "state/state.h"
+#include "state/state_key.h"
 
 #define POOL_MAX_ADDRS 8
 #define POOL_IDLE_TIMEOUT_MS 30000     /* below common upstream keep-alive timeouts */
@@ -91,7 +92,7 @@ enum { POOL_PROBE_NONE, POOL_PROBE_HEALTH, POOL_PROBE_BREAKER };
 typedef struct pool_credit {
     const policy_cost_profile_t *profile;
     int active;                   /* the endpoint has a budget */
-    char key[POLICY_CREDIT_WINDOW_COUNT][128];
+    char key[POLICY_CREDIT_WINDOW_COUNT][STATE_KEY_MAX];
     uint64_t window_start[POLICY_CREDIT_WINDOW_COUNT]; /* the window the lease belongs to ... */
     uint64_t window_end[POLICY_CREDIT_WINDOW_COUNT];   /* ... and its end (no calendar math per call) */
     uint64_t remaining[POLICY_CREDIT_WINDOW_COUNT];    /* leased, not yet spent */
@@ -100,8 +101,8 @@ typedef struct pool_credit {
 
 /* What this worker knows about an endpoint's health (pool_health.c). */
 typedef struct pool_health {
-    char key[112];                /* "<network>/<endpoint>": its shared record */
-    char stats_key[128];          /* "<network>/<endpoint>/<slot>": this worker's counters */
+    char key[STATE_KEY_MAX];      /* state_key_endpoint: its shared record */
+    char stats_key[STATE_KEY_MAX]; /* state_key_stats: this worker's counters */
     state_endpoint_rec_t shared;  /* snapshot of the shared record (refreshed every ~50 ms) */
     policy_window_t window;       /* this worker's rolling window of outcomes */
     policy_window_t rl_window;    /* ... of rate-limit refusals (a "failure" here is a 429) */
@@ -111,7 +112,7 @@ typedef struct pool_health {
     uint32_t rl_streak;           /* rate limits in a row without Retry-After: backoff */
     uint64_t rl_written_until_ms; /* last rate-limit mark this worker wrote */
     state_counters_rec_t *per_method; /* requests, credits, refusals per method (POOL_MC_*) */
-    char per_method_key[128];     /* "pm/<network>/<endpoint>/<slot>" */
+    char per_method_key[STATE_KEY_MAX]; /* state_key_per_method */
     int per_method_dirty;
     pool_exchange_t probe;        /* a probe this worker sends (pool_probe.c) */
     int probing;                  /* POOL_PROBE_*: which, if one is under way */

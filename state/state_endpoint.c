@@ -4,6 +4,7 @@
 
 #include "base/sl_log.h"
 #include "state/state_int.h"
+#include "state/state_key.h"
 
 static sl_err_t get_decoded(state_t *st, int db, const char *dbname, const char *key, const state_schema_t *schema,
                             void *rec, size_t recsize)
@@ -120,8 +121,8 @@ sl_err_t state_network_update(state_t *st, const char *network, const char *cons
         int exists;
         read_for_update(st, txn, keys[i], &recs[i], &exists);
     }
-    char key[96];
-    snprintf(key, sizeof(key), "level/%s", network);
+    char key[STATE_KEY_MAX];
+    state_key_level(key, sizeof(key), network);
     MDB_val k = {strlen(key), key}, v;
     state_network_rec_t level = {0, 0}, stored;
     int exists = 0;
