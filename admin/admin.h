@@ -1,5 +1,6 @@
 /* admin/admin.h: the operator's listener (default 127.0.0.1:8546).
  *
+ *   GET  /                               the operator page (HTML; no auth, holds no data)
  *   GET  /healthz                        process up (no auth)
  *   GET  /readyz                         every network has a usable endpoint
  *   GET  /admin/endpoints                one object per endpoint, merged across workers

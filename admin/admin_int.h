@@ -6,7 +6,7 @@
 
 #include "admin/admin.h"
 #include "base/sl_buf.h"
-#include "pool/pool.h"
+#include "pool/pool_conf.h"
 #include "state/state_record.h"
 
 /* ---- the router's gate (admin_guard.c) ---- */
@@ -52,6 +52,7 @@ struct admin {
     admin_conf_t conf;
     h2o_timeout_t sse_timeout;    /* the event streams' polling tick */
     admin_guard_t guard;          /* this worker's Host names and failed-auth table */
+    char page_csp[320];           /* the operator page's Content-Security-Policy */
 };
 
 /* One endpoint as the operator sees it: config + shared record + every
@@ -62,6 +63,7 @@ typedef struct admin_ep_view {
     state_endpoint_rec_t rec;     /* zeroed when absent (never failed: closed) */
     state_stats_rec_t stats;      /* summed over worker slots */
     uint32_t inflight;            /* summed over workers that flushed recently */
+    uint32_t concurrency_reached; /* each worker's peak in flight since it started, summed */
     double ewma_ms;               /* attempts-weighted mean of the workers' EWMAs */
     double p90_ms;                /* from the merged histogram */
     int usable;
@@ -69,7 +71,7 @@ typedef struct admin_ep_view {
     int position;                 /* 1-based place in the plan, 0 if excluded */
     state_stats_rec_t ranked;     /* the freshest worker's ranking fields */
     int has_ranked;
-    state_ledger_rec_t ledger[POOL_CREDIT_WINDOWS];
+    state_ledger_rec_t ledger[POLICY_CREDIT_WINDOW_COUNT];
     uint64_t *per_method;         /* (methods + 1) x 3: requests, credits, refusals, merged */
     size_t nmethods;
 } admin_ep_view_t;
@@ -101,6 +103,13 @@ int admin_route_drain(admin_t *a, h2o_req_t *req);
 int admin_route_events(admin_t *a, h2o_req_t *req);
 int admin_route_stream(admin_t *a, h2o_req_t *req);
 int admin_route_metrics(admin_t *a, h2o_req_t *req);
+int admin_route_page(admin_t *a, h2o_req_t *req);
+/* Computes a->page_csp from the embedded page (admin_page.c). */
+void admin_page_init(admin_t *a);
+/* The page's Content-Security-Policy into out: its only inline <script> and
+ * <style> allowed by SHA-256, nothing else. SL_ERR_INVALID if either block is
+ * missing, has attributes or appears twice, or out is too small. */
+SL_MUST_CHECK sl_err_t admin_page_csp(const char *html, size_t len, char *out, size_t cap);
 /* The endpoint's credit budget: profile, units spent in total, and per
  * window spent / remaining / resets_at / forecast (admin_credits.c). */
 cJSON *admin_credits_json(const admin_ep_view_t *v, uint64_t now_ms);

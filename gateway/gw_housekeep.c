@@ -8,6 +8,7 @@
 #include "base/sl_buf.h"
 #include "base/sl_log.h"
 #include "base/sl_time.h"
+#include "state/state_sum.h"
 
 #define SYNC_EVERY_MS 1000
 #define TRIM_EVERY_MS 10000
@@ -32,15 +33,9 @@ struct gw_housekeep {
 /* Sum of one endpoint's failover counters over every worker slot. */
 static uint64_t failovers(gw_housekeep_t *hk, const counted_endpoint_t *c)
 {
-    uint64_t total = 0;
-    for (unsigned slot = 1; slot <= hk->nworkers; slot++) {
-        char key[160];
-        state_stats_rec_t rec;
-        snprintf(key, sizeof(key), "%s/%s/%u", c->net->name, c->ep->id, slot);
-        if (state_stats_get(hk->st, key, &rec) == SL_OK)
-            total += rec.failovers;
-    }
-    return total;
+    state_stats_sum_t sum;
+    state_stats_sum(hk->st, c->net->name, c->ep->id, hk->nworkers, 0, 0, &sum);
+    return sum.total.failovers;
 }
 
 static void read_failovers(gw_housekeep_t *hk, uint64_t *totals)
@@ -66,14 +61,9 @@ static void report_failovers(gw_housekeep_t *hk, uint64_t interval_ms)
             continue;
         }
         state_event_t ev;
-        memset(&ev, 0, sizeof(ev));
-        ev.ts_ms = sl_wall_ms();
-        ev.kind = STATE_EVENT_FAILOVER;
-        ev.pid = (uint32_t)getpid();
+        state_event_init(&ev, STATE_EVENT_FAILOVER, c->net->name, c->ep->id, sl_wall_ms());
         ev.count = totals[i] - c->reported;
         ev.duration_ms = interval_ms;
-        snprintf(ev.network, sizeof(ev.network), "%s", c->net->name);
-        snprintf(ev.endpoint, sizeof(ev.endpoint), "%s", c->ep->id);
         snprintf(ev.reason, sizeof(ev.reason), "%llu call(s) moved on from this endpoint in the last %llu s",
                  (unsigned long long)ev.count, (unsigned long long)(interval_ms / 1000));
         if (state_event_append(hk->st, &ev) == SL_OK)
@@ -169,10 +159,8 @@ void gw_housekeep_worker_restarted(gw_housekeep_t *hk, unsigned index, int pid, 
     if (state_check_readers(hk->st, &cleared) == SL_OK && cleared > 0)
         sl_log_info("state: cleared %d reader slot(s) of worker %u", cleared, index);
     state_event_t ev;
-    memset(&ev, 0, sizeof(ev));
-    ev.ts_ms = sl_wall_ms();
-    ev.kind = STATE_EVENT_WORKER_RESTARTED;
-    ev.pid = (uint32_t)pid;
+    state_event_init(&ev, STATE_EVENT_WORKER_RESTARTED, NULL, NULL, sl_wall_ms());
+    ev.pid = (uint32_t)pid; /* the worker that went, not the master that saw it */
     ev.count = index;
     snprintf(ev.reason, sizeof(ev.reason), "worker %u (pid %d) %s", index, pid, how);
     if (state_event_append(hk->st, &ev) != SL_OK)

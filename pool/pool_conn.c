@@ -6,6 +6,7 @@
  * a keep-alive pool without locks (one per worker; h2o's socketpool ignores
  * its capacity and takes a mutex per operation). */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -15,6 +16,32 @@
 
 static void on_conn_read(h2o_socket_t *sock, const char *err);
 static void on_idle_read(h2o_socket_t *sock, const char *err);
+
+/* edges[from][to] of a connection's machine: connect (and TLS handshake),
+ * send, read the body, go idle, and from idle send again. Closing is not a
+ * state: the connection is destroyed from any of them. */
+static const uint8_t conn_edges[POOL_CONN_STATE_COUNT][POOL_CONN_STATE_COUNT] = {
+    [POOL_CONN_CONNECTING] = {[POOL_CONN_HANDSHAKE] = 1, [POOL_CONN_SENDING] = 1},
+    [POOL_CONN_HANDSHAKE] = {[POOL_CONN_SENDING] = 1},
+    [POOL_CONN_SENDING] = {[POOL_CONN_BODY] = 1},
+    [POOL_CONN_BODY] = {[POOL_CONN_IDLE] = 1},
+    [POOL_CONN_IDLE] = {[POOL_CONN_SENDING] = 1},
+};
+
+int pool_conn_edge_allowed(pool_conn_state_t from, pool_conn_state_t to)
+{
+    return (unsigned)from < POOL_CONN_STATE_COUNT && (unsigned)to < POOL_CONN_STATE_COUNT && conn_edges[from][to];
+}
+
+/* The one writer of c->state after creation. */
+static void conn_enter(pool_conn_t *c, pool_conn_state_t to)
+{
+    if (!pool_conn_edge_allowed(c->state, to)) {
+        sl_log_error("bug: upstream connection moved from state %d to %d", (int)c->state, (int)to);
+        abort();
+    }
+    c->state = to;
+}
 
 static pool_t *conn_pool(pool_conn_t *c)
 {
@@ -56,7 +83,7 @@ static void conn_make_idle(pool_conn_t *c)
         conn_destroy(c);
         return;
     }
-    c->state = POOL_CONN_IDLE;
+    conn_enter(c, POOL_CONN_IDLE);
     c->ex = NULL;
     c->idle_since_ms = sl_now_ms();
     h2o_linklist_insert(ep->idle.next, &c->idle_link); /* most recent first */
@@ -136,7 +163,7 @@ static void conn_send(pool_conn_t *c)
     pool_exchange_t *ex = c->ex;
     if (h2o_timeout_is_linked(&ex->phase_timer))
         h2o_timeout_unlink(&ex->phase_timer);
-    c->state = POOL_CONN_SENDING;
+    conn_enter(c, POOL_CONN_SENDING);
     c->requests++;
     memset(&c->chunked, 0, sizeof(c->chunked));
     ex->sent = 1;
@@ -173,7 +200,7 @@ static void on_connect(h2o_socket_t *sock, const char *err)
         return;
     }
     if (c->ep->ssl_ctx != NULL) {
-        c->state = POOL_CONN_HANDSHAKE;
+        conn_enter(c, POOL_CONN_HANDSHAKE);
         h2o_socket_ssl_handshake(sock, c->ep->ssl_ctx, c->ep->url.host, on_handshake);
         return;
     }
@@ -253,7 +280,7 @@ static int conn_read_head(pool_conn_t *c, int eof)
     if (h2o_timeout_is_linked(&ex->phase_timer))
         h2o_timeout_unlink(&ex->phase_timer);
     h2o_buffer_consume(&c->sock->input, ex->head.head_len);
-    c->state = POOL_CONN_BODY;
+    conn_enter(c, POOL_CONN_BODY);
     if (ex->head.content_length >= 0)
         sl_buf_reserve(&ex->body, (size_t)ex->head.content_length);
     return conn_read_body(c, eof);
@@ -308,7 +335,7 @@ static pool_conn_t *conn_new(pool_endpoint_t *ep, h2o_socket_t *sock)
     pool_conn_t *c = sl_xcalloc(1, sizeof(*c));
     c->ep = ep;
     c->sock = sock;
-    c->state = POOL_CONN_CONNECTING;
+    c->state = POOL_CONN_CONNECTING; /* the initial state, not a transition */
     c->idle_timer.cb = on_idle_timeout;
     if (sock != NULL)
         sock->data = c;

@@ -12,6 +12,7 @@
 #include "policy/score.h"
 #include "pool/pool_http.h"
 #include "state/state.h"
+#include "state/state_key.h"
 
 #define POOL_MAX_ADDRS 8
 #define POOL_IDLE_TIMEOUT_MS 30000     /* below common upstream keep-alive timeouts */
@@ -71,7 +72,13 @@ typedef enum pool_conn_state {
     POOL_CONN_SENDING,            /* request written or being written; awaiting the head */
     POOL_CONN_BODY,               /* head parsed; reading the body */
     POOL_CONN_IDLE,
+    POOL_CONN_STATE_COUNT
 } pool_conn_state_t;
+
+/* 1 if from -> to is an edge of the connection's machine (pool_conn.c's one
+ * writer of ->state checks every transition against it; a connection is
+ * created CONNECTING). */
+int pool_conn_edge_allowed(pool_conn_state_t from, pool_conn_state_t to);
 
 struct pool_conn {
     pool_endpoint_t *ep;
@@ -94,17 +101,17 @@ enum { POOL_PROBE_NONE, POOL_PROBE_HEALTH, POOL_PROBE_BREAKER };
 typedef struct pool_credit {
     const policy_cost_profile_t *profile;
     int active;                   /* the endpoint has a budget */
-    char key[POOL_CREDIT_WINDOWS][128];
-    uint64_t window_start[POOL_CREDIT_WINDOWS]; /* the window the lease belongs to ... */
-    uint64_t window_end[POOL_CREDIT_WINDOWS];   /* ... and its end (no calendar math per call) */
-    uint64_t remaining[POOL_CREDIT_WINDOWS];    /* leased, not yet spent */
+    char key[POLICY_CREDIT_WINDOW_COUNT][STATE_KEY_MAX];
+    uint64_t window_start[POLICY_CREDIT_WINDOW_COUNT]; /* the window the lease belongs to ... */
+    uint64_t window_end[POLICY_CREDIT_WINDOW_COUNT];   /* ... and its end (no calendar math per call) */
+    uint64_t remaining[POLICY_CREDIT_WINDOW_COUNT];    /* leased, not yet spent */
     uint64_t lacking_until_ms;    /* the ledger said no: skip the endpoint until then */
 } pool_credit_t;
 
 /* What this worker knows about an endpoint's health (pool_health.c). */
 typedef struct pool_health {
-    char key[112];                /* "<network>/<endpoint>": its shared record */
-    char stats_key[128];          /* "<network>/<endpoint>/<slot>": this worker's counters */
+    char key[STATE_KEY_MAX];      /* state_key_endpoint: its shared record */
+    char stats_key[STATE_KEY_MAX]; /* state_key_stats: this worker's counters */
     state_endpoint_rec_t shared;  /* snapshot of the shared record (refreshed every ~50 ms) */
     policy_window_t window;       /* this worker's rolling window of outcomes */
     policy_window_t rl_window;    /* ... of rate-limit refusals (a "failure" here is a 429) */
@@ -114,7 +121,7 @@ typedef struct pool_health {
     uint32_t rl_streak;           /* rate limits in a row without Retry-After: backoff */
     uint64_t rl_written_until_ms; /* last rate-limit mark this worker wrote */
     state_counters_rec_t *per_method; /* requests, credits, refusals per method (POOL_MC_*) */
-    char per_method_key[128];     /* "pm/<network>/<endpoint>/<slot>" */
+    char per_method_key[STATE_KEY_MAX]; /* state_key_per_method */
     int per_method_dirty;
     pool_exchange_t probe;        /* a probe this worker sends (pool_probe.c) */
     int probing;                  /* POOL_PROBE_*: which, if one is under way */
@@ -161,7 +168,8 @@ struct pool_network {
     h2o_timeout_t attempt_timeout;
     h2o_timeout_t request_timeout;
     uint32_t max_attempts;
-    uint8_t level;                /* last usable-endpoint level this worker saw (pool_health.c) */
+    state_network_level_t level;  /* last usable-endpoint level this worker saw (pool_health.c) */
+    uint8_t level_stale;          /* a drain flag changed in the last snapshot: re-check the level */
     uint8_t order[POOL_MAX_ENDPOINTS]; /* the plan: endpoint indices, best first (pool_rank.c) */
     size_t norder;                /* ranked, usable and not excluded */
     int primary;                  /* current first choice, -1 if none */
@@ -239,9 +247,6 @@ void pool_answer_fail_transport(pool_call_t *call, pool_exchange_t *ex);
 void pool_answer_exhaust(pool_call_t *call, pool_outcome_t forced);
 
 /* pool_health.c: outcomes, breaker, rate-limit marks, shared snapshot. */
-/* An event about ep (its network and id, this process, at now), for the caller
- * to fill in the rest. */
-void pool_event_init(state_event_t *ev, state_event_kind_t kind, const pool_endpoint_t *ep, uint64_t now);
 void pool_health_init(pool_t *pool);
 void pool_health_dispose(pool_t *pool);
 /* 1 if the plan may send to ep now (breaker closed, not drained, not
@@ -273,6 +278,12 @@ int pool_write_verify_body(pool_call_t *call, const pool_item_t *it, sl_buf_t *o
  * method_index in the chain's table, its length for any other method. */
 enum { POOL_MC_REQUESTS, POOL_MC_CREDITS, POOL_MC_REFUSALS, POOL_MC_COUNT };
 void pool_method_count(pool_endpoint_t *ep, const policy_method_t *m, int what, uint64_t amount);
+
+/* pool_answer.c: the one writer of pool_item_t.state. An item starts
+ * PENDING (pool_call_start) and is settled once: to ANSWERED or FAILED. A
+ * transition that is not an edge is a bug: logged, then abort(). */
+int pool_item_edge_allowed(pool_item_state_t from, pool_item_state_t to);
+void pool_item_settle(pool_item_t *it, pool_item_state_t to);
 
 /* pool_credit.c */
 void pool_credit_init(pool_endpoint_t *ep);

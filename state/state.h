@@ -99,8 +99,14 @@ SL_MUST_CHECK sl_err_t state_endpoint_update(state_t *st, const char *key, state
 SL_MUST_CHECK sl_err_t state_endpoints_repair(state_t *st, const char *const *keys, size_t n, size_t *repaired);
 
 /* ---- network level: how many endpoints of a network are usable ---- */
+typedef enum state_network_level {
+    STATE_NETWORK_DOWN = 0,       /* no usable endpoint */
+    STATE_NETWORK_LOW = 1,        /* one usable endpoint left (of several) */
+    STATE_NETWORK_REDUNDANT = 2,  /* more than one, or the only one configured */
+} state_network_level_t;
+
 typedef struct state_network_rec {
-    uint8_t level;                /* 0 down, 1 one usable endpoint left, 2 redundant */
+    uint8_t level;                /* a state_network_level_t (one byte in the record) */
     uint64_t since_ms;
 } state_network_rec_t;
 
@@ -116,6 +122,11 @@ SL_MUST_CHECK sl_err_t state_network_update(state_t *st, const char *network, co
                                             state_network_fn fn, void *ctx);
 
 /* ---- events ---- */
+/* Zeroes ev and sets its time, kind, names (NULL: none; cut to fit) and the
+ * calling process as its observer. */
+void state_event_init(state_event_t *ev, state_event_kind_t kind, const char *network, const char *endpoint,
+                      uint64_t now_ms);
+
 /* Appends ev with the next sequence number (set in ev->seq). On a full map it
  * trims the oldest events and tries once more. */
 SL_MUST_CHECK sl_err_t state_event_append(state_t *st, state_event_t *ev);

@@ -6,6 +6,7 @@
 #include "base/sl_log.h"
 #include "base/sl_time.h"
 #include "state/state_int.h"
+#include "state/state_key.h"
 
 static sl_err_t get_decoded(state_t *st, int db, const char *dbname, const char *key, const state_schema_t *schema,
                             void *rec, size_t recsize)
@@ -193,7 +194,13 @@ sl_err_t state_endpoints_repair(state_t *st, const char *const *keys, size_t n, 
     return err;
 }
 
-sl_err_t state_stats_put(state_t *st, const char *const *keys, const state_stats_rec_t *recs, size_t n)
+/* Encodes record i of a batch into out. */
+typedef sl_err_t (*encode_nth_fn)(const void *recs, size_t i, sl_buf_t *out);
+
+/* Writes a batch of stats-database records in one write transaction: all of
+ * them or none. */
+static sl_err_t put_stats_batch(state_t *st, const char *const *keys, const void *recs, size_t n, encode_nth_fn encode,
+                                const char *what)
 {
     MDB_txn *txn;
     int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
@@ -203,10 +210,10 @@ sl_err_t state_stats_put(state_t *st, const char *const *keys, const state_stats
     sl_err_t err = SL_OK;
     for (size_t i = 0; i < n && err == SL_OK; i++) {
         sl_buf_reset(&buf);
-        err = state_record_encode(&state_stats_schema, &recs[i], &buf);
+        err = encode(recs, i, &buf);
         MDB_val k = {strlen(keys[i]), (void *)keys[i]}, v = {buf.len, buf.base};
         if (err == SL_OK && (rc = mdb_put(txn, st->dbi[STATE_DB_STATS], &k, &v, 0)) != MDB_SUCCESS)
-            err = state_lmdb_err("put stats", rc);
+            err = state_lmdb_err(what, rc);
     }
     sl_buf_dispose(&buf);
     if (err != SL_OK) {
@@ -214,6 +221,16 @@ sl_err_t state_stats_put(state_t *st, const char *const *keys, const state_stats
         return err;
     }
     return state_lmdb_err("commit", mdb_txn_commit(txn));
+}
+
+static sl_err_t encode_stats(const void *recs, size_t i, sl_buf_t *out)
+{
+    return state_record_encode(&state_stats_schema, &((const state_stats_rec_t *)recs)[i], out);
+}
+
+sl_err_t state_stats_put(state_t *st, const char *const *keys, const state_stats_rec_t *recs, size_t n)
+{
+    return put_stats_batch(st, keys, recs, n, encode_stats, "put stats");
 }
 
 sl_err_t state_network_update(state_t *st, const char *network, const char *const *keys, size_t n,
@@ -229,8 +246,8 @@ sl_err_t state_network_update(state_t *st, const char *network, const char *cons
         unsigned bad;
         (void)read_for_update(st, txn, keys[i], &recs[i], &exists, &bad); /* read repaired; not written here */
     }
-    char key[96];
-    snprintf(key, sizeof(key), "level/%s", network);
+    char key[STATE_KEY_MAX];
+    state_key_level(key, sizeof(key), network);
     MDB_val k = {strlen(key), key}, v;
     state_network_rec_t level = {0, 0}, stored;
     int exists = 0;
@@ -268,27 +285,14 @@ sl_err_t state_network_update(state_t *st, const char *network, const char *cons
     return err;
 }
 
+static sl_err_t encode_counters(const void *recs, size_t i, sl_buf_t *out)
+{
+    return state_counters_encode(((const state_counters_rec_t *const *)recs)[i], out);
+}
+
 sl_err_t state_counters_put(state_t *st, const char *const *keys, const state_counters_rec_t *const *recs, size_t n)
 {
-    MDB_txn *txn;
-    int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
-    if (rc != MDB_SUCCESS)
-        return state_lmdb_err("begin", rc);
-    sl_buf_t buf = SL_BUF_INIT;
-    sl_err_t err = SL_OK;
-    for (size_t i = 0; i < n && err == SL_OK; i++) {
-        sl_buf_reset(&buf);
-        err = state_counters_encode(recs[i], &buf);
-        MDB_val k = {strlen(keys[i]), (void *)keys[i]}, v = {buf.len, buf.base};
-        if (err == SL_OK && (rc = mdb_put(txn, st->dbi[STATE_DB_STATS], &k, &v, 0)) != MDB_SUCCESS)
-            err = state_lmdb_err("put counters", rc);
-    }
-    sl_buf_dispose(&buf);
-    if (err != SL_OK) {
-        mdb_txn_abort(txn);
-        return err;
-    }
-    return state_lmdb_err("commit", mdb_txn_commit(txn));
+    return put_stats_batch(st, keys, recs, n, encode_counters, "put counters");
 }
 
 sl_err_t state_counters_get(state_t *st, const char *key, state_counters_rec_t *rec)

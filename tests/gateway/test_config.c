@@ -100,9 +100,9 @@ Test(config, design_example)
     cr_assert_str_eq(a->url_redacted, "https://eth-mainnet.g.alchemy.com/v2/***");
     cr_assert_str_eq(a->cost_profile, "alchemy");
     cr_assert_eq(a->has_credits, 1);
-    cr_assert_eq(a->credits.per_second, 330);
-    cr_assert_eq(a->credits.per_minute, 0);
-    cr_assert_eq(a->credits.per_month, 300000000);
+    cr_assert_eq(a->credits.limit[POLICY_CREDIT_SECOND], 330);
+    cr_assert_eq(a->credits.limit[POLICY_CREDIT_MINUTE], 0);
+    cr_assert_eq(a->credits.limit[POLICY_CREDIT_MONTH], 300000000);
     cr_assert_eq(a->credits.month_reset_day, 1);
     cr_assert_eq(a->max_inflight, 64);
     cr_assert_eq(a->tier, POOL_TIER_PRIMARY);
@@ -307,9 +307,9 @@ Test(config, full_schema_from_file)
     cr_assert_eq(e->tier, POOL_TIER_FALLBACK);
     cr_assert_str_eq(e->cost_profile, "helius");
     cr_assert_eq(e->has_credits, 1);
-    cr_assert_eq(e->credits.per_minute, 5);
-    cr_assert_eq(e->credits.per_day, 6);
-    cr_assert_eq(e->credits.per_month, UINT64_MAX);
+    cr_assert_eq(e->credits.limit[POLICY_CREDIT_MINUTE], 5);
+    cr_assert_eq(e->credits.limit[POLICY_CREDIT_DAY], 6);
+    cr_assert_eq(e->credits.limit[POLICY_CREDIT_MONTH], UINT64_MAX);
     cr_assert_eq(e->credits.month_reset_day, 28);
 
     const pool_network_conf_t *q = gw_config_network(cfg, "quiet", 5);
