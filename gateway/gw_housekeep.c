@@ -8,6 +8,7 @@
 #include "base/sl_buf.h"
 #include "base/sl_log.h"
 #include "base/sl_time.h"
+#include "state/state_key.h"
 #include "state/state_sum.h"
 
 #define SYNC_EVERY_MS 1000
@@ -87,8 +88,8 @@ gw_housekeep_t *gw_housekeep_create(const gw_config_t *cfg, state_t *st, unsigne
             hk->eps[k++] = (counted_endpoint_t){&cfg->networks[n], &cfg->networks[n].endpoints[e], 0};
     hk->keys = sl_xcalloc(hk->neps ? hk->neps : 1, sizeof(*hk->keys));
     for (size_t i = 0; i < hk->neps; i++) {
-        char key[160];
-        snprintf(key, sizeof(key), "%s/%s", hk->eps[i].net->name, hk->eps[i].ep->id);
+        char key[STATE_KEY_MAX];
+        state_key_endpoint(key, sizeof(key), hk->eps[i].net->name, hk->eps[i].ep->id);
         hk->keys[i] = sl_xstrdup(key);
     }
     /* what the counters say now was reported (or lost) by an earlier run */

@@ -47,14 +47,10 @@ static int breaker_repair(state_endpoint_rec_t *rec, uint64_t now_ms, unsigned *
 static void repair_event(state_event_t *ev, const char *key, unsigned bad, uint64_t now_ms)
 {
     const char *slash = strchr(key, '/');
-    int nlen = slash != NULL ? (int)(slash - key) : (int)strlen(key);
-    memset(ev, 0, sizeof(*ev));
-    ev->ts_ms = now_ms;
-    ev->kind = STATE_EVENT_STATE_ERROR;
+    char network[sizeof(ev->network)];
+    snprintf(network, sizeof(network), "%.*s", slash != NULL ? (int)(slash - key) : (int)strlen(key), key);
+    state_event_init(ev, STATE_EVENT_STATE_ERROR, network, slash != NULL ? slash + 1 : "", now_ms);
     ev->from = (uint8_t)bad;
-    ev->pid = (uint32_t)getpid();
-    snprintf(ev->network, sizeof(ev->network), "%.*s", nlen, key);
-    snprintf(ev->endpoint, sizeof(ev->endpoint), "%s", slash != NULL ? slash + 1 : "");
     snprintf(ev->reason, sizeof(ev->reason), "breaker value %u in the shared record is no state: repaired to closed",
              bad);
 }
