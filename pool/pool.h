@@ -73,6 +73,7 @@ typedef enum pool_item_state {
     POOL_ITEM_PENDING,
     POOL_ITEM_ANSWERED,       /* answer holds the upstream's JSON-RPC response object */
     POOL_ITEM_FAILED,         /* fail_* says why; the gateway writes the error */
+    POOL_ITEM_STATE_COUNT
 } pool_item_state_t;
 
 /* How a failed item failed, from all its attempts. */
@@ -172,20 +173,6 @@ const pool_attempt_rec_t *pool_call_log(const pool_call_t *call, size_t *n);
 const char *pool_call_endpoint_id(const pool_call_t *call, int endpoint);
 const char *pool_call_endpoint_url(const pool_call_t *call, int endpoint);   /* redacted */
 size_t pool_call_max_response_bytes(const pool_call_t *call);                 /* server.max_response_bytes */
-
-/* Re-evaluates how many endpoints of a network are usable (breaker closed,
- * not drained) from shared state, and records redundancy_low / network_down /
- * network_up events when that level changed. Any process may call it (the
- * admin API after a drain). Returns the level: 0 down, 1 low, 2 redundant. */
-uint8_t pool_network_level_check(const pool_network_conf_t *conf, state_t *st);
-
-/* Start and end (wall ms) of credit window w (0 second, 1 minute, 2 day,
- * 3 month: UTC calendar months starting on reset_day) that holds now. */
-void pool_credit_window(int w, uint64_t now, uint32_t reset_day, uint64_t *start, uint64_t *end);
-#define POOL_CREDIT_WINDOWS 4      /* second, minute, day, month */
-/* Window w's budget (0: none) and name ("second" ... "month"). */
-uint64_t pool_credit_budget(const pool_credits_conf_t *c, int w);
-const char *pool_credit_window_name(int w);
 
 /* Worker shutdown: closes idle upstream connections. */
 void pool_close_idle(pool_t *pool);

@@ -4,6 +4,7 @@
  * member's bytes and id, and only an "error" member is decoded for the
  * verdict. A write that may have reached an upstream is settled as an
  * ambiguous failure instead of being sent anywhere else. */
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -43,6 +44,25 @@ static const state_outcome_t verdict_outcome[POLICY_VERDICT_COUNT] = {
     [POLICY_VERDICT_NONCE_TOO_LOW] = STATE_OUTCOME_DETERMINISTIC,
 };
 
+/* edges[from][to] of an item's machine */
+static const uint8_t item_edges[POOL_ITEM_STATE_COUNT][POOL_ITEM_STATE_COUNT] = {
+    [POOL_ITEM_PENDING] = {[POOL_ITEM_ANSWERED] = 1, [POOL_ITEM_FAILED] = 1},
+};
+
+int pool_item_edge_allowed(pool_item_state_t from, pool_item_state_t to)
+{
+    return (unsigned)from < POOL_ITEM_STATE_COUNT && (unsigned)to < POOL_ITEM_STATE_COUNT && item_edges[from][to];
+}
+
+void pool_item_settle(pool_item_t *it, pool_item_state_t to)
+{
+    if (!pool_item_edge_allowed(it->state, to)) {
+        sl_log_error("bug: call item moved from state %d to %d", (int)it->state, (int)to);
+        abort();
+    }
+    it->state = to;
+}
+
 static void note_outcome(answer_ctx_t *a, state_outcome_t o)
 {
     if (outcome_rank[o] > outcome_rank[a->res->outcome])
@@ -60,7 +80,7 @@ static int settle_if_ambiguous_write(pool_call_t *call, pool_item_t *it, int amb
 {
     if (!ambiguous || !item_is_write(it) || call->net->conf->resend_writes)
         return 0;
-    it->state = POOL_ITEM_FAILED;
+    pool_item_settle(it, POOL_ITEM_FAILED);
     it->outcome = POOL_OUTCOME_AMBIGUOUS_WRITE;
     return 1;
 }
@@ -141,7 +161,7 @@ static void item_verdict(answer_ctx_t *a, pool_item_t *it, policy_verdict_t v, u
     case POLICY_VERDICT_DETERMINISTIC:
     as_is:
         it->verdict = v == POLICY_VERDICT_SUCCESS ? v : POLICY_VERDICT_DETERMINISTIC;
-        it->state = POOL_ITEM_ANSWERED;
+        pool_item_settle(it, POOL_ITEM_ANSWERED);
         it->answer = ans;
         it->answer_len = (uint32_t)ans_len;
         it->answer_id = ans_id;
@@ -434,10 +454,10 @@ void pool_answer_exhaust(pool_call_t *call, pool_outcome_t forced)
         if (it->state != POOL_ITEM_PENDING)
             continue;
         if (it->answer != NULL) {
-            it->state = POOL_ITEM_ANSWERED;
+            pool_item_settle(it, POOL_ITEM_ANSWERED);
             continue;
         }
-        it->state = POOL_ITEM_FAILED;
+        pool_item_settle(it, POOL_ITEM_FAILED);
         it->outcome = forced != POOL_OUTCOME_OK ? forced : item_outcome(call, it);
     }
 }

@@ -318,7 +318,7 @@ static void on_verify_done(pool_exchange_t *ex)
             pool_write_synthesize(call, it, ex->ep->index, txid);
             pool_write_pin(call, ex->ep->index, txid);
         } else {
-            it->state = POOL_ITEM_ANSWERED; /* the node's "nonce too low", as-is */
+            pool_item_settle(it, POOL_ITEM_ANSWERED); /* the node's "nonce too low", as-is */
         }
     }
     call_next(call);
@@ -338,7 +338,7 @@ static int start_verify(pool_call_t *call)
             return 1;
         }
         it->verify = 0;
-        it->state = POOL_ITEM_ANSWERED;
+        pool_item_settle(it, POOL_ITEM_ANSWERED);
     }
     return 0;
 }
@@ -402,7 +402,7 @@ pool_call_t *pool_call_start(pool_network_t *net, pool_item_t *items, size_t n, 
     call->deadline.cb = on_deadline;
     call->defer.cb = on_defer;
     for (size_t i = 0; i < n; i++) {
-        items[i].state = POOL_ITEM_PENDING;
+        items[i].state = POOL_ITEM_PENDING; /* the initial state, not a transition */
         items[i].endpoint = -1;
         items[i].answer = NULL;
     }

@@ -208,7 +208,7 @@ static sl_err_t put_uint(void *rec, const state_field_t *f, size_t i, const msgp
     return SL_ERR_CORRUPT;
 }
 
-static sl_err_t decode_field(void *rec, const state_field_t *f, const msgpack_object *o)
+static sl_err_t decode_field(void *rec, const state_field_t *f, const msgpack_object *o, int older)
 {
     if (f->type == STATE_F_STR) {
         /* msgpack-c gives a NULL pointer for an empty string: never pass it on */
@@ -222,14 +222,33 @@ static sl_err_t decode_field(void *rec, const state_field_t *f, const msgpack_ob
         return SL_OK;
     }
     if (f->type == STATE_F_U64_ARRAY) {
-        if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != f->size)
+        /* an older version's array may be shorter: new elements go last */
+        if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size > f->size || (!older && o->via.array.size != f->size))
             return SL_ERR_CORRUPT;
-        for (size_t k = 0; k < f->size; k++)
+        memset((char *)rec + f->offset, 0, f->size * sizeof(uint64_t));
+        for (size_t k = 0; k < o->via.array.size; k++)
             if (put_uint(rec, f, k, &o->via.array.ptr[k]) != SL_OK)
                 return SL_ERR_CORRUPT;
         return SL_OK;
     }
     return put_uint(rec, f, 0, o);
+}
+
+static size_t field_bytes(const state_field_t *f)
+{
+    switch (f->type) {
+    case STATE_F_U8:
+        return 1;
+    case STATE_F_U32:
+        return 4;
+    case STATE_F_U64:
+        return 8;
+    case STATE_F_STR:
+        return f->size;
+    case STATE_F_U64_ARRAY:
+        return f->size * sizeof(uint64_t);
+    }
+    return 0;
 }
 
 static sl_err_t decode_object(const state_schema_t *schema, const msgpack_object *root, void *rec)
@@ -239,12 +258,23 @@ static sl_err_t decode_object(const state_schema_t *schema, const msgpack_object
     const msgpack_object *items = root->via.array.ptr;
     if (items[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
         return SL_ERR_CORRUPT;
-    if (items[0].via.u64 != schema->version)
+    /* A record of an older version reads with what it has: versions only
+     * append fields (and elements of arrays), which read as zero. A newer
+     * version is not ours to guess at. */
+    uint64_t version = items[0].via.u64;
+    if (version == 0 || version > schema->version)
         return SL_ERR_VERSION;
-    if (root->via.array.size != schema->nfields + 1)
+    int older = version < schema->version;
+    size_t nfields = root->via.array.size - 1;
+    if (nfields > schema->nfields || (!older && nfields != schema->nfields))
         return SL_ERR_CORRUPT;
     for (size_t i = 0; i < schema->nfields; i++) {
-        sl_err_t err = decode_field(rec, &schema->fields[i], &items[i + 1]);
+        const state_field_t *f = &schema->fields[i];
+        if (i >= nfields) {
+            memset((char *)rec + f->offset, 0, field_bytes(f));
+            continue;
+        }
+        sl_err_t err = decode_field(rec, f, &items[i + 1], older);
         if (err != SL_OK)
             return err;
     }

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "wire/json_scan_int.h"
+#include "wire/json_scan.h"
 
 /* Top-level keys of an envelope, as raw tokens. A key written with escapes
  * ("\u006dethod") or in another case ("Method") is the same key to the nodes
@@ -163,7 +163,7 @@ wire_json_kind_t wire_json_kind(const char *buf, wire_span_t s)
 {
     if (s.len == 0)
         return WIRE_JSON_NONE;
-    return (wire_json_kind_t)json_value_kind[(uint8_t)buf[s.off]];
+    return (wire_json_kind_t)wire_json_value_kind[(uint8_t)buf[s.off]];
 }
 
 /* Members of an error object; the first of duplicates wins. */
@@ -280,7 +280,7 @@ static sl_err_t unescape(const uint8_t *p, const uint8_t *end, char *out, size_t
             p++;
             k = utf8_encode(decode_u(&p), ch);
         } else {
-            ch[0] = json_escape_char[*p++];
+            ch[0] = wire_json_escape_char[*p++];
         }
         if (k > room - n) {
             out[n] = '\0';

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "wire/envelope.h"
-#include "wire/json_scan_int.h"
+#include "wire/json_scan.h"
 
 #define CHECK(cond) \
     ((cond) ? (void)0 : (fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond), abort()))

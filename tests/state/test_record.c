@@ -508,7 +508,9 @@ Test(record, versions)
         sl_err_t want;
     } cases[] = {
         {0, 0, 0, SL_ERR_VERSION},
-        {1, -1, 0, SL_ERR_VERSION}, /* an older version: no migration, treated as absent */
+        {1, -1, 0, SL_OK},          /* an older version reads (0 for a version-1 schema: VERSION) */
+        {1, -1, -1, SL_OK},         /* ... also without the fields appended since */
+        {1, -1, 1, SL_ERR_CORRUPT}, /* ... but not with more fields than this version has */
         {1, 1, 0, SL_ERR_VERSION},
         {1, 1, 3, SL_ERR_VERSION},  /* a newer version with more fields: still VERSION */
         {1, 1, -1, SL_ERR_VERSION},
@@ -529,8 +531,9 @@ Test(record, versions)
             sl_buf_reset(&b);
             pack_record(&b, s, &in, version, SIZE_MAX, NULL, NULL, cases[i].nfields_delta);
             sl_err_t err = decode(s, &b, &out);
-            cr_expect_eq(err, cases[i].want, "%s version %llu: %s", s->name, (unsigned long long)version,
-                         sl_err_name(err));
+            sl_err_t want = cases[i].rel && cases[i].version == -1 && s->version == 1 ? SL_ERR_VERSION : cases[i].want;
+            cr_expect_eq(err, want, "%s version %llu, %d fields more: %s", s->name, (unsigned long long)version,
+                         cases[i].nfields_delta, sl_err_name(err));
         }
     }
     sl_buf_dispose(&b);
@@ -1038,4 +1041,40 @@ Test(record, counters_rejection)
     cr_expect_eq(out->n, 0);
     sl_buf_dispose(&b);
     free(out);
+}
+
+/* An upgrade keeps what an older sluice wrote: a version-1 endpoint record
+ * (before rl_backoff_ms) keeps its drain, breaker and mark; a version-1
+ * stats record (fewer outcomes) keeps its counts, the new outcomes at 0. */
+Test(record, older_versions_read_with_new_fields_zero)
+{
+    sl_buf_t b = SL_BUF_INIT;
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &b, buf_write);
+    size_t nf = state_endpoint_schema.nfields;
+    cr_assert_eq(state_endpoint_schema.version, 2, "update this test");
+    cr_assert_str_eq(state_endpoint_schema.fields[nf - 1].name, "rl_backoff_ms");
+    msgpack_pack_array(&pk, nf); /* version + every field but the last */
+    msgpack_pack_uint32(&pk, 1);
+    state_endpoint_rec_t want = {.breaker = 1, .since_ms = 5, .drained = 1, .drained_at_ms = 7,
+                                 .rate_limited_until_ms = 9};
+    sl_buf_t full = SL_BUF_INIT;
+    cr_assert_eq(state_record_encode(&state_endpoint_schema, &want, &full), SL_OK);
+    /* re-pack the current encoding's fields but the last under version 1 */
+    msgpack_unpacked u;
+    msgpack_unpacked_init(&u);
+    cr_assert_eq(msgpack_unpack_next(&u, full.base, full.len, NULL), MSGPACK_UNPACK_SUCCESS);
+    for (size_t i = 1; i < nf; i++)
+        msgpack_pack_object(&pk, u.data.via.array.ptr[i]);
+    msgpack_unpacked_destroy(&u);
+    state_endpoint_rec_t out;
+    memset(&out, 0xee, sizeof(out));
+    cr_assert_eq(state_record_decode(&state_endpoint_schema, b.base, b.len, &out), SL_OK);
+    cr_expect_eq(out.breaker, 1);
+    cr_expect_eq(out.drained, 1, "the operator's drain survives the upgrade");
+    cr_expect_eq(out.drained_at_ms, 7);
+    cr_expect_eq(out.rate_limited_until_ms, 9);
+    cr_expect_eq(out.rl_backoff_ms, 0, "a field the old version did not have reads 0");
+    sl_buf_dispose(&b);
+    sl_buf_dispose(&full);
 }
