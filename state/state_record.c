@@ -6,7 +6,9 @@
 #include <stddef.h>
 #include <string.h>
 
-#define F(struct_, name_, type_, size_) {#name_, type_, offsetof(struct_, name_), size_}
+#define F(struct_, name_, type_, size_) {#name_, type_, offsetof(struct_, name_), size_, 0}
+/* a field appended by a later version of its record */
+#define F_SINCE(struct_, name_, type_, size_, since_) {#name_, type_, offsetof(struct_, name_), size_, since_}
 
 static const state_field_t endpoint_fields[] = {
     F(state_endpoint_rec_t, breaker, STATE_F_U8, 1),
@@ -24,7 +26,7 @@ static const state_field_t endpoint_fields[] = {
     F(state_endpoint_rec_t, probe_ewma_us, STATE_F_U32, 1),
     F(state_endpoint_rec_t, probe_failures, STATE_F_U32, 1),
     F(state_endpoint_rec_t, probe_next_ms, STATE_F_U64, 1),
-    F(state_endpoint_rec_t, rl_backoff_ms, STATE_F_U32, 1),
+    F_SINCE(state_endpoint_rec_t, rl_backoff_ms, STATE_F_U32, 1, 2),
 };
 
 /* version 2: rl_backoff_ms (the rate-limit backoff doubles across workers) */
@@ -265,16 +267,18 @@ static sl_err_t decode_object(const state_schema_t *schema, const msgpack_object
     if (version == 0 || version > schema->version)
         return SL_ERR_VERSION;
     int older = version < schema->version;
-    size_t nfields = root->via.array.size - 1;
-    if (nfields > schema->nfields || (!older && nfields != schema->nfields))
-        return SL_ERR_CORRUPT;
-    for (size_t i = 0; i < schema->nfields; i++) {
+    size_t nfields = root->via.array.size - 1, had = 0;
+    for (size_t i = 0; i < schema->nfields; i++)
+        had += schema->fields[i].since <= version;
+    if (nfields != had)
+        return SL_ERR_CORRUPT; /* exactly the fields of the version it says it is */
+    for (size_t i = 0, item = 1; i < schema->nfields; i++) {
         const state_field_t *f = &schema->fields[i];
-        if (i >= nfields) {
+        if (f->since > version) {
             memset((char *)rec + f->offset, 0, field_bytes(f));
             continue;
         }
-        sl_err_t err = decode_field(rec, f, &items[i + 1], older);
+        sl_err_t err = decode_field(rec, f, &items[item++], older);
         if (err != SL_OK)
             return err;
     }

@@ -29,6 +29,7 @@ typedef struct state_field {
     state_field_type_t type;
     size_t offset;
     size_t size;
+    uint32_t since;       /* the record version that added the field (0: the first) */
 } state_field_t;
 
 typedef struct state_schema {
