@@ -235,7 +235,7 @@ static int purge_batch(state_t *st, int db, state_live_fn live, uint64_t now, si
     rc = mdb_cursor_get(cur, &k, &v, *fromlen ? MDB_SET_RANGE : MDB_FIRST);
     for (; rc == MDB_SUCCESS && n < batch && visits < PURGE_VISITS; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
         visits++;
-        if (k.mv_size <= STATE_KEY_MAX) {
+        if (k.mv_size <= STATE_LMDB_KEY_MAX) {
             memcpy(from, k.mv_data, k.mv_size);
             *fromlen = k.mv_size;
         }
@@ -265,7 +265,7 @@ static int purge_batch(state_t *st, int db, state_live_fn live, uint64_t now, si
  * full map is tried again with half as many deletions. */
 sl_err_t state_purge(state_t *st, int db, state_live_fn live, uint64_t now, size_t *removed)
 {
-    char from[STATE_KEY_MAX], at[STATE_KEY_MAX];
+    char from[STATE_LMDB_KEY_MAX], at[STATE_LMDB_KEY_MAX];
     size_t fromlen = 0, atlen = 0, batch = STATE_PURGE_BATCH;
     int done = 0;
     *removed = 0;

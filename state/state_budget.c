@@ -111,7 +111,7 @@ static int evict_sweep(state_t *st, MDB_txn *txn, MDB_cursor *cur, size_t need, 
                        size_t n, size_t *evicted)
 {
     MDB_val k = {st->cell_hand_len, st->cell_hand}, v;
-    char best[STATE_KEY_MAX];
+    char best[STATE_LMDB_KEY_MAX];
     size_t bestlen = 0, seen = 0;
     uint64_t best_tat = UINT64_MAX;
     int rc = mdb_cursor_get(cur, &k, &v, st->cell_hand_len ? MDB_SET_RANGE : MDB_FIRST);

@@ -19,7 +19,7 @@ enum {
 };
 
 #define STATE_CORRUPT_LOG_MAX 32
-#define STATE_KEY_MAX 511          /* LMDB's default largest key */
+#define STATE_LMDB_KEY_MAX 511     /* LMDB's default largest key (keys read back from a database) */
 
 struct state {
     state_conf_t conf;
@@ -37,7 +37,7 @@ struct state {
         uint64_t since_ms, ended_ms, retry_ms;
         uint64_t decisions;       /* taken locally, ever */
     } degraded[STATE_PART_COUNT];
-    char cell_hand[STATE_KEY_MAX];          /* where cell eviction goes on (a key; "" = the first) */
+    char cell_hand[STATE_LMDB_KEY_MAX];          /* where cell eviction goes on (a key; "" = the first) */
     size_t cell_hand_len;
 };
 

@@ -122,7 +122,7 @@ static size_t count_events(const char *kind)
 
 Test(credit, a_backward_step_over_the_start_of_a_month_does_not_open_a_budget_twice)
 {
-    pool_endpoint_t *ep = open_pool((pool_credits_conf_t){.per_month = 100, .month_reset_day = 1}, 1);
+    pool_endpoint_t *ep = open_pool((pool_credits_conf_t){.limit = {[POLICY_CREDIT_MONTH] = 100}, .month_reset_day = 1}, 1);
     cr_assert_eq(taken(ep, 90), 90, "December's budget");
     /* the wall clock steps back two minutes, into November */
     fake_wall_ns -= 120ull * 1000000000ull;
@@ -137,7 +137,7 @@ Test(credit, a_backward_step_over_the_start_of_a_month_does_not_open_a_budget_tw
 
 Test(credit, a_failing_ledger_spends_the_workers_share_of_what_was_left)
 {
-    pool_endpoint_t *ep = open_pool((pool_credits_conf_t){.per_month = 1000, .month_reset_day = 1}, 2);
+    pool_endpoint_t *ep = open_pool((pool_credits_conf_t){.limit = {[POLICY_CREDIT_MONTH] = 1000}, .month_reset_day = 1}, 2);
     cr_assert_eq(taken(ep, 200), 200);
     /* every commit fails from now on: the ledger had 1000 - 200 (and a lease
      * of 10 this worker holds) left; this worker may spend half of what the
