@@ -13,6 +13,10 @@ struct admin {
     h2o_handler_t super;          /* first: h2o calls on_req with this pointer */
     admin_conf_t conf;
     h2o_timeout_t sse_timeout;    /* the event streams' polling tick */
+    h2o_timeout_t reload_timeout; /* reload requests' polling tick (set up on first use) */
+    int reload_timeout_ready;
+    uint8_t reload_tag;           /* the last tag given to a reload request */
+    unsigned reload_waiting;      /* reload requests waiting for their event */
 };
 
 /* One endpoint as the operator sees it: config + shared record + every
@@ -58,6 +62,7 @@ int admin_route_drain(admin_t *a, h2o_req_t *req);
 int admin_route_events(admin_t *a, h2o_req_t *req);
 int admin_route_stream(admin_t *a, h2o_req_t *req);
 int admin_route_metrics(admin_t *a, h2o_req_t *req);
+int admin_route_reload(admin_t *a, h2o_req_t *req);
 /* The endpoint's credit budget: profile, units spent in total, and per
  * window spent / remaining / resets_at / forecast (admin_credits.c). */
 cJSON *admin_credits_json(const admin_ep_view_t *v, uint64_t now_ms);
