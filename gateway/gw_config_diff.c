@@ -152,15 +152,30 @@ static int methods_differ(const void *a, const void *b)
     return 0;
 }
 
+static int has_id(const pool_network_conf_t *net, const char *id)
+{
+    for (size_t i = 0; i < net->nendpoints; i++)
+        if (strcmp(net->endpoints[i].id, id) == 0)
+            return 1;
+    return 0;
+}
+
+/* The endpoints both have, in a different order (added and removed ones say
+ * so themselves). */
 static int endpoint_order_differs(const void *a, const void *b)
 {
     const pool_network_conf_t *x = a, *y = b;
-    if (x->nendpoints != y->nendpoints)
-        return 0; /* endpoints were added or removed: they say so themselves */
-    for (size_t i = 0; i < x->nendpoints; i++)
-        if (strcmp(x->endpoints[i].id, y->endpoints[i].id) != 0)
+    size_t i = 0, k = 0;
+    for (;;) {
+        while (i < x->nendpoints && !has_id(y, x->endpoints[i].id))
+            i++;
+        while (k < y->nendpoints && !has_id(x, y->endpoints[k].id))
+            k++;
+        if (i == x->nendpoints || k == y->nendpoints)
+            return 0;
+        if (strcmp(x->endpoints[i++].id, y->endpoints[k++].id) != 0)
             return 1;
-    return 0;
+    }
 }
 
 #define NET(member) offsetof(pool_network_conf_t, member)

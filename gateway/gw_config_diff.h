@@ -36,7 +36,7 @@ typedef struct gw_change {
 typedef struct gw_config_diff {
     gw_change_t *items;           /* networks first, then endpoints, then settings */
     size_t n;
-    char restart[256];            /* "server.listen (a -> b) needs a restart; ...", "" if none */
+    char restart[480];            /* "server.listen (a -> b) needs a restart; ...", "" if none */
 } gw_config_diff_t;
 
 /* Fills *out (caller disposes it) with what differs from old to new. */
