@@ -7,7 +7,10 @@
  * (the running configuration stays), 504 if the master said nothing in
  * RELOAD_WAIT_MS (the outcome will still be in the feed). The master records
  * the event before it tells this worker to drain, so the answer goes out
- * even when this worker is one that the reload replaces. */
+ * even when this worker is one that the reload replaces. It always is after
+ * a success: the answer waits until this worker drains (it no longer
+ * accepts, the connection closes after the answer), so whatever the client
+ * sends next meets the new configuration. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -19,6 +22,7 @@
 #define RELOAD_WAIT_MS 30000
 #define RELOAD_MAX_WAITING 8      /* per worker; a tag is 8 bits and must not be reused while waited on */
 #define RELOAD_BATCH 32
+#define RELOAD_DRAIN_WAIT_MS 2000 /* after a success, for this worker to start draining */
 
 typedef struct reload_wait {
     admin_t *a;
@@ -28,7 +32,9 @@ typedef struct reload_wait {
     uint64_t deadline_ms;
     uint32_t pid;
     uint8_t tag;
-    int answered;
+    int found;                    /* ev is the answer, held back until this worker drains */
+    uint64_t found_ms;
+    state_event_t ev;
 } reload_wait_t;
 
 static int is_answer(const reload_wait_t *w, const state_event_t *ev)
@@ -45,8 +51,13 @@ static void answer(reload_wait_t *w, int status, const char *what, const state_e
         cJSON_AddItemToObject(o, "event", admin_event_json(ev));
     else
         cJSON_AddStringToObject(o, "error", "the master did not record the reload's outcome in time; see /admin/events");
-    w->answered = 1;
     admin_send_json(w->req, status, o);
+}
+
+static int draining(const admin_t *a)
+{
+    char why[64];
+    return a->conf.ready != NULL && !a->conf.ready(a->conf.data, why, sizeof(why));
 }
 
 /* 1 once the request was answered. */
@@ -54,16 +65,27 @@ static int look(reload_wait_t *w)
 {
     state_event_t evs[RELOAD_BATCH];
     size_t n = 0;
+    if (w->found) {
+        if (!draining(w->a) && sl_now_ms() - w->found_ms < RELOAD_DRAIN_WAIT_MS)
+            return 0;
+        answer(w, 200, "reloaded", &w->ev);
+        return 1;
+    }
     do {
         if (state_events_read(w->a->conf.state, w->since, evs, RELOAD_BATCH, &n) != SL_OK)
             break;
         for (size_t i = 0; i < n; i++) {
             w->since = evs[i].seq;
-            if (is_answer(w, &evs[i])) {
-                int ok = evs[i].kind == STATE_EVENT_CONFIG_RELOADED;
-                answer(w, ok ? 200 : 422, ok ? "reloaded" : "failed", &evs[i]);
+            if (!is_answer(w, &evs[i]))
+                continue;
+            if (evs[i].kind == STATE_EVENT_CONFIG_RELOAD_FAILED) {
+                answer(w, 422, "failed", &evs[i]);
                 return 1;
             }
+            w->found = 1;
+            w->found_ms = sl_now_ms();
+            w->ev = evs[i];
+            return look(w);
         }
     } while (n == RELOAD_BATCH);
     if (sl_now_ms() >= w->deadline_ms) {

@@ -199,6 +199,23 @@ static void shutdown_ctx(h2o_context_t *ctx)
     ctx->globalconf->http1.callbacks.foreach_request(ctx, no_keepalive, NULL);
 }
 
+static int count_connection(h2o_req_t *req, void *data)
+{
+    (void)req;
+    (*(size_t *)data)++;
+    return 0;
+}
+
+/* HTTP/1 connections still open, client and admin. */
+static size_t open_connections(worker_t *w)
+{
+    size_t n = 0;
+    w->conf.http1.callbacks.foreach_request(&w->ctx, count_connection, &n);
+    if (w->args->has_admin)
+        w->admin_conf.http1.callbacks.foreach_request(&w->admin_ctx, count_connection, &n);
+    return n;
+}
+
 /* Stops accepting, lets in-flight requests finish, bounded by the grace period. */
 static void worker_drain(worker_t *w)
 {
@@ -214,9 +231,14 @@ static void worker_drain(worker_t *w)
     if (waiting > 0)
         sl_log_info("draining %llu request(s) in flight (grace %u ms)", (unsigned long long)waiting,
                     cfg->server.shutdown_grace_ms);
+    uint64_t quiet_since = start, served = w->handler->served;
     for (;;) {
         uint64_t now = sl_now_ms();
-        if (w->handler->inflight == 0 && now - start >= DRAIN_LINGER_MS)
+        if (w->handler->served != served) {
+            served = w->handler->served;
+            quiet_since = now;
+        }
+        if (w->handler->inflight == 0 && (now - quiet_since >= DRAIN_LINGER_MS || open_connections(w) == 0))
             break;
         if (now >= deadline) {
             sl_log_warn("grace period over with %llu request(s) still in flight",
