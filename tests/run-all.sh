@@ -4,11 +4,13 @@
 #
 #   1. dependencies (Debian packages, npm packages for the e2e clients)
 #   2. normal build (-Werror), every ctest test: unit, integration, e2e
-#   3. AddressSanitizer + UndefinedBehaviorSanitizer build, every test again
-#   4. libFuzzer smoke: each fuzz target for SLUICE_FUZZ_SECONDS (default 60)
+#   3. deploy/docker-compose.yml run for real with podman (tests/deploy/compose.sh), once
+#   4. AddressSanitizer + UndefinedBehaviorSanitizer build, every test again
+#   5. libFuzzer smoke: each fuzz target for SLUICE_FUZZ_SECONDS (default 60)
 #
-# Environment: SLUICE_SKIP_ASAN=1, SLUICE_SKIP_FUZZ=1 shorten a local run;
-# SLUICE_JOBS (default 2) for the compiler.
+# Environment: SLUICE_SKIP_ASAN=1, SLUICE_SKIP_FUZZ=1, SLUICE_SKIP_COMPOSE=1
+# shorten a local run (CI sets none of them); SLUICE_JOBS (default 2) for the
+# compiler.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -34,6 +36,11 @@ run_suite() {   # build dir, cmake flags...
 
 step "build and test"
 run_suite build
+
+if [ "${SLUICE_SKIP_COMPOSE:-0}" != 1 ]; then
+    step "docker-compose.yml with podman (image build, up, worker kill, down/up, down)"
+    tests/deploy/compose.sh
+fi
 
 if [ "${SLUICE_SKIP_ASAN:-0}" != 1 ]; then
     step "build and test under ASan + UBSan"
