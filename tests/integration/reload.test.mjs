@@ -6,6 +6,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { writeFileSync } from 'node:fs';
+import path from 'node:path';
 import {
   startFake, startSluice, renderConfig, post, call, sleep, waitFor, workerPids,
 } from '../lib/harness.mjs';
@@ -191,6 +192,17 @@ test('POST /admin/reload: token-protected, answers with the outcome; settings th
     assert.equal(r.json.event.reason, 'server.workers (2 -> 3) needs a restart');
     assert.deepEqual((await workerPids(s.child.pid)).sort(), pids.sort());
     assert.deepEqual(((await adminFresh(s, 'GET', '/admin/endpoints', t1)).json).map((e) => e.id), ['a']);
+
+    // valid for --check, but a worker cannot load it: the new workers fail, the old ones never noticed
+    const pem = path.join(s.dir, 'garbage.pem');
+    writeFileSync(pem, 'not a certificate\n');
+    write(s, { ...base, networks: { eth: { endpoints: [{ id: 'a', url: c.url }, { id: 'tls', url: 'https://127.0.0.1:1', tls_ca_file: `"${pem}"` }] } } });
+    r = await adminFresh(s, 'POST', '/admin/reload', t1);
+    assert.equal(r.status, 422, JSON.stringify(r.json));
+    assert.match(r.json.event.reason, /a worker could not start with the new configuration/);
+    assert.deepEqual((await workerPids(s.child.pid)).sort(), pids.sort());
+    assert.deepEqual((await adminFresh(s, 'GET', '/admin/endpoints', t1)).json.map((e) => e.id), ['a']);
+    assert.equal((await post(s.url('eth'), call('eth_chainId'))).status, 200);
 
     // a new admin token: the answer comes from a worker with the old one, the new workers want the new one
     write(s, { ...base, admin: admin(t2) });
