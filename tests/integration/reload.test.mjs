@@ -30,9 +30,13 @@ function startLoad(url, { keepalive = 6, fresh = 2 } = {}) {
   async function keepLoop() {
     while (!stopping) {
       try {
-        const r = await post(url, body);
-        if (r.status === 200 && typeof r.json?.result === 'string') st.ok++;
-        else { st.failed++; note(`${r.status} ${r.text.slice(0, 200)}`); }
+        // a request that hangs is a failure too, not a test that never ends
+        const res = await fetch(url, { method: 'POST', body, headers: { 'content-type': 'application/json' }, signal: AbortSignal.timeout(10000) });
+        const text = await res.text();
+        let json;
+        try { json = JSON.parse(text); } catch { /* counted below */ }
+        if (res.status === 200 && typeof json?.result === 'string') st.ok++;
+        else { st.failed++; note(`${res.status} ${text.slice(0, 200)}`); }
       } catch (e) { st.errors++; note(`socket: ${e.cause?.code || e.message}`); }
     }
   }
@@ -51,6 +55,7 @@ function startLoad(url, { keepalive = 6, fresh = 2 } = {}) {
       res.on('error', (e) => { st.errors++; note(`socket: ${e.code || e.message}`); resolve(); });
     });
     req.on('error', (e) => { st.errors++; note(`socket: ${e.code || e.message}`); resolve(); });
+    req.setTimeout(10000, () => req.destroy(new Error('no answer within 10 s')));
     req.end(body);
   });
   async function freshLoop() { while (!stopping) await freshOnce(); }
