@@ -41,6 +41,6 @@ void gw_reload_done(state_t *st, const gw_reload_req_t *req, const gw_config_dif
 
 /* Worker side: asks the master (the parent process) to reload on behalf of
  * the admin request tagged tag. Returns 0, or -1 (errno set). */
-int gw_reload_request(uint8_t tag);
+SL_MUST_CHECK int gw_reload_request(uint8_t tag);
 
 #endif
