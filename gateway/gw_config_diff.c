@@ -211,8 +211,8 @@ static int credits_differ(const void *a, const void *b)
 {
     const pool_endpoint_conf_t *x = a, *y = b;
     const pool_credits_conf_t *c = &x->credits, *d = &y->credits;
-    return x->has_credits != y->has_credits || c->per_second != d->per_second || c->per_minute != d->per_minute ||
-           c->per_day != d->per_day || c->per_month != d->per_month || c->month_reset_day != d->month_reset_day;
+    return x->has_credits != y->has_credits || memcmp(c->limit, d->limit, sizeof(c->limit)) != 0 ||
+           c->month_reset_day != d->month_reset_day;
 }
 
 #define EP(member) offsetof(pool_endpoint_conf_t, member)

@@ -10,7 +10,7 @@
 
 #include "base/sl_secret.h"
 #include "gateway/gw_config_int.h"
-#include "policy/url.h"
+#include "wire/url.h"
 
 #define NFIELDS(t) (sizeof(t) / sizeof((t)[0]))
 
@@ -52,12 +52,12 @@ static void ep_url(gw_cfg_t *c, yaml_node_t *n, void *target)
     char *s = NULL;
     if (gw_cfg_str(c, n, &s) != SL_OK)
         return;
-    policy_url_each_secret(s, add_secret, NULL);
-    const char *why = policy_url_parse_error(s);
+    wire_url_each_secret(s, add_secret, NULL);
+    const char *why = wire_url_parse_error(s);
     if (why != NULL)
         gw_cfg_error(c, gw_cfg_line(n), "invalid url: %s", why);
     set_str(&ep->url, s);
-    set_str(&ep->url_redacted, policy_url_redact(s));
+    set_str(&ep->url_redacted, wire_url_redact(s));
 }
 
 static void ep_tls_ca_file(gw_cfg_t *c, yaml_node_t *n, void *target)
@@ -146,10 +146,10 @@ static void ep_cost_profile(gw_cfg_t *c, yaml_node_t *n, void *target)
 }
 
 static const gw_cfg_field_t credit_fields[] = {
-    {"per_second", GW_CFG_U64, offsetof(pool_credits_conf_t, per_second), 0, UINT64_MAX},
-    {"per_minute", GW_CFG_U64, offsetof(pool_credits_conf_t, per_minute), 0, UINT64_MAX},
-    {"per_day", GW_CFG_U64, offsetof(pool_credits_conf_t, per_day), 0, UINT64_MAX},
-    {"per_month", GW_CFG_U64, offsetof(pool_credits_conf_t, per_month), 0, UINT64_MAX},
+    {"per_second", GW_CFG_U64, offsetof(pool_credits_conf_t, limit[POLICY_CREDIT_SECOND]), 0, UINT64_MAX},
+    {"per_minute", GW_CFG_U64, offsetof(pool_credits_conf_t, limit[POLICY_CREDIT_MINUTE]), 0, UINT64_MAX},
+    {"per_day", GW_CFG_U64, offsetof(pool_credits_conf_t, limit[POLICY_CREDIT_DAY]), 0, UINT64_MAX},
+    {"per_month", GW_CFG_U64, offsetof(pool_credits_conf_t, limit[POLICY_CREDIT_MONTH]), 0, UINT64_MAX},
     {"month_reset_day", GW_CFG_U32, offsetof(pool_credits_conf_t, month_reset_day), 1, 28},
 };
 

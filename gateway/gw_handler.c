@@ -121,7 +121,7 @@ static size_t collect_items(gw_req_t *g)
         pool_item_t *it = &g->items[k];
         it->raw = body + m->raw.off;
         it->raw_len = m->raw.len;
-        it->id = m->id.len ? (policy_span_t){m->id.off - m->raw.off, m->id.len} : (policy_span_t){0, 0};
+        it->id = m->id.len ? (wire_span_t){m->id.off - m->raw.off, m->id.len} : (wire_span_t){0, 0};
         it->method = m->method;
         it->name = m->name;
         it->name_len = (uint32_t)strlen(m->name);
@@ -180,7 +180,7 @@ static int admit(gw_req_t *g, const char *body)
     snprintf(data, sizeof(data), "{\"scope\":\"client\",\"retry_after_ms\":%llu,\"bucket\":\"%s\",\"limit\":%u,\"window_s\":%u}",
              (unsigned long long)g->limit.retry_after_ms, policy_bucket_name(g->limit.bucket), g->limit.limit,
              g->limit.window_s);
-    policy_span_t id = g->rpc.kind == GW_RPC_SINGLE ? g->rpc.members[0].id : (policy_span_t){0, 0};
+    wire_span_t id = g->rpc.kind == GW_RPC_SINGLE ? g->rpc.members[0].id : (wire_span_t){0, 0};
     gw_rpc_error(&r->out, body, id, GW_RPC_LIMIT_EXCEEDED, msg, data);
     r->body = r->out.base;
     r->len = r->out.len;
@@ -232,7 +232,7 @@ static int http_error(gw_req_t *g, int status, int code, const char *message)
     g->have_reply = 1;
     g->reply.status = status;
     g->reply.outcome = "refused";
-    gw_rpc_error(out, "", (policy_span_t){0, 0}, code, message, NULL);
+    gw_rpc_error(out, "", (wire_span_t){0, 0}, code, message, NULL);
     g->reply.body = out->base;
     g->reply.len = out->len;
     send_reply(g);

@@ -14,10 +14,8 @@ static void record(state_t *st, state_event_kind_t kind, const gw_reload_req_t *
                    uint64_t took_ms, const char *reason)
 {
     state_event_t ev;
-    memset(&ev, 0, sizeof(ev));
-    ev.ts_ms = sl_wall_ms();
-    ev.kind = (uint8_t)kind;
-    ev.pid = req->pid;
+    state_event_init(&ev, kind, NULL, NULL, sl_wall_ms());
+    ev.pid = req->pid; /* the requester's: its admin route waits for this event */
     ev.from = req->tag;
     ev.count = count;
     ev.duration_ms = took_ms;

@@ -37,6 +37,9 @@ static const outcome_row_t outcomes[] = {
                                "upstream timeout: the request deadline (timeouts.request_ms) ran out"},
 };
 
+/* Endpoints are named by id only: a client learns nothing of the upstreams'
+ * hosts, addresses or ports (the redacted URL is in the access log and the
+ * admin view, for operators). */
 static void append_attempts(sl_buf_t *b, const pool_call_t *call)
 {
     size_t n;
@@ -44,11 +47,8 @@ static void append_attempts(sl_buf_t *b, const pool_call_t *call)
     sl_buf_append_str(b, "\"attempts\":[");
     for (size_t i = 0; i < n; i++) {
         const char *id = pool_call_endpoint_id(call, log[i].endpoint);
-        const char *url = pool_call_endpoint_url(call, log[i].endpoint);
         sl_buf_append_str(b, i ? ",{\"endpoint\":" : "{\"endpoint\":");
         sl_buf_append_json_str(b, id, strlen(id));
-        sl_buf_append_str(b, ",\"url\":");
-        sl_buf_append_json_str(b, url, strlen(url));
         if (log[i].http_status != 0)
             sl_buf_printf(b, ",\"status\":%u", (unsigned)log[i].http_status);
         const char *what = log[i].fail != POOL_FAIL_NONE ? pool_fail_str(log[i].fail) : "answered";
@@ -90,10 +90,10 @@ static int answer_leaks(const pool_item_t *it)
 static int scrub_from(sl_buf_t *out, size_t from)
 {
     sl_buf_t clean = SL_BUF_INIT;
-    policy_envelope_t env;
+    wire_envelope_t env;
     sl_secret_scrub(&clean, out->base + from, out->len - from);
     out->len = from;
-    int ok = policy_envelope_scan(clean.base, clean.len, &env) == SL_OK;
+    int ok = wire_envelope_scan(clean.base, clean.len, &env) == SL_OK;
     if (ok)
         sl_buf_append(out, clean.base, clean.len);
     sl_buf_dispose(&clean);
@@ -227,7 +227,7 @@ void gw_reply_build(gw_reply_t *r, const char *body, const gw_rpc_request_t *rpc
     r->status = 200;
     r->outcome = "ok";
     if (rpc->kind == GW_RPC_REJECT) {
-        gw_rpc_error(&r->out, body, (policy_span_t){0, 0}, rpc->reject_code, rpc->reject_msg, NULL);
+        gw_rpc_error(&r->out, body, (wire_span_t){0, 0}, rpc->reject_code, rpc->reject_msg, NULL);
         r->outcome = "invalid";
     } else if (rpc->kind == GW_RPC_SINGLE) {
         build_single(r, body, &rpc->members[0], nitems ? &items[0] : NULL, call);

@@ -4,28 +4,28 @@
 #include <string.h>
 
 /* Checks one request object at span m of body and fills *mb. */
-static void parse_member(const char *body, policy_span_t m, const gw_rpc_limits_t *lim, gw_member_t *mb)
+static void parse_member(const char *body, wire_span_t m, const gw_rpc_limits_t *lim, gw_member_t *mb)
 {
     memset(mb, 0, sizeof(*mb));
     mb->raw = m;
     mb->status = GW_MEMBER_INVALID;
-    if (policy_json_kind(body, m) != POLICY_JSON_OBJECT) {
+    if (wire_json_kind(body, m) != WIRE_JSON_OBJECT) {
         mb->error = "invalid request: a batch member must be a JSON object";
         return;
     }
-    policy_envelope_t env;
-    if (policy_envelope_scan(body + m.off, m.len, &env) != SL_OK) {
+    wire_envelope_t env;
+    if (wire_envelope_scan(body + m.off, m.len, &env) != SL_OK) {
         mb->error = "invalid request: a member name is repeated or ambiguous (a name twice, even escaped, or in another case)";
         return;
     }
     /* spans are relative to the member: make them relative to the body */
-    policy_span_t *spans[] = {&env.jsonrpc, &env.id, &env.method, &env.params};
+    wire_span_t *spans[] = {&env.jsonrpc, &env.id, &env.method, &env.params};
     for (size_t i = 0; i < sizeof(spans) / sizeof(spans[0]); i++)
         if (spans[i]->len != 0)
             spans[i]->off += m.off;
 
-    policy_json_kind_t idk = policy_json_kind(body, env.id);
-    if (env.id.len != 0 && idk != POLICY_JSON_STRING && idk != POLICY_JSON_NUMBER && idk != POLICY_JSON_NULL) {
+    wire_json_kind_t idk = wire_json_kind(body, env.id);
+    if (env.id.len != 0 && idk != WIRE_JSON_STRING && idk != WIRE_JSON_NUMBER && idk != WIRE_JSON_NULL) {
         mb->error = "invalid request: \"id\" must be a string, a number or null";
         return;
     }
@@ -34,23 +34,23 @@ static void parse_member(const char *body, policy_span_t m, const gw_rpc_limits_
         mb->error = "invalid request: \"jsonrpc\" must be \"2.0\"";
         return;
     }
-    if (policy_json_kind(body, env.method) != POLICY_JSON_STRING) {
+    if (wire_json_kind(body, env.method) != WIRE_JSON_STRING) {
         mb->error = "invalid request: \"method\" must be a string";
         return;
     }
-    if (policy_json_string(body, env.method, mb->name, sizeof(mb->name)) != SL_OK) {
+    if (wire_json_string(body, env.method, mb->name, sizeof(mb->name)) != SL_OK) {
         mb->error = "invalid request: \"method\" is too long";
         mb->name[0] = '\0';
         return;
     }
     size_t nlen = strlen(mb->name);
-    if (nlen == 0 || policy_json_has_nul(body, env.method)) {
+    if (nlen == 0 || wire_json_has_nul(body, env.method)) {
         mb->error = "invalid request: \"method\" must be a non-empty name";
         mb->name[0] = '\0';
         return;
     }
-    policy_json_kind_t pk = policy_json_kind(body, env.params);
-    if (env.params.len != 0 && pk != POLICY_JSON_ARRAY && pk != POLICY_JSON_OBJECT) {
+    wire_json_kind_t pk = wire_json_kind(body, env.params);
+    if (env.params.len != 0 && pk != WIRE_JSON_ARRAY && pk != WIRE_JSON_OBJECT) {
         mb->error = "invalid request: \"params\" must be an array or an object";
         return;
     }
@@ -80,8 +80,8 @@ static void parse_batch(const char *body, size_t len, const gw_rpc_limits_t *lim
                         void *alloc_ctx, gw_rpc_request_t *out)
 {
     size_t max = lim->max_batch, n = 0;
-    policy_span_t *spans = alloc(alloc_ctx, (max + 1) * sizeof(*spans));
-    sl_err_t err = policy_envelope_scan_array(body, len, spans, max, &n);
+    wire_span_t *spans = alloc(alloc_ctx, (max + 1) * sizeof(*spans));
+    sl_err_t err = wire_envelope_scan_array(body, len, spans, max, &n);
     if (err == SL_ERR_TOO_LARGE) {
         char msg[128];
         snprintf(msg, sizeof(msg), "invalid request: a batch may hold at most %u calls (server.max_batch)",
@@ -108,9 +108,9 @@ void gw_rpc_parse(const char *body, size_t len, const gw_rpc_limits_t *lim, gw_r
                   gw_rpc_request_t *out)
 {
     memset(out, 0, sizeof(*out));
-    policy_json_kind_t kind;
-    policy_span_t value;
-    sl_err_t err = policy_json_validate(body, len, &kind, &value);
+    wire_json_kind_t kind;
+    wire_span_t value;
+    sl_err_t err = wire_json_validate(body, len, &kind, &value);
     if (err == SL_ERR_TOO_DEEP) {
         reject(out, GW_RPC_PARSE_ERROR, "parse error: JSON nested too deeply");
         return;
@@ -121,11 +121,11 @@ void gw_rpc_parse(const char *body, size_t len, const gw_rpc_limits_t *lim, gw_r
                                        : "parse error: the body is not valid JSON");
         return;
     }
-    if (kind == POLICY_JSON_ARRAY) {
+    if (kind == WIRE_JSON_ARRAY) {
         parse_batch(body, len, lim, alloc, alloc_ctx, out);
         return;
     }
-    if (kind != POLICY_JSON_OBJECT) {
+    if (kind != WIRE_JSON_OBJECT) {
         reject(out, GW_RPC_INVALID_REQUEST, "invalid request: expected a JSON object or an array of them");
         return;
     }
@@ -135,7 +135,7 @@ void gw_rpc_parse(const char *body, size_t len, const gw_rpc_limits_t *lim, gw_r
     parse_member(body, value, lim, &out->members[0]);
 }
 
-void gw_rpc_error(sl_buf_t *out, const char *body, policy_span_t id, int code, const char *message,
+void gw_rpc_error(sl_buf_t *out, const char *body, wire_span_t id, int code, const char *message,
                   const char *data_json)
 {
     sl_buf_append_str(out, "{\"jsonrpc\":\"2.0\",\"id\":");
@@ -152,8 +152,8 @@ void gw_rpc_error(sl_buf_t *out, const char *body, policy_span_t id, int code, c
     sl_buf_append_str(out, "}}");
 }
 
-void gw_rpc_splice_id(sl_buf_t *out, const char *answer, size_t len, policy_span_t answer_id, const char *body,
-                      policy_span_t id)
+void gw_rpc_splice_id(sl_buf_t *out, const char *answer, size_t len, wire_span_t answer_id, const char *body,
+                      wire_span_t id)
 {
     sl_buf_append(out, answer, answer_id.off);
     if (id.len != 0)

@@ -1,6 +1,6 @@
 /* gateway/gw_rpc.h: a client's JSON-RPC 2.0 body, checked to the letter.
  *
- * Parsing works on byte spans (policy/envelope.h), never on a re-serialised
+ * Parsing works on byte spans (wire/envelope.h), never on a re-serialised
  * tree, so a member is forwarded exactly as the client wrote it and its id
  * is echoed exactly (big numbers stay intact). Pure: no I/O. */
 #ifndef GW_RPC_H
@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "base/sl_buf.h"
-#include "policy/envelope.h"
+#include "wire/envelope.h"
 #include "policy/method.h"
 
 #define GW_RPC_PARSE_ERROR -32700
@@ -34,8 +34,8 @@ typedef enum gw_member_status {
 
 typedef struct gw_member {
     gw_member_status_t status;
-    policy_span_t raw;            /* the member's bytes in the body */
-    policy_span_t id;             /* id value in the body; len 0 = none / not echoable */
+    wire_span_t raw;            /* the member's bytes in the body */
+    wire_span_t id;             /* id value in the body; len 0 = none / not echoable */
     uint8_t notification;         /* a valid request without "id": gets no answer */
     const policy_method_t *method; /* FORWARD and BLOCKED */
     char name[GW_RPC_METHOD_MAX]; /* method name ("" if absent or not a string) */
@@ -69,12 +69,12 @@ void gw_rpc_parse(const char *body, size_t len, const gw_rpc_limits_t *lim, gw_r
 
 /* Appends {"jsonrpc":"2.0","id":<id>,"error":{"code":..,"message":..[,"data":<data_json>]}}.
  * id is the span in body (len 0 writes null); data_json is raw JSON or NULL. */
-void gw_rpc_error(sl_buf_t *out, const char *body, policy_span_t id, int code, const char *message,
+void gw_rpc_error(sl_buf_t *out, const char *body, wire_span_t id, int code, const char *message,
                   const char *data_json);
 
 /* Appends answer[0..len) with its id (span answer_id) replaced by the
  * client's id bytes (body, span id). */
-void gw_rpc_splice_id(sl_buf_t *out, const char *answer, size_t len, policy_span_t answer_id, const char *body,
-                      policy_span_t id);
+void gw_rpc_splice_id(sl_buf_t *out, const char *answer, size_t len, wire_span_t answer_id, const char *body,
+                      wire_span_t id);
 
 #endif

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "policy/json_scan_int.h"
+#include "wire/json_scan.h"
 
 static const char *const verdict_names[POLICY_VERDICT_COUNT] = {
 #define POLICY_VERDICT_NAME_(name, msg) [POLICY_VERDICT_##name] = #name,
@@ -294,21 +294,21 @@ static int equals_trimmed(const char *msg, const char *want)
 
 /* The value of member `key` of the JSON object at span obj of buf, or {0, 0}.
  * Keys compare on raw bytes (a key written with escapes never matches). The
- * span came from policy_envelope_error, so the object is already validated. */
-static policy_span_t object_member(const char *buf, policy_span_t obj, const char *key)
+ * span came from wire_envelope_error, so the object is already validated. */
+static wire_span_t object_member(const char *buf, wire_span_t obj, const char *key)
 {
-    static const policy_span_t none = {0, 0};
-    if (buf == NULL || policy_json_kind(buf, obj) != POLICY_JSON_OBJECT)
+    static const wire_span_t none = {0, 0};
+    if (buf == NULL || wire_json_kind(buf, obj) != WIRE_JSON_OBJECT)
         return none;
-    json_scan_t s;
-    json_scan_init(&s, buf, obj.off, obj.len);
-    if (json_scan_open(&s, '{') != SL_OK)
+    wire_scan_t s;
+    wire_scan_init(&s, buf, obj.off, obj.len);
+    if (wire_scan_open(&s, '{') != SL_OK)
         return none;
     size_t klen = strlen(key);
     int first = 1, more = 0;
-    while (json_scan_next(&s, &first, &more) == SL_OK && more) {
-        policy_span_t k, v;
-        if (json_scan_key(&s, &k) != SL_OK || json_scan_colon(&s) != SL_OK || json_scan_value(&s, &v) != SL_OK)
+    while (wire_scan_next(&s, &first, &more) == SL_OK && more) {
+        wire_span_t k, v;
+        if (wire_scan_key(&s, &k) != SL_OK || wire_scan_colon(&s) != SL_OK || wire_scan_value(&s, &v) != SL_OK)
             return none;
         if (k.len == klen + 2 && memcmp(buf + k.off + 1, key, klen) == 0)
             return v;
@@ -316,16 +316,16 @@ static policy_span_t object_member(const char *buf, policy_span_t obj, const cha
     return none;
 }
 
-static int data_member_is(const char *buf, const policy_rpc_error_t *err, const char *key, const char *want)
+static int data_member_is(const char *buf, const wire_rpc_error_t *err, const char *key, const char *want)
 {
-    policy_span_t v = object_member(buf, err->data, key);
+    wire_span_t v = object_member(buf, err->data, key);
     char text[64];
-    return policy_json_kind(buf, v) == POLICY_JSON_STRING && policy_json_string(buf, v, text, sizeof text) == SL_OK &&
+    return wire_json_kind(buf, v) == WIRE_JSON_STRING && wire_json_string(buf, v, text, sizeof text) == SL_OK &&
            strcmp(text, want) == 0;
 }
 
 static int rule_matches(const policy_verdict_rule_t *r, const policy_method_t *method, int http_status,
-                        const policy_rpc_error_t *err, const char *buf)
+                        const wire_rpc_error_t *err, const char *buf)
 {
     if (r->coded && (!err->has_code || err->code < r->code_lo || err->code > r->code_hi))
         return 0;
@@ -349,10 +349,10 @@ static int rule_matches(const policy_verdict_rule_t *r, const policy_method_t *m
 /* Infura's legacy -32005 carries data.backoff_seconds (a JSON number, e.g.
  * 30.0). Read as decimal digits: a sign or an exponent gives no hint, nor
  * does anything over a day. */
-static uint32_t backoff_hint_ms(const policy_rpc_error_t *err, const char *buf)
+static uint32_t backoff_hint_ms(const wire_rpc_error_t *err, const char *buf)
 {
-    policy_span_t v = object_member(buf, err->data, "backoff_seconds");
-    if (policy_json_kind(buf, v) != POLICY_JSON_NUMBER)
+    wire_span_t v = object_member(buf, err->data, "backoff_seconds");
+    if (wire_json_kind(buf, v) != WIRE_JSON_NUMBER)
         return 0;
     const char *p = buf + v.off, *end = p + v.len;
     uint32_t whole = 0, frac_ms = 0;
@@ -368,7 +368,7 @@ static uint32_t backoff_hint_ms(const policy_rpc_error_t *err, const char *buf)
 }
 
 policy_verdict_t policy_verdict_rpc_error_rule(policy_chain_t chain, const policy_method_t *method, int http_status,
-                                               const policy_rpc_error_t *err, const char *buf, uint32_t *retry_after_ms,
+                                               const wire_rpc_error_t *err, const char *buf, uint32_t *retry_after_ms,
                                                size_t *rule)
 {
     *retry_after_ms = 0;
@@ -389,7 +389,7 @@ policy_verdict_t policy_verdict_rpc_error_rule(policy_chain_t chain, const polic
 }
 
 policy_verdict_t policy_verdict_rpc_error(policy_chain_t chain, const policy_method_t *method, int http_status,
-                                          const policy_rpc_error_t *err, const char *buf, uint32_t *retry_after_ms)
+                                          const wire_rpc_error_t *err, const char *buf, uint32_t *retry_after_ms)
 {
     size_t rule;
     return policy_verdict_rpc_error_rule(chain, method, http_status, err, buf, retry_after_ms, &rule);

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "policy/chain.h"
-#include "policy/envelope.h"
+#include "wire/envelope.h"
 #include "policy/method.h"
 
 #define POLICY_VERDICT_MAP(X)                                                             \
@@ -47,7 +47,7 @@ policy_verdict_t policy_verdict_http(policy_chain_t chain, int http_status);
  * RATE_LIMITED (0 if none). ALREADY_KNOWN and NONCE_TOO_LOW are only given for
  * WRITE methods; other methods get DETERMINISTIC for the same answers. */
 policy_verdict_t policy_verdict_rpc_error(policy_chain_t chain, const policy_method_t *method, int http_status,
-                                          const policy_rpc_error_t *err, const char *buf, uint32_t *retry_after_ms);
+                                          const wire_rpc_error_t *err, const char *buf, uint32_t *retry_after_ms);
 
 /* One row of a chain's rule table. A row matches when every condition it sets
  * holds; the first matching row gives the verdict. Public for the table tests
@@ -75,7 +75,7 @@ const policy_verdict_rule_t *policy_verdict_rules(policy_chain_t chain, size_t *
  * in policy_verdict_rules(chain) (the table's length if none decided), for
  * logs and the table tests. */
 policy_verdict_t policy_verdict_rpc_error_rule(policy_chain_t chain, const policy_method_t *method, int http_status,
-                                               const policy_rpc_error_t *err, const char *buf, uint32_t *retry_after_ms,
+                                               const wire_rpc_error_t *err, const char *buf, uint32_t *retry_after_ms,
                                                size_t *rule);
 
 #endif

@@ -15,7 +15,7 @@
 #include <h2o.h>
 
 #include "base/sl_err.h"
-#include "policy/envelope.h"
+#include "wire/envelope.h"
 #include "policy/method.h"
 #include "policy/verdict.h"
 #include "pool/pool_conf.h"
@@ -68,6 +68,7 @@ typedef enum pool_item_state {
     POOL_ITEM_PENDING,
     POOL_ITEM_ANSWERED,       /* answer holds the upstream's JSON-RPC response object */
     POOL_ITEM_FAILED,         /* fail_* says why; the gateway writes the error */
+    POOL_ITEM_STATE_COUNT
 } pool_item_state_t;
 
 /* How a failed item failed, from all its attempts. */
@@ -86,7 +87,7 @@ typedef enum pool_outcome {
 typedef struct pool_item {
     const char *raw;              /* the member object as the client sent it */
     uint32_t raw_len;
-    policy_span_t id;             /* id value, relative to raw; len 0 = notification */
+    wire_span_t id;             /* id value, relative to raw; len 0 = notification */
     const policy_method_t *method;
     const char *name;             /* the method name (for its credit cost) */
     uint32_t name_len;
@@ -96,7 +97,7 @@ typedef struct pool_item {
     policy_verdict_t verdict;     /* ANSWERED: SUCCESS, DETERMINISTIC, or the fallback's */
     const char *answer;           /* ANSWERED: the response object */
     uint32_t answer_len;
-    policy_span_t answer_id;      /* id value inside answer, relative to answer */
+    wire_span_t answer_id;      /* id value inside answer, relative to answer */
     int16_t endpoint;             /* index of the endpoint that answered, -1 if none */
     uint32_t retry_after_ms;      /* RATE_LIMITED: the earliest time an endpoint frees up */
     uint8_t fail_seen;            /* bit per POOL_FAIL_F_* kind of failure + private bits */
@@ -160,20 +161,6 @@ uint32_t pool_call_attempts(const pool_call_t *call);
 const pool_attempt_rec_t *pool_call_log(const pool_call_t *call, size_t *n);
 const char *pool_call_endpoint_id(const pool_call_t *call, int endpoint);
 const char *pool_call_endpoint_url(const pool_call_t *call, int endpoint);   /* redacted */
-
-/* Re-evaluates how many endpoints of a network are usable (breaker closed,
- * not drained) from shared state, and records redundancy_low / network_down /
- * network_up events when that level changed. Any process may call it (the
- * admin API after a drain). Returns the level: 0 down, 1 low, 2 redundant. */
-uint8_t pool_network_level_check(const pool_network_conf_t *conf, state_t *st);
-
-/* Start and end (wall ms) of credit window w (0 second, 1 minute, 2 day,
- * 3 month: UTC calendar months starting on reset_day) that holds now. */
-void pool_credit_window(int w, uint64_t now, uint32_t reset_day, uint64_t *start, uint64_t *end);
-#define POOL_CREDIT_WINDOWS 4      /* second, minute, day, month */
-/* Window w's budget (0: none) and name ("second" ... "month"). */
-uint64_t pool_credit_budget(const pool_credits_conf_t *c, int w);
-const char *pool_credit_window_name(int w);
 
 /* Worker shutdown: closes idle upstream connections. */
 void pool_close_idle(pool_t *pool);

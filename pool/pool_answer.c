@@ -1,9 +1,10 @@
 /* pool/pool_answer.c: turning one attempt's outcome into per-item state.
  *
- * The body is never parsed into a tree: policy/envelope.h finds each
+ * The body is never parsed into a tree: wire/envelope.h finds each
  * member's bytes and id, and only an "error" member is decoded for the
  * verdict. A write that may have reached an upstream is settled as an
  * ambiguous failure instead of being sent anywhere else. */
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -40,6 +41,25 @@ static const state_outcome_t verdict_outcome[POLICY_VERDICT_COUNT] = {
     [POLICY_VERDICT_NONCE_TOO_LOW] = STATE_OUTCOME_DETERMINISTIC,
 };
 
+/* edges[from][to] of an item's machine */
+static const uint8_t item_edges[POOL_ITEM_STATE_COUNT][POOL_ITEM_STATE_COUNT] = {
+    [POOL_ITEM_PENDING] = {[POOL_ITEM_ANSWERED] = 1, [POOL_ITEM_FAILED] = 1},
+};
+
+int pool_item_edge_allowed(pool_item_state_t from, pool_item_state_t to)
+{
+    return (unsigned)from < POOL_ITEM_STATE_COUNT && (unsigned)to < POOL_ITEM_STATE_COUNT && item_edges[from][to];
+}
+
+void pool_item_settle(pool_item_t *it, pool_item_state_t to)
+{
+    if (!pool_item_edge_allowed(it->state, to)) {
+        sl_log_error("bug: call item moved from state %d to %d", (int)it->state, (int)to);
+        abort();
+    }
+    it->state = to;
+}
+
 static void note_outcome(answer_ctx_t *a, state_outcome_t o)
 {
     if (outcome_rank[o] > outcome_rank[a->res->outcome])
@@ -57,7 +77,7 @@ static int settle_if_ambiguous_write(pool_call_t *call, pool_item_t *it, int amb
 {
     if (!ambiguous || !item_is_write(it) || call->net->conf->resend_writes)
         return 0;
-    it->state = POOL_ITEM_FAILED;
+    pool_item_settle(it, POOL_ITEM_FAILED);
     it->outcome = POOL_OUTCOME_AMBIGUOUS_WRITE;
     return 1;
 }
@@ -94,7 +114,7 @@ void pool_answer_fail_transport(pool_call_t *call, pool_exchange_t *ex)
 /* Applies a verdict to one item. ans/ans_len/ans_id describe its response
  * object inside the body (NULL when the verdict came from HTTP alone). */
 static void item_verdict(answer_ctx_t *a, pool_item_t *it, policy_verdict_t v, uint32_t retry_ms, const char *ans,
-                         size_t ans_len, policy_span_t ans_id)
+                         size_t ans_len, wire_span_t ans_id)
 {
     int ep = a->ex->ep->index;
     note_outcome(a, verdict_outcome[v]);
@@ -131,7 +151,7 @@ static void item_verdict(answer_ctx_t *a, pool_item_t *it, policy_verdict_t v, u
     case POLICY_VERDICT_DETERMINISTIC:
     as_is:
         it->verdict = v == POLICY_VERDICT_SUCCESS ? v : POLICY_VERDICT_DETERMINISTIC;
-        it->state = POOL_ITEM_ANSWERED;
+        pool_item_settle(it, POOL_ITEM_ANSWERED);
         it->answer = ans;
         it->answer_len = (uint32_t)ans_len;
         it->answer_id = ans_id;
@@ -175,7 +195,7 @@ static void all_sent(answer_ctx_t *a, policy_verdict_t v, uint32_t retry_ms)
     for (size_t i = 0; i < call->nsent; i++) {
         pool_item_t *it = &call->items[call->sent[i]];
         if (it->state == POOL_ITEM_PENDING)
-            item_verdict(a, it, v, retry_ms, NULL, 0, (policy_span_t){0, 0});
+            item_verdict(a, it, v, retry_ms, NULL, 0, (wire_span_t){0, 0});
     }
 }
 
@@ -191,20 +211,20 @@ static void all_sent_failed(answer_ctx_t *a, pool_fail_t fail)
 }
 
 /* Verdict of one response object (already scanned). */
-static policy_verdict_t object_verdict(answer_ctx_t *a, const pool_item_t *it, const policy_envelope_t *env,
+static policy_verdict_t object_verdict(answer_ctx_t *a, const pool_item_t *it, const wire_envelope_t *env,
                                        uint32_t *retry_ms)
 {
     *retry_ms = 0;
     if (env->error.len == 0)
         return a->status >= 200 && a->status < 300 ? POLICY_VERDICT_SUCCESS
                                                    : policy_verdict_http(a->call->net->conf->chain, a->status);
-    policy_rpc_error_t err;
-    if (policy_envelope_error(a->body, env->error, &err) != SL_OK)
+    wire_rpc_error_t err;
+    if (wire_envelope_error(a->body, env->error, &err) != SL_OK)
         return POLICY_VERDICT_TRANSIENT;
     return policy_verdict_rpc_error(a->call->net->conf->chain, it->method, a->status, &err, a->body, retry_ms);
 }
 
-static int envelope_ok(const policy_envelope_t *env)
+static int envelope_ok(const wire_envelope_t *env)
 {
     /* exactly one of result / error, as JSON-RPC 2.0 requires */
     return (env->result.len != 0) != (env->error.len != 0);
@@ -214,8 +234,8 @@ static void apply_single(answer_ctx_t *a)
 {
     pool_call_t *call = a->call;
     pool_item_t *it = &call->items[call->sent[0]];
-    policy_envelope_t env;
-    if (policy_envelope_scan(a->body, a->len, &env) != SL_OK || !envelope_ok(&env)) {
+    wire_envelope_t env;
+    if (wire_envelope_scan(a->body, a->len, &env) != SL_OK || !envelope_ok(&env)) {
         if (a->status >= 200 && a->status < 300)
             all_sent_failed(a, POOL_FAIL_BAD_JSON);
         else
@@ -223,8 +243,8 @@ static void apply_single(answer_ctx_t *a)
         return;
     }
     static const char zero[] = "0";
-    int same = it->id.len != 0 ? policy_json_id_equal(a->body, env.id, it->raw, it->id)
-                               : policy_json_id_equal(a->body, env.id, zero, (policy_span_t){0, 1});
+    int same = it->id.len != 0 ? wire_json_id_equal(a->body, env.id, it->raw, it->id)
+                               : wire_json_id_equal(a->body, env.id, zero, (wire_span_t){0, 1});
     if (!same) {
         all_sent_failed(a, POOL_FAIL_WRONG_ID);
         return;
@@ -237,8 +257,8 @@ static void apply_single(answer_ctx_t *a)
 /* A batch answered with one object: the upstream refused the batch itself. */
 static void apply_batch_object(answer_ctx_t *a)
 {
-    policy_envelope_t env;
-    if (policy_envelope_scan(a->body, a->len, &env) != SL_OK || env.error.len == 0) {
+    wire_envelope_t env;
+    if (wire_envelope_scan(a->body, a->len, &env) != SL_OK || env.error.len == 0) {
         all_sent_failed(a, POOL_FAIL_BAD_JSON);
         return;
     }
@@ -249,13 +269,13 @@ static void apply_batch_object(answer_ctx_t *a)
     all_sent(a, v, retry_ms);
 }
 
-static void apply_batch_member(answer_ctx_t *a, policy_span_t m, uint8_t *seen)
+static void apply_batch_member(answer_ctx_t *a, wire_span_t m, uint8_t *seen)
 {
     pool_call_t *call = a->call;
-    policy_envelope_t env;
+    wire_envelope_t env;
     int64_t idx;
-    if (policy_envelope_scan(a->body + m.off, m.len, &env) != SL_OK || !envelope_ok(&env) || env.id.len == 0 ||
-        policy_json_int64(a->body + m.off, env.id, &idx) != SL_OK || idx < 0 || (uint64_t)idx >= call->nitems ||
+    if (wire_envelope_scan(a->body + m.off, m.len, &env) != SL_OK || !envelope_ok(&env) || env.id.len == 0 ||
+        wire_json_int64(a->body + m.off, env.id, &idx) != SL_OK || idx < 0 || (uint64_t)idx >= call->nitems ||
         !seen[idx] || seen[idx] == 2)
         return; /* not one of ours: the item stays pending */
     seen[idx] = 2;
@@ -281,9 +301,9 @@ static void apply_batch(answer_ctx_t *a)
         return;
     }
     size_t max = call->nsent + 8, n = 0;
-    policy_span_t *spans = sl_xmalloc(max * sizeof(*spans));
+    wire_span_t *spans = sl_xmalloc(max * sizeof(*spans));
     uint8_t *seen = sl_xcalloc(call->nitems, 1);
-    if (policy_envelope_scan_array(a->body, a->len, spans, max, &n) != SL_OK) {
+    if (wire_envelope_scan_array(a->body, a->len, spans, max, &n) != SL_OK) {
         all_sent_failed(a, POOL_FAIL_BAD_JSON);
         goto cleanup;
     }
@@ -351,10 +371,10 @@ void pool_answer_exhaust(pool_call_t *call, pool_outcome_t forced)
         if (it->state != POOL_ITEM_PENDING)
             continue;
         if (it->answer != NULL) {
-            it->state = POOL_ITEM_ANSWERED;
+            pool_item_settle(it, POOL_ITEM_ANSWERED);
             continue;
         }
-        it->state = POOL_ITEM_FAILED;
+        pool_item_settle(it, POOL_ITEM_FAILED);
         it->outcome = forced != POOL_OUTCOME_OK ? forced : item_outcome(call, it);
     }
 }

@@ -298,11 +298,11 @@ static void on_verify_done(pool_exchange_t *ex)
     for (size_t i = 0; i < call->nitems && it == NULL; i++)
         if (call->items[i].verify)
             it = &call->items[i];
-    policy_envelope_t env;
+    wire_envelope_t env;
     const char *body = ex->body.base ? ex->body.base : "";
     int found = ex->fail == POOL_FAIL_NONE && ex->head.status >= 200 && ex->head.status < 300 &&
-                policy_envelope_scan(body, ex->body.len, &env) == SL_OK &&
-                policy_json_kind(body, env.result) == POLICY_JSON_OBJECT;
+                wire_envelope_scan(body, ex->body.len, &env) == SL_OK &&
+                wire_json_kind(body, env.result) == WIRE_JSON_OBJECT;
     log_attempt(call, ex->ep->index, ex->fail, ex->head.status, ex->latency_us);
     sl_buf_dispose(&ex->body);
     if (it != NULL) {
@@ -312,7 +312,7 @@ static void on_verify_done(pool_exchange_t *ex)
             pool_write_synthesize(call, it, ex->ep->index, txid);
             pool_write_pin(call, ex->ep->index, txid);
         } else {
-            it->state = POOL_ITEM_ANSWERED; /* the node's "nonce too low", as-is */
+            pool_item_settle(it, POOL_ITEM_ANSWERED); /* the node's "nonce too low", as-is */
         }
     }
     call_next(call);
@@ -332,7 +332,7 @@ static int start_verify(pool_call_t *call)
             return 1;
         }
         it->verify = 0;
-        it->state = POOL_ITEM_ANSWERED;
+        pool_item_settle(it, POOL_ITEM_ANSWERED);
     }
     return 0;
 }
@@ -393,7 +393,7 @@ pool_call_t *pool_call_start(pool_network_t *net, pool_item_t *items, size_t n, 
     call->deadline.cb = on_deadline;
     call->defer.cb = on_defer;
     for (size_t i = 0; i < n; i++) {
-        items[i].state = POOL_ITEM_PENDING;
+        items[i].state = POOL_ITEM_PENDING; /* the initial state, not a transition */
         items[i].endpoint = -1;
         items[i].answer = NULL;
     }

@@ -115,6 +115,8 @@ static void publish(pool_endpoint_t *ep, uint32_t rank)
     state_stats_rec_t *s = &ep->health.stats;
     const policy_score_t *sc = &ep->health.score;
     uint8_t excluded = sc->excluded == NULL ? 0 : sc->lag >= 0 && sc->lag > (int64_t)ep->net->conf->ranking.max_lag ? 1 : 2;
+    if (pool_dns_excluded(ep) != STATE_EXCLUDED_NO)
+        excluded = pool_dns_excluded(ep); /* the reason /admin/endpoints gives */
     uint64_t score = (uint64_t)(sc->cost * 1000);
     if (s->rank != rank || s->excluded != excluded || s->score_milli / 1000 != score / 1000)
         ep->health.dirty = 1;
@@ -156,19 +158,19 @@ void pool_rank_update(pool_network_t *net, uint64_t now)
 
 int pool_rank_parse_head(const char *body, size_t len, uint64_t *head)
 {
-    policy_envelope_t env;
-    if (policy_envelope_scan(body, len, &env) != SL_OK || env.result.len == 0 || env.error.len != 0)
+    wire_envelope_t env;
+    if (wire_envelope_scan(body, len, &env) != SL_OK || env.result.len == 0 || env.error.len != 0)
         return 0;
-    policy_json_kind_t kind = policy_json_kind(body, env.result);
-    if (kind == POLICY_JSON_NUMBER) {
+    wire_json_kind_t kind = wire_json_kind(body, env.result);
+    if (kind == WIRE_JSON_NUMBER) {
         int64_t v;
-        if (policy_json_int64(body, env.result, &v) != SL_OK || v < 0)
+        if (wire_json_int64(body, env.result, &v) != SL_OK || v < 0)
             return 0;
         *head = (uint64_t)v;
         return 1;
     }
     char hex[40];
-    if (kind != POLICY_JSON_STRING || policy_json_string(body, env.result, hex, sizeof(hex)) != SL_OK ||
+    if (kind != WIRE_JSON_STRING || wire_json_string(body, env.result, hex, sizeof(hex)) != SL_OK ||
         strncmp(hex, "0x", 2) != 0 || hex[2] == '\0')
         return 0;
     char *end;

@@ -21,7 +21,7 @@ static void log_openssl(const char *what, const char *detail)
     ERR_clear_error();
 }
 
-sl_err_t pool_tls_ctx_create(const policy_url_t *url, const char *ca_file, SSL_CTX **out)
+sl_err_t pool_tls_ctx_create(const wire_url_t *url, const char *ca_file, SSL_CTX **out)
 {
     SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
     if (ctx == NULL) {

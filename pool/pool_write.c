@@ -14,47 +14,48 @@
 
 #include "base/sl_log.h"
 #include "base/sl_time.h"
-#include "policy/txid.h"
+#include "state/state_key.h"
+#include "wire/txid.h"
 #include "pool/pool_int.h"
 
 /* The first element of params (or, nested, the first of the first array),
  * decoded as a string into out. */
-static int first_param(const pool_item_t *it, int nested, char *out, size_t cap, policy_span_t *params_out)
+static int first_param(const pool_item_t *it, int nested, char *out, size_t cap, wire_span_t *params_out)
 {
-    policy_envelope_t env;
-    policy_span_t items[2];
+    wire_envelope_t env;
+    wire_span_t items[2];
     size_t n = 0;
-    if (policy_envelope_scan(it->raw, it->raw_len, &env) != SL_OK || policy_json_kind(it->raw, env.params) != POLICY_JSON_ARRAY)
+    if (wire_envelope_scan(it->raw, it->raw_len, &env) != SL_OK || wire_json_kind(it->raw, env.params) != WIRE_JSON_ARRAY)
         return 0;
-    sl_err_t err = policy_envelope_scan_array(it->raw + env.params.off, env.params.len, items, 2, &n);
+    sl_err_t err = wire_envelope_scan_array(it->raw + env.params.off, env.params.len, items, 2, &n);
     if ((err != SL_OK && err != SL_ERR_TOO_LARGE) || n == 0)
         return 0;
-    policy_span_t first = {env.params.off + items[0].off, items[0].len};
+    wire_span_t first = {env.params.off + items[0].off, items[0].len};
     if (params_out != NULL) {
         params_out[0] = first;
-        params_out[1] = n > 1 ? (policy_span_t){env.params.off + items[1].off, items[1].len} : (policy_span_t){0, 0};
+        params_out[1] = n > 1 ? (wire_span_t){env.params.off + items[1].off, items[1].len} : (wire_span_t){0, 0};
     }
-    if (nested && policy_json_kind(it->raw, first) == POLICY_JSON_ARRAY) {
-        policy_span_t inner[1];
+    if (nested && wire_json_kind(it->raw, first) == WIRE_JSON_ARRAY) {
+        wire_span_t inner[1];
         size_t m = 0;
-        err = policy_envelope_scan_array(it->raw + first.off, first.len, inner, 1, &m);
+        err = wire_envelope_scan_array(it->raw + first.off, first.len, inner, 1, &m);
         if ((err != SL_OK && err != SL_ERR_TOO_LARGE) || m == 0)
             return 0;
-        first = (policy_span_t){first.off + inner[0].off, inner[0].len};
+        first = (wire_span_t){first.off + inner[0].off, inner[0].len};
     }
-    return policy_json_string(it->raw, first, out, cap) == SL_OK;
+    return wire_json_string(it->raw, first, out, cap) == SL_OK;
 }
 
 /* Solana's sendTransaction takes {"encoding":"base64"} as its second param. */
-static policy_sol_encoding_t sol_encoding(const pool_item_t *it, policy_span_t opts)
+static wire_sol_encoding_t sol_encoding(const pool_item_t *it, wire_span_t opts)
 {
-    policy_sol_encoding_t enc = POLICY_SOL_BASE58;
-    if (opts.len == 0 || policy_json_kind(it->raw, opts) != POLICY_JSON_OBJECT)
+    wire_sol_encoding_t enc = WIRE_SOL_BASE58;
+    if (opts.len == 0 || wire_json_kind(it->raw, opts) != WIRE_JSON_OBJECT)
         return enc;
     cJSON *o = cJSON_ParseWithLength(it->raw + opts.off, opts.len);
     const cJSON *e = cJSON_GetObjectItemCaseSensitive(o, "encoding");
     if (cJSON_IsString(e) && strcmp(e->valuestring, "base64") == 0)
-        enc = POLICY_SOL_BASE64;
+        enc = WIRE_SOL_BASE64;
     cJSON_Delete(o);
     return enc;
 }
@@ -62,12 +63,12 @@ static policy_sol_encoding_t sol_encoding(const pool_item_t *it, policy_span_t o
 int pool_write_txid(const pool_call_t *call, const pool_item_t *it, char *out, size_t cap)
 {
     char raw[64 * 1024];
-    policy_span_t params[2];
+    wire_span_t params[2];
     if (cap < 96 || !first_param(it, 0, raw, sizeof(raw), params))
         return 0;
     if (call->net->conf->chain == POLICY_CHAIN_ETHEREUM)
-        return policy_eth_tx_hash(raw, strlen(raw), out) == SL_OK;
-    return policy_sol_tx_signature(raw, strlen(raw), sol_encoding(it, params[1]), out) == SL_OK;
+        return wire_eth_tx_hash(raw, strlen(raw), out) == SL_OK;
+    return wire_sol_tx_signature(raw, strlen(raw), sol_encoding(it, params[1]), out) == SL_OK;
 }
 
 /* Makes {"jsonrpc":"2.0","id":0,"result":"<txid>"} the item's answer; the
@@ -82,18 +83,18 @@ void pool_write_synthesize(pool_call_t *call, pool_item_t *it, int ep, const cha
     sl_buf_append_char(&b, '}');
     call->bodies = sl_xrealloc(call->bodies, (call->nbodies + 1) * sizeof(*call->bodies));
     call->bodies[call->nbodies++] = b;
-    it->state = POOL_ITEM_ANSWERED;
+    pool_item_settle(it, POOL_ITEM_ANSWERED);
     it->verdict = POLICY_VERDICT_SUCCESS;
     it->answer = b.base;
     it->answer_len = (uint32_t)b.len;
-    it->answer_id = (policy_span_t){sizeof(head) - 1, 1};
+    it->answer_id = (wire_span_t){sizeof(head) - 1, 1};
     it->endpoint = (int16_t)ep;
 }
 
 static void pin_key(const pool_call_t *call, const char *txid, char *key, size_t cap)
 {
     int eth = call->net->conf->chain == POLICY_CHAIN_ETHEREUM;
-    size_t n = (size_t)snprintf(key, cap, "%s/%s", call->net->conf->name, txid);
+    size_t n = state_key_pin(key, cap, call->net->conf->name, txid);
     if (eth) /* hex hashes in any case are the same hash */
         for (size_t i = strlen(call->net->conf->name) + 1; i < n && i < cap; i++)
             key[i] = (char)tolower((unsigned char)key[i]);
@@ -117,10 +118,10 @@ void pool_write_pin(pool_call_t *call, int ep, const char *txid)
 /* After a write answered successfully: pin its id to the endpoint. */
 void pool_write_accepted(pool_call_t *call, pool_item_t *it)
 {
-    policy_envelope_t env;
+    wire_envelope_t env;
     char txid[128];
-    if (it->answer == NULL || policy_envelope_scan(it->answer, it->answer_len, &env) != SL_OK ||
-        policy_json_string(it->answer, env.result, txid, sizeof(txid)) != SL_OK)
+    if (it->answer == NULL || wire_envelope_scan(it->answer, it->answer_len, &env) != SL_OK ||
+        wire_json_string(it->answer, env.result, txid, sizeof(txid)) != SL_OK)
         return;
     pool_write_pin(call, it->endpoint, txid);
 }

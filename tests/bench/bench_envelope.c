@@ -1,8 +1,8 @@
-/* tests/bench/bench_envelope.c: how long policy_envelope_scan takes on an
+/* tests/bench/bench_envelope.c: how long wire_envelope_scan takes on an
  * eth_getLogs-like answer, next to cJSON_Parse on the same bytes.
  *
  *   gcc -O2 -I. -I/usr/include/cjson tests/bench/bench_envelope.c \
- *       policy/envelope.c policy/json_scan.c base/sl_err.c -lcjson -o /tmp/bench_envelope
+ *       wire/envelope.c wire/json_scan.c base/sl_err.c -lcjson -o /tmp/bench_envelope
  *   /tmp/bench_envelope [iterations] [logs]
  *
  * Not a CMake target: a number on a shared CI machine means little. */
@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "policy/envelope.h"
+#include "wire/envelope.h"
 
 static char answer[1 << 20];
 
@@ -87,26 +87,26 @@ int main(int argc, char **argv)
     size_t len = make_answer(nlogs);
     printf("input: %u logs, %zu bytes, %u iterations\n", nlogs, len, iters);
 
-    policy_envelope_t env;
-    if (policy_envelope_scan(answer, len, &env) != SL_OK) {
+    wire_envelope_t env;
+    if (wire_envelope_scan(answer, len, &env) != SL_OK) {
         fprintf(stderr, "bench input does not scan\n");
         return 1;
     }
     double t0 = now_ns();
     for (unsigned i = 0; i < iters; i++) {
-        sl_err_t err = policy_envelope_scan(answer, len, &env);
+        sl_err_t err = wire_envelope_scan(answer, len, &env);
         sink += env.result.len + (uint32_t)err;
     }
-    report("policy_envelope_scan", now_ns() - t0, iters, len);
+    report("wire_envelope_scan", now_ns() - t0, iters, len);
 
-    policy_json_kind_t kind;
-    policy_span_t v;
+    wire_json_kind_t kind;
+    wire_span_t v;
     t0 = now_ns();
     for (unsigned i = 0; i < iters; i++) {
-        sl_err_t err = policy_json_validate(answer, len, &kind, &v);
+        sl_err_t err = wire_json_validate(answer, len, &kind, &v);
         sink += v.len + (uint32_t)err;
     }
-    report("policy_json_validate", now_ns() - t0, iters, len);
+    report("wire_json_validate", now_ns() - t0, iters, len);
 
     unsigned citers = iters / 10 ? iters / 10 : 1;
     t0 = now_ns();

@@ -1,4 +1,4 @@
-/* tests/fuzz/fuzz_envelope.c: every entry point of policy/envelope.h on every
+/* tests/fuzz/fuzz_envelope.c: every entry point of wire/envelope.h on every
  * input, against three oracles:
  *  - a slow reference scanner written here (recursive, a byte at a time, and
  *    judging a cut-off UTF-8 or \u sequence by trying its completions), which
@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy/envelope.h"
-#include "policy/json_scan_int.h"
+#include "wire/envelope.h"
+#include "wire/json_scan.h"
 
 #define CHECK(cond) \
     ((cond) ? (void)0 : (fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond), abort()))
@@ -199,7 +199,7 @@ static sl_err_t ref_value(ref_t *r);
 
 static sl_err_t ref_container(ref_t *r, uint8_t close)
 {
-    if (++r->depth > POLICY_JSON_MAX_DEPTH)
+    if (++r->depth > WIRE_JSON_MAX_DEPTH)
         return SL_ERR_TOO_DEEP;
     r->p++;
     ref_ws(r);
@@ -252,9 +252,9 @@ static sl_err_t ref_value(ref_t *r)
     }
 }
 
-static policy_span_t ref_span(const ref_t *r, const uint8_t *start)
+static wire_span_t ref_span(const ref_t *r, const uint8_t *start)
 {
-    return (policy_span_t){(uint32_t)(start - r->base), (uint32_t)(r->p - start)};
+    return (wire_span_t){(uint32_t)(start - r->base), (uint32_t)(r->p - start)};
 }
 
 static sl_err_t ref_end(ref_t *r, sl_err_t e)
@@ -265,7 +265,7 @@ static sl_err_t ref_end(ref_t *r, sl_err_t e)
     return r->p == r->end ? SL_OK : SL_ERR_PARSE;
 }
 
-static sl_err_t ref_validate(const uint8_t *buf, size_t len, policy_span_t *v)
+static sl_err_t ref_validate(const uint8_t *buf, size_t len, wire_span_t *v)
 {
     ref_t r = {buf, buf, buf + len, 0};
     ref_ws(&r);
@@ -328,11 +328,11 @@ static void ref_fold(const char *s, char *out)
 /* The lead's rule for envelope keys: the raw token, else the decoded name if
  * it is at most 15 bytes; a NUL in it, or a match after folding (ASCII case
  * and the four letters of ref_fold) only, makes the message ambiguous. */
-#define REF_AMBIGUOUS ((policy_span_t *)(void *)1)
-static policy_span_t *ref_slot(policy_envelope_t *env, const uint8_t *key, size_t n)
+#define REF_AMBIGUOUS ((wire_span_t *)(void *)1)
+static wire_span_t *ref_slot(wire_envelope_t *env, const uint8_t *key, size_t n)
 {
     static const char *const names[] = {"jsonrpc", "id", "method", "params", "result", "error"};
-    policy_span_t *slots[] = {&env->jsonrpc, &env->id, &env->method, &env->params, &env->result, &env->error};
+    wire_span_t *slots[] = {&env->jsonrpc, &env->id, &env->method, &env->params, &env->result, &env->error};
     for (int i = 0; i < 6; i++)
         if (strlen(names[i]) + 2 == n && memcmp(names[i], key + 1, n - 2) == 0)
             return slots[i];
@@ -343,7 +343,7 @@ static policy_span_t *ref_slot(policy_envelope_t *env, const uint8_t *key, size_
         return REF_AMBIGUOUS;
     cJSON *cj = cJSON_ParseWithLength((const char *)key, n);
     CHECK(cj && cJSON_IsString(cj));
-    policy_span_t *slot = NULL;
+    wire_span_t *slot = NULL;
     char folded[64];
     ref_fold(cj->valuestring, folded);
     for (int i = 0; i < 6 && !slot; i++)
@@ -354,7 +354,7 @@ static policy_span_t *ref_slot(policy_envelope_t *env, const uint8_t *key, size_
 }
 
 /* An object's members at depth 1 (envelope) or an array's elements. */
-static sl_err_t ref_top(ref_t *r, uint8_t close, policy_envelope_t *env, policy_span_t *items, size_t max,
+static sl_err_t ref_top(ref_t *r, uint8_t close, wire_envelope_t *env, wire_span_t *items, size_t max,
                         size_t *n)
 {
     ref_ws(r);
@@ -367,7 +367,7 @@ static sl_err_t ref_top(ref_t *r, uint8_t close, policy_envelope_t *env, policy_
     if (*r->p == close)
         return r->p++, SL_OK;
     for (;;) {
-        policy_span_t *slot = NULL;
+        wire_span_t *slot = NULL;
         sl_err_t e;
         if (close == '}') {
             ref_ws(r);
@@ -409,7 +409,7 @@ static sl_err_t ref_top(ref_t *r, uint8_t close, policy_envelope_t *env, policy_
 
 /* ---- checks on results -------------------------------------------------- */
 
-static int span_eq(policy_span_t a, policy_span_t b)
+static int span_eq(wire_span_t a, wire_span_t b)
 {
     return a.off == b.off && a.len == b.len;
 }
@@ -426,30 +426,30 @@ static int utf8_valid(const char *s, size_t n)
 }
 
 /* A span of buf[0..len) is in bounds and is exactly one valid value. */
-static void check_value_span(const char *buf, size_t len, policy_span_t s)
+static void check_value_span(const char *buf, size_t len, wire_span_t s)
 {
-    policy_json_kind_t kind;
-    policy_span_t v;
+    wire_json_kind_t kind;
+    wire_span_t v;
     CHECK(s.len > 0 && s.off <= len && s.len <= len - s.off);
-    CHECK(policy_json_validate(buf + s.off, s.len, &kind, &v) == SL_OK);
-    CHECK(v.off == 0 && v.len == s.len && kind == policy_json_kind(buf, s) && kind != POLICY_JSON_NONE);
+    CHECK(wire_json_validate(buf + s.off, s.len, &kind, &v) == SL_OK);
+    CHECK(v.off == 0 && v.len == s.len && kind == wire_json_kind(buf, s) && kind != WIRE_JSON_NONE);
 }
 
 /* A string token decodes as cJSON decodes it, and cut copies are prefixes. */
-static void check_string(const char *buf, policy_span_t s)
+static void check_string(const char *buf, wire_span_t s)
 {
     static char big[8192];
     char small[7];
-    sl_err_t e = policy_json_string(buf, s, big, sizeof big);
+    sl_err_t e = wire_json_string(buf, s, big, sizeof big);
     CHECK(e == SL_OK || e == SL_ERR_TOO_LARGE);
     int nul;
     size_t len = ref_decoded_len((const uint8_t *)buf + s.off, s.len, &nul);
-    CHECK(policy_json_has_nul(buf, s) == nul);
+    CHECK(wire_json_has_nul(buf, s) == nul);
     CHECK(e == (len < sizeof big ? SL_OK : SL_ERR_TOO_LARGE));
     if (e == SL_OK && !nul)
         CHECK(strlen(big) == len);
     CHECK(utf8_valid(big, strlen(big)));
-    sl_err_t es = policy_json_string(buf, s, small, sizeof small);
+    sl_err_t es = wire_json_string(buf, s, small, sizeof small);
     CHECK(es == SL_OK || es == SL_ERR_TOO_LARGE);
     CHECK(strlen(small) < sizeof small && memcmp(small, big, strlen(small)) == 0);
     CHECK(utf8_valid(small, strlen(small)));
@@ -461,10 +461,10 @@ static void check_string(const char *buf, policy_span_t s)
 }
 
 /* int64 against cJSON's double where a double is exact. */
-static void check_number(const char *buf, policy_span_t s)
+static void check_number(const char *buf, wire_span_t s)
 {
     int64_t v;
-    sl_err_t e = policy_json_int64(buf, s, &v);
+    sl_err_t e = wire_json_int64(buf, s, &v);
     int integer = !memchr(buf + s.off, '.', s.len) && !memchr(buf + s.off, 'e', s.len) &&
                   !memchr(buf + s.off, 'E', s.len);
     CHECK(integer ? e == SL_OK || e == SL_ERR_RANGE : e == SL_ERR_PARSE);
@@ -476,43 +476,43 @@ static void check_number(const char *buf, policy_span_t s)
     if (e != SL_OK)
         return;
     char t[48];
-    policy_span_t ts = {0, (uint32_t)snprintf(t, sizeof t, "%lld", (long long)v)};
-    CHECK(policy_json_id_equal(buf, s, t, ts) == 1);
+    wire_span_t ts = {0, (uint32_t)snprintf(t, sizeof t, "%lld", (long long)v)};
+    CHECK(wire_json_id_equal(buf, s, t, ts) == 1);
     ts.len = (uint32_t)snprintf(t, sizeof t, "%lld.000e0", (long long)v);
-    CHECK(policy_json_id_equal(buf, s, t, ts) == 1);
+    CHECK(wire_json_id_equal(buf, s, t, ts) == 1);
     if (v != 0) {
         ts.len = (uint32_t)snprintf(t, sizeof t, "%lld0E-1", (long long)v);
-        CHECK(policy_json_id_equal(buf, s, t, ts) == 1);
+        CHECK(wire_json_id_equal(buf, s, t, ts) == 1);
     }
     if (v < INT64_MAX) {
         ts.len = (uint32_t)snprintf(t, sizeof t, "%lld", (long long)v + 1);
-        CHECK(policy_json_id_equal(buf, s, t, ts) == 0);
+        CHECK(wire_json_id_equal(buf, s, t, ts) == 0);
     }
 }
 
-static void check_token(const char *buf, policy_span_t s)
+static void check_token(const char *buf, wire_span_t s)
 {
-    CHECK(policy_json_id_equal(buf, s, buf, s) == 1);
-    switch (policy_json_kind(buf, s)) {
-    case POLICY_JSON_STRING: check_string(buf, s); break;
-    case POLICY_JSON_NUMBER: check_number(buf, s); break;
+    CHECK(wire_json_id_equal(buf, s, buf, s) == 1);
+    switch (wire_json_kind(buf, s)) {
+    case WIRE_JSON_STRING: check_string(buf, s); break;
+    case WIRE_JSON_NUMBER: check_number(buf, s); break;
     default: break;
     }
 }
 
 /* Two tokens: equal as ids is symmetric, agrees with int64 and implies equal doubles. */
-static void check_pair(const char *buf, policy_span_t a, policy_span_t b)
+static void check_pair(const char *buf, wire_span_t a, wire_span_t b)
 {
-    int eq = policy_json_id_equal(buf, a, buf, b);
-    CHECK(eq == policy_json_id_equal(buf, b, buf, a));
+    int eq = wire_json_id_equal(buf, a, buf, b);
+    CHECK(eq == wire_json_id_equal(buf, b, buf, a));
     if (a.len == b.len && memcmp(buf + a.off, buf + b.off, a.len) == 0)
         CHECK(eq);
-    if (policy_json_kind(buf, a) != POLICY_JSON_NUMBER || policy_json_kind(buf, b) != POLICY_JSON_NUMBER) {
+    if (wire_json_kind(buf, a) != WIRE_JSON_NUMBER || wire_json_kind(buf, b) != WIRE_JSON_NUMBER) {
         CHECK(eq == (a.len == b.len && memcmp(buf + a.off, buf + b.off, a.len) == 0));
         return;
     }
     int64_t x, y;
-    if (policy_json_int64(buf, a, &x) == SL_OK && policy_json_int64(buf, b, &y) == SL_OK)
+    if (wire_json_int64(buf, a, &x) == SL_OK && wire_json_int64(buf, b, &y) == SL_OK)
         CHECK(eq == (x == y));
     if (eq && a.len < 512 && b.len < 512) {
         char ta[512], tb[512];
@@ -524,17 +524,17 @@ static void check_pair(const char *buf, policy_span_t a, policy_span_t b)
 
 /* Error members by raw key and by cJSON's unescaped key agree unless a key
  * is written with escapes. */
-static int keys_plain(const char *buf, policy_span_t obj)
+static int keys_plain(const char *buf, wire_span_t obj)
 {
-    json_scan_t s;
-    json_scan_init(&s, buf, obj.off, obj.len);
+    wire_scan_t s;
+    wire_scan_init(&s, buf, obj.off, obj.len);
     int first = 1, more = 0;
-    policy_span_t key, value;
-    if (json_scan_open(&s, '{') != SL_OK)
+    wire_span_t key, value;
+    if (wire_scan_open(&s, '{') != SL_OK)
         return 0;
-    while (json_scan_next(&s, &first, &more) == SL_OK && more) {
-        if (json_scan_key(&s, &key) != SL_OK || json_scan_colon(&s) != SL_OK ||
-            json_scan_value(&s, &value) != SL_OK)
+    while (wire_scan_next(&s, &first, &more) == SL_OK && more) {
+        if (wire_scan_key(&s, &key) != SL_OK || wire_scan_colon(&s) != SL_OK ||
+            wire_scan_value(&s, &value) != SL_OK)
             return 0;
         if (memchr(buf + key.off, '\\', key.len))
             return 0;
@@ -542,7 +542,7 @@ static int keys_plain(const char *buf, policy_span_t obj)
     return 1;
 }
 
-static void check_error_vs_cjson(const char *buf, policy_span_t s, const policy_rpc_error_t *e)
+static void check_error_vs_cjson(const char *buf, wire_span_t s, const wire_rpc_error_t *e)
 {
     cJSON *cj = cJSON_ParseWithLength(buf + s.off, s.len);
     CHECK(cj && cJSON_IsObject(cj));
@@ -565,11 +565,11 @@ static void check_error_vs_cjson(const char *buf, policy_span_t s, const policy_
     cJSON_Delete(cj);
 }
 
-static void check_error(const char *buf, policy_span_t s)
+static void check_error(const char *buf, wire_span_t s)
 {
-    policy_rpc_error_t e;
-    sl_err_t err = policy_envelope_error(buf, s, &e);
-    if (policy_json_kind(buf, s) != POLICY_JSON_OBJECT) {
+    wire_rpc_error_t e;
+    sl_err_t err = wire_envelope_error(buf, s, &e);
+    if (wire_json_kind(buf, s) != WIRE_JSON_OBJECT) {
         CHECK(err == SL_ERR_PARSE && !e.has_code && e.message[0] == '\0' && e.data.len == 0);
         return;
     }
@@ -586,16 +586,16 @@ static void check_error(const char *buf, policy_span_t s)
 static void check_envelope(const uint8_t *data, size_t size)
 {
     const char *buf = (const char *)data;
-    policy_envelope_t env, renv = {0};
+    wire_envelope_t env, renv = {0};
     size_t rn = 0;
     ref_t r = {data, data, data + size, 0};
     sl_err_t rerr = ref_end(&r, ref_top(&r, '}', &renv, NULL, 0, &rn));
-    sl_err_t err = policy_envelope_scan(buf, size, &env);
+    sl_err_t err = wire_envelope_scan(buf, size, &env);
     CHECK(err == rerr);
     if (err != SL_OK)
         return;
-    const policy_span_t *ours[] = {&env.jsonrpc, &env.id, &env.method, &env.params, &env.result, &env.error};
-    const policy_span_t *theirs[] = {&renv.jsonrpc, &renv.id, &renv.method, &renv.params, &renv.result,
+    const wire_span_t *ours[] = {&env.jsonrpc, &env.id, &env.method, &env.params, &env.result, &env.error};
+    const wire_span_t *theirs[] = {&renv.jsonrpc, &renv.id, &renv.method, &renv.params, &renv.result,
                                      &renv.error};
     for (int i = 0; i < 6; i++) {
         CHECK(span_eq(*ours[i], *theirs[i]));
@@ -614,11 +614,11 @@ static void check_envelope(const uint8_t *data, size_t size)
 static void check_array(const uint8_t *data, size_t size)
 {
     const char *buf = (const char *)data;
-    policy_span_t items[NITEMS], ritems[NITEMS];
+    wire_span_t items[NITEMS], ritems[NITEMS];
     size_t n = 0, rn = 0;
     ref_t r = {data, data, data + size, 0};
     sl_err_t rerr = ref_end(&r, ref_top(&r, ']', NULL, ritems, NITEMS, &rn));
-    sl_err_t err = policy_envelope_scan_array(buf, size, items, NITEMS, &n);
+    sl_err_t err = wire_envelope_scan_array(buf, size, items, NITEMS, &n);
     CHECK(err == rerr);
     if (err == SL_ERR_TOO_LARGE)
         CHECK(n == NITEMS + 1 && rn == n);
@@ -632,23 +632,23 @@ static void check_array(const uint8_t *data, size_t size)
         check_token(buf, items[i]);
         for (size_t j = 0; j < i; j++)
             check_pair(buf, items[j], items[i]);
-        if (policy_json_kind(buf, items[i]) == POLICY_JSON_OBJECT)
+        if (wire_json_kind(buf, items[i]) == WIRE_JSON_OBJECT)
             check_error(buf, items[i]);
     }
 }
 
 /* Every proper prefix of a valid document is truncated, unless it already
  * holds a whole number (a prefix of "12" is "1"). */
-static void check_prefixes(const char *buf, size_t size, policy_json_kind_t kind, policy_span_t v)
+static void check_prefixes(const char *buf, size_t size, wire_json_kind_t kind, wire_span_t v)
 {
     size_t step = size <= 64 ? 1 : size / 16;
     for (size_t n = 0; n < size; n += step) {
-        policy_json_kind_t k;
-        policy_span_t pv;
-        sl_err_t err = policy_json_validate(buf, n, &k, &pv);
+        wire_json_kind_t k;
+        wire_span_t pv;
+        sl_err_t err = wire_json_validate(buf, n, &k, &pv);
         if (n >= v.off + v.len)
             CHECK(err == SL_OK && span_eq(pv, v));
-        else if (kind == POLICY_JSON_NUMBER)
+        else if (kind == WIRE_JSON_NUMBER)
             CHECK(err == SL_OK || err == SL_ERR_TRUNCATED);
         else
             CHECK(err == SL_ERR_TRUNCATED);
@@ -660,9 +660,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *buf = (const char *)data;
-    policy_json_kind_t kind;
-    policy_span_t v, rv;
-    sl_err_t err = policy_json_validate(buf, size, &kind, &v);
+    wire_json_kind_t kind;
+    wire_span_t v, rv;
+    sl_err_t err = wire_json_validate(buf, size, &kind, &v);
     CHECK(err == ref_validate(data, size, &rv));
     if (err == SL_OK) {
         CHECK(span_eq(v, rv));

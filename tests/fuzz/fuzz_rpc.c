@@ -6,7 +6,7 @@
  * limit (1 + byte % 200); the rest is the client's body.
  *
  * Oracles:
- *  - the API: reject codes agree with policy_json_validate, spans lie in the
+ *  - the API: reject codes agree with wire_json_validate, spans lie in the
  *    body, a single is the whole trimmed body, batch members are the array's
  *    elements in order, parsing twice gives the same answer;
  *  - every FORWARD member re-scans alone as an envelope with "jsonrpc":"2.0",
@@ -28,7 +28,7 @@
 #include "base/sl_buf.h"
 #include "gateway/gw_reply.h"
 #include "gateway/gw_rpc.h"
-#include "policy/envelope.h"
+#include "wire/envelope.h"
 #include "policy/method.h"
 
 #define CHECK(cond) \
@@ -64,33 +64,33 @@ static const char *const custom_blocked[] = {"eth_get*", "x", "*Subscribe", "adm
 
 static int skip_known;
 
-static int span_in(policy_span_t s, size_t len)
+static int span_in(wire_span_t s, size_t len)
 {
     return s.off <= len && s.len <= len - s.off;
 }
 
-static int span_eq(policy_span_t a, policy_span_t b)
+static int span_eq(wire_span_t a, wire_span_t b)
 {
     return a.off == b.off && a.len == b.len;
 }
 
 /* span s of buf is exactly one valid JSON value */
-static void check_value(const char *buf, size_t len, policy_span_t s)
+static void check_value(const char *buf, size_t len, wire_span_t s)
 {
-    policy_json_kind_t k;
-    policy_span_t v;
+    wire_json_kind_t k;
+    wire_span_t v;
     CHECK(s.len > 0 && span_in(s, len));
-    CHECK(policy_json_validate(buf + s.off, s.len, &k, &v) == SL_OK);
+    CHECK(wire_json_validate(buf + s.off, s.len, &k, &v) == SL_OK);
     CHECK(v.off == 0 && v.len == s.len);
 }
 
 /* 1 if cJSON, which unescapes member names, sees a different set of
  * envelope members than the raw-byte scan did (a name written with escapes,
  * alone or repeating another). */
-static int envelope_keys_differ(const cJSON *obj, const policy_envelope_t *env)
+static int envelope_keys_differ(const cJSON *obj, const wire_envelope_t *env)
 {
     static const char *const keys[] = {"jsonrpc", "id", "method", "params", "result", "error"};
-    const policy_span_t *spans[] = {&env->jsonrpc, &env->id, &env->method, &env->params, &env->result, &env->error};
+    const wire_span_t *spans[] = {&env->jsonrpc, &env->id, &env->method, &env->params, &env->result, &env->error};
     for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
         int n = 0;
         for (const cJSON *c = obj->child; c; c = c->next)
@@ -106,18 +106,18 @@ static int envelope_keys_differ(const cJSON *obj, const policy_envelope_t *env)
 static void check_error_answer(const char *body, const gw_member_t *m, const sl_buf_t *out, int code,
                                const char *msg)
 {
-    policy_envelope_t env;
-    policy_json_kind_t k;
-    policy_span_t v;
-    CHECK(policy_json_validate(out->base, out->len, &k, &v) == SL_OK && k == POLICY_JSON_OBJECT);
-    CHECK(policy_envelope_scan(out->base, out->len, &env) == SL_OK);
+    wire_envelope_t env;
+    wire_json_kind_t k;
+    wire_span_t v;
+    CHECK(wire_json_validate(out->base, out->len, &k, &v) == SL_OK && k == WIRE_JSON_OBJECT);
+    CHECK(wire_envelope_scan(out->base, out->len, &env) == SL_OK);
     CHECK(env.jsonrpc.len == 5 && memcmp(out->base + env.jsonrpc.off, "\"2.0\"", 5) == 0);
     if (m != NULL && m->id.len)
         CHECK(env.id.len == m->id.len && memcmp(out->base + env.id.off, body + m->id.off, m->id.len) == 0);
     else
         CHECK(env.id.len == 4 && memcmp(out->base + env.id.off, "null", 4) == 0);
-    policy_rpc_error_t err;
-    CHECK(policy_envelope_error(out->base, env.error, &err) == SL_OK);
+    wire_rpc_error_t err;
+    CHECK(wire_envelope_error(out->base, env.error, &err) == SL_OK);
     CHECK(err.has_code && err.code == code);
     /* the message comes back as it went in: it is under 255 bytes, and a
      * name decoded from valid JSON holds valid UTF-8 and no NUL */
@@ -127,22 +127,22 @@ static void check_error_answer(const char *body, const gw_member_t *m, const sl_
 static void check_forward(const char *body, size_t len, const gw_rpc_limits_t *lim, const gw_member_t *m)
 {
     const char *raw = body + m->raw.off;
-    policy_envelope_t env;
-    CHECK(policy_json_kind(body, m->raw) == POLICY_JSON_OBJECT);
-    CHECK(policy_envelope_scan(raw, m->raw.len, &env) == SL_OK);
+    wire_envelope_t env;
+    CHECK(wire_json_kind(body, m->raw) == WIRE_JSON_OBJECT);
+    CHECK(wire_envelope_scan(raw, m->raw.len, &env) == SL_OK);
     CHECK(m->error == NULL && m->method != NULL);
     CHECK(env.jsonrpc.len == 5 && memcmp(raw + env.jsonrpc.off, "\"2.0\"", 5) == 0);
     /* the id the gateway echoes is the member's own */
     if (m->id.len) {
         CHECK(!m->notification && env.id.len == m->id.len && env.id.off + m->raw.off == m->id.off);
-        policy_json_kind_t k = policy_json_kind(body, m->id);
-        CHECK(k == POLICY_JSON_STRING || k == POLICY_JSON_NUMBER || k == POLICY_JSON_NULL);
+        wire_json_kind_t k = wire_json_kind(body, m->id);
+        CHECK(k == WIRE_JSON_STRING || k == WIRE_JSON_NUMBER || k == WIRE_JSON_NULL);
         check_value(body, len, m->id);
     } else {
         CHECK(m->notification && env.id.len == 0);
     }
     char name[GW_RPC_METHOD_MAX];
-    CHECK(policy_json_string(raw, env.method, name, sizeof name) == SL_OK);
+    CHECK(wire_json_string(raw, env.method, name, sizeof name) == SL_OK);
     CHECK(strcmp(name, m->name) == 0);
     size_t nlen = strlen(m->name);
     CHECK(nlen > 0 && nlen < GW_RPC_METHOD_MAX);
@@ -150,8 +150,8 @@ static void check_forward(const char *body, size_t len, const gw_rpc_limits_t *l
     CHECK(!policy_method_match(lim->blocked, lim->nblocked, m->name, nlen));
     CHECK(m->method == policy_method_lookup(lim->chain, m->name, nlen));
     CHECK(m->method->cls != POLICY_CLASS_SUBSCRIBE);
-    policy_json_kind_t pk = policy_json_kind(raw, env.params);
-    CHECK(env.params.len == 0 || pk == POLICY_JSON_ARRAY || pk == POLICY_JSON_OBJECT);
+    wire_json_kind_t pk = wire_json_kind(raw, env.params);
+    CHECK(env.params.len == 0 || pk == WIRE_JSON_ARRAY || pk == WIRE_JSON_OBJECT);
 
     /* a second reader agrees (cJSON ends a name or value at an escaped
      * NUL, so a member holding one is not comparable) */
@@ -173,11 +173,11 @@ static void check_forward(const char *body, size_t len, const gw_rpc_limits_t *l
     sl_buf_append_str(&ans, "{\"jsonrpc\":\"2.0\",\"result\":");
     sl_buf_append(&ans, raw, m->raw.len);
     sl_buf_append_str(&ans, ", \"id\" : 12345678901234567890 }");
-    policy_envelope_t aenv;
-    CHECK(policy_envelope_scan(ans.base, ans.len, &aenv) == SL_OK);
+    wire_envelope_t aenv;
+    CHECK(wire_envelope_scan(ans.base, ans.len, &aenv) == SL_OK);
     gw_rpc_splice_id(&out, ans.base, ans.len, aenv.id, body, m->id);
-    policy_envelope_t senv;
-    CHECK(policy_envelope_scan(out.base, out.len, &senv) == SL_OK);
+    wire_envelope_t senv;
+    CHECK(wire_envelope_scan(out.base, out.len, &senv) == SL_OK);
     if (m->id.len)
         CHECK(senv.id.len == m->id.len && memcmp(out.base + senv.id.off, body + m->id.off, m->id.len) == 0);
     else
@@ -195,8 +195,8 @@ static void check_local(const char *body, size_t len, const gw_member_t *m)
         CHECK(!m->notification);
         CHECK(strncmp(m->error, "invalid request: ", 17) == 0);
         if (m->id.len) {
-            policy_json_kind_t k = policy_json_kind(body, m->id);
-            CHECK(k == POLICY_JSON_STRING || k == POLICY_JSON_NUMBER || k == POLICY_JSON_NULL);
+            wire_json_kind_t k = wire_json_kind(body, m->id);
+            CHECK(k == WIRE_JSON_STRING || k == WIRE_JSON_NUMBER || k == WIRE_JSON_NULL);
             check_value(body, len, m->id);
             CHECK(m->id.off > m->raw.off && m->id.off + m->id.len < m->raw.off + m->raw.len);
         }
@@ -216,9 +216,9 @@ static void check_local(const char *body, size_t len, const gw_member_t *m)
 
 static void check_request(const char *body, size_t len, const gw_rpc_limits_t *lim, const gw_rpc_request_t *rpc)
 {
-    policy_json_kind_t kind;
-    policy_span_t value;
-    sl_err_t verr = policy_json_validate(body, len, &kind, &value);
+    wire_json_kind_t kind;
+    wire_span_t value;
+    sl_err_t verr = wire_json_validate(body, len, &kind, &value);
     sl_buf_t out = SL_BUF_INIT;
 
     if (rpc->kind == GW_RPC_REJECT) {
@@ -228,17 +228,17 @@ static void check_request(const char *body, size_t len, const gw_rpc_limits_t *l
             CHECK(verr != SL_OK);
         } else {
             CHECK(rpc->reject_code == GW_RPC_INVALID_REQUEST && verr == SL_OK);
-            CHECK(kind != POLICY_JSON_OBJECT);
-            if (kind == POLICY_JSON_ARRAY) {
+            CHECK(kind != WIRE_JSON_OBJECT);
+            if (kind == WIRE_JSON_ARRAY) {
                 /* empty, or more than the limit */
-                policy_span_t *items = malloc((lim->max_batch + 1) * sizeof *items);
+                wire_span_t *items = malloc((lim->max_batch + 1) * sizeof *items);
                 size_t n = 0;
-                sl_err_t e = policy_envelope_scan_array(body, len, items, lim->max_batch, &n);
+                sl_err_t e = wire_envelope_scan_array(body, len, items, lim->max_batch, &n);
                 CHECK((e == SL_OK && n == 0) || (e == SL_ERR_TOO_LARGE && n == lim->max_batch + 1));
                 free(items);
             }
         }
-        gw_rpc_error(&out, body, (policy_span_t){0, 0}, rpc->reject_code, rpc->reject_msg, NULL);
+        gw_rpc_error(&out, body, (wire_span_t){0, 0}, rpc->reject_code, rpc->reject_msg, NULL);
         check_error_answer(body, NULL, &out, rpc->reject_code, rpc->reject_msg);
         sl_buf_dispose(&out);
         return;
@@ -246,14 +246,14 @@ static void check_request(const char *body, size_t len, const gw_rpc_limits_t *l
 
     CHECK(verr == SL_OK);
     if (rpc->kind == GW_RPC_SINGLE) {
-        CHECK(kind == POLICY_JSON_OBJECT && rpc->nmembers == 1);
+        CHECK(kind == WIRE_JSON_OBJECT && rpc->nmembers == 1);
         CHECK(span_eq(rpc->members[0].raw, value));
     } else {
-        CHECK(rpc->kind == GW_RPC_BATCH && kind == POLICY_JSON_ARRAY);
+        CHECK(rpc->kind == GW_RPC_BATCH && kind == WIRE_JSON_ARRAY);
         CHECK(rpc->nmembers >= 1 && rpc->nmembers <= lim->max_batch);
-        policy_span_t *items = malloc(rpc->nmembers * sizeof *items);
+        wire_span_t *items = malloc(rpc->nmembers * sizeof *items);
         size_t n = 0;
-        CHECK(policy_envelope_scan_array(body, len, items, rpc->nmembers, &n) == SL_OK);
+        CHECK(wire_envelope_scan_array(body, len, items, rpc->nmembers, &n) == SL_OK);
         CHECK(n == rpc->nmembers);
         for (size_t i = 0; i < n; i++)
             CHECK(span_eq(items[i], rpc->members[i].raw));
@@ -283,8 +283,8 @@ static void check_request(const char *body, size_t len, const gw_rpc_limits_t *l
                 CHECK(rpc->members[i].notification);
         } else {
             CHECK(r.status == 200);
-            CHECK(policy_json_validate(r.body, r.len, &kind, &value) == SL_OK);
-            CHECK(kind == (rpc->kind == GW_RPC_BATCH ? POLICY_JSON_ARRAY : POLICY_JSON_OBJECT));
+            CHECK(wire_json_validate(r.body, r.len, &kind, &value) == SL_OK);
+            CHECK(kind == (rpc->kind == GW_RPC_BATCH ? WIRE_JSON_ARRAY : WIRE_JSON_OBJECT));
         }
         gw_reply_dispose(&r);
     }

@@ -1,7 +1,7 @@
-/* tests/fuzz/fuzz_txid.c: every entry point of policy/txid.h on every input.
+/* tests/fuzz/fuzz_txid.c: every entry point of wire/txid.h on every input.
  *
- * The input is used three ways: as hex text for policy_eth_tx_hash, as
- * base58 / base64 text for the decoders and policy_sol_tx_signature, and as
+ * The input is used three ways: as hex text for wire_eth_tx_hash, as
+ * base58 / base64 text for the decoders and wire_sol_tx_signature, and as
  * raw bytes (a Solana transaction or data to hash) that the fuzzer encodes
  * itself. Oracles:
  *  - answers only OK, PARSE or TOO_LARGE; outputs are NUL-terminated within
@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy/txid.h"
+#include "wire/txid.h"
 
 #define CHECK(cond) \
     ((cond) ? (void)0 : (fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond), abort()))
@@ -67,7 +67,7 @@ static void b64_encode(const uint8_t *p, size_t n, char *out)
 static void check_eth(const char *text, size_t len)
 {
     char *out = malloc(67);
-    sl_err_t err = policy_eth_tx_hash(text, len, out);
+    sl_err_t err = wire_eth_tx_hash(text, len, out);
     const char *hex = text;
     size_t n = len;
     if (n >= 2 && hex[0] == '0' && (hex[1] == 'x' || hex[1] == 'X'))
@@ -91,7 +91,7 @@ static void check_eth(const char *text, size_t len)
         CHECK(sscanf((char[3]){hex[2 * i], hex[2 * i + 1], 0}, "%2x", &v) == 1);
         bytes[1 + i] = (uint8_t)v;
     }
-    policy_keccak256(bytes + 1, n / 2, hash);
+    wire_keccak256(bytes + 1, n / 2, hash);
     for (int i = 0; i < 32; i++) {
         char two[3];
         snprintf(two, sizeof two, "%02x", hash[i]);
@@ -106,11 +106,11 @@ static void check_keccak(const uint8_t *data, size_t size)
 {
     uint8_t hash[32];
     char *hex = malloc(2 + 2 * size + 1), *out = malloc(67);
-    policy_keccak256(data, size, hash);
+    wire_keccak256(data, size, hash);
     memcpy(hex, "0X", 2);
     for (size_t i = 0; i < size; i++)
         snprintf(hex + 2 + 2 * i, 3, i % 2 ? "%02X" : "%02x", data[i]);
-    sl_err_t err = policy_eth_tx_hash(hex, 2 + 2 * size, out);
+    sl_err_t err = wire_eth_tx_hash(hex, 2 + 2 * size, out);
     CHECK(err == (size > 0 ? SL_OK : SL_ERR_PARSE));
     for (int i = 0; i < 32 && err == SL_OK; i++) {
         char two[3];
@@ -152,14 +152,14 @@ static void check_base58(const char *text, size_t len)
 {
     uint8_t *bytes;
     size_t n;
-    sl_err_t err = decode_both(policy_base58_decode, text, len, &bytes, &n);
+    sl_err_t err = decode_both(wire_base58_decode, text, len, &bytes, &n);
     int valid = 1;
     for (size_t i = 0; i < len && valid; i++)
         valid = in_alphabet(b58_alphabet, text[i]);
     CHECK(valid == (err != SL_ERR_PARSE));
     if (err == SL_OK) {
         char *again = malloc(2 * n + 1);
-        policy_base58_encode(bytes, n, again);
+        wire_base58_encode(bytes, n, again);
         CHECK(strlen(again) == len && memcmp(again, text, len) == 0);
         free(again);
     }
@@ -184,7 +184,7 @@ static void check_base64(const char *text, size_t len)
 {
     uint8_t *bytes;
     size_t n;
-    sl_err_t err = decode_both(policy_base64_decode, text, len, &bytes, &n);
+    sl_err_t err = decode_both(wire_base64_decode, text, len, &bytes, &n);
     /* necessary conditions; b64_canonical is the sufficient one */
     size_t body = len;
     while (body > 0 && text[body - 1] == '=' && len - body < 2)
@@ -206,12 +206,12 @@ static void check_round_trip(const uint8_t *data, size_t size)
     char *text = malloc(2 * size + 1), *b64 = malloc(4 * (size / 3 + 1) + 1);
     uint8_t *back = malloc(size ? size : 1);
     size_t n = 99;
-    policy_base58_encode(data, size, text);
+    wire_base58_encode(data, size, text);
     size_t tl = strlen(text);
     CHECK(tl <= 2 * size);
     for (size_t i = 0; i < tl; i++)
         CHECK(in_alphabet(b58_alphabet, text[i]));
-    CHECK(policy_base58_decode(text, tl, back, size, &n) == SL_OK);
+    CHECK(wire_base58_decode(text, tl, back, size, &n) == SL_OK);
     CHECK(n == size && memcmp(back, data, size) == 0);
     b64_encode(data, size, b64);
     size_t full = strlen(b64), bare = full;
@@ -219,7 +219,7 @@ static void check_round_trip(const uint8_t *data, size_t size)
         bare--;
     for (size_t bl = full;; bl = bare) {
         n = 99;
-        CHECK(policy_base64_decode(b64, bl, back, size, &n) == SL_OK);
+        CHECK(wire_base64_decode(b64, bl, back, size, &n) == SL_OK);
         CHECK(n == size && memcmp(back, data, size) == 0);
         if (bl == bare)
             break;
@@ -268,13 +268,13 @@ static void ref_signature(const uint8_t *tx, size_t n, char want[2 * 64 + 1])
     want[0] = '\0';
     if (n > SOL_MAX_TX || !ref_count(tx, n, &count, &used) || count == 0 || n - used < 64 * count)
         return;
-    policy_base58_encode(tx + used, 64, want);
+    wire_base58_encode(tx + used, 64, want);
 }
 
-static void check_sol_text(const char *text, size_t len, policy_sol_encoding_t enc, const char *want)
+static void check_sol_text(const char *text, size_t len, wire_sol_encoding_t enc, const char *want)
 {
     char *out = malloc(96);
-    sl_err_t err = policy_sol_tx_signature(text, len, enc, out);
+    sl_err_t err = wire_sol_tx_signature(text, len, enc, out);
     CHECK(err == SL_OK || err == SL_ERR_PARSE || err == SL_ERR_TOO_LARGE);
     CHECK(memchr(out, '\0', 96) != NULL);
     if (err != SL_OK) {
@@ -283,18 +283,18 @@ static void check_sol_text(const char *text, size_t len, policy_sol_encoding_t e
         CHECK(strlen(out) >= 1 && strlen(out) <= 88 && strcmp(out, want) == 0);
         uint8_t sig[64];
         size_t n;
-        CHECK(policy_base58_decode(out, strlen(out), sig, sizeof sig, &n) == SL_OK && n == 64);
+        CHECK(wire_base58_decode(out, strlen(out), sig, sizeof sig, &n) == SL_OK && n == 64);
     }
     free(out);
 }
 
 /* Text in enc, judged by decoding it here and reading the count by the
  * reference rules. */
-static void check_sol_as_text(const char *text, size_t len, policy_sol_encoding_t enc)
+static void check_sol_as_text(const char *text, size_t len, wire_sol_encoding_t enc)
 {
     uint8_t *tx = malloc(SOL_MAX_TX);
     size_t n;
-    decoder_fn decode = enc == POLICY_SOL_BASE58 ? policy_base58_decode : policy_base64_decode;
+    decoder_fn decode = enc == WIRE_SOL_BASE58 ? wire_base58_decode : wire_base64_decode;
     sl_err_t err = decode(text, len, tx, SOL_MAX_TX, &n);
     char want[2 * 64 + 1] = "";
     if (err == SL_OK)
@@ -306,17 +306,17 @@ static void check_sol_as_text(const char *text, size_t len, policy_sol_encoding_
 /* The input as text in each encoding, and as a raw transaction encoded here. */
 static void check_sol(const uint8_t *data, size_t size)
 {
-    check_sol_as_text((const char *)data, size, POLICY_SOL_BASE58);
-    check_sol_as_text((const char *)data, size, POLICY_SOL_BASE64);
+    check_sol_as_text((const char *)data, size, WIRE_SOL_BASE58);
+    check_sol_as_text((const char *)data, size, WIRE_SOL_BASE64);
     if (size > SOL_MAX_TX + 8)
         return;
     char want[2 * 64 + 1];
     ref_signature(data, size, want);
     char *b58 = malloc(2 * size + 1), *b64 = malloc(4 * (size / 3 + 1) + 1);
-    policy_base58_encode(data, size, b58);
+    wire_base58_encode(data, size, b58);
     b64_encode(data, size, b64);
-    check_sol_text(b58, strlen(b58), POLICY_SOL_BASE58, want);
-    check_sol_text(b64, strlen(b64), POLICY_SOL_BASE64, want);
+    check_sol_text(b58, strlen(b58), WIRE_SOL_BASE58, want);
+    check_sol_text(b64, strlen(b64), WIRE_SOL_BASE64, want);
     free(b58);
     free(b64);
 }

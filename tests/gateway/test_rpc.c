@@ -14,7 +14,7 @@
 #include "base/sl_buf.h"
 #include "gateway/gw_reply.h"
 #include "gateway/gw_rpc.h"
-#include "policy/envelope.h"
+#include "wire/envelope.h"
 #include "policy/method.h"
 
 /* ---- an arena allocator, so every row frees what it parsed ------------- */
@@ -70,7 +70,7 @@ static void arena_free(arena_t *a)
 /* 64 two-byte characters written as escapes: 128 bytes once decoded */
 #define E8 "\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9"
 #define E64 E8 E8 E8 E8 E8 E8 E8 E8
-/* nesting beyond POLICY_JSON_MAX_DEPTH */
+/* nesting beyond WIRE_JSON_MAX_DEPTH */
 #define O16 "[[[[[[[[[[[[[[[["
 #define C16 "]]]]]]]]]]]]]]]]"
 #define DEEP_OPEN O16 O16 O16 O16 O16 O16 O16 O16
@@ -337,7 +337,7 @@ static const rpc_case_t rpc_cases[] = {
 
 /* ---- checks ------------------------------------------------------------ */
 
-static const char *span_str(const char *buf, policy_span_t s)
+static const char *span_str(const char *buf, wire_span_t s)
 {
     static char out[4][4096];
     static unsigned next;
@@ -364,7 +364,7 @@ static gw_rpc_limits_t limits_of(const rpc_case_t *c)
 static void local_answer(sl_buf_t *out, const char *body, const gw_rpc_request_t *rpc)
 {
     if (rpc->kind == GW_RPC_REJECT) {
-        gw_rpc_error(out, body, (policy_span_t){0, 0}, rpc->reject_code, rpc->reject_msg, NULL);
+        gw_rpc_error(out, body, (wire_span_t){0, 0}, rpc->reject_code, rpc->reject_msg, NULL);
         return;
     }
     size_t written = 0;
@@ -388,14 +388,14 @@ static void local_answer(sl_buf_t *out, const char *body, const gw_rpc_request_t
 }
 
 /* The span lies in the body and is exactly one JSON value, trimmed. */
-static void expect_value_span(const char *row, const char *what, const char *body, size_t len, policy_span_t s)
+static void expect_value_span(const char *row, const char *what, const char *body, size_t len, wire_span_t s)
 {
     cr_assert_gt(s.len, 0, "%s: %s is empty", row, what);
     cr_assert(s.off <= len && s.len <= len - s.off, "%s: %s [%u,+%u) outside the body of %zu bytes", row, what,
               s.off, s.len, len);
-    policy_json_kind_t kind;
-    policy_span_t v;
-    cr_expect_eq(policy_json_validate(body + s.off, s.len, &kind, &v), SL_OK, "%s: %s '%s' is not one value", row,
+    wire_json_kind_t kind;
+    wire_span_t v;
+    cr_expect_eq(wire_json_validate(body + s.off, s.len, &kind, &v), SL_OK, "%s: %s '%s' is not one value", row,
                  what, span_str(body, s));
     cr_expect(v.off == 0 && v.len == s.len, "%s: %s '%s' is not trimmed", row, what, span_str(body, s));
 }
@@ -475,9 +475,9 @@ static void run_case(size_t idx, const rpc_case_t *c)
         for (size_t i = 0; i < rpc.nmembers && i < c->n; i++)
             check_member(row, i, c, body, len, &rpc.members[i]);
         if (c->kind == GW_RPC_SINGLE && rpc.nmembers == 1) {
-            policy_json_kind_t k;
-            policy_span_t v;
-            cr_assert_eq(policy_json_validate(body, len, &k, &v), SL_OK);
+            wire_json_kind_t k;
+            wire_span_t v;
+            cr_assert_eq(wire_json_validate(body, len, &k, &v), SL_OK);
             cr_expect(rpc.members[0].raw.off == v.off && rpc.members[0].raw.len == v.len,
                       "%s: a single's raw is the whole body, trimmed", row);
         }
@@ -594,7 +594,7 @@ Test(rpc, error_object)
 {
     static const struct {
         const char *body;
-        policy_span_t id;
+        wire_span_t id;
         int code;
         const char *msg;
         const char *data;
@@ -621,9 +621,9 @@ Test(rpc, error_object)
         gw_rpc_error(&out, cases[i].body, cases[i].id, cases[i].code, cases[i].msg, cases[i].data);
         cr_expect_str_eq(out.base + 7, cases[i].want, "case %zu", i);
         cr_expect_eq(memcmp(out.base, "prefix:", 7), 0, "case %zu: appends", i);
-        policy_json_kind_t k;
-        policy_span_t v;
-        cr_expect_eq(policy_json_validate(out.base + 7, out.len - 7, &k, &v), SL_OK, "case %zu: valid JSON", i);
+        wire_json_kind_t k;
+        wire_span_t v;
+        cr_expect_eq(wire_json_validate(out.base + 7, out.len - 7, &k, &v), SL_OK, "case %zu: valid JSON", i);
         sl_buf_dispose(&out);
     }
 }
@@ -655,13 +655,13 @@ Test(rpc, splice_id)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *a = cases[i].answer, *body = cases[i].body;
-        policy_envelope_t env;
-        cr_assert_eq(policy_envelope_scan(a, strlen(a), &env), SL_OK, "case %zu", i);
-        policy_span_t id = {0, 0};
+        wire_envelope_t env;
+        cr_assert_eq(wire_envelope_scan(a, strlen(a), &env), SL_OK, "case %zu", i);
+        wire_span_t id = {0, 0};
         if (cases[i].client_id) {
             const char *p = strstr(body, cases[i].client_id);
             cr_assert_not_null(p);
-            id = (policy_span_t){(uint32_t)(p - body), (uint32_t)strlen(cases[i].client_id)};
+            id = (wire_span_t){(uint32_t)(p - body), (uint32_t)strlen(cases[i].client_id)};
         }
         sl_buf_t out = SL_BUF_INIT;
         gw_rpc_splice_id(&out, a, strlen(a), env.id, body, id);

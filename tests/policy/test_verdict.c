@@ -1,7 +1,7 @@
 /* tests/policy/test_verdict.c: policy/verdict.h against real provider answers.
  *
  * Each payload is the HTTP status and body an upstream sent, decoded exactly
- * as pool/pool_answer.c does (policy_envelope_scan, then policy_envelope_error
+ * as pool/pool_answer.c does (wire_envelope_scan, then wire_envelope_error
  * of the "error" member, or of one batch member) before the verdict. Sources
  * are named per row; "PM" is /work/shared/reference/providers.md, "PE" its
  * peers.md, N-EVM/N-SVM/VEND/SRT the eRPC files PM names. Rows marked
@@ -422,15 +422,15 @@ static judged_t judge(const payload_t *p)
     const char *buf = p->body;
     size_t len = strlen(p->body);
     if (p->member != NO_MEMBER) {
-        policy_span_t items[16];
+        wire_span_t items[16];
         size_t n = 0;
-        cr_assert_eq(policy_envelope_scan_array(buf, len, items, 16, &n), SL_OK, "%s: batch does not scan", p->name);
+        cr_assert_eq(wire_envelope_scan_array(buf, len, items, 16, &n), SL_OK, "%s: batch does not scan", p->name);
         cr_assert_lt((size_t)p->member, n, "%s: no member %d", p->name, p->member);
         buf += items[p->member].off;
         len = items[p->member].len;
     }
-    policy_envelope_t env;
-    if (policy_envelope_scan(buf, len, &env) != SL_OK || (env.result.len != 0) == (env.error.len != 0)) {
+    wire_envelope_t env;
+    if (wire_envelope_scan(buf, len, &env) != SL_OK || (env.result.len != 0) == (env.error.len != 0)) {
         cr_assert(p->status < 200 || p->status > 299, "%s: unusable body in a 2xx", p->name);
         j.verdict = policy_verdict_http(p->chain, p->status);
         j.via_http = 1;
@@ -441,8 +441,8 @@ static judged_t judge(const payload_t *p)
         j.verdict = j.via_http ? policy_verdict_http(p->chain, p->status) : POLICY_VERDICT_SUCCESS;
         return j;
     }
-    policy_rpc_error_t err;
-    cr_assert_eq(policy_envelope_error(buf, env.error, &err), SL_OK, "%s: error object does not decode", p->name);
+    wire_rpc_error_t err;
+    cr_assert_eq(wire_envelope_error(buf, env.error, &err), SL_OK, "%s: error object does not decode", p->name);
     j.ms = 12345; /* must be overwritten */
     j.verdict = policy_verdict_rpc_error_rule(p->chain, m, p->status, &err, buf, &j.ms, &j.rule);
     uint32_t ms2 = 777;
@@ -714,7 +714,7 @@ Test(verdict, names_cover_every_verdict)
 
 Test(verdict, chain_out_of_range_is_transient)
 {
-    policy_rpc_error_t err = {.has_code = 1, .code = -32000, .message = "already known"};
+    wire_rpc_error_t err = {.has_code = 1, .code = -32000, .message = "already known"};
     uint32_t ms = 5;
     size_t rule = 1;
     cr_expect_eq(policy_verdict_rpc_error_rule(POLICY_CHAIN_COUNT, NULL, 200, &err, NULL, &ms, &rule), TRANS);
@@ -722,7 +722,7 @@ Test(verdict, chain_out_of_range_is_transient)
     cr_expect_eq(rule, 0);
     /* a NULL buf (no data to read) is allowed */
     cr_expect_eq(policy_verdict_rpc_error(ETH, NULL, 200, &err, NULL, &ms), DET);
-    policy_rpc_error_t rate = {.has_code = 1, .code = -32005, .message = "rate limit exceeded"};
+    wire_rpc_error_t rate = {.has_code = 1, .code = -32005, .message = "rate limit exceeded"};
     cr_expect_eq(policy_verdict_rpc_error(ETH, NULL, 200, &rate, NULL, &ms), RATE);
     cr_expect_eq(ms, 0);
 }

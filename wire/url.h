@@ -1,0 +1,53 @@
+/* wire/url.h: upstream URLs, parsed strictly and redacted for display.
+ *
+ * Provider URLs carry API keys (Alchemy /v2/<key>, Infura /v3/<key>,
+ * QuickNode /<token>/, Helius ?api-key=<key>, user:pass@), so every URL that
+ * reaches a log line, an error message or the admin API goes through
+ * wire_url_redact() first. Pure functions: no I/O; redaction only reads the
+ * secret registry (base/sl_secret.h). Safe to call from any process. */
+#ifndef WIRE_URL_H
+#define WIRE_URL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/sl_err.h"
+
+#define WIRE_URL_MAX_LEN 4096   /* whole url, bytes */
+
+typedef struct wire_url {
+    int https;              /* 1 for https:// */
+    char host[256];         /* lower-cased; IPv6 without brackets */
+    int host_is_ip;         /* 1 if host is an IPv4 or IPv6 literal */
+    uint16_t port;          /* explicit or 80/443 */
+    char path[2048];        /* path + "?" + query, at least "/"; as written (no decoding) */
+    int has_userinfo;
+    char userinfo[256];     /* "user:password" percent-decoded (HTTP Basic credentials), "" if none */
+} wire_url_t;
+
+/* Parses an absolute http(s) URL into *out. Strict: scheme http or https
+ * (any case), non-empty host, port 1..65535, no fragment, no spaces, control
+ * or non-ASCII bytes, IPv6 literals in brackets.
+ * Errors: SL_ERR_PARSE (malformed), SL_ERR_TOO_LARGE (url, host or path over
+ * its limit). *out is unspecified on error. */
+SL_MUST_CHECK sl_err_t wire_url_parse(const char *url, wire_url_t *out);
+
+/* Why url does not parse, as a fixed human-readable string ("scheme must be
+ * http or https"), or NULL if it parses. Never quotes the url. */
+const char *wire_url_parse_error(const char *url);
+
+/* Returns url with its secret-looking parts replaced by "***" (heap; caller
+ * frees): user-info becomes "***@"; a path segment is kept only if it is at
+ * most 10 bytes of [a-z0-9._-] and does not look like a hex/base58 token of
+ * 8 or more bytes; query parameter names are kept, values hidden. Any
+ * registered secret still present is scrubbed too. Never fails: an
+ * unparseable url gives "<invalid url>". */
+char *wire_url_redact(const char *url);
+
+/* Calls fn once for each part of url that wire_url_redact() hides (the
+ * user-info, its user and password halves, hidden path segments and query
+ * values), so the caller can register them as secrets. s is not
+ * NUL-terminated. Does nothing if url does not parse. */
+void wire_url_each_secret(const char *url, void (*fn)(const char *s, size_t n, void *arg), void *arg);
+
+#endif
