@@ -3,8 +3,9 @@
  * Every record is a msgpack array [version, field...] described by a static
  * schema table; one generic codec encodes and decodes all of them. Decoding
  * checks everything (type, version, field count, ranges, string sizes) and
- * rejects what it does not know: SL_ERR_VERSION for another version,
- * SL_ERR_CORRUPT for anything malformed. Never a crash: fuzzed by
+ * rejects what it does not know: SL_ERR_VERSION for a newer version (an
+ * older one reads: versions only append fields and array elements, which an
+ * old record leaves zero), SL_ERR_CORRUPT for anything malformed. Never a crash: fuzzed by
  * tests/fuzz/fuzz_state_record.c. Pure: no LMDB here. */
 #ifndef STATE_RECORD_H
 #define STATE_RECORD_H
@@ -28,6 +29,7 @@ typedef struct state_field {
     state_field_type_t type;
     size_t offset;
     size_t size;
+    uint32_t since;       /* the record version that added the field (0: the first) */
 } state_field_t;
 
 typedef struct state_schema {
@@ -62,6 +64,8 @@ typedef struct state_endpoint_rec {
     uint32_t probe_ewma_us;       /* probe latency EWMA, 0 = never measured */
     uint32_t probe_failures;      /* probes failed in a row */
     uint64_t probe_next_ms;       /* the next probe is due (claimed by moving it forward) */
+    uint32_t rl_backoff_ms;       /* length of the last rate-limit mark sluice chose itself (no
+                                     Retry-After or hint): the next doubles it; 0 after a hinted one */
 } state_endpoint_rec_t;
 
 extern const state_schema_t state_endpoint_schema;
@@ -123,7 +127,12 @@ extern const state_schema_t state_event_schema;
     X(HTTP_ERROR, "http_error")                                                           \
     X(MALFORMED, "malformed")                                                             \
     X(UNSUPPORTED, "unsupported")                                                         \
-    X(MISSING_DATA, "missing_data")
+    X(MISSING_DATA, "missing_data")                                                       \
+    /* never the endpoint's fault: no breaker failure, no score penalty */                \
+    X(LOCAL, "local_error")          /* sluice's own resources (fds, memory, temp files) */ \
+    X(TOO_LARGE, "too_large")        /* request-shaped (policy/shape.h) */                 \
+    X(ID_UNANSWERABLE, "id_unanswerable")                                                 \
+    X(SLOW_CALL, "slow_call")
 
 typedef enum state_outcome {
 #define STATE_OUTCOME_ENUM_(name, str) STATE_OUTCOME_##name,
@@ -211,7 +220,11 @@ extern const state_schema_t state_pin_schema;
     X(TIMEOUT, "timeout")                                                                 \
     X(UPSTREAM_ERROR, "upstream_error")                                                   \
     X(UNAVAILABLE, "unavailable")                                                         \
-    X(AMBIGUOUS_WRITE, "ambiguous_write")
+    X(AMBIGUOUS_WRITE, "ambiguous_write")                                                 \
+    X(TOO_LARGE, "too_large")                                                             \
+    X(ID_UNANSWERABLE, "id_unanswerable")                                                 \
+    X(SLOW_CALL, "slow_call")                                                             \
+    X(LOCAL, "local_error")
 
 typedef enum state_req_outcome {
 #define STATE_REQ_ENUM_(name, str) STATE_REQ_##name,
