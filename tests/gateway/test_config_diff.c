@@ -9,7 +9,7 @@
 
 #define BASE                                                                                                   \
     "server: { listen: \"127.0.0.1:8545\", workers: 2 }\n"                                                     \
-    "admin: { listen: \"127.0.0.1:8546\", token: \"tok-one-1234\" }\n"                                         \
+    "admin: { listen: \"127.0.0.1:8546\", token: \"tok-one-1234-abcdef\" }\n"                                         \
     "state: { path: \"/tmp/st\" }\n"
 
 static gw_config_t *load(const char *yaml)
@@ -120,7 +120,7 @@ Test(config_diff, network_fields_and_order)
 Test(config_diff, settings_by_name_token_never_shown)
 {
     static const char b[] = "server: { listen: \"127.0.0.1:8545\", workers: 2, max_batch: 50 }\n"
-                            "admin: { listen: \"127.0.0.1:8546\", token: \"tok-two-5678\" }\n"
+                            "admin: { listen: \"127.0.0.1:8546\", token: \"tok-two-5678-abcdef\" }\n"
                             "state: { path: \"/tmp/st\", event_max_count: 99 }\n"
                             "log: { level: debug }\n"
                             "tiers: { anonymous: { per_second: 5 } }\n"

@@ -160,9 +160,9 @@ test('SIGHUP under load: an endpoint added, then a broken config refused; no req
 
 test('POST /admin/reload: token-protected, answers with the outcome; settings that need a restart are refused', async () => {
   const admin = (token) => `{ listen: "127.0.0.1:0", token: "${token}" }`;
-  const base = { workers: 2, admin: admin('tok-one-7f3a9'), networks: { eth: { endpoints: [{ id: 'a', url: a.url }, { id: 'b', url: b.url }] } } };
+  const base = { workers: 2, admin: admin('tok-one-7f3a9-0123456'), networks: { eth: { endpoints: [{ id: 'a', url: a.url }, { id: 'b', url: b.url }] } } };
   const s = await startSluice(base);
-  const t1 = 'tok-one-7f3a9', t2 = 'tok-two-8e4b0';
+  const t1 = 'tok-one-7f3a9-0123456', t2 = 'tok-two-8e4b0-0123456';
   try {
     assert.equal((await adminFresh(s, 'POST', '/admin/reload', undefined)).status, 401);
     assert.equal((await adminFresh(s, 'POST', '/admin/reload', 'wrong')).status, 401);
