@@ -24,7 +24,7 @@ typedef struct counted_endpoint {
 struct gw_housekeep {
     const gw_config_t *cfg;
     state_t *st;
-    unsigned nworkers;
+    unsigned nslots;
     uint64_t last_sync_ms, last_trim_ms, last_failover_ms;
     counted_endpoint_t *eps;
     size_t neps;
@@ -35,7 +35,7 @@ struct gw_housekeep {
 static uint64_t failovers(gw_housekeep_t *hk, const counted_endpoint_t *c)
 {
     state_stats_sum_t sum;
-    state_stats_sum(hk->st, c->net->name, c->ep->id, hk->nworkers, 0, 0, &sum);
+    state_stats_sum(hk->st, c->net->name, c->ep->id, hk->nslots, 0, 0, &sum);
     return sum.total.failovers;
 }
 
@@ -73,12 +73,12 @@ static void report_failovers(gw_housekeep_t *hk, uint64_t interval_ms)
     free(totals);
 }
 
-gw_housekeep_t *gw_housekeep_create(const gw_config_t *cfg, state_t *st, unsigned nworkers)
+gw_housekeep_t *gw_housekeep_create(const gw_config_t *cfg, state_t *st, unsigned nslots)
 {
     gw_housekeep_t *hk = sl_xcalloc(1, sizeof(*hk));
     hk->cfg = cfg;
     hk->st = st;
-    hk->nworkers = nworkers;
+    hk->nslots = nslots;
     for (size_t n = 0; n < cfg->nnetworks; n++)
         hk->neps += cfg->networks[n].nendpoints;
     hk->eps = sl_xcalloc(hk->neps ? hk->neps : 1, sizeof(*hk->eps));
@@ -104,6 +104,23 @@ gw_housekeep_t *gw_housekeep_create(const gw_config_t *cfg, state_t *st, unsigne
     if (state_check_readers(st, &cleared) == SL_OK && cleared > 0)
         sl_log_warn("state: cleared %d stale reader slot(s) left by dead processes", cleared);
     return hk;
+}
+
+void gw_housekeep_carry(gw_housekeep_t *to, const gw_housekeep_t *from)
+{
+    if (from == NULL)
+        return;
+    for (size_t i = 0; i < to->neps; i++) {
+        counted_endpoint_t *c = &to->eps[i];
+        for (size_t k = 0; k < from->neps; k++) {
+            const counted_endpoint_t *o = &from->eps[k];
+            if (strcmp(o->net->name, c->net->name) == 0 && strcmp(o->ep->id, c->ep->id) == 0 && o->reported < c->reported)
+                c->reported = o->reported;
+        }
+    }
+    to->last_sync_ms = from->last_sync_ms;
+    to->last_trim_ms = from->last_trim_ms;
+    to->last_failover_ms = from->last_failover_ms;
 }
 
 void gw_housekeep_destroy(gw_housekeep_t *hk)

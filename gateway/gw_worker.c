@@ -13,10 +13,10 @@
 #include "base/sl_log.h"
 #include "base/sl_time.h"
 #include "gateway/gw_handler.h"
+#include "gateway/gw_reload.h"
 #include "pool/pool.h"
 #include "state/state.h"
 
-#define LISTEN_BACKLOG 1024
 #define ACCEPTS_PER_EVENT 32
 #define HOUSEKEEPING_MS 100
 /* after the last request, keep serving briefly: a client may just have sent
@@ -104,9 +104,8 @@ static void on_accept(h2o_socket_t *listener, const char *err)
     }
 }
 
-static h2o_socket_t *start_listener(worker_t *w, gw_listen_addr_t *addr, h2o_accept_ctx_t *actx)
+static h2o_socket_t *start_listener(worker_t *w, int fd, h2o_accept_ctx_t *actx)
 {
-    int fd = gw_listen_bind(addr, LISTEN_BACKLOG);
     if (fd < 0)
         return NULL;
     h2o_socket_t *sock = h2o_evloop_socket_create(w->ctx.loop, fd, H2O_SOCKET_FLAG_DONT_READ);
@@ -123,6 +122,12 @@ static int is_ready(void *data, char *why, size_t why_len)
         return 0;
     }
     return 1;
+}
+
+static int request_reload(void *data, uint8_t tag)
+{
+    (void)data;
+    return gw_reload_request(tag);
 }
 
 static void globalconf_init(h2o_globalconf_t *conf, size_t max_body)
@@ -152,18 +157,17 @@ static int worker_setup(worker_t *w)
         .nworkers = w->args->nworkers,
         .max_response_bytes = cfg->server.max_response_bytes,
         .state = w->state,
-        .slot = w->args->index,
+        .slot = w->args->slot,
         .refresh_ms = cfg->state.refresh_ms,
         .flush_ms = cfg->state.flush_ms,
     };
     if (pool_create(&pp, &w->pool) != SL_OK)
         return -1;
-    w->stats = gw_stats_create(cfg, w->state, w->args->index);
+    w->stats = gw_stats_create(cfg, w->state, w->args->slot);
     w->limit = gw_limit_create(cfg, w->state);
     w->handler = gw_handler_register(host, cfg, w->pool, w->stats, w->limit);
     w->accept = (h2o_accept_ctx_t){.ctx = &w->ctx, .hosts = w->conf.hosts};
-    gw_listen_addr_t addr = w->args->main_addr;
-    if ((w->listener = start_listener(w, &addr, &w->accept)) == NULL)
+    if ((w->listener = start_listener(w, w->args->main_fd, &w->accept)) == NULL)
         return -1;
 
     if (w->args->has_admin) {
@@ -176,14 +180,14 @@ static int worker_setup(worker_t *w)
                                               .networks = cfg->networks,
                                               .nnetworks = cfg->nnetworks,
                                               .state = w->state,
-                                              .nworkers = w->args->nworkers,
+                                              .nworkers = w->args->nslots,
                                               .loop = w->ctx.loop,
                                               .ready = is_ready,
+                                              .reload = request_reload,
                                               .data = w});
         h2o_context_init(&w->admin_ctx, w->ctx.loop, &w->admin_conf);
         w->admin_accept = (h2o_accept_ctx_t){.ctx = &w->admin_ctx, .hosts = w->admin_conf.hosts};
-        gw_listen_addr_t aaddr = w->args->admin_addr;
-        if ((w->admin_listener = start_listener(w, &aaddr, &w->admin_accept)) == NULL)
+        if ((w->admin_listener = start_listener(w, w->args->admin_fd, &w->admin_accept)) == NULL)
             return -1;
     }
     return 0;
@@ -198,6 +202,39 @@ static void close_listener(h2o_socket_t **sock)
     *sock = NULL;
 }
 
+static int no_keepalive(h2o_req_t *req, void *data)
+{
+    (void)data;
+    req->http1_is_persistent = 0;
+    return 0;
+}
+
+/* h2o 2.2.5 turns keep-alive off only for requests that arrive after the
+ * shutdown request: the ones already being handled are told here, so every
+ * kept-alive connection closes after its current answer. */
+static void shutdown_ctx(h2o_context_t *ctx)
+{
+    h2o_context_request_shutdown(ctx);
+    ctx->globalconf->http1.callbacks.foreach_request(ctx, no_keepalive, NULL);
+}
+
+static int count_connection(h2o_req_t *req, void *data)
+{
+    (void)req;
+    (*(size_t *)data)++;
+    return 0;
+}
+
+/* HTTP/1 connections still open, client and admin. */
+static size_t open_connections(worker_t *w)
+{
+    size_t n = 0;
+    w->conf.http1.callbacks.foreach_request(&w->ctx, count_connection, &n);
+    if (w->args->has_admin)
+        w->admin_conf.http1.callbacks.foreach_request(&w->admin_ctx, count_connection, &n);
+    return n;
+}
+
 /* Stops accepting, lets in-flight requests finish, bounded by the grace period. */
 static void worker_drain(worker_t *w)
 {
@@ -205,15 +242,22 @@ static void worker_drain(worker_t *w)
     w->draining = 1;
     close_listener(&w->listener);
     close_listener(&w->admin_listener);
-    h2o_context_request_shutdown(&w->ctx);
+    shutdown_ctx(&w->ctx);
+    if (w->args->has_admin)
+        shutdown_ctx(&w->admin_ctx);
     uint64_t start = sl_now_ms(), deadline = start + cfg->server.shutdown_grace_ms;
     uint64_t waiting = w->handler->inflight;
     if (waiting > 0)
         sl_log_info("draining %llu request(s) in flight (grace %u ms)", (unsigned long long)waiting,
                     cfg->server.shutdown_grace_ms);
+    uint64_t quiet_since = start, served = w->handler->served;
     for (;;) {
         uint64_t now = sl_now_ms();
-        if (w->handler->inflight == 0 && now - start >= DRAIN_LINGER_MS)
+        if (w->handler->served != served) {
+            served = w->handler->served;
+            quiet_since = now;
+        }
+        if (w->handler->inflight == 0 && (now - quiet_since >= DRAIN_LINGER_MS || open_connections(w) == 0))
             break;
         if (now >= deadline) {
             sl_log_warn("grace period over with %llu request(s) still in flight",

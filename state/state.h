@@ -66,6 +66,8 @@ SL_MUST_CHECK sl_err_t state_clock_note(state_t *st);
 SL_MUST_CHECK sl_err_t state_check_readers(state_t *st, int *cleared);
 /* Flushes written pages to disk. */
 SL_MUST_CHECK sl_err_t state_sync(state_t *st);
+/* Changes the event retention state_trim_events applies (a reload). */
+void state_retention_set(state_t *st, uint32_t event_max_count, uint32_t event_max_age_s);
 /* Applies event retention (count and age); *removed gets how many. */
 SL_MUST_CHECK sl_err_t state_trim_events(state_t *st, uint64_t now_ms, size_t *removed);
 /* Bytes live data takes in the map, and the map's size. */

@@ -88,6 +88,7 @@ extern const state_schema_t state_endpoint_schema;
     X(BUDGET_LOW, "budget_low")                                                           \
     X(BUDGET_EXHAUSTED, "budget_exhausted")                                               \
     X(STATE_ERROR, "state_error")                                                         \
+    X(CONFIG_RELOAD_FAILED, "config_reload_failed")                                       \
     X(STATE_DEGRADED, "state_degraded")                                                   \
     X(STATE_RESTORED, "state_restored")
 
@@ -106,9 +107,10 @@ typedef struct state_event {
     uint8_t kind;
     char network[40];
     char endpoint[72];
-    uint8_t from;                 /* breaker states, for breaker events */
+    uint8_t from;                 /* breaker states, for breaker events; config events: the
+                                     tag of the admin request that asked (0: SIGHUP) */
     uint8_t to;
-    char reason[160];
+    char reason[512];             /* config events list every change or error in it */
     uint64_t duration_ms;         /* breaker_closed: how long it was open; failover: the interval */
     uint64_t count;               /* failover: how many; redundancy_low: usable endpoints */
     uint32_t pid;                 /* the process that observed it */
