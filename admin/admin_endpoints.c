@@ -8,6 +8,7 @@
 #include "policy/breaker.h"
 #include "policy/method.h"
 #include "pool/pool_conf.h"
+#include "state/state_key.h"
 
 static void add_time(cJSON *o, const char *name, uint64_t ms)
 {
@@ -55,7 +56,12 @@ static cJSON *endpoint_json(const admin_ep_view_t *v, uint64_t now)
     else
         cJSON_AddNullToObject(o, "excluded");
     if (v->has_ranked) {
-        static const char *const excluded[] = {NULL, "far behind the head", "error ratio too high"};
+        static const char *const excluded[STATE_EXCLUDED_COUNT] = {
+            [STATE_EXCLUDED_BEHIND] = "far behind the head",
+            [STATE_EXCLUDED_ERRORS] = "error ratio too high",
+            [STATE_EXCLUDED_DNS_FAILED] = ADMIN_DNS_FAILED,
+            [STATE_EXCLUDED_DNS_TIMEOUT] = ADMIN_DNS_TIMEOUT,
+        };
         cJSON *sc = cJSON_AddObjectToObject(o, "score");
         cJSON_AddNumberToObject(sc, "cost", v->ranked.score_milli / 1000.0);
         cJSON_AddNumberToObject(sc, "latency_ms", v->ranked.latency_us / 1000.0);
@@ -65,7 +71,7 @@ static cJSON *endpoint_json(const admin_ep_view_t *v, uint64_t now)
             cJSON_AddNumberToObject(sc, "lag", (double)(v->ranked.lag_plus1 - 1));
         else
             cJSON_AddNullToObject(sc, "lag");
-        if (v->ranked.excluded && v->ranked.excluded < 3)
+        if (v->ranked.excluded && v->ranked.excluded < STATE_EXCLUDED_COUNT)
             cJSON_AddStringToObject(sc, "excluded", excluded[v->ranked.excluded]);
     }
     cJSON *probe = cJSON_AddObjectToObject(o, "probe");
@@ -91,7 +97,7 @@ static cJSON *endpoint_json(const admin_ep_view_t *v, uint64_t now)
     for (int k = 0; k < STATE_OUTCOME_COUNT; k++)
         cJSON_AddNumberToObject(by, state_outcome_name((state_outcome_t)k), (double)v->stats.outcomes[k]);
     cJSON_AddNumberToObject(o, "failovers", (double)v->stats.failovers);
-    cJSON_AddNumberToObject(o, "max_inflight_seen", v->stats.max_inflight_seen);
+    cJSON_AddNumberToObject(o, "concurrency_reached", v->concurrency_reached);
     cJSON_AddItemToObject(o, "credits", admin_credits_json(v, now));
     cJSON *pm = cJSON_AddObjectToObject(o, "methods");
     size_t nm;
@@ -112,7 +118,7 @@ int admin_route_endpoints(admin_t *a, h2o_req_t *req)
 {
     size_t n;
     admin_ep_view_t *v = admin_view_collect(a, &n);
-    uint64_t now = sl_wall_ms();
+    uint64_t now = sl_shared_ms();
     cJSON *arr = cJSON_CreateArray();
     for (size_t i = 0; i < n; i++)
         cJSON_AddItemToArray(arr, endpoint_json(&v[i], now));
@@ -175,7 +181,7 @@ int admin_route_drain(admin_t *a, h2o_req_t *req)
     int drain;
     if (!parse_drain_path(req->path_normalized, net, id, sizeof(net), &drain))
         return admin_send_text(req, 404, "application/json", H2O_STRLIT("{\"error\":\"no such admin route\"}"));
-    drain_ctx_t c = {NULL, NULL, drain, sl_wall_ms()};
+    drain_ctx_t c = {NULL, NULL, drain, sl_shared_ms()};
     for (size_t i = 0; i < a->conf.nnetworks && c.ep == NULL; i++)
         for (size_t e = 0; e < a->conf.networks[i].nendpoints; e++)
             if (strcmp(a->conf.networks[i].name, net) == 0 && strcmp(a->conf.networks[i].endpoints[e].id, id) == 0) {
@@ -184,8 +190,8 @@ int admin_route_drain(admin_t *a, h2o_req_t *req)
             }
     if (c.ep == NULL)
         return admin_send_text(req, 404, "application/json", H2O_STRLIT("{\"error\":\"unknown network or endpoint\"}"));
-    char key[160];
-    snprintf(key, sizeof(key), "%s/%s", c.net->name, c.ep->id);
+    char key[STATE_KEY_MAX];
+    state_key_endpoint(key, sizeof(key), c.net->name, c.ep->id);
     int changed = 0;
     if (state_endpoint_update(a->conf.state, key, drain_cb, &c, &changed) != SL_OK)
         return admin_send_text(req, 500, "application/json", H2O_STRLIT("{\"error\":\"shared state write failed\"}"));

@@ -158,7 +158,7 @@ int admin_route_networks(admin_t *a, h2o_req_t *req)
 {
     size_t n;
     admin_ep_view_t *v = admin_view_collect(a, &n);
-    uint64_t now = sl_wall_ms();
+    uint64_t now = sl_shared_ms();
     admin_net_view_t *nv = sl_xcalloc(a->conf.nnetworks ? a->conf.nnetworks : 1, sizeof(*nv));
     collect(a, nv, v, n, now);
     cJSON *arr = cJSON_CreateArray();
@@ -207,7 +207,7 @@ void admin_networks_metrics(admin_t *a, sl_buf_t *b, const admin_ep_view_t *v, s
         {"sluice_upstream_calls_saved_total", "counter", "Upstream calls merging saved.", G_SAVED},
         {"sluice_confirm_waits_total", "counter", "Calls of confirmation polls (a merged one counts once) that waited for a free slot instead of a 503.", G_WAITS},
     };
-    uint64_t now = sl_wall_ms();
+    uint64_t now = sl_shared_ms();
     admin_net_view_t *nv = sl_xcalloc(a->conf.nnetworks ? a->conf.nnetworks : 1, sizeof(*nv));
     collect(a, nv, v, n, now);
     for (size_t s = 0; s < sizeof(series) / sizeof(series[0]); s++) {

@@ -197,6 +197,7 @@ static const gw_cfg_field_t server_fields[] = {
     {"cors_origins", GW_CFG_FN, .fn = server_cors},
     {"trusted_proxies", GW_CFG_FN, .fn = server_proxies},
     {"read_multiplier", GW_CFG_U32, offsetof(gw_server_conf_t, read_multiplier), 1, 1000},
+    {"ipv6_prefix", GW_CFG_U32, offsetof(gw_server_conf_t, ipv6_prefix), 1, 128},
 };
 
 /* ---- admin, state, log ---- */
@@ -240,6 +241,7 @@ static const gw_cfg_field_t state_fields[] = {
     {"flush_ms", GW_CFG_U32, offsetof(gw_state_conf_t, flush_ms), 0, 60000},
     {"event_max_count", GW_CFG_U32, offsetof(gw_state_conf_t, event_max_count), 10, 100000000},
     {"event_max_age_hours", GW_CFG_U32, offsetof(gw_state_conf_t, event_max_age_hours), 1, 87600},
+    {"max_limit_cells", GW_CFG_U32, offsetof(gw_state_conf_t, max_limit_cells), 0, 1000000000},
 };
 
 static const gw_cfg_field_t log_fields[] = {
@@ -260,9 +262,14 @@ static void section_admin(gw_cfg_t *c, yaml_node_t *n, void *target)
     gw_cfg_map_decode(c, n, admin_fields, NFIELDS(admin_fields), adm);
     if (adm->token != NULL) {
         sl_secret_add(adm->token);
-        if (adm->token[0] == '\0') {
+        /* 16 bytes: out of reach of guessing even at the throttle's rate
+         * (a "change-me" is not); the length is said, never the token */
+        size_t len = strlen(adm->token);
+        if (len < GW_ADMIN_TOKEN_MIN) {
             size_t mark = gw_cfg_push(c, "token");
-            gw_cfg_error(c, gw_cfg_line(gw_cfg_get(c, n, "token")), "admin.token must not be empty");
+            gw_cfg_error(c, gw_cfg_line(gw_cfg_get(c, n, "token")),
+                         "admin.token must be at least %d bytes (it has %zu); e.g. openssl rand -hex 24",
+                         GW_ADMIN_TOKEN_MIN, len);
             gw_cfg_pop(c, mark);
         }
     }
@@ -419,6 +426,7 @@ static gw_config_t *config_new(const char *name)
         .access_log = 1,
         .cors_origins = sl_xcalloc(2, sizeof(char *)),
         .read_multiplier = 10,
+        .ipv6_prefix = 64,
         .ncors_origins = 1,
     };
     cfg->server.cors_origins[0] = sl_xstrdup("*");

@@ -60,12 +60,15 @@ typedef struct gw_server_conf {
     char **trusted_proxies;   /* CIDRs whose X-Forwarded-For is believed */
     size_t ntrusted_proxies;
     uint32_t read_multiplier; /* cheap reads get the tier's limits x this (10) */
+    uint32_t ipv6_prefix;     /* IPv6 callers are limited per /ipv6_prefix network (64) */
 } gw_server_conf_t;
 
 typedef struct gw_admin_conf {
     char *listen;             /* NULL or "off" disables the admin listener */
-    char *token;              /* NULL = no auth (refused unless loopback) */
+    char *token;              /* NULL = no auth (refused unless loopback); else GW_ADMIN_TOKEN_MIN+ bytes */
 } gw_admin_conf_t;
+
+#define GW_ADMIN_TOKEN_MIN 16
 
 typedef struct gw_state_conf {
     char *path;
@@ -74,6 +77,7 @@ typedef struct gw_state_conf {
     uint32_t flush_ms;            /* workers write their counters this often (100); 0 = never (benchmarks) */
     uint32_t event_max_count;     /* event log retention: count ... */
     uint32_t event_max_age_hours; /* ... and age */
+    uint32_t max_limit_cells;     /* client-limit cells kept at most (0: 2,048 per MB of the map) */
 } gw_state_conf_t;
 
 typedef struct gw_log_conf {

@@ -2,12 +2,14 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/sl_buf.h"
 #include "base/sl_log.h"
+#include "state/state_key.h"
 
 typedef struct net_counters {
-    char key[96];                 /* "req/<network>/<slot>" */
+    char key[STATE_KEY_MAX];      /* state_key_requests: this worker's slot */
     const policy_method_t *table; /* the chain's method table */
     size_t nmethods;              /* its length; index nmethods = any other method */
     state_counters_rec_t *rec;
@@ -18,6 +20,8 @@ struct gw_stats {
     state_t *st;
     net_counters_t *nets;
     size_t n;
+    char deg_key[STATE_KEY_MAX];  /* state_key_degraded: this worker's degraded parts */
+    state_counters_rec_t *deg;    /* as last written */
 };
 
 static const state_req_outcome_t from_pool[] = {
@@ -28,6 +32,10 @@ static const state_req_outcome_t from_pool[] = {
     [POOL_OUTCOME_UNAVAILABLE] = STATE_REQ_UNAVAILABLE,
     [POOL_OUTCOME_UPSTREAM_ERROR] = STATE_REQ_UPSTREAM_ERROR,
     [POOL_OUTCOME_DEADLINE] = STATE_REQ_TIMEOUT,
+    [POOL_OUTCOME_TOO_LARGE] = STATE_REQ_TOO_LARGE,
+    [POOL_OUTCOME_ID_UNANSWERABLE] = STATE_REQ_ID_UNANSWERABLE,
+    [POOL_OUTCOME_SLOW_CALL] = STATE_REQ_SLOW_CALL,
+    [POOL_OUTCOME_LOCAL] = STATE_REQ_LOCAL,
 };
 
 gw_stats_t *gw_stats_create(const gw_config_t *cfg, state_t *st, unsigned slot)
@@ -39,7 +47,7 @@ gw_stats_t *gw_stats_create(const gw_config_t *cfg, state_t *st, unsigned slot)
     int snapshot = st != NULL && state_read_begin(st) == SL_OK;
     for (size_t i = 0; i < s->n; i++) {
         net_counters_t *c = &s->nets[i];
-        snprintf(c->key, sizeof(c->key), "req/%s/%u", cfg->networks[i].name, slot);
+        state_key_requests(c->key, sizeof(c->key), cfg->networks[i].name, slot);
         c->table = policy_method_table(cfg->networks[i].chain, &c->nmethods);
         c->rec = sl_xcalloc(1, sizeof(*c->rec));
         uint32_t want = (uint32_t)((c->nmethods + 1) * STATE_REQ_OUTCOME_COUNT);
@@ -53,6 +61,8 @@ gw_stats_t *gw_stats_create(const gw_config_t *cfg, state_t *st, unsigned slot)
     }
     if (snapshot)
         state_read_end(st);
+    state_key_degraded(s->deg_key, sizeof(s->deg_key), slot);
+    s->deg = sl_xcalloc(1, sizeof(*s->deg));
     return s;
 }
 
@@ -63,6 +73,7 @@ void gw_stats_destroy(gw_stats_t *s)
     for (size_t i = 0; i < s->n; i++)
         free(s->nets[i].rec);
     free(s->nets);
+    free(s->deg);
     free(s);
 }
 
@@ -106,8 +117,8 @@ void gw_stats_flush(gw_stats_t *s)
 {
     if (s == NULL || s->st == NULL)
         return;
-    const char **keys = sl_xmalloc(s->n * sizeof(*keys));
-    const state_counters_rec_t **recs = sl_xmalloc(s->n * sizeof(*recs));
+    const char **keys = sl_xmalloc((s->n + 1) * sizeof(*keys));
+    const state_counters_rec_t **recs = sl_xmalloc((s->n + 1) * sizeof(*recs));
     size_t n = 0;
     for (size_t i = 0; i < s->n; i++) {
         if (!s->nets[i].dirty)
@@ -115,9 +126,26 @@ void gw_stats_flush(gw_stats_t *s)
         keys[n] = s->nets[i].key;
         recs[n++] = s->nets[i].rec;
     }
-    if (n > 0 && state_counters_put(s->st, keys, recs, n) == SL_OK)
+    /* which parts enforce locally, for /metrics (the log and the events say
+     * it too, and they do not depend on this write succeeding) */
+    state_counters_rec_t deg = {.n = STATE_DEGRADED_COUNTERS};
+    for (int p = 0; p < STATE_PART_COUNT; p++) {
+        deg.v[2 * p] = (uint64_t)state_degraded(s->st, (state_part_t)p);
+        deg.v[2 * p + 1] = state_degraded_decisions(s->st, (state_part_t)p);
+    }
+    int deg_dirty = s->deg->n != deg.n || memcmp(s->deg->v, deg.v, deg.n * sizeof(deg.v[0])) != 0;
+    if (deg_dirty) {
+        keys[n] = s->deg_key;
+        recs[n++] = &deg;
+    }
+    if (n > 0 && state_counters_put(s->st, keys, recs, n) == SL_OK) {
         for (size_t i = 0; i < s->n; i++)
             s->nets[i].dirty = 0;
+        if (deg_dirty) {
+            s->deg->n = deg.n;
+            memcpy(s->deg->v, deg.v, deg.n * sizeof(deg.v[0]));
+        }
+    }
     else if (n > 0)
         sl_log_warn("state: could not flush request counters (kept in memory, retried)");
     free(keys);

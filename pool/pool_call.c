@@ -7,7 +7,9 @@
  * closed by the upstream before it answered anything (the classic keep-alive
  * race: not the endpoint's fault). Each attempt carries only the items still
  * pending, so a batch member answered by the first endpoint is never asked
- * again. */
+ * again. A failure that may be the request's own doing (policy/shape.h) is
+ * held back from the endpoint's record until the next endpoint's attempt
+ * settles it (pool_held.c). */
 #include <string.h>
 
 #include "base/sl_log.h"
@@ -43,6 +45,7 @@ static void call_finish(pool_call_t *call)
     call->finished = 1;
     stop_waiting(call);
     pool_pressure_settle(call, 1);
+    pool_held_release(call);
     if (h2o_timeout_is_linked(&call->deadline))
         h2o_timeout_unlink(&call->deadline);
     if (h2o_timeout_is_linked(&call->defer))
@@ -102,7 +105,7 @@ static int plan_next(pool_call_t *call)
         call->retry_same = -1;
         return ep;
     }
-    uint64_t now = sl_wall_ms();
+    uint64_t now = sl_shared_ms();
     if (call->pinned >= 0 && candidate(call, (size_t)call->pinned, now))
         return call->pinned;
     for (size_t k = 0; k < net->norder; k++)
@@ -133,7 +136,7 @@ static int next_round(pool_call_t *call)
         return 0;
     int any = 0;
     for (size_t i = 0; i < net->nendpoints; i++)
-        any |= !call->no_retry[i] && pool_health_usable(&net->endpoints[i], sl_wall_ms());
+        any |= !call->no_retry[i] && pool_health_usable(&net->endpoints[i], sl_shared_ms());
     if (!any)
         return 0;
     uint32_t wait = policy_retry_backoff_ms(net->conf->backoff_base_ms, net->conf->backoff_max_ms, ++call->round,
@@ -158,7 +161,7 @@ static int should_wait(pool_call_t *call)
     for (size_t i = 0; i < call->nitems; i++)
         if (call->items[i].state == POOL_ITEM_PENDING && call->items[i].method->cls != POLICY_CLASS_CONFIRM)
             return 0;
-    uint64_t now = sl_wall_ms();
+    uint64_t now = sl_shared_ms();
     for (size_t i = 0; i < net->nendpoints; i++) {
         pool_endpoint_t *ep = &net->endpoints[i];
         if (!call->tried[i] && ep->max_inflight > 0 && ep->inflight >= ep->max_inflight && pool_health_usable(ep, now))
@@ -180,7 +183,7 @@ static void start_waiting(pool_call_t *call)
 /* 1 if some usable endpoint of net has a free slot in this worker. */
 static int slot_free(pool_network_t *net)
 {
-    uint64_t now = sl_wall_ms();
+    uint64_t now = sl_shared_ms();
     for (size_t i = 0; i < net->nendpoints; i++) {
         pool_endpoint_t *ep = &net->endpoints[i];
         if (ep->inflight < ep->max_inflight && pool_health_usable(ep, now))
@@ -222,7 +225,7 @@ void pool_call_recheck_waiters(pool_network_t *net)
 static void settle_untried(pool_call_t *call)
 {
     if (call->rate_limited_until_ms != 0) {
-        uint64_t now = sl_wall_ms();
+        uint64_t now = sl_shared_ms();
         uint64_t wait = call->rate_limited_until_ms > now ? call->rate_limited_until_ms - now : 1;
         for (size_t i = 0; i < call->nitems; i++) {
             call->items[i].rate_limited = 1;
@@ -266,12 +269,12 @@ static int build_request(pool_call_t *call, const char **body, size_t *len)
         if (call->batch && call->nsent > 0)
             sl_buf_append_char(&call->req, ',');
         call->sent[call->nsent++] = (uint32_t)i;
-        if (call->batch || it->id.len == 0)
+        if (call->batch || it->id.len == 0 || call->renumbered)
             append_with_id(&call->req, it, (uint32_t)i);
     }
     if (call->batch)
         sl_buf_append_char(&call->req, ']');
-    if (!call->batch && call->items[0].id.len != 0) {
+    if (!call->batch && call->items[0].id.len != 0 && !call->renumbered) {
         *body = call->items[0].raw;
         *len = call->items[0].raw_len;
     } else {
@@ -309,7 +312,7 @@ static void on_exchange_done(pool_exchange_t *ex)
             log_attempt(call, ep, ex->fail, 0, ex->latency_us);
             pool_pressure_try(call->net, 0);
             pool_answer_fail_transport(call, ex);
-            pool_health_record(ex->ep, pool_fail_outcome(ex->fail), ex->latency_us, count_pending(call) > 0);
+            pool_held_judge(call, ep, pool_fail_outcome(ex->fail), pool_held_fail_end(ex->fail), ex->latency_us);
         }
         sl_buf_dispose(&ex->body);
     } else {
@@ -320,7 +323,10 @@ static void on_exchange_done(pool_exchange_t *ex)
         pool_attempt_result_t res;
         pool_answer_apply(call, ex, &res);
         pool_pressure_try(call->net, res.rate_limited);
-        pool_health_record(ex->ep, res.outcome, ex->latency_us, count_pending(call) > 0);
+        policy_attempt_end_t end = res.unread                                  ? POLICY_END_UNREAD
+                                   : res.outcome == STATE_OUTCOME_RATE_LIMITED ? POLICY_END_NEUTRAL
+                                                                               : POLICY_END_OTHER;
+        pool_held_judge(call, ep, res.outcome, end, ex->latency_us);
         if (res.rate_limited)
             pool_health_rate_limited(ex->ep, res.retry_ms);
     }
@@ -361,7 +367,7 @@ static int take_credits(pool_call_t *call, int ep)
         }
     } else {
         call->tried[ep] = 1;
-        uint64_t until = sl_wall_ms() + retry_ms;
+        uint64_t until = sl_shared_ms() + retry_ms;
         if (call->rate_limited_until_ms == 0 || until < call->rate_limited_until_ms)
             call->rate_limited_until_ms = until;
         ok = 0;
@@ -461,7 +467,7 @@ static void call_next(pool_call_t *call)
         pool_pressure_try(net, 0);
         log_attempt(call, ep, fail, 0, 0);
         pool_answer_fail_transport(call, &call->ex);
-        pool_health_record(&net->endpoints[ep], pool_fail_outcome(fail), 0, 1);
+        pool_held_judge(call, ep, pool_fail_outcome(fail), pool_held_fail_end(fail), 0);
     }
     /* never call back from inside pool_call_start: defer to the loop */
     h2o_timeout_link(net->pool->loop, &net->pool->zero_timeout, &call->defer);
@@ -479,6 +485,9 @@ static pool_call_t *call_create(pool_network_t *net, pool_item_t *items, size_t 
     call->data = data;
     call->retry_same = -1;
     call->pinned = -1;
+    call->held.ep = -1;
+    /* an id some upstream could not echo goes up as 0; the client still gets its own back */
+    call->renumbered = !batch && n == 1 && items[0].id.len != 0 && !wire_json_id_portable(items[0].raw, items[0].id);
     call->deadline_ms = sl_now_ms() + net->conf->timeouts.request_ms;
     call->sent = sl_xmalloc(n * sizeof(*call->sent));
     call->deadline.cb = on_deadline;
@@ -530,6 +539,7 @@ void pool_call_release(pool_call_t *call)
     stop_waiting(call);
     pool_merge_leave(call);
     pool_pressure_settle(call, 0); /* not answered: the client went away first */
+    pool_held_release(call); /* a call cancelled half-way: what was held counts */
     if (call->ex_active)
         pool_exchange_cancel(&call->ex);
     pool_delay_cancel(&call->backoff);
@@ -567,6 +577,11 @@ const char *pool_call_endpoint_id(const pool_call_t *call, int endpoint)
     if (endpoint < 0 || (size_t)endpoint >= call->net->nendpoints)
         return "";
     return call->net->endpoints[endpoint].conf->id;
+}
+
+size_t pool_call_max_response_bytes(const pool_call_t *call)
+{
+    return call->net->pool->max_response_bytes;
 }
 
 const char *pool_call_endpoint_url(const pool_call_t *call, int endpoint)

@@ -12,10 +12,10 @@
 
 #include "base/sl_log.h"
 #include "base/sl_time.h"
+#include "policy/retry.h"
 #include "pool/pool_int.h"
+#include "state/state_key.h"
 
-#define RATE_BACKOFF_MIN_MS 1000
-#define RATE_BACKOFF_MAX_MS 60000
 #define EWMA_ALPHA_PCT 20
 
 /* ---- network level (redundancy_low, network_down, network_up) ---- */
@@ -62,14 +62,14 @@ static int level_cb(void *arg, const state_endpoint_rec_t *recs, size_t n, state
  * network_up events when that level changed. */
 static state_network_level_t network_level_check(const pool_network_conf_t *conf, state_t *st)
 {
-    char keys[POOL_MAX_ENDPOINTS][112];
+    char keys[POOL_MAX_ENDPOINTS][STATE_KEY_MAX];
     const char *kp[POOL_MAX_ENDPOINTS];
     size_t n = conf->nendpoints < POOL_MAX_ENDPOINTS ? conf->nendpoints : POOL_MAX_ENDPOINTS;
     for (size_t i = 0; i < n; i++) {
-        snprintf(keys[i], sizeof(keys[i]), "%s/%s", conf->name, conf->endpoints[i].id);
+        state_key_endpoint(keys[i], sizeof(keys[i]), conf->name, conf->endpoints[i].id);
         kp[i] = keys[i];
     }
-    level_ctx_t c = {conf, sl_wall_ms(), STATE_NETWORK_REDUNDANT};
+    level_ctx_t c = {conf, sl_shared_ms(), STATE_NETWORK_REDUNDANT};
     if (state_network_update(st, conf->name, kp, n, level_cb, &c) != SL_OK)
         sl_log_warn("network %s: cannot record its level in shared state", conf->name);
     return c.level;
@@ -136,7 +136,7 @@ int pool_health_breaker_move(pool_endpoint_t *ep, policy_breaker_state_t from, p
                         const char *reason)
 {
     pool_t *pool = ep->net->pool;
-    breaker_ctx_t c = {ep, from, to, reason, sl_wall_ms(), {0}};
+    breaker_ctx_t c = {ep, from, to, reason, sl_shared_ms(), {0}};
     int changed = 0;
     if (pool->state == NULL)
         return 0;
@@ -166,10 +166,23 @@ static int is_breaker_failure(state_outcome_t o)
     case STATE_OUTCOME_RATE_LIMITED:
     case STATE_OUTCOME_UNSUPPORTED:
     case STATE_OUTCOME_MISSING_DATA:
+    case STATE_OUTCOME_LOCAL:
+    case STATE_OUTCOME_TOO_LARGE:
+    case STATE_OUTCOME_ID_UNANSWERABLE:
+    case STATE_OUTCOME_SLOW_CALL:
     case STATE_OUTCOME_COUNT:
         break;
     }
     return 0;
+}
+
+/* Outcomes that say nothing about the endpoint (sluice's own resources, a
+ * request-shaped failure): counted, but kept out of the windows that open
+ * breakers and score endpoints, so they neither fail nor vouch for it. */
+static int is_no_evidence(state_outcome_t o)
+{
+    return o == STATE_OUTCOME_LOCAL || o == STATE_OUTCOME_TOO_LARGE || o == STATE_OUTCOME_ID_UNANSWERABLE ||
+           o == STATE_OUTCOME_SLOW_CALL;
 }
 
 static void count_latency(state_stats_rec_t *s, uint32_t latency_us)
@@ -188,10 +201,14 @@ void pool_health_record(pool_endpoint_t *ep, state_outcome_t outcome, uint32_t l
     h->stats.attempts++;
     h->stats.outcomes[outcome]++;
     h->stats.failovers += failover != 0;
-    count_latency(&h->stats, latency_us);
     h->dirty = 1;
+    if (outcome == STATE_OUTCOME_LOCAL)
+        return; /* nothing reached the endpoint: no latency, no verdict */
+    count_latency(&h->stats, latency_us);
+    if (is_no_evidence(outcome))
+        return;
     if (outcome != STATE_OUTCOME_RATE_LIMITED)
-        h->rl_streak = 0;
+        h->last_ok_ms = sl_shared_ms(); /* served: a later refusal starts the backoff over */
     const policy_breaker_conf_t *conf = &ep->net->conf->breaker;
     policy_window_record(&h->rl_window, conf, outcome == STATE_OUTCOME_RATE_LIMITED, sl_now_ms());
     int failure = is_breaker_failure(outcome);
@@ -217,24 +234,37 @@ void pool_health_record(pool_endpoint_t *ep, state_outcome_t outcome, uint32_t l
 typedef struct rate_ctx {
     pool_endpoint_t *ep;
     uint64_t now;
-    uint64_t until;
+    uint32_t retry_ms;            /* the refusal's hint; 0: sluice's own backoff */
+    uint64_t last_ok_ms;          /* this worker's last attempt here not refused so */
+    uint64_t until;               /* out: the mark written */
     state_endpoint_rec_t result;
 } rate_ctx_t;
 
+/* Extends the shared mark. Without a hint the length comes from the shared
+ * record (policy_rate_backoff_ms), so the doubling goes on across workers;
+ * a record marked already (another worker was first) is left alone. */
 static int rate_cb(void *arg, state_endpoint_rec_t *rec, int exists, state_event_t *events, size_t *nevents)
 {
     rate_ctx_t *c = arg;
     (void)exists;
+    int was_limited = rec->rate_limited_until_ms > c->now;
+    uint32_t len = c->retry_ms;
+    if (len == 0) {
+        if (was_limited)
+            return 0;
+        len = policy_rate_backoff_ms(rec->rl_backoff_ms, rec->rate_limited_until_ms, c->last_ok_ms, c->now);
+    }
+    c->until = c->now + len;
     if (rec->rate_limited_until_ms >= c->until)
         return 0;
-    int was_limited = rec->rate_limited_until_ms > c->now;
     rec->rate_limited_until_ms = c->until;
+    rec->rl_backoff_ms = c->retry_ms == 0 ? len : 0;
     c->result = *rec;
     if (!was_limited) {
         state_event_init(&events[0], STATE_EVENT_ENDPOINT_RATE_LIMITED, c->ep->net->conf->name, c->ep->conf->id, c->now);
-        events[0].duration_ms = c->until - c->now;
-        snprintf(events[0].reason, sizeof(events[0].reason), "rate limited for %llu ms",
-                 (unsigned long long)(c->until - c->now));
+        events[0].duration_ms = len;
+        snprintf(events[0].reason, sizeof(events[0].reason), "rate limited for %u ms%s", len,
+                 c->retry_ms == 0 ? " (no Retry-After: sluice's own backoff)" : "");
         *nevents = 1;
     }
     return 1;
@@ -243,30 +273,32 @@ static int rate_cb(void *arg, state_endpoint_rec_t *rec, int exists, state_event
 void pool_health_rate_limited(pool_endpoint_t *ep, uint32_t retry_ms)
 {
     pool_health_t *h = &ep->health;
-    if (retry_ms == 0) {
-        uint64_t backoff = (uint64_t)RATE_BACKOFF_MIN_MS << (h->rl_streak < 6 ? h->rl_streak : 6);
-        retry_ms = backoff > RATE_BACKOFF_MAX_MS ? RATE_BACKOFF_MAX_MS : (uint32_t)backoff;
-    }
-    h->rl_streak++;
-    uint64_t now = sl_wall_ms(), until = now + retry_ms;
+    uint64_t now = sl_shared_ms();
     /* a storm of 429s must not become a storm of write transactions */
-    if (until <= h->shared.rate_limited_until_ms + 250 || until <= h->rl_written_until_ms + 250)
+    if (retry_ms == 0 ? h->shared.rate_limited_until_ms > now || h->rl_written_until_ms > now
+                      : now + retry_ms <= h->shared.rate_limited_until_ms + 250 ||
+                            now + retry_ms <= h->rl_written_until_ms + 250)
         return;
-    h->rl_written_until_ms = until;
-    if (ep->net->pool->state == NULL) {
-        h->shared.rate_limited_until_ms = until;
+    rate_ctx_t c = {ep, now, retry_ms, h->last_ok_ms, 0, {0}};
+    if (ep->net->pool->state == NULL) { /* unit tests: this worker is all there is */
+        state_event_t ev;
+        size_t n = 0;
+        if (rate_cb(&c, &h->shared, 1, &ev, &n))
+            h->rl_written_until_ms = c.until;
         return;
     }
-    rate_ctx_t c = {ep, now, until, {0}};
     int changed = 0;
-    if (state_endpoint_update(ep->net->pool->state, h->key, rate_cb, &c, &changed) == SL_OK && changed)
+    if (state_endpoint_update(ep->net->pool->state, h->key, rate_cb, &c, &changed) == SL_OK && changed) {
         h->shared = c.result;
+        h->rl_written_until_ms = c.until;
+    }
 }
 
-int pool_health_usable(pool_endpoint_t *ep, uint64_t now_wall_ms)
+int pool_health_usable(pool_endpoint_t *ep, uint64_t now_ms)
 {
     const state_endpoint_rec_t *r = &ep->health.shared;
-    return r->breaker == POLICY_BREAKER_CLOSED && !r->drained && now_wall_ms >= r->rate_limited_until_ms;
+    return r->breaker == POLICY_BREAKER_CLOSED && !r->drained && now_ms >= r->rate_limited_until_ms &&
+           pool_dns_usable(ep);
 }
 
 /* ---- snapshot, flush, tick ---- */
@@ -286,7 +318,7 @@ void pool_health_refresh(pool_t *pool)
             h->shared = rec;
         }
     }
-    uint64_t now = sl_wall_ms();
+    uint64_t now = sl_shared_ms();
     for (size_t n = 0; n < pool->nnetworks; n++)
         pool_pressure_read(&pool->networks[n], now);
     state_read_end(pool->state);
@@ -368,7 +400,7 @@ static void flush_stats(pool_t *pool)
     flush_batch_t b; /* on the stack, as the records were before batching */
     b.n = 0;
     flush_per_method(pool, &b);
-    uint64_t now = sl_wall_ms();
+    uint64_t now = sl_shared_ms();
     for (size_t k = 0; k < pool->nnetworks; k++) {
         pool_network_t *net = &pool->networks[k];
         for (size_t i = 0; i < net->nendpoints; i++) {
@@ -395,7 +427,7 @@ static void on_tick(h2o_timeout_entry_t *entry)
 {
     pool_t *pool = H2O_STRUCT_FROM_MEMBER(pool_t, tick, entry);
     pool_health_refresh(pool);
-    uint64_t mono = sl_now_ms(), now = sl_wall_ms();
+    uint64_t mono = sl_now_ms(), now = sl_shared_ms();
     if (pool->flush_ms != 0 && mono - pool->last_flush_ms >= pool->flush_ms) {
         flush_stats(pool);
         pool->last_flush_ms = mono;
@@ -423,6 +455,9 @@ static void load_slot(pool_t *pool)
             if (state_stats_get(pool->state, h->stats_key, &h->stats) != SL_OK)
                 memset(&h->stats, 0, sizeof(h->stats));
             h->stats.inflight = 0;
+            /* the concurrency reached counts from this worker's start */
+            h->stats.max_inflight_seen = 0;
+            h->dirty = 1;
             uint32_t want = h->per_method->n;
             if (state_counters_get(pool->state, h->per_method_key, h->per_method) != SL_OK || h->per_method->n != want) {
                 memset(h->per_method, 0, sizeof(*h->per_method));
@@ -440,11 +475,11 @@ void pool_health_init(pool_t *pool)
         net->level = STATE_NETWORK_REDUNDANT;
         for (size_t i = 0; i < net->nendpoints; i++) {
             pool_endpoint_t *ep = &net->endpoints[i];
-            snprintf(ep->health.key, sizeof(ep->health.key), "%s/%s", net->conf->name, ep->conf->id);
-            snprintf(ep->health.stats_key, sizeof(ep->health.stats_key), "%s/%s/%u", net->conf->name, ep->conf->id,
-                     pool->slot);
-            snprintf(ep->health.per_method_key, sizeof(ep->health.per_method_key), "pm/%s/%s/%u", net->conf->name,
-                     ep->conf->id, pool->slot);
+            state_key_endpoint(ep->health.key, sizeof(ep->health.key), net->conf->name, ep->conf->id);
+            state_key_stats(ep->health.stats_key, sizeof(ep->health.stats_key), net->conf->name, ep->conf->id,
+                            pool->slot);
+            state_key_per_method(ep->health.per_method_key, sizeof(ep->health.per_method_key), net->conf->name,
+                                 ep->conf->id, pool->slot);
             size_t nmethods;
             policy_method_table(net->conf->chain, &nmethods);
             ep->health.per_method = sl_xcalloc(1, sizeof(*ep->health.per_method));
@@ -456,7 +491,7 @@ void pool_health_init(pool_t *pool)
         pool_health_refresh(pool);
     }
     for (size_t k = 0; k < pool->nnetworks; k++)
-        pool_rank_update(&pool->networks[k], sl_wall_ms());
+        pool_rank_update(&pool->networks[k], sl_shared_ms());
     if (pool->state == NULL)
         return;
     h2o_timeout_init(pool->loop, &pool->tick_timeout, pool->refresh_ms);

@@ -12,8 +12,10 @@
 #include "policy/pressure.h"
 #include "policy/rolling.h"
 #include "policy/score.h"
+#include "policy/shape.h"
 #include "pool/pool_http.h"
 #include "state/state.h"
+#include "state/state_key.h"
 
 #define POOL_MAX_ADDRS 8
 #define POOL_IDLE_TIMEOUT_MS 30000     /* below common upstream keep-alive timeouts */
@@ -22,6 +24,14 @@
 #define POOL_DNS_REFRESH_MS 60000
 
 typedef struct pool_endpoint pool_endpoint_t;
+
+/* Where an endpoint's addresses come from (pool_dns.c). */
+typedef enum pool_dns_state {
+    POOL_DNS_LITERAL,             /* an IP address in the URL: nothing to look up */
+    POOL_DNS_FIRST,               /* the first lookup is under way: connections wait for it */
+    POOL_DNS_OK,                  /* addresses known (refreshed while in use) */
+    POOL_DNS_FAILED,              /* none known, the last lookup failed: out of the plan, retried */
+} pool_dns_state_t;
 
 /* A delayed callback (pool_delay.c), embedded in its owner. */
 typedef struct pool_delay {
@@ -81,6 +91,7 @@ struct pool_conn {
     h2o_linklist_t idle_link;     /* in ep->idle while IDLE */
     h2o_timeout_entry_t idle_timer;
     uint64_t idle_since_ms;
+    h2o_linklist_t wait_link;     /* in ep->dns_waiting while its address is being looked up (sock NULL) */
     uint32_t requests;            /* served on this connection */
     pool_chunked_t chunked;
 };
@@ -93,27 +104,33 @@ enum { POOL_PROBE_NONE, POOL_PROBE_HEALTH, POOL_PROBE_BREAKER };
 typedef struct pool_credit {
     const policy_cost_profile_t *profile;
     int active;                   /* the endpoint has a budget */
-    char key[POLICY_CREDIT_WINDOW_COUNT][128];
+    char key[POLICY_CREDIT_WINDOW_COUNT][STATE_KEY_MAX];
     uint64_t window_start[POLICY_CREDIT_WINDOW_COUNT]; /* the window the lease belongs to ... */
     uint64_t window_end[POLICY_CREDIT_WINDOW_COUNT];   /* ... and its end (no calendar math per call) */
     uint64_t remaining[POLICY_CREDIT_WINDOW_COUNT];    /* leased, not yet spent */
     uint64_t lacking_until_ms;    /* the ledger said no: skip the endpoint until then */
+    uint32_t nworkers;            /* a degraded worker spends 1/nworkers of what the ledger had left */
+    uint64_t seen_start[POLICY_CREDIT_WINDOW_COUNT];   /* the ledger as this worker last saw it: its window ... */
+    uint64_t seen_spent[POLICY_CREDIT_WINDOW_COUNT];   /* ... and what was spent in it */
+    uint64_t local_start[POLICY_CREDIT_WINDOW_COUNT];  /* degraded: the window of the local allowance ... */
+    uint64_t local_left[POLICY_CREDIT_WINDOW_COUNT];   /* ... and what is left of it */
+    uint64_t retry_shared_ms;     /* degraded: when the ledger is tried again */
 } pool_credit_t;
 
 /* What this worker knows about an endpoint's health (pool_health.c). */
 typedef struct pool_health {
-    char key[112];                /* "<network>/<endpoint>": its shared record */
-    char stats_key[128];          /* "<network>/<endpoint>/<slot>": this worker's counters */
+    char key[STATE_KEY_MAX];      /* state_key_endpoint: its shared record */
+    char stats_key[STATE_KEY_MAX]; /* state_key_stats: this worker's counters */
     state_endpoint_rec_t shared;  /* snapshot of the shared record (refreshed every ~50 ms) */
     policy_window_t window;       /* this worker's rolling window of outcomes */
     policy_window_t rl_window;    /* ... of rate-limit refusals (a "failure" here is a 429) */
     policy_score_t score;         /* last computed (pool_rank.c) */
     state_stats_rec_t stats;      /* this worker's cumulative counters */
     int dirty;                    /* stats changed since the last flush */
-    uint32_t rl_streak;           /* rate limits in a row without Retry-After: backoff */
+    uint64_t last_ok_ms;          /* wall ms of the last attempt here not refused with a rate limit */
     uint64_t rl_written_until_ms; /* last rate-limit mark this worker wrote */
     state_counters_rec_t *per_method; /* requests, credits, refusals per method (POOL_MC_*) */
-    char per_method_key[128];     /* "pm/<network>/<endpoint>/<slot>" */
+    char per_method_key[STATE_KEY_MAX]; /* state_key_per_method */
     int per_method_dirty;
     pool_exchange_t probe;        /* a probe this worker sends (pool_probe.c) */
     int probing;                  /* POOL_PROBE_*: which, if one is under way */
@@ -132,12 +149,20 @@ struct pool_endpoint {
     SSL_CTX *ssl_ctx;             /* NULL for http:// */
     sl_buf_t prefix;              /* request line + fixed headers, up to Content-Length */
 
+    /* addresses (pool_dns.c) */
     struct sockaddr_storage addrs[POOL_MAX_ADDRS];
     socklen_t addrlens[POOL_MAX_ADDRS];
     size_t naddrs;
     size_t next_addr;
-    uint64_t resolved_at_ms;
-    h2o_hostinfo_getaddr_req_t *resolving;
+    pool_dns_state_t dns;
+    uint64_t resolved_at_ms;      /* monotonic: the last lookup that answered */
+    h2o_hostinfo_getaddr_req_t *resolving; /* the lookup under way, or NULL */
+    uint8_t lookup_late;          /* it ran past its deadline (already counted as failed) */
+    uint8_t dns_timed_out;        /* FAILED because the last lookup did not answer in time */
+    uint32_t dns_failures;        /* lookups failed in a row */
+    uint32_t dns_retry_ms;        /* the next retry's delay (doubles up to 30 s) */
+    pool_delay_t dns_timer;       /* the lookup's deadline, or the retry */
+    h2o_linklist_t dns_waiting;   /* pool_conn_t waiting for the first lookup */
 
     h2o_linklist_t idle;          /* pool_conn_t, most recently used first */
     size_t nidle;
@@ -161,7 +186,7 @@ typedef struct pool_pressure {
     uint64_t polls_merged, calls_saved, waits;
     state_pressure_slot_rec_t *others; /* the other workers' slots summed (last snapshot) */
     state_pressure_slot_rec_t *written; /* what this worker last flushed */
-    char slot_key[96];            /* "pr/<network>/<slot>" */
+    char slot_key[STATE_KEY_MAX]; /* state_key_pressure_slot: this worker's inputs */
     uint64_t flushed_ms;
     policy_pressure_inputs_t inputs; /* what the last tick computed */
 } pool_pressure_t;
@@ -251,6 +276,15 @@ struct pool_call {
     uint8_t waited;                   /* it waited at least once (counted once) */
     struct pool_merge *merge;         /* the merged call this poll rides in, or NULL */
     uint32_t merge_index;             /* ... as its member number */
+    int renumbered;                   /* a single call sent with id 0: its id is not portable */
+    /* a failure that may be the request's own (policy/shape.h), held until
+     * the next endpoint's attempt settles it */
+    struct {
+        int16_t ep;                   /* -1: nothing held */
+        uint8_t shape;                /* policy_shape_t */
+        uint8_t outcome;              /* state_outcome_t it counts as if it was the endpoint's */
+        uint32_t latency_us;
+    } held;
 };
 
 /* What one attempt taught about its endpoint. */
@@ -258,20 +292,37 @@ typedef struct pool_attempt_result {
     state_outcome_t outcome;      /* the worst outcome among the items it carried */
     int rate_limited;             /* the endpoint refused with a rate limit */
     uint32_t retry_ms;            /* its Retry-After (header or body), 0 if none */
+    int unread;                   /* a single call answered with an error at id null */
 } pool_attempt_result_t;
 
 /* pool_answer.c: applies the finished exchange (transport failure or an HTTP
  * answer whose body is bodies[nbodies-1]) to the items in call->sent. */
 void pool_answer_apply(pool_call_t *call, pool_exchange_t *ex, pool_attempt_result_t *res);
 void pool_answer_fail_transport(pool_call_t *call, pool_exchange_t *ex);
+/* An answer's Retry-After (seconds or an HTTP date), in ms capped at a day; 0 if none. */
+uint32_t pool_answer_retry_after_ms(const pool_http_head_t *h);
 /* Settles every pending item once no further attempt will be made. */
 void pool_answer_exhaust(pool_call_t *call, pool_outcome_t forced);
+
+/* pool_held.c: failures that may be the request's own (policy/shape.h).
+ * Records what the attempt at ep taught about it: a failure that may be the
+ * request's doing is held until the next endpoint's attempt settles it (the
+ * same failure there spares both endpoints and settles the call's items);
+ * otherwise the outcome is recorded as usual. */
+void pool_held_judge(pool_call_t *call, int ep, state_outcome_t outcome, policy_attempt_end_t end,
+                     uint32_t latency_us);
+/* Records a held penalty nobody settled as the endpoint's (no other endpoint
+ * was tried: without a second opinion a fault must still count). */
+void pool_held_release(pool_call_t *call);
+/* How a transport failure ended an attempt, for pool_held_judge. */
+policy_attempt_end_t pool_held_fail_end(pool_fail_t fail);
 
 /* pool_health.c: outcomes, breaker, rate-limit marks, shared snapshot. */
 void pool_health_init(pool_t *pool);
 void pool_health_dispose(pool_t *pool);
-/* 1 if the plan may send to ep now (breaker closed, not drained, not rate-limited). */
-int pool_health_usable(pool_endpoint_t *ep, uint64_t now_wall_ms);
+/* 1 if the plan may send to ep now (breaker closed, not drained, not
+ * rate-limited, its host name not failing to resolve). */
+int pool_health_usable(pool_endpoint_t *ep, uint64_t now_ms);
 /* Records one attempt's outcome; failover = the call moved on after it. */
 void pool_health_record(pool_endpoint_t *ep, state_outcome_t outcome, uint32_t latency_us, int failover);
 /* Marks ep rate-limited for retry_ms (0: a backoff of our own). */
@@ -284,7 +335,7 @@ int pool_health_breaker_move(pool_endpoint_t *ep, policy_breaker_state_t from, p
                              const char *reason);
 
 /* pool_probe.c: sends a health or half-open probe when one is due. */
-void pool_probe_tick(pool_endpoint_t *ep, uint64_t now_wall_ms);
+void pool_probe_tick(pool_endpoint_t *ep, uint64_t now_ms);
 
 /* pool_write.c: idempotent broadcasts, nonce checks, transaction pins. */
 int pool_write_txid(const pool_call_t *call, const pool_item_t *it, char *out, size_t cap);
@@ -306,7 +357,7 @@ int pool_item_edge_allowed(pool_item_state_t from, pool_item_state_t to);
 void pool_item_settle(pool_item_t *it, pool_item_state_t to);
 
 /* pool_credit.c */
-void pool_credit_init(pool_endpoint_t *ep);
+void pool_credit_init(pool_endpoint_t *ep, uint32_t nworkers);
 /* Takes cost from ep's budget: 1 if it may be spent, 0 if the endpoint lacks
  * credits (*retry_ms: until the earliest window turns over). */
 int pool_credit_take(pool_endpoint_t *ep, policy_cost_t cost, uint64_t *retry_ms);
@@ -363,7 +414,7 @@ void pool_delay_add(pool_t *pool, pool_delay_t *d, uint32_t ms, void (*cb)(pool_
 void pool_delay_cancel(pool_delay_t *d);
 
 /* pool_rank.c: the plan order of each network, from scores (with stickiness). */
-void pool_rank_update(pool_network_t *net, uint64_t now_wall_ms);
+void pool_rank_update(pool_network_t *net, uint64_t now_ms);
 /* Parses a probe answer's head (eth_blockNumber hex / getSlot number). */
 int pool_rank_parse_head(const char *body, size_t len, uint64_t *head);
 
@@ -371,6 +422,17 @@ int pool_rank_parse_head(const char *body, size_t len, uint64_t *head);
 SL_MUST_CHECK sl_err_t pool_endpoint_init(pool_endpoint_t *ep, pool_network_t *net, int index,
                                           const pool_endpoint_conf_t *conf, uint32_t nworkers);
 void pool_endpoint_dispose(pool_endpoint_t *ep);
+
+/* pool_dns.c: an IP literal's address at once; a host name's first lookup
+ * started (never blocking). */
+void pool_dns_init(pool_endpoint_t *ep);
+void pool_dns_dispose(pool_endpoint_t *ep);
+/* 0 while the host name does not resolve (the plan skips the endpoint). */
+int pool_dns_usable(const pool_endpoint_t *ep);
+/* 1 while the first lookup is under way: a new connection may wait for it. */
+int pool_dns_pending(const pool_endpoint_t *ep);
+/* STATE_EXCLUDED_DNS_* while the host name does not resolve, else 0. */
+uint8_t pool_dns_excluded(const pool_endpoint_t *ep);
 /* The address for a new connection, or NULL when none is known; starts an
  * asynchronous refresh when the cached addresses are old. */
 const struct sockaddr *pool_endpoint_addr(pool_endpoint_t *ep, socklen_t *len);
@@ -388,5 +450,8 @@ pool_fail_t pool_exchange_start(pool_exchange_t *ex, pool_endpoint_t *ep, const 
                                 int is_write, pool_exchange_cb cb, void *data);
 void pool_exchange_cancel(pool_exchange_t *ex);
 void pool_conn_close_idle(pool_endpoint_t *ep);
+/* The endpoint's first lookup ended: connections waiting for it connect now,
+ * or fail with POOL_FAIL_DNS if no address is known. */
+void pool_conn_dns_done(pool_endpoint_t *ep);
 
 #endif

@@ -30,7 +30,7 @@ void pool_pressure_init(pool_network_t *net)
 {
     pool_pressure_t *pr = &net->pressure;
     memset(pr, 0, sizeof(*pr));
-    snprintf(pr->slot_key, sizeof(pr->slot_key), "pr/%s/%u", net->conf->name, net->pool->slot);
+    state_key_pressure_slot(pr->slot_key, sizeof(pr->slot_key), net->conf->name, net->pool->slot);
     pr->others = sl_xcalloc(1, sizeof(*pr->others));
     pr->written = sl_xcalloc(1, sizeof(*pr->written));
 }

@@ -14,6 +14,7 @@
 
 #include "base/sl_log.h"
 #include "base/sl_time.h"
+#include "state/state_key.h"
 #include "wire/txid.h"
 #include "pool/pool_int.h"
 
@@ -93,7 +94,7 @@ void pool_write_synthesize(pool_call_t *call, pool_item_t *it, int ep, const cha
 static void pin_key(const pool_call_t *call, const char *txid, char *key, size_t cap)
 {
     int eth = call->net->conf->chain == POLICY_CHAIN_ETHEREUM;
-    size_t n = (size_t)snprintf(key, cap, "%s/%s", call->net->conf->name, txid);
+    size_t n = state_key_pin(key, cap, call->net->conf->name, txid);
     if (eth) /* hex hashes in any case are the same hash */
         for (size_t i = strlen(call->net->conf->name) + 1; i < n && i < cap; i++)
             key[i] = (char)tolower((unsigned char)key[i]);
@@ -109,7 +110,7 @@ void pool_write_pin(pool_call_t *call, int ep, const char *txid)
     state_pin_rec_t pin;
     memset(&pin, 0, sizeof(pin));
     snprintf(pin.endpoint, sizeof(pin.endpoint), "%s", net->endpoints[ep].conf->id);
-    pin.expires_ms = sl_wall_ms() + net->conf->pin_ms;
+    pin.expires_ms = sl_shared_ms() + net->conf->pin_ms;
     if (state_pin_put(net->pool->state, key, &pin) != SL_OK)
         sl_log_warn("network %s: could not record a transaction pin", net->conf->name);
 }
@@ -137,7 +138,7 @@ int pool_write_find_pin(pool_call_t *call)
             continue;
         pin_key(call, txid, key, sizeof(key));
         state_pin_rec_t pin;
-        if (state_pin_get(net->pool->state, key, sl_wall_ms(), &pin) != SL_OK)
+        if (state_pin_get(net->pool->state, key, sl_shared_ms(), &pin) != SL_OK)
             continue;
         for (size_t e = 0; e < net->nendpoints; e++)
             if (strcmp(net->endpoints[e].conf->id, pin.endpoint) == 0)

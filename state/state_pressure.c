@@ -11,10 +11,11 @@
 
 #include "base/sl_log.h"
 #include "state/state_int.h"
+#include "state/state_key.h"
 
 static void pressure_key(const char *network, char *key, size_t cap)
 {
-    snprintf(key, cap, "pressure/%s", network);
+    state_key_pressure(key, cap, network);
 }
 
 static sl_err_t get_in(state_t *st, MDB_txn *txn, int db, const char *dbname, const char *key,
@@ -136,10 +137,10 @@ void state_pressure_slots_sum(state_t *st, const char *network, unsigned nworker
     memset(sum, 0, sizeof(*sum));
     state_pressure_slot_rec_t s;
     for (unsigned slot = 1; slot <= nworkers; slot++) {
-        char key[96];
+        char key[STATE_KEY_MAX];
         if (slot == skip_slot)
             continue;
-        snprintf(key, sizeof(key), "pr/%s/%u", network, slot);
+        state_key_pressure_slot(key, sizeof(key), network, slot);
         if (state_pressure_slot_get(st, key, &s) != SL_OK)
             continue;
         add_slot(sum, &s, s.updated_ms <= now_ms + fresh_ms && now_ms < s.updated_ms + fresh_ms);
