@@ -9,14 +9,15 @@
 #include <h2o.h>
 
 #include "admin/admin.h"
+#include "base/sl_budget.h"
 #include "base/sl_log.h"
 #include "base/sl_time.h"
+#include "gateway/gw_conns.h"
 #include "gateway/gw_handler.h"
 #include "pool/pool.h"
 #include "state/state.h"
 
 #define LISTEN_BACKLOG 1024
-#define ACCEPTS_PER_EVENT 32
 #define HOUSEKEEPING_MS 100
 /* after the last request, keep serving briefly: a client may just have sent
  * one more request on a kept-alive connection */
@@ -30,8 +31,8 @@ typedef struct worker {
     h2o_context_t admin_ctx;
     h2o_accept_ctx_t accept;
     h2o_accept_ctx_t admin_accept;
-    h2o_socket_t *listener;
-    h2o_socket_t *admin_listener;
+    gw_conns_t *conns;            /* both listeners, the client connections */
+    sl_budget_t budget;           /* answer bytes held (server.max_buffered_bytes) */
     gw_handler_t *handler;
     pool_t *pool;
     state_t *state;
@@ -51,12 +52,16 @@ static void on_stop_signal(int sig)
 /* Answers of tens of kilobytes are allocated and freed on every request; by
  * default glibc gives the top of the heap back to the kernel and takes it
  * again each time (a brk pair plus page faults on fresh zeroed pages, ~8% of
- * a worker's time on 20 KB answers). Keep what was once needed instead. */
+ * a worker's time on 20 KB answers). Keep what was once needed instead.
+ * Blocks of 1 MiB and more (large answers, the read buffers they went
+ * through) get mappings of their own, so their memory goes back to the
+ * kernel as soon as they are freed: 40 answers of 4 MB held by stalled
+ * clients would otherwise stay in the heap after those clients left. */
 static void tune_malloc(void)
 {
     mallopt(M_TRIM_THRESHOLD, 64 * 1024 * 1024);
     mallopt(M_TOP_PAD, 1024 * 1024);
-    mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
+    mallopt(M_MMAP_THRESHOLD, 1024 * 1024);
 }
 
 static void setup_signals(void)
@@ -74,28 +79,12 @@ static void setup_signals(void)
     sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
-static void on_accept(h2o_socket_t *listener, const char *err)
-{
-    if (err != NULL)
-        return;
-    h2o_accept_ctx_t *actx = listener->data;
-    for (int i = 0; i < ACCEPTS_PER_EVENT; i++) {
-        h2o_socket_t *sock = h2o_evloop_socket_accept(listener);
-        if (sock == NULL)
-            return;
-        h2o_accept(actx, sock);
-    }
-}
-
-static h2o_socket_t *start_listener(worker_t *w, gw_listen_addr_t *addr, h2o_accept_ctx_t *actx)
+static int start_listener(worker_t *w, gw_listen_addr_t *addr, h2o_accept_ctx_t *actx, int clients)
 {
     int fd = gw_listen_bind(addr, LISTEN_BACKLOG);
     if (fd < 0)
-        return NULL;
-    h2o_socket_t *sock = h2o_evloop_socket_create(w->ctx.loop, fd, H2O_SOCKET_FLAG_DONT_READ);
-    sock->data = actx;
-    h2o_socket_read_start(sock, on_accept);
-    return sock;
+        return -1;
+    return gw_conns_listen(w->conns, fd, actx, clients);
 }
 
 static int is_ready(void *data, char *why, size_t why_len)
@@ -108,11 +97,14 @@ static int is_ready(void *data, char *why, size_t why_len)
     return 1;
 }
 
-static void globalconf_init(h2o_globalconf_t *conf, size_t max_body)
+static void globalconf_init(h2o_globalconf_t *conf, size_t max_body, uint32_t idle_timeout_ms)
 {
     h2o_config_init(conf);
     conf->server_name = h2o_iovec_init(H2O_STRLIT("sluice"));
     conf->max_request_entity_size = max_body;
+    /* h2o's request timeout: a kept-alive connection idle this long, or a
+     * request head and body not received within it, closes the connection */
+    conf->http1.req_timeout = idle_timeout_ms;
     /* HTTP/2 is off: Debian's 2.2.5 lacks the later HTTP/2 DoS fixes */
     conf->http1.upgrade_to_http2 = 0;
 }
@@ -120,7 +112,7 @@ static void globalconf_init(h2o_globalconf_t *conf, size_t max_body)
 static int worker_setup(worker_t *w)
 {
     const gw_config_t *cfg = w->args->cfg;
-    globalconf_init(&w->conf, cfg->server.max_body_bytes);
+    globalconf_init(&w->conf, cfg->server.max_body_bytes, cfg->server.idle_timeout_ms);
     h2o_hostconf_t *host = h2o_config_register_host(&w->conf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
     h2o_context_init(&w->ctx, h2o_evloop_create(), &w->conf);
     if (state_open(&(state_conf_t){cfg->state.path, cfg->state.map_size_mb, cfg->state.event_max_count,
@@ -138,19 +130,21 @@ static int worker_setup(worker_t *w)
         .slot = w->args->index,
         .refresh_ms = cfg->state.refresh_ms,
         .flush_ms = cfg->state.flush_ms,
+        .budget = &w->budget,
     };
     if (pool_create(&pp, &w->pool) != SL_OK)
         return -1;
     w->stats = gw_stats_create(cfg, w->state, w->args->index);
     w->limit = gw_limit_create(cfg, w->state);
-    w->handler = gw_handler_register(host, cfg, w->pool, w->stats, w->limit);
+    w->handler = gw_handler_register(host, cfg, w->pool, w->stats, w->limit, &w->budget);
+    w->conns = gw_conns_create(w->ctx.loop, &cfg->server, w->stats);
     w->accept = (h2o_accept_ctx_t){.ctx = &w->ctx, .hosts = w->conf.hosts};
     gw_listen_addr_t addr = w->args->main_addr;
-    if ((w->listener = start_listener(w, &addr, &w->accept)) == NULL)
+    if (start_listener(w, &addr, &w->accept, 1) != 0)
         return -1;
 
     if (w->args->has_admin) {
-        globalconf_init(&w->admin_conf, 64 * 1024);
+        globalconf_init(&w->admin_conf, 64 * 1024, cfg->server.idle_timeout_ms);
         h2o_hostconf_t *ahost =
             h2o_config_register_host(&w->admin_conf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
         admin_register(ahost, &(admin_conf_t){.token = cfg->admin.token,
@@ -164,19 +158,10 @@ static int worker_setup(worker_t *w)
         h2o_context_init(&w->admin_ctx, w->ctx.loop, &w->admin_conf);
         w->admin_accept = (h2o_accept_ctx_t){.ctx = &w->admin_ctx, .hosts = w->admin_conf.hosts};
         gw_listen_addr_t aaddr = w->args->admin_addr;
-        if ((w->admin_listener = start_listener(w, &aaddr, &w->admin_accept)) == NULL)
+        if (start_listener(w, &aaddr, &w->admin_accept, 0) != 0)
             return -1;
     }
     return 0;
-}
-
-static void close_listener(h2o_socket_t **sock)
-{
-    if (*sock == NULL)
-        return;
-    h2o_socket_read_stop(*sock);
-    h2o_socket_close(*sock);
-    *sock = NULL;
 }
 
 /* Stops accepting, lets in-flight requests finish, bounded by the grace period. */
@@ -184,8 +169,7 @@ static void worker_drain(worker_t *w)
 {
     const gw_config_t *cfg = w->args->cfg;
     w->draining = 1;
-    close_listener(&w->listener);
-    close_listener(&w->admin_listener);
+    gw_conns_stop_accepting(w->conns);
     h2o_context_request_shutdown(&w->ctx);
     uint64_t start = sl_now_ms(), deadline = start + cfg->server.shutdown_grace_ms;
     uint64_t waiting = w->handler->inflight;
@@ -219,6 +203,7 @@ int gw_worker_main(const gw_worker_args_t *args)
     worker_t w;
     memset(&w, 0, sizeof(w));
     w.args = args;
+    w.budget.limit = cfg->server.max_buffered_bytes;
     if (worker_setup(&w) != 0) {
         sl_log_error("worker setup failed");
         return 1;
@@ -235,6 +220,8 @@ int gw_worker_main(const gw_worker_args_t *args)
         uint64_t now = sl_now_ms();
         if (now - last_flush >= HOUSEKEEPING_MS) {
             sl_log_flush();
+            gw_stats_srv_set(w.stats, STATE_SRV_BUFFERED_BYTES, w.budget.used);
+            gw_stats_srv_set(w.stats, STATE_SRV_BUFFERED_PEAK, w.budget.peak);
             if (cfg->state.flush_ms != 0)
                 gw_stats_flush(w.stats);
             last_flush = now;
@@ -250,6 +237,7 @@ int gw_worker_main(const gw_worker_args_t *args)
         pool_destroy(w.pool);
     else
         pool_close_idle(w.pool);
+    gw_conns_destroy(w.conns);
     gw_limit_destroy(w.limit);
     gw_stats_destroy(w.stats);
     state_close(w.state);

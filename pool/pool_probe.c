@@ -75,7 +75,7 @@ static void on_probe_done(pool_exchange_t *ex)
         snprintf(reason, sizeof(reason), "probe failed: %s", pool_fail_str(ex->fail));
     else
         snprintf(reason, sizeof(reason), "probe failed: HTTP %d or no result", ex->head.status);
-    sl_buf_dispose(&ex->body);
+    pool_exchange_body_dispose(ex);
     record_probe(ep, ok, head, ex->latency_us);
     if (!breaker_probe)
         return;
