@@ -143,3 +143,11 @@ int sl_log_limit_pass(sl_log_limit_t *l, uint64_t now_ms, uint32_t interval_ms, 
         l->next_ms = 1;
     return 1;
 }
+
+const char *sl_log_held_text(uint64_t held, char out[SL_LOG_HELD_MAX])
+{
+    if (held == 0)
+        return "";
+    snprintf(out, SL_LOG_HELD_MAX, " (%llu more like it since the last one)", (unsigned long long)held);
+    return out;
+}

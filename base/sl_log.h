@@ -57,6 +57,10 @@ typedef struct sl_log_limit {
  * since the previous one, and the next is due interval_ms later); 0 if this
  * one is held back (counted). */
 int sl_log_limit_pass(sl_log_limit_t *l, uint64_t now_ms, uint32_t interval_ms, uint64_t *held);
+/* The tail of such a line: " (N more like it since the last one)" when held
+ * > 0, else "". Returns out (or the literal ""). */
+#define SL_LOG_HELD_MAX 64
+const char *sl_log_held_text(uint64_t held, char out[SL_LOG_HELD_MAX]);
 
 /* Formats the wall clock as RFC 3339 UTC with milliseconds into out[32]. */
 void sl_log_timestamp(char out[32]);

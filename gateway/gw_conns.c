@@ -86,27 +86,27 @@ static void pause_full(gw_listener_t *l)
 {
     gw_conns_t *c = l->owner;
     uint64_t held;
+    char tail[SL_LOG_HELD_MAX];
     l->paused_full = 1;
     listener_update(l);
     gw_stats_srv_add(c->stats, STATE_SRV_MAX_CONN_PAUSES, 1);
     if (sl_log_limit_pass(&c->log_full, sl_now_ms(), LOG_EVERY_MS, &held))
-        sl_log_warn("%u client connections open (server.max_connections): not accepting until one closes "
-                    "(%llu more such pause(s) since the last line)",
-                    c->srv->max_connections, (unsigned long long)held);
+        sl_log_warn("%u client connections open (server.max_connections): not accepting until one closes%s",
+                    c->srv->max_connections, sl_log_held_text(held, tail));
 }
 
 static void pause_error(gw_listener_t *l, int error)
 {
     gw_conns_t *c = l->owner;
     uint64_t held;
+    char tail[SL_LOG_HELD_MAX];
     l->paused_error = 1;
     listener_update(l);
     h2o_timeout_link(c->loop, &c->pause_timeout, &l->resume);
     gw_stats_srv_add(c->stats, STATE_SRV_ACCEPT_ERRORS, 1);
     if (sl_log_limit_pass(&c->log_error, sl_now_ms(), LOG_EVERY_MS, &held))
-        sl_log_error("accept: %s (open files limit %llu, %zu client connections); pausing accepts for %u ms "
-                     "(%llu more such failure(s) since the last line)",
-                     strerror(error), open_files_limit(), c->nconns, GW_CONNS_PAUSE_MS, (unsigned long long)held);
+        sl_log_error("accept: %s (open files limit %llu, %zu client connections); pausing accepts for %u ms%s",
+                     strerror(error), open_files_limit(), c->nconns, GW_CONNS_PAUSE_MS, sl_log_held_text(held, tail));
 }
 
 static void on_conn_close(void *data)
@@ -186,6 +186,7 @@ static void on_sweep(h2o_timeout_entry_t *entry)
 {
     gw_conns_t *c = H2O_STRUCT_FROM_MEMBER(gw_conns_t, sweep, entry);
     uint64_t now = sl_now_ms(), held;
+    char tail[SL_LOG_HELD_MAX];
     size_t stalled = 0;
     for (h2o_linklist_t *n = c->conns.next; n != &c->conns; n = n->next) {
         gw_conn_t *k = H2O_STRUCT_FROM_MEMBER(gw_conn_t, link, n);
@@ -209,9 +210,9 @@ static void on_sweep(h2o_timeout_entry_t *entry)
     if (stalled > 0) {
         gw_stats_srv_add(c->stats, STATE_SRV_WRITE_TIMEOUTS, stalled);
         if (sl_log_limit_pass(&c->log_stall, now, LOG_EVERY_MS, &held))
-            sl_log_warn("reset %zu client connection(s) that took no answer bytes for %u ms (server.write_timeout_ms) "
-                        "(%llu more such sweep(s) since the last line)",
-                        stalled, c->srv->write_timeout_ms, (unsigned long long)held);
+            sl_log_warn("reset %zu client connection(s) that took no answer bytes for %u ms "
+                        "(server.write_timeout_ms)%s",
+                        stalled, c->srv->write_timeout_ms, sl_log_held_text(held, tail));
     }
     if (!h2o_linklist_is_empty(&c->conns))
         h2o_timeout_link(c->loop, &c->sweep_timeout, &c->sweep);

@@ -212,6 +212,7 @@ static int within_budget(gw_req_t *g, const char *body)
         return 1;
     gw_reply_t *r = &g->reply;
     uint64_t held;
+    char tail[SL_LOG_HELD_MAX];
     g->have_reply = 1;
     r->status = 503;
     r->outcome = "overloaded";
@@ -228,8 +229,8 @@ static int within_budget(gw_req_t *g, const char *body)
     gw_stats_srv_add(h->stats, STATE_SRV_BUFFER_REFUSED, 1);
     if (sl_log_limit_pass(&h->log_budget, sl_now_ms(), REFUSAL_LOG_EVERY_MS, &held))
         sl_log_warn("answer bytes held: %zu of server.max_buffered_bytes %zu; new calls get 503 until some are "
-                    "written (%llu more refusal(s) since the last line)",
-                    h->budget->used, h->budget->limit, (unsigned long long)held);
+                    "written%s",
+                    h->budget->used, h->budget->limit, sl_log_held_text(held, tail));
     send_reply(g);
     return 0;
 }
@@ -385,10 +386,11 @@ static int check_head(gw_req_t *g)
         return 1;
     }
     uint64_t held;
+    char tail[SL_LOG_HELD_MAX];
     gw_stats_srv_add(h->stats, STATE_SRV_HEAD_REFUSED, 1);
     if (sl_log_limit_pass(&h->log_head, sl_now_ms(), REFUSAL_LOG_EVERY_MS, &held))
-        sl_log_warn("refused a request head of %zu bytes (longest line %zu) with %d (%llu more refusal(s) since "
-                    "the last line)", total, longest > line ? longest : line, status, (unsigned long long)held);
+        sl_log_warn("refused a request head of %zu bytes (longest line %zu) with %d%s", total,
+                    longest > line ? longest : line, status, sl_log_held_text(held, tail));
     g->req->http1_is_persistent = 0;
     return http_error(g, status, GW_RPC_INVALID_REQUEST, msg);
 }

@@ -33,3 +33,10 @@ Test(log_limit, a_flood_writes_a_bounded_number_of_lines)
     cr_assert_eq(written, 6);
     cr_assert_eq(written + total_held + l.held, 60000 - 5, "every event is written or counted");
 }
+
+Test(log_limit, held_text)
+{
+    char buf[SL_LOG_HELD_MAX];
+    cr_assert_str_eq(sl_log_held_text(0, buf), "");
+    cr_assert_str_eq(sl_log_held_text(37, buf), " (37 more like it since the last one)");
+}
