@@ -9,6 +9,7 @@
 #include "admin/admin_int.h"
 #include "base/sl_buf.h"
 #include "base/sl_http.h"
+#include "base/sl_parse.h"
 
 #define SSE_TICK_MS 100
 
@@ -40,16 +41,8 @@ int admin_send_json(h2o_req_t *req, int status, cJSON *doc)
 
 uint64_t admin_parse_u64(const char *p, size_t n, uint64_t dflt)
 {
-    uint64_t v = 0;
-    if (n == 0)
-        return dflt;
-    for (const char *end = p + n; p < end; p++) {
-        uint64_t d = (uint64_t)(*p - '0');
-        if (*p < '0' || *p > '9' || v > (UINT64_MAX - d) / 10)
-            return dflt;
-        v = v * 10 + d;
-    }
-    return v;
+    uint64_t v;
+    return sl_parse_u64(p, n, UINT64_MAX, &v) == SL_OK ? v : dflt;
 }
 
 uint64_t admin_query_u64(h2o_req_t *req, const char *name, uint64_t dflt)
@@ -92,6 +85,7 @@ static int route_readyz(admin_t *a, h2o_req_t *req)
 }
 
 static const admin_route_t routes[] = {
+    {"GET", "/", 0, 0, admin_route_page}, /* holds no data: it asks for the token */
     {"GET", "/healthz", 0, 0, route_healthz},
     {"GET", "/readyz", 0, 1, route_readyz},
     {"GET", "/metrics", 0, 1, admin_route_metrics},
@@ -99,6 +93,7 @@ static const admin_route_t routes[] = {
     {"POST", "/admin/endpoints/", 1, 1, admin_route_drain},
     {"GET", "/admin/events", 0, 1, admin_route_events},
     {"GET", "/admin/events/stream", 0, 1, admin_route_stream},
+    {"POST", "/admin/reload", 0, 1, admin_route_reload},
 };
 
 static int authorized(admin_t *a, h2o_req_t *req)
@@ -127,6 +122,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
     admin_t *a = (admin_t *)self;
     int path_known = 0;
+    if (admin_guard_request(a, req)) /* before routing: every route, present and future */
+        return 0;
     for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
         const admin_route_t *r = &routes[i];
         if (!path_matches(r, req->path_normalized))
@@ -134,12 +131,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         path_known = 1;
         if (!h2o_memis(req->method.base, req->method.len, r->method, strlen(r->method)))
             continue;
-        if (r->needs_auth && !authorized(a, req)) {
-            h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_WWW_AUTHENTICATE, NULL,
-                           H2O_STRLIT("Bearer realm=\"sluice admin\""));
-            return admin_send_text(req, 401, "application/json",
-                                   H2O_STRLIT("{\"error\":\"missing or wrong bearer token\"}"));
-        }
+        if (r->needs_auth && a->conf.token != NULL && admin_guard_auth(a, req, authorized))
+            return 0;
         return r->fn(a, req);
     }
     if (path_known)
@@ -153,6 +146,8 @@ admin_t *admin_register(h2o_hostconf_t *hostconf, const admin_conf_t *conf)
     admin_t *a = (admin_t *)h2o_create_handler(pathconf, sizeof(*a));
     a->super.on_req = on_req;
     a->conf = *conf;
+    admin_guard_init(&a->guard, conf->listen, conf->bound);
     h2o_timeout_init(conf->loop, &a->sse_timeout, SSE_TICK_MS);
+    admin_page_init(a);
     return a;
 }

@@ -1,5 +1,6 @@
 /* admin/admin.h: the operator's listener (default 127.0.0.1:8546).
  *
+ *   GET  /                               the operator page (HTML; no auth, holds no data)
  *   GET  /healthz                        process up (no auth)
  *   GET  /readyz                         every network has a usable endpoint
  *   GET  /admin/endpoints                one object per endpoint, merged across workers
@@ -7,10 +8,14 @@
  *   GET  /admin/events?since=SEQ&limit=N JSON array, oldest first
  *   GET  /admin/events/stream            Server-Sent Events, resumes from Last-Event-ID
  *   GET  /metrics                        Prometheus text format
+ *   POST /admin/reload                   as SIGHUP; answers with the reload's event
  *
  * Routes are one table (admin/admin.c). Every route but /healthz needs
  * "Authorization: Bearer <admin.token>" when a token is configured; the
- * comparison is constant-time. admin/ reads state/ (what an operator sees is
+ * comparison is constant-time, failed attempts are throttled per client
+ * address. Without a token, every route refuses a foreign Host (DNS
+ * rebinding) and every write a foreign Origin or a non-JSON body
+ * (admin/admin_guard.c): the router checks, so new routes inherit it. admin/ reads state/ (what an operator sees is
  * in LMDB, merged across workers) and drives no upstream. No secret appears
  * in its output: URLs are the redacted ones. */
 #ifndef ADMIN_H
@@ -23,6 +28,8 @@
 
 typedef struct admin_conf {
     const char *token;            /* NULL: no authentication (loopback only, enforced by config) */
+    const char *listen;           /* admin.listen as configured, "127.0.0.1:8546" */
+    const char *bound;            /* the address as bound, with the real port */
     const pool_network_conf_t *networks;
     size_t nnetworks;
     state_t *state;               /* this process's handle */
@@ -30,6 +37,9 @@ typedef struct admin_conf {
     h2o_loop_t *loop;             /* for the event stream's timers */
     /* 0 when this process should not get traffic (draining); why says so */
     int (*ready)(void *data, char *why, size_t why_len);
+    /* asks the master to reload for the request tagged tag (0 on success);
+     * NULL: POST /admin/reload answers 503 */
+    int (*reload)(void *data, uint8_t tag);
     void *data;
 } admin_conf_t;
 

@@ -8,13 +8,12 @@
 #include "admin/admin_int.h"
 #include "base/sl_time.h"
 #include "policy/method.h"
-#include "pool/pool.h"
 
 /* What the ledger says window w of v's endpoint spent, 0 if its record is of
  * an earlier window; *start and *end get the window that holds now. */
-static uint64_t window_spent(const admin_ep_view_t *v, int w, uint64_t now, uint64_t *start, uint64_t *end)
+static uint64_t window_spent(const admin_ep_view_t *v, policy_credit_window_t w, uint64_t now, uint64_t *start, uint64_t *end)
 {
-    pool_credit_window(w, now, v->ep->credits.month_reset_day, start, end);
+    policy_credit_window_bounds(w, now, v->ep->credits.month_reset_day, start, end);
     return v->ledger[w].window_start_ms == *start ? v->ledger[w].spent : 0;
 }
 
@@ -24,13 +23,13 @@ cJSON *admin_credits_json(const admin_ep_view_t *v, uint64_t now)
     cJSON_AddStringToObject(o, "profile", v->ep->cost_profile ? v->ep->cost_profile : "flat");
     cJSON_AddNumberToObject(o, "spent_total", (double)v->stats.credits_spent);
     cJSON *wins = cJSON_AddObjectToObject(o, "windows");
-    for (int w = 0; w < POOL_CREDIT_WINDOWS; w++) {
-        uint64_t budget = v->ep->has_credits ? pool_credit_budget(&v->ep->credits, w) : 0;
+    for (policy_credit_window_t w = 0; w < POLICY_CREDIT_WINDOW_COUNT; w++) {
+        uint64_t budget = v->ep->has_credits ? policy_credit_budget(&v->ep->credits, w) : 0;
         if (budget == 0)
             continue;
         uint64_t start, end, spent = window_spent(v, w, now, &start, &end);
         uint64_t left = budget > spent ? budget - spent : 0;
-        cJSON *x = cJSON_AddObjectToObject(wins, pool_credit_window_name(w));
+        cJSON *x = cJSON_AddObjectToObject(wins, policy_credit_window_name(w));
         char iso[32];
         cJSON_AddNumberToObject(x, "budget", (double)budget);
         cJSON_AddNumberToObject(x, "spent", (double)spent);
@@ -82,20 +81,25 @@ void admin_credits_metrics(admin_t *a, sl_buf_t *b, const admin_ep_view_t *v, si
     for (size_t i = 0; i < n; i++)
         sl_buf_printf(b, "sluice_credits_spent_total{network=\"%s\",endpoint=\"%s\"} %llu\n", v[i].net->name,
                       v[i].ep->id, (unsigned long long)v[i].stats.credits_spent);
-    sl_buf_append_str(b, "# HELP sluice_credits_remaining Credits left in the current budget window.\n"
-                         "# TYPE sluice_credits_remaining gauge\n");
     uint64_t now = sl_wall_ms();
-    for (size_t i = 0; i < n; i++) {
-        if (!v[i].ep->has_credits)
-            continue;
-        for (int w = 0; w < POOL_CREDIT_WINDOWS; w++) {
-            uint64_t budget = pool_credit_budget(&v[i].ep->credits, w);
-            if (budget == 0)
+    /* the budget next to what is left, so an alert can say "under 10%" */
+    for (int remaining = 1; remaining >= 0; remaining--) {
+        const char *name = remaining ? "sluice_credits_remaining" : "sluice_credits_budget";
+        sl_buf_printf(b, "# HELP %s %s\n# TYPE %s gauge\n", name,
+                      remaining ? "Credits left in the current budget window." : "The budget of each credit window.",
+                      name);
+        for (size_t i = 0; i < n; i++) {
+            if (!v[i].ep->has_credits)
                 continue;
-            uint64_t start, end, spent = window_spent(&v[i], w, now, &start, &end);
-            sl_buf_printf(b, "sluice_credits_remaining{network=\"%s\",endpoint=\"%s\",window=\"%s\"} %llu\n",
-                          v[i].net->name, v[i].ep->id, pool_credit_window_name(w),
-                          (unsigned long long)(budget > spent ? budget - spent : 0));
+            for (policy_credit_window_t w = 0; w < POLICY_CREDIT_WINDOW_COUNT; w++) {
+                uint64_t budget = policy_credit_budget(&v[i].ep->credits, w);
+                if (budget == 0)
+                    continue;
+                uint64_t start, end, spent = window_spent(&v[i], w, now, &start, &end);
+                uint64_t val = !remaining ? budget : budget > spent ? budget - spent : 0;
+                sl_buf_printf(b, "%s{network=\"%s\",endpoint=\"%s\",window=\"%s\"} %llu\n", name, v[i].net->name,
+                              v[i].ep->id, policy_credit_window_name(w), (unsigned long long)val);
+            }
         }
     }
 }

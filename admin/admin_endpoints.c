@@ -7,7 +7,8 @@
 #include "base/sl_time.h"
 #include "policy/breaker.h"
 #include "policy/method.h"
-#include "pool/pool.h"
+#include "pool/pool_conf.h"
+#include "state/state_key.h"
 
 static void add_time(cJSON *o, const char *name, uint64_t ms)
 {
@@ -55,7 +56,12 @@ static cJSON *endpoint_json(const admin_ep_view_t *v, uint64_t now)
     else
         cJSON_AddNullToObject(o, "excluded");
     if (v->has_ranked) {
-        static const char *const excluded[] = {NULL, "far behind the head", "error ratio too high"};
+        static const char *const excluded[STATE_EXCLUDED_COUNT] = {
+            [STATE_EXCLUDED_BEHIND] = "far behind the head",
+            [STATE_EXCLUDED_ERRORS] = "error ratio too high",
+            [STATE_EXCLUDED_DNS_FAILED] = ADMIN_DNS_FAILED,
+            [STATE_EXCLUDED_DNS_TIMEOUT] = ADMIN_DNS_TIMEOUT,
+        };
         cJSON *sc = cJSON_AddObjectToObject(o, "score");
         cJSON_AddNumberToObject(sc, "cost", v->ranked.score_milli / 1000.0);
         cJSON_AddNumberToObject(sc, "latency_ms", v->ranked.latency_us / 1000.0);
@@ -65,7 +71,7 @@ static cJSON *endpoint_json(const admin_ep_view_t *v, uint64_t now)
             cJSON_AddNumberToObject(sc, "lag", (double)(v->ranked.lag_plus1 - 1));
         else
             cJSON_AddNullToObject(sc, "lag");
-        if (v->ranked.excluded && v->ranked.excluded < 3)
+        if (v->ranked.excluded && v->ranked.excluded < STATE_EXCLUDED_COUNT)
             cJSON_AddStringToObject(sc, "excluded", excluded[v->ranked.excluded]);
     }
     cJSON *probe = cJSON_AddObjectToObject(o, "probe");
@@ -91,7 +97,7 @@ static cJSON *endpoint_json(const admin_ep_view_t *v, uint64_t now)
     for (int k = 0; k < STATE_OUTCOME_COUNT; k++)
         cJSON_AddNumberToObject(by, state_outcome_name((state_outcome_t)k), (double)v->stats.outcomes[k]);
     cJSON_AddNumberToObject(o, "failovers", (double)v->stats.failovers);
-    cJSON_AddNumberToObject(o, "max_inflight_seen", v->stats.max_inflight_seen);
+    cJSON_AddNumberToObject(o, "concurrency_reached", v->concurrency_reached);
     cJSON_AddItemToObject(o, "credits", admin_credits_json(v, now));
     cJSON *pm = cJSON_AddObjectToObject(o, "methods");
     size_t nm;
@@ -136,12 +142,8 @@ static int drain_cb(void *arg, state_endpoint_rec_t *rec, int exists, state_even
     rec->drained = (uint8_t)c->drain;
     rec->drained_at_ms = c->drain ? c->now : 0;
     state_event_t *ev = &events[0];
-    memset(ev, 0, sizeof(*ev));
-    ev->ts_ms = c->now;
-    ev->kind = c->drain ? STATE_EVENT_ENDPOINT_DRAINED : STATE_EVENT_ENDPOINT_UNDRAINED;
-    ev->pid = (uint32_t)getpid();
-    snprintf(ev->network, sizeof(ev->network), "%s", c->net->name);
-    snprintf(ev->endpoint, sizeof(ev->endpoint), "%s", c->ep->id);
+    state_event_init(ev, c->drain ? STATE_EVENT_ENDPOINT_DRAINED : STATE_EVENT_ENDPOINT_UNDRAINED, c->net->name,
+                     c->ep->id, c->now);
     snprintf(ev->reason, sizeof(ev->reason), "%s by the operator", c->drain ? "drained" : "undrained");
     *nevents = 1;
     return 1;
@@ -188,15 +190,15 @@ int admin_route_drain(admin_t *a, h2o_req_t *req)
             }
     if (c.ep == NULL)
         return admin_send_text(req, 404, "application/json", H2O_STRLIT("{\"error\":\"unknown network or endpoint\"}"));
-    char key[160];
-    snprintf(key, sizeof(key), "%s/%s", c.net->name, c.ep->id);
+    char key[STATE_KEY_MAX];
+    state_key_endpoint(key, sizeof(key), c.net->name, c.ep->id);
     int changed = 0;
     if (state_endpoint_update(a->conf.state, key, drain_cb, &c, &changed) != SL_OK)
         return admin_send_text(req, 500, "application/json", H2O_STRLIT("{\"error\":\"shared state write failed\"}"));
-    if (changed) {
+    /* the workers see the flag in their next snapshot and re-check the
+     * network's level (redundancy_low / network_down events) */
+    if (changed)
         sl_log_info("endpoint %s/%s %s by the operator", c.net->name, c.ep->id, drain ? "drained" : "undrained");
-        pool_network_level_check(c.net, a->conf.state);
-    }
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "network", c.net->name);
     cJSON_AddStringToObject(o, "id", c.ep->id);

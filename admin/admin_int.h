@@ -6,13 +6,57 @@
 
 #include "admin/admin.h"
 #include "base/sl_buf.h"
-#include "pool/pool.h"
+#include "pool/pool_conf.h"
 #include "state/state_record.h"
+
+/* ---- the router's gate (admin_guard.c) ---- */
+#define ADMIN_GUARD_NAMES 5                 /* localhost, 127.0.0.1, [::1], the listener as configured and as bound */
+#define ADMIN_AUTH_SLOTS 256                /* client addresses with failed attempts, per worker */
+#define ADMIN_AUTH_BURST 10                 /* failed attempts at once per address ... */
+#define ADMIN_AUTH_WINDOW_US 60000000ULL    /* ... per minute (then one per 6 s) */
+
+typedef struct admin_auth_slot {
+    uint8_t key[16];              /* IPv6, IPv4-mapped, or an IPv6 /64 */
+    uint64_t tat_us;              /* GCRA's theoretical arrival time of failures */
+} admin_auth_slot_t;
+
+typedef struct admin_guard {
+    char names[ADMIN_GUARD_NAMES][64]; /* Host names answered without a token ("" ends) */
+    admin_auth_slot_t slots[ADMIN_AUTH_SLOTS];
+    size_t nslots;
+} admin_guard_t;
+
+/* listen: admin.listen as configured; bound: the address as bound ("[::1]:8546"). */
+void admin_guard_init(admin_guard_t *g, const char *listen, const char *bound);
+/* 1 if a Host value names this listener (any port, or none). */
+int admin_guard_host_ok(const admin_guard_t *g, const char *host, size_t len);
+/* 1 if Origin is this listener's own origin, "http://" + host. */
+int admin_guard_origin_ok(const char *origin, size_t olen, const char *host, size_t hlen);
+/* 1 if a Content-Type value is application/json (parameters allowed). */
+int admin_guard_json_type(const char *ct, size_t len);
+/* The throttle's key of a client address: IPv4 as v4-mapped, IPv6 per /64. */
+void admin_guard_addr_key(const struct sockaddr *sa, uint8_t key[16]);
+/* 0 if the address may try a token now, else the µs until it may. */
+uint64_t admin_guard_auth_wait_us(admin_guard_t *g, const uint8_t key[16], uint64_t now_us);
+/* Records a failed attempt; 1 if it used up the address's allowance. */
+int admin_guard_auth_failed(admin_guard_t *g, const uint8_t key[16], uint64_t now_us);
+/* Without a token: answers a request the listener refuses (foreign Host,
+ * cross-origin or non-JSON write) and returns 1; 0 to go on routing. */
+int admin_guard_request(admin_t *a, h2o_req_t *req);
+/* Runs authorized() unless the client's address is throttled; on a refusal
+ * (401, 429) answers and returns 1; 0 when authorized. */
+int admin_guard_auth(admin_t *a, h2o_req_t *req, int (*authorized)(admin_t *a, h2o_req_t *req));
 
 struct admin {
     h2o_handler_t super;          /* first: h2o calls on_req with this pointer */
     admin_conf_t conf;
     h2o_timeout_t sse_timeout;    /* the event streams' polling tick */
+    h2o_timeout_t reload_timeout; /* reload requests' polling tick (set up on first use) */
+    int reload_timeout_ready;
+    uint8_t reload_tag;           /* the last tag given to a reload request */
+    unsigned reload_waiting;      /* reload requests waiting for their event */
+    admin_guard_t guard;          /* this worker's Host names and failed-auth table */
+    char page_csp[320];           /* the operator page's Content-Security-Policy */
 };
 
 /* One endpoint as the operator sees it: config + shared record + every
@@ -23,6 +67,7 @@ typedef struct admin_ep_view {
     state_endpoint_rec_t rec;     /* zeroed when absent (never failed: closed) */
     state_stats_rec_t stats;      /* summed over worker slots */
     uint32_t inflight;            /* summed over workers that flushed recently */
+    uint32_t concurrency_reached; /* each worker's peak in flight since it started, summed */
     double ewma_ms;               /* attempts-weighted mean of the workers' EWMAs */
     double p90_ms;                /* from the merged histogram */
     int usable;
@@ -30,10 +75,14 @@ typedef struct admin_ep_view {
     int position;                 /* 1-based place in the plan, 0 if excluded */
     state_stats_rec_t ranked;     /* the freshest worker's ranking fields */
     int has_ranked;
-    state_ledger_rec_t ledger[POOL_CREDIT_WINDOWS];
+    state_ledger_rec_t ledger[POLICY_CREDIT_WINDOW_COUNT];
     uint64_t *per_method;         /* (methods + 1) x 3: requests, credits, refusals, merged */
     size_t nmethods;
 } admin_ep_view_t;
+
+/* Why an endpoint whose host name does not resolve is unusable. */
+#define ADMIN_DNS_FAILED "host name does not resolve"
+#define ADMIN_DNS_TIMEOUT "host name lookup timed out (timeouts.connect_ms)"
 
 /* Collects every endpoint of every network (in config order) into a new
  * array; *n gets its length. The caller frees it with admin_view_free. */
@@ -58,6 +107,14 @@ int admin_route_drain(admin_t *a, h2o_req_t *req);
 int admin_route_events(admin_t *a, h2o_req_t *req);
 int admin_route_stream(admin_t *a, h2o_req_t *req);
 int admin_route_metrics(admin_t *a, h2o_req_t *req);
+int admin_route_reload(admin_t *a, h2o_req_t *req);
+int admin_route_page(admin_t *a, h2o_req_t *req);
+/* Computes a->page_csp from the embedded page (admin_page.c). */
+void admin_page_init(admin_t *a);
+/* The page's Content-Security-Policy into out: its only inline <script> and
+ * <style> allowed by SHA-256, nothing else. SL_ERR_INVALID if either block is
+ * missing, has attributes or appears twice, or out is too small. */
+SL_MUST_CHECK sl_err_t admin_page_csp(const char *html, size_t len, char *out, size_t cap);
 /* The endpoint's credit budget: profile, units spent in total, and per
  * window spent / remaining / resets_at / forecast (admin_credits.c). */
 cJSON *admin_credits_json(const admin_ep_view_t *v, uint64_t now_ms);

@@ -13,6 +13,7 @@
 #include "base/sl_buf.h"
 #include "policy/breaker.h"
 #include "policy/method.h"
+#include "state/state_sum.h"
 
 static void help(sl_buf_t *b, const char *name, const char *type, const char *text)
 {
@@ -22,20 +23,13 @@ static void help(sl_buf_t *b, const char *name, const char *type, const char *te
 static void requests(admin_t *a, sl_buf_t *b)
 {
     help(b, "sluice_requests_total", "counter", "JSON-RPC calls answered, by network, method and outcome.");
-    state_counters_rec_t *sum = sl_xmalloc(sizeof(*sum)), *rec = sl_xmalloc(sizeof(*rec));
+    state_counters_rec_t *sum = sl_xmalloc(sizeof(*sum));
     for (size_t i = 0; i < a->conf.nnetworks; i++) {
         const pool_network_conf_t *net = &a->conf.networks[i];
         size_t nmethods;
         const policy_method_t *table = policy_method_table(net->chain, &nmethods);
         uint32_t want = (uint32_t)((nmethods + 1) * STATE_REQ_OUTCOME_COUNT);
-        memset(sum->v, 0, want * sizeof(sum->v[0]));
-        for (unsigned slot = 1; slot <= a->conf.nworkers; slot++) {
-            char key[96];
-            snprintf(key, sizeof(key), "req/%s/%u", net->name, slot);
-            if (state_counters_get(a->conf.state, key, rec) == SL_OK && rec->n == want)
-                for (uint32_t k = 0; k < want; k++)
-                    sum->v[k] += rec->v[k];
-        }
+        state_counters_sum(a->conf.state, STATE_COUNTERS_REQUESTS, net->name, NULL, a->conf.nworkers, want, sum);
         for (uint32_t k = 0; k < want; k++) {
             if (sum->v[k] == 0)
                 continue;
@@ -47,7 +41,6 @@ static void requests(admin_t *a, sl_buf_t *b)
         }
     }
     free(sum);
-    free(rec);
 }
 
 #define LABELS "network=\"%s\",endpoint=\"%s\""
@@ -84,6 +77,15 @@ static void attempts(sl_buf_t *b, const admin_ep_view_t *v, size_t n)
                       (unsigned long long)v[i].stats.failovers);
 }
 
+static uint64_t gauge_inflight(const admin_ep_view_t *v) { return v->inflight; }
+static uint64_t gauge_max_inflight(const admin_ep_view_t *v)
+{
+    return v->ep->max_inflight ? v->ep->max_inflight : POOL_DEFAULT_MAX_INFLIGHT;
+}
+static uint64_t gauge_concurrency_reached(const admin_ep_view_t *v) { return v->concurrency_reached; }
+static uint64_t gauge_drained(const admin_ep_view_t *v) { return v->rec.drained; }
+static uint64_t gauge_usable(const admin_ep_view_t *v) { return (uint64_t)v->usable; }
+
 static void health(sl_buf_t *b, const admin_ep_view_t *v, size_t n)
 {
     help(b, "sluice_breaker_state", "gauge", "1 for the breaker's current state.");
@@ -98,19 +100,22 @@ static void health(sl_buf_t *b, const admin_ep_view_t *v, size_t n)
                           v[i].ep->id, policy_breaker_state_name((policy_breaker_state_t)s),
                           (unsigned long long)v[i].rec.transitions[s]);
     static const struct {
-        const char *name, *type, *text;
+        const char *name, *text;
+        uint64_t (*value)(const admin_ep_view_t *v);
     } gauges[] = {
-        {"sluice_upstream_inflight", "gauge", "Requests in flight to the endpoint, all workers."},
-        {"sluice_endpoint_drained", "gauge", "1 if the operator drained the endpoint."},
-        {"sluice_endpoint_usable", "gauge", "1 if the plan may send to the endpoint now."},
+        {"sluice_upstream_inflight", "Requests in flight to the endpoint, all workers.", gauge_inflight},
+        {"sluice_upstream_max_inflight", "The endpoint's max_inflight (all workers together).", gauge_max_inflight},
+        {"sluice_upstream_concurrency_reached",
+         "Most requests in flight to the endpoint at once, per worker since it started, summed over workers.",
+         gauge_concurrency_reached},
+        {"sluice_endpoint_drained", "1 if the operator drained the endpoint.", gauge_drained},
+        {"sluice_endpoint_usable", "1 if the plan may send to the endpoint now.", gauge_usable},
     };
     for (size_t g = 0; g < sizeof(gauges) / sizeof(gauges[0]); g++) {
-        help(b, gauges[g].name, gauges[g].type, gauges[g].text);
-        for (size_t i = 0; i < n; i++) {
-            uint64_t val = g == 0 ? v[i].inflight : g == 1 ? v[i].rec.drained : (uint64_t)v[i].usable;
+        help(b, gauges[g].name, "gauge", gauges[g].text);
+        for (size_t i = 0; i < n; i++)
             sl_buf_printf(b, "%s{" LABELS "} %llu\n", gauges[g].name, v[i].net->name, v[i].ep->id,
-                          (unsigned long long)val);
-        }
+                          (unsigned long long)gauges[g].value(&v[i]));
     }
 }
 
@@ -181,7 +186,9 @@ int admin_route_metrics(admin_t *a, h2o_req_t *req)
     sl_buf_printf(&b, "sluice_state_map_used_bytes %zu\n", used);
     help(&b, "sluice_state_map_size_bytes", "gauge", "Size of the LMDB map (state.map_size_mb).");
     sl_buf_printf(&b, "sluice_state_map_size_bytes %zu\n", size);
-    help(&b, "sluice_events_last_seq", "counter", "Sequence number of the newest event.");
+    /* a gauge: a sequence number is a position, not a count (promtool wants
+     * counters named _total) */
+    help(&b, "sluice_events_last_seq", "gauge", "Sequence number of the newest event.");
     sl_buf_printf(&b, "sluice_events_last_seq %llu\n", (unsigned long long)state_events_last_seq(a->conf.state));
     admin_view_free(v, n);
     int rc = admin_send_text(req, 200, "text/plain; version=0.0.4", b.base ? b.base : "", b.len);

@@ -19,6 +19,7 @@ static const struct {
     {413, "Payload Too Large"},
     {414, "URI Too Long"},
     {415, "Unsupported Media Type"},
+    {421, "Misdirected Request"},
     {429, "Too Many Requests"},
     {431, "Request Header Fields Too Large"},
     {500, "Internal Server Error"},

@@ -12,7 +12,9 @@ runtime=(libh2o-evloop0.13 libssl3 libcjson1 libyaml-0-2 liblmdb0 libmsgpackc2 c
 build=(build-essential cmake pkg-config
        libh2o-evloop-dev libssl-dev libcjson-dev libyaml-dev liblmdb-dev libmsgpack-dev)
 test=(libcriterion-dev clang libclang-rt-14-dev
-      openssl curl procps util-linux lmdb-utils wrk nginx-light docker-compose git chromium)
+      openssl curl procps util-linux lmdb-utils wrk nginx-light docker-compose git chromium
+      podman podman-compose runc netavark aardvark-dns iptables debootstrap
+      prometheus python3-jsonschema)
 node=(nodejs npm)
 
 mode=${1:-all}

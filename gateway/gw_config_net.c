@@ -146,10 +146,10 @@ static void ep_cost_profile(gw_cfg_t *c, yaml_node_t *n, void *target)
 }
 
 static const gw_cfg_field_t credit_fields[] = {
-    {"per_second", GW_CFG_U64, offsetof(pool_credits_conf_t, per_second), 0, UINT64_MAX},
-    {"per_minute", GW_CFG_U64, offsetof(pool_credits_conf_t, per_minute), 0, UINT64_MAX},
-    {"per_day", GW_CFG_U64, offsetof(pool_credits_conf_t, per_day), 0, UINT64_MAX},
-    {"per_month", GW_CFG_U64, offsetof(pool_credits_conf_t, per_month), 0, UINT64_MAX},
+    {"per_second", GW_CFG_U64, offsetof(pool_credits_conf_t, limit[POLICY_CREDIT_SECOND]), 0, UINT64_MAX},
+    {"per_minute", GW_CFG_U64, offsetof(pool_credits_conf_t, limit[POLICY_CREDIT_MINUTE]), 0, UINT64_MAX},
+    {"per_day", GW_CFG_U64, offsetof(pool_credits_conf_t, limit[POLICY_CREDIT_DAY]), 0, UINT64_MAX},
+    {"per_month", GW_CFG_U64, offsetof(pool_credits_conf_t, limit[POLICY_CREDIT_MONTH]), 0, UINT64_MAX},
     {"month_reset_day", GW_CFG_U32, offsetof(pool_credits_conf_t, month_reset_day), 1, 28},
 };
 

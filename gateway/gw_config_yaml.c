@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/sl_parse.h"
 #include "base/sl_secret.h"
 #include "gateway/gw_config_int.h"
 
@@ -288,21 +289,16 @@ sl_err_t gw_cfg_str(gw_cfg_t *c, yaml_node_t *n, char **out)
  * are refused rather than guessed at. */
 static const char *parse_u64(const char *s, uint64_t *out)
 {
-    uint64_t v = 0;
     if (s[0] == '-')
         return "must not be negative";
     if (s[0] == '\0')
         return "expected a whole number";
-    for (const char *p = s; *p != '\0'; p++) {
-        if (*p < '0' || *p > '9')
-            return strchr(s, '.') != NULL ? "must be a whole number, without a fraction"
-                                          : "expected a decimal whole number";
-        if (v > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
-            return "number is too large";
-        v = v * 10 + (uint64_t)(*p - '0');
-    }
-    *out = v;
-    return NULL;
+    sl_err_t err = sl_parse_u64(s, strlen(s), UINT64_MAX, out);
+    if (err == SL_OK)
+        return NULL;
+    if (err == SL_ERR_RANGE)
+        return "number is too large";
+    return strchr(s, '.') != NULL ? "must be a whole number, without a fraction" : "expected a decimal whole number";
 }
 
 sl_err_t gw_cfg_uint(gw_cfg_t *c, yaml_node_t *n, uint64_t min, uint64_t max, uint64_t *out)

@@ -8,6 +8,8 @@
 #include "base/sl_buf.h"
 #include "base/sl_log.h"
 #include "base/sl_time.h"
+#include "state/state_key.h"
+#include "state/state_sum.h"
 
 #define SYNC_EVERY_MS 1000
 #define TRIM_EVERY_MS 10000
@@ -22,24 +24,19 @@ typedef struct counted_endpoint {
 struct gw_housekeep {
     const gw_config_t *cfg;
     state_t *st;
-    unsigned nworkers;
+    unsigned nslots;
     uint64_t last_sync_ms, last_trim_ms, last_failover_ms;
     counted_endpoint_t *eps;
     size_t neps;
+    char **keys;                  /* "<network>/<endpoint>" of eps[i]: the records to repair */
 };
 
 /* Sum of one endpoint's failover counters over every worker slot. */
 static uint64_t failovers(gw_housekeep_t *hk, const counted_endpoint_t *c)
 {
-    uint64_t total = 0;
-    for (unsigned slot = 1; slot <= hk->nworkers; slot++) {
-        char key[160];
-        state_stats_rec_t rec;
-        snprintf(key, sizeof(key), "%s/%s/%u", c->net->name, c->ep->id, slot);
-        if (state_stats_get(hk->st, key, &rec) == SL_OK)
-            total += rec.failovers;
-    }
-    return total;
+    state_stats_sum_t sum;
+    state_stats_sum(hk->st, c->net->name, c->ep->id, hk->nslots, 0, 0, &sum);
+    return sum.total.failovers;
 }
 
 static void read_failovers(gw_housekeep_t *hk, uint64_t *totals)
@@ -65,14 +62,9 @@ static void report_failovers(gw_housekeep_t *hk, uint64_t interval_ms)
             continue;
         }
         state_event_t ev;
-        memset(&ev, 0, sizeof(ev));
-        ev.ts_ms = sl_wall_ms();
-        ev.kind = STATE_EVENT_FAILOVER;
-        ev.pid = (uint32_t)getpid();
+        state_event_init(&ev, STATE_EVENT_FAILOVER, c->net->name, c->ep->id, sl_wall_ms());
         ev.count = totals[i] - c->reported;
         ev.duration_ms = interval_ms;
-        snprintf(ev.network, sizeof(ev.network), "%s", c->net->name);
-        snprintf(ev.endpoint, sizeof(ev.endpoint), "%s", c->ep->id);
         snprintf(ev.reason, sizeof(ev.reason), "%llu call(s) moved on from this endpoint in the last %llu s",
                  (unsigned long long)ev.count, (unsigned long long)(interval_ms / 1000));
         if (state_event_append(hk->st, &ev) == SL_OK)
@@ -81,12 +73,12 @@ static void report_failovers(gw_housekeep_t *hk, uint64_t interval_ms)
     free(totals);
 }
 
-gw_housekeep_t *gw_housekeep_create(const gw_config_t *cfg, state_t *st, unsigned nworkers)
+gw_housekeep_t *gw_housekeep_create(const gw_config_t *cfg, state_t *st, unsigned nslots)
 {
     gw_housekeep_t *hk = sl_xcalloc(1, sizeof(*hk));
     hk->cfg = cfg;
     hk->st = st;
-    hk->nworkers = nworkers;
+    hk->nslots = nslots;
     for (size_t n = 0; n < cfg->nnetworks; n++)
         hk->neps += cfg->networks[n].nendpoints;
     hk->eps = sl_xcalloc(hk->neps ? hk->neps : 1, sizeof(*hk->eps));
@@ -94,6 +86,12 @@ gw_housekeep_t *gw_housekeep_create(const gw_config_t *cfg, state_t *st, unsigne
     for (size_t n = 0; n < cfg->nnetworks; n++)
         for (size_t e = 0; e < cfg->networks[n].nendpoints; e++)
             hk->eps[k++] = (counted_endpoint_t){&cfg->networks[n], &cfg->networks[n].endpoints[e], 0};
+    hk->keys = sl_xcalloc(hk->neps ? hk->neps : 1, sizeof(*hk->keys));
+    for (size_t i = 0; i < hk->neps; i++) {
+        char key[STATE_KEY_MAX];
+        state_key_endpoint(key, sizeof(key), hk->eps[i].net->name, hk->eps[i].ep->id);
+        hk->keys[i] = sl_xstrdup(key);
+    }
     /* what the counters say now was reported (or lost) by an earlier run */
     uint64_t *totals = sl_xcalloc(hk->neps ? hk->neps : 1, sizeof(*totals));
     read_failovers(hk, totals);
@@ -108,12 +106,32 @@ gw_housekeep_t *gw_housekeep_create(const gw_config_t *cfg, state_t *st, unsigne
     return hk;
 }
 
+void gw_housekeep_carry(gw_housekeep_t *to, const gw_housekeep_t *from)
+{
+    if (from == NULL)
+        return;
+    for (size_t i = 0; i < to->neps; i++) {
+        counted_endpoint_t *c = &to->eps[i];
+        for (size_t k = 0; k < from->neps; k++) {
+            const counted_endpoint_t *o = &from->eps[k];
+            if (strcmp(o->net->name, c->net->name) == 0 && strcmp(o->ep->id, c->ep->id) == 0 && o->reported < c->reported)
+                c->reported = o->reported;
+        }
+    }
+    to->last_sync_ms = from->last_sync_ms;
+    to->last_trim_ms = from->last_trim_ms;
+    to->last_failover_ms = from->last_failover_ms;
+}
+
 void gw_housekeep_destroy(gw_housekeep_t *hk)
 {
     if (hk == NULL)
         return;
     if (state_sync(hk->st) != SL_OK)
         sl_log_warn("state: final sync failed");
+    for (size_t i = 0; i < hk->neps; i++)
+        free(hk->keys[i]);
+    free(hk->keys);
     free(hk->eps);
     free(hk);
 }
@@ -126,6 +144,10 @@ void gw_housekeep_tick(gw_housekeep_t *hk, uint64_t now)
             sl_log_warn("state: sync to disk failed");
         if (state_check_readers(hk->st, &cleared) == SL_OK && cleared > 0)
             sl_log_warn("state: cleared %d stale reader slot(s) left by dead processes", cleared);
+        /* a breaker value that is no state: repaired here even if no worker writes the record */
+        size_t repaired = 0;
+        if (state_endpoints_repair(hk->st, (const char *const *)hk->keys, hk->neps, &repaired) != SL_OK)
+            sl_log_warn("state: could not check the endpoint records for corrupt breaker values");
         hk->last_sync_ms = now;
     }
     if (now - hk->last_failover_ms >= FAILOVER_EVERY_MS) {
@@ -155,10 +177,8 @@ void gw_housekeep_worker_restarted(gw_housekeep_t *hk, unsigned index, int pid, 
     if (state_check_readers(hk->st, &cleared) == SL_OK && cleared > 0)
         sl_log_info("state: cleared %d reader slot(s) of worker %u", cleared, index);
     state_event_t ev;
-    memset(&ev, 0, sizeof(ev));
-    ev.ts_ms = sl_wall_ms();
-    ev.kind = STATE_EVENT_WORKER_RESTARTED;
-    ev.pid = (uint32_t)pid;
+    state_event_init(&ev, STATE_EVENT_WORKER_RESTARTED, NULL, NULL, sl_wall_ms());
+    ev.pid = (uint32_t)pid; /* the worker that went, not the master that saw it */
     ev.count = index;
     snprintf(ev.reason, sizeof(ev.reason), "worker %u (pid %d) %s", index, pid, how);
     if (state_event_append(hk->st, &ev) != SL_OK)

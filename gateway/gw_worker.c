@@ -2,6 +2,7 @@
 
 #include <malloc.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -14,10 +15,10 @@
 #include "base/sl_time.h"
 #include "gateway/gw_conns.h"
 #include "gateway/gw_handler.h"
+#include "gateway/gw_reload.h"
 #include "pool/pool.h"
 #include "state/state.h"
 
-#define LISTEN_BACKLOG 1024
 #define HOUSEKEEPING_MS 100
 /* after the last request, keep serving briefly: a client may just have sent
  * one more request on a kept-alive connection */
@@ -64,6 +65,22 @@ static void tune_malloc(void)
     mallopt(M_MMAP_THRESHOLD, 1024 * 1024);
 }
 
+/* h2o keeps a socket buffer past 32 MiB (a large upstream answer) in a temp
+ * file, by default under /tmp whatever TMPDIR says: follow TMPDIR, so an
+ * operator can give large answers room of their own. A full or missing
+ * folder fails the read (pool/ counts it as sluice's own failure, never the
+ * endpoint's). */
+static void use_tmpdir(void)
+{
+    const char *dir = getenv("TMPDIR");
+    char template[sizeof(h2o_socket_buffer_mmap_settings.fn_template)];
+    if (dir == NULL || dir[0] == '\0')
+        return;
+    int n = snprintf(template, sizeof(template), "%s/h2o.b.XXXXXX", dir);
+    if (n > 0 && (size_t)n < sizeof(template))
+        memcpy(h2o_socket_buffer_mmap_settings.fn_template, template, (size_t)n + 1);
+}
+
 static void setup_signals(void)
 {
     struct sigaction sa;
@@ -79,9 +96,10 @@ static void setup_signals(void)
     sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
-static int start_listener(worker_t *w, gw_listen_addr_t *addr, h2o_accept_ctx_t *actx, int clients)
+/* The master's listening socket fd (inherited; -1: none) accepted through
+ * gw_conns; clients = 1 for the client listener. */
+static int start_listener(worker_t *w, int fd, h2o_accept_ctx_t *actx, int clients)
 {
-    int fd = gw_listen_bind(addr, LISTEN_BACKLOG);
     if (fd < 0)
         return -1;
     return gw_conns_listen(w->conns, fd, actx, clients);
@@ -97,14 +115,20 @@ static int is_ready(void *data, char *why, size_t why_len)
     return 1;
 }
 
+static int request_reload(void *data, uint8_t tag)
+{
+    (void)data;
+    return gw_reload_request(tag);
+}
+
 static void globalconf_init(h2o_globalconf_t *conf, size_t max_body, uint32_t idle_timeout_ms)
 {
     h2o_config_init(conf);
-    conf->server_name = h2o_iovec_init(H2O_STRLIT("sluice"));
-    conf->max_request_entity_size = max_body;
     /* h2o's request timeout: a kept-alive connection idle this long, or a
      * request head and body not received within it, closes the connection */
     conf->http1.req_timeout = idle_timeout_ms;
+    conf->server_name = h2o_iovec_init(H2O_STRLIT("sluice"));
+    conf->max_request_entity_size = max_body;
     /* HTTP/2 is off: Debian's 2.2.5 lacks the later HTTP/2 DoS fixes */
     conf->http1.upgrade_to_http2 = 0;
 }
@@ -127,20 +151,19 @@ static int worker_setup(worker_t *w)
         .nworkers = w->args->nworkers,
         .max_response_bytes = cfg->server.max_response_bytes,
         .state = w->state,
-        .slot = w->args->index,
+        .slot = w->args->slot,
         .refresh_ms = cfg->state.refresh_ms,
         .flush_ms = cfg->state.flush_ms,
         .budget = &w->budget,
     };
     if (pool_create(&pp, &w->pool) != SL_OK)
         return -1;
-    w->stats = gw_stats_create(cfg, w->state, w->args->index);
+    w->stats = gw_stats_create(cfg, w->state, w->args->slot);
     w->limit = gw_limit_create(cfg, w->state);
     w->handler = gw_handler_register(host, cfg, w->pool, w->stats, w->limit, &w->budget);
     w->conns = gw_conns_create(w->ctx.loop, &cfg->server, w->stats);
     w->accept = (h2o_accept_ctx_t){.ctx = &w->ctx, .hosts = w->conf.hosts};
-    gw_listen_addr_t addr = w->args->main_addr;
-    if (start_listener(w, &addr, &w->accept, 1) != 0)
+    if (start_listener(w, w->args->main_fd, &w->accept, 1) != 0)
         return -1;
 
     if (w->args->has_admin) {
@@ -148,20 +171,55 @@ static int worker_setup(worker_t *w)
         h2o_hostconf_t *ahost =
             h2o_config_register_host(&w->admin_conf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
         admin_register(ahost, &(admin_conf_t){.token = cfg->admin.token,
+                                              .listen = cfg->admin.listen,
+                                              .bound = w->args->admin_addr.text,
                                               .networks = cfg->networks,
                                               .nnetworks = cfg->nnetworks,
                                               .state = w->state,
-                                              .nworkers = w->args->nworkers,
+                                              .nworkers = w->args->nslots,
                                               .loop = w->ctx.loop,
                                               .ready = is_ready,
+                                              .reload = request_reload,
                                               .data = w});
         h2o_context_init(&w->admin_ctx, w->ctx.loop, &w->admin_conf);
         w->admin_accept = (h2o_accept_ctx_t){.ctx = &w->admin_ctx, .hosts = w->admin_conf.hosts};
-        gw_listen_addr_t aaddr = w->args->admin_addr;
-        if (start_listener(w, &aaddr, &w->admin_accept, 0) != 0)
+        if (start_listener(w, w->args->admin_fd, &w->admin_accept, 0) != 0)
             return -1;
     }
     return 0;
+}
+
+static int no_keepalive(h2o_req_t *req, void *data)
+{
+    (void)data;
+    req->http1_is_persistent = 0;
+    return 0;
+}
+
+/* h2o 2.2.5 turns keep-alive off only for requests that arrive after the
+ * shutdown request: the ones already being handled are told here, so every
+ * kept-alive connection closes after its current answer. */
+static void shutdown_ctx(h2o_context_t *ctx)
+{
+    h2o_context_request_shutdown(ctx);
+    ctx->globalconf->http1.callbacks.foreach_request(ctx, no_keepalive, NULL);
+}
+
+static int count_connection(h2o_req_t *req, void *data)
+{
+    (void)req;
+    (*(size_t *)data)++;
+    return 0;
+}
+
+/* HTTP/1 connections still open, client and admin. */
+static size_t open_connections(worker_t *w)
+{
+    size_t n = 0;
+    w->conf.http1.callbacks.foreach_request(&w->ctx, count_connection, &n);
+    if (w->args->has_admin)
+        w->admin_conf.http1.callbacks.foreach_request(&w->admin_ctx, count_connection, &n);
+    return n;
 }
 
 /* Stops accepting, lets in-flight requests finish, bounded by the grace period. */
@@ -170,15 +228,22 @@ static void worker_drain(worker_t *w)
     const gw_config_t *cfg = w->args->cfg;
     w->draining = 1;
     gw_conns_stop_accepting(w->conns);
-    h2o_context_request_shutdown(&w->ctx);
+    shutdown_ctx(&w->ctx);
+    if (w->args->has_admin)
+        shutdown_ctx(&w->admin_ctx);
     uint64_t start = sl_now_ms(), deadline = start + cfg->server.shutdown_grace_ms;
     uint64_t waiting = w->handler->inflight;
     if (waiting > 0)
         sl_log_info("draining %llu request(s) in flight (grace %u ms)", (unsigned long long)waiting,
                     cfg->server.shutdown_grace_ms);
+    uint64_t quiet_since = start, served = w->handler->served;
     for (;;) {
         uint64_t now = sl_now_ms();
-        if (w->handler->inflight == 0 && now - start >= DRAIN_LINGER_MS)
+        if (w->handler->served != served) {
+            served = w->handler->served;
+            quiet_since = now;
+        }
+        if (w->handler->inflight == 0 && (now - quiet_since >= DRAIN_LINGER_MS || open_connections(w) == 0))
             break;
         if (now >= deadline) {
             sl_log_warn("grace period over with %llu request(s) still in flight",
@@ -198,6 +263,7 @@ int gw_worker_main(const gw_worker_args_t *args)
     sl_log_setup((sl_log_level_t)cfg->log.level, cfg->log.json ? SL_LOG_JSON : SL_LOG_TEXT, proc);
     setup_signals();
     tune_malloc();
+    use_tmpdir();
     srandom((unsigned)getpid() ^ (unsigned)sl_now_us()); /* backoff jitter differs per worker */
 
     worker_t w;

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "wire/json_scan_int.h"
+#include "wire/json_scan.h"
 
 static const char *const verdict_names[POLICY_VERDICT_COUNT] = {
 #define POLICY_VERDICT_NAME_(name, msg) [POLICY_VERDICT_##name] = #name,

@@ -10,6 +10,7 @@
 
 #include "policy/breaker.h"
 #include "policy/chain.h"
+#include "policy/credit.h"
 #include "policy/method.h"
 #include "policy/score.h"
 
@@ -25,13 +26,7 @@ typedef enum pool_tier {
 
 /* A provider plan's credit budget, in its own units (pool/pool_credit.c
  * accounts for it, shared by the workers in LMDB). */
-typedef struct pool_credits_conf {
-    uint64_t per_second;      /* 0 = no limit in that window */
-    uint64_t per_minute;
-    uint64_t per_day;
-    uint64_t per_month;
-    uint32_t month_reset_day; /* 1..28: day of month the monthly budget resets */
-} pool_credits_conf_t;
+typedef policy_credits_t pool_credits_conf_t;
 
 typedef struct pool_endpoint_conf {
     char *id;             /* unique within its network; [A-Za-z0-9_.-]{1,64} */

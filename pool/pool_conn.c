@@ -6,6 +6,7 @@
  * a keep-alive pool without locks (one per worker; h2o's socketpool ignores
  * its capacity and takes a mutex per operation). */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -16,6 +17,57 @@
 static void on_conn_read(h2o_socket_t *sock, const char *err);
 static void on_idle_read(h2o_socket_t *sock, const char *err);
 
+/* 1 if errno from socket() or connect() means this process ran short of its
+ * own resources (descriptors, memory, local ports), not that the endpoint
+ * refused or is unreachable. */
+static int errno_is_local(int e)
+{
+    return e == EMFILE || e == ENFILE || e == ENOMEM || e == ENOBUFS || e == EAGAIN || e == EADDRNOTAVAIL;
+}
+
+/* Logs a local resource failure: at most one line a second per worker (a
+ * descriptor shortage fails every attempt at once), with how many since. */
+static void log_local(pool_endpoint_t *ep, const char *what)
+{
+    static uint64_t last_ms, suppressed;
+    uint64_t now = sl_now_ms();
+    if (last_ms != 0 && now - last_ms < 1000) {
+        suppressed++;
+        return;
+    }
+    sl_log_warn("endpoint %s/%s: %s (sluice's own resources; not counted against the endpoint; %llu more "
+                "since the last report)",
+                ep->net->conf->name, ep->conf->id, what, (unsigned long long)suppressed);
+    last_ms = now;
+    suppressed = 0;
+}
+
+/* edges[from][to] of a connection's machine: connect (and TLS handshake),
+ * send, read the body, go idle, and from idle send again. Closing is not a
+ * state: the connection is destroyed from any of them. */
+static const uint8_t conn_edges[POOL_CONN_STATE_COUNT][POOL_CONN_STATE_COUNT] = {
+    [POOL_CONN_CONNECTING] = {[POOL_CONN_HANDSHAKE] = 1, [POOL_CONN_SENDING] = 1},
+    [POOL_CONN_HANDSHAKE] = {[POOL_CONN_SENDING] = 1},
+    [POOL_CONN_SENDING] = {[POOL_CONN_BODY] = 1},
+    [POOL_CONN_BODY] = {[POOL_CONN_IDLE] = 1},
+    [POOL_CONN_IDLE] = {[POOL_CONN_SENDING] = 1},
+};
+
+int pool_conn_edge_allowed(pool_conn_state_t from, pool_conn_state_t to)
+{
+    return (unsigned)from < POOL_CONN_STATE_COUNT && (unsigned)to < POOL_CONN_STATE_COUNT && conn_edges[from][to];
+}
+
+/* The one writer of c->state after creation. */
+static void conn_enter(pool_conn_t *c, pool_conn_state_t to)
+{
+    if (!pool_conn_edge_allowed(c->state, to)) {
+        sl_log_error("bug: upstream connection moved from state %d to %d", (int)c->state, (int)to);
+        abort();
+    }
+    c->state = to;
+}
+
 static pool_t *conn_pool(pool_conn_t *c)
 {
     return c->ep->net->pool;
@@ -25,6 +77,8 @@ static void conn_destroy(pool_conn_t *c)
 {
     if (h2o_timeout_is_linked(&c->idle_timer))
         h2o_timeout_unlink(&c->idle_timer);
+    if (h2o_linklist_is_linked(&c->wait_link))
+        h2o_linklist_unlink(&c->wait_link);
     if (h2o_linklist_is_linked(&c->idle_link)) {
         h2o_linklist_unlink(&c->idle_link);
         c->ep->nidle--;
@@ -54,7 +108,7 @@ static void conn_make_idle(pool_conn_t *c)
         conn_destroy(c);
         return;
     }
-    c->state = POOL_CONN_IDLE;
+    conn_enter(c, POOL_CONN_IDLE);
     c->ex = NULL;
     c->idle_since_ms = sl_now_ms();
     /* a large answer may have grown the socket's buffer (one read takes all
@@ -96,12 +150,18 @@ static void exchange_finish(pool_exchange_t *ex, pool_fail_t fail)
     ex->cb(ex);
 }
 
+/* The failure of an exchange whose connection is not open yet. */
+static pool_fail_t connect_fail(const pool_conn_t *c)
+{
+    return c->sock == NULL ? POOL_FAIL_DNS : POOL_FAIL_CONNECT_TIMEOUT; /* no socket: still looking up */
+}
+
 static void on_phase_timeout(h2o_timeout_entry_t *entry)
 {
     pool_exchange_t *ex = H2O_STRUCT_FROM_MEMBER(pool_exchange_t, phase_timer, entry);
     pool_conn_state_t st = ex->conn->state;
     int connecting = st == POOL_CONN_CONNECTING || st == POOL_CONN_HANDSHAKE;
-    exchange_finish(ex, connecting ? POOL_FAIL_CONNECT_TIMEOUT : POOL_FAIL_FIRST_BYTE_TIMEOUT);
+    exchange_finish(ex, connecting ? connect_fail(ex->conn) : POOL_FAIL_FIRST_BYTE_TIMEOUT);
 }
 
 static void on_attempt_timeout(h2o_timeout_entry_t *entry)
@@ -109,7 +169,7 @@ static void on_attempt_timeout(h2o_timeout_entry_t *entry)
     pool_exchange_t *ex = H2O_STRUCT_FROM_MEMBER(pool_exchange_t, attempt_timer, entry);
     pool_conn_state_t st = ex->conn->state;
     int connecting = st == POOL_CONN_CONNECTING || st == POOL_CONN_HANDSHAKE;
-    exchange_finish(ex, connecting ? POOL_FAIL_CONNECT_TIMEOUT : POOL_FAIL_ATTEMPT_TIMEOUT);
+    exchange_finish(ex, connecting ? connect_fail(ex->conn) : POOL_FAIL_ATTEMPT_TIMEOUT);
 }
 
 static void on_write_done(h2o_socket_t *sock, const char *err)
@@ -118,6 +178,11 @@ static void on_write_done(h2o_socket_t *sock, const char *err)
     pool_exchange_t *ex = c->ex;
     if (ex == NULL)
         return;
+    if (err == h2o_socket_error_out_of_memory) {
+        log_local(c->ep, "no memory for the request");
+        exchange_finish(ex, POOL_FAIL_LOCAL);
+        return;
+    }
     if (err != NULL) {
         exchange_finish(ex, POOL_FAIL_RESET);
         return;
@@ -134,7 +199,7 @@ static void conn_send(pool_conn_t *c)
     pool_exchange_t *ex = c->ex;
     if (h2o_timeout_is_linked(&ex->phase_timer))
         h2o_timeout_unlink(&ex->phase_timer);
-    c->state = POOL_CONN_SENDING;
+    conn_enter(c, POOL_CONN_SENDING);
     c->requests++;
     memset(&c->chunked, 0, sizeof(c->chunked));
     ex->sent = 1;
@@ -171,7 +236,7 @@ static void on_connect(h2o_socket_t *sock, const char *err)
         return;
     }
     if (c->ep->ssl_ctx != NULL) {
-        c->state = POOL_CONN_HANDSHAKE;
+        conn_enter(c, POOL_CONN_HANDSHAKE);
         h2o_socket_ssl_handshake(sock, c->ep->ssl_ctx, c->ep->url.host, on_handshake);
         return;
     }
@@ -268,7 +333,7 @@ static int conn_read_head(pool_conn_t *c, int eof)
     if (h2o_timeout_is_linked(&ex->phase_timer))
         h2o_timeout_unlink(&ex->phase_timer);
     h2o_buffer_consume(&c->sock->input, ex->head.head_len);
-    c->state = POOL_CONN_BODY;
+    conn_enter(c, POOL_CONN_BODY);
     if (ex->head.content_length >= 0)
         sl_buf_reserve_exact(&ex->body, (size_t)ex->head.content_length);
     return conn_read_body(c, eof);
@@ -280,6 +345,13 @@ static void on_conn_read(h2o_socket_t *sock, const char *err)
     pool_exchange_t *ex = c->ex;
     if (ex == NULL) { /* bytes after the answer, before we went idle */
         conn_destroy(c);
+        return;
+    }
+    if (err == h2o_socket_error_out_of_memory) {
+        /* h2o keeps a large answer in a temp file (TMPDIR): none could be
+         * made or grown, or memory ran out. Not the upstream's doing. */
+        log_local(c->ep, "no room to buffer the answer (temp folder full or memory short)");
+        exchange_finish(ex, POOL_FAIL_LOCAL);
         return;
     }
     int eof = err != NULL;
@@ -318,27 +390,73 @@ static pool_conn_t *take_idle(pool_endpoint_t *ep, int is_write)
     return NULL;
 }
 
+static pool_conn_t *conn_new(pool_endpoint_t *ep, h2o_socket_t *sock)
+{
+    pool_conn_t *c = sl_xcalloc(1, sizeof(*c));
+    c->ep = ep;
+    c->sock = sock;
+    c->state = POOL_CONN_CONNECTING; /* the initial state, not a transition */
+    c->idle_timer.cb = on_idle_timeout;
+    if (sock != NULL)
+        sock->data = c;
+    return c;
+}
+
 static pool_conn_t *conn_connect(pool_endpoint_t *ep, pool_fail_t *fail)
 {
     socklen_t alen;
     const struct sockaddr *addr = pool_endpoint_addr(ep, &alen);
     if (addr == NULL) {
+        if (pool_dns_pending(ep)) {
+            /* the first lookup is under way (a worker that just started):
+             * wait for it, within connect_ms, rather than fail the attempt */
+            pool_conn_t *c = conn_new(ep, NULL);
+            h2o_linklist_insert(&ep->dns_waiting, &c->wait_link);
+            return c;
+        }
         *fail = POOL_FAIL_DNS;
         return NULL;
     }
+    errno = 0;
     h2o_socket_t *sock = h2o_socket_connect(ep->net->pool->loop, (struct sockaddr *)addr, alen, on_connect);
     if (sock == NULL) {
+        int e = errno; /* from socket() or connect(): h2o returns NULL right after either */
+        if (errno_is_local(e)) {
+            char what[96];
+            snprintf(what, sizeof(what), "cannot open a connection: %s", strerror(e));
+            log_local(ep, what);
+            *fail = POOL_FAIL_LOCAL;
+            return NULL;
+        }
         pool_endpoint_addr_failed(ep);
         *fail = POOL_FAIL_CONNECT;
         return NULL;
     }
-    pool_conn_t *c = sl_xcalloc(1, sizeof(*c));
-    c->ep = ep;
-    c->sock = sock;
-    c->state = POOL_CONN_CONNECTING;
-    c->idle_timer.cb = on_idle_timeout;
-    sock->data = c;
-    return c;
+    return conn_new(ep, sock);
+}
+
+void pool_conn_dns_done(pool_endpoint_t *ep)
+{
+    /* taken one at a time: a callback may start or cancel other exchanges */
+    h2o_linklist_t ready;
+    h2o_linklist_init_anchor(&ready);
+    h2o_linklist_insert_list(&ready, &ep->dns_waiting);
+    while (!h2o_linklist_is_empty(&ready)) {
+        pool_conn_t *c = H2O_STRUCT_FROM_MEMBER(pool_conn_t, wait_link, ready.next);
+        h2o_linklist_unlink(&c->wait_link);
+        socklen_t alen;
+        const struct sockaddr *addr = pool_endpoint_addr(ep, &alen);
+        if (addr == NULL) {
+            exchange_finish(c->ex, POOL_FAIL_DNS);
+            continue;
+        }
+        if ((c->sock = h2o_socket_connect(ep->net->pool->loop, (struct sockaddr *)addr, alen, on_connect)) == NULL) {
+            pool_endpoint_addr_failed(ep);
+            exchange_finish(c->ex, POOL_FAIL_CONNECT);
+            continue;
+        }
+        c->sock->data = c;
+    }
 }
 
 pool_fail_t pool_exchange_start(pool_exchange_t *ex, pool_endpoint_t *ep, const char *body, size_t len,

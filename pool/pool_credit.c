@@ -12,70 +12,35 @@
  * month windows billed units. An endpoint lacking credits for a call is
  * skipped by the plan, before any request is sent. */
 #include <string.h>
-#include <time.h>
 
 #include "base/sl_log.h"
 #include "base/sl_time.h"
 #include "pool/pool_int.h"
-
-static const char *const window_names[POOL_CREDIT_WINDOWS] = {"second", "minute", "day", "month"};
-
-const char *pool_credit_window_name(int w)
-{
-    return w >= 0 && w < POOL_CREDIT_WINDOWS ? window_names[w] : "unknown";
-}
-
-uint64_t pool_credit_budget(const pool_credits_conf_t *c, int w)
-{
-    return w == 0 ? c->per_second : w == 1 ? c->per_minute : w == 2 ? c->per_day : c->per_month;
-}
-
-/* Start and end (wall ms) of the window w that holds now. Months are UTC
- * calendar months starting on reset_day. */
-void pool_credit_window(int w, uint64_t now, uint32_t reset_day, uint64_t *start, uint64_t *end)
-{
-    static const uint64_t len[] = {1000, 60000, 86400000};
-    if (w < 3) {
-        *start = now - now % len[w];
-        *end = *start + len[w];
-        return;
-    }
-    time_t t = (time_t)(now / 1000);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    int day = reset_day >= 1 && reset_day <= 28 ? (int)reset_day : 1;
-    struct tm s = {.tm_year = tm.tm_year, .tm_mon = tm.tm_mon, .tm_mday = day};
-    if (tm.tm_mday < day)
-        s.tm_mon -= 1;
-    struct tm e = s;
-    e.tm_mon += 1;
-    *start = (uint64_t)timegm(&s) * 1000;
-    *end = (uint64_t)timegm(&e) * 1000;
-}
+#include "state/state_key.h"
 
 /* The units of cost a window counts. */
-static uint64_t units(policy_cost_t cost, int w)
+static uint64_t units(policy_cost_t cost, policy_credit_window_t w)
 {
-    return w < 2 ? cost.throughput : cost.billed;
+    return policy_credit_counts_throughput(w) ? cost.throughput : cost.billed;
 }
 
 typedef struct lease_ctx {
     pool_endpoint_t *ep;
     policy_cost_t cost;
     uint64_t now;
-    int win[POOL_CREDIT_WINDOWS];   /* record index -> window */
+    policy_credit_window_t win[POLICY_CREDIT_WINDOW_COUNT];   /* record index -> window */
     size_t n;
-    uint64_t grant[POOL_CREDIT_WINDOWS];
-    uint64_t start[POOL_CREDIT_WINDOWS], end[POOL_CREDIT_WINDOWS]; /* of each record's window */
+    uint64_t grant[POLICY_CREDIT_WINDOW_COUNT];
+    uint64_t start[POLICY_CREDIT_WINDOW_COUNT], end[POLICY_CREDIT_WINDOW_COUNT]; /* of each record's window */
     uint64_t retry_ms;              /* lacking: until the earliest short window turns over */
 } lease_ctx_t;
 
-static void budget_event(lease_ctx_t *c, state_event_t *ev, state_event_kind_t kind, int w, uint64_t left,
+static void budget_event(lease_ctx_t *c, state_event_t *ev, state_event_kind_t kind, policy_credit_window_t w, uint64_t left,
                          uint64_t budget)
 {
-    pool_event_init(ev, kind, c->ep, c->now);
+    state_event_init(ev, kind, c->ep->net->conf->name, c->ep->conf->id, c->now);
     ev->count = left;
-    snprintf(ev->reason, sizeof(ev->reason), "%s budget: %llu of %llu credits left", window_names[w],
+    snprintf(ev->reason, sizeof(ev->reason), "%s budget: %llu of %llu credits left", policy_credit_window_name(w),
              (unsigned long long)left, (unsigned long long)budget);
 }
 
@@ -86,9 +51,9 @@ static int lease_cb(void *arg, void *recs, size_t nrecs, state_event_t *events, 
     state_ledger_rec_t *led = recs;
     const pool_credits_conf_t *conf = &c->ep->conf->credits;
     for (size_t i = 0; i < nrecs; i++) {
-        int w = c->win[i];
-        uint64_t budget = pool_credit_budget(conf, w), need = units(c->cost, w);
-        pool_credit_window(w, c->now, conf->month_reset_day, &c->start[i], &c->end[i]);
+        policy_credit_window_t w = c->win[i];
+        uint64_t budget = policy_credit_budget(conf, w), need = units(c->cost, w);
+        policy_credit_window_bounds(w, c->now, conf->month_reset_day, &c->start[i], &c->end[i]);
         uint64_t start = c->start[i], end = c->end[i];
         if (led[i].window_start_ms != start)
             led[i] = (state_ledger_rec_t){start, 0, 0, 0};
@@ -109,8 +74,8 @@ static int lease_cb(void *arg, void *recs, size_t nrecs, state_event_t *events, 
         if (c->grant[i] == 0)
             return *nevents > 0; /* lacking: write only the exhausted flag, spend nothing */
     for (size_t i = 0; i < nrecs; i++) {
-        int w = c->win[i];
-        uint64_t budget = pool_credit_budget(conf, w);
+        policy_credit_window_t w = c->win[i];
+        uint64_t budget = policy_credit_budget(conf, w);
         led[i].spent += c->grant[i];
         uint64_t left = budget - led[i].spent;
         if (!led[i].low_reported && left * 100 <= budget * POOL_CREDIT_LOW_PCT && *nevents < STATE_MAX_TXN_EVENTS) {
@@ -122,7 +87,7 @@ static int lease_cb(void *arg, void *recs, size_t nrecs, state_event_t *events, 
 }
 
 /* 1 if this worker's lease of window w still covers cost. */
-static int local_covers(const pool_endpoint_t *ep, int w, policy_cost_t cost, uint64_t now)
+static int local_covers(const pool_endpoint_t *ep, policy_credit_window_t w, policy_cost_t cost, uint64_t now)
 {
     const pool_credit_t *cr = &ep->credit;
     return now >= cr->window_start[w] && now < cr->window_end[w] && cr->remaining[w] >= units(cost, w);
@@ -135,9 +100,9 @@ static int lease(pool_endpoint_t *ep, policy_cost_t cost, uint64_t now, uint64_t
 {
     pool_credit_t *cr = &ep->credit;
     lease_ctx_t c = {.ep = ep, .cost = cost, .now = now};
-    const char *keys[POOL_CREDIT_WINDOWS];
-    for (int w = 0; w < POOL_CREDIT_WINDOWS; w++) {
-        if (pool_credit_budget(&ep->conf->credits, w) == 0 || local_covers(ep, w, cost, now))
+    const char *keys[POLICY_CREDIT_WINDOW_COUNT];
+    for (policy_credit_window_t w = 0; w < POLICY_CREDIT_WINDOW_COUNT; w++) {
+        if (policy_credit_budget(&ep->conf->credits, w) == 0 || local_covers(ep, w, cost, now))
             continue;
         c.win[c.n] = w;
         keys[c.n++] = cr->key[w];
@@ -150,7 +115,7 @@ static int lease(pool_endpoint_t *ep, policy_cost_t cost, uint64_t now, uint64_t
             return 0;
         }
     for (size_t i = 0; i < c.n; i++) {
-        int w = c.win[i];
+        policy_credit_window_t w = c.win[i];
         cr->remaining[w] = (cr->window_start[w] == c.start[i] ? cr->remaining[w] : 0) + c.grant[i];
         cr->window_start[w] = c.start[i];
         cr->window_end[w] = c.end[i];
@@ -169,8 +134,8 @@ int pool_credit_take(pool_endpoint_t *ep, policy_cost_t cost, uint64_t *retry_ms
         return 0;
     }
     int local = 1;
-    for (int w = 0; w < POOL_CREDIT_WINDOWS && local; w++)
-        local = pool_credit_budget(&ep->conf->credits, w) == 0 || local_covers(ep, w, cost, now);
+    for (policy_credit_window_t w = 0; w < POLICY_CREDIT_WINDOW_COUNT && local; w++)
+        local = policy_credit_budget(&ep->conf->credits, w) == 0 || local_covers(ep, w, cost, now);
     if (!local) {
         int got = lease(ep, cost, now, retry_ms);
         if (got < 0)
@@ -180,8 +145,8 @@ int pool_credit_take(pool_endpoint_t *ep, policy_cost_t cost, uint64_t *retry_ms
             return 0;
         }
     }
-    for (int w = 0; w < POOL_CREDIT_WINDOWS; w++)
-        if (pool_credit_budget(&ep->conf->credits, w) != 0)
+    for (policy_credit_window_t w = 0; w < POLICY_CREDIT_WINDOW_COUNT; w++)
+        if (policy_credit_budget(&ep->conf->credits, w) != 0)
             cr->remaining[w] -= units(cost, w);
     return 1;
 }
@@ -193,8 +158,8 @@ void pool_credit_init(pool_endpoint_t *ep)
     cr->profile = policy_cost_profile(ep->conf->cost_profile ? ep->conf->cost_profile : "flat");
     if (cr->profile == NULL)
         cr->profile = policy_cost_profile("flat");
-    for (int w = 0; w < POOL_CREDIT_WINDOWS; w++) {
-        snprintf(cr->key[w], sizeof(cr->key[w]), "%s/%s/%s", ep->net->conf->name, ep->conf->id, window_names[w]);
-        cr->active |= ep->conf->has_credits && pool_credit_budget(&ep->conf->credits, w) != 0;
+    for (policy_credit_window_t w = 0; w < POLICY_CREDIT_WINDOW_COUNT; w++) {
+        state_key_ledger(cr->key[w], sizeof(cr->key[w]), ep->net->conf->name, ep->conf->id, policy_credit_window_name(w));
+        cr->active |= ep->conf->has_credits && policy_credit_budget(&ep->conf->credits, w) != 0;
     }
 }

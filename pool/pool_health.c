@@ -12,24 +12,11 @@
 
 #include "base/sl_log.h"
 #include "base/sl_time.h"
+#include "policy/retry.h"
 #include "pool/pool_int.h"
+#include "state/state_key.h"
 
-#define RATE_BACKOFF_MIN_MS 1000
-#define RATE_BACKOFF_MAX_MS 60000
 #define EWMA_ALPHA_PCT 20
-
-enum { LEVEL_DOWN = 0, LEVEL_LOW = 1, LEVEL_OK = 2 };
-
-void pool_event_init(state_event_t *ev, state_event_kind_t kind, const pool_endpoint_t *ep, uint64_t now)
-{
-    memset(ev, 0, sizeof(*ev));
-    ev->ts_ms = now;
-    ev->kind = (uint8_t)kind;
-    ev->pid = (uint32_t)getpid();
-    snprintf(ev->network, sizeof(ev->network), "%s", ep->net->conf->name);
-    if (ep->conf != NULL)
-        snprintf(ev->endpoint, sizeof(ev->endpoint), "%s", ep->conf->id);
-}
 
 /* ---- network level (redundancy_low, network_down, network_up) ---- */
 
@@ -41,7 +28,7 @@ static int usable_rec(const state_endpoint_rec_t *r)
 typedef struct level_ctx {
     const pool_network_conf_t *net;
     uint64_t now;
-    uint8_t level;
+    state_network_level_t level;
 } level_ctx_t;
 
 static int level_cb(void *arg, const state_endpoint_rec_t *recs, size_t n, state_network_rec_t *level, int exists,
@@ -51,37 +38,38 @@ static int level_cb(void *arg, const state_endpoint_rec_t *recs, size_t n, state
     size_t usable = 0;
     for (size_t i = 0; i < n; i++)
         usable += usable_rec(&recs[i]);
-    uint8_t now_level = usable == 0 ? LEVEL_DOWN : usable == 1 && n > 1 ? LEVEL_LOW : LEVEL_OK;
-    uint8_t before = exists ? level->level : LEVEL_OK;
+    state_network_level_t now_level = usable == 0 ? STATE_NETWORK_DOWN : usable == 1 && n > 1 ? STATE_NETWORK_LOW : STATE_NETWORK_REDUNDANT;
+    state_network_level_t before = exists ? (state_network_level_t)level->level : STATE_NETWORK_REDUNDANT;
     c->level = now_level;
     if (now_level == before)
         return 0;
-    level->level = now_level;
+    level->level = (uint8_t)now_level;
     level->since_ms = c->now;
-    pool_network_t pnet = {.conf = c->net};
-    pool_endpoint_t pseudo = {.net = &pnet};
-    state_event_kind_t kind = now_level == LEVEL_DOWN  ? STATE_EVENT_NETWORK_DOWN
-                              : now_level == LEVEL_LOW ? STATE_EVENT_REDUNDANCY_LOW
+    state_event_kind_t kind = now_level == STATE_NETWORK_DOWN  ? STATE_EVENT_NETWORK_DOWN
+                              : now_level == STATE_NETWORK_LOW ? STATE_EVENT_REDUNDANCY_LOW
                                                        : STATE_EVENT_NETWORK_UP;
-    if (now_level == LEVEL_LOW && before == LEVEL_DOWN)
+    if (now_level == STATE_NETWORK_LOW && before == STATE_NETWORK_DOWN)
         kind = STATE_EVENT_NETWORK_UP;
-    pool_event_init(&events[0], kind, &pseudo, c->now);
+    state_event_init(&events[0], kind, c->net->name, NULL, c->now);
     events[0].count = usable;
     snprintf(events[0].reason, sizeof(events[0].reason), "%zu of %zu endpoints usable", usable, n);
     *nevents = 1;
     return 1;
 }
 
-uint8_t pool_network_level_check(const pool_network_conf_t *conf, state_t *st)
+/* Re-evaluates how many endpoints of a network are usable (breaker closed,
+ * not drained) from shared state, and records redundancy_low / network_down /
+ * network_up events when that level changed. */
+static state_network_level_t network_level_check(const pool_network_conf_t *conf, state_t *st)
 {
-    char keys[POOL_MAX_ENDPOINTS][112];
+    char keys[POOL_MAX_ENDPOINTS][STATE_KEY_MAX];
     const char *kp[POOL_MAX_ENDPOINTS];
     size_t n = conf->nendpoints < POOL_MAX_ENDPOINTS ? conf->nendpoints : POOL_MAX_ENDPOINTS;
     for (size_t i = 0; i < n; i++) {
-        snprintf(keys[i], sizeof(keys[i]), "%s/%s", conf->name, conf->endpoints[i].id);
+        state_key_endpoint(keys[i], sizeof(keys[i]), conf->name, conf->endpoints[i].id);
         kp[i] = keys[i];
     }
-    level_ctx_t c = {conf, sl_wall_ms(), LEVEL_OK};
+    level_ctx_t c = {conf, sl_wall_ms(), STATE_NETWORK_REDUNDANT};
     if (state_network_update(st, conf->name, kp, n, level_cb, &c) != SL_OK)
         sl_log_warn("network %s: cannot record its level in shared state", conf->name);
     return c.level;
@@ -89,7 +77,7 @@ uint8_t pool_network_level_check(const pool_network_conf_t *conf, state_t *st)
 
 static void network_check(pool_network_t *net)
 {
-    net->level = pool_network_level_check(net->conf, net->pool->state);
+    net->level = network_level_check(net->conf, net->pool->state);
 }
 
 /* ---- breaker transitions ---- */
@@ -130,7 +118,7 @@ static int breaker_cb(void *arg, state_endpoint_rec_t *rec, int exists, state_ev
     rec->probe_pid = c->to == POLICY_BREAKER_HALF_OPEN ? (uint32_t)getpid() : 0;
     rec->probe_at_ms = c->to == POLICY_BREAKER_HALF_OPEN ? c->now : 0;
     state_event_t *ev = &events[0];
-    pool_event_init(ev, entered_event[c->to], ep, c->now);
+    state_event_init(ev, entered_event[c->to], ep->net->conf->name, ep->conf->id, c->now);
     ev->from = (uint8_t)c->from;
     ev->to = (uint8_t)c->to;
     snprintf(ev->reason, sizeof(ev->reason), "%s", c->reason);
@@ -178,10 +166,23 @@ static int is_breaker_failure(state_outcome_t o)
     case STATE_OUTCOME_RATE_LIMITED:
     case STATE_OUTCOME_UNSUPPORTED:
     case STATE_OUTCOME_MISSING_DATA:
+    case STATE_OUTCOME_LOCAL:
+    case STATE_OUTCOME_TOO_LARGE:
+    case STATE_OUTCOME_ID_UNANSWERABLE:
+    case STATE_OUTCOME_SLOW_CALL:
     case STATE_OUTCOME_COUNT:
         break;
     }
     return 0;
+}
+
+/* Outcomes that say nothing about the endpoint (sluice's own resources, a
+ * request-shaped failure): counted, but kept out of the windows that open
+ * breakers and score endpoints, so they neither fail nor vouch for it. */
+static int is_no_evidence(state_outcome_t o)
+{
+    return o == STATE_OUTCOME_LOCAL || o == STATE_OUTCOME_TOO_LARGE || o == STATE_OUTCOME_ID_UNANSWERABLE ||
+           o == STATE_OUTCOME_SLOW_CALL;
 }
 
 static void count_latency(state_stats_rec_t *s, uint32_t latency_us)
@@ -200,10 +201,14 @@ void pool_health_record(pool_endpoint_t *ep, state_outcome_t outcome, uint32_t l
     h->stats.attempts++;
     h->stats.outcomes[outcome]++;
     h->stats.failovers += failover != 0;
-    count_latency(&h->stats, latency_us);
     h->dirty = 1;
+    if (outcome == STATE_OUTCOME_LOCAL)
+        return; /* nothing reached the endpoint: no latency, no verdict */
+    count_latency(&h->stats, latency_us);
+    if (is_no_evidence(outcome))
+        return;
     if (outcome != STATE_OUTCOME_RATE_LIMITED)
-        h->rl_streak = 0;
+        h->last_ok_ms = sl_wall_ms(); /* served: a later refusal starts the backoff over */
     const policy_breaker_conf_t *conf = &ep->net->conf->breaker;
     policy_window_record(&h->rl_window, conf, outcome == STATE_OUTCOME_RATE_LIMITED, sl_now_ms());
     int failure = is_breaker_failure(outcome);
@@ -229,24 +234,37 @@ void pool_health_record(pool_endpoint_t *ep, state_outcome_t outcome, uint32_t l
 typedef struct rate_ctx {
     pool_endpoint_t *ep;
     uint64_t now;
-    uint64_t until;
+    uint32_t retry_ms;            /* the refusal's hint; 0: sluice's own backoff */
+    uint64_t last_ok_ms;          /* this worker's last attempt here not refused so */
+    uint64_t until;               /* out: the mark written */
     state_endpoint_rec_t result;
 } rate_ctx_t;
 
+/* Extends the shared mark. Without a hint the length comes from the shared
+ * record (policy_rate_backoff_ms), so the doubling goes on across workers;
+ * a record marked already (another worker was first) is left alone. */
 static int rate_cb(void *arg, state_endpoint_rec_t *rec, int exists, state_event_t *events, size_t *nevents)
 {
     rate_ctx_t *c = arg;
     (void)exists;
+    int was_limited = rec->rate_limited_until_ms > c->now;
+    uint32_t len = c->retry_ms;
+    if (len == 0) {
+        if (was_limited)
+            return 0;
+        len = policy_rate_backoff_ms(rec->rl_backoff_ms, rec->rate_limited_until_ms, c->last_ok_ms, c->now);
+    }
+    c->until = c->now + len;
     if (rec->rate_limited_until_ms >= c->until)
         return 0;
-    int was_limited = rec->rate_limited_until_ms > c->now;
     rec->rate_limited_until_ms = c->until;
+    rec->rl_backoff_ms = c->retry_ms == 0 ? len : 0;
     c->result = *rec;
     if (!was_limited) {
-        pool_event_init(&events[0], STATE_EVENT_ENDPOINT_RATE_LIMITED, c->ep, c->now);
-        events[0].duration_ms = c->until - c->now;
-        snprintf(events[0].reason, sizeof(events[0].reason), "rate limited for %llu ms",
-                 (unsigned long long)(c->until - c->now));
+        state_event_init(&events[0], STATE_EVENT_ENDPOINT_RATE_LIMITED, c->ep->net->conf->name, c->ep->conf->id, c->now);
+        events[0].duration_ms = len;
+        snprintf(events[0].reason, sizeof(events[0].reason), "rate limited for %u ms%s", len,
+                 c->retry_ms == 0 ? " (no Retry-After: sluice's own backoff)" : "");
         *nevents = 1;
     }
     return 1;
@@ -255,30 +273,32 @@ static int rate_cb(void *arg, state_endpoint_rec_t *rec, int exists, state_event
 void pool_health_rate_limited(pool_endpoint_t *ep, uint32_t retry_ms)
 {
     pool_health_t *h = &ep->health;
-    if (retry_ms == 0) {
-        uint64_t backoff = (uint64_t)RATE_BACKOFF_MIN_MS << (h->rl_streak < 6 ? h->rl_streak : 6);
-        retry_ms = backoff > RATE_BACKOFF_MAX_MS ? RATE_BACKOFF_MAX_MS : (uint32_t)backoff;
-    }
-    h->rl_streak++;
-    uint64_t now = sl_wall_ms(), until = now + retry_ms;
+    uint64_t now = sl_wall_ms();
     /* a storm of 429s must not become a storm of write transactions */
-    if (until <= h->shared.rate_limited_until_ms + 250 || until <= h->rl_written_until_ms + 250)
+    if (retry_ms == 0 ? h->shared.rate_limited_until_ms > now || h->rl_written_until_ms > now
+                      : now + retry_ms <= h->shared.rate_limited_until_ms + 250 ||
+                            now + retry_ms <= h->rl_written_until_ms + 250)
         return;
-    h->rl_written_until_ms = until;
-    if (ep->net->pool->state == NULL) {
-        h->shared.rate_limited_until_ms = until;
+    rate_ctx_t c = {ep, now, retry_ms, h->last_ok_ms, 0, {0}};
+    if (ep->net->pool->state == NULL) { /* unit tests: this worker is all there is */
+        state_event_t ev;
+        size_t n = 0;
+        if (rate_cb(&c, &h->shared, 1, &ev, &n))
+            h->rl_written_until_ms = c.until;
         return;
     }
-    rate_ctx_t c = {ep, now, until, {0}};
     int changed = 0;
-    if (state_endpoint_update(ep->net->pool->state, h->key, rate_cb, &c, &changed) == SL_OK && changed)
+    if (state_endpoint_update(ep->net->pool->state, h->key, rate_cb, &c, &changed) == SL_OK && changed) {
         h->shared = c.result;
+        h->rl_written_until_ms = c.until;
+    }
 }
 
 int pool_health_usable(pool_endpoint_t *ep, uint64_t now_wall_ms)
 {
     const state_endpoint_rec_t *r = &ep->health.shared;
-    return r->breaker == POLICY_BREAKER_CLOSED && !r->drained && now_wall_ms >= r->rate_limited_until_ms;
+    return r->breaker == POLICY_BREAKER_CLOSED && !r->drained && now_wall_ms >= r->rate_limited_until_ms &&
+           pool_dns_usable(ep);
 }
 
 /* ---- snapshot, flush, tick ---- */
@@ -294,10 +314,18 @@ void pool_health_refresh(pool_t *pool)
             state_endpoint_rec_t rec;
             if (state_endpoint_get(pool->state, h->key, &rec) != SL_OK)
                 memset(&rec, 0, sizeof(rec));
+            net->level_stale |= rec.drained != h->shared.drained;
             h->shared = rec;
         }
     }
     state_read_end(pool->state);
+    /* An operator's drain changes the network's level: every worker that
+     * sees it re-checks, and the level's CAS makes that one event. */
+    for (size_t n = 0; n < pool->nnetworks; n++)
+        if (pool->networks[n].level_stale) {
+            pool->networks[n].level_stale = 0;
+            network_check(&pool->networks[n]);
+        }
 }
 
 void pool_method_count(pool_endpoint_t *ep, const policy_method_t *m, int what, uint64_t amount)
@@ -418,6 +446,9 @@ static void load_slot(pool_t *pool)
             if (state_stats_get(pool->state, h->stats_key, &h->stats) != SL_OK)
                 memset(&h->stats, 0, sizeof(h->stats));
             h->stats.inflight = 0;
+            /* the concurrency reached counts from this worker's start */
+            h->stats.max_inflight_seen = 0;
+            h->dirty = 1;
             uint32_t want = h->per_method->n;
             if (state_counters_get(pool->state, h->per_method_key, h->per_method) != SL_OK || h->per_method->n != want) {
                 memset(h->per_method, 0, sizeof(*h->per_method));
@@ -432,14 +463,14 @@ void pool_health_init(pool_t *pool)
 {
     for (size_t k = 0; k < pool->nnetworks; k++) {
         pool_network_t *net = &pool->networks[k];
-        net->level = LEVEL_OK;
+        net->level = STATE_NETWORK_REDUNDANT;
         for (size_t i = 0; i < net->nendpoints; i++) {
             pool_endpoint_t *ep = &net->endpoints[i];
-            snprintf(ep->health.key, sizeof(ep->health.key), "%s/%s", net->conf->name, ep->conf->id);
-            snprintf(ep->health.stats_key, sizeof(ep->health.stats_key), "%s/%s/%u", net->conf->name, ep->conf->id,
-                     pool->slot);
-            snprintf(ep->health.per_method_key, sizeof(ep->health.per_method_key), "pm/%s/%s/%u", net->conf->name,
-                     ep->conf->id, pool->slot);
+            state_key_endpoint(ep->health.key, sizeof(ep->health.key), net->conf->name, ep->conf->id);
+            state_key_stats(ep->health.stats_key, sizeof(ep->health.stats_key), net->conf->name, ep->conf->id,
+                            pool->slot);
+            state_key_per_method(ep->health.per_method_key, sizeof(ep->health.per_method_key), net->conf->name,
+                                 ep->conf->id, pool->slot);
             size_t nmethods;
             policy_method_table(net->conf->chain, &nmethods);
             ep->health.per_method = sl_xcalloc(1, sizeof(*ep->health.per_method));

@@ -5,6 +5,8 @@
 #include <strings.h>
 #include <time.h>
 
+#include "base/sl_parse.h"
+
 /* picohttpparser ships inside libh2o (phr_* are exported) without a header;
  * struct phr_header has kept this layout in every release. */
 struct phr_header {
@@ -24,7 +26,8 @@ static int header_is(const struct phr_header *h, const char *name)
     return h->name_len == n && strncasecmp(h->name, name, n) == 0;
 }
 
-/* Parses a decimal value with no sign and no junk; -1 on failure. */
+/* Parses a decimal value with no sign and no junk (surrounding blanks are
+ * fine, RFC 9110 field values); -1 on failure. */
 static int64_t parse_decimal(const char *s, size_t n)
 {
     while (n > 0 && (*s == ' ' || *s == '\t')) {
@@ -33,57 +36,57 @@ static int64_t parse_decimal(const char *s, size_t n)
     }
     while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t'))
         n--;
-    if (n == 0 || n > 18)
-        return -1;
-    int64_t v = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return -1;
-        v = v * 10 + (s[i] - '0');
+    uint64_t v; /* at most 18 digits: far past any answer, and no int64_t edge to get wrong */
+    return sl_parse_u64(s, n, 999999999999999999ull, &v) == SL_OK ? (int64_t)v : -1;
+}
+
+/* The next comma-separated token of v[0..n) from *i on, blanks trimmed
+ * (empty list elements are skipped, RFC 9110 5.6.1); 0 at the end. */
+static int next_token(const char *v, size_t n, size_t *i, const char **tok, size_t *len)
+{
+    for (;;) {
+        while (*i < n && (v[*i] == ' ' || v[*i] == '\t' || v[*i] == ','))
+            (*i)++;
+        if (*i >= n)
+            return 0;
+        size_t start = *i;
+        while (*i < n && v[*i] != ',')
+            (*i)++;
+        size_t end = *i;
+        while (end > start && (v[end - 1] == ' ' || v[end - 1] == '\t'))
+            end--;
+        if (end > start) {
+            *tok = v + start;
+            *len = end - start;
+            return 1;
+        }
     }
-    return v;
+}
+
+static int token_is(const char *tok, size_t len, const char *name)
+{
+    return len == strlen(name) && strncasecmp(tok, name, len) == 0;
 }
 
 /* 1 if the comma-separated header value contains token (case-insensitive). */
 static int value_has_token(const char *v, size_t n, const char *token)
 {
-    size_t tn = strlen(token);
-    size_t i = 0;
-    while (i < n) {
-        while (i < n && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
-            i++;
-        size_t start = i;
-        while (i < n && v[i] != ',')
-            i++;
-        size_t end = i;
-        while (end > start && (v[end - 1] == ' ' || v[end - 1] == '\t'))
-            end--;
-        if (end - start == tn && strncasecmp(v + start, token, tn) == 0)
+    const char *tok;
+    size_t i = 0, len;
+    while (next_token(v, n, &i, &tok, &len))
+        if (token_is(tok, len, token))
             return 1;
-    }
     return 0;
 }
 
 /* 1 if every comma-separated token of the value is a or b (case-insensitive). */
 static int only_tokens(const char *v, size_t n, const char *a, const char *b)
 {
-    size_t i = 0;
-    while (i < n) {
-        while (i < n && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
-            i++;
-        size_t start = i;
-        while (i < n && v[i] != ',')
-            i++;
-        size_t end = i;
-        while (end > start && (v[end - 1] == ' ' || v[end - 1] == '\t'))
-            end--;
-        size_t tn = end - start;
-        if (tn == 0)
-            continue;
-        if (!(tn == strlen(a) && strncasecmp(v + start, a, tn) == 0) &&
-            !(tn == strlen(b) && strncasecmp(v + start, b, tn) == 0))
+    const char *tok;
+    size_t i = 0, len;
+    while (next_token(v, n, &i, &tok, &len))
+        if (!token_is(tok, len, a) && !token_is(tok, len, b))
             return 0;
-    }
     return 1;
 }
 
@@ -170,16 +173,6 @@ enum {
     CH_DONE,
 };
 
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 /* Handles one byte of the framing (every state but CH_DATA). */
 static sl_err_t chunked_byte(pool_chunked_t *d, char c)
@@ -187,7 +180,7 @@ static sl_err_t chunked_byte(pool_chunked_t *d, char c)
     int h;
     switch (d->state) {
     case CH_SIZE:
-        if ((h = hex_value(c)) >= 0) {
+        if ((h = sl_hex_digit(c)) >= 0) {
             if (++d->digits > 15)
                 return SL_ERR_PARSE;
             d->remaining = d->remaining * 16 + (uint64_t)h;

@@ -10,8 +10,10 @@
 #include "pool/pool.h"
 #include "policy/cost.h"
 #include "policy/score.h"
+#include "policy/shape.h"
 #include "pool/pool_http.h"
 #include "state/state.h"
+#include "state/state_key.h"
 
 #define POOL_MAX_ADDRS 8
 #define POOL_IDLE_TIMEOUT_MS 30000     /* below common upstream keep-alive timeouts */
@@ -21,6 +23,14 @@
 #define POOL_IDLE_INPUT_KEEP_BYTES (64 * 1024) /* an idle connection's read buffer above this is freed */
 
 typedef struct pool_endpoint pool_endpoint_t;
+
+/* Where an endpoint's addresses come from (pool_dns.c). */
+typedef enum pool_dns_state {
+    POOL_DNS_LITERAL,             /* an IP address in the URL: nothing to look up */
+    POOL_DNS_FIRST,               /* the first lookup is under way: connections wait for it */
+    POOL_DNS_OK,                  /* addresses known (refreshed while in use) */
+    POOL_DNS_FAILED,              /* none known, the last lookup failed: out of the plan, retried */
+} pool_dns_state_t;
 
 /* A delayed callback (pool_delay.c), embedded in its owner. */
 typedef struct pool_delay {
@@ -65,7 +75,13 @@ typedef enum pool_conn_state {
     POOL_CONN_SENDING,            /* request written or being written; awaiting the head */
     POOL_CONN_BODY,               /* head parsed; reading the body */
     POOL_CONN_IDLE,
+    POOL_CONN_STATE_COUNT
 } pool_conn_state_t;
+
+/* 1 if from -> to is an edge of the connection's machine (pool_conn.c's one
+ * writer of ->state checks every transition against it; a connection is
+ * created CONNECTING). */
+int pool_conn_edge_allowed(pool_conn_state_t from, pool_conn_state_t to);
 
 struct pool_conn {
     pool_endpoint_t *ep;
@@ -75,6 +91,7 @@ struct pool_conn {
     h2o_linklist_t idle_link;     /* in ep->idle while IDLE */
     h2o_timeout_entry_t idle_timer;
     uint64_t idle_since_ms;
+    h2o_linklist_t wait_link;     /* in ep->dns_waiting while its address is being looked up (sock NULL) */
     uint32_t requests;            /* served on this connection */
     pool_chunked_t chunked;
 };
@@ -87,27 +104,27 @@ enum { POOL_PROBE_NONE, POOL_PROBE_HEALTH, POOL_PROBE_BREAKER };
 typedef struct pool_credit {
     const policy_cost_profile_t *profile;
     int active;                   /* the endpoint has a budget */
-    char key[POOL_CREDIT_WINDOWS][128];
-    uint64_t window_start[POOL_CREDIT_WINDOWS]; /* the window the lease belongs to ... */
-    uint64_t window_end[POOL_CREDIT_WINDOWS];   /* ... and its end (no calendar math per call) */
-    uint64_t remaining[POOL_CREDIT_WINDOWS];    /* leased, not yet spent */
+    char key[POLICY_CREDIT_WINDOW_COUNT][STATE_KEY_MAX];
+    uint64_t window_start[POLICY_CREDIT_WINDOW_COUNT]; /* the window the lease belongs to ... */
+    uint64_t window_end[POLICY_CREDIT_WINDOW_COUNT];   /* ... and its end (no calendar math per call) */
+    uint64_t remaining[POLICY_CREDIT_WINDOW_COUNT];    /* leased, not yet spent */
     uint64_t lacking_until_ms;    /* the ledger said no: skip the endpoint until then */
 } pool_credit_t;
 
 /* What this worker knows about an endpoint's health (pool_health.c). */
 typedef struct pool_health {
-    char key[112];                /* "<network>/<endpoint>": its shared record */
-    char stats_key[128];          /* "<network>/<endpoint>/<slot>": this worker's counters */
+    char key[STATE_KEY_MAX];      /* state_key_endpoint: its shared record */
+    char stats_key[STATE_KEY_MAX]; /* state_key_stats: this worker's counters */
     state_endpoint_rec_t shared;  /* snapshot of the shared record (refreshed every ~50 ms) */
     policy_window_t window;       /* this worker's rolling window of outcomes */
     policy_window_t rl_window;    /* ... of rate-limit refusals (a "failure" here is a 429) */
     policy_score_t score;         /* last computed (pool_rank.c) */
     state_stats_rec_t stats;      /* this worker's cumulative counters */
     int dirty;                    /* stats changed since the last flush */
-    uint32_t rl_streak;           /* rate limits in a row without Retry-After: backoff */
+    uint64_t last_ok_ms;          /* wall ms of the last attempt here not refused with a rate limit */
     uint64_t rl_written_until_ms; /* last rate-limit mark this worker wrote */
     state_counters_rec_t *per_method; /* requests, credits, refusals per method (POOL_MC_*) */
-    char per_method_key[128];     /* "pm/<network>/<endpoint>/<slot>" */
+    char per_method_key[STATE_KEY_MAX]; /* state_key_per_method */
     int per_method_dirty;
     pool_exchange_t probe;        /* a probe this worker sends (pool_probe.c) */
     int probing;                  /* POOL_PROBE_*: which, if one is under way */
@@ -121,12 +138,20 @@ struct pool_endpoint {
     SSL_CTX *ssl_ctx;             /* NULL for http:// */
     sl_buf_t prefix;              /* request line + fixed headers, up to Content-Length */
 
+    /* addresses (pool_dns.c) */
     struct sockaddr_storage addrs[POOL_MAX_ADDRS];
     socklen_t addrlens[POOL_MAX_ADDRS];
     size_t naddrs;
     size_t next_addr;
-    uint64_t resolved_at_ms;
-    h2o_hostinfo_getaddr_req_t *resolving;
+    pool_dns_state_t dns;
+    uint64_t resolved_at_ms;      /* monotonic: the last lookup that answered */
+    h2o_hostinfo_getaddr_req_t *resolving; /* the lookup under way, or NULL */
+    uint8_t lookup_late;          /* it ran past its deadline (already counted as failed) */
+    uint8_t dns_timed_out;        /* FAILED because the last lookup did not answer in time */
+    uint32_t dns_failures;        /* lookups failed in a row */
+    uint32_t dns_retry_ms;        /* the next retry's delay (doubles up to 30 s) */
+    pool_delay_t dns_timer;       /* the lookup's deadline, or the retry */
+    h2o_linklist_t dns_waiting;   /* pool_conn_t waiting for the first lookup */
 
     h2o_linklist_t idle;          /* pool_conn_t, most recently used first */
     size_t nidle;
@@ -146,7 +171,8 @@ struct pool_network {
     h2o_timeout_t attempt_timeout;
     h2o_timeout_t request_timeout;
     uint32_t max_attempts;
-    uint8_t level;                /* last usable-endpoint level this worker saw (pool_health.c) */
+    state_network_level_t level;  /* last usable-endpoint level this worker saw (pool_health.c) */
+    uint8_t level_stale;          /* a drain flag changed in the last snapshot: re-check the level */
     uint8_t order[POOL_MAX_ENDPOINTS]; /* the plan: endpoint indices, best first (pool_rank.c) */
     size_t norder;                /* ranked, usable and not excluded */
     int primary;                  /* current first choice, -1 if none */
@@ -209,6 +235,15 @@ struct pool_call {
     size_t charged;                   /* their bytes charged to pool->budget */
     pool_attempt_rec_t log[POOL_MAX_ATTEMPT_LOG];
     size_t nlog;
+    int renumbered;                   /* a single call sent with id 0: its id is not portable */
+    /* a failure that may be the request's own (policy/shape.h), held until
+     * the next endpoint's attempt settles it */
+    struct {
+        int16_t ep;                   /* -1: nothing held */
+        uint8_t shape;                /* policy_shape_t */
+        uint8_t outcome;              /* state_outcome_t it counts as if it was the endpoint's */
+        uint32_t latency_us;
+    } held;
 };
 
 /* What one attempt taught about its endpoint. */
@@ -216,22 +251,36 @@ typedef struct pool_attempt_result {
     state_outcome_t outcome;      /* the worst outcome among the items it carried */
     int rate_limited;             /* the endpoint refused with a rate limit */
     uint32_t retry_ms;            /* its Retry-After (header or body), 0 if none */
+    int unread;                   /* a single call answered with an error at id null */
 } pool_attempt_result_t;
 
 /* pool_answer.c: applies the finished exchange (transport failure or an HTTP
  * answer whose body is bodies[nbodies-1]) to the items in call->sent. */
 void pool_answer_apply(pool_call_t *call, pool_exchange_t *ex, pool_attempt_result_t *res);
 void pool_answer_fail_transport(pool_call_t *call, pool_exchange_t *ex);
+/* An answer's Retry-After (seconds or an HTTP date), in ms capped at a day; 0 if none. */
+uint32_t pool_answer_retry_after_ms(const pool_http_head_t *h);
 /* Settles every pending item once no further attempt will be made. */
 void pool_answer_exhaust(pool_call_t *call, pool_outcome_t forced);
 
+/* pool_held.c: failures that may be the request's own (policy/shape.h).
+ * Records what the attempt at ep taught about it: a failure that may be the
+ * request's doing is held until the next endpoint's attempt settles it (the
+ * same failure there spares both endpoints and settles the call's items);
+ * otherwise the outcome is recorded as usual. */
+void pool_held_judge(pool_call_t *call, int ep, state_outcome_t outcome, policy_attempt_end_t end,
+                     uint32_t latency_us);
+/* Records a held penalty nobody settled as the endpoint's (no other endpoint
+ * was tried: without a second opinion a fault must still count). */
+void pool_held_release(pool_call_t *call);
+/* How a transport failure ended an attempt, for pool_held_judge. */
+policy_attempt_end_t pool_held_fail_end(pool_fail_t fail);
+
 /* pool_health.c: outcomes, breaker, rate-limit marks, shared snapshot. */
-/* An event about ep (its network and id, this process, at now), for the caller
- * to fill in the rest. */
-void pool_event_init(state_event_t *ev, state_event_kind_t kind, const pool_endpoint_t *ep, uint64_t now);
 void pool_health_init(pool_t *pool);
 void pool_health_dispose(pool_t *pool);
-/* 1 if the plan may send to ep now (breaker closed, not drained, not rate-limited). */
+/* 1 if the plan may send to ep now (breaker closed, not drained, not
+ * rate-limited, its host name not failing to resolve). */
 int pool_health_usable(pool_endpoint_t *ep, uint64_t now_wall_ms);
 /* Records one attempt's outcome; failover = the call moved on after it. */
 void pool_health_record(pool_endpoint_t *ep, state_outcome_t outcome, uint32_t latency_us, int failover);
@@ -260,6 +309,12 @@ int pool_write_verify_body(pool_call_t *call, const pool_item_t *it, sl_buf_t *o
 enum { POOL_MC_REQUESTS, POOL_MC_CREDITS, POOL_MC_REFUSALS, POOL_MC_COUNT };
 void pool_method_count(pool_endpoint_t *ep, const policy_method_t *m, int what, uint64_t amount);
 
+/* pool_answer.c: the one writer of pool_item_t.state. An item starts
+ * PENDING (pool_call_start) and is settled once: to ANSWERED or FAILED. A
+ * transition that is not an edge is a bug: logged, then abort(). */
+int pool_item_edge_allowed(pool_item_state_t from, pool_item_state_t to);
+void pool_item_settle(pool_item_t *it, pool_item_state_t to);
+
 /* pool_credit.c */
 void pool_credit_init(pool_endpoint_t *ep);
 /* Takes cost from ep's budget: 1 if it may be spent, 0 if the endpoint lacks
@@ -281,6 +336,17 @@ int pool_rank_parse_head(const char *body, size_t len, uint64_t *head);
 SL_MUST_CHECK sl_err_t pool_endpoint_init(pool_endpoint_t *ep, pool_network_t *net, int index,
                                           const pool_endpoint_conf_t *conf, uint32_t nworkers);
 void pool_endpoint_dispose(pool_endpoint_t *ep);
+
+/* pool_dns.c: an IP literal's address at once; a host name's first lookup
+ * started (never blocking). */
+void pool_dns_init(pool_endpoint_t *ep);
+void pool_dns_dispose(pool_endpoint_t *ep);
+/* 0 while the host name does not resolve (the plan skips the endpoint). */
+int pool_dns_usable(const pool_endpoint_t *ep);
+/* 1 while the first lookup is under way: a new connection may wait for it. */
+int pool_dns_pending(const pool_endpoint_t *ep);
+/* STATE_EXCLUDED_DNS_* while the host name does not resolve, else 0. */
+uint8_t pool_dns_excluded(const pool_endpoint_t *ep);
 /* The address for a new connection, or NULL when none is known; starts an
  * asynchronous refresh when the cached addresses are old. */
 const struct sockaddr *pool_endpoint_addr(pool_endpoint_t *ep, socklen_t *len);
@@ -303,5 +369,8 @@ void pool_conn_close_idle(pool_endpoint_t *ep);
  * later releases the charge with pool_budget_release. */
 void pool_exchange_body_dispose(pool_exchange_t *ex);
 void pool_budget_release(pool_t *pool, size_t bytes);
+/* The endpoint's first lookup ended: connections waiting for it connect now,
+ * or fail with POOL_FAIL_DNS if no address is known. */
+void pool_conn_dns_done(pool_endpoint_t *ep);
 
 #endif

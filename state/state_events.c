@@ -1,7 +1,9 @@
 /* state/state_events.c: the event log. Keys are big-endian sequence numbers,
  * so LMDB's byte order is time order; the next number lives in meta and only
  * ever grows, even when retention has removed every older event. */
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/sl_log.h"
 #include "state/state_int.h"
@@ -157,6 +159,12 @@ sl_err_t state_event_append(state_t *st, state_event_t *ev)
     return append_once(st, ev);
 }
 
+void state_retention_set(state_t *st, uint32_t event_max_count, uint32_t event_max_age_s)
+{
+    st->conf.event_max_count = event_max_count;
+    st->conf.event_max_age_s = event_max_age_s;
+}
+
 sl_err_t state_trim_events(state_t *st, uint64_t now_ms, size_t *removed)
 {
     MDB_stat s;
@@ -222,4 +230,17 @@ uint64_t state_events_last_seq(state_t *st)
         last = from_be64(mv.mv_data) - 1;
     mdb_txn_abort(txn);
     return last;
+}
+
+void state_event_init(state_event_t *ev, state_event_kind_t kind, const char *network, const char *endpoint,
+                      uint64_t now_ms)
+{
+    memset(ev, 0, sizeof(*ev));
+    ev->ts_ms = now_ms;
+    ev->kind = (uint8_t)kind;
+    ev->pid = (uint32_t)getpid();
+    if (network != NULL)
+        snprintf(ev->network, sizeof(ev->network), "%s", network);
+    if (endpoint != NULL)
+        snprintf(ev->endpoint, sizeof(ev->endpoint), "%s", endpoint);
 }

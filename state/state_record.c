@@ -6,7 +6,9 @@
 #include <stddef.h>
 #include <string.h>
 
-#define F(struct_, name_, type_, size_) {#name_, type_, offsetof(struct_, name_), size_}
+#define F(struct_, name_, type_, size_) {#name_, type_, offsetof(struct_, name_), size_, 0}
+/* a field appended by a later version of its record */
+#define F_SINCE(struct_, name_, type_, size_, since_) {#name_, type_, offsetof(struct_, name_), size_, since_}
 
 static const state_field_t endpoint_fields[] = {
     F(state_endpoint_rec_t, breaker, STATE_F_U8, 1),
@@ -24,9 +26,11 @@ static const state_field_t endpoint_fields[] = {
     F(state_endpoint_rec_t, probe_ewma_us, STATE_F_U32, 1),
     F(state_endpoint_rec_t, probe_failures, STATE_F_U32, 1),
     F(state_endpoint_rec_t, probe_next_ms, STATE_F_U64, 1),
+    F_SINCE(state_endpoint_rec_t, rl_backoff_ms, STATE_F_U32, 1, 2),
 };
 
-const state_schema_t state_endpoint_schema = {"endpoint", 1, endpoint_fields,
+/* version 2: rl_backoff_ms (the rate-limit backoff doubles across workers) */
+const state_schema_t state_endpoint_schema = {"endpoint", 2, endpoint_fields,
                                               sizeof(endpoint_fields) / sizeof(endpoint_fields[0])};
 
 static const state_field_t cell_fields[] = {
@@ -93,7 +97,8 @@ static const state_field_t stats_fields[] = {
     F(state_stats_rec_t, credits_spent, STATE_F_U64, 1),
 };
 
-const state_schema_t state_stats_schema = {"stats", 1, stats_fields, sizeof(stats_fields) / sizeof(stats_fields[0])};
+/* version 2: outcomes gained local_error, too_large, id_unanswerable, slow_call */
+const state_schema_t state_stats_schema = {"stats", 2, stats_fields, sizeof(stats_fields) / sizeof(stats_fields[0])};
 
 const state_schema_t state_network_schema = {"network", 1, network_fields,
                                              sizeof(network_fields) / sizeof(network_fields[0])};
@@ -224,7 +229,7 @@ static sl_err_t put_uint(void *rec, const state_field_t *f, size_t i, const msgp
     return SL_ERR_CORRUPT;
 }
 
-static sl_err_t decode_field(void *rec, const state_field_t *f, const msgpack_object *o)
+static sl_err_t decode_field(void *rec, const state_field_t *f, const msgpack_object *o, int older)
 {
     if (f->type == STATE_F_STR) {
         /* msgpack-c gives a NULL pointer for an empty string: never pass it on */
@@ -238,14 +243,33 @@ static sl_err_t decode_field(void *rec, const state_field_t *f, const msgpack_ob
         return SL_OK;
     }
     if (f->type == STATE_F_U64_ARRAY) {
-        if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != f->size)
+        /* an older version's array may be shorter: new elements go last */
+        if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size > f->size || (!older && o->via.array.size != f->size))
             return SL_ERR_CORRUPT;
-        for (size_t k = 0; k < f->size; k++)
+        memset((char *)rec + f->offset, 0, f->size * sizeof(uint64_t));
+        for (size_t k = 0; k < o->via.array.size; k++)
             if (put_uint(rec, f, k, &o->via.array.ptr[k]) != SL_OK)
                 return SL_ERR_CORRUPT;
         return SL_OK;
     }
     return put_uint(rec, f, 0, o);
+}
+
+static size_t field_bytes(const state_field_t *f)
+{
+    switch (f->type) {
+    case STATE_F_U8:
+        return 1;
+    case STATE_F_U32:
+        return 4;
+    case STATE_F_U64:
+        return 8;
+    case STATE_F_STR:
+        return f->size;
+    case STATE_F_U64_ARRAY:
+        return f->size * sizeof(uint64_t);
+    }
+    return 0;
 }
 
 static sl_err_t decode_object(const state_schema_t *schema, const msgpack_object *root, void *rec)
@@ -255,12 +279,25 @@ static sl_err_t decode_object(const state_schema_t *schema, const msgpack_object
     const msgpack_object *items = root->via.array.ptr;
     if (items[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
         return SL_ERR_CORRUPT;
-    if (items[0].via.u64 != schema->version)
+    /* A record of an older version reads with what it has: versions only
+     * append fields (and elements of arrays), which read as zero. A newer
+     * version is not ours to guess at. */
+    uint64_t version = items[0].via.u64;
+    if (version == 0 || version > schema->version)
         return SL_ERR_VERSION;
-    if (root->via.array.size != schema->nfields + 1)
-        return SL_ERR_CORRUPT;
-    for (size_t i = 0; i < schema->nfields; i++) {
-        sl_err_t err = decode_field(rec, &schema->fields[i], &items[i + 1]);
+    int older = version < schema->version;
+    size_t nfields = root->via.array.size - 1, had = 0;
+    for (size_t i = 0; i < schema->nfields; i++)
+        had += schema->fields[i].since <= version;
+    if (nfields != had)
+        return SL_ERR_CORRUPT; /* exactly the fields of the version it says it is */
+    for (size_t i = 0, item = 1; i < schema->nfields; i++) {
+        const state_field_t *f = &schema->fields[i];
+        if (f->since > version) {
+            memset((char *)rec + f->offset, 0, field_bytes(f));
+            continue;
+        }
+        sl_err_t err = decode_field(rec, f, &items[item++], older);
         if (err != SL_OK)
             return err;
     }

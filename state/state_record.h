@@ -3,8 +3,9 @@
  * Every record is a msgpack array [version, field...] described by a static
  * schema table; one generic codec encodes and decodes all of them. Decoding
  * checks everything (type, version, field count, ranges, string sizes) and
- * rejects what it does not know: SL_ERR_VERSION for another version,
- * SL_ERR_CORRUPT for anything malformed. Never a crash: fuzzed by
+ * rejects what it does not know: SL_ERR_VERSION for a newer version (an
+ * older one reads: versions only append fields and array elements, which an
+ * old record leaves zero), SL_ERR_CORRUPT for anything malformed. Never a crash: fuzzed by
  * tests/fuzz/fuzz_state_record.c. Pure: no LMDB here. */
 #ifndef STATE_RECORD_H
 #define STATE_RECORD_H
@@ -28,6 +29,7 @@ typedef struct state_field {
     state_field_type_t type;
     size_t offset;
     size_t size;
+    uint32_t since;       /* the record version that added the field (0: the first) */
 } state_field_t;
 
 typedef struct state_schema {
@@ -41,8 +43,13 @@ SL_MUST_CHECK sl_err_t state_record_encode(const state_schema_t *schema, const v
 SL_MUST_CHECK sl_err_t state_record_decode(const state_schema_t *schema, const void *buf, size_t len, void *rec);
 
 /* ---- endpoint state: one per (network, endpoint); rare, write-through ---- */
+/* How many values `breaker` may hold (policy_breaker_state_t: closed, open,
+ * half-open; admin/ checks the two agree). Any other value is a corrupt or
+ * foreign record: it reads as closed and is repaired (state/state.h). */
+#define STATE_BREAKER_STATES 3
+
 typedef struct state_endpoint_rec {
-    uint8_t breaker;              /* policy_breaker_state_t */
+    uint8_t breaker;              /* policy_breaker_state_t, < STATE_BREAKER_STATES */
     uint64_t since_ms;            /* wall clock: state entered */
     uint32_t cooldown_ms;
     uint64_t opened_at_ms;        /* the current outage began */
@@ -57,6 +64,8 @@ typedef struct state_endpoint_rec {
     uint32_t probe_ewma_us;       /* probe latency EWMA, 0 = never measured */
     uint32_t probe_failures;      /* probes failed in a row */
     uint64_t probe_next_ms;       /* the next probe is due (claimed by moving it forward) */
+    uint32_t rl_backoff_ms;       /* length of the last rate-limit mark sluice chose itself (no
+                                     Retry-After or hint): the next doubles it; 0 after a hinted one */
 } state_endpoint_rec_t;
 
 extern const state_schema_t state_endpoint_schema;
@@ -78,7 +87,8 @@ extern const state_schema_t state_endpoint_schema;
     X(CONFIG_RELOADED, "config_reloaded")                                                 \
     X(BUDGET_LOW, "budget_low")                                                           \
     X(BUDGET_EXHAUSTED, "budget_exhausted")                                               \
-    X(STATE_ERROR, "state_error")
+    X(STATE_ERROR, "state_error")                                                         \
+    X(CONFIG_RELOAD_FAILED, "config_reload_failed")
 
 typedef enum state_event_kind {
 #define STATE_EVENT_ENUM_(name, str) STATE_EVENT_##name,
@@ -95,9 +105,10 @@ typedef struct state_event {
     uint8_t kind;
     char network[40];
     char endpoint[72];
-    uint8_t from;                 /* breaker states, for breaker events */
+    uint8_t from;                 /* breaker states, for breaker events; config events: the
+                                     tag of the admin request that asked (0: SIGHUP) */
     uint8_t to;
-    char reason[160];
+    char reason[512];             /* config events list every change or error in it */
     uint64_t duration_ms;         /* breaker_closed: how long it was open; failover: the interval */
     uint64_t count;               /* failover: how many; redundancy_low: usable endpoints */
     uint32_t pid;                 /* the process that observed it */
@@ -116,7 +127,12 @@ extern const state_schema_t state_event_schema;
     X(HTTP_ERROR, "http_error")                                                           \
     X(MALFORMED, "malformed")                                                             \
     X(UNSUPPORTED, "unsupported")                                                         \
-    X(MISSING_DATA, "missing_data")
+    X(MISSING_DATA, "missing_data")                                                       \
+    /* never the endpoint's fault: no breaker failure, no score penalty */                \
+    X(LOCAL, "local_error")          /* sluice's own resources (fds, memory, temp files) */ \
+    X(TOO_LARGE, "too_large")        /* request-shaped (policy/shape.h) */                 \
+    X(ID_UNANSWERABLE, "id_unanswerable")                                                 \
+    X(SLOW_CALL, "slow_call")
 
 typedef enum state_outcome {
 #define STATE_OUTCOME_ENUM_(name, str) STATE_OUTCOME_##name,
@@ -130,6 +146,16 @@ const char *state_outcome_name(state_outcome_t o);
 /* Upper bounds (µs) of the latency histogram buckets; the last is +Inf. */
 #define STATE_LAT_BUCKETS 17
 extern const uint64_t state_lat_bounds_us[STATE_LAT_BUCKETS];
+
+/* Why a worker keeps an endpoint out of its plan (state_stats_rec_t.excluded). */
+enum {
+    STATE_EXCLUDED_NO,
+    STATE_EXCLUDED_BEHIND,        /* far behind the best head */
+    STATE_EXCLUDED_ERRORS,        /* error ratio too high */
+    STATE_EXCLUDED_DNS_FAILED,    /* its host name does not resolve */
+    STATE_EXCLUDED_DNS_TIMEOUT,   /* its host name's lookup did not answer in time */
+    STATE_EXCLUDED_COUNT
+};
 
 typedef struct state_stats_rec {
     uint32_t pid;
@@ -149,7 +175,7 @@ typedef struct state_stats_rec {
     uint32_t error_ppm;                           /* error ratio x 1e6 */
     uint32_t rate_limit_ppm;                      /* rate-limit ratio x 1e6 */
     uint64_t lag_plus1;                           /* blocks behind + 1; 0 = unknown */
-    uint8_t excluded;                             /* 0 no, 1 far behind, 2 error ratio too high */
+    uint8_t excluded;                             /* STATE_EXCLUDED_*: why it is out of the plan */
     uint64_t credits_spent;                       /* billed units this worker spent here, ever */
 } state_stats_rec_t;
 
@@ -194,7 +220,11 @@ extern const state_schema_t state_pin_schema;
     X(TIMEOUT, "timeout")                                                                 \
     X(UPSTREAM_ERROR, "upstream_error")                                                   \
     X(UNAVAILABLE, "unavailable")                                                         \
-    X(AMBIGUOUS_WRITE, "ambiguous_write")
+    X(AMBIGUOUS_WRITE, "ambiguous_write")                                                 \
+    X(TOO_LARGE, "too_large")                                                             \
+    X(ID_UNANSWERABLE, "id_unanswerable")                                                 \
+    X(SLOW_CALL, "slow_call")                                                             \
+    X(LOCAL, "local_error")
 
 typedef enum state_req_outcome {
 #define STATE_REQ_ENUM_(name, str) STATE_REQ_##name,

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "wire/json_scan_int.h"
+#include "wire/json_scan.h"
 
 /* Top-level keys of an envelope, as raw tokens. A key written with escapes
  * ("\u006dethod") or in another case ("Method") is the same key to the nodes
@@ -163,7 +163,7 @@ wire_json_kind_t wire_json_kind(const char *buf, wire_span_t s)
 {
     if (s.len == 0)
         return WIRE_JSON_NONE;
-    return (wire_json_kind_t)json_value_kind[(uint8_t)buf[s.off]];
+    return (wire_json_kind_t)wire_json_value_kind[(uint8_t)buf[s.off]];
 }
 
 /* Members of an error object; the first of duplicates wins. */
@@ -280,7 +280,7 @@ static sl_err_t unescape(const uint8_t *p, const uint8_t *end, char *out, size_t
             p++;
             k = utf8_encode(decode_u(&p), ch);
         } else {
-            ch[0] = json_escape_char[*p++];
+            ch[0] = wire_json_escape_char[*p++];
         }
         if (k > room - n) {
             out[n] = '\0';
@@ -448,4 +448,38 @@ int wire_json_id_equal(const char *a, wire_span_t sa, const char *b, wire_span_t
     if (!da.first || !db.first)
         return !da.first && !db.first; /* -0 == 0 */
     return da.neg == db.neg && da.exp == db.exp && digits_equal(&da, &db);
+}
+
+#define ID_MAX_SAFE_INT 9007199254740991ull /* 2^53 - 1: exact in a double */
+
+int wire_json_id_portable(const char *buf, wire_span_t s)
+{
+    const unsigned char *p = (const unsigned char *)buf + s.off;
+    switch (wire_json_kind(buf, s)) {
+    case WIRE_JSON_NULL:
+        return 1;
+    case WIRE_JSON_NUMBER: {
+        if (s.len > 16 || (p[0] == '0' && s.len > 1))
+            return 0;
+        uint64_t v = 0;
+        for (uint32_t i = 0; i < s.len; i++) {
+            if (p[i] < '0' || p[i] > '9')
+                return 0;
+            v = v * 10 + (uint64_t)(p[i] - '0');
+        }
+        return v <= ID_MAX_SAFE_INT;
+    }
+    case WIRE_JSON_STRING:
+        for (uint32_t i = 1; i + 1 < s.len; i++)
+            if (p[i] < 0x20 || p[i] > 0x7e || p[i] == '\\')
+                return 0;
+        return s.len >= 2;
+    case WIRE_JSON_NONE:
+    case WIRE_JSON_OBJECT:
+    case WIRE_JSON_ARRAY:
+    case WIRE_JSON_TRUE:
+    case WIRE_JSON_FALSE:
+        break;
+    }
+    return 0;
 }

@@ -4,7 +4,7 @@
  * Most bytes of a large upstream answer are hex inside strings, so the hot
  * loop is skip_plain(): 16 bytes at a time with SSE2 (8 with plain integer
  * arithmetic elsewhere) until a byte that needs a closer look. */
-#include "wire/json_scan_int.h"
+#include "wire/json_scan.h"
 
 #include <string.h>
 
@@ -15,13 +15,13 @@
 
 _Static_assert(WIRE_JSON_MAX_DEPTH <= 128, "the depth stack holds 128 bits");
 
-const uint8_t json_value_kind[256] = {
+const uint8_t wire_json_value_kind[256] = {
     ['{'] = WIRE_JSON_OBJECT, ['['] = WIRE_JSON_ARRAY,    ['"'] = WIRE_JSON_STRING,
     ['-'] = WIRE_JSON_NUMBER, ['0' ... '9'] = WIRE_JSON_NUMBER,
     ['t'] = WIRE_JSON_TRUE,   ['f'] = WIRE_JSON_FALSE,    ['n'] = WIRE_JSON_NULL,
 };
 
-const uint8_t json_escape_char[256] = {
+const uint8_t wire_json_escape_char[256] = {
     ['"'] = '"',  ['\\'] = '\\', ['/'] = '/',  ['b'] = '\b',
     ['f'] = '\f', ['n'] = '\n',  ['r'] = '\r', ['t'] = '\t',
 };
@@ -189,7 +189,7 @@ static sl_err_t scan_escape(wire_scan_t *s)
     if (s->p == s->end)
         return SL_ERR_TRUNCATED;
     uint8_t c = *s->p++;
-    if (json_escape_char[c])
+    if (wire_json_escape_char[c])
         return SL_OK;
     return c == 'u' ? scan_u_escape(s) : SL_ERR_PARSE;
 }
@@ -328,7 +328,7 @@ static sl_err_t scan_value_start(wire_scan_t *s, int *inside)
     skip_ws(s);
     if (s->p == s->end)
         return SL_ERR_TRUNCATED;
-    wire_json_kind_t kind = json_value_kind[*s->p];
+    wire_json_kind_t kind = wire_json_value_kind[*s->p];
     *inside = 0;
     switch (kind) {
     case WIRE_JSON_OBJECT:

@@ -7,6 +7,8 @@
 
 #include <string.h>
 
+#include "base/sl_parse.h"
+
 #define KECCAK_RATE 136           /* bytes: 1600 bits minus 2 x 256 of capacity */
 #define KECCAK_LANES 25
 #define KECCAK_ROUNDS 24
@@ -123,16 +125,6 @@ void wire_keccak256(const void *data, size_t len, uint8_t out[32])
 
 /* ---- Ethereum ------------------------------------------------------------ */
 
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 sl_err_t wire_eth_tx_hash(const char *hex, size_t len, char out[67])
 {
@@ -152,7 +144,7 @@ sl_err_t wire_eth_tx_hash(const char *hex, size_t len, char out[67])
         uint8_t chunk[KECCAK_RATE];
         size_t n = 0;
         for (; n < sizeof chunk && i < len; n++, i += 2) {
-            int hi = hex_value(hex[i]), lo = hex_value(hex[i + 1]);
+            int hi = sl_hex_digit(hex[i]), lo = sl_hex_digit(hex[i + 1]);
             if (hi < 0 || lo < 0)
                 return SL_ERR_PARSE;
             chunk[n] = (uint8_t)(hi << 4 | lo);

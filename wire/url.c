@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/sl_buf.h"
+#include "base/sl_parse.h"
 #include "base/sl_secret.h"
 
 /* Where the parts of a parsed url sit in the original string; redaction
@@ -68,15 +69,8 @@ static url_fail_t parse_scheme(const char *url, wire_url_t *out, const char **af
 
 static url_fail_t parse_port(const char *p, size_t n, wire_url_t *out)
 {
-    if (n == 0 || n > 5)
-        return URL_FAIL(SL_ERR_PARSE, "port must be a number between 1 and 65535");
-    unsigned v = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!is_digit(p[i]))
-            return URL_FAIL(SL_ERR_PARSE, "port must be a number between 1 and 65535");
-        v = v * 10 + (unsigned)(p[i] - '0');
-    }
-    if (v < 1 || v > 65535)
+    uint64_t v;
+    if (sl_parse_u64(p, n, 65535, &v) != SL_OK || v < 1)
         return URL_FAIL(SL_ERR_PARSE, "port must be a number between 1 and 65535");
     out->port = (uint16_t)v;
     return url_ok;
@@ -158,10 +152,6 @@ static url_fail_t parse_hostport(const char *p, size_t n, wire_url_t *out)
     return url_ok;
 }
 
-static int hex_val(char c)
-{
-    return c >= '0' && c <= '9' ? c - '0' : (c | 0x20) >= 'a' && (c | 0x20) <= 'f' ? (c | 0x20) - 'a' + 10 : -1;
-}
 
 /* Decodes %XX escapes of s[0..n) into out (NUL-terminated); 0 if an escape
  * is malformed, decodes to NUL, or out is too small. */
@@ -173,7 +163,7 @@ static int percent_decode(const char *s, size_t n, char *out, size_t cap)
         if (c == '%') {
             if (i + 2 >= n)
                 return 0;
-            int h = hex_val(s[i + 1]), l = hex_val(s[i + 2]);
+            int h = sl_hex_digit(s[i + 1]), l = sl_hex_digit(s[i + 2]);
             if (h < 0 || l < 0 || (h | l) == 0)
                 return 0;
             c = h << 4 | l;

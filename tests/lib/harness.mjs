@@ -157,7 +157,8 @@ export function renderConfig({ workers = 2, networks, server = {}, admin = true,
 
 // Starts sluice on a config (YAML text or the object renderConfig takes).
 // Resolves when the master says every worker listens. `wrap` is a command
-// that execs sluice in the same process, e.g. ['prlimit', '--nofile=64:64', '--'].
+// that execs sluice in the same process (same pid), e.g. ['prlimit', '--nofile=64:64', '--'] or
+// ['unshare', '-m', 'sh', '-c', '... exec "$0" "$@"'].
 export async function startSluice(config, { env, wrap = [] } = {}) {
   const dir = tempDir();
   const file = path.join(dir, 'sluice.yaml');
@@ -167,8 +168,8 @@ export async function startSluice(config, { env, wrap = [] } = {}) {
   if (given) statePath = given[1];
   else text += `state: { path: "${statePath}" }\n`;
   writeFileSync(file, text);
-  const argv = [...wrap, SLUICE_BIN, '-c', file];
-  const { child, out, match, exited } = await spawnUntil(argv[0], argv.slice(1),
+  const [bin, ...argv] = [...wrap, SLUICE_BIN, '-c', file];
+  const { child, out, match, exited } = await spawnUntil(bin, argv,
     { pattern: /listening on http:\/\/([\d.]+):(\d+) .*admin API (?:off|on http:\/\/[\d.]+:\d+)/, stream: 'stderr', env });
   const port = Number(match[2]);
   const adminMatch = out.stderr.match(/admin API on http:\/\/([\d.]+):(\d+)/);

@@ -1,0 +1,69 @@
+/* tests/pool/test_fsm.c: the edges of the pool's two state machines (an
+ * upstream connection, a call's item). Each machine has one writer that
+ * checks every transition against these tables. */
+#include <criterion/criterion.h>
+#include <signal.h>
+
+#include "pool/pool_int.h"
+
+/* every state reachable from the initial one through allowed edges */
+static unsigned reachable(int (*allowed)(int, int), int initial, int count)
+{
+    unsigned seen = 1u << initial;
+    for (int round = 0; round < count; round++)
+        for (int from = 0; from < count; from++)
+            for (int to = 0; to < count; to++)
+                if ((seen & (1u << from)) && allowed(from, to))
+                    seen |= 1u << to;
+    return seen;
+}
+
+static int conn_allowed(int f, int t) { return pool_conn_edge_allowed((pool_conn_state_t)f, (pool_conn_state_t)t); }
+static int item_allowed(int f, int t) { return pool_item_edge_allowed((pool_item_state_t)f, (pool_item_state_t)t); }
+
+Test(fsm, conn_edges)
+{
+    /* the life of a keep-alive connection */
+    cr_expect(pool_conn_edge_allowed(POOL_CONN_CONNECTING, POOL_CONN_HANDSHAKE));
+    cr_expect(pool_conn_edge_allowed(POOL_CONN_CONNECTING, POOL_CONN_SENDING));
+    cr_expect(pool_conn_edge_allowed(POOL_CONN_HANDSHAKE, POOL_CONN_SENDING));
+    cr_expect(pool_conn_edge_allowed(POOL_CONN_SENDING, POOL_CONN_BODY));
+    cr_expect(pool_conn_edge_allowed(POOL_CONN_BODY, POOL_CONN_IDLE));
+    cr_expect(pool_conn_edge_allowed(POOL_CONN_IDLE, POOL_CONN_SENDING));
+    /* never back to connecting, never idle before the answer is read, no self-edges */
+    for (int s = 0; s < POOL_CONN_STATE_COUNT; s++) {
+        cr_expect(!pool_conn_edge_allowed((pool_conn_state_t)s, POOL_CONN_CONNECTING));
+        cr_expect(!pool_conn_edge_allowed((pool_conn_state_t)s, (pool_conn_state_t)s));
+    }
+    cr_expect(!pool_conn_edge_allowed(POOL_CONN_SENDING, POOL_CONN_IDLE));
+    cr_expect(!pool_conn_edge_allowed(POOL_CONN_IDLE, POOL_CONN_BODY));
+    cr_expect(!pool_conn_edge_allowed(POOL_CONN_IDLE, POOL_CONN_HANDSHAKE));
+    /* out of range */
+    cr_expect(!pool_conn_edge_allowed(POOL_CONN_STATE_COUNT, POOL_CONN_IDLE));
+    cr_expect(!pool_conn_edge_allowed(POOL_CONN_IDLE, POOL_CONN_STATE_COUNT));
+    cr_expect_eq(reachable(conn_allowed, POOL_CONN_CONNECTING, POOL_CONN_STATE_COUNT),
+                 (1u << POOL_CONN_STATE_COUNT) - 1, "every state is reachable");
+}
+
+Test(fsm, item_edges)
+{
+    cr_expect(pool_item_edge_allowed(POOL_ITEM_PENDING, POOL_ITEM_ANSWERED));
+    cr_expect(pool_item_edge_allowed(POOL_ITEM_PENDING, POOL_ITEM_FAILED));
+    /* settled once: no way out of ANSWERED or FAILED, not even to itself */
+    for (int t = 0; t < POOL_ITEM_STATE_COUNT; t++) {
+        cr_expect(!pool_item_edge_allowed(POOL_ITEM_ANSWERED, (pool_item_state_t)t));
+        cr_expect(!pool_item_edge_allowed(POOL_ITEM_FAILED, (pool_item_state_t)t));
+    }
+    cr_expect(!pool_item_edge_allowed(POOL_ITEM_PENDING, POOL_ITEM_PENDING));
+    cr_expect(!pool_item_edge_allowed(POOL_ITEM_STATE_COUNT, POOL_ITEM_FAILED));
+    cr_expect_eq(reachable(item_allowed, POOL_ITEM_PENDING, POOL_ITEM_STATE_COUNT),
+                 (1u << POOL_ITEM_STATE_COUNT) - 1, "every state is reachable");
+}
+
+Test(fsm, settling_twice_aborts, .signal = SIGABRT)
+{
+    pool_item_t it = {.state = POOL_ITEM_PENDING};
+    pool_item_settle(&it, POOL_ITEM_ANSWERED);
+    cr_assert_eq(it.state, POOL_ITEM_ANSWERED);
+    pool_item_settle(&it, POOL_ITEM_FAILED); /* a bug: the item was answered */
+}

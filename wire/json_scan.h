@@ -1,0 +1,69 @@
+/* wire/json_scan.h: the strict, DOM-free JSON scanner under
+ * wire/envelope.h, for code that walks members itself (policy/verdict.c
+ * reads an error object's members with it).
+ *
+ * A scanner walks buf[off..off+len) left to right. Every function consumes
+ * what it recognises and returns SL_ERR_TRUNCATED only when it reached the end
+ * of the input with everything read so far still a prefix of some valid JSON;
+ * anything definitely invalid is SL_ERR_PARSE at the first byte that proves it. */
+#ifndef WIRE_JSON_SCAN_H
+#define WIRE_JSON_SCAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/sl_err.h"
+#include "wire/envelope.h"
+
+typedef struct wire_scan {
+    const uint8_t *base;   /* the caller's buf: spans are relative to it */
+    const uint8_t *p;      /* next unread byte */
+    const uint8_t *end;    /* one past the last byte that may be read */
+    unsigned depth;        /* containers open */
+    uint64_t is_object[2]; /* bit d: the container at depth d is an object, not an array */
+} wire_scan_t;
+
+/* Kind of the value starting with a byte (WIRE_JSON_NONE if none can). */
+extern const uint8_t wire_json_value_kind[256];
+
+/* The byte a simple escape stands for ('n' -> '\n'); 0 for 'u' and invalid ones. */
+extern const uint8_t wire_json_escape_char[256];
+
+static inline int json_hex_digit(uint8_t c)
+{
+    if ((unsigned)(c - '0') < 10u)
+        return c - '0';
+    c |= 0x20;
+    if ((unsigned)(c - 'a') < 6u)
+        return c - 'a' + 10;
+    return -1;
+}
+
+void wire_scan_init(wire_scan_t *s, const char *buf, size_t off, size_t len);
+
+/* Skips whitespace and consumes the opening bracket (open is '{' or '[') of
+ * the container the scan must start with. */
+SL_MUST_CHECK sl_err_t wire_scan_open(wire_scan_t *s, uint8_t open);
+
+/* Steps through the innermost open container: consumes the ',' before the next
+ * member (*more = 1) or the closing bracket (*more = 0). *first must be 1
+ * before the first call on a container; the scanner clears it. */
+SL_MUST_CHECK sl_err_t wire_scan_next(wire_scan_t *s, int *first, int *more);
+
+/* Consumes a member's key; *key is the raw key token. */
+SL_MUST_CHECK sl_err_t wire_scan_key(wire_scan_t *s, wire_span_t *key);
+
+/* Consumes the ':' after a key. */
+SL_MUST_CHECK sl_err_t wire_scan_colon(wire_scan_t *s);
+
+/* Consumes one value, whatever is nested in it, and the whitespace before it;
+ * *value is its span. */
+SL_MUST_CHECK sl_err_t wire_scan_value(wire_scan_t *s, wire_span_t *value);
+
+/* Consumes a string token starting at s->p (which must be '"'). */
+SL_MUST_CHECK sl_err_t wire_scan_string(wire_scan_t *s);
+
+/* Requires that only whitespace is left. */
+SL_MUST_CHECK sl_err_t wire_scan_finish(wire_scan_t *s);
+
+#endif
