@@ -94,7 +94,7 @@ int admin_view_ready(const admin_ep_view_t *v, size_t n, const admin_conf_t *con
 /* Sends a cJSON document (and frees it). */
 int admin_send_json(h2o_req_t *req, int status, cJSON *doc);
 int admin_send_text(h2o_req_t *req, int status, const char *content_type, const char *body, size_t len);
-/* "2026-11-29T14:00:00.123Z" from wall-clock ms; 0 gives NULL in JSON. */
+/* "2026-11-29T14:00:00.123Z" from shared-time ms (which reads as wall time); 0 gives NULL in JSON. */
 void admin_iso_time(uint64_t ms, char out[32]);
 /* A query parameter's value as an unsigned number, or dflt. */
 uint64_t admin_query_u64(h2o_req_t *req, const char *name, uint64_t dflt);

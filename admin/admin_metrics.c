@@ -13,6 +13,7 @@
 #include "base/sl_buf.h"
 #include "policy/breaker.h"
 #include "policy/method.h"
+#include "state/state_key.h"
 #include "state/state_sum.h"
 
 static void help(sl_buf_t *b, const char *name, const char *type, const char *text)
@@ -149,8 +150,8 @@ static void server_limits(admin_t *a, sl_buf_t *b)
     uint64_t sum[STATE_SRV_COUNT] = {0};
     state_counters_rec_t *rec = sl_xmalloc(sizeof(*rec));
     for (unsigned slot = 1; slot <= a->conf.nworkers; slot++) {
-        char key[32];
-        snprintf(key, sizeof(key), "srv/%u", slot);
+        char key[STATE_KEY_MAX];
+        state_key_server(key, sizeof(key), slot);
         if (state_counters_get(a->conf.state, key, rec) != SL_OK || rec->n != STATE_SRV_COUNT)
             continue;
         for (int k = 0; k < STATE_SRV_COUNT; k++)
@@ -165,6 +166,41 @@ static void server_limits(admin_t *a, sl_buf_t *b)
         else
             sl_buf_printf(b, "%s %llu\n", srv_rows[k].name, (unsigned long long)sum[k]);
     }
+}
+
+/* Shared state's health: workers enforcing locally, and the limit cells. */
+static void state_health(admin_t *a, sl_buf_t *b)
+{
+    uint64_t on[STATE_PART_COUNT] = {0}, decisions[STATE_PART_COUNT] = {0};
+    state_counters_rec_t *rec = sl_xmalloc(sizeof(*rec));
+    if (state_read_begin(a->conf.state) == SL_OK) {
+        for (unsigned slot = 1; slot <= a->conf.nworkers; slot++) {
+            char key[STATE_KEY_MAX];
+            state_key_degraded(key, sizeof(key), slot);
+            if (state_counters_get(a->conf.state, key, rec) != SL_OK || rec->n != STATE_DEGRADED_COUNTERS)
+                continue;
+            for (int p = 0; p < STATE_PART_COUNT; p++) {
+                on[p] += rec->v[2 * p];
+                decisions[p] += rec->v[2 * p + 1];
+            }
+        }
+        state_read_end(a->conf.state);
+    }
+    free(rec);
+    help(b, "sluice_state_degraded_workers", "gauge",
+         "Workers enforcing client limits or credit budgets alone because shared state failed.");
+    for (int p = 0; p < STATE_PART_COUNT; p++)
+        sl_buf_printf(b, "sluice_state_degraded_workers{part=\"%s\"} %llu\n", state_part_name((state_part_t)p),
+                      (unsigned long long)on[p]);
+    help(b, "sluice_state_local_decisions_total", "counter",
+         "Calls decided by a worker's own share of a limit or budget while shared state failed.");
+    for (int p = 0; p < STATE_PART_COUNT; p++)
+        sl_buf_printf(b, "sluice_state_local_decisions_total{part=\"%s\"} %llu\n",
+                      state_part_name((state_part_t)p), (unsigned long long)decisions[p]);
+    help(b, "sluice_limit_cells", "gauge", "Client-limit cells stored (GCRA, shared by the workers).");
+    sl_buf_printf(b, "sluice_limit_cells %zu\n", state_cells_count(a->conf.state));
+    help(b, "sluice_limit_cells_max", "gauge", "The most client-limit cells kept (state.max_limit_cells).");
+    sl_buf_printf(b, "sluice_limit_cells_max %zu\n", state_cells_max(a->conf.state));
 }
 
 int admin_route_metrics(admin_t *a, h2o_req_t *req)
@@ -186,6 +222,7 @@ int admin_route_metrics(admin_t *a, h2o_req_t *req)
     sl_buf_printf(&b, "sluice_state_map_used_bytes %zu\n", used);
     help(&b, "sluice_state_map_size_bytes", "gauge", "Size of the LMDB map (state.map_size_mb).");
     sl_buf_printf(&b, "sluice_state_map_size_bytes %zu\n", size);
+    state_health(a, &b);
     /* a gauge: a sequence number is a position, not a count (promtool wants
      * counters named _total) */
     help(&b, "sluice_events_last_seq", "gauge", "Sequence number of the newest event.");

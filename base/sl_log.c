@@ -46,12 +46,14 @@ int sl_log_level_parse(const char *s)
 
 void sl_log_timestamp(char out[32])
 {
-    struct timeval tv;
+    /* the wall clock itself: gettimeofday is shared time in sluice
+     * (gateway/gw_timeofday.c) */
+    struct timespec ts;
     struct tm tm;
-    gettimeofday(&tv, NULL);
-    gmtime_r(&tv.tv_sec, &tm);
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
     size_t n = strftime(out, 32, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out + n, 32 - n, ".%03dZ", (int)(tv.tv_usec / 1000) % 1000);
+    snprintf(out + n, 32 - n, ".%03dZ", (int)(ts.tv_nsec / 1000000) % 1000);
 }
 
 /* Writes all of p[0..n) to stderr, retrying short writes and EINTR. */

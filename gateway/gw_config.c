@@ -206,6 +206,7 @@ static const gw_cfg_field_t server_fields[] = {
      * header, 408 KiB): limits past 256 KiB would never be reached */
     {"max_header_line_bytes", GW_CFG_U32, offsetof(gw_server_conf_t, max_header_line_bytes), 256, 256 * 1024},
     {"max_header_bytes", GW_CFG_U32, offsetof(gw_server_conf_t, max_header_bytes), 1024, 256 * 1024},
+    {"ipv6_prefix", GW_CFG_U32, offsetof(gw_server_conf_t, ipv6_prefix), 1, 128},
 };
 
 
@@ -250,6 +251,7 @@ static const gw_cfg_field_t state_fields[] = {
     {"flush_ms", GW_CFG_U32, offsetof(gw_state_conf_t, flush_ms), 0, 60000},
     {"event_max_count", GW_CFG_U32, offsetof(gw_state_conf_t, event_max_count), 10, 100000000},
     {"event_max_age_hours", GW_CFG_U32, offsetof(gw_state_conf_t, event_max_age_hours), 1, 87600},
+    {"max_limit_cells", GW_CFG_U32, offsetof(gw_state_conf_t, max_limit_cells), 0, 1000000000},
 };
 
 static const gw_cfg_field_t log_fields[] = {
@@ -472,6 +474,7 @@ static gw_config_t *config_new(const char *name)
         .access_log = 1,
         .cors_origins = sl_xcalloc(2, sizeof(char *)),
         .read_multiplier = 10,
+        .ipv6_prefix = 64,
         .ncors_origins = 1,
         .max_connections = GW_DEFAULT_MAX_CONNECTIONS,
         .idle_timeout_ms = GW_DEFAULT_IDLE_TIMEOUT_MS,

@@ -72,6 +72,7 @@ typedef struct gw_server_conf {
     size_t max_buffered_bytes; /* answer bytes held in memory per worker before new calls get 503 */
     uint32_t max_header_line_bytes; /* longest request line or header line (431 / 414) */
     uint32_t max_header_bytes; /* all of the request head together (431) */
+    uint32_t ipv6_prefix;     /* IPv6 callers are limited per /ipv6_prefix network (64) */
 } gw_server_conf_t;
 
 typedef struct gw_admin_conf {
@@ -88,6 +89,7 @@ typedef struct gw_state_conf {
     uint32_t flush_ms;            /* workers write their counters this often (100); 0 = never (benchmarks) */
     uint32_t event_max_count;     /* event log retention: count ... */
     uint32_t event_max_age_hours; /* ... and age */
+    uint32_t max_limit_cells;     /* client-limit cells kept at most (0: 2,048 per MB of the map) */
 } gw_state_conf_t;
 
 typedef struct gw_log_conf {

@@ -173,17 +173,9 @@ static void caller_identity(gw_req_t *g, char *out, size_t cap)
     out[p + w] = '\0';
 }
 
-/* Charges the caller; returns 0 after answering 429 when over its limit. */
-static int admit(gw_req_t *g, const char *body)
+/* Answers 429 for a caller over its limit (g->limit says which). */
+static void refuse_limited(gw_req_t *g, const char *body, wire_span_t id)
 {
-    char ident[96] = "";
-    uint32_t n = g->rpc.kind == GW_RPC_REJECT ? 1 : (uint32_t)g->rpc.nmembers;
-    const gw_tier_conf_t *tier = gw_identity_tier(g->h->cfg, g->key);
-    if (tier != NULL)
-        caller_identity(g, ident, sizeof(ident));
-    gw_limit_charge(g->h->limit, tier, ident, choose_bucket(&g->rpc), n, &g->limit);
-    if (g->limit.allowed)
-        return 1;
     gw_reply_t *r = &g->reply;
     g->have_reply = 1;
     r->status = 429;
@@ -195,11 +187,43 @@ static int admit(gw_req_t *g, const char *body)
     snprintf(data, sizeof(data), "{\"scope\":\"client\",\"retry_after_ms\":%llu,\"bucket\":\"%s\",\"limit\":%u,\"window_s\":%u}",
              (unsigned long long)g->limit.retry_after_ms, policy_bucket_name(g->limit.bucket), g->limit.limit,
              g->limit.window_s);
-    wire_span_t id = g->rpc.kind == GW_RPC_SINGLE ? g->rpc.members[0].id : (wire_span_t){0, 0};
     gw_rpc_error(&r->out, body, id, GW_RPC_LIMIT_EXCEEDED, msg, data);
     r->body = r->out.base;
     r->len = r->out.len;
     send_reply(g);
+}
+
+/* Charges the caller; returns 0 after answering 429 when over its limit. */
+static int admit(gw_req_t *g, const char *body)
+{
+    char ident[96] = "";
+    uint32_t n = g->rpc.kind == GW_RPC_REJECT ? 1 : (uint32_t)g->rpc.nmembers;
+    const gw_tier_conf_t *tier = gw_identity_tier(g->h->cfg, g->key);
+    if (tier != NULL)
+        caller_identity(g, ident, sizeof(ident));
+    gw_limit_charge(g->h->limit, tier, ident, choose_bucket(&g->rpc), n, &g->limit);
+    if (g->limit.allowed)
+        return 1;
+    refuse_limited(g, body, g->rpc.kind == GW_RPC_SINGLE ? g->rpc.members[0].id : (wire_span_t){0, 0});
+    return 0;
+}
+
+/* A request refused before it is parsed (an unknown key, a content type
+ * that is not JSON) still costs one standard call of the caller's address
+ * under the anonymous tier: guessing keys is limited like calling, and it
+ * makes no state beyond the address's own cells. Returns 0 after answering
+ * 429 when that address is over its limit. */
+static int admit_refusal(gw_req_t *g)
+{
+    char ident[96] = "";
+    const gw_tier_conf_t *tier = g->h->cfg->anonymous_tier;
+    g->key = NULL;
+    if (tier != NULL)
+        caller_identity(g, ident, sizeof(ident));
+    gw_limit_charge(g->h->limit, tier, ident, POLICY_BUCKET_STANDARD, 1, &g->limit);
+    if (g->limit.allowed)
+        return 1;
+    refuse_limited(g, "", (wire_span_t){0, 0});
     return 0;
 }
 
@@ -330,7 +354,7 @@ static int identify(gw_req_t *g, h2o_iovec_t seg)
         }
     }
     if (gw_identity_resolve(g->h->cfg, key, len, &g->key) == GW_IDENTITY_UNKNOWN_KEY)
-        return http_error(g, 401, GW_RPC_INVALID_REQUEST, "unknown API key");
+        return admit_refusal(g) ? http_error(g, 401, GW_RPC_INVALID_REQUEST, "unknown API key") : 0;
     return 1;
 }
 
@@ -424,7 +448,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     if (!identify(g, seg))
         return 0;
     if (!is_json_content_type(req))
-        return http_error(g, 415, GW_RPC_INVALID_REQUEST, "unsupported content type: send application/json");
+        return admit_refusal(g) ? http_error(g, 415, GW_RPC_INVALID_REQUEST, "unsupported content type: send application/json")
+                                : 0;
     handle_rpc(g);
     return 0;
 }

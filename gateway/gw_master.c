@@ -520,7 +520,7 @@ static int master_init(master_t *m, const gw_config_t *cfg)
         m->args.has_admin = 1;
     }
     state_conf_t sc = {cfg->state.path, cfg->state.map_size_mb, cfg->state.event_max_count,
-                       cfg->state.event_max_age_hours * 3600};
+                       cfg->state.event_max_age_hours * 3600, cfg->state.max_limit_cells};
     if (state_open(&sc, &m->state) != SL_OK) {
         sl_log_error("cannot open the shared state at %s", cfg->state.path);
         return -1;

@@ -140,7 +140,7 @@ static int worker_setup(worker_t *w)
     h2o_hostconf_t *host = h2o_config_register_host(&w->conf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
     h2o_context_init(&w->ctx, h2o_evloop_create(), &w->conf);
     if (state_open(&(state_conf_t){cfg->state.path, cfg->state.map_size_mb, cfg->state.event_max_count,
-                                   cfg->state.event_max_age_hours * 3600},
+                                   cfg->state.event_max_age_hours * 3600, cfg->state.max_limit_cells},
                    &w->state) != SL_OK)
         return -1;
     pool_params_t pp = {
@@ -295,8 +295,9 @@ int gw_worker_main(const gw_worker_args_t *args)
     }
     worker_drain(&w);
     if (gw_limit_failures(w.limit) != 0)
-        sl_log_warn("rate limiter: %llu call(s) admitted without a check while shared state failed",
-                    (unsigned long long)gw_limit_failures(w.limit));
+        sl_log_warn("rate limiter: shared cells failed %llu time(s); %llu call(s) were decided by this worker's "
+                    "share of the limits", (unsigned long long)gw_limit_failures(w.limit),
+                    (unsigned long long)state_degraded_decisions(w.state, STATE_PART_LIMITS));
     sl_log_flush();
     gw_stats_flush(w.stats);
     if (w.handler->inflight == 0) /* else calls still reference the pool: just exit */

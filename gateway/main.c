@@ -12,6 +12,7 @@
 #include <openssl/rand.h>
 
 #include "base/sl_log.h"
+#include "gateway/gw_timeofday.h"
 #include "gateway/gw_config.h"
 #include "gateway/gw_identity.h"
 #include "gateway/gw_master.h"
@@ -72,6 +73,7 @@ static int load(const char *path, gw_config_t **cfg)
 
 int main(int argc, char **argv)
 {
+    (void)gw_timeofday_shared(); /* h2o's timers in shared time, immune to wall-clock steps */
     if (argc >= 3 && strcmp(argv[1], "key") == 0 && strcmp(argv[2], "new") == 0)
         return key_new(argc - 3, argv + 3);
     static const struct option opts[] = {

@@ -95,7 +95,7 @@ static int plan_next(pool_call_t *call)
         call->retry_same = -1;
         return ep;
     }
-    uint64_t now = sl_wall_ms();
+    uint64_t now = sl_shared_ms();
     if (call->pinned >= 0 && candidate(call, (size_t)call->pinned, now))
         return call->pinned;
     for (size_t k = 0; k < net->norder; k++)
@@ -126,7 +126,7 @@ static int next_round(pool_call_t *call)
         return 0;
     int any = 0;
     for (size_t i = 0; i < net->nendpoints; i++)
-        any |= !call->no_retry[i] && pool_health_usable(&net->endpoints[i], sl_wall_ms());
+        any |= !call->no_retry[i] && pool_health_usable(&net->endpoints[i], sl_shared_ms());
     if (!any)
         return 0;
     uint32_t wait = policy_retry_backoff_ms(net->conf->backoff_base_ms, net->conf->backoff_max_ms, ++call->round,
@@ -144,7 +144,7 @@ static int next_round(pool_call_t *call)
 static void settle_untried(pool_call_t *call)
 {
     if (call->rate_limited_until_ms != 0) {
-        uint64_t now = sl_wall_ms();
+        uint64_t now = sl_shared_ms();
         uint64_t wait = call->rate_limited_until_ms > now ? call->rate_limited_until_ms - now : 1;
         for (size_t i = 0; i < call->nitems; i++) {
             call->items[i].rate_limited = 1;
@@ -285,7 +285,7 @@ static int take_credits(pool_call_t *call, int ep)
         }
     } else {
         call->tried[ep] = 1;
-        uint64_t until = sl_wall_ms() + retry_ms;
+        uint64_t until = sl_shared_ms() + retry_ms;
         if (call->rate_limited_until_ms == 0 || until < call->rate_limited_until_ms)
             call->rate_limited_until_ms = until;
         ok = 0;

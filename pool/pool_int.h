@@ -109,6 +109,12 @@ typedef struct pool_credit {
     uint64_t window_end[POLICY_CREDIT_WINDOW_COUNT];   /* ... and its end (no calendar math per call) */
     uint64_t remaining[POLICY_CREDIT_WINDOW_COUNT];    /* leased, not yet spent */
     uint64_t lacking_until_ms;    /* the ledger said no: skip the endpoint until then */
+    uint32_t nworkers;            /* a degraded worker spends 1/nworkers of what the ledger had left */
+    uint64_t seen_start[POLICY_CREDIT_WINDOW_COUNT];   /* the ledger as this worker last saw it: its window ... */
+    uint64_t seen_spent[POLICY_CREDIT_WINDOW_COUNT];   /* ... and what was spent in it */
+    uint64_t local_start[POLICY_CREDIT_WINDOW_COUNT];  /* degraded: the window of the local allowance ... */
+    uint64_t local_left[POLICY_CREDIT_WINDOW_COUNT];   /* ... and what is left of it */
+    uint64_t retry_shared_ms;     /* degraded: when the ledger is tried again */
 } pool_credit_t;
 
 /* What this worker knows about an endpoint's health (pool_health.c). */
@@ -281,7 +287,7 @@ void pool_health_init(pool_t *pool);
 void pool_health_dispose(pool_t *pool);
 /* 1 if the plan may send to ep now (breaker closed, not drained, not
  * rate-limited, its host name not failing to resolve). */
-int pool_health_usable(pool_endpoint_t *ep, uint64_t now_wall_ms);
+int pool_health_usable(pool_endpoint_t *ep, uint64_t now_ms);
 /* Records one attempt's outcome; failover = the call moved on after it. */
 void pool_health_record(pool_endpoint_t *ep, state_outcome_t outcome, uint32_t latency_us, int failover);
 /* Marks ep rate-limited for retry_ms (0: a backoff of our own). */
@@ -294,7 +300,7 @@ int pool_health_breaker_move(pool_endpoint_t *ep, policy_breaker_state_t from, p
                              const char *reason);
 
 /* pool_probe.c: sends a health or half-open probe when one is due. */
-void pool_probe_tick(pool_endpoint_t *ep, uint64_t now_wall_ms);
+void pool_probe_tick(pool_endpoint_t *ep, uint64_t now_ms);
 
 /* pool_write.c: idempotent broadcasts, nonce checks, transaction pins. */
 int pool_write_txid(const pool_call_t *call, const pool_item_t *it, char *out, size_t cap);
@@ -316,7 +322,7 @@ int pool_item_edge_allowed(pool_item_state_t from, pool_item_state_t to);
 void pool_item_settle(pool_item_t *it, pool_item_state_t to);
 
 /* pool_credit.c */
-void pool_credit_init(pool_endpoint_t *ep);
+void pool_credit_init(pool_endpoint_t *ep, uint32_t nworkers);
 /* Takes cost from ep's budget: 1 if it may be spent, 0 if the endpoint lacks
  * credits (*retry_ms: until the earliest window turns over). */
 int pool_credit_take(pool_endpoint_t *ep, policy_cost_t cost, uint64_t *retry_ms);
@@ -328,7 +334,7 @@ void pool_delay_add(pool_t *pool, pool_delay_t *d, uint32_t ms, void (*cb)(pool_
 void pool_delay_cancel(pool_delay_t *d);
 
 /* pool_rank.c: the plan order of each network, from scores (with stickiness). */
-void pool_rank_update(pool_network_t *net, uint64_t now_wall_ms);
+void pool_rank_update(pool_network_t *net, uint64_t now_ms);
 /* Parses a probe answer's head (eth_blockNumber hex / getSlot number). */
 int pool_rank_parse_head(const char *body, size_t len, uint64_t *head);
 

@@ -61,7 +61,7 @@ static int probe_result_cb(void *arg, state_endpoint_rec_t *rec, int exists, sta
 
 static void record_probe(pool_endpoint_t *ep, int ok, uint64_t head, uint32_t latency_us)
 {
-    probe_result_ctx_t c = {sl_wall_ms(), ok, head, latency_us, {0}};
+    probe_result_ctx_t c = {sl_shared_ms(), ok, head, latency_us, {0}};
     int changed = 0;
     if (state_endpoint_update(ep->net->pool->state, ep->health.key, probe_result_cb, &c, &changed) == SL_OK && changed)
         ep->health.shared = c.result;

@@ -56,6 +56,14 @@ static const state_field_t pin_fields[] = {
 
 const state_schema_t state_pin_schema = {"pin", 1, pin_fields, sizeof(pin_fields) / sizeof(pin_fields[0])};
 
+static const state_field_t clock_fields[] = {
+    F(state_clock_rec_t, boot_id, STATE_F_STR, sizeof(((state_clock_rec_t *)0)->boot_id)),
+    F(state_clock_rec_t, offset_us, STATE_F_U64, 1),
+    F(state_clock_rec_t, high_us, STATE_F_U64, 1),
+};
+
+const state_schema_t state_clock_schema = {"clock", 1, clock_fields, sizeof(clock_fields) / sizeof(clock_fields[0])};
+
 static const state_field_t network_fields[] = {
     F(state_network_rec_t, level, STATE_F_U8, 1),
     F(state_network_rec_t, since_ms, STATE_F_U64, 1),

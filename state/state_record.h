@@ -50,7 +50,7 @@ SL_MUST_CHECK sl_err_t state_record_decode(const state_schema_t *schema, const v
 
 typedef struct state_endpoint_rec {
     uint8_t breaker;              /* policy_breaker_state_t, < STATE_BREAKER_STATES */
-    uint64_t since_ms;            /* wall clock: state entered */
+    uint64_t since_ms;            /* shared time (base/sl_time.h): state entered */
     uint32_t cooldown_ms;
     uint64_t opened_at_ms;        /* the current outage began */
     uint32_t probe_pid;           /* HALF_OPEN: the worker that claimed the probe */
@@ -88,7 +88,9 @@ extern const state_schema_t state_endpoint_schema;
     X(BUDGET_LOW, "budget_low")                                                           \
     X(BUDGET_EXHAUSTED, "budget_exhausted")                                               \
     X(STATE_ERROR, "state_error")                                                         \
-    X(CONFIG_RELOAD_FAILED, "config_reload_failed")
+    X(CONFIG_RELOAD_FAILED, "config_reload_failed")                                       \
+    X(STATE_DEGRADED, "state_degraded")                                                   \
+    X(STATE_RESTORED, "state_restored")
 
 typedef enum state_event_kind {
 #define STATE_EVENT_ENUM_(name, str) STATE_EVENT_##name,
@@ -101,7 +103,7 @@ const char *state_event_kind_name(state_event_kind_t k);
 
 typedef struct state_event {
     uint64_t seq;                 /* the key, not part of the encoded value */
-    uint64_t ts_ms;               /* wall clock */
+    uint64_t ts_ms;               /* shared time (reads as wall time) */
     uint8_t kind;
     char network[40];
     char endpoint[72];
@@ -183,14 +185,14 @@ extern const state_schema_t state_stats_schema;
 
 /* ---- client rate-limit cells (GCRA) ---- */
 typedef struct state_cell_rec {
-    uint64_t tat_us;              /* theoretical arrival time, wall clock µs */
+    uint64_t tat_us;              /* theoretical arrival time, shared-time µs */
 } state_cell_rec_t;
 
 extern const state_schema_t state_cell_schema;
 
 /* ---- provider credit ledgers: one per (endpoint, window) ---- */
 typedef struct state_ledger_rec {
-    uint64_t window_start_ms;     /* the window this record counts (wall clock) */
+    uint64_t window_start_ms;     /* the window this record counts (shared time); never moves back */
     uint64_t spent;               /* credits leased out in it (used or held by a worker) */
     uint8_t low_reported;         /* budget_low already announced for this window */
     uint8_t exhausted_reported;   /* budget_exhausted already announced */
@@ -198,10 +200,19 @@ typedef struct state_ledger_rec {
 
 extern const state_schema_t state_ledger_schema;
 
+/* ---- the anchor of shared time (base/sl_time.h), in meta under "clock" ---- */
+typedef struct state_clock_rec {
+    char boot_id[40];             /* the kernel's boot id the offset belongs to */
+    uint64_t offset_us;           /* shared time = CLOCK_MONOTONIC + offset, during that boot */
+    uint64_t high_us;             /* the latest shared time recorded (the next boot starts past it) */
+} state_clock_rec_t;
+
+extern const state_schema_t state_clock_schema;
+
 /* ---- transaction pins: confirmation polls go to the endpoint that accepted ---- */
 typedef struct state_pin_rec {
     char endpoint[72];            /* the endpoint id that accepted the transaction */
-    uint64_t expires_ms;          /* wall clock */
+    uint64_t expires_ms;          /* shared time */
 } state_pin_rec_t;
 
 extern const state_schema_t state_pin_schema;
