@@ -131,3 +131,25 @@ void sl_log_flush(void)
     }
     sl_buf_reset(&access_buf);
 }
+
+int sl_log_limit_pass(sl_log_limit_t *l, uint64_t now_ms, uint32_t interval_ms, uint64_t *held)
+{
+    if (l->next_ms != 0 && now_ms < l->next_ms) {
+        l->held++;
+        return 0;
+    }
+    *held = l->held;
+    l->held = 0;
+    l->next_ms = now_ms + interval_ms;
+    if (l->next_ms == 0) /* 0 means "never written": keep it distinct */
+        l->next_ms = 1;
+    return 1;
+}
+
+const char *sl_log_held_text(uint64_t held, char out[SL_LOG_HELD_MAX])
+{
+    if (held == 0)
+        return "";
+    snprintf(out, SL_LOG_HELD_MAX, " (%llu more like it since the last one)", (unsigned long long)held);
+    return out;
+}

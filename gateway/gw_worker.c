@@ -10,14 +10,15 @@
 #include <h2o.h>
 
 #include "admin/admin.h"
+#include "base/sl_budget.h"
 #include "base/sl_log.h"
 #include "base/sl_time.h"
+#include "gateway/gw_conns.h"
 #include "gateway/gw_handler.h"
 #include "gateway/gw_reload.h"
 #include "pool/pool.h"
 #include "state/state.h"
 
-#define ACCEPTS_PER_EVENT 32
 #define HOUSEKEEPING_MS 100
 /* after the last request, keep serving briefly: a client may just have sent
  * one more request on a kept-alive connection */
@@ -31,8 +32,8 @@ typedef struct worker {
     h2o_context_t admin_ctx;
     h2o_accept_ctx_t accept;
     h2o_accept_ctx_t admin_accept;
-    h2o_socket_t *listener;
-    h2o_socket_t *admin_listener;
+    gw_conns_t *conns;            /* both listeners, the client connections */
+    sl_budget_t budget;           /* answer bytes held (server.max_buffered_bytes) */
     gw_handler_t *handler;
     pool_t *pool;
     state_t *state;
@@ -52,12 +53,16 @@ static void on_stop_signal(int sig)
 /* Answers of tens of kilobytes are allocated and freed on every request; by
  * default glibc gives the top of the heap back to the kernel and takes it
  * again each time (a brk pair plus page faults on fresh zeroed pages, ~8% of
- * a worker's time on 20 KB answers). Keep what was once needed instead. */
+ * a worker's time on 20 KB answers). Keep what was once needed instead.
+ * Blocks of 1 MiB and more (large answers, the read buffers they went
+ * through) get mappings of their own, so their memory goes back to the
+ * kernel as soon as they are freed: 40 answers of 4 MB held by stalled
+ * clients would otherwise stay in the heap after those clients left. */
 static void tune_malloc(void)
 {
     mallopt(M_TRIM_THRESHOLD, 64 * 1024 * 1024);
     mallopt(M_TOP_PAD, 1024 * 1024);
-    mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
+    mallopt(M_MMAP_THRESHOLD, 1024 * 1024);
 }
 
 /* h2o keeps a socket buffer past 32 MiB (a large upstream answer) in a temp
@@ -91,27 +96,13 @@ static void setup_signals(void)
     sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
-static void on_accept(h2o_socket_t *listener, const char *err)
-{
-    if (err != NULL)
-        return;
-    h2o_accept_ctx_t *actx = listener->data;
-    for (int i = 0; i < ACCEPTS_PER_EVENT; i++) {
-        h2o_socket_t *sock = h2o_evloop_socket_accept(listener);
-        if (sock == NULL)
-            return;
-        h2o_accept(actx, sock);
-    }
-}
-
-static h2o_socket_t *start_listener(worker_t *w, int fd, h2o_accept_ctx_t *actx)
+/* The master's listening socket fd (inherited; -1: none) accepted through
+ * gw_conns; clients = 1 for the client listener. */
+static int start_listener(worker_t *w, int fd, h2o_accept_ctx_t *actx, int clients)
 {
     if (fd < 0)
-        return NULL;
-    h2o_socket_t *sock = h2o_evloop_socket_create(w->ctx.loop, fd, H2O_SOCKET_FLAG_DONT_READ);
-    sock->data = actx;
-    h2o_socket_read_start(sock, on_accept);
-    return sock;
+        return -1;
+    return gw_conns_listen(w->conns, fd, actx, clients);
 }
 
 static int is_ready(void *data, char *why, size_t why_len)
@@ -130,9 +121,12 @@ static int request_reload(void *data, uint8_t tag)
     return gw_reload_request(tag);
 }
 
-static void globalconf_init(h2o_globalconf_t *conf, size_t max_body)
+static void globalconf_init(h2o_globalconf_t *conf, size_t max_body, uint32_t idle_timeout_ms)
 {
     h2o_config_init(conf);
+    /* h2o's request timeout: a kept-alive connection idle this long, or a
+     * request head and body not received within it, closes the connection */
+    conf->http1.req_timeout = idle_timeout_ms;
     conf->server_name = h2o_iovec_init(H2O_STRLIT("sluice"));
     conf->max_request_entity_size = max_body;
     /* HTTP/2 is off: Debian's 2.2.5 lacks the later HTTP/2 DoS fixes */
@@ -142,7 +136,7 @@ static void globalconf_init(h2o_globalconf_t *conf, size_t max_body)
 static int worker_setup(worker_t *w)
 {
     const gw_config_t *cfg = w->args->cfg;
-    globalconf_init(&w->conf, cfg->server.max_body_bytes);
+    globalconf_init(&w->conf, cfg->server.max_body_bytes, cfg->server.idle_timeout_ms);
     h2o_hostconf_t *host = h2o_config_register_host(&w->conf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
     h2o_context_init(&w->ctx, h2o_evloop_create(), &w->conf);
     if (state_open(&(state_conf_t){cfg->state.path, cfg->state.map_size_mb, cfg->state.event_max_count,
@@ -160,18 +154,20 @@ static int worker_setup(worker_t *w)
         .slot = w->args->slot,
         .refresh_ms = cfg->state.refresh_ms,
         .flush_ms = cfg->state.flush_ms,
+        .budget = &w->budget,
     };
     if (pool_create(&pp, &w->pool) != SL_OK)
         return -1;
     w->stats = gw_stats_create(cfg, w->state, w->args->slot);
     w->limit = gw_limit_create(cfg, w->state);
-    w->handler = gw_handler_register(host, cfg, w->pool, w->stats, w->limit);
+    w->handler = gw_handler_register(host, cfg, w->pool, w->stats, w->limit, &w->budget);
+    w->conns = gw_conns_create(w->ctx.loop, &cfg->server, w->stats);
     w->accept = (h2o_accept_ctx_t){.ctx = &w->ctx, .hosts = w->conf.hosts};
-    if ((w->listener = start_listener(w, w->args->main_fd, &w->accept)) == NULL)
+    if (start_listener(w, w->args->main_fd, &w->accept, 1) != 0)
         return -1;
 
     if (w->args->has_admin) {
-        globalconf_init(&w->admin_conf, 64 * 1024);
+        globalconf_init(&w->admin_conf, 64 * 1024, cfg->server.idle_timeout_ms);
         h2o_hostconf_t *ahost =
             h2o_config_register_host(&w->admin_conf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
         admin_register(ahost, &(admin_conf_t){.token = cfg->admin.token,
@@ -187,19 +183,10 @@ static int worker_setup(worker_t *w)
                                               .data = w});
         h2o_context_init(&w->admin_ctx, w->ctx.loop, &w->admin_conf);
         w->admin_accept = (h2o_accept_ctx_t){.ctx = &w->admin_ctx, .hosts = w->admin_conf.hosts};
-        if ((w->admin_listener = start_listener(w, w->args->admin_fd, &w->admin_accept)) == NULL)
+        if (start_listener(w, w->args->admin_fd, &w->admin_accept, 0) != 0)
             return -1;
     }
     return 0;
-}
-
-static void close_listener(h2o_socket_t **sock)
-{
-    if (*sock == NULL)
-        return;
-    h2o_socket_read_stop(*sock);
-    h2o_socket_close(*sock);
-    *sock = NULL;
 }
 
 static int no_keepalive(h2o_req_t *req, void *data)
@@ -240,8 +227,7 @@ static void worker_drain(worker_t *w)
 {
     const gw_config_t *cfg = w->args->cfg;
     w->draining = 1;
-    close_listener(&w->listener);
-    close_listener(&w->admin_listener);
+    gw_conns_stop_accepting(w->conns);
     shutdown_ctx(&w->ctx);
     if (w->args->has_admin)
         shutdown_ctx(&w->admin_ctx);
@@ -283,6 +269,7 @@ int gw_worker_main(const gw_worker_args_t *args)
     worker_t w;
     memset(&w, 0, sizeof(w));
     w.args = args;
+    w.budget.limit = cfg->server.max_buffered_bytes;
     if (worker_setup(&w) != 0) {
         sl_log_error("worker setup failed");
         return 1;
@@ -299,6 +286,8 @@ int gw_worker_main(const gw_worker_args_t *args)
         uint64_t now = sl_now_ms();
         if (now - last_flush >= HOUSEKEEPING_MS) {
             sl_log_flush();
+            gw_stats_srv_set(w.stats, STATE_SRV_BUFFERED_BYTES, w.budget.used);
+            gw_stats_srv_set(w.stats, STATE_SRV_BUFFERED_PEAK, w.budget.peak);
             if (cfg->state.flush_ms != 0)
                 gw_stats_flush(w.stats);
             last_flush = now;
@@ -315,6 +304,7 @@ int gw_worker_main(const gw_worker_args_t *args)
         pool_destroy(w.pool);
     else
         pool_close_idle(w.pool);
+    gw_conns_destroy(w.conns);
     gw_limit_destroy(w.limit);
     gw_stats_destroy(w.stats);
     state_close(w.state);

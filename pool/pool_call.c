@@ -314,11 +314,13 @@ static void on_exchange_done(pool_exchange_t *ex)
             pool_answer_fail_transport(call, ex);
             pool_held_judge(call, ep, pool_fail_outcome(ex->fail), pool_held_fail_end(ex->fail), ex->latency_us);
         }
-        sl_buf_dispose(&ex->body);
+        pool_exchange_body_dispose(ex);
     } else {
         log_attempt(call, ep, POOL_FAIL_NONE, ex->head.status, ex->latency_us);
         call->bodies = sl_xrealloc(call->bodies, (call->nbodies + 1) * sizeof(*call->bodies));
         call->bodies[call->nbodies++] = ex->body;
+        call->charged += ex->charged;
+        ex->charged = 0;
         sl_buf_init(&ex->body);
         pool_attempt_result_t res;
         pool_answer_apply(call, ex, &res);
@@ -394,7 +396,7 @@ static void on_verify_done(pool_exchange_t *ex)
                 wire_envelope_scan(body, ex->body.len, &env) == SL_OK &&
                 wire_json_kind(body, env.result) == WIRE_JSON_OBJECT;
     log_attempt(call, ex->ep->index, ex->fail, ex->head.status, ex->latency_us);
-    sl_buf_dispose(&ex->body);
+    pool_exchange_body_dispose(ex);
     if (it != NULL) {
         char txid[128];
         it->verify = 0;
@@ -550,6 +552,7 @@ void pool_call_release(pool_call_t *call)
     for (size_t i = 0; i < call->nbodies; i++)
         sl_buf_dispose(&call->bodies[i]);
     free(call->bodies);
+    pool_budget_release(call->net->pool, call->charged);
     free(call->sent);
     sl_buf_dispose(&call->req);
     sl_buf_dispose(&call->verify_req);

@@ -22,6 +22,7 @@
 #define POOL_MAX_IDLE_PER_ENDPOINT 128
 #define POOL_WRITE_REUSE_MAX_IDLE_MS 2000 /* writes avoid connections idle longer */
 #define POOL_DNS_REFRESH_MS 60000
+#define POOL_IDLE_INPUT_KEEP_BYTES (64 * 1024) /* an idle connection's read buffer above this is freed */
 
 typedef struct pool_endpoint pool_endpoint_t;
 
@@ -65,7 +66,8 @@ struct pool_exchange {
     int write_done;               /* the whole request left (h2o no longer holds bufs) */
     int peer_closed;              /* the upstream closed its side */
     pool_http_head_t head;
-    sl_buf_t body;                /* decoded body; the owner takes it */
+    sl_buf_t body;                /* decoded body; the owner takes it (with charged) */
+    size_t charged;               /* bytes of body charged to pool->budget */
     uint32_t latency_us;
 };
 
@@ -222,6 +224,7 @@ struct pool {
     pool_network_t *networks;
     size_t nnetworks;
     size_t max_response_bytes;
+    sl_budget_t *budget;          /* NULL: answers are not accounted (unit tests) */
     h2o_timeout_t idle_timeout;
     h2o_timeout_t zero_timeout;   /* deferred callbacks */
     state_t *state;               /* NULL: no shared state (unit tests) */
@@ -267,6 +270,7 @@ struct pool_call {
     size_t nsent;
     sl_buf_t *bodies;                 /* answers kept until release (items point into them) */
     size_t nbodies;
+    size_t charged;                   /* their bytes charged to pool->budget */
     pool_attempt_rec_t log[POOL_MAX_ATTEMPT_LOG];
     size_t nlog;
     uint64_t started_us;              /* admitted (pressure: settle time) */
@@ -450,6 +454,11 @@ pool_fail_t pool_exchange_start(pool_exchange_t *ex, pool_endpoint_t *ep, const 
                                 int is_write, pool_exchange_cb cb, void *data);
 void pool_exchange_cancel(pool_exchange_t *ex);
 void pool_conn_close_idle(pool_endpoint_t *ep);
+/* A finished exchange's body is charged to the worker's budget until freed:
+ * its owner frees it with this, or takes it (ex->body and ex->charged) and
+ * later releases the charge with pool_budget_release. */
+void pool_exchange_body_dispose(pool_exchange_t *ex);
+void pool_budget_release(pool_t *pool, size_t bytes);
 /* The endpoint's first lookup ended: connections waiting for it connect now,
  * or fail with POOL_FAIL_DNS if no address is known. */
 void pool_conn_dns_done(pool_endpoint_t *ep);

@@ -186,7 +186,7 @@ static void on_probe_done(pool_exchange_t *ex)
     h->probing = POOL_PROBE_NONE;
     probe_result_t r;
     probe_judge(ep, ex, ex->fail, &r);
-    sl_buf_dispose(&ex->body);
+    pool_exchange_body_dispose(ex);
     probe_apply(ep, kind, &r, ex->latency_us);
 }
 

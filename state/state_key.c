@@ -61,3 +61,8 @@ size_t state_key_pressure_slot(char *out, size_t cap, const char *network, unsig
 {
     return fit(snprintf(out, cap, "pr/%s/%u", network, slot));
 }
+
+size_t state_key_server(char *out, size_t cap, unsigned slot)
+{
+    return fit(snprintf(out, cap, "srv/%u", slot));
+}

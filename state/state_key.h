@@ -29,6 +29,8 @@ size_t state_key_pin(char *out, size_t cap, const char *network, const char *txi
 size_t state_key_level(char *out, size_t cap, const char *network);
 /* stats: "deg/<slot>", the parts of shared state one worker runs without */
 size_t state_key_degraded(char *out, size_t cap, unsigned slot);
+/* stats: "srv/<slot>", one worker's connection and buffer counters */
+size_t state_key_server(char *out, size_t cap, unsigned slot);
 
 /* meta: "pressure/<network>", the network's pressure level */
 size_t state_key_pressure(char *out, size_t cap, const char *network);

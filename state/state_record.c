@@ -171,6 +171,25 @@ const char *state_req_outcome_name(state_req_outcome_t o)
     return (unsigned)o < STATE_REQ_OUTCOME_COUNT ? req_outcome_names[o] : "unknown";
 }
 
+static const struct {
+    const char *name;
+    int gauge;
+} srv_counters[STATE_SRV_COUNT] = {
+#define STATE_SRV_ROW_(name, str, gauge) [STATE_SRV_##name] = {str, gauge},
+    STATE_SRV_COUNTERS(STATE_SRV_ROW_)
+#undef STATE_SRV_ROW_
+};
+
+const char *state_srv_counter_name(state_srv_counter_t c)
+{
+    return (unsigned)c < STATE_SRV_COUNT ? srv_counters[c].name : "unknown";
+}
+
+int state_srv_counter_is_gauge(state_srv_counter_t c)
+{
+    return (unsigned)c < STATE_SRV_COUNT && srv_counters[c].gauge;
+}
+
 const char *state_event_kind_name(state_event_kind_t k)
 {
     return (unsigned)k < STATE_EVENT_KIND_COUNT ? event_names[k] : "unknown";

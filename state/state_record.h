@@ -252,7 +252,7 @@ const char *state_req_outcome_name(state_req_outcome_t o);
  * compare-and-set (state_pressure_update), and what it was computed from. */
 typedef struct state_pressure_rec {
     uint8_t level;                /* a policy_pressure_level_t */
-    uint64_t since_ms;            /* wall clock: the level was entered */
+    uint64_t since_ms;            /* shared time: the level was entered */
     uint64_t changes;             /* level changes so far */
     uint32_t baseline_us;         /* slow-moving baseline of the p90 settle time, 0 = none yet */
     uint64_t baseline_at_ms;      /* when it was last moved */
@@ -286,6 +286,31 @@ typedef struct state_pressure_slot_rec {
 } state_pressure_slot_rec_t;
 
 extern const state_schema_t state_pressure_slot_schema;
+
+/* ---- a worker's own limits: one counter list per worker slot ("srv/<slot>") ----
+ * Entry STATE_SRV_<name>. GAUGE entries are the worker's current value (reset
+ * when it starts); the others count up and survive restarts. */
+#define STATE_SRV_COUNTERS(X)                                                             \
+    X(CONNECTIONS, "connections", 1)          /* client connections open */              \
+    X(ACCEPTED, "accepted", 0)                /* client connections accepted */          \
+    X(MAX_CONN_PAUSES, "max_conn_pauses", 0)  /* accepting paused at max_connections */  \
+    X(ACCEPT_ERRORS, "accept_errors", 0)      /* accept failed (EMFILE...): paused */    \
+    X(WRITE_TIMEOUTS, "write_timeouts", 0)    /* clients closed for taking no bytes */   \
+    X(BUFFERED_BYTES, "buffered_bytes", 1)    /* answer bytes held in memory */          \
+    X(BUFFERED_PEAK, "buffered_peak", 1)      /* the most held at once */                \
+    X(BUFFER_REFUSED, "buffer_refused", 0)    /* calls refused with 503 at the budget */ \
+    X(HEAD_REFUSED, "head_refused", 0)        /* requests refused with 431 / 414 */
+
+typedef enum state_srv_counter {
+#define STATE_SRV_ENUM_(name, str, gauge) STATE_SRV_##name,
+    STATE_SRV_COUNTERS(STATE_SRV_ENUM_)
+#undef STATE_SRV_ENUM_
+    STATE_SRV_COUNT
+} state_srv_counter_t;
+
+const char *state_srv_counter_name(state_srv_counter_t c);
+/* 1 for a gauge (the worker's current value), 0 for a counter. */
+int state_srv_counter_is_gauge(state_srv_counter_t c);
 
 /* ---- a variable-length list of counters ---- */
 #define STATE_COUNTERS_MAX 2048

@@ -274,6 +274,18 @@ Test(record, name_tables)
         for (int j = 0; j < k; j++)
             cr_expect_neq(strcmp(n, state_req_outcome_name((state_req_outcome_t)j)), 0, "duplicate %s", n);
     }
+    for (int k = 0; k < STATE_SRV_COUNT; k++) {
+        const char *n = state_srv_counter_name((state_srv_counter_t)k);
+        cr_assert_not_null(n);
+        cr_expect_neq(strcmp(n, "unknown"), 0, "worker counter %d has no name", k);
+        for (int j = 0; j < k; j++)
+            cr_expect_neq(strcmp(n, state_srv_counter_name((state_srv_counter_t)j)), 0, "duplicate %s", n);
+    }
+    cr_expect(state_srv_counter_is_gauge(STATE_SRV_CONNECTIONS));
+    cr_expect(state_srv_counter_is_gauge(STATE_SRV_BUFFERED_BYTES));
+    cr_expect_not(state_srv_counter_is_gauge(STATE_SRV_WRITE_TIMEOUTS));
+    cr_expect_not(state_srv_counter_is_gauge(STATE_SRV_COUNT));
+    cr_expect_str_eq(state_srv_counter_name(STATE_SRV_COUNT), "unknown");
     cr_expect_str_eq(state_event_kind_name(STATE_EVENT_KIND_COUNT), "unknown");
     cr_expect_str_eq(state_outcome_name(STATE_OUTCOME_COUNT), "unknown");
     cr_expect_str_eq(state_req_outcome_name(STATE_REQ_OUTCOME_COUNT), "unknown");
