@@ -33,7 +33,7 @@ int policy_pressure_level_parse(const char *s)
 
 double policy_pressure_utilisation(uint32_t depth, uint32_t ceiling)
 {
-    return (double)depth / (double)(ceiling ? ceiling : 1);
+    return ceiling ? (double)depth / (double)ceiling : 0;
 }
 
 policy_pressure_level_t policy_pressure_target(const policy_pressure_conf_t *conf,

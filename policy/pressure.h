@@ -96,8 +96,10 @@ const char *policy_pressure_level_name(policy_pressure_level_t l);
 /* "ok", "elevated", "critical" -> level; "never" -> POLICY_SHED_NEVER; -1 if unknown. */
 int policy_pressure_level_parse(const char *s);
 
-/* depth / ceiling; with no ceiling (nothing usable) depth itself, so any call
- * in flight then reads as critical. */
+/* depth / ceiling; 0 with no ceiling: when no endpoint is usable (all
+ * breakers open, rate-limited, drained, out of credits) the plan answers each
+ * call with its own precise error (429 upstream with Retry-After, 503 no
+ * endpoint), which shedding must not mask. */
 double policy_pressure_utilisation(uint32_t depth, uint32_t ceiling);
 
 /* Why the inputs ask for at least ELEVATED (bits), beside utilisation. */
