@@ -178,6 +178,14 @@ static int endpoint_order_differs(const void *a, const void *b)
     }
 }
 
+static int hedge_differs(const void *a, const void *b)
+{
+    const policy_hedge_conf_t *x = &((const pool_network_conf_t *)a)->hedge;
+    const policy_hedge_conf_t *y = &((const pool_network_conf_t *)b)->hedge;
+    return x->enabled != y->enabled || x->min_ms != y->min_ms || x->max_ms != y->max_ms ||
+           x->max_ratio != y->max_ratio || x->burst != y->burst || x->window_ms != y->window_ms;
+}
+
 #define NET(member) offsetof(pool_network_conf_t, member)
 static const field_t network_fields[] = {
     {"chain", F_INT, NET(chain)},
@@ -191,6 +199,9 @@ static const field_t network_fields[] = {
     {"retry", F_U32, NET(backoff_base_ms)},
     {"retry", F_U32, NET(backoff_max_ms)},
     {"pin", F_U32, NET(pin_ms)},
+    {"hedge", F_FN, .fn = hedge_differs},
+    {"coalesce", F_U32, NET(coalesce_max_waiters)},
+    {"demote_ms", F_U32, NET(demote_ms)},
     {"endpoint order", F_FN, .fn = endpoint_order_differs},
 };
 #undef NET

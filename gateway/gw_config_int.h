@@ -120,4 +120,11 @@ SL_MUST_CHECK sl_err_t gw_env_expand(const char *s, size_t n, char **out, sl_buf
 void gw_cfg_networks(gw_cfg_t *c, yaml_node_t *node, void *target);
 void gw_cfg_network_dispose(pool_network_conf_t *net);
 
+/* ---- gw_config_hedge.c ---- */
+
+/* GW_CFG_FN for a network's hedge: and coalesce: keys; target is the
+ * pool_network_conf_t. */
+void gw_cfg_net_hedge(gw_cfg_t *c, yaml_node_t *node, void *target);
+void gw_cfg_net_coalesce(gw_cfg_t *c, yaml_node_t *node, void *target);
+
 #endif

@@ -504,6 +504,7 @@ static const gw_cfg_field_t network_fields[] = {
     {"chain", GW_CFG_FN, .fn = net_chain},
     {"timeouts", GW_CFG_FN, .fn = net_timeouts},
     {"max_attempts", GW_CFG_U32, offsetof(pool_network_conf_t, max_attempts), 0, 16},
+    {"demote_ms", GW_CFG_U32, offsetof(pool_network_conf_t, demote_ms), 0, 3600000},
     {"resend_writes", GW_CFG_BOOL, offsetof(pool_network_conf_t, resend_writes)},
     {"blocked_methods", GW_CFG_FN, .fn = net_blocked},
     {"methods", GW_CFG_FN, .fn = net_methods},
@@ -512,6 +513,8 @@ static const gw_cfg_field_t network_fields[] = {
     {"retry", GW_CFG_FN, .fn = net_retry},
     {"pin", GW_CFG_FN, .fn = net_pin},
     {"pressure", GW_CFG_FN, .fn = net_pressure},
+    {"hedge", GW_CFG_FN, .fn = gw_cfg_net_hedge},
+    {"coalesce", GW_CFG_FN, .fn = gw_cfg_net_coalesce},
     {"endpoints", GW_CFG_FN, .fn = net_endpoints, .required = 1},
 };
 
@@ -556,6 +559,9 @@ void gw_cfg_networks(gw_cfg_t *c, yaml_node_t *n, void *target)
         net->backoff_max_ms = POOL_DEFAULT_BACKOFF_MAX_MS;
         net->pin_ms = POOL_DEFAULT_PIN_MS;
         net->pressure = POLICY_PRESSURE_DEFAULTS;
+        net->hedge = POLICY_HEDGE_DEFAULTS;
+        net->demote_ms = POOL_DEFAULT_DEMOTE_MS;
+        net->coalesce_max_waiters = POOL_DEFAULT_COALESCE_MAX_WAITERS;
         c->methods = NULL;
         gw_cfg_map_decode(c, gw_cfg_node(c, pairs[i].value), network_fields, NFIELDS(network_fields), net);
         if (c->methods != NULL) {

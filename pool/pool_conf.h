@@ -11,6 +11,7 @@
 #include "policy/breaker.h"
 #include "policy/chain.h"
 #include "policy/credit.h"
+#include "policy/hedge.h"
 #include "policy/method.h"
 #include "policy/pressure.h"
 #include "policy/score.h"
@@ -70,6 +71,10 @@ typedef struct pool_network_conf {
     uint32_t backoff_max_ms;      /* ... capped here */
     uint32_t pin_ms;              /* confirmation polls go to the accepting endpoint first, this long */
     policy_pressure_conf_t pressure; /* levels, shed order, merged polls */
+    policy_hedge_conf_t hedge;    /* hedged reads (pool/pool_hedge.c) */
+    uint32_t demote_ms;           /* a cheap read timed out or reset: its endpoint goes behind every
+                                     other this long (30000, policy/demote.h); 0 = off */
+    uint32_t coalesce_max_waiters; /* identical reads riding one upstream call, at most (64); 0 = off */
     int yaml_line;
 } pool_network_conf_t;
 
@@ -84,5 +89,7 @@ typedef struct pool_network_conf {
 #define POOL_DEFAULT_SOLANA_MAX_LAG 150
 #define POOL_DEFAULT_MONTH_RESET_DAY 1
 #define POOL_MAX_ENDPOINTS 64
+#define POOL_DEFAULT_COALESCE_MAX_WAITERS 64
+#define POOL_DEFAULT_DEMOTE_MS 30000
 
 #endif

@@ -27,10 +27,14 @@ static const state_field_t endpoint_fields[] = {
     F(state_endpoint_rec_t, probe_failures, STATE_F_U32, 1),
     F(state_endpoint_rec_t, probe_next_ms, STATE_F_U64, 1),
     F_SINCE(state_endpoint_rec_t, rl_backoff_ms, STATE_F_U32, 1, 2),
+    F_SINCE(state_endpoint_rec_t, demoted_until_ms, STATE_F_U64, 1, 3),
+    F_SINCE(state_endpoint_rec_t, demoted_cause, STATE_F_U8, 1, 3),
+    F_SINCE(state_endpoint_rec_t, demotions, STATE_F_U64, 1, 3),
 };
 
-/* version 2: rl_backoff_ms (the rate-limit backoff doubles across workers) */
-const state_schema_t state_endpoint_schema = {"endpoint", 2, endpoint_fields,
+/* version 2: rl_backoff_ms (the rate-limit backoff doubles across workers);
+ * version 3: the demotion (demoted_until_ms, demoted_cause, demotions) */
+const state_schema_t state_endpoint_schema = {"endpoint", 3, endpoint_fields,
                                               sizeof(endpoint_fields) / sizeof(endpoint_fields[0])};
 
 static const state_field_t cell_fields[] = {
@@ -103,10 +107,15 @@ static const state_field_t stats_fields[] = {
     F(state_stats_rec_t, lag_plus1, STATE_F_U64, 1),
     F(state_stats_rec_t, excluded, STATE_F_U8, 1),
     F(state_stats_rec_t, credits_spent, STATE_F_U64, 1),
+    F_SINCE(state_stats_rec_t, hedges_sent, STATE_F_U64, 1, 3),
+    F_SINCE(state_stats_rec_t, hedges_won, STATE_F_U64, 1, 3),
+    F_SINCE(state_stats_rec_t, hedges_cancelled, STATE_F_U64, 1, 3),
+    F_SINCE(state_stats_rec_t, coalesced, STATE_F_U64, 1, 3),
 };
 
-/* version 2: outcomes gained local_error, too_large, id_unanswerable, slow_call */
-const state_schema_t state_stats_schema = {"stats", 2, stats_fields, sizeof(stats_fields) / sizeof(stats_fields[0])};
+/* version 2: outcomes gained local_error, too_large, id_unanswerable, slow_call;
+ * version 3: hedges sent, won, cancelled and coalesced calls */
+const state_schema_t state_stats_schema = {"stats", 3, stats_fields, sizeof(stats_fields) / sizeof(stats_fields[0])};
 
 static const state_field_t pressure_fields[] = {
     F(state_pressure_rec_t, level, STATE_F_U8, 1),

@@ -66,6 +66,10 @@ typedef struct state_endpoint_rec {
     uint64_t probe_next_ms;       /* the next probe is due (claimed by moving it forward) */
     uint32_t rl_backoff_ms;       /* length of the last rate-limit mark sluice chose itself (no
                                      Retry-After or hint): the next doubles it; 0 after a hinted one */
+    uint64_t demoted_until_ms;    /* a cheap read timed out or was reset: behind every other endpoint
+                                     in every worker's plan until then (policy/demote.h) */
+    uint8_t demoted_cause;        /* policy_demote_cause_t of the last demotion */
+    uint64_t demotions;           /* times it was demoted (a new demotion, not an extension) */
 } state_endpoint_rec_t;
 
 extern const state_schema_t state_endpoint_schema;
@@ -90,7 +94,8 @@ extern const state_schema_t state_endpoint_schema;
     X(STATE_ERROR, "state_error")                                                         \
     X(CONFIG_RELOAD_FAILED, "config_reload_failed")                                       \
     X(STATE_DEGRADED, "state_degraded")                                                   \
-    X(STATE_RESTORED, "state_restored")
+    X(STATE_RESTORED, "state_restored")                                                   \
+    X(ENDPOINT_DEMOTED, "endpoint_demoted")
 
 typedef enum state_event_kind {
 #define STATE_EVENT_ENUM_(name, str) STATE_EVENT_##name,
@@ -179,6 +184,10 @@ typedef struct state_stats_rec {
     uint64_t lag_plus1;                           /* blocks behind + 1; 0 = unknown */
     uint8_t excluded;                             /* STATE_EXCLUDED_*: why it is out of the plan */
     uint64_t credits_spent;                       /* billed units this worker spent here, ever */
+    uint64_t hedges_sent;                         /* hedges (a read's second attempt) sent here */
+    uint64_t hedges_won;                          /* ... whose answer was the one used */
+    uint64_t hedges_cancelled;                    /* exchanges here cancelled: the other one answered first */
+    uint64_t coalesced;                           /* client calls answered by riding another's call here */
 } state_stats_rec_t;
 
 extern const state_schema_t state_stats_schema;

@@ -421,10 +421,10 @@ Test(record, golden_bytes)
     ep.cooldown_ms = 5000;
     ep.transitions[1] = 1;
     encode_ok(&state_endpoint_schema, &ep, &b);
-    /* 17 elements: past fixarray's 15, so an array16 header; version 2 */
-    static const unsigned char want_ep[] = {0xdc, 0x00, 0x11, 0x02, 0x01, 0x00, 0xcd, 0x13, 0x88, 0x00, 0x00,
+    /* 20 elements: past fixarray's 15, so an array16 header; version 3 */
+    static const unsigned char want_ep[] = {0xdc, 0x00, 0x14, 0x03, 0x01, 0x00, 0xcd, 0x13, 0x88, 0x00, 0x00,
                                             0x00, 0x00, 0x00, 0x00, 0x93, 0x00, 0x01, 0x00,
-                                            0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
+                                            0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
     cr_assert_eq(b.len, sizeof(want_ep), "len %zu", b.len);
     cr_expect(memcmp(b.base, want_ep, sizeof(want_ep)) == 0);
 
@@ -1070,10 +1070,13 @@ Test(record, older_versions_read_with_new_fields_zero)
     sl_buf_t b = SL_BUF_INIT;
     msgpack_packer pk;
     msgpack_packer_init(&pk, &b, buf_write);
-    size_t nf = state_endpoint_schema.nfields;
-    cr_assert_eq(state_endpoint_schema.version, 2, "update this test");
-    cr_assert_str_eq(state_endpoint_schema.fields[nf - 1].name, "rl_backoff_ms");
-    msgpack_pack_array(&pk, nf); /* version + every field but the last */
+    size_t nf = 0; /* the fields version 1 had */
+    while (nf < state_endpoint_schema.nfields && state_endpoint_schema.fields[nf].since <= 1)
+        nf++;
+    cr_assert_eq(state_endpoint_schema.version, 3, "update this test");
+    cr_assert_str_eq(state_endpoint_schema.fields[nf].name, "rl_backoff_ms");
+    nf++; /* as an index bound below: version + version 1's fields */
+    msgpack_pack_array(&pk, nf); /* version + version 1's fields */
     msgpack_pack_uint32(&pk, 1);
     state_endpoint_rec_t want = {.breaker = 1, .since_ms = 5, .drained = 1, .drained_at_ms = 7,
                                  .rate_limited_until_ms = 9};
@@ -1094,6 +1097,8 @@ Test(record, older_versions_read_with_new_fields_zero)
     cr_expect_eq(out.drained_at_ms, 7);
     cr_expect_eq(out.rate_limited_until_ms, 9);
     cr_expect_eq(out.rl_backoff_ms, 0, "a field the old version did not have reads 0");
+    cr_expect_eq(out.demoted_until_ms, 0);
+    cr_expect_eq(out.demotions, 0);
     sl_buf_dispose(&b);
     sl_buf_dispose(&full);
 }
