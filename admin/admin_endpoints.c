@@ -6,6 +6,7 @@
 #include "base/sl_log.h"
 #include "base/sl_time.h"
 #include "policy/breaker.h"
+#include "policy/demote.h"
 #include "policy/method.h"
 #include "pool/pool_conf.h"
 #include "state/state_key.h"
@@ -90,6 +91,19 @@ static cJSON *endpoint_json(const admin_ep_view_t *v, uint64_t now)
     cJSON_AddItemToObject(o, "breaker", breaker_json(v, now));
     add_time(o, "rate_limited_until", v->rec.rate_limited_until_ms > now ? v->rec.rate_limited_until_ms : 0);
     cJSON_AddBoolToObject(o, "drained", v->rec.drained);
+    if (v->rec.demoted_until_ms > now) {
+        cJSON *d = cJSON_AddObjectToObject(o, "demoted");
+        cJSON_AddStringToObject(d, "reason", policy_demote_cause_name((policy_demote_cause_t)v->rec.demoted_cause));
+        add_time(d, "until", v->rec.demoted_until_ms);
+    } else {
+        cJSON_AddNullToObject(o, "demoted");
+    }
+    cJSON_AddNumberToObject(o, "demotions", (double)v->rec.demotions);
+    cJSON *hg = cJSON_AddObjectToObject(o, "hedges");
+    cJSON_AddNumberToObject(hg, "sent", (double)v->stats.hedges_sent);
+    cJSON_AddNumberToObject(hg, "won", (double)v->stats.hedges_won);
+    cJSON_AddNumberToObject(hg, "cancelled", (double)v->stats.hedges_cancelled);
+    cJSON_AddNumberToObject(o, "coalesced", (double)v->stats.coalesced);
     cJSON_AddNumberToObject(o, "inflight", v->inflight);
     cJSON_AddNumberToObject(o, "max_inflight", v->ep->max_inflight ? v->ep->max_inflight : POOL_DEFAULT_MAX_INFLIGHT);
     cJSON_AddNumberToObject(o, "requests", (double)v->stats.attempts);

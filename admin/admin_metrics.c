@@ -5,6 +5,7 @@
  * with a zero value are left out (methods x outcomes would be thousands of
  * series). Label values are network names, endpoint ids and table method
  * names: all validated to [A-Za-z0-9_.-], so they need no escaping. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +77,28 @@ static void attempts(sl_buf_t *b, const admin_ep_view_t *v, size_t n)
     for (size_t i = 0; i < n; i++)
         sl_buf_printf(b, "sluice_failovers_total{" LABELS "} %llu\n", v[i].net->name, v[i].ep->id,
                       (unsigned long long)v[i].stats.failovers);
+    static const struct {
+        const char *name, *text;
+        size_t offset;
+    } counters[] = {
+        {"sluice_hedges_sent_total", "Hedges (a read's second attempt, sent when the first was slow) sent here.",
+         offsetof(state_stats_rec_t, hedges_sent)},
+        {"sluice_hedges_won_total", "Hedges sent here whose answer was the one used.",
+         offsetof(state_stats_rec_t, hedges_won)},
+        {"sluice_hedges_cancelled_total", "Attempts here cancelled because the other attempt of a hedged read answered first.",
+         offsetof(state_stats_rec_t, hedges_cancelled)},
+        {"sluice_calls_coalesced_total", "Client calls answered by riding an identical call in flight to this endpoint.",
+         offsetof(state_stats_rec_t, coalesced)},
+    };
+    for (size_t c = 0; c < sizeof(counters) / sizeof(counters[0]); c++) {
+        help(b, counters[c].name, "counter", counters[c].text);
+        for (size_t i = 0; i < n; i++) {
+            uint64_t val;
+            memcpy(&val, (const char *)&v[i].stats + counters[c].offset, sizeof(val));
+            sl_buf_printf(b, "%s{" LABELS "} %llu\n", counters[c].name, v[i].net->name, v[i].ep->id,
+                          (unsigned long long)val);
+        }
+    }
 }
 
 static uint64_t gauge_inflight(const admin_ep_view_t *v) { return v->inflight; }

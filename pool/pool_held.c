@@ -70,6 +70,7 @@ void pool_held_judge(pool_call_t *call, int ep, state_outcome_t outcome, policy_
                           uint32_t latency_us)
 {
     int heavy = attempt_is_heavy(call);
+    pool_demote_note(&call->net->endpoints[ep], outcome, heavy);
     if (call->held.ep >= 0) {
         policy_held_t h = call->held.ep == ep ? POLICY_HELD_ENDPOINT /* the same endpoint again proves nothing */
                                               : policy_shape_settle((policy_shape_t)call->held.shape, end, heavy);

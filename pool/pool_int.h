@@ -131,6 +131,7 @@ typedef struct pool_health {
     int dirty;                    /* stats changed since the last flush */
     uint64_t last_ok_ms;          /* wall ms of the last attempt here not refused with a rate limit */
     uint64_t rl_written_until_ms; /* last rate-limit mark this worker wrote */
+    uint64_t demote_written_until_ms; /* last demotion this worker wrote */
     state_counters_rec_t *per_method; /* requests, credits, refusals per method (POOL_MC_*) */
     char per_method_key[STATE_KEY_MAX]; /* state_key_per_method */
     int per_method_dirty;
@@ -337,6 +338,14 @@ void pool_health_refresh(pool_t *pool);
  * event; returns 1 if this call made the transition. */
 int pool_health_breaker_move(pool_endpoint_t *ep, policy_breaker_state_t from, policy_breaker_state_t to,
                              const char *reason);
+
+/* pool_demote.c: an attempt at ep (or a probe) ended with outcome; heavy:
+ * it carried a call that is not a cheap read. A timeout or reset of cheap
+ * reads demotes ep behind every other endpoint for demote_ms, in every
+ * worker (shared record, endpoint_demoted event); this worker re-ranks now. */
+void pool_demote_note(pool_endpoint_t *ep, state_outcome_t outcome, int heavy);
+/* 1 while ep is demoted (shared time). */
+int pool_demoted(const pool_endpoint_t *ep, uint64_t now_ms);
 
 /* pool_probe.c: sends a health or half-open probe when one is due. */
 void pool_probe_tick(pool_endpoint_t *ep, uint64_t now_ms);

@@ -139,6 +139,7 @@ static void probe_judge(const pool_endpoint_t *ep, const pool_exchange_t *ex, po
 static void probe_failed(pool_endpoint_t *ep, const probe_result_t *r, uint32_t latency_us)
 {
     pool_health_record(ep, r->outcome, latency_us, 0);
+    pool_demote_note(ep, r->outcome, 0); /* a probe is a cheap read */
     const policy_breaker_conf_t *conf = &ep->net->conf->breaker;
     const state_endpoint_rec_t *rec = &ep->health.shared;
     if (conf->consecutive == 0 || rec->breaker != POLICY_BREAKER_CLOSED || rec->probe_failures < conf->consecutive)

@@ -3,9 +3,11 @@
  * Recomputed on every tick (~50 ms) from what the probes put in shared state
  * (latency, head) and this worker's windows (errors, rate limits), scored by
  * policy/score.c. Usable endpoints come first by tier (primary before
- * fallback) and cost; excluded ones (far behind, failing) follow only when
- * nothing else is usable. The primary stays first until a challenger of the
- * same tier has been clearly better for ranking.switch_after_ms. */
+ * fallback) and cost; demoted ones (a cheap read timed out or was reset
+ * there lately, pool_demote.c) after every other; excluded ones (far behind,
+ * failing) follow only when nothing else is usable. The primary stays first
+ * until a challenger of the same tier has been clearly better for
+ * ranking.switch_after_ms, unless it is demoted: then it gives way at once. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +18,7 @@ typedef struct ranked {
     int index;
     int fallback;
     int excluded;
+    int demoted;                  /* timed out or reset lately (pool_demote.c): behind the others */
     double cost;
 } ranked_t;
 
@@ -24,6 +27,8 @@ static int ranked_cmp(const void *a, const void *b)
     const ranked_t *x = a, *y = b;
     if (x->excluded != y->excluded)
         return x->excluded - y->excluded;
+    if (x->demoted != y->demoted)
+        return x->demoted - y->demoted;
     if (x->fallback != y->fallback)
         return x->fallback - y->fallback;
     if (x->cost != y->cost)
@@ -87,7 +92,9 @@ static void keep_primary(pool_network_t *net, ranked_t *rk, size_t n, uint64_t n
     for (size_t i = 0; i < n; i++)
         if (rk[i].index == net->primary)
             at = i;
-    if (at == n || at == 0 || rk[at].excluded || rk[at].fallback != rk[0].fallback) {
+    /* stickiness is for latency between healthy endpoints: a demoted
+     * primary gives first place up at once */
+    if (at == n || at == 0 || rk[at].excluded || rk[at].demoted || rk[at].fallback != rk[0].fallback) {
         net->challenger = -1;
         net->challenger_since_ms = 0;
         net->primary = n > 0 ? rk[0].index : -1;
@@ -142,7 +149,8 @@ void pool_rank_update(pool_network_t *net, uint64_t now)
         if (!pool_health_usable(ep, now))
             continue;
         int ex = ep->health.score.excluded != NULL;
-        rk[n++] = (ranked_t){(int)i, ep->conf->tier == POOL_TIER_FALLBACK, ex, ep->health.score.cost};
+        rk[n++] = (ranked_t){(int)i, ep->conf->tier == POOL_TIER_FALLBACK, ex, pool_demoted(ep, now),
+                             ep->health.score.cost};
         excluded += ex;
     }
     qsort(rk, n, sizeof(rk[0]), ranked_cmp);

@@ -18,6 +18,10 @@ static void add_slot(state_stats_sum_t *out, const state_stats_rec_t *s, uint64_
         t->lat_hist[k] += s->lat_hist[k];
     t->lat_sum_us += s->lat_sum_us;
     t->credits_spent += s->credits_spent;
+    t->hedges_sent += s->hedges_sent;
+    t->hedges_won += s->hedges_won;
+    t->hedges_cancelled += s->hedges_cancelled;
+    t->coalesced += s->coalesced;
     t->max_inflight_seen += s->max_inflight_seen;
     if (now_ms >= s->updated_ms && now_ms - s->updated_ms < fresh_ms)
         out->inflight += s->inflight;
