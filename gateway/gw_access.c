@@ -43,13 +43,15 @@ static void append_endpoints(sl_buf_t *b, const pool_call_t *call)
     for (size_t i = 0; i < n; i++) {
         const char *id = pool_call_endpoint_id(call, log[i].endpoint);
         const char *url = pool_call_endpoint_url(call, log[i].endpoint); /* redacted: for operators */
-        const char *what = log[i].fail == POOL_FAIL_NONE ? "answered" : pool_fail_name(log[i].fail);
+        const char *what = log[i].flags & POOL_ATTEMPT_CANCELLED ? "cancelled"
+                           : log[i].fail == POOL_FAIL_NONE      ? "answered"
+                                                                : pool_fail_name(log[i].fail);
         sl_buf_append_str(b, i ? ",{\"endpoint\":" : "{\"endpoint\":");
         sl_buf_append_json_str(b, id, strlen(id));
         sl_buf_append_str(b, ",\"url\":");
         sl_buf_append_json_str(b, url, strlen(url));
-        sl_buf_printf(b, ",\"status\":%u,\"result\":\"%s\",\"us\":%u}", (unsigned)log[i].http_status, what,
-                      log[i].latency_us);
+        sl_buf_printf(b, ",\"status\":%u,\"result\":\"%s\",\"us\":%u%s}", (unsigned)log[i].http_status, what,
+                      log[i].latency_us, log[i].flags & POOL_ATTEMPT_HEDGE ? ",\"hedge\":true" : "");
     }
     sl_buf_append_char(b, ']');
 }
@@ -69,6 +71,10 @@ void gw_access_log(h2o_req_t *req, const char *network, const gw_rpc_request_t *
     append_methods(&line, rpc);
     sl_buf_printf(&line, ",\"status\":%d,\"outcome\":\"%s\",\"attempts\":%u,\"us\":%llu", status, outcome,
                   call ? pool_call_attempts(call) : 0, (unsigned long long)latency_us);
+    if (call != NULL && pool_call_hedges(call) != 0)
+        sl_buf_printf(&line, ",\"hedges\":%u", pool_call_hedges(call));
+    if (call != NULL && pool_call_coalesced(call))
+        sl_buf_append_str(&line, ",\"coalesced\":true");
     if (call != NULL)
         append_endpoints(&line, call);
     append_client(&line, req);

@@ -58,6 +58,8 @@ static void *pool_alloc(void *ctx, size_t size)
 /* The names of the headers every answer carries (see sl_http_header_iov). */
 static h2o_iovec_t hdr_endpoint = {H2O_STRLIT("x-sluice-endpoint")};
 static h2o_iovec_t hdr_attempts = {H2O_STRLIT("x-sluice-attempts")};
+static h2o_iovec_t hdr_hedges = {H2O_STRLIT("x-sluice-hedges")};
+static h2o_iovec_t hdr_coalesced = {H2O_STRLIT("x-sluice-coalesced")};
 static h2o_iovec_t hdr_retry_after = {H2O_STRLIT("retry-after")};
 static h2o_iovec_t hdr_rl_limit = {H2O_STRLIT("x-ratelimit-limit")};
 static h2o_iovec_t hdr_rl_remaining = {H2O_STRLIT("x-ratelimit-remaining")};
@@ -81,8 +83,13 @@ static void send_reply(gw_req_t *g)
         h2o_iovec_t ids = h2o_strdup(&req->pool, r->endpoints, SIZE_MAX);
         sl_http_header_iov(req, &hdr_endpoint, ids.base, ids.len);
     }
-    if (g->call != NULL)
-        sl_http_header_u64(req, &hdr_attempts, pool_call_attempts(g->call));
+    if (g->call != NULL) {
+        sl_http_header_u64(req, &hdr_attempts, pool_call_attempts(g->call)); /* hedges included */
+        if (pool_call_hedges(g->call) != 0)
+            sl_http_header_u64(req, &hdr_hedges, pool_call_hedges(g->call));
+        if (pool_call_coalesced(g->call))
+            sl_http_header_u64(req, &hdr_coalesced, 1);
+    }
     if (r->retry_after_s != 0)
         sl_http_header_u64(req, &hdr_retry_after, r->retry_after_s);
     /* the level flows back on every answer: a read of what the last snapshot left */

@@ -66,7 +66,9 @@ static void append_attempts(sl_buf_t *b, const pool_call_t *call)
         sl_buf_append_json_str(b, id, strlen(id));
         if (log[i].http_status != 0)
             sl_buf_printf(b, ",\"status\":%u", (unsigned)log[i].http_status);
-        const char *what = log[i].fail != POOL_FAIL_NONE ? pool_fail_str(log[i].fail) : "answered";
+        const char *what = log[i].flags & POOL_ATTEMPT_CANCELLED ? "cancelled: the other attempt answered first"
+                           : log[i].fail != POOL_FAIL_NONE      ? pool_fail_str(log[i].fail)
+                                                                : "answered";
         sl_buf_append_str(b, ",\"error\":");
         sl_buf_append_json_str(b, what, strlen(what));
         sl_buf_append_char(b, '}');

@@ -121,11 +121,17 @@ typedef struct pool_item {
 } pool_item_t;
 
 /* One line of the attempt log, for errors and access logs. */
+enum {
+    POOL_ATTEMPT_HEDGE = 1,       /* a hedge: the same call sent on while the first attempt was slow */
+    POOL_ATTEMPT_CANCELLED = 2,   /* cancelled: the other attempt of the hedged call answered first */
+};
+
 typedef struct pool_attempt_rec {
     int16_t endpoint;
-    pool_fail_t fail;             /* NONE if the attempt got an answer */
+    pool_fail_t fail;             /* NONE if the attempt got an answer (or was cancelled) */
     uint16_t http_status;
     uint32_t latency_us;
+    uint8_t flags;                /* POOL_ATTEMPT_* */
 } pool_attempt_rec_t;
 
 typedef void (*pool_call_cb)(pool_call_t *call, void *data);
@@ -172,6 +178,10 @@ void pool_call_release(pool_call_t *call);
 /* Read-only views of a finished call. */
 uint32_t pool_call_attempts(const pool_call_t *call);
 const pool_attempt_rec_t *pool_call_log(const pool_call_t *call, size_t *n);
+/* 1 if the call was answered by an identical call's upstream answer (coalesced). */
+int pool_call_coalesced(const pool_call_t *call);
+/* Hedges the call sent (attempts flagged POOL_ATTEMPT_HEDGE). */
+uint32_t pool_call_hedges(const pool_call_t *call);
 const char *pool_call_endpoint_id(const pool_call_t *call, int endpoint);
 const char *pool_call_endpoint_url(const pool_call_t *call, int endpoint);   /* redacted */
 size_t pool_call_max_response_bytes(const pool_call_t *call);                 /* server.max_response_bytes */

@@ -44,6 +44,8 @@ static void call_finish(pool_call_t *call)
         return;
     call->finished = 1;
     stop_waiting(call);
+    pool_hedge_stop(call);
+    pool_coalesce_done(call);
     pool_pressure_settle(call, 1);
     pool_held_release(call);
     if (h2o_timeout_is_linked(&call->deadline))
@@ -64,6 +66,7 @@ static void on_deadline(h2o_timeout_entry_t *entry)
     pool_delay_cancel(&call->backoff);
     stop_waiting(call);
     pool_merge_leave(call);
+    pool_hedge_stop(call);
     if (call->ex_active) {
         pool_exchange_cancel(&call->ex);
         call->ex_active = 0;
@@ -97,7 +100,7 @@ static int candidate(pool_call_t *call, size_t i, uint64_t now)
 /* The next endpoint to try, or -1: the pinned endpoint first (a confirmation
  * poll of a transaction it accepted), then the ranked plan. Open breakers,
  * drains, rate-limit marks and full endpoints are skipped. */
-static int plan_next(pool_call_t *call)
+int pool_call_plan_next(pool_call_t *call)
 {
     pool_network_t *net = call->net;
     if (call->retry_same >= 0) {
@@ -284,19 +287,31 @@ static int build_request(pool_call_t *call, const char **body, size_t *len)
     return has_write;
 }
 
-static void log_attempt(pool_call_t *call, int ep, pool_fail_t fail, int status, uint32_t latency_us)
+void pool_call_log_attempt(pool_call_t *call, int ep, pool_fail_t fail, int status, uint32_t latency_us,
+                           uint8_t flags)
 {
     call->attempts++;
     if (call->nlog >= POOL_MAX_ATTEMPT_LOG)
         return;
-    call->log[call->nlog++] = (pool_attempt_rec_t){(int16_t)ep, fail, (uint16_t)status, latency_us};
+    call->log[call->nlog++] = (pool_attempt_rec_t){(int16_t)ep, fail, (uint16_t)status, latency_us, flags};
 }
 
-static void on_exchange_done(pool_exchange_t *ex)
+static void log_attempt(pool_call_t *call, pool_exchange_t *ex, int ep, pool_fail_t fail, int status,
+                        uint32_t latency_us)
+{
+    uint8_t flags = ex == &call->hedge.ex ? POOL_ATTEMPT_HEDGE : 0;
+    pool_call_log_attempt(call, ep, fail, status, latency_us, flags);
+}
+
+void pool_call_on_exchange_done(pool_exchange_t *ex)
 {
     pool_call_t *call = ex->data;
     int ep = ex->ep->index;
-    call->ex_active = 0;
+    int hedge = ex == &call->hedge.ex;
+    if (hedge)
+        call->hedge.active = 0;
+    else
+        call->ex_active = 0;
     call->tried[ep] = 1;
     if (ex->fail != POOL_FAIL_NONE) {
         int stale = ex->fail == POOL_FAIL_RESET && ex->reused && !ex->got_bytes;
@@ -309,14 +324,15 @@ static void on_exchange_done(pool_exchange_t *ex)
             sl_log_debug("endpoint %s/%s: kept-alive connection was closed; retrying on a new one",
                          call->net->conf->name, ex->ep->conf->id);
         } else {
-            log_attempt(call, ep, ex->fail, 0, ex->latency_us);
+            log_attempt(call, ex, ep, ex->fail, 0, ex->latency_us);
             pool_pressure_try(call->net, 0);
             pool_answer_fail_transport(call, ex);
             pool_held_judge(call, ep, pool_fail_outcome(ex->fail), pool_held_fail_end(ex->fail), ex->latency_us);
         }
         pool_exchange_body_dispose(ex);
     } else {
-        log_attempt(call, ep, POOL_FAIL_NONE, ex->head.status, ex->latency_us);
+        log_attempt(call, ex, ep, POOL_FAIL_NONE, ex->head.status, ex->latency_us);
+        pool_hedge_sample(call, ex);
         call->bodies = sl_xrealloc(call->bodies, (call->nbodies + 1) * sizeof(*call->bodies));
         call->bodies[call->nbodies++] = ex->body;
         call->charged += ex->charged;
@@ -332,53 +348,9 @@ static void on_exchange_done(pool_exchange_t *ex)
         if (res.rate_limited)
             pool_health_rate_limited(ex->ep, res.retry_ms);
     }
+    if (pool_hedge_settle(call, hedge))
+        return; /* the other attempt is still in flight: its answer may do */
     call_next(call);
-}
-
-/* The credits the attempt in call->sent costs at endpoint ep; 0 (and ep
- * marked tried) if its budget lacks them. */
-static int take_credits(pool_call_t *call, int ep)
-{
-    pool_endpoint_t *e = &call->net->endpoints[ep];
-    const char *names_small[16];
-    size_t lens_small[16], n = 0;
-    int heap = call->nsent > 16; /* most calls are single: no allocation */
-    const char **names = heap ? sl_xmalloc(call->nsent * sizeof(*names)) : names_small;
-    size_t *lens = heap ? sl_xmalloc(call->nsent * sizeof(*lens)) : lens_small;
-    for (size_t i = 0; i < call->nsent; i++) {
-        const pool_item_t *it = &call->items[call->sent[i]];
-        names[n] = it->name ? it->name : "";
-        lens[n++] = it->name_len;
-    }
-    int ok = 1;
-    policy_cost_t cost = policy_cost_of_request(e->credit.profile, call->net->conf->chain, NULL, 0, names, lens, n,
-                                                call->batch);
-    uint64_t retry_ms = 0;
-    if (pool_credit_take(e, cost, &retry_ms)) {
-        /* instrument usage in the provider's own units, budget or not */
-        e->health.stats.credits_spent += cost.billed;
-        e->health.dirty = 1;
-        pool_pressure_spent(e, (uint32_t)call->nsent, cost);
-        for (size_t i = 0; i < call->nsent; i++) {
-            const pool_item_t *it = &call->items[call->sent[i]];
-            policy_cost_t one = call->nsent == 1 && !call->batch
-                                    ? cost /* a single call is its own request */
-                                    : policy_cost_of(e->credit.profile, call->net->conf->chain, NULL, 0, names[i], lens[i]);
-            pool_method_count(e, it->method, POOL_MC_REQUESTS, 1);
-            pool_method_count(e, it->method, POOL_MC_CREDITS, one.billed);
-        }
-    } else {
-        call->tried[ep] = 1;
-        uint64_t until = sl_shared_ms() + retry_ms;
-        if (call->rate_limited_until_ms == 0 || until < call->rate_limited_until_ms)
-            call->rate_limited_until_ms = until;
-        ok = 0;
-    }
-    if (heap) {
-        free(names);
-        free(lens);
-    }
-    return ok;
 }
 
 /* Settles the item whose "nonce too low" was being checked by hash. */
@@ -395,7 +367,7 @@ static void on_verify_done(pool_exchange_t *ex)
     int found = ex->fail == POOL_FAIL_NONE && ex->head.status >= 200 && ex->head.status < 300 &&
                 wire_envelope_scan(body, ex->body.len, &env) == SL_OK &&
                 wire_json_kind(body, env.result) == WIRE_JSON_OBJECT;
-    log_attempt(call, ex->ep->index, ex->fail, ex->head.status, ex->latency_us);
+    log_attempt(call, ex, ex->ep->index, ex->fail, ex->head.status, ex->latency_us);
     pool_exchange_body_dispose(ex);
     if (it != NULL) {
         char txid[128];
@@ -437,7 +409,7 @@ static void call_next(pool_call_t *call)
     for (;;) {
         if (count_pending(call) == 0)
             break;
-        int ep = call->attempts < net->max_attempts ? plan_next(call) : -1;
+        int ep = call->attempts < net->max_attempts ? pool_call_plan_next(call) : -1;
         if (ep < 0 && next_round(call))
             return;
         if (ep < 0 && call->attempts < net->max_attempts && should_wait(call)) {
@@ -454,25 +426,35 @@ static void call_next(pool_call_t *call)
         const char *body;
         size_t len;
         int has_write = build_request(call, &body, &len);
-        if (!take_credits(call, ep)) {
+        if (!pool_credit_take_call(call, ep)) {
             pool_pressure_try(net, 1);
             continue; /* skipped before any request was sent */
         }
         pool_fail_t fail = pool_exchange_start(&call->ex, &net->endpoints[ep], body, len, has_write,
-                                               on_exchange_done, call);
+                                               pool_call_on_exchange_done, call);
         if (fail == POOL_FAIL_NONE) {
             call->ex_active = 1;
+            call->body = body;
+            call->body_len = len;
+            pool_hedge_count(net, 0);
+            if (!has_write)
+                pool_hedge_arm(call, ep);
             return;
         }
-        call->tried[ep] = 1;
-        call->ex.fail = fail;
-        pool_pressure_try(net, 0);
-        log_attempt(call, ep, fail, 0, 0);
-        pool_answer_fail_transport(call, &call->ex);
-        pool_held_judge(call, ep, pool_fail_outcome(fail), pool_held_fail_end(fail), 0);
+        pool_call_start_failed(call, ep, &call->ex, fail);
     }
     /* never call back from inside pool_call_start: defer to the loop */
     h2o_timeout_link(net->pool->loop, &net->pool->zero_timeout, &call->defer);
+}
+
+void pool_call_start_failed(pool_call_t *call, int ep, pool_exchange_t *ex, pool_fail_t fail)
+{
+    call->tried[ep] = 1;
+    ex->fail = fail;
+    pool_pressure_try(call->net, 0);
+    log_attempt(call, ex, ep, fail, 0, 0);
+    pool_answer_fail_transport(call, ex);
+    pool_held_judge(call, ep, pool_fail_outcome(fail), pool_held_fail_end(fail), 0);
 }
 
 static pool_call_t *call_create(pool_network_t *net, pool_item_t *items, size_t n, int batch, pool_call_cb cb,
@@ -488,6 +470,8 @@ static pool_call_t *call_create(pool_network_t *net, pool_item_t *items, size_t 
     call->retry_same = -1;
     call->pinned = -1;
     call->held.ep = -1;
+    call->hedge.primary = -1;
+    call->hedge.ep = -1;
     /* an id some upstream could not echo goes up as 0; the client still gets its own back */
     call->renumbered = !batch && n == 1 && items[0].id.len != 0 && !wire_json_id_portable(items[0].raw, items[0].id);
     call->deadline_ms = sl_now_ms() + net->conf->timeouts.request_ms;
@@ -509,7 +493,7 @@ pool_call_t *pool_call_start(pool_network_t *net, pool_item_t *items, size_t n, 
     pool_call_t *call = call_create(net, items, n, batch, cb, data);
     pool_pressure_admit(call);
     call->pinned = pool_write_find_pin(call);
-    if (!pool_merge_offer(call))
+    if (!pool_merge_offer(call) && !pool_coalesce_offer(call))
         call_next(call);
     return call;
 }
@@ -540,6 +524,8 @@ void pool_call_release(pool_call_t *call)
         return;
     stop_waiting(call);
     pool_merge_leave(call);
+    pool_coalesce_leave(call);
+    pool_hedge_stop(call);
     pool_pressure_settle(call, 0); /* not answered: the client went away first */
     pool_held_release(call); /* a call cancelled half-way: what was held counts */
     if (call->ex_active)
@@ -562,6 +548,19 @@ void pool_call_release(pool_call_t *call)
 void pool_call_cancel(pool_call_t *call)
 {
     pool_call_release(call);
+}
+
+int pool_call_coalesced(const pool_call_t *call)
+{
+    return call->coalesced;
+}
+
+uint32_t pool_call_hedges(const pool_call_t *call)
+{
+    uint32_t n = 0;
+    for (size_t i = 0; i < call->nlog; i++)
+        n += (call->log[i].flags & POOL_ATTEMPT_HEDGE) != 0;
+    return n;
 }
 
 uint32_t pool_call_attempts(const pool_call_t *call)

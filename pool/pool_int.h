@@ -9,6 +9,7 @@
 #include "wire/url.h"
 #include "pool/pool.h"
 #include "policy/cost.h"
+#include "policy/hedge.h"
 #include "policy/pressure.h"
 #include "policy/rolling.h"
 #include "policy/score.h"
@@ -173,6 +174,7 @@ struct pool_endpoint {
     uint32_t max_inflight;        /* this worker's share of conf->max_inflight */
     pool_health_t health;
     pool_credit_t credit;
+    policy_hedge_hist_t hedge_hist[POLICY_CLASS_COUNT]; /* answer latencies per method class (pool_hedge.c) */
     policy_roll_t rate_roll;      /* calls, billed and throughput credits spent here */
     uint64_t rate_v[POLICY_ROLL_SLOTS][POOL_RATE_COUNT];
 };
@@ -217,6 +219,10 @@ struct pool_network {
     uint8_t waking;               /* pool_call_wake_waiters is running (no nesting) */
     h2o_timeout_t merge_timeout;  /* pressure.merge_window_ms */
     h2o_linklist_t merges;        /* pool_merge_t groups filling up (pool_merge.c) */
+    policy_roll_t hedge_roll;     /* upstream requests and hedges of this worker (pool_hedge.c) */
+    uint64_t hedge_v[POLICY_ROLL_SLOTS][2];
+    h2o_linklist_t coalesce;      /* pool_coalesce_t: identical reads in flight (pool_coalesce.c) */
+    size_t ncoalesce;
 };
 
 struct pool {
@@ -282,6 +288,18 @@ struct pool_call {
     struct pool_merge *merge;         /* the merged call this poll rides in, or NULL */
     uint32_t merge_index;             /* ... as its member number */
     int renumbered;                   /* a single call sent with id 0: its id is not portable */
+    const char *body;                 /* the current attempt's upstream body (a hedge sends the same) */
+    size_t body_len;
+    struct {
+        pool_exchange_t ex;           /* the hedge: the same body at the next endpoint (pool_hedge.c) */
+        int active;                   /* ex in flight */
+        pool_delay_t timer;           /* the hedge delay after the first attempt started */
+        int16_t primary;              /* endpoint of the attempt being hedged, -1 */
+        int16_t ep;                   /* endpoint of the hedge, -1 */
+    } hedge;
+    struct pool_coalesce *coalesce;   /* the identical read this call leads or waits on (pool_coalesce.c) */
+    h2o_linklist_t coalesce_link;     /* in the group's waiters while waiting */
+    uint8_t coalesced;                /* it was answered by another call's upstream answer */
     /* a failure that may be the request's own (policy/shape.h), held until
      * the next endpoint's attempt settles it */
     struct {
@@ -338,6 +356,48 @@ void pool_health_refresh(pool_t *pool);
  * event; returns 1 if this call made the transition. */
 int pool_health_breaker_move(pool_endpoint_t *ep, policy_breaker_state_t from, policy_breaker_state_t to,
                              const char *reason);
+
+/* pool_credit.c: the credits the attempt in call->sent costs at endpoint ep;
+ * 0 (and ep marked tried) if its budget lacks them. */
+int pool_credit_take_call(pool_call_t *call, int ep);
+
+/* pool_call.c, for pool_hedge.c: the next endpoint of call's plan (-1:
+ * none); the exchange callback of a call's attempts; an attempt that could
+ * not start (fail) at ep. */
+int pool_call_plan_next(pool_call_t *call);
+void pool_call_on_exchange_done(pool_exchange_t *ex);
+void pool_call_start_failed(pool_call_t *call, int ep, pool_exchange_t *ex, pool_fail_t fail);
+/* Appends one line to the call's attempt log (counts the attempt). */
+void pool_call_log_attempt(pool_call_t *call, int ep, pool_fail_t fail, int status, uint32_t latency_us,
+                           uint8_t flags);
+
+/* pool_hedge.c: hedged reads. */
+/* An upstream request of a call was sent (the budget's denominator). */
+void pool_hedge_count(pool_network_t *net, int hedge);
+/* The call's attempt at ep just started: schedules a hedge if the call may
+ * be hedged (policy/hedge.h). */
+void pool_hedge_arm(pool_call_t *call, int ep);
+/* An answered exchange's latency, for the hedge delay of its endpoint. */
+void pool_hedge_sample(pool_call_t *call, const pool_exchange_t *ex);
+/* One of the call's exchanges finished (hedge: it was the hedge's) and its
+ * outcome was applied. Returns 1 if the call must wait for the other one
+ * still in flight; otherwise cancels the other one (the call is answered)
+ * or the pending hedge timer, and returns 0: the loop goes on. */
+int pool_hedge_settle(pool_call_t *call, int hedge);
+/* The call ends (deadline, release): the hedge and its timer stop. */
+void pool_hedge_stop(pool_call_t *call);
+
+/* pool_coalesce.c: identical reads in flight share one upstream call. */
+/* 1 if call (just started) waits on an identical call in flight: it is
+ * answered when that one is. Otherwise it may lead a new group. */
+int pool_coalesce_offer(pool_call_t *call);
+/* The call is finishing: its waiters get its answer (their own ids). */
+void pool_coalesce_done(pool_call_t *call);
+/* The call goes away before it finished (cancel, deadline): a waiter
+ * leaves its group; a leader hands the group to its first waiter. */
+void pool_coalesce_leave(pool_call_t *call);
+void pool_coalesce_init(pool_network_t *net);
+void pool_coalesce_dispose(pool_network_t *net);
 
 /* pool_demote.c: an attempt at ep (or a probe) ended with outcome; heavy:
  * it carried a call that is not a cheap read. A timeout or reset of cheap

@@ -1,0 +1,233 @@
+/* pool/pool_coalesce.c: identical reads in flight share one upstream call.
+ *
+ * A single read (not a write, not a broadcast's kin: policy_method_t
+ * retry_safe, class read, simulate or confirm) with an id, whose params do
+ * not name the "pending" tag (the pending block changes from one call to
+ * the next), is keyed by its method and its params with the whitespace
+ * outside strings removed. While a call of the same key is in flight in
+ * this worker, the new one waits on it instead of going upstream; when the
+ * leader finishes, each waiter gets a copy of its answer (the gateway puts
+ * the waiter's own id back, byte for byte, as for any answer whose id
+ * differs) or its failure. Bounded: coalesce.max_waiters per group, at most
+ * MAX_GROUPS groups and MAX_KEY bytes of key; beyond, a call goes on its
+ * own. A waiter whose client goes away leaves its group; a leader that goes
+ * away hands the group to its first waiter, which then goes upstream. */
+#include <string.h>
+
+#include "base/sl_log.h"
+#include "pool/pool_int.h"
+
+#define MAX_GROUPS 1024
+#define MAX_KEY 8192
+
+typedef struct pool_coalesce {
+    h2o_linklist_t link;          /* in net->coalesce */
+    pool_call_t *leader;          /* the call that went upstream */
+    h2o_linklist_t waiters;       /* pool_call_t.coalesce_link, oldest first */
+    size_t nwaiters;
+    uint64_t hash;
+    size_t key_len;
+    char key[];                   /* method, NUL, params without whitespace */
+} pool_coalesce_t;
+
+static int class_ok(const policy_method_t *m)
+{
+    return m->retry_safe && (m->cls == POLICY_CLASS_READ || m->cls == POLICY_CLASS_SIMULATE ||
+                             m->cls == POLICY_CLASS_CONFIRM);
+}
+
+/* Appends src[0..n) without the whitespace outside strings. */
+static void append_compact(sl_buf_t *b, const char *src, size_t n)
+{
+    int in_str = 0, esc = 0;
+    for (size_t i = 0; i < n; i++) {
+        char ch = src[i];
+        if (in_str) {
+            in_str = esc || ch != '"';
+            esc = !esc && ch == '\\';
+        } else if (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r') {
+            continue;
+        } else {
+            in_str = ch == '"';
+        }
+        sl_buf_append_char(b, ch);
+    }
+}
+
+static uint64_t fnv1a(const char *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (uint8_t)p[i]) * 1099511628211ULL;
+    return h;
+}
+
+/* The call's key in *key; 0 if it may not be coalesced. */
+static int make_key(const pool_call_t *call, sl_buf_t *key)
+{
+    const pool_item_t *it = &call->items[0];
+    if (call->batch || call->carrier || call->nitems != 1 || it->id.len == 0 || !class_ok(it->method) ||
+        it->name == NULL || it->name_len == 0)
+        return 0;
+    wire_envelope_t env;
+    if (wire_envelope_scan(it->raw, it->raw_len, &env) != SL_OK)
+        return 0;
+    sl_buf_append(key, it->name, it->name_len);
+    sl_buf_append_char(key, '\0');
+    append_compact(key, it->raw + env.params.off, env.params.len);
+    if (key->len > MAX_KEY || memmem(key->base, key->len, "\"pending\"", 9) != NULL)
+        return 0;
+    return 1;
+}
+
+static pool_coalesce_t *find(pool_network_t *net, uint64_t hash, const sl_buf_t *key)
+{
+    for (h2o_linklist_t *l = net->coalesce.next; l != &net->coalesce; l = l->next) {
+        pool_coalesce_t *g = H2O_STRUCT_FROM_MEMBER(pool_coalesce_t, link, l);
+        if (g->hash == hash && g->key_len == key->len && memcmp(g->key, key->base, key->len) == 0)
+            return g;
+    }
+    return NULL;
+}
+
+int pool_coalesce_offer(pool_call_t *call)
+{
+    pool_network_t *net = call->net;
+    uint32_t max = net->conf->coalesce_max_waiters;
+    sl_buf_t key = SL_BUF_INIT;
+    int waiting = 0;
+    if (max == 0 || !make_key(call, &key))
+        goto cleanup;
+    uint64_t hash = fnv1a(key.base, key.len);
+    pool_coalesce_t *g = find(net, hash, &key);
+    if (g != NULL) {
+        if (g->nwaiters < max) {
+            h2o_linklist_insert(&g->waiters, &call->coalesce_link);
+            g->nwaiters++;
+            call->coalesce = g;
+            waiting = 1;
+        }
+        goto cleanup;
+    }
+    if (net->ncoalesce >= MAX_GROUPS)
+        goto cleanup;
+    g = sl_xcalloc(1, sizeof(*g) + key.len);
+    g->leader = call;
+    h2o_linklist_init_anchor(&g->waiters);
+    g->hash = hash;
+    g->key_len = key.len;
+    memcpy(g->key, key.base, key.len);
+    h2o_linklist_insert(&net->coalesce, &g->link);
+    net->ncoalesce++;
+    call->coalesce = g;
+cleanup:
+    sl_buf_dispose(&key);
+    return waiting;
+}
+
+static void group_free(pool_network_t *net, pool_coalesce_t *g)
+{
+    h2o_linklist_unlink(&g->link);
+    net->ncoalesce--;
+    free(g);
+}
+
+/* The waiter's item gets the leader's result; its answer is its own copy. */
+static void copy_result(pool_call_t *waiter, const pool_call_t *leader)
+{
+    pool_item_t *w = &waiter->items[0];
+    const pool_item_t *l = &leader->items[0];
+    w->outcome = l->outcome;
+    w->verdict = l->verdict;
+    w->endpoint = l->endpoint;
+    w->retry_after_ms = l->retry_after_ms;
+    w->fail_seen = l->fail_seen;
+    w->rate_limited = l->rate_limited;
+    w->failures = l->failures;
+    w->timeouts = l->timeouts;
+    w->local_failures = l->local_failures;
+    if (l->state == POOL_ITEM_ANSWERED && l->answer != NULL) {
+        waiter->bodies = sl_xrealloc(waiter->bodies, (waiter->nbodies + 1) * sizeof(*waiter->bodies));
+        sl_buf_t *b = &waiter->bodies[waiter->nbodies++];
+        sl_buf_init(b);
+        sl_buf_append(b, l->answer, l->answer_len);
+        w->answer = b->base;
+        w->answer_len = l->answer_len;
+        w->answer_id = l->answer_id;
+    }
+    pool_item_settle(w, l->state == POOL_ITEM_ANSWERED ? POOL_ITEM_ANSWERED : POOL_ITEM_FAILED);
+    waiter->coalesced = 1;
+}
+
+void pool_coalesce_done(pool_call_t *call)
+{
+    pool_coalesce_t *g = call->coalesce;
+    if (g == NULL)
+        return;
+    call->coalesce = NULL;
+    if (g->leader != call) { /* a waiter finishing on its own (its deadline) */
+        h2o_linklist_unlink(&call->coalesce_link);
+        g->nwaiters--;
+        return;
+    }
+    pool_network_t *net = call->net;
+    h2o_linklist_unlink(&g->link); /* no newcomer joins while the waiters are answered */
+    int ep = call->items[0].endpoint;
+    if (ep >= 0 && (size_t)ep < net->nendpoints && g->nwaiters > 0) {
+        net->endpoints[ep].health.stats.coalesced += g->nwaiters;
+        net->endpoints[ep].health.dirty = 1;
+    }
+    while (!h2o_linklist_is_empty(&g->waiters)) {
+        pool_call_t *w = H2O_STRUCT_FROM_MEMBER(pool_call_t, coalesce_link, g->waiters.next);
+        h2o_linklist_unlink(&w->coalesce_link);
+        w->coalesce = NULL;
+        if (w->items[0].state == POOL_ITEM_PENDING)
+            copy_result(w, call);
+        pool_call_finish(w);
+    }
+    net->ncoalesce--;
+    free(g);
+}
+
+void pool_coalesce_leave(pool_call_t *call)
+{
+    pool_coalesce_t *g = call->coalesce;
+    if (g == NULL)
+        return;
+    call->coalesce = NULL;
+    if (g->leader != call) {
+        h2o_linklist_unlink(&call->coalesce_link);
+        g->nwaiters--;
+        return;
+    }
+    if (h2o_linklist_is_empty(&g->waiters)) {
+        group_free(call->net, g);
+        return;
+    }
+    /* the leader's client went away: its first waiter goes upstream for the rest */
+    pool_call_t *next = H2O_STRUCT_FROM_MEMBER(pool_call_t, coalesce_link, g->waiters.next);
+    h2o_linklist_unlink(&next->coalesce_link);
+    g->nwaiters--;
+    g->leader = next;
+    pool_call_resume(next);
+}
+
+void pool_coalesce_init(pool_network_t *net)
+{
+    h2o_linklist_init_anchor(&net->coalesce);
+    net->ncoalesce = 0;
+}
+
+void pool_coalesce_dispose(pool_network_t *net)
+{
+    while (!h2o_linklist_is_empty(&net->coalesce)) {
+        pool_coalesce_t *g = H2O_STRUCT_FROM_MEMBER(pool_coalesce_t, link, net->coalesce.next);
+        while (!h2o_linklist_is_empty(&g->waiters)) {
+            pool_call_t *w = H2O_STRUCT_FROM_MEMBER(pool_call_t, coalesce_link, g->waiters.next);
+            h2o_linklist_unlink(&w->coalesce_link);
+            w->coalesce = NULL;
+        }
+        g->leader->coalesce = NULL;
+        group_free(net, g);
+    }
+}

@@ -1,0 +1,156 @@
+/* pool/pool_hedge.c: hedged reads.
+ *
+ * When a call's attempt starts and the call may be hedged (every member a
+ * cheap, retry-safe read, hedging on, pressure ok: policy/hedge.h), a timer
+ * of the hedge delay is set: the endpoint's p90 answer latency for the
+ * call's method class, clamped to [hedge.min_ms, hedge.max_ms]. If the
+ * attempt is still out when it fires and the budget allows (hedges at most
+ * hedge.max_ratio of this worker's upstream requests over hedge.window_ms,
+ * plus hedge.burst), the same body goes to the next endpoint of the plan,
+ * credits charged as for any attempt. The first answer that settles the call
+ * wins; the other exchange is cancelled (its connection closed; it counts
+ * as hedges_cancelled there, never as a failure: a slow but correct
+ * endpoint is not penalised for having been beaten). An answer that does
+ * not settle the call (a failure, a transient error) waits for the other. */
+#include "base/sl_log.h"
+#include "base/sl_time.h"
+#include "pool/pool_int.h"
+
+#define HEDGE_MAX_MEMBERS 128
+enum { ROLL_REQUESTS, ROLL_HEDGES };
+
+static size_t count_pending(const pool_call_t *call)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < call->nitems; i++)
+        n += call->items[i].state == POOL_ITEM_PENDING;
+    return n;
+}
+
+void pool_hedge_count(pool_network_t *net, int hedge)
+{
+    const policy_hedge_conf_t *c = &net->conf->hedge;
+    policy_roll_add(&net->hedge_roll, &net->hedge_v[0][0], 2, c->window_ms, sl_now_ms(),
+                    hedge ? ROLL_HEDGES : ROLL_REQUESTS, 1);
+}
+
+static int budget_ok(pool_network_t *net)
+{
+    const policy_hedge_conf_t *c = &net->conf->hedge;
+    uint64_t sum[2];
+    policy_roll_sum(&net->hedge_roll, &net->hedge_v[0][0], 2, c->window_ms, sl_now_ms(), sum);
+    return policy_hedge_budget_ok(c, sum[ROLL_REQUESTS], sum[ROLL_HEDGES]);
+}
+
+static policy_method_class_t call_class(const pool_call_t *call)
+{
+    return call->nsent > 0 ? call->items[call->sent[0]].method->cls : POLICY_CLASS_READ;
+}
+
+void pool_hedge_sample(pool_call_t *call, const pool_exchange_t *ex)
+{
+    if (ex->fail == POOL_FAIL_NONE && ex->head.status >= 200 && ex->head.status < 300)
+        policy_hedge_hist_add(&ex->ep->hedge_hist[call_class(call)], ex->latency_us);
+}
+
+/* 1 if the attempt in call->sent may be hedged now (budget aside). */
+static int eligible(const pool_call_t *call)
+{
+    if (call->carrier || call->nsent == 0 || call->nsent > HEDGE_MAX_MEMBERS || call->hedge.active)
+        return 0;
+    const policy_method_t *m[HEDGE_MAX_MEMBERS];
+    for (size_t i = 0; i < call->nsent; i++)
+        m[i] = call->items[call->sent[i]].method;
+    return policy_hedge_eligible(&call->net->conf->hedge, m, call->nsent, pool_network_pressure(call->net)) ==
+           POLICY_HEDGE_YES;
+}
+
+static void on_hedge_timer(pool_delay_t *d)
+{
+    pool_call_t *call = H2O_STRUCT_FROM_MEMBER(pool_call_t, hedge.timer, d);
+    pool_network_t *net = call->net;
+    if (call->finished || !call->ex_active || call->hedge.active || !eligible(call) || !budget_ok(net))
+        return;
+    int primary = call->hedge.primary;
+    uint8_t was = call->tried[primary];
+    call->tried[primary] = 1; /* the hedge goes elsewhere */
+    int ep = call->attempts < net->max_attempts ? pool_call_plan_next(call) : -1;
+    call->tried[primary] = was;
+    if (ep < 0 || ep == primary || !pool_credit_take_call(call, ep))
+        return;
+    pool_endpoint_t *e = &net->endpoints[ep];
+    pool_fail_t fail =
+        pool_exchange_start(&call->hedge.ex, e, call->body, call->body_len, 0, pool_call_on_exchange_done, call);
+    pool_hedge_count(net, 1);
+    call->hedge.ep = (int16_t)ep;
+    call->tried[ep] = 1;
+    if (fail != POOL_FAIL_NONE) {
+        pool_call_start_failed(call, ep, &call->hedge.ex, fail);
+        return;
+    }
+    e->health.stats.hedges_sent++;
+    e->health.dirty = 1;
+    call->hedge.active = 1;
+    sl_log_debug("network %s: no answer from %s yet: hedged to %s", net->conf->name,
+                 net->endpoints[primary].conf->id, e->conf->id);
+}
+
+void pool_hedge_arm(pool_call_t *call, int ep)
+{
+    pool_network_t *net = call->net;
+    pool_delay_cancel(&call->hedge.timer);
+    if (!eligible(call) || net->nendpoints < 2)
+        return;
+    pool_endpoint_t *e = &net->endpoints[ep];
+    uint32_t delay = policy_hedge_delay_ms(&net->conf->hedge, &e->hedge_hist[call_class(call)],
+                                           e->health.shared.probe_ewma_us);
+    call->hedge.primary = (int16_t)ep;
+    call->hedge.ep = -1;
+    pool_delay_add(net->pool, &call->hedge.timer, delay, on_hedge_timer);
+}
+
+/* The exchange still out lost: it is cancelled, logged, counted there. */
+static void cancel_loser(pool_call_t *call, pool_exchange_t *ex)
+{
+    pool_endpoint_t *e = ex->ep;
+    uint32_t waited = (uint32_t)(sl_now_us() - ex->started_us);
+    pool_exchange_cancel(ex);
+    uint8_t flags = POOL_ATTEMPT_CANCELLED | (ex == &call->hedge.ex ? POOL_ATTEMPT_HEDGE : 0);
+    pool_call_log_attempt(call, e->index, POOL_FAIL_NONE, 0, waited, flags);
+    e->health.stats.hedges_cancelled++;
+    e->health.dirty = 1;
+}
+
+int pool_hedge_settle(pool_call_t *call, int hedge)
+{
+    int other_active = hedge ? call->ex_active : call->hedge.active;
+    int settled = count_pending(call) == 0;
+    if (!hedge)
+        pool_delay_cancel(&call->hedge.timer); /* the attempt it would hedge is over */
+    if (hedge && settled && call->hedge.ep >= 0) {
+        pool_endpoint_t *e = &call->net->endpoints[call->hedge.ep];
+        e->health.stats.hedges_won++;
+        e->health.dirty = 1;
+    }
+    if (!other_active)
+        return 0;
+    if (!settled)
+        return 1;
+    if (hedge) {
+        cancel_loser(call, &call->ex);
+        call->ex_active = 0;
+    } else {
+        cancel_loser(call, &call->hedge.ex);
+        call->hedge.active = 0;
+    }
+    return 0;
+}
+
+void pool_hedge_stop(pool_call_t *call)
+{
+    pool_delay_cancel(&call->hedge.timer);
+    if (call->hedge.active) {
+        pool_exchange_cancel(&call->hedge.ex);
+        call->hedge.active = 0;
+    }
+}
