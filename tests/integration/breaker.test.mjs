@@ -85,8 +85,10 @@ test('a hanging endpoint (accepts, never answers) trips the breaker', async () =
     workers: 1,
     networks: {
       eth: {
+        // the breaker's own counting of timeouts: without hedges (which cancel the
+        // hung attempt) and demotion (which moves calls off it after the first)
         lines: ['timeouts: { connect_ms: 300, first_byte_ms: 300, attempt_ms: 600, request_ms: 5000 }',
-          'breaker: { consecutive: 3, cooldown_ms: 60000 }'],
+          'breaker: { consecutive: 3, cooldown_ms: 60000 }', 'hedge: { enabled: false }', 'demote_ms: 0'],
         endpoints: [{ id: 'a', url: a.url }, { id: 'b', url: b.url }],
       },
     },

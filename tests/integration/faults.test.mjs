@@ -169,7 +169,9 @@ test('timeouts.request_ms bounds the whole request across attempts: 504', async 
     workers: 1,
     networks: {
       eth: {
-        lines: ['timeouts: { connect_ms: 300, first_byte_ms: 400, attempt_ms: 400, request_ms: 600 }', ...ORDER],
+        // one attempt at a time (a hedge would reach b early and c at 400 ms)
+        lines: ['timeouts: { connect_ms: 300, first_byte_ms: 400, attempt_ms: 400, request_ms: 600 }', ...ORDER,
+          'hedge: { enabled: false }'],
         endpoints: [{ id: 'a', url: a.url }, { id: 'b', url: b.url }, { id: 'c', url: c.url }],
       },
     },
