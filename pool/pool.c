@@ -64,6 +64,7 @@ static sl_err_t network_init(pool_t *pool, pool_network_t *net, const pool_netwo
     pool_pressure_init(net);
     pool_merge_init(net);
     pool_coalesce_init(net);
+    pool_hedge_init(net);
     /* nendpoints counts those pool_endpoint_init() saw (a failed one
      * included: it leaves itself disposable), so a failure half-way
      * disposes only what was set up */
@@ -82,6 +83,7 @@ static void network_dispose(pool_network_t *net)
         return;
     pool_merge_dispose(net);
     pool_coalesce_dispose(net);
+    pool_hedge_dispose(net);
     pool_pressure_dispose(net);
     for (size_t i = 0; i < net->nendpoints; i++)
         pool_endpoint_dispose(&net->endpoints[i]);

@@ -8,7 +8,8 @@
  * this worker, the new one waits on it instead of going upstream; when the
  * leader finishes, each waiter gets a copy of its answer (the gateway puts
  * the waiter's own id back, byte for byte, as for any answer whose id
- * differs) or its failure. Bounded: coalesce.max_waiters per group, at most
+ * differs) or its failure; the copy is charged to the worker's answer
+ * budget (server.max_buffered_bytes) as the leader's answer is. Bounded: coalesce.max_waiters per group, at most
  * MAX_GROUPS groups and MAX_KEY bytes of key; beyond, a call goes on its
  * own. A waiter whose client goes away leaves its group; a leader that goes
  * away hands the group to its first waiter, which then goes upstream. */
@@ -151,6 +152,11 @@ static void copy_result(pool_call_t *waiter, const pool_call_t *leader)
         sl_buf_t *b = &waiter->bodies[waiter->nbodies++];
         sl_buf_init(b);
         sl_buf_append(b, l->answer, l->answer_len);
+        /* each client's copy counts against server.max_buffered_bytes like any answer */
+        pool_t *pool = waiter->net->pool;
+        if (pool->budget != NULL)
+            sl_budget_charge(pool->budget, l->answer_len);
+        waiter->charged += l->answer_len;
         w->answer = b->base;
         w->answer_len = l->answer_len;
         w->answer_id = l->answer_id;

@@ -109,12 +109,65 @@ void pool_hedge_arm(pool_call_t *call, int ep)
     pool_delay_add(net->pool, &call->hedge.timer, delay, on_hedge_timer);
 }
 
-/* The exchange still out lost: it is cancelled, logged, counted there. */
+/* A cancelled request may still be worked on by its provider (closing the
+ * connection does not stop a node mid-call): its slot of max_inflight stays
+ * taken until the attempt's own deadline would have ended, so a provider's
+ * concurrency limit holds even while sluice hedges around it. */
+typedef struct held_slot {
+    pool_delay_t delay;
+    h2o_linklist_t link;          /* in net->held_slots */
+    pool_endpoint_t *ep;
+} held_slot_t;
+
+static void slot_free(held_slot_t *h)
+{
+    pool_delay_cancel(&h->delay);
+    h2o_linklist_unlink(&h->link);
+    h->ep->inflight--;
+    free(h);
+}
+
+static void on_slot_due(pool_delay_t *d)
+{
+    held_slot_t *h = H2O_STRUCT_FROM_MEMBER(held_slot_t, delay, d);
+    pool_network_t *net = h->ep->net;
+    slot_free(h);
+    pool_call_wake_waiters(net);
+}
+
+static void hold_slot(pool_endpoint_t *ep, uint64_t started_us)
+{
+    uint64_t elapsed_ms = (sl_now_us() - started_us) / 1000;
+    uint32_t attempt_ms = ep->net->conf->timeouts.attempt_ms;
+    if (elapsed_ms >= attempt_ms)
+        return;
+    held_slot_t *h = sl_xcalloc(1, sizeof(*h));
+    h->ep = ep;
+    ep->inflight++;
+    h2o_linklist_insert(&ep->net->held_slots, &h->link);
+    pool_delay_add(ep->net->pool, &h->delay, (uint32_t)(attempt_ms - elapsed_ms), on_slot_due);
+}
+
+void pool_hedge_init(pool_network_t *net)
+{
+    h2o_linklist_init_anchor(&net->held_slots);
+}
+
+void pool_hedge_dispose(pool_network_t *net)
+{
+    while (!h2o_linklist_is_empty(&net->held_slots))
+        slot_free(H2O_STRUCT_FROM_MEMBER(held_slot_t, link, net->held_slots.next));
+}
+
+/* The exchange still out lost: it is cancelled (its slot held, above),
+ * logged, counted there. */
 static void cancel_loser(pool_call_t *call, pool_exchange_t *ex)
 {
     pool_endpoint_t *e = ex->ep;
-    uint32_t waited = (uint32_t)(sl_now_us() - ex->started_us);
+    uint64_t started_us = ex->started_us;
+    uint32_t waited = (uint32_t)(sl_now_us() - started_us);
     pool_exchange_cancel(ex);
+    hold_slot(e, started_us);
     uint8_t flags = POOL_ATTEMPT_CANCELLED | (ex == &call->hedge.ex ? POOL_ATTEMPT_HEDGE : 0);
     pool_call_log_attempt(call, e->index, POOL_FAIL_NONE, 0, waited, flags);
     e->health.stats.hedges_cancelled++;

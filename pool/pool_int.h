@@ -221,6 +221,7 @@ struct pool_network {
     h2o_linklist_t merges;        /* pool_merge_t groups filling up (pool_merge.c) */
     policy_roll_t hedge_roll;     /* upstream requests and hedges of this worker (pool_hedge.c) */
     uint64_t hedge_v[POLICY_ROLL_SLOTS][2];
+    h2o_linklist_t held_slots;    /* slots of cancelled hedge losers, until their deadline (pool_hedge.c) */
     h2o_linklist_t coalesce;      /* pool_coalesce_t: identical reads in flight (pool_coalesce.c) */
     size_t ncoalesce;
 };
@@ -386,6 +387,8 @@ void pool_hedge_sample(pool_call_t *call, const pool_exchange_t *ex);
 int pool_hedge_settle(pool_call_t *call, int hedge);
 /* The call ends (deadline, release): the hedge and its timer stop. */
 void pool_hedge_stop(pool_call_t *call);
+void pool_hedge_init(pool_network_t *net);
+void pool_hedge_dispose(pool_network_t *net);
 
 /* pool_coalesce.c: identical reads in flight share one upstream call. */
 /* 1 if call (just started) waits on an identical call in flight: it is

@@ -4,7 +4,7 @@
 # (a refused first endpoint, a rate-limited first endpoint), and what the pressure layer and
 # merged polls cost (with callgrind instruction counts). See tests/bench/README.md.
 #
-# usage: tests/bench/run.sh [--quick] [--build] [--out DIR] [--phases main,features,pressure,refused,429,rss]
+# usage: tests/bench/run.sh [--quick] [--build] [--out DIR] [--phases main,features,pressure,refused,429,hung,rss]
 #   BENCH_SECONDS (5)  BENCH_ROUNDS (5)  BENCH_LOGS (45: eth_getLogs answer of ~20 KB)
 #   BENCH_RSS_CONNS (1000)  BENCH_RSS_SECONDS (6)  BENCH_SERVER_CPU (0)  BENCH_WRK_CPU (1)
 #   SLUICE_BIN, FAKEPROVIDER_BIN (default build/…)
@@ -23,7 +23,7 @@ WRK_CPU=${BENCH_WRK_CPU:-1}
 SLUICE_BIN=${SLUICE_BIN:-$ROOT/build/gateway/sluice}
 FP_BIN=${FAKEPROVIDER_BIN:-$ROOT/build/tests/fakeprovider/fakeprovider}
 OUT=""
-PHASES="main,features,pressure,refused,429,rss"
+PHASES="main,features,pressure,refused,429,hung,rss"
 BUILD=0
 
 while [ $# -gt 0 ]; do
@@ -175,15 +175,18 @@ start_sluice() {
     eval "PORT_$name=${line##*:}"
 }
 
-# start_nginx NAME UPSTREAM1 UPSTREAM2 -> sets PORT_NAME, PID_NAME
+# start_nginx NAME UPSTREAM1 UPSTREAM2 [UPSTREAM3] -> sets PORT_NAME, PID_NAME
+# (three upstreams: nginx-hung.conf.in, the hung-upstream phase's failover proxy)
 start_nginx() {
-    local name=$1 up1=$2 up2=$3
+    local name=$1 up1=$2 up2=$3 up3=${4:-}
     local dir="$TMP/$name" port; port=$(free_port)
     mkdir -p "$dir"
     local user_line="# (not root: nginx runs as the invoking user)"
     [ "$(id -u)" = 0 ] && user_line="user $(id -un) $(id -gn);   # root: keep workers as the invoking user"
+    local tmpl="$HERE/nginx.conf.in"
+    [ -n "$up3" ] && tmpl="$HERE/nginx-hung.conf.in"
     sed -e "s|@PREFIX@|$dir|g" -e "s|@LISTEN@|127.0.0.1:$port|" -e "s|@UP1@|$up1|" -e "s|@UP2@|$up2|" \
-        -e "s|@USER_LINE@|$user_line|" "$HERE/nginx.conf.in" >"$dir/nginx.conf"
+        -e "s|@UP3@|$up3|" -e "s|@USER_LINE@|$user_line|" "$tmpl" >"$dir/nginx.conf"
     cp "$dir/nginx.conf" "$OUT/$name.conf"
     start_server "$name" "$TMP/$name.log" nginx -p "$dir/" -e "$dir/error.log" -c "$dir/nginx.conf"
     local pid; eval "pid=\$PID_$name"
@@ -268,7 +271,7 @@ measure() {
     pt0=$(cpu_ticks "${pp[@]}")
     ut0=$(cpu_ticks "${up_pids[@]}")
     local TIMEFORMAT='%3U %3S'
-    { time BENCH_METHOD=$wl taskset -c "$WRK_CPU" wrk -t1 -c"$conc" -d"${SECONDS_PER_RUN}s" --latency \
+    { time BENCH_METHOD=$wl taskset -c "$WRK_CPU" wrk -t1 -c"$conc" -d"${SECONDS_PER_RUN}s" --latency ${WRK_EXTRA:-} \
         -s "$HERE/post.lua" "$url" >"$raw" 2>&1 ; } 2>"$TMP/wrk.time"
     local pt1 ut1 o1 m1 s1
     pt1=$(cpu_ticks "${pp[@]}")
@@ -515,6 +518,45 @@ if has_phase 429; then
             pause
         done
     done
+fi
+
+# ---------------------------------------------------------------- failure: the first of three upstreams hangs
+
+# The hung upstream accepts and reads every request and never answers. sluice
+# (attempt_ms 2000: hedged reads, demotion on the first timeout) and nginx
+# (proxy_read_timeout 2s, proxy_next_upstream timeout, tries 3, max_fails 1)
+# in front of [hung, ok1, ok2]; "added" latency is against sluice in front of
+# [ok1, ok2] in the same round. Upstream requests per client request count the
+# hung one's too. wrk waits up to 5 s for an answer (its default 2 s would
+# count every failover through the hung upstream as a wrk timeout).
+if has_phase hung; then
+    start_fake hung --mode hang
+    start_fake hok1
+    start_fake hok2
+    for n in hung hok1 hok2; do eval "PORT_PID[\$PORT_$n]=\$PID_$n"; done
+    HUNG_UPS="$PORT_hung,$PORT_hok1,$PORT_hok2"
+    NET_EXTRA="timeouts: { attempt_ms: 2000, first_byte_ms: 2000 }"
+    start_sluice shung false "http://127.0.0.1:$PORT_hung" "http://127.0.0.1:$PORT_hok1" "http://127.0.0.1:$PORT_hok2"
+    start_sluice shealthy false "http://127.0.0.1:$PORT_hok1" "http://127.0.0.1:$PORT_hok2"
+    unset NET_EXTRA
+    start_nginx nhung "127.0.0.1:$PORT_hung" "127.0.0.1:$PORT_hok1" "127.0.0.1:$PORT_hok2"
+    probe shealthy "http://127.0.0.1:$PORT_shealthy/eth" eth_blockNumber
+    log "hung-first phase: [hung, ok1, ok2] sluice and nginx vs sluice [ok1, ok2], c=8, $ROUNDS rounds"
+    WRK_EXTRA="--timeout 5s"
+    for r in $(seq 1 "$ROUNDS"); do
+        # the fault lasts the whole phase: round 1 meets it fresh, later rounds the
+        # steady state (nginx keeps a timed-out upstream out for fail_timeout, 10 s,
+        # then tries it again; sluice demotes it for demote_ms, 30 s, and hedges)
+        case $((r % 3)) in 1) order=(shung nhung shealthy) ;; 2) order=(nhung shealthy shung) ;; *) order=(shealthy shung nhung) ;; esac
+        for t in "${order[@]}"; do
+            eval "port=\$PORT_$t pid=\$PID_$t"
+            if [ "$t" = shealthy ]; then ups="$PORT_hok1,$PORT_hok2" first=""
+            else ups=$HUNG_UPS first=$PORT_hung; fi
+            measure hung "$t" eth_blockNumber 8 "$r" "http://127.0.0.1:$port/eth" "$pid" "$ups" "$first" ""
+            pause
+        done
+    done
+    unset WRK_EXTRA
 fi
 
 # ---------------------------------------------------------------- RSS per worker with 1,000 keep-alive clients

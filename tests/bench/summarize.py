@@ -13,7 +13,8 @@ out = sys.argv[1]
 runs = list(csv.DictReader(open(os.path.join(out, "runs.csv"))))
 NAMES = {"direct": "direct (1 upstream)", "nginx": "nginx", "sluice": "sluice",
          "sluicelog": "sluice + access log", "refused": "sluice [dead, up1]",
-         "healthy": "sluice [up1]", "one429": "sluice [429, ok1, ok2]", "no429": "sluice [ok1, ok2]"}
+         "healthy": "sluice [up1]", "one429": "sluice [429, ok1, ok2]", "no429": "sluice [ok1, ok2]",
+         "shung": "sluice [hung, ok1, ok2]", "nhung": "nginx [hung, ok1, ok2]", "shealthy": "sluice [ok1, ok2]"}
 
 
 def f(r, k):
@@ -223,3 +224,30 @@ if os.path.exists(rss_path):
                   f"{', '.join(f'{x:.1f}' for x in peaks)} | **{max(peaks):.1f}** | "
                   f"{int(rows[0]['master_rss_kb']) / 1024:.1f} | {rows[0]['requests']} | {rows[0]['errors']} |")
         print()
+
+hung = [r for r in runs if r["phase"] == "hung"]
+if hung:
+    print("### Failure: first of three upstreams hangs (eth_blockNumber, c=8, attempt 2 s, medians)\n")
+    print("Added latency is against sluice [ok1, ok2] in the same round (median of per-round differences); "
+          "upstream requests per client request include the hung upstream's.\n")
+    print("| target | req/s | p50 ms | p99 ms | max ms | added p50 ms | added p99 ms | upstream req / request | "
+          "to the hung one | non-2xx | errors |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    g = by(hung, "target")
+    base = g.get(("shealthy",), [])
+    for t in ("shung", "nhung", "shealthy"):
+        rows = g.get((t,))
+        if not rows:
+            continue
+        st, other = errs(rows)
+        upr = [f(r, "up_requests") / f(r, "requests") for r in rows if f(r, "requests")]
+        hung_share = [f(r, "first_ep_requests") / f(r, "requests") for r in rows
+                      if f(r, "requests") and f(r, "first_ep_requests") is not None]
+        a50 = paired_ratio(rows, base, "p50_us", diff=True) if t != "shealthy" else None
+        a99 = paired_ratio(rows, base, "p99_us", diff=True) if t != "shealthy" else None
+        print(f"| {NAMES[t]} | {fmt(med(rows, 'rps'), 0)} | {fmt(med(rows, 'p50_us') / 1000, 3)} | "
+              f"{fmt(med(rows, 'p99_us') / 1000, 3)} | {fmt(med(rows, 'max_us') / 1000, 1)} | "
+              f"{fmt(None if a50 is None else a50 / 1000, 3)} | {fmt(None if a99 is None else a99 / 1000, 3)} | "
+              f"{fmt(median(upr) if upr else None, 4)} | {fmt(median(hung_share) if hung_share else None, 4)} | "
+              f"{st} | {other} |")
+    print()

@@ -76,7 +76,8 @@ test('per_second and per_month together: the month is charged what was spent, pl
   started.push(a, b);
   const s = await startSluice({
     workers: 2,
-    networks: { eth: { lines: [NOPROBE], endpoints: [
+    // every call reaches the upstream: identical concurrent calls would share one (coalescing)
+    networks: { eth: { lines: [NOPROBE, 'coalesce: { max_waiters: 0 }'], endpoints: [
       { id: 'a', url: a.url, cost_profile: 'flat', credits: '{ per_second: 1000, per_month: 100000 }' }, { id: 'b', url: b.url }] } },
   });
   started.push(s);
