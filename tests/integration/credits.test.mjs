@@ -9,6 +9,9 @@ import { startFake, startSluice, postFresh, post, call, sleep, waitFor, adminGet
 const started = [];
 after(async () => { await Promise.all(started.map((p) => p.stop())); });
 
+// the tests that count calls at the provider send many identical calls at once:
+// each must go upstream on its own (no coalescing)
+const EACH = 'coalesce: { max_waiters: 0 }';
 const NOPROBE = 'ranking: { probe_interval_ms: 0 }';
 
 async function hammer(url, n, concurrency, method = 'eth_chainId') {
@@ -29,7 +32,7 @@ for (const workers of [2, 4]) {
     started.push(a, b);
     const s = await startSluice({
       workers,
-      networks: { eth: { lines: [NOPROBE], endpoints: [
+      networks: { eth: { lines: [NOPROBE, EACH], endpoints: [
         { id: 'a', url: a.url, cost_profile: 'flat', credits: '{ per_minute: 150 }' }, { id: 'b', url: b.url }] } },
     });
     started.push(s);
@@ -76,8 +79,7 @@ test('per_second and per_month together: the month is charged what was spent, pl
   started.push(a, b);
   const s = await startSluice({
     workers: 2,
-    // every call reaches the upstream: identical concurrent calls would share one (coalescing)
-    networks: { eth: { lines: [NOPROBE, 'coalesce: { max_waiters: 0 }'], endpoints: [
+    networks: { eth: { lines: [NOPROBE, EACH], endpoints: [
       { id: 'a', url: a.url, cost_profile: 'flat', credits: '{ per_second: 1000, per_month: 100000 }' }, { id: 'b', url: b.url }] } },
   });
   started.push(s);
@@ -104,7 +106,7 @@ test('max_inflight is never exceeded (counted at the provider), across 4 workers
   started.push(a, b);
   const s = await startSluice({
     workers: 4,
-    networks: { eth: { lines: [NOPROBE], endpoints: [{ id: 'a', url: a.url, max_inflight: 3 }, { id: 'b', url: b.url }] } },
+    networks: { eth: { lines: [NOPROBE, EACH], endpoints: [{ id: 'a', url: a.url, max_inflight: 3 }, { id: 'b', url: b.url }] } },
   });
   started.push(s);
   await a.setMode('slow', { delay_ms: 300 });

@@ -53,8 +53,10 @@ async function slowGateway(maxInflight, endpoints2 = false) {
     started.push(b);
     eps.push({ id: 'b', url: b.url });
   }
-  // probes off: a probe in flight would count
-  const s = await startSluice({ workers: 2, networks: { eth: { lines: ['ranking: { probe_interval_ms: 0 }'], endpoints: eps } } });
+  // probes off: a probe in flight would count; every call at the provider on its own (the
+  // identical reads would share one upstream call, a slow one would be hedged to b)
+  const s = await startSluice({ workers: 2, networks: { eth: {
+    lines: ['ranking: { probe_interval_ms: 0 }', 'coalesce: { max_waiters: 0 }', 'hedge: { enabled: false }'], endpoints: eps } } });
   started.push(s);
   return { a, b, s };
 }

@@ -27,7 +27,9 @@ test('max_inflight caps concurrency at the endpoint across workers; the rest go 
   started.push(a, b);
   const s = await startSluice({
     workers: 2,
-    networks: { eth: { lines: ['ranking: { probe_interval_ms: 0 }'], endpoints: [{ id: 'a', url: a.url, max_inflight: 2 }, { id: 'b', url: b.url }] } },
+    // each call on its own, once: no coalescing of the identical reads, no hedges to b
+    networks: { eth: { lines: ['ranking: { probe_interval_ms: 0 }', 'coalesce: { max_waiters: 0 }', 'hedge: { enabled: false }'],
+      endpoints: [{ id: 'a', url: a.url, max_inflight: 2 }, { id: 'b', url: b.url }] } },
   });
   started.push(s);
   await a.setMode('slow', { delay_ms: 400 });
@@ -45,9 +47,9 @@ test('max_inflight caps concurrency at the endpoint across workers; the rest go 
 test('every endpoint at its cap: 503 with Retry-After', async () => {
   const a = await startFake({ name: 'a' });
   started.push(a);
-  // probes off: a probe would take the only slot
+  // probes off: a probe would take the only slot; the second call must not ride the first (coalescing)
   const s = await startSluice({ workers: 1, networks: { eth: {
-    lines: ['ranking: { probe_interval_ms: 0 }'], endpoints: [{ id: 'a', url: a.url, max_inflight: 1 }] } } });
+    lines: ['ranking: { probe_interval_ms: 0 }', 'coalesce: { max_waiters: 0 }'], endpoints: [{ id: 'a', url: a.url, max_inflight: 1 }] } } });
   started.push(s);
   await a.setMode('slow', { delay_ms: 1000 });
   await a.reset();
