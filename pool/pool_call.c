@@ -309,7 +309,7 @@ void pool_call_on_exchange_done(pool_exchange_t *ex)
     int ep = ex->ep->index;
     int hedge = ex == &call->hedge.ex;
     if (hedge)
-        call->hedge.active = 0;
+        pool_hedge_landed(call);
     else
         call->ex_active = 0;
     call->tried[ep] = 1;

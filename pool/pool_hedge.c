@@ -12,12 +12,55 @@
  * as hedges_cancelled there, never as a failure: a slow but correct
  * endpoint is not penalised for having been beaten). An answer that does
  * not settle the call (a failure, a transient error) waits for the other. */
+#include <stdlib.h>
+
 #include "base/sl_log.h"
 #include "base/sl_time.h"
 #include "pool/pool_int.h"
 
 #define HEDGE_MAX_MEMBERS 128
 enum { ROLL_REQUESTS, ROLL_HEDGES };
+
+static const uint8_t hedge_edges[POOL_HEDGE_STATE_COUNT][POOL_HEDGE_STATE_COUNT] = {
+    [POOL_HEDGE_IDLE] = {[POOL_HEDGE_ARMED] = 1},
+    [POOL_HEDGE_ARMED] = {[POOL_HEDGE_IDLE] = 1, [POOL_HEDGE_SENT] = 1},
+    [POOL_HEDGE_SENT] = {[POOL_HEDGE_IDLE] = 1},
+};
+
+int pool_hedge_edge_allowed(pool_hedge_state_t from, pool_hedge_state_t to)
+{
+    return from < POOL_HEDGE_STATE_COUNT && to < POOL_HEDGE_STATE_COUNT && hedge_edges[from][to];
+}
+
+/* The one writer of call->hedge.state. A move that is no edge is a bug. */
+static void hedge_move(pool_call_t *call, pool_hedge_state_t to)
+{
+    pool_hedge_state_t from = (pool_hedge_state_t)call->hedge.state;
+    if (!pool_hedge_edge_allowed(from, to)) {
+        sl_log_error("hedge: no edge %d -> %d", (int)from, (int)to);
+        abort();
+    }
+    if (from == POOL_HEDGE_ARMED)
+        pool_delay_cancel(&call->hedge.timer);
+    call->hedge.state = (uint8_t)to;
+}
+
+static int hedge_sent(const pool_call_t *call)
+{
+    return call->hedge.state == POOL_HEDGE_SENT;
+}
+
+void pool_hedge_landed(pool_call_t *call)
+{
+    hedge_move(call, POOL_HEDGE_IDLE);
+}
+
+/* The attempt being hedged ended (or a new one starts): no hedge for it. */
+static void disarm(pool_call_t *call)
+{
+    if (call->hedge.state == POOL_HEDGE_ARMED)
+        hedge_move(call, POOL_HEDGE_IDLE);
+}
 
 static size_t count_pending(const pool_call_t *call)
 {
@@ -56,7 +99,7 @@ void pool_hedge_sample(pool_call_t *call, const pool_exchange_t *ex)
 /* 1 if the attempt in call->sent may be hedged now (budget aside). */
 static int eligible(const pool_call_t *call)
 {
-    if (call->carrier || call->nsent == 0 || call->nsent > HEDGE_MAX_MEMBERS || call->hedge.active)
+    if (call->carrier || call->nsent == 0 || call->nsent > HEDGE_MAX_MEMBERS || hedge_sent(call))
         return 0;
     const policy_method_t *m[HEDGE_MAX_MEMBERS];
     for (size_t i = 0; i < call->nsent; i++)
@@ -69,15 +112,21 @@ static void on_hedge_timer(pool_delay_t *d)
 {
     pool_call_t *call = H2O_STRUCT_FROM_MEMBER(pool_call_t, hedge.timer, d);
     pool_network_t *net = call->net;
-    if (call->finished || !call->ex_active || call->hedge.active || !eligible(call) || !budget_ok(net))
+    if (call->hedge.state != POOL_HEDGE_ARMED)
         return;
+    if (call->finished || !call->ex_active || !eligible(call) || !budget_ok(net)) {
+        hedge_move(call, POOL_HEDGE_IDLE);
+        return;
+    }
     int primary = call->hedge.primary;
     uint8_t was = call->tried[primary];
     call->tried[primary] = 1; /* the hedge goes elsewhere */
     int ep = call->attempts < net->max_attempts ? pool_call_plan_next(call) : -1;
     call->tried[primary] = was;
-    if (ep < 0 || ep == primary || !pool_credit_take_call(call, ep))
+    if (ep < 0 || ep == primary || !pool_credit_take_call(call, ep)) {
+        hedge_move(call, POOL_HEDGE_IDLE);
         return;
+    }
     pool_endpoint_t *e = &net->endpoints[ep];
     pool_fail_t fail =
         pool_exchange_start(&call->hedge.ex, e, call->body, call->body_len, 0, pool_call_on_exchange_done, call);
@@ -85,12 +134,13 @@ static void on_hedge_timer(pool_delay_t *d)
     call->hedge.ep = (int16_t)ep;
     call->tried[ep] = 1;
     if (fail != POOL_FAIL_NONE) {
+        hedge_move(call, POOL_HEDGE_IDLE);
         pool_call_start_failed(call, ep, &call->hedge.ex, fail);
         return;
     }
     e->health.stats.hedges_sent++;
     e->health.dirty = 1;
-    call->hedge.active = 1;
+    hedge_move(call, POOL_HEDGE_SENT);
     sl_log_debug("network %s: no answer from %s yet: hedged to %s", net->conf->name,
                  net->endpoints[primary].conf->id, e->conf->id);
 }
@@ -98,7 +148,7 @@ static void on_hedge_timer(pool_delay_t *d)
 void pool_hedge_arm(pool_call_t *call, int ep)
 {
     pool_network_t *net = call->net;
-    pool_delay_cancel(&call->hedge.timer);
+    disarm(call);
     if (!eligible(call) || net->nendpoints < 2)
         return;
     pool_endpoint_t *e = &net->endpoints[ep];
@@ -106,6 +156,7 @@ void pool_hedge_arm(pool_call_t *call, int ep)
                                            e->health.shared.probe_ewma_us);
     call->hedge.primary = (int16_t)ep;
     call->hedge.ep = -1;
+    hedge_move(call, POOL_HEDGE_ARMED);
     pool_delay_add(net->pool, &call->hedge.timer, delay, on_hedge_timer);
 }
 
@@ -166,8 +217,8 @@ static void cancel_loser(pool_call_t *call, pool_exchange_t *ex)
     pool_endpoint_t *e = ex->ep;
     uint64_t started_us = ex->started_us;
     uint32_t waited = (uint32_t)(sl_now_us() - started_us);
+    hold_slot(e, started_us); /* first: the cancel wakes waiters, who must not take it */
     pool_exchange_cancel(ex);
-    hold_slot(e, started_us);
     uint8_t flags = POOL_ATTEMPT_CANCELLED | (ex == &call->hedge.ex ? POOL_ATTEMPT_HEDGE : 0);
     pool_call_log_attempt(call, e->index, POOL_FAIL_NONE, 0, waited, flags);
     e->health.stats.hedges_cancelled++;
@@ -176,10 +227,10 @@ static void cancel_loser(pool_call_t *call, pool_exchange_t *ex)
 
 int pool_hedge_settle(pool_call_t *call, int hedge)
 {
-    int other_active = hedge ? call->ex_active : call->hedge.active;
+    int other_active = hedge ? call->ex_active : hedge_sent(call);
     int settled = count_pending(call) == 0;
     if (!hedge)
-        pool_delay_cancel(&call->hedge.timer); /* the attempt it would hedge is over */
+        disarm(call); /* the attempt it would hedge is over */
     if (hedge && settled && call->hedge.ep >= 0) {
         pool_endpoint_t *e = &call->net->endpoints[call->hedge.ep];
         e->health.stats.hedges_won++;
@@ -194,16 +245,16 @@ int pool_hedge_settle(pool_call_t *call, int hedge)
         call->ex_active = 0;
     } else {
         cancel_loser(call, &call->hedge.ex);
-        call->hedge.active = 0;
+        hedge_move(call, POOL_HEDGE_IDLE);
     }
     return 0;
 }
 
 void pool_hedge_stop(pool_call_t *call)
 {
-    pool_delay_cancel(&call->hedge.timer);
-    if (call->hedge.active) {
+    disarm(call);
+    if (hedge_sent(call)) {
         pool_exchange_cancel(&call->hedge.ex);
-        call->hedge.active = 0;
+        hedge_move(call, POOL_HEDGE_IDLE);
     }
 }

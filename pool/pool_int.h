@@ -293,8 +293,8 @@ struct pool_call {
     size_t body_len;
     struct {
         pool_exchange_t ex;           /* the hedge: the same body at the next endpoint (pool_hedge.c) */
-        int active;                   /* ex in flight */
-        pool_delay_t timer;           /* the hedge delay after the first attempt started */
+        uint8_t state;                /* pool_hedge_state_t; written only by pool_hedge.c's hedge_move */
+        pool_delay_t timer;           /* the hedge delay after the first attempt started (ARMED) */
         int16_t primary;              /* endpoint of the attempt being hedged, -1 */
         int16_t ep;                   /* endpoint of the hedge, -1 */
     } hedge;
@@ -372,7 +372,20 @@ void pool_call_start_failed(pool_call_t *call, int ep, pool_exchange_t *ex, pool
 void pool_call_log_attempt(pool_call_t *call, int ep, pool_fail_t fail, int status, uint32_t latency_us,
                            uint8_t flags);
 
-/* pool_hedge.c: hedged reads. */
+/* pool_hedge.c: hedged reads. A call's hedge is a state machine:
+ *   IDLE --arm--> ARMED --timer, sent--> SENT --its exchange done or cancelled--> IDLE
+ *   ARMED --disarmed (the attempt ended, no endpoint, no budget)--> IDLE
+ * hedge_move is the one writer of call->hedge.state, checked against
+ * pool_hedge_edge_allowed. */
+typedef enum pool_hedge_state {
+    POOL_HEDGE_IDLE,
+    POOL_HEDGE_ARMED,             /* the delay timer runs */
+    POOL_HEDGE_SENT,              /* the hedge's exchange is in flight */
+    POOL_HEDGE_STATE_COUNT
+} pool_hedge_state_t;
+int pool_hedge_edge_allowed(pool_hedge_state_t from, pool_hedge_state_t to);
+/* The hedge's exchange finished (before its outcome is applied). */
+void pool_hedge_landed(pool_call_t *call);
 /* An upstream request of a call was sent (the budget's denominator). */
 void pool_hedge_count(pool_network_t *net, int hedge);
 /* The call's attempt at ep just started: schedules a hedge if the call may

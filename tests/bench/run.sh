@@ -538,6 +538,10 @@ if has_phase hung; then
     NET_EXTRA="timeouts: { attempt_ms: 2000, first_byte_ms: 2000 }"
     start_sluice shung false "http://127.0.0.1:$PORT_hung" "http://127.0.0.1:$PORT_hok1" "http://127.0.0.1:$PORT_hok2"
     start_sluice shealthy false "http://127.0.0.1:$PORT_hok1" "http://127.0.0.1:$PORT_hok2"
+    # wrk sends one body over and over: concurrent identical reads share an upstream call
+    # (coalescing), so this variant shows what hedging alone costs in upstream requests
+    NET_EXTRA=$'timeouts: { attempt_ms: 2000, first_byte_ms: 2000 }\n    coalesce: { max_waiters: 0 }'
+    start_sluice shungnc false "http://127.0.0.1:$PORT_hung" "http://127.0.0.1:$PORT_hok1" "http://127.0.0.1:$PORT_hok2"
     unset NET_EXTRA
     start_nginx nhung "127.0.0.1:$PORT_hung" "127.0.0.1:$PORT_hok1" "127.0.0.1:$PORT_hok2"
     probe shealthy "http://127.0.0.1:$PORT_shealthy/eth" eth_blockNumber
@@ -547,7 +551,10 @@ if has_phase hung; then
         # the fault lasts the whole phase: round 1 meets it fresh, later rounds the
         # steady state (nginx keeps a timed-out upstream out for fail_timeout, 10 s,
         # then tries it again; sluice demotes it for demote_ms, 30 s, and hedges)
-        case $((r % 3)) in 1) order=(shung nhung shealthy) ;; 2) order=(nhung shealthy shung) ;; *) order=(shealthy shung nhung) ;; esac
+        case $((r % 4)) in
+            1) order=(shung nhung shungnc shealthy) ;; 2) order=(nhung shungnc shealthy shung) ;;
+            3) order=(shungnc shealthy shung nhung) ;; *) order=(shealthy shung nhung shungnc) ;;
+        esac
         for t in "${order[@]}"; do
             eval "port=\$PORT_$t pid=\$PID_$t"
             if [ "$t" = shealthy ]; then ups="$PORT_hok1,$PORT_hok2" first=""

@@ -14,7 +14,7 @@ runs = list(csv.DictReader(open(os.path.join(out, "runs.csv"))))
 NAMES = {"direct": "direct (1 upstream)", "nginx": "nginx", "sluice": "sluice",
          "sluicelog": "sluice + access log", "refused": "sluice [dead, up1]",
          "healthy": "sluice [up1]", "one429": "sluice [429, ok1, ok2]", "no429": "sluice [ok1, ok2]",
-         "shung": "sluice [hung, ok1, ok2]", "nhung": "nginx [hung, ok1, ok2]", "shealthy": "sluice [ok1, ok2]"}
+         "shung": "sluice [hung, ok1, ok2]", "shungnc": "sluice [hung, ok1, ok2], no coalescing", "nhung": "nginx [hung, ok1, ok2]", "shealthy": "sluice [ok1, ok2]"}
 
 
 def f(r, k):
@@ -231,23 +231,23 @@ if hung:
     print("Added latency is against sluice [ok1, ok2] in the same round (median of per-round differences); "
           "upstream requests per client request include the hung upstream's.\n")
     print("| target | req/s | p50 ms | p99 ms | max ms | added p50 ms | added p99 ms | upstream req / request | "
-          "to the hung one | non-2xx | errors |")
+          "requests to the hung one (per run) | non-2xx | errors |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     g = by(hung, "target")
     base = g.get(("shealthy",), [])
-    for t in ("shung", "nhung", "shealthy"):
+    for t in ("shung", "shungnc", "nhung", "shealthy"):
         rows = g.get((t,))
         if not rows:
             continue
         st, other = errs(rows)
         upr = [f(r, "up_requests") / f(r, "requests") for r in rows if f(r, "requests")]
-        hung_share = [f(r, "first_ep_requests") / f(r, "requests") for r in rows
-                      if f(r, "requests") and f(r, "first_ep_requests") is not None]
+        hung_share = [f(r, "first_ep_requests") for r in rows if f(r, "first_ep_requests") is not None]
         a50 = paired_ratio(rows, base, "p50_us", diff=True) if t != "shealthy" else None
         a99 = paired_ratio(rows, base, "p99_us", diff=True) if t != "shealthy" else None
         print(f"| {NAMES[t]} | {fmt(med(rows, 'rps'), 0)} | {fmt(med(rows, 'p50_us') / 1000, 3)} | "
               f"{fmt(med(rows, 'p99_us') / 1000, 3)} | {fmt(med(rows, 'max_us') / 1000, 1)} | "
               f"{fmt(None if a50 is None else a50 / 1000, 3)} | {fmt(None if a99 is None else a99 / 1000, 3)} | "
-              f"{fmt(median(upr) if upr else None, 4)} | {fmt(median(hung_share) if hung_share else None, 4)} | "
+              f"{fmt(median(upr) if upr else None, 4)} | "
+              f"{'/'.join(str(int(x)) for x in hung_share) if hung_share else '—'} | "
               f"{st} | {other} |")
     print()

@@ -1,5 +1,5 @@
-/* tests/pool/test_fsm.c: the edges of the pool's two state machines (an
- * upstream connection, a call's item). Each machine has one writer that
+/* tests/pool/test_fsm.c: the edges of the pool's state machines (an
+ * upstream connection, a call's item, a call's hedge). Each machine has one writer that
  * checks every transition against these tables. */
 #include <criterion/criterion.h>
 #include <signal.h>
@@ -20,6 +20,23 @@ static unsigned reachable(int (*allowed)(int, int), int initial, int count)
 
 static int conn_allowed(int f, int t) { return pool_conn_edge_allowed((pool_conn_state_t)f, (pool_conn_state_t)t); }
 static int item_allowed(int f, int t) { return pool_item_edge_allowed((pool_item_state_t)f, (pool_item_state_t)t); }
+static int hedge_allowed(int f, int t) { return pool_hedge_edge_allowed((pool_hedge_state_t)f, (pool_hedge_state_t)t); }
+
+Test(fsm, hedge_edges)
+{
+    cr_expect(pool_hedge_edge_allowed(POOL_HEDGE_IDLE, POOL_HEDGE_ARMED));
+    cr_expect(pool_hedge_edge_allowed(POOL_HEDGE_ARMED, POOL_HEDGE_SENT));
+    cr_expect(pool_hedge_edge_allowed(POOL_HEDGE_ARMED, POOL_HEDGE_IDLE));
+    cr_expect(pool_hedge_edge_allowed(POOL_HEDGE_SENT, POOL_HEDGE_IDLE));
+    /* never a hedge without its delay, never a second timer over a hedge in flight, no self-edges */
+    cr_expect(!pool_hedge_edge_allowed(POOL_HEDGE_IDLE, POOL_HEDGE_SENT));
+    cr_expect(!pool_hedge_edge_allowed(POOL_HEDGE_SENT, POOL_HEDGE_ARMED));
+    for (int s = 0; s < POOL_HEDGE_STATE_COUNT; s++)
+        cr_expect(!pool_hedge_edge_allowed((pool_hedge_state_t)s, (pool_hedge_state_t)s));
+    cr_expect(!pool_hedge_edge_allowed(POOL_HEDGE_STATE_COUNT, POOL_HEDGE_IDLE));
+    cr_expect_eq(reachable(hedge_allowed, POOL_HEDGE_IDLE, POOL_HEDGE_STATE_COUNT),
+                 (1u << POOL_HEDGE_STATE_COUNT) - 1, "every state is reachable");
+}
 
 Test(fsm, conn_edges)
 {
