@@ -8,7 +8,14 @@ import assert from 'node:assert/strict';
 import { startFake, startSluice, post, call, sleep, waitFor, adminGet, events } from '../lib/harness.mjs';
 
 const started = [];
-after(async () => { await Promise.all(started.map((p) => p.stop())); });
+after(async () => {
+  await Promise.all(started.map((p) => p.stop()));
+  // cancelled exchanges, coalesced waiters: under the sanitizers any misuse is reported here
+  // (workers report leaks as they exit); a worker that crashed was respawned
+  const trouble = started.filter((p) => p.logs).flatMap((p) => p.logs().split('\n')
+    .filter((l) => /AddressSanitizer|LeakSanitizer|runtime error:|respawning in/.test(l)));
+  assert.deepEqual(trouble, []);
+});
 
 const ADDR = '0x000000000000000000000000000000000000dEaD';
 const RAW_TX = '0x02f86b827a6980843b9aca00847735940082520894000000000000000000000000000000000000dead80c080a0aa';
