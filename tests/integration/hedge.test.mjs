@@ -185,3 +185,33 @@ test('20 identical concurrent reads to a 300 ms provider: <= 2 upstream calls, 2
   assert.ok(writes.every((r) => r.status === 200));
   assert.equal((await a.stats()).methods.eth_sendRawTransaction, 3);
 });
+
+test('clients that go away while identical reads wait do not break the others', async () => {
+  const a = await startFake({ name: 'a' });
+  started.push(a);
+  const s = await startSluice({ workers: 1, networks: { eth: { lines: ['ranking: { probe_interval_ms: 0 }'], endpoints: [{ id: 'a', url: a.url }] } } });
+  started.push(s);
+  await a.setMode('slow', { delay_ms: 400, method: 'eth_getBalance' });
+  const body = (id) => JSON.stringify(call('eth_getBalance', [ADDR, 'latest'], id));
+  // the first (the one that goes upstream) and a waiter give up at once
+  const quitters = [0, 3].map((id) => {
+    const ctl = new AbortController();
+    const p = fetch(s.url('eth'), { method: 'POST', headers: { 'content-type': 'application/json' }, body: body(id), signal: ctl.signal })
+      .catch(() => 'aborted');
+    return { ctl, p };
+  });
+  await sleep(20);
+  const stayers = [1, 2, 4, 5].map((id) => post(s.url('eth'), body(id)));
+  await sleep(50);
+  for (const q of quitters) q.ctl.abort();
+  const answers = await Promise.all(stayers);
+  [1, 2, 4, 5].forEach((id, k) => {
+    assert.equal(answers[k].status, 200, answers[k].text);
+    assert.equal(answers[k].json.id, id);
+    assert.equal(answers[k].json.result, '0x1bc16d674ec80000');
+  });
+  const upstream = (await a.stats()).methods.eth_getBalance;
+  assert.ok(upstream <= 2, `${upstream} upstream calls for 6 identical reads`);
+  // and the worker is fine
+  assert.equal((await post(s.url('eth'), call('eth_chainId'))).status, 200);
+});
