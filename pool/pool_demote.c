@@ -36,16 +36,19 @@ static int demote_cb(void *arg, state_endpoint_rec_t *rec, int exists, state_eve
     c->result = *rec;
     state_event_init(&events[0], STATE_EVENT_ENDPOINT_DEMOTED, c->ep->net->conf->name, c->ep->conf->id, c->now);
     events[0].duration_ms = ms;
-    snprintf(events[0].reason, sizeof(events[0].reason),
-             "%s on a cheap read: behind every other endpoint for %u ms", policy_demote_cause_name(c->cause), ms);
+    snprintf(events[0].reason, sizeof(events[0].reason), "%s%s: behind every other endpoint for %u ms",
+             policy_demote_cause_name(c->cause), c->cause == POLICY_DEMOTE_HEDGES_LOST ? "" : " on a cheap read", ms);
     *nevents = 1;
     return 1;
 }
 
 void pool_demote_note(pool_endpoint_t *ep, state_outcome_t outcome, int heavy)
 {
-    policy_demote_cause_t cause =
-        policy_demote_cause(outcome == STATE_OUTCOME_TIMEOUT, outcome == STATE_OUTCOME_RESET, heavy);
+    pool_demote(ep, policy_demote_cause(outcome == STATE_OUTCOME_TIMEOUT, outcome == STATE_OUTCOME_RESET, heavy));
+}
+
+void pool_demote(pool_endpoint_t *ep, policy_demote_cause_t cause)
+{
     uint32_t ms = ep->net->conf->demote_ms;
     if (cause == POLICY_DEMOTE_NONE || ms == 0)
         return;
@@ -68,8 +71,8 @@ void pool_demote_note(pool_endpoint_t *ep, state_outcome_t outcome, int heavy)
         return;
     h->shared = c.result;
     h->demote_written_until_ms = c.result.demoted_until_ms;
-    sl_log_warn("endpoint %s/%s: %s on a cheap read: out of first place for %u ms", ep->net->conf->name,
-                ep->conf->id, policy_demote_cause_name(cause), ms);
+    sl_log_warn("endpoint %s/%s: %s: out of first place for %u ms", ep->net->conf->name, ep->conf->id,
+                policy_demote_cause_name(cause), ms);
     pool_rank_update(ep->net, now);
 }
 

@@ -92,8 +92,10 @@ static policy_method_class_t call_class(const pool_call_t *call)
 
 void pool_hedge_sample(pool_call_t *call, const pool_exchange_t *ex)
 {
-    if (ex->fail == POOL_FAIL_NONE && ex->head.status >= 200 && ex->head.status < 300)
+    if (ex->fail == POOL_FAIL_NONE && ex->head.status >= 200 && ex->head.status < 300) {
         policy_hedge_hist_add(&ex->ep->hedge_hist[call_class(call)], ex->latency_us);
+        ex->ep->hedges_lost_in_row = 0;
+    }
 }
 
 /* 1 if the attempt in call->sent may be hedged now (budget aside). */
@@ -217,8 +219,13 @@ static void cancel_loser(pool_call_t *call, pool_exchange_t *ex)
     pool_endpoint_t *e = ex->ep;
     uint64_t started_us = ex->started_us;
     uint32_t waited = (uint32_t)(sl_now_us() - started_us);
+    int got_bytes = ex->got_bytes;
     hold_slot(e, started_us); /* first: the cancel wakes waiters, who must not take it */
     pool_exchange_cancel(ex);
+    /* a hung endpoint's reads never time out while hedges beat them: losing
+     * a few races in a row without a byte says it as well */
+    e->hedges_lost_in_row = got_bytes ? 0 : e->hedges_lost_in_row + 1;
+    pool_demote(e, policy_demote_on_loss(e->hedges_lost_in_row, got_bytes));
     uint8_t flags = POOL_ATTEMPT_CANCELLED | (ex == &call->hedge.ex ? POOL_ATTEMPT_HEDGE : 0);
     pool_call_log_attempt(call, e->index, POOL_FAIL_NONE, 0, waited, flags);
     e->health.stats.hedges_cancelled++;

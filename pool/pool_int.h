@@ -9,6 +9,7 @@
 #include "wire/url.h"
 #include "pool/pool.h"
 #include "policy/cost.h"
+#include "policy/demote.h"
 #include "policy/hedge.h"
 #include "policy/pressure.h"
 #include "policy/rolling.h"
@@ -175,6 +176,7 @@ struct pool_endpoint {
     pool_health_t health;
     pool_credit_t credit;
     policy_hedge_hist_t hedge_hist[POLICY_CLASS_COUNT]; /* answer latencies per method class (pool_hedge.c) */
+    uint32_t hedges_lost_in_row;  /* hedge races lost here without a byte of answer, since its last answer */
     policy_roll_t rate_roll;      /* calls, billed and throughput credits spent here */
     uint64_t rate_v[POLICY_ROLL_SLOTS][POOL_RATE_COUNT];
 };
@@ -420,6 +422,8 @@ void pool_coalesce_dispose(pool_network_t *net);
  * reads demotes ep behind every other endpoint for demote_ms, in every
  * worker (shared record, endpoint_demoted event); this worker re-ranks now. */
 void pool_demote_note(pool_endpoint_t *ep, state_outcome_t outcome, int heavy);
+/* Demotes ep for cause (POLICY_DEMOTE_NONE: nothing). */
+void pool_demote(pool_endpoint_t *ep, policy_demote_cause_t cause);
 /* 1 while ep is demoted (shared time). */
 int pool_demoted(const pool_endpoint_t *ep, uint64_t now_ms);
 

@@ -18,6 +18,15 @@ Test(demote, a_heavy_call_never_demotes)
     cr_expect_eq(policy_demote_cause(0, 1, 1), POLICY_DEMOTE_NONE);
 }
 
+Test(demote, hedge_races_lost_without_a_byte_demote_after_a_few)
+{
+    cr_expect_eq(policy_demote_on_loss(1, 0), POLICY_DEMOTE_NONE);
+    cr_expect_eq(policy_demote_on_loss(POLICY_DEMOTE_LOSSES - 1, 0), POLICY_DEMOTE_NONE);
+    cr_expect_eq(policy_demote_on_loss(POLICY_DEMOTE_LOSSES, 0), POLICY_DEMOTE_HEDGES_LOST);
+    /* slow but answering: never demoted for losing */
+    cr_expect_eq(policy_demote_on_loss(100, 1), POLICY_DEMOTE_NONE);
+}
+
 Test(demote, until_extends_never_shortens)
 {
     cr_expect_eq(policy_demote_until(0, 1000, 30000), 31000);
