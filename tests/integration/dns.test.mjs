@@ -122,8 +122,10 @@ test('startup does not wait for a hanging resolver; the endpoint is usable once 
   // glibc would wait 30 s x 5 tries before giving up on a name
   writeFileSync(resolv, 'nameserver 127.83.83.83\noptions timeout:30 attempts:5\n');
   const wrap = ['unshare', '-m', 'sh', '-c', `mount --bind ${resolv} /etc/resolv.conf && exec "$0" "$@"`];
+  // no hedges: a read waiting 200 ms for the first lookup would be hedged to good (what the
+  // last part checks is that the wait is no failure)
   const networks = {
-    eth: { lines: ['ranking: { probe_interval_ms: 0 }', 'timeouts: { connect_ms: 500 }'],
+    eth: { lines: ['ranking: { probe_interval_ms: 0 }', 'timeouts: { connect_ms: 500 }', 'hedge: { enabled: false }'],
       endpoints: [{ id: 'named', url: `http://${NAME}:${named.port}/` }, { id: 'good', url: good.url }] },
   };
   // the harness gives sluice 15 s to say it listens: far less than glibc's wait
