@@ -105,6 +105,9 @@ Test(config_diff, network_fields_and_order)
                                  "    timeouts: { attempt_ms: 2000 }\n"
                                  "    breaker: { consecutive: 3 }\n"
                                  "    blocked_methods: []\n"
+                                 "    hedge: { enabled: false }\n"
+                                 "    coalesce: { max_waiters: 8 }\n"
+                                 "    demote_ms: 1000\n"
                                  "    endpoints:\n"
                                  "      - { id: b, url: \"http://127.0.0.1:9002\" }\n"
                                  "      - { id: a, url: \"http://127.0.0.1:9001/v2/key123abc\" }\n"
@@ -113,7 +116,7 @@ Test(config_diff, network_fields_and_order)
     gw_config_diff_t d;
     char s[512];
     summary_of(two, b, s, sizeof(s), &d);
-    cr_expect_str_eq(s, "~network eth (timeouts, blocked_methods, breaker, endpoint order)");
+    cr_expect_str_eq(s, "~network eth (timeouts, blocked_methods, breaker, hedge, coalesce, demote_ms, endpoint order)");
     gw_config_diff_dispose(&d);
 }
 

@@ -150,6 +150,13 @@ static const bad_case_t bad_cases[] = {
     {NET "tiers: { pro: {} }\nkeys:\n  - { sha256: " HASH ", tier: pro, name: a }\n"
          "  - { sha256: " HASH ", tier: pro, name: b }\n",
      7, "keys[1]", "listed twice (first at line 6)", 1},
+    /* hedge: the delay's clamp and the budget's ratio */
+    {"networks:\n  eth:\n    endpoints: [\"http://h\"]\n    hedge: { min_ms: 500, max_ms: 100 }\n", 4,
+     "networks.eth.hedge", "hedge.max_ms (100) must be at least hedge.min_ms (500)", 1},
+    {"networks:\n  eth:\n    endpoints: [\"http://h\"]\n    hedge: { max_ratio: 2 }\n", 4, "networks.eth.hedge",
+     "hedge.max_ratio (2) must be in [0, 1]", 1},
+    {"networks:\n  eth:\n    endpoints: [\"http://h\"]\n    hedge: { enable: false }\n", 4,
+     "networks.eth.hedge.enable", "unknown key 'enable' (did you mean 'enabled'?)", 1},
 };
 
 static int has_error(const gw_config_errors_t *errs, const bad_case_t *c)

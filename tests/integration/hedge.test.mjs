@@ -115,8 +115,17 @@ test('a slow first endpoint: reads (and batches) are hedged to the next one, the
   assert.equal(Object.values(sent).reduce((x, y) => x + y, 0), 2, JSON.stringify(sent));
   assert.equal(Object.values(won).reduce((x, y) => x + y, 0), 2, JSON.stringify(won));
   assert.equal(cancelled[slow], 2, JSON.stringify(cancelled));
+  // hedges are real calls: charged (in the provider's units) where they were sent
+  const view = (await adminGet(s, '/admin/endpoints')).json;
+  const balanceCalls = (e) => e.methods.eth_getBalance?.requests ?? 0;
+  const atSlow = view.find((x) => x.id === slow);
+  assert.equal(balanceCalls(atSlow), 2, JSON.stringify(atSlow.methods));
+  const others = view.filter((x) => x.id !== slow);
+  assert.equal(others.reduce((n, e) => n + balanceCalls(e), 0), 2, 'the two hedges, counted where they went');
+  for (const e of others.filter((x) => won[x.id] > 0))
+    assert.ok(e.credits.spent_total >= won[e.id], `${e.id}: ${JSON.stringify(e.credits)}`);
   // slow but correct: not demoted, no breaker failure for being beaten
-  const v = (await adminGet(s, '/admin/endpoints')).json.find((e) => e.id === slow);
+  const v = view.find((e) => e.id === slow);
   assert.equal(v.demoted, null);
   assert.equal(v.outcomes.timeout, 0);
 
