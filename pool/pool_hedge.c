@@ -223,9 +223,13 @@ static void cancel_loser(pool_call_t *call, pool_exchange_t *ex)
     hold_slot(e, started_us); /* first: the cancel wakes waiters, who must not take it */
     pool_exchange_cancel(ex);
     /* a hung endpoint's reads never time out while hedges beat them: losing
-     * a few races in a row without a byte says it as well */
-    e->hedges_lost_in_row = got_bytes ? 0 : e->hedges_lost_in_row + 1;
-    pool_demote(e, policy_demote_on_loss(e->hedges_lost_in_row, got_bytes));
+     * a few races in a row without a byte says it as well. Only the hedged
+     * attempt counts, which had outlived its own p90 (a hedge beaten a moment
+     * after it was sent says nothing about its endpoint). */
+    if (ex == &call->ex) {
+        e->hedges_lost_in_row = got_bytes ? 0 : e->hedges_lost_in_row + 1;
+        pool_demote(e, policy_demote_on_loss(e->hedges_lost_in_row, got_bytes));
+    }
     uint8_t flags = POOL_ATTEMPT_CANCELLED | (ex == &call->hedge.ex ? POOL_ATTEMPT_HEDGE : 0);
     pool_call_log_attempt(call, e->index, POOL_FAIL_NONE, 0, waited, flags);
     e->health.stats.hedges_cancelled++;
