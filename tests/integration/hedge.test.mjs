@@ -225,3 +225,28 @@ test('clients that go away while identical reads wait do not break the others', 
   // and the worker is fine
   assert.equal((await post(s.url('eth'), call('eth_chainId'))).status, 200);
 });
+
+test('no hedges while the network is under pressure (elevated or critical)', async () => {
+  const a = await startFake({ name: 'a' }), b = await startFake({ name: 'b' });
+  started.push(a, b);
+  const s = await startSluice({ workers: 1, networks: { eth: {
+    lines: ['ranking: { probe_interval_ms: 0 }', 'pressure: { elevated: 0.2, critical: 0.95, hysteresis: 0.1, hold_ms: 5000 }'],
+    endpoints: [{ id: 'a', url: a.url, max_inflight: 6 }, { id: 'b', url: b.url, max_inflight: 6 }] } } });
+  started.push(s);
+  await a.setMode('slow', { delay_ms: 1200 });
+  // pressure ok: the slow read is hedged to b
+  const calm = await post(s.url('eth'), call('eth_getBalance', [ADDR, 'latest'], 1));
+  assert.equal(calm.headers.get('x-sluice-pressure'), 'ok');
+  assert.equal(calm.headers.get('x-sluice-hedges'), '1', calm.text);
+  // three writes (never hedged) held by a: 3 calls in flight of 12 slots, elevated (the
+  // cancelled first attempt above keeps its slot at a, not a call: a has 2 slots left)
+  const writes = [1, 2, 3].map((i) => post(s.url('eth'), call('eth_sendRawTransaction', [`${RAW_TX}0${i}`], `w${i}`)));
+  await waitFor(async () => (await adminGet(s, '/admin/networks')).json.find((n) => n.network === 'eth').level !== 'ok',
+    { what: 'pressure elevated', timeoutMs: 5000 });
+  const busy = await post(s.url('eth'), call('eth_getBalance', [ADDR, 'latest'], 2));
+  assert.equal(busy.status, 200, busy.text);
+  assert.notEqual(busy.headers.get('x-sluice-pressure'), 'ok');
+  assert.equal(busy.headers.get('x-sluice-hedges'), null, 'not hedged under pressure');
+  assert.equal(busy.headers.get('x-sluice-endpoint'), 'a');
+  assert.ok((await Promise.all(writes)).every((r) => r.status === 200));
+});
