@@ -81,6 +81,9 @@ static int route_readyz(admin_t *a, h2o_req_t *req)
     cJSON_AddStringToObject(o, "status", ready ? "ready" : "not_ready");
     if (!ready)
         cJSON_AddStringToObject(o, "reason", why);
+    cJSON *cl = admin_cluster_json(a); /* degraded is still ready: the host serves alone */
+    if (cl != NULL)
+        cJSON_AddItemToObject(o, "cluster", cl);
     return admin_send_json(req, ready ? 200 : 503, o);
 }
 

@@ -32,6 +32,7 @@ typedef struct admin_conf {
     /* 0 when this process should not get traffic (draining); why says so */
     int (*ready)(void *data, char *why, size_t why_len);
     void *data;
+    const char *cluster_host;     /* this host's name in the cluster, NULL without cluster: */
 } admin_conf_t;
 
 typedef struct admin admin_t;

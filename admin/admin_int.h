@@ -73,6 +73,11 @@ cJSON *admin_credits_json(const admin_ep_view_t *v, uint64_t now_ms);
 /* Prometheus series of the credit budgets. */
 void admin_credits_metrics(admin_t *a, sl_buf_t *b, const admin_ep_view_t *v, size_t n);
 
+/* admin_cluster.c: this host's cluster mode, for /metrics and /readyz
+ * (nothing without cluster:). */
+void admin_cluster_metrics(admin_t *a, sl_buf_t *b);
+cJSON *admin_cluster_json(admin_t *a);
+
 /* The JSON object of one event (shared by the feed and the stream). */
 cJSON *admin_event_json(const state_event_t *ev);
 

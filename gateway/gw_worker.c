@@ -14,6 +14,7 @@
 #include "gateway/gw_handler.h"
 #include "pool/pool.h"
 #include "state/state.h"
+#include "state/state_cluster.h"
 
 #define LISTEN_BACKLOG 1024
 #define ACCEPTS_PER_EVENT 32
@@ -37,6 +38,7 @@ typedef struct worker {
     state_t *state;
     gw_stats_t *stats;
     gw_limit_t *limit;
+    state_cluster_t *cluster;     /* NULL without cluster: */
     int draining;
 } worker_t;
 
@@ -127,6 +129,8 @@ static int worker_setup(worker_t *w)
                                    cfg->state.event_max_age_hours * 3600},
                    &w->state) != SL_OK)
         return -1;
+    if (cfg->has_cluster)
+        w->cluster = state_cluster_create(&cfg->cluster, w->ctx.loop, &w->ctx.receivers.hostinfo_getaddr, w->state);
     pool_params_t pp = {
         .loop = w->ctx.loop,
         .getaddr_receiver = &w->ctx.receivers.hostinfo_getaddr,
@@ -160,7 +164,8 @@ static int worker_setup(worker_t *w)
                                               .nworkers = w->args->nworkers,
                                               .loop = w->ctx.loop,
                                               .ready = is_ready,
-                                              .data = w});
+                                              .data = w,
+                                              .cluster_host = cfg->has_cluster ? cfg->cluster.host : NULL});
         h2o_context_init(&w->admin_ctx, w->ctx.loop, &w->admin_conf);
         w->admin_accept = (h2o_accept_ctx_t){.ctx = &w->admin_ctx, .hosts = w->admin_conf.hosts};
         gw_listen_addr_t aaddr = w->args->admin_addr;
@@ -252,6 +257,7 @@ int gw_worker_main(const gw_worker_args_t *args)
         pool_close_idle(w.pool);
     gw_limit_destroy(w.limit);
     gw_stats_destroy(w.stats);
+    state_cluster_destroy(w.cluster);
     state_close(w.state);
     return 0;
 }

@@ -29,6 +29,7 @@ struct state {
     uint64_t appends;             /* events this process appended (room check cadence) */
     uint64_t corrupt_logged[STATE_CORRUPT_LOG_MAX]; /* FNV-1a of db and key */
     size_t ncorrupt_logged;
+    struct state_cluster *cluster; /* the worker's Redis link (cluster: section), NULL without */
 };
 
 /* Converts an LMDB return code, logging what failed. */

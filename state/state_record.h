@@ -78,7 +78,9 @@ extern const state_schema_t state_endpoint_schema;
     X(CONFIG_RELOADED, "config_reloaded")                                                 \
     X(BUDGET_LOW, "budget_low")                                                           \
     X(BUDGET_EXHAUSTED, "budget_exhausted")                                               \
-    X(STATE_ERROR, "state_error")
+    X(STATE_ERROR, "state_error")                                                         \
+    X(CLUSTER_DEGRADED, "cluster_degraded")                                               \
+    X(CLUSTER_RESTORED, "cluster_restored")
 
 typedef enum state_event_kind {
 #define STATE_EVENT_ENUM_(name, str) STATE_EVENT_##name,

@@ -1,0 +1,112 @@
+/* state/state_cluster.h: several sluice hosts sharing their records through
+ * Redis (the config's cluster: section).
+ *
+ * Without cluster: nothing here runs and state/ is LMDB only. With it, each
+ * worker process owns one state_cluster_t: two connections to Redis (one for
+ * commands, one subscribed to the cluster's channel), driven by the worker's
+ * h2o event loop, never blocking it. What Redis holds is the cluster's truth
+ * for the shared records (breakers, drains, rate-limit marks, client limit
+ * cells, credit ledgers, the event stream); LMDB keeps each host's copy, which
+ * its workers read as before and fall back to when Redis is down or slow.
+ *
+ * The link of a worker to Redis is a state machine (state_cluster.c): DOWN
+ * (waiting to reconnect, with a backoff of 100 ms doubling to 5 s),
+ * CONNECTING (both connections opening, AUTH, SELECT, scripts loaded,
+ * subscribed), UP. A command unanswered for conf->timeout_ms, a lost
+ * connection, or a subscription that stopped hearing its own heartbeat takes
+ * the link DOWN. The host's mode (shared or degraded) is one LMDB record that
+ * the workers move by compare-and-set, so the host logs one cluster_degraded
+ * and one cluster_restored event however many workers noticed. */
+#ifndef STATE_CLUSTER_H
+#define STATE_CLUSTER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <h2o/multithread.h>
+#include <h2o/socket.h>
+
+#include "base/sl_err.h"
+#include "state/state.h"
+
+#define STATE_CLUSTER_DEFAULT_PORT 6379
+#define STATE_CLUSTER_DEFAULT_PREFIX "sluice:"
+#define STATE_CLUSTER_DEFAULT_TIMEOUT_MS 250
+#define STATE_CLUSTER_HOST_MAX 63      /* bytes of a host name */
+#define STATE_CLUSTER_PREFIX_MAX 64
+
+/* The cluster: section, parsed (gateway/ fills it; state/ reads it). */
+typedef struct state_cluster_conf {
+    char *redis_host;             /* host name or address of the Redis server */
+    uint16_t redis_port;
+    char *user;                   /* ACL user, NULL for the default user */
+    char *password;               /* NULL: no AUTH; a registered secret */
+    uint32_t db;                  /* SELECT'ed database */
+    char *url_shown;              /* the URL with the password as ***, for logs and --check */
+    char *host;                   /* this host's name in the cluster */
+    char *prefix;                 /* prefix of every key and channel */
+    uint32_t timeout_ms;          /* a command unanswered this long: Redis is slow */
+    uint32_t stream_max;          /* the event stream keeps about this many entries */
+} state_cluster_conf_t;
+
+/* Connects once, blocking, within timeout_ms: AUTH (when a password is set),
+ * SELECT db, PING and INFO server. For --check --connect and the master's
+ * start. Errors, with why[] saying what happened (never the password):
+ * SL_ERR_IO nothing answered (refused, unreachable, timed out: the caller
+ * may carry on degraded); SL_ERR_DENIED the server refused the password or
+ * asks for one; SL_ERR_PARSE the server does not speak Redis; SL_ERR_INVALID
+ * the database number is refused; SL_ERR_VERSION a Redis older than 5. */
+SL_MUST_CHECK sl_err_t state_cluster_probe(const state_cluster_conf_t *conf, uint32_t timeout_ms, char *why,
+                                           size_t why_len);
+
+/* ---- the host's mode, in LMDB (read by admin/, moved by the workers) ---- */
+typedef enum state_cluster_mode {
+    STATE_CLUSTER_OFF = 0,        /* no cluster: section */
+    STATE_CLUSTER_STARTING = 1,   /* no worker has reached Redis since the master started */
+    STATE_CLUSTER_SHARED = 2,     /* Redis answers: records are shared */
+    STATE_CLUSTER_DEGRADED = 3,   /* Redis down or slow: each host on its own */
+} state_cluster_mode_t;
+
+typedef struct state_cluster_mode_rec {
+    uint8_t mode;                 /* a state_cluster_mode_t */
+    uint64_t since_ms;            /* wall clock */
+    uint32_t hosts;               /* hosts seen in the last heartbeats (>= 1) */
+} state_cluster_mode_rec_t;
+
+extern const state_schema_t state_cluster_mode_schema;
+
+/* The master, at start: the mode becomes STARTING (whatever a previous run
+ * left), without an event. */
+SL_MUST_CHECK sl_err_t state_cluster_mode_reset(state_t *st, uint64_t now_ms);
+/* Reads the host's mode record in its own read transaction; OFF if absent. */
+state_cluster_mode_rec_t state_cluster_mode_get(state_t *st);
+/* "off", "starting", "shared", "degraded" */
+const char *state_cluster_mode_name(state_cluster_mode_t m);
+
+/* ---- a worker's link ---- */
+typedef struct state_cluster state_cluster_t;
+
+/* Creates the worker's link and starts connecting (asynchronously: the call
+ * returns at once). A Redis host name is resolved on h2o's resolver threads
+ * through getaddr_receiver (NULL: resolved by hiredis, blocking). st is the
+ * worker's LMDB handle: the cluster attaches to it (state_cluster_of) and
+ * keeps the host's copies there. conf, loop and st must outlive it. */
+state_cluster_t *state_cluster_create(const state_cluster_conf_t *conf, h2o_loop_t *loop,
+                                      h2o_multithread_receiver_t *getaddr_receiver, state_t *st);
+/* Closes both connections; pending operations are dropped without their
+ * callbacks (call it after what issued them is gone). NULL is allowed. */
+void state_cluster_destroy(state_cluster_t *cl);
+/* The cluster attached to st, NULL if none. */
+state_cluster_t *state_cluster_of(const state_t *st);
+/* 1 while this worker's link is UP. */
+int state_cluster_up(const state_cluster_t *cl);
+/* Hosts that sent a heartbeat within the last STATE_CLUSTER_HOST_TTL_MS, as
+ * last seen (at least 1). Local enforcement divides limits by it. */
+#define STATE_CLUSTER_HOST_TTL_MS 10000
+uint32_t state_cluster_hosts(const state_cluster_t *cl);
+/* This host's name. */
+const char *state_cluster_host(const state_cluster_t *cl);
+/* Commands this worker has sent to Redis (for the benchmark's count). */
+uint64_t state_cluster_commands(const state_cluster_t *cl);
+
+#endif
