@@ -124,6 +124,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
     admin_t *a = (admin_t *)self;
     int path_known = 0;
+    if (admin_guard_request(a, req)) /* before routing: every route, present and future */
+        return 0;
     for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
         const admin_route_t *r = &routes[i];
         if (!path_matches(r, req->path_normalized))
@@ -131,12 +133,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         path_known = 1;
         if (!h2o_memis(req->method.base, req->method.len, r->method, strlen(r->method)))
             continue;
-        if (r->needs_auth && !authorized(a, req)) {
-            h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_WWW_AUTHENTICATE, NULL,
-                           H2O_STRLIT("Bearer realm=\"sluice admin\""));
-            return admin_send_text(req, 401, "application/json",
-                                   H2O_STRLIT("{\"error\":\"missing or wrong bearer token\"}"));
-        }
+        if (r->needs_auth && a->conf.token != NULL && admin_guard_auth(a, req, authorized))
+            return 0;
         return r->fn(a, req);
     }
     if (path_known)
@@ -150,6 +148,7 @@ admin_t *admin_register(h2o_hostconf_t *hostconf, const admin_conf_t *conf)
     admin_t *a = (admin_t *)h2o_create_handler(pathconf, sizeof(*a));
     a->super.on_req = on_req;
     a->conf = *conf;
+    admin_guard_init(&a->guard, conf->listen, conf->bound);
     h2o_timeout_init(conf->loop, &a->sse_timeout, SSE_TICK_MS);
     admin_page_init(a);
     return a;

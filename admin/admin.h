@@ -11,7 +11,10 @@
  *
  * Routes are one table (admin/admin.c). Every route but /healthz needs
  * "Authorization: Bearer <admin.token>" when a token is configured; the
- * comparison is constant-time. admin/ reads state/ (what an operator sees is
+ * comparison is constant-time, failed attempts are throttled per client
+ * address. Without a token, every route refuses a foreign Host (DNS
+ * rebinding) and every write a foreign Origin or a non-JSON body
+ * (admin/admin_guard.c): the router checks, so new routes inherit it. admin/ reads state/ (what an operator sees is
  * in LMDB, merged across workers) and drives no upstream. No secret appears
  * in its output: URLs are the redacted ones. */
 #ifndef ADMIN_H
@@ -24,6 +27,8 @@
 
 typedef struct admin_conf {
     const char *token;            /* NULL: no authentication (loopback only, enforced by config) */
+    const char *listen;           /* admin.listen as configured, "127.0.0.1:8546" */
+    const char *bound;            /* the address as bound, with the real port */
     const pool_network_conf_t *networks;
     size_t nnetworks;
     state_t *state;               /* this process's handle */

@@ -8,6 +8,7 @@
 #include "policy/breaker.h"
 #include "policy/method.h"
 #include "pool/pool_conf.h"
+#include "state/state_key.h"
 
 static void add_time(cJSON *o, const char *name, uint64_t ms)
 {
@@ -55,7 +56,12 @@ static cJSON *endpoint_json(const admin_ep_view_t *v, uint64_t now)
     else
         cJSON_AddNullToObject(o, "excluded");
     if (v->has_ranked) {
-        static const char *const excluded[] = {NULL, "far behind the head", "error ratio too high"};
+        static const char *const excluded[STATE_EXCLUDED_COUNT] = {
+            [STATE_EXCLUDED_BEHIND] = "far behind the head",
+            [STATE_EXCLUDED_ERRORS] = "error ratio too high",
+            [STATE_EXCLUDED_DNS_FAILED] = ADMIN_DNS_FAILED,
+            [STATE_EXCLUDED_DNS_TIMEOUT] = ADMIN_DNS_TIMEOUT,
+        };
         cJSON *sc = cJSON_AddObjectToObject(o, "score");
         cJSON_AddNumberToObject(sc, "cost", v->ranked.score_milli / 1000.0);
         cJSON_AddNumberToObject(sc, "latency_ms", v->ranked.latency_us / 1000.0);
@@ -65,7 +71,7 @@ static cJSON *endpoint_json(const admin_ep_view_t *v, uint64_t now)
             cJSON_AddNumberToObject(sc, "lag", (double)(v->ranked.lag_plus1 - 1));
         else
             cJSON_AddNullToObject(sc, "lag");
-        if (v->ranked.excluded && v->ranked.excluded < 3)
+        if (v->ranked.excluded && v->ranked.excluded < STATE_EXCLUDED_COUNT)
             cJSON_AddStringToObject(sc, "excluded", excluded[v->ranked.excluded]);
     }
     cJSON *probe = cJSON_AddObjectToObject(o, "probe");
@@ -184,8 +190,8 @@ int admin_route_drain(admin_t *a, h2o_req_t *req)
             }
     if (c.ep == NULL)
         return admin_send_text(req, 404, "application/json", H2O_STRLIT("{\"error\":\"unknown network or endpoint\"}"));
-    char key[160];
-    snprintf(key, sizeof(key), "%s/%s", c.net->name, c.ep->id);
+    char key[STATE_KEY_MAX];
+    state_key_endpoint(key, sizeof(key), c.net->name, c.ep->id);
     int changed = 0;
     if (state_endpoint_update(a->conf.state, key, drain_cb, &c, &changed) != SL_OK)
         return admin_send_text(req, 500, "application/json", H2O_STRLIT("{\"error\":\"shared state write failed\"}"));

@@ -9,10 +9,49 @@
 #include "pool/pool_conf.h"
 #include "state/state_record.h"
 
+/* ---- the router's gate (admin_guard.c) ---- */
+#define ADMIN_GUARD_NAMES 5                 /* localhost, 127.0.0.1, [::1], the listener as configured and as bound */
+#define ADMIN_AUTH_SLOTS 256                /* client addresses with failed attempts, per worker */
+#define ADMIN_AUTH_BURST 10                 /* failed attempts at once per address ... */
+#define ADMIN_AUTH_WINDOW_US 60000000ULL    /* ... per minute (then one per 6 s) */
+
+typedef struct admin_auth_slot {
+    uint8_t key[16];              /* IPv6, IPv4-mapped, or an IPv6 /64 */
+    uint64_t tat_us;              /* GCRA's theoretical arrival time of failures */
+} admin_auth_slot_t;
+
+typedef struct admin_guard {
+    char names[ADMIN_GUARD_NAMES][64]; /* Host names answered without a token ("" ends) */
+    admin_auth_slot_t slots[ADMIN_AUTH_SLOTS];
+    size_t nslots;
+} admin_guard_t;
+
+/* listen: admin.listen as configured; bound: the address as bound ("[::1]:8546"). */
+void admin_guard_init(admin_guard_t *g, const char *listen, const char *bound);
+/* 1 if a Host value names this listener (any port, or none). */
+int admin_guard_host_ok(const admin_guard_t *g, const char *host, size_t len);
+/* 1 if Origin is this listener's own origin, "http://" + host. */
+int admin_guard_origin_ok(const char *origin, size_t olen, const char *host, size_t hlen);
+/* 1 if a Content-Type value is application/json (parameters allowed). */
+int admin_guard_json_type(const char *ct, size_t len);
+/* The throttle's key of a client address: IPv4 as v4-mapped, IPv6 per /64. */
+void admin_guard_addr_key(const struct sockaddr *sa, uint8_t key[16]);
+/* 0 if the address may try a token now, else the µs until it may. */
+uint64_t admin_guard_auth_wait_us(admin_guard_t *g, const uint8_t key[16], uint64_t now_us);
+/* Records a failed attempt; 1 if it used up the address's allowance. */
+int admin_guard_auth_failed(admin_guard_t *g, const uint8_t key[16], uint64_t now_us);
+/* Without a token: answers a request the listener refuses (foreign Host,
+ * cross-origin or non-JSON write) and returns 1; 0 to go on routing. */
+int admin_guard_request(admin_t *a, h2o_req_t *req);
+/* Runs authorized() unless the client's address is throttled; on a refusal
+ * (401, 429) answers and returns 1; 0 when authorized. */
+int admin_guard_auth(admin_t *a, h2o_req_t *req, int (*authorized)(admin_t *a, h2o_req_t *req));
+
 struct admin {
     h2o_handler_t super;          /* first: h2o calls on_req with this pointer */
     admin_conf_t conf;
     h2o_timeout_t sse_timeout;    /* the event streams' polling tick */
+    admin_guard_t guard;          /* this worker's Host names and failed-auth table */
     char page_csp[320];           /* the operator page's Content-Security-Policy */
 };
 
@@ -36,6 +75,10 @@ typedef struct admin_ep_view {
     uint64_t *per_method;         /* (methods + 1) x 3: requests, credits, refusals, merged */
     size_t nmethods;
 } admin_ep_view_t;
+
+/* Why an endpoint whose host name does not resolve is unusable. */
+#define ADMIN_DNS_FAILED "host name does not resolve"
+#define ADMIN_DNS_TIMEOUT "host name lookup timed out (timeouts.connect_ms)"
 
 /* Collects every endpoint of every network (in config order) into a new
  * array; *n gets its length. The caller frees it with admin_view_free. */

@@ -13,6 +13,7 @@
 #include "base/sl_buf.h"
 #include "policy/breaker.h"
 #include "policy/method.h"
+#include "state/state_sum.h"
 
 static void help(sl_buf_t *b, const char *name, const char *type, const char *text)
 {
@@ -22,20 +23,13 @@ static void help(sl_buf_t *b, const char *name, const char *type, const char *te
 static void requests(admin_t *a, sl_buf_t *b)
 {
     help(b, "sluice_requests_total", "counter", "JSON-RPC calls answered, by network, method and outcome.");
-    state_counters_rec_t *sum = sl_xmalloc(sizeof(*sum)), *rec = sl_xmalloc(sizeof(*rec));
+    state_counters_rec_t *sum = sl_xmalloc(sizeof(*sum));
     for (size_t i = 0; i < a->conf.nnetworks; i++) {
         const pool_network_conf_t *net = &a->conf.networks[i];
         size_t nmethods;
         const policy_method_t *table = policy_method_table(net->chain, &nmethods);
         uint32_t want = (uint32_t)((nmethods + 1) * STATE_REQ_OUTCOME_COUNT);
-        memset(sum->v, 0, want * sizeof(sum->v[0]));
-        for (unsigned slot = 1; slot <= a->conf.nworkers; slot++) {
-            char key[96];
-            snprintf(key, sizeof(key), "req/%s/%u", net->name, slot);
-            if (state_counters_get(a->conf.state, key, rec) == SL_OK && rec->n == want)
-                for (uint32_t k = 0; k < want; k++)
-                    sum->v[k] += rec->v[k];
-        }
+        state_counters_sum(a->conf.state, STATE_COUNTERS_REQUESTS, net->name, NULL, a->conf.nworkers, want, sum);
         for (uint32_t k = 0; k < want; k++) {
             if (sum->v[k] == 0)
                 continue;
@@ -47,7 +41,6 @@ static void requests(admin_t *a, sl_buf_t *b)
         }
     }
     free(sum);
-    free(rec);
 }
 
 #define LABELS "network=\"%s\",endpoint=\"%s\""

@@ -8,8 +8,12 @@
 #include "admin/admin_int.h"
 #include "base/sl_buf.h"
 #include "base/sl_time.h"
+#include "state/state_key.h"
+#include "state/state_sum.h"
 #include "policy/breaker.h"
 #include "policy/method.h"
+
+_Static_assert(STATE_BREAKER_STATES == POLICY_BREAKER_STATE_COUNT, "state/ must know every breaker state");
 
 /* a worker whose counters are older than this no longer has requests in flight */
 #define INFLIGHT_FRESH_MS 2000
@@ -21,29 +25,6 @@ void admin_iso_time(uint64_t ms, char out[32])
     gmtime_r(&s, &tm);
     size_t n = strftime(out, 32, "%Y-%m-%dT%H:%M:%S", &tm);
     snprintf(out + n, 32 - n, ".%03uZ", (unsigned)(ms % 1000));
-}
-
-static void merge_stats(admin_ep_view_t *v, const state_stats_rec_t *s, uint64_t now, double *ewma_weighted)
-{
-    v->stats.attempts += s->attempts;
-    for (size_t k = 0; k < STATE_OUTCOME_COUNT; k++)
-        v->stats.outcomes[k] += s->outcomes[k];
-    v->stats.failovers += s->failovers;
-    for (size_t k = 0; k < STATE_LAT_BUCKETS; k++)
-        v->stats.lat_hist[k] += s->lat_hist[k];
-    v->stats.lat_sum_us += s->lat_sum_us;
-    v->stats.credits_spent += s->credits_spent;
-    /* peaks of different workers need not coincide: the sum bounds the
-     * simultaneous peak from above, and max_inflight (split across the
-     * workers) bounds the sum */
-    v->concurrency_reached += s->max_inflight_seen;
-    if (now >= s->updated_ms && now - s->updated_ms < INFLIGHT_FRESH_MS)
-        v->inflight += s->inflight;
-    *ewma_weighted += (double)s->ewma_us * (double)s->attempts;
-    if (!v->has_ranked || s->updated_ms > v->ranked.updated_ms) {
-        v->ranked = *s;
-        v->has_ranked = 1;
-    }
 }
 
 /* The 90th percentile from the histogram, interpolated inside its bucket. */
@@ -82,30 +63,27 @@ static int credits_out(const admin_ep_view_t *v, uint64_t now)
 
 static void view_one(admin_t *a, admin_ep_view_t *v, uint64_t now)
 {
-    char key[160];
-    snprintf(key, sizeof(key), "%s/%s", v->net->name, v->ep->id);
+    char key[STATE_KEY_MAX];
+    state_key_endpoint(key, sizeof(key), v->net->name, v->ep->id);
     if (state_endpoint_get(a->conf.state, key, &v->rec) != SL_OK)
         memset(&v->rec, 0, sizeof(v->rec));
-    double ewma_weighted = 0;
-    for (unsigned slot = 1; slot <= a->conf.nworkers; slot++) {
-        state_stats_rec_t s;
-        snprintf(key, sizeof(key), "%s/%s/%u", v->net->name, v->ep->id, slot);
-        if (state_stats_get(a->conf.state, key, &s) == SL_OK)
-            merge_stats(v, &s, now, &ewma_weighted);
-    }
-    v->ewma_ms = v->stats.attempts ? ewma_weighted / (double)v->stats.attempts / 1000.0 : 0;
+    state_stats_sum_t sum;
+    state_stats_sum(a->conf.state, v->net->name, v->ep->id, a->conf.nworkers, now, INFLIGHT_FRESH_MS, &sum);
+    v->stats = sum.total;
+    v->concurrency_reached = sum.total.max_inflight_seen;
+    v->inflight = (uint32_t)sum.inflight;
+    v->ranked = sum.freshest;
+    v->has_ranked = sum.has_freshest;
+    v->ewma_ms = sum.ewma_us / 1000.0;
     policy_method_table(v->net->chain, &v->nmethods);
-    v->per_method = sl_xcalloc((v->nmethods + 1) * 3, sizeof(uint64_t));
+    uint32_t want = (uint32_t)((v->nmethods + 1) * 3);
     state_counters_rec_t *rec = sl_xmalloc(sizeof(*rec));
-    for (unsigned slot = 1; slot <= a->conf.nworkers; slot++) {
-        snprintf(key, sizeof(key), "pm/%s/%s/%u", v->net->name, v->ep->id, slot);
-        if (state_counters_get(a->conf.state, key, rec) == SL_OK && rec->n == (v->nmethods + 1) * 3)
-            for (uint32_t k = 0; k < rec->n; k++)
-                v->per_method[k] += rec->v[k];
-    }
+    state_counters_sum(a->conf.state, STATE_COUNTERS_PER_METHOD, v->net->name, v->ep->id, a->conf.nworkers, want, rec);
+    v->per_method = sl_xcalloc(want, sizeof(uint64_t));
+    memcpy(v->per_method, rec->v, rec->n * sizeof(uint64_t));
     free(rec);
     for (policy_credit_window_t w = 0; w < POLICY_CREDIT_WINDOW_COUNT; w++) {
-        snprintf(key, sizeof(key), "%s/%s/%s", v->net->name, v->ep->id, policy_credit_window_name(w));
+        state_key_ledger(key, sizeof(key), v->net->name, v->ep->id, policy_credit_window_name(w));
         if (state_budget_get(a->conf.state, STATE_BUDGET_LEDGERS, key, &v->ledger[w]) != SL_OK)
             memset(&v->ledger[w], 0, sizeof(v->ledger[w]));
     }
@@ -118,6 +96,10 @@ static void view_one(admin_t *a, admin_ep_view_t *v, uint64_t now)
         v->excluded = "rate limited";
     else if (credits_out(v, now))
         v->excluded = "out of credits";
+    else if (v->has_ranked && v->ranked.excluded == STATE_EXCLUDED_DNS_FAILED)
+        v->excluded = ADMIN_DNS_FAILED; /* what the freshest worker saw */
+    else if (v->has_ranked && v->ranked.excluded == STATE_EXCLUDED_DNS_TIMEOUT)
+        v->excluded = ADMIN_DNS_TIMEOUT;
     v->usable = v->excluded == NULL;
 }
 

@@ -18,6 +18,7 @@ static const struct {
     {405, "Method Not Allowed"},
     {413, "Payload Too Large"},
     {415, "Unsupported Media Type"},
+    {421, "Misdirected Request"},
     {429, "Too Many Requests"},
     {500, "Internal Server Error"},
     {502, "Bad Gateway"},

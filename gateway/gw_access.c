@@ -42,9 +42,12 @@ static void append_endpoints(sl_buf_t *b, const pool_call_t *call)
     sl_buf_append_str(b, ",\"upstream\":[");
     for (size_t i = 0; i < n; i++) {
         const char *id = pool_call_endpoint_id(call, log[i].endpoint);
+        const char *url = pool_call_endpoint_url(call, log[i].endpoint); /* redacted: for operators */
         const char *what = log[i].fail == POOL_FAIL_NONE ? "answered" : pool_fail_name(log[i].fail);
         sl_buf_append_str(b, i ? ",{\"endpoint\":" : "{\"endpoint\":");
         sl_buf_append_json_str(b, id, strlen(id));
+        sl_buf_append_str(b, ",\"url\":");
+        sl_buf_append_json_str(b, url, strlen(url));
         sl_buf_printf(b, ",\"status\":%u,\"result\":\"%s\",\"us\":%u}", (unsigned)log[i].http_status, what,
                       log[i].latency_us);
     }

@@ -260,9 +260,14 @@ static void section_admin(gw_cfg_t *c, yaml_node_t *n, void *target)
     gw_cfg_map_decode(c, n, admin_fields, NFIELDS(admin_fields), adm);
     if (adm->token != NULL) {
         sl_secret_add(adm->token);
-        if (adm->token[0] == '\0') {
+        /* 16 bytes: out of reach of guessing even at the throttle's rate
+         * (a "change-me" is not); the length is said, never the token */
+        size_t len = strlen(adm->token);
+        if (len < GW_ADMIN_TOKEN_MIN) {
             size_t mark = gw_cfg_push(c, "token");
-            gw_cfg_error(c, gw_cfg_line(gw_cfg_get(c, n, "token")), "admin.token must not be empty");
+            gw_cfg_error(c, gw_cfg_line(gw_cfg_get(c, n, "token")),
+                         "admin.token must be at least %d bytes (it has %zu); e.g. openssl rand -hex 24",
+                         GW_ADMIN_TOKEN_MIN, len);
             gw_cfg_pop(c, mark);
         }
     }

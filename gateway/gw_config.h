@@ -65,8 +65,10 @@ typedef struct gw_server_conf {
 
 typedef struct gw_admin_conf {
     char *listen;             /* NULL or "off" disables the admin listener */
-    char *token;              /* NULL = no auth (refused unless loopback) */
+    char *token;              /* NULL = no auth (refused unless loopback); else GW_ADMIN_TOKEN_MIN+ bytes */
 } gw_admin_conf_t;
+
+#define GW_ADMIN_TOKEN_MIN 16
 
 typedef struct gw_state_conf {
     char *path;

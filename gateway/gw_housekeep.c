@@ -8,6 +8,8 @@
 #include "base/sl_buf.h"
 #include "base/sl_log.h"
 #include "base/sl_time.h"
+#include "state/state_key.h"
+#include "state/state_sum.h"
 
 #define SYNC_EVERY_MS 1000
 #define TRIM_EVERY_MS 10000
@@ -26,20 +28,15 @@ struct gw_housekeep {
     uint64_t last_sync_ms, last_trim_ms, last_failover_ms;
     counted_endpoint_t *eps;
     size_t neps;
+    char **keys;                  /* "<network>/<endpoint>" of eps[i]: the records to repair */
 };
 
 /* Sum of one endpoint's failover counters over every worker slot. */
 static uint64_t failovers(gw_housekeep_t *hk, const counted_endpoint_t *c)
 {
-    uint64_t total = 0;
-    for (unsigned slot = 1; slot <= hk->nworkers; slot++) {
-        char key[160];
-        state_stats_rec_t rec;
-        snprintf(key, sizeof(key), "%s/%s/%u", c->net->name, c->ep->id, slot);
-        if (state_stats_get(hk->st, key, &rec) == SL_OK)
-            total += rec.failovers;
-    }
-    return total;
+    state_stats_sum_t sum;
+    state_stats_sum(hk->st, c->net->name, c->ep->id, hk->nworkers, 0, 0, &sum);
+    return sum.total.failovers;
 }
 
 static void read_failovers(gw_housekeep_t *hk, uint64_t *totals)
@@ -89,6 +86,12 @@ gw_housekeep_t *gw_housekeep_create(const gw_config_t *cfg, state_t *st, unsigne
     for (size_t n = 0; n < cfg->nnetworks; n++)
         for (size_t e = 0; e < cfg->networks[n].nendpoints; e++)
             hk->eps[k++] = (counted_endpoint_t){&cfg->networks[n], &cfg->networks[n].endpoints[e], 0};
+    hk->keys = sl_xcalloc(hk->neps ? hk->neps : 1, sizeof(*hk->keys));
+    for (size_t i = 0; i < hk->neps; i++) {
+        char key[STATE_KEY_MAX];
+        state_key_endpoint(key, sizeof(key), hk->eps[i].net->name, hk->eps[i].ep->id);
+        hk->keys[i] = sl_xstrdup(key);
+    }
     /* what the counters say now was reported (or lost) by an earlier run */
     uint64_t *totals = sl_xcalloc(hk->neps ? hk->neps : 1, sizeof(*totals));
     read_failovers(hk, totals);
@@ -109,6 +112,9 @@ void gw_housekeep_destroy(gw_housekeep_t *hk)
         return;
     if (state_sync(hk->st) != SL_OK)
         sl_log_warn("state: final sync failed");
+    for (size_t i = 0; i < hk->neps; i++)
+        free(hk->keys[i]);
+    free(hk->keys);
     free(hk->eps);
     free(hk);
 }
@@ -121,6 +127,10 @@ void gw_housekeep_tick(gw_housekeep_t *hk, uint64_t now)
             sl_log_warn("state: sync to disk failed");
         if (state_check_readers(hk->st, &cleared) == SL_OK && cleared > 0)
             sl_log_warn("state: cleared %d stale reader slot(s) left by dead processes", cleared);
+        /* a breaker value that is no state: repaired here even if no worker writes the record */
+        size_t repaired = 0;
+        if (state_endpoints_repair(hk->st, (const char *const *)hk->keys, hk->neps, &repaired) != SL_OK)
+            sl_log_warn("state: could not check the endpoint records for corrupt breaker values");
         hk->last_sync_ms = now;
     }
     if (now - hk->last_failover_ms >= FAILOVER_EVERY_MS) {

@@ -7,6 +7,7 @@
 #include "base/sl_buf.h"
 #include "base/sl_log.h"
 #include "base/sl_time.h"
+#include "state/state_key.h"
 
 #define NWINDOWS 3
 #define TABLE_SIZE 4096           /* local lease entries per worker (a power of 2) */
@@ -187,7 +188,7 @@ static int lease(gw_limit_t *l, const gw_tier_conf_t *tier, lease_t *e, uint32_t
     for (int w = 0; w < NWINDOWS; w++) {
         if (window_limit(l, tier, e->bucket, w) == 0)
             continue;
-        snprintf(keys[nk], sizeof(keys[nk]), "%s/%s/%s", e->identity, policy_bucket_name(e->bucket), windows[w].name);
+        state_key_cell(keys[nk], sizeof(keys[nk]), e->identity, policy_bucket_name(e->bucket), windows[w].name);
         kp[nk] = keys[nk];
         nk++;
     }

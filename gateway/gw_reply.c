@@ -37,6 +37,9 @@ static const outcome_row_t outcomes[] = {
                                "upstream timeout: the request deadline (timeouts.request_ms) ran out"},
 };
 
+/* Endpoints are named by id only: a client learns nothing of the upstreams'
+ * hosts, addresses or ports (the redacted URL is in the access log and the
+ * admin view, for operators). */
 static void append_attempts(sl_buf_t *b, const pool_call_t *call)
 {
     size_t n;
@@ -44,11 +47,8 @@ static void append_attempts(sl_buf_t *b, const pool_call_t *call)
     sl_buf_append_str(b, "\"attempts\":[");
     for (size_t i = 0; i < n; i++) {
         const char *id = pool_call_endpoint_id(call, log[i].endpoint);
-        const char *url = pool_call_endpoint_url(call, log[i].endpoint);
         sl_buf_append_str(b, i ? ",{\"endpoint\":" : "{\"endpoint\":");
         sl_buf_append_json_str(b, id, strlen(id));
-        sl_buf_append_str(b, ",\"url\":");
-        sl_buf_append_json_str(b, url, strlen(url));
         if (log[i].http_status != 0)
             sl_buf_printf(b, ",\"status\":%u", (unsigned)log[i].http_status);
         const char *what = log[i].fail != POOL_FAIL_NONE ? pool_fail_str(log[i].fail) : "answered";

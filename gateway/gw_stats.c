@@ -5,9 +5,10 @@
 
 #include "base/sl_buf.h"
 #include "base/sl_log.h"
+#include "state/state_key.h"
 
 typedef struct net_counters {
-    char key[96];                 /* "req/<network>/<slot>" */
+    char key[STATE_KEY_MAX];      /* state_key_requests: this worker's slot */
     const policy_method_t *table; /* the chain's method table */
     size_t nmethods;              /* its length; index nmethods = any other method */
     state_counters_rec_t *rec;
@@ -39,7 +40,7 @@ gw_stats_t *gw_stats_create(const gw_config_t *cfg, state_t *st, unsigned slot)
     int snapshot = st != NULL && state_read_begin(st) == SL_OK;
     for (size_t i = 0; i < s->n; i++) {
         net_counters_t *c = &s->nets[i];
-        snprintf(c->key, sizeof(c->key), "req/%s/%u", cfg->networks[i].name, slot);
+        state_key_requests(c->key, sizeof(c->key), cfg->networks[i].name, slot);
         c->table = policy_method_table(cfg->networks[i].chain, &c->nmethods);
         c->rec = sl_xcalloc(1, sizeof(*c->rec));
         uint32_t want = (uint32_t)((c->nmethods + 1) * STATE_REQ_OUTCOME_COUNT);

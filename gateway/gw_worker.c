@@ -158,6 +158,8 @@ static int worker_setup(worker_t *w)
         h2o_hostconf_t *ahost =
             h2o_config_register_host(&w->admin_conf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
         admin_register(ahost, &(admin_conf_t){.token = cfg->admin.token,
+                                              .listen = cfg->admin.listen,
+                                              .bound = w->args->admin_addr.text,
                                               .networks = cfg->networks,
                                               .nnetworks = cfg->nnetworks,
                                               .state = w->state,

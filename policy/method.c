@@ -166,9 +166,28 @@ static const policy_method_t sol_methods[] = {
     {"voteUnsubscribe", SUB, NORM, 0},
 };
 
+/* Node administration, keys held by the node, consensus and dev-node
+ * controls: nothing a public gateway's client should reach on a provider's
+ * (or the operator's own) node. Read families (trace_*, txpool_*, erigon_*,
+ * ots_*, ...) are not here; debug_* is, because beside its traces it holds
+ * debug_setHead, profiling and file writes. `blocked_methods` replaces the
+ * list per network. The README lists it (keep the two in step). */
 static const char *const eth_blocked[] = {
-    "admin_*", "debug_*", "miner_*", "personal_*", "eth_sendTransaction",
-    "eth_sign", "eth_signTransaction", "eth_signTypedData*", NULL,
+    "admin_*",    /* peers, node info, starting and stopping the RPC servers */
+    "debug_*",    /* setHead, chaindbCompact, CPU/memory profiles written to disk */
+    "miner_*",    /* start/stop, etherbase, extra data, gas price */
+    "personal_*", /* accounts unlocked on the node, signing with its keys */
+    "clique_*",   /* PoA signer votes (geth, Besu) */
+    "engine_*",   /* the consensus-layer Engine API: forkchoice, payloads */
+    "les_*",      /* light-server administration (geth) */
+    "ibft_*", "qbft_*", "istanbul_*", /* validator votes (Besu, GoQuorum) */
+    "raft_*",     /* cluster membership (GoQuorum) */
+    "perm_*",     /* node and account permissioning (Besu) */
+    "plugins_*",  /* plugin reloads (Besu) */
+    "signer_*",   /* the signer's request queue (OpenEthereum, Nethermind) */
+    "anvil_*", "hardhat_*", "evm_*", /* dev-node state: balances, impersonation, snapshots, time */
+    "eth_sendTransaction", "eth_sign", "eth_signTransaction", "eth_signTypedData*", /* the node's keys */
+    NULL,
 };
 
 static const char *const sol_blocked[] = {"registerNode", "deregisterNode", "signVote", NULL};

@@ -52,6 +52,8 @@ static void conn_destroy(pool_conn_t *c)
 {
     if (h2o_timeout_is_linked(&c->idle_timer))
         h2o_timeout_unlink(&c->idle_timer);
+    if (h2o_linklist_is_linked(&c->wait_link))
+        h2o_linklist_unlink(&c->wait_link);
     if (h2o_linklist_is_linked(&c->idle_link)) {
         h2o_linklist_unlink(&c->idle_link);
         c->ep->nidle--;
@@ -117,12 +119,18 @@ static void exchange_finish(pool_exchange_t *ex, pool_fail_t fail)
     ex->cb(ex);
 }
 
+/* The failure of an exchange whose connection is not open yet. */
+static pool_fail_t connect_fail(const pool_conn_t *c)
+{
+    return c->sock == NULL ? POOL_FAIL_DNS : POOL_FAIL_CONNECT_TIMEOUT; /* no socket: still looking up */
+}
+
 static void on_phase_timeout(h2o_timeout_entry_t *entry)
 {
     pool_exchange_t *ex = H2O_STRUCT_FROM_MEMBER(pool_exchange_t, phase_timer, entry);
     pool_conn_state_t st = ex->conn->state;
     int connecting = st == POOL_CONN_CONNECTING || st == POOL_CONN_HANDSHAKE;
-    exchange_finish(ex, connecting ? POOL_FAIL_CONNECT_TIMEOUT : POOL_FAIL_FIRST_BYTE_TIMEOUT);
+    exchange_finish(ex, connecting ? connect_fail(ex->conn) : POOL_FAIL_FIRST_BYTE_TIMEOUT);
 }
 
 static void on_attempt_timeout(h2o_timeout_entry_t *entry)
@@ -130,7 +138,7 @@ static void on_attempt_timeout(h2o_timeout_entry_t *entry)
     pool_exchange_t *ex = H2O_STRUCT_FROM_MEMBER(pool_exchange_t, attempt_timer, entry);
     pool_conn_state_t st = ex->conn->state;
     int connecting = st == POOL_CONN_CONNECTING || st == POOL_CONN_HANDSHAKE;
-    exchange_finish(ex, connecting ? POOL_FAIL_CONNECT_TIMEOUT : POOL_FAIL_ATTEMPT_TIMEOUT);
+    exchange_finish(ex, connecting ? connect_fail(ex->conn) : POOL_FAIL_ATTEMPT_TIMEOUT);
 }
 
 static void on_write_done(h2o_socket_t *sock, const char *err)
@@ -322,11 +330,30 @@ static pool_conn_t *take_idle(pool_endpoint_t *ep, int is_write)
     return NULL;
 }
 
+static pool_conn_t *conn_new(pool_endpoint_t *ep, h2o_socket_t *sock)
+{
+    pool_conn_t *c = sl_xcalloc(1, sizeof(*c));
+    c->ep = ep;
+    c->sock = sock;
+    c->state = POOL_CONN_CONNECTING; /* the initial state, not a transition */
+    c->idle_timer.cb = on_idle_timeout;
+    if (sock != NULL)
+        sock->data = c;
+    return c;
+}
+
 static pool_conn_t *conn_connect(pool_endpoint_t *ep, pool_fail_t *fail)
 {
     socklen_t alen;
     const struct sockaddr *addr = pool_endpoint_addr(ep, &alen);
     if (addr == NULL) {
+        if (pool_dns_pending(ep)) {
+            /* the first lookup is under way (a worker that just started):
+             * wait for it, within connect_ms, rather than fail the attempt */
+            pool_conn_t *c = conn_new(ep, NULL);
+            h2o_linklist_insert(&ep->dns_waiting, &c->wait_link);
+            return c;
+        }
         *fail = POOL_FAIL_DNS;
         return NULL;
     }
@@ -336,13 +363,31 @@ static pool_conn_t *conn_connect(pool_endpoint_t *ep, pool_fail_t *fail)
         *fail = POOL_FAIL_CONNECT;
         return NULL;
     }
-    pool_conn_t *c = sl_xcalloc(1, sizeof(*c));
-    c->ep = ep;
-    c->sock = sock;
-    c->state = POOL_CONN_CONNECTING; /* the initial state, not a transition */
-    c->idle_timer.cb = on_idle_timeout;
-    sock->data = c;
-    return c;
+    return conn_new(ep, sock);
+}
+
+void pool_conn_dns_done(pool_endpoint_t *ep)
+{
+    /* taken one at a time: a callback may start or cancel other exchanges */
+    h2o_linklist_t ready;
+    h2o_linklist_init_anchor(&ready);
+    h2o_linklist_insert_list(&ready, &ep->dns_waiting);
+    while (!h2o_linklist_is_empty(&ready)) {
+        pool_conn_t *c = H2O_STRUCT_FROM_MEMBER(pool_conn_t, wait_link, ready.next);
+        h2o_linklist_unlink(&c->wait_link);
+        socklen_t alen;
+        const struct sockaddr *addr = pool_endpoint_addr(ep, &alen);
+        if (addr == NULL) {
+            exchange_finish(c->ex, POOL_FAIL_DNS);
+            continue;
+        }
+        if ((c->sock = h2o_socket_connect(ep->net->pool->loop, (struct sockaddr *)addr, alen, on_connect)) == NULL) {
+            pool_endpoint_addr_failed(ep);
+            exchange_finish(c->ex, POOL_FAIL_CONNECT);
+            continue;
+        }
+        c->sock->data = c;
+    }
 }
 
 pool_fail_t pool_exchange_start(pool_exchange_t *ex, pool_endpoint_t *ep, const char *body, size_t len,

@@ -16,6 +16,7 @@
 #include "base/sl_log.h"
 #include "base/sl_time.h"
 #include "pool/pool_int.h"
+#include "state/state_key.h"
 
 /* The units of cost a window counts. */
 static uint64_t units(policy_cost_t cost, policy_credit_window_t w)
@@ -158,7 +159,7 @@ void pool_credit_init(pool_endpoint_t *ep)
     if (cr->profile == NULL)
         cr->profile = policy_cost_profile("flat");
     for (policy_credit_window_t w = 0; w < POLICY_CREDIT_WINDOW_COUNT; w++) {
-        snprintf(cr->key[w], sizeof(cr->key[w]), "%s/%s/%s", ep->net->conf->name, ep->conf->id, policy_credit_window_name(w));
+        state_key_ledger(cr->key[w], sizeof(cr->key[w]), ep->net->conf->name, ep->conf->id, policy_credit_window_name(w));
         cr->active |= ep->conf->has_credits && policy_credit_budget(&ep->conf->credits, w) != 0;
     }
 }

@@ -13,6 +13,7 @@
 #include "base/sl_log.h"
 #include "base/sl_time.h"
 #include "pool/pool_int.h"
+#include "state/state_key.h"
 
 #define RATE_BACKOFF_MIN_MS 1000
 #define RATE_BACKOFF_MAX_MS 60000
@@ -62,11 +63,11 @@ static int level_cb(void *arg, const state_endpoint_rec_t *recs, size_t n, state
  * network_up events when that level changed. */
 static state_network_level_t network_level_check(const pool_network_conf_t *conf, state_t *st)
 {
-    char keys[POOL_MAX_ENDPOINTS][112];
+    char keys[POOL_MAX_ENDPOINTS][STATE_KEY_MAX];
     const char *kp[POOL_MAX_ENDPOINTS];
     size_t n = conf->nendpoints < POOL_MAX_ENDPOINTS ? conf->nendpoints : POOL_MAX_ENDPOINTS;
     for (size_t i = 0; i < n; i++) {
-        snprintf(keys[i], sizeof(keys[i]), "%s/%s", conf->name, conf->endpoints[i].id);
+        state_key_endpoint(keys[i], sizeof(keys[i]), conf->name, conf->endpoints[i].id);
         kp[i] = keys[i];
     }
     level_ctx_t c = {conf, sl_wall_ms(), STATE_NETWORK_REDUNDANT};
@@ -266,7 +267,8 @@ void pool_health_rate_limited(pool_endpoint_t *ep, uint32_t retry_ms)
 int pool_health_usable(pool_endpoint_t *ep, uint64_t now_wall_ms)
 {
     const state_endpoint_rec_t *r = &ep->health.shared;
-    return r->breaker == POLICY_BREAKER_CLOSED && !r->drained && now_wall_ms >= r->rate_limited_until_ms;
+    return r->breaker == POLICY_BREAKER_CLOSED && !r->drained && now_wall_ms >= r->rate_limited_until_ms &&
+           pool_dns_usable(ep);
 }
 
 /* ---- snapshot, flush, tick ---- */
@@ -434,11 +436,11 @@ void pool_health_init(pool_t *pool)
         net->level = STATE_NETWORK_REDUNDANT;
         for (size_t i = 0; i < net->nendpoints; i++) {
             pool_endpoint_t *ep = &net->endpoints[i];
-            snprintf(ep->health.key, sizeof(ep->health.key), "%s/%s", net->conf->name, ep->conf->id);
-            snprintf(ep->health.stats_key, sizeof(ep->health.stats_key), "%s/%s/%u", net->conf->name, ep->conf->id,
-                     pool->slot);
-            snprintf(ep->health.per_method_key, sizeof(ep->health.per_method_key), "pm/%s/%s/%u", net->conf->name,
-                     ep->conf->id, pool->slot);
+            state_key_endpoint(ep->health.key, sizeof(ep->health.key), net->conf->name, ep->conf->id);
+            state_key_stats(ep->health.stats_key, sizeof(ep->health.stats_key), net->conf->name, ep->conf->id,
+                            pool->slot);
+            state_key_per_method(ep->health.per_method_key, sizeof(ep->health.per_method_key), net->conf->name,
+                                 ep->conf->id, pool->slot);
             size_t nmethods;
             policy_method_table(net->conf->chain, &nmethods);
             ep->health.per_method = sl_xcalloc(1, sizeof(*ep->health.per_method));

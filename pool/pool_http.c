@@ -40,46 +40,53 @@ static int64_t parse_decimal(const char *s, size_t n)
     return sl_parse_u64(s, n, 999999999999999999ull, &v) == SL_OK ? (int64_t)v : -1;
 }
 
+/* The next comma-separated token of v[0..n) from *i on, blanks trimmed
+ * (empty list elements are skipped, RFC 9110 5.6.1); 0 at the end. */
+static int next_token(const char *v, size_t n, size_t *i, const char **tok, size_t *len)
+{
+    for (;;) {
+        while (*i < n && (v[*i] == ' ' || v[*i] == '\t' || v[*i] == ','))
+            (*i)++;
+        if (*i >= n)
+            return 0;
+        size_t start = *i;
+        while (*i < n && v[*i] != ',')
+            (*i)++;
+        size_t end = *i;
+        while (end > start && (v[end - 1] == ' ' || v[end - 1] == '\t'))
+            end--;
+        if (end > start) {
+            *tok = v + start;
+            *len = end - start;
+            return 1;
+        }
+    }
+}
+
+static int token_is(const char *tok, size_t len, const char *name)
+{
+    return len == strlen(name) && strncasecmp(tok, name, len) == 0;
+}
+
 /* 1 if the comma-separated header value contains token (case-insensitive). */
 static int value_has_token(const char *v, size_t n, const char *token)
 {
-    size_t tn = strlen(token);
-    size_t i = 0;
-    while (i < n) {
-        while (i < n && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
-            i++;
-        size_t start = i;
-        while (i < n && v[i] != ',')
-            i++;
-        size_t end = i;
-        while (end > start && (v[end - 1] == ' ' || v[end - 1] == '\t'))
-            end--;
-        if (end - start == tn && strncasecmp(v + start, token, tn) == 0)
+    const char *tok;
+    size_t i = 0, len;
+    while (next_token(v, n, &i, &tok, &len))
+        if (token_is(tok, len, token))
             return 1;
-    }
     return 0;
 }
 
 /* 1 if every comma-separated token of the value is a or b (case-insensitive). */
 static int only_tokens(const char *v, size_t n, const char *a, const char *b)
 {
-    size_t i = 0;
-    while (i < n) {
-        while (i < n && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
-            i++;
-        size_t start = i;
-        while (i < n && v[i] != ',')
-            i++;
-        size_t end = i;
-        while (end > start && (v[end - 1] == ' ' || v[end - 1] == '\t'))
-            end--;
-        size_t tn = end - start;
-        if (tn == 0)
-            continue;
-        if (!(tn == strlen(a) && strncasecmp(v + start, a, tn) == 0) &&
-            !(tn == strlen(b) && strncasecmp(v + start, b, tn) == 0))
+    const char *tok;
+    size_t i = 0, len;
+    while (next_token(v, n, &i, &tok, &len))
+        if (!token_is(tok, len, a) && !token_is(tok, len, b))
             return 0;
-    }
     return 1;
 }
 

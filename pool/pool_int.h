@@ -12,6 +12,7 @@
 #include "policy/score.h"
 #include "pool/pool_http.h"
 #include "state/state.h"
+#include "state/state_key.h"
 
 #define POOL_MAX_ADDRS 8
 #define POOL_IDLE_TIMEOUT_MS 30000     /* below common upstream keep-alive timeouts */
@@ -20,6 +21,14 @@
 #define POOL_DNS_REFRESH_MS 60000
 
 typedef struct pool_endpoint pool_endpoint_t;
+
+/* Where an endpoint's addresses come from (pool_dns.c). */
+typedef enum pool_dns_state {
+    POOL_DNS_LITERAL,             /* an IP address in the URL: nothing to look up */
+    POOL_DNS_FIRST,               /* the first lookup is under way: connections wait for it */
+    POOL_DNS_OK,                  /* addresses known (refreshed while in use) */
+    POOL_DNS_FAILED,              /* none known, the last lookup failed: out of the plan, retried */
+} pool_dns_state_t;
 
 /* A delayed callback (pool_delay.c), embedded in its owner. */
 typedef struct pool_delay {
@@ -79,6 +88,7 @@ struct pool_conn {
     h2o_linklist_t idle_link;     /* in ep->idle while IDLE */
     h2o_timeout_entry_t idle_timer;
     uint64_t idle_since_ms;
+    h2o_linklist_t wait_link;     /* in ep->dns_waiting while its address is being looked up (sock NULL) */
     uint32_t requests;            /* served on this connection */
     pool_chunked_t chunked;
 };
@@ -91,7 +101,7 @@ enum { POOL_PROBE_NONE, POOL_PROBE_HEALTH, POOL_PROBE_BREAKER };
 typedef struct pool_credit {
     const policy_cost_profile_t *profile;
     int active;                   /* the endpoint has a budget */
-    char key[POLICY_CREDIT_WINDOW_COUNT][128];
+    char key[POLICY_CREDIT_WINDOW_COUNT][STATE_KEY_MAX];
     uint64_t window_start[POLICY_CREDIT_WINDOW_COUNT]; /* the window the lease belongs to ... */
     uint64_t window_end[POLICY_CREDIT_WINDOW_COUNT];   /* ... and its end (no calendar math per call) */
     uint64_t remaining[POLICY_CREDIT_WINDOW_COUNT];    /* leased, not yet spent */
@@ -100,8 +110,8 @@ typedef struct pool_credit {
 
 /* What this worker knows about an endpoint's health (pool_health.c). */
 typedef struct pool_health {
-    char key[112];                /* "<network>/<endpoint>": its shared record */
-    char stats_key[128];          /* "<network>/<endpoint>/<slot>": this worker's counters */
+    char key[STATE_KEY_MAX];      /* state_key_endpoint: its shared record */
+    char stats_key[STATE_KEY_MAX]; /* state_key_stats: this worker's counters */
     state_endpoint_rec_t shared;  /* snapshot of the shared record (refreshed every ~50 ms) */
     policy_window_t window;       /* this worker's rolling window of outcomes */
     policy_window_t rl_window;    /* ... of rate-limit refusals (a "failure" here is a 429) */
@@ -111,7 +121,7 @@ typedef struct pool_health {
     uint32_t rl_streak;           /* rate limits in a row without Retry-After: backoff */
     uint64_t rl_written_until_ms; /* last rate-limit mark this worker wrote */
     state_counters_rec_t *per_method; /* requests, credits, refusals per method (POOL_MC_*) */
-    char per_method_key[128];     /* "pm/<network>/<endpoint>/<slot>" */
+    char per_method_key[STATE_KEY_MAX]; /* state_key_per_method */
     int per_method_dirty;
     pool_exchange_t probe;        /* a probe this worker sends (pool_probe.c) */
     int probing;                  /* POOL_PROBE_*: which, if one is under way */
@@ -125,12 +135,20 @@ struct pool_endpoint {
     SSL_CTX *ssl_ctx;             /* NULL for http:// */
     sl_buf_t prefix;              /* request line + fixed headers, up to Content-Length */
 
+    /* addresses (pool_dns.c) */
     struct sockaddr_storage addrs[POOL_MAX_ADDRS];
     socklen_t addrlens[POOL_MAX_ADDRS];
     size_t naddrs;
     size_t next_addr;
-    uint64_t resolved_at_ms;
-    h2o_hostinfo_getaddr_req_t *resolving;
+    pool_dns_state_t dns;
+    uint64_t resolved_at_ms;      /* monotonic: the last lookup that answered */
+    h2o_hostinfo_getaddr_req_t *resolving; /* the lookup under way, or NULL */
+    uint8_t lookup_late;          /* it ran past its deadline (already counted as failed) */
+    uint8_t dns_timed_out;        /* FAILED because the last lookup did not answer in time */
+    uint32_t dns_failures;        /* lookups failed in a row */
+    uint32_t dns_retry_ms;        /* the next retry's delay (doubles up to 30 s) */
+    pool_delay_t dns_timer;       /* the lookup's deadline, or the retry */
+    h2o_linklist_t dns_waiting;   /* pool_conn_t waiting for the first lookup */
 
     h2o_linklist_t idle;          /* pool_conn_t, most recently used first */
     size_t nidle;
@@ -231,7 +249,8 @@ void pool_answer_exhaust(pool_call_t *call, pool_outcome_t forced);
 /* pool_health.c: outcomes, breaker, rate-limit marks, shared snapshot. */
 void pool_health_init(pool_t *pool);
 void pool_health_dispose(pool_t *pool);
-/* 1 if the plan may send to ep now (breaker closed, not drained, not rate-limited). */
+/* 1 if the plan may send to ep now (breaker closed, not drained, not
+ * rate-limited, its host name not failing to resolve). */
 int pool_health_usable(pool_endpoint_t *ep, uint64_t now_wall_ms);
 /* Records one attempt's outcome; failover = the call moved on after it. */
 void pool_health_record(pool_endpoint_t *ep, state_outcome_t outcome, uint32_t latency_us, int failover);
@@ -287,6 +306,17 @@ int pool_rank_parse_head(const char *body, size_t len, uint64_t *head);
 SL_MUST_CHECK sl_err_t pool_endpoint_init(pool_endpoint_t *ep, pool_network_t *net, int index,
                                           const pool_endpoint_conf_t *conf, uint32_t nworkers);
 void pool_endpoint_dispose(pool_endpoint_t *ep);
+
+/* pool_dns.c: an IP literal's address at once; a host name's first lookup
+ * started (never blocking). */
+void pool_dns_init(pool_endpoint_t *ep);
+void pool_dns_dispose(pool_endpoint_t *ep);
+/* 0 while the host name does not resolve (the plan skips the endpoint). */
+int pool_dns_usable(const pool_endpoint_t *ep);
+/* 1 while the first lookup is under way: a new connection may wait for it. */
+int pool_dns_pending(const pool_endpoint_t *ep);
+/* STATE_EXCLUDED_DNS_* while the host name does not resolve, else 0. */
+uint8_t pool_dns_excluded(const pool_endpoint_t *ep);
 /* The address for a new connection, or NULL when none is known; starts an
  * asynchronous refresh when the cached addresses are old. */
 const struct sockaddr *pool_endpoint_addr(pool_endpoint_t *ep, socklen_t *len);
@@ -304,5 +334,8 @@ pool_fail_t pool_exchange_start(pool_exchange_t *ex, pool_endpoint_t *ep, const 
                                 int is_write, pool_exchange_cb cb, void *data);
 void pool_exchange_cancel(pool_exchange_t *ex);
 void pool_conn_close_idle(pool_endpoint_t *ep);
+/* The endpoint's first lookup ended: connections waiting for it connect now,
+ * or fail with POOL_FAIL_DNS if no address is known. */
+void pool_conn_dns_done(pool_endpoint_t *ep);
 
 #endif

@@ -14,6 +14,7 @@
 
 #include "base/sl_log.h"
 #include "base/sl_time.h"
+#include "state/state_key.h"
 #include "wire/txid.h"
 #include "pool/pool_int.h"
 
@@ -93,7 +94,7 @@ void pool_write_synthesize(pool_call_t *call, pool_item_t *it, int ep, const cha
 static void pin_key(const pool_call_t *call, const char *txid, char *key, size_t cap)
 {
     int eth = call->net->conf->chain == POLICY_CHAIN_ETHEREUM;
-    size_t n = (size_t)snprintf(key, cap, "%s/%s", call->net->conf->name, txid);
+    size_t n = state_key_pin(key, cap, call->net->conf->name, txid);
     if (eth) /* hex hashes in any case are the same hash */
         for (size_t i = strlen(call->net->conf->name) + 1; i < n && i < cap; i++)
             key[i] = (char)tolower((unsigned char)key[i]);

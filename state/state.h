@@ -68,7 +68,11 @@ SL_MUST_CHECK sl_err_t state_make_room(state_t *st, int force);
 SL_MUST_CHECK sl_err_t state_read_begin(state_t *st);
 void state_read_end(state_t *st);
 /* Inside a snapshot. SL_ERR_NOT_FOUND if absent; SL_ERR_CORRUPT or
- * SL_ERR_VERSION if the stored bytes do not decode (logged once per key). */
+ * SL_ERR_VERSION if the stored bytes do not decode (logged once per key).
+ * A breaker value that is no state (>= STATE_BREAKER_STATES) reads as
+ * closed: left as it is, it would keep the endpoint out of every plan with
+ * no probe ever due (a permanent outage). The next write of the record, or
+ * state_endpoints_repair, stores the repair. */
 SL_MUST_CHECK sl_err_t state_endpoint_get(state_t *st, const char *key, state_endpoint_rec_t *rec);
 SL_MUST_CHECK sl_err_t state_stats_get(state_t *st, const char *key, state_stats_rec_t *rec);
 
@@ -76,12 +80,23 @@ SL_MUST_CHECK sl_err_t state_stats_get(state_t *st, const char *key, state_stats
 /* Called inside the write transaction with the current record (zeroed and
  * exists = 0 if absent or undecodable). Returns 1 to write *rec back and
  * append events[0..*nevents) (at most STATE_MAX_TXN_EVENTS), 0 to change
- * nothing. Exactly one of several racing processes sees the old state. */
+ * nothing. Exactly one of several racing processes sees the old state.
+ * A record whose breaker value is no state is handed to fn repaired
+ * (closed) and written back even if fn returns 0, with a state_error event
+ * naming the endpoint; *changed then stays 0 (fn's own change was not
+ * made). */
 #define STATE_MAX_TXN_EVENTS 4
 typedef int (*state_update_fn)(void *ctx, state_endpoint_rec_t *rec, int exists, state_event_t *events,
                                size_t *nevents);
 SL_MUST_CHECK sl_err_t state_endpoint_update(state_t *st, const char *key, state_update_fn fn, void *ctx,
                                              int *changed);
+
+/* Writes the repair of every record of keys[0..n) ("<network>/<endpoint>")
+ * whose breaker value is no state (see state_endpoint_get), one state_error
+ * event each; *repaired gets how many this call wrote. One read transaction
+ * when nothing is wrong. The master runs it on its housekeeping tick, so a
+ * record no worker writes is repaired too. */
+SL_MUST_CHECK sl_err_t state_endpoints_repair(state_t *st, const char *const *keys, size_t n, size_t *repaired);
 
 /* ---- network level: how many endpoints of a network are usable ---- */
 typedef enum state_network_level {

@@ -1,9 +1,12 @@
 /* state/state_endpoint.c: endpoint records and stats slots. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/sl_log.h"
+#include "base/sl_time.h"
 #include "state/state_int.h"
+#include "state/state_key.h"
 
 static sl_err_t get_decoded(state_t *st, int db, const char *dbname, const char *key, const state_schema_t *schema,
                             void *rec, size_t recsize)
@@ -23,9 +26,42 @@ static sl_err_t get_decoded(state_t *st, int db, const char *dbname, const char 
     return err;
 }
 
+/* A breaker value that is no state (a corrupt or foreign record) becomes a
+ * plain closed breaker, since now_ms; the fields of the other states go
+ * with it. Returns 1 and the value in *bad if rec was repaired. */
+static int breaker_repair(state_endpoint_rec_t *rec, uint64_t now_ms, unsigned *bad)
+{
+    if (rec->breaker < STATE_BREAKER_STATES)
+        return 0;
+    *bad = rec->breaker;
+    rec->breaker = 0; /* closed */
+    rec->since_ms = now_ms;
+    rec->cooldown_ms = 0;
+    rec->opened_at_ms = 0;
+    rec->probe_pid = 0;
+    rec->probe_at_ms = 0;
+    return 1;
+}
+
+/* The state_error event of a repair; key is "<network>/<endpoint>". */
+static void repair_event(state_event_t *ev, const char *key, unsigned bad, uint64_t now_ms)
+{
+    const char *slash = strchr(key, '/');
+    char network[sizeof(ev->network)];
+    snprintf(network, sizeof(network), "%.*s", slash != NULL ? (int)(slash - key) : (int)strlen(key), key);
+    state_event_init(ev, STATE_EVENT_STATE_ERROR, network, slash != NULL ? slash + 1 : "", now_ms);
+    ev->from = (uint8_t)bad;
+    snprintf(ev->reason, sizeof(ev->reason), "breaker value %u in the shared record is no state: repaired to closed",
+             bad);
+}
+
 sl_err_t state_endpoint_get(state_t *st, const char *key, state_endpoint_rec_t *rec)
 {
-    return get_decoded(st, STATE_DB_ENDPOINTS, "endpoint", key, &state_endpoint_schema, rec, sizeof(*rec));
+    sl_err_t err = get_decoded(st, STATE_DB_ENDPOINTS, "endpoint", key, &state_endpoint_schema, rec, sizeof(*rec));
+    unsigned bad;
+    if (err == SL_OK)
+        (void)breaker_repair(rec, 0, &bad); /* the write comes with the next update or the master's sweep */
+    return err;
 }
 
 sl_err_t state_stats_get(state_t *st, const char *key, state_stats_rec_t *rec)
@@ -33,46 +69,64 @@ sl_err_t state_stats_get(state_t *st, const char *key, state_stats_rec_t *rec)
     return get_decoded(st, STATE_DB_STATS, "stats", key, &state_stats_schema, rec, sizeof(*rec));
 }
 
-/* Reads the current record inside txn: *exists = 0 when absent or corrupt. */
-static void read_for_update(state_t *st, MDB_txn *txn, const char *key, state_endpoint_rec_t *rec, int *exists)
+/* Reads the current record inside txn: *exists = 0 when absent or corrupt.
+ * A breaker value that is no state comes back repaired: returns 1 and the
+ * value in *bad. */
+static int read_for_update(state_t *st, MDB_txn *txn, const char *key, state_endpoint_rec_t *rec, int *exists,
+                           unsigned *bad)
 {
     MDB_val k = {strlen(key), (void *)key}, v;
     memset(rec, 0, sizeof(*rec));
     *exists = 0;
     if (mdb_get(txn, st->dbi[STATE_DB_ENDPOINTS], &k, &v) != MDB_SUCCESS)
-        return;
+        return 0;
     sl_err_t err = state_record_decode(&state_endpoint_schema, v.mv_data, v.mv_size, rec);
     if (err != SL_OK) {
         memset(rec, 0, sizeof(*rec));
         state_note_corrupt(st, "endpoint", key, err);
-        return;
+        return 0;
     }
     *exists = 1;
+    return breaker_repair(rec, sl_wall_ms(), bad);
 }
 
-sl_err_t state_endpoint_update(state_t *st, const char *key, state_update_fn fn, void *ctx, int *changed)
+/* state_endpoint_update; *repaired = 1 if this call wrote a repair. */
+static sl_err_t endpoint_update(state_t *st, const char *key, state_update_fn fn, void *ctx, int *changed,
+                                int *repaired)
 {
     MDB_txn *txn;
     *changed = 0;
+    *repaired = 0;
     int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
     if (rc != MDB_SUCCESS)
         return state_lmdb_err("begin", rc);
     state_endpoint_rec_t rec;
     int exists;
-    read_for_update(st, txn, key, &rec, &exists);
-    state_event_t events[STATE_MAX_TXN_EVENTS];
+    unsigned bad = 0;
+    int repair = read_for_update(st, txn, key, &rec, &exists, &bad);
+    state_endpoint_rec_t fixed = rec;
+    state_event_t events[STATE_MAX_TXN_EVENTS + 1]; /* fn's, and the repair's */
     size_t nevents = 0;
     memset(events, 0, sizeof(events));
-    if (!fn(ctx, &rec, exists, events, &nevents)) {
+    int fn_changed = fn(ctx, &rec, exists, events, &nevents);
+    if (!fn_changed && !repair) {
         mdb_txn_abort(txn);
         return SL_OK;
     }
+    if (!fn_changed) {
+        rec = fixed; /* fn may have scribbled on it before saying no */
+        nevents = 0;
+    }
+    if (nevents > STATE_MAX_TXN_EVENTS)
+        nevents = STATE_MAX_TXN_EVENTS;
+    if (repair)
+        repair_event(&events[nevents++], key, bad, fixed.since_ms);
     sl_buf_t buf = SL_BUF_INIT;
     sl_err_t err = state_record_encode(&state_endpoint_schema, &rec, &buf);
     MDB_val k = {strlen(key), (void *)key}, v = {buf.len, buf.base};
     if (err == SL_OK && (rc = mdb_put(txn, st->dbi[STATE_DB_ENDPOINTS], &k, &v, 0)) != MDB_SUCCESS)
         err = state_lmdb_err("put endpoint", rc);
-    for (size_t i = 0; err == SL_OK && i < nevents && i < STATE_MAX_TXN_EVENTS; i++)
+    for (size_t i = 0; err == SL_OK && i < nevents; i++)
         if ((rc = state_event_put(st, txn, &events[i])) != MDB_SUCCESS)
             err = state_lmdb_err("append event", rc);
     sl_buf_dispose(&buf);
@@ -80,12 +134,69 @@ sl_err_t state_endpoint_update(state_t *st, const char *key, state_update_fn fn,
         mdb_txn_abort(txn);
         return err;
     }
-    if ((err = state_lmdb_err("commit", mdb_txn_commit(txn))) == SL_OK)
-        *changed = 1;
+    if ((err = state_lmdb_err("commit", mdb_txn_commit(txn))) != SL_OK)
+        return err;
+    *changed = fn_changed;
+    *repaired = repair;
+    if (repair)
+        sl_log_warn("state: endpoint record \"%s\" had breaker value %u, which is no state; repaired to closed", key,
+                    bad);
+    return SL_OK;
+}
+
+sl_err_t state_endpoint_update(state_t *st, const char *key, state_update_fn fn, void *ctx, int *changed)
+{
+    int repaired;
+    return endpoint_update(st, key, fn, ctx, changed, &repaired);
+}
+
+static int leave_as_is(void *ctx, state_endpoint_rec_t *rec, int exists, state_event_t *events, size_t *nevents)
+{
+    (void)ctx;
+    (void)rec;
+    (void)exists;
+    (void)events;
+    (void)nevents;
+    return 0;
+}
+
+sl_err_t state_endpoints_repair(state_t *st, const char *const *keys, size_t n, size_t *repaired)
+{
+    *repaired = 0;
+    MDB_txn *txn;
+    int rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn);
+    if (rc != MDB_SUCCESS)
+        return state_lmdb_err("begin", rc);
+    uint8_t *bad = sl_xcalloc(n ? n : 1, 1);
+    size_t nbad = 0;
+    for (size_t i = 0; i < n; i++) {
+        MDB_val k = {strlen(keys[i]), (void *)keys[i]}, v;
+        state_endpoint_rec_t rec;
+        if (mdb_get(txn, st->dbi[STATE_DB_ENDPOINTS], &k, &v) == MDB_SUCCESS &&
+            state_record_decode(&state_endpoint_schema, v.mv_data, v.mv_size, &rec) == SL_OK &&
+            rec.breaker >= STATE_BREAKER_STATES) {
+            bad[i] = 1;
+            nbad++;
+        }
+    }
+    mdb_txn_abort(txn);
+    sl_err_t err = SL_OK;
+    for (size_t i = 0; i < n && nbad > 0 && err == SL_OK; i++) {
+        int changed, did = 0;
+        if (bad[i] && (err = endpoint_update(st, keys[i], leave_as_is, NULL, &changed, &did)) == SL_OK)
+            *repaired += (size_t)did; /* 0 when a worker's write repaired it first */
+    }
+    free(bad);
     return err;
 }
 
-sl_err_t state_stats_put(state_t *st, const char *const *keys, const state_stats_rec_t *recs, size_t n)
+/* Encodes record i of a batch into out. */
+typedef sl_err_t (*encode_nth_fn)(const void *recs, size_t i, sl_buf_t *out);
+
+/* Writes a batch of stats-database records in one write transaction: all of
+ * them or none. */
+static sl_err_t put_stats_batch(state_t *st, const char *const *keys, const void *recs, size_t n, encode_nth_fn encode,
+                                const char *what)
 {
     MDB_txn *txn;
     int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
@@ -95,10 +206,10 @@ sl_err_t state_stats_put(state_t *st, const char *const *keys, const state_stats
     sl_err_t err = SL_OK;
     for (size_t i = 0; i < n && err == SL_OK; i++) {
         sl_buf_reset(&buf);
-        err = state_record_encode(&state_stats_schema, &recs[i], &buf);
+        err = encode(recs, i, &buf);
         MDB_val k = {strlen(keys[i]), (void *)keys[i]}, v = {buf.len, buf.base};
         if (err == SL_OK && (rc = mdb_put(txn, st->dbi[STATE_DB_STATS], &k, &v, 0)) != MDB_SUCCESS)
-            err = state_lmdb_err("put stats", rc);
+            err = state_lmdb_err(what, rc);
     }
     sl_buf_dispose(&buf);
     if (err != SL_OK) {
@@ -106,6 +217,16 @@ sl_err_t state_stats_put(state_t *st, const char *const *keys, const state_stats
         return err;
     }
     return state_lmdb_err("commit", mdb_txn_commit(txn));
+}
+
+static sl_err_t encode_stats(const void *recs, size_t i, sl_buf_t *out)
+{
+    return state_record_encode(&state_stats_schema, &((const state_stats_rec_t *)recs)[i], out);
+}
+
+sl_err_t state_stats_put(state_t *st, const char *const *keys, const state_stats_rec_t *recs, size_t n)
+{
+    return put_stats_batch(st, keys, recs, n, encode_stats, "put stats");
 }
 
 sl_err_t state_network_update(state_t *st, const char *network, const char *const *keys, size_t n,
@@ -118,10 +239,11 @@ sl_err_t state_network_update(state_t *st, const char *network, const char *cons
     state_endpoint_rec_t *recs = sl_xcalloc(n ? n : 1, sizeof(*recs));
     for (size_t i = 0; i < n; i++) {
         int exists;
-        read_for_update(st, txn, keys[i], &recs[i], &exists);
+        unsigned bad;
+        (void)read_for_update(st, txn, keys[i], &recs[i], &exists, &bad); /* read repaired; not written here */
     }
-    char key[96];
-    snprintf(key, sizeof(key), "level/%s", network);
+    char key[STATE_KEY_MAX];
+    state_key_level(key, sizeof(key), network);
     MDB_val k = {strlen(key), key}, v;
     state_network_rec_t level = {0, 0}, stored;
     int exists = 0;
@@ -159,27 +281,14 @@ sl_err_t state_network_update(state_t *st, const char *network, const char *cons
     return err;
 }
 
+static sl_err_t encode_counters(const void *recs, size_t i, sl_buf_t *out)
+{
+    return state_counters_encode(((const state_counters_rec_t *const *)recs)[i], out);
+}
+
 sl_err_t state_counters_put(state_t *st, const char *const *keys, const state_counters_rec_t *const *recs, size_t n)
 {
-    MDB_txn *txn;
-    int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
-    if (rc != MDB_SUCCESS)
-        return state_lmdb_err("begin", rc);
-    sl_buf_t buf = SL_BUF_INIT;
-    sl_err_t err = SL_OK;
-    for (size_t i = 0; i < n && err == SL_OK; i++) {
-        sl_buf_reset(&buf);
-        err = state_counters_encode(recs[i], &buf);
-        MDB_val k = {strlen(keys[i]), (void *)keys[i]}, v = {buf.len, buf.base};
-        if (err == SL_OK && (rc = mdb_put(txn, st->dbi[STATE_DB_STATS], &k, &v, 0)) != MDB_SUCCESS)
-            err = state_lmdb_err("put counters", rc);
-    }
-    sl_buf_dispose(&buf);
-    if (err != SL_OK) {
-        mdb_txn_abort(txn);
-        return err;
-    }
-    return state_lmdb_err("commit", mdb_txn_commit(txn));
+    return put_stats_batch(st, keys, recs, n, encode_counters, "put counters");
 }
 
 sl_err_t state_counters_get(state_t *st, const char *key, state_counters_rec_t *rec)

@@ -41,8 +41,13 @@ SL_MUST_CHECK sl_err_t state_record_encode(const state_schema_t *schema, const v
 SL_MUST_CHECK sl_err_t state_record_decode(const state_schema_t *schema, const void *buf, size_t len, void *rec);
 
 /* ---- endpoint state: one per (network, endpoint); rare, write-through ---- */
+/* How many values `breaker` may hold (policy_breaker_state_t: closed, open,
+ * half-open; admin/ checks the two agree). Any other value is a corrupt or
+ * foreign record: it reads as closed and is repaired (state/state.h). */
+#define STATE_BREAKER_STATES 3
+
 typedef struct state_endpoint_rec {
-    uint8_t breaker;              /* policy_breaker_state_t */
+    uint8_t breaker;              /* policy_breaker_state_t, < STATE_BREAKER_STATES */
     uint64_t since_ms;            /* wall clock: state entered */
     uint32_t cooldown_ms;
     uint64_t opened_at_ms;        /* the current outage began */
@@ -133,6 +138,16 @@ const char *state_outcome_name(state_outcome_t o);
 #define STATE_LAT_BUCKETS 17
 extern const uint64_t state_lat_bounds_us[STATE_LAT_BUCKETS];
 
+/* Why a worker keeps an endpoint out of its plan (state_stats_rec_t.excluded). */
+enum {
+    STATE_EXCLUDED_NO,
+    STATE_EXCLUDED_BEHIND,        /* far behind the best head */
+    STATE_EXCLUDED_ERRORS,        /* error ratio too high */
+    STATE_EXCLUDED_DNS_FAILED,    /* its host name does not resolve */
+    STATE_EXCLUDED_DNS_TIMEOUT,   /* its host name's lookup did not answer in time */
+    STATE_EXCLUDED_COUNT
+};
+
 typedef struct state_stats_rec {
     uint32_t pid;
     uint64_t updated_ms;
@@ -151,7 +166,7 @@ typedef struct state_stats_rec {
     uint32_t error_ppm;                           /* error ratio x 1e6 */
     uint32_t rate_limit_ppm;                      /* rate-limit ratio x 1e6 */
     uint64_t lag_plus1;                           /* blocks behind + 1; 0 = unknown */
-    uint8_t excluded;                             /* 0 no, 1 far behind, 2 error ratio too high */
+    uint8_t excluded;                             /* STATE_EXCLUDED_*: why it is out of the plan */
     uint64_t credits_spent;                       /* billed units this worker spent here, ever */
 } state_stats_rec_t;
 

@@ -3,7 +3,8 @@
 # .ci/run calls it as is.
 #
 #   1. dependencies (Debian packages, npm packages for the e2e clients)
-#   2. normal build (-Werror), every ctest test: unit, integration, e2e
+#   2. normal build (-Werror), every ctest test: unit, integration, e2e;
+#      then a Debug build, compiled but not run
 #   3. AddressSanitizer + UndefinedBehaviorSanitizer build, every test again
 #   4. libFuzzer smoke: each fuzz target for SLUICE_FUZZ_SECONDS (default 60)
 #
@@ -34,6 +35,12 @@ run_suite() {   # build dir, cmake flags...
 
 step "build and test"
 run_suite build
+
+# Debug (-O0) links differently from the optimised builds (nothing is
+# inlined: libm calls stay calls). Compiled only, not run, to keep CI short.
+step "Debug build (compile only)"
+cmake -S "$root" -B build-debug -DCMAKE_BUILD_TYPE=Debug -DSLUICE_TESTS=ON >/dev/null
+cmake --build build-debug -j "$jobs"
 
 if [ "${SLUICE_SKIP_ASAN:-0}" != 1 ]; then
     step "build and test under ASan + UBSan"

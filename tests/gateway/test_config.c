@@ -64,7 +64,7 @@ static const char design_example[] =
 
 Test(config, design_example)
 {
-    setenv("SLUICE_ADMIN_TOKEN", "admintoken-1234", 1);
+    setenv("SLUICE_ADMIN_TOKEN", "admintoken-12345", 1);
     setenv("ALCHEMY_KEY", "abcDEF123456789xyz", 1);
     gw_config_t *cfg = load_ok(design_example);
     cr_assert_str_eq(cfg->file, "test.yaml");
@@ -75,7 +75,7 @@ Test(config, design_example)
     cr_assert_eq(cfg->server.max_response_bytes, GW_DEFAULT_MAX_RESPONSE_BYTES);
     cr_assert_eq(cfg->server.shutdown_grace_ms, GW_DEFAULT_SHUTDOWN_GRACE_MS);
     cr_assert_str_eq(cfg->admin.listen, "127.0.0.1:8546");
-    cr_assert_str_eq(cfg->admin.token, "admintoken-1234");
+    cr_assert_str_eq(cfg->admin.token, "admintoken-12345");
     cr_assert_str_eq(cfg->state.path, "./var/sluice");
     cr_assert_eq(cfg->state.map_size_mb, 256);
     cr_assert_eq(cfg->log.level, SL_LOG_INFO);
@@ -131,7 +131,7 @@ Test(config, design_example)
     cr_assert_str_eq(cfg->keys[0].name, "team-a");
     cr_assert_eq(cfg->keys[0].yaml_line, 17);
 
-    cr_assert(sl_secret_contains("admintoken-1234", 15));
+    cr_assert(sl_secret_contains("admintoken-12345", 16));
     cr_assert(sl_secret_contains("abcDEF123456789xyz", 18));
     cr_assert(sl_secret_contains(cfg->keys[0].sha256, 64));
     cr_assert_eq(gw_config_network(cfg, "eth/x", 3), eth);
@@ -349,8 +349,10 @@ Test(config, admin_off_and_loopback_names)
     gw_config_destroy(cfg);
     cfg = load_ok("admin: { listen: \"127.1.2.3:1\" }\n" NET);
     gw_config_destroy(cfg);
-    cfg = load_ok("admin: { listen: \"0.0.0.0:8546\", token: s3cret-token }\n" NET);
-    cr_assert(sl_secret_contains("s3cret-token", 12));
+    cfg = load_ok("admin: { listen: \"0.0.0.0:8546\", token: s3cret-token-0123 }\n" NET);
+    cr_assert(sl_secret_contains("s3cret-token-0123", 17));
+    gw_config_destroy(cfg);
+    cfg = load_ok("admin: { token: change-me-please }\n" NET); /* 16 bytes: the least allowed */
     gw_config_destroy(cfg);
 }
 

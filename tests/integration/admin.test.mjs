@@ -8,7 +8,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import {
   startFake, startSluice, post, call, sleep, waitFor, events, adminGet, adminPost, sseConnect, workerPids,
-  renderConfig, tempDir, SLUICE_BIN,
+  renderConfig, tempDir, SLUICE_BIN, postFresh,
 } from '../lib/harness.mjs';
 
 const started = [];
@@ -268,6 +268,33 @@ test('kill -9 of the whole gateway: events, breaker state and drains survive; st
   await adminPost(s, '/admin/endpoints/eth/b/undrain');
   const next = await events(s);
   assert.ok(next[next.length - 1].seq > before[before.length - 1].seq, 'sequence numbers keep growing');
+});
+
+test('a breaker value that is no state is repaired to closed with an event, not a permanent outage', async () => {
+  const a = await startFake({ name: 'a' }), b = await startFake({ name: 'b' });
+  started.push(a, b);
+  // no probes and no failures: nothing but the repair ever writes a's record
+  const s = await startSluice({
+    workers: 2,
+    networks: { eth: { lines: ['ranking: { probe_interval_ms: 0 }'], endpoints: [{ id: 'a', url: a.url }, { id: 'b', url: b.url }] } },
+  });
+  started.push(s);
+  assert.equal((await post(s.url('eth'), call('eth_chainId'))).headers.get('x-sluice-endpoint'), 'a');
+  // a record that decodes, with breaker = 7 (closed, open and half-open are 0..2)
+  const rec = '\\dc\\00\\10\\01\\07' + '\\00'.repeat(8) + '\\93\\00\\00\\00' + '\\00'.repeat(5);
+  const r = spawnSync('mdb_load', ['-T', '-s', 'endpoints', s.statePath], { input: `eth/a\n${rec}\n`, encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  const ev = await waitFor(async () => (await events(s)).find((e) => e.kind === 'state_error' && e.endpoint === 'a'),
+    { timeoutMs: 5000, what: 'the state_error event of the repair' });
+  assert.equal(ev.network, 'eth');
+  assert.match(ev.reason, /breaker value 7 .*repaired to closed/);
+  assert.equal((await events(s)).filter((e) => e.kind === 'state_error').length, 1, 'one event, whoever repaired it');
+  const view = (await adminGet(s, '/admin/endpoints')).json.find((e) => e.id === 'a');
+  assert.equal(view.breaker.state, 'closed');
+  assert.equal(view.usable, true);
+  await sleep(150); // every worker's snapshot
+  for (let i = 0; i < 6; i++) assert.equal((await postFresh(s.url('eth'), call('eth_chainId'))).headers.get('x-sluice-endpoint'), 'a');
+  assert.match(s.logs(), /endpoint record "eth\/a" had breaker value 7, which is no state; repaired to closed/);
 });
 
 test('a corrupt record in LMDB is reported, not crashed on', async () => {

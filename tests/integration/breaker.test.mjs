@@ -129,7 +129,11 @@ test('every breaker open: 503 with Retry-After, and /readyz says so', async () =
 test('a 429 marks the endpoint for Retry-After, then it is used again', async () => {
   const a = await startFake({ name: 'a' }), b = await startFake({ name: 'b' });
   started.push(a, b);
-  const s = await startSluice({ workers: 2, networks: { eth: { endpoints: [{ id: 'a', url: a.url }, { id: 'b', url: b.url }] } } });
+  // health probes off: a probe could take the one 429 meant for the client call
+  const s = await startSluice({
+    workers: 2,
+    networks: { eth: { lines: ['ranking: { probe_interval_ms: 0 }'], endpoints: [{ id: 'a', url: a.url }, { id: 'b', url: b.url }] } },
+  });
   started.push(s);
   await a.setMode('http429', { retry_after: 2, count: 1 });
   await post(s.url('eth'), call('eth_chainId'));

@@ -5,7 +5,7 @@ import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { SLUICE_BIN, SRC } from '../lib/harness.mjs';
 
-const env = { ...process.env, ALCHEMY_KEY: 'k', HELIUS_KEY: 'h', SLUICE_ADMIN_TOKEN: 't' };
+const env = { ...process.env, ALCHEMY_KEY: 'k', HELIUS_KEY: 'h', SLUICE_ADMIN_TOKEN: 'a-token-of-sixteen-bytes' };
 
 for (const cfg of ['deploy/config/example.yaml', 'deploy/config/compose.yaml']) {
   test(`sluice --check accepts ${cfg}`, () => {

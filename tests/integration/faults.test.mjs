@@ -5,7 +5,7 @@
 // rate-limit marks that would otherwise carry over.
 import { test, before, after, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { startFake, startSluice, post, call } from '../lib/harness.mjs';
+import { startFake, startSluice, post, call, waitFor } from '../lib/harness.mjs';
 
 let a, b, c, sluice;
 const TIMEOUTS = 'timeouts: { connect_ms: 500, first_byte_ms: 400, attempt_ms: 800, request_ms: 4000 }';
@@ -145,7 +145,7 @@ test('every endpoint timed out: 504', async () => {
   assert.equal(r.json.error.data.outcome, 'timeout');
 });
 
-test('every endpoint failed otherwise: 502 listing each attempt, URLs redacted', async () => {
+test('every endpoint failed otherwise: 502 listing each attempt by endpoint id (URLs only in the access log)', async () => {
   await a.setMode('http500');
   await b.setMode('garbage');
   await c.setMode('reset');
@@ -156,7 +156,12 @@ test('every endpoint failed otherwise: 502 listing each attempt, URLs redacted',
   assert.deepEqual(attempts.map((x) => x.endpoint), ['a', 'b', 'c']);
   assert.equal(attempts[0].status, 500);
   assert.ok(!r.text.includes('secretkey0123456789abcdef'), 'the key in the URL is redacted');
-  assert.match(attempts[0].url, /\/v2\/\*\*\*$/);
+  assert.equal(attempts[0].url, undefined, 'no upstream URL in a client-facing body');
+  assert.ok(!r.text.includes(String(a.port)), r.text);
+  // operators find the redacted URL in the access log
+  const line = await waitFor(() => sluice.accessLines().find((l) => l.status === 502), { what: 'the access line' });
+  assert.match(line.upstream[0].url, /^http:\/\/127\.0\.0\.1:\d+\/v2\/\*\*\*$/);
+  assert.ok(!JSON.stringify(line).includes('secretkey0123456789abcdef'));
 });
 
 test('timeouts.request_ms bounds the whole request across attempts: 504', async () => {

@@ -15,6 +15,8 @@ before(async () => {
     networks: {
       // health probes off: the fakes' counters see client calls alone
       eth: { lines: ['ranking: { probe_interval_ms: 0 }'], endpoints: fakes.slice(0, 3).map((f) => ({ id: f.name, url: f.url })) },
+      // the operator's own list replaces the default one
+      locked: { lines: ['ranking: { probe_interval_ms: 0 }', 'blocked_methods: ["trace_*", "txpool_*"]'], endpoints: [{ id: 'a', url: fakes[0].url }] },
       sol: { chain: 'solana', lines: ['ranking: { probe_interval_ms: 0 }'], endpoints: [{ id: 's', url: sol.url }] },
     },
   });
@@ -112,6 +114,35 @@ test('blocked methods get -32601 naming the gateway', async () => {
   }
   const r = await post(sluice.url('sol'), call('registerNode'));
   assert.equal(r.json.error.code, -32601);
+});
+
+test('node-administration families are blocked by default; trace_* and txpool_* reach the upstream', async () => {
+  await Promise.all(fakes.map((f) => f.reset()));
+  const admin = ['clique_propose', 'engine_forkchoiceUpdatedV3', 'les_addBalance', 'qbft_proposeValidatorVote',
+    'perm_addNodesToAllowlist', 'signer_confirmRequest', 'anvil_setBalance', 'hardhat_impersonateAccount', 'evm_revert'];
+  for (const m of admin) {
+    const r = await post(sluice.url('eth'), call(m));
+    assert.equal(r.json.error.code, -32601, m);
+    assert.match(r.json.error.message, new RegExp(`^${m}: this method is not allowed by the gateway`), m);
+  }
+  for (const m of ['trace_block', 'txpool_status', 'txpool_content']) {
+    const r = await post(sluice.url('eth'), call(m, m === 'trace_block' ? ['latest'] : []));
+    assert.equal(r.status, 200, m);
+    // the fakes do not implement them: their own "does not exist" answer comes back
+    assert.match(r.text, /does not exist/, m);
+  }
+  const seen = new Set();
+  for (const f of fakes) for (const m of Object.keys((await f.stats()).methods || {})) seen.add(m);
+  for (const m of admin) assert.ok(!seen.has(m), `${m} reached an upstream`);
+  for (const m of ['trace_block', 'txpool_status', 'txpool_content']) assert.ok(seen.has(m), `${m} never reached an upstream`);
+  await Promise.all(fakes.map((f) => f.reset()));
+  for (const m of ['trace_block', 'txpool_status']) {
+    const r = await post(sluice.url('locked'), call(m));
+    assert.match(r.json.error.message, new RegExp(`^${m}: this method is not allowed by the gateway`), m);
+  }
+  // a list of its own replaces the default: clique_* is not in it
+  assert.match((await post(sluice.url('locked'), call('clique_propose'))).text, /does not exist/);
+  assert.deepEqual(Object.keys((await fakes[0].stats()).methods || {}), ['clique_propose']);
 });
 
 test('HTTP envelope: 404 unknown network, 405 wrong method, 413 too large, 415 content type', async () => {

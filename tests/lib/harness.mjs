@@ -156,8 +156,9 @@ export function renderConfig({ workers = 2, networks, server = {}, admin = true,
 }
 
 // Starts sluice on a config (YAML text or the object renderConfig takes).
-// Resolves when the master says every worker listens.
-export async function startSluice(config, { env } = {}) {
+// Resolves when the master says every worker listens. `wrap` is a command
+// that execs sluice (same pid), e.g. ['unshare', '-m', 'sh', '-c', '... exec "$0" "$@"'].
+export async function startSluice(config, { env, wrap = [] } = {}) {
   const dir = tempDir();
   const file = path.join(dir, 'sluice.yaml');
   let statePath = path.join(dir, 'state'); // every sluice its own shared state
@@ -166,7 +167,8 @@ export async function startSluice(config, { env } = {}) {
   if (given) statePath = given[1];
   else text += `state: { path: "${statePath}" }\n`;
   writeFileSync(file, text);
-  const { child, out, match, exited } = await spawnUntil(SLUICE_BIN, ['-c', file],
+  const [bin, ...argv] = [...wrap, SLUICE_BIN, '-c', file];
+  const { child, out, match, exited } = await spawnUntil(bin, argv,
     { pattern: /listening on http:\/\/([\d.]+):(\d+) .*admin API (?:off|on http:\/\/[\d.]+:\d+)/, stream: 'stderr', env });
   const port = Number(match[2]);
   const adminMatch = out.stderr.match(/admin API on http:\/\/([\d.]+):(\d+)/);

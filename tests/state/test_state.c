@@ -770,6 +770,118 @@ Test(state, corrupt_endpoint_record)
     cr_expect_eq(st->ncorrupt_logged, NELEMS(garbage_cases), "each corrupt record logged once");
 }
 
+/* A record that decodes but whose breaker value is no state (7): readers
+ * see a closed breaker at once; the master's sweep, or any worker's write,
+ * stores the repair with one state_error event; other fields survive. */
+static void put_breaker_value(const char *key, uint8_t value)
+{
+    state_endpoint_rec_t rec;
+    memset(&rec, 0, sizeof(rec));
+    rec.breaker = value;
+    rec.since_ms = 111;
+    rec.cooldown_ms = 5000;
+    rec.drained = 1;
+    rec.rate_limited_until_ms = 999;
+    rec.transitions[1] = 4;
+    sl_buf_t b = SL_BUF_INIT;
+    cr_assert_eq(state_record_encode(&state_endpoint_schema, &rec, &b), SL_OK);
+    cr_assert_eq(state_raw_put(st, "endpoints", key, strlen(key), b.base, b.len), SL_OK);
+    sl_buf_dispose(&b);
+}
+
+static void expect_repaired(const char *key, const char *why)
+{
+    cr_assert_eq(state_read_begin(st), SL_OK);
+    state_endpoint_rec_t rec;
+    cr_assert_eq(state_endpoint_get(st, key, &rec), SL_OK, "%s", why);
+    state_read_end(st);
+    cr_expect_eq(rec.breaker, 0, "%s: breaker %u", why, rec.breaker);
+    cr_expect_eq(rec.cooldown_ms, 0, "%s", why);
+    cr_expect_eq(rec.drained, 1, "%s: the drain is kept", why);
+    cr_expect_eq(rec.rate_limited_until_ms, 999, "%s", why);
+    cr_expect_eq(rec.transitions[1], 4, "%s", why);
+}
+
+Test(state, breaker_value_that_is_no_state_is_repaired)
+{
+    open_default();
+    put_breaker_value("eth/a", 7);
+    put_breaker_value("eth/b", 255);
+    put_breaker_value("eth/c", 2); /* half-open: a state, left alone */
+    expect_repaired("eth/a", "read before any repair");
+
+    /* the sweep writes the repair of every bad record, one event each */
+    const char *keys[] = {"eth/a", "eth/b", "eth/c", "eth/absent"};
+    size_t repaired = 99;
+    cr_assert_eq(state_endpoints_repair(st, keys, NELEMS(keys), &repaired), SL_OK);
+    cr_expect_eq(repaired, 2);
+    state_event_t evs[8];
+    size_t n = read_all(0, evs, NELEMS(evs));
+    cr_assert_eq(n, 2);
+    cr_expect_eq(evs[0].kind, STATE_EVENT_STATE_ERROR);
+    cr_expect_str_eq(evs[0].network, "eth");
+    cr_expect_str_eq(evs[0].endpoint, "a");
+    cr_expect_eq(evs[0].from, 7);
+    cr_expect(strstr(evs[0].reason, "breaker value 7") != NULL, "%s", evs[0].reason);
+    cr_expect(evs[0].ts_ms > 0);
+    cr_expect_str_eq(evs[1].endpoint, "b");
+    cr_expect_eq(evs[1].from, 255);
+    expect_repaired("eth/a", "after the sweep");
+    expect_repaired("eth/b", "after the sweep");
+    cr_assert_eq(state_read_begin(st), SL_OK);
+    state_endpoint_rec_t c;
+    cr_assert_eq(state_endpoint_get(st, "eth/c", &c), SL_OK);
+    state_read_end(st);
+    cr_expect_eq(c.breaker, 2);
+    cr_expect_eq(c.since_ms, 111);
+
+    /* stored: a second sweep finds nothing */
+    cr_assert_eq(state_endpoints_repair(st, keys, NELEMS(keys), &repaired), SL_OK);
+    cr_expect_eq(repaired, 0);
+    cr_expect_eq(event_count(st), 2);
+}
+
+Test(state, breaker_value_that_is_no_state_is_repaired_by_any_write)
+{
+    open_default();
+    /* fn says "no change": the repair is written anyway, fn's scribbles are not */
+    put_breaker_value("eth/a", 9);
+    cas_ctx_t c = {.ret = 0, .nevents = 2, .reason = "not mine"};
+    c.write.breaker = 1;
+    int changed = 42;
+    cr_assert_eq(state_endpoint_update(st, "eth/a", cas_fn, &c, &changed), SL_OK);
+    cr_expect_eq(changed, 0, "fn's own change was not made");
+    cr_expect_eq(c.seen_exists, 1);
+    cr_expect_eq(c.seen.breaker, 0, "fn sees the repaired record");
+    cr_expect_eq(c.seen.drained, 1);
+    expect_repaired("eth/a", "written although fn returned 0");
+    cr_expect_eq(event_count(st), 1);
+
+    /* fn changes it: its events and the repair's, in one transaction */
+    put_breaker_value("eth/b", 3);
+    c = (cas_ctx_t){.ret = 1, .nevents = STATE_MAX_TXN_EVENTS, .reason = "mine"};
+    c.write.breaker = 1;
+    c.write.drained = 1;
+    cr_assert_eq(state_endpoint_update(st, "eth/b", cas_fn, &c, &changed), SL_OK);
+    cr_expect_eq(changed, 1);
+    cr_expect_eq(c.seen.breaker, 0);
+    state_event_t evs[16];
+    size_t n = read_all(0, evs, NELEMS(evs));
+    cr_assert_eq(n, 1 + STATE_MAX_TXN_EVENTS + 1);
+    cr_expect_eq(evs[n - 1].kind, STATE_EVENT_STATE_ERROR);
+    cr_expect_str_eq(evs[n - 1].endpoint, "b");
+    cr_expect_eq(evs[n - 1].from, 3);
+    cr_assert_eq(state_read_begin(st), SL_OK);
+    state_endpoint_rec_t rec;
+    cr_assert_eq(state_endpoint_get(st, "eth/b", &rec), SL_OK);
+    state_read_end(st);
+    cr_expect_eq(rec.breaker, 1, "fn's write wins");
+    const char *keys[] = {"eth/a", "eth/b"};
+    size_t repaired = 9;
+    cr_assert_eq(state_endpoints_repair(st, keys, NELEMS(keys), &repaired), SL_OK);
+    cr_expect_eq(repaired, 0);
+}
+
 Test(state, corrupt_stats_and_counters)
 {
     open_default();

@@ -1,0 +1,48 @@
+#include "state/state_key.h"
+
+#include <stdio.h>
+
+static size_t fit(int n)
+{
+    return n < 0 ? 0 : (size_t)n;
+}
+
+size_t state_key_endpoint(char *out, size_t cap, const char *network, const char *endpoint)
+{
+    return fit(snprintf(out, cap, "%s/%s", network, endpoint));
+}
+
+size_t state_key_stats(char *out, size_t cap, const char *network, const char *endpoint, unsigned slot)
+{
+    return fit(snprintf(out, cap, "%s/%s/%u", network, endpoint, slot));
+}
+
+size_t state_key_per_method(char *out, size_t cap, const char *network, const char *endpoint, unsigned slot)
+{
+    return fit(snprintf(out, cap, "pm/%s/%s/%u", network, endpoint, slot));
+}
+
+size_t state_key_requests(char *out, size_t cap, const char *network, unsigned slot)
+{
+    return fit(snprintf(out, cap, "req/%s/%u", network, slot));
+}
+
+size_t state_key_ledger(char *out, size_t cap, const char *network, const char *endpoint, const char *window)
+{
+    return fit(snprintf(out, cap, "%s/%s/%s", network, endpoint, window));
+}
+
+size_t state_key_cell(char *out, size_t cap, const char *identity, const char *bucket, const char *window)
+{
+    return fit(snprintf(out, cap, "%s/%s/%s", identity, bucket, window));
+}
+
+size_t state_key_pin(char *out, size_t cap, const char *network, const char *txid)
+{
+    return fit(snprintf(out, cap, "%s/%s", network, txid));
+}
+
+size_t state_key_level(char *out, size_t cap, const char *network)
+{
+    return fit(snprintf(out, cap, "level/%s", network));
+}

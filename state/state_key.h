@@ -1,0 +1,31 @@
+/* state/state_key.h: the keys of every LMDB database, built in one place.
+ *
+ * Each builder writes a NUL-terminated key into out[0..cap) and returns the
+ * length it needed, as snprintf does: a key is complete only if that is
+ * below cap (names are validated by the config, so STATE_KEY_MAX holds every
+ * key built from them; callers with outside input check). */
+#ifndef STATE_KEY_H
+#define STATE_KEY_H
+
+#include <stddef.h>
+
+#define STATE_KEY_MAX 192
+
+/* endpoints: "<network>/<endpoint>", the shared breaker/drain/mark record */
+size_t state_key_endpoint(char *out, size_t cap, const char *network, const char *endpoint);
+/* stats: "<network>/<endpoint>/<slot>", one worker's counters of an endpoint */
+size_t state_key_stats(char *out, size_t cap, const char *network, const char *endpoint, unsigned slot);
+/* stats: "pm/<network>/<endpoint>/<slot>", one worker's per-method counters */
+size_t state_key_per_method(char *out, size_t cap, const char *network, const char *endpoint, unsigned slot);
+/* stats: "req/<network>/<slot>", one worker's per-request counters */
+size_t state_key_requests(char *out, size_t cap, const char *network, unsigned slot);
+/* ledgers: "<network>/<endpoint>/<window>", a credit window's ledger */
+size_t state_key_ledger(char *out, size_t cap, const char *network, const char *endpoint, const char *window);
+/* limits: "<identity>/<bucket>/<window>", a client-limit cell */
+size_t state_key_cell(char *out, size_t cap, const char *identity, const char *bucket, const char *window);
+/* pins: "<network>/<txid>", the endpoint that accepted a transaction */
+size_t state_key_pin(char *out, size_t cap, const char *network, const char *txid);
+/* meta: "level/<network>", the network's redundancy level */
+size_t state_key_level(char *out, size_t cap, const char *network);
+
+#endif
