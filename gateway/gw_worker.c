@@ -3,6 +3,7 @@
 #include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include "pool/pool.h"
 #include "state/state.h"
 #include "state/state_cluster.h"
+#include "state/state_key.h"
 
 #define LISTEN_BACKLOG 1024
 #define ACCEPTS_PER_EVENT 32
@@ -119,6 +121,33 @@ static void globalconf_init(h2o_globalconf_t *conf, size_t max_body)
     conf->http1.upgrade_to_http2 = 0;
 }
 
+static void on_shared_change(void *data)
+{
+    pool_refresh(((worker_t *)data)->pool);
+}
+
+/* The cluster reads every endpoint's shared record when its link comes up,
+ * and a change another host makes refreshes this worker's snapshot at once. */
+static void cluster_watch(worker_t *w)
+{
+    const gw_config_t *cfg = w->args->cfg;
+    size_t n = 0;
+    for (size_t i = 0; i < cfg->nnetworks; i++)
+        n += cfg->networks[i].nendpoints;
+    char **keys = sl_xcalloc(n ? n : 1, sizeof(*keys));
+    size_t k = 0;
+    for (size_t i = 0; i < cfg->nnetworks; i++)
+        for (size_t e = 0; e < cfg->networks[i].nendpoints; e++) {
+            keys[k] = sl_xmalloc(STATE_KEY_MAX);
+            state_key_endpoint(keys[k++], STATE_KEY_MAX, cfg->networks[i].name, cfg->networks[i].endpoints[e].id);
+        }
+    state_cluster_watch(w->cluster, (const char *const *)keys, n);
+    for (size_t i = 0; i < n; i++)
+        free(keys[i]);
+    free(keys);
+    state_cluster_on_change(w->cluster, on_shared_change, w);
+}
+
 static int worker_setup(worker_t *w)
 {
     const gw_config_t *cfg = w->args->cfg;
@@ -145,6 +174,8 @@ static int worker_setup(worker_t *w)
     };
     if (pool_create(&pp, &w->pool) != SL_OK)
         return -1;
+    if (w->cluster != NULL)
+        cluster_watch(w);
     w->stats = gw_stats_create(cfg, w->state, w->args->index);
     w->limit = gw_limit_create(cfg, w->state);
     w->handler = gw_handler_register(host, cfg, w->pool, w->stats, w->limit);

@@ -162,6 +162,10 @@ const pool_attempt_rec_t *pool_call_log(const pool_call_t *call, size_t *n);
 const char *pool_call_endpoint_id(const pool_call_t *call, int endpoint);
 const char *pool_call_endpoint_url(const pool_call_t *call, int endpoint);   /* redacted */
 
+/* Re-reads the shared records into the worker's snapshot now (another host
+ * changed one: with cluster:, the worker need not wait for its next tick). */
+void pool_refresh(pool_t *pool);
+
 /* Worker shutdown: closes idle upstream connections. */
 void pool_close_idle(pool_t *pool);
 

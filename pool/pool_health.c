@@ -87,9 +87,10 @@ typedef struct breaker_ctx {
     pool_endpoint_t *ep;
     policy_breaker_state_t from;
     policy_breaker_state_t to;
-    const char *reason;
+    char reason[160];
     uint64_t now;
-    state_endpoint_rec_t result;
+    pool_then_t then;             /* what follows a move this call made */
+    int *made;                    /* while the call is under way: set to whether it moved */
 } breaker_ctx_t;
 
 static const state_event_kind_t entered_event[POLICY_BREAKER_STATE_COUNT] = {
@@ -128,27 +129,61 @@ static int breaker_cb(void *arg, state_endpoint_rec_t *rec, int exists, state_ev
     if (c->to == POLICY_BREAKER_OPEN)
         ev->duration_ms = b.cooldown_ms;
     *nevents = 1;
-    c->result = *rec;
     return 1;
 }
 
-/* Moves ep's breaker from -> to if the shared record still says from. */
-int pool_health_breaker_move(pool_endpoint_t *ep, policy_breaker_state_t from, policy_breaker_state_t to,
-                        const char *reason)
+static unsigned move_bit(policy_breaker_state_t from, policy_breaker_state_t to)
+{
+    return 1u << (from * POLICY_BREAKER_STATE_COUNT + to);
+}
+
+static void breaker_done(void *data, sl_err_t err, int changed, const state_endpoint_rec_t *rec)
+{
+    (void)err; /* logged by state/; nothing changed */
+    breaker_ctx_t *c = data;
+    pool_endpoint_t *ep = c->ep;
+    ep->health.moving &= ~move_bit(c->from, c->to);
+    if (c->made != NULL)
+        *c->made = changed;
+    if (changed) {
+        ep->health.shared = *rec;
+        sl_log_warn("endpoint %s/%s: breaker %s -> %s (%s)", ep->net->conf->name, ep->conf->id,
+                    policy_breaker_state_name(c->from), policy_breaker_state_name(c->to), c->reason);
+        if (c->to != POLICY_BREAKER_HALF_OPEN)
+            network_check(ep->net);
+        if (c->then == POOL_THEN_RESET_WINDOW)
+            policy_window_reset(&ep->health.window);
+        else if (c->then == POOL_THEN_PROBE)
+            pool_probe_send_breaker(ep);
+    }
+    free(c);
+}
+
+int pool_health_breaker_move_then(pool_endpoint_t *ep, policy_breaker_state_t from, policy_breaker_state_t to,
+                                  const char *reason, pool_then_t then)
 {
     pool_t *pool = ep->net->pool;
-    breaker_ctx_t c = {ep, from, to, reason, sl_wall_ms(), {0}};
-    int changed = 0;
-    if (pool->state == NULL)
+    unsigned bit = move_bit(from, to);
+    if (pool->state == NULL || (ep->health.moving & bit) != 0)
+        return 0; /* the same move is already being decided (by Redis) */
+    breaker_ctx_t *c = sl_xcalloc(1, sizeof(*c));
+    *c = (breaker_ctx_t){.ep = ep, .from = from, .to = to, .now = sl_wall_ms(), .then = then};
+    snprintf(c->reason, sizeof(c->reason), "%s", reason);
+    int made = -1;
+    c->made = &made;
+    ep->health.moving |= bit;
+    state_endpoint_transition(pool->state, ep->health.key, breaker_cb, c, sizeof(*c), breaker_done, c);
+    if (made < 0) {
+        c->made = NULL; /* decided later, by Redis' answer */
         return 0;
-    if (state_endpoint_update(pool->state, ep->health.key, breaker_cb, &c, &changed) != SL_OK || !changed)
-        return 0;
-    ep->health.shared = c.result;
-    sl_log_warn("endpoint %s/%s: breaker %s -> %s (%s)", ep->net->conf->name, ep->conf->id,
-                policy_breaker_state_name(from), policy_breaker_state_name(to), reason);
-    if (to != POLICY_BREAKER_HALF_OPEN)
-        network_check(ep->net);
-    return 1;
+    }
+    return made;
+}
+
+int pool_health_breaker_move(pool_endpoint_t *ep, policy_breaker_state_t from, policy_breaker_state_t to,
+                             const char *reason)
+{
+    return pool_health_breaker_move_then(ep, from, to, reason, POOL_THEN_NONE);
 }
 
 /* ---- outcomes ---- */
@@ -209,8 +244,7 @@ void pool_health_record(pool_endpoint_t *ep, state_outcome_t outcome, uint32_t l
     else
         snprintf(reason, sizeof(reason), "%u of %u calls failed within %u ms (last: %s)", failures, calls,
                  conf->window_ms, state_outcome_name(outcome));
-    if (pool_health_breaker_move(ep, POLICY_BREAKER_CLOSED, POLICY_BREAKER_OPEN, reason))
-        policy_window_reset(&h->window);
+    pool_health_breaker_move_then(ep, POLICY_BREAKER_CLOSED, POLICY_BREAKER_OPEN, reason, POOL_THEN_RESET_WINDOW);
 }
 
 /* ---- rate-limit marks ---- */
@@ -219,7 +253,6 @@ typedef struct rate_ctx {
     pool_endpoint_t *ep;
     uint64_t now;
     uint64_t until;
-    state_endpoint_rec_t result;
 } rate_ctx_t;
 
 static int rate_cb(void *arg, state_endpoint_rec_t *rec, int exists, state_event_t *events, size_t *nevents)
@@ -230,7 +263,6 @@ static int rate_cb(void *arg, state_endpoint_rec_t *rec, int exists, state_event
         return 0;
     int was_limited = rec->rate_limited_until_ms > c->now;
     rec->rate_limited_until_ms = c->until;
-    c->result = *rec;
     if (!was_limited) {
         state_event_init(&events[0], STATE_EVENT_ENDPOINT_RATE_LIMITED, c->ep->net->conf->name, c->ep->conf->id, c->now);
         events[0].duration_ms = c->until - c->now;
@@ -239,6 +271,14 @@ static int rate_cb(void *arg, state_endpoint_rec_t *rec, int exists, state_event
         *nevents = 1;
     }
     return 1;
+}
+
+static void rate_done(void *data, sl_err_t err, int changed, const state_endpoint_rec_t *rec)
+{
+    (void)err; /* logged by state/; nothing changed */
+    pool_endpoint_t *ep = data;
+    if (changed)
+        ep->health.shared = *rec;
 }
 
 void pool_health_rate_limited(pool_endpoint_t *ep, uint32_t retry_ms)
@@ -258,10 +298,8 @@ void pool_health_rate_limited(pool_endpoint_t *ep, uint32_t retry_ms)
         h->shared.rate_limited_until_ms = until;
         return;
     }
-    rate_ctx_t c = {ep, now, until, {0}};
-    int changed = 0;
-    if (state_endpoint_update(ep->net->pool->state, h->key, rate_cb, &c, &changed) == SL_OK && changed)
-        h->shared = c.result;
+    rate_ctx_t c = {ep, now, until};
+    state_endpoint_transition(ep->net->pool->state, h->key, rate_cb, &c, sizeof(c), rate_done, ep);
 }
 
 int pool_health_usable(pool_endpoint_t *ep, uint64_t now_wall_ms)

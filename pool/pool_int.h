@@ -125,6 +125,8 @@ typedef struct pool_health {
     int per_method_dirty;
     pool_exchange_t probe;        /* a probe this worker sends (pool_probe.c) */
     int probing;                  /* POOL_PROBE_*: which, if one is under way */
+    unsigned moving;              /* breaker moves being decided by Redis (bit per from x to) */
+    int claiming;                 /* a half-open takeover being decided by Redis */
 } pool_health_t;
 
 struct pool_endpoint {
@@ -259,12 +261,23 @@ void pool_health_rate_limited(pool_endpoint_t *ep, uint32_t retry_ms);
 /* Refresh now (tests, admin actions). */
 void pool_health_refresh(pool_t *pool);
 /* Moves ep's shared breaker from -> to if it still says from (CAS), with its
- * event; returns 1 if this call made the transition. */
+ * event; returns 1 if this call made the transition at once. With cluster:
+ * the move is decided by Redis, later: then is what follows it once made
+ * (at once too, when it is made at once). */
+typedef enum pool_then {
+    POOL_THEN_NONE,
+    POOL_THEN_RESET_WINDOW,       /* the rolling window starts again (an open) */
+    POOL_THEN_PROBE,              /* send the half-open probe (this worker won the claim) */
+} pool_then_t;
 int pool_health_breaker_move(pool_endpoint_t *ep, policy_breaker_state_t from, policy_breaker_state_t to,
                              const char *reason);
+int pool_health_breaker_move_then(pool_endpoint_t *ep, policy_breaker_state_t from, policy_breaker_state_t to,
+                                  const char *reason, pool_then_t then);
 
 /* pool_probe.c: sends a health or half-open probe when one is due. */
 void pool_probe_tick(pool_endpoint_t *ep, uint64_t now_wall_ms);
+/* Sends the half-open probe this worker claimed. */
+void pool_probe_send_breaker(pool_endpoint_t *ep);
 
 /* pool_write.c: idempotent broadcasts, nonce checks, transaction pins. */
 int pool_write_txid(const pool_call_t *call, const pool_item_t *it, char *out, size_t cap);

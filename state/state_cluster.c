@@ -115,6 +115,8 @@ static void on_message(void *data, redisReply *reply)
         return;
     if (strcmp(reply->element[1]->str, cl->hb_channel) == 0)
         cl->last_hb_seen_ms = sl_now_ms();
+    else if (reply->element[2]->type == REDIS_REPLY_STRING && cl->link == STATE_LINK_UP)
+        state_cluster_ep_message(cl, reply->element[2]->str, reply->element[2]->len);
 }
 
 /* ---- connecting ---- */
@@ -223,6 +225,7 @@ static void link_connect(state_cluster_t *cl)
     cl->reported_down = 0;
     state_cluster_mode_move(cl->st, STATE_CLUSTER_SHARED, cl->hosts, NULL, sl_wall_ms());
     send_hello(cl);
+    state_cluster_ep_resync(cl);
 }
 
 static void on_closed(state_redis_t *r)
@@ -302,6 +305,7 @@ static void link_down(state_cluster_t *cl, const char *why)
         cl->backoff_ms = BACKOFF_MAX_MS;
     cl->retry_at_ms = sl_now_ms() + cl->backoff_ms;
     cl->hello_pending = 0;
+    cl->resync_pending = 0;
     /* closing runs the pending commands' callbacks with NULL: they fall back */
     state_redis_close(&cl->cmd);
     state_redis_close(&cl->sub);
@@ -316,6 +320,13 @@ static void link_down(state_cluster_t *cl, const char *why)
     char reason[160];
     snprintf(reason, sizeof(reason), "Redis %s: %s", was_up ? "lost" : "unreachable", why);
     state_cluster_mode_move(cl->st, STATE_CLUSTER_DEGRADED, cl->hosts, reason, sl_wall_ms());
+}
+
+void state_cluster_link_failed(state_cluster_t *cl, const char *why)
+{
+    char msg[160];
+    snprintf(msg, sizeof(msg), "Redis answered: %.120s", why);
+    link_down(cl, msg);
 }
 
 /* ---- the tick ---- */
@@ -404,6 +415,9 @@ void state_cluster_destroy(state_cluster_t *cl)
     h2o_timeout_dispose(cl->loop, &cl->tick_timeout);
     if (cl->st != NULL && cl->st->cluster == cl)
         cl->st->cluster = NULL;
+    for (size_t i = 0; i < cl->nwatched; i++)
+        free(cl->watched[i]);
+    free(cl->watched);
     free(cl);
 }
 

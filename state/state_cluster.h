@@ -94,7 +94,7 @@ typedef struct state_cluster state_cluster_t;
 state_cluster_t *state_cluster_create(const state_cluster_conf_t *conf, h2o_loop_t *loop,
                                       h2o_multithread_receiver_t *getaddr_receiver, state_t *st);
 /* Closes both connections; pending operations are dropped without their
- * callbacks (call it after what issued them is gone). NULL is allowed. */
+ * callbacks. NULL is allowed. */
 void state_cluster_destroy(state_cluster_t *cl);
 /* The cluster attached to st, NULL if none. */
 state_cluster_t *state_cluster_of(const state_t *st);
@@ -106,6 +106,13 @@ int state_cluster_up(const state_cluster_t *cl);
 uint32_t state_cluster_hosts(const state_cluster_t *cl);
 /* This host's name. */
 const char *state_cluster_host(const state_cluster_t *cl);
+/* The endpoint records ("<network>/<endpoint>") this host uses: read from
+ * Redis each time the link comes up (keys are copied). */
+void state_cluster_watch(state_cluster_t *cl, const char *const *keys, size_t n);
+/* fn(data) runs when a shared record changed on this host's copy because
+ * another worker or host changed it (a message on the channel), so that the
+ * worker's snapshot can be refreshed at once. */
+void state_cluster_on_change(state_cluster_t *cl, void (*fn)(void *data), void *data);
 /* Commands this worker has sent to Redis (for the benchmark's count). */
 uint64_t state_cluster_commands(const state_cluster_t *cl);
 

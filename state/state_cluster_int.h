@@ -9,6 +9,7 @@
 #include <h2o/timeout.h>
 
 #include "state/state_cluster.h"
+#include "state/state_key.h"
 
 #define STATE_REDIS_MAX_PENDING 4096   /* commands awaiting replies on one connection */
 
@@ -80,6 +81,8 @@ const char *state_link_name(state_link_t l);
 /* The Lua scripts, loaded with SCRIPT LOAD at each connection. */
 typedef enum state_script {
     STATE_SCRIPT_HELLO,           /* heartbeat: host seen, hosts counted, time */
+    STATE_SCRIPT_CAS,             /* an endpoint record's compare-and-set, published */
+    STATE_SCRIPT_GET,             /* endpoint records with their versions */
     STATE_SCRIPT_COUNT
 } state_script_t;
 
@@ -117,7 +120,59 @@ struct state_cluster {
     char down_why[160];           /* why the link last went down */
     int reported_down;            /* the current outage was logged */
     int destroying;
+    char **watched;               /* endpoint keys ("<network>/<endpoint>") resynced on each return */
+    size_t nwatched;
+    int resync_pending;
+    void (*on_change)(void *data); /* a shared record changed: refresh the snapshot now */
+    void *on_change_data;
 };
+
+/* The shared part of an endpoint record as Redis holds it (and the host's
+ * copy, "cv/<network>/<endpoint>" in meta, with its version and whether it
+ * changed here while Redis was away). */
+typedef struct state_cluster_ep {
+    uint64_t version;             /* Redis' version of the record (the copy's: as last applied) */
+    uint8_t dirty;                /* the copy: changed on this host alone, not yet told to Redis */
+    uint8_t breaker;
+    uint64_t since_ms;
+    uint32_t cooldown_ms;
+    uint64_t opened_at_ms;
+    char probe_host[STATE_CLUSTER_HOST_MAX + 1]; /* the half-open probe's owner: host ... */
+    uint32_t probe_pid;                          /* ... and process */
+    uint64_t probe_at_ms;
+    uint8_t drained;
+    uint64_t drained_at_ms;
+    uint64_t rate_limited_until_ms;
+    uint64_t transitions[3];
+} state_cluster_ep_t;
+
+extern const state_schema_t state_cluster_ep_schema;
+
+/* The endpoint record's shared fields from c (another host's probe claim
+ * reads as STATE_PROBE_ELSEWHERE); l's own fields are left as they are. */
+void state_cluster_ep_to_local(const state_cluster_ep_t *c, const char *me, state_endpoint_rec_t *l);
+/* The cluster's shape of l; prev says who owns a claim l calls elsewhere. */
+void state_cluster_ep_from_local(const state_endpoint_rec_t *l, const state_cluster_ep_t *prev, const char *me,
+                                 state_cluster_ep_t *c);
+/* This host's record (changed while Redis was away; before: the copy as it
+ * was then) merged into Redis' one: the later breaker change, this host's
+ * drain change, the later rate-limit mark, the larger transition counts. */
+void state_cluster_ep_merge(const state_cluster_ep_t *mine, const state_cluster_ep_t *before,
+                            const state_cluster_ep_t *theirs, state_cluster_ep_t *out);
+
+/* state_endpoint_transition with the link up. */
+void state_cluster_ep_transition(state_cluster_t *cl, const char *key, state_update_fn fn, const void *ctx,
+                                 size_t ctx_size, state_transition_done_fn done, void *data);
+/* Marks the host's copy of key as changed here (a transition made alone). */
+void state_cluster_ep_mark_dirty(state_cluster_t *cl, const char *key);
+/* A message of the cluster's channel about an endpoint record. */
+void state_cluster_ep_message(state_cluster_t *cl, const char *msg, size_t len);
+/* Reads every watched record from Redis, applies the newer, pushes this
+ * host's changes (the link just came up). */
+void state_cluster_ep_resync(state_cluster_t *cl);
+/* Redis answered a command with an error that means the shared path does
+ * not work now (a missing script, a read-only replica, out of memory). */
+void state_cluster_link_failed(state_cluster_t *cl, const char *why);
 
 /* The host's mode: CAS in LMDB with its event; 1 if this call changed it. */
 int state_cluster_mode_move(state_t *st, state_cluster_mode_t to, uint32_t hosts, const char *why, uint64_t now_ms);

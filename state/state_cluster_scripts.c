@@ -18,11 +18,42 @@ static const char hello_lua[] =
     "redis.call('PUBLISH', ARGV[3], 'hb')\n"
     "return {n, t[1], t[2]}\n";
 
+/* KEYS[1] an endpoint record; ARGV expected version, new record, channel,
+ * "<network>/<endpoint>". The version is a decimal string; a new one is
+ * above the old and not below Redis' clock in µs (so it keeps growing even
+ * when Redis lost the record). Returns {1, version} when written and
+ * published, {0, version, record} (the current ones) when not. */
+static const char cas_lua[] =
+    "local cur = redis.call('HGET', KEYS[1], 'v') or '0'\n"
+    "if cur ~= ARGV[1] then\n"
+    "  return {0, cur, redis.call('HGET', KEYS[1], 'r') or ''}\n"
+    "end\n"
+    "local t = redis.call('TIME')\n"
+    "local now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
+    "local v = math.max(tonumber(cur) + 1, now)\n"
+    "local vs = string.format('%.0f', v)\n"
+    "redis.call('HSET', KEYS[1], 'v', vs, 'r', ARGV[2])\n"
+    "redis.call('PUBLISH', ARGV[3], 'e ' .. vs .. ' ' .. ARGV[4] .. '\\n' .. ARGV[2])\n"
+    "return {1, vs}\n";
+
+/* KEYS endpoint records. Returns {version, record, ...} per key ('0', ''
+ * when absent). */
+static const char get_lua[] =
+    "local out = {}\n"
+    "for i, k in ipairs(KEYS) do\n"
+    "  local r = redis.call('HMGET', k, 'v', 'r')\n"
+    "  out[2 * i - 1] = r[1] or '0'\n"
+    "  out[2 * i] = r[2] or ''\n"
+    "end\n"
+    "return out\n";
+
 static const struct {
     const char *name;
     const char *source;
 } scripts[STATE_SCRIPT_COUNT] = {
     [STATE_SCRIPT_HELLO] = {"hello", hello_lua},
+    [STATE_SCRIPT_CAS] = {"cas", cas_lua},
+    [STATE_SCRIPT_GET] = {"get", get_lua},
 };
 
 const char *state_script_source(state_script_t s)

@@ -45,13 +45,16 @@ SL_MUST_CHECK sl_err_t state_record_decode(const state_schema_t *schema, const v
  * half-open; admin/ checks the two agree). Any other value is a corrupt or
  * foreign record: it reads as closed and is repaired (state/state.h). */
 #define STATE_BREAKER_STATES 3
+/* probe_pid of a half-open probe claimed by another host: no pid is it. */
+#define STATE_PROBE_ELSEWHERE UINT32_MAX
 
 typedef struct state_endpoint_rec {
     uint8_t breaker;              /* policy_breaker_state_t, < STATE_BREAKER_STATES */
     uint64_t since_ms;            /* wall clock: state entered */
     uint32_t cooldown_ms;
     uint64_t opened_at_ms;        /* the current outage began */
-    uint32_t probe_pid;           /* HALF_OPEN: the worker that claimed the probe */
+    uint32_t probe_pid;           /* HALF_OPEN: the worker that claimed the probe (STATE_PROBE_ELSEWHERE:
+                                     a process of another host, with cluster:) */
     uint64_t probe_at_ms;
     uint8_t drained;              /* operator's drain: no traffic */
     uint64_t drained_at_ms;

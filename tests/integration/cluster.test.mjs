@@ -218,3 +218,118 @@ test('the Redis password never appears in logs, admin output, events or --check 
   assert.ok(!all.includes(pw), 'the password appears nowhere');
   assert.ok(!all.includes('other-'), 'nor the one Redis expects now');
 });
+
+// ---- shared breakers, drains and rate-limit marks ----
+
+const view = async (s, id) => (await adminGet(s, '/admin/endpoints')).json.find((e) => e.id === id);
+
+function twoEndpoints(a, b, url, host, breaker = 'breaker: { consecutive: 3, cooldown_ms: 1500, max_cooldown_ms: 8000 }') {
+  return {
+    workers: 2,
+    networks: { eth: { lines: [breaker, 'ranking: { probe_interval_ms: 0 }'],
+      endpoints: [{ id: 'a', url: a.url }, { id: 'b', url: b.url }] } },
+    extra: clusterLine(url, host),
+  };
+}
+
+async function calls(s, n, method = 'eth_chainId') {
+  const rs = await Promise.all(Array.from({ length: n }, (_, i) =>
+    fetch(s.url(), { method: 'POST', headers: { 'content-type': 'application/json', connection: 'close' },
+      body: JSON.stringify(call(method, [], i)) }).then(async (r) => ({ status: r.status, ep: r.headers.get('x-sluice-endpoint'), text: await r.text() }))));
+  return rs;
+}
+
+test('a breaker opened by traffic on one host is open on the other within 200 ms; one half-open probe across hosts', { skip }, async () => {
+  const a = await startFake({ name: 'a' }), b = await startFake({ name: 'b' });
+  const redis = await startRedis();
+  const h1 = await startSluice(twoEndpoints(a, b, redis.url(), 'h1'));
+  const h2 = await startSluice(twoEndpoints(a, b, redis.url(), 'h2'));
+  for (const s of [h1, h2]) await waitMode(s, 'shared', 'start');
+  await a.setMode('http500');
+  const rs = await calls(h1, 20);
+  assert.ok(rs.every((r) => r.status === 200), 'every call answered by b');
+  let v1;
+  await waitFor(async () => (v1 = await view(h1, 'a')).breaker.state === 'open', { timeoutMs: 3000, what: 'open on h1' });
+  const since = Date.parse(v1.breaker.since);
+  let seen;
+  await waitFor(async () => {
+    const v = await view(h2, 'a');
+    if (v.breaker.state !== 'open') return false;
+    seen = Date.now();
+    return true;
+  }, { timeoutMs: 2000, intervalMs: 5, what: 'open on h2' });
+  assert.ok(seen - since <= 200, `h2 saw the open ${seen - since} ms after h1 opened it`);
+  // host two sends it nothing
+  const before = (await a.stats()).methods.eth_chainId;
+  const rs2 = await calls(h2, 30);
+  assert.ok(rs2.every((r) => r.status === 200 && r.ep === 'b'), JSON.stringify(rs2.filter((r) => r.ep !== 'b')));
+  assert.equal((await a.stats()).methods.eth_chainId, before, 'no call from h2 reached a');
+  // the cooldown (1.5 s) ends on both hosts, 4 workers: one probe
+  await waitFor(async () => (await view(h1, 'a')).breaker.transitions.half_open >= 1, { timeoutMs: 4000, what: 'half-open' });
+  await sleep(800);
+  assert.equal((await a.stats()).methods.eth_blockNumber, 1, 'one probe across both hosts');
+  const v2 = await view(h2, 'a');
+  assert.equal(v2.breaker.state, 'open', 'the failed probe reopened it everywhere');
+  assert.equal(v2.breaker.transitions.half_open, 1);
+  assert.equal(v2.breaker.cooldown_ms, 3000, 'the doubled cooldown is shared');
+  // a recovers: the next probe (3 s) closes it for both
+  await a.setMode('ok');
+  for (const s of [h1, h2])
+    await waitFor(async () => (await view(s, 'a')).breaker.state === 'closed', { timeoutMs: 8000, what: 'closed' });
+  assert.equal((await a.stats()).methods.eth_blockNumber, 2, 'two probes in all');
+});
+
+test('a drain or a rate-limit mark on one host holds on the other', { skip }, async () => {
+  const a = await startFake({ name: 'a' }), b = await startFake({ name: 'b' });
+  const redis = await startRedis();
+  const h1 = await startSluice(twoEndpoints(a, b, redis.url(), 'h1'));
+  const h2 = await startSluice(twoEndpoints(a, b, redis.url(), 'h2'));
+  for (const s of [h1, h2]) await waitMode(s, 'shared', 'start');
+  // a rate limit met on h1 marks a for h2 too
+  await a.setMode('http429', { retry_after: 5 });
+  await waitFor(async () => { await calls(h1, 4); return (await view(h1, 'a')).rate_limited_until !== null; },
+    { timeoutMs: 3000, what: 'marked on h1' });
+  await waitFor(async () => (await view(h2, 'a')).rate_limited_until !== null, { timeoutMs: 200, intervalMs: 5, what: 'marked on h2' });
+  await a.setMode('ok');
+  await a.reset();
+  const rs3 = await calls(h2, 20);
+  assert.ok(rs3.every((r) => r.ep === 'b'));
+  assert.equal((await a.stats()).requests, 0, 'h2 sent nothing to the rate-limited endpoint');
+
+  // the operator drains a on h1: h2 holds it too
+  const d = await fetch(`${h1.admin}/admin/endpoints/eth/a/drain`, { method: 'POST' });
+  assert.equal(d.status, 200);
+  assert.deepEqual(await d.json(), { network: 'eth', id: 'a', drained: true, changed: true });
+  await waitFor(async () => (await view(h2, 'a')).drained === true, { timeoutMs: 200, intervalMs: 5, what: 'drained on h2' });
+  const again = await (await fetch(`${h2.admin}/admin/endpoints/eth/a/drain`, { method: 'POST' })).json();
+  assert.equal(again.changed, false, 'h2 sees it drained already');
+  await a.reset();
+  const rs = await calls(h2, 20);
+  assert.ok(rs.every((r) => r.ep === 'b'));
+  assert.equal((await a.stats()).requests, 0, 'nothing reached the drained endpoint');
+  const u = await (await fetch(`${h2.admin}/admin/endpoints/eth/a/undrain`, { method: 'POST' })).json();
+  assert.equal(u.changed, true);
+  await waitFor(async () => (await view(h1, 'a')).drained === false, { timeoutMs: 200, intervalMs: 5, what: 'undrained on h1' });
+
+});
+
+test('breakers fall back to each host while Redis is down; on its return the host that opened one tells the others', { skip }, async () => {
+  const a = await startFake({ name: 'a' }), b = await startFake({ name: 'b' });
+  const redis = await startRedis();
+  const breaker = 'breaker: { consecutive: 3, cooldown_ms: 60000 }';
+  const h1 = await startSluice(twoEndpoints(a, b, redis.url(), 'h1', breaker));
+  const h2 = await startSluice(twoEndpoints(a, b, redis.url(), 'h2', breaker));
+  for (const s of [h1, h2]) await waitMode(s, 'shared', 'start');
+  await redis.kill();
+  for (const s of [h1, h2]) await waitMode(s, 'degraded', 'Redis killed');
+  await a.setMode('http500');
+  const rs = await calls(h1, 20);
+  assert.ok(rs.every((r) => r.status === 200));
+  await waitFor(async () => (await view(h1, 'a')).breaker.state === 'open', { timeoutMs: 3000, what: 'open on h1 alone' });
+  await sleep(300);
+  assert.equal((await view(h2, 'a')).breaker.state, 'closed', 'h2 decides alone meanwhile');
+  await redis.restart(); // empty: it lost every record
+  for (const s of [h1, h2]) await waitMode(s, 'shared', 'Redis back');
+  await waitFor(async () => (await view(h2, 'a')).breaker.state === 'open', { timeoutMs: 3000, what: 'h1 told h2' });
+  assert.match(redis.cli('HGET', 'sluice:ep:eth/a', 'v'), /^\d+$/);
+});

@@ -101,3 +101,89 @@ Test(cluster, mode_moves_report_once)
     cr_expect_eq(count_kind(st, STATE_EVENT_CLUSTER_DEGRADED), 2);
     close_tmp(st);
 }
+
+Test(cluster, shapes_keep_the_probe_owner_and_the_host_fields)
+{
+    state_endpoint_rec_t l = {.breaker = 2, .since_ms = 10, .cooldown_ms = 5000, .opened_at_ms = 5, .probe_pid = 4242,
+                              .probe_at_ms = 10, .drained = 1, .drained_at_ms = 7, .rate_limited_until_ms = 99,
+                              .transitions = {1, 2, 3}, .head = 123, .probe_ewma_us = 800, .probe_next_ms = 77};
+    state_cluster_ep_t none, c;
+    memset(&none, 0, sizeof(none));
+    none.version = 55;
+    state_cluster_ep_from_local(&l, &none, "h1", &c);
+    cr_expect_eq(c.version, 55);
+    cr_expect_str_eq(c.probe_host, "h1", "this host's process owns the claim");
+    cr_expect_eq(c.probe_pid, 4242);
+    cr_expect_eq(c.rate_limited_until_ms, 99);
+    cr_expect_eq(c.transitions[2], 3);
+    /* another host reads the claim as someone else's, keeps its own fields */
+    state_endpoint_rec_t other = {.head = 500, .probe_ewma_us = 300, .probe_next_ms = 1};
+    state_cluster_ep_to_local(&c, "h2", &other);
+    cr_expect_eq(other.probe_pid, STATE_PROBE_ELSEWHERE);
+    cr_expect_eq(other.breaker, 2);
+    cr_expect_eq(other.head, 500, "the probe results of h2 stay h2's");
+    cr_expect_eq(other.probe_ewma_us, 300);
+    cr_expect_eq(other.probe_next_ms, 1);
+    /* h2 changes something else: the claim stays h1's */
+    other.rate_limited_until_ms = 200;
+    state_cluster_ep_t back;
+    state_cluster_ep_from_local(&other, &c, "h2", &back);
+    cr_expect_str_eq(back.probe_host, "h1");
+    cr_expect_eq(back.probe_pid, 4242);
+    /* and h1 reads its own claim as its pid again */
+    state_endpoint_rec_t mine;
+    memset(&mine, 0, sizeof(mine));
+    state_cluster_ep_to_local(&back, "h1", &mine);
+    cr_expect_eq(mine.probe_pid, 4242);
+    /* no claim: no owner */
+    l.probe_pid = 0;
+    state_cluster_ep_from_local(&l, &c, "h1", &back);
+    cr_expect_str_eq(back.probe_host, "");
+    state_cluster_ep_to_local(&back, "h2", &other);
+    cr_expect_eq(other.probe_pid, 0);
+    /* a breaker value that is no state reads closed */
+    back.breaker = 9;
+    state_cluster_ep_to_local(&back, "h2", &other);
+    cr_expect_eq(other.breaker, 0);
+}
+
+Test(cluster, merge_after_an_outage)
+{
+    state_cluster_ep_t before = {.breaker = 0, .since_ms = 100, .drained = 0};
+    /* here: opened at 300 and drained; Redis: another host closed at 200, marked until 900 */
+    state_cluster_ep_t mine = {.breaker = 1, .since_ms = 300, .cooldown_ms = 5000, .opened_at_ms = 300, .drained = 1,
+                               .drained_at_ms = 250, .rate_limited_until_ms = 400, .transitions = {0, 3, 0}};
+    state_cluster_ep_t theirs = {.version = 9, .breaker = 0, .since_ms = 200, .rate_limited_until_ms = 900,
+                                 .transitions = {2, 1, 1}};
+    state_cluster_ep_t out;
+    state_cluster_ep_merge(&mine, &before, &theirs, &out);
+    cr_expect_eq(out.breaker, 1, "the later breaker change wins");
+    cr_expect_eq(out.since_ms, 300);
+    cr_expect_eq(out.drained, 1, "a drain made here wins");
+    cr_expect_eq(out.rate_limited_until_ms, 900, "the later mark wins");
+    cr_expect_eq(out.transitions[0], 2);
+    cr_expect_eq(out.transitions[1], 3);
+    cr_expect_eq(out.version, 9);
+    /* Redis' later change wins, and a drain not changed here is Redis' */
+    theirs.since_ms = 400;
+    theirs.drained = 1;
+    mine.drained = 0;
+    state_cluster_ep_merge(&mine, &before, &theirs, &out);
+    cr_expect_eq(out.breaker, 0);
+    cr_expect_eq(out.since_ms, 400);
+    cr_expect_eq(out.drained, 1);
+}
+
+Test(cluster, records_round_trip)
+{
+    state_cluster_ep_t c = {.version = 1700000000123456ull, .dirty = 1, .breaker = 2, .probe_pid = 7,
+                            .transitions = {4, 5, 6}};
+    snprintf(c.probe_host, sizeof(c.probe_host), "gw-1");
+    sl_buf_t b = SL_BUF_INIT;
+    cr_assert_eq(state_record_encode(&state_cluster_ep_schema, &c, &b), SL_OK);
+    state_cluster_ep_t d;
+    memset(&d, 0, sizeof(d));
+    cr_assert_eq(state_record_decode(&state_cluster_ep_schema, b.base, b.len, &d), SL_OK);
+    cr_expect_eq(memcmp(&c, &d, sizeof(c)), 0);
+    sl_buf_dispose(&b);
+}
