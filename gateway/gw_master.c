@@ -272,6 +272,7 @@ static int cluster_check(master_t *m)
         sl_log_info("cluster: host %s, Redis at %s (%s), prefix %s", cfg->cluster.host, cfg->cluster.url_shown, why,
                     cfg->cluster.prefix);
     }
+    state_set_host(m->state, cfg->cluster.host);
     if (state_cluster_mode_reset(m->state, sl_wall_ms()) != SL_OK)
         sl_log_warn("cluster: cannot record the host's mode in the shared state");
     return 0;

@@ -146,6 +146,7 @@ static void cluster_watch(worker_t *w)
         free(keys[i]);
     free(keys);
     state_cluster_on_change(w->cluster, on_shared_change, w);
+    state_cluster_events_worker(w->cluster, w->args->index == 1);
 }
 
 static int worker_setup(worker_t *w)

@@ -151,6 +151,10 @@ SL_MUST_CHECK sl_err_t state_network_update(state_t *st, const char *network, co
 void state_event_init(state_event_t *ev, state_event_kind_t kind, const char *network, const char *endpoint,
                       uint64_t now_ms);
 
+/* With cluster: this host's name, which every event this process appends
+ * carries (unless it names another host: one that came from Redis). */
+void state_set_host(state_t *st, const char *host);
+
 /* Appends ev with the next sequence number (set in ev->seq). On a full map it
  * trims the oldest events and tries once more. */
 SL_MUST_CHECK sl_err_t state_event_append(state_t *st, state_event_t *ev);

@@ -115,7 +115,11 @@ static void on_message(void *data, redisReply *reply)
         return;
     if (strcmp(reply->element[1]->str, cl->hb_channel) == 0)
         cl->last_hb_seen_ms = sl_now_ms();
-    else if (reply->element[2]->type == REDIS_REPLY_STRING && cl->link == STATE_LINK_UP)
+    else if (reply->element[2]->type != REDIS_REPLY_STRING || cl->link != STATE_LINK_UP)
+        return;
+    else if (reply->element[2]->len == 1 && reply->element[2]->str[0] == 'x')
+        state_cluster_events_told(cl);
+    else
         state_cluster_ep_message(cl, reply->element[2]->str, reply->element[2]->len);
 }
 
@@ -306,6 +310,8 @@ static void link_down(state_cluster_t *cl, const char *why)
     cl->retry_at_ms = sl_now_ms() + cl->backoff_ms;
     cl->hello_pending = 0;
     cl->resync_pending = 0;
+    cl->ship_pending = cl->tail_pending = cl->tail_again = 0;
+    cl->next_tail_ms = 0;
     /* closing runs the pending commands' callbacks with NULL: they fall back */
     state_redis_close(&cl->cmd);
     state_redis_close(&cl->sub);
@@ -348,6 +354,7 @@ static void check_up(state_cluster_t *cl, uint64_t now)
     }
     if (now >= cl->next_hello_ms && !cl->hello_pending)
         send_hello(cl);
+    state_cluster_events_tick(cl, now);
 }
 
 static void on_tick(h2o_timeout_entry_t *entry)
@@ -394,6 +401,7 @@ state_cluster_t *state_cluster_create(const state_cluster_conf_t *conf, h2o_loop
     snprintf(cl->hosts_key, sizeof(cl->hosts_key), "%shosts", conf->prefix);
     snprintf(cl->hb_channel, sizeof(cl->hb_channel), "%shb:%s:%d", conf->prefix, conf->host, (int)getpid());
     st->cluster = cl;
+    state_set_host(st, conf->host);
     h2o_timeout_init(loop, &cl->tick_timeout, TICK_MS);
     cl->tick.cb = on_tick;
     h2o_timeout_link(loop, &cl->tick_timeout, &cl->tick);

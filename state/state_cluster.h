@@ -32,7 +32,7 @@
 #define STATE_CLUSTER_DEFAULT_PORT 6379
 #define STATE_CLUSTER_DEFAULT_PREFIX "sluice:"
 #define STATE_CLUSTER_DEFAULT_TIMEOUT_MS 250
-#define STATE_CLUSTER_HOST_MAX 63      /* bytes of a host name */
+#define STATE_CLUSTER_HOST_MAX STATE_HOST_MAX 
 #define STATE_CLUSTER_PREFIX_MAX 64
 
 /* The cluster: section, parsed (gateway/ fills it; state/ reads it). */
@@ -113,6 +113,10 @@ void state_cluster_watch(state_cluster_t *cl, const char *const *keys, size_t n)
  * another worker or host changed it (a message on the channel), so that the
  * worker's snapshot can be refreshed at once. */
 void state_cluster_on_change(state_cluster_t *cl, void (*fn)(void *data), void *data);
+/* Makes this worker the host's events worker (on: 1): it ships the host's
+ * events to the Redis stream and appends the other hosts' to the log. One
+ * worker per host does it (the gateway picks worker 1). */
+void state_cluster_events_worker(state_cluster_t *cl, int on);
 /* Commands this worker has sent to Redis (for the benchmark's count). */
 uint64_t state_cluster_commands(const state_cluster_t *cl);
 

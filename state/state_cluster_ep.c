@@ -529,3 +529,54 @@ void state_cluster_on_change(state_cluster_t *cl, void (*fn)(void *data), void *
     cl->on_change = fn;
     cl->on_change_data = data;
 }
+
+/* ---- a network's level: which host reports a change ---- */
+
+typedef struct level_op {
+    state_cluster_t *cl;
+    state_event_t events[STATE_MAX_TXN_EVENTS];
+    size_t nevents;
+} level_op_t;
+
+static void append_events(state_t *st, state_event_t *events, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (state_event_append(st, &events[i]) != SL_OK)
+            sl_log_warn("cluster: cannot append a network level event");
+}
+
+static void on_level(void *data, redisReply *reply)
+{
+    level_op_t *op = data;
+    state_cluster_t *cl = op->cl;
+    if (!cl->destroying) {
+        if (reply == NULL || reply->type != REDIS_REPLY_INTEGER)
+            append_events(cl->st, op->events, op->nevents); /* Redis cannot say: this host reports it */
+        else if (reply->integer == 1)
+            append_events(cl->st, op->events, op->nevents);
+        if (reply != NULL && reply->type == REDIS_REPLY_ERROR)
+            state_cluster_link_failed(cl, reply->str);
+    }
+    free(op);
+}
+
+int state_cluster_level_report(state_cluster_t *cl, const char *network, uint8_t level, const state_event_t *events,
+                               size_t n)
+{
+    char key[STATE_CLUSTER_PREFIX_MAX + STATE_KEY_MAX], lv[8];
+    snprintf(key, sizeof(key), "%slvl:%s", cl->conf->prefix, network);
+    snprintf(lv, sizeof(lv), "%u", level);
+    level_op_t *op = sl_xcalloc(1, sizeof(*op));
+    op->cl = cl;
+    memcpy(op->events, events, n * sizeof(*events));
+    op->nevents = n;
+    const char *argv[] = {"EVALSHA", cl->sha[STATE_SCRIPT_LEVEL], "1", key, lv};
+    size_t lens[5];
+    for (int i = 0; i < 5; i++)
+        lens[i] = strlen(argv[i]);
+    if (state_redis_send(&cl->cmd, on_level, op, 5, argv, lens) != 0) {
+        free(op);
+        return 0;
+    }
+    return 1;
+}

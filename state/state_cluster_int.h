@@ -83,6 +83,8 @@ typedef enum state_script {
     STATE_SCRIPT_HELLO,           /* heartbeat: host seen, hosts counted, time */
     STATE_SCRIPT_CAS,             /* an endpoint record's compare-and-set, published */
     STATE_SCRIPT_GET,             /* endpoint records with their versions */
+    STATE_SCRIPT_SHIP,            /* events to the stream, told on the channel */
+    STATE_SCRIPT_LEVEL,           /* a network's level: the first host to see a change */
     STATE_SCRIPT_COUNT
 } state_script_t;
 
@@ -125,6 +127,12 @@ struct state_cluster {
     int resync_pending;
     void (*on_change)(void *data); /* a shared record changed: refresh the snapshot now */
     void *on_change_data;
+    int events_worker;            /* this worker ships and tails the event stream (one per host) */
+    int ship_pending;
+    uint64_t ship_upto;           /* the last sequence of the shipment under way */
+    int tail_pending;
+    int tail_again;               /* told of new entries while a read was under way */
+    uint64_t next_tail_ms;
 };
 
 /* The shared part of an endpoint record as Redis holds it (and the host's
@@ -170,6 +178,18 @@ void state_cluster_ep_message(state_cluster_t *cl, const char *msg, size_t len);
 /* Reads every watched record from Redis, applies the newer, pushes this
  * host's changes (the link just came up). */
 void state_cluster_ep_resync(state_cluster_t *cl);
+/* A network's level changed in this host's record, with events[0..n): Redis
+ * decides whether this host reports it (the first to see a change does);
+ * the events are appended when it answers yes (or cannot answer). 1 if
+ * the question was sent (the caller must not append them), 0 if not. */
+int state_cluster_level_report(state_cluster_t *cl, const char *network, uint8_t level, const state_event_t *events,
+                               size_t n);
+
+/* state_cluster_events.c: ships this host's events, tails the others'. */
+void state_cluster_events_tick(state_cluster_t *cl, uint64_t now_ms);
+/* The channel said the stream has new entries. */
+void state_cluster_events_told(state_cluster_t *cl);
+
 /* Redis answered a command with an error that means the shared path does
  * not work now (a missing script, a read-only replica, out of memory). */
 void state_cluster_link_failed(state_cluster_t *cl, const char *why);

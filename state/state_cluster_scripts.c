@@ -47,6 +47,25 @@ static const char get_lua[] =
     "end\n"
     "return out\n";
 
+/* KEYS[1] the event stream; ARGV maxlen, channel, then (host, sequence,
+ * event) for each event. Appends them (the stream kept near maxlen entries)
+ * and tells the channel "x". Returns how many. */
+static const char ship_lua[] =
+    "local n = 0\n"
+    "for i = 3, #ARGV, 3 do\n"
+    "  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 'h', ARGV[i], 's', ARGV[i + 1], 'e', ARGV[i + 2])\n"
+    "  n = n + 1\n"
+    "end\n"
+    "redis.call('PUBLISH', ARGV[2], 'x')\n"
+    "return n\n";
+
+/* KEYS[1] a network's level; ARGV the level a host just saw. Returns 1 if
+ * it is news (this host reports the change), 0 if another host did. */
+static const char level_lua[] =
+    "if redis.call('GET', KEYS[1]) == ARGV[1] then return 0 end\n"
+    "redis.call('SET', KEYS[1], ARGV[1])\n"
+    "return 1\n";
+
 static const struct {
     const char *name;
     const char *source;
@@ -54,6 +73,8 @@ static const struct {
     [STATE_SCRIPT_HELLO] = {"hello", hello_lua},
     [STATE_SCRIPT_CAS] = {"cas", cas_lua},
     [STATE_SCRIPT_GET] = {"get", get_lua},
+    [STATE_SCRIPT_SHIP] = {"ship", ship_lua},
+    [STATE_SCRIPT_LEVEL] = {"level", level_lua},
 };
 
 const char *state_script_source(state_script_t s)

@@ -296,6 +296,12 @@ sl_err_t state_network_update(state_t *st, const char *network, const char *cons
     memset(events, 0, sizeof(events));
     sl_err_t err = SL_OK;
     if (fn(ctx, recs, n, &level, exists, events, &nevents)) {
+        /* with the cluster up, every host sees the same change: Redis says
+         * which host reports it (the record here is written either way) */
+        int tell = nevents > 0 && state_cluster_up(st->cluster);
+        if (tell && state_cluster_level_report(st->cluster, network, level.level, events,
+                                               nevents < STATE_MAX_TXN_EVENTS ? nevents : STATE_MAX_TXN_EVENTS))
+            nevents = 0;
         sl_buf_t buf = SL_BUF_INIT;
         err = state_record_encode(&state_network_schema, &level, &buf);
         v = (MDB_val){buf.len, buf.base};

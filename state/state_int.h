@@ -30,6 +30,7 @@ struct state {
     uint64_t corrupt_logged[STATE_CORRUPT_LOG_MAX]; /* FNV-1a of db and key */
     size_t ncorrupt_logged;
     struct state_cluster *cluster; /* the worker's Redis link (cluster: section), NULL without */
+    char host[STATE_HOST_MAX + 1];  /* cluster: this host's name, given to the events it appends */
 };
 
 /* Converts an LMDB return code, logging what failed. */

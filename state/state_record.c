@@ -6,7 +6,8 @@
 #include <stddef.h>
 #include <string.h>
 
-#define F(struct_, name_, type_, size_) {#name_, type_, offsetof(struct_, name_), size_}
+#define F(struct_, name_, type_, size_) {#name_, type_, offsetof(struct_, name_), size_, 0}
+#define F_SINCE(struct_, name_, type_, size_, v_) {#name_, type_, offsetof(struct_, name_), size_, v_}
 
 static const state_field_t endpoint_fields[] = {
     F(state_endpoint_rec_t, breaker, STATE_F_U8, 1),
@@ -68,9 +69,11 @@ static const state_field_t event_fields[] = {
     F(state_event_t, duration_ms, STATE_F_U64, 1),
     F(state_event_t, count, STATE_F_U64, 1),
     F(state_event_t, pid, STATE_F_U32, 1),
+    F_SINCE(state_event_t, host, STATE_F_STR, sizeof(((state_event_t *)0)->host), 2),
+    F_SINCE(state_event_t, origin_seq, STATE_F_U64, 1, 2),
 };
 
-const state_schema_t state_event_schema = {"event", 1, event_fields, sizeof(event_fields) / sizeof(event_fields[0])};
+const state_schema_t state_event_schema = {"event", 2, event_fields, sizeof(event_fields) / sizeof(event_fields[0])};
 
 static const state_field_t stats_fields[] = {
     F(state_stats_rec_t, pid, STATE_F_U32, 1),
@@ -154,14 +157,51 @@ static uint64_t get_uint(const void *rec, const state_field_t *f, size_t i)
     return 0;
 }
 
+static uint32_t field_since(const state_field_t *f)
+{
+    return f->since > 1 ? f->since : 1;
+}
+
+static int field_is_default(const void *rec, const state_field_t *f)
+{
+    if (f->type == STATE_F_STR)
+        return ((const char *)rec + f->offset)[0] == '\0';
+    size_t n = f->type == STATE_F_U64_ARRAY ? f->size : 1;
+    for (size_t k = 0; k < n; k++)
+        if (get_uint(rec, f, k) != 0)
+            return 0;
+    return 1;
+}
+
+/* The lowest version that holds what rec has. */
+static uint32_t needed_version(const state_schema_t *schema, const void *rec)
+{
+    uint32_t v = 1;
+    for (size_t i = 0; i < schema->nfields; i++)
+        if (field_since(&schema->fields[i]) > v && !field_is_default(rec, &schema->fields[i]))
+            v = field_since(&schema->fields[i]);
+    return v;
+}
+
+static size_t fields_of(const state_schema_t *schema, uint32_t version)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < schema->nfields; i++)
+        n += field_since(&schema->fields[i]) <= version;
+    return n;
+}
+
 sl_err_t state_record_encode(const state_schema_t *schema, const void *rec, sl_buf_t *out)
 {
     msgpack_packer pk;
     msgpack_packer_init(&pk, out, buf_write);
-    msgpack_pack_array(&pk, schema->nfields + 1);
-    msgpack_pack_uint32(&pk, schema->version);
+    uint32_t version = needed_version(schema, rec);
+    msgpack_pack_array(&pk, fields_of(schema, version) + 1);
+    msgpack_pack_uint32(&pk, version);
     for (size_t i = 0; i < schema->nfields; i++) {
         const state_field_t *f = &schema->fields[i];
+        if (field_since(f) > version)
+            continue;
         if (f->type == STATE_F_STR) {
             const char *s = (const char *)rec + f->offset;
             msgpack_pack_str_with_body(&pk, s, strnlen(s, f->size - 1));
@@ -236,12 +276,21 @@ static sl_err_t decode_object(const state_schema_t *schema, const msgpack_object
     const msgpack_object *items = root->via.array.ptr;
     if (items[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
         return SL_ERR_CORRUPT;
-    if (items[0].via.u64 != schema->version)
+    if (items[0].via.u64 < 1 || items[0].via.u64 > schema->version)
         return SL_ERR_VERSION;
-    if (root->via.array.size != schema->nfields + 1)
+    uint32_t version = (uint32_t)items[0].via.u64;
+    if (root->via.array.size != fields_of(schema, version) + 1)
         return SL_ERR_CORRUPT;
+    size_t k = 1;
     for (size_t i = 0; i < schema->nfields; i++) {
-        sl_err_t err = decode_field(rec, &schema->fields[i], &items[i + 1]);
+        const state_field_t *f = &schema->fields[i];
+        if (field_since(f) > version) {
+            memset((char *)rec + f->offset, 0, f->type == STATE_F_STR ? f->size
+                                               : f->type == STATE_F_U64_ARRAY ? f->size * 8
+                                               : f->type == STATE_F_U64 ? 8 : f->type == STATE_F_U32 ? 4 : 1);
+            continue;
+        }
+        sl_err_t err = decode_field(rec, f, &items[k++]);
         if (err != SL_OK)
             return err;
     }

@@ -28,8 +28,14 @@ typedef struct state_field {
     state_field_type_t type;
     size_t offset;
     size_t size;
+    uint32_t since;               /* the version that added it (0: the first) */
 } state_field_t;
 
+/* A schema whose version is above 1 adds fields at the end, each with the
+ * version that added it. A record is written with the lowest version whose
+ * fields hold all it has (a field added later that is 0 or empty is left
+ * out), so records without the new fields keep their bytes; every version
+ * from 1 to the schema's is read, the fields it lacks zeroed. */
 typedef struct state_schema {
     const char *name;
     uint32_t version;
@@ -39,6 +45,9 @@ typedef struct state_schema {
 
 SL_MUST_CHECK sl_err_t state_record_encode(const state_schema_t *schema, const void *rec, sl_buf_t *out);
 SL_MUST_CHECK sl_err_t state_record_decode(const state_schema_t *schema, const void *buf, size_t len, void *rec);
+
+/* Bytes of a cluster host's name (cluster.host). */
+#define STATE_HOST_MAX 63
 
 /* ---- endpoint state: one per (network, endpoint); rare, write-through ---- */
 /* How many values `breaker` may hold (policy_breaker_state_t: closed, open,
@@ -111,6 +120,9 @@ typedef struct state_event {
     uint64_t duration_ms;         /* breaker_closed: how long it was open; failover: the interval */
     uint64_t count;               /* failover: how many; redundancy_low: usable endpoints */
     uint32_t pid;                 /* the process that observed it */
+    /* version 2, with cluster: */
+    char host[STATE_HOST_MAX + 1]; /* the host that observed it ("" without cluster:) */
+    uint64_t origin_seq;          /* its sequence on that host, if another host's (else 0) */
 } state_event_t;
 
 extern const state_schema_t state_event_schema;

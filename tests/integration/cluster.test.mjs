@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { startFake, startSluice, call, sleep, waitFor, adminGet, events, tempDir, renderConfig, SLUICE_BIN }
+import { startFake, startSluice, call, sleep, waitFor, adminGet, events, tempDir, renderConfig, sseConnect, SLUICE_BIN }
   from '../lib/harness.mjs';
 import { startRedis, redisAvailable, freePort } from '../lib/redis.mjs';
 
@@ -94,13 +94,18 @@ test('Redis killed and restarted: both hosts keep answering, each reports degrad
   await traffic.done;
   assert.deepEqual(traffic.bad, [], 'every request answered 200 through the outage');
   assert.ok(traffic.ok > 50, `requests were made (${traffic.ok})`);
+  // each host's feed: its own events and, once Redis is back, the other's
   for (const s of [h1, h2]) {
+    await waitFor(async () => (await kinds(s, 'cluster_restored')).length === 2, { timeoutMs: 5000, what: 'both hosts\' events' });
     const deg = await kinds(s, 'cluster_degraded');
     const res = await kinds(s, 'cluster_restored');
-    assert.equal(deg.length, 1, `one cluster_degraded: ${JSON.stringify(deg)}`);
-    assert.equal(res.length, 1, `one cluster_restored: ${JSON.stringify(res)}`);
+    for (const host of ['h1', 'h2']) {
+      assert.equal(deg.filter((e) => e.host === host).length, 1, `one cluster_degraded of ${host}: ${JSON.stringify(deg)}`);
+      assert.equal(res.filter((e) => e.host === host).length, 1, `one cluster_restored of ${host}: ${JSON.stringify(res)}`);
+    }
+    assert.equal(deg.length, 2);
     assert.match(deg[0].reason, /Redis lost/);
-    assert.ok(res[0].duration_ms >= 1000, `the outage lasted (${res[0].duration_ms} ms)`);
+    assert.ok(res.every((e) => e.duration_ms >= 1000), `the outage lasted (${res.map((e) => e.duration_ms)} ms)`);
   }
 });
 
@@ -245,29 +250,53 @@ test('a breaker opened by traffic on one host is open on the other within 200 ms
   const h1 = await startSluice(twoEndpoints(a, b, redis.url(), 'h1'));
   const h2 = await startSluice(twoEndpoints(a, b, redis.url(), 'h2'));
   for (const s of [h1, h2]) await waitMode(s, 'shared', 'start');
+  const sse = await sseConnect(`${h2.admin}/admin/events/stream`);
+  // watch host two from before the first failure
+  let seen = 0;
+  const watching = (async () => {
+    const end = Date.now() + 5000;
+    while (!seen && Date.now() < end) {
+      const v = await view(h2, 'a');
+      if (v.breaker.state === 'open') seen = Date.now();
+      else await sleep(5);
+    }
+  })();
   await a.setMode('http500');
   const rs = await calls(h1, 20);
   assert.ok(rs.every((r) => r.status === 200), 'every call answered by b');
   let v1;
   await waitFor(async () => (v1 = await view(h1, 'a')).breaker.state === 'open', { timeoutMs: 3000, what: 'open on h1' });
+  await watching;
   const since = Date.parse(v1.breaker.since);
-  let seen;
-  await waitFor(async () => {
-    const v = await view(h2, 'a');
-    if (v.breaker.state !== 'open') return false;
-    seen = Date.now();
-    return true;
-  }, { timeoutMs: 2000, intervalMs: 5, what: 'open on h2' });
+  assert.ok(seen > 0, 'open on h2');
   assert.ok(seen - since <= 200, `h2 saw the open ${seen - since} ms after h1 opened it`);
+  console.log(`h2 saw the open ${seen - since} ms after h1 opened it`);
   // host two sends it nothing
   const before = (await a.stats()).methods.eth_chainId;
   const rs2 = await calls(h2, 30);
   assert.ok(rs2.every((r) => r.status === 200 && r.ep === 'b'), JSON.stringify(rs2.filter((r) => r.ep !== 'b')));
   assert.equal((await a.stats()).methods.eth_chainId, before, 'no call from h2 reached a');
+  // host two's feed and stream have the breaker_opened once, from host one
+  const opened = async (s) => (await kinds(s, 'breaker_opened')).filter((e) => e.endpoint === 'a');
+  await waitFor(async () => (await opened(h2)).length > 0, { timeoutMs: 3000, what: 'the event on h2' });
+  await sleep(500);
+  for (const s of [h1, h2]) {
+    const evs = await opened(s);
+    assert.equal(evs.length, 1, JSON.stringify(evs));
+    assert.equal(evs[0].host, 'h1');
+    assert.equal((await kinds(s, 'redundancy_low')).length, 1, 'the host that opened it reports the level');
+  }
+  const streamed = sse.events.filter((e) => e.event === 'breaker_opened');
+  assert.equal(streamed.length, 1, JSON.stringify(sse.events));
+  assert.equal(streamed[0].data.host, 'h1');
+  sse.close();
   // the cooldown (1.5 s) ends on both hosts, 4 workers: one probe
-  await waitFor(async () => (await view(h1, 'a')).breaker.transitions.half_open >= 1, { timeoutMs: 4000, what: 'half-open' });
-  await sleep(800);
-  assert.equal((await a.stats()).methods.eth_blockNumber, 1, 'one probe across both hosts');
+  await waitFor(async () => {
+    const v = await view(h1, 'a');
+    return v.breaker.transitions.half_open >= 1 && v.breaker.state === 'open';
+  }, { timeoutMs: 4000, what: 'half-open, then open again' });
+  await sleep(500); // a second probe for the same half-open would come now (the next is 3 s away)
+  assert.equal((await a.stats()).methods.eth_blockNumber, 1, `one probe across both hosts: ${JSON.stringify((await events(h1)).filter((e) => e.endpoint === 'a').map((e) => [e.kind, e.host, e.pid, e.ts_ms, e.reason]))}`);
   const v2 = await view(h2, 'a');
   assert.equal(v2.breaker.state, 'open', 'the failed probe reopened it everywhere');
   assert.equal(v2.breaker.transitions.half_open, 1);
@@ -307,6 +336,13 @@ test('a drain or a rate-limit mark on one host holds on the other', { skip }, as
   const rs = await calls(h2, 20);
   assert.ok(rs.every((r) => r.ep === 'b'));
   assert.equal((await a.stats()).requests, 0, 'nothing reached the drained endpoint');
+  // every worker of both hosts sees the drain and re-checks the level: one host reports it
+  await sleep(1000);
+  for (const s of [h1, h2]) {
+    const low = await kinds(s, 'redundancy_low');
+    assert.equal(low.length, 1, JSON.stringify(low));
+    assert.equal((await kinds(s, 'endpoint_drained')).length, 1);
+  }
   const u = await (await fetch(`${h2.admin}/admin/endpoints/eth/a/undrain`, { method: 'POST' })).json();
   assert.equal(u.changed, true);
   await waitFor(async () => (await view(h1, 'a')).drained === false, { timeoutMs: 200, intervalMs: 5, what: 'undrained on h1' });
