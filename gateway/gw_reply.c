@@ -35,6 +35,20 @@ static const outcome_row_t outcomes[] = {
                                      "upstream error: every endpoint failed"},
     [POOL_OUTCOME_DEADLINE] = {504, GW_RPC_INTERNAL_ERROR, "timeout",
                                "upstream timeout: the request deadline (timeouts.request_ms) ran out"},
+    /* request-shaped (policy/shape.h): two endpoints failed it the same way, neither is blamed */
+    [POOL_OUTCOME_TOO_LARGE] = {502, GW_RPC_INTERNAL_ERROR, "too_large",
+                                "the answer is larger than server.max_response_bytes (%zu bytes) at two "
+                                "endpoints: ask for less (a narrower block range, fewer batch members) or raise "
+                                "the limit"},
+    [POOL_OUTCOME_ID_UNANSWERABLE] = {200, GW_RPC_INVALID_REQUEST, "id_unanswerable",
+                                      "invalid request: two upstream endpoints could not read this call and "
+                                      "answered it without its id (check its id and params)"},
+    [POOL_OUTCOME_SLOW_CALL] = {504, GW_RPC_INTERNAL_ERROR, "slow_call",
+                                "upstream timeout: this call outlived timeouts.attempt_ms at two endpoints: "
+                                "narrow it (block range, tracer) or raise the timeout"},
+    [POOL_OUTCOME_LOCAL] = {503, GW_RPC_INTERNAL_ERROR, "local_error",
+                            "sluice is short of its own resources (file descriptors, memory or temp space); "
+                            "no endpoint is at fault: retry shortly"},
 };
 
 /* Endpoints are named by id only: a client learns nothing of the upstreams'
@@ -68,10 +82,18 @@ static void append_failure(sl_buf_t *out, const char *body, const gw_member_t *m
     sl_buf_append_json_str(&data, row->name, strlen(row->name));
     if (it->outcome == POOL_OUTCOME_RATE_LIMITED)
         sl_buf_printf(&data, ",\"retry_after_ms\":%u", it->retry_after_ms ? it->retry_after_ms : 1000);
+    char msg[320];
+    const char *message = row->message;
+    if (it->outcome == POOL_OUTCOME_TOO_LARGE) { /* the limit, named */
+        size_t limit = pool_call_max_response_bytes(call);
+        sl_buf_printf(&data, ",\"limit_bytes\":%zu", limit);
+        snprintf(msg, sizeof(msg), row->message, limit);
+        message = msg;
+    }
     sl_buf_append_char(&data, ',');
     append_attempts(&data, call);
     sl_buf_append_char(&data, '}');
-    gw_rpc_error(out, body, m->id, row->code, row->message, data.base);
+    gw_rpc_error(out, body, m->id, row->code, message, data.base);
     sl_buf_dispose(&data);
 }
 
@@ -146,7 +168,8 @@ static void failure_status(gw_reply_t *r, const pool_item_t *items, size_t nitem
             worst = o;
         else if (worst != POOL_OUTCOME_RATE_LIMITED && o != POOL_OUTCOME_UNAVAILABLE)
             worst = o;
-        all_timeouts &= o == POOL_OUTCOME_TIMEOUT || o == POOL_OUTCOME_DEADLINE;
+        all_timeouts &= o == POOL_OUTCOME_TIMEOUT || o == POOL_OUTCOME_DEADLINE ||
+                        o == POOL_OUTCOME_SLOW_CALL;
     }
     r->status = all_timeouts ? 504 : outcomes[worst].http;
     r->outcome = outcomes[worst].name;

@@ -2,6 +2,7 @@
 
 #include <malloc.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,22 @@ static void tune_malloc(void)
     mallopt(M_TRIM_THRESHOLD, 64 * 1024 * 1024);
     mallopt(M_TOP_PAD, 1024 * 1024);
     mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
+}
+
+/* h2o keeps a socket buffer past 32 MiB (a large upstream answer) in a temp
+ * file, by default under /tmp whatever TMPDIR says: follow TMPDIR, so an
+ * operator can give large answers room of their own. A full or missing
+ * folder fails the read (pool/ counts it as sluice's own failure, never the
+ * endpoint's). */
+static void use_tmpdir(void)
+{
+    const char *dir = getenv("TMPDIR");
+    char template[sizeof(h2o_socket_buffer_mmap_settings.fn_template)];
+    if (dir == NULL || dir[0] == '\0')
+        return;
+    int n = snprintf(template, sizeof(template), "%s/h2o.b.XXXXXX", dir);
+    if (n > 0 && (size_t)n < sizeof(template))
+        memcpy(h2o_socket_buffer_mmap_settings.fn_template, template, (size_t)n + 1);
 }
 
 static void setup_signals(void)
@@ -253,6 +270,7 @@ int gw_worker_main(const gw_worker_args_t *args)
     sl_log_setup((sl_log_level_t)cfg->log.level, cfg->log.json ? SL_LOG_JSON : SL_LOG_TEXT, proc);
     setup_signals();
     tune_malloc();
+    use_tmpdir();
     srandom((unsigned)getpid() ^ (unsigned)sl_now_us()); /* backoff jitter differs per worker */
 
     worker_t w;

@@ -7,8 +7,10 @@
  *   HALF_OPEN --(probe failed)--> OPEN, cooldown doubled up to a cap
  *
  * Failures are connect errors, resets, timeouts and hangs, 5xx and malformed
- * answers: a hung upstream trips it (eRPC's does not, erpc/erpc#1130). A 429
- * is not a failure: it marks the endpoint rate-limited instead. The only
+ * answers, from calls and health probes alike: a hung upstream trips it
+ * (eRPC's does not, erpc/erpc#1130). A 429 is not a failure: it marks the
+ * endpoint rate-limited instead. Nor are failures of sluice's own resources
+ * or request-shaped ones (policy/shape.h). The only
  * writer of ->state is policy_breaker_transition(), checked against a table
  * of allowed edges. */
 #ifndef POLICY_BREAKER_H

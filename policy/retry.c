@@ -9,3 +9,12 @@ uint32_t policy_retry_backoff_ms(uint32_t base_ms, uint32_t max_ms, uint32_t rou
         cap = max_ms;
     return (uint32_t)(rnd % (cap + 1));
 }
+
+uint32_t policy_rate_backoff_ms(uint32_t prev_ms, uint64_t prev_until_ms, uint64_t last_ok_ms, uint64_t now_ms)
+{
+    int goes_on = prev_ms != 0 && last_ok_ms < prev_until_ms && now_ms <= prev_until_ms + POLICY_RATE_BACKOFF_MAX_MS;
+    if (!goes_on)
+        return POLICY_RATE_BACKOFF_MIN_MS;
+    uint64_t next = (uint64_t)prev_ms * 2;
+    return next > POLICY_RATE_BACKOFF_MAX_MS ? POLICY_RATE_BACKOFF_MAX_MS : (uint32_t)next;
+}

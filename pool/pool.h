@@ -29,7 +29,10 @@ typedef struct pool_call pool_call_t;
 
 /* Why an attempt failed, as one table (name, message, flags). AMBIG: the
  * request may have reached the upstream. TIMEOUT: counts towards "every
- * attempt timed out". */
+ * attempt timed out". LOCAL: sluice could not make the attempt for want of
+ * its own resources (socket() or connect() said EMFILE, ENFILE, ENOMEM,
+ * ENOBUFS, EAGAIN or EADDRNOTAVAIL; a large answer's buffer found no temp
+ * space): logged and counted, never held against the endpoint. */
 #define POOL_FAIL_MAP(X)                                                                              \
     X(NONE, 0, OK, "no failure")                                                                      \
     X(DNS, 0, CONNECT, "host name did not resolve")                                                   \
@@ -46,10 +49,12 @@ typedef struct pool_call pool_call_t;
     X(BAD_JSON, POOL_FAIL_F_AMBIG, MALFORMED, "answer is not a valid JSON-RPC response")              \
     X(WRONG_ID, POOL_FAIL_F_AMBIG, MALFORMED, "answer carries the wrong id")                          \
     X(RPC_ERROR, 0, HTTP_ERROR, "JSON-RPC error")                                                     \
-    X(MISSING, 0, MALFORMED, "answer missing from the batch")
+    X(MISSING, 0, MALFORMED, "answer missing from the batch")                                       \
+    X(LOCAL, POOL_FAIL_F_LOCAL, LOCAL, "sluice is out of local resources (file descriptors, memory or temp space)")
 
 #define POOL_FAIL_F_AMBIG 0x1
 #define POOL_FAIL_F_TIMEOUT 0x2
+#define POOL_FAIL_F_LOCAL 0x4     /* sluice's own fault, never the endpoint's */
 
 typedef enum pool_fail {
 #define POOL_FAIL_ENUM_(name, flags, outcome, msg) POOL_FAIL_##name,
@@ -80,6 +85,11 @@ typedef enum pool_outcome {
     POOL_OUTCOME_UNAVAILABLE,     /* no endpoint could be tried (all busy, unresolvable) */
     POOL_OUTCOME_UPSTREAM_ERROR,  /* anything else: every endpoint failed */
     POOL_OUTCOME_DEADLINE,        /* timeouts.request_ms ran out */
+    /* request-shaped (policy/shape.h): two endpoints failed it the same way */
+    POOL_OUTCOME_TOO_LARGE,       /* the answer is over server.max_response_bytes */
+    POOL_OUTCOME_ID_UNANSWERABLE, /* the upstreams could not read the call: they answered at id null */
+    POOL_OUTCOME_SLOW_CALL,       /* a heavy call outlived the attempt deadline twice */
+    POOL_OUTCOME_LOCAL,           /* sluice's own resources ran out for every attempt */
 } pool_outcome_t;
 
 /* One JSON-RPC call as pool/ sees it. The gateway fills the first block; pool/
@@ -104,6 +114,7 @@ typedef struct pool_item {
     uint8_t rate_limited;         /* attempts answered with a rate limit */
     uint8_t failures;             /* attempts that failed otherwise */
     uint8_t timeouts;             /* ...of which timed out */
+    uint8_t local_failures;       /* attempts sluice could not make (POOL_FAIL_LOCAL), not in failures */
     uint8_t verify;               /* "nonce too low": a by-hash check is due (pool_write.c) */
     int16_t verify_ep;            /* ... at this endpoint */
 } pool_item_t;
@@ -161,6 +172,7 @@ uint32_t pool_call_attempts(const pool_call_t *call);
 const pool_attempt_rec_t *pool_call_log(const pool_call_t *call, size_t *n);
 const char *pool_call_endpoint_id(const pool_call_t *call, int endpoint);
 const char *pool_call_endpoint_url(const pool_call_t *call, int endpoint);   /* redacted */
+size_t pool_call_max_response_bytes(const pool_call_t *call);                 /* server.max_response_bytes */
 
 /* Re-reads the shared records into the worker's snapshot now (another host
  * changed one: with cluster:, the worker need not wait for its next tick). */

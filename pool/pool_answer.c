@@ -28,6 +28,9 @@ static const uint8_t outcome_rank[STATE_OUTCOME_COUNT] = {
     [STATE_OUTCOME_MISSING_DATA] = 3, [STATE_OUTCOME_RATE_LIMITED] = 4,  [STATE_OUTCOME_HTTP_ERROR] = 5,
     [STATE_OUTCOME_RESET] = 6,        [STATE_OUTCOME_TIMEOUT] = 7,       [STATE_OUTCOME_CONNECT] = 8,
     [STATE_OUTCOME_MALFORMED] = 9,
+    /* set by pool_call.c, never by an answer */
+    [STATE_OUTCOME_LOCAL] = 0,        [STATE_OUTCOME_TOO_LARGE] = 0,     [STATE_OUTCOME_ID_UNANSWERABLE] = 0,
+    [STATE_OUTCOME_SLOW_CALL] = 0,
 };
 
 static const state_outcome_t verdict_outcome[POLICY_VERDICT_COUNT] = {
@@ -85,6 +88,12 @@ static int settle_if_ambiguous_write(pool_call_t *call, pool_item_t *it, int amb
 static void item_failed(pool_call_t *call, pool_item_t *it, pool_fail_t fail, int ambiguous)
 {
     unsigned fl = pool_fail_flags(fail);
+    if (fl & POOL_FAIL_F_LOCAL) { /* not an upstream failure; ambiguous only if the request left */
+        if (it->local_failures < UINT8_MAX)
+            it->local_failures++;
+        settle_if_ambiguous_write(call, it, ambiguous);
+        return;
+    }
     if (it->failures < UINT8_MAX)
         it->failures++;
     if ((fl & POOL_FAIL_F_TIMEOUT) && it->timeouts < UINT8_MAX)
@@ -103,7 +112,8 @@ static void item_rate_limited(pool_item_t *it, uint32_t retry_ms)
 
 void pool_answer_fail_transport(pool_call_t *call, pool_exchange_t *ex)
 {
-    int ambiguous = ex->sent && (pool_fail_flags(ex->fail) & POOL_FAIL_F_AMBIG);
+    /* a local failure after sending (no room for the answer) leaves a write ambiguous too */
+    int ambiguous = ex->sent && (pool_fail_flags(ex->fail) & (POOL_FAIL_F_AMBIG | POOL_FAIL_F_LOCAL));
     for (size_t i = 0; i < call->nsent; i++) {
         pool_item_t *it = &call->items[call->sent[i]];
         if (it->state == POOL_ITEM_PENDING)
@@ -230,6 +240,77 @@ static int envelope_ok(const wire_envelope_t *env)
     return (env->result.len != 0) != (env->error.len != 0);
 }
 
+/* 1 if id (span of buf) is the id this attempt sent for it: the client's
+ * own, or the index it was renumbered to (pool_call.c build_request). */
+static int is_sent_id(const pool_call_t *call, const pool_item_t *it, const char *buf, wire_span_t id)
+{
+    static const char zero[] = "0";
+    if (it->id.len != 0 && !call->renumbered)
+        return wire_json_id_equal(buf, id, it->raw, it->id);
+    return wire_json_id_equal(buf, id, zero, (wire_span_t){0, 1});
+}
+
+/* A body at 429, 402 or 5xx whose error member decides (see apply_refusal)
+ * but whose id is not the one sent (proxies answer such statuses at id
+ * null, or without an id): the error alone, at id null, as a body of the
+ * call's own, so the gateway can splice the client's id in. */
+static const char *rebuild_error(answer_ctx_t *a, wire_span_t error, size_t *len, wire_span_t *id)
+{
+    pool_call_t *call = a->call;
+    static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":";
+    sl_buf_t b = SL_BUF_INIT;
+    sl_buf_append(&b, head, sizeof(head) - 1);
+    sl_buf_append(&b, a->body + error.off, error.len);
+    sl_buf_append_char(&b, '}');
+    call->bodies = sl_xrealloc(call->bodies, (call->nbodies + 1) * sizeof(*call->bodies));
+    call->bodies[call->nbodies++] = b;
+    *id = (wire_span_t){(uint32_t)sizeof(head) - 1 - 4 - 9, 4};
+    *len = b.len;
+    return b.base;
+}
+
+/* An answer at 429, 402 or 5xx. The status says rate limit or transient,
+ * but the body may say more: Infura's data.backoff_seconds sets the mark,
+ * OP-Stack's "sender is over rate limit" is the sender's own limit
+ * (deterministic: every provider forwards to the same sequencer), and a
+ * write the node "already knows" in a 5xx was broadcast. So a JSON-RPC error
+ * in the body is classified together with the status (policy/verdict.c: the
+ * rows above STATUS_ROWS speak before the status does). A body that is not a
+ * JSON-RPC error leaves the status to decide. */
+static void apply_refusal(answer_ctx_t *a)
+{
+    pool_call_t *call = a->call;
+    policy_chain_t chain = call->net->conf->chain;
+    policy_verdict_t by_status = policy_verdict_http(chain, a->status);
+    wire_envelope_t env;
+    wire_rpc_error_t err;
+    if (wire_envelope_scan(a->body, a->len, &env) != SL_OK || env.error.len == 0 ||
+        wire_envelope_error(a->body, env.error, &err) != SL_OK) {
+        all_sent(a, by_status, 0);
+        return;
+    }
+    pool_item_t *it = &call->items[call->sent[0]];
+    uint32_t retry_ms = 0;
+    policy_verdict_t v = policy_verdict_rpc_error(chain, it->method, a->status, &err, a->body, &retry_ms);
+    int answers = v == POLICY_VERDICT_DETERMINISTIC || v == POLICY_VERDICT_ALREADY_KNOWN ||
+                  v == POLICY_VERDICT_NONCE_TOO_LOW;
+    if (!answers) {
+        all_sent(a, v == POLICY_VERDICT_RATE_LIMITED || v == POLICY_VERDICT_TRANSIENT ? v : by_status, retry_ms);
+        return;
+    }
+    if (call->batch || call->nsent != 1) {
+        /* one error for a whole batch is no member's answer */
+        all_sent(a, by_status, 0);
+        return;
+    }
+    const char *ans = a->body;
+    size_t len = a->len;
+    wire_span_t id = env.id;
+    if (!is_sent_id(call, it, a->body, env.id))
+        ans = rebuild_error(a, env.error, &len, &id);
+    item_verdict(a, it, v, retry_ms, ans, len, id);
+}
+
 static void apply_single(answer_ctx_t *a)
 {
     pool_call_t *call = a->call;
@@ -242,10 +323,13 @@ static void apply_single(answer_ctx_t *a)
             all_sent(a, policy_verdict_http(call->net->conf->chain, a->status), 0);
         return;
     }
-    static const char zero[] = "0";
-    int same = it->id.len != 0 ? wire_json_id_equal(a->body, env.id, it->raw, it->id)
-                               : wire_json_id_equal(a->body, env.id, zero, (wire_span_t){0, 1});
-    if (!same) {
+    if (!is_sent_id(call, it, a->body, env.id)) {
+        /* an error at id null: the upstream could not read the call (it may
+         * be the request's doing: pool_call.c asks the next endpoint) */
+        wire_json_kind_t k = wire_json_kind(a->body, env.id);
+        wire_rpc_error_t err;
+        a->res->unread = env.error.len != 0 && (k == WIRE_JSON_NULL || k == WIRE_JSON_NONE) &&
+                         wire_envelope_error(a->body, env.error, &err) == SL_OK && policy_shape_unread(&err);
         all_sent_failed(a, POOL_FAIL_WRONG_ID);
         return;
     }
@@ -323,7 +407,7 @@ cleanup:
     free(seen);
 }
 
-static uint32_t retry_after_ms(const pool_http_head_t *h)
+uint32_t pool_answer_retry_after_ms(const pool_http_head_t *h)
 {
     int64_t s = h->retry_after_s;
     if (s < 0 && h->retry_after_date[0] != '\0')
@@ -339,11 +423,10 @@ void pool_answer_apply(pool_call_t *call, pool_exchange_t *ex, pool_attempt_resu
 {
     sl_buf_t *body = &call->bodies[call->nbodies - 1];
     memset(res, 0, sizeof(*res));
-    answer_ctx_t a = {call, ex, body->base ? body->base : "", body->len, ex->head.status, retry_after_ms(&ex->head),
-                      res};
-    /* these statuses decide alone, whatever the body says */
+    answer_ctx_t a = {call, ex, body->base ? body->base : "", body->len, ex->head.status,
+                      pool_answer_retry_after_ms(&ex->head), res};
     if (a.status == 429 || a.status == 402 || a.status >= 500) {
-        all_sent(&a, policy_verdict_http(call->net->conf->chain, a.status), 0);
+        apply_refusal(&a);
         return;
     }
     if (call->batch)
@@ -359,7 +442,7 @@ static pool_outcome_t item_outcome(const pool_call_t *call, const pool_item_t *i
     if (it->failures > 0 && it->timeouts == it->failures)
         return POOL_OUTCOME_TIMEOUT;
     if (it->failures == 0)
-        return POOL_OUTCOME_UNAVAILABLE;
+        return it->local_failures > 0 ? POOL_OUTCOME_LOCAL : POOL_OUTCOME_UNAVAILABLE;
     (void)call;
     return POOL_OUTCOME_UPSTREAM_ERROR;
 }

@@ -7,7 +7,9 @@
  * closed by the upstream before it answered anything (the classic keep-alive
  * race: not the endpoint's fault). Each attempt carries only the items still
  * pending, so a batch member answered by the first endpoint is never asked
- * again. */
+ * again. A failure that may be the request's own doing (policy/shape.h) is
+ * held back from the endpoint's record until the next endpoint's attempt
+ * settles it (pool_held.c). */
 #include <string.h>
 
 #include "base/sl_log.h"
@@ -35,6 +37,7 @@ static void call_finish(pool_call_t *call)
     if (call->finished)
         return;
     call->finished = 1;
+    pool_held_release(call);
     if (h2o_timeout_is_linked(&call->deadline))
         h2o_timeout_unlink(&call->deadline);
     if (h2o_timeout_is_linked(&call->defer))
@@ -185,12 +188,12 @@ static int build_request(pool_call_t *call, const char **body, size_t *len)
         if (call->batch && call->nsent > 0)
             sl_buf_append_char(&call->req, ',');
         call->sent[call->nsent++] = (uint32_t)i;
-        if (call->batch || it->id.len == 0)
+        if (call->batch || it->id.len == 0 || call->renumbered)
             append_with_id(&call->req, it, (uint32_t)i);
     }
     if (call->batch)
         sl_buf_append_char(&call->req, ']');
-    if (!call->batch && call->items[0].id.len != 0) {
+    if (!call->batch && call->items[0].id.len != 0 && !call->renumbered) {
         *body = call->items[0].raw;
         *len = call->items[0].raw_len;
     } else {
@@ -227,7 +230,7 @@ static void on_exchange_done(pool_exchange_t *ex)
         } else {
             log_attempt(call, ep, ex->fail, 0, ex->latency_us);
             pool_answer_fail_transport(call, ex);
-            pool_health_record(ex->ep, pool_fail_outcome(ex->fail), ex->latency_us, count_pending(call) > 0);
+            pool_held_judge(call, ep, pool_fail_outcome(ex->fail), pool_held_fail_end(ex->fail), ex->latency_us);
         }
         sl_buf_dispose(&ex->body);
     } else {
@@ -237,7 +240,10 @@ static void on_exchange_done(pool_exchange_t *ex)
         sl_buf_init(&ex->body);
         pool_attempt_result_t res;
         pool_answer_apply(call, ex, &res);
-        pool_health_record(ex->ep, res.outcome, ex->latency_us, count_pending(call) > 0);
+        policy_attempt_end_t end = res.unread                                  ? POLICY_END_UNREAD
+                                   : res.outcome == STATE_OUTCOME_RATE_LIMITED ? POLICY_END_NEUTRAL
+                                                                               : POLICY_END_OTHER;
+        pool_held_judge(call, ep, res.outcome, end, ex->latency_us);
         if (res.rate_limited)
             pool_health_rate_limited(ex->ep, res.retry_ms);
     }
@@ -370,7 +376,7 @@ static void call_next(pool_call_t *call)
         call->ex.fail = fail;
         log_attempt(call, ep, fail, 0, 0);
         pool_answer_fail_transport(call, &call->ex);
-        pool_health_record(&net->endpoints[ep], pool_fail_outcome(fail), 0, 1);
+        pool_held_judge(call, ep, pool_fail_outcome(fail), pool_held_fail_end(fail), 0);
     }
     /* never call back from inside pool_call_start: defer to the loop */
     h2o_timeout_link(net->pool->loop, &net->pool->zero_timeout, &call->defer);
@@ -388,6 +394,9 @@ pool_call_t *pool_call_start(pool_network_t *net, pool_item_t *items, size_t n, 
     call->data = data;
     call->retry_same = -1;
     call->pinned = -1;
+    call->held.ep = -1;
+    /* an id some upstream could not echo goes up as 0; the client still gets its own back */
+    call->renumbered = !batch && n == 1 && items[0].id.len != 0 && !wire_json_id_portable(items[0].raw, items[0].id);
     call->deadline_ms = sl_now_ms() + net->conf->timeouts.request_ms;
     call->sent = sl_xmalloc(n * sizeof(*call->sent));
     call->deadline.cb = on_deadline;
@@ -407,6 +416,7 @@ void pool_call_release(pool_call_t *call)
 {
     if (call == NULL)
         return;
+    pool_held_release(call); /* a call cancelled half-way: what was held counts */
     if (call->ex_active)
         pool_exchange_cancel(&call->ex);
     pool_delay_cancel(&call->backoff);
@@ -444,6 +454,11 @@ const char *pool_call_endpoint_id(const pool_call_t *call, int endpoint)
     if (endpoint < 0 || (size_t)endpoint >= call->net->nendpoints)
         return "";
     return call->net->endpoints[endpoint].conf->id;
+}
+
+size_t pool_call_max_response_bytes(const pool_call_t *call)
+{
+    return call->net->pool->max_response_bytes;
 }
 
 const char *pool_call_endpoint_url(const pool_call_t *call, int endpoint)

@@ -17,6 +17,31 @@
 static void on_conn_read(h2o_socket_t *sock, const char *err);
 static void on_idle_read(h2o_socket_t *sock, const char *err);
 
+/* 1 if errno from socket() or connect() means this process ran short of its
+ * own resources (descriptors, memory, local ports), not that the endpoint
+ * refused or is unreachable. */
+static int errno_is_local(int e)
+{
+    return e == EMFILE || e == ENFILE || e == ENOMEM || e == ENOBUFS || e == EAGAIN || e == EADDRNOTAVAIL;
+}
+
+/* Logs a local resource failure: at most one line a second per worker (a
+ * descriptor shortage fails every attempt at once), with how many since. */
+static void log_local(pool_endpoint_t *ep, const char *what)
+{
+    static uint64_t last_ms, suppressed;
+    uint64_t now = sl_now_ms();
+    if (last_ms != 0 && now - last_ms < 1000) {
+        suppressed++;
+        return;
+    }
+    sl_log_warn("endpoint %s/%s: %s (sluice's own resources; not counted against the endpoint; %llu more "
+                "since the last report)",
+                ep->net->conf->name, ep->conf->id, what, (unsigned long long)suppressed);
+    last_ms = now;
+    suppressed = 0;
+}
+
 /* edges[from][to] of a connection's machine: connect (and TLS handshake),
  * send, read the body, go idle, and from idle send again. Closing is not a
  * state: the connection is destroyed from any of them. */
@@ -147,6 +172,11 @@ static void on_write_done(h2o_socket_t *sock, const char *err)
     pool_exchange_t *ex = c->ex;
     if (ex == NULL)
         return;
+    if (err == h2o_socket_error_out_of_memory) {
+        log_local(c->ep, "no memory for the request");
+        exchange_finish(ex, POOL_FAIL_LOCAL);
+        return;
+    }
     if (err != NULL) {
         exchange_finish(ex, POOL_FAIL_RESET);
         return;
@@ -294,6 +324,13 @@ static void on_conn_read(h2o_socket_t *sock, const char *err)
         conn_destroy(c);
         return;
     }
+    if (err == h2o_socket_error_out_of_memory) {
+        /* h2o keeps a large answer in a temp file (TMPDIR): none could be
+         * made or grown, or memory ran out. Not the upstream's doing. */
+        log_local(c->ep, "no room to buffer the answer (temp folder full or memory short)");
+        exchange_finish(ex, POOL_FAIL_LOCAL);
+        return;
+    }
     int eof = err != NULL;
     ex->peer_closed |= eof;
     if (sock->input->size > 0)
@@ -357,8 +394,17 @@ static pool_conn_t *conn_connect(pool_endpoint_t *ep, pool_fail_t *fail)
         *fail = POOL_FAIL_DNS;
         return NULL;
     }
+    errno = 0;
     h2o_socket_t *sock = h2o_socket_connect(ep->net->pool->loop, (struct sockaddr *)addr, alen, on_connect);
     if (sock == NULL) {
+        int e = errno; /* from socket() or connect(): h2o returns NULL right after either */
+        if (errno_is_local(e)) {
+            char what[96];
+            snprintf(what, sizeof(what), "cannot open a connection: %s", strerror(e));
+            log_local(ep, what);
+            *fail = POOL_FAIL_LOCAL;
+            return NULL;
+        }
         pool_endpoint_addr_failed(ep);
         *fail = POOL_FAIL_CONNECT;
         return NULL;

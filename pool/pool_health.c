@@ -12,12 +12,12 @@
 
 #include "base/sl_log.h"
 #include "base/sl_time.h"
+#include "policy/retry.h"
 #include "pool/pool_int.h"
 #include "state/state_key.h"
 
-#define RATE_BACKOFF_MIN_MS 1000
-#define RATE_BACKOFF_MAX_MS 60000
 #define EWMA_ALPHA_PCT 20
+#define RATE_PENDING_MS 250      /* a mark being decided holds back further writes this long */
 
 /* ---- network level (redundancy_low, network_down, network_up) ---- */
 
@@ -202,10 +202,23 @@ static int is_breaker_failure(state_outcome_t o)
     case STATE_OUTCOME_RATE_LIMITED:
     case STATE_OUTCOME_UNSUPPORTED:
     case STATE_OUTCOME_MISSING_DATA:
+    case STATE_OUTCOME_LOCAL:
+    case STATE_OUTCOME_TOO_LARGE:
+    case STATE_OUTCOME_ID_UNANSWERABLE:
+    case STATE_OUTCOME_SLOW_CALL:
     case STATE_OUTCOME_COUNT:
         break;
     }
     return 0;
+}
+
+/* Outcomes that say nothing about the endpoint (sluice's own resources, a
+ * request-shaped failure): counted, but kept out of the windows that open
+ * breakers and score endpoints, so they neither fail nor vouch for it. */
+static int is_no_evidence(state_outcome_t o)
+{
+    return o == STATE_OUTCOME_LOCAL || o == STATE_OUTCOME_TOO_LARGE || o == STATE_OUTCOME_ID_UNANSWERABLE ||
+           o == STATE_OUTCOME_SLOW_CALL;
 }
 
 static void count_latency(state_stats_rec_t *s, uint32_t latency_us)
@@ -224,10 +237,14 @@ void pool_health_record(pool_endpoint_t *ep, state_outcome_t outcome, uint32_t l
     h->stats.attempts++;
     h->stats.outcomes[outcome]++;
     h->stats.failovers += failover != 0;
-    count_latency(&h->stats, latency_us);
     h->dirty = 1;
+    if (outcome == STATE_OUTCOME_LOCAL)
+        return; /* nothing reached the endpoint: no latency, no verdict */
+    count_latency(&h->stats, latency_us);
+    if (is_no_evidence(outcome))
+        return;
     if (outcome != STATE_OUTCOME_RATE_LIMITED)
-        h->rl_streak = 0;
+        h->last_ok_ms = sl_wall_ms(); /* served: a later refusal starts the backoff over */
     const policy_breaker_conf_t *conf = &ep->net->conf->breaker;
     policy_window_record(&h->rl_window, conf, outcome == STATE_OUTCOME_RATE_LIMITED, sl_now_ms());
     int failure = is_breaker_failure(outcome);
@@ -252,22 +269,37 @@ void pool_health_record(pool_endpoint_t *ep, state_outcome_t outcome, uint32_t l
 typedef struct rate_ctx {
     pool_endpoint_t *ep;
     uint64_t now;
-    uint64_t until;
+    uint32_t retry_ms;            /* the refusal's hint; 0: sluice's own backoff */
+    uint64_t last_ok_ms;          /* this worker's last attempt here not refused so */
+    uint64_t until;               /* out: the mark written */
+    state_endpoint_rec_t result;
 } rate_ctx_t;
 
+/* Extends the shared mark. Without a hint the length comes from the shared
+ * record (policy_rate_backoff_ms), so the doubling goes on across workers;
+ * a record marked already (another worker was first) is left alone. */
 static int rate_cb(void *arg, state_endpoint_rec_t *rec, int exists, state_event_t *events, size_t *nevents)
 {
     rate_ctx_t *c = arg;
     (void)exists;
+    int was_limited = rec->rate_limited_until_ms > c->now;
+    uint32_t len = c->retry_ms;
+    if (len == 0) {
+        if (was_limited)
+            return 0;
+        len = policy_rate_backoff_ms(rec->rl_backoff_ms, rec->rate_limited_until_ms, c->last_ok_ms, c->now);
+    }
+    c->until = c->now + len;
     if (rec->rate_limited_until_ms >= c->until)
         return 0;
-    int was_limited = rec->rate_limited_until_ms > c->now;
     rec->rate_limited_until_ms = c->until;
+    rec->rl_backoff_ms = c->retry_ms == 0 ? len : 0;
+    c->result = *rec;
     if (!was_limited) {
         state_event_init(&events[0], STATE_EVENT_ENDPOINT_RATE_LIMITED, c->ep->net->conf->name, c->ep->conf->id, c->now);
-        events[0].duration_ms = c->until - c->now;
-        snprintf(events[0].reason, sizeof(events[0].reason), "rate limited for %llu ms",
-                 (unsigned long long)(c->until - c->now));
+        events[0].duration_ms = len;
+        snprintf(events[0].reason, sizeof(events[0].reason), "rate limited for %u ms%s", len,
+                 c->retry_ms == 0 ? " (no Retry-After: sluice's own backoff)" : "");
         *nevents = 1;
     }
     return 1;
@@ -277,28 +309,32 @@ static void rate_done(void *data, sl_err_t err, int changed, const state_endpoin
 {
     (void)err; /* logged by state/; nothing changed */
     pool_endpoint_t *ep = data;
-    if (changed)
-        ep->health.shared = *rec;
+    if (!changed)
+        return;
+    ep->health.shared = *rec;
+    ep->health.rl_written_until_ms = rec->rate_limited_until_ms;
 }
 
 void pool_health_rate_limited(pool_endpoint_t *ep, uint32_t retry_ms)
 {
     pool_health_t *h = &ep->health;
-    if (retry_ms == 0) {
-        uint64_t backoff = (uint64_t)RATE_BACKOFF_MIN_MS << (h->rl_streak < 6 ? h->rl_streak : 6);
-        retry_ms = backoff > RATE_BACKOFF_MAX_MS ? RATE_BACKOFF_MAX_MS : (uint32_t)backoff;
-    }
-    h->rl_streak++;
-    uint64_t now = sl_wall_ms(), until = now + retry_ms;
+    uint64_t now = sl_wall_ms();
     /* a storm of 429s must not become a storm of write transactions */
-    if (until <= h->shared.rate_limited_until_ms + 250 || until <= h->rl_written_until_ms + 250)
+    if (retry_ms == 0 ? h->shared.rate_limited_until_ms > now || h->rl_written_until_ms > now
+                      : now + retry_ms <= h->shared.rate_limited_until_ms + 250 ||
+                            now + retry_ms <= h->rl_written_until_ms + 250)
         return;
-    h->rl_written_until_ms = until;
-    if (ep->net->pool->state == NULL) {
-        h->shared.rate_limited_until_ms = until;
+    rate_ctx_t c = {ep, now, retry_ms, h->last_ok_ms, 0, {0}};
+    if (ep->net->pool->state == NULL) { /* unit tests: this worker is all there is */
+        state_event_t ev;
+        size_t n = 0;
+        if (rate_cb(&c, &h->shared, 1, &ev, &n))
+            h->rl_written_until_ms = c.until;
         return;
     }
-    rate_ctx_t c = {ep, now, until};
+    /* until the mark is decided (by Redis, with cluster:), the refusals
+     * that follow write nothing either */
+    h->rl_written_until_ms = now + (retry_ms ? retry_ms : RATE_PENDING_MS);
     state_endpoint_transition(ep->net->pool->state, h->key, rate_cb, &c, sizeof(c), rate_done, ep);
 }
 

@@ -10,6 +10,7 @@
 #include "pool/pool.h"
 #include "policy/cost.h"
 #include "policy/score.h"
+#include "policy/shape.h"
 #include "pool/pool_http.h"
 #include "state/state.h"
 #include "state/state_key.h"
@@ -118,7 +119,7 @@ typedef struct pool_health {
     policy_score_t score;         /* last computed (pool_rank.c) */
     state_stats_rec_t stats;      /* this worker's cumulative counters */
     int dirty;                    /* stats changed since the last flush */
-    uint32_t rl_streak;           /* rate limits in a row without Retry-After: backoff */
+    uint64_t last_ok_ms;          /* wall ms of the last attempt here not refused with a rate limit */
     uint64_t rl_written_until_ms; /* last rate-limit mark this worker wrote */
     state_counters_rec_t *per_method; /* requests, credits, refusals per method (POOL_MC_*) */
     char per_method_key[STATE_KEY_MAX]; /* state_key_per_method */
@@ -232,6 +233,15 @@ struct pool_call {
     size_t nbodies;
     pool_attempt_rec_t log[POOL_MAX_ATTEMPT_LOG];
     size_t nlog;
+    int renumbered;                   /* a single call sent with id 0: its id is not portable */
+    /* a failure that may be the request's own (policy/shape.h), held until
+     * the next endpoint's attempt settles it */
+    struct {
+        int16_t ep;                   /* -1: nothing held */
+        uint8_t shape;                /* policy_shape_t */
+        uint8_t outcome;              /* state_outcome_t it counts as if it was the endpoint's */
+        uint32_t latency_us;
+    } held;
 };
 
 /* What one attempt taught about its endpoint. */
@@ -239,14 +249,30 @@ typedef struct pool_attempt_result {
     state_outcome_t outcome;      /* the worst outcome among the items it carried */
     int rate_limited;             /* the endpoint refused with a rate limit */
     uint32_t retry_ms;            /* its Retry-After (header or body), 0 if none */
+    int unread;                   /* a single call answered with an error at id null */
 } pool_attempt_result_t;
 
 /* pool_answer.c: applies the finished exchange (transport failure or an HTTP
  * answer whose body is bodies[nbodies-1]) to the items in call->sent. */
 void pool_answer_apply(pool_call_t *call, pool_exchange_t *ex, pool_attempt_result_t *res);
 void pool_answer_fail_transport(pool_call_t *call, pool_exchange_t *ex);
+/* An answer's Retry-After (seconds or an HTTP date), in ms capped at a day; 0 if none. */
+uint32_t pool_answer_retry_after_ms(const pool_http_head_t *h);
 /* Settles every pending item once no further attempt will be made. */
 void pool_answer_exhaust(pool_call_t *call, pool_outcome_t forced);
+
+/* pool_held.c: failures that may be the request's own (policy/shape.h).
+ * Records what the attempt at ep taught about it: a failure that may be the
+ * request's doing is held until the next endpoint's attempt settles it (the
+ * same failure there spares both endpoints and settles the call's items);
+ * otherwise the outcome is recorded as usual. */
+void pool_held_judge(pool_call_t *call, int ep, state_outcome_t outcome, policy_attempt_end_t end,
+                     uint32_t latency_us);
+/* Records a held penalty nobody settled as the endpoint's (no other endpoint
+ * was tried: without a second opinion a fault must still count). */
+void pool_held_release(pool_call_t *call);
+/* How a transport failure ended an attempt, for pool_held_judge. */
+policy_attempt_end_t pool_held_fail_end(pool_fail_t fail);
 
 /* pool_health.c: outcomes, breaker, rate-limit marks, shared snapshot. */
 void pool_health_init(pool_t *pool);

@@ -8,12 +8,20 @@
  *  - the breaker probe: when an open breaker's cooldown is over, the worker
  *    that wins OPEN -> HALF_OPEN sends the one probe that decides whether it
  *    closes again. A claim whose owner died is taken over after
- *    breaker.probe_timeout_ms. */
+ *    breaker.probe_timeout_ms.
+ * Probes are calls: a health probe that times out, resets, gets a 5xx or an
+ * unreadable answer counts toward the breaker like any call (the prober's
+ * window, and the shared count of probes failed in a row: breaker.consecutive
+ * of them open it, whichever workers sent them), and one refused with a rate
+ * limit (429, 402, or a rate-limit error in the body) marks the endpoint
+ * rate-limited. A probe sluice could not make for want of its own resources
+ * counts for nothing. */
 #include <string.h>
 #include <unistd.h>
 
 #include "base/sl_log.h"
 #include "base/sl_time.h"
+#include "policy/verdict.h"
 #include "pool/pool_int.h"
 
 #define PROBE_EWMA_PCT 30
@@ -59,29 +67,127 @@ static void record_probe(pool_endpoint_t *ep, int ok, uint64_t head, uint32_t la
         ep->health.shared = c.result;
 }
 
+/* What a probe's answer says about its endpoint. */
+typedef enum probe_verdict {
+    PROBE_OK,                     /* a head came back */
+    PROBE_RATE_LIMITED,           /* refused with a rate limit: alive, but mark it */
+    PROBE_FAILED,                 /* a failure of the endpoint's, as a call's would be */
+    PROBE_LOCAL,                  /* sluice could not make it: says nothing */
+} probe_verdict_t;
+
+typedef struct probe_result {
+    probe_verdict_t verdict;
+    state_outcome_t outcome;      /* PROBE_FAILED: how it counts */
+    uint64_t head;                /* PROBE_OK */
+    uint32_t retry_ms;            /* PROBE_RATE_LIMITED: Retry-After or the body's hint, 0 if none */
+    char reason[160];
+} probe_result_t;
+
+/* Classifies a probe that got an HTTP answer: the statuses and bodies a
+ * call's answer would be judged by (policy/verdict.h), so a 429 or an
+ * in-body rate limit is a rate limit and a 5xx a failure. */
+static void probe_judge_answer(const pool_endpoint_t *ep, const pool_exchange_t *ex, probe_result_t *r)
+{
+    const char *body = ex->body.base ? ex->body.base : "";
+    int status = ex->head.status;
+    policy_chain_t chain = ep->net->conf->chain;
+    policy_verdict_t v = policy_verdict_http(chain, status);
+    wire_envelope_t env;
+    wire_rpc_error_t err;
+    int rpc_error = wire_envelope_scan(body, ex->body.len, &env) == SL_OK && env.error.len != 0 &&
+                    wire_envelope_error(body, env.error, &err) == SL_OK;
+    if (rpc_error) {
+        uint32_t hint = 0;
+        policy_verdict_t bv = policy_verdict_rpc_error(chain, NULL, status, &err, body, &hint);
+        if (bv == POLICY_VERDICT_RATE_LIMITED || v == POLICY_VERDICT_SUCCESS)
+            v = bv;
+        r->retry_ms = hint;
+    }
+    if (v == POLICY_VERDICT_RATE_LIMITED) {
+        r->verdict = PROBE_RATE_LIMITED;
+        if (r->retry_ms == 0)
+            r->retry_ms = pool_answer_retry_after_ms(&ex->head);
+        snprintf(r->reason, sizeof(r->reason), "probe refused with a rate limit (HTTP %d)", status);
+        return;
+    }
+    if (status >= 200 && status < 300 && pool_rank_parse_head(body, ex->body.len, &r->head)) {
+        r->verdict = PROBE_OK;
+        snprintf(r->reason, sizeof(r->reason), "probe answered in %u ms", ex->latency_us / 1000);
+        return;
+    }
+    r->verdict = PROBE_FAILED;
+    r->outcome = status >= 200 && status < 300 && !rpc_error ? STATE_OUTCOME_MALFORMED
+                                                                      : STATE_OUTCOME_HTTP_ERROR;
+    snprintf(r->reason, sizeof(r->reason), "probe failed: HTTP %d or no result", status);
+}
+
+static void probe_judge(const pool_endpoint_t *ep, const pool_exchange_t *ex, pool_fail_t fail, probe_result_t *r)
+{
+    memset(r, 0, sizeof(*r));
+    if (fail == POOL_FAIL_NONE) {
+        probe_judge_answer(ep, ex, r);
+        return;
+    }
+    r->verdict = fail == POOL_FAIL_LOCAL ? PROBE_LOCAL : PROBE_FAILED;
+    r->outcome = pool_fail_outcome(fail);
+    snprintf(r->reason, sizeof(r->reason), "probe failed: %s", pool_fail_str(fail));
+}
+
+/* A health probe failed: it counts toward the breaker as a call does, and
+ * breaker.consecutive probes failed in a row (counted in the shared record,
+ * whichever workers probed) open it. */
+static void probe_failed(pool_endpoint_t *ep, const probe_result_t *r, uint32_t latency_us)
+{
+    pool_health_record(ep, r->outcome, latency_us, 0);
+    const policy_breaker_conf_t *conf = &ep->net->conf->breaker;
+    const state_endpoint_rec_t *rec = &ep->health.shared;
+    if (conf->consecutive == 0 || rec->breaker != POLICY_BREAKER_CLOSED || rec->probe_failures < conf->consecutive)
+        return;
+    char reason[160];
+    snprintf(reason, sizeof(reason), "%u probes failed in a row (last: %s)", rec->probe_failures,
+             state_outcome_name(r->outcome));
+    if (pool_health_breaker_move(ep, POLICY_BREAKER_CLOSED, POLICY_BREAKER_OPEN, reason))
+        policy_window_reset(&ep->health.window);
+}
+
+/* Applies a probe's result; kind is POOL_PROBE_HEALTH or POOL_PROBE_BREAKER. */
+static void probe_apply(pool_endpoint_t *ep, int kind, const probe_result_t *r, uint32_t latency_us)
+{
+    if (r->verdict == PROBE_LOCAL) {
+        /* no verdict: a half-open claim left as it is is taken over after
+         * breaker.probe_timeout_ms, by this worker or another */
+        sl_log_warn("endpoint %s/%s: %s (sluice's own resources; not counted against the endpoint)",
+                    ep->net->conf->name, ep->conf->id, r->reason);
+        return;
+    }
+    if (r->verdict != PROBE_RATE_LIMITED)
+        record_probe(ep, r->verdict == PROBE_OK, r->head, latency_us);
+    if (r->verdict == PROBE_RATE_LIMITED) {
+        pool_health_record(ep, STATE_OUTCOME_RATE_LIMITED, latency_us, 0);
+        pool_health_rate_limited(ep, r->retry_ms);
+    }
+    if (kind == POOL_PROBE_BREAKER) {
+        /* a rate-limited endpoint is up: the breaker closes, the mark keeps traffic off */
+        int up = r->verdict != PROBE_FAILED;
+        if (up)
+            policy_window_reset(&ep->health.window);
+        pool_health_breaker_move(ep, POLICY_BREAKER_HALF_OPEN, up ? POLICY_BREAKER_CLOSED : POLICY_BREAKER_OPEN,
+                                 r->reason);
+    } else if (r->verdict == PROBE_FAILED) {
+        probe_failed(ep, r, latency_us);
+    }
+}
+
 static void on_probe_done(pool_exchange_t *ex)
 {
     pool_endpoint_t *ep = ex->data;
     pool_health_t *h = &ep->health;
-    int breaker_probe = h->probing == POOL_PROBE_BREAKER;
+    int kind = h->probing;
     h->probing = POOL_PROBE_NONE;
-    uint64_t head = 0;
-    int ok = ex->fail == POOL_FAIL_NONE && ex->head.status >= 200 && ex->head.status < 300 &&
-             pool_rank_parse_head(ex->body.base ? ex->body.base : "", ex->body.len, &head);
-    char reason[160];
-    if (ok)
-        snprintf(reason, sizeof(reason), "probe answered in %u ms", ex->latency_us / 1000);
-    else if (ex->fail != POOL_FAIL_NONE)
-        snprintf(reason, sizeof(reason), "probe failed: %s", pool_fail_str(ex->fail));
-    else
-        snprintf(reason, sizeof(reason), "probe failed: HTTP %d or no result", ex->head.status);
+    probe_result_t r;
+    probe_judge(ep, ex, ex->fail, &r);
     sl_buf_dispose(&ex->body);
-    record_probe(ep, ok, head, ex->latency_us);
-    if (!breaker_probe)
-        return;
-    if (ok)
-        policy_window_reset(&h->window);
-    pool_health_breaker_move(ep, POLICY_BREAKER_HALF_OPEN, ok ? POLICY_BREAKER_CLOSED : POLICY_BREAKER_OPEN, reason);
+    probe_apply(ep, kind, &r, ex->latency_us);
 }
 
 static int probe_send(pool_endpoint_t *ep, int kind)
@@ -93,11 +199,9 @@ static int probe_send(pool_endpoint_t *ep, int kind)
         ep->health.probing = kind;
         return 1;
     }
-    char reason[160];
-    snprintf(reason, sizeof(reason), "probe failed: %s", pool_fail_str(fail));
-    record_probe(ep, 0, 0, 0);
-    if (kind == POOL_PROBE_BREAKER)
-        pool_health_breaker_move(ep, POLICY_BREAKER_HALF_OPEN, POLICY_BREAKER_OPEN, reason);
+    probe_result_t r;
+    probe_judge(ep, NULL, fail, &r);
+    probe_apply(ep, kind, &r, 0);
     return 0;
 }
 

@@ -7,7 +7,8 @@
 #include <string.h>
 
 #define F(struct_, name_, type_, size_) {#name_, type_, offsetof(struct_, name_), size_, 0}
-#define F_SINCE(struct_, name_, type_, size_, v_) {#name_, type_, offsetof(struct_, name_), size_, v_}
+/* a field appended by a later version of its record */
+#define F_SINCE(struct_, name_, type_, size_, since_) {#name_, type_, offsetof(struct_, name_), size_, since_}
 
 static const state_field_t endpoint_fields[] = {
     F(state_endpoint_rec_t, breaker, STATE_F_U8, 1),
@@ -25,9 +26,11 @@ static const state_field_t endpoint_fields[] = {
     F(state_endpoint_rec_t, probe_ewma_us, STATE_F_U32, 1),
     F(state_endpoint_rec_t, probe_failures, STATE_F_U32, 1),
     F(state_endpoint_rec_t, probe_next_ms, STATE_F_U64, 1),
+    F_SINCE(state_endpoint_rec_t, rl_backoff_ms, STATE_F_U32, 1, 2),
 };
 
-const state_schema_t state_endpoint_schema = {"endpoint", 1, endpoint_fields,
+/* version 2: rl_backoff_ms (the rate-limit backoff doubles across workers) */
+const state_schema_t state_endpoint_schema = {"endpoint", 2, endpoint_fields,
                                               sizeof(endpoint_fields) / sizeof(endpoint_fields[0])};
 
 static const state_field_t cell_fields[] = {
@@ -73,6 +76,7 @@ static const state_field_t event_fields[] = {
     F_SINCE(state_event_t, origin_seq, STATE_F_U64, 1, 2),
 };
 
+/* version 2: host and origin_seq (cluster:: which host saw it, its sequence there) */
 const state_schema_t state_event_schema = {"event", 2, event_fields, sizeof(event_fields) / sizeof(event_fields[0])};
 
 static const state_field_t stats_fields[] = {
@@ -96,7 +100,8 @@ static const state_field_t stats_fields[] = {
     F(state_stats_rec_t, credits_spent, STATE_F_U64, 1),
 };
 
-const state_schema_t state_stats_schema = {"stats", 1, stats_fields, sizeof(stats_fields) / sizeof(stats_fields[0])};
+/* version 2: outcomes gained local_error, too_large, id_unanswerable, slow_call */
+const state_schema_t state_stats_schema = {"stats", 2, stats_fields, sizeof(stats_fields) / sizeof(stats_fields[0])};
 
 const state_schema_t state_network_schema = {"network", 1, network_fields,
                                              sizeof(network_fields) / sizeof(network_fields[0])};
@@ -157,51 +162,14 @@ static uint64_t get_uint(const void *rec, const state_field_t *f, size_t i)
     return 0;
 }
 
-static uint32_t field_since(const state_field_t *f)
-{
-    return f->since > 1 ? f->since : 1;
-}
-
-static int field_is_default(const void *rec, const state_field_t *f)
-{
-    if (f->type == STATE_F_STR)
-        return ((const char *)rec + f->offset)[0] == '\0';
-    size_t n = f->type == STATE_F_U64_ARRAY ? f->size : 1;
-    for (size_t k = 0; k < n; k++)
-        if (get_uint(rec, f, k) != 0)
-            return 0;
-    return 1;
-}
-
-/* The lowest version that holds what rec has. */
-static uint32_t needed_version(const state_schema_t *schema, const void *rec)
-{
-    uint32_t v = 1;
-    for (size_t i = 0; i < schema->nfields; i++)
-        if (field_since(&schema->fields[i]) > v && !field_is_default(rec, &schema->fields[i]))
-            v = field_since(&schema->fields[i]);
-    return v;
-}
-
-static size_t fields_of(const state_schema_t *schema, uint32_t version)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < schema->nfields; i++)
-        n += field_since(&schema->fields[i]) <= version;
-    return n;
-}
-
 sl_err_t state_record_encode(const state_schema_t *schema, const void *rec, sl_buf_t *out)
 {
     msgpack_packer pk;
     msgpack_packer_init(&pk, out, buf_write);
-    uint32_t version = needed_version(schema, rec);
-    msgpack_pack_array(&pk, fields_of(schema, version) + 1);
-    msgpack_pack_uint32(&pk, version);
+    msgpack_pack_array(&pk, schema->nfields + 1);
+    msgpack_pack_uint32(&pk, schema->version);
     for (size_t i = 0; i < schema->nfields; i++) {
         const state_field_t *f = &schema->fields[i];
-        if (field_since(f) > version)
-            continue;
         if (f->type == STATE_F_STR) {
             const char *s = (const char *)rec + f->offset;
             msgpack_pack_str_with_body(&pk, s, strnlen(s, f->size - 1));
@@ -245,7 +213,7 @@ static sl_err_t put_uint(void *rec, const state_field_t *f, size_t i, const msgp
     return SL_ERR_CORRUPT;
 }
 
-static sl_err_t decode_field(void *rec, const state_field_t *f, const msgpack_object *o)
+static sl_err_t decode_field(void *rec, const state_field_t *f, const msgpack_object *o, int older)
 {
     if (f->type == STATE_F_STR) {
         /* msgpack-c gives a NULL pointer for an empty string: never pass it on */
@@ -259,14 +227,33 @@ static sl_err_t decode_field(void *rec, const state_field_t *f, const msgpack_ob
         return SL_OK;
     }
     if (f->type == STATE_F_U64_ARRAY) {
-        if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != f->size)
+        /* an older version's array may be shorter: new elements go last */
+        if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size > f->size || (!older && o->via.array.size != f->size))
             return SL_ERR_CORRUPT;
-        for (size_t k = 0; k < f->size; k++)
+        memset((char *)rec + f->offset, 0, f->size * sizeof(uint64_t));
+        for (size_t k = 0; k < o->via.array.size; k++)
             if (put_uint(rec, f, k, &o->via.array.ptr[k]) != SL_OK)
                 return SL_ERR_CORRUPT;
         return SL_OK;
     }
     return put_uint(rec, f, 0, o);
+}
+
+static size_t field_bytes(const state_field_t *f)
+{
+    switch (f->type) {
+    case STATE_F_U8:
+        return 1;
+    case STATE_F_U32:
+        return 4;
+    case STATE_F_U64:
+        return 8;
+    case STATE_F_STR:
+        return f->size;
+    case STATE_F_U64_ARRAY:
+        return f->size * sizeof(uint64_t);
+    }
+    return 0;
 }
 
 static sl_err_t decode_object(const state_schema_t *schema, const msgpack_object *root, void *rec)
@@ -276,21 +263,25 @@ static sl_err_t decode_object(const state_schema_t *schema, const msgpack_object
     const msgpack_object *items = root->via.array.ptr;
     if (items[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
         return SL_ERR_CORRUPT;
-    if (items[0].via.u64 < 1 || items[0].via.u64 > schema->version)
+    /* A record of an older version reads with what it has: versions only
+     * append fields (and elements of arrays), which read as zero. A newer
+     * version is not ours to guess at. */
+    uint64_t version = items[0].via.u64;
+    if (version == 0 || version > schema->version)
         return SL_ERR_VERSION;
-    uint32_t version = (uint32_t)items[0].via.u64;
-    if (root->via.array.size != fields_of(schema, version) + 1)
-        return SL_ERR_CORRUPT;
-    size_t k = 1;
-    for (size_t i = 0; i < schema->nfields; i++) {
+    int older = version < schema->version;
+    size_t nfields = root->via.array.size - 1, had = 0;
+    for (size_t i = 0; i < schema->nfields; i++)
+        had += schema->fields[i].since <= version;
+    if (nfields != had)
+        return SL_ERR_CORRUPT; /* exactly the fields of the version it says it is */
+    for (size_t i = 0, item = 1; i < schema->nfields; i++) {
         const state_field_t *f = &schema->fields[i];
-        if (field_since(f) > version) {
-            memset((char *)rec + f->offset, 0, f->type == STATE_F_STR ? f->size
-                                               : f->type == STATE_F_U64_ARRAY ? f->size * 8
-                                               : f->type == STATE_F_U64 ? 8 : f->type == STATE_F_U32 ? 4 : 1);
+        if (f->since > version) {
+            memset((char *)rec + f->offset, 0, field_bytes(f));
             continue;
         }
-        sl_err_t err = decode_field(rec, f, &items[k++]);
+        sl_err_t err = decode_field(rec, f, &items[item++], older);
         if (err != SL_OK)
             return err;
     }

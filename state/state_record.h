@@ -3,8 +3,9 @@
  * Every record is a msgpack array [version, field...] described by a static
  * schema table; one generic codec encodes and decodes all of them. Decoding
  * checks everything (type, version, field count, ranges, string sizes) and
- * rejects what it does not know: SL_ERR_VERSION for another version,
- * SL_ERR_CORRUPT for anything malformed. Never a crash: fuzzed by
+ * rejects what it does not know: SL_ERR_VERSION for a newer version (an
+ * older one reads: versions only append fields and array elements, which an
+ * old record leaves zero), SL_ERR_CORRUPT for anything malformed. Never a crash: fuzzed by
  * tests/fuzz/fuzz_state_record.c. Pure: no LMDB here. */
 #ifndef STATE_RECORD_H
 #define STATE_RECORD_H
@@ -28,14 +29,9 @@ typedef struct state_field {
     state_field_type_t type;
     size_t offset;
     size_t size;
-    uint32_t since;               /* the version that added it (0: the first) */
+    uint32_t since;       /* the record version that added the field (0: the first) */
 } state_field_t;
 
-/* A schema whose version is above 1 adds fields at the end, each with the
- * version that added it. A record is written with the lowest version whose
- * fields hold all it has (a field added later that is 0 or empty is left
- * out), so records without the new fields keep their bytes; every version
- * from 1 to the schema's is read, the fields it lacks zeroed. */
 typedef struct state_schema {
     const char *name;
     uint32_t version;
@@ -74,6 +70,8 @@ typedef struct state_endpoint_rec {
     uint32_t probe_ewma_us;       /* probe latency EWMA, 0 = never measured */
     uint32_t probe_failures;      /* probes failed in a row */
     uint64_t probe_next_ms;       /* the next probe is due (claimed by moving it forward) */
+    uint32_t rl_backoff_ms;       /* length of the last rate-limit mark sluice chose itself (no
+                                     Retry-After or hint): the next doubles it; 0 after a hinted one */
 } state_endpoint_rec_t;
 
 extern const state_schema_t state_endpoint_schema;
@@ -120,7 +118,7 @@ typedef struct state_event {
     uint64_t duration_ms;         /* breaker_closed: how long it was open; failover: the interval */
     uint64_t count;               /* failover: how many; redundancy_low: usable endpoints */
     uint32_t pid;                 /* the process that observed it */
-    /* version 2, with cluster: */
+    /* version 2, for cluster: */
     char host[STATE_HOST_MAX + 1]; /* the host that observed it ("" without cluster:) */
     uint64_t origin_seq;          /* its sequence on that host, if another host's (else 0) */
 } state_event_t;
@@ -138,7 +136,12 @@ extern const state_schema_t state_event_schema;
     X(HTTP_ERROR, "http_error")                                                           \
     X(MALFORMED, "malformed")                                                             \
     X(UNSUPPORTED, "unsupported")                                                         \
-    X(MISSING_DATA, "missing_data")
+    X(MISSING_DATA, "missing_data")                                                       \
+    /* never the endpoint's fault: no breaker failure, no score penalty */                \
+    X(LOCAL, "local_error")          /* sluice's own resources (fds, memory, temp files) */ \
+    X(TOO_LARGE, "too_large")        /* request-shaped (policy/shape.h) */                 \
+    X(ID_UNANSWERABLE, "id_unanswerable")                                                 \
+    X(SLOW_CALL, "slow_call")
 
 typedef enum state_outcome {
 #define STATE_OUTCOME_ENUM_(name, str) STATE_OUTCOME_##name,
@@ -226,7 +229,11 @@ extern const state_schema_t state_pin_schema;
     X(TIMEOUT, "timeout")                                                                 \
     X(UPSTREAM_ERROR, "upstream_error")                                                   \
     X(UNAVAILABLE, "unavailable")                                                         \
-    X(AMBIGUOUS_WRITE, "ambiguous_write")
+    X(AMBIGUOUS_WRITE, "ambiguous_write")                                                 \
+    X(TOO_LARGE, "too_large")                                                             \
+    X(ID_UNANSWERABLE, "id_unanswerable")                                                 \
+    X(SLOW_CALL, "slow_call")                                                             \
+    X(LOCAL, "local_error")
 
 typedef enum state_req_outcome {
 #define STATE_REQ_ENUM_(name, str) STATE_REQ_##name,

@@ -449,3 +449,37 @@ int wire_json_id_equal(const char *a, wire_span_t sa, const char *b, wire_span_t
         return !da.first && !db.first; /* -0 == 0 */
     return da.neg == db.neg && da.exp == db.exp && digits_equal(&da, &db);
 }
+
+#define ID_MAX_SAFE_INT 9007199254740991ull /* 2^53 - 1: exact in a double */
+
+int wire_json_id_portable(const char *buf, wire_span_t s)
+{
+    const unsigned char *p = (const unsigned char *)buf + s.off;
+    switch (wire_json_kind(buf, s)) {
+    case WIRE_JSON_NULL:
+        return 1;
+    case WIRE_JSON_NUMBER: {
+        if (s.len > 16 || (p[0] == '0' && s.len > 1))
+            return 0;
+        uint64_t v = 0;
+        for (uint32_t i = 0; i < s.len; i++) {
+            if (p[i] < '0' || p[i] > '9')
+                return 0;
+            v = v * 10 + (uint64_t)(p[i] - '0');
+        }
+        return v <= ID_MAX_SAFE_INT;
+    }
+    case WIRE_JSON_STRING:
+        for (uint32_t i = 1; i + 1 < s.len; i++)
+            if (p[i] < 0x20 || p[i] > 0x7e || p[i] == '\\')
+                return 0;
+        return s.len >= 2;
+    case WIRE_JSON_NONE:
+    case WIRE_JSON_OBJECT:
+    case WIRE_JSON_ARRAY:
+    case WIRE_JSON_TRUE:
+    case WIRE_JSON_FALSE:
+        break;
+    }
+    return 0;
+}

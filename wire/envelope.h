@@ -109,4 +109,13 @@ SL_MUST_CHECK sl_err_t wire_json_int64(const char *buf, wire_span_t s, int64_t *
 /* Compares two id tokens: equal bytes, or two numbers of equal value. */
 int wire_json_id_equal(const char *a, wire_span_t sa, const char *b, wire_span_t sb);
 
+/* 1 if the id token at span s comes back unchanged from any upstream: null,
+ * an integer in 0..2^53-1 written as plain digits (no sign, fraction,
+ * exponent or leading zero), or a string of printable ASCII without escapes.
+ * Others are valid JSON-RPC ids that some servers cannot echo: jsonrpc-core
+ * and jsonrpsee take only u64 numbers and answer `1.5`, `1e3` or `-1` with
+ * an error at id null; JavaScript servers round integers past 2^53; a server
+ * may re-encode a string's escapes or non-ASCII bytes. */
+int wire_json_id_portable(const char *buf, wire_span_t s);
+
 #endif

@@ -22,6 +22,7 @@
 #define FP_MAX_BODY      (16 * 1024 * 1024)
 #define FP_METHOD_MAX    128                  /* longer method names are not counted apart */
 #define FP_LINGER_MS     1000                 /* how long an error close drains input */
+#define FP_ARRIVALS_MAX  1024                 /* request arrival times kept for /_control/stats */
 
 /* ---- memory and buffers (fp_buf.c) ---- */
 
@@ -94,6 +95,7 @@ typedef struct fp_mode {
     int64_t code;
     char *message;          /* owned */
     char *data;             /* owned raw JSON; NULL = no "data" member */
+    char *id;               /* owned raw JSON: rpc_error's id instead of the call's; NULL = the call's */
     int64_t behind;
     int64_t logs;
 } fp_mode_t;
@@ -164,6 +166,8 @@ typedef struct fp_stats {
     size_t index_cap;
     char **sent_raw;        /* owned strings, arrival order */
     size_t sent_count, sent_cap;
+    uint64_t arrivals[FP_ARRIVALS_MAX]; /* ms since start each JSON-RPC request arrived: a ring */
+    uint64_t arrival_total; /* arrivals recorded since the last reset (the ring keeps the newest) */
 } fp_stats_t;
 
 typedef struct fp_txstore {

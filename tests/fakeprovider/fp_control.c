@@ -38,6 +38,19 @@ static void put_sent_raw(const fp_stats_t *st, fp_buf_t *out)
     fp_buf_puts(out, "]");
 }
 
+/* Oldest first; the ring holds the newest FP_ARRIVALS_MAX. */
+static void put_arrivals(const fp_stats_t *st, fp_buf_t *out)
+{
+    uint64_t n = st->arrival_total < FP_ARRIVALS_MAX ? st->arrival_total : FP_ARRIVALS_MAX;
+    fp_buf_puts(out, ",\"arrivals_ms\":[");
+    for (uint64_t i = st->arrival_total - n; i < st->arrival_total; i++) {
+        if (i != st->arrival_total - n)
+            fp_buf_puts(out, ",");
+        fp_buf_put_u64(out, st->arrivals[i % FP_ARRIVALS_MAX]);
+    }
+    fp_buf_puts(out, "]");
+}
+
 static int route_stats(fp_server_t *srv, const char *body, size_t n, fp_buf_t *out)
 {
     const fp_stats_t *st = &srv->stats;
@@ -50,6 +63,7 @@ static int route_stats(fp_server_t *srv, const char *body, size_t n, fp_buf_t *o
     put_kv_u64(out, "calls", st->calls);
     put_methods(st, out);
     put_sent_raw(st, out);
+    put_arrivals(st, out);
     put_kv_u64(out, "connections_total", st->connections_total);
     put_kv_u64(out, "connections_open", srv->conns_open);
     put_kv_u64(out, "in_flight", srv->inflight);

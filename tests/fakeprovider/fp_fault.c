@@ -35,6 +35,7 @@ static void call_rpc_error(fp_server_t *, const fp_mode_t *, fp_call_t *, fp_buf
 static void call_wrong_id(fp_server_t *, const fp_mode_t *, fp_call_t *, fp_buf_t *);
 static void call_huge(fp_server_t *, const fp_mode_t *, fp_call_t *, fp_buf_t *);
 static void call_lag(fp_server_t *, const fp_mode_t *, fp_call_t *, fp_buf_t *);
+static void call_strict_id(fp_server_t *, const fp_mode_t *, fp_call_t *, fp_buf_t *);
 
 /* accept_hang has no row behaviour: it acts at accept time (fp_main.c). */
 static const fp_mode_def_t mode_defs[] = {
@@ -42,6 +43,7 @@ static const fp_mode_def_t mode_defs[] = {
     {"accept_hang", NULL, NULL, FP_DELIVER_NOW, 0},
     {"garbage", reply_garbage, NULL, FP_DELIVER_NOW, 200},
     {"hang", NULL, NULL, FP_DELIVER_HANG, 0},
+    {"http402", reply_html, NULL, FP_DELIVER_NOW, 402},
     {"http429", reply_429, NULL, FP_DELIVER_NOW, 429},
     {"http500", reply_html, NULL, FP_DELIVER_NOW, 500},
     {"http502", reply_html, NULL, FP_DELIVER_NOW, 502},
@@ -53,6 +55,7 @@ static const fp_mode_def_t mode_defs[] = {
     {"rpc_limit", NULL, call_rpc_limit, FP_DELIVER_NOW, 0},
     {"slow", NULL, NULL, FP_DELIVER_DELAY, 0},
     {"slow_body", NULL, NULL, FP_DELIVER_DRIP, 0},
+    {"strict_id", NULL, call_strict_id, FP_DELIVER_NOW, 0},
     {"truncated", NULL, NULL, FP_DELIVER_TRUNCATE, 0},
     {"wrong_id", NULL, call_wrong_id, FP_DELIVER_NOW, 0},
 };
@@ -74,6 +77,7 @@ static const struct mode_opt {
     {"count", OPT_INT, offsetof(fp_mode_t, count), -1, INT64_C(1) << 50},
     {"data", OPT_JSON, offsetof(fp_mode_t, data), 0, 0},
     {"delay_ms", OPT_INT, offsetof(fp_mode_t, delay_ms), 0, 3600 * 1000},
+    {"id", OPT_JSON, offsetof(fp_mode_t, id), 0, 0},
     {"logs", OPT_INT, offsetof(fp_mode_t, logs), 0, 100000},
     {"message", OPT_STR, offsetof(fp_mode_t, message), 0, 0},
     {"method", OPT_STR, offsetof(fp_mode_t, method), 0, 0},
@@ -95,6 +99,7 @@ void fp_mode_dispose(fp_mode_t *m)
     free(m->method);
     free(m->message);
     free(m->data);
+    free(m->id);
     fp_mode_init(m);
 }
 
@@ -298,19 +303,38 @@ void fp_mode_consume(fp_server_t *srv)
 
 /* ---- whole-answer replacements ---- */
 
-static void reply_429(fp_server_t *srv, const fp_mode_t *m, const fp_batch_t *b, fp_reply_t *r)
+/* The id an error for the whole request carries: a single call's, else null. */
+static fp_span_t request_id(const fp_batch_t *b)
 {
     static const fp_span_t no_id = {NULL, 0};
-    fp_span_t id = !b->is_array && b->count == 1 ? b->calls[0].id : no_id;
+    return !b->is_array && b->count == 1 ? b->calls[0].id : no_id;
+}
+
+/* With `message` set, an error status carries a JSON-RPC error built from
+ * code/message/data, as providers send them (Infura's backoff_seconds in a
+ * 429, a node's "already known" in a 5xx). */
+static bool reply_rpc_body(fp_server_t *srv, const fp_mode_t *m, const fp_batch_t *b, fp_reply_t *r)
+{
+    if (!m->message)
+        return false;
+    r->content_type = "application/json";
+    fp_rpc_put_error(&srv->body, request_id(b), m->code, m->message, m->data);
+    return true;
+}
+
+static void reply_429(fp_server_t *srv, const fp_mode_t *m, const fp_batch_t *b, fp_reply_t *r)
+{
     r->status = 429;
     r->retry_after = m->retry_after;
-    fp_rpc_put_error(&srv->body, id, 429, "Too Many Requests", NULL);
+    if (!reply_rpc_body(srv, m, b, r))
+        fp_rpc_put_error(&srv->body, request_id(b), 429, "Too Many Requests", NULL);
 }
 
 static void reply_html(fp_server_t *srv, const fp_mode_t *m, const fp_batch_t *b, fp_reply_t *r)
 {
-    (void)b;
     r->status = m->def->status;
+    if (reply_rpc_body(srv, m, b, r))
+        return;
     r->content_type = "text/html";
     fp_buf_printf(&srv->body, "<html><body><h1>%d %s</h1></body></html>\n", r->status,
                   fp_http_reason(r->status));
@@ -337,7 +361,8 @@ static void call_rpc_limit(fp_server_t *srv, const fp_mode_t *m, fp_call_t *call
 static void call_rpc_error(fp_server_t *srv, const fp_mode_t *m, fp_call_t *call, fp_buf_t *out)
 {
     (void)srv;
-    fp_rpc_put_error(out, call->id, m->code, m->message ? m->message : "fake error", m->data);
+    fp_span_t id = m->id ? (fp_span_t){m->id, strlen(m->id)} : call->id;
+    fp_rpc_put_error(out, id, m->code, m->message ? m->message : "fake error", m->data);
 }
 
 static void call_wrong_id(fp_server_t *srv, const fp_mode_t *m, fp_call_t *call, fp_buf_t *out)
@@ -376,10 +401,37 @@ static void call_lag(fp_server_t *srv, const fp_mode_t *m, fp_call_t *call, fp_b
     fp_rpc_answer_call(srv, call, out);
 }
 
+/* jsonrpc-core and jsonrpsee read an id as null, a string or a u64: any
+ * other number fails the whole call, answered -32600 at id null. */
+static bool id_is_u64_or_string(fp_span_t id)
+{
+    if (id.n == 0 || id.p[0] == '"' || fp_span_eq(id, "null"))
+        return true;
+    uint64_t v = 0;
+    for (size_t i = 0; i < id.n; i++) {
+        uint64_t d = (uint64_t)(id.p[i] - '0');
+        if (id.p[i] < '0' || id.p[i] > '9' || v > UINT64_MAX / 10 || (v == UINT64_MAX / 10 && d > UINT64_MAX % 10))
+            return false;
+        v = v * 10 + d;
+    }
+    return true;
+}
+
+static void call_strict_id(fp_server_t *srv, const fp_mode_t *m, fp_call_t *call, fp_buf_t *out)
+{
+    static const fp_span_t null_id = {NULL, 0};
+    (void)m;
+    if (id_is_u64_or_string(call->id))
+        fp_rpc_answer_call(srv, call, out);
+    else
+        fp_rpc_put_error(out, null_id, -32600, "Invalid request", NULL);
+}
+
 /* ---- answering a request ---- */
 
 static void count_calls(fp_server_t *srv, const fp_batch_t *b)
 {
+    srv->stats.arrivals[srv->stats.arrival_total++ % FP_ARRIVALS_MAX] = srv->now_ms - srv->start_ms;
     srv->stats.requests++;
     for (size_t i = 0; i < b->count; i++) {
         if (!b->calls[i].valid)

@@ -88,6 +88,7 @@ static const struct {
 } status_table[] = {
     {200, "OK"},
     {400, "Bad Request"},
+    {402, "Payment Required"},
     {404, "Not Found"},
     {405, "Method Not Allowed"},
     {411, "Length Required"},

@@ -62,7 +62,7 @@ mode '{"mode":"http429"}'
 expect "http429 no retry-after" "$(rpci "$BN" | grep -c Retry-After)" '0'
 mode '{"mode":"rpc_limit","backoff":5}'
 expect "rpc_limit batch" "$(rpc "[$BN,$BN]")" '[{"jsonrpc":"2.0","id":1,"error":{"code":-32005,"message":"daily request count exceeded, request rate limited","data":{"backoff_seconds":5}}},{"jsonrpc":"2.0","id":1,"error"'
-for s in 500 502 503; do
+for s in 402 500 502 503; do
     mode "{\"mode\":\"http$s\"}"
     expect "http$s" "$(rpci "$BN")" "HTTP/1.1 $s"
 done
@@ -91,6 +91,26 @@ expect "wrong_id num" "$(rpc "$BN")" '"id":987654321,'
 expect "wrong_id str" "$(rpc '{"jsonrpc":"2.0","id":"abc","method":"eth_chainId"}')" '"id":"x-abc",'
 mode '{"mode":"rpc_error","code":3,"message":"execution reverted","data":"0x08c379a0"}'
 expect "rpc_error" "$(rpc "$BN")" '{"jsonrpc":"2.0","id":1,"error":{"code":3,"message":"execution reverted","data":"0x08c379a0"}}'
+mode '{"mode":"http429","code":-32005,"message":"project ID request rate exceeded","data":{"backoff_seconds":30.0}}'
+r=$(rpci '{"jsonrpc":"2.0","id":7,"method":"eth_call"}')
+expect "http429 rpc body" "$r" '{"jsonrpc":"2.0","id":7,"error":{"code":-32005,"message":"project ID request rate exceeded","data":{"backoff_seconds":30}}}'
+expect "http429 rpc body json" "$r" 'Content-Type: application/json'
+mode '{"mode":"http503","code":-32000,"message":"already known"}'
+r=$(rpci "$BN")
+expect "http503 rpc body" "$r" '{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"already known"}}'
+expect "http503 rpc body status" "$r" 'HTTP/1.1 503'
+mode '{"mode":"strict_id"}'
+expect "strict_id fraction" "$(rpc '{"jsonrpc":"2.0","id":1.5,"method":"eth_chainId"}')" '{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request"}}'
+expect "strict_id negative" "$(rpc '{"jsonrpc":"2.0","id":-1,"method":"eth_chainId"}')" '"id":null,"error":{"code":-32600'
+expect "strict_id u64" "$(rpc '{"jsonrpc":"2.0","id":18446744073709551615,"method":"eth_chainId"}')" '"id":18446744073709551615,"result":"0x1"'
+expect "strict_id string" "$(rpc '{"jsonrpc":"2.0","id":"1.5","method":"eth_chainId"}')" '"id":"1.5","result":"0x1"'
+expect "strict_id batch member" "$(rpc '[{"jsonrpc":"2.0","id":1e3,"method":"eth_chainId"},{"jsonrpc":"2.0","id":2,"method":"eth_chainId"}]')" '[{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request"}},{"jsonrpc":"2.0","id":2,"result":"0x1"}]'
+curl -s -X POST "$URL/_control/reset" >/dev/null
+mode '{"mode":"ok"}'
+rpc "$BN" >/dev/null; sleep 0.2; rpc "$BN" >/dev/null
+expect "arrivals_ms" "$(curl -s "$URL/_control/stats" | python3 -c 'import json,sys;a=json.load(sys.stdin)["arrivals_ms"];print("ok" if len(a)==2 and 150<=a[1]-a[0]<2000 else a)')" 'ok'
+mode '{"mode":"rpc_error","code":-32600,"message":"Invalid request","id":null}'
+expect "rpc_error id" "$(rpc "$BN")" '{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request"}}'
 mode '{"mode":"lag","behind":100}'
 expect "lag" "$(rpc "$BN")" '"result":"0xf41dc"'
 mode '{"mode":"hang","method":"eth_sendRawTransaction","count":1}'
@@ -104,7 +124,7 @@ st=$(curl -s "$URL/_control/stats")
 expect "stats sent_raw" "$st" '"sent_raw":["0x4142710b9b4caaeb000b8e5de271bbebac7f509aab2f5e61d1ed1958bfe6d583"]'
 expect "stats mode back to ok" "$st" '"mode":{"mode":"ok"'
 curl -s -X POST "$URL/_control/reset" >/dev/null
-expect "reset counters" "$(curl -s "$URL/_control/stats")" '"requests":0,"calls":0,"methods":{},"sent_raw":[]'
+expect "reset counters" "$(curl -s "$URL/_control/stats")" '"requests":0,"calls":0,"methods":{},"sent_raw":[],"arrivals_ms":[]'
 kill -TERM "$LAST_PID"; wait "$LAST_PID"; expect "SIGTERM exits 0" "$?" '0'
 
 start sol --chain solana --block 5000 --block-time-ms 0

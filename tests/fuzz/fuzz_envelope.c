@@ -490,9 +490,34 @@ static void check_number(const char *buf, wire_span_t s)
     }
 }
 
+/* A portable id: null, plain digits up to 2^53-1, or a string of printable
+ * ASCII without escapes (a reference, byte by byte). */
+static void check_portable(const char *buf, wire_span_t s)
+{
+    const unsigned char *p = (const unsigned char *)buf + s.off;
+    int want = 0;
+    wire_json_kind_t k = wire_json_kind(buf, s);
+    if (k == WIRE_JSON_NULL) {
+        want = 1;
+    } else if (k == WIRE_JSON_STRING) {
+        want = 1;
+        for (uint32_t i = 1; i + 1 < s.len; i++)
+            want &= p[i] >= 0x20 && p[i] <= 0x7e && p[i] != '\\';
+    } else if (k == WIRE_JSON_NUMBER) {
+        int64_t v;
+        int digits = 1;
+        for (uint32_t i = 0; i < s.len; i++)
+            digits &= p[i] >= '0' && p[i] <= '9';
+        want = digits && (s.len == 1 || p[0] != '0') && wire_json_int64(buf, s, &v) == SL_OK &&
+               v <= 9007199254740991LL;
+    }
+    CHECK(wire_json_id_portable(buf, s) == want);
+}
+
 static void check_token(const char *buf, wire_span_t s)
 {
     CHECK(wire_json_id_equal(buf, s, buf, s) == 1);
+    check_portable(buf, s);
     switch (wire_json_kind(buf, s)) {
     case WIRE_JSON_STRING: check_string(buf, s); break;
     case WIRE_JSON_NUMBER: check_number(buf, s); break;

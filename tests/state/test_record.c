@@ -405,10 +405,10 @@ Test(record, golden_bytes)
     ep.cooldown_ms = 5000;
     ep.transitions[1] = 1;
     encode_ok(&state_endpoint_schema, &ep, &b);
-    /* 16 elements: past fixarray's 15, so an array16 header */
-    static const unsigned char want_ep[] = {0xdc, 0x00, 0x10, 0x01, 0x01, 0x00, 0xcd, 0x13, 0x88, 0x00, 0x00,
+    /* 17 elements: past fixarray's 15, so an array16 header; version 2 */
+    static const unsigned char want_ep[] = {0xdc, 0x00, 0x11, 0x02, 0x01, 0x00, 0xcd, 0x13, 0x88, 0x00, 0x00,
                                             0x00, 0x00, 0x00, 0x00, 0x93, 0x00, 0x01, 0x00,
-                                            0x00, 0x00, 0x00, 0x00, 0x00};
+                                            0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
     cr_assert_eq(b.len, sizeof(want_ep), "len %zu", b.len);
     cr_expect(memcmp(b.base, want_ep, sizeof(want_ep)) == 0);
 
@@ -499,77 +499,46 @@ Test(record, trailing_bytes)
 
 Test(record, versions)
 {
-    /* relative to the schema's own version v: what must not decode */
+    /* rel: version is relative to the schema's own (a record of the version
+     * before or after it); else absolute */
     static const struct {
-        int64_t above;            /* version = v + above (0 and huge ones below) */
+        int rel;
+        int64_t version;
         int nfields_delta;
         sl_err_t want;
     } cases[] = {
-        {1, 0, SL_ERR_VERSION},
-        {1, 3, SL_ERR_VERSION},   /* a newer version with more fields: still VERSION */
-        {1, -1, SL_ERR_VERSION},
-        {0, 0, SL_OK},
+        {0, 0, 0, SL_ERR_VERSION},
+        /* an older version reads with exactly the fields it had (see
+         * older_versions_read_with_new_fields_zero); here it has too many */
+        {1, -1, 1, SL_ERR_CORRUPT},
+        {1, 1, 0, SL_ERR_VERSION},
+        {1, 1, 3, SL_ERR_VERSION},  /* a newer version with more fields: still VERSION */
+        {1, 1, -1, SL_ERR_VERSION},
+        {0, 255, 0, SL_ERR_VERSION},
+        {0, UINT32_MAX + 2ll, 0, SL_ERR_VERSION},
+        {0, -1, 0, SL_ERR_VERSION}, /* UINT64_MAX */
+        {1, 0, 0, SL_OK},
     };
-    static const uint64_t never[] = {0, 255, UINT32_MAX + 2ull, UINT64_MAX};
     sl_buf_t b = SL_BUF_INIT;
     for (size_t c = 0; c < NELEMS(schemas); c++) {
         const state_schema_t *s = schemas[c].schema;
+        cr_assert(s->version >= 1 && s->version < 255, "update this test for %s", s->name);
         any_rec_t in, out;
         fill(s, &in, schemas[c].rec_size, 1);
         for (size_t i = 0; i < NELEMS(cases); i++) {
+            uint64_t version = cases[i].rel ? (uint64_t)((int64_t)s->version + cases[i].version)
+                                            : (uint64_t)cases[i].version;
             sl_buf_reset(&b);
-            uint64_t version = (uint64_t)((int64_t)s->version + cases[i].above);
             pack_record(&b, s, &in, version, SIZE_MAX, NULL, NULL, cases[i].nfields_delta);
             sl_err_t err = decode(s, &b, &out);
-            cr_expect_eq(err, cases[i].want, "%s version %llu: %s", s->name, (unsigned long long)version,
-                         sl_err_name(err));
-        }
-        for (size_t i = 0; i < NELEMS(never); i++) {
-            sl_buf_reset(&b);
-            pack_record(&b, s, &in, never[i], SIZE_MAX, NULL, NULL, 0);
-            cr_expect_eq(decode(s, &b, &out), SL_ERR_VERSION, "%s version %llu", s->name,
-                         (unsigned long long)never[i]);
+            sl_err_t want = cases[i].rel && cases[i].version == -1 && s->version == 1 ? SL_ERR_VERSION : cases[i].want;
+            /* version-1 endpoint records had every field but rl_backoff_ms: one too many is all of them */
+            if (cases[i].rel && cases[i].version == -1 && s == &state_endpoint_schema && cases[i].nfields_delta == 1)
+                want = SL_ERR_CORRUPT;
+            cr_expect_eq(err, want, "%s version %llu, %d fields more: %s", s->name, (unsigned long long)version,
+                         cases[i].nfields_delta, sl_err_name(err));
         }
     }
-    sl_buf_dispose(&b);
-}
-
-/* Events gained host and origin_seq in version 2 (cluster:). A version-1
- * record still reads, the new fields zeroed; an event without them is still
- * written as version 1, byte for byte; one with them as version 2; and a
- * version-2 record must carry both new fields. */
-Test(record, event_versions)
-{
-    state_event_t ev, out;
-    state_event_init(&ev, STATE_EVENT_BREAKER_OPENED, "eth", "a", 1234);
-    sl_buf_t b = SL_BUF_INIT;
-    cr_assert_eq(state_record_encode(&state_event_schema, &ev, &b), SL_OK);
-    cr_expect_eq((unsigned char)b.base[0], 0x90 + 11, "[version, 10 fields]");
-    cr_expect_eq(b.base[1], 1, "version 1");
-    memset(&out, 0x55, sizeof(out));
-    cr_assert_eq(state_record_decode(&state_event_schema, b.base, b.len, &out), SL_OK);
-    cr_expect_str_eq(out.host, "", "absent in version 1: empty");
-    cr_expect_eq(out.origin_seq, 0);
-    cr_expect_str_eq(out.network, "eth");
-    snprintf(ev.host, sizeof(ev.host), "gw-1");
-    ev.origin_seq = 77;
-    sl_buf_reset(&b);
-    cr_assert_eq(state_record_encode(&state_event_schema, &ev, &b), SL_OK);
-    cr_expect_eq((unsigned char)b.base[0], 0x90 + 13, "[version, 12 fields]");
-    cr_expect_eq(b.base[1], 2, "version 2");
-    memset(&out, 0, sizeof(out));
-    cr_assert_eq(state_record_decode(&state_event_schema, b.base, b.len, &out), SL_OK);
-    cr_expect_str_eq(out.host, "gw-1");
-    cr_expect_eq(out.origin_seq, 77);
-    /* a version 1 header on 12 fields, or version 2 on 10: corrupt */
-    b.base[1] = 1;
-    cr_expect_eq(state_record_decode(&state_event_schema, b.base, b.len, &out), SL_ERR_CORRUPT);
-    ev.host[0] = '\0';
-    ev.origin_seq = 0;
-    sl_buf_reset(&b);
-    cr_assert_eq(state_record_encode(&state_event_schema, &ev, &b), SL_OK);
-    b.base[1] = 2;
-    cr_expect_eq(state_record_decode(&state_event_schema, b.base, b.len, &out), SL_ERR_CORRUPT);
     sl_buf_dispose(&b);
 }
 
@@ -1075,4 +1044,76 @@ Test(record, counters_rejection)
     cr_expect_eq(out->n, 0);
     sl_buf_dispose(&b);
     free(out);
+}
+
+/* An upgrade keeps what an older sluice wrote: a version-1 endpoint record
+ * (before rl_backoff_ms) keeps its drain, breaker and mark; a version-1
+ * stats record (fewer outcomes) keeps its counts, the new outcomes at 0. */
+Test(record, older_versions_read_with_new_fields_zero)
+{
+    sl_buf_t b = SL_BUF_INIT;
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &b, buf_write);
+    size_t nf = state_endpoint_schema.nfields;
+    cr_assert_eq(state_endpoint_schema.version, 2, "update this test");
+    cr_assert_str_eq(state_endpoint_schema.fields[nf - 1].name, "rl_backoff_ms");
+    msgpack_pack_array(&pk, nf); /* version + every field but the last */
+    msgpack_pack_uint32(&pk, 1);
+    state_endpoint_rec_t want = {.breaker = 1, .since_ms = 5, .drained = 1, .drained_at_ms = 7,
+                                 .rate_limited_until_ms = 9};
+    sl_buf_t full = SL_BUF_INIT;
+    cr_assert_eq(state_record_encode(&state_endpoint_schema, &want, &full), SL_OK);
+    /* re-pack the current encoding's fields but the last under version 1 */
+    msgpack_unpacked u;
+    msgpack_unpacked_init(&u);
+    cr_assert_eq(msgpack_unpack_next(&u, full.base, full.len, NULL), MSGPACK_UNPACK_SUCCESS);
+    for (size_t i = 1; i < nf; i++)
+        msgpack_pack_object(&pk, u.data.via.array.ptr[i]);
+    msgpack_unpacked_destroy(&u);
+    state_endpoint_rec_t out;
+    memset(&out, 0xee, sizeof(out));
+    cr_assert_eq(state_record_decode(&state_endpoint_schema, b.base, b.len, &out), SL_OK);
+    cr_expect_eq(out.breaker, 1);
+    cr_expect_eq(out.drained, 1, "the operator's drain survives the upgrade");
+    cr_expect_eq(out.drained_at_ms, 7);
+    cr_expect_eq(out.rate_limited_until_ms, 9);
+    cr_expect_eq(out.rl_backoff_ms, 0, "a field the old version did not have reads 0");
+    sl_buf_dispose(&b);
+    sl_buf_dispose(&full);
+}
+
+/* Events gained host and origin_seq in version 2 (cluster:): a log written
+ * before reads on, the two fields empty; a version-2 event keeps them. */
+Test(record, events_of_version_1_read_without_host)
+{
+    cr_assert_eq(state_event_schema.version, 2, "update this test");
+    state_event_t ev, out;
+    state_event_init(&ev, STATE_EVENT_BREAKER_OPENED, "eth", "a", 1234);
+    snprintf(ev.host, sizeof(ev.host), "gw-1");
+    ev.origin_seq = 77;
+    sl_buf_t full = SL_BUF_INIT, b = SL_BUF_INIT;
+    cr_assert_eq(state_record_encode(&state_event_schema, &ev, &full), SL_OK);
+    memset(&out, 0, sizeof(out));
+    cr_assert_eq(state_record_decode(&state_event_schema, full.base, full.len, &out), SL_OK);
+    cr_expect_str_eq(out.host, "gw-1");
+    cr_expect_eq(out.origin_seq, 77);
+    /* the same event as version 1 wrote it: the first ten fields */
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &b, buf_write);
+    msgpack_pack_array(&pk, 11);
+    msgpack_pack_uint32(&pk, 1);
+    msgpack_unpacked u;
+    msgpack_unpacked_init(&u);
+    cr_assert_eq(msgpack_unpack_next(&u, full.base, full.len, NULL), MSGPACK_UNPACK_SUCCESS);
+    for (size_t i = 1; i <= 10; i++)
+        msgpack_pack_object(&pk, u.data.via.array.ptr[i]);
+    msgpack_unpacked_destroy(&u);
+    memset(&out, 0xee, sizeof(out));
+    cr_assert_eq(state_record_decode(&state_event_schema, b.base, b.len, &out), SL_OK);
+    cr_expect_str_eq(out.network, "eth");
+    cr_expect_eq(out.ts_ms, 1234);
+    cr_expect_str_eq(out.host, "", "no host before version 2");
+    cr_expect_eq(out.origin_seq, 0);
+    sl_buf_dispose(&b);
+    sl_buf_dispose(&full);
 }

@@ -725,10 +725,12 @@ static const garbage_case_t garbage_cases[] = {
     {"text", "hello, world", 12, SL_ERR_CORRUPT},
     {"empty value", "", 0, SL_ERR_CORRUPT},
     {"huge array header", "\xdd\xff\xff\xff\xff\x01", 6, SL_ERR_CORRUPT},
-    /* version and breaker decode, then a string where since_ms belongs */
-    {"partly valid", "\x9b\x01\x02\xa1x\x00\x00\x00\x00\x00\x00\x00\x93\x00\x00\x00", 16, SL_ERR_CORRUPT},
-    {"truncated", "\x9b\x01\x02\x00", 4, SL_ERR_CORRUPT},
-    {"another version", "\x9b\x02\x02\x00\x00\x00\x00\x00\x00\x00\x00\x93\x00\x00\x00", 15, SL_ERR_VERSION},
+    /* version (2, the endpoint record's) and breaker decode, then a string where since_ms belongs */
+    {"partly valid", "\x9b\x02\x02\xa1x\x00\x00\x00\x00\x00\x00\x00\x93\x00\x00\x00", 16, SL_ERR_CORRUPT},
+    {"truncated", "\x9b\x02\x02\x00", 4, SL_ERR_CORRUPT},
+    {"another version", "\x9b\x03\x02\x00\x00\x00\x00\x00\x00\x00\x00\x93\x00\x00\x00", 15, SL_ERR_VERSION},
+    /* version 1 had 15 fields (no rl_backoff_ms): 10 of them is no version-1 record */
+    {"version 1, truncated", "\x9b\x01\x02\x00\x00\x00\x00\x00\x00\x00\x00\x93\x00\x00\x00", 15, SL_ERR_CORRUPT},
 };
 
 Test(state, corrupt_endpoint_record)

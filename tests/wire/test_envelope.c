@@ -623,6 +623,50 @@ Test(tokens, id_equal)
     }
 }
 
+/* Ids every upstream echoes unchanged go up as they are; the others are
+ * renumbered by the pool (jsonrpc-core answers 1.5 at id null). */
+Test(tokens, id_portable)
+{
+    static const struct {
+        const char *id;
+        int portable;
+    } cases[] = {
+        {"0", 1},
+        {"1", 1},
+        {"42", 1},
+        {"9007199254740991", 1}, /* 2^53 - 1 */
+        {"null", 1},
+        {"\"\"", 1},
+        {"\"abc-123 _:/.\"", 1},
+        {"\"1.5\"", 1},
+        {"9007199254740992", 0}, /* 2^53: rounds in JavaScript */
+        {"18446744073709551615", 0},
+        {"99999999999999999999", 0},
+        {"1.5", 0},
+        {"1.0", 0},
+        {"1e3", 0},
+        {"1E3", 0},
+        {"-1", 0},
+        {"-0", 0},
+        {"01", 0},
+        {"\"caf\\u00e9\"", 0},
+        {"\"a\\\"b\"", 0},
+        {"\"caf\xc3\xa9\"", 0},
+        {"\"tab\x7f\"", 0},
+        {"true", 0},
+        {"{}", 0},
+        {"[1]", 0},
+        {"", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        wire_span_t s = {0, (uint32_t)strlen(cases[i].id)};
+        cr_expect_eq(wire_json_id_portable(cases[i].id, s), cases[i].portable, "%s", cases[i].id);
+    }
+    /* a span inside a larger buffer */
+    const char *body = "{\"id\":7,\"x\":1}";
+    cr_expect_eq(wire_json_id_portable(body, (wire_span_t){6, 1}), 1);
+}
+
 /* Go's encoding/json folds a few non-ASCII letters onto ASCII ones when it
  * matches names: such a key would be read as the envelope key by geth. */
 Test(envelope, go_folded_keys_are_ambiguous)
