@@ -49,6 +49,7 @@ static const state_field_t ep_fields[] = {
     F(state_cluster_ep_t, drained_at_ms, STATE_F_U64, 1),
     F(state_cluster_ep_t, rate_limited_until_ms, STATE_F_U64, 1),
     F(state_cluster_ep_t, transitions, STATE_F_U64_ARRAY, 3),
+    F(state_cluster_ep_t, rl_backoff_ms, STATE_F_U32, 1),
 };
 
 const state_schema_t state_cluster_ep_schema = {"cluster endpoint", 1, ep_fields,
@@ -70,6 +71,7 @@ void state_cluster_ep_to_local(const state_cluster_ep_t *c, const char *me, stat
     l->drained = c->drained;
     l->drained_at_ms = c->drained_at_ms;
     l->rate_limited_until_ms = c->rate_limited_until_ms;
+    l->rl_backoff_ms = c->rl_backoff_ms;
     memcpy(l->transitions, c->transitions, sizeof(l->transitions));
 }
 
@@ -93,6 +95,7 @@ void state_cluster_ep_from_local(const state_endpoint_rec_t *l, const state_clus
     c->drained = l->drained;
     c->drained_at_ms = l->drained_at_ms;
     c->rate_limited_until_ms = l->rate_limited_until_ms;
+    c->rl_backoff_ms = l->rl_backoff_ms;
     memcpy(c->transitions, l->transitions, sizeof(c->transitions));
 }
 
@@ -113,8 +116,10 @@ void state_cluster_ep_merge(const state_cluster_ep_t *mine, const state_cluster_
         out->drained = mine->drained;
         out->drained_at_ms = mine->drained_at_ms;
     }
-    if (mine->rate_limited_until_ms > out->rate_limited_until_ms)
+    if (mine->rate_limited_until_ms > out->rate_limited_until_ms) {
         out->rate_limited_until_ms = mine->rate_limited_until_ms;
+        out->rl_backoff_ms = mine->rl_backoff_ms;
+    }
     for (int i = 0; i < 3; i++)
         if (mine->transitions[i] > out->transitions[i])
             out->transitions[i] = mine->transitions[i];

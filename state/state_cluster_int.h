@@ -152,6 +152,7 @@ typedef struct state_cluster_ep {
     uint64_t drained_at_ms;
     uint64_t rate_limited_until_ms;
     uint64_t transitions[3];
+    uint32_t rl_backoff_ms;       /* the rate-limit backoff, doubling across every host's workers */
 } state_cluster_ep_t;
 
 extern const state_schema_t state_cluster_ep_schema;

@@ -106,7 +106,8 @@ Test(cluster, shapes_keep_the_probe_owner_and_the_host_fields)
 {
     state_endpoint_rec_t l = {.breaker = 2, .since_ms = 10, .cooldown_ms = 5000, .opened_at_ms = 5, .probe_pid = 4242,
                               .probe_at_ms = 10, .drained = 1, .drained_at_ms = 7, .rate_limited_until_ms = 99,
-                              .transitions = {1, 2, 3}, .head = 123, .probe_ewma_us = 800, .probe_next_ms = 77};
+                              .transitions = {1, 2, 3}, .head = 123, .probe_ewma_us = 800, .probe_next_ms = 77,
+                              .rl_backoff_ms = 4000};
     state_cluster_ep_t none, c;
     memset(&none, 0, sizeof(none));
     none.version = 55;
@@ -116,6 +117,7 @@ Test(cluster, shapes_keep_the_probe_owner_and_the_host_fields)
     cr_expect_eq(c.probe_pid, 4242);
     cr_expect_eq(c.rate_limited_until_ms, 99);
     cr_expect_eq(c.transitions[2], 3);
+    cr_expect_eq(c.rl_backoff_ms, 4000, "the backoff doubles across hosts");
     /* another host reads the claim as someone else's, keeps its own fields */
     state_endpoint_rec_t other = {.head = 500, .probe_ewma_us = 300, .probe_next_ms = 1};
     state_cluster_ep_to_local(&c, "h2", &other);
