@@ -29,11 +29,13 @@ typedef struct gw_req {
     uint64_t start_us;
     const gw_key_conf_t *key;
     gw_limit_result_t limit;      /* this caller's rate limit, for the headers */
+    gw_limit_wait_t limit_wait;   /* cluster: waiting for a lease of the caller's limit from Redis */
 } gw_req_t;
 
 static void gw_req_dispose(void *p)
 {
     gw_req_t *g = p;
+    gw_limit_wait_cancel(&g->limit_wait);
     if (g->call != NULL) {
         if (g->call_done)
             pool_call_release(g->call);
@@ -158,15 +160,32 @@ static void caller_identity(gw_req_t *g, char *out, size_t cap)
     out[p + w] = '\0';
 }
 
-/* Charges the caller; returns 0 after answering 429 when over its limit. */
+static void forward(gw_req_t *g);
+static int admit(gw_req_t *g, const char *body);
+
+/* cluster: the caller's lease came from Redis (or Redis failed): again */
+static void on_admit_wake(gw_limit_wait_t *w)
+{
+    gw_req_t *g = H2O_STRUCT_FROM_MEMBER(gw_req_t, limit_wait, w);
+    if (admit(g, g->req->entity.base ? g->req->entity.base : "") == 1)
+        forward(g);
+}
+
+/* Charges the caller: 1 admitted, 0 answered 429 (over its limit), 2 waits
+ * for a lease from Redis (cluster:; on_admit_wake goes on). */
 static int admit(gw_req_t *g, const char *body)
 {
     char ident[96] = "";
     uint32_t n = g->rpc.kind == GW_RPC_REJECT ? 1 : (uint32_t)g->rpc.nmembers;
     const gw_tier_conf_t *tier = gw_identity_tier(g->h->cfg, g->key);
+    policy_bucket_t bucket = choose_bucket(&g->rpc);
     if (tier != NULL)
         caller_identity(g, ident, sizeof(ident));
-    gw_limit_charge(g->h->limit, tier, ident, choose_bucket(&g->rpc), n, &g->limit);
+    gw_limit_charge(g->h->limit, tier, ident, bucket, n, &g->limit);
+    if (g->limit.pending) {
+        gw_limit_wait(g->h->limit, ident, bucket, &g->limit_wait, on_admit_wake);
+        return 2;
+    }
     if (g->limit.allowed)
         return 1;
     gw_reply_t *r = &g->reply;
@@ -196,8 +215,16 @@ static void handle_rpc(gw_req_t *g)
                            net->conf->method_overrides, net->conf->nmethod_overrides};
     const char *body = req->entity.base ? req->entity.base : "";
     gw_rpc_parse(body, req->entity.len, &lim, pool_alloc, &req->pool, &g->rpc);
-    if (!admit(g, body))
-        return;
+    if (admit(g, body) == 1)
+        forward(g);
+}
+
+/* The admitted call: answered by sluice alone, or sent upstream. */
+static void forward(gw_req_t *g)
+{
+    h2o_req_t *req = g->req;
+    const gw_net_t *net = g->net;
+    const char *body = req->entity.base ? req->entity.base : "";
     g->nitems = g->rpc.kind == GW_RPC_REJECT ? 0 : collect_items(g);
     if (g->nitems == 0) {
         gw_reply_build(&g->reply, body, &g->rpc, NULL, NULL, 0, NULL);

@@ -14,6 +14,7 @@
 #include "base/sl_log.h"
 #include "base/sl_time.h"
 #include "gateway/gw_handler.h"
+#include "policy/credit.h"
 #include "pool/pool.h"
 #include "state/state.h"
 #include "state/state_cluster.h"
@@ -162,6 +163,24 @@ static void cluster_watch(worker_t *w)
     for (size_t i = 0; i < n; i++)
         free(keys[i]);
     free(keys);
+    /* the credit ledgers: merged with Redis on each return of it */
+    char **ledgers = sl_xcalloc(n * POLICY_CREDIT_WINDOW_COUNT + 1, sizeof(*ledgers));
+    size_t nl = 0;
+    for (size_t i = 0; i < cfg->nnetworks; i++)
+        for (size_t e = 0; e < cfg->networks[i].nendpoints; e++) {
+            const pool_endpoint_conf_t *ep = &cfg->networks[i].endpoints[e];
+            for (policy_credit_window_t win = 0; ep->has_credits && win < POLICY_CREDIT_WINDOW_COUNT; win++) {
+                if (policy_credit_budget(&ep->credits, win) == 0)
+                    continue;
+                ledgers[nl] = sl_xmalloc(STATE_KEY_MAX);
+                state_key_ledger(ledgers[nl++], STATE_KEY_MAX, cfg->networks[i].name, ep->id,
+                                 policy_credit_window_name(win));
+            }
+        }
+    state_cluster_watch_ledgers(w->cluster, (const char *const *)ledgers, nl);
+    for (size_t i = 0; i < nl; i++)
+        free(ledgers[i]);
+    free(ledgers);
     state_cluster_on_change(w->cluster, on_shared_change, w);
     state_cluster_events_worker(w->cluster, w->args->index == 1);
 }

@@ -79,6 +79,17 @@ void policy_gcra_check(const policy_gcra_t *g, uint64_t tat_us, uint64_t now_us,
     };
 }
 
+void policy_gcra_shape(const policy_gcra_t *g, uint64_t *interval_us, uint64_t *capacity_us)
+{
+    if (g->limit == 0) {
+        *interval_us = *capacity_us = 0;
+        return;
+    }
+    gcra_shape_t s = gcra_shape(g);
+    *interval_us = s.interval;
+    *capacity_us = s.capacity;
+}
+
 uint32_t policy_gcra_available(const policy_gcra_t *g, uint64_t tat_us, uint64_t now_us, uint32_t max)
 {
     if (g->limit == 0)

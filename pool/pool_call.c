@@ -50,10 +50,16 @@ static void on_defer(h2o_timeout_entry_t *entry)
     call_finish(H2O_STRUCT_FROM_MEMBER(pool_call_t, defer, entry));
 }
 
+static void on_credit_decided(pool_credit_wait_t *w)
+{
+    call_next(H2O_STRUCT_FROM_MEMBER(pool_call_t, credit_wait, w));
+}
+
 static void on_deadline(h2o_timeout_entry_t *entry)
 {
     pool_call_t *call = H2O_STRUCT_FROM_MEMBER(pool_call_t, deadline, entry);
     pool_delay_cancel(&call->backoff);
+    pool_credit_wait_cancel(&call->credit_wait);
     if (call->ex_active) {
         pool_exchange_cancel(&call->ex);
         call->ex_active = 0;
@@ -251,7 +257,8 @@ static void on_exchange_done(pool_exchange_t *ex)
 }
 
 /* The credits the attempt in call->sent costs at endpoint ep; 0 (and ep
- * marked tried) if its budget lacks them. */
+ * marked tried) if its budget lacks them, -1 if the call waits for a lease
+ * from Redis (cluster:; call_next goes on when it is decided). */
 static int take_credits(pool_call_t *call, int ep)
 {
     pool_endpoint_t *e = &call->net->endpoints[ep];
@@ -269,7 +276,11 @@ static int take_credits(pool_call_t *call, int ep)
     policy_cost_t cost = policy_cost_of_request(e->credit.profile, call->net->conf->chain, NULL, 0, names, lens, n,
                                                 call->batch);
     uint64_t retry_ms = 0;
-    if (pool_credit_take(e, cost, &retry_ms)) {
+    int took = pool_credit_take(e, cost, &retry_ms);
+    if (took == POOL_CREDIT_WAIT) {
+        pool_credit_wait(e, &call->credit_wait, on_credit_decided);
+        ok = -1;
+    } else if (took) {
         /* instrument usage in the provider's own units, budget or not */
         e->health.stats.credits_spent += cost.billed;
         e->health.dirty = 1;
@@ -364,7 +375,10 @@ static void call_next(pool_call_t *call)
         const char *body;
         size_t len;
         int has_write = build_request(call, &body, &len);
-        if (!take_credits(call, ep))
+        int credits = take_credits(call, ep);
+        if (credits < 0)
+            return; /* waits for Redis' answer */
+        if (credits == 0)
             continue; /* skipped before any request was sent */
         pool_fail_t fail = pool_exchange_start(&call->ex, &net->endpoints[ep], body, len, has_write,
                                                on_exchange_done, call);
@@ -420,6 +434,7 @@ void pool_call_release(pool_call_t *call)
     if (call->ex_active)
         pool_exchange_cancel(&call->ex);
     pool_delay_cancel(&call->backoff);
+    pool_credit_wait_cancel(&call->credit_wait);
     if (h2o_timeout_is_linked(&call->deadline))
         h2o_timeout_unlink(&call->deadline);
     if (h2o_timeout_is_linked(&call->defer))

@@ -107,7 +107,17 @@ typedef struct pool_credit {
     uint64_t window_end[POLICY_CREDIT_WINDOW_COUNT];   /* ... and its end (no calendar math per call) */
     uint64_t remaining[POLICY_CREDIT_WINDOW_COUNT];    /* leased, not yet spent */
     uint64_t lacking_until_ms;    /* the ledger said no: skip the endpoint until then */
+    /* cluster: the ledgers are Redis' (pool_credit_cluster.c) */
+    int asking;                   /* a lease from Redis is under way */
+    uint64_t quiet_until_ms;      /* Redis lacked credits for an early lease: none until then */
+    h2o_linklist_t waiters;       /* pool_credit_wait_t: calls waiting for that lease */
 } pool_credit_t;
+
+/* A call waiting for credits from Redis (cluster:). */
+typedef struct pool_credit_wait {
+    h2o_linklist_t link;
+    void (*cb)(struct pool_credit_wait *w);
+} pool_credit_wait_t;
 
 /* What this worker knows about an endpoint's health (pool_health.c). */
 typedef struct pool_health {
@@ -224,6 +234,7 @@ struct pool_call {
     uint32_t round;                   /* rounds over the endpoints so far (retries) */
     uint8_t no_retry[POOL_MAX_ENDPOINTS]; /* not in later rounds (said "unsupported") */
     pool_delay_t backoff;             /* the wait before the next round */
+    pool_credit_wait_t credit_wait;   /* cluster: waiting for a credit lease from Redis */
     uint64_t rate_limited_until_ms;   /* ... skipped as rate-limited: the earliest end */
     sl_buf_t req;                     /* upstream body when it is not the client's bytes */
     sl_buf_t verify_req;              /* the by-hash check of a "nonce too low" */
@@ -327,8 +338,31 @@ void pool_item_settle(pool_item_t *it, pool_item_state_t to);
 /* pool_credit.c */
 void pool_credit_init(pool_endpoint_t *ep);
 /* Takes cost from ep's budget: 1 if it may be spent, 0 if the endpoint lacks
- * credits (*retry_ms: until the earliest window turns over). */
+ * credits (*retry_ms: until the earliest window turns over), POOL_CREDIT_WAIT
+ * if a lease is being asked of Redis (cluster:): the call waits with
+ * pool_credit_wait and takes again when woken. */
+#define POOL_CREDIT_WAIT 2
 int pool_credit_take(pool_endpoint_t *ep, policy_cost_t cost, uint64_t *retry_ms);
+/* The lease size of window w for a call of cost: 1% of the budget, at most
+ * 100,000, at least the cost. */
+uint64_t pool_credit_lease_size(const pool_endpoint_t *ep, policy_credit_window_t w, policy_cost_t cost);
+/* The units of cost window w counts. */
+uint64_t pool_credit_units(policy_cost_t cost, policy_credit_window_t w);
+/* A budget_low / budget_exhausted event of window w. */
+void pool_credit_event(const pool_endpoint_t *ep, state_event_t *ev, state_event_kind_t kind, policy_credit_window_t w,
+                       uint64_t left, uint64_t budget, uint64_t now_ms);
+
+/* pool_credit_cluster.c: the ledgers in Redis. */
+/* Asks Redis for a lease of every window that does not cover cost; 0 if
+ * asked (or a lease is under way already), -1 if it cannot be (the link is
+ * down: the caller leases from the host's ledgers). */
+int pool_credit_cluster_ask(pool_endpoint_t *ep, policy_cost_t cost, uint64_t now_ms);
+/* After a call took its credits: asks for the next lease early when a
+ * window's local lease is below half of one. */
+void pool_credit_cluster_prefetch(pool_endpoint_t *ep, policy_cost_t cost, uint64_t now_ms);
+/* Waits for the lease under way; cb runs once it is decided. */
+void pool_credit_wait(pool_endpoint_t *ep, pool_credit_wait_t *w, void (*cb)(pool_credit_wait_t *w));
+void pool_credit_wait_cancel(pool_credit_wait_t *w);
 
 /* pool_delay.c */
 void pool_delay_init(pool_t *pool);

@@ -311,6 +311,8 @@ static void link_down(state_cluster_t *cl, const char *why)
     cl->hello_pending = 0;
     cl->resync_pending = 0;
     cl->ship_pending = cl->tail_pending = cl->tail_again = 0;
+    cl->ledger_sync_pending = 0;
+    cl->next_ledger_sync_ms = 0; /* merge at once when the link comes up */
     cl->next_tail_ms = 0;
     /* closing runs the pending commands' callbacks with NULL: they fall back */
     state_redis_close(&cl->cmd);
@@ -355,6 +357,8 @@ static void check_up(state_cluster_t *cl, uint64_t now)
     if (now >= cl->next_hello_ms && !cl->hello_pending)
         send_hello(cl);
     state_cluster_events_tick(cl, now);
+    if (cl->events_worker && now >= cl->next_ledger_sync_ms)
+        state_cluster_ledgers_sync(cl);
 }
 
 static void on_tick(h2o_timeout_entry_t *entry)
@@ -426,6 +430,9 @@ void state_cluster_destroy(state_cluster_t *cl)
     for (size_t i = 0; i < cl->nwatched; i++)
         free(cl->watched[i]);
     free(cl->watched);
+    for (size_t i = 0; i < cl->nledgers; i++)
+        free(cl->ledgers[i]);
+    free(cl->ledgers);
     free(cl);
 }
 

@@ -117,6 +117,76 @@ void state_cluster_on_change(state_cluster_t *cl, void (*fn)(void *data), void *
  * events to the Redis stream and appends the other hosts' to the log. One
  * worker per host does it (the gateway picks worker 1). */
 void state_cluster_events_worker(state_cluster_t *cl, int on);
+/* ---- leases from Redis (state_cluster_budget.c) ---- */
+/* Client-limit cells: one per window of a caller's limit. */
+#define STATE_CLUSTER_MAX_CELLS 3
+typedef struct state_cluster_cell {
+    const char *key;              /* "<identity>/<bucket>/<window>" */
+    uint64_t interval_us;         /* GCRA's emission interval I ... */
+    uint64_t capacity_us;         /* ... and capacity C (policy/limiter.c's shape) */
+    uint64_t window_us;           /* a refusal's wait is at most this */
+} state_cluster_cell_t;
+
+typedef struct state_cluster_lease {
+    int ok;                       /* 0: Redis did not answer (the caller decides alone) */
+    uint32_t granted;             /* calls leased (0: refused) */
+    uint64_t retry_us;            /* refused: until `need` calls fit */
+    uint64_t redis_now_us;        /* Redis' clock when it decided */
+    uint64_t tat_us[STATE_CLUSTER_MAX_CELLS]; /* each cell as the lease left it (Redis' clock) */
+} state_cluster_lease_t;
+
+typedef void (*state_cluster_lease_fn)(void *data, const state_cluster_lease_t *r);
+/* Leases up to want calls (at least need, or none) from the cells, in one
+ * script run by Redis with its own clock; fn runs once with the answer (ok
+ * 0 when Redis failed meanwhile). 0 if asked, -1 if the link is not up (fn
+ * is not called). */
+int state_cluster_limit_lease(state_cluster_t *cl, const state_cluster_cell_t *cells, size_t n, uint32_t need,
+                              uint32_t want, state_cluster_lease_fn fn, void *data);
+
+/* Credit ledgers: one per window of an endpoint's budget. */
+#define STATE_CLUSTER_MAX_LEDGERS 4
+typedef struct state_cluster_ask {
+    const char *key;              /* "<network>/<endpoint>/<window>" */
+    uint64_t start_ms, end_ms;    /* the window, by Redis' clock as this host knows it */
+    uint64_t budget;
+    uint64_t need;                /* the call's cost in the window's units */
+    uint64_t size;                /* the lease wanted (at least need) */
+} state_cluster_ask_t;
+
+typedef struct state_cluster_credit {
+    int ok;                       /* 0: Redis did not answer */
+    int granted;                  /* every window granted (else none spent) */
+    size_t n;
+    struct {
+        uint64_t grant;
+        uint64_t start_ms;        /* the window Redis counted in (a caller behind gets the newer one) */
+        uint64_t spent;           /* after this lease */
+        int event;                /* 0, 1: budget_low now, 2: budget_exhausted now (once per window) */
+        uint8_t low, exhausted;
+    } windows[STATE_CLUSTER_MAX_LEDGERS];
+} state_cluster_credit_t;
+
+typedef void (*state_cluster_credit_fn)(void *data, const state_cluster_credit_t *r);
+/* Leases credits from every window of asks[0..n) or none; low_pct: the
+ * share of a budget left at which budget_low is due. The host's copies of
+ * the ledgers are updated before fn runs. 0 if asked, -1 if the link is not
+ * up (fn is not called). */
+int state_cluster_credit_lease(state_cluster_t *cl, const state_cluster_ask_t *asks, size_t n, uint32_t low_pct,
+                               state_cluster_credit_fn fn, void *data);
+/* The ledgers this host uses: the events worker merges them with Redis each
+ * time the link comes up (what the host spent alone goes in; a Redis that
+ * lost them gets the host's copy back) and refreshes the host's copies
+ * every 2 s (so admin/ shows the cluster's spending). */
+void state_cluster_watch_ledgers(state_cluster_t *cl, const char *const *keys, size_t n);
+void state_cluster_ledgers_sync(state_cluster_t *cl);
+/* Keys, in the ledgers database, of the host's copy of Redis' ledger
+ * ("cl/<key>") and of what it spent alone ("cu/<key>"). */
+void state_cluster_ledger_mirror_key(char *out, size_t cap, const char *key);
+void state_cluster_ledger_unsynced_key(char *out, size_t cap, const char *key);
+/* Wall-clock ms by Redis' clock as last measured (this host's own without a
+ * cluster): the credit windows are bounded with it. */
+uint64_t state_cluster_now_ms(const state_cluster_t *cl);
+
 /* Commands this worker has sent to Redis (for the benchmark's count). */
 uint64_t state_cluster_commands(const state_cluster_t *cl);
 

@@ -453,7 +453,10 @@ void state_cluster_ep_message(state_cluster_t *cl, const char *msg, size_t len)
     if (state_record_decode(&state_cluster_ep_schema, nl + 1, len - (size_t)(nl + 1 - msg), &c) != SL_OK)
         return;
     c.version = strtoull(msg + 2, NULL, 10);
-    if (mirror_apply(cl, key, &c, 0, NULL, 0, NULL) && cl->on_change != NULL)
+    mirror_apply(cl, key, &c, 0, NULL, 0, NULL);
+    /* another worker of this host may have written the copy first: this
+     * worker's snapshot is stale either way */
+    if (cl->on_change != NULL)
         cl->on_change(cl->on_change_data);
 }
 

@@ -85,6 +85,9 @@ typedef enum state_script {
     STATE_SCRIPT_GET,             /* endpoint records with their versions */
     STATE_SCRIPT_SHIP,            /* events to the stream, told on the channel */
     STATE_SCRIPT_LEVEL,           /* a network's level: the first host to see a change */
+    STATE_SCRIPT_GCRA,            /* a client-limit lease */
+    STATE_SCRIPT_CREDITS,         /* a credit lease */
+    STATE_SCRIPT_LEDGERS,         /* credit ledgers merged with the host's copies */
     STATE_SCRIPT_COUNT
 } state_script_t;
 
@@ -133,6 +136,10 @@ struct state_cluster {
     int tail_pending;
     int tail_again;               /* told of new entries while a read was under way */
     uint64_t next_tail_ms;
+    char **ledgers;               /* credit ledger keys this host uses */
+    size_t nledgers;
+    int ledger_sync_pending;
+    uint64_t next_ledger_sync_ms;
 };
 
 /* The shared part of an endpoint record as Redis holds it (and the host's

@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { startFake, startSluice, call, sleep, waitFor, adminGet, events, tempDir, renderConfig, sseConnect, SLUICE_BIN }
   from '../lib/harness.mjs';
@@ -368,4 +369,110 @@ test('breakers fall back to each host while Redis is down; on its return the hos
   for (const s of [h1, h2]) await waitMode(s, 'shared', 'Redis back');
   await waitFor(async () => (await view(h2, 'a')).breaker.state === 'open', { timeoutMs: 3000, what: 'h1 told h2' });
   assert.match(redis.cli('HGET', 'sluice:ep:eth/a', 'v'), /^\d+$/);
+});
+
+// ---- client limits and credit budgets shared by the hosts ----
+
+const KEY = 'sl_clusterkey0a1b2c3d4e5f6a7b8c9d0e';
+const keyLines = (perSecond) => `tiers: { t: { per_second: ${perSecond} } }\nkeys: [ { sha256: "${createHash('sha256').update(KEY).digest('hex')}", tier: t, name: "k" } ]`;
+
+// Callers on every host, each sending one call after another for ms.
+async function flood(hosts, ms, { path = `/eth/${KEY}`, per = 6, method = 'eth_call' } = {}) {
+  const counts = {};
+  const end = Date.now() + ms;
+  await Promise.all(hosts.flatMap((s) => Array.from({ length: per }, async () => {
+    while (Date.now() < end) {
+      const r = await fetch(`${s.base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(call(method)) });
+      await r.text();
+      counts[r.status] = (counts[r.status] || 0) + 1;
+    }
+  })));
+  return counts;
+}
+
+test('a key of 10/s under load on both hosts admits 10/s in all (plus at most a lease per worker)', { skip }, async () => {
+  const fake = await startFake({ name: 'f' });
+  const redis = await startRedis();
+  const conf = (host) => ({ workers: 2, networks: { eth: { endpoints: [{ id: 'a', url: fake.url }] } },
+    extra: `${clusterLine(redis.url(), host)}\n${keyLines(10)}` });
+  const h1 = await startSluice(conf('h1'));
+  const h2 = await startSluice(conf('h2'));
+  for (const s of [h1, h2]) await waitMode(s, 'shared', 'start');
+  const secs = 3;
+  const counts = await flood([h1, h2], secs * 1000);
+  const ok = counts[200] || 0;
+  // GCRA: a burst of the limit, then 10/s; 4 workers hold at most one lease (1 call) each
+  const most = 10 + 10 * secs + 4;
+  console.log(`admitted ${ok} of ${ok + (counts[429] || 0)} in ${secs} s on two hosts (at most ${most})`);
+  assert.ok(ok <= most, `admitted ${ok}, at most ${most}: ${JSON.stringify(counts)}`);
+  assert.ok(ok >= 10 * secs - 5, `admitted ${ok}: the limit is not starved`);
+  assert.ok((counts[429] || 0) > ok, 'the load was over the limit');
+  assert.deepEqual(Object.keys(counts).sort(), ['200', '429']);
+  assert.match(redis.cli('KEYS', 'sluice:lim:*'), /sluice:lim:key:k\/standard\/1/);
+});
+
+test('an endpoint with credits.per_second: 20 gets at most 20/s from both hosts together', { skip }, async () => {
+  const fake = await startFake({ name: 'f' });
+  const redis = await startRedis();
+  const conf = (host) => ({ workers: 2,
+    networks: { eth: { lines: ['ranking: { probe_interval_ms: 0 }'],
+      endpoints: [{ id: 'a', url: fake.url, cost_profile: 'flat', credits: '{ per_second: 20 }' }] } },
+    extra: clusterLine(redis.url(), host) });
+  const h1 = await startSluice(conf('h1'));
+  const h2 = await startSluice(conf('h2'));
+  for (const s of [h1, h2]) await waitMode(s, 'shared', 'start');
+  await fake.reset();
+  const secs = 3;
+  const counts = await flood([h1, h2], secs * 1000, { path: '/eth', method: 'eth_chainId' });
+  const sent = (await fake.stats()).requests;
+  // windows are whole seconds of the epoch: a run of 3 s touches 4 of them
+  const most = 20 * (secs + 1);
+  console.log(`the endpoint got ${sent} calls in ${secs} s from two hosts (at most ${most}); ${JSON.stringify(counts)}`);
+  assert.ok(sent <= most, `sent ${sent}, at most ${most}`);
+  assert.ok(sent >= 20 * (secs - 1), `sent ${sent}: the budget is used`);
+  assert.equal(counts[200], sent, 'every call sent was answered');
+  assert.ok(counts[429] > 0, 'the others were refused for lack of credits');
+  assert.match(redis.cli('HGET', 'sluice:led:eth/a/second', 'spent'), /^\d+$/);
+});
+
+test('Redis killed: both hosts keep answering alone, at their share; restarted empty: restored, ledgers intact', { skip }, async () => {
+  const fake = await startFake({ name: 'f' });
+  const redis = await startRedis();
+  const conf = (host) => ({ workers: 2,
+    networks: { eth: { lines: ['ranking: { probe_interval_ms: 0 }'],
+      endpoints: [{ id: 'a', url: fake.url, cost_profile: 'flat', credits: '{ per_second: 20, per_day: 1000 }' }] } },
+    extra: `${clusterLine(redis.url(), host)}\n${keyLines(40)}` });
+  const h1 = await startSluice(conf('h1'));
+  const h2 = await startSluice(conf('h2'));
+  for (const s of [h1, h2]) await waitMode(s, 'shared', 'start');
+  await flood([h1, h2], 1500, { path: '/eth', method: 'eth_chainId', per: 3 });
+  await sleep(2500); // the hosts' copies of the ledgers are refreshed every 2 s
+  const dayBefore = Number(redis.cli('HGET', 'sluice:led:eth/a/day', 'spent'));
+  assert.ok(dayBefore > 0);
+  await redis.kill();
+  for (const s of [h1, h2]) await waitMode(s, 'degraded', 'Redis killed');
+  await fake.reset();
+  const secs = 3;
+  const counts = await flood([h1, h2], secs * 1000, { path: '/eth', method: 'eth_chainId', per: 3 });
+  const sent = (await fake.stats()).requests;
+  console.log(`alone: the endpoint got ${sent} calls in ${secs} s; ${JSON.stringify(counts)}`);
+  assert.deepEqual(Object.keys(counts).filter((k) => k !== '200' && k !== '429'), [], 'no errors, only answers and refusals');
+  assert.ok(counts[200] > 0, 'both hosts keep serving');
+  assert.ok(sent <= 20 * (secs + 1), `each host spends its half of the budget: ${sent}`);
+  // the client limit (40/s for the key) is enforced per host at half
+  const limited = await flood([h1], 2000, { method: 'eth_call', per: 4 });
+  assert.ok(limited[200] <= 20 + 20 * 2 + 4, `one host alone admits its share: ${JSON.stringify(limited)}`);
+  await redis.restart();
+  for (const s of [h1, h2]) await waitMode(s, 'shared', 'Redis back');
+  // the day's leases are 10 credits (1%): each of the 4 workers spent at most one of them from what it held
+  await waitFor(() => Number(redis.cli('HGET', 'sluice:led:eth/a/day', 'spent')) >= dayBefore + sent - 4 * 10,
+    { timeoutMs: 5000, what: `the day ledger back in Redis, with what the hosts spent alone: ${dayBefore} + ${sent}` })
+    .catch((e) => { throw new Error(`${e.message}; Redis has ${redis.cli('HGETALL', 'sluice:led:eth/a/day')}`); });
+  // each host's feed: both hosts' cluster_degraded, once each (shipped when Redis came back)
+  for (const s of [h1, h2]) {
+    await waitFor(async () => (await kinds(s, 'cluster_degraded')).length >= 2, { timeoutMs: 5000, what: 'both events' });
+    const deg = await kinds(s, 'cluster_degraded');
+    assert.deepEqual(deg.map((e) => e.host).sort(), ['h1', 'h2']);
+  }
 });

@@ -428,3 +428,30 @@ Test(limiter, bucket_names)
         for (int c = 0; c < b; c++)
             cr_expect_str_neq(policy_bucket_name(b), policy_bucket_name(c));
 }
+
+/* The shape handed to Redis is the one the C arithmetic uses: a cell that
+ * admits k calls at backlog d is exactly floor((C - d) / I) of them. */
+Test(limiter, shape_agrees_with_available)
+{
+    static const policy_gcra_t cases[] = {
+        {1000000, 10}, {1000000, 3}, {1000000, 300000}, {1000000, 1000000}, {1000000, 4000000},
+        {60000000, 7}, {86400000000ull, 1}, {86400000000ull, 4294967295u},
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        uint64_t i, cap;
+        policy_gcra_shape(&cases[c], &i, &cap);
+        cr_assert_gt(i, 0);
+        cr_expect_leq(cap, cases[c].window_us, "the burst never exceeds the window");
+        for (uint64_t d = 0; d <= cap + i; d += cap / 7 + 1) {
+            uint64_t now = 5000000000ull, tat = now + d;
+            uint64_t fits = d >= cap ? 0 : (cap - d) / i;
+            uint32_t want = fits > 100000 ? 100000 : (uint32_t)fits + 3;
+            uint32_t got = policy_gcra_available(&cases[c], tat, now, want);
+            cr_expect_eq(got, fits < want ? fits : want, "limit %u backlog %llu", cases[c].limit, (unsigned long long)d);
+        }
+    }
+    uint64_t i = 9, cap = 9;
+    policy_gcra_shape(&(policy_gcra_t){1000000, 0}, &i, &cap);
+    cr_expect_eq(i, 0);
+    cr_expect_eq(cap, 0);
+}
