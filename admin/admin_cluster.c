@@ -20,6 +20,24 @@ void admin_cluster_metrics(admin_t *a, sl_buf_t *b)
     sl_buf_printf(b, "# HELP sluice_cluster_hosts Hosts seen in Redis within the last 10 s (as last seen).\n"
                      "# TYPE sluice_cluster_hosts gauge\nsluice_cluster_hosts{host=\"%s\"} %u\n",
                   a->conf.cluster_host, m.hosts ? m.hosts : 1);
+    uint64_t commands = 0;
+    if (state_read_begin(a->conf.state) == SL_OK) {
+        commands = state_cluster_commands_sum(a->conf.state, a->conf.nworkers);
+        state_read_end(a->conf.state);
+    }
+    sl_buf_printf(b, "# HELP sluice_cluster_redis_commands_total Commands this host's workers sent to Redis.\n"
+                     "# TYPE sluice_cluster_redis_commands_total counter\n"
+                     "sluice_cluster_redis_commands_total{host=\"%s\"} %llu\n",
+                  a->conf.cluster_host, (unsigned long long)commands);
+}
+
+cJSON *admin_cluster_scope_json(admin_t *a, const state_cluster_mode_rec_t *m)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "counters", a->conf.cluster_host); /* requests, outcomes, latency: this host's */
+    /* breaker, drain, rate-limit mark and credits: every host's, unless Redis is away */
+    cJSON_AddStringToObject(o, "shared_state", m->mode == STATE_CLUSTER_SHARED ? "cluster" : "this host");
+    return o;
 }
 
 cJSON *admin_cluster_json(admin_t *a)

@@ -9,6 +9,7 @@
 #include "policy/breaker.h"
 #include "policy/method.h"
 #include "pool/pool_conf.h"
+#include "state/state_cluster.h"
 #include "state/state_key.h"
 
 static void add_time(cJSON *o, const char *name, uint64_t ms)
@@ -121,8 +122,14 @@ int admin_route_endpoints(admin_t *a, h2o_req_t *req)
     admin_ep_view_t *v = admin_view_collect(a, &n);
     uint64_t now = sl_wall_ms();
     cJSON *arr = cJSON_CreateArray();
-    for (size_t i = 0; i < n; i++)
-        cJSON_AddItemToArray(arr, endpoint_json(&v[i], now));
+    state_cluster_mode_rec_t mode = a->conf.cluster_host ? state_cluster_mode_get(a->conf.state)
+                                                         : (state_cluster_mode_rec_t){0, 0, 0};
+    for (size_t i = 0; i < n; i++) {
+        cJSON *o = endpoint_json(&v[i], now);
+        if (a->conf.cluster_host != NULL)
+            cJSON_AddItemToObject(o, "cluster", admin_cluster_scope_json(a, &mode));
+        cJSON_AddItemToArray(arr, o);
+    }
     admin_view_free(v, n);
     return admin_send_json(req, 200, arr);
 }

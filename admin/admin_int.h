@@ -120,6 +120,10 @@ void admin_credits_metrics(admin_t *a, sl_buf_t *b, const admin_ep_view_t *v, si
  * (nothing without cluster:). */
 void admin_cluster_metrics(admin_t *a, sl_buf_t *b);
 cJSON *admin_cluster_json(admin_t *a);
+/* Per endpoint in /admin/endpoints: whose counters these are, and whether
+ * the breaker and credits shown are the cluster's. */
+struct state_cluster_mode_rec;
+cJSON *admin_cluster_scope_json(admin_t *a, const struct state_cluster_mode_rec *m);
 
 /* The JSON object of one event (shared by the feed and the stream). */
 cJSON *admin_event_json(const state_event_t *ev);

@@ -305,7 +305,7 @@ int gw_worker_main(const gw_worker_args_t *args)
         close(args->ready_fd);
     }
     sl_log_debug("serving on %s", args->main_addr.text);
-    uint64_t last_flush = sl_now_ms();
+    uint64_t last_flush = sl_now_ms(), last_cluster_put = last_flush;
     while (!stop_requested) {
         h2o_evloop_run(w.ctx.loop, HOUSEKEEPING_MS);
         uint64_t now = sl_now_ms();
@@ -313,6 +313,11 @@ int gw_worker_main(const gw_worker_args_t *args)
             sl_log_flush();
             if (cfg->state.flush_ms != 0)
                 gw_stats_flush(w.stats);
+            if (w.cluster != NULL && now - last_cluster_put >= 1000) {
+                if (state_cluster_counters_put(w.cluster, args->index) != SL_OK)
+                    sl_log_debug("cluster: cannot write this worker's command count");
+                last_cluster_put = now;
+            }
             last_flush = now;
         }
     }

@@ -460,3 +460,35 @@ uint64_t state_cluster_commands(const state_cluster_t *cl)
 {
     return cl != NULL ? cl->commands : 0;
 }
+
+sl_err_t state_cluster_counters_put(state_cluster_t *cl, unsigned slot)
+{
+    if (cl->commands == cl->commands_put)
+        return SL_OK;
+    char key[32];
+    snprintf(key, sizeof(key), "cluster/%u", slot);
+    state_counters_rec_t *rec = sl_xcalloc(1, sizeof(*rec));
+    rec->n = 1;
+    rec->v[0] = cl->commands;
+    const char *keys[1] = {key};
+    const state_counters_rec_t *recs[1] = {rec};
+    sl_err_t err = state_counters_put(cl->st, keys, recs, 1);
+    free(rec);
+    if (err == SL_OK)
+        cl->commands_put = cl->commands;
+    return err;
+}
+
+uint64_t state_cluster_commands_sum(state_t *st, unsigned nworkers)
+{
+    uint64_t sum = 0;
+    state_counters_rec_t *rec = sl_xcalloc(1, sizeof(*rec));
+    for (unsigned slot = 1; slot <= nworkers; slot++) {
+        char key[32];
+        snprintf(key, sizeof(key), "cluster/%u", slot);
+        if (state_counters_get(st, key, rec) == SL_OK && rec->n >= 1)
+            sum += rec->v[0];
+    }
+    free(rec);
+    return sum;
+}

@@ -189,5 +189,11 @@ uint64_t state_cluster_now_ms(const state_cluster_t *cl);
 
 /* Commands this worker has sent to Redis (for the benchmark's count). */
 uint64_t state_cluster_commands(const state_cluster_t *cl);
+/* Writes this worker's count of Redis commands to its slot ("cluster/<slot>"
+ * in the stats database) for /metrics; the worker calls it every second. */
+SL_MUST_CHECK sl_err_t state_cluster_counters_put(state_cluster_t *cl, unsigned slot);
+/* The commands every worker of this host sent (slots 1..nworkers), inside a
+ * snapshot (state_read_begin). */
+uint64_t state_cluster_commands_sum(state_t *st, unsigned nworkers);
 
 #endif

@@ -122,6 +122,7 @@ struct state_cluster {
     uint32_t hosts;               /* hosts last seen (>= 1) */
     int64_t redis_offset_ms;      /* Redis TIME minus this host's wall clock, at the last heartbeat */
     uint64_t commands;            /* sent by this worker */
+    uint64_t commands_put;        /* ... as last written to its slot */
     char down_why[160];           /* why the link last went down */
     int reported_down;            /* the current outage was logged */
     int destroying;

@@ -86,6 +86,8 @@ test('Redis killed and restarted: both hosts keep answering, each reports degrad
     const m = await adminGet(s, '/metrics');
     assert.match(m.text, new RegExp(`sluice_cluster_mode\\{host="${r.cluster.host}",mode="degraded"\\} 1`));
     assert.match(m.text, new RegExp(`sluice_cluster_mode\\{host="${r.cluster.host}",mode="shared"\\} 0`));
+    const ep = (await adminGet(s, '/admin/endpoints')).json[0];
+    assert.deepEqual(ep.cluster, { counters: r.cluster.host, shared_state: 'this host' });
   }
   await sleep(1500); // several reconnect attempts fail meanwhile: still one event
   await redis.restart();
@@ -94,6 +96,12 @@ test('Redis killed and restarted: both hosts keep answering, each reports degrad
   traffic.stop = true;
   await traffic.done;
   assert.deepEqual(traffic.bad, [], 'every request answered 200 through the outage');
+  for (const s of [h1, h2]) {
+    const ep = (await adminGet(s, '/admin/endpoints')).json[0];
+    assert.equal(ep.cluster.shared_state, 'cluster');
+    await waitFor(async () => /sluice_cluster_redis_commands_total\{host="h\d"\} [1-9]/.test((await adminGet(s, '/metrics')).text),
+      { timeoutMs: 3000, what: 'the command count' });
+  }
   assert.ok(traffic.ok > 50, `requests were made (${traffic.ok})`);
   // each host's feed: its own events and, once Redis is back, the other's
   for (const s of [h1, h2]) {
