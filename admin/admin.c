@@ -96,6 +96,7 @@ static const admin_route_t routes[] = {
     {"POST", "/admin/endpoints/", 1, 1, admin_route_drain},
     {"GET", "/admin/events", 0, 1, admin_route_events},
     {"GET", "/admin/events/stream", 0, 1, admin_route_stream},
+    {"POST", "/admin/reload", 0, 1, admin_route_reload},
 };
 
 static int authorized(admin_t *a, h2o_req_t *req)

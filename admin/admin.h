@@ -8,6 +8,7 @@
  *   GET  /admin/events?since=SEQ&limit=N JSON array, oldest first
  *   GET  /admin/events/stream            Server-Sent Events, resumes from Last-Event-ID
  *   GET  /metrics                        Prometheus text format
+ *   POST /admin/reload                   as SIGHUP; answers with the reload's event
  *
  * Routes are one table (admin/admin.c). Every route but /healthz needs
  * "Authorization: Bearer <admin.token>" when a token is configured; the
@@ -36,6 +37,9 @@ typedef struct admin_conf {
     h2o_loop_t *loop;             /* for the event stream's timers */
     /* 0 when this process should not get traffic (draining); why says so */
     int (*ready)(void *data, char *why, size_t why_len);
+    /* asks the master to reload for the request tagged tag (0 on success);
+     * NULL: POST /admin/reload answers 503 */
+    int (*reload)(void *data, uint8_t tag);
     void *data;
     const char *cluster_host;     /* this host's name in the cluster, NULL without cluster: */
 } admin_conf_t;

@@ -10,10 +10,14 @@
 #include "policy/method.h"
 
 /* What the ledger says window w of v's endpoint spent, 0 if its record is of
- * an earlier window; *start and *end get the window that holds now. */
-static uint64_t window_spent(const admin_ep_view_t *v, policy_credit_window_t w, uint64_t now, uint64_t *start, uint64_t *end)
+ * an earlier window; *start and *end get the window that holds now (or the
+ * record's, when it is ahead: windows never move back, pool_credit.c). */
+static uint64_t window_spent(const admin_ep_view_t *v, policy_credit_window_t w, uint64_t now, uint64_t *start,
+                             uint64_t *end)
 {
     policy_credit_window_bounds(w, now, v->ep->credits.month_reset_day, start, end);
+    if (v->ledger[w].window_start_ms > *start)
+        policy_credit_window_bounds(w, v->ledger[w].window_start_ms, v->ep->credits.month_reset_day, start, end);
     return v->ledger[w].window_start_ms == *start ? v->ledger[w].spent : 0;
 }
 
@@ -81,7 +85,7 @@ void admin_credits_metrics(admin_t *a, sl_buf_t *b, const admin_ep_view_t *v, si
     for (size_t i = 0; i < n; i++)
         sl_buf_printf(b, "sluice_credits_spent_total{network=\"%s\",endpoint=\"%s\"} %llu\n", v[i].net->name,
                       v[i].ep->id, (unsigned long long)v[i].stats.credits_spent);
-    uint64_t now = sl_wall_ms();
+    uint64_t now = sl_shared_ms();
     /* the budget next to what is left, so an alert can say "under 10%" */
     for (int remaining = 1; remaining >= 0; remaining--) {
         const char *name = remaining ? "sluice_credits_remaining" : "sluice_credits_budget";

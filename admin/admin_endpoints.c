@@ -120,7 +120,7 @@ int admin_route_endpoints(admin_t *a, h2o_req_t *req)
 {
     size_t n;
     admin_ep_view_t *v = admin_view_collect(a, &n);
-    uint64_t now = sl_wall_ms();
+    uint64_t now = sl_shared_ms();
     cJSON *arr = cJSON_CreateArray();
     state_cluster_mode_rec_t mode = a->conf.cluster_host ? state_cluster_mode_get(a->conf.state)
                                                          : (state_cluster_mode_rec_t){0, 0, 0};
@@ -238,7 +238,7 @@ int admin_route_drain(admin_t *a, h2o_req_t *req)
     int drain;
     if (!parse_drain_path(req->path_normalized, net, id, sizeof(net), &drain))
         return admin_send_text(req, 404, "application/json", H2O_STRLIT("{\"error\":\"no such admin route\"}"));
-    drain_ctx_t c = {NULL, NULL, drain, sl_wall_ms()};
+    drain_ctx_t c = {NULL, NULL, drain, sl_shared_ms()};
     for (size_t i = 0; i < a->conf.nnetworks && c.ep == NULL; i++)
         for (size_t e = 0; e < a->conf.networks[i].nendpoints; e++)
             if (strcmp(a->conf.networks[i].name, net) == 0 && strcmp(a->conf.networks[i].endpoints[e].id, id) == 0) {

@@ -51,6 +51,10 @@ struct admin {
     h2o_handler_t super;          /* first: h2o calls on_req with this pointer */
     admin_conf_t conf;
     h2o_timeout_t sse_timeout;    /* the event streams' polling tick */
+    h2o_timeout_t reload_timeout; /* reload requests' polling tick (set up on first use) */
+    int reload_timeout_ready;
+    uint8_t reload_tag;           /* the last tag given to a reload request */
+    unsigned reload_waiting;      /* reload requests waiting for their event */
     admin_guard_t guard;          /* this worker's Host names and failed-auth table */
     char page_csp[320];           /* the operator page's Content-Security-Policy */
 };
@@ -90,7 +94,7 @@ int admin_view_ready(const admin_ep_view_t *v, size_t n, const admin_conf_t *con
 /* Sends a cJSON document (and frees it). */
 int admin_send_json(h2o_req_t *req, int status, cJSON *doc);
 int admin_send_text(h2o_req_t *req, int status, const char *content_type, const char *body, size_t len);
-/* "2026-11-29T14:00:00.123Z" from wall-clock ms; 0 gives NULL in JSON. */
+/* "2026-11-29T14:00:00.123Z" from shared-time ms (which reads as wall time); 0 gives NULL in JSON. */
 void admin_iso_time(uint64_t ms, char out[32]);
 /* A query parameter's value as an unsigned number, or dflt. */
 uint64_t admin_query_u64(h2o_req_t *req, const char *name, uint64_t dflt);
@@ -103,6 +107,7 @@ int admin_route_drain(admin_t *a, h2o_req_t *req);
 int admin_route_events(admin_t *a, h2o_req_t *req);
 int admin_route_stream(admin_t *a, h2o_req_t *req);
 int admin_route_metrics(admin_t *a, h2o_req_t *req);
+int admin_route_reload(admin_t *a, h2o_req_t *req);
 int admin_route_page(admin_t *a, h2o_req_t *req);
 /* Computes a->page_csp from the embedded page (admin_page.c). */
 void admin_page_init(admin_t *a);

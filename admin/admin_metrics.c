@@ -13,6 +13,7 @@
 #include "base/sl_buf.h"
 #include "policy/breaker.h"
 #include "policy/method.h"
+#include "state/state_key.h"
 #include "state/state_sum.h"
 
 static void help(sl_buf_t *b, const char *name, const char *type, const char *text)
@@ -119,6 +120,89 @@ static void health(sl_buf_t *b, const admin_ep_view_t *v, size_t n)
     }
 }
 
+/* The workers' own limits (STATE_SRV_*, one list per worker slot). Rows of
+ * the same metric are adjacent: HELP and TYPE are written once. */
+static const struct {
+    const char *name, *type, *labels, *text;
+    int max;                      /* the highest worker's value, not the sum */
+} srv_rows[STATE_SRV_COUNT] = {
+    [STATE_SRV_CONNECTIONS] = {"sluice_client_connections", "gauge", NULL, "Client connections open."},
+    [STATE_SRV_ACCEPTED] = {"sluice_client_connections_accepted_total", "counter", NULL,
+                            "Client connections accepted."},
+    [STATE_SRV_MAX_CONN_PAUSES] = {"sluice_accept_pauses_total", "counter", "reason=\"max_connections\"",
+                                   "Times a worker stopped accepting: at server.max_connections, or after accept "
+                                   "failed for want of descriptors or memory (EMFILE)."},
+    [STATE_SRV_ACCEPT_ERRORS] = {"sluice_accept_pauses_total", "counter", "reason=\"accept_error\"", NULL},
+    [STATE_SRV_WRITE_TIMEOUTS] = {"sluice_client_write_timeouts_total", "counter", NULL,
+                                  "Client connections reset for taking no answer bytes for server.write_timeout_ms."},
+    [STATE_SRV_BUFFERED_BYTES] = {"sluice_buffered_answer_bytes", "gauge", NULL,
+                                  "Answer bytes held in memory (budget: server.max_buffered_bytes per worker)."},
+    [STATE_SRV_BUFFERED_PEAK] = {"sluice_buffered_answer_bytes_peak", "gauge", NULL,
+                                 "The most answer bytes one worker has held at once.", 1},
+    [STATE_SRV_BUFFER_REFUSED] = {"sluice_requests_refused_total", "counter", "reason=\"buffered_bytes\"",
+                                  "Requests refused by a worker's own limits: 503 at server.max_buffered_bytes, "
+                                  "431/414 over the header limits."},
+    [STATE_SRV_HEAD_REFUSED] = {"sluice_requests_refused_total", "counter", "reason=\"header_too_large\"", NULL},
+};
+
+static void server_limits(admin_t *a, sl_buf_t *b)
+{
+    uint64_t sum[STATE_SRV_COUNT] = {0};
+    state_counters_rec_t *rec = sl_xmalloc(sizeof(*rec));
+    for (unsigned slot = 1; slot <= a->conf.nworkers; slot++) {
+        char key[STATE_KEY_MAX];
+        state_key_server(key, sizeof(key), slot);
+        if (state_counters_get(a->conf.state, key, rec) != SL_OK || rec->n != STATE_SRV_COUNT)
+            continue;
+        for (int k = 0; k < STATE_SRV_COUNT; k++)
+            sum[k] = srv_rows[k].max ? (rec->v[k] > sum[k] ? rec->v[k] : sum[k]) : sum[k] + rec->v[k];
+    }
+    free(rec);
+    for (int k = 0; k < STATE_SRV_COUNT; k++) {
+        if (srv_rows[k].text != NULL)
+            help(b, srv_rows[k].name, srv_rows[k].type, srv_rows[k].text);
+        if (srv_rows[k].labels != NULL)
+            sl_buf_printf(b, "%s{%s} %llu\n", srv_rows[k].name, srv_rows[k].labels, (unsigned long long)sum[k]);
+        else
+            sl_buf_printf(b, "%s %llu\n", srv_rows[k].name, (unsigned long long)sum[k]);
+    }
+}
+
+/* Shared state's health: workers enforcing locally, and the limit cells. */
+static void state_health(admin_t *a, sl_buf_t *b)
+{
+    uint64_t on[STATE_PART_COUNT] = {0}, decisions[STATE_PART_COUNT] = {0};
+    state_counters_rec_t *rec = sl_xmalloc(sizeof(*rec));
+    if (state_read_begin(a->conf.state) == SL_OK) {
+        for (unsigned slot = 1; slot <= a->conf.nworkers; slot++) {
+            char key[STATE_KEY_MAX];
+            state_key_degraded(key, sizeof(key), slot);
+            if (state_counters_get(a->conf.state, key, rec) != SL_OK || rec->n != STATE_DEGRADED_COUNTERS)
+                continue;
+            for (int p = 0; p < STATE_PART_COUNT; p++) {
+                on[p] += rec->v[2 * p];
+                decisions[p] += rec->v[2 * p + 1];
+            }
+        }
+        state_read_end(a->conf.state);
+    }
+    free(rec);
+    help(b, "sluice_state_degraded_workers", "gauge",
+         "Workers enforcing client limits or credit budgets alone because shared state failed.");
+    for (int p = 0; p < STATE_PART_COUNT; p++)
+        sl_buf_printf(b, "sluice_state_degraded_workers{part=\"%s\"} %llu\n", state_part_name((state_part_t)p),
+                      (unsigned long long)on[p]);
+    help(b, "sluice_state_local_decisions_total", "counter",
+         "Calls decided by a worker's own share of a limit or budget while shared state failed.");
+    for (int p = 0; p < STATE_PART_COUNT; p++)
+        sl_buf_printf(b, "sluice_state_local_decisions_total{part=\"%s\"} %llu\n",
+                      state_part_name((state_part_t)p), (unsigned long long)decisions[p]);
+    help(b, "sluice_limit_cells", "gauge", "Client-limit cells stored (GCRA, shared by the workers).");
+    sl_buf_printf(b, "sluice_limit_cells %zu\n", state_cells_count(a->conf.state));
+    help(b, "sluice_limit_cells_max", "gauge", "The most client-limit cells kept (state.max_limit_cells).");
+    sl_buf_printf(b, "sluice_limit_cells_max %zu\n", state_cells_max(a->conf.state));
+}
+
 int admin_route_metrics(admin_t *a, h2o_req_t *req)
 {
     sl_buf_t b = SL_BUF_INIT;
@@ -126,6 +210,7 @@ int admin_route_metrics(admin_t *a, h2o_req_t *req)
     admin_ep_view_t *v = admin_view_collect(a, &n);
     if (state_read_begin(a->conf.state) == SL_OK) {
         requests(a, &b);
+        server_limits(a, &b);
         state_read_end(a->conf.state);
     }
     attempts(&b, v, n);
@@ -138,6 +223,7 @@ int admin_route_metrics(admin_t *a, h2o_req_t *req)
     sl_buf_printf(&b, "sluice_state_map_used_bytes %zu\n", used);
     help(&b, "sluice_state_map_size_bytes", "gauge", "Size of the LMDB map (state.map_size_mb).");
     sl_buf_printf(&b, "sluice_state_map_size_bytes %zu\n", size);
+    state_health(a, &b);
     /* a gauge: a sequence number is a position, not a count (promtool wants
      * counters named _total) */
     help(&b, "sluice_events_last_seq", "gauge", "Sequence number of the newest event.");

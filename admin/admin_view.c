@@ -55,7 +55,7 @@ static int credits_out(const admin_ep_view_t *v, uint64_t now)
     for (policy_credit_window_t w = 0; v->ep->has_credits && w < POLICY_CREDIT_WINDOW_COUNT; w++) {
         uint64_t budget = policy_credit_budget(&v->ep->credits, w), start, end;
         policy_credit_window_bounds(w, now, v->ep->credits.month_reset_day, &start, &end);
-        if (budget != 0 && v->ledger[w].window_start_ms == start && v->ledger[w].spent >= budget)
+        if (budget != 0 && v->ledger[w].window_start_ms >= start && v->ledger[w].spent >= budget)
             return 1;
     }
     return 0;
@@ -109,7 +109,7 @@ admin_ep_view_t *admin_view_collect(admin_t *a, size_t *n)
     for (size_t i = 0; i < a->conf.nnetworks; i++)
         total += a->conf.networks[i].nendpoints;
     admin_ep_view_t *v = sl_xcalloc(total ? total : 1, sizeof(*v));
-    uint64_t now = sl_wall_ms();
+    uint64_t now = sl_shared_ms();
     int snapshot = state_read_begin(a->conf.state) == SL_OK;
     size_t k = 0;
     for (size_t i = 0; i < a->conf.nnetworks; i++) {

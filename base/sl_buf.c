@@ -82,6 +82,17 @@ void sl_buf_reserve(sl_buf_t *b, size_t extra)
     b->cap = cap;
 }
 
+void sl_buf_reserve_exact(sl_buf_t *b, size_t extra)
+{
+    if (extra > SIZE_MAX - b->len - 1)
+        abort();
+    size_t need = b->len + extra + 1;
+    if (need <= b->cap)
+        return;
+    b->base = sl_xrealloc(b->base, need);
+    b->cap = need;
+}
+
 void sl_buf_append(sl_buf_t *b, const void *p, size_t n)
 {
     sl_buf_reserve(b, n);

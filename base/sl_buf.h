@@ -22,6 +22,9 @@ void sl_buf_init(sl_buf_t *b);
 void sl_buf_dispose(sl_buf_t *b);
 void sl_buf_reset(sl_buf_t *b);               /* len = 0, keeps the memory */
 void sl_buf_reserve(sl_buf_t *b, size_t extra); /* room for extra more bytes */
+/* Room for exactly extra more bytes when it must grow (no doubling): for a
+ * size known in advance, such as an answer's Content-Length. */
+void sl_buf_reserve_exact(sl_buf_t *b, size_t extra);
 void sl_buf_append(sl_buf_t *b, const void *p, size_t n);
 void sl_buf_append_str(sl_buf_t *b, const char *s);
 void sl_buf_append_char(sl_buf_t *b, char c);

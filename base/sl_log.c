@@ -46,12 +46,14 @@ int sl_log_level_parse(const char *s)
 
 void sl_log_timestamp(char out[32])
 {
-    struct timeval tv;
+    /* the wall clock itself: gettimeofday is shared time in sluice
+     * (gateway/gw_timeofday.c) */
+    struct timespec ts;
     struct tm tm;
-    gettimeofday(&tv, NULL);
-    gmtime_r(&tv.tv_sec, &tm);
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
     size_t n = strftime(out, 32, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out + n, 32 - n, ".%03dZ", (int)(tv.tv_usec / 1000) % 1000);
+    snprintf(out + n, 32 - n, ".%03dZ", (int)(ts.tv_nsec / 1000000) % 1000);
 }
 
 /* Writes all of p[0..n) to stderr, retrying short writes and EINTR. */
@@ -128,4 +130,26 @@ void sl_log_flush(void)
         off += n;
     }
     sl_buf_reset(&access_buf);
+}
+
+int sl_log_limit_pass(sl_log_limit_t *l, uint64_t now_ms, uint32_t interval_ms, uint64_t *held)
+{
+    if (l->next_ms != 0 && now_ms < l->next_ms) {
+        l->held++;
+        return 0;
+    }
+    *held = l->held;
+    l->held = 0;
+    l->next_ms = now_ms + interval_ms;
+    if (l->next_ms == 0) /* 0 means "never written": keep it distinct */
+        l->next_ms = 1;
+    return 1;
+}
+
+const char *sl_log_held_text(uint64_t held, char out[SL_LOG_HELD_MAX])
+{
+    if (held == 0)
+        return "";
+    snprintf(out, SL_LOG_HELD_MAX, " (%llu more like it since the last one)", (unsigned long long)held);
+    return out;
 }

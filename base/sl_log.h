@@ -8,6 +8,7 @@
 #define SL_LOG_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef enum sl_log_level {
     SL_LOG_ERROR,
@@ -43,6 +44,23 @@ void sl_log(sl_log_level_t level, const char *fmt, ...) __attribute__((format(pr
 void sl_log_access(const char *line, size_t len);
 /* Writes queued access-log lines; the worker calls it on a timer and at exit. */
 void sl_log_flush(void);
+
+/* A line that a flood could repeat (every refused connection, every stalled
+ * client): at most one per interval, saying how many were held back, so a
+ * flood of events cannot become a flood of log lines. Zero-initialise. */
+typedef struct sl_log_limit {
+    uint64_t next_ms;             /* no line before this (monotonic ms) */
+    uint64_t held;                /* lines held back since the last one */
+} sl_log_limit_t;
+
+/* 1 if a line may be written at now_ms (then *held gets the number held back
+ * since the previous one, and the next is due interval_ms later); 0 if this
+ * one is held back (counted). */
+int sl_log_limit_pass(sl_log_limit_t *l, uint64_t now_ms, uint32_t interval_ms, uint64_t *held);
+/* The tail of such a line: " (N more like it since the last one)" when held
+ * > 0, else "". Returns out (or the literal ""). */
+#define SL_LOG_HELD_MAX 64
+const char *sl_log_held_text(uint64_t held, char out[SL_LOG_HELD_MAX]);
 
 /* Formats the wall clock as RFC 3339 UTC with milliseconds into out[32]. */
 void sl_log_timestamp(char out[32]);

@@ -13,6 +13,7 @@ build=(build-essential cmake pkg-config
        libh2o-evloop-dev libssl-dev libcjson-dev libyaml-dev liblmdb-dev libmsgpack-dev libhiredis-dev)
 test=(libcriterion-dev clang libclang-rt-14-dev
       openssl curl procps util-linux lmdb-utils wrk nginx-light docker-compose git chromium
+      podman podman-compose runc netavark aardvark-dns iptables debootstrap
       prometheus python3-jsonschema redis-server)
 node=(nodejs npm)
 

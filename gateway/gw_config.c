@@ -197,7 +197,18 @@ static const gw_cfg_field_t server_fields[] = {
     {"cors_origins", GW_CFG_FN, .fn = server_cors},
     {"trusted_proxies", GW_CFG_FN, .fn = server_proxies},
     {"read_multiplier", GW_CFG_U32, offsetof(gw_server_conf_t, read_multiplier), 1, 1000},
+    {"max_connections", GW_CFG_U32, offsetof(gw_server_conf_t, max_connections), 1, 1000000},
+    {"idle_timeout_ms", GW_CFG_U32, offsetof(gw_server_conf_t, idle_timeout_ms), 100, 3600000},
+    {"write_timeout_ms", GW_CFG_U32, offsetof(gw_server_conf_t, write_timeout_ms), 100, 3600000},
+    {"max_buffered_bytes", GW_CFG_SIZE, offsetof(gw_server_conf_t, max_buffered_bytes), 1024 * 1024,
+     UINT64_C(1) << 40},
+    /* h2o itself answers 400 to a head over H2O_MAX_REQLEN (8 KiB + 4 KiB per
+     * header, 408 KiB): limits past 256 KiB would never be reached */
+    {"max_header_line_bytes", GW_CFG_U32, offsetof(gw_server_conf_t, max_header_line_bytes), 256, 256 * 1024},
+    {"max_header_bytes", GW_CFG_U32, offsetof(gw_server_conf_t, max_header_bytes), 1024, 256 * 1024},
+    {"ipv6_prefix", GW_CFG_U32, offsetof(gw_server_conf_t, ipv6_prefix), 1, 128},
 };
+
 
 /* ---- admin, state, log ---- */
 
@@ -240,6 +251,7 @@ static const gw_cfg_field_t state_fields[] = {
     {"flush_ms", GW_CFG_U32, offsetof(gw_state_conf_t, flush_ms), 0, 60000},
     {"event_max_count", GW_CFG_U32, offsetof(gw_state_conf_t, event_max_count), 10, 100000000},
     {"event_max_age_hours", GW_CFG_U32, offsetof(gw_state_conf_t, event_max_age_hours), 1, 87600},
+    {"max_limit_cells", GW_CFG_U32, offsetof(gw_state_conf_t, max_limit_cells), 0, 1000000000},
 };
 
 static const gw_cfg_field_t log_fields[] = {
@@ -249,9 +261,47 @@ static const gw_cfg_field_t log_fields[] = {
 
 #define NFIELDS(t) (sizeof(t) / sizeof((t)[0]))
 
+static void server_error(gw_cfg_t *c, yaml_node_t *n, const char *key, const char *msg, unsigned long long a,
+                         unsigned long long b)
+{
+    size_t mark = gw_cfg_push(c, key);
+    gw_cfg_error(c, gw_cfg_line(gw_cfg_get(c, n, key)), msg, a, b);
+    gw_cfg_pop(c, mark);
+}
+
+/* 1 if key was in the mapping (given: gw_cfg_map_decode's mask over server_fields). */
+static int server_given(uint64_t given, const char *key)
+{
+    for (size_t i = 0; i < sizeof(server_fields) / sizeof(server_fields[0]); i++)
+        if (strcmp(server_fields[i].key, key) == 0)
+            return (given >> i) & 1;
+    return 0;
+}
+
+/* Limits that must agree with each other. An unset max_buffered_bytes grows
+ * to max_response_bytes, so a large answer limit alone stays valid. */
+static void check_server(gw_cfg_t *c, yaml_node_t *n, gw_server_conf_t *srv, uint64_t given)
+{
+    if (srv->max_buffered_bytes < srv->max_response_bytes) {
+        if (server_given(given, "max_buffered_bytes"))
+            server_error(c, n, "max_buffered_bytes",
+                         "%llu is below server.max_response_bytes (%llu): one answer of the largest size allowed "
+                         "would not fit",
+                         (unsigned long long)srv->max_buffered_bytes, (unsigned long long)srv->max_response_bytes);
+        else
+            srv->max_buffered_bytes = srv->max_response_bytes;
+    }
+    if (srv->max_header_line_bytes > srv->max_header_bytes)
+        server_error(c, n, server_given(given, "max_header_line_bytes") ? "max_header_line_bytes" : "max_header_bytes",
+                     "max_header_line_bytes (%llu) must not exceed max_header_bytes (%llu)",
+                     srv->max_header_line_bytes, srv->max_header_bytes);
+}
+
 static void section_server(gw_cfg_t *c, yaml_node_t *n, void *target)
 {
-    gw_cfg_map_decode(c, n, server_fields, NFIELDS(server_fields), &((gw_config_t *)target)->server);
+    gw_server_conf_t *srv = &((gw_config_t *)target)->server;
+    uint64_t given = gw_cfg_map_decode(c, n, server_fields, NFIELDS(server_fields), srv);
+    check_server(c, n, srv, given);
 }
 
 static void section_admin(gw_cfg_t *c, yaml_node_t *n, void *target)
@@ -425,7 +475,14 @@ static gw_config_t *config_new(const char *name)
         .access_log = 1,
         .cors_origins = sl_xcalloc(2, sizeof(char *)),
         .read_multiplier = 10,
+        .ipv6_prefix = 64,
         .ncors_origins = 1,
+        .max_connections = GW_DEFAULT_MAX_CONNECTIONS,
+        .idle_timeout_ms = GW_DEFAULT_IDLE_TIMEOUT_MS,
+        .write_timeout_ms = GW_DEFAULT_WRITE_TIMEOUT_MS,
+        .max_buffered_bytes = GW_DEFAULT_MAX_BUFFERED_BYTES,
+        .max_header_line_bytes = GW_DEFAULT_MAX_HEADER_LINE_BYTES,
+        .max_header_bytes = GW_DEFAULT_MAX_HEADER_BYTES,
     };
     cfg->server.cors_origins[0] = sl_xstrdup("*");
     cfg->admin.listen = sl_xstrdup(GW_DEFAULT_ADMIN_LISTEN);

@@ -24,6 +24,12 @@
 #define GW_DEFAULT_MAX_BATCH 100
 #define GW_DEFAULT_MAX_RESPONSE_BYTES (64 * 1024 * 1024)
 #define GW_DEFAULT_SHUTDOWN_GRACE_MS 10000
+#define GW_DEFAULT_MAX_CONNECTIONS 1024
+#define GW_DEFAULT_IDLE_TIMEOUT_MS 10000
+#define GW_DEFAULT_WRITE_TIMEOUT_MS 30000
+#define GW_DEFAULT_MAX_BUFFERED_BYTES (256 * 1024 * 1024)
+#define GW_DEFAULT_MAX_HEADER_LINE_BYTES 8192
+#define GW_DEFAULT_MAX_HEADER_BYTES 32768
 #define GW_DEFAULT_MAP_SIZE_MB 256
 #define GW_DEFAULT_EVENT_MAX_COUNT 10000
 #define GW_DEFAULT_EVENT_MAX_AGE_HOURS (24 * 7)
@@ -61,6 +67,13 @@ typedef struct gw_server_conf {
     char **trusted_proxies;   /* CIDRs whose X-Forwarded-For is believed */
     size_t ntrusted_proxies;
     uint32_t read_multiplier; /* cheap reads get the tier's limits x this (10) */
+    uint32_t max_connections; /* client connections open at once, per worker */
+    uint32_t idle_timeout_ms; /* a connection idle, or this slow to send its request, is closed */
+    uint32_t write_timeout_ms; /* a client that takes no answer bytes for this long is closed */
+    size_t max_buffered_bytes; /* answer bytes held in memory per worker before new calls get 503 */
+    uint32_t max_header_line_bytes; /* longest request line or header line (431 / 414) */
+    uint32_t max_header_bytes; /* all of the request head together (431) */
+    uint32_t ipv6_prefix;     /* IPv6 callers are limited per /ipv6_prefix network (64) */
 } gw_server_conf_t;
 
 typedef struct gw_admin_conf {
@@ -77,6 +90,7 @@ typedef struct gw_state_conf {
     uint32_t flush_ms;            /* workers write their counters this often (100); 0 = never (benchmarks) */
     uint32_t event_max_count;     /* event log retention: count ... */
     uint32_t event_max_age_hours; /* ... and age */
+    uint32_t max_limit_cells;     /* client-limit cells kept at most (0: 2,048 per MB of the map) */
 } gw_state_conf_t;
 
 typedef struct gw_log_conf {

@@ -30,7 +30,10 @@ typedef struct gw_req {
     const gw_key_conf_t *key;
     gw_limit_result_t limit;      /* this caller's rate limit, for the headers */
     gw_limit_wait_t limit_wait;   /* cluster: waiting for a lease of the caller's limit from Redis */
+    size_t charged;               /* bytes of reply.out charged to the budget */
 } gw_req_t;
+
+#define REFUSAL_LOG_EVERY_MS 10000
 
 static void gw_req_dispose(void *p)
 {
@@ -44,6 +47,8 @@ static void gw_req_dispose(void *p)
     }
     if (g->have_reply)
         gw_reply_dispose(&g->reply);
+    if (g->charged > 0)
+        sl_budget_release(g->h->budget, g->charged);
     g->h->inflight--;
 }
 
@@ -88,6 +93,16 @@ static void send_reply(gw_req_t *g)
     if (g->h->cfg->server.access_log)
         gw_access_log(req, g->net ? g->net->conf->name : NULL, &g->rpc, g->call, r->status, r->outcome,
                       sl_now_us() - g->start_us, g->key);
+    if (g->call != NULL && g->call_done && (r->len == 0 || r->body == r->out.base)) {
+        /* the reply was assembled in its own buffer: the upstream's answers
+         * are not needed while it is written (held once, not twice) */
+        pool_call_release(g->call);
+        g->call = NULL;
+    }
+    if (g->h->budget != NULL && r->out.len > 0) {
+        g->charged = r->out.len;
+        sl_budget_charge(g->h->budget, g->charged);
+    }
     sl_http_send(req, r->status, "application/json", r->body, r->len);
 }
 
@@ -160,6 +175,26 @@ static void caller_identity(gw_req_t *g, char *out, size_t cap)
     out[p + w] = '\0';
 }
 
+/* Answers 429 for a caller over its limit (g->limit says which). */
+static void refuse_limited(gw_req_t *g, const char *body, wire_span_t id)
+{
+    gw_reply_t *r = &g->reply;
+    g->have_reply = 1;
+    r->status = 429;
+    r->outcome = "client_rate_limited";
+    r->retry_after_s = g->limit.retry_after_s;
+    char msg[200], data[200];
+    snprintf(msg, sizeof(msg), "rate limit exceeded: %u calls per %u s for this caller (%s bucket); retry in %u s",
+             g->limit.limit, g->limit.window_s, policy_bucket_name(g->limit.bucket), g->limit.retry_after_s);
+    snprintf(data, sizeof(data), "{\"scope\":\"client\",\"retry_after_ms\":%llu,\"bucket\":\"%s\",\"limit\":%u,\"window_s\":%u}",
+             (unsigned long long)g->limit.retry_after_ms, policy_bucket_name(g->limit.bucket), g->limit.limit,
+             g->limit.window_s);
+    gw_rpc_error(&r->out, body, id, GW_RPC_LIMIT_EXCEEDED, msg, data);
+    r->body = r->out.base;
+    r->len = r->out.len;
+    send_reply(g);
+}
+
 static void forward(gw_req_t *g);
 static int admit(gw_req_t *g, const char *body);
 
@@ -188,21 +223,61 @@ static int admit(gw_req_t *g, const char *body)
     }
     if (g->limit.allowed)
         return 1;
+    refuse_limited(g, body, g->rpc.kind == GW_RPC_SINGLE ? g->rpc.members[0].id : (wire_span_t){0, 0});
+    return 0;
+}
+
+/* A request refused before it is parsed (an unknown key, a content type
+ * that is not JSON) still costs one standard call of the caller's address
+ * under the anonymous tier: guessing keys is limited like calling, and it
+ * makes no state beyond the address's own cells. Returns 0 after answering
+ * 429 when that address is over its limit. */
+static int admit_refusal(gw_req_t *g)
+{
+    char ident[96] = "";
+    const gw_tier_conf_t *tier = g->h->cfg->anonymous_tier;
+    g->key = NULL;
+    if (tier != NULL)
+        caller_identity(g, ident, sizeof(ident));
+    gw_limit_charge(g->h->limit, tier, ident, POLICY_BUCKET_STANDARD, 1, &g->limit);
+    /* cluster: a charge waiting for Redis is not over the limit yet; the
+     * request is refused anyway and the lease comes for the next one */
+    if (g->limit.allowed || g->limit.pending) {
+        g->limit.limited = g->limit.pending ? 0 : g->limit.limited;
+        return 1;
+    }
+    refuse_limited(g, "", (wire_span_t){0, 0});
+    return 0;
+}
+
+/* The worker holds as many answer bytes as server.max_buffered_bytes allows:
+ * a new call gets 503 (calls in flight go on). Returns 0 after answering. */
+static int within_budget(gw_req_t *g, const char *body)
+{
+    gw_handler_t *h = g->h;
+    if (h->budget == NULL || !sl_budget_exhausted(h->budget))
+        return 1;
     gw_reply_t *r = &g->reply;
+    uint64_t held;
+    char tail[SL_LOG_HELD_MAX];
     g->have_reply = 1;
-    r->status = 429;
-    r->outcome = "client_rate_limited";
-    r->retry_after_s = g->limit.retry_after_s;
-    char msg[200], data[200];
-    snprintf(msg, sizeof(msg), "rate limit exceeded: %u calls per %u s for this caller (%s bucket); retry in %u s",
-             g->limit.limit, g->limit.window_s, policy_bucket_name(g->limit.bucket), g->limit.retry_after_s);
-    snprintf(data, sizeof(data), "{\"scope\":\"client\",\"retry_after_ms\":%llu,\"bucket\":\"%s\",\"limit\":%u,\"window_s\":%u}",
-             (unsigned long long)g->limit.retry_after_ms, policy_bucket_name(g->limit.bucket), g->limit.limit,
-             g->limit.window_s);
+    r->status = 503;
+    r->outcome = "overloaded";
+    r->retry_after_s = 1;
+    char data[200];
+    snprintf(data, sizeof(data),
+             "{\"scope\":\"gateway\",\"reason\":\"buffered_bytes\",\"retry_after_ms\":1000,\"limit_bytes\":%zu}",
+             h->budget->limit);
     wire_span_t id = g->rpc.kind == GW_RPC_SINGLE ? g->rpc.members[0].id : (wire_span_t){0, 0};
-    gw_rpc_error(&r->out, body, id, GW_RPC_LIMIT_EXCEEDED, msg, data);
+    gw_rpc_error(&r->out, body, id, GW_RPC_LIMIT_EXCEEDED,
+                 "sluice is holding as many answer bytes as server.max_buffered_bytes allows; retry in 1 s", data);
     r->body = r->out.base;
     r->len = r->out.len;
+    gw_stats_srv_add(h->stats, STATE_SRV_BUFFER_REFUSED, 1);
+    if (sl_log_limit_pass(&h->log_budget, sl_now_ms(), REFUSAL_LOG_EVERY_MS, &held))
+        sl_log_warn("answer bytes held: %zu of server.max_buffered_bytes %zu; new calls get 503 until some are "
+                    "written%s",
+                    h->budget->used, h->budget->limit, sl_log_held_text(held, tail));
     send_reply(g);
     return 0;
 }
@@ -215,7 +290,7 @@ static void handle_rpc(gw_req_t *g)
                            net->conf->method_overrides, net->conf->nmethod_overrides};
     const char *body = req->entity.base ? req->entity.base : "";
     gw_rpc_parse(body, req->entity.len, &lim, pool_alloc, &req->pool, &g->rpc);
-    if (admit(g, body) == 1)
+    if (within_budget(g, body) && admit(g, body) == 1)
         forward(g);
 }
 
@@ -310,8 +385,69 @@ static int identify(gw_req_t *g, h2o_iovec_t seg)
         }
     }
     if (gw_identity_resolve(g->h->cfg, key, len, &g->key) == GW_IDENTITY_UNKNOWN_KEY)
-        return http_error(g, 401, GW_RPC_INVALID_REQUEST, "unknown API key");
+        return admit_refusal(g) ? http_error(g, 401, GW_RPC_INVALID_REQUEST, "unknown API key") : 0;
     return 1;
+}
+
+/* The request head's size as the client sent it: the request line, and
+ * every header line (Host and Upgrade are kept apart from the others by
+ * h2o). *longest gets the longest header line. */
+static size_t head_size(const h2o_req_t *req, size_t *request_line, size_t *longest)
+{
+    static const size_t crlf = 2, colon = 2; /* "\r\n", ": " */
+    *request_line = req->input.method.len + 1 + req->input.path.len + sizeof(" HTTP/1.1") - 1;
+    size_t total = *request_line + crlf, max = 0;
+    for (size_t i = 0; i < req->headers.size; i++) {
+        size_t n = req->headers.entries[i].name->len + colon + req->headers.entries[i].value.len;
+        max = n > max ? n : max;
+        total += n + crlf;
+    }
+    const h2o_iovec_t apart[] = {req->input.authority, req->upgrade};
+    const size_t names[] = {sizeof("host") - 1, sizeof("upgrade") - 1};
+    for (size_t i = 0; i < 2; i++) {
+        if (apart[i].len == 0)
+            continue;
+        size_t n = names[i] + colon + apart[i].len;
+        max = n > max ? n : max;
+        total += n + crlf;
+    }
+    *longest = max;
+    return total + crlf;
+}
+
+/* 414 for a request line, 431 for a header line over
+ * server.max_header_line_bytes or a head over max_header_bytes; the
+ * connection is closed after the answer (its read buffer grew with the
+ * head). h2o read the head already: its own bound is H2O_MAX_REQLEN.
+ * Returns 0 after answering. */
+static int check_head(gw_req_t *g)
+{
+    gw_handler_t *h = g->h;
+    const gw_server_conf_t *srv = &h->cfg->server;
+    size_t line, longest, total = head_size(g->req, &line, &longest);
+    char msg[160];
+    int status = 431;
+    if (line > srv->max_header_line_bytes) {
+        status = 414;
+        snprintf(msg, sizeof(msg), "request line too long: over server.max_header_line_bytes (%u bytes)",
+                 srv->max_header_line_bytes);
+    } else if (longest > srv->max_header_line_bytes) {
+        snprintf(msg, sizeof(msg), "request header fields too large: a header line is over "
+                 "server.max_header_line_bytes (%u bytes)", srv->max_header_line_bytes);
+    } else if (total > srv->max_header_bytes) {
+        snprintf(msg, sizeof(msg), "request header fields too large: the request head is over "
+                 "server.max_header_bytes (%u bytes)", srv->max_header_bytes);
+    } else {
+        return 1;
+    }
+    uint64_t held;
+    char tail[SL_LOG_HELD_MAX];
+    gw_stats_srv_add(h->stats, STATE_SRV_HEAD_REFUSED, 1);
+    if (sl_log_limit_pass(&h->log_head, sl_now_ms(), REFUSAL_LOG_EVERY_MS, &held))
+        sl_log_warn("refused a request head of %zu bytes (longest line %zu) with %d%s", total,
+                    longest > line ? longest : line, status, sl_log_held_text(held, tail));
+    g->req->http1_is_persistent = 0;
+    return http_error(g, status, GW_RPC_INVALID_REQUEST, msg);
 }
 
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
@@ -326,6 +462,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     h->inflight++;
     h->served++;
 
+    if (!check_head(g))
+        return 0;
     h2o_iovec_t netname, seg;
     if (!split_path(req->path_normalized, &netname, &seg) || (g->net = find_net(h, netname)) == NULL)
         return http_error(g, 404, GW_RPC_INVALID_REQUEST, "unknown network: use POST /{network} with a network "
@@ -341,7 +479,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     if (!identify(g, seg))
         return 0;
     if (!is_json_content_type(req))
-        return http_error(g, 415, GW_RPC_INVALID_REQUEST, "unsupported content type: send application/json");
+        return admit_refusal(g) ? http_error(g, 415, GW_RPC_INVALID_REQUEST, "unsupported content type: send application/json")
+                                : 0;
     handle_rpc(g);
     return 0;
 }
@@ -368,7 +507,7 @@ static void nets_init(gw_handler_t *h, pool_t *pool)
 }
 
 gw_handler_t *gw_handler_register(h2o_hostconf_t *hostconf, const gw_config_t *cfg, pool_t *pool, gw_stats_t *stats,
-                                  gw_limit_t *limit)
+                                  gw_limit_t *limit, sl_budget_t *budget)
 {
     h2o_pathconf_t *pathconf = h2o_config_register_path(hostconf, "/", 0);
     gw_handler_t *h = (gw_handler_t *)h2o_create_handler(pathconf, sizeof(*h));
@@ -376,6 +515,7 @@ gw_handler_t *gw_handler_register(h2o_hostconf_t *hostconf, const gw_config_t *c
     h->cfg = cfg;
     h->stats = stats;
     h->limit = limit;
+    h->budget = budget;
     nets_init(h, pool);
     return h;
 }

@@ -24,7 +24,7 @@ typedef struct counted_endpoint {
 struct gw_housekeep {
     const gw_config_t *cfg;
     state_t *st;
-    unsigned nworkers;
+    unsigned nslots;
     uint64_t last_sync_ms, last_trim_ms, last_failover_ms;
     counted_endpoint_t *eps;
     size_t neps;
@@ -35,7 +35,7 @@ struct gw_housekeep {
 static uint64_t failovers(gw_housekeep_t *hk, const counted_endpoint_t *c)
 {
     state_stats_sum_t sum;
-    state_stats_sum(hk->st, c->net->name, c->ep->id, hk->nworkers, 0, 0, &sum);
+    state_stats_sum(hk->st, c->net->name, c->ep->id, hk->nslots, 0, 0, &sum);
     return sum.total.failovers;
 }
 
@@ -62,7 +62,7 @@ static void report_failovers(gw_housekeep_t *hk, uint64_t interval_ms)
             continue;
         }
         state_event_t ev;
-        state_event_init(&ev, STATE_EVENT_FAILOVER, c->net->name, c->ep->id, sl_wall_ms());
+        state_event_init(&ev, STATE_EVENT_FAILOVER, c->net->name, c->ep->id, sl_shared_ms());
         ev.count = totals[i] - c->reported;
         ev.duration_ms = interval_ms;
         snprintf(ev.reason, sizeof(ev.reason), "%llu call(s) moved on from this endpoint in the last %llu s",
@@ -73,12 +73,12 @@ static void report_failovers(gw_housekeep_t *hk, uint64_t interval_ms)
     free(totals);
 }
 
-gw_housekeep_t *gw_housekeep_create(const gw_config_t *cfg, state_t *st, unsigned nworkers)
+gw_housekeep_t *gw_housekeep_create(const gw_config_t *cfg, state_t *st, unsigned nslots)
 {
     gw_housekeep_t *hk = sl_xcalloc(1, sizeof(*hk));
     hk->cfg = cfg;
     hk->st = st;
-    hk->nworkers = nworkers;
+    hk->nslots = nslots;
     for (size_t n = 0; n < cfg->nnetworks; n++)
         hk->neps += cfg->networks[n].nendpoints;
     hk->eps = sl_xcalloc(hk->neps ? hk->neps : 1, sizeof(*hk->eps));
@@ -106,6 +106,23 @@ gw_housekeep_t *gw_housekeep_create(const gw_config_t *cfg, state_t *st, unsigne
     return hk;
 }
 
+void gw_housekeep_carry(gw_housekeep_t *to, const gw_housekeep_t *from)
+{
+    if (from == NULL)
+        return;
+    for (size_t i = 0; i < to->neps; i++) {
+        counted_endpoint_t *c = &to->eps[i];
+        for (size_t k = 0; k < from->neps; k++) {
+            const counted_endpoint_t *o = &from->eps[k];
+            if (strcmp(o->net->name, c->net->name) == 0 && strcmp(o->ep->id, c->ep->id) == 0 && o->reported < c->reported)
+                c->reported = o->reported;
+        }
+    }
+    to->last_sync_ms = from->last_sync_ms;
+    to->last_trim_ms = from->last_trim_ms;
+    to->last_failover_ms = from->last_failover_ms;
+}
+
 void gw_housekeep_destroy(gw_housekeep_t *hk)
 {
     if (hk == NULL)
@@ -123,6 +140,8 @@ void gw_housekeep_tick(gw_housekeep_t *hk, uint64_t now)
 {
     if (now - hk->last_sync_ms >= SYNC_EVERY_MS) {
         int cleared = 0;
+        if (state_clock_note(hk->st) != SL_OK)
+            sl_log_debug("state: could not record the shared time");
         if (state_sync(hk->st) != SL_OK)
             sl_log_warn("state: sync to disk failed");
         if (state_check_readers(hk->st, &cleared) == SL_OK && cleared > 0)
@@ -139,13 +158,13 @@ void gw_housekeep_tick(gw_housekeep_t *hk, uint64_t now)
     }
     if (now - hk->last_trim_ms >= TRIM_EVERY_MS) {
         size_t removed = 0;
-        if (state_trim_events(hk->st, sl_wall_ms(), &removed) == SL_OK && removed > 0)
+        if (state_trim_events(hk->st, sl_shared_ms(), &removed) == SL_OK && removed > 0)
             sl_log_info("state: retention removed %zu old event(s)", removed);
         size_t cells = 0;
-        if (state_cells_purge(hk->st, sl_wall_ms() * 1000, &cells) == SL_OK && cells > 0)
+        if (state_cells_purge(hk->st, sl_shared_us(), &cells) == SL_OK && cells > 0)
             sl_log_debug("state: purged %zu idle rate-limit cell(s)", cells);
         size_t pins = 0;
-        if (state_pins_purge(hk->st, sl_wall_ms(), &pins) == SL_OK && pins > 0)
+        if (state_pins_purge(hk->st, sl_shared_ms(), &pins) == SL_OK && pins > 0)
             sl_log_debug("state: purged %zu expired transaction pin(s)", pins);
         if (state_make_room(hk->st, 0) != SL_OK)
             sl_log_warn("state: the map is over %d%% full and events are not what fills it (raise state.map_size_mb)",
@@ -160,7 +179,7 @@ void gw_housekeep_worker_restarted(gw_housekeep_t *hk, unsigned index, int pid, 
     if (state_check_readers(hk->st, &cleared) == SL_OK && cleared > 0)
         sl_log_info("state: cleared %d reader slot(s) of worker %u", cleared, index);
     state_event_t ev;
-    state_event_init(&ev, STATE_EVENT_WORKER_RESTARTED, NULL, NULL, sl_wall_ms());
+    state_event_init(&ev, STATE_EVENT_WORKER_RESTARTED, NULL, NULL, sl_shared_ms());
     ev.pid = (uint32_t)pid; /* the worker that went, not the master that saw it */
     ev.count = index;
     snprintf(ev.reason, sizeof(ev.reason), "worker %u (pid %d) %s", index, pid, how);

@@ -15,7 +15,11 @@
 
 typedef struct gw_housekeep gw_housekeep_t;
 
-gw_housekeep_t *gw_housekeep_create(const gw_config_t *cfg, state_t *st, unsigned nworkers);
+/* nslots: the workers' counter slots 1..nslots are summed. */
+gw_housekeep_t *gw_housekeep_create(const gw_config_t *cfg, state_t *st, unsigned nslots);
+/* After a reload: endpoints (network and id) that from also counted keep
+ * what it had already reported, so no failover is reported twice or lost. */
+void gw_housekeep_carry(gw_housekeep_t *to, const gw_housekeep_t *from);
 void gw_housekeep_destroy(gw_housekeep_t *hk);
 /* Runs what is due; call at least once a second. */
 void gw_housekeep_tick(gw_housekeep_t *hk, uint64_t now_ms);

@@ -87,44 +87,110 @@ static void peer_ip(h2o_req_t *req, char out[64])
     struct sockaddr_storage ss;
     out[0] = '\0';
     socklen_t len = req->conn->callbacks->get_peername(req->conn, (struct sockaddr *)&ss);
-    if (len != 0 && ss.ss_family == AF_INET)
+    if (len != 0 && ss.ss_family == AF_INET) {
         ipv4_str(&((struct sockaddr_in *)&ss)->sin_addr, out);
-    else if (len != 0 && ss.ss_family == AF_INET6)
-        inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, out, 64);
+    } else if (len != 0 && ss.ss_family == AF_INET6) {
+        const struct in6_addr *a = &((struct sockaddr_in6 *)&ss)->sin6_addr;
+        if (IN6_IS_ADDR_V4MAPPED(a)) {
+            struct in_addr v4;
+            memcpy(&v4.s_addr, a->s6_addr + 12, 4);
+            ipv4_str(&v4, out); /* a dual-stack listener's IPv4 peer is an IPv4 caller */
+        } else {
+            inet_ntop(AF_INET6, a, out, 64);
+        }
+    }
 }
+
+/* One X-Forwarded-For element, v[a..b) trimmed: 1 and the caller so far in
+ * addr if it is an address that a trusted proxy added (walk on), 0 if the
+ * walk ends here (addr is then the caller). Empty elements are skipped. */
+static int forwarded_step(const char *v, size_t a, size_t b, char *const *trusted, size_t ntrusted, char addr[64])
+{
+    while (a < b && (v[a] == ' ' || v[a] == '\t'))
+        a++;
+    while (b > a && (v[b - 1] == ' ' || v[b - 1] == '\t'))
+        b--;
+    if (b == a)
+        return 1;
+    char cand[64];
+    unsigned char tmp[16];
+    if (b - a >= sizeof(cand))
+        return 0; /* garbage: keep the proxy's own address */
+    memcpy(cand, v + a, b - a);
+    cand[b - a] = '\0';
+    if (inet_pton(strchr(cand, ':') ? AF_INET6 : AF_INET, cand, tmp) != 1)
+        return 0;
+    memcpy(addr, cand, b - a + 1);
+    return in_cidrs(cand, trusted, ntrusted);
+}
+
+void gw_identity_forwarded(const h2o_iovec_t *values, size_t n, char *const *trusted, size_t ntrusted, char addr[64])
+{
+    /* from the right of the last line to the left of the first: the order
+     * of the lines joined with ", " */
+    for (size_t line = n; line-- > 0;) {
+        const char *v = values[line].base;
+        size_t end = values[line].len;
+        for (;;) {
+            size_t start = end;
+            while (start > 0 && v[start - 1] != ',')
+                start--;
+            if (!forwarded_step(v, start, end, trusted, ntrusted, addr))
+                return;
+            if (start == 0)
+                break;
+            end = start - 1;
+        }
+    }
+}
+
+void gw_identity_group(const char *addr, uint32_t prefix, char out[64])
+{
+    struct in6_addr a;
+    size_t len = strnlen(addr, 63);
+    if (strchr(addr, ':') == NULL || inet_pton(AF_INET6, addr, &a) != 1) {
+        memcpy(out, addr, len);
+        out[len] = '\0';
+        return;
+    }
+    if (IN6_IS_ADDR_V4MAPPED(&a)) {
+        struct in_addr v4;
+        memcpy(&v4.s_addr, a.s6_addr + 12, 4);
+        ipv4_str(&v4, out);
+        return;
+    }
+    if (prefix >= 128) {
+        inet_ntop(AF_INET6, &a, out, 64);
+        return;
+    }
+    for (uint32_t bit = prefix; bit < 128; bit++)
+        a.s6_addr[bit / 8] &= (unsigned char)~(0x80u >> (bit % 8));
+    inet_ntop(AF_INET6, &a, out, 48);
+    size_t n = strlen(out);
+    out[n++] = '/';
+    n += sl_u64_str(out + n, prefix);
+    out[n] = '\0';
+}
+
+#define MAX_FORWARDED_LINES 16    /* more X-Forwarded-For lines than this: the first ones are not read */
 
 void gw_identity_client_ip(h2o_req_t *req, const gw_config_t *cfg, char out[64])
 {
     peer_ip(req, out);
-    if (cfg->server.ntrusted_proxies == 0 || !in_cidrs(out, cfg->server.trusted_proxies, cfg->server.ntrusted_proxies))
-        return;
-    ssize_t i = h2o_find_header(&req->headers, H2O_TOKEN_X_FORWARDED_FOR, -1);
-    if (i < 0)
-        return;
-    h2o_iovec_t v = req->headers.entries[i].value;
-    /* walk from the right: the first address a trusted proxy did not add */
-    size_t end = v.len;
-    while (end > 0) {
-        size_t start = end;
-        while (start > 0 && v.base[start - 1] != ',')
-            start--;
-        size_t a = start, b = end;
-        while (a < b && (v.base[a] == ' ' || v.base[a] == '\t'))
-            a++;
-        while (b > a && (v.base[b - 1] == ' ' || v.base[b - 1] == '\t'))
-            b--;
-        if (b > a && b - a < 64) {
-            char cand[64];
-            memcpy(cand, v.base + a, b - a);
-            cand[b - a] = '\0';
-            unsigned char tmp[16];
-            if (inet_pton(strchr(cand, ':') ? AF_INET6 : AF_INET, cand, tmp) != 1)
-                return; /* garbage: keep the proxy's own address */
-            memcpy(out, cand, b - a + 1);
-            if (!in_cidrs(cand, cfg->server.trusted_proxies, cfg->server.ntrusted_proxies))
-                return;
+    if (cfg->server.ntrusted_proxies != 0 && in_cidrs(out, cfg->server.trusted_proxies, cfg->server.ntrusted_proxies)) {
+        h2o_iovec_t lines[MAX_FORWARDED_LINES];
+        size_t n = 0;
+        for (ssize_t i = -1; (i = h2o_find_header(&req->headers, H2O_TOKEN_X_FORWARDED_FOR, i)) >= 0;) {
+            if (n == MAX_FORWARDED_LINES) /* keep the last ones: the walk starts at the right */
+                memmove(lines, lines + 1, --n * sizeof(lines[0]));
+            lines[n++] = req->headers.entries[i].value;
         }
-        end = start > 0 ? start - 1 : 0;
+        gw_identity_forwarded(lines, n, cfg->server.trusted_proxies, cfg->server.ntrusted_proxies, out);
+    }
+    if (strchr(out, ':') != NULL) { /* IPv4 needs no grouping: the common case costs one strchr */
+        char addr[64];
+        memcpy(addr, out, 64);
+        gw_identity_group(addr, cfg->server.ipv6_prefix, out);
     }
 }
 

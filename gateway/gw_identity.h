@@ -29,10 +29,24 @@ void gw_identity_hash(const char *key, size_t len, char hex[65]);
 
 #include <h2o.h>
 
-/* The caller's address: the peer, or, when the peer is a trusted proxy
- * (server.trusted_proxies), the right-most X-Forwarded-For address that is
- * not itself a trusted proxy. */
+/* The caller's address as its limits know it: the peer, or, when the peer
+ * is a trusted proxy (server.trusted_proxies), the right-most
+ * X-Forwarded-For address that is not itself a trusted proxy. Every
+ * X-Forwarded-For line counts, joined in order as RFC 9110 joins repeated
+ * fields ("a" and "b" read as "a, b"), so a line the client sent ahead of
+ * the one its proxy added cannot choose the identity. An element that is not
+ * an address stops the walk at the proxy that passed it on. IPv6 addresses
+ * stand for their /server.ipv6_prefix network ("2001:db8:1:2::/64"), so
+ * one host's many addresses are one caller; IPv4-mapped ones are IPv4. */
 void gw_identity_client_ip(h2o_req_t *req, const gw_config_t *cfg, char out[64]);
+
+/* The walk itself, for tests: addr holds the peer's address and gets the
+ * caller's (not yet grouped); values[0..n) are the X-Forwarded-For lines. */
+void gw_identity_forwarded(const h2o_iovec_t *values, size_t n, char *const *trusted, size_t ntrusted, char addr[64]);
+
+/* Writes the identity of address addr: IPv6 as its /prefix network, IPv4
+ * (and IPv4-mapped IPv6) as itself; anything else unchanged. */
+void gw_identity_group(const char *addr, uint32_t prefix, char out[64]);
 
 /* The tier for a key (its configured tier) or for anonymous callers (the
  * tier named "anonymous"); NULL when none is configured. */

@@ -14,6 +14,7 @@
 #define TABLE_SIZE 4096           /* local lease entries per worker (a power of 2) */
 #define LEASE_TTL_US 1000000      /* leased calls not spent within a second are dropped */
 #define LEASE_MAX 1024            /* calls per lease, at most (1/20 of the smallest limit below that) */
+#define RETRY_SHARED_US 1000000   /* degraded: the shared cells are tried again this often */
 
 static const struct {
     const char *name;
@@ -28,6 +29,7 @@ typedef struct lease {
     uint64_t lease_until_us;
     uint64_t blocked_until_us;    /* refused until then without asking state/ */
     uint64_t tat_us[NWINDOWS];    /* the cells as the last lease left them */
+    uint64_t local_tat_us[NWINDOWS]; /* degraded: this worker's own cells, for its share */
     uint8_t pending;              /* cluster: a lease from Redis is under way */
     uint64_t quiet_until_us;      /* cluster: Redis refused more; no early lease until then */
 } lease_t;
@@ -36,8 +38,9 @@ struct gw_limit {
     const gw_config_t *cfg;
     state_t *st;
     lease_t *table;
+    uint32_t nworkers;            /* a degraded worker enforces 1/nworkers of each limit */
     uint64_t failures;
-    uint64_t last_fail_log_us;
+    uint64_t retry_shared_us;     /* degraded: when the shared cells are tried again */
     state_cluster_t *cluster;     /* cluster: the cells are Redis'; NULL without */
     uint32_t divisor;             /* cluster, Redis away: this host enforces limit / hosts */
     h2o_linklist_t waiters;       /* gw_limit_wait_t waiting for a lease from Redis */
@@ -50,6 +53,7 @@ gw_limit_t *gw_limit_create(const gw_config_t *cfg, state_t *st)
     l->cfg = cfg;
     l->st = st;
     l->table = sl_xcalloc(TABLE_SIZE, sizeof(*l->table));
+    l->nworkers = cfg->server.workers ? cfg->server.workers : 1;
     l->cluster = state_cluster_of(st);
     l->divisor = 1;
     h2o_linklist_init_anchor(&l->waiters);
@@ -190,8 +194,8 @@ static uint32_t lease_size(gw_limit_t *l, const gw_tier_conf_t *tier, policy_buc
 }
 
 /* Leases from the shared cells; returns 1 if granted, 0 if refused, -1 if
- * the storage failed. */
-static int lease(gw_limit_t *l, const gw_tier_conf_t *tier, lease_t *e, uint32_t n, uint64_t now)
+ * the storage failed (*err says how). */
+static int lease(gw_limit_t *l, const gw_tier_conf_t *tier, lease_t *e, uint32_t n, uint64_t now, sl_err_t *err)
 {
     char keys[NWINDOWS][160];
     const char *kp[NWINDOWS];
@@ -204,7 +208,8 @@ static int lease(gw_limit_t *l, const gw_tier_conf_t *tier, lease_t *e, uint32_t
         kp[nk] = keys[nk];
         nk++;
     }
-    if (l->st == NULL || state_budget_update(l->st, STATE_BUDGET_LIMITS, kp, nk, lease_cb, &c) != SL_OK)
+    *err = l->st == NULL ? SL_ERR_STATE : state_cells_update(l->st, kp, nk, now, lease_cb, &c);
+    if (*err != SL_OK)
         return -1;
     if (c.granted == 0) {
         e->blocked_until_us = now + (c.retry_us ? c.retry_us : 1000);
@@ -214,6 +219,60 @@ static int lease(gw_limit_t *l, const gw_tier_conf_t *tier, lease_t *e, uint32_t
     e->tokens = c.granted - n;
     e->lease_until_us = now + LEASE_TTL_US;
     return 1;
+}
+
+/* Degraded: this worker's own GCRA cells, each holding its share of the
+ * limit (rounded up), so the workers together admit about the limit
+ * (at most workers - 1 more per window), never an unlimited number. */
+static int local_charge(gw_limit_t *l, const gw_tier_conf_t *tier, lease_t *e, uint32_t n, uint64_t now)
+{
+    uint64_t wait = 0;
+    int ok = 1;
+    policy_gcra_t g[NWINDOWS];
+    for (int w = 0; w < NWINDOWS; w++) {
+        uint32_t lim = window_limit(l, tier, e->bucket, w);
+        g[w] = (policy_gcra_t){windows[w].window_us, lim == 0 ? 0 : (lim + l->nworkers - 1) / l->nworkers};
+        policy_gcra_result_t r;
+        policy_gcra_check(&g[w], e->local_tat_us[w], now, n, &r);
+        if (!r.allowed) {
+            ok = 0;
+            uint64_t rw = r.retry_after_us > g[w].window_us ? g[w].window_us : r.retry_after_us;
+            wait = rw > wait ? rw : wait;
+        }
+    }
+    if (!ok) {
+        e->blocked_until_us = now + (wait ? wait : 1000);
+        return 0;
+    }
+    for (int w = 0; w < NWINDOWS; w++) {
+        policy_gcra_result_t r;
+        policy_gcra_check(&g[w], e->local_tat_us[w], now, n, &r);
+        e->local_tat_us[w] = r.new_tat_us;
+    }
+    return 1;
+}
+
+/* Headers of a degraded decision: the worker's share and its own cells. */
+static void describe_local(gw_limit_t *l, const gw_tier_conf_t *tier, const lease_t *e, uint64_t now,
+                           gw_limit_result_t *out)
+{
+    double best = 2;
+    for (int w = 0; w < NWINDOWS; w++) {
+        uint32_t lim = window_limit(l, tier, e->bucket, w);
+        if (lim == 0)
+            continue;
+        policy_gcra_t g = {windows[w].window_us, (lim + l->nworkers - 1) / l->nworkers};
+        policy_gcra_result_t r;
+        policy_gcra_check(&g, e->local_tat_us[w], now, 0, &r);
+        double ratio = (double)r.remaining / g.limit;
+        if (ratio >= best)
+            continue;
+        best = ratio;
+        out->limit = g.limit;
+        out->remaining = r.remaining;
+        out->reset_s = (uint32_t)((r.reset_us + 999999) / 1000000);
+        out->window_s = (uint32_t)(windows[w].window_us / 1000000);
+    }
 }
 
 /* ---- cluster: the cells in Redis ---- */
@@ -250,7 +309,7 @@ static void on_cluster_lease(void *data, const state_cluster_lease_t *r)
     cl_ask_t *a = data;
     gw_limit_t *l = a->l;
     lease_t *e = &l->table[a->slot];
-    uint64_t now = sl_wall_us();
+    uint64_t now = sl_shared_us();
     int ours = e->used && e->bucket == a->bucket && strcmp(e->identity, a->identity) == 0;
     if (ours) {
         e->pending = 0;
@@ -356,9 +415,11 @@ void gw_limit_charge(gw_limit_t *l, const gw_tier_conf_t *tier, const char *iden
     if (tier == NULL || (tier->limits.per_second | tier->limits.per_minute | tier->limits.per_day) == 0)
         return;
     out->limited = 1;
-    uint64_t now = sl_wall_us();
+    /* shared time: a backward step of the wall clock must not make every
+     * cell look a step's length in debt (base/sl_time.h) */
+    uint64_t now = sl_shared_us();
     lease_t *e = find(l, identity, bucket);
-    int got = -1;
+    int got = -1, local = 0;
     if (l->cluster != NULL) {
         l->divisor = 1;
         if ((got = cluster_charge(l, tier, e, n, now)) == 2) {
@@ -372,18 +433,33 @@ void gw_limit_charge(gw_limit_t *l, const gw_tier_conf_t *tier, const char *iden
         /* decided with Redis' cells */
     } else if (now < e->blocked_until_us) {
         got = 0;
+        local = l->st != NULL && state_degraded(l->st, STATE_PART_LIMITS);
     } else if (e->tokens >= n && now < e->lease_until_us) {
         e->tokens -= n;
         got = 1;
-    } else if ((got = lease(l, tier, e, n, now)) < 0) {
-        l->failures++;
-        if (now - l->last_fail_log_us > 10000000) {
-            sl_log_error("rate limiter: shared state failed; admitting calls (fail open)");
-            l->last_fail_log_us = now;
+    } else if (l->st != NULL && state_degraded(l->st, STATE_PART_LIMITS) && now < l->retry_shared_us) {
+        got = local_charge(l, tier, e, n, now);
+        local = 1;
+    } else {
+        sl_err_t err = SL_OK;
+        got = lease(l, tier, e, n, now, &err);
+        if (l->st != NULL)
+            state_degraded_note(l->st, STATE_PART_LIMITS, err, now / 1000);
+        if (got < 0) {
+            /* fail safe: this worker's share of the limit, on its own cells */
+            l->failures++;
+            l->retry_shared_us = now + RETRY_SHARED_US;
+            got = local_charge(l, tier, e, n, now);
+            local = 1;
         }
-        return;
     }
-    describe(l, tier, bucket, e, now, out);
+    if (local) {
+        if (l->st != NULL)
+            state_degraded_count(l->st, STATE_PART_LIMITS, n);
+        describe_local(l, tier, e, now, out);
+    } else {
+        describe(l, tier, bucket, e, now, out);
+    }
     l->divisor = 1;
     if (!got) {
         uint64_t wait = e->blocked_until_us > now ? e->blocked_until_us - now : 1000;

@@ -8,7 +8,15 @@
  * the shared cell before it is spent, the workers together never admit more
  * than the limit; leased calls a worker did not use within the second are
  * lost (at most workers x lease per window, under-admission, never over).
- * If the shared state fails, calls are admitted (fail open), logged, counted. */
+ *
+ * Cells live in shared time (base/sl_time.h), so a backward step of the wall
+ * clock neither refuses active callers for the step's length nor frees them.
+ * The cells are bounded in number (state_cells_update evicts idle ones,
+ * then the least indebted), so a flood of identities cannot fill the map.
+ * If the shared cells still fail, the worker does not admit blindly: it
+ * enforces 1/workers of each limit (rounded up) on cells of its own, tries
+ * the shared ones again every second, and a state_degraded event (then
+ * state_restored) says so (fail safe). */
 #ifndef GW_LIMIT_H
 #define GW_LIMIT_H
 
@@ -63,8 +71,8 @@ void gw_limit_wait_cancel(gw_limit_wait_t *w);
 /* Leases this worker asked of Redis. */
 uint64_t gw_limit_asked(const gw_limit_t *l);
 
-/* Storage failures that let calls through (fail open) in this worker; they
- * are logged (at most every 10 s) and counted in the worker's exit line. */
+/* Times the shared cells failed in this worker (each sent it to local
+ * enforcement for a second); counted in the worker's exit line. */
 uint64_t gw_limit_failures(const gw_limit_t *l);
 
 #endif

@@ -2,6 +2,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/sl_buf.h"
 #include "base/sl_log.h"
@@ -19,6 +20,9 @@ struct gw_stats {
     state_t *st;
     net_counters_t *nets;
     size_t n;
+    net_counters_t srv;           /* the worker's limits, "srv/<slot>" (table unused) */
+    char deg_key[STATE_KEY_MAX];  /* state_key_degraded: this worker's degraded parts */
+    state_counters_rec_t *deg;    /* as last written */
 };
 
 static const state_req_outcome_t from_pool[] = {
@@ -56,9 +60,36 @@ gw_stats_t *gw_stats_create(const gw_config_t *cfg, state_t *st, unsigned slot)
                 c->rec->v[k] = 0;
         }
     }
+    state_key_server(s->srv.key, sizeof(s->srv.key), slot);
+    s->srv.rec = sl_xcalloc(1, sizeof(*s->srv.rec));
+    if (!snapshot || state_counters_get(st, s->srv.key, s->srv.rec) != SL_OK || s->srv.rec->n != STATE_SRV_COUNT)
+        memset(s->srv.rec, 0, sizeof(*s->srv.rec));
+    s->srv.rec->n = STATE_SRV_COUNT;
+    for (int k = 0; k < STATE_SRV_COUNT; k++)
+        if (state_srv_counter_is_gauge((state_srv_counter_t)k))
+            s->srv.rec->v[k] = 0; /* a previous worker's value is not this one's */
+    s->srv.dirty = 1;
     if (snapshot)
         state_read_end(st);
+    state_key_degraded(s->deg_key, sizeof(s->deg_key), slot);
+    s->deg = sl_xcalloc(1, sizeof(*s->deg));
     return s;
+}
+
+void gw_stats_srv_add(gw_stats_t *s, state_srv_counter_t c, uint64_t n)
+{
+    if (s == NULL)
+        return;
+    s->srv.rec->v[c] += n;
+    s->srv.dirty = 1;
+}
+
+void gw_stats_srv_set(gw_stats_t *s, state_srv_counter_t c, uint64_t value)
+{
+    if (s == NULL || s->srv.rec->v[c] == value)
+        return;
+    s->srv.rec->v[c] = value;
+    s->srv.dirty = 1;
 }
 
 void gw_stats_destroy(gw_stats_t *s)
@@ -68,6 +99,8 @@ void gw_stats_destroy(gw_stats_t *s)
     for (size_t i = 0; i < s->n; i++)
         free(s->nets[i].rec);
     free(s->nets);
+    free(s->srv.rec);
+    free(s->deg);
     free(s);
 }
 
@@ -109,18 +142,38 @@ void gw_stats_flush(gw_stats_t *s)
 {
     if (s == NULL || s->st == NULL)
         return;
-    const char **keys = sl_xmalloc(s->n * sizeof(*keys));
-    const state_counters_rec_t **recs = sl_xmalloc(s->n * sizeof(*recs));
+    /* every network, the server counters and the degraded parts */
+    const char **keys = sl_xmalloc((s->n + 2) * sizeof(*keys));
+    const state_counters_rec_t **recs = sl_xmalloc((s->n + 2) * sizeof(*recs));
     size_t n = 0;
-    for (size_t i = 0; i < s->n; i++) {
-        if (!s->nets[i].dirty)
+    for (size_t i = 0; i <= s->n; i++) {
+        net_counters_t *c = i < s->n ? &s->nets[i] : &s->srv;
+        if (!c->dirty)
             continue;
-        keys[n] = s->nets[i].key;
-        recs[n++] = s->nets[i].rec;
+        keys[n] = c->key;
+        recs[n++] = c->rec;
     }
-    if (n > 0 && state_counters_put(s->st, keys, recs, n) == SL_OK)
+    /* which parts enforce locally, for /metrics (the log and the events say
+     * it too, and they do not depend on this write succeeding) */
+    state_counters_rec_t deg = {.n = STATE_DEGRADED_COUNTERS};
+    for (int p = 0; p < STATE_PART_COUNT; p++) {
+        deg.v[2 * p] = (uint64_t)state_degraded(s->st, (state_part_t)p);
+        deg.v[2 * p + 1] = state_degraded_decisions(s->st, (state_part_t)p);
+    }
+    int deg_dirty = s->deg->n != deg.n || memcmp(s->deg->v, deg.v, deg.n * sizeof(deg.v[0])) != 0;
+    if (deg_dirty) {
+        keys[n] = s->deg_key;
+        recs[n++] = &deg;
+    }
+    if (n > 0 && state_counters_put(s->st, keys, recs, n) == SL_OK) {
         for (size_t i = 0; i < s->n; i++)
             s->nets[i].dirty = 0;
+        s->srv.dirty = 0;
+        if (deg_dirty) {
+            s->deg->n = deg.n;
+            memcpy(s->deg->v, deg.v, deg.n * sizeof(deg.v[0]));
+        }
+    }
     else if (n > 0)
         sl_log_warn("state: could not flush request counters (kept in memory, retried)");
     free(keys);

@@ -20,4 +20,10 @@ void gw_stats_count_request(gw_stats_t *s, size_t net_index, const gw_rpc_reques
                             const uint32_t *item_member, size_t nitems);
 void gw_stats_flush(gw_stats_t *s);
 
+/* The worker's own limits (connections, buffered bytes, refusals), by
+ * STATE_SRV_*: flushed with the request counters to "srv/<slot>". Gauges
+ * start at 0 with the worker. s may be NULL (then nothing is counted). */
+void gw_stats_srv_add(gw_stats_t *s, state_srv_counter_t c, uint64_t n);
+void gw_stats_srv_set(gw_stats_t *s, state_srv_counter_t c, uint64_t value);
+
 #endif

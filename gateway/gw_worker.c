@@ -11,17 +11,18 @@
 #include <h2o.h>
 
 #include "admin/admin.h"
+#include "base/sl_budget.h"
 #include "base/sl_log.h"
 #include "base/sl_time.h"
+#include "gateway/gw_conns.h"
 #include "gateway/gw_handler.h"
 #include "policy/credit.h"
+#include "gateway/gw_reload.h"
 #include "pool/pool.h"
 #include "state/state.h"
 #include "state/state_cluster.h"
 #include "state/state_key.h"
 
-#define LISTEN_BACKLOG 1024
-#define ACCEPTS_PER_EVENT 32
 #define HOUSEKEEPING_MS 100
 /* after the last request, keep serving briefly: a client may just have sent
  * one more request on a kept-alive connection */
@@ -35,8 +36,8 @@ typedef struct worker {
     h2o_context_t admin_ctx;
     h2o_accept_ctx_t accept;
     h2o_accept_ctx_t admin_accept;
-    h2o_socket_t *listener;
-    h2o_socket_t *admin_listener;
+    gw_conns_t *conns;            /* both listeners, the client connections */
+    sl_budget_t budget;           /* answer bytes held (server.max_buffered_bytes) */
     gw_handler_t *handler;
     pool_t *pool;
     state_t *state;
@@ -57,12 +58,16 @@ static void on_stop_signal(int sig)
 /* Answers of tens of kilobytes are allocated and freed on every request; by
  * default glibc gives the top of the heap back to the kernel and takes it
  * again each time (a brk pair plus page faults on fresh zeroed pages, ~8% of
- * a worker's time on 20 KB answers). Keep what was once needed instead. */
+ * a worker's time on 20 KB answers). Keep what was once needed instead.
+ * Blocks of 1 MiB and more (large answers, the read buffers they went
+ * through) get mappings of their own, so their memory goes back to the
+ * kernel as soon as they are freed: 40 answers of 4 MB held by stalled
+ * clients would otherwise stay in the heap after those clients left. */
 static void tune_malloc(void)
 {
     mallopt(M_TRIM_THRESHOLD, 64 * 1024 * 1024);
     mallopt(M_TOP_PAD, 1024 * 1024);
-    mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
+    mallopt(M_MMAP_THRESHOLD, 1024 * 1024);
 }
 
 /* h2o keeps a socket buffer past 32 MiB (a large upstream answer) in a temp
@@ -96,28 +101,13 @@ static void setup_signals(void)
     sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
-static void on_accept(h2o_socket_t *listener, const char *err)
+/* The master's listening socket fd (inherited; -1: none) accepted through
+ * gw_conns; clients = 1 for the client listener. */
+static int start_listener(worker_t *w, int fd, h2o_accept_ctx_t *actx, int clients)
 {
-    if (err != NULL)
-        return;
-    h2o_accept_ctx_t *actx = listener->data;
-    for (int i = 0; i < ACCEPTS_PER_EVENT; i++) {
-        h2o_socket_t *sock = h2o_evloop_socket_accept(listener);
-        if (sock == NULL)
-            return;
-        h2o_accept(actx, sock);
-    }
-}
-
-static h2o_socket_t *start_listener(worker_t *w, gw_listen_addr_t *addr, h2o_accept_ctx_t *actx)
-{
-    int fd = gw_listen_bind(addr, LISTEN_BACKLOG);
     if (fd < 0)
-        return NULL;
-    h2o_socket_t *sock = h2o_evloop_socket_create(w->ctx.loop, fd, H2O_SOCKET_FLAG_DONT_READ);
-    sock->data = actx;
-    h2o_socket_read_start(sock, on_accept);
-    return sock;
+        return -1;
+    return gw_conns_listen(w->conns, fd, actx, clients);
 }
 
 static int is_ready(void *data, char *why, size_t why_len)
@@ -130,9 +120,18 @@ static int is_ready(void *data, char *why, size_t why_len)
     return 1;
 }
 
-static void globalconf_init(h2o_globalconf_t *conf, size_t max_body)
+static int request_reload(void *data, uint8_t tag)
+{
+    (void)data;
+    return gw_reload_request(tag);
+}
+
+static void globalconf_init(h2o_globalconf_t *conf, size_t max_body, uint32_t idle_timeout_ms)
 {
     h2o_config_init(conf);
+    /* h2o's request timeout: a kept-alive connection idle this long, or a
+     * request head and body not received within it, closes the connection */
+    conf->http1.req_timeout = idle_timeout_ms;
     conf->server_name = h2o_iovec_init(H2O_STRLIT("sluice"));
     conf->max_request_entity_size = max_body;
     /* HTTP/2 is off: Debian's 2.2.5 lacks the later HTTP/2 DoS fixes */
@@ -188,11 +187,11 @@ static void cluster_watch(worker_t *w)
 static int worker_setup(worker_t *w)
 {
     const gw_config_t *cfg = w->args->cfg;
-    globalconf_init(&w->conf, cfg->server.max_body_bytes);
+    globalconf_init(&w->conf, cfg->server.max_body_bytes, cfg->server.idle_timeout_ms);
     h2o_hostconf_t *host = h2o_config_register_host(&w->conf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
     h2o_context_init(&w->ctx, h2o_evloop_create(), &w->conf);
     if (state_open(&(state_conf_t){cfg->state.path, cfg->state.map_size_mb, cfg->state.event_max_count,
-                                   cfg->state.event_max_age_hours * 3600},
+                                   cfg->state.event_max_age_hours * 3600, cfg->state.max_limit_cells},
                    &w->state) != SL_OK)
         return -1;
     if (cfg->has_cluster)
@@ -205,24 +204,25 @@ static int worker_setup(worker_t *w)
         .nworkers = w->args->nworkers,
         .max_response_bytes = cfg->server.max_response_bytes,
         .state = w->state,
-        .slot = w->args->index,
+        .slot = w->args->slot,
         .refresh_ms = cfg->state.refresh_ms,
         .flush_ms = cfg->state.flush_ms,
+        .budget = &w->budget,
     };
     if (pool_create(&pp, &w->pool) != SL_OK)
         return -1;
     if (w->cluster != NULL)
         cluster_watch(w);
-    w->stats = gw_stats_create(cfg, w->state, w->args->index);
+    w->stats = gw_stats_create(cfg, w->state, w->args->slot);
     w->limit = gw_limit_create(cfg, w->state);
-    w->handler = gw_handler_register(host, cfg, w->pool, w->stats, w->limit);
+    w->handler = gw_handler_register(host, cfg, w->pool, w->stats, w->limit, &w->budget);
+    w->conns = gw_conns_create(w->ctx.loop, &cfg->server, w->stats);
     w->accept = (h2o_accept_ctx_t){.ctx = &w->ctx, .hosts = w->conf.hosts};
-    gw_listen_addr_t addr = w->args->main_addr;
-    if ((w->listener = start_listener(w, &addr, &w->accept)) == NULL)
+    if (start_listener(w, w->args->main_fd, &w->accept, 1) != 0)
         return -1;
 
     if (w->args->has_admin) {
-        globalconf_init(&w->admin_conf, 64 * 1024);
+        globalconf_init(&w->admin_conf, 64 * 1024, cfg->server.idle_timeout_ms);
         h2o_hostconf_t *ahost =
             h2o_config_register_host(&w->admin_conf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
         admin_register(ahost, &(admin_conf_t){.token = cfg->admin.token,
@@ -231,27 +231,51 @@ static int worker_setup(worker_t *w)
                                               .networks = cfg->networks,
                                               .nnetworks = cfg->nnetworks,
                                               .state = w->state,
-                                              .nworkers = w->args->nworkers,
+                                              .nworkers = w->args->nslots,
                                               .loop = w->ctx.loop,
                                               .ready = is_ready,
+                                              .reload = request_reload,
                                               .data = w,
                                               .cluster_host = cfg->has_cluster ? cfg->cluster.host : NULL});
         h2o_context_init(&w->admin_ctx, w->ctx.loop, &w->admin_conf);
         w->admin_accept = (h2o_accept_ctx_t){.ctx = &w->admin_ctx, .hosts = w->admin_conf.hosts};
-        gw_listen_addr_t aaddr = w->args->admin_addr;
-        if ((w->admin_listener = start_listener(w, &aaddr, &w->admin_accept)) == NULL)
+        if (start_listener(w, w->args->admin_fd, &w->admin_accept, 0) != 0)
             return -1;
     }
     return 0;
 }
 
-static void close_listener(h2o_socket_t **sock)
+static int no_keepalive(h2o_req_t *req, void *data)
 {
-    if (*sock == NULL)
-        return;
-    h2o_socket_read_stop(*sock);
-    h2o_socket_close(*sock);
-    *sock = NULL;
+    (void)data;
+    req->http1_is_persistent = 0;
+    return 0;
+}
+
+/* h2o 2.2.5 turns keep-alive off only for requests that arrive after the
+ * shutdown request: the ones already being handled are told here, so every
+ * kept-alive connection closes after its current answer. */
+static void shutdown_ctx(h2o_context_t *ctx)
+{
+    h2o_context_request_shutdown(ctx);
+    ctx->globalconf->http1.callbacks.foreach_request(ctx, no_keepalive, NULL);
+}
+
+static int count_connection(h2o_req_t *req, void *data)
+{
+    (void)req;
+    (*(size_t *)data)++;
+    return 0;
+}
+
+/* HTTP/1 connections still open, client and admin. */
+static size_t open_connections(worker_t *w)
+{
+    size_t n = 0;
+    w->conf.http1.callbacks.foreach_request(&w->ctx, count_connection, &n);
+    if (w->args->has_admin)
+        w->admin_conf.http1.callbacks.foreach_request(&w->admin_ctx, count_connection, &n);
+    return n;
 }
 
 /* Stops accepting, lets in-flight requests finish, bounded by the grace period. */
@@ -259,17 +283,23 @@ static void worker_drain(worker_t *w)
 {
     const gw_config_t *cfg = w->args->cfg;
     w->draining = 1;
-    close_listener(&w->listener);
-    close_listener(&w->admin_listener);
-    h2o_context_request_shutdown(&w->ctx);
+    gw_conns_stop_accepting(w->conns);
+    shutdown_ctx(&w->ctx);
+    if (w->args->has_admin)
+        shutdown_ctx(&w->admin_ctx);
     uint64_t start = sl_now_ms(), deadline = start + cfg->server.shutdown_grace_ms;
     uint64_t waiting = w->handler->inflight;
     if (waiting > 0)
         sl_log_info("draining %llu request(s) in flight (grace %u ms)", (unsigned long long)waiting,
                     cfg->server.shutdown_grace_ms);
+    uint64_t quiet_since = start, served = w->handler->served;
     for (;;) {
         uint64_t now = sl_now_ms();
-        if (w->handler->inflight == 0 && now - start >= DRAIN_LINGER_MS)
+        if (w->handler->served != served) {
+            served = w->handler->served;
+            quiet_since = now;
+        }
+        if (w->handler->inflight == 0 && (now - quiet_since >= DRAIN_LINGER_MS || open_connections(w) == 0))
             break;
         if (now >= deadline) {
             sl_log_warn("grace period over with %llu request(s) still in flight",
@@ -295,6 +325,7 @@ int gw_worker_main(const gw_worker_args_t *args)
     worker_t w;
     memset(&w, 0, sizeof(w));
     w.args = args;
+    w.budget.limit = cfg->server.max_buffered_bytes;
     if (worker_setup(&w) != 0) {
         sl_log_error("worker setup failed");
         return 1;
@@ -311,10 +342,12 @@ int gw_worker_main(const gw_worker_args_t *args)
         uint64_t now = sl_now_ms();
         if (now - last_flush >= HOUSEKEEPING_MS) {
             sl_log_flush();
+            gw_stats_srv_set(w.stats, STATE_SRV_BUFFERED_BYTES, w.budget.used);
+            gw_stats_srv_set(w.stats, STATE_SRV_BUFFERED_PEAK, w.budget.peak);
             if (cfg->state.flush_ms != 0)
                 gw_stats_flush(w.stats);
             if (w.cluster != NULL && now - last_cluster_put >= 1000) {
-                if (state_cluster_counters_put(w.cluster, args->index) != SL_OK)
+                if (state_cluster_counters_put(w.cluster, args->slot) != SL_OK)
                     sl_log_debug("cluster: cannot write this worker's command count");
                 last_cluster_put = now;
             }
@@ -323,14 +356,16 @@ int gw_worker_main(const gw_worker_args_t *args)
     }
     worker_drain(&w);
     if (gw_limit_failures(w.limit) != 0)
-        sl_log_warn("rate limiter: %llu call(s) admitted without a check while shared state failed",
-                    (unsigned long long)gw_limit_failures(w.limit));
+        sl_log_warn("rate limiter: shared cells failed %llu time(s); %llu call(s) were decided by this worker's "
+                    "share of the limits", (unsigned long long)gw_limit_failures(w.limit),
+                    (unsigned long long)state_degraded_decisions(w.state, STATE_PART_LIMITS));
     sl_log_flush();
     gw_stats_flush(w.stats);
     if (w.handler->inflight == 0) /* else calls still reference the pool: just exit */
         pool_destroy(w.pool);
     else
         pool_close_idle(w.pool);
+    gw_conns_destroy(w.conns);
     gw_limit_destroy(w.limit);
     gw_stats_destroy(w.stats);
     state_cluster_destroy(w.cluster);

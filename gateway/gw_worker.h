@@ -1,9 +1,11 @@
 /* gateway/gw_worker.h: one worker process (forked by the master).
  *
  * A worker owns one h2o event loop, single-threaded: its own listening
- * sockets (SO_REUSEPORT), its pool of upstream connections and its handler.
- * SIGTERM / SIGINT: stop accepting, finish the requests in flight (at most
- * server.shutdown_grace_ms), exit 0. */
+ * sockets (SO_REUSEPORT; the master made them and keeps them, so the worker
+ * that replaces this one takes the same sockets over), its pool of upstream
+ * connections and its handler. SIGTERM / SIGINT: stop accepting, finish the
+ * requests in flight (at most server.shutdown_grace_ms; kept-alive
+ * connections close after their current request), exit 0. */
 #ifndef GW_WORKER_H
 #define GW_WORKER_H
 
@@ -14,6 +16,10 @@ typedef struct gw_worker_args {
     const gw_config_t *cfg;
     unsigned index;               /* 1-based, for logs */
     unsigned nworkers;
+    unsigned slot;                /* its counters' slot in the shared state (1-based) */
+    unsigned nslots;              /* slots 1..nslots hold every worker's counters */
+    int main_fd;                  /* listening sockets, made by the master */
+    int admin_fd;                 /* -1 without an admin listener */
     gw_listen_addr_t main_addr;
     gw_listen_addr_t admin_addr;
     int has_admin;

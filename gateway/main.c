@@ -13,6 +13,7 @@
 #include <openssl/rand.h>
 
 #include "base/sl_log.h"
+#include "gateway/gw_timeofday.h"
 #include "state/state_cluster.h"
 #include "gateway/gw_config.h"
 #include "gateway/gw_identity.h"
@@ -95,6 +96,7 @@ static int check_connect(const gw_config_t *cfg, const char *path)
 
 int main(int argc, char **argv)
 {
+    (void)gw_timeofday_shared(); /* h2o's timers in shared time, immune to wall-clock steps */
     if (argc >= 3 && strcmp(argv[1], "key") == 0 && strcmp(argv[2], "new") == 0)
         return key_new(argc - 3, argv + 3);
     static const struct option opts[] = {

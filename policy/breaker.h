@@ -46,7 +46,7 @@ typedef struct policy_breaker_conf {
 /* The shared part: what every worker sees (persisted by state/). */
 typedef struct policy_breaker {
     policy_breaker_state_t state;
-    uint64_t since_ms;            /* wall-clock ms when state was entered */
+    uint64_t since_ms;            /* ms of the caller's clock (shared time, base/sl_time.h) when state was entered */
     uint32_t cooldown_ms;         /* current open period; doubles on each failed probe */
     uint64_t opened_at_ms;        /* when the current outage began (for "open for N ms") */
 } policy_breaker_t;

@@ -91,6 +91,7 @@ sl_err_t pool_create(const pool_params_t *p, pool_t **out)
     pool->loop = p->loop;
     pool->getaddr_receiver = p->getaddr_receiver;
     pool->max_response_bytes = p->max_response_bytes;
+    pool->budget = p->budget;
     pool->state = p->state;
     pool->slot = p->slot;
     pool->refresh_ms = p->refresh_ms ? p->refresh_ms : 50;

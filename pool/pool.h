@@ -14,6 +14,7 @@
 
 #include <h2o.h>
 
+#include "base/sl_budget.h"
 #include "base/sl_err.h"
 #include "wire/envelope.h"
 #include "policy/method.h"
@@ -146,6 +147,7 @@ typedef struct pool_params {
     uint32_t slot;
     uint32_t refresh_ms;          /* shared-state snapshot period */
     uint32_t flush_ms;            /* counter flush period; 0 = never */
+    sl_budget_t *budget;          /* answer bytes held, charged while read and kept (may be NULL) */
 } pool_params_t;
 
 SL_MUST_CHECK sl_err_t pool_create(const pool_params_t *params, pool_t **out);

@@ -101,7 +101,7 @@ static int plan_next(pool_call_t *call)
         call->retry_same = -1;
         return ep;
     }
-    uint64_t now = sl_wall_ms();
+    uint64_t now = sl_shared_ms();
     if (call->pinned >= 0 && candidate(call, (size_t)call->pinned, now))
         return call->pinned;
     for (size_t k = 0; k < net->norder; k++)
@@ -132,7 +132,7 @@ static int next_round(pool_call_t *call)
         return 0;
     int any = 0;
     for (size_t i = 0; i < net->nendpoints; i++)
-        any |= !call->no_retry[i] && pool_health_usable(&net->endpoints[i], sl_wall_ms());
+        any |= !call->no_retry[i] && pool_health_usable(&net->endpoints[i], sl_shared_ms());
     if (!any)
         return 0;
     uint32_t wait = policy_retry_backoff_ms(net->conf->backoff_base_ms, net->conf->backoff_max_ms, ++call->round,
@@ -150,7 +150,7 @@ static int next_round(pool_call_t *call)
 static void settle_untried(pool_call_t *call)
 {
     if (call->rate_limited_until_ms != 0) {
-        uint64_t now = sl_wall_ms();
+        uint64_t now = sl_shared_ms();
         uint64_t wait = call->rate_limited_until_ms > now ? call->rate_limited_until_ms - now : 1;
         for (size_t i = 0; i < call->nitems; i++) {
             call->items[i].rate_limited = 1;
@@ -238,11 +238,13 @@ static void on_exchange_done(pool_exchange_t *ex)
             pool_answer_fail_transport(call, ex);
             pool_held_judge(call, ep, pool_fail_outcome(ex->fail), pool_held_fail_end(ex->fail), ex->latency_us);
         }
-        sl_buf_dispose(&ex->body);
+        pool_exchange_body_dispose(ex);
     } else {
         log_attempt(call, ep, POOL_FAIL_NONE, ex->head.status, ex->latency_us);
         call->bodies = sl_xrealloc(call->bodies, (call->nbodies + 1) * sizeof(*call->bodies));
         call->bodies[call->nbodies++] = ex->body;
+        call->charged += ex->charged;
+        ex->charged = 0;
         sl_buf_init(&ex->body);
         pool_attempt_result_t res;
         pool_answer_apply(call, ex, &res);
@@ -294,7 +296,7 @@ static int take_credits(pool_call_t *call, int ep)
         }
     } else {
         call->tried[ep] = 1;
-        uint64_t until = sl_wall_ms() + retry_ms;
+        uint64_t until = sl_shared_ms() + retry_ms;
         if (call->rate_limited_until_ms == 0 || until < call->rate_limited_until_ms)
             call->rate_limited_until_ms = until;
         ok = 0;
@@ -321,7 +323,7 @@ static void on_verify_done(pool_exchange_t *ex)
                 wire_envelope_scan(body, ex->body.len, &env) == SL_OK &&
                 wire_json_kind(body, env.result) == WIRE_JSON_OBJECT;
     log_attempt(call, ex->ep->index, ex->fail, ex->head.status, ex->latency_us);
-    sl_buf_dispose(&ex->body);
+    pool_exchange_body_dispose(ex);
     if (it != NULL) {
         char txid[128];
         it->verify = 0;
@@ -442,6 +444,7 @@ void pool_call_release(pool_call_t *call)
     for (size_t i = 0; i < call->nbodies; i++)
         sl_buf_dispose(&call->bodies[i]);
     free(call->bodies);
+    pool_budget_release(call->net->pool, call->charged);
     free(call->sent);
     sl_buf_dispose(&call->req);
     sl_buf_dispose(&call->verify_req);

@@ -111,6 +111,12 @@ static void conn_make_idle(pool_conn_t *c)
     conn_enter(c, POOL_CONN_IDLE);
     c->ex = NULL;
     c->idle_since_ms = sl_now_ms();
+    /* a large answer may have grown the socket's buffer (one read takes all
+     * the kernel has): an idle connection gives that memory back */
+    if (c->sock->input->capacity > POOL_IDLE_INPUT_KEEP_BYTES && c->sock->input->size == 0) {
+        h2o_buffer_dispose(&c->sock->input);
+        h2o_buffer_init(&c->sock->input, &h2o_socket_buffer_prototype);
+    }
     h2o_linklist_insert(ep->idle.next, &c->idle_link); /* most recent first */
     ep->nidle++;
     h2o_timeout_link(conn_pool(c)->loop, &conn_pool(c)->idle_timeout, &c->idle_timer);
@@ -237,6 +243,17 @@ static void on_connect(h2o_socket_t *sock, const char *err)
     conn_send(c);
 }
 
+/* Charges the bytes the body grew by to the worker's budget: what was read
+ * is what occupies memory (room reserved but not yet written is not). */
+static void exchange_charge(pool_conn_t *c, pool_exchange_t *ex)
+{
+    sl_budget_t *b = conn_pool(c)->budget;
+    if (b != NULL && ex->body.len > ex->charged) {
+        sl_budget_charge(b, ex->body.len - ex->charged);
+        ex->charged = ex->body.len;
+    }
+}
+
 /* Reads the body of an answer whose head was parsed. Returns 1 when the
  * exchange finished (either way). */
 static int conn_read_body(pool_conn_t *c, int eof)
@@ -250,6 +267,7 @@ static int conn_read_body(pool_conn_t *c, int eof)
         int done = 0;
         sl_err_t err = pool_chunked_feed(&c->chunked, in->bytes, in->size, &ex->body, max, &used, &done);
         h2o_buffer_consume(&c->sock->input, used);
+        exchange_charge(c, ex);
         if (err != SL_OK) {
             exchange_finish(ex, err == SL_ERR_TOO_LARGE ? POOL_FAIL_TOO_LARGE : POOL_FAIL_BAD_HTTP);
             return 1;
@@ -259,10 +277,14 @@ static int conn_read_body(pool_conn_t *c, int eof)
             return 1;
         }
     } else if (ex->head.content_length >= 0) {
-        size_t want = (size_t)ex->head.content_length;
-        if (in->size >= want) {
-            sl_buf_append(&ex->body, in->bytes, want);
-            h2o_buffer_consume(&c->sock->input, want);
+        /* moved into the body (reserved once, at the head) as it arrives, so
+         * the answer is held once and the socket's buffer stays small */
+        size_t want = (size_t)ex->head.content_length - ex->body.len;
+        size_t n = in->size < want ? in->size : want;
+        sl_buf_append(&ex->body, in->bytes, n);
+        h2o_buffer_consume(&c->sock->input, n);
+        exchange_charge(c, ex);
+        if (ex->body.len == (size_t)ex->head.content_length) {
             exchange_finish(ex, POOL_FAIL_NONE);
             return 1;
         }
@@ -274,6 +296,7 @@ static int conn_read_body(pool_conn_t *c, int eof)
         }
         sl_buf_append(&ex->body, in->bytes, in->size);
         h2o_buffer_consume(&c->sock->input, in->size);
+        exchange_charge(c, ex);
         ex->head.keep_alive = 0;
         if (eof) {
             exchange_finish(ex, POOL_FAIL_NONE);
@@ -312,7 +335,7 @@ static int conn_read_head(pool_conn_t *c, int eof)
     h2o_buffer_consume(&c->sock->input, ex->head.head_len);
     conn_enter(c, POOL_CONN_BODY);
     if (ex->head.content_length >= 0)
-        sl_buf_reserve(&ex->body, (size_t)ex->head.content_length);
+        sl_buf_reserve_exact(&ex->body, (size_t)ex->head.content_length);
     return conn_read_body(c, eof);
 }
 
@@ -487,6 +510,19 @@ void pool_exchange_cancel(pool_exchange_t *ex)
     conn_destroy(ex->conn);
     ex->conn = NULL;
     ex->ep->inflight--;
+    pool_exchange_body_dispose(ex);
+}
+
+void pool_budget_release(pool_t *pool, size_t bytes)
+{
+    if (pool->budget != NULL && bytes > 0)
+        sl_budget_release(pool->budget, bytes);
+}
+
+void pool_exchange_body_dispose(pool_exchange_t *ex)
+{
+    pool_budget_release(ex->ep->net->pool, ex->charged);
+    ex->charged = 0;
     sl_buf_dispose(&ex->body);
 }
 

@@ -10,7 +10,21 @@
  * most one lease per window unused. The per-second and per-minute windows
  * count throughput units (what a provider's rate limit counts), the day and
  * month windows billed units. An endpoint lacking credits for a call is
- * skipped by the plan, before any request is sent. */
+ * skipped by the plan, before any request is sent.
+ *
+ * Windows are computed in shared time (base/sl_time.h), which ignores a
+ * backward step of the wall clock, and a ledger's window never moves back
+ * either (a record ahead of this process's clock keeps its window): a step
+ * back over the start of a month must not open the previous month's budget
+ * again, nor the current one after it.
+ *
+ * If the ledger cannot be read or written, the worker does not spend
+ * blindly: it spends 1/workers of what the ledger had left when it last saw
+ * it (of the whole budget for a window it never saw), tries the ledger
+ * again every second, and a state_degraded event says so (fail safe).
+ *
+ * With cluster: the ledgers are Redis' (pool_credit_cluster.c); while Redis
+ * is away this host spends its share of what Redis last said was left. */
 #include <string.h>
 
 #include "base/sl_log.h"
@@ -45,6 +59,8 @@ typedef struct lease_ctx {
     size_t n;
     uint64_t grant[POLICY_CREDIT_WINDOW_COUNT];
     uint64_t start[POLICY_CREDIT_WINDOW_COUNT], end[POLICY_CREDIT_WINDOW_COUNT]; /* of each record's window */
+    uint64_t spent[POLICY_CREDIT_WINDOW_COUNT]; /* the ledger's spent in that window, before this lease */
+    int read;                       /* the callback ran (start, end, spent are known) */
     uint64_t retry_ms;              /* lacking: until the earliest short window turns over */
     uint32_t hosts;                 /* cluster, Redis away: this host's share (0: the whole budget) */
 } lease_ctx_t;
@@ -66,8 +82,10 @@ static void budget_event(lease_ctx_t *c, state_event_t *ev, state_event_kind_t k
 
 /* Cluster, Redis away: what this host may spend alone in a window: its
  * share of what Redis last said was left ("cl/" copy; all of the budget in
- * a window Redis has not counted yet). The records are the host's ledgers,
- * then the copies, then the unsynced counts ("cu/"), n of each. */
+ * a window Redis has not counted yet), counted in the host's ledger and in
+ * what it spent alone ("cu/", told to Redis when it returns). The records
+ * are the host's ledgers, then the copies, then the unsynced counts, n of
+ * each. No budget events: the share is this host's, the budget everyone's. */
 static int share_cb(lease_ctx_t *c, state_ledger_rec_t *led, size_t n)
 {
     const pool_credits_conf_t *conf = &c->ep->conf->credits;
@@ -76,17 +94,22 @@ static int share_cb(lease_ctx_t *c, state_ledger_rec_t *led, size_t n)
         policy_credit_window_t w = c->win[i];
         uint64_t budget = policy_credit_budget(conf, w), need = units(c->cost, w);
         policy_credit_window_bounds(w, c->now, conf->month_reset_day, &c->start[i], &c->end[i]);
+        if (led[i].window_start_ms > c->start[i]) /* windows never move back */
+            policy_credit_window_bounds(w, led[i].window_start_ms, conf->month_reset_day, &c->start[i], &c->end[i]);
         uint64_t start = c->start[i];
         if (led[i].window_start_ms != start)
             led[i] = (state_ledger_rec_t){start, 0, 0, 0};
         if (unsynced[i].window_start_ms != start)
             unsynced[i] = (state_ledger_rec_t){start, 0, 0, 0};
+        c->spent[i] = led[i].spent;
+        c->read = 1;
         uint64_t seen = copy[i].window_start_ms == start ? copy[i].spent : 0;
         uint64_t mine = seen + (budget > seen ? (budget - seen) / c->hosts : 0);
         uint64_t left = mine > led[i].spent ? mine - led[i].spent : 0;
         if (left < need) {
-            if (c->retry_ms == 0 || c->end[i] - c->now < c->retry_ms)
-                c->retry_ms = c->end[i] - c->now;
+            uint64_t until = c->end[i] > c->now ? c->end[i] - c->now : 1;
+            if (c->retry_ms == 0 || until < c->retry_ms)
+                c->retry_ms = until;
             continue;
         }
         uint64_t size = pool_credit_lease_size(c->ep, w, c->cost);
@@ -114,13 +137,19 @@ static int lease_cb(void *arg, void *recs, size_t nrecs, state_event_t *events, 
         policy_credit_window_t w = c->win[i];
         uint64_t budget = policy_credit_budget(conf, w), need = units(c->cost, w);
         policy_credit_window_bounds(w, c->now, conf->month_reset_day, &c->start[i], &c->end[i]);
+        /* a record ahead of this clock keeps its window: windows never move back */
+        if (led[i].window_start_ms > c->start[i])
+            policy_credit_window_bounds(w, led[i].window_start_ms, conf->month_reset_day, &c->start[i], &c->end[i]);
         uint64_t start = c->start[i], end = c->end[i];
         if (led[i].window_start_ms != start)
             led[i] = (state_ledger_rec_t){start, 0, 0, 0};
+        c->spent[i] = led[i].spent;
+        c->read = 1;
         uint64_t left = budget > led[i].spent ? budget - led[i].spent : 0;
         if (left < need) {
-            if (c->retry_ms == 0 || end - c->now < c->retry_ms)
-                c->retry_ms = end - c->now;
+            uint64_t until = end > c->now ? end - c->now : 1;
+            if (c->retry_ms == 0 || until < c->retry_ms)
+                c->retry_ms = until;
             if (!led[i].exhausted_reported && *nevents < STATE_MAX_TXN_EVENTS) {
                 budget_event(c, &events[(*nevents)++], STATE_EVENT_BUDGET_EXHAUSTED, w, left, budget);
                 led[i].exhausted_reported = 1;
@@ -146,17 +175,19 @@ static int lease_cb(void *arg, void *recs, size_t nrecs, state_event_t *events, 
     return 1;
 }
 
-/* 1 if this worker's lease of window w still covers cost. */
+/* 1 if this worker's lease of window w still covers cost. A now before the
+ * lease's window is in it too: windows never move back. */
 static int local_covers(const pool_endpoint_t *ep, policy_credit_window_t w, policy_cost_t cost, uint64_t now)
 {
     const pool_credit_t *cr = &ep->credit;
-    return now >= cr->window_start[w] && now < cr->window_end[w] && cr->remaining[w] >= units(cost, w);
+    return now < cr->window_end[w] && cr->remaining[w] >= units(cost, w);
 }
 
 /* Leases, from the ledger, every window whose local lease falls short (the
  * others keep theirs: they were counted as spent when leased); 1 granted, 0
- * lacking (*retry_ms set), -1 failure. */
-static int lease(pool_endpoint_t *ep, policy_cost_t cost, uint64_t now, uint64_t *retry_ms, uint32_t hosts)
+ * lacking (*retry_ms set), -1 failure (*err says how). */
+static int lease(pool_endpoint_t *ep, policy_cost_t cost, uint64_t now, uint64_t *retry_ms, sl_err_t *err,
+                 uint32_t hosts)
 {
     pool_credit_t *cr = &ep->credit;
     lease_ctx_t c = {.ep = ep, .cost = cost, .now = now, .hosts = hosts};
@@ -170,13 +201,19 @@ static int lease(pool_endpoint_t *ep, policy_cost_t cost, uint64_t now, uint64_t
     }
     size_t nkeys = c.n;
     for (size_t i = 0; hosts > 0 && i < c.n; i++) {
+        /* cluster, Redis away: the copies of Redis' ledgers and the unsynced counts too */
         state_cluster_ledger_mirror_key(extra[i], sizeof(extra[i]), keys[i]);
         state_cluster_ledger_unsynced_key(extra[c.n + i], sizeof(extra[0]), keys[i]);
         keys[c.n + i] = extra[i];
         keys[2 * c.n + i] = extra[c.n + i];
         nkeys = 3 * c.n;
     }
-    if (state_budget_update(ep->net->pool->state, STATE_BUDGET_LEDGERS, keys, nkeys, lease_cb, &c) != SL_OK)
+    *err = state_budget_update(ep->net->pool->state, STATE_BUDGET_LEDGERS, keys, nkeys, lease_cb, &c);
+    for (size_t i = 0; i < c.n && c.read; i++) {
+        cr->seen_start[c.win[i]] = c.start[i];
+        cr->seen_spent[c.win[i]] = c.spent[i] + (*err == SL_OK ? c.grant[i] : 0);
+    }
+    if (*err != SL_OK)
         return -1;
     for (size_t i = 0; i < c.n; i++)
         if (c.grant[i] == 0) {
@@ -192,13 +229,46 @@ static int lease(pool_endpoint_t *ep, policy_cost_t cost, uint64_t now, uint64_t
     return 1;
 }
 
+/* Degraded: spends from this worker's share of what the ledger had left;
+ * 1 if it covers cost, else 0 (*retry_ms: until that window turns over). */
+static int local_take(pool_endpoint_t *ep, policy_cost_t cost, uint64_t now, uint64_t *retry_ms)
+{
+    pool_credit_t *cr = &ep->credit;
+    const pool_credits_conf_t *conf = &ep->conf->credits;
+    for (policy_credit_window_t w = 0; w < POLICY_CREDIT_WINDOW_COUNT; w++) {
+        uint64_t budget = policy_credit_budget(conf, w), start, end;
+        if (budget == 0)
+            continue;
+        policy_credit_window_bounds(w, now, conf->month_reset_day, &start, &end);
+        if (cr->local_start[w] > start)
+            policy_credit_window_bounds(w, cr->local_start[w], conf->month_reset_day, &start, &end);
+        if (cr->local_start[w] != start) {
+            uint64_t spent = cr->seen_start[w] == start ? cr->seen_spent[w] : 0;
+            cr->local_left[w] = (budget > spent ? budget - spent : 0) / cr->nworkers;
+            cr->local_start[w] = start;
+        }
+        if (cr->local_left[w] < units(cost, w)) {
+            *retry_ms = end > now ? end - now : 1;
+            return 0;
+        }
+    }
+    for (policy_credit_window_t w = 0; w < POLICY_CREDIT_WINDOW_COUNT; w++)
+        if (policy_credit_budget(conf, w) != 0)
+            cr->local_left[w] -= units(cost, w);
+    state_degraded_count(ep->net->pool->state, STATE_PART_CREDITS, 1);
+    return 1;
+}
+
+#define RETRY_SHARED_MS 1000      /* degraded: the ledger is tried again this often */
+
 int pool_credit_take(pool_endpoint_t *ep, policy_cost_t cost, uint64_t *retry_ms)
 {
     pool_credit_t *cr = &ep->credit;
     if (!cr->active || ep->net->pool->state == NULL)
         return 1;
     /* with cluster: the windows are bounded by Redis' clock */
-    uint64_t now = state_cluster_now_ms(state_cluster_of(ep->net->pool->state));
+    state_cluster_t *cl = state_cluster_of(ep->net->pool->state);
+    uint64_t now = cl != NULL ? state_cluster_now_ms(cl) : sl_shared_ms();
     if (now < cr->lacking_until_ms) {
         *retry_ms = cr->lacking_until_ms - now;
         return 0;
@@ -206,14 +276,20 @@ int pool_credit_take(pool_endpoint_t *ep, policy_cost_t cost, uint64_t *retry_ms
     int local = 1;
     for (policy_credit_window_t w = 0; w < POLICY_CREDIT_WINDOW_COUNT && local; w++)
         local = policy_credit_budget(&ep->conf->credits, w) == 0 || local_covers(ep, w, cost, now);
-    state_cluster_t *cl = state_cluster_of(ep->net->pool->state);
+    state_t *st = ep->net->pool->state;
     if (!local && cl != NULL && pool_credit_cluster_ask(ep, cost, now) == 0)
         return POOL_CREDIT_WAIT; /* Redis decides; the call waits for it */
+    if (!local && state_degraded(st, STATE_PART_CREDITS) && now < cr->retry_shared_ms)
+        return local_take(ep, cost, now, retry_ms);
     if (!local) {
-        /* Redis away: this host spends its share of what was left */
-        int got = lease(ep, cost, now, retry_ms, cl != NULL ? state_cluster_hosts(cl) : 0);
-        if (got < 0)
-            return 1; /* the ledger failed: do not starve the network (logged by state/) */
+        /* with cluster, Redis away: this host spends its share of what was left */
+        sl_err_t err = SL_OK;
+        int got = lease(ep, cost, now, retry_ms, &err, cl != NULL ? state_cluster_hosts(cl) : 0);
+        state_degraded_note(st, STATE_PART_CREDITS, err, now);
+        if (got < 0) {
+            cr->retry_shared_ms = now + RETRY_SHARED_MS;
+            return local_take(ep, cost, now, retry_ms); /* fail safe, never unlimited */
+        }
         if (got == 0) {
             cr->lacking_until_ms = now + *retry_ms;
             return 0;
@@ -227,11 +303,12 @@ int pool_credit_take(pool_endpoint_t *ep, policy_cost_t cost, uint64_t *retry_ms
     return 1;
 }
 
-void pool_credit_init(pool_endpoint_t *ep)
+void pool_credit_init(pool_endpoint_t *ep, uint32_t nworkers)
 {
     pool_credit_t *cr = &ep->credit;
     memset(cr, 0, sizeof(*cr));
     h2o_linklist_init_anchor(&cr->waiters);
+    cr->nworkers = nworkers ? nworkers : 1;
     cr->profile = policy_cost_profile(ep->conf->cost_profile ? ep->conf->cost_profile : "flat");
     if (cr->profile == NULL)
         cr->profile = policy_cost_profile("flat");

@@ -122,7 +122,7 @@ static int ask(pool_endpoint_t *ep, policy_cost_t cost, uint64_t now, int prefet
         if (budget == 0)
             continue;
         uint64_t need = pool_credit_units(cost, w), size = pool_credit_lease_size(ep, w, cost);
-        int covered = now >= cr->window_start[w] && now < cr->window_end[w] && cr->remaining[w] >= need;
+        int covered = now < cr->window_end[w] && cr->remaining[w] >= need;
         if (covered && (!prefetch || cr->remaining[w] * 2 >= size))
             continue;
         state_cluster_ask_t *q = &asks[a->n];

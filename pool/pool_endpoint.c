@@ -71,7 +71,7 @@ sl_err_t pool_endpoint_init(pool_endpoint_t *ep, pool_network_t *net, int index,
     uint32_t max = conf->max_inflight ? conf->max_inflight : POOL_DEFAULT_MAX_INFLIGHT;
     uint32_t slot = net->pool->slot ? net->pool->slot - 1 : 0;
     ep->max_inflight = max / nworkers + (slot % nworkers < max % nworkers ? 1 : 0);
-    pool_credit_init(ep);
+    pool_credit_init(ep, nworkers);
     build_prefix(ep);
     pool_dns_init(ep); /* never blocks: a host name is looked up on h2o's resolver threads */
     return SL_OK;

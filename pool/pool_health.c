@@ -70,7 +70,7 @@ static state_network_level_t network_level_check(const pool_network_conf_t *conf
         state_key_endpoint(keys[i], sizeof(keys[i]), conf->name, conf->endpoints[i].id);
         kp[i] = keys[i];
     }
-    level_ctx_t c = {conf, sl_wall_ms(), STATE_NETWORK_REDUNDANT};
+    level_ctx_t c = {conf, sl_shared_ms(), STATE_NETWORK_REDUNDANT};
     if (state_network_update(st, conf->name, kp, n, level_cb, &c) != SL_OK)
         sl_log_warn("network %s: cannot record its level in shared state", conf->name);
     return c.level;
@@ -167,7 +167,7 @@ int pool_health_breaker_move_then(pool_endpoint_t *ep, policy_breaker_state_t fr
     if (pool->state == NULL || (ep->health.moving & bit) != 0)
         return 0; /* the same move is already being decided (by Redis) */
     breaker_ctx_t *c = sl_xcalloc(1, sizeof(*c));
-    *c = (breaker_ctx_t){.ep = ep, .from = from, .to = to, .now = sl_wall_ms(), .then = then};
+    *c = (breaker_ctx_t){.ep = ep, .from = from, .to = to, .now = sl_shared_ms(), .then = then};
     snprintf(c->reason, sizeof(c->reason), "%s", reason);
     int made = -1;
     c->made = &made;
@@ -244,7 +244,7 @@ void pool_health_record(pool_endpoint_t *ep, state_outcome_t outcome, uint32_t l
     if (is_no_evidence(outcome))
         return;
     if (outcome != STATE_OUTCOME_RATE_LIMITED)
-        h->last_ok_ms = sl_wall_ms(); /* served: a later refusal starts the backoff over */
+        h->last_ok_ms = sl_shared_ms(); /* served: a later refusal starts the backoff over */
     const policy_breaker_conf_t *conf = &ep->net->conf->breaker;
     policy_window_record(&h->rl_window, conf, outcome == STATE_OUTCOME_RATE_LIMITED, sl_now_ms());
     int failure = is_breaker_failure(outcome);
@@ -318,7 +318,7 @@ static void rate_done(void *data, sl_err_t err, int changed, const state_endpoin
 void pool_health_rate_limited(pool_endpoint_t *ep, uint32_t retry_ms)
 {
     pool_health_t *h = &ep->health;
-    uint64_t now = sl_wall_ms();
+    uint64_t now = sl_shared_ms();
     /* a storm of 429s must not become a storm of write transactions */
     if (retry_ms == 0 ? h->shared.rate_limited_until_ms > now || h->rl_written_until_ms > now
                       : now + retry_ms <= h->shared.rate_limited_until_ms + 250 ||
@@ -338,10 +338,10 @@ void pool_health_rate_limited(pool_endpoint_t *ep, uint32_t retry_ms)
     state_endpoint_transition(ep->net->pool->state, h->key, rate_cb, &c, sizeof(c), rate_done, ep);
 }
 
-int pool_health_usable(pool_endpoint_t *ep, uint64_t now_wall_ms)
+int pool_health_usable(pool_endpoint_t *ep, uint64_t now_ms)
 {
     const state_endpoint_rec_t *r = &ep->health.shared;
-    return r->breaker == POLICY_BREAKER_CLOSED && !r->drained && now_wall_ms >= r->rate_limited_until_ms &&
+    return r->breaker == POLICY_BREAKER_CLOSED && !r->drained && now_ms >= r->rate_limited_until_ms &&
            pool_dns_usable(ep);
 }
 
@@ -439,7 +439,7 @@ static void flush_stats(pool_t *pool)
     flush_batch_t b; /* on the stack, as the records were before batching */
     b.n = 0;
     flush_per_method(pool, &b);
-    uint64_t now = sl_wall_ms();
+    uint64_t now = sl_shared_ms();
     for (size_t k = 0; k < pool->nnetworks; k++) {
         pool_network_t *net = &pool->networks[k];
         for (size_t i = 0; i < net->nendpoints; i++) {
@@ -465,7 +465,7 @@ static void on_tick(h2o_timeout_entry_t *entry)
 {
     pool_t *pool = H2O_STRUCT_FROM_MEMBER(pool_t, tick, entry);
     pool_health_refresh(pool);
-    uint64_t mono = sl_now_ms(), now = sl_wall_ms();
+    uint64_t mono = sl_now_ms(), now = sl_shared_ms();
     if (pool->flush_ms != 0 && mono - pool->last_flush_ms >= pool->flush_ms) {
         flush_stats(pool);
         pool->last_flush_ms = mono;
@@ -526,7 +526,7 @@ void pool_health_init(pool_t *pool)
         pool_health_refresh(pool);
     }
     for (size_t k = 0; k < pool->nnetworks; k++)
-        pool_rank_update(&pool->networks[k], sl_wall_ms());
+        pool_rank_update(&pool->networks[k], sl_shared_ms());
     if (pool->state == NULL)
         return;
     h2o_timeout_init(pool->loop, &pool->tick_timeout, pool->refresh_ms);

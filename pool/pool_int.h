@@ -20,6 +20,7 @@
 #define POOL_MAX_IDLE_PER_ENDPOINT 128
 #define POOL_WRITE_REUSE_MAX_IDLE_MS 2000 /* writes avoid connections idle longer */
 #define POOL_DNS_REFRESH_MS 60000
+#define POOL_IDLE_INPUT_KEEP_BYTES (64 * 1024) /* an idle connection's read buffer above this is freed */
 
 typedef struct pool_endpoint pool_endpoint_t;
 
@@ -63,7 +64,8 @@ struct pool_exchange {
     int write_done;               /* the whole request left (h2o no longer holds bufs) */
     int peer_closed;              /* the upstream closed its side */
     pool_http_head_t head;
-    sl_buf_t body;                /* decoded body; the owner takes it */
+    sl_buf_t body;                /* decoded body; the owner takes it (with charged) */
+    size_t charged;               /* bytes of body charged to pool->budget */
     uint32_t latency_us;
 };
 
@@ -107,6 +109,12 @@ typedef struct pool_credit {
     uint64_t window_end[POLICY_CREDIT_WINDOW_COUNT];   /* ... and its end (no calendar math per call) */
     uint64_t remaining[POLICY_CREDIT_WINDOW_COUNT];    /* leased, not yet spent */
     uint64_t lacking_until_ms;    /* the ledger said no: skip the endpoint until then */
+    uint32_t nworkers;            /* a degraded worker spends 1/nworkers of what the ledger had left */
+    uint64_t seen_start[POLICY_CREDIT_WINDOW_COUNT];   /* the ledger as this worker last saw it: its window ... */
+    uint64_t seen_spent[POLICY_CREDIT_WINDOW_COUNT];   /* ... and what was spent in it */
+    uint64_t local_start[POLICY_CREDIT_WINDOW_COUNT];  /* degraded: the window of the local allowance ... */
+    uint64_t local_left[POLICY_CREDIT_WINDOW_COUNT];   /* ... and what is left of it */
+    uint64_t retry_shared_ms;     /* degraded: when the ledger is tried again */
     /* cluster: the ledgers are Redis' (pool_credit_cluster.c) */
     int asking;                   /* a lease from Redis is under way */
     uint64_t quiet_until_ms;      /* Redis lacked credits for an early lease: none until then */
@@ -197,6 +205,7 @@ struct pool {
     pool_network_t *networks;
     size_t nnetworks;
     size_t max_response_bytes;
+    sl_budget_t *budget;          /* NULL: answers are not accounted (unit tests) */
     h2o_timeout_t idle_timeout;
     h2o_timeout_t zero_timeout;   /* deferred callbacks */
     state_t *state;               /* NULL: no shared state (unit tests) */
@@ -242,6 +251,7 @@ struct pool_call {
     size_t nsent;
     sl_buf_t *bodies;                 /* answers kept until release (items point into them) */
     size_t nbodies;
+    size_t charged;                   /* their bytes charged to pool->budget */
     pool_attempt_rec_t log[POOL_MAX_ATTEMPT_LOG];
     size_t nlog;
     int renumbered;                   /* a single call sent with id 0: its id is not portable */
@@ -290,7 +300,7 @@ void pool_health_init(pool_t *pool);
 void pool_health_dispose(pool_t *pool);
 /* 1 if the plan may send to ep now (breaker closed, not drained, not
  * rate-limited, its host name not failing to resolve). */
-int pool_health_usable(pool_endpoint_t *ep, uint64_t now_wall_ms);
+int pool_health_usable(pool_endpoint_t *ep, uint64_t now_ms);
 /* Records one attempt's outcome; failover = the call moved on after it. */
 void pool_health_record(pool_endpoint_t *ep, state_outcome_t outcome, uint32_t latency_us, int failover);
 /* Marks ep rate-limited for retry_ms (0: a backoff of our own). */
@@ -312,7 +322,7 @@ int pool_health_breaker_move_then(pool_endpoint_t *ep, policy_breaker_state_t fr
                                   const char *reason, pool_then_t then);
 
 /* pool_probe.c: sends a health or half-open probe when one is due. */
-void pool_probe_tick(pool_endpoint_t *ep, uint64_t now_wall_ms);
+void pool_probe_tick(pool_endpoint_t *ep, uint64_t now_ms);
 /* Sends the half-open probe this worker claimed. */
 void pool_probe_send_breaker(pool_endpoint_t *ep);
 
@@ -336,7 +346,7 @@ int pool_item_edge_allowed(pool_item_state_t from, pool_item_state_t to);
 void pool_item_settle(pool_item_t *it, pool_item_state_t to);
 
 /* pool_credit.c */
-void pool_credit_init(pool_endpoint_t *ep);
+void pool_credit_init(pool_endpoint_t *ep, uint32_t nworkers);
 /* Takes cost from ep's budget: 1 if it may be spent, 0 if the endpoint lacks
  * credits (*retry_ms: until the earliest window turns over), POOL_CREDIT_WAIT
  * if a lease is being asked of Redis (cluster:): the call waits with
@@ -371,7 +381,7 @@ void pool_delay_add(pool_t *pool, pool_delay_t *d, uint32_t ms, void (*cb)(pool_
 void pool_delay_cancel(pool_delay_t *d);
 
 /* pool_rank.c: the plan order of each network, from scores (with stickiness). */
-void pool_rank_update(pool_network_t *net, uint64_t now_wall_ms);
+void pool_rank_update(pool_network_t *net, uint64_t now_ms);
 /* Parses a probe answer's head (eth_blockNumber hex / getSlot number). */
 int pool_rank_parse_head(const char *body, size_t len, uint64_t *head);
 
@@ -407,6 +417,11 @@ pool_fail_t pool_exchange_start(pool_exchange_t *ex, pool_endpoint_t *ep, const 
                                 int is_write, pool_exchange_cb cb, void *data);
 void pool_exchange_cancel(pool_exchange_t *ex);
 void pool_conn_close_idle(pool_endpoint_t *ep);
+/* A finished exchange's body is charged to the worker's budget until freed:
+ * its owner frees it with this, or takes it (ex->body and ex->charged) and
+ * later releases the charge with pool_budget_release. */
+void pool_exchange_body_dispose(pool_exchange_t *ex);
+void pool_budget_release(pool_t *pool, size_t bytes);
 /* The endpoint's first lookup ended: connections waiting for it connect now,
  * or fail with POOL_FAIL_DNS if no address is known. */
 void pool_conn_dns_done(pool_endpoint_t *ep);

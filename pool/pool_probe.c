@@ -61,7 +61,7 @@ static int probe_result_cb(void *arg, state_endpoint_rec_t *rec, int exists, sta
 
 static void record_probe(pool_endpoint_t *ep, int ok, uint64_t head, uint32_t latency_us)
 {
-    probe_result_ctx_t c = {sl_wall_ms(), ok, head, latency_us, {0}};
+    probe_result_ctx_t c = {sl_shared_ms(), ok, head, latency_us, {0}};
     int changed = 0;
     if (state_endpoint_update(ep->net->pool->state, ep->health.key, probe_result_cb, &c, &changed) == SL_OK && changed)
         ep->health.shared = c.result;
@@ -186,7 +186,7 @@ static void on_probe_done(pool_exchange_t *ex)
     h->probing = POOL_PROBE_NONE;
     probe_result_t r;
     probe_judge(ep, ex, ex->fail, &r);
-    sl_buf_dispose(&ex->body);
+    pool_exchange_body_dispose(ex);
     probe_apply(ep, kind, &r, ex->latency_us);
 }
 

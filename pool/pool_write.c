@@ -110,7 +110,7 @@ void pool_write_pin(pool_call_t *call, int ep, const char *txid)
     state_pin_rec_t pin;
     memset(&pin, 0, sizeof(pin));
     snprintf(pin.endpoint, sizeof(pin.endpoint), "%s", net->endpoints[ep].conf->id);
-    pin.expires_ms = sl_wall_ms() + net->conf->pin_ms;
+    pin.expires_ms = sl_shared_ms() + net->conf->pin_ms;
     if (state_pin_put(net->pool->state, key, &pin) != SL_OK)
         sl_log_warn("network %s: could not record a transaction pin", net->conf->name);
 }
@@ -138,7 +138,7 @@ int pool_write_find_pin(pool_call_t *call)
             continue;
         pin_key(call, txid, key, sizeof(key));
         state_pin_rec_t pin;
-        if (state_pin_get(net->pool->state, key, sl_wall_ms(), &pin) != SL_OK)
+        if (state_pin_get(net->pool->state, key, sl_shared_ms(), &pin) != SL_OK)
             continue;
         for (size_t e = 0; e < net->nendpoints; e++)
             if (strcmp(net->endpoints[e].conf->id, pin.endpoint) == 0)

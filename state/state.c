@@ -124,6 +124,8 @@ sl_err_t state_open(const state_conf_t *conf, state_t **out)
     }
     if ((err = open_dbs(st)) != SL_OK)
         goto fail;
+    if (state_clock_anchor(st) != SL_OK)
+        sl_log_warn("state: could not record the anchor of shared time; this process keeps its own");
     *out = st;
     return SL_OK;
 fail:
@@ -209,21 +211,34 @@ sl_err_t state_raw_put(state_t *st, const char *db, const void *key, size_t klen
     return state_lmdb_err("commit", mdb_txn_commit(txn));
 }
 
-sl_err_t state_purge(state_t *st, int db, state_live_fn live, uint64_t now, size_t *removed)
+#define PURGE_VISITS 4096        /* records looked at per transaction, at most */
+
+/* One write transaction: deletes at most batch dead records of db from the
+ * key from[0..*fromlen) on (the first key when *fromlen is 0), looking at no
+ * more than PURGE_VISITS. *from gets the key to go on from, *done 1 at the
+ * end of the database. Returns the LMDB code (MDB_MAP_FULL: nothing done). */
+static int purge_batch(state_t *st, int db, state_live_fn live, uint64_t now, size_t batch, char *from,
+                       size_t *fromlen, int *done, size_t *removed)
 {
     MDB_txn *txn;
     MDB_cursor *cur;
-    MDB_val k, v;
-    *removed = 0;
+    MDB_val k = {*fromlen, from}, v;
+    size_t n = 0, visits = 0;
     int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
     if (rc != MDB_SUCCESS)
-        return state_lmdb_err("begin", rc);
+        return rc;
     if ((rc = mdb_cursor_open(txn, st->dbi[db], &cur)) != MDB_SUCCESS) {
         mdb_txn_abort(txn);
-        return state_lmdb_err("cursor", rc);
+        return rc;
     }
-    size_t n = 0;
-    for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == MDB_SUCCESS; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+    *done = 0;
+    rc = mdb_cursor_get(cur, &k, &v, *fromlen ? MDB_SET_RANGE : MDB_FIRST);
+    for (; rc == MDB_SUCCESS && n < batch && visits < PURGE_VISITS; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        visits++;
+        if (k.mv_size <= STATE_LMDB_KEY_MAX) {
+            memcpy(from, k.mv_data, k.mv_size);
+            *fromlen = k.mv_size;
+        }
         if (live(&v, now))
             continue;
         if ((rc = mdb_cursor_del(cur, 0)) != MDB_SUCCESS)
@@ -231,13 +246,42 @@ sl_err_t state_purge(state_t *st, int db, state_live_fn live, uint64_t now, size
         n++;
     }
     mdb_cursor_close(cur);
-    if (rc != MDB_NOTFOUND) {
-        mdb_txn_abort(txn);
-        return state_lmdb_err("purge", rc);
+    if (rc == MDB_NOTFOUND) {
+        *done = 1;
+        rc = MDB_SUCCESS;
     }
-    if ((rc = mdb_txn_commit(txn)) != MDB_SUCCESS)
-        return state_lmdb_err("commit", rc);
-    *removed = n;
+    if (rc != MDB_SUCCESS) {
+        mdb_txn_abort(txn);
+        return rc;
+    }
+    if ((rc = mdb_txn_commit(txn)) == MDB_SUCCESS)
+        *removed += n;
+    return rc;
+}
+
+/* Deletes in bounded transactions: one transaction over a whole database
+ * would copy every page it touches and could not commit on a map that is
+ * nearly full, which is when a purge is most needed. A batch that meets a
+ * full map is tried again with half as many deletions. */
+sl_err_t state_purge(state_t *st, int db, state_live_fn live, uint64_t now, size_t *removed)
+{
+    char from[STATE_LMDB_KEY_MAX], at[STATE_LMDB_KEY_MAX];
+    size_t fromlen = 0, atlen = 0, batch = STATE_PURGE_BATCH;
+    int done = 0;
+    *removed = 0;
+    while (!done) {
+        memcpy(at, from, fromlen);
+        atlen = fromlen;
+        int rc = purge_batch(st, db, live, now, batch, from, &fromlen, &done, removed);
+        if (rc == MDB_MAP_FULL && batch > 1) {
+            memcpy(from, at, atlen); /* nothing of that batch was deleted: again from where it began */
+            fromlen = atlen;
+            batch /= 2;
+            continue;
+        }
+        if (rc != MDB_SUCCESS)
+            return state_lmdb_err("purge", rc);
+    }
     return SL_OK;
 }
 

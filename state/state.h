@@ -38,7 +38,13 @@ typedef struct state_conf {
     size_t map_size_mb;
     uint32_t event_max_count;     /* retention: keep at most this many events */
     uint32_t event_max_age_s;     /* ... and none older than this */
+    uint32_t max_cells;           /* client-limit cells kept at most; 0 = STATE_CELLS_PER_MB per MB */
 } state_conf_t;
+
+/* Limit cells are bounded so that callers cannot fill the map with them
+ * (a cell is about 130 bytes in LMDB's pages: this keeps them within about a
+ * quarter of the map). */
+#define STATE_CELLS_PER_MB 2048
 
 /* Opens (creating as needed) the environment. Errors: SL_ERR_IO (folder,
  * permissions), SL_ERR_VERSION (written by another schema version),
@@ -46,11 +52,22 @@ typedef struct state_conf {
 SL_MUST_CHECK sl_err_t state_open(const state_conf_t *conf, state_t **out);
 void state_close(state_t *st);
 
+/* ---- shared time (base/sl_time.h) ---- */
+/* Sets this process's shared-time offset from the anchor kept in meta (the
+ * same for every process of a boot), writing one if there is none for this
+ * boot; state_open does it. See state_clock.c for the rule across reboots. */
+SL_MUST_CHECK sl_err_t state_clock_anchor(state_t *st);
+/* Records the latest shared time (and an offset that followed a forward
+ * step of the wall clock); the master calls it every second. */
+SL_MUST_CHECK sl_err_t state_clock_note(state_t *st);
+
 /* ---- master housekeeping ---- */
 /* Clears reader slots left by dead processes; *cleared gets how many. */
 SL_MUST_CHECK sl_err_t state_check_readers(state_t *st, int *cleared);
 /* Flushes written pages to disk. */
 SL_MUST_CHECK sl_err_t state_sync(state_t *st);
+/* Changes the event retention state_trim_events applies (a reload). */
+void state_retention_set(state_t *st, uint32_t event_max_count, uint32_t event_max_age_s);
 /* Applies event retention (count and age); *removed gets how many. */
 SL_MUST_CHECK sl_err_t state_trim_events(state_t *st, uint64_t now_ms, size_t *removed);
 /* Bytes live data takes in the map, and the map's size. */
@@ -197,10 +214,54 @@ typedef enum state_budget_db {
 typedef int (*state_budget_fn)(void *ctx, void *recs, size_t n, state_event_t *events, size_t *nevents);
 SL_MUST_CHECK sl_err_t state_budget_update(state_t *st, state_budget_db_t db, const char *const *keys, size_t n,
                                            state_budget_fn fn, void *ctx);
+/* state_budget_update for client-limit cells, which are bounded: when the
+ * keys[] absent from the database would take it past max_cells, as many
+ * other cells go first, in the same transaction, chosen by a clock hand
+ * that walks the key space: cells idle at now_us (TAT not ahead) are taken
+ * first, else the one with the least debt among the next few, never one of
+ * keys[]. A write that meets a full map evicts a batch of cells the same way
+ * in its own transaction and is tried once more. So a flood of identities
+ * costs the oldest idle cells, never the ability to keep limits. */
+SL_MUST_CHECK sl_err_t state_cells_update(state_t *st, const char *const *keys, size_t n, uint64_t now_us,
+                                          state_budget_fn fn, void *ctx);
+/* How many limit cells are stored. */
+size_t state_cells_count(state_t *st);
 /* Reads one record of db inside a snapshot (state_read_begin). */
 SL_MUST_CHECK sl_err_t state_budget_get(state_t *st, state_budget_db_t db, const char *key, void *rec);
-/* Deletes limit cells idle since before now_us (their TAT is in the past). */
+/* Deletes limit cells idle since before now_us (their TAT is in the past),
+ * in transactions of at most STATE_PURGE_BATCH deletions (fewer when the map
+ * is too full for that many page copies), so it works on a full map too. */
+#define STATE_PURGE_BATCH 256
 SL_MUST_CHECK sl_err_t state_cells_purge(state_t *st, uint64_t now_us, size_t *removed);
+
+/* ---- degraded: a part of this process enforcing locally ---- */
+/* Client limits and credit budgets fall back to per-worker enforcement when
+ * their shared records cannot be read or written (fail-safe, never open).
+ * state_degraded_note() tells which way the last try went; on a change it
+ * logs and appends a state_degraded or state_restored event (reason: which
+ * part, and why). The event is appended in a transaction of its own, after
+ * the one that failed, so it needs no room that the failure took; if it
+ * cannot be written either, it stays pending and is tried again with the
+ * next note (at most once a second), and the log line has said it already. */
+typedef enum state_part {
+    STATE_PART_LIMITS,            /* client-limit cells */
+    STATE_PART_CREDITS,           /* provider credit ledgers */
+    STATE_PART_COUNT
+} state_part_t;
+
+void state_degraded_note(state_t *st, state_part_t part, sl_err_t result, uint64_t now_ms);
+/* 1 while part is degraded in this process. */
+int state_degraded(const state_t *st, state_part_t part);
+/* Counts n decisions taken locally for part (for the exit line and metrics). */
+void state_degraded_count(state_t *st, state_part_t part, uint64_t n);
+uint64_t state_degraded_decisions(const state_t *st, state_part_t part);
+/* "limits", "credits" (a label value); "unknown" out of range. */
+const char *state_part_name(state_part_t part);
+/* Per worker slot, the counters record "deg/<slot>" (written with the
+ * request counters): for each part, [degraded now (0/1), local decisions]. */
+#define STATE_DEGRADED_COUNTERS (2 * STATE_PART_COUNT)
+/* The most limit cells kept (state.max_limit_cells or its default). */
+size_t state_cells_max(const state_t *st);
 
 /* For tests and tools: raw put of arbitrary bytes into a named database. */
 SL_MUST_CHECK sl_err_t state_raw_put(state_t *st, const char *db, const void *key, size_t klen, const void *val,

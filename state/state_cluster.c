@@ -76,7 +76,7 @@ static void on_hello(void *data, redisReply *reply)
     long long n = reply->element[0]->integer;
     uint64_t redis_ms = strtoull(reply->element[1]->str, NULL, 10) * 1000 + strtoull(reply->element[2]->str, NULL, 10) / 1000;
     cl->hb_sent_ms = sl_now_ms();
-    cl->redis_offset_ms = (int64_t)redis_ms - (int64_t)sl_wall_ms();
+    cl->redis_offset_ms = (int64_t)redis_ms - (int64_t)sl_shared_ms();
     uint32_t hosts = n < 1 ? 1 : n > 100000 ? 100000 : (uint32_t)n;
     if (hosts != cl->hosts) {
         cl->hosts = hosts;

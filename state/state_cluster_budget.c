@@ -61,7 +61,7 @@ static void on_gcra(void *data, redisReply *reply)
         r.redis_now_us = reply_u64(reply->element[2]);
         for (size_t i = 0; i < op->n && i < STATE_CLUSTER_MAX_CELLS; i++)
             r.tat_us[i] = reply_u64(reply->element[3 + i]);
-        op->cl->redis_offset_ms = (int64_t)(r.redis_now_us / 1000) - (int64_t)sl_wall_ms();
+        op->cl->redis_offset_ms = (int64_t)(r.redis_now_us / 1000) - (int64_t)sl_shared_ms();
     } else if (reply != NULL && reply->type == REDIS_REPLY_ERROR) {
         state_cluster_link_failed(op->cl, reply->str);
     }
@@ -414,7 +414,7 @@ void state_cluster_watch_ledgers(state_cluster_t *cl, const char *const *keys, s
 
 uint64_t state_cluster_now_ms(const state_cluster_t *cl)
 {
-    int64_t now = (int64_t)sl_wall_ms() + (cl != NULL ? cl->redis_offset_ms : 0);
+    int64_t now = (int64_t)sl_shared_ms() + (cl != NULL ? cl->redis_offset_ms : 0);
     return now > 0 ? (uint64_t)now : 0;
 }
 

@@ -88,7 +88,7 @@ static int read_for_update(state_t *st, MDB_txn *txn, const char *key, state_end
         return 0;
     }
     *exists = 1;
-    return breaker_repair(rec, sl_wall_ms(), bad);
+    return breaker_repair(rec, sl_shared_ms(), bad);
 }
 
 /* state_endpoint_update; *repaired = 1 if this call wrote a repair; *out

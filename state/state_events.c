@@ -166,6 +166,12 @@ sl_err_t state_event_append(state_t *st, state_event_t *ev)
     return append_once(st, ev);
 }
 
+void state_retention_set(state_t *st, uint32_t event_max_count, uint32_t event_max_age_s)
+{
+    st->conf.event_max_count = event_max_count;
+    st->conf.event_max_age_s = event_max_age_s;
+}
+
 sl_err_t state_trim_events(state_t *st, uint64_t now_ms, size_t *removed)
 {
     MDB_stat s;

@@ -19,6 +19,7 @@ enum {
 };
 
 #define STATE_CORRUPT_LOG_MAX 32
+#define STATE_LMDB_KEY_MAX 511     /* LMDB's default largest key (keys read back from a database) */
 
 struct state {
     state_conf_t conf;
@@ -29,6 +30,15 @@ struct state {
     uint64_t appends;             /* events this process appended (room check cadence) */
     uint64_t corrupt_logged[STATE_CORRUPT_LOG_MAX]; /* FNV-1a of db and key */
     size_t ncorrupt_logged;
+    struct {
+        int on;                   /* degraded now */
+        int need_start, need_end; /* state_degraded / state_restored not written yet */
+        sl_err_t why;
+        uint64_t since_ms, ended_ms, retry_ms;
+        uint64_t decisions;       /* taken locally, ever */
+    } degraded[STATE_PART_COUNT];
+    char cell_hand[STATE_LMDB_KEY_MAX];          /* where cell eviction goes on (a key; "" = the first) */
+    size_t cell_hand_len;
     struct state_cluster *cluster; /* the worker's Redis link (cluster: section), NULL without */
     char host[STATE_HOST_MAX + 1];  /* cluster: this host's name, given to the events it appends */
 };

@@ -46,3 +46,13 @@ size_t state_key_level(char *out, size_t cap, const char *network)
 {
     return fit(snprintf(out, cap, "level/%s", network));
 }
+
+size_t state_key_degraded(char *out, size_t cap, unsigned slot)
+{
+    return fit(snprintf(out, cap, "deg/%u", slot));
+}
+
+size_t state_key_server(char *out, size_t cap, unsigned slot)
+{
+    return fit(snprintf(out, cap, "srv/%u", slot));
+}

@@ -27,5 +27,9 @@ size_t state_key_cell(char *out, size_t cap, const char *identity, const char *b
 size_t state_key_pin(char *out, size_t cap, const char *network, const char *txid);
 /* meta: "level/<network>", the network's redundancy level */
 size_t state_key_level(char *out, size_t cap, const char *network);
+/* stats: "deg/<slot>", the parts of shared state one worker runs without */
+size_t state_key_degraded(char *out, size_t cap, unsigned slot);
+/* stats: "srv/<slot>", one worker's connection and buffer counters */
+size_t state_key_server(char *out, size_t cap, unsigned slot);
 
 #endif

@@ -56,6 +56,14 @@ static const state_field_t pin_fields[] = {
 
 const state_schema_t state_pin_schema = {"pin", 1, pin_fields, sizeof(pin_fields) / sizeof(pin_fields[0])};
 
+static const state_field_t clock_fields[] = {
+    F(state_clock_rec_t, boot_id, STATE_F_STR, sizeof(((state_clock_rec_t *)0)->boot_id)),
+    F(state_clock_rec_t, offset_us, STATE_F_U64, 1),
+    F(state_clock_rec_t, high_us, STATE_F_U64, 1),
+};
+
+const state_schema_t state_clock_schema = {"clock", 1, clock_fields, sizeof(clock_fields) / sizeof(clock_fields[0])};
+
 static const state_field_t network_fields[] = {
     F(state_network_rec_t, level, STATE_F_U8, 1),
     F(state_network_rec_t, since_ms, STATE_F_U64, 1),
@@ -131,6 +139,25 @@ static const char *const req_outcome_names[STATE_REQ_OUTCOME_COUNT] = {
 const char *state_req_outcome_name(state_req_outcome_t o)
 {
     return (unsigned)o < STATE_REQ_OUTCOME_COUNT ? req_outcome_names[o] : "unknown";
+}
+
+static const struct {
+    const char *name;
+    int gauge;
+} srv_counters[STATE_SRV_COUNT] = {
+#define STATE_SRV_ROW_(name, str, gauge) [STATE_SRV_##name] = {str, gauge},
+    STATE_SRV_COUNTERS(STATE_SRV_ROW_)
+#undef STATE_SRV_ROW_
+};
+
+const char *state_srv_counter_name(state_srv_counter_t c)
+{
+    return (unsigned)c < STATE_SRV_COUNT ? srv_counters[c].name : "unknown";
+}
+
+int state_srv_counter_is_gauge(state_srv_counter_t c)
+{
+    return (unsigned)c < STATE_SRV_COUNT && srv_counters[c].gauge;
 }
 
 const char *state_event_kind_name(state_event_kind_t k)

@@ -55,7 +55,7 @@ SL_MUST_CHECK sl_err_t state_record_decode(const state_schema_t *schema, const v
 
 typedef struct state_endpoint_rec {
     uint8_t breaker;              /* policy_breaker_state_t, < STATE_BREAKER_STATES */
-    uint64_t since_ms;            /* wall clock: state entered */
+    uint64_t since_ms;            /* shared time (base/sl_time.h): state entered */
     uint32_t cooldown_ms;
     uint64_t opened_at_ms;        /* the current outage began */
     uint32_t probe_pid;           /* HALF_OPEN: the worker that claimed the probe (STATE_PROBE_ELSEWHERE:
@@ -94,6 +94,9 @@ extern const state_schema_t state_endpoint_schema;
     X(BUDGET_LOW, "budget_low")                                                           \
     X(BUDGET_EXHAUSTED, "budget_exhausted")                                               \
     X(STATE_ERROR, "state_error")                                                         \
+    X(CONFIG_RELOAD_FAILED, "config_reload_failed")                                       \
+    X(STATE_DEGRADED, "state_degraded")                                                   \
+    X(STATE_RESTORED, "state_restored")                                                   \
     X(CLUSTER_DEGRADED, "cluster_degraded")                                               \
     X(CLUSTER_RESTORED, "cluster_restored")
 
@@ -108,13 +111,14 @@ const char *state_event_kind_name(state_event_kind_t k);
 
 typedef struct state_event {
     uint64_t seq;                 /* the key, not part of the encoded value */
-    uint64_t ts_ms;               /* wall clock */
+    uint64_t ts_ms;               /* shared time (reads as wall time) */
     uint8_t kind;
     char network[40];
     char endpoint[72];
-    uint8_t from;                 /* breaker states, for breaker events */
+    uint8_t from;                 /* breaker states, for breaker events; config events: the
+                                     tag of the admin request that asked (0: SIGHUP) */
     uint8_t to;
-    char reason[160];
+    char reason[512];             /* config events list every change or error in it */
     uint64_t duration_ms;         /* breaker_closed: how long it was open; failover: the interval */
     uint64_t count;               /* failover: how many; redundancy_low: usable endpoints */
     uint32_t pid;                 /* the process that observed it */
@@ -192,14 +196,14 @@ extern const state_schema_t state_stats_schema;
 
 /* ---- client rate-limit cells (GCRA) ---- */
 typedef struct state_cell_rec {
-    uint64_t tat_us;              /* theoretical arrival time, wall clock µs */
+    uint64_t tat_us;              /* theoretical arrival time, shared-time µs */
 } state_cell_rec_t;
 
 extern const state_schema_t state_cell_schema;
 
 /* ---- provider credit ledgers: one per (endpoint, window) ---- */
 typedef struct state_ledger_rec {
-    uint64_t window_start_ms;     /* the window this record counts (wall clock) */
+    uint64_t window_start_ms;     /* the window this record counts (shared time); never moves back */
     uint64_t spent;               /* credits leased out in it (used or held by a worker) */
     uint8_t low_reported;         /* budget_low already announced for this window */
     uint8_t exhausted_reported;   /* budget_exhausted already announced */
@@ -207,10 +211,19 @@ typedef struct state_ledger_rec {
 
 extern const state_schema_t state_ledger_schema;
 
+/* ---- the anchor of shared time (base/sl_time.h), in meta under "clock" ---- */
+typedef struct state_clock_rec {
+    char boot_id[40];             /* the kernel's boot id the offset belongs to */
+    uint64_t offset_us;           /* shared time = CLOCK_MONOTONIC + offset, during that boot */
+    uint64_t high_us;             /* the latest shared time recorded (the next boot starts past it) */
+} state_clock_rec_t;
+
+extern const state_schema_t state_clock_schema;
+
 /* ---- transaction pins: confirmation polls go to the endpoint that accepted ---- */
 typedef struct state_pin_rec {
     char endpoint[72];            /* the endpoint id that accepted the transaction */
-    uint64_t expires_ms;          /* wall clock */
+    uint64_t expires_ms;          /* shared time */
 } state_pin_rec_t;
 
 extern const state_schema_t state_pin_schema;
@@ -243,6 +256,31 @@ typedef enum state_req_outcome {
 } state_req_outcome_t;
 
 const char *state_req_outcome_name(state_req_outcome_t o);
+
+/* ---- a worker's own limits: one counter list per worker slot ("srv/<slot>") ----
+ * Entry STATE_SRV_<name>. GAUGE entries are the worker's current value (reset
+ * when it starts); the others count up and survive restarts. */
+#define STATE_SRV_COUNTERS(X)                                                             \
+    X(CONNECTIONS, "connections", 1)          /* client connections open */              \
+    X(ACCEPTED, "accepted", 0)                /* client connections accepted */          \
+    X(MAX_CONN_PAUSES, "max_conn_pauses", 0)  /* accepting paused at max_connections */  \
+    X(ACCEPT_ERRORS, "accept_errors", 0)      /* accept failed (EMFILE...): paused */    \
+    X(WRITE_TIMEOUTS, "write_timeouts", 0)    /* clients closed for taking no bytes */   \
+    X(BUFFERED_BYTES, "buffered_bytes", 1)    /* answer bytes held in memory */          \
+    X(BUFFERED_PEAK, "buffered_peak", 1)      /* the most held at once */                \
+    X(BUFFER_REFUSED, "buffer_refused", 0)    /* calls refused with 503 at the budget */ \
+    X(HEAD_REFUSED, "head_refused", 0)        /* requests refused with 431 / 414 */
+
+typedef enum state_srv_counter {
+#define STATE_SRV_ENUM_(name, str, gauge) STATE_SRV_##name,
+    STATE_SRV_COUNTERS(STATE_SRV_ENUM_)
+#undef STATE_SRV_ENUM_
+    STATE_SRV_COUNT
+} state_srv_counter_t;
+
+const char *state_srv_counter_name(state_srv_counter_t c);
+/* 1 for a gauge (the worker's current value), 0 for a counter. */
+int state_srv_counter_is_gauge(state_srv_counter_t c);
 
 /* ---- a variable-length list of counters ---- */
 #define STATE_COUNTERS_MAX 2048

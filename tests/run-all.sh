@@ -5,11 +5,13 @@
 #   1. dependencies (Debian packages, npm packages for the e2e clients)
 #   2. normal build (-Werror), every ctest test: unit, integration, e2e;
 #      then a Debug build, compiled but not run
-#   3. AddressSanitizer + UndefinedBehaviorSanitizer build, every test again
-#   4. libFuzzer smoke: each fuzz target for SLUICE_FUZZ_SECONDS (default 60)
+#   3. deploy/docker-compose.yml run for real with podman (tests/deploy/compose.sh), once
+#   4. AddressSanitizer + UndefinedBehaviorSanitizer build, every test again
+#   5. libFuzzer smoke: each fuzz target for SLUICE_FUZZ_SECONDS (default 60)
 #
-# Environment: SLUICE_SKIP_ASAN=1, SLUICE_SKIP_FUZZ=1 shorten a local run;
-# SLUICE_JOBS (default 2) for the compiler.
+# Environment: SLUICE_SKIP_ASAN=1, SLUICE_SKIP_FUZZ=1, SLUICE_SKIP_COMPOSE=1
+# shorten a local run (CI sets none of them); SLUICE_JOBS (default 2) for the
+# compiler.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -41,6 +43,11 @@ run_suite build
 step "Debug build (compile only)"
 cmake -S "$root" -B build-debug -DCMAKE_BUILD_TYPE=Debug -DSLUICE_TESTS=ON >/dev/null
 cmake --build build-debug -j "$jobs"
+
+if [ "${SLUICE_SKIP_COMPOSE:-0}" != 1 ]; then
+    step "docker-compose.yml with podman (image build, up, worker kill, down/up, down)"
+    tests/deploy/compose.sh
+fi
 
 if [ "${SLUICE_SKIP_ASAN:-0}" != 1 ]; then
     step "build and test under ASan + UBSan"

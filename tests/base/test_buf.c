@@ -453,3 +453,16 @@ Test(secret, key_like_values_only, .init = scrub_setup, .fini = scrub_teardown)
     cr_expect(!sl_secret_contains("Bearer", 6));
     cr_expect(!sl_secret_contains("Basic", 5));
 }
+
+Test(buf, reserve_exact_allocates_what_is_asked)
+{
+    sl_buf_t b = SL_BUF_INIT;
+    sl_buf_reserve_exact(&b, 4194340);
+    cr_assert_eq(b.cap, 4194341); /* the bytes and the terminator, not 8 MiB */
+    sl_buf_append(&b, "ab", 2);
+    cr_assert_eq(b.cap, 4194341);
+    sl_buf_reserve_exact(&b, 10); /* room already there: nothing moves */
+    cr_assert_eq(b.cap, 4194341);
+    cr_assert_str_eq(b.base, "ab");
+    sl_buf_dispose(&b);
+}

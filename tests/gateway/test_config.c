@@ -149,6 +149,12 @@ Test(config, minimal_gets_defaults)
     cr_assert_eq(cfg->server.max_batch, GW_DEFAULT_MAX_BATCH);
     cr_assert_eq(cfg->server.max_response_bytes, GW_DEFAULT_MAX_RESPONSE_BYTES);
     cr_assert_eq(cfg->server.shutdown_grace_ms, GW_DEFAULT_SHUTDOWN_GRACE_MS);
+    cr_assert_eq(cfg->server.max_connections, GW_DEFAULT_MAX_CONNECTIONS);
+    cr_assert_eq(cfg->server.idle_timeout_ms, GW_DEFAULT_IDLE_TIMEOUT_MS);
+    cr_assert_eq(cfg->server.write_timeout_ms, GW_DEFAULT_WRITE_TIMEOUT_MS);
+    cr_assert_eq(cfg->server.max_buffered_bytes, GW_DEFAULT_MAX_BUFFERED_BYTES);
+    cr_assert_eq(cfg->server.max_header_line_bytes, GW_DEFAULT_MAX_HEADER_LINE_BYTES);
+    cr_assert_eq(cfg->server.max_header_bytes, GW_DEFAULT_MAX_HEADER_BYTES);
     cr_assert_eq(cfg->server.access_log, 1);
     cr_assert_eq(cfg->server.ncors_origins, 1);
     cr_assert_str_eq(cfg->server.cors_origins[0], "*");
@@ -212,6 +218,12 @@ static const char full_example[] =
     "  max_batch: 10000\n"
     "  max_response_bytes: 1000000\n"
     "  shutdown_grace_ms: 0\n"
+    "  max_connections: 50\n"
+    "  idle_timeout_ms: 2500\n"
+    "  write_timeout_ms: 7000\n"
+    "  max_buffered_bytes: 2097152\n"
+    "  max_header_line_bytes: 4096\n"
+    "  max_header_bytes: 16384\n"
     "  access_log: off\n"
     "  cors_origins: [\"https://app.example\", \"https://b.example\"]\n"
     "admin: { listen: \"[::1]:9000\" }\n"
@@ -276,6 +288,12 @@ Test(config, full_schema_from_file)
     cr_assert_eq(cfg->server.max_batch, 10000);
     cr_assert_eq(cfg->server.max_response_bytes, 1000000);
     cr_assert_eq(cfg->server.shutdown_grace_ms, 0);
+    cr_assert_eq(cfg->server.max_connections, 50);
+    cr_assert_eq(cfg->server.idle_timeout_ms, 2500);
+    cr_assert_eq(cfg->server.write_timeout_ms, 7000);
+    cr_assert_eq(cfg->server.max_buffered_bytes, 2097152);
+    cr_assert_eq(cfg->server.max_header_line_bytes, 4096);
+    cr_assert_eq(cfg->server.max_header_bytes, 16384);
     cr_assert_eq(cfg->server.access_log, 0);
     cr_assert_eq(cfg->server.ncors_origins, 2);
     cr_assert_str_eq(cfg->server.cors_origins[1], "https://b.example");
@@ -474,4 +492,14 @@ Test(config, errors_print_format)
     fclose(f);
     cr_assert_str_eq(text, "s.yaml:3: server.listen: bad\ns.yaml: cannot read\ns.yaml: networks: missing\n");
     free(text);
+}
+
+/* An answer limit above the default budget raises the budget with it, unless
+ * the budget was given (then --check says they disagree). */
+Test(config, max_buffered_bytes_follows_a_larger_max_response_bytes)
+{
+    gw_config_t *cfg = load_ok("server: { max_response_bytes: 536870912 }\n"
+                               "networks:\n  eth:\n    endpoints: [\"http://127.0.0.1:8545\"]\n");
+    cr_assert_eq(cfg->server.max_buffered_bytes, 536870912);
+    gw_config_destroy(cfg);
 }

@@ -158,3 +158,76 @@ networks: { eth: { ranking: { probe_interval_ms: 0 }, endpoints: ["${a.url}"] } 
   assert.equal((await post(open.url('eth'), STD(), { 'x-forwarded-for': '10.0.0.3' })).status, 429,
     'an untrusted peer cannot pick its identity');
 });
+
+// A POST whose headers may repeat: { name: [line, line] } sends two lines.
+async function postLines(url, body, headers) {
+  const http = await import('node:http');
+  const data = JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: 'POST' }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => { text += d; });
+      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, text }));
+    });
+    req.setHeader('content-type', 'application/json');
+    for (const [k, v] of Object.entries(headers)) req.setHeader(k, v);
+    req.on('error', reject);
+    req.end(data);
+  });
+}
+
+async function trustingSluice(tiers, server = '') {
+  const a = await startFake({ name: 'a' });
+  started.push(a);
+  const s = await startSluice(`server: { listen: "127.0.0.1:0", workers: 1, trusted_proxies: ["127.0.0.1/32"]${server} }
+admin: { listen: off }
+tiers: ${tiers}
+networks: { eth: { ranking: { probe_interval_ms: 0 }, endpoints: ["${a.url}"] } }
+`);
+  started.push(s);
+  return s;
+}
+
+test('X-Forwarded-For lines are joined before the walk: a line of its own cannot pick the identity', async () => {
+  const s = await trustingSluice('{ anonymous: { per_minute: 2 } }');
+  // the client 10.0.0.1 spends its budget through the proxy (one line each)
+  for (let i = 0; i < 2; i++) assert.equal((await postLines(s.url('eth'), STD(), { 'x-forwarded-for': '10.0.0.1' })).status, 200);
+  assert.equal((await postLines(s.url('eth'), STD(), { 'x-forwarded-for': '10.0.0.1' })).status, 429);
+  // then sends its own X-Forwarded-For line ahead of the one the proxy adds:
+  // read together they say "10.9.9.x, 10.0.0.1", and the proxy's entry counts
+  for (let i = 0; i < 3; i++) {
+    const r = await postLines(s.url('eth'), STD(), { 'x-forwarded-for': [`10.9.9.${i}`, '10.0.0.1'] });
+    assert.equal(r.status, 429, `a line of its own (10.9.9.${i}) chose the caller's identity`);
+  }
+  // a chain over two lines is walked across both: 10.0.0.2 via a trusted hop
+  const r = await postLines(s.url('eth'), STD(), { 'x-forwarded-for': ['10.0.0.2', '127.0.0.1'] });
+  assert.equal(r.status, 200, 'the chain over two lines names 10.0.0.2');
+});
+
+test('IPv6 callers are limited per /64 (server.ipv6_prefix)', async () => {
+  const s = await trustingSluice('{ anonymous: { per_minute: 2 } }');
+  const h = (ip) => ({ 'x-forwarded-for': ip });
+  assert.equal((await post(s.url('eth'), STD(), h('2001:db8:1:2::1'))).status, 200);
+  assert.equal((await post(s.url('eth'), STD(), h('2001:db8:1:2:ffff:1:2:3'))).status, 200);
+  assert.equal((await post(s.url('eth'), STD(), h('2001:db8:1:2:abcd::9'))).status, 429, 'another address of the same /64');
+  assert.equal((await post(s.url('eth'), STD(), h('2001:db8:1:3::1'))).status, 200, 'the next /64 is another caller');
+  // IPv4-mapped addresses are IPv4 callers, not one /64 for all of them
+  assert.equal((await post(s.url('eth'), STD(), h('::ffff:192.0.2.1'))).status, 200);
+  assert.equal((await post(s.url('eth'), STD(), h('::ffff:192.0.2.2'))).status, 200);
+  assert.equal((await post(s.url('eth'), STD(), h('::ffff:192.0.2.3'))).status, 200);
+  const wide = await trustingSluice('{ anonymous: { per_minute: 1 } }', ', ipv6_prefix: 128');
+  assert.equal((await post(wide.url('eth'), STD(), h('2001:db8:1:2::1'))).status, 200);
+  assert.equal((await post(wide.url('eth'), STD(), h('2001:db8:1:2::2'))).status, 200, 'ipv6_prefix: 128 limits each address');
+});
+
+test('guessing keys and wrong content types are charged to the caller\'s address', async () => {
+  const { s } = await limited('{ anonymous: { per_minute: 3 }, pro: { per_second: 100 }, basic: { per_second: 7 } }', '', 1);
+  const statuses = [];
+  for (let i = 0; i < 5; i++) statuses.push((await post(`${s.url('eth')}/sl_guess_${i}_000000000000000`, STD())).status);
+  assert.deepEqual(statuses, [401, 401, 401, 429, 429], 'unknown keys cost the address its calls');
+  const bad = await post(s.url('eth'), STD(), { 'content-type': 'text/plain' });
+  assert.equal(bad.status, 429, 'so do wrong content types');
+  // a known key has its own tier and is not refused for its address's guesses
+  assert.equal((await post(`${s.url('eth')}/${PRO}`, STD())).status, 200);
+});

@@ -94,7 +94,11 @@ test('EMFILE on socket(): 503 local_error, no endpoint blamed, all well once des
   assert.match(s.logs(), /sluice's own resources/);
 });
 
-test('no temp space for a large answer\'s buffer: local_error, not a reset of the endpoint', async () => {
+// A Content-Length answer is read straight into one buffer of its size (not
+// through h2o's socket buffer, which moves to a temp file past 32 MiB), so a
+// missing temp folder no longer fails it; the local_error class for temp
+// space stays for answers h2o still buffers (chunked).
+test('no temp space: a 40 MB answer still arrives, and no endpoint is blamed', async () => {
   const s = await startSluice({
     workers: 1,
     server: { max_response_bytes: 67108864 },
@@ -106,11 +110,11 @@ test('no temp space for a large answer\'s buffer: local_error, not a reset of th
     for (const f of [a, b]) await f.setMode('huge', { size: 40 * 1000 * 1000, method: 'eth_getLogs' });
     for (let i = 0; i < 4; i++) {
       const r = await post(s.url(), call('eth_getLogs', [{}], i));
-      assert.equal(r.status, 503, r.text.slice(0, 300));
-      assert.equal(r.json.error.data.outcome, 'local_error');
+      assert.equal(r.status, 200, r.text.slice(0, 300));
+      assert.ok(r.text.length > 40 * 1000 * 1000, `the whole answer (${r.text.length} bytes)`);
     }
   } finally {
     for (const f of [a, b]) await f.setMode('ok');
   }
-  await assertNobodyBlamed(s, 4);
+  await assertNobodyBlamed(s, 0);
 });

@@ -157,7 +157,8 @@ export function renderConfig({ workers = 2, networks, server = {}, admin = true,
 
 // Starts sluice on a config (YAML text or the object renderConfig takes).
 // Resolves when the master says every worker listens. `wrap` is a command
-// that execs sluice (same pid), e.g. ['unshare', '-m', 'sh', '-c', '... exec "$0" "$@"'].
+// that execs sluice in the same process (same pid), e.g. ['prlimit', '--nofile=64:64', '--'] or
+// ['unshare', '-m', 'sh', '-c', '... exec "$0" "$@"'].
 export async function startSluice(config, { env, wrap = [] } = {}) {
   const dir = tempDir();
   const file = path.join(dir, 'sluice.yaml');

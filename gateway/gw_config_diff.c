@@ -1,0 +1,384 @@
+/* gateway/gw_config_diff.c: the running configuration against a new one.
+ * Every compared field is a row of a table (settings, network fields,
+ * endpoint fields); a field a reload cannot apply is flagged in its row. */
+#include "gateway/gw_config_diff.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/sl_buf.h"
+
+typedef enum field_kind {
+    F_U32,
+    F_SIZE,
+    F_INT,                        /* int and enums */
+    F_STR,                        /* char *, NULL allowed */
+    F_STRV,                       /* char ** at off, size_t count at count_off; NULL != empty */
+    F_MEM,                        /* a struct without padding, size bytes */
+    F_FN,                         /* fn decides */
+} field_kind_t;
+
+typedef struct field {
+    const char *name;
+    field_kind_t kind;
+    size_t off;
+    size_t count_off;             /* F_STRV: the count; F_MEM: the size */
+    int (*fn)(const void *a, const void *b); /* F_FN: 1 if they differ */
+    int restart;                  /* 1: a reload cannot apply it */
+    int show;                     /* 1: the values may be shown (not secrets) */
+} field_t;
+
+/* F_MEM rows memcmp whole structs: they must not have padding */
+_Static_assert(sizeof(pool_timeouts_t) == 4 * sizeof(uint32_t), "pool_timeouts_t has padding");
+_Static_assert(sizeof(policy_breaker_conf_t) == 8 * sizeof(uint32_t), "policy_breaker_conf_t has padding");
+_Static_assert(sizeof(policy_score_conf_t) == 3 * sizeof(double) + 6 * sizeof(uint32_t),
+               "policy_score_conf_t has padding");
+
+static int str_differs(const char *a, const char *b)
+{
+    if (a == NULL || b == NULL)
+        return a != b;
+    return strcmp(a, b) != 0;
+}
+
+typedef char *str_t;
+typedef char **strv_t;
+#define AT(base, off, type) (*(const type *)((const char *)(base) + (off)))
+
+static int strv_differs(const field_t *f, const void *a, const void *b)
+{
+    char *const *va = AT(a, f->off, strv_t), *const *vb = AT(b, f->off, strv_t);
+    size_t na = AT(a, f->count_off, size_t), nb = AT(b, f->count_off, size_t);
+    if ((va == NULL) != (vb == NULL) || na != nb)
+        return 1;
+    for (size_t i = 0; i < na; i++)
+        if (str_differs(va[i], vb[i]))
+            return 1;
+    return 0;
+}
+
+static int differs(const field_t *f, const void *a, const void *b)
+{
+    switch (f->kind) {
+    case F_U32: return AT(a, f->off, uint32_t) != AT(b, f->off, uint32_t);
+    case F_SIZE: return AT(a, f->off, size_t) != AT(b, f->off, size_t);
+    case F_INT: return AT(a, f->off, int) != AT(b, f->off, int);
+    case F_STR: return str_differs(AT(a, f->off, str_t), AT(b, f->off, str_t));
+    case F_STRV: return strv_differs(f, a, b);
+    case F_MEM: return memcmp((const char *)a + f->off, (const char *)b + f->off, f->count_off) != 0;
+    case F_FN: return f->fn(a, b);
+    }
+    return 1;
+}
+
+static void show_value(const field_t *f, const void *rec, sl_buf_t *out)
+{
+    if (f->kind == F_STR) {
+        const char *s = AT(rec, f->off, str_t);
+        sl_buf_append_str(out, s != NULL ? s : "off");
+    } else if (f->kind == F_U32) {
+        sl_buf_printf(out, "%u", AT(rec, f->off, uint32_t));
+    } else if (f->kind == F_SIZE) {
+        sl_buf_printf(out, "%zu", AT(rec, f->off, size_t));
+    }
+}
+
+/* ---- the tables ---- */
+
+static int tiers_differ(const void *a, const void *b)
+{
+    const gw_config_t *x = a, *y = b;
+    if (x->ntiers != y->ntiers)
+        return 1;
+    for (size_t i = 0; i < x->ntiers; i++)
+        if (strcmp(x->tiers[i].name, y->tiers[i].name) != 0 ||
+            memcmp(&x->tiers[i].limits, &y->tiers[i].limits, sizeof(gw_limit_conf_t)) != 0)
+            return 1;
+    return 0;
+}
+_Static_assert(sizeof(gw_limit_conf_t) == 3 * sizeof(uint32_t), "gw_limit_conf_t has padding");
+
+static int keys_differ(const void *a, const void *b)
+{
+    const gw_config_t *x = a, *y = b;
+    if (x->nkeys != y->nkeys)
+        return 1;
+    for (size_t i = 0; i < x->nkeys; i++)
+        if (strcmp(x->keys[i].sha256, y->keys[i].sha256) != 0 || str_differs(x->keys[i].tier, y->keys[i].tier) ||
+            str_differs(x->keys[i].name, y->keys[i].name))
+            return 1;
+    return 0;
+}
+
+#define CFG(member) offsetof(gw_config_t, member)
+static const field_t settings[] = {
+    {"server.listen", F_STR, CFG(server.listen), .restart = 1, .show = 1},
+    {"server.workers", F_U32, CFG(server.workers), .restart = 1, .show = 1},
+    {"admin.listen", F_STR, CFG(admin.listen), .restart = 1, .show = 1},
+    {"state.path", F_STR, CFG(state.path), .restart = 1, .show = 1},
+    {"state.map_size_mb", F_U32, CFG(state.map_size_mb), .restart = 1, .show = 1},
+    {"server.max_body_bytes", F_SIZE, CFG(server.max_body_bytes)},
+    {"server.max_batch", F_U32, CFG(server.max_batch)},
+    {"server.max_response_bytes", F_SIZE, CFG(server.max_response_bytes)},
+    {"server.shutdown_grace_ms", F_U32, CFG(server.shutdown_grace_ms)},
+    {"server.access_log", F_INT, CFG(server.access_log)},
+    {"server.cors_origins", F_STRV, CFG(server.cors_origins), CFG(server.ncors_origins)},
+    {"server.trusted_proxies", F_STRV, CFG(server.trusted_proxies), CFG(server.ntrusted_proxies)},
+    {"server.read_multiplier", F_U32, CFG(server.read_multiplier)},
+    {"admin.token", F_STR, CFG(admin.token)},
+    {"state.refresh_ms", F_U32, CFG(state.refresh_ms)},
+    {"state.flush_ms", F_U32, CFG(state.flush_ms)},
+    {"state.event_max_count", F_U32, CFG(state.event_max_count)},
+    {"state.event_max_age_hours", F_U32, CFG(state.event_max_age_hours)},
+    {"log.level", F_INT, CFG(log.level)},
+    {"log.format", F_INT, CFG(log.json)},
+    {"tiers", F_FN, .fn = tiers_differ},
+    {"keys", F_FN, .fn = keys_differ},
+};
+#undef CFG
+
+static int methods_differ(const void *a, const void *b)
+{
+    const pool_network_conf_t *x = a, *y = b;
+    if (x->nmethod_overrides != y->nmethod_overrides)
+        return 1;
+    for (size_t i = 0; i < x->nmethod_overrides; i++) {
+        const policy_method_t *m = &x->method_overrides[i], *n = &y->method_overrides[i];
+        if (str_differs(m->name, n->name) || m->cls != n->cls || m->priority != n->priority ||
+            m->retry_safe != n->retry_safe || m->cheap != n->cheap)
+            return 1;
+    }
+    return 0;
+}
+
+static int has_id(const pool_network_conf_t *net, const char *id)
+{
+    for (size_t i = 0; i < net->nendpoints; i++)
+        if (strcmp(net->endpoints[i].id, id) == 0)
+            return 1;
+    return 0;
+}
+
+/* The endpoints both have, in a different order (added and removed ones say
+ * so themselves). */
+static int endpoint_order_differs(const void *a, const void *b)
+{
+    const pool_network_conf_t *x = a, *y = b;
+    size_t i = 0, k = 0;
+    for (;;) {
+        while (i < x->nendpoints && !has_id(y, x->endpoints[i].id))
+            i++;
+        while (k < y->nendpoints && !has_id(x, y->endpoints[k].id))
+            k++;
+        if (i == x->nendpoints || k == y->nendpoints)
+            return 0;
+        if (strcmp(x->endpoints[i++].id, y->endpoints[k++].id) != 0)
+            return 1;
+    }
+}
+
+#define NET(member) offsetof(pool_network_conf_t, member)
+static const field_t network_fields[] = {
+    {"chain", F_INT, NET(chain)},
+    {"timeouts", F_MEM, NET(timeouts), sizeof(pool_timeouts_t)},
+    {"max_attempts", F_U32, NET(max_attempts)},
+    {"resend_writes", F_INT, NET(resend_writes)},
+    {"methods", F_FN, .fn = methods_differ},
+    {"blocked_methods", F_STRV, NET(blocked_methods), NET(nblocked_methods)},
+    {"breaker", F_MEM, NET(breaker), sizeof(policy_breaker_conf_t)},
+    {"ranking", F_MEM, NET(ranking), sizeof(policy_score_conf_t)},
+    {"retry", F_U32, NET(backoff_base_ms)},
+    {"retry", F_U32, NET(backoff_max_ms)},
+    {"pin", F_U32, NET(pin_ms)},
+    {"endpoint order", F_FN, .fn = endpoint_order_differs},
+};
+#undef NET
+
+static int headers_differ(const void *a, const void *b)
+{
+    const pool_endpoint_conf_t *x = a, *y = b;
+    if (x->nheaders != y->nheaders)
+        return 1;
+    for (size_t i = 0; i < x->nheaders; i++)
+        if (strcmp(x->headers[i].name, y->headers[i].name) != 0 ||
+            strcmp(x->headers[i].value, y->headers[i].value) != 0)
+            return 1;
+    return 0;
+}
+
+static int credits_differ(const void *a, const void *b)
+{
+    const pool_endpoint_conf_t *x = a, *y = b;
+    const pool_credits_conf_t *c = &x->credits, *d = &y->credits;
+    return x->has_credits != y->has_credits || memcmp(c->limit, d->limit, sizeof(c->limit)) != 0 ||
+           c->month_reset_day != d->month_reset_day;
+}
+
+#define EP(member) offsetof(pool_endpoint_conf_t, member)
+static const field_t endpoint_fields[] = {
+    {"url", F_STR, EP(url)},
+    {"tls_ca_file", F_STR, EP(tls_ca_file)},
+    {"headers", F_FN, .fn = headers_differ},
+    {"max_inflight", F_U32, EP(max_inflight)},
+    {"tier", F_INT, EP(tier)},
+    {"cost_profile", F_STR, EP(cost_profile)},
+    {"credits", F_FN, .fn = credits_differ},
+};
+#undef EP
+
+/* ---- the diff ---- */
+
+static gw_change_t *add(gw_config_diff_t *d, gw_change_op_t op, gw_change_subject_t subject, const char *name,
+                        const char *id)
+{
+    d->items = sl_xrealloc(d->items, (d->n + 1) * sizeof(*d->items));
+    gw_change_t *c = &d->items[d->n++];
+    memset(c, 0, sizeof(*c));
+    c->op = op;
+    c->subject = subject;
+    if (id != NULL)
+        snprintf(c->name, sizeof(c->name), "%s/%s", name, id);
+    else
+        snprintf(c->name, sizeof(c->name), "%s", name);
+    return c;
+}
+
+/* The names of the rows that differ, comma-separated (each name once). */
+static void changed_fields(const field_t *rows, size_t n, const void *a, const void *b, char *out, size_t len)
+{
+    sl_buf_t buf = SL_BUF_INIT;
+    const char *last = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (!differs(&rows[i], a, b) || (last != NULL && strcmp(last, rows[i].name) == 0))
+            continue;
+        if (buf.len > 0)
+            sl_buf_append_str(&buf, ", ");
+        sl_buf_append_str(&buf, rows[i].name);
+        last = rows[i].name;
+    }
+    snprintf(out, len, "%s", buf.base != NULL ? buf.base : "");
+    sl_buf_dispose(&buf);
+}
+
+static const pool_endpoint_conf_t *find_endpoint(const pool_network_conf_t *net, const char *id)
+{
+    for (size_t i = 0; i < net->nendpoints; i++)
+        if (strcmp(net->endpoints[i].id, id) == 0)
+            return &net->endpoints[i];
+    return NULL;
+}
+
+static void diff_endpoints(gw_config_diff_t *d, const pool_network_conf_t *old, const pool_network_conf_t *new)
+{
+    for (size_t i = 0; new != NULL && i < new->nendpoints; i++) {
+        const pool_endpoint_conf_t *e = &new->endpoints[i], *was = old ? find_endpoint(old, e->id) : NULL;
+        char fields[128];
+        if (was == NULL) {
+            add(d, GW_CHANGE_ADDED, GW_CHANGE_ENDPOINT, new->name, e->id);
+            continue;
+        }
+        changed_fields(endpoint_fields, sizeof(endpoint_fields) / sizeof(endpoint_fields[0]), was, e, fields,
+                       sizeof(fields));
+        if (fields[0] != '\0')
+            snprintf(add(d, GW_CHANGE_CHANGED, GW_CHANGE_ENDPOINT, new->name, e->id)->fields, sizeof(fields), "%s",
+                     fields);
+    }
+    for (size_t i = 0; old != NULL && i < old->nendpoints; i++)
+        if (new == NULL || find_endpoint(new, old->endpoints[i].id) == NULL)
+            add(d, GW_CHANGE_REMOVED, GW_CHANGE_ENDPOINT, old->name, old->endpoints[i].id);
+}
+
+static void diff_settings(gw_config_diff_t *d, const gw_config_t *old, const gw_config_t *new)
+{
+    sl_buf_t restart = SL_BUF_INIT;
+    for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++) {
+        const field_t *f = &settings[i];
+        if (!differs(f, old, new))
+            continue;
+        if (!f->restart) {
+            add(d, GW_CHANGE_CHANGED, GW_CHANGE_SETTING, f->name, NULL);
+            continue;
+        }
+        if (restart.len > 0)
+            sl_buf_append_str(&restart, "; ");
+        sl_buf_printf(&restart, "%s (", f->name);
+        show_value(f, old, &restart);
+        sl_buf_append_str(&restart, " -> ");
+        show_value(f, new, &restart);
+        sl_buf_append_str(&restart, ") needs a restart");
+    }
+    snprintf(d->restart, sizeof(d->restart), "%s", restart.base != NULL ? restart.base : "");
+    sl_buf_dispose(&restart);
+}
+
+void gw_config_diff(const gw_config_t *old, const gw_config_t *new, gw_config_diff_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    size_t nn = sizeof(network_fields) / sizeof(network_fields[0]);
+    for (size_t i = 0; i < new->nnetworks; i++) {
+        const pool_network_conf_t *net = &new->networks[i];
+        const pool_network_conf_t *was = gw_config_network(old, net->name, strlen(net->name));
+        char fields[128];
+        if (was == NULL) {
+            add(out, GW_CHANGE_ADDED, GW_CHANGE_NETWORK, net->name, NULL);
+            continue;
+        }
+        changed_fields(network_fields, nn, was, net, fields, sizeof(fields));
+        if (fields[0] != '\0')
+            snprintf(add(out, GW_CHANGE_CHANGED, GW_CHANGE_NETWORK, net->name, NULL)->fields, sizeof(fields), "%s",
+                     fields);
+    }
+    for (size_t i = 0; i < old->nnetworks; i++)
+        if (gw_config_network(new, old->networks[i].name, strlen(old->networks[i].name)) == NULL)
+            add(out, GW_CHANGE_REMOVED, GW_CHANGE_NETWORK, old->networks[i].name, NULL);
+    for (size_t i = 0; i < new->nnetworks; i++)
+        diff_endpoints(out, gw_config_network(old, new->networks[i].name, strlen(new->networks[i].name)),
+                       &new->networks[i]);
+    for (size_t i = 0; i < old->nnetworks; i++)
+        if (gw_config_network(new, old->networks[i].name, strlen(old->networks[i].name)) == NULL)
+            diff_endpoints(out, &old->networks[i], NULL);
+    diff_settings(out, old, new);
+}
+
+void gw_config_diff_dispose(gw_config_diff_t *d)
+{
+    free(d->items);
+    memset(d, 0, sizeof(*d));
+}
+
+static const char op_mark[] = {[GW_CHANGE_ADDED] = '+', [GW_CHANGE_REMOVED] = '-', [GW_CHANGE_CHANGED] = '~'};
+static const char *const subject_word[] = {
+    [GW_CHANGE_NETWORK] = "network",
+    [GW_CHANGE_ENDPOINT] = "endpoint",
+    [GW_CHANGE_SETTING] = "setting",
+};
+
+void gw_config_diff_summary(const gw_config_diff_t *d, char *out, size_t len)
+{
+    if (len == 0)
+        return;
+    if (d->n == 0) {
+        snprintf(out, len, "no changes");
+        return;
+    }
+    size_t used = 0;
+    for (size_t i = 0; i < d->n; i++) {
+        const gw_change_t *c = &d->items[i];
+        char one[300];
+        int n = snprintf(one, sizeof(one), "%s%c%s %s%s%s%s", i ? "; " : "", op_mark[c->op], subject_word[c->subject],
+                         c->name, c->fields[0] ? " (" : "", c->fields, c->fields[0] ? ")" : "");
+        char more[48];
+        int m = i + 1 < d->n ? snprintf(more, sizeof(more), "; ... and %zu more", d->n - i - 1) : 0;
+        /* this item fits, with room left to say how many would follow it */
+        if (used + (size_t)n + (size_t)m < len) {
+            memcpy(out + used, one, (size_t)n);
+            used += (size_t)n;
+            continue;
+        }
+        snprintf(more, sizeof(more), "%s... and %zu more", i ? "; " : "", d->n - i);
+        snprintf(out + used, len - used, "%s", more);
+        return;
+    }
+    out[used] = '\0';
+}

@@ -1,0 +1,51 @@
+/* gateway/gw_conns.h: accepting, and the client connections of one worker.
+ *
+ * The client listener keeps at most server.max_connections connections
+ * open. At the limit it stops accepting until one closes: connections the
+ * kernel already gave this worker's socket (SO_REUSEPORT picks a socket
+ * when the connection arrives) wait in its listen queue, and nothing is
+ * accepted only to be closed.
+ *
+ * When accept fails for want of descriptors or kernel memory (EMFILE,
+ * ENFILE, ENOBUFS, ENOMEM) a listener stops reading for GW_CONNS_PAUSE_MS
+ * and tries again, instead of spinning on a socket it cannot empty; the
+ * admin listener does the same.
+ *
+ * A client connection whose answer is being written but whose peer has
+ * acknowledged no byte of it for server.write_timeout_ms is reset: h2o
+ * sees the write fail and frees the request, its answer and the
+ * connection. Idle connections and slow request senders are h2o's
+ * (server.idle_timeout_ms, its request timeout).
+ *
+ * Counters go to gw_stats (STATE_SRV_*); repeated log lines are rate-limited. */
+#ifndef GW_CONNS_H
+#define GW_CONNS_H
+
+#include <stddef.h>
+
+#include <h2o.h>
+
+#include "gateway/gw_config.h"
+#include "gateway/gw_stats.h"
+
+#define GW_CONNS_PAUSE_MS 100     /* accepting pauses this long after EMFILE and kin */
+
+typedef struct gw_conns gw_conns_t;
+
+/* srv and stats (may be NULL) must outlive the result. */
+gw_conns_t *gw_conns_create(h2o_loop_t *loop, const gw_server_conf_t *srv, gw_stats_t *stats);
+/* Stops accepting; connections still open are left to the process exit. */
+void gw_conns_destroy(gw_conns_t *c);
+
+/* Accepts on fd (a listening, non-blocking socket) into actx. clients = 1 for
+ * the client listener: max_connections and the write timeout apply to its
+ * connections. Returns 0, or -1 (too many listeners). */
+int gw_conns_listen(gw_conns_t *c, int fd, h2o_accept_ctx_t *actx, int clients);
+
+/* Closes every listener (shutdown); open connections carry on. */
+void gw_conns_stop_accepting(gw_conns_t *c);
+
+/* Client connections open now. */
+size_t gw_conns_open(const gw_conns_t *c);
+
+#endif

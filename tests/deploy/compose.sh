@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# Runs deploy/docker-compose.yml for real, with podman and podman-compose
+# (no Docker engine on these machines; the files stay valid for Docker
+# Compose v2). tests/run-all.sh runs it once, after the normal suite:
+#
+#   1. packages (deploy/install-deps.sh), a containers.conf of its own
+#      (runc with cgroupfs, netavark + aardvark-dns: service names resolve)
+#   2. the base image debian:bookworm-slim, made with debootstrap from the
+#      Debian mirror apt uses (no registry is reachable); kept once imported
+#   3. podman build of deploy/Dockerfile
+#   4. up -d on free loopback ports; JSON-RPC through the published port,
+#      /healthz and the admin API through the loopback admin port
+#   5. kill -9 of a worker inside the container: respawned, service goes on,
+#      a worker_restarted event
+#   6. down, up again: the drain and the events are still there (volume)
+#   7. down -v; whatever it made is removed even when a step fails
+#
+# Needs root (or rootful podman). Prints its wall time.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+t0=$(date +%s)
+project=sluice-compose-test-$$
+token=compose-test-token-$$
+work=$(mktemp -d)
+compose_file=deploy/docker-compose.yml
+
+say() { printf '[compose %3ss] %s\n' "$(($(date +%s) - t0))" "$*"; }
+fail() { say "FAIL: $*"; exit 1; }
+
+deploy/install-deps.sh
+
+# ---- 1. podman's configuration, for this run only ----
+cat >"$work/containers.conf" <<'CONF'
+[containers]
+default_ulimits = []
+[engine]
+cgroup_manager = "cgroupfs"
+runtime = "runc"
+events_logger = "file"
+[network]
+network_backend = "netavark"
+CONF
+export CONTAINERS_CONF=$work/containers.conf
+
+free_port() { node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
+export SLUICE_PORT=$(free_port) SLUICE_ADMIN_PORT=$(free_port) SLUICE_ADMIN_TOKEN=$token
+compose() { podman-compose -p "$project" -f "$compose_file" "$@"; }
+
+cleanup() {
+    local rc=$?
+    set +e
+    if [ "$rc" -ne 0 ]; then
+        say "logs of the failed run:"
+        podman ps -a --filter "label=io.podman.compose.project=$project"
+        for c in $(podman ps -aq --filter "label=io.podman.compose.project=$project"); do
+            podman logs --tail 30 "$c" 2>&1
+        done
+    fi
+    # -v: the image declares VOLUME, so every container has an anonymous one too
+    podman ps -aq --filter "label=io.podman.compose.project=$project" | xargs -r podman rm -f -v >/dev/null 2>&1
+    compose down -v -t 2 >/dev/null 2>&1
+    podman volume ls -q --filter "label=io.podman.compose.project=$project" | xargs -r podman volume rm -f >/dev/null 2>&1
+    podman network ls -q --filter "label=io.podman.compose.project=$project" | xargs -r podman network rm -f >/dev/null 2>&1
+    rm -rf "$work"
+    say "wall time $(($(date +%s) - t0)) s ($([ "$rc" -eq 0 ] && echo passed || echo failed))"
+    exit "$rc"
+}
+trap cleanup EXIT
+
+# ---- 2. the base image ----
+if podman image exists localhost/debian:bookworm-slim; then
+    say "base image debian:bookworm-slim: already imported"
+else
+    mirror=$(awk '/^URIs:/{print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
+    [ -n "$mirror" ] || mirror=$(awk '/^deb /{print $2; exit}' /etc/apt/sources.list)
+    say "base image: debootstrap bookworm from $mirror"
+    debootstrap --variant=minbase bookworm "$work/rootfs" "$mirror" >"$work/debootstrap.log" 2>&1 ||
+        { tail -20 "$work/debootstrap.log"; fail "debootstrap"; }
+    tar -C "$work/rootfs" -c . | podman import - debian:bookworm-slim >/dev/null
+    rm -rf "$work/rootfs"
+fi
+
+# ---- 3. the image ----
+say "podman build deploy/Dockerfile"
+podman build --network host --isolation chroot --pull=never -f deploy/Dockerfile -t sluice:local . \
+    >"$work/build.log" 2>&1 || { tail -40 "$work/build.log"; fail "image build"; }
+
+# ---- 4. up ----
+volumes_before=$(podman volume ls -q | sort)
+rpc() {   # method -> the answer body
+    curl -sS --max-time 5 -H 'content-type: application/json' \
+        -d "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"$1\",\"params\":[]}" "http://127.0.0.1:$SLUICE_PORT/eth"
+}
+admin() { curl -sS --max-time 5 -H "authorization: Bearer $token" "$@"; }
+wait_rpc() {
+    for _ in $(seq 1 120); do
+        rpc eth_blockNumber 2>/dev/null | grep -q '"result":"0x' && return 0
+        sleep 0.5
+    done
+    fail "no JSON-RPC answer on 127.0.0.1:$SLUICE_PORT/eth"
+}
+say "up -d (client port $SLUICE_PORT, admin 127.0.0.1:$SLUICE_ADMIN_PORT)"
+compose up -d --no-build >"$work/up.log" 2>&1 || { cat "$work/up.log"; fail "up"; }
+wait_rpc
+say "JSON-RPC through the published port: $(rpc eth_chainId)"
+health=$(curl -sS --max-time 5 "http://127.0.0.1:$SLUICE_ADMIN_PORT/healthz")
+[ "$health" = '{"status":"ok"}' ] || fail "/healthz said: $health"
+say "/healthz on the loopback admin port: $health"
+[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$SLUICE_ADMIN_PORT/admin/endpoints")" = 401 ] ||
+    fail "the admin API answered without the token"
+admin "http://127.0.0.1:$SLUICE_ADMIN_PORT/admin/endpoints" | grep -q '"id":"healthy"' || fail "/admin/endpoints"
+
+# ---- 5. a worker killed inside the container ----
+container=$(podman ps -q --filter "label=io.podman.compose.project=$project" --filter "label=com.docker.compose.service=sluice")
+[ -n "$container" ] || fail "no sluice container"
+workers() { podman exec "$container" cat /proc/1/task/1/children; }
+before=$(workers)
+victim=${before%% *}
+[ -n "$victim" ] || fail "no worker process in the container"
+podman exec "$container" sh -c "kill -9 $victim"
+say "killed worker pid $victim (workers were: $before)"
+for _ in $(seq 1 60); do
+    now=$(workers)
+    [ "$(wc -w <<<"$now")" = "$(wc -w <<<"$before")" ] && ! grep -qw "$victim" <<<"$now" && break
+    sleep 0.5
+done
+grep -qw "$victim" <<<"$now" && fail "worker $victim was not replaced"
+[ "$(wc -w <<<"$now")" = "$(wc -w <<<"$before")" ] || fail "workers after the kill: $now (before: $before)"
+for i in $(seq 1 20); do rpc eth_blockNumber | grep -q '"result":"0x' || fail "request $i after the kill"; done
+admin "http://127.0.0.1:$SLUICE_ADMIN_PORT/admin/events" | grep -q "\"kind\":\"worker_restarted\"" ||
+    fail "no worker_restarted event"
+say "worker respawned (workers now: $now), 20 requests answered, worker_restarted recorded"
+
+# ---- 6. state on the volume across down / up ----
+admin -X POST "http://127.0.0.1:$SLUICE_ADMIN_PORT/admin/endpoints/eth/slow/drain" | grep -q '"drained":true' ||
+    fail "drain"
+compose down -t 2 >"$work/down.log" 2>&1 || { cat "$work/down.log"; fail "down"; }
+say "down (volume kept); up again"
+compose up -d --no-build >"$work/up2.log" 2>&1 || { cat "$work/up2.log"; fail "second up"; }
+wait_rpc
+admin "http://127.0.0.1:$SLUICE_ADMIN_PORT/admin/endpoints" |
+    node -e 'const e=JSON.parse(require("fs").readFileSync(0,"utf8")).find((x)=>x.id==="slow"); process.exit(e && e.drained ? 0 : 1)' ||
+    fail "the drain did not survive down/up"
+evs=$(admin "http://127.0.0.1:$SLUICE_ADMIN_PORT/admin/events")
+grep -q '"kind":"worker_restarted"' <<<"$evs" && grep -q '"kind":"endpoint_drained"' <<<"$evs" ||
+    fail "the events did not survive down/up: $evs"
+say "after down/up: endpoint slow still drained, earlier events still in the feed"
+
+# ---- 7. down ----
+compose down -v -t 2 >"$work/down2.log" 2>&1 || { cat "$work/down2.log"; fail "down -v"; }
+[ -z "$(podman ps -aq --filter "label=io.podman.compose.project=$project")" ] || fail "containers left after down"
+[ -z "$(podman volume ls -q --filter "label=io.podman.compose.project=$project")" ] || fail "volumes left after down -v"
+[ "$(podman volume ls -q | sort)" = "$volumes_before" ] || fail "anonymous volumes left: $(podman volume ls -q)"
+say "down -v: passed"

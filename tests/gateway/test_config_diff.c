@@ -1,0 +1,177 @@
+/* What a reload changes: gw_config_diff and its one-line summary. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gateway/gw_config.h"
+#include "gateway/gw_config_diff.h"
+
+#define BASE                                                                                                   \
+    "server: { listen: \"127.0.0.1:8545\", workers: 2 }\n"                                                     \
+    "admin: { listen: \"127.0.0.1:8546\", token: \"tok-one-1234-abcdef\" }\n"                                         \
+    "state: { path: \"/tmp/st\" }\n"
+
+static gw_config_t *load(const char *yaml)
+{
+    gw_config_t *cfg = NULL;
+    gw_config_errors_t errs;
+    sl_err_t err = gw_config_load_string(yaml, strlen(yaml), "t.yaml", &cfg, &errs);
+    for (size_t i = 0; i < errs.count; i++)
+        cr_log_error("%d: %s: %s", errs.items[i].line, errs.items[i].path, errs.items[i].message);
+    cr_assert_eq(err, SL_OK);
+    gw_config_errors_dispose(&errs);
+    return cfg;
+}
+
+/* the diff of two YAML texts, as its summary */
+static void summary_of(const char *a, const char *b, char *out, size_t len, gw_config_diff_t *d)
+{
+    gw_config_t *x = load(a), *y = load(b);
+    gw_config_diff(x, y, d);
+    gw_config_diff_summary(d, out, len);
+    gw_config_destroy(x);
+    gw_config_destroy(y);
+}
+
+static const char two[] = BASE "networks:\n"
+                               "  eth:\n"
+                               "    endpoints:\n"
+                               "      - { id: a, url: \"http://127.0.0.1:9001/v2/key123abc\" }\n"
+                               "      - { id: b, url: \"http://127.0.0.1:9002\" }\n"
+                               "  base:\n"
+                               "    endpoints: [ { id: x, url: \"http://127.0.0.1:9003\" } ]\n";
+
+Test(config_diff, same_file_no_changes)
+{
+    gw_config_diff_t d;
+    char s[512];
+    summary_of(two, two, s, sizeof(s), &d);
+    cr_expect_eq(d.n, 0);
+    cr_expect_str_eq(d.restart, "");
+    cr_expect_str_eq(s, "no changes");
+    gw_config_diff_dispose(&d);
+}
+
+Test(config_diff, endpoints_and_networks_added_removed_changed)
+{
+    static const char next[] = BASE "networks:\n"
+                                    "  eth:\n"
+                                    "    endpoints:\n"
+                                    "      - { id: a, url: \"http://127.0.0.1:9001/v2/other456def\", max_inflight: 9 }\n"
+                                    "      - { id: c, url: \"http://127.0.0.1:9004\" }\n"
+                                    "  sol:\n"
+                                    "    chain: solana\n"
+                                    "    endpoints: [ \"http://127.0.0.1:9005\" ]\n";
+    gw_config_diff_t d;
+    char s[512];
+    summary_of(two, next, s, sizeof(s), &d);
+    cr_expect_str_eq(s, "+network sol; -network base; ~endpoint eth/a (url, max_inflight); +endpoint eth/c; "
+                        "-endpoint eth/b; +endpoint sol/e0; -endpoint base/x");
+    cr_expect_eq(d.n, 7);
+    cr_expect_str_eq(d.restart, "");
+    /* neither URL (nor its key) is in the text */
+    cr_expect_null(strstr(s, "key123abc"));
+    cr_expect_null(strstr(s, "other456def"));
+    gw_config_diff_dispose(&d);
+}
+
+Test(config_diff, endpoint_fields_each_named)
+{
+    static const char a[] = BASE "networks:\n  eth:\n    endpoints:\n"
+                                 "      - id: a\n"
+                                 "        url: \"http://127.0.0.1:9001\"\n"
+                                 "        headers: { X-Key: \"v1-secret-9x\" }\n"
+                                 "        credits: { per_second: 10 }\n";
+    static const char b[] = BASE "networks:\n  eth:\n    endpoints:\n"
+                                 "      - id: a\n"
+                                 "        url: \"http://127.0.0.1:9001\"\n"
+                                 "        headers: { X-Key: \"v2-secret-9y\" }\n"
+                                 "        credits: { per_second: 11 }\n"
+                                 "        tier: fallback\n"
+                                 "        cost_profile: alchemy\n";
+    gw_config_diff_t d;
+    char s[512];
+    summary_of(a, b, s, sizeof(s), &d);
+    cr_expect_str_eq(s, "~endpoint eth/a (headers, tier, cost_profile, credits)");
+    cr_expect_null(strstr(s, "secret"));
+    gw_config_diff_dispose(&d);
+}
+
+Test(config_diff, network_fields_and_order)
+{
+    static const char b[] = BASE "networks:\n"
+                                 "  eth:\n"
+                                 "    timeouts: { attempt_ms: 2000 }\n"
+                                 "    breaker: { consecutive: 3 }\n"
+                                 "    blocked_methods: []\n"
+                                 "    endpoints:\n"
+                                 "      - { id: b, url: \"http://127.0.0.1:9002\" }\n"
+                                 "      - { id: a, url: \"http://127.0.0.1:9001/v2/key123abc\" }\n"
+                                 "  base:\n"
+                                 "    endpoints: [ { id: x, url: \"http://127.0.0.1:9003\" } ]\n";
+    gw_config_diff_t d;
+    char s[512];
+    summary_of(two, b, s, sizeof(s), &d);
+    cr_expect_str_eq(s, "~network eth (timeouts, blocked_methods, breaker, endpoint order)");
+    gw_config_diff_dispose(&d);
+}
+
+Test(config_diff, settings_by_name_token_never_shown)
+{
+    static const char b[] = "server: { listen: \"127.0.0.1:8545\", workers: 2, max_batch: 50 }\n"
+                            "admin: { listen: \"127.0.0.1:8546\", token: \"tok-two-5678-abcdef\" }\n"
+                            "state: { path: \"/tmp/st\", event_max_count: 99 }\n"
+                            "log: { level: debug }\n"
+                            "tiers: { anonymous: { per_second: 5 } }\n"
+                            "networks:\n  eth:\n    endpoints: [ \"http://127.0.0.1:9001\" ]\n";
+    static const char a[] = BASE "networks:\n  eth:\n    endpoints: [ \"http://127.0.0.1:9001\" ]\n";
+    gw_config_diff_t d;
+    char s[512];
+    summary_of(a, b, s, sizeof(s), &d);
+    cr_expect_str_eq(s, "~setting server.max_batch; ~setting admin.token; ~setting state.event_max_count; "
+                        "~setting log.level; ~setting tiers");
+    cr_expect_null(strstr(s, "tok-"));
+    cr_expect_str_eq(d.restart, "");
+    gw_config_diff_dispose(&d);
+}
+
+Test(config_diff, restart_only_settings)
+{
+    static const char a[] = BASE "networks:\n  eth:\n    endpoints: [ \"http://127.0.0.1:9001\" ]\n";
+    static const char b[] = "server: { listen: \"127.0.0.1:9545\", workers: 3 }\n"
+                            "admin: { listen: off }\n"
+                            "state: { path: \"/tmp/other\", map_size_mb: 64 }\n"
+                            "networks:\n  eth:\n    endpoints: [ \"http://127.0.0.1:9001\" ]\n";
+    gw_config_diff_t d;
+    char s[512];
+    summary_of(a, b, s, sizeof(s), &d);
+    cr_expect_str_eq(d.restart, "server.listen (127.0.0.1:8545 -> 127.0.0.1:9545) needs a restart; "
+                                "server.workers (2 -> 3) needs a restart; "
+                                "admin.listen (127.0.0.1:8546 -> off) needs a restart; "
+                                "state.path (/tmp/st -> /tmp/other) needs a restart; "
+                                "state.map_size_mb (256 -> 64) needs a restart");
+    /* the admin token went with the listener: an ordinary change */
+    cr_expect_str_eq(s, "~setting admin.token");
+    gw_config_diff_dispose(&d);
+}
+
+Test(config_diff, summary_cut_says_how_many_more)
+{
+    gw_config_diff_t d;
+    char s[512];
+    summary_of(two,
+               BASE "networks:\n  eth:\n    endpoints:\n"
+                    "      - { id: endpoint-with-a-long-name-1, url: \"http://127.0.0.1:9011\" }\n"
+                    "      - { id: endpoint-with-a-long-name-2, url: \"http://127.0.0.1:9012\" }\n"
+                    "      - { id: endpoint-with-a-long-name-3, url: \"http://127.0.0.1:9013\" }\n",
+               s, sizeof(s), &d);
+    cr_assert_eq(d.n, 7); /* -base, 3 added, -a, -b, -base/x */
+    char small[80];
+    gw_config_diff_summary(&d, small, sizeof(small));
+    cr_expect_str_eq(small, "-network base; +endpoint eth/endpoint-with-a-long-name-1; ... and 5 more");
+    char tiny[8];
+    gw_config_diff_summary(&d, tiny, sizeof(tiny));
+    cr_expect_eq(strlen(tiny), 7); /* cut, still terminated */
+    gw_config_diff_dispose(&d);
+}
