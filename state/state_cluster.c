@@ -326,7 +326,7 @@ static void link_down(state_cluster_t *cl, const char *why)
         sl_log_debug("cluster: Redis still unreachable: %s (next try in %u ms)", why, cl->backoff_ms);
     }
     char reason[160];
-    snprintf(reason, sizeof(reason), "Redis %s: %s", was_up ? "lost" : "unreachable", why);
+    snprintf(reason, sizeof(reason), "Redis %s: %.140s", was_up ? "lost" : "unreachable", why);
     state_cluster_mode_move(cl->st, STATE_CLUSTER_DEGRADED, cl->hosts, reason, sl_wall_ms());
 }
 
