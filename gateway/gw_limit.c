@@ -44,7 +44,6 @@ struct gw_limit {
     state_cluster_t *cluster;     /* cluster: the cells are Redis'; NULL without */
     uint32_t divisor;             /* cluster, Redis away: this host enforces limit / hosts */
     h2o_linklist_t waiters;       /* gw_limit_wait_t waiting for a lease from Redis */
-    uint64_t asked;               /* leases asked of Redis (for the benchmark) */
 };
 
 gw_limit_t *gw_limit_create(const gw_config_t *cfg, state_t *st)
@@ -361,7 +360,6 @@ static int cluster_ask(gw_limit_t *l, const gw_tier_conf_t *tier, lease_t *e, ui
         return -1;
     }
     e->pending = 1;
-    l->asked++;
     return 0;
 }
 
@@ -374,8 +372,8 @@ static int cluster_charge(gw_limit_t *l, const gw_tier_conf_t *tier, lease_t *e,
     if (e->tokens >= n && now < e->lease_until_us) {
         e->tokens -= n;
         /* the next lease is asked for before this one runs out */
-        if (!e->pending && now >= e->quiet_until_us && e->tokens < lease_size(l, tier, e->bucket, 1) / 2 &&
-            state_cluster_up(l->cluster))
+        if (e->tokens < LEASE_MAX / 2 && !e->pending && now >= e->quiet_until_us &&
+            e->tokens < lease_size(l, tier, e->bucket, 1) / 2 && state_cluster_up(l->cluster))
             (void)cluster_ask(l, tier, e, 1);
         return 1;
     }
@@ -399,11 +397,6 @@ void gw_limit_wait_cancel(gw_limit_wait_t *w)
 {
     if (h2o_linklist_is_linked(&w->link))
         h2o_linklist_unlink(&w->link);
-}
-
-uint64_t gw_limit_asked(const gw_limit_t *l)
-{
-    return l->asked;
 }
 
 void gw_limit_charge(gw_limit_t *l, const gw_tier_conf_t *tier, const char *identity, policy_bucket_t bucket,

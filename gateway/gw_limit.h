@@ -68,8 +68,6 @@ void gw_limit_wait(gw_limit_t *l, const char *identity, policy_bucket_t bucket, 
                    void (*cb)(gw_limit_wait_t *w));
 /* Stops waiting (the request went away); harmless when not waiting. */
 void gw_limit_wait_cancel(gw_limit_wait_t *w);
-/* Leases this worker asked of Redis. */
-uint64_t gw_limit_asked(const gw_limit_t *l);
 
 /* Times the shared cells failed in this worker (each sent it to local
  * enforcement for a second); counted in the worker's exit line. */

@@ -398,7 +398,8 @@ state_cluster_t *state_cluster_create(const state_cluster_conf_t *conf, h2o_loop
     cl->getaddr_receiver = getaddr_receiver;
     cl->st = st;
     cl->link = STATE_LINK_DOWN;
-    cl->hosts = 1;
+    state_cluster_mode_rec_t mode = state_cluster_mode_get(st);
+    cl->hosts = mode.hosts > 1 ? mode.hosts : 1; /* as last seen, until a heartbeat says */
     cl->cmd = (state_redis_t){.cl = cl, .name = "commands", .on_closed = on_closed};
     cl->sub = (state_redis_t){.cl = cl, .name = "subscriber", .on_closed = on_closed};
     snprintf(cl->channel, sizeof(cl->channel), "%sch", conf->prefix);

@@ -76,7 +76,7 @@ typedef struct state_cluster_mode_rec {
 extern const state_schema_t state_cluster_mode_schema;
 
 /* The master, at start: the mode becomes STARTING (whatever a previous run
- * left), without an event. */
+ * left), without an event; the hosts last seen are kept. */
 SL_MUST_CHECK sl_err_t state_cluster_mode_reset(state_t *st, uint64_t now_ms);
 /* Reads the host's mode record in its own read transaction; OFF if absent. */
 state_cluster_mode_rec_t state_cluster_mode_get(state_t *st);

@@ -60,7 +60,11 @@ sl_err_t state_cluster_mode_reset(state_t *st, uint64_t now_ms)
     int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
     if (rc != MDB_SUCCESS)
         return state_lmdb_err("begin", rc);
-    state_cluster_mode_rec_t rec = {STATE_CLUSTER_STARTING, now_ms, 1};
+    /* the hosts last seen stay: a host that starts without Redis divides
+     * its limits by them, as it did before the restart */
+    state_cluster_mode_rec_t was, rec = {STATE_CLUSTER_STARTING, now_ms, 1};
+    if (read_mode(st, txn, &was) && was.hosts > 1)
+        rec.hosts = was.hosts;
     if ((rc = write_mode(st, txn, &rec)) != MDB_SUCCESS) {
         mdb_txn_abort(txn);
         return state_lmdb_err("put cluster mode", rc);

@@ -95,8 +95,9 @@ Test(cluster, mode_moves_report_once)
     cr_expect_eq(state_cluster_mode_get(st).since_ms, 5000);
     cr_assert_eq(state_events_read(st, 0, evs, 8, &n), SL_OK);
     cr_expect_eq(n, 2);
-    /* an unreachable Redis at the start is a fall too */
+    /* an unreachable Redis at the start is a fall too; the hosts last seen stay */
     cr_assert_eq(state_cluster_mode_reset(st, 7000), SL_OK);
+    cr_expect_eq(state_cluster_mode_get(st).hosts, 3, "a restart keeps the hosts last seen");
     cr_expect_eq(state_cluster_mode_move(st, STATE_CLUSTER_DEGRADED, 1, "Redis unreachable", 7100), 1);
     cr_expect_eq(count_kind(st, STATE_EVENT_CLUSTER_DEGRADED), 2);
     close_tmp(st);
