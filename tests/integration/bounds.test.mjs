@@ -271,11 +271,19 @@ test('20 clients that stall on 4 MB answers at once: each answer is held once, a
   await Promise.all(clients.map((c) => c.started));
   const held = clients.filter((c) => c.status === '200').length;
   assert.equal(held, 20, `statuses: ${clients.map((c) => c.status)}`);
-  await waitFor(async () => (await metric(s, 'sluice_buffered_answer_bytes')) >= held * size,
-    { what: `the ${held} answers counted in sluice_buffered_answer_bytes` });
-  const perAnswer = (rssMB(pid) - base) / held;
-  if (!sanitized(pid)) // an answer and its client's share of sluice's own memory; not a second copy
-    assert.ok(perAnswer < 1.15 * size / MB, `${perAnswer.toFixed(2)} MB of RSS per ${size / MB} MB answer held`);
+  // the kernel's send buffers take part of each answer off sluice's hands
+  // (how much depends on TCP autotuning): wait until what sluice holds stops
+  // growing, then compare its memory with what it says it holds
+  let counted = 0, prev = -1;
+  await waitFor(async () => {
+    counted = await metric(s, 'sluice_buffered_answer_bytes');
+    const still = counted === prev && counted >= held * size / 2;
+    prev = counted;
+    return still;
+  }, { intervalMs: 300, what: `the ${held} answers counted in sluice_buffered_answer_bytes (${counted})` });
+  const grown = rssMB(pid) - base;
+  if (!sanitized(pid)) // the answers and their clients' share of sluice's own memory; not a second copy
+    assert.ok(grown < 1.15 * counted / MB + 4, `${grown.toFixed(1)} MB of RSS for ${(counted / MB).toFixed(1)} MB of answers held`);
   for (const c of clients) c.sock.destroy();
   await waitFor(async () => (await metric(s, 'sluice_buffered_answer_bytes')) === 0, { what: 'the answers freed' });
   if (!sanitized(pid))
