@@ -330,6 +330,7 @@ static void on_cas(void *data, redisReply *reply)
     }
     /* another worker or host changed it first: decide again on its record */
     state_cluster_ep_t theirs;
+    memset(&theirs, 0, sizeof(theirs));
     if (reply->elements >= 3 && decode_theirs(reply->element[2], version, &theirs))
         mirror_apply(cl, op->key, &theirs, 0, NULL, 0, NULL);
     op->theirs = theirs;
