@@ -93,6 +93,7 @@ static const admin_route_t routes[] = {
     {"GET", "/readyz", 0, 1, route_readyz},
     {"GET", "/metrics", 0, 1, admin_route_metrics},
     {"GET", "/admin/endpoints", 0, 1, admin_route_endpoints},
+    {"GET", "/admin/networks", 0, 1, admin_route_networks},
     {"POST", "/admin/endpoints/", 1, 1, admin_route_drain},
     {"GET", "/admin/events", 0, 1, admin_route_events},
     {"GET", "/admin/events/stream", 0, 1, admin_route_stream},

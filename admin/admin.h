@@ -4,6 +4,8 @@
  *   GET  /healthz                        process up (no auth)
  *   GET  /readyz                         every network has a usable endpoint
  *   GET  /admin/endpoints                one object per endpoint, merged across workers
+ *   GET  /admin/networks                 per network: pressure level, its inputs, shed order,
+ *                                        merged polls, the capacity forecast per endpoint
  *   POST /admin/endpoints/{net}/{id}/drain | /undrain
  *   GET  /admin/events?since=SEQ&limit=N JSON array, oldest first
  *   GET  /admin/events/stream            Server-Sent Events, resumes from Last-Event-ID

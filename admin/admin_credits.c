@@ -1,8 +1,8 @@
 /* admin/admin_credits.c: credit budgets as the operator sees them.
  *
  * Spent and remaining come from the shared ledgers (what the workers leased,
- * used or not); the forecast extrapolates the window's spending so far to
- * the time the budget would run out. */
+ * used or not); the forecast divides what is left by the live spend rate
+ * (every worker's calls and credits over the last ~10 s). */
 #include <stdio.h>
 
 #include "admin/admin_int.h"
@@ -21,6 +21,49 @@ static uint64_t window_spent(const admin_ep_view_t *v, policy_credit_window_t w,
     return v->ledger[w].window_start_ms == *start ? v->ledger[w].spent : 0;
 }
 
+/* The spend rate window w is counted in (credits per second x 1000). */
+static uint64_t spend_milli(const admin_ep_view_t *v, policy_credit_window_t w)
+{
+    return v->rate_milli[policy_credit_counts_throughput(w) ? 2 : 1];
+}
+
+cJSON *admin_credit_window_json(const admin_ep_view_t *v, policy_credit_window_t w, uint64_t now)
+{
+    uint64_t budget = v->ep->has_credits ? policy_credit_budget(&v->ep->credits, w) : 0;
+    if (budget == 0)
+        return NULL;
+    uint64_t start, end, spent = window_spent(v, w, now, &start, &end);
+    uint64_t left = budget > spent ? budget - spent : 0;
+    cJSON *x = cJSON_CreateObject();
+    char iso[32];
+    cJSON_AddNumberToObject(x, "budget", (double)budget);
+    cJSON_AddNumberToObject(x, "spent", (double)spent);
+    cJSON_AddNumberToObject(x, "remaining", (double)left);
+    admin_iso_time(end, iso);
+    cJSON_AddStringToObject(x, "resets_at", iso);
+    /* Little's law: the live arrival rate x the cost per call is what the
+     * budget is being spent at; the remaining budget at that rate lasts
+     * remaining / rate (a straight line from the window's start would
+     * average in hours of other traffic) */
+    uint64_t spend = spend_milli(v, w), calls = v->rate_milli[0];
+    cJSON_AddNumberToObject(x, "arrival_per_s", (double)calls / 1000.0);
+    if (calls)
+        cJSON_AddNumberToObject(x, "cost_per_call", (double)spend / (double)calls);
+    else
+        cJSON_AddNullToObject(x, "cost_per_call");
+    cJSON_AddNumberToObject(x, "spend_per_s", (double)spend / 1000.0);
+    double seconds;
+    int before;
+    if (policy_credit_forecast(left, spend, now, end, &seconds, &before)) {
+        cJSON_AddNumberToObject(x, "exhausted_in_s", seconds);
+        cJSON_AddBoolToObject(x, "exhausted_before_reset", before);
+    } else {
+        cJSON_AddNullToObject(x, "exhausted_in_s");
+        cJSON_AddBoolToObject(x, "exhausted_before_reset", 0);
+    }
+    return x;
+}
+
 cJSON *admin_credits_json(const admin_ep_view_t *v, uint64_t now)
 {
     cJSON *o = cJSON_CreateObject();
@@ -28,27 +71,9 @@ cJSON *admin_credits_json(const admin_ep_view_t *v, uint64_t now)
     cJSON_AddNumberToObject(o, "spent_total", (double)v->stats.credits_spent);
     cJSON *wins = cJSON_AddObjectToObject(o, "windows");
     for (policy_credit_window_t w = 0; w < POLICY_CREDIT_WINDOW_COUNT; w++) {
-        uint64_t budget = v->ep->has_credits ? policy_credit_budget(&v->ep->credits, w) : 0;
-        if (budget == 0)
-            continue;
-        uint64_t start, end, spent = window_spent(v, w, now, &start, &end);
-        uint64_t left = budget > spent ? budget - spent : 0;
-        cJSON *x = cJSON_AddObjectToObject(wins, policy_credit_window_name(w));
-        char iso[32];
-        cJSON_AddNumberToObject(x, "budget", (double)budget);
-        cJSON_AddNumberToObject(x, "spent", (double)spent);
-        cJSON_AddNumberToObject(x, "remaining", (double)left);
-        admin_iso_time(end, iso);
-        cJSON_AddStringToObject(x, "resets_at", iso);
-        /* at the rate seen so far in this window, when would it run out? */
-        double elapsed_s = (double)(now - start) / 1000.0;
-        if (spent > 0 && elapsed_s > 0) {
-            double seconds = (double)left / ((double)spent / elapsed_s);
-            cJSON_AddNumberToObject(x, "exhausted_in_s", seconds);
-            cJSON_AddBoolToObject(x, "exhausted_before_reset", seconds * 1000.0 < (double)(end - now));
-        } else {
-            cJSON_AddNullToObject(x, "exhausted_in_s");
-        }
+        cJSON *x = admin_credit_window_json(v, w, now);
+        if (x != NULL)
+            cJSON_AddItemToObject(wins, policy_credit_window_name(w), x);
     }
     return o;
 }
@@ -104,6 +129,25 @@ void admin_credits_metrics(admin_t *a, sl_buf_t *b, const admin_ep_view_t *v, si
                 sl_buf_printf(b, "%s{network=\"%s\",endpoint=\"%s\",window=\"%s\"} %llu\n", name, v[i].net->name,
                               v[i].ep->id, policy_credit_window_name(w), (unsigned long long)val);
             }
+        }
+    }
+    sl_buf_append_str(b, "# HELP sluice_credits_exhausted_in_seconds When the window's budget runs out at the live spend "
+                         "rate (absent: nothing is being spent).\n"
+                         "# TYPE sluice_credits_exhausted_in_seconds gauge\n");
+    for (size_t i = 0; i < n; i++) {
+        if (!v[i].ep->has_credits)
+            continue;
+        for (policy_credit_window_t w = 0; w < POLICY_CREDIT_WINDOW_COUNT; w++) {
+            uint64_t budget = policy_credit_budget(&v[i].ep->credits, w);
+            if (budget == 0)
+                continue;
+            uint64_t start, end, spent = window_spent(&v[i], w, now, &start, &end);
+            double seconds;
+            int before;
+            if (policy_credit_forecast(budget > spent ? budget - spent : 0, spend_milli(&v[i], w), now, end, &seconds,
+                                       &before))
+                sl_buf_printf(b, "sluice_credits_exhausted_in_seconds{network=\"%s\",endpoint=\"%s\",window=\"%s\"} %.3f\n",
+                              v[i].net->name, v[i].ep->id, policy_credit_window_name(w), seconds);
         }
     }
 }

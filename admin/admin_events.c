@@ -14,6 +14,7 @@
 #include "base/sl_http.h"
 #include "base/sl_time.h"
 #include "policy/breaker.h"
+#include "policy/pressure.h"
 
 #define FEED_DEFAULT_LIMIT 100
 #define FEED_MAX_LIMIT 1000
@@ -39,12 +40,19 @@ cJSON *admin_event_json(const state_event_t *ev)
         cJSON_AddStringToObject(o, "from", policy_breaker_state_name((policy_breaker_state_t)ev->from));
         cJSON_AddStringToObject(o, "to", policy_breaker_state_name((policy_breaker_state_t)ev->to));
     }
+    int pressure = ev->kind == STATE_EVENT_PRESSURE_CHANGED;
+    if (pressure) {
+        cJSON_AddStringToObject(o, "from", policy_pressure_level_name((policy_pressure_level_t)ev->from));
+        cJSON_AddStringToObject(o, "to", policy_pressure_level_name((policy_pressure_level_t)ev->to));
+        cJSON_AddNumberToObject(o, "previous_level_ms", (double)ev->duration_ms);
+        cJSON_AddNumberToObject(o, "depth", (double)ev->count);
+    }
     cJSON_AddStringToObject(o, "reason", ev->reason);
     if (ev->kind == STATE_EVENT_BREAKER_CLOSED)
         cJSON_AddNumberToObject(o, "open_for_ms", (double)ev->duration_ms);
-    else if (ev->duration_ms != 0)
+    else if (ev->duration_ms != 0 && !pressure)
         cJSON_AddNumberToObject(o, "duration_ms", (double)ev->duration_ms);
-    if (ev->count != 0)
+    if (ev->count != 0 && !pressure)
         cJSON_AddNumberToObject(o, "count", (double)ev->count);
     cJSON_AddNumberToObject(o, "pid", ev->pid);
     if (ev->host[0] != '\0')

@@ -7,6 +7,7 @@
 #include "admin/admin.h"
 #include "base/sl_buf.h"
 #include "pool/pool_conf.h"
+#include "state/state.h"
 #include "state/state_record.h"
 
 /* ---- the router's gate (admin_guard.c) ---- */
@@ -78,8 +79,21 @@ typedef struct admin_ep_view {
     state_ledger_rec_t ledger[POLICY_CREDIT_WINDOW_COUNT];
     uint64_t *per_method;         /* (methods + 1) x 3: requests, credits, refusals, merged */
     size_t nmethods;
+    size_t index;                 /* in its network's endpoint list */
+    /* live rates over the last ~10 s, every fresh worker summed, per second
+     * x 1000: calls, billed credits, throughput credits (budgets only) */
+    uint64_t rate_milli[3];
 } admin_ep_view_t;
 
+/* A network's pressure as the operator sees it: the shared level record,
+ * the workers' slots summed, and the inputs computed from them now. */
+typedef struct admin_net_view {
+    const pool_network_conf_t *net;
+    state_pressure_rec_t rec;
+    state_pressure_slot_rec_t sum;
+    policy_pressure_inputs_t in;
+    uint32_t slots[POOL_MAX_ENDPOINTS]; /* what each endpoint adds to the ceiling (0: not usable) */
+} admin_net_view_t;
 /* Why an endpoint whose host name does not resolve is unusable. */
 #define ADMIN_DNS_FAILED "host name does not resolve"
 #define ADMIN_DNS_TIMEOUT "host name lookup timed out (timeouts.connect_ms)"
@@ -118,6 +132,9 @@ SL_MUST_CHECK sl_err_t admin_page_csp(const char *html, size_t len, char *out, s
 /* The endpoint's credit budget: profile, units spent in total, and per
  * window spent / remaining / resets_at / forecast (admin_credits.c). */
 cJSON *admin_credits_json(const admin_ep_view_t *v, uint64_t now_ms);
+/* Window w of v's budget: budget, spent, remaining, resets_at, and the
+ * forecast from the live rates (admin_credits.c). NULL if w has no budget. */
+cJSON *admin_credit_window_json(const admin_ep_view_t *v, policy_credit_window_t w, uint64_t now_ms);
 /* Prometheus series of the credit budgets. */
 void admin_credits_metrics(admin_t *a, sl_buf_t *b, const admin_ep_view_t *v, size_t n);
 
@@ -129,6 +146,9 @@ cJSON *admin_cluster_json(admin_t *a);
  * the breaker and credits shown are the cluster's. */
 struct state_cluster_mode_rec;
 cJSON *admin_cluster_scope_json(admin_t *a, const struct state_cluster_mode_rec *m);
+/* GET /admin/networks and the pressure series of /metrics (admin_networks.c). */
+int admin_route_networks(admin_t *a, h2o_req_t *req);
+void admin_networks_metrics(admin_t *a, sl_buf_t *b, const admin_ep_view_t *v, size_t n);
 
 /* The JSON object of one event (shared by the feed and the stream). */
 cJSON *admin_event_json(const state_event_t *ev);

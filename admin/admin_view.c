@@ -112,11 +112,21 @@ admin_ep_view_t *admin_view_collect(admin_t *a, size_t *n)
     uint64_t now = sl_shared_ms();
     int snapshot = state_read_begin(a->conf.state) == SL_OK;
     size_t k = 0;
+    state_pressure_slot_rec_t *sum = sl_xmalloc(sizeof(*sum));
     for (size_t i = 0; i < a->conf.nnetworks; i++) {
         int position = 0;
+        if (snapshot)
+            state_pressure_slots_sum(a->conf.state, a->conf.networks[i].name, a->conf.nworkers, 0, now,
+                                     INFLIGHT_FRESH_MS, sum);
         for (size_t e = 0; e < a->conf.networks[i].nendpoints; e++, k++) {
             v[k].net = &a->conf.networks[i];
             v[k].ep = &a->conf.networks[i].endpoints[e];
+            v[k].index = e;
+            if (snapshot && e < STATE_PRESSURE_MAX_EP) {
+                v[k].rate_milli[0] = sum->ep_calls_milli[e];
+                v[k].rate_milli[1] = sum->ep_billed_milli[e];
+                v[k].rate_milli[2] = sum->ep_throughput_milli[e];
+            }
             if (snapshot)
                 view_one(a, &v[k], now);
             else
@@ -128,6 +138,7 @@ admin_ep_view_t *admin_view_collect(admin_t *a, size_t *n)
                 v[k].position = v[k].usable ? ++position : 0;
         }
     }
+    free(sum);
     if (snapshot)
         state_read_end(a->conf.state);
     *n = total;

@@ -6,7 +6,7 @@
 
 #define EXPOSED                                                                                     \
     "X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, X-RateLimit-Window, "             \
-    "X-RateLimit-Bucket, Retry-After, X-Sluice-Endpoint, X-Sluice-Attempts"
+    "X-RateLimit-Bucket, Retry-After, X-Sluice-Endpoint, X-Sluice-Attempts, X-Sluice-Pressure"
 
 /* The allowed value to echo for this request's Origin, or NULL. */
 static const char *allowed_origin(h2o_req_t *req, const gw_config_t *cfg)

@@ -66,6 +66,12 @@ static h2o_iovec_t hdr_rl_remaining = {H2O_STRLIT("x-ratelimit-remaining")};
 static h2o_iovec_t hdr_rl_reset = {H2O_STRLIT("x-ratelimit-reset")};
 static h2o_iovec_t hdr_rl_window = {H2O_STRLIT("x-ratelimit-window")};
 static h2o_iovec_t hdr_rl_bucket = {H2O_STRLIT("x-ratelimit-bucket")};
+static h2o_iovec_t hdr_pressure = {H2O_STRLIT("x-sluice-pressure")};
+static const h2o_iovec_t pressure_values[POLICY_PRESSURE_LEVEL_COUNT] = {
+    [POLICY_PRESSURE_OK] = {H2O_STRLIT("ok")},
+    [POLICY_PRESSURE_ELEVATED] = {H2O_STRLIT("elevated")},
+    [POLICY_PRESSURE_CRITICAL] = {H2O_STRLIT("critical")},
+};
 
 static void send_reply(gw_req_t *g)
 {
@@ -81,6 +87,11 @@ static void send_reply(gw_req_t *g)
         sl_http_header_u64(req, &hdr_attempts, pool_call_attempts(g->call));
     if (r->retry_after_s != 0)
         sl_http_header_u64(req, &hdr_retry_after, r->retry_after_s);
+    /* the level flows back on every answer: a read of what the last snapshot left */
+    if (g->net != NULL && g->net->conf->pressure.enabled) {
+        const h2o_iovec_t *v = &pressure_values[pool_network_pressure(g->net->pool_net)];
+        sl_http_header_iov(req, &hdr_pressure, v->base, v->len);
+    }
     if (g->limit.limited) {
         const char *bucket = policy_bucket_name(g->limit.bucket); /* a literal */
         sl_http_header_u64(req, &hdr_rl_limit, g->limit.limit);
@@ -253,6 +264,29 @@ static int admit_refusal(gw_req_t *g)
     return 0;
 }
 
+/* Under pressure, marks the members the shed order refuses (never a
+ * confirmation poll); returns how many. */
+static size_t shed(gw_req_t *g)
+{
+    const policy_pressure_conf_t *pc = &g->net->conf->pressure;
+    if (!pc->enabled || g->rpc.kind == GW_RPC_REJECT)
+        return 0;
+    policy_pressure_level_t level = pool_network_pressure(g->net->pool_net);
+    if (level == POLICY_PRESSURE_OK)
+        return 0;
+    size_t n = 0;
+    for (size_t i = 0; i < g->rpc.nmembers; i++) {
+        gw_member_t *m = &g->rpc.members[i];
+        if (m->status == GW_MEMBER_FORWARD && policy_pressure_sheds(pc, level, m->method)) {
+            m->status = GW_MEMBER_SHED;
+            n++;
+        }
+    }
+    g->rpc.shed_level = (uint8_t)level;
+    g->rpc.shed_retry_ms = policy_pressure_retry_after_ms(pc, level);
+    return n;
+}
+
 /* The worker holds as many answer bytes as server.max_buffered_bytes allows:
  * a new call gets 503 (calls in flight go on). Returns 0 after answering. */
 static int within_budget(gw_req_t *g, const char *body)
@@ -297,16 +331,24 @@ static void handle_rpc(gw_req_t *g)
         forward(g);
 }
 
-/* The admitted call: answered by sluice alone, or sent upstream. */
+/* The admitted call: shed by the pressure level, answered by sluice alone,
+ * or sent upstream. */
 static void forward(gw_req_t *g)
 {
     h2o_req_t *req = g->req;
     const gw_net_t *net = g->net;
     const char *body = req->entity.base ? req->entity.base : "";
+    size_t nshed = shed(g);
     g->nitems = g->rpc.kind == GW_RPC_REJECT ? 0 : collect_items(g);
     if (g->nitems == 0) {
         gw_reply_build(&g->reply, body, &g->rpc, NULL, NULL, 0, NULL);
         g->have_reply = 1;
+        if (nshed > 0 && g->reply.status != 204) {
+            /* nothing went upstream because of the pressure: say when to come back */
+            g->reply.status = 503;
+            g->reply.outcome = "shed";
+            g->reply.retry_after_s = (g->rpc.shed_retry_ms + 999) / 1000;
+        }
         gw_stats_count_request(g->h->stats, net->index, &g->rpc, NULL, NULL, 0);
         send_reply(g);
         return;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/sl_secret.h"
+#include "policy/pressure.h"
 
 typedef struct outcome_row {
     int http;
@@ -122,8 +123,24 @@ static int scrub_from(sl_buf_t *out, size_t from)
     return ok;
 }
 
-static void append_member(gw_reply_t *r, const char *body, const gw_member_t *m, const pool_item_t *it,
-                          const pool_call_t *call)
+/* A call shed under pressure: -32005 with data.scope "pressure", the level
+ * and when to come back; nothing was sent upstream. */
+static void append_shed(gw_reply_t *r, const char *body, const gw_rpc_request_t *rpc, const gw_member_t *m)
+{
+    const char *level = policy_pressure_level_name((policy_pressure_level_t)rpc->shed_level);
+    const char *prio = policy_priority_name(m->method->priority);
+    char msg[200], data[160];
+    snprintf(msg, sizeof(msg),
+             "shed under pressure: the network is %s and %s-priority calls wait until it eases; retry after the "
+             "Retry-After delay",
+             level, prio);
+    snprintf(data, sizeof(data), "{\"scope\":\"pressure\",\"level\":\"%s\",\"priority\":\"%s\",\"retry_after_ms\":%u}",
+             level, prio, rpc->shed_retry_ms);
+    gw_rpc_error(&r->out, body, m->id, GW_RPC_LIMIT_EXCEEDED, msg, data);
+}
+
+static void append_member(gw_reply_t *r, const char *body, const gw_rpc_request_t *rpc, const gw_member_t *m,
+                          const pool_item_t *it, const pool_call_t *call)
 {
     if (m->status == GW_MEMBER_INVALID) {
         gw_rpc_error(&r->out, body, m->id, GW_RPC_INVALID_REQUEST, m->error, NULL);
@@ -131,6 +148,8 @@ static void append_member(gw_reply_t *r, const char *body, const gw_member_t *m,
         char msg[GW_RPC_METHOD_MAX + 160];
         snprintf(msg, sizeof(msg), "%s: %s", m->name, m->error);
         gw_rpc_error(&r->out, body, m->id, GW_RPC_METHOD_NOT_FOUND, msg, NULL);
+    } else if (m->status == GW_MEMBER_SHED) {
+        append_shed(r, body, rpc, m);
     } else if (it->state == POOL_ITEM_ANSWERED) {
         size_t from = r->out.len;
         gw_rpc_splice_id(&r->out, it->answer, it->answer_len, it->answer_id, body, m->id);
@@ -184,9 +203,10 @@ static void failure_status(gw_reply_t *r, const pool_item_t *items, size_t nitem
     }
 }
 
-static void build_single(gw_reply_t *r, const char *body, const gw_member_t *m, const pool_item_t *it,
+static void build_single(gw_reply_t *r, const char *body, const gw_rpc_request_t *rpc, const pool_item_t *it,
                          const pool_call_t *call)
 {
+    const gw_member_t *m = &rpc->members[0];
     if (it != NULL && it->state == POOL_ITEM_ANSWERED) {
         note_endpoint(r, call, it->endpoint);
         if (m->notification) {
@@ -205,11 +225,11 @@ static void build_single(gw_reply_t *r, const char *body, const gw_member_t *m, 
             r->status = 204;
             return;
         }
-    } else if (m->status == GW_MEMBER_BLOCKED && m->notification) {
+    } else if ((m->status == GW_MEMBER_BLOCKED || m->status == GW_MEMBER_SHED) && m->notification) {
         r->status = 204;
         return;
     }
-    append_member(r, body, m, it, call);
+    append_member(r, body, rpc, m, it, call);
 }
 
 static void build_batch(gw_reply_t *r, const char *body, const gw_rpc_request_t *rpc, const pool_item_t *items,
@@ -230,7 +250,7 @@ static void build_batch(gw_reply_t *r, const char *body, const gw_rpc_request_t 
             continue;
         if (written++)
             sl_buf_append_char(&r->out, ',');
-        append_member(r, body, m, it, call);
+        append_member(r, body, rpc, m, it, call);
     }
     sl_buf_append_char(&r->out, ']');
     if (written == 0) {
@@ -253,9 +273,11 @@ void gw_reply_build(gw_reply_t *r, const char *body, const gw_rpc_request_t *rpc
         gw_rpc_error(&r->out, body, (wire_span_t){0, 0}, rpc->reject_code, rpc->reject_msg, NULL);
         r->outcome = "invalid";
     } else if (rpc->kind == GW_RPC_SINGLE) {
-        build_single(r, body, &rpc->members[0], nitems ? &items[0] : NULL, call);
+        build_single(r, body, rpc, nitems ? &items[0] : NULL, call);
+        static const char *const not_sent[] = {[GW_MEMBER_INVALID] = "invalid", [GW_MEMBER_BLOCKED] = "blocked",
+                                               [GW_MEMBER_SHED] = "shed"};
         if (rpc->members[0].status != GW_MEMBER_FORWARD)
-            r->outcome = rpc->members[0].status == GW_MEMBER_BLOCKED ? "blocked" : "invalid";
+            r->outcome = not_sent[rpc->members[0].status];
     } else {
         build_batch(r, body, rpc, items, item_member, nitems, call);
     }

@@ -30,6 +30,7 @@ typedef enum gw_member_status {
     GW_MEMBER_FORWARD,        /* valid and allowed: goes upstream */
     GW_MEMBER_INVALID,        /* answered here with -32600 */
     GW_MEMBER_BLOCKED,        /* answered here with -32601 */
+    GW_MEMBER_SHED,           /* refused under pressure: -32005, scope "pressure" (set by the handler) */
 } gw_member_status_t;
 
 typedef struct gw_member {
@@ -57,6 +58,9 @@ typedef struct gw_rpc_request {
     char reject_msg[128];
     gw_member_t *members;         /* SINGLE: 1, BATCH: nmembers; caller's storage */
     size_t nmembers;
+    /* set by the handler when it shed members (not by the parser) */
+    uint8_t shed_level;           /* a policy_pressure_level_t */
+    uint32_t shed_retry_ms;
 } gw_rpc_request_t;
 
 /* Allocator for the members array (h2o's request pool in the gateway). */

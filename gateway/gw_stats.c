@@ -131,6 +131,8 @@ void gw_stats_count_request(gw_stats_t *s, size_t net_index, const gw_rpc_reques
             count(c, NULL, STATE_REQ_INVALID);
         else if (m->status == GW_MEMBER_BLOCKED)
             count(c, m->method, STATE_REQ_BLOCKED);
+        else if (m->status == GW_MEMBER_SHED)
+            count(c, m->method, STATE_REQ_SHED);
         else if (it != NULL && it->state == POOL_ITEM_ANSWERED)
             count(c, m->method, it->verdict == POLICY_VERDICT_SUCCESS ? STATE_REQ_OK : STATE_REQ_RPC_ERROR);
         else if (it != NULL)

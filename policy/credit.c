@@ -52,3 +52,14 @@ void policy_credit_window_bounds(policy_credit_window_t w, uint64_t now_ms, uint
     *start = (uint64_t)timegm(&s) * 1000;
     *end = (uint64_t)timegm(&e) * 1000;
 }
+
+int policy_credit_forecast(uint64_t left, uint64_t spend_milli, uint64_t now_ms, uint64_t end_ms, double *seconds,
+                           int *before_reset)
+{
+    if (spend_milli == 0)
+        return 0;
+    double s = (double)left * 1000.0 / (double)spend_milli;
+    *seconds = s;
+    *before_reset = end_ms > now_ms && s * 1000.0 < (double)(end_ms - now_ms);
+    return 1;
+}

@@ -42,4 +42,14 @@ static inline int policy_credit_counts_throughput(policy_credit_window_t w)
     return w == POLICY_CREDIT_SECOND || w == POLICY_CREDIT_MINUTE;
 }
 
+/* The capacity forecast of a window (Little's law: the credits calls in
+ * flight and arriving will take = arrival rate x cost per call, here as the
+ * spend rate measured over the last few seconds, spend_milli = credits per
+ * second x 1000). Given what is left of the budget, when does it run out?
+ * *seconds gets the time to exhaustion (left / rate), *before_reset whether
+ * that comes before the window ends at end_ms. Returns 0 (outputs untouched)
+ * when nothing is being spent: no exhaustion in sight. */
+int policy_credit_forecast(uint64_t left, uint64_t spend_milli, uint64_t now_ms, uint64_t end_ms, double *seconds,
+                           int *before_reset);
+
 #endif

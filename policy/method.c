@@ -157,7 +157,7 @@ static const policy_method_t sol_methods[] = {
     {"signatureSubscribe", SUB, NORM, 0},
     {"signatureUnsubscribe", SUB, NORM, 0},
     {"simulateBundle", S, LOW, 1},
-    {"simulateTransaction", S, NORM, 1},
+    {"simulateTransaction", S, LOW, 1},
     {"slotSubscribe", SUB, NORM, 0},
     {"slotUnsubscribe", SUB, NORM, 0},
     {"slotsUpdatesSubscribe", SUB, NORM, 0},

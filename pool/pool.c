@@ -60,6 +60,9 @@ static sl_err_t network_init(pool_t *pool, pool_network_t *net, const pool_netwo
     h2o_timeout_init(pool->loop, &net->first_byte_timeout, conf->timeouts.first_byte_ms);
     h2o_timeout_init(pool->loop, &net->attempt_timeout, conf->timeouts.attempt_ms);
     h2o_timeout_init(pool->loop, &net->request_timeout, conf->timeouts.request_ms);
+    h2o_linklist_init_anchor(&net->waiters);
+    pool_pressure_init(net);
+    pool_merge_init(net);
     /* nendpoints counts those pool_endpoint_init() saw (a failed one
      * included: it leaves itself disposable), so a failure half-way
      * disposes only what was set up */
@@ -76,6 +79,8 @@ static void network_dispose(pool_network_t *net)
 {
     if (net->endpoints == NULL)
         return;
+    pool_merge_dispose(net);
+    pool_pressure_dispose(net);
     for (size_t i = 0; i < net->nendpoints; i++)
         pool_endpoint_dispose(&net->endpoints[i]);
     free(net->endpoints);
@@ -94,6 +99,7 @@ sl_err_t pool_create(const pool_params_t *p, pool_t **out)
     pool->budget = p->budget;
     pool->state = p->state;
     pool->slot = p->slot;
+    pool->nworkers = p->nworkers ? p->nworkers : 1;
     pool->refresh_ms = p->refresh_ms ? p->refresh_ms : 50;
     pool->flush_ms = p->flush_ms;
     pool->nnetworks = p->nnetworks;

@@ -179,6 +179,10 @@ size_t pool_call_max_response_bytes(const pool_call_t *call);                 /*
 /* Re-reads the shared records into the worker's snapshot now (another host
  * changed one: with cluster:, the worker need not wait for its next tick). */
 void pool_refresh(pool_t *pool);
+/* The network's pressure level as this worker last read it from shared
+ * state (refreshed every state.refresh_ms): a read, no computation. OK when
+ * pressure.enabled is off. */
+policy_pressure_level_t pool_network_pressure(const pool_network_t *net);
 
 /* Worker shutdown: closes idle upstream connections. */
 void pool_close_idle(pool_t *pool);

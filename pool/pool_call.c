@@ -32,11 +32,19 @@ static size_t count_pending(const pool_call_t *call)
     return n;
 }
 
+static void stop_waiting(pool_call_t *call)
+{
+    if (h2o_linklist_is_linked(&call->wait_link))
+        h2o_linklist_unlink(&call->wait_link);
+}
+
 static void call_finish(pool_call_t *call)
 {
     if (call->finished)
         return;
     call->finished = 1;
+    stop_waiting(call);
+    pool_pressure_settle(call, 1);
     pool_held_release(call);
     if (h2o_timeout_is_linked(&call->deadline))
         h2o_timeout_unlink(&call->deadline);
@@ -60,6 +68,8 @@ static void on_deadline(h2o_timeout_entry_t *entry)
     pool_call_t *call = H2O_STRUCT_FROM_MEMBER(pool_call_t, deadline, entry);
     pool_delay_cancel(&call->backoff);
     pool_credit_wait_cancel(&call->credit_wait);
+    stop_waiting(call);
+    pool_merge_leave(call);
     if (call->ex_active) {
         pool_exchange_cancel(&call->ex);
         call->ex_active = 0;
@@ -144,6 +154,77 @@ static int next_round(pool_call_t *call)
         call->tried[i] = call->no_retry[i];
     pool_delay_add(net->pool, &call->backoff, wait, on_backoff);
     return 1;
+}
+
+/* A confirmation poll never hears "every endpoint is at max_inflight": when
+ * the only endpoints it could still use are full, it waits for a slot
+ * (bounded by its deadline, timeouts.request_ms). 1 if call should wait. */
+static int should_wait(pool_call_t *call)
+{
+    pool_network_t *net = call->net;
+    if (!net->conf->pressure.enabled)
+        return 0;
+    for (size_t i = 0; i < call->nitems; i++)
+        if (call->items[i].state == POOL_ITEM_PENDING && call->items[i].method->cls != POLICY_CLASS_CONFIRM)
+            return 0;
+    uint64_t now = sl_shared_ms();
+    for (size_t i = 0; i < net->nendpoints; i++) {
+        pool_endpoint_t *ep = &net->endpoints[i];
+        if (!call->tried[i] && ep->max_inflight > 0 && ep->inflight >= ep->max_inflight && pool_health_usable(ep, now))
+            return 1;
+    }
+    return 0;
+}
+
+static void start_waiting(pool_call_t *call)
+{
+    pool_network_t *net = call->net;
+    h2o_linklist_insert(&net->waiters, &call->wait_link); /* at the tail: oldest first */
+    if (!call->waited) {
+        call->waited = 1;
+        net->pressure.waits++;
+    }
+}
+
+/* 1 if some usable endpoint of net has a free slot in this worker. */
+static int slot_free(pool_network_t *net)
+{
+    uint64_t now = sl_shared_ms();
+    for (size_t i = 0; i < net->nendpoints; i++) {
+        pool_endpoint_t *ep = &net->endpoints[i];
+        if (ep->inflight < ep->max_inflight && pool_health_usable(ep, now))
+            return 1;
+    }
+    return 0;
+}
+
+/* Lets waiters go on, oldest first, each at most once (one that cannot use
+ * what freed up goes back to the end of the line): while a slot is free, or
+ * all of them when recheck is set. */
+static void wake(pool_network_t *net, int recheck)
+{
+    if (net->waking || h2o_linklist_is_empty(&net->waiters))
+        return;
+    net->waking = 1;
+    size_t n = 0;
+    for (h2o_linklist_t *l = net->waiters.next; l != &net->waiters; l = l->next)
+        n++;
+    while (n-- > 0 && !h2o_linklist_is_empty(&net->waiters) && (recheck || slot_free(net))) {
+        pool_call_t *call = H2O_STRUCT_FROM_MEMBER(pool_call_t, wait_link, net->waiters.next);
+        h2o_linklist_unlink(&call->wait_link);
+        call_next(call);
+    }
+    net->waking = 0;
+}
+
+void pool_call_wake_waiters(pool_network_t *net)
+{
+    wake(net, 0);
+}
+
+void pool_call_recheck_waiters(pool_network_t *net)
+{
+    wake(net, 1);
 }
 
 /* Nothing was tried: the answer says why (rate limits first: they say when). */
@@ -235,6 +316,7 @@ static void on_exchange_done(pool_exchange_t *ex)
                          call->net->conf->name, ex->ep->conf->id);
         } else {
             log_attempt(call, ep, ex->fail, 0, ex->latency_us);
+            pool_pressure_try(call->net, 0);
             pool_answer_fail_transport(call, ex);
             pool_held_judge(call, ep, pool_fail_outcome(ex->fail), pool_held_fail_end(ex->fail), ex->latency_us);
         }
@@ -248,6 +330,7 @@ static void on_exchange_done(pool_exchange_t *ex)
         sl_buf_init(&ex->body);
         pool_attempt_result_t res;
         pool_answer_apply(call, ex, &res);
+        pool_pressure_try(call->net, res.rate_limited);
         policy_attempt_end_t end = res.unread                                  ? POLICY_END_UNREAD
                                    : res.outcome == STATE_OUTCOME_RATE_LIMITED ? POLICY_END_NEUTRAL
                                                                                : POLICY_END_OTHER;
@@ -286,6 +369,7 @@ static int take_credits(pool_call_t *call, int ep)
         /* instrument usage in the provider's own units, budget or not */
         e->health.stats.credits_spent += cost.billed;
         e->health.dirty = 1;
+        pool_pressure_spent(e, (uint32_t)call->nsent, cost);
         for (size_t i = 0; i < call->nsent; i++) {
             const pool_item_t *it = &call->items[call->sent[i]];
             policy_cost_t one = call->nsent == 1 && !call->batch
@@ -367,6 +451,10 @@ static void call_next(pool_call_t *call)
         int ep = call->attempts < net->max_attempts ? plan_next(call) : -1;
         if (ep < 0 && next_round(call))
             return;
+        if (ep < 0 && call->attempts < net->max_attempts && should_wait(call)) {
+            start_waiting(call);
+            return;
+        }
         if (ep < 0) {
             if (call->attempts == 0)
                 settle_untried(call);
@@ -380,8 +468,10 @@ static void call_next(pool_call_t *call)
         int credits = take_credits(call, ep);
         if (credits < 0)
             return; /* waits for Redis' answer */
-        if (credits == 0)
+        if (credits == 0) {
+            pool_pressure_try(net, 1);
             continue; /* skipped before any request was sent */
+        }
         pool_fail_t fail = pool_exchange_start(&call->ex, &net->endpoints[ep], body, len, has_write,
                                                on_exchange_done, call);
         if (fail == POOL_FAIL_NONE) {
@@ -390,6 +480,7 @@ static void call_next(pool_call_t *call)
         }
         call->tried[ep] = 1;
         call->ex.fail = fail;
+        pool_pressure_try(net, 0);
         log_attempt(call, ep, fail, 0, 0);
         pool_answer_fail_transport(call, &call->ex);
         pool_held_judge(call, ep, pool_fail_outcome(fail), pool_held_fail_end(fail), 0);
@@ -398,8 +489,8 @@ static void call_next(pool_call_t *call)
     h2o_timeout_link(net->pool->loop, &net->pool->zero_timeout, &call->defer);
 }
 
-pool_call_t *pool_call_start(pool_network_t *net, pool_item_t *items, size_t n, int batch, pool_call_cb cb,
-                             void *data)
+static pool_call_t *call_create(pool_network_t *net, pool_item_t *items, size_t n, int batch, pool_call_cb cb,
+                               void *data)
 {
     pool_call_t *call = sl_xcalloc(1, sizeof(*call));
     call->net = net;
@@ -423,15 +514,47 @@ pool_call_t *pool_call_start(pool_network_t *net, pool_item_t *items, size_t n, 
         items[i].answer = NULL;
     }
     h2o_timeout_link(net->pool->loop, &net->request_timeout, &call->deadline);
+    return call;
+}
+
+pool_call_t *pool_call_start(pool_network_t *net, pool_item_t *items, size_t n, int batch, pool_call_cb cb,
+                             void *data)
+{
+    pool_call_t *call = call_create(net, items, n, batch, cb, data);
+    pool_pressure_admit(call);
     call->pinned = pool_write_find_pin(call);
+    if (!pool_merge_offer(call))
+        call_next(call);
+    return call;
+}
+
+pool_call_t *pool_call_start_carrier(pool_network_t *net, pool_item_t *items, size_t n, int batch, int pinned,
+                                     pool_call_cb cb, void *data)
+{
+    pool_call_t *call = call_create(net, items, n, batch, cb, data);
+    call->carrier = 1;
+    call->pinned = pinned;
     call_next(call);
     return call;
+}
+
+void pool_call_finish(pool_call_t *call)
+{
+    call_finish(call);
+}
+
+void pool_call_resume(pool_call_t *call)
+{
+    call_next(call);
 }
 
 void pool_call_release(pool_call_t *call)
 {
     if (call == NULL)
         return;
+    stop_waiting(call);
+    pool_merge_leave(call);
+    pool_pressure_settle(call, 0); /* not answered: the client went away first */
     pool_held_release(call); /* a call cancelled half-way: what was held counts */
     if (call->ex_active)
         pool_exchange_cancel(&call->ex);

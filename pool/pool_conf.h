@@ -12,6 +12,7 @@
 #include "policy/chain.h"
 #include "policy/credit.h"
 #include "policy/method.h"
+#include "policy/pressure.h"
 #include "policy/score.h"
 
 typedef struct pool_header {
@@ -68,6 +69,7 @@ typedef struct pool_network_conf {
     uint32_t backoff_base_ms;     /* between rounds over the endpoints: full jitter up to base * 2^round ... */
     uint32_t backoff_max_ms;      /* ... capped here */
     uint32_t pin_ms;              /* confirmation polls go to the accepting endpoint first, this long */
+    policy_pressure_conf_t pressure; /* levels, shed order, merged polls */
     int yaml_line;
 } pool_network_conf_t;
 

@@ -135,6 +135,7 @@ static void exchange_finish(pool_exchange_t *ex, pool_fail_t fail)
     ex->latency_us = (uint32_t)(sl_now_us() - ex->started_us);
     ex->conn = NULL;
     ex->ep->inflight--;
+    pool_network_t *net = ex->ep->net; /* ex may be gone once its callback returns */
     if (c != NULL) {
         c->ex = NULL;
         /* An upstream may answer before it read the whole request (a 429 or
@@ -148,6 +149,7 @@ static void exchange_finish(pool_exchange_t *ex, pool_fail_t fail)
             conn_destroy(c);
     }
     ex->cb(ex);
+    pool_call_wake_waiters(net);
 }
 
 /* The failure of an exchange whose connection is not open yet. */
@@ -524,6 +526,7 @@ void pool_exchange_body_dispose(pool_exchange_t *ex)
     pool_budget_release(ex->ep->net->pool, ex->charged);
     ex->charged = 0;
     sl_buf_dispose(&ex->body);
+    pool_call_wake_waiters(ex->ep->net);
 }
 
 void pool_conn_close_idle(pool_endpoint_t *ep)

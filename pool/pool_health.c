@@ -362,7 +362,12 @@ void pool_health_refresh(pool_t *pool)
             h->shared = rec;
         }
     }
+    uint64_t now = sl_shared_ms();
+    for (size_t n = 0; n < pool->nnetworks; n++)
+        pool_pressure_read(&pool->networks[n], now);
     state_read_end(pool->state);
+    for (size_t n = 0; n < pool->nnetworks; n++)
+        pool_pressure_tick(&pool->networks[n], now);
     /* An operator's drain changes the network's level: every worker that
      * sees it re-checks, and the level's CAS makes that one event. */
     for (size_t n = 0; n < pool->nnetworks; n++)
@@ -459,6 +464,7 @@ static void flush_stats(pool_t *pool)
         }
     }
     put_stats(pool, &b);
+    pool_pressure_flush(pool, now);
 }
 
 static void on_tick(h2o_timeout_entry_t *entry)
@@ -475,6 +481,8 @@ static void on_tick(h2o_timeout_entry_t *entry)
             pool_probe_tick(&pool->networks[k].endpoints[i], now);
     for (size_t k = 0; k < pool->nnetworks; k++)
         pool_rank_update(&pool->networks[k], now);
+    for (size_t k = 0; k < pool->nnetworks; k++)
+        pool_call_recheck_waiters(&pool->networks[k]);
     h2o_timeout_link(pool->loop, &pool->tick_timeout, &pool->tick);
 }
 
@@ -485,6 +493,7 @@ static void load_slot(pool_t *pool)
         return;
     for (size_t k = 0; k < pool->nnetworks; k++) {
         pool_network_t *net = &pool->networks[k];
+        pool_pressure_load(net);
         for (size_t i = 0; i < net->nendpoints; i++) {
             pool_health_t *h = &net->endpoints[i].health;
             if (state_stats_get(pool->state, h->stats_key, &h->stats) != SL_OK)

@@ -9,6 +9,8 @@
 #include "wire/url.h"
 #include "pool/pool.h"
 #include "policy/cost.h"
+#include "policy/pressure.h"
+#include "policy/rolling.h"
 #include "policy/score.h"
 #include "policy/shape.h"
 #include "pool/pool_http.h"
@@ -148,6 +150,11 @@ typedef struct pool_health {
     int claiming;                 /* a half-open takeover being decided by Redis */
 } pool_health_t;
 
+/* Live call and credit rates of an endpoint with a budget (pool_pressure.c),
+ * over POOL_RATE_WINDOW_MS: what the capacity forecast extrapolates. */
+#define POOL_RATE_WINDOW_MS 10000
+enum { POOL_RATE_CALLS, POOL_RATE_BILLED, POOL_RATE_THROUGHPUT, POOL_RATE_COUNT };
+
 struct pool_endpoint {
     const pool_endpoint_conf_t *conf;
     pool_network_t *net;
@@ -177,7 +184,26 @@ struct pool_endpoint {
     uint32_t max_inflight;        /* this worker's share of conf->max_inflight */
     pool_health_t health;
     pool_credit_t credit;
+    policy_roll_t rate_roll;      /* calls, billed and throughput credits spent here */
+    uint64_t rate_v[POLICY_ROLL_SLOTS][POOL_RATE_COUNT];
 };
+
+/* This worker's part of a network's pressure (pool_pressure.c). */
+typedef struct pool_pressure {
+    policy_pressure_t local;      /* the shared level as last seen, and this worker's calm */
+    state_pressure_rec_t shared;  /* the shared record as last read */
+    uint32_t depth;               /* calls admitted here and not settled */
+    policy_roll_t settle_roll;    /* settle times (a histogram per slot) */
+    uint64_t settle_v[POLICY_ROLL_SLOTS][POLICY_SETTLE_BUCKETS];
+    policy_roll_t try_roll;       /* tries and refusals */
+    uint64_t try_v[POLICY_ROLL_SLOTS][2];
+    uint64_t polls_merged, calls_saved, waits;
+    state_pressure_slot_rec_t *others; /* the other workers' slots summed (last snapshot) */
+    state_pressure_slot_rec_t *written; /* what this worker last flushed */
+    char slot_key[STATE_KEY_MAX]; /* state_key_pressure_slot: this worker's inputs */
+    uint64_t flushed_ms;
+    policy_pressure_inputs_t inputs; /* what the last tick computed */
+} pool_pressure_t;
 
 struct pool_network {
     pool_t *pool;
@@ -197,6 +223,11 @@ struct pool_network {
     int challenger;               /* an endpoint that has been scoring better, -1 */
     uint64_t challenger_since_ms;
     uint64_t best_head;           /* highest fresh head among the endpoints */
+    pool_pressure_t pressure;
+    h2o_linklist_t waiters;       /* confirmation polls waiting for a slot, oldest first */
+    uint8_t waking;               /* pool_call_wake_waiters is running (no nesting) */
+    h2o_timeout_t merge_timeout;  /* pressure.merge_window_ms */
+    h2o_linklist_t merges;        /* pool_merge_t groups filling up (pool_merge.c) */
 };
 
 struct pool {
@@ -210,6 +241,7 @@ struct pool {
     h2o_timeout_t zero_timeout;   /* deferred callbacks */
     state_t *state;               /* NULL: no shared state (unit tests) */
     uint32_t slot;                /* this worker's stats slot (1-based worker index) */
+    uint32_t nworkers;            /* slots 1..nworkers (pressure inputs are summed over them) */
     h2o_linklist_t delays;        /* pool_delay_t, soonest first */
     h2o_timeout_t delay_timeout;
     h2o_timeout_entry_t delay_tick;
@@ -254,6 +286,13 @@ struct pool_call {
     size_t charged;                   /* their bytes charged to pool->budget */
     pool_attempt_rec_t log[POOL_MAX_ATTEMPT_LOG];
     size_t nlog;
+    uint64_t started_us;              /* admitted (pressure: settle time) */
+    uint8_t counted;                  /* in the network's depth until it settles */
+    uint8_t carrier;                  /* sluice's own merged call, not a client's (pool_merge.c) */
+    h2o_linklist_t wait_link;         /* in net->waiters while waiting for a slot */
+    uint8_t waited;                   /* it waited at least once (counted once) */
+    struct pool_merge *merge;         /* the merged call this poll rides in, or NULL */
+    uint32_t merge_index;             /* ... as its member number */
     int renumbered;                   /* a single call sent with id 0: its id is not portable */
     /* a failure that may be the request's own (policy/shape.h), held until
      * the next endpoint's attempt settles it */
@@ -373,6 +412,51 @@ void pool_credit_cluster_prefetch(pool_endpoint_t *ep, policy_cost_t cost, uint6
 /* Waits for the lease under way; cb runs once it is decided. */
 void pool_credit_wait(pool_endpoint_t *ep, pool_credit_wait_t *w, void (*cb)(pool_credit_wait_t *w));
 void pool_credit_wait_cancel(pool_credit_wait_t *w);
+
+/* pool_pressure.c: depth, settle times, refusals and rates of this worker;
+ * the shared level (one compare-and-set per change, with its event). */
+void pool_pressure_init(pool_network_t *net);
+/* Inside a snapshot at start: this worker's slot as a previous process left it. */
+void pool_pressure_load(pool_network_t *net);
+void pool_pressure_dispose(pool_network_t *net);
+/* A client call was admitted / settled (answered = it got an answer or a
+ * failure, not a cancel: only those are settle-time samples). */
+void pool_pressure_admit(pool_call_t *call);
+void pool_pressure_settle(pool_call_t *call, int answered);
+/* An upstream attempt (refused = answered with a rate limit) or an endpoint
+ * skipped for credits (refused). */
+void pool_pressure_try(pool_network_t *net, int refused);
+/* Credits spent at ep by an attempt of ncalls calls. */
+void pool_pressure_spent(pool_endpoint_t *ep, uint32_t ncalls, policy_cost_t cost);
+/* Inside the pool's snapshot: the shared level and the other workers' slots. */
+void pool_pressure_read(pool_network_t *net, uint64_t now_wall_ms);
+/* After it: computes the inputs, moves the shared level when due. */
+void pool_pressure_tick(pool_network_t *net, uint64_t now_wall_ms);
+/* Writes this worker's slots that changed (or are due again). */
+void pool_pressure_flush(pool_t *pool, uint64_t now_wall_ms);
+
+/* pool_call.c: a freed slot of one of net's endpoints goes to the oldest
+ * waiting confirmation poll first. */
+void pool_call_wake_waiters(pool_network_t *net);
+/* Every snapshot: waiters whose full endpoints became unusable (a breaker
+ * opened, a drain) get their answer now rather than at their deadline. */
+void pool_call_recheck_waiters(pool_network_t *net);
+/* Starts a call of pool/'s own (a merged poll): not counted as a client's. */
+pool_call_t *pool_call_start_carrier(pool_network_t *net, pool_item_t *items, size_t n, int batch, int pinned,
+                                     pool_call_cb cb, void *data);
+/* Settles a client call from outside its attempt loop (a merged poll's answer). */
+void pool_call_finish(pool_call_t *call);
+/* Sends a call that was held (a merge it left, or one that went nowhere). */
+void pool_call_resume(pool_call_t *call);
+
+/* pool_merge.c: confirmation polls of several clients as one upstream call. */
+/* 1 if call (just started, pin known) was taken into a merge: it is answered
+ * when the merged call is. */
+int pool_merge_offer(pool_call_t *call);
+/* The call leaves its merge (cancelled, or its deadline ran out). */
+void pool_merge_leave(pool_call_t *call);
+void pool_merge_init(pool_network_t *net);
+void pool_merge_dispose(pool_network_t *net);
 
 /* pool_delay.c */
 void pool_delay_init(pool_t *pool);

@@ -3,11 +3,13 @@
  * The master opens it first (creating the folder and the schema record);
  * each worker opens its own handle after fork (MDB_NOTLS). Named databases:
  *   meta       schema version, next event sequence, "level/<network>" ->
- *              state_network_rec_t (redundancy level)
+ *              state_network_rec_t (redundancy level), "pressure/<network>" ->
+ *              state_pressure_rec_t (pressure level)
  *   endpoints  "<network>/<endpoint>" -> state_endpoint_rec_t (breaker, drain, rate limit)
  *   stats      "<network>/<endpoint>/<slot>" -> state_stats_rec_t (one slot per worker);
  *              "pm/<network>/<endpoint>/<slot>" and "req/<network>/<slot>" ->
- *              state_counters_rec_t (per-method and per-request counters)
+ *              state_counters_rec_t (per-method and per-request counters);
+ *              "pr/<network>/<slot>" -> state_pressure_slot_rec_t (pressure inputs)
  *   events     big-endian u64 sequence -> state_event_t
  *   pins       transaction id -> state_pin_rec_t (the endpoint that accepted it)
  *   limits     client rate-limit cells (GCRA) -> state_cell_rec_t
@@ -161,6 +163,30 @@ typedef int (*state_network_fn)(void *ctx, const state_endpoint_rec_t *recs, siz
                                 int exists, state_event_t *events, size_t *nevents);
 SL_MUST_CHECK sl_err_t state_network_update(state_t *st, const char *network, const char *const *keys, size_t n,
                                             state_network_fn fn, void *ctx);
+
+/* ---- pressure: the level of a network and the workers' slots ---- */
+/* Inside a snapshot: the level record of network (zeroed, SL_ERR_NOT_FOUND,
+ * when absent: ok, never changed). */
+SL_MUST_CHECK sl_err_t state_pressure_get(state_t *st, const char *network, state_pressure_rec_t *rec);
+/* Compare-and-set of the level record, as state_endpoint_update: fn gets the
+ * current record (zeroed, exists = 0, if absent or undecodable) inside one
+ * write transaction and returns 1 to write it and events[0..*nevents). */
+typedef int (*state_pressure_fn)(void *ctx, state_pressure_rec_t *rec, int exists, state_event_t *events,
+                                 size_t *nevents);
+SL_MUST_CHECK sl_err_t state_pressure_update(state_t *st, const char *network, state_pressure_fn fn, void *ctx,
+                                             int *changed);
+/* Writes n worker slots ("pr/<network>/<slot>") in one write transaction. */
+SL_MUST_CHECK sl_err_t state_pressure_slots_put(state_t *st, const char *const *keys,
+                                                const state_pressure_slot_rec_t *const *recs, size_t n);
+/* Inside a snapshot; errors as state_endpoint_get. */
+SL_MUST_CHECK sl_err_t state_pressure_slot_get(state_t *st, const char *key, state_pressure_slot_rec_t *rec);
+/* Inside a snapshot: slots 1..nworkers of network, but skip_slot (0: none),
+ * summed into *sum. The growing counters come from every slot; depth, the
+ * window fields and the rates only from slots written within fresh_ms of
+ * now_ms (a worker that died or stopped flushing is not in flight).
+ * sum->updated_ms is the freshest slot's. */
+void state_pressure_slots_sum(state_t *st, const char *network, unsigned nworkers, unsigned skip_slot, uint64_t now_ms,
+                              uint64_t fresh_ms, state_pressure_slot_rec_t *sum);
 
 /* ---- events ---- */
 /* Zeroes ev and sets its time, kind, names (NULL: none; cut to fit) and the

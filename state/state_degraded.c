@@ -19,10 +19,8 @@ static int record(state_t *st, state_part_t part, int start)
 {
     typeof(st->degraded[0]) *d = &st->degraded[part];
     state_event_t ev;
-    memset(&ev, 0, sizeof(ev));
-    ev.ts_ms = start ? d->since_ms : d->ended_ms;
-    ev.kind = start ? STATE_EVENT_STATE_DEGRADED : STATE_EVENT_STATE_RESTORED;
-    ev.pid = (uint32_t)getpid();
+    state_event_init(&ev, start ? STATE_EVENT_STATE_DEGRADED : STATE_EVENT_STATE_RESTORED, NULL, NULL,
+                     start ? d->since_ms : d->ended_ms);
     if (start) {
         snprintf(ev.reason, sizeof(ev.reason), "%s: shared state failed (%s); this worker enforces its share alone",
                  part_names[part], sl_err_str(d->why));

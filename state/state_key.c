@@ -52,6 +52,16 @@ size_t state_key_degraded(char *out, size_t cap, unsigned slot)
     return fit(snprintf(out, cap, "deg/%u", slot));
 }
 
+size_t state_key_pressure(char *out, size_t cap, const char *network)
+{
+    return fit(snprintf(out, cap, "pressure/%s", network));
+}
+
+size_t state_key_pressure_slot(char *out, size_t cap, const char *network, unsigned slot)
+{
+    return fit(snprintf(out, cap, "pr/%s/%u", network, slot));
+}
+
 size_t state_key_server(char *out, size_t cap, unsigned slot)
 {
     return fit(snprintf(out, cap, "srv/%u", slot));

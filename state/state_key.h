@@ -32,4 +32,9 @@ size_t state_key_degraded(char *out, size_t cap, unsigned slot);
 /* stats: "srv/<slot>", one worker's connection and buffer counters */
 size_t state_key_server(char *out, size_t cap, unsigned slot);
 
+/* meta: "pressure/<network>", the network's pressure level */
+size_t state_key_pressure(char *out, size_t cap, const char *network);
+/* stats: "pr/<network>/<slot>", one worker's pressure inputs */
+size_t state_key_pressure_slot(char *out, size_t cap, const char *network, unsigned slot);
+
 #endif

@@ -111,6 +111,39 @@ static const state_field_t stats_fields[] = {
 /* version 2: outcomes gained local_error, too_large, id_unanswerable, slow_call */
 const state_schema_t state_stats_schema = {"stats", 2, stats_fields, sizeof(stats_fields) / sizeof(stats_fields[0])};
 
+static const state_field_t pressure_fields[] = {
+    F(state_pressure_rec_t, level, STATE_F_U8, 1),
+    F(state_pressure_rec_t, since_ms, STATE_F_U64, 1),
+    F(state_pressure_rec_t, changes, STATE_F_U64, 1),
+    F(state_pressure_rec_t, baseline_us, STATE_F_U32, 1),
+    F(state_pressure_rec_t, baseline_at_ms, STATE_F_U64, 1),
+    F(state_pressure_rec_t, depth, STATE_F_U32, 1),
+    F(state_pressure_rec_t, ceiling, STATE_F_U32, 1),
+    F(state_pressure_rec_t, settle_p90_us, STATE_F_U32, 1),
+    F(state_pressure_rec_t, refusal_ppm, STATE_F_U32, 1),
+};
+
+const state_schema_t state_pressure_schema = {"pressure", 1, pressure_fields,
+                                              sizeof(pressure_fields) / sizeof(pressure_fields[0])};
+
+static const state_field_t pressure_slot_fields[] = {
+    F(state_pressure_slot_rec_t, pid, STATE_F_U32, 1),
+    F(state_pressure_slot_rec_t, updated_ms, STATE_F_U64, 1),
+    F(state_pressure_slot_rec_t, depth, STATE_F_U32, 1),
+    F(state_pressure_slot_rec_t, settle_hist, STATE_F_U64_ARRAY, STATE_SETTLE_BUCKETS),
+    F(state_pressure_slot_rec_t, tries, STATE_F_U64, 1),
+    F(state_pressure_slot_rec_t, refusals, STATE_F_U64, 1),
+    F(state_pressure_slot_rec_t, polls_merged, STATE_F_U64, 1),
+    F(state_pressure_slot_rec_t, calls_saved, STATE_F_U64, 1),
+    F(state_pressure_slot_rec_t, waits, STATE_F_U64, 1),
+    F(state_pressure_slot_rec_t, ep_calls_milli, STATE_F_U64_ARRAY, STATE_PRESSURE_MAX_EP),
+    F(state_pressure_slot_rec_t, ep_billed_milli, STATE_F_U64_ARRAY, STATE_PRESSURE_MAX_EP),
+    F(state_pressure_slot_rec_t, ep_throughput_milli, STATE_F_U64_ARRAY, STATE_PRESSURE_MAX_EP),
+};
+
+const state_schema_t state_pressure_slot_schema = {"pressure_slot", 1, pressure_slot_fields,
+                                                   sizeof(pressure_slot_fields) / sizeof(pressure_slot_fields[0])};
+
 const state_schema_t state_network_schema = {"network", 1, network_fields,
                                              sizeof(network_fields) / sizeof(network_fields[0])};
 

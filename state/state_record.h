@@ -246,7 +246,8 @@ extern const state_schema_t state_pin_schema;
     X(TOO_LARGE, "too_large")                                                             \
     X(ID_UNANSWERABLE, "id_unanswerable")                                                 \
     X(SLOW_CALL, "slow_call")                                                             \
-    X(LOCAL, "local_error")
+    X(LOCAL, "local_error")                                                               \
+    X(SHED, "shed")
 
 typedef enum state_req_outcome {
 #define STATE_REQ_ENUM_(name, str) STATE_REQ_##name,
@@ -256,6 +257,46 @@ typedef enum state_req_outcome {
 } state_req_outcome_t;
 
 const char *state_req_outcome_name(state_req_outcome_t o);
+
+/* ---- pressure: one level per network, shared; one slot per worker ---- */
+/* "pressure/<network>" in meta: the level every worker serves, changed only by
+ * compare-and-set (state_pressure_update), and what it was computed from. */
+typedef struct state_pressure_rec {
+    uint8_t level;                /* a policy_pressure_level_t */
+    uint64_t since_ms;            /* shared time: the level was entered */
+    uint64_t changes;             /* level changes so far */
+    uint32_t baseline_us;         /* slow-moving baseline of the p90 settle time, 0 = none yet */
+    uint64_t baseline_at_ms;      /* when it was last moved */
+    uint32_t depth;               /* inputs at the last change */
+    uint32_t ceiling;
+    uint32_t settle_p90_us;
+    uint32_t refusal_ppm;
+} state_pressure_rec_t;
+
+extern const state_schema_t state_pressure_schema;
+
+#define STATE_SETTLE_BUCKETS 16       /* policy_settle_bounds_us */
+#define STATE_PRESSURE_MAX_EP 64      /* POOL_MAX_ENDPOINTS */
+
+/* "pr/<network>/<slot>" in stats: one worker's part, flushed with its
+ * counters. Window fields cover the last pressure.window_ms; rates are per
+ * second x 1000 over the last ~10 s; the rest only grows. */
+typedef struct state_pressure_slot_rec {
+    uint32_t pid;
+    uint64_t updated_ms;
+    uint32_t depth;                               /* calls admitted, not settled, at flush */
+    uint64_t settle_hist[STATE_SETTLE_BUCKETS];   /* window: settle times */
+    uint64_t tries;                               /* window: attempts + credit skips */
+    uint64_t refusals;                            /* window: rate-limit answers + credit skips */
+    uint64_t polls_merged;                        /* confirmation polls that went in a merged call */
+    uint64_t calls_saved;                         /* upstream calls merging saved */
+    uint64_t waits;                               /* confirmation polls that waited for a slot */
+    uint64_t ep_calls_milli[STATE_PRESSURE_MAX_EP];      /* per endpoint (config order): calls/s */
+    uint64_t ep_billed_milli[STATE_PRESSURE_MAX_EP];     /* billed credits/s */
+    uint64_t ep_throughput_milli[STATE_PRESSURE_MAX_EP]; /* throughput credits/s */
+} state_pressure_slot_rec_t;
+
+extern const state_schema_t state_pressure_slot_schema;
 
 /* ---- a worker's own limits: one counter list per worker slot ("srv/<slot>") ----
  * Entry STATE_SRV_<name>. GAUGE entries are the worker's current value (reset

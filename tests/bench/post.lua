@@ -1,6 +1,7 @@
 -- tests/bench/post.lua: wrk script for tests/bench/run.sh.
 --
---   BENCH_METHOD=eth_blockNumber|eth_getLogs   which JSON-RPC call to POST (default eth_blockNumber)
+--   BENCH_METHOD=eth_blockNumber|eth_getLogs|eth_getTransactionReceipt
+--                                              which JSON-RPC call to POST (default eth_blockNumber)
 --   BENCH_DELAY_MS=N                           wait about N ms (uniformly N/2..3N/2) before every
 --                                              request (default 0: none); run.sh uses it to hold
 --                                              many mostly idle keep-alive clients. The jitter keeps
@@ -15,6 +16,7 @@
 local bodies = {
   eth_blockNumber = '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}',
   eth_getLogs = '{"jsonrpc":"2.0","id":1,"method":"eth_getLogs","params":[{"fromBlock":"0xf4200","toBlock":"0xf4240"}]}',
+  eth_getTransactionReceipt = '{"jsonrpc":"2.0","id":1,"method":"eth_getTransactionReceipt","params":["0x1111111111111111111111111111111111111111111111111111111111111111"]}',
 }
 
 local method = os.getenv("BENCH_METHOD") or "eth_blockNumber"

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # tests/bench/run.sh: sluice vs nginx vs a direct upstream, measured side by side with wrk in
 # interleaved rounds, plus worker RSS under 1,000 keep-alive clients and two failure cases
-# (a refused first endpoint, a rate-limited first endpoint). See tests/bench/README.md.
+# (a refused first endpoint, a rate-limited first endpoint), and what the pressure layer and
+# merged polls cost (with callgrind instruction counts). See tests/bench/README.md.
 #
-# usage: tests/bench/run.sh [--quick] [--build] [--out DIR] [--phases main,features,refused,429,rss]
+# usage: tests/bench/run.sh [--quick] [--build] [--out DIR] [--phases main,features,pressure,refused,429,rss]
 #   BENCH_SECONDS (5)  BENCH_ROUNDS (5)  BENCH_LOGS (45: eth_getLogs answer of ~20 KB)
 #   BENCH_RSS_CONNS (1000)  BENCH_RSS_SECONDS (6)  BENCH_SERVER_CPU (0)  BENCH_WRK_CPU (1)
 #   SLUICE_BIN, FAKEPROVIDER_BIN (default build/…)
@@ -22,7 +23,7 @@ WRK_CPU=${BENCH_WRK_CPU:-1}
 SLUICE_BIN=${SLUICE_BIN:-$ROOT/build/gateway/sluice}
 FP_BIN=${FAKEPROVIDER_BIN:-$ROOT/build/tests/fakeprovider/fakeprovider}
 OUT=""
-PHASES="main,features,refused,429,rss"
+PHASES="main,features,pressure,refused,429,rss"
 BUILD=0
 
 while [ $# -gt 0 ]; do
@@ -219,6 +220,7 @@ rpc_body() {
     case "$1" in
         eth_blockNumber) echo '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}' ;;
         eth_getLogs) echo '{"jsonrpc":"2.0","id":1,"method":"eth_getLogs","params":[{"fromBlock":"0xf4200","toBlock":"0xf4240"}]}' ;;
+        eth_getTransactionReceipt) echo '{"jsonrpc":"2.0","id":1,"method":"eth_getTransactionReceipt","params":["0x1111111111111111111111111111111111111111111111111111111111111111"]}' ;;
     esac
 }
 
@@ -426,6 +428,41 @@ if has_phase features; then
             pause
         done
     done
+fi
+
+# ---------------------------------------------------------------- pressure: the level and merged polls
+
+# sluice as configured by default vs pressure.enabled: false (no level, header, shedding
+# or merging: what the layer costs on an idle network, target <= 0.5 us/req), and
+# receipt polls with merging (default 2 ms window) vs merge_window_ms: 0 (what merging
+# costs and saves: upstream requests per poll). Paired per round, indicative: wall-clock
+# CPU on a shared machine. The stable figures are callgrind's (tests/bench/callgrind.sh,
+# run last in this phase when valgrind is installed).
+if has_phase pressure; then
+    start_sluice ppress false "http://$U1" "http://$U2"
+    NET_EXTRA="pressure: { enabled: false }" start_sluice pnopress false "http://$U1" "http://$U2"
+    NET_EXTRA="pressure: { merge_window_ms: 0 }" start_sluice pnomerge false "http://$U1" "http://$U2"
+    for t in ppress pnopress; do probe "$t" "http://127.0.0.1:$(eval echo "\$PORT_$t")/eth" eth_blockNumber; done
+    for t in ppress pnomerge; do probe "$t" "http://127.0.0.1:$(eval echo "\$PORT_$t")/eth" eth_getTransactionReceipt; done
+    log "pressure phase: [ppress, pnopress] eth_blockNumber and [ppress, pnomerge] eth_getTransactionReceipt, c=64, $ROUNDS rounds"
+    for r in $(seq 1 "$ROUNDS"); do
+        for pair in "eth_blockNumber ppress pnopress" "eth_getTransactionReceipt ppress pnomerge"; do
+            read -r wl a b <<<"$pair"
+            if [ $((r % 2)) = 1 ]; then order=("$a" "$b"); else order=("$b" "$a"); fi
+            for t in "${order[@]}"; do
+                eval "port=\$PORT_$t pid=\$PID_$t"
+                measure pressure "$t" "$wl" 64 "$r" "http://127.0.0.1:$port/eth" "$pid" "$PORT_up1,$PORT_up2" "" ""
+                pause
+            done
+        done
+    done
+    if command -v valgrind >/dev/null && command -v node >/dev/null; then
+        log "pressure phase: callgrind instruction counts (1 worker, fixed request counts)"
+        SLUICE_BIN=$SLUICE_BIN FAKEPROVIDER_BIN=$FP_BIN "$HERE/callgrind.sh" --out "$OUT" >/dev/null \
+            || { log "!! callgrind.sh failed"; FAILS=$((FAILS + 1)); }
+    else
+        log "pressure phase: valgrind or node missing, no callgrind figures"
+    fi
 fi
 
 # ---------------------------------------------------------------- failure: refused first endpoint

@@ -139,6 +139,32 @@ if feat:
         print(f"| {label} | {fmt(med(rows, 'rps'), 0)} | {fmt(med(rows, 'proxy_us_per_req'), 2)} | {d} | {st} | {other} |")
     print()
 
+pr = [r for r in runs if r["phase"] == "pressure"]
+if pr:
+    rounds = len({r["round"] for r in pr})
+    print(f"### Pressure layer and merged polls (c=64, {rounds} interleaved rounds, indicative)\n")
+    print("CPU µs/req on a shared machine: differences are medians of per-round differences. The stable "
+          "figures are the instruction counts below (callgrind).\n")
+    print("| workload | variant | req/s | CPU µs/req | vs its pair | upstream req per request | non-2xx | errors |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    g = by(pr, "workload", "target")
+    for wl, a, b, la, lb in (("eth_blockNumber", "ppress", "pnopress", "pressure on (default)", "pressure.enabled: false"),
+                             ("eth_getTransactionReceipt", "ppress", "pnomerge", "merge_window_ms: 2 (default)",
+                              "merge_window_ms: 0")):
+        ra, rb = g.get((wl, a)), g.get((wl, b))
+        for t, label, rows in ((a, la, ra), (b, lb, rb)):
+            if not rows:
+                continue
+            st, other = errs(rows)
+            d = f"{paired_ratio(ra, rb, 'proxy_us_per_req', diff=True):+.2f}" if t == a and ra and rb else "—"
+            upr = median(float(r["up_requests"]) / float(r["requests"]) for r in rows if float(r["requests"]))
+            print(f"| {wl} | {label} | {fmt(med(rows, 'rps'), 0)} | {fmt(med(rows, 'proxy_us_per_req'), 2)} | {d} | "
+                  f"{upr:.3f} | {st} | {other} |")
+    print()
+    cg = os.path.join(out, "callgrind.md")
+    if os.path.exists(cg):
+        print(open(cg).read())
+
 ref = [r for r in runs if r["phase"] == "refused"]
 if ref:
     print("### Failure: refused first endpoint (eth_blockNumber, c=8, medians)\n")

@@ -240,6 +240,11 @@ static const fp_rpc_error_t *rent_exemption(fp_server_t *srv, const fp_call_t *c
     return NULL;
 }
 
+/* A node takes at most 256 signatures per call (sluice's merged polls must
+ * stay within it). */
+#define SIGNATURE_STATUSES_MAX 256
+static const fp_rpc_error_t err_too_many = {-32602, "Too many inputs provided; max 256"};
+
 static const fp_rpc_error_t *signature_statuses(fp_server_t *srv, const fp_call_t *call,
                                                 fp_buf_t *out)
 {
@@ -247,6 +252,12 @@ static const fp_rpc_error_t *signature_statuses(fp_server_t *srv, const fp_call_
     fp_json_iter_t it;
     if (!fp_json_array_get(call->params, 0, &list) || !fp_json_iter_begin(&it, list, '['))
         return &fp_err_invalid_params;
+    int n = 0;
+    while (fp_json_array_next(&it, &v) == 1)
+        n++;
+    if (n > SIGNATURE_STATUSES_MAX)
+        return &err_too_many;
+    fp_json_iter_begin(&it, list, '[');
     put_context(out, call->head);
     fp_buf_puts(out, "[");
     for (int i = 0; fp_json_array_next(&it, &v) == 1; i++) {

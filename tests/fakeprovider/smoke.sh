@@ -138,6 +138,10 @@ a='123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz';n=int.from_bytes(
 while n: n,r=divmod(n,58); s=a[r]+s
 print(s)")" "$sig"
 expect "getSignatureStatuses" "$(rpc "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"getSignatureStatuses\",\"params\":[[\"$sig\",\"zzz\"]]}")" '"value":[{"slot":5000,"confirmations":null,"err":null,"status":{"Ok":null},"confirmationStatus":"finalized"},null]}}'
+many=$(python3 -c "print(','.join(['\"zzz\"']*257))")
+expect "getSignatureStatuses max 256" "$(rpc "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"getSignatureStatuses\",\"params\":[[$many]]}")" '"code":-32602,"message":"Too many inputs provided; max 256"'
+many=$(python3 -c "print(','.join(['\"zzz\"']*256))")
+expect "getSignatureStatuses 256 is fine" "$(rpc "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"getSignatureStatuses\",\"params\":[[$many]]}")" 'null,null]}}'
 expect "getVersion" "$(rpc '{"jsonrpc":"2.0","id":1,"method":"getVersion"}')" '"solana-core":"1.18.22"'
 kill -TERM "$LAST_PID"; wait "$LAST_PID"
 

@@ -34,6 +34,8 @@ static const schema_case_t schemas[] = {
     {&state_event_schema, sizeof(state_event_t)},
     {&state_stats_schema, sizeof(state_stats_rec_t)},
     {&state_network_schema, sizeof(state_network_rec_t)},
+    {&state_pressure_schema, sizeof(state_pressure_rec_t)},
+    {&state_pressure_slot_schema, sizeof(state_pressure_slot_rec_t)},
 };
 
 static void check_strings(const state_schema_t *s, const void *rec)

@@ -182,6 +182,51 @@ Test(config, minimal_gets_defaults)
     gw_config_destroy(cfg);
 }
 
+Test(config, pressure_defaults_and_overrides)
+{
+    gw_config_t *cfg = load_ok(NET);
+    const policy_pressure_conf_t *p = &gw_config_network(cfg, "eth", 3)->pressure;
+    cr_expect_eq(p->enabled, 1);
+    cr_expect_float_eq(p->elevated, 0.6, 1e-9);
+    cr_expect_float_eq(p->critical, 0.85, 1e-9);
+    cr_expect_float_eq(p->hysteresis, 0.1, 1e-9);
+    cr_expect_eq(p->hold_ms, 2000);
+    cr_expect_eq(p->rise_ms, 100);
+    cr_expect_float_eq(p->slow_factor, 3, 1e-9);
+    cr_expect_float_eq(p->refusal_ratio, 0.2, 1e-9);
+    cr_expect_eq(p->window_ms, 10000);
+    cr_expect_eq(p->merge_window_ms, 2);
+    cr_expect_eq(p->retry_after_ms, 1000);
+    cr_expect_eq(p->shed[POLICY_PRIO_LOW], POLICY_PRESSURE_ELEVATED);
+    cr_expect_eq(p->shed[POLICY_PRIO_NORMAL], POLICY_PRESSURE_CRITICAL);
+    cr_expect_eq(p->shed[POLICY_PRIO_HIGH], POLICY_SHED_NEVER);
+    cr_expect_eq(p->shed[POLICY_PRIO_CRITICAL], POLICY_SHED_NEVER);
+    gw_config_destroy(cfg);
+
+    cfg = load_ok("networks:\n  eth:\n    endpoints: [\"http://h\"]\n    pressure:\n"
+                  "      elevated: 0.5\n      critical: 0.9\n      hysteresis: 0.05\n      hold_ms: 0\n      rise_ms: 0\n"
+                  "      shed: { low: critical, normal: never }\n      shed_writes_at_critical: true\n"
+                  "      merge_window_ms: 0\n      retry_after_ms: 250\n      enabled: false\n");
+    p = &gw_config_network(cfg, "eth", 3)->pressure;
+    cr_expect_eq(p->enabled, 0);
+    cr_expect_float_eq(p->elevated, 0.5, 1e-9);
+    cr_expect_float_eq(p->critical, 0.9, 1e-9);
+    cr_expect_eq(p->hold_ms, 0);
+    cr_expect_eq(p->rise_ms, 0);
+    cr_expect_eq(p->shed[POLICY_PRIO_LOW], POLICY_PRESSURE_CRITICAL);
+    cr_expect_eq(p->shed[POLICY_PRIO_NORMAL], POLICY_SHED_NEVER);
+    cr_expect_eq(p->shed[POLICY_PRIO_HIGH], POLICY_PRESSURE_CRITICAL);
+    cr_expect_eq(p->merge_window_ms, 0);
+    cr_expect_eq(p->retry_after_ms, 250);
+    gw_config_destroy(cfg);
+
+    /* shed.high: critical and the shorthand agree */
+    cfg = load_ok("networks:\n  eth:\n    endpoints: [\"http://h\"]\n    pressure:\n"
+                  "      shed: { high: critical }\n      shed_writes_at_critical: true\n");
+    cr_expect_eq(gw_config_network(cfg, "eth", 3)->pressure.shed[POLICY_PRIO_HIGH], POLICY_PRESSURE_CRITICAL);
+    gw_config_destroy(cfg);
+}
+
 Test(config, shorthand_endpoints)
 {
     gw_config_t *cfg = load_ok("networks:\n"

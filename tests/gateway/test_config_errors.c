@@ -27,7 +27,24 @@ typedef struct bad_case {
     size_t count;             /* how many errors in all */
 } bad_case_t;
 
+#define PR "networks:\n  eth:\n    endpoints: [\"http://h\"]\n    pressure:\n"
+
 static const bad_case_t bad_cases[] = {
+    {PR "      elevated: 0.9\n      critical: 0.8\n", 5, "networks.eth.pressure", "0 < elevated < critical", 1},
+    {PR "      elevated: 0\n", 5, "networks.eth.pressure", "0 < elevated < critical", 2},
+    {PR "      hysteresis: 0.7\n", 5, "networks.eth.pressure", "hysteresis (0.7) must be below", 1},
+    {PR "      slow_factor: 0.5\n", 5, "networks.eth.pressure", "slow_factor (0.5) must be at least 1", 1},
+    {PR "      refusal_ratio: 0\n", 5, "networks.eth.pressure", "refusal_ratio (0) must be in (0, 1]", 1},
+    {PR "      window_ms: 10\n", 5, "networks.eth.pressure.window_ms", "between 1000 and 600000", 1},
+    {PR "      merge_window_ms: 5000\n", 5, "networks.eth.pressure.merge_window_ms", "between 0 and 1000", 1},
+    {PR "      shed: { critical: elevated }\n", 5, "networks.eth.pressure.shed.critical", "is never shed", 1},
+    {PR "      shed: { lowe: elevated }\n", 5, "networks.eth.pressure.shed.lowe", "did you mean 'low'?", 1},
+    {PR "      shed: { low: ok }\n", 5, "networks.eth.pressure.shed.low", "at elevated, at critical, or never", 1},
+    {PR "      shed: { normal: sometimes }\n", 5, "networks.eth.pressure.shed.normal", "got 'sometimes'", 1},
+    {PR "      shed: { high: never }\n      shed_writes_at_critical: true\n", 5, "networks.eth.pressure",
+     "contradicts pressure.shed.high: never", 1},
+    {PR "      critcal: 0.9\n", 5, "networks.eth.pressure.critcal", "did you mean 'critical'?", 1},
+
     {"", 0, "", "no configuration (file is empty)", 1},
     {"# nothing but a comment\n", 0, "", "no configuration (file is empty)", 1},
     {"networks: [\n", 2, "", "YAML syntax error", 1},

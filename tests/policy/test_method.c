@@ -162,8 +162,9 @@ Test(method, lookup)
         {POLICY_CHAIN_SOLANA, "sendTransaction", 0, "sendTransaction", POLICY_CLASS_WRITE, POLICY_PRIO_HIGH, 0},
         {POLICY_CHAIN_SOLANA, "getSignatureStatuses", 0, "getSignatureStatuses", POLICY_CLASS_CONFIRM,
          POLICY_PRIO_CRITICAL, 1},
+        /* a simulation: shed first under pressure, as eth_call is */
         {POLICY_CHAIN_SOLANA, "simulateTransaction", 0, "simulateTransaction", POLICY_CLASS_SIMULATE,
-         POLICY_PRIO_NORMAL, 1},
+         POLICY_PRIO_LOW, 1},
         {POLICY_CHAIN_SOLANA, "accountSubscribe", 0, "accountSubscribe", POLICY_CLASS_SUBSCRIBE, POLICY_PRIO_NORMAL, 0},
         {POLICY_CHAIN_SOLANA, "voteUnsubscribe", 0, "voteUnsubscribe", POLICY_CLASS_SUBSCRIBE, POLICY_PRIO_NORMAL, 0},
         {POLICY_CHAIN_ETHEREUM, "eth_sendBundle", 0, "eth_sendBundle", POLICY_CLASS_WRITE, POLICY_PRIO_HIGH, 0},

@@ -33,6 +33,8 @@ static const schema_case_t schemas[] = {
     {&state_event_schema, sizeof(state_event_t), sizeof(uint64_t)}, /* seq is the key */
     {&state_stats_schema, sizeof(state_stats_rec_t), 0},
     {&state_network_schema, sizeof(state_network_rec_t), 0},
+    {&state_pressure_schema, sizeof(state_pressure_rec_t), 0},
+    {&state_pressure_slot_schema, sizeof(state_pressure_slot_rec_t), 0},
 };
 
 static size_t field_bytes(const state_field_t *f)
@@ -215,6 +217,8 @@ typedef union any_rec {
     state_event_t event;
     state_stats_rec_t stats;
     state_network_rec_t network;
+    state_pressure_rec_t pressure;
+    state_pressure_slot_rec_t pressure_slot;
 } any_rec_t;
 
 /* ---- the tables ------------------------------------------------------------ */

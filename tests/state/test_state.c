@@ -1110,6 +1110,119 @@ Test(state, network_update)
     cr_expect_eq(c.n, 0);
 }
 
+/* ---- the pressure level and the workers' slots ---------------------------------------------- */
+
+typedef struct pr_ctx {
+    int calls;
+    int exists;
+    int from;                     /* write only if the stored level is this (a CAS) */
+    state_pressure_rec_t seen;
+    uint8_t to;
+} pr_ctx_t;
+
+static int pr_fn(void *arg, state_pressure_rec_t *rec, int exists, state_event_t *events, size_t *nevents)
+{
+    pr_ctx_t *c = arg;
+    c->calls++;
+    c->exists = exists;
+    c->seen = *rec;
+    if (rec->level != c->from)
+        return 0;
+    rec->level = c->to;
+    rec->since_ms = 1000 + c->to;
+    rec->changes++;
+    events[0] = make_event(rec->since_ms, STATE_EVENT_PRESSURE_CHANGED, "pressure");
+    *nevents = 1;
+    return 1;
+}
+
+Test(state, pressure_update_is_a_cas_with_its_event)
+{
+    open_default();
+    state_pressure_rec_t rec;
+    cr_assert_eq(state_read_begin(st), SL_OK);
+    cr_expect_eq(state_pressure_get(st, "eth", &rec), SL_ERR_NOT_FOUND);
+    cr_expect_eq(rec.level, 0);
+    state_read_end(st);
+    cr_expect_eq(state_pressure_get(st, "eth", &rec), SL_ERR_STATE, "outside a snapshot");
+
+    pr_ctx_t c = {.from = 0, .to = 2};
+    int changed = 0;
+    cr_assert_eq(state_pressure_update(st, "eth", pr_fn, &c, &changed), SL_OK);
+    cr_expect_eq(changed, 1);
+    cr_expect_eq(c.exists, 0);
+    /* a second worker that also saw ok: the CAS refuses, no second event */
+    cr_assert_eq(state_pressure_update(st, "eth", pr_fn, &c, &changed), SL_OK);
+    cr_expect_eq(changed, 0);
+    cr_expect_eq(c.exists, 1);
+    cr_expect_eq(c.seen.level, 2);
+    cr_expect_eq(state_events_last_seq(st), 1);
+    cr_assert_eq(state_read_begin(st), SL_OK);
+    cr_assert_eq(state_pressure_get(st, "eth", &rec), SL_OK);
+    cr_expect_eq(rec.level, 2);
+    cr_expect_eq(rec.since_ms, 1002);
+    cr_expect_eq(rec.changes, 1);
+    cr_expect_eq(state_pressure_get(st, "sol", &rec), SL_ERR_NOT_FOUND);
+    state_read_end(st);
+    state_event_t evs[4];
+    cr_assert_eq(read_all(0, evs, NELEMS(evs)), 1);
+    cr_expect_eq(evs[0].kind, STATE_EVENT_PRESSURE_CHANGED);
+
+    /* a corrupt record reads as absent (ok), and is replaced */
+    cr_assert_eq(state_raw_put(st, "meta", "pressure/eth", 12, "junk", 4), SL_OK);
+    c = (pr_ctx_t){.from = 0, .to = 1};
+    cr_assert_eq(state_pressure_update(st, "eth", pr_fn, &c, &changed), SL_OK);
+    cr_expect_eq(c.exists, 0);
+    cr_expect_eq(changed, 1);
+}
+
+static void put_slot(const char *key, uint64_t updated_ms, uint32_t depth, uint64_t merged)
+{
+    state_pressure_slot_rec_t *r = calloc(1, sizeof(*r));
+    r->updated_ms = updated_ms;
+    r->depth = depth;
+    r->settle_hist[3] = depth;
+    r->tries = 10 * depth;
+    r->refusals = depth;
+    r->polls_merged = merged;
+    r->calls_saved = merged / 2;
+    r->ep_calls_milli[1] = 1000 * depth;
+    const char *keys[] = {key};
+    const state_pressure_slot_rec_t *recs[] = {r};
+    cr_assert_eq(state_pressure_slots_put(st, keys, recs, 1), SL_OK);
+    free(r);
+}
+
+Test(state, pressure_slots_sum_fresh_ones)
+{
+    open_default();
+    put_slot("pr/eth/1", 10000, 3, 4);
+    put_slot("pr/eth/2", 9900, 5, 6);
+    put_slot("pr/eth/3", 1000, 7, 8);   /* stale: only its growing counters count */
+    put_slot("pr/sol/1", 10000, 100, 100);
+    cr_assert_eq(state_raw_put(st, "stats", "pr/eth/4", 8, "junk", 4), SL_OK);
+    state_pressure_slot_rec_t *sum = calloc(1, sizeof(*sum));
+    cr_assert_eq(state_read_begin(st), SL_OK);
+    state_pressure_slots_sum(st, "eth", 5, 0, 10050, 2000, sum);
+    cr_expect_eq(sum->depth, 8);
+    cr_expect_eq(sum->settle_hist[3], 8);
+    cr_expect_eq(sum->tries, 80);
+    cr_expect_eq(sum->refusals, 8);
+    cr_expect_eq(sum->ep_calls_milli[1], 8000);
+    cr_expect_eq(sum->polls_merged, 18);
+    cr_expect_eq(sum->calls_saved, 9);
+    cr_expect_eq(sum->updated_ms, 10000);
+    /* the caller's own slot left out (it adds its live counts) */
+    state_pressure_slots_sum(st, "eth", 5, 1, 10050, 2000, sum);
+    cr_expect_eq(sum->depth, 5);
+    cr_expect_eq(sum->polls_merged, 14);
+    /* slots past nworkers are not read */
+    state_pressure_slots_sum(st, "eth", 1, 0, 10050, 2000, sum);
+    cr_expect_eq(sum->depth, 3);
+    state_read_end(st);
+    free(sum);
+}
+
 /* A next_seq that points back at an existing event heals (the newest key
  * wins), so appends go on. */
 Test(state, damaged_next_seq_heals)

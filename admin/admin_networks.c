@@ -1,0 +1,220 @@
+/* admin/admin_networks.c: GET /admin/networks, and the pressure series of /metrics.
+ *
+ * Per network: the pressure level every worker serves (the shared record,
+ * which only the workers' compare-and-set changes), the inputs it is computed
+ * from as they are now (every worker's slot summed, the ceiling from the
+ * endpoints' shared records, with the same policy functions the workers
+ * use), the shed order, merged-poll counters and, per endpoint and budget
+ * window, the capacity forecast. A JSON array, one object per network in
+ * config order; its shape is documented in the README ("Backpressure"). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "admin/admin_int.h"
+#include "base/sl_time.h"
+#include "policy/pressure.h"
+
+#define SLOT_FRESH_MS 2000
+
+/* The tightest per-second budget of ep x 1000 (throughput units), 0 = none. */
+static uint64_t credit_rate_milli(const pool_endpoint_conf_t *ep)
+{
+    const policy_credits_t *c = &ep->credits;
+    uint64_t best = 0;
+    if (!ep->has_credits)
+        return 0;
+    if (c->limit[POLICY_CREDIT_SECOND])
+        best = c->limit[POLICY_CREDIT_SECOND] * 1000;
+    if (c->limit[POLICY_CREDIT_MINUTE] && (best == 0 || c->limit[POLICY_CREDIT_MINUTE] * 1000 / 60 < best))
+        best = c->limit[POLICY_CREDIT_MINUTE] * 1000 / 60;
+    return best;
+}
+
+/* Fills nv[0..nnetworks) from one snapshot; v are the endpoint views. */
+static void collect(admin_t *a, admin_net_view_t *nv, const admin_ep_view_t *v, size_t n, uint64_t now)
+{
+    int snapshot = state_read_begin(a->conf.state) == SL_OK;
+    for (size_t i = 0; i < a->conf.nnetworks; i++) {
+        admin_net_view_t *x = &nv[i];
+        x->net = &a->conf.networks[i];
+        if (!snapshot || state_pressure_get(a->conf.state, x->net->name, &x->rec) != SL_OK)
+            memset(&x->rec, 0, sizeof(x->rec));
+        if (snapshot)
+            state_pressure_slots_sum(a->conf.state, x->net->name, a->conf.nworkers, 0, now, SLOT_FRESH_MS, &x->sum);
+        uint64_t settles;
+        x->in.depth = x->sum.depth;
+        x->in.settle_p90_us = policy_settle_p90_us(x->sum.settle_hist, &settles);
+        x->in.settles = settles > UINT32_MAX ? UINT32_MAX : (uint32_t)settles;
+        x->in.baseline_us = x->rec.baseline_us;
+        x->in.tries = x->sum.tries;
+        x->in.refusals = x->sum.refusals;
+        uint64_t ceiling = 0;
+        for (size_t k = 0; k < n; k++) {
+            if (v[k].net != x->net || v[k].index >= POOL_MAX_ENDPOINTS || !v[k].usable)
+                continue;
+            uint64_t cost = v[k].rate_milli[0] ? v[k].rate_milli[2] * 1000 / v[k].rate_milli[0] : 0;
+            uint32_t max = v[k].ep->max_inflight ? v[k].ep->max_inflight : POOL_DEFAULT_MAX_INFLIGHT;
+            x->slots[v[k].index] =
+                policy_pressure_endpoint_slots(max, credit_rate_milli(v[k].ep), cost, (uint64_t)(v[k].ewma_ms * 1000));
+            ceiling += x->slots[v[k].index];
+        }
+        x->in.ceiling = ceiling > UINT32_MAX ? UINT32_MAX : (uint32_t)ceiling;
+    }
+    if (snapshot)
+        state_read_end(a->conf.state);
+}
+
+static policy_pressure_level_t level_of(const admin_net_view_t *x)
+{
+    return x->rec.level < POLICY_PRESSURE_LEVEL_COUNT ? (policy_pressure_level_t)x->rec.level : POLICY_PRESSURE_OK;
+}
+
+static double ratio(uint64_t part, uint64_t whole)
+{
+    return whole ? (double)part / (double)whole : 0;
+}
+
+static cJSON *endpoints_json(const admin_net_view_t *x, const admin_ep_view_t *v, size_t n, uint64_t now)
+{
+    cJSON *arr = cJSON_CreateArray();
+    for (size_t k = 0; k < n; k++) {
+        if (v[k].net != x->net)
+            continue;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "id", v[k].ep->id);
+        cJSON_AddBoolToObject(o, "usable", v[k].usable);
+        cJSON_AddNumberToObject(o, "max_inflight", v[k].ep->max_inflight ? v[k].ep->max_inflight : POOL_DEFAULT_MAX_INFLIGHT);
+        cJSON_AddNumberToObject(o, "slots", v[k].index < POOL_MAX_ENDPOINTS ? x->slots[v[k].index] : 0);
+        cJSON_AddNumberToObject(o, "inflight", v[k].inflight);
+        cJSON_AddNumberToObject(o, "latency_ms", v[k].ewma_ms);
+        cJSON *cr = cJSON_AddObjectToObject(o, "credits");
+        for (policy_credit_window_t w = 0; w < POLICY_CREDIT_WINDOW_COUNT; w++) {
+            cJSON *win = admin_credit_window_json(&v[k], w, now);
+            if (win != NULL)
+                cJSON_AddItemToObject(cr, policy_credit_window_name(w), win);
+        }
+        cJSON_AddItemToArray(arr, o);
+    }
+    return arr;
+}
+
+static cJSON *network_json(const admin_net_view_t *x, const admin_ep_view_t *v, size_t n, uint64_t now)
+{
+    const policy_pressure_conf_t *c = &x->net->pressure;
+    cJSON *o = cJSON_CreateObject();
+    char iso[32];
+    cJSON_AddStringToObject(o, "network", x->net->name);
+    cJSON_AddStringToObject(o, "chain", policy_chain_name(x->net->chain));
+    cJSON_AddBoolToObject(o, "enabled", c->enabled);
+    cJSON_AddStringToObject(o, "level", policy_pressure_level_name(level_of(x)));
+    if (x->rec.since_ms) {
+        admin_iso_time(x->rec.since_ms, iso);
+        cJSON_AddStringToObject(o, "since", iso);
+        cJSON_AddNumberToObject(o, "level_for_ms", now > x->rec.since_ms ? (double)(now - x->rec.since_ms) : 0);
+    } else {
+        cJSON_AddNullToObject(o, "since");
+        cJSON_AddNullToObject(o, "level_for_ms");
+    }
+    cJSON_AddNumberToObject(o, "changes", (double)x->rec.changes);
+    cJSON_AddNumberToObject(o, "depth", x->in.depth);
+    cJSON_AddNumberToObject(o, "ceiling", x->in.ceiling);
+    cJSON_AddNumberToObject(o, "utilisation", policy_pressure_utilisation(x->in.depth, x->in.ceiling));
+    cJSON_AddNumberToObject(o, "settle_p90_ms", x->in.settle_p90_us / 1000.0);
+    cJSON_AddNumberToObject(o, "settle_baseline_ms", x->in.baseline_us / 1000.0);
+    cJSON_AddNumberToObject(o, "settles", x->in.settles);
+    cJSON_AddNumberToObject(o, "refusal_ratio", ratio(x->in.refusals, x->in.tries));
+    cJSON_AddNumberToObject(o, "tries", (double)x->in.tries);
+    cJSON_AddNumberToObject(o, "refusals", (double)x->in.refusals);
+    cJSON *last = cJSON_AddObjectToObject(o, "at_last_change");
+    cJSON_AddNumberToObject(last, "depth", x->rec.depth);
+    cJSON_AddNumberToObject(last, "ceiling", x->rec.ceiling);
+    cJSON_AddNumberToObject(last, "settle_p90_ms", x->rec.settle_p90_us / 1000.0);
+    cJSON_AddNumberToObject(last, "refusal_ratio", x->rec.refusal_ppm / 1e6);
+    cJSON *th = cJSON_AddObjectToObject(o, "thresholds");
+    cJSON_AddNumberToObject(th, "elevated", c->elevated);
+    cJSON_AddNumberToObject(th, "critical", c->critical);
+    cJSON_AddNumberToObject(th, "hysteresis", c->hysteresis);
+    cJSON_AddNumberToObject(th, "rise_ms", c->rise_ms);
+    cJSON_AddNumberToObject(th, "hold_ms", c->hold_ms);
+    cJSON_AddNumberToObject(th, "slow_factor", c->slow_factor);
+    cJSON_AddNumberToObject(th, "slow_min_ms", c->slow_min_ms);
+    cJSON_AddNumberToObject(th, "refusal_ratio", c->refusal_ratio);
+    cJSON_AddNumberToObject(th, "window_ms", c->window_ms);
+    cJSON_AddNumberToObject(th, "min_samples", c->min_samples);
+    cJSON *shed = cJSON_AddObjectToObject(o, "shed");
+    for (int p = 0; p < POLICY_PRIO_COUNT; p++)
+        cJSON_AddStringToObject(shed, policy_priority_name((policy_priority_t)p),
+                                policy_pressure_level_name((policy_pressure_level_t)c->shed[p]));
+    cJSON *merge = cJSON_AddObjectToObject(o, "merge");
+    cJSON_AddNumberToObject(merge, "window_ms", c->merge_window_ms);
+    cJSON_AddNumberToObject(merge, "polls_merged", (double)x->sum.polls_merged);
+    cJSON_AddNumberToObject(merge, "calls_saved", (double)x->sum.calls_saved);
+    cJSON_AddNumberToObject(o, "confirm_waits", (double)x->sum.waits);
+    cJSON_AddItemToObject(o, "endpoints", endpoints_json(x, v, n, now));
+    return o;
+}
+
+int admin_route_networks(admin_t *a, h2o_req_t *req)
+{
+    size_t n;
+    admin_ep_view_t *v = admin_view_collect(a, &n);
+    uint64_t now = sl_shared_ms();
+    admin_net_view_t *nv = sl_xcalloc(a->conf.nnetworks ? a->conf.nnetworks : 1, sizeof(*nv));
+    collect(a, nv, v, n, now);
+    cJSON *arr = cJSON_CreateArray();
+    for (size_t i = 0; i < a->conf.nnetworks; i++)
+        cJSON_AddItemToArray(arr, network_json(&nv[i], v, n, now));
+    free(nv);
+    admin_view_free(v, n);
+    return admin_send_json(req, 200, arr);
+}
+
+typedef enum gauge_value { G_LEVEL, G_DEPTH, G_CEILING, G_UTIL, G_P90, G_BASELINE, G_REFUSAL, G_CHANGES, G_MERGED, G_SAVED, G_WAITS } gauge_value_t;
+
+static double gauge(const admin_net_view_t *x, gauge_value_t g)
+{
+    switch (g) {
+    case G_LEVEL: return (double)level_of(x);
+    case G_DEPTH: return x->in.depth;
+    case G_CEILING: return x->in.ceiling;
+    case G_UTIL: return policy_pressure_utilisation(x->in.depth, x->in.ceiling);
+    case G_P90: return x->in.settle_p90_us / 1e6;
+    case G_BASELINE: return x->in.baseline_us / 1e6;
+    case G_REFUSAL: return ratio(x->in.refusals, x->in.tries);
+    case G_CHANGES: return (double)x->rec.changes;
+    case G_MERGED: return (double)x->sum.polls_merged;
+    case G_SAVED: return (double)x->sum.calls_saved;
+    case G_WAITS: return (double)x->sum.waits;
+    }
+    return 0;
+}
+
+void admin_networks_metrics(admin_t *a, sl_buf_t *b, const admin_ep_view_t *v, size_t n)
+{
+    static const struct {
+        const char *name, *type, *help;
+        gauge_value_t value;
+    } series[] = {
+        {"sluice_pressure_level", "gauge", "Pressure level: 0 ok, 1 elevated, 2 critical.", G_LEVEL},
+        {"sluice_pressure_depth", "gauge", "Calls admitted and not yet settled, all workers.", G_DEPTH},
+        {"sluice_pressure_ceiling", "gauge", "Concurrency the usable endpoints offer (max_inflight, or what a credit rate allows).", G_CEILING},
+        {"sluice_pressure_utilisation", "gauge", "depth / ceiling.", G_UTIL},
+        {"sluice_pressure_settle_p90_seconds", "gauge", "p90 time from admission to answer over pressure.window_ms.", G_P90},
+        {"sluice_pressure_settle_baseline_seconds", "gauge", "The slow-moving baseline of the p90 settle time.", G_BASELINE},
+        {"sluice_pressure_refusal_ratio", "gauge", "Rate-limit answers and credit skips per try over pressure.window_ms.", G_REFUSAL},
+        {"sluice_pressure_changes_total", "counter", "Pressure level changes.", G_CHANGES},
+        {"sluice_polls_merged_total", "counter", "Confirmation polls sent upstream inside a merged call.", G_MERGED},
+        {"sluice_upstream_calls_saved_total", "counter", "Upstream calls merging saved.", G_SAVED},
+        {"sluice_confirm_waits_total", "counter", "Calls of confirmation polls (a merged one counts once) that waited for a free slot instead of a 503.", G_WAITS},
+    };
+    uint64_t now = sl_shared_ms();
+    admin_net_view_t *nv = sl_xcalloc(a->conf.nnetworks ? a->conf.nnetworks : 1, sizeof(*nv));
+    collect(a, nv, v, n, now);
+    for (size_t s = 0; s < sizeof(series) / sizeof(series[0]); s++) {
+        sl_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", series[s].name, series[s].help, series[s].name, series[s].type);
+        for (size_t i = 0; i < a->conf.nnetworks; i++)
+            if (nv[i].net->pressure.enabled)
+                sl_buf_printf(b, "%s{network=\"%s\"} %g\n", series[s].name, nv[i].net->name, gauge(&nv[i], series[s].value));
+    }
+    free(nv);
+}

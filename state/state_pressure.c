@@ -1,0 +1,148 @@
+/* state/state_pressure.c: a network's pressure level and the workers' slots it
+ * is computed from.
+ *
+ * The level lives in meta under "pressure/<network>" and changes only by
+ * compare-and-set (pattern 1): whichever worker first sees a change due
+ * writes it and its pressure_changed event in one transaction; the others
+ * then read the new level. The inputs are pattern 2: each worker flushes its
+ * own "pr/<network>/<slot>" and readers sum the slots. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/sl_log.h"
+#include "state/state_int.h"
+#include "state/state_key.h"
+
+static void pressure_key(const char *network, char *key, size_t cap)
+{
+    state_key_pressure(key, cap, network);
+}
+
+static sl_err_t get_in(state_t *st, MDB_txn *txn, int db, const char *dbname, const char *key,
+                       const state_schema_t *schema, void *rec, size_t recsize)
+{
+    MDB_val k = {strlen(key), (void *)key}, v;
+    memset(rec, 0, recsize);
+    int rc = mdb_get(txn, st->dbi[db], &k, &v);
+    if (rc != MDB_SUCCESS)
+        return rc == MDB_NOTFOUND ? SL_ERR_NOT_FOUND : state_lmdb_err("get", rc);
+    sl_err_t err = state_record_decode(schema, v.mv_data, v.mv_size, rec);
+    if (err != SL_OK) {
+        memset(rec, 0, recsize);
+        state_note_corrupt(st, dbname, key, err);
+    }
+    return err;
+}
+
+sl_err_t state_pressure_get(state_t *st, const char *network, state_pressure_rec_t *rec)
+{
+    char key[96];
+    if (st->rtxn == NULL)
+        return SL_ERR_STATE;
+    pressure_key(network, key, sizeof(key));
+    return get_in(st, st->rtxn, STATE_DB_META, "pressure", key, &state_pressure_schema, rec, sizeof(*rec));
+}
+
+sl_err_t state_pressure_update(state_t *st, const char *network, state_pressure_fn fn, void *ctx, int *changed)
+{
+    char key[96];
+    MDB_txn *txn;
+    *changed = 0;
+    pressure_key(network, key, sizeof(key));
+    int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
+    if (rc != MDB_SUCCESS)
+        return state_lmdb_err("begin", rc);
+    state_pressure_rec_t rec;
+    int exists = get_in(st, txn, STATE_DB_META, "pressure", key, &state_pressure_schema, &rec, sizeof(rec)) == SL_OK;
+    state_event_t events[STATE_MAX_TXN_EVENTS];
+    size_t nevents = 0;
+    memset(events, 0, sizeof(events));
+    if (!fn(ctx, &rec, exists, events, &nevents)) {
+        mdb_txn_abort(txn);
+        return SL_OK;
+    }
+    sl_buf_t buf = SL_BUF_INIT;
+    sl_err_t err = state_record_encode(&state_pressure_schema, &rec, &buf);
+    MDB_val k = {strlen(key), key}, v = {buf.len, buf.base};
+    if (err == SL_OK && (rc = mdb_put(txn, st->dbi[STATE_DB_META], &k, &v, 0)) != MDB_SUCCESS)
+        err = state_lmdb_err("put pressure", rc);
+    for (size_t i = 0; err == SL_OK && i < nevents && i < STATE_MAX_TXN_EVENTS; i++)
+        if ((rc = state_event_put(st, txn, &events[i])) != MDB_SUCCESS)
+            err = state_lmdb_err("append event", rc);
+    sl_buf_dispose(&buf);
+    if (err != SL_OK) {
+        mdb_txn_abort(txn);
+        return err;
+    }
+    if ((err = state_lmdb_err("commit", mdb_txn_commit(txn))) == SL_OK)
+        *changed = 1;
+    return err;
+}
+
+sl_err_t state_pressure_slots_put(state_t *st, const char *const *keys, const state_pressure_slot_rec_t *const *recs,
+                                  size_t n)
+{
+    MDB_txn *txn;
+    int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
+    if (rc != MDB_SUCCESS)
+        return state_lmdb_err("begin", rc);
+    sl_buf_t buf = SL_BUF_INIT;
+    sl_err_t err = SL_OK;
+    for (size_t i = 0; i < n && err == SL_OK; i++) {
+        sl_buf_reset(&buf);
+        err = state_record_encode(&state_pressure_slot_schema, recs[i], &buf);
+        MDB_val k = {strlen(keys[i]), (void *)keys[i]}, v = {buf.len, buf.base};
+        if (err == SL_OK && (rc = mdb_put(txn, st->dbi[STATE_DB_STATS], &k, &v, 0)) != MDB_SUCCESS)
+            err = state_lmdb_err("put pressure slot", rc);
+    }
+    sl_buf_dispose(&buf);
+    if (err != SL_OK) {
+        mdb_txn_abort(txn);
+        return err;
+    }
+    return state_lmdb_err("commit", mdb_txn_commit(txn));
+}
+
+sl_err_t state_pressure_slot_get(state_t *st, const char *key, state_pressure_slot_rec_t *rec)
+{
+    if (st->rtxn == NULL)
+        return SL_ERR_STATE;
+    return get_in(st, st->rtxn, STATE_DB_STATS, "pressure slot", key, &state_pressure_slot_schema, rec, sizeof(*rec));
+}
+
+static void add_slot(state_pressure_slot_rec_t *sum, const state_pressure_slot_rec_t *s, int fresh)
+{
+    sum->polls_merged += s->polls_merged;
+    sum->calls_saved += s->calls_saved;
+    sum->waits += s->waits;
+    if (!fresh)
+        return; /* a worker that stopped flushing: its window and depth are not current */
+    sum->depth += s->depth;
+    for (size_t k = 0; k < STATE_SETTLE_BUCKETS; k++)
+        sum->settle_hist[k] += s->settle_hist[k];
+    sum->tries += s->tries;
+    sum->refusals += s->refusals;
+    for (size_t k = 0; k < STATE_PRESSURE_MAX_EP; k++) {
+        sum->ep_calls_milli[k] += s->ep_calls_milli[k];
+        sum->ep_billed_milli[k] += s->ep_billed_milli[k];
+        sum->ep_throughput_milli[k] += s->ep_throughput_milli[k];
+    }
+    if (s->updated_ms > sum->updated_ms)
+        sum->updated_ms = s->updated_ms;
+}
+
+void state_pressure_slots_sum(state_t *st, const char *network, unsigned nworkers, unsigned skip_slot, uint64_t now_ms,
+                              uint64_t fresh_ms, state_pressure_slot_rec_t *sum)
+{
+    memset(sum, 0, sizeof(*sum));
+    state_pressure_slot_rec_t s;
+    for (unsigned slot = 1; slot <= nworkers; slot++) {
+        char key[STATE_KEY_MAX];
+        if (slot == skip_slot)
+            continue;
+        state_key_pressure_slot(key, sizeof(key), network, slot);
+        if (state_pressure_slot_get(st, key, &s) != SL_OK)
+            continue;
+        add_slot(sum, &s, s.updated_ms <= now_ms + fresh_ms && now_ms < s.updated_ms + fresh_ms);
+    }
+}
