@@ -178,7 +178,10 @@ static void caller_identity(gw_req_t *g, char *out, size_t cap)
         who = g->key->name;
     else
         gw_identity_client_ip(g->req, g->h->cfg, ip);
-    size_t p = strlen(prefix), w = strnlen(who, cap - p - 1);
+    /* who is terminated (a key name, or ip[]): strlen, then cut to fit */
+    size_t p = strlen(prefix), w = strlen(who);
+    if (w > cap - p - 1)
+        w = cap - p - 1;
     memcpy(out, prefix, p);
     memcpy(out + p, who, w);
     out[p + w] = '\0';
