@@ -172,6 +172,7 @@ static int lease_cb(void *arg, void *recs, size_t nrecs, state_event_t *events, 
         policy_gcra_result_t r;
         policy_gcra_check(&g, cells[k].tat_us, c->now, grant, &r);
         cells[k].tat_us = r.new_tat_us;
+        cells[k].interval_us = policy_gcra_interval(&g); /* for eviction by calls owed */
         c->tat[w] = r.new_tat_us;
         k++;
     }

@@ -12,7 +12,8 @@
  * Cells live in shared time (base/sl_time.h), so a backward step of the wall
  * clock neither refuses active callers for the step's length nor frees them.
  * The cells are bounded in number (state_cells_update evicts idle ones,
- * then the least indebted), so a flood of identities cannot fill the map.
+ * then the one owing the fewest calls: each cell stores its window's
+ * interval), so a flood of identities cannot fill the map.
  * If the shared cells still fail, the worker does not admit blindly: it
  * enforces 1/workers of each limit (rounded up) on cells of its own, tries
  * the shared ones again every second, and a state_degraded event (then

@@ -98,6 +98,11 @@ uint32_t policy_gcra_available(const policy_gcra_t *g, uint64_t tat_us, uint64_t
     return k < max ? k : max;
 }
 
+uint64_t policy_gcra_interval(const policy_gcra_t *g)
+{
+    return g->limit == 0 ? 0 : gcra_shape(g).interval;
+}
+
 static const char *const bucket_names[POLICY_BUCKET_COUNT] = {
     [POLICY_BUCKET_STANDARD] = "standard",
     [POLICY_BUCKET_READ] = "read",

@@ -244,7 +244,8 @@ SL_MUST_CHECK sl_err_t state_budget_update(state_t *st, state_budget_db_t db, co
  * keys[] absent from the database would take it past max_cells, as many
  * other cells go first, in the same transaction, chosen by a clock hand
  * that walks the key space: cells idle at now_us (TAT not ahead) are taken
- * first, else the one with the least debt among the next few, never one of
+ * first, else the one owing the fewest calls among the next few ((TAT - now)
+ * / the interval fn stores in state_cell_rec_t.interval_us), never one of
  * keys[]. A write that meets a full map evicts a batch of cells the same way
  * in its own transaction and is tried once more. So a flood of identities
  * costs the oldest idle cells, never the ability to keep limits. */

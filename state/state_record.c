@@ -35,9 +35,11 @@ const state_schema_t state_endpoint_schema = {"endpoint", 2, endpoint_fields,
 
 static const state_field_t cell_fields[] = {
     F(state_cell_rec_t, tat_us, STATE_F_U64, 1),
+    F_SINCE(state_cell_rec_t, interval_us, STATE_F_U64, 1, 2),
 };
 
-const state_schema_t state_cell_schema = {"cell", 1, cell_fields, sizeof(cell_fields) / sizeof(cell_fields[0])};
+/* version 2: interval_us (eviction by calls owed, state/state_budget.c) */
+const state_schema_t state_cell_schema = {"cell", 2, cell_fields, sizeof(cell_fields) / sizeof(cell_fields[0])};
 
 static const state_field_t ledger_fields[] = {
     F(state_ledger_rec_t, window_start_ms, STATE_F_U64, 1),

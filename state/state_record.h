@@ -197,6 +197,9 @@ extern const state_schema_t state_stats_schema;
 /* ---- client rate-limit cells (GCRA) ---- */
 typedef struct state_cell_rec {
     uint64_t tat_us;              /* theoretical arrival time, shared-time µs */
+    uint64_t interval_us;         /* the window's emission interval I (policy/limiter.h), so
+                                     eviction can tell calls owed, (tat - now) / I; 0 = unknown
+                                     (a version 1 record) */
 } state_cell_rec_t;
 
 extern const state_schema_t state_cell_schema;

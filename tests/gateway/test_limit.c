@@ -17,6 +17,7 @@
 #include "gateway/gw_config.h"
 #include "gateway/gw_limit.h"
 #include "state/state.h"
+#include "state/state_key.h"
 
 /* ---- the injected clocks ---- */
 static int fake_on;
@@ -176,4 +177,28 @@ Test(limit, failing_shared_cells_enforce_the_limit_locally_and_say_so)
     cr_expect_eq(admitted("ip:10.0.0.3", 12), 5, "after the map has room");
     cr_expect_eq(count_events("state_degraded"), 1, "one state_degraded event for the episode");
     cr_expect_eq(count_events("state_restored"), 1, "and one state_restored");
+}
+
+/* Each cell a lease writes carries its window's emission interval, which
+ * eviction divides the time owed by (state/state_budget.c): without it a
+ * per-second cell owing a burst looks like it owes less than a day cell
+ * owing one call. */
+Test(limit, the_cells_carry_their_windows_interval)
+{
+    open_all(16, "{ anonymous: { per_second: 5, per_minute: 100, per_day: 1000 } }");
+    cr_assert_eq(admitted("ip:10.0.0.4", 1), 1);
+    static const struct {
+        const char *window;
+        uint64_t interval_us;
+    } want[] = {{"1", 200000}, {"60", 600000}, {"86400", 86400000}};
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        char key[STATE_KEY_MAX];
+        state_key_cell(key, sizeof(key), "ip:10.0.0.4", "standard", want[i].window);
+        state_cell_rec_t c;
+        cr_assert_eq(state_read_begin(st), SL_OK);
+        cr_assert_eq(state_budget_get(st, STATE_BUDGET_LIMITS, key, &c), SL_OK, "%s", key);
+        state_read_end(st);
+        cr_expect_eq(c.interval_us, want[i].interval_us, "%s: interval %lu", key, (unsigned long)c.interval_us);
+        cr_expect_gt(c.tat_us, 0, "%s", key);
+    }
 }

@@ -50,4 +50,8 @@ Test(timeofday, an_h2o_timer_fires_on_time_after_the_wall_clock_steps_back)
         h2o_evloop_run(loop, 0);
     cr_expect_eq(fired, 1, "a 100 ms timer did not fire 150 ms later: the loop waits out the step");
     fake_on = 0;
+    if (h2o_timeout_is_linked(&entry))
+        h2o_timeout_unlink(&entry);
+    h2o_timeout_dispose(loop, &timeout);
+    h2o_evloop_destroy(loop);
 }

@@ -302,6 +302,7 @@ Test(limiter, per_day_and_month_big_limits)
         const policy_gcra_t *g = &cases[i].g;
         uint64_t I = cases[i].interval;
         uint64_t tat = 0;
+        cr_expect_eq(policy_gcra_interval(g), I, "case %zu: the interval one call adds", i);
         cr_expect_eq(policy_gcra_available(g, tat, T0, UINT32_MAX), g->limit, "case %zu", i);
         /* the whole burst as one batch, then nothing */
         policy_gcra_result_t r = step(g, &tat, T0, g->limit);
@@ -317,6 +318,24 @@ Test(limiter, per_day_and_month_big_limits)
         uint32_t back = policy_gcra_available(g, tat, T0 + q, UINT32_MAX);
         cr_expect(back == q / I || back + 1 == q / I, "case %zu: %u back after W/4", i, back);
     }
+}
+
+/* ---- the interval a cell stores (state/ evicts by calls owed) ----------- */
+
+Test(limiter, interval_is_what_one_call_adds)
+{
+    static const policy_gcra_t gs[] = {{SEC, 5}, {60 * SEC, 200}, {DAY, 1000}, {SEC, 3000000}, {SEC, 0}};
+    for (size_t i = 0; i < COUNT(gs); i++) {
+        uint64_t tat = 0;
+        policy_gcra_result_t r = step(&gs[i], &tat, T0, 1);
+        cr_assert(r.allowed, "case %zu", i);
+        /* limit 0 leaves the TAT alone: nothing added, interval 0 */
+        uint64_t added = gs[i].limit == 0 ? 0 : tat - T0;
+        cr_expect_eq(policy_gcra_interval(&gs[i]), added, "case %zu: interval %lu, one call added %lu", i,
+                     (unsigned long)policy_gcra_interval(&gs[i]), (unsigned long)added);
+    }
+    cr_expect_eq(policy_gcra_interval(&gs[0]), 200000);
+    cr_expect_eq(policy_gcra_interval(&gs[2]), 86400000);
 }
 
 /* ---- no limit, nothing asked --------------------------------------------- */
