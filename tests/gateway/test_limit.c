@@ -1,11 +1,9 @@
 /* tests/gateway/test_limit.c: client limits (gateway/gw_limit.c) against a
  * real LMDB environment, with the clocks injected (tests/lib/fake_clock.h
- * defines clock_gettime, so every clock sluice reads is the test's); it
- * defines mdb_txn_commit too, to make LMDB's commits fail as on a
- * full map. Each test runs in its own process (Criterion). No sleeps. */
+ * defines clock_gettime, so every clock sluice reads is the test's), and
+ * LMDB's commits fail as on a full map when a test says so
+ * (tests/lib/fail_commits.h). Each test runs in its own process (Criterion). No sleeps. */
 #include <criterion/criterion.h>
-#include <dlfcn.h>
-#include <lmdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,22 +13,9 @@
 #include "gateway/gw_config.h"
 #include "gateway/gw_limit.h"
 #include "state/state.h"
+#include "tests/lib/fail_commits.h"
 #include "tests/lib/fake_clock.h"
-
-/* ---- an injected failure: LMDB's commit meets a full map ---- */
-static int fail_commits;
-
-int mdb_txn_commit(MDB_txn *txn)
-{
-    static int (*real)(MDB_txn *);
-    if (real == NULL)
-        real = (int (*)(MDB_txn *))dlsym(RTLD_NEXT, "mdb_txn_commit");
-    if (fail_commits) {
-        mdb_txn_abort(txn);
-        return MDB_MAP_FULL;
-    }
-    return real(txn);
-}
+#include "tests/lib/temp_dir.h"
 
 /* ---- fixtures ---- */
 static char tmpdir[256], dbpath[300];
@@ -62,8 +47,7 @@ static void open_all(size_t map_mb, const char *tiers)
 static void setup(void)
 {
     fake_clock_start(1700000000, 5000); /* November 2023, 5000 s since boot */
-    snprintf(tmpdir, sizeof(tmpdir), "%s/sluice-limit-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    cr_assert_not_null(mkdtemp(tmpdir));
+    temp_dir_make(tmpdir, sizeof(tmpdir), "limit");
     snprintf(dbpath, sizeof(dbpath), "%s/state", tmpdir);
 }
 
@@ -72,10 +56,8 @@ static void teardown(void)
     gw_limit_destroy(lim);
     state_close(st);
     gw_config_destroy(cfg);
-    char cmd[400];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
     fake_clock_stop();
-    cr_expect_eq(system(cmd), 0);
+    temp_dir_remove(tmpdir);
 }
 
 TestSuite(limit, .init = setup, .fini = teardown);

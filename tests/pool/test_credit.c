@@ -1,32 +1,17 @@
 /* tests/pool/test_credit.c: credit budgets (pool/pool_credit.c) against a
  * real LMDB environment, with the clocks injected (tests/lib/fake_clock.h:
- * every clock sluice reads is the test's); this binary defines
- * mdb_txn_commit (to fail commits as a full map does). No sleeps. */
+ * every clock sluice reads is the test's), and commits that fail as on a
+ * full map (tests/lib/fail_commits.h). No sleeps. */
 #include <criterion/criterion.h>
-#include <dlfcn.h>
-#include <ftw.h>
-#include <lmdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "pool/pool_int.h"
 #include "state/state.h"
+#include "tests/lib/fail_commits.h"
 #include "tests/lib/fake_clock.h"
-
-static int fail_commits;
-
-int mdb_txn_commit(MDB_txn *txn)
-{
-    static int (*real)(MDB_txn *);
-    if (real == NULL)
-        real = (int (*)(MDB_txn *))dlsym(RTLD_NEXT, "mdb_txn_commit");
-    if (fail_commits) {
-        mdb_txn_abort(txn);
-        return MDB_MAP_FULL;
-    }
-    return real(txn);
-}
+#include "tests/lib/temp_dir.h"
 
 static char tmpdir[256], dbpath[300];
 static state_t *st;
@@ -35,20 +20,11 @@ static h2o_loop_t *loop;
 static pool_endpoint_conf_t epc;
 static pool_network_conf_t netc;
 
-static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 static void setup(void)
 {
     /* one minute past the start of December 2023 (UTC) */
     fake_clock_start(1701388860, 7000);
-    snprintf(tmpdir, sizeof(tmpdir), "%s/sluice-credit-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    cr_assert_not_null(mkdtemp(tmpdir));
+    temp_dir_make(tmpdir, sizeof(tmpdir), "credit");
     snprintf(dbpath, sizeof(dbpath), "%s/state", tmpdir);
 }
 
@@ -57,7 +33,7 @@ static void teardown(void)
     pool_destroy(pool);
     state_close(st);
     fake_clock_stop();
-    nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    temp_dir_remove(tmpdir);
 }
 
 TestSuite(credit, .init = setup, .fini = teardown);

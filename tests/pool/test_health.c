@@ -5,7 +5,6 @@
  * do; what is checked is that the records the pool writes stay in step with
  * it through a step of the wall clock. No sleeps. */
 #include <criterion/criterion.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +13,7 @@
 #include "pool/pool_int.h"
 #include "state/state.h"
 #include "tests/lib/fake_clock.h"
+#include "tests/lib/temp_dir.h"
 
 static char tmpdir[256], dbpath[300];
 static state_t *st;
@@ -22,20 +22,11 @@ static h2o_loop_t *loop;
 static pool_endpoint_conf_t epc;
 static pool_network_conf_t netc;
 
-static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 static void setup(void)
 {
     /* one minute past the start of December 2023 (UTC) */
     fake_clock_start(1701388860, 7000);
-    snprintf(tmpdir, sizeof(tmpdir), "%s/sluice-health-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    cr_assert_not_null(mkdtemp(tmpdir));
+    temp_dir_make(tmpdir, sizeof(tmpdir), "health");
     snprintf(dbpath, sizeof(dbpath), "%s/state", tmpdir);
 }
 
@@ -44,7 +35,7 @@ static void teardown(void)
     pool_destroy(pool);
     state_close(st);
     fake_clock_stop();
-    nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    temp_dir_remove(tmpdir);
 }
 
 TestSuite(health, .init = setup, .fini = teardown);
