@@ -3,30 +3,21 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stddef.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "state/state.h"
 #include "state/state_int.h"
+#include "tests/lib/temp_dir.h"
 
 static char tmpdir[256];
 static char dbpath[512];
 static state_t *st;
 
-static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 static void setup(void)
 {
-    snprintf(tmpdir, sizeof(tmpdir), "%s/sluice-cells-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    cr_assert_not_null(mkdtemp(tmpdir), "mkdtemp: %s", strerror(errno));
+    temp_dir_make(tmpdir, sizeof(tmpdir), "cells");
     snprintf(dbpath, sizeof(dbpath), "%s/state", tmpdir);
     st = NULL;
 }
@@ -34,7 +25,7 @@ static void setup(void)
 static void teardown(void)
 {
     state_close(st);
-    nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    temp_dir_remove(tmpdir);
 }
 
 TestSuite(cells, .init = setup, .fini = teardown);
