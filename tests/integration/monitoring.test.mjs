@@ -81,7 +81,10 @@ test('concurrency reached: 6 slow calls at once reach 6, summed over both worker
   await a.setMode('ok');
   for (let i = 0; i < 3; i++) assert.equal((await post(s.url('eth'), call('eth_chainId'))).status, 200);
   await new Promise((r) => setTimeout(r, 300)); // two flushes
-  assert.equal(await reached(s, 'a'), 6);
+  // (peaks are per worker, summed: if the kernel gave all six to one worker,
+  // the other's peak becomes 1 with these, so 7; a level would be 9)
+  const later = await reached(s, 'a');
+  assert.ok(later === 6 || later === 7, `concurrency reached ${later} after three calls one at a time`);
 });
 
 test('concurrency reached is bounded by max_inflight: 20 calls at max_inflight 4 over 2 workers reach exactly 4', async () => {
