@@ -13,16 +13,6 @@
 
 #define SSE_TICK_MS 100
 
-typedef int (*admin_route_fn)(admin_t *a, h2o_req_t *req);
-
-typedef struct admin_route {
-    const char *method;
-    const char *path;
-    int prefix;                   /* path is a prefix (routes with parameters) */
-    int needs_auth;
-    admin_route_fn fn;
-} admin_route_t;
-
 int admin_send_text(h2o_req_t *req, int status, const char *content_type, const char *body, size_t len)
 {
     h2o_iovec_t copy = h2o_strdup(&req->pool, body, len);
@@ -81,21 +71,30 @@ static int route_readyz(admin_t *a, h2o_req_t *req)
     cJSON_AddStringToObject(o, "status", ready ? "ready" : "not_ready");
     if (!ready)
         cJSON_AddStringToObject(o, "reason", why);
+    cJSON *cl = admin_cluster_json(a); /* degraded is still ready: the host serves alone */
+    if (cl != NULL)
+        cJSON_AddItemToObject(o, "cluster", cl);
     return admin_send_json(req, ready ? 200 : 503, o);
 }
 
 static const admin_route_t routes[] = {
-    {"GET", "/", 0, 0, admin_route_page}, /* holds no data: it asks for the token */
-    {"GET", "/healthz", 0, 0, route_healthz},
-    {"GET", "/readyz", 0, 1, route_readyz},
-    {"GET", "/metrics", 0, 1, admin_route_metrics},
-    {"GET", "/admin/endpoints", 0, 1, admin_route_endpoints},
-    {"GET", "/admin/networks", 0, 1, admin_route_networks},
-    {"POST", "/admin/endpoints/", 1, 1, admin_route_drain},
-    {"GET", "/admin/events", 0, 1, admin_route_events},
-    {"GET", "/admin/events/stream", 0, 1, admin_route_stream},
-    {"POST", "/admin/reload", 0, 1, admin_route_reload},
+    {"GET", "/", 0, admin_route_page}, /* holds no data: it asks for the token */
+    {"GET", "/healthz", 0, route_healthz},
+    {"GET", "/readyz", ADMIN_ROUTE_AUTH, route_readyz},
+    {"GET", "/metrics", ADMIN_ROUTE_AUTH, admin_route_metrics},
+    {"GET", "/admin/endpoints", ADMIN_ROUTE_AUTH, admin_route_endpoints},
+    {"GET", "/admin/networks", ADMIN_ROUTE_AUTH, admin_route_networks},
+    {"POST", "/admin/endpoints/", ADMIN_ROUTE_AUTH | ADMIN_ROUTE_PREFIX, admin_route_drain},
+    {"GET", "/admin/events", ADMIN_ROUTE_AUTH, admin_route_events},
+    {"GET", "/admin/events/stream", ADMIN_ROUTE_AUTH, admin_route_stream},
+    {"POST", "/admin/reload", ADMIN_ROUTE_AUTH, admin_route_reload},
 };
+
+const admin_route_t *admin_routes(size_t *n)
+{
+    *n = sizeof(routes) / sizeof(routes[0]);
+    return routes;
+}
 
 static int authorized(admin_t *a, h2o_req_t *req)
 {
@@ -114,25 +113,34 @@ static int authorized(admin_t *a, h2o_req_t *req)
 static int path_matches(const admin_route_t *r, h2o_iovec_t path)
 {
     size_t n = strlen(r->path);
-    if (r->prefix)
+    if (r->flags & ADMIN_ROUTE_PREFIX)
         return path.len > n && memcmp(path.base, r->path, n) == 0;
     return path.len == n && memcmp(path.base, r->path, n) == 0;
+}
+
+const admin_route_t *admin_route_match(h2o_iovec_t method, h2o_iovec_t path, int *path_known)
+{
+    *path_known = 0;
+    for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+        const admin_route_t *r = &routes[i];
+        if (!path_matches(r, path))
+            continue;
+        *path_known = 1;
+        if (h2o_memis(method.base, method.len, r->method, strlen(r->method)))
+            return r;
+    }
+    return NULL;
 }
 
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
     admin_t *a = (admin_t *)self;
-    int path_known = 0;
+    int path_known;
     if (admin_guard_request(a, req)) /* before routing: every route, present and future */
         return 0;
-    for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
-        const admin_route_t *r = &routes[i];
-        if (!path_matches(r, req->path_normalized))
-            continue;
-        path_known = 1;
-        if (!h2o_memis(req->method.base, req->method.len, r->method, strlen(r->method)))
-            continue;
-        if (r->needs_auth && a->conf.token != NULL && admin_guard_auth(a, req, authorized))
+    const admin_route_t *r = admin_route_match(req->method, req->path_normalized, &path_known);
+    if (r != NULL) {
+        if ((r->flags & ADMIN_ROUTE_AUTH) && a->conf.token != NULL && admin_guard_auth(a, req, authorized))
             return 0;
         return r->fn(a, req);
     }

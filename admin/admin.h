@@ -43,6 +43,7 @@ typedef struct admin_conf {
      * NULL: POST /admin/reload answers 503 */
     int (*reload)(void *data, uint8_t tag);
     void *data;
+    const char *cluster_host;     /* this host's name in the cluster, NULL without cluster: */
 } admin_conf_t;
 
 typedef struct admin admin_t;

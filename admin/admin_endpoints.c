@@ -1,4 +1,5 @@
 /* admin/admin_endpoints.c: GET /admin/endpoints, POST .../drain and .../undrain */
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include "policy/demote.h"
 #include "policy/method.h"
 #include "pool/pool_conf.h"
+#include "state/state_cluster.h"
 #include "state/state_key.h"
 
 static void add_time(cJSON *o, const char *name, uint64_t ms)
@@ -134,8 +136,14 @@ int admin_route_endpoints(admin_t *a, h2o_req_t *req)
     admin_ep_view_t *v = admin_view_collect(a, &n);
     uint64_t now = sl_shared_ms();
     cJSON *arr = cJSON_CreateArray();
-    for (size_t i = 0; i < n; i++)
-        cJSON_AddItemToArray(arr, endpoint_json(&v[i], now));
+    state_cluster_mode_rec_t mode = a->conf.cluster_host ? state_cluster_mode_get(a->conf.state)
+                                                         : (state_cluster_mode_rec_t){0, 0, 0};
+    for (size_t i = 0; i < n; i++) {
+        cJSON *o = endpoint_json(&v[i], now);
+        if (a->conf.cluster_host != NULL)
+            cJSON_AddItemToObject(o, "cluster", admin_cluster_scope_json(a, &mode));
+        cJSON_AddItemToArray(arr, o);
+    }
     admin_view_free(v, n);
     return admin_send_json(req, 200, arr);
 }
@@ -189,6 +197,55 @@ static int parse_drain_path(h2o_iovec_t path, char *net, char *id, size_t cap, i
     return 1;
 }
 
+/* A drain decided by Redis answers when Redis has: the request and the
+ * decision each hold the op, the last one frees it. */
+typedef struct drain_op {
+    h2o_req_t *req;               /* NULL once the request is gone */
+    drain_ctx_t c;
+    int refs;
+} drain_op_t;
+
+typedef struct drain_hold {
+    drain_op_t *op;
+} drain_hold_t;
+
+static void drain_op_unref(drain_op_t *op)
+{
+    if (--op->refs == 0)
+        free(op);
+}
+
+static void drain_hold_dispose(void *p)
+{
+    drain_op_t *op = ((drain_hold_t *)p)->op;
+    op->req = NULL;
+    drain_op_unref(op);
+}
+
+static void drain_done(void *data, sl_err_t err, int changed, const state_endpoint_rec_t *rec)
+{
+    drain_op_t *op = data;
+    (void)rec;
+    const drain_ctx_t *c = &op->c;
+    if (err == SL_OK && changed)
+        sl_log_info("endpoint %s/%s %s by the operator", c->net->name, c->ep->id, c->drain ? "drained" : "undrained");
+    if (op->req != NULL) {
+        if (err != SL_OK) {
+            admin_send_text(op->req, 500, "application/json", H2O_STRLIT("{\"error\":\"shared state write failed\"}"));
+        } else {
+            /* the workers see the flag in their next snapshot (at once, with
+             * cluster:) and re-check the network's level */
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "network", c->net->name);
+            cJSON_AddStringToObject(o, "id", c->ep->id);
+            cJSON_AddBoolToObject(o, "drained", c->drain);
+            cJSON_AddBoolToObject(o, "changed", changed);
+            admin_send_json(op->req, 200, o);
+        }
+    }
+    drain_op_unref(op);
+}
+
 int admin_route_drain(admin_t *a, h2o_req_t *req)
 {
     char net[128], id[128];
@@ -206,17 +263,10 @@ int admin_route_drain(admin_t *a, h2o_req_t *req)
         return admin_send_text(req, 404, "application/json", H2O_STRLIT("{\"error\":\"unknown network or endpoint\"}"));
     char key[STATE_KEY_MAX];
     state_key_endpoint(key, sizeof(key), c.net->name, c.ep->id);
-    int changed = 0;
-    if (state_endpoint_update(a->conf.state, key, drain_cb, &c, &changed) != SL_OK)
-        return admin_send_text(req, 500, "application/json", H2O_STRLIT("{\"error\":\"shared state write failed\"}"));
-    /* the workers see the flag in their next snapshot and re-check the
-     * network's level (redundancy_low / network_down events) */
-    if (changed)
-        sl_log_info("endpoint %s/%s %s by the operator", c.net->name, c.ep->id, drain ? "drained" : "undrained");
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "network", c.net->name);
-    cJSON_AddStringToObject(o, "id", c.ep->id);
-    cJSON_AddBoolToObject(o, "drained", drain);
-    cJSON_AddBoolToObject(o, "changed", changed);
-    return admin_send_json(req, 200, o);
+    drain_op_t *op = sl_xcalloc(1, sizeof(*op));
+    *op = (drain_op_t){req, c, 2};
+    drain_hold_t *hold = h2o_mem_alloc_shared(&req->pool, sizeof(*hold), drain_hold_dispose);
+    hold->op = op;
+    state_endpoint_transition(a->conf.state, key, drain_cb, &op->c, sizeof(op->c), drain_done, op);
+    return 0;
 }

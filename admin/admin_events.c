@@ -55,6 +55,8 @@ cJSON *admin_event_json(const state_event_t *ev)
     if (ev->count != 0 && !pressure)
         cJSON_AddNumberToObject(o, "count", (double)ev->count);
     cJSON_AddNumberToObject(o, "pid", ev->pid);
+    if (ev->host[0] != '\0')
+        cJSON_AddStringToObject(o, "host", ev->host); /* cluster: which host saw it */
     return o;
 }
 

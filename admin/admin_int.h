@@ -115,6 +115,28 @@ uint64_t admin_query_u64(h2o_req_t *req, const char *name, uint64_t dflt);
 /* p[0..n) as a decimal u64; dflt if empty, not all digits or too large. */
 uint64_t admin_parse_u64(const char *p, size_t n, uint64_t dflt);
 
+/* The route table (admin/admin.c). A route's flags say how it is matched
+ * and guarded, so a row reads as what it is instead of as a row of 0s and 1s. */
+typedef enum admin_route_flag {
+    ADMIN_ROUTE_PREFIX = 1u << 0, /* path is a prefix: the rest are parameters (drain) */
+    ADMIN_ROUTE_AUTH = 1u << 1,   /* needs the token when one is set */
+} admin_route_flag_t;
+#define ADMIN_ROUTE_FLAGS (ADMIN_ROUTE_PREFIX | ADMIN_ROUTE_AUTH) /* every flag there is */
+
+typedef int (*admin_route_fn)(admin_t *a, h2o_req_t *req);
+typedef struct admin_route {
+    const char *method;
+    const char *path;
+    unsigned flags; /* admin_route_flag_t bits */
+    admin_route_fn fn;
+} admin_route_t;
+
+/* The rows, in match order (static storage). */
+const admin_route_t *admin_routes(size_t *n);
+/* The route for method and path, or NULL; *path_known says whether some
+ * route has the path (NULL then means 405, else 404). */
+const admin_route_t *admin_route_match(h2o_iovec_t method, h2o_iovec_t path, int *path_known);
+
 /* Route handlers. */
 int admin_route_endpoints(admin_t *a, h2o_req_t *req);
 int admin_route_drain(admin_t *a, h2o_req_t *req);
@@ -138,6 +160,14 @@ cJSON *admin_credit_window_json(const admin_ep_view_t *v, policy_credit_window_t
 /* Prometheus series of the credit budgets. */
 void admin_credits_metrics(admin_t *a, sl_buf_t *b, const admin_ep_view_t *v, size_t n);
 
+/* admin_cluster.c: this host's cluster mode, for /metrics and /readyz
+ * (nothing without cluster:). */
+void admin_cluster_metrics(admin_t *a, sl_buf_t *b);
+cJSON *admin_cluster_json(admin_t *a);
+/* Per endpoint in /admin/endpoints: whose counters these are, and whether
+ * the breaker and credits shown are the cluster's. */
+struct state_cluster_mode_rec;
+cJSON *admin_cluster_scope_json(admin_t *a, const struct state_cluster_mode_rec *m);
 /* GET /admin/networks and the pressure series of /metrics (admin_networks.c). */
 int admin_route_networks(admin_t *a, h2o_req_t *req);
 void admin_networks_metrics(admin_t *a, sl_buf_t *b, const admin_ep_view_t *v, size_t n);

@@ -239,6 +239,7 @@ int admin_route_metrics(admin_t *a, h2o_req_t *req)
     attempts(&b, v, n);
     health(&b, v, n);
     admin_credits_metrics(a, &b, v, n);
+    admin_cluster_metrics(a, &b);
     admin_networks_metrics(a, &b, v, n);
     size_t used, size;
     state_usage(a->conf.state, &used, &size);

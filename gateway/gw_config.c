@@ -458,6 +458,7 @@ static const gw_cfg_field_t root_fields[] = {
     {"networks", GW_CFG_FN, .fn = gw_cfg_networks, .required = 1},
     {"tiers", GW_CFG_FN, .fn = section_tiers},
     {"keys", GW_CFG_FN, .fn = section_keys},
+    {"cluster", GW_CFG_FN, .fn = gw_cfg_cluster},
 };
 
 static gw_config_t *config_new(const char *name)
@@ -508,6 +509,7 @@ sl_err_t gw_config_load_string(const char *yaml, size_t len, const char *name, g
     gw_config_t *cfg = config_new(name);
     gw_cfg_map_decode(&c, yaml_document_get_root_node(&doc), root_fields, NFIELDS(root_fields), cfg);
     check_keys(&c, cfg);
+    cfg->cluster.stream_max = cfg->state.event_max_count;
     yaml_document_delete(&doc);
     sl_buf_dispose(&c.path);
     if (errs->count > 0) {
@@ -574,6 +576,7 @@ void gw_config_destroy(gw_config_t *cfg)
         free(cfg->keys[i].name);
     }
     free(cfg->keys);
+    gw_cfg_cluster_dispose(&cfg->cluster);
     free(cfg);
 }
 

@@ -15,6 +15,7 @@
 
 #include "base/sl_err.h"
 #include "pool/pool_conf.h"
+#include "state/state_cluster.h"
 
 #define GW_DEFAULT_LISTEN "0.0.0.0:8545"
 #define GW_DEFAULT_ADMIN_LISTEN "127.0.0.1:8546"
@@ -110,6 +111,8 @@ typedef struct gw_config {
     const gw_tier_conf_t *anonymous_tier; /* the tier named "anonymous", or NULL */
     gw_key_conf_t *keys;
     size_t nkeys;
+    int has_cluster;          /* a cluster: section: records shared through Redis */
+    state_cluster_conf_t cluster;
 } gw_config_t;
 
 /* One problem found while loading: "file:line: path: message". */

@@ -86,6 +86,21 @@ static void show_value(const field_t *f, const void *rec, sl_buf_t *out)
 
 /* ---- the tables ---- */
 
+/* The cluster: section (several hosts through Redis): each worker's link is
+ * made at its start, the master's check of Redis at sluice's, so a change
+ * is for a restart. Its values are not shown: the URL holds the password. */
+static int cluster_differs(const void *a, const void *b)
+{
+    const gw_config_t *x = a, *y = b;
+    const state_cluster_conf_t *p = &x->cluster, *q = &y->cluster;
+    if (x->has_cluster != y->has_cluster)
+        return 1;
+    return x->has_cluster && (str_differs(p->redis_host, q->redis_host) || p->redis_port != q->redis_port ||
+                              str_differs(p->user, q->user) || str_differs(p->password, q->password) ||
+                              p->db != q->db || str_differs(p->host, q->host) || str_differs(p->prefix, q->prefix) ||
+                              p->timeout_ms != q->timeout_ms);
+}
+
 static int tiers_differ(const void *a, const void *b)
 {
     const gw_config_t *x = a, *y = b;
@@ -135,6 +150,7 @@ static const field_t settings[] = {
     {"log.format", F_INT, CFG(log.json)},
     {"tiers", F_FN, .fn = tiers_differ},
     {"keys", F_FN, .fn = keys_differ},
+    {"cluster", F_FN, .fn = cluster_differs, .restart = 1},
 };
 #undef CFG
 
@@ -313,6 +329,10 @@ static void diff_settings(gw_config_diff_t *d, const gw_config_t *old, const gw_
         }
         if (restart.len > 0)
             sl_buf_append_str(&restart, "; ");
+        if (!f->show) { /* a secret may be in it */
+            sl_buf_printf(&restart, "%s changed: needs a restart", f->name);
+            continue;
+        }
         sl_buf_printf(&restart, "%s (", f->name);
         show_value(f, old, &restart);
         sl_buf_append_str(&restart, " -> ");

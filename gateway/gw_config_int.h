@@ -127,4 +127,14 @@ void gw_cfg_network_dispose(pool_network_conf_t *net);
 void gw_cfg_net_hedge(gw_cfg_t *c, yaml_node_t *node, void *target);
 void gw_cfg_net_coalesce(gw_cfg_t *c, yaml_node_t *node, void *target);
 
+/* ---- gw_config_cluster.c ---- */
+
+/* GW_CFG_FN for the top-level "cluster" key; target is the gw_config_t. */
+void gw_cfg_cluster(gw_cfg_t *c, yaml_node_t *node, void *target);
+void gw_cfg_cluster_dispose(state_cluster_conf_t *cl);
+/* Parses redis://[[user]:password@]host[:port][/db] into out (redis_host,
+ * port, user, password, db, url_shown); returns why it is malformed (never
+ * quoting it), or NULL. The password is registered as a secret first. */
+const char *gw_cluster_url_parse(const char *url, state_cluster_conf_t *out);
+
 #endif

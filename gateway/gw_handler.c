@@ -29,6 +29,7 @@ typedef struct gw_req {
     uint64_t start_us;
     const gw_key_conf_t *key;
     gw_limit_result_t limit;      /* this caller's rate limit, for the headers */
+    gw_limit_wait_t limit_wait;   /* cluster: waiting for a lease of the caller's limit from Redis */
     size_t charged;               /* bytes of reply.out charged to the budget */
 } gw_req_t;
 
@@ -37,6 +38,7 @@ typedef struct gw_req {
 static void gw_req_dispose(void *p)
 {
     gw_req_t *g = p;
+    gw_limit_wait_cancel(&g->limit_wait);
     if (g->call != NULL) {
         if (g->call_done)
             pool_call_release(g->call);
@@ -185,7 +187,10 @@ static void caller_identity(gw_req_t *g, char *out, size_t cap)
         who = g->key->name;
     else
         gw_identity_client_ip(g->req, g->h->cfg, ip);
-    size_t p = strlen(prefix), w = strnlen(who, cap - p - 1);
+    /* who is terminated (a key name, or ip[]): strlen, then cut to fit */
+    size_t p = strlen(prefix), w = strlen(who);
+    if (w > cap - p - 1)
+        w = cap - p - 1;
     memcpy(out, prefix, p);
     memcpy(out + p, who, w);
     out[p + w] = '\0';
@@ -211,15 +216,32 @@ static void refuse_limited(gw_req_t *g, const char *body, wire_span_t id)
     send_reply(g);
 }
 
-/* Charges the caller; returns 0 after answering 429 when over its limit. */
+static void forward(gw_req_t *g);
+static int admit(gw_req_t *g, const char *body);
+
+/* cluster: the caller's lease came from Redis (or Redis failed): again */
+static void on_admit_wake(gw_limit_wait_t *w)
+{
+    gw_req_t *g = H2O_STRUCT_FROM_MEMBER(gw_req_t, limit_wait, w);
+    if (admit(g, g->req->entity.base ? g->req->entity.base : "") == 1)
+        forward(g);
+}
+
+/* Charges the caller: 1 admitted, 0 answered 429 (over its limit), 2 waits
+ * for a lease from Redis (cluster:; on_admit_wake goes on). */
 static int admit(gw_req_t *g, const char *body)
 {
     char ident[96] = "";
     uint32_t n = g->rpc.kind == GW_RPC_REJECT ? 1 : (uint32_t)g->rpc.nmembers;
     const gw_tier_conf_t *tier = gw_identity_tier(g->h->cfg, g->key);
+    policy_bucket_t bucket = choose_bucket(&g->rpc);
     if (tier != NULL)
         caller_identity(g, ident, sizeof(ident));
-    gw_limit_charge(g->h->limit, tier, ident, choose_bucket(&g->rpc), n, &g->limit);
+    gw_limit_charge(g->h->limit, tier, ident, bucket, n, &g->limit);
+    if (g->limit.pending) {
+        gw_limit_wait(g->h->limit, ident, bucket, &g->limit_wait, on_admit_wake);
+        return 2;
+    }
     if (g->limit.allowed)
         return 1;
     refuse_limited(g, body, g->rpc.kind == GW_RPC_SINGLE ? g->rpc.members[0].id : (wire_span_t){0, 0});
@@ -239,8 +261,12 @@ static int admit_refusal(gw_req_t *g)
     if (tier != NULL)
         caller_identity(g, ident, sizeof(ident));
     gw_limit_charge(g->h->limit, tier, ident, POLICY_BUCKET_STANDARD, 1, &g->limit);
-    if (g->limit.allowed)
+    /* cluster: a charge waiting for Redis is not over the limit yet; the
+     * request is refused anyway and the lease comes for the next one */
+    if (g->limit.allowed || g->limit.pending) {
+        g->limit.limited = g->limit.pending ? 0 : g->limit.limited;
         return 1;
+    }
     refuse_limited(g, "", (wire_span_t){0, 0});
     return 0;
 }
@@ -308,8 +334,17 @@ static void handle_rpc(gw_req_t *g)
                            net->conf->method_overrides, net->conf->nmethod_overrides};
     const char *body = req->entity.base ? req->entity.base : "";
     gw_rpc_parse(body, req->entity.len, &lim, pool_alloc, &req->pool, &g->rpc);
-    if (!within_budget(g, body) || !admit(g, body))
-        return;
+    if (within_budget(g, body) && admit(g, body) == 1)
+        forward(g);
+}
+
+/* The admitted call: shed by the pressure level, answered by sluice alone,
+ * or sent upstream. */
+static void forward(gw_req_t *g)
+{
+    h2o_req_t *req = g->req;
+    const gw_net_t *net = g->net;
+    const char *body = req->entity.base ? req->entity.base : "";
     size_t nshed = shed(g);
     g->nitems = g->rpc.kind == GW_RPC_REJECT ? 0 : collect_items(g);
     if (g->nitems == 0) {

@@ -7,6 +7,7 @@
 #include "base/sl_buf.h"
 #include "base/sl_log.h"
 #include "base/sl_time.h"
+#include "state/state_cluster.h"
 #include "state/state_key.h"
 
 #define NWINDOWS 3
@@ -29,6 +30,8 @@ typedef struct lease {
     uint64_t blocked_until_us;    /* refused until then without asking state/ */
     uint64_t tat_us[NWINDOWS];    /* the cells as the last lease left them */
     uint64_t local_tat_us[NWINDOWS]; /* degraded: this worker's own cells, for its share */
+    uint8_t pending;              /* cluster: a lease from Redis is under way */
+    uint64_t quiet_until_us;      /* cluster: Redis refused more; no early lease until then */
 } lease_t;
 
 struct gw_limit {
@@ -38,6 +41,9 @@ struct gw_limit {
     uint32_t nworkers;            /* a degraded worker enforces 1/nworkers of each limit */
     uint64_t failures;
     uint64_t retry_shared_us;     /* degraded: when the shared cells are tried again */
+    state_cluster_t *cluster;     /* cluster: the cells are Redis'; NULL without */
+    uint32_t divisor;             /* cluster, Redis away: this host enforces limit / hosts */
+    h2o_linklist_t waiters;       /* gw_limit_wait_t waiting for a lease from Redis */
 };
 
 gw_limit_t *gw_limit_create(const gw_config_t *cfg, state_t *st)
@@ -47,6 +53,9 @@ gw_limit_t *gw_limit_create(const gw_config_t *cfg, state_t *st)
     l->st = st;
     l->table = sl_xcalloc(TABLE_SIZE, sizeof(*l->table));
     l->nworkers = cfg->server.workers ? cfg->server.workers : 1;
+    l->cluster = state_cluster_of(st);
+    l->divisor = 1;
+    h2o_linklist_init_anchor(&l->waiters);
     return l;
 }
 
@@ -70,6 +79,8 @@ static uint32_t window_limit(const gw_limit_t *l, const gw_tier_conf_t *tier, po
 {
     uint32_t base = w == 0 ? tier->limits.per_second : w == 1 ? tier->limits.per_minute : tier->limits.per_day;
     uint64_t v = (uint64_t)base * (bucket == POLICY_BUCKET_READ ? l->cfg->server.read_multiplier : 1);
+    if (v != 0 && l->divisor > 1)
+        v = v / l->divisor > 0 ? v / l->divisor : 1; /* this host's share while Redis is away */
     if (v > windows[w].window_us)
         v = windows[w].window_us;
     return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
@@ -161,6 +172,7 @@ static int lease_cb(void *arg, void *recs, size_t nrecs, state_event_t *events, 
         policy_gcra_result_t r;
         policy_gcra_check(&g, cells[k].tat_us, c->now, grant, &r);
         cells[k].tat_us = r.new_tat_us;
+        cells[k].interval_us = policy_gcra_interval(&g); /* for eviction by calls owed */
         c->tat[w] = r.new_tat_us;
         k++;
     }
@@ -263,6 +275,131 @@ static void describe_local(gw_limit_t *l, const gw_tier_conf_t *tier, const leas
     }
 }
 
+/* ---- cluster: the cells in Redis ---- */
+
+typedef struct cl_ask {
+    gw_limit_t *l;
+    size_t slot;                  /* the entry it was asked for ... */
+    char identity[80];            /* ... if it is still that caller's */
+    uint8_t bucket;
+    uint8_t cells;                /* bit w: window w has a cell (in that order in the answer) */
+} cl_ask_t;
+
+static void wake(gw_limit_t *l, const char *identity, int bucket)
+{
+    h2o_linklist_t woken;
+    h2o_linklist_init_anchor(&woken);
+    for (h2o_linklist_t *p = l->waiters.next, *next; p != &l->waiters; p = next) {
+        next = p->next;
+        gw_limit_wait_t *w = H2O_STRUCT_FROM_MEMBER(gw_limit_wait_t, link, p);
+        if (identity == NULL || (w->bucket == bucket && strcmp(w->identity, identity) == 0)) {
+            h2o_linklist_unlink(&w->link);
+            h2o_linklist_insert(&woken, &w->link);
+        }
+    }
+    while (!h2o_linklist_is_empty(&woken)) {
+        gw_limit_wait_t *w = H2O_STRUCT_FROM_MEMBER(gw_limit_wait_t, link, woken.next);
+        h2o_linklist_unlink(&w->link);
+        w->cb(w);
+    }
+}
+
+static void on_cluster_lease(void *data, const state_cluster_lease_t *r)
+{
+    cl_ask_t *a = data;
+    gw_limit_t *l = a->l;
+    lease_t *e = &l->table[a->slot];
+    uint64_t now = sl_shared_us();
+    int ours = e->used && e->bucket == a->bucket && strcmp(e->identity, a->identity) == 0;
+    if (ours) {
+        e->pending = 0;
+        if (r->ok && r->granted > 0) {
+            /* Redis' clock: the cells' TATs in this host's, for the headers */
+            int64_t skew = (int64_t)r->redis_now_us - (int64_t)now;
+            size_t k = 0;
+            for (int w = 0; w < NWINDOWS; w++)
+                if ((a->cells >> w) & 1)
+                    e->tat_us[w] = (uint64_t)((int64_t)r->tat_us[k++] - skew);
+            e->tokens = (now < e->lease_until_us ? e->tokens : 0) + r->granted;
+            e->lease_until_us = now + LEASE_TTL_US;
+        } else if (r->ok) {
+            uint64_t wait = r->retry_us ? r->retry_us : 1000;
+            if (e->tokens == 0 || now >= e->lease_until_us)
+                e->blocked_until_us = now + wait;
+            else
+                e->quiet_until_us = now + wait;
+        }
+    }
+    /* a failure leaves the link down: the waiters decide locally */
+    wake(l, a->identity, a->bucket);
+    free(a);
+}
+
+/* Asks Redis for a lease of e's caller (at least n calls); 0 if asked. */
+static int cluster_ask(gw_limit_t *l, const gw_tier_conf_t *tier, lease_t *e, uint32_t n)
+{
+    char keys[NWINDOWS][STATE_KEY_MAX];
+    state_cluster_cell_t cells[NWINDOWS];
+    size_t nc = 0;
+    uint8_t mask = 0;
+    for (int w = 0; w < NWINDOWS; w++) {
+        policy_gcra_t g = {windows[w].window_us, window_limit(l, tier, e->bucket, w)};
+        if (g.limit == 0)
+            continue;
+        mask |= (uint8_t)(1u << w);
+        state_key_cell(keys[nc], sizeof(keys[nc]), e->identity, policy_bucket_name(e->bucket), windows[w].name);
+        cells[nc].key = keys[nc];
+        cells[nc].window_us = g.window_us;
+        policy_gcra_shape(&g, &cells[nc].interval_us, &cells[nc].capacity_us);
+        nc++;
+    }
+    cl_ask_t *a = sl_xcalloc(1, sizeof(*a));
+    *a = (cl_ask_t){.l = l, .slot = (size_t)(e - l->table), .bucket = e->bucket, .cells = mask};
+    snprintf(a->identity, sizeof(a->identity), "%s", e->identity);
+    if (state_cluster_limit_lease(l->cluster, cells, nc, n, lease_size(l, tier, e->bucket, n), on_cluster_lease, a) != 0) {
+        free(a);
+        return -1;
+    }
+    e->pending = 1;
+    return 0;
+}
+
+/* The charge with the cells in Redis: 1 admitted, 0 refused, 2 the caller
+ * waits for a lease, -1 Redis is away (the host's own cells decide). */
+static int cluster_charge(gw_limit_t *l, const gw_tier_conf_t *tier, lease_t *e, uint32_t n, uint64_t now)
+{
+    if (now < e->blocked_until_us)
+        return 0;
+    if (e->tokens >= n && now < e->lease_until_us) {
+        e->tokens -= n;
+        /* the next lease is asked for before this one runs out */
+        if (e->tokens < LEASE_MAX / 2 && !e->pending && now >= e->quiet_until_us &&
+            e->tokens < lease_size(l, tier, e->bucket, 1) / 2 && state_cluster_up(l->cluster))
+            (void)cluster_ask(l, tier, e, 1);
+        return 1;
+    }
+    if (!state_cluster_up(l->cluster))
+        return -1;
+    if (e->pending || cluster_ask(l, tier, e, n) == 0)
+        return 2;
+    return -1;
+}
+
+void gw_limit_wait(gw_limit_t *l, const char *identity, policy_bucket_t bucket, gw_limit_wait_t *w,
+                   void (*cb)(gw_limit_wait_t *w))
+{
+    snprintf(w->identity, sizeof(w->identity), "%s", identity);
+    w->bucket = (uint8_t)bucket;
+    w->cb = cb;
+    h2o_linklist_insert(&l->waiters, &w->link);
+}
+
+void gw_limit_wait_cancel(gw_limit_wait_t *w)
+{
+    if (h2o_linklist_is_linked(&w->link))
+        h2o_linklist_unlink(&w->link);
+}
+
 void gw_limit_charge(gw_limit_t *l, const gw_tier_conf_t *tier, const char *identity, policy_bucket_t bucket,
                      uint32_t n, gw_limit_result_t *out)
 {
@@ -276,8 +413,19 @@ void gw_limit_charge(gw_limit_t *l, const gw_tier_conf_t *tier, const char *iden
      * cell look a step's length in debt (base/sl_time.h) */
     uint64_t now = sl_shared_us();
     lease_t *e = find(l, identity, bucket);
-    int got, local = 0;
-    if (now < e->blocked_until_us) {
+    int got = -1, local = 0;
+    if (l->cluster != NULL) {
+        l->divisor = 1;
+        if ((got = cluster_charge(l, tier, e, n, now)) == 2) {
+            out->pending = 1;
+            return;
+        }
+        if (got < 0) /* Redis away: this host enforces its share on its own cells */
+            l->divisor = state_cluster_hosts(l->cluster);
+    }
+    if (got >= 0) {
+        /* decided with Redis' cells */
+    } else if (now < e->blocked_until_us) {
         got = 0;
         local = l->st != NULL && state_degraded(l->st, STATE_PART_LIMITS);
     } else if (e->tokens >= n && now < e->lease_until_us) {
@@ -306,6 +454,7 @@ void gw_limit_charge(gw_limit_t *l, const gw_tier_conf_t *tier, const char *iden
     } else {
         describe(l, tier, bucket, e, now, out);
     }
+    l->divisor = 1;
     if (!got) {
         uint64_t wait = e->blocked_until_us > now ? e->blocked_until_us - now : 1000;
         out->allowed = 0;

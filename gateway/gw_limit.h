@@ -12,7 +12,8 @@
  * Cells live in shared time (base/sl_time.h), so a backward step of the wall
  * clock neither refuses active callers for the step's length nor frees them.
  * The cells are bounded in number (state_cells_update evicts idle ones,
- * then the least indebted), so a flood of identities cannot fill the map.
+ * then the one owing the fewest calls: each cell stores its window's
+ * interval), so a flood of identities cannot fill the map.
  * If the shared cells still fail, the worker does not admit blindly: it
  * enforces 1/workers of each limit (rounded up) on cells of its own, tries
  * the shared ones again every second, and a state_degraded event (then
@@ -22,6 +23,8 @@
 
 #include <stdint.h>
 
+#include <h2o.h>
+
 #include "gateway/gw_config.h"
 #include "policy/limiter.h"
 #include "state/state.h"
@@ -30,6 +33,7 @@ typedef struct gw_limit gw_limit_t;
 
 typedef struct gw_limit_result {
     int limited;                  /* a tier applies: the X-RateLimit-* headers go out */
+    int pending;                  /* cluster: not decided yet; wait (gw_limit_wait) and charge again */
     int allowed;
     policy_bucket_t bucket;
     uint32_t limit;               /* of the window closest to exhaustion */
@@ -47,6 +51,24 @@ void gw_limit_destroy(gw_limit_t *l);
  * under tier (NULL: no limit). */
 void gw_limit_charge(gw_limit_t *l, const gw_tier_conf_t *tier, const char *identity, policy_bucket_t bucket,
                      uint32_t n, gw_limit_result_t *out);
+
+/* With cluster: the cells are in Redis and leased the same way; a charge
+ * that finds no lease left asks Redis for one and comes back pending (the
+ * next lease is asked for early, so a steady caller rarely waits). The
+ * caller waits with gw_limit_wait: cb runs once the lease is decided (or
+ * Redis failed), and the charge is made again. While Redis is away the
+ * host's own cells enforce the limit divided by the hosts last seen. */
+typedef struct gw_limit_wait {
+    h2o_linklist_t link;
+    char identity[80];
+    uint8_t bucket;
+    void (*cb)(struct gw_limit_wait *w);
+} gw_limit_wait_t;
+
+void gw_limit_wait(gw_limit_t *l, const char *identity, policy_bucket_t bucket, gw_limit_wait_t *w,
+                   void (*cb)(gw_limit_wait_t *w));
+/* Stops waiting (the request went away); harmless when not waiting. */
+void gw_limit_wait_cancel(gw_limit_wait_t *w);
 
 /* Times the shared cells failed in this worker (each sent it to local
  * enforcement for a second); counted in the worker's exit line. */

@@ -20,6 +20,7 @@
 #include "gateway/gw_listen.h"
 #include "gateway/gw_reload.h"
 #include "gateway/gw_worker.h"
+#include "state/state_cluster.h"
 
 #define MAX_WORKERS 256
 #define LISTEN_BACKLOG 1024
@@ -496,6 +497,34 @@ static void raise_open_files(const gw_config_t *cfg)
                     (unsigned long long)rl.rlim_cur);
 }
 
+#define CLUSTER_PROBE_MS 2000
+
+/* With cluster:, one look at Redis before the workers start: a wrong
+ * password or a port that is not Redis stops the start; Redis not answering
+ * does not (the workers start degraded and connect when it comes). */
+static int cluster_check(master_t *m)
+{
+    const gw_config_t *cfg = m->cfg;
+    if (!cfg->has_cluster)
+        return 0;
+    char why[400];
+    sl_err_t err = state_cluster_probe(&cfg->cluster, CLUSTER_PROBE_MS, why, sizeof(why));
+    if (err == SL_ERR_IO) {
+        sl_log_error("cluster: Redis at %s does not answer (%s): starting DEGRADED; each host enforces limits, "
+                     "budgets and breakers on its own until Redis answers", cfg->cluster.url_shown, why);
+    } else if (err != SL_OK) {
+        sl_log_error("cluster: Redis at %s: %s", cfg->cluster.url_shown, why);
+        return -1;
+    } else {
+        sl_log_info("cluster: host %s, Redis at %s (%s), prefix %s", cfg->cluster.host, cfg->cluster.url_shown, why,
+                    cfg->cluster.prefix);
+    }
+    state_set_host(m->state, cfg->cluster.host);
+    if (state_cluster_mode_reset(m->state, sl_wall_ms()) != SL_OK)
+        sl_log_warn("cluster: cannot record the host's mode in the shared state");
+    return 0;
+}
+
 static int master_init(master_t *m, const gw_config_t *cfg)
 {
     memset(m, 0, sizeof(*m));
@@ -525,6 +554,8 @@ static int master_init(master_t *m, const gw_config_t *cfg)
         sl_log_error("cannot open the shared state at %s", cfg->state.path);
         return -1;
     }
+    if (cluster_check(m) != 0)
+        return -1;
     m->hk = gw_housekeep_create(cfg, m->state, SLOT_BANKS * m->n);
     sigset_t set;
     sigemptyset(&set);

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -15,9 +16,12 @@
 #include "base/sl_time.h"
 #include "gateway/gw_conns.h"
 #include "gateway/gw_handler.h"
+#include "policy/credit.h"
 #include "gateway/gw_reload.h"
 #include "pool/pool.h"
 #include "state/state.h"
+#include "state/state_cluster.h"
+#include "state/state_key.h"
 
 #define HOUSEKEEPING_MS 100
 /* after the last request, keep serving briefly: a client may just have sent
@@ -39,6 +43,7 @@ typedef struct worker {
     state_t *state;
     gw_stats_t *stats;
     gw_limit_t *limit;
+    state_cluster_t *cluster;     /* NULL without cluster: */
     int draining;
 } worker_t;
 
@@ -133,6 +138,52 @@ static void globalconf_init(h2o_globalconf_t *conf, size_t max_body, uint32_t id
     conf->http1.upgrade_to_http2 = 0;
 }
 
+static void on_shared_change(void *data)
+{
+    pool_refresh(((worker_t *)data)->pool);
+}
+
+/* The cluster reads every endpoint's shared record when its link comes up,
+ * and a change another host makes refreshes this worker's snapshot at once. */
+static void cluster_watch(worker_t *w)
+{
+    const gw_config_t *cfg = w->args->cfg;
+    size_t n = 0;
+    for (size_t i = 0; i < cfg->nnetworks; i++)
+        n += cfg->networks[i].nendpoints;
+    char **keys = sl_xcalloc(n ? n : 1, sizeof(*keys));
+    size_t k = 0;
+    for (size_t i = 0; i < cfg->nnetworks; i++)
+        for (size_t e = 0; e < cfg->networks[i].nendpoints; e++) {
+            keys[k] = sl_xmalloc(STATE_KEY_MAX);
+            state_key_endpoint(keys[k++], STATE_KEY_MAX, cfg->networks[i].name, cfg->networks[i].endpoints[e].id);
+        }
+    state_cluster_watch(w->cluster, (const char *const *)keys, n);
+    for (size_t i = 0; i < n; i++)
+        free(keys[i]);
+    free(keys);
+    /* the credit ledgers: merged with Redis on each return of it */
+    char **ledgers = sl_xcalloc(n * POLICY_CREDIT_WINDOW_COUNT + 1, sizeof(*ledgers));
+    size_t nl = 0;
+    for (size_t i = 0; i < cfg->nnetworks; i++)
+        for (size_t e = 0; e < cfg->networks[i].nendpoints; e++) {
+            const pool_endpoint_conf_t *ep = &cfg->networks[i].endpoints[e];
+            for (policy_credit_window_t win = 0; ep->has_credits && win < POLICY_CREDIT_WINDOW_COUNT; win++) {
+                if (policy_credit_budget(&ep->credits, win) == 0)
+                    continue;
+                ledgers[nl] = sl_xmalloc(STATE_KEY_MAX);
+                state_key_ledger(ledgers[nl++], STATE_KEY_MAX, cfg->networks[i].name, ep->id,
+                                 policy_credit_window_name(win));
+            }
+        }
+    state_cluster_watch_ledgers(w->cluster, (const char *const *)ledgers, nl);
+    for (size_t i = 0; i < nl; i++)
+        free(ledgers[i]);
+    free(ledgers);
+    state_cluster_on_change(w->cluster, on_shared_change, w);
+    state_cluster_events_worker(w->cluster, w->args->index == 1);
+}
+
 static int worker_setup(worker_t *w)
 {
     const gw_config_t *cfg = w->args->cfg;
@@ -143,6 +194,8 @@ static int worker_setup(worker_t *w)
                                    cfg->state.event_max_age_hours * 3600, cfg->state.max_limit_cells},
                    &w->state) != SL_OK)
         return -1;
+    if (cfg->has_cluster)
+        w->cluster = state_cluster_create(&cfg->cluster, w->ctx.loop, &w->ctx.receivers.hostinfo_getaddr, w->state);
     pool_params_t pp = {
         .loop = w->ctx.loop,
         .getaddr_receiver = &w->ctx.receivers.hostinfo_getaddr,
@@ -158,6 +211,8 @@ static int worker_setup(worker_t *w)
     };
     if (pool_create(&pp, &w->pool) != SL_OK)
         return -1;
+    if (w->cluster != NULL)
+        cluster_watch(w);
     w->stats = gw_stats_create(cfg, w->state, w->args->slot);
     w->limit = gw_limit_create(cfg, w->state);
     w->handler = gw_handler_register(host, cfg, w->pool, w->stats, w->limit, &w->budget);
@@ -180,7 +235,8 @@ static int worker_setup(worker_t *w)
                                               .loop = w->ctx.loop,
                                               .ready = is_ready,
                                               .reload = request_reload,
-                                              .data = w});
+                                              .data = w,
+                                              .cluster_host = cfg->has_cluster ? cfg->cluster.host : NULL});
         h2o_context_init(&w->admin_ctx, w->ctx.loop, &w->admin_conf);
         w->admin_accept = (h2o_accept_ctx_t){.ctx = &w->admin_ctx, .hosts = w->admin_conf.hosts};
         if (start_listener(w, w->args->admin_fd, &w->admin_accept, 0) != 0)
@@ -280,7 +336,7 @@ int gw_worker_main(const gw_worker_args_t *args)
         close(args->ready_fd);
     }
     sl_log_debug("serving on %s", args->main_addr.text);
-    uint64_t last_flush = sl_now_ms();
+    uint64_t last_flush = sl_now_ms(), last_cluster_put = last_flush;
     while (!stop_requested) {
         h2o_evloop_run(w.ctx.loop, HOUSEKEEPING_MS);
         uint64_t now = sl_now_ms();
@@ -290,6 +346,11 @@ int gw_worker_main(const gw_worker_args_t *args)
             gw_stats_srv_set(w.stats, STATE_SRV_BUFFERED_PEAK, w.budget.peak);
             if (cfg->state.flush_ms != 0)
                 gw_stats_flush(w.stats);
+            if (w.cluster != NULL && now - last_cluster_put >= 1000) {
+                if (state_cluster_counters_put(w.cluster, args->slot) != SL_OK)
+                    sl_log_debug("cluster: cannot write this worker's command count");
+                last_cluster_put = now;
+            }
             last_flush = now;
         }
     }
@@ -307,6 +368,7 @@ int gw_worker_main(const gw_worker_args_t *args)
     gw_conns_destroy(w.conns);
     gw_limit_destroy(w.limit);
     gw_stats_destroy(w.stats);
+    state_cluster_destroy(w.cluster);
     state_close(w.state);
     return 0;
 }

@@ -2,6 +2,7 @@
  *
  *   sluice -c sluice.yaml            run the gateway (foreground, logs on stderr)
  *   sluice --check -c sluice.yaml    validate the config; every error with its line
+ *   sluice --check --connect -c F    ... and connect to the cluster's Redis
  *   sluice key new [--tier T] [--name N]   print a new client key and its config entry
  *   sluice --version */
 #include <getopt.h>
@@ -13,6 +14,7 @@
 
 #include "base/sl_log.h"
 #include "gateway/gw_timeofday.h"
+#include "state/state_cluster.h"
 #include "gateway/gw_config.h"
 #include "gateway/gw_identity.h"
 #include "gateway/gw_master.h"
@@ -21,6 +23,8 @@ static void usage(FILE *out)
 {
     fprintf(out, "usage: sluice -c FILE          run the gateway\n"
                  "       sluice --check -c FILE  validate a configuration\n"
+                 "       sluice --check --connect -c FILE\n"
+                 "                               ... and test the connection to the cluster's Redis\n"
                  "       sluice key new [--tier TIER] [--name NAME]\n"
                  "                               print a new client key and its config entry\n"
                  "       sluice --version\n");
@@ -71,6 +75,25 @@ static int load(const char *path, gw_config_t **cfg)
     return 0;
 }
 
+#define CONNECT_TIMEOUT_MS 2000
+
+/* --check --connect: 0 if the cluster's Redis answers as it should. */
+static int check_connect(const gw_config_t *cfg, const char *path)
+{
+    if (!cfg->has_cluster) {
+        printf("%s: no cluster: section, nothing to connect to\n", path);
+        return 0;
+    }
+    char why[400];
+    sl_err_t err = state_cluster_probe(&cfg->cluster, CONNECT_TIMEOUT_MS, why, sizeof(why));
+    if (err != SL_OK) {
+        fprintf(stderr, "sluice: %s: cluster.redis %s: %s\n", path, cfg->cluster.url_shown, why);
+        return 1;
+    }
+    printf("%s: cluster.redis %s answers: %s\n", path, cfg->cluster.url_shown, why);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     (void)gw_timeofday_shared(); /* h2o's timers in shared time, immune to wall-clock steps */
@@ -79,20 +102,22 @@ int main(int argc, char **argv)
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'}, {"check", no_argument, NULL, 'k'},
         {"version", no_argument, NULL, 'v'},      {"help", no_argument, NULL, 'h'},
+        {"connect", no_argument, NULL, 'C'},
         {NULL, 0, NULL, 0},
     };
     const char *path = NULL;
-    int check = 0, opt;
+    int check = 0, connect = 0, opt;
     while ((opt = getopt_long(argc, argv, "c:hv", opts, NULL)) != -1) {
         switch (opt) {
         case 'c': path = optarg; break;
         case 'k': check = 1; break;
+        case 'C': connect = 1; break;
         case 'v': printf("sluice %s\n", SLUICE_VERSION); return 0;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
     }
-    if (path == NULL || optind != argc) {
+    if (path == NULL || optind != argc || (connect && !check)) {
         usage(stderr);
         return 2;
     }
@@ -101,8 +126,9 @@ int main(int argc, char **argv)
         return 1;
     if (check) {
         printf("%s: configuration OK (%zu network(s))\n", path, cfg->nnetworks);
+        int rc = connect ? check_connect(cfg, path) : 0;
         gw_config_destroy(cfg);
-        return 0;
+        return rc;
     }
     sl_log_setup((sl_log_level_t)cfg->log.level, cfg->log.json ? SL_LOG_JSON : SL_LOG_TEXT, "master");
     int rc = gw_master_run(cfg);

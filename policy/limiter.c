@@ -79,12 +79,28 @@ void policy_gcra_check(const policy_gcra_t *g, uint64_t tat_us, uint64_t now_us,
     };
 }
 
+void policy_gcra_shape(const policy_gcra_t *g, uint64_t *interval_us, uint64_t *capacity_us)
+{
+    if (g->limit == 0) {
+        *interval_us = *capacity_us = 0;
+        return;
+    }
+    gcra_shape_t s = gcra_shape(g);
+    *interval_us = s.interval;
+    *capacity_us = s.capacity;
+}
+
 uint32_t policy_gcra_available(const policy_gcra_t *g, uint64_t tat_us, uint64_t now_us, uint32_t max)
 {
     if (g->limit == 0)
         return max;
     uint32_t k = fits(gcra_shape(g), backlog(tat_us, now_us));
     return k < max ? k : max;
+}
+
+uint64_t policy_gcra_interval(const policy_gcra_t *g)
+{
+    return g->limit == 0 ? 0 : gcra_shape(g).interval;
 }
 
 static const char *const bucket_names[POLICY_BUCKET_COUNT] = {

@@ -40,8 +40,17 @@ typedef struct policy_gcra_result {
  * further ahead, never an underflow. */
 void policy_gcra_check(const policy_gcra_t *g, uint64_t tat_us, uint64_t now_us, uint32_t n, policy_gcra_result_t *out);
 
+/* The cell's emission interval I and capacity C (the most backlog an
+ * admission may leave), for a store that runs the same arithmetic itself
+ * (Redis, with cluster:). limit 0: both 0. */
+void policy_gcra_shape(const policy_gcra_t *g, uint64_t *interval_us, uint64_t *capacity_us);
+
 /* How many calls the cell admits right now, at most max (for leases). */
 uint32_t policy_gcra_available(const policy_gcra_t *g, uint64_t tat_us, uint64_t now_us, uint32_t max);
+
+/* The emission interval I in µs: what one call adds to the TAT (0 for
+ * limit 0). A cell's backlog over I is the calls it owes. */
+uint64_t policy_gcra_interval(const policy_gcra_t *g);
 
 /* The bucket a request is charged to. */
 typedef enum policy_bucket {

@@ -158,3 +158,8 @@ void pool_close_idle(pool_t *pool)
         for (size_t j = 0; j < pool->networks[i].nendpoints; j++)
             pool_conn_close_idle(&pool->networks[i].endpoints[j]);
 }
+
+void pool_refresh(pool_t *pool)
+{
+    pool_health_refresh(pool);
+}

@@ -186,6 +186,9 @@ const char *pool_call_endpoint_id(const pool_call_t *call, int endpoint);
 const char *pool_call_endpoint_url(const pool_call_t *call, int endpoint);   /* redacted */
 size_t pool_call_max_response_bytes(const pool_call_t *call);                 /* server.max_response_bytes */
 
+/* Re-reads the shared records into the worker's snapshot now (another host
+ * changed one: with cluster:, the worker need not wait for its next tick). */
+void pool_refresh(pool_t *pool);
 /* The network's pressure level as this worker last read it from shared
  * state (refreshed every state.refresh_ms): a read, no computation. OK when
  * pressure.enabled is off. */

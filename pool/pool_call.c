@@ -60,10 +60,16 @@ static void on_defer(h2o_timeout_entry_t *entry)
     call_finish(H2O_STRUCT_FROM_MEMBER(pool_call_t, defer, entry));
 }
 
+static void on_credit_decided(pool_credit_wait_t *w)
+{
+    call_next(H2O_STRUCT_FROM_MEMBER(pool_call_t, credit_wait, w));
+}
+
 static void on_deadline(h2o_timeout_entry_t *entry)
 {
     pool_call_t *call = H2O_STRUCT_FROM_MEMBER(pool_call_t, deadline, entry);
     pool_delay_cancel(&call->backoff);
+    pool_credit_wait_cancel(&call->credit_wait);
     stop_waiting(call);
     pool_merge_leave(call);
     pool_hedge_stop(call);
@@ -426,7 +432,10 @@ static void call_next(pool_call_t *call)
         const char *body;
         size_t len;
         int has_write = build_request(call, &body, &len);
-        if (!pool_credit_take_call(call, ep)) {
+        int credits = pool_credit_take_call(call, ep, on_credit_decided);
+        if (credits < 0)
+            return; /* waits for Redis' answer */
+        if (credits == 0) {
             pool_pressure_try(net, 1);
             continue; /* skipped before any request was sent */
         }
@@ -531,6 +540,7 @@ void pool_call_release(pool_call_t *call)
     if (call->ex_active)
         pool_exchange_cancel(&call->ex);
     pool_delay_cancel(&call->backoff);
+    pool_credit_wait_cancel(&call->credit_wait);
     if (h2o_timeout_is_linked(&call->deadline))
         h2o_timeout_unlink(&call->deadline);
     if (h2o_timeout_is_linked(&call->defer))

@@ -21,18 +21,34 @@
  * If the ledger cannot be read or written, the worker does not spend
  * blindly: it spends 1/workers of what the ledger had left when it last saw
  * it (of the whole budget for a window it never saw), tries the ledger
- * again every second, and a state_degraded event says so (fail safe). */
+ * again every second, and a state_degraded event says so (fail safe).
+ *
+ * With cluster: the ledgers are Redis' (pool_credit_cluster.c); while Redis
+ * is away this host spends its share of what Redis last said was left. */
 #include <string.h>
 
 #include "base/sl_log.h"
 #include "base/sl_time.h"
 #include "pool/pool_int.h"
+#include "state/state_cluster.h"
 #include "state/state_key.h"
 
 /* The units of cost a window counts. */
 static uint64_t units(policy_cost_t cost, policy_credit_window_t w)
 {
     return policy_credit_counts_throughput(w) ? cost.throughput : cost.billed;
+}
+
+uint64_t pool_credit_units(policy_cost_t cost, policy_credit_window_t w)
+{
+    return units(cost, w);
+}
+
+uint64_t pool_credit_lease_size(const pool_endpoint_t *ep, policy_credit_window_t w, policy_cost_t cost)
+{
+    uint64_t budget = policy_credit_budget(&ep->conf->credits, w), need = units(cost, w);
+    uint64_t size = budget / 100 < 100000 ? budget / 100 : 100000;
+    return size < need ? need : size;
 }
 
 typedef struct lease_ctx {
@@ -46,15 +62,67 @@ typedef struct lease_ctx {
     uint64_t spent[POLICY_CREDIT_WINDOW_COUNT]; /* the ledger's spent in that window, before this lease */
     int read;                       /* the callback ran (start, end, spent are known) */
     uint64_t retry_ms;              /* lacking: until the earliest short window turns over */
+    uint32_t hosts;                 /* cluster, Redis away: this host's share (0: the whole budget) */
 } lease_ctx_t;
+
+void pool_credit_event(const pool_endpoint_t *ep, state_event_t *ev, state_event_kind_t kind, policy_credit_window_t w,
+                       uint64_t left, uint64_t budget, uint64_t now_ms)
+{
+    state_event_init(ev, kind, ep->net->conf->name, ep->conf->id, now_ms);
+    ev->count = left;
+    snprintf(ev->reason, sizeof(ev->reason), "%s budget: %llu of %llu credits left", policy_credit_window_name(w),
+             (unsigned long long)left, (unsigned long long)budget);
+}
 
 static void budget_event(lease_ctx_t *c, state_event_t *ev, state_event_kind_t kind, policy_credit_window_t w, uint64_t left,
                          uint64_t budget)
 {
-    state_event_init(ev, kind, c->ep->net->conf->name, c->ep->conf->id, c->now);
-    ev->count = left;
-    snprintf(ev->reason, sizeof(ev->reason), "%s budget: %llu of %llu credits left", policy_credit_window_name(w),
-             (unsigned long long)left, (unsigned long long)budget);
+    pool_credit_event(c->ep, ev, kind, w, left, budget, c->now);
+}
+
+/* Cluster, Redis away: what this host may spend alone in a window: its
+ * share of what Redis last said was left ("cl/" copy; all of the budget in
+ * a window Redis has not counted yet), counted in the host's ledger and in
+ * what it spent alone ("cu/", told to Redis when it returns). The records
+ * are the host's ledgers, then the copies, then the unsynced counts, n of
+ * each. No budget events: the share is this host's, the budget everyone's. */
+static int share_cb(lease_ctx_t *c, state_ledger_rec_t *led, size_t n)
+{
+    const pool_credits_conf_t *conf = &c->ep->conf->credits;
+    state_ledger_rec_t *copy = led + n, *unsynced = led + 2 * n;
+    for (size_t i = 0; i < n; i++) {
+        policy_credit_window_t w = c->win[i];
+        uint64_t budget = policy_credit_budget(conf, w), need = units(c->cost, w);
+        policy_credit_window_bounds(w, c->now, conf->month_reset_day, &c->start[i], &c->end[i]);
+        if (led[i].window_start_ms > c->start[i]) /* windows never move back */
+            policy_credit_window_bounds(w, led[i].window_start_ms, conf->month_reset_day, &c->start[i], &c->end[i]);
+        uint64_t start = c->start[i];
+        if (led[i].window_start_ms != start)
+            led[i] = (state_ledger_rec_t){start, 0, 0, 0};
+        if (unsynced[i].window_start_ms != start)
+            unsynced[i] = (state_ledger_rec_t){start, 0, 0, 0};
+        c->spent[i] = led[i].spent;
+        c->read = 1;
+        uint64_t seen = copy[i].window_start_ms == start ? copy[i].spent : 0;
+        uint64_t mine = seen + (budget > seen ? (budget - seen) / c->hosts : 0);
+        uint64_t left = mine > led[i].spent ? mine - led[i].spent : 0;
+        if (left < need) {
+            uint64_t until = c->end[i] > c->now ? c->end[i] - c->now : 1;
+            if (c->retry_ms == 0 || until < c->retry_ms)
+                c->retry_ms = until;
+            continue;
+        }
+        uint64_t size = pool_credit_lease_size(c->ep, w, c->cost);
+        c->grant[i] = size > left ? left : size;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (c->grant[i] == 0)
+            return 0;
+    for (size_t i = 0; i < n; i++) {
+        led[i].spent += c->grant[i];
+        unsynced[i].spent += c->grant[i];
+    }
+    return 1;
 }
 
 /* Inside the write transaction: every window must grant at least the cost. */
@@ -63,6 +131,8 @@ static int lease_cb(void *arg, void *recs, size_t nrecs, state_event_t *events, 
     lease_ctx_t *c = arg;
     state_ledger_rec_t *led = recs;
     const pool_credits_conf_t *conf = &c->ep->conf->credits;
+    if (c->hosts > 0)
+        return share_cb(c, led, nrecs / 3);
     for (size_t i = 0; i < nrecs; i++) {
         policy_credit_window_t w = c->win[i];
         uint64_t budget = policy_credit_budget(conf, w), need = units(c->cost, w);
@@ -116,18 +186,29 @@ static int local_covers(const pool_endpoint_t *ep, policy_credit_window_t w, pol
 /* Leases, from the ledger, every window whose local lease falls short (the
  * others keep theirs: they were counted as spent when leased); 1 granted, 0
  * lacking (*retry_ms set), -1 failure (*err says how). */
-static int lease(pool_endpoint_t *ep, policy_cost_t cost, uint64_t now, uint64_t *retry_ms, sl_err_t *err)
+static int lease(pool_endpoint_t *ep, policy_cost_t cost, uint64_t now, uint64_t *retry_ms, sl_err_t *err,
+                 uint32_t hosts)
 {
     pool_credit_t *cr = &ep->credit;
-    lease_ctx_t c = {.ep = ep, .cost = cost, .now = now};
-    const char *keys[POLICY_CREDIT_WINDOW_COUNT];
+    lease_ctx_t c = {.ep = ep, .cost = cost, .now = now, .hosts = hosts};
+    const char *keys[3 * POLICY_CREDIT_WINDOW_COUNT];
+    char extra[2 * POLICY_CREDIT_WINDOW_COUNT][STATE_KEY_MAX + 4];
     for (policy_credit_window_t w = 0; w < POLICY_CREDIT_WINDOW_COUNT; w++) {
         if (policy_credit_budget(&ep->conf->credits, w) == 0 || local_covers(ep, w, cost, now))
             continue;
         c.win[c.n] = w;
         keys[c.n++] = cr->key[w];
     }
-    *err = state_budget_update(ep->net->pool->state, STATE_BUDGET_LEDGERS, keys, c.n, lease_cb, &c);
+    size_t nkeys = c.n;
+    for (size_t i = 0; hosts > 0 && i < c.n; i++) {
+        /* cluster, Redis away: the copies of Redis' ledgers and the unsynced counts too */
+        state_cluster_ledger_mirror_key(extra[i], sizeof(extra[i]), keys[i]);
+        state_cluster_ledger_unsynced_key(extra[c.n + i], sizeof(extra[0]), keys[i]);
+        keys[c.n + i] = extra[i];
+        keys[2 * c.n + i] = extra[c.n + i];
+        nkeys = 3 * c.n;
+    }
+    *err = state_budget_update(ep->net->pool->state, STATE_BUDGET_LEDGERS, keys, nkeys, lease_cb, &c);
     for (size_t i = 0; i < c.n && c.read; i++) {
         cr->seen_start[c.win[i]] = c.start[i];
         cr->seen_spent[c.win[i]] = c.spent[i] + (*err == SL_OK ? c.grant[i] : 0);
@@ -185,7 +266,9 @@ int pool_credit_take(pool_endpoint_t *ep, policy_cost_t cost, uint64_t *retry_ms
     pool_credit_t *cr = &ep->credit;
     if (!cr->active || ep->net->pool->state == NULL)
         return 1;
-    uint64_t now = sl_shared_ms();
+    /* with cluster: the windows are bounded by Redis' clock */
+    state_cluster_t *cl = state_cluster_of(ep->net->pool->state);
+    uint64_t now = cl != NULL ? state_cluster_now_ms(cl) : sl_shared_ms();
     if (now < cr->lacking_until_ms) {
         *retry_ms = cr->lacking_until_ms - now;
         return 0;
@@ -194,11 +277,14 @@ int pool_credit_take(pool_endpoint_t *ep, policy_cost_t cost, uint64_t *retry_ms
     for (policy_credit_window_t w = 0; w < POLICY_CREDIT_WINDOW_COUNT && local; w++)
         local = policy_credit_budget(&ep->conf->credits, w) == 0 || local_covers(ep, w, cost, now);
     state_t *st = ep->net->pool->state;
+    if (!local && cl != NULL && pool_credit_cluster_ask(ep, cost, now) == 0)
+        return POOL_CREDIT_WAIT; /* Redis decides; the call waits for it */
     if (!local && state_degraded(st, STATE_PART_CREDITS) && now < cr->retry_shared_ms)
         return local_take(ep, cost, now, retry_ms);
     if (!local) {
+        /* with cluster, Redis away: this host spends its share of what was left */
         sl_err_t err = SL_OK;
-        int got = lease(ep, cost, now, retry_ms, &err);
+        int got = lease(ep, cost, now, retry_ms, &err, cl != NULL ? state_cluster_hosts(cl) : 0);
         state_degraded_note(st, STATE_PART_CREDITS, err, now);
         if (got < 0) {
             cr->retry_shared_ms = now + RETRY_SHARED_MS;
@@ -212,6 +298,8 @@ int pool_credit_take(pool_endpoint_t *ep, policy_cost_t cost, uint64_t *retry_ms
     for (policy_credit_window_t w = 0; w < POLICY_CREDIT_WINDOW_COUNT; w++)
         if (policy_credit_budget(&ep->conf->credits, w) != 0)
             cr->remaining[w] -= units(cost, w);
+    if (cl != NULL)
+        pool_credit_cluster_prefetch(ep, cost, now);
     return 1;
 }
 
@@ -219,6 +307,7 @@ void pool_credit_init(pool_endpoint_t *ep, uint32_t nworkers)
 {
     pool_credit_t *cr = &ep->credit;
     memset(cr, 0, sizeof(*cr));
+    h2o_linklist_init_anchor(&cr->waiters);
     cr->nworkers = nworkers ? nworkers : 1;
     cr->profile = policy_cost_profile(ep->conf->cost_profile ? ep->conf->cost_profile : "flat");
     if (cr->profile == NULL)
@@ -229,9 +318,11 @@ void pool_credit_init(pool_endpoint_t *ep, uint32_t nworkers)
     }
 }
 
-/* The credits the attempt in call->sent costs at endpoint ep; 0 (and ep
- * marked tried) if its budget lacks them. */
-int pool_credit_take_call(pool_call_t *call, int ep)
+/* The credits the attempt in call->sent costs at endpoint ep: 1 taken; 0
+ * (and ep marked tried) if its budget lacks them; -1 if the call waits for a
+ * lease from Redis (cluster:; on_wait is called when it is decided). A hedge
+ * passes no on_wait: it is not sent (0, ep left untried) rather than wait. */
+int pool_credit_take_call(pool_call_t *call, int ep, void (*on_wait)(pool_credit_wait_t *w))
 {
     pool_endpoint_t *e = &call->net->endpoints[ep];
     const char *names_small[16];
@@ -248,7 +339,12 @@ int pool_credit_take_call(pool_call_t *call, int ep)
     policy_cost_t cost = policy_cost_of_request(e->credit.profile, call->net->conf->chain, NULL, 0, names, lens, n,
                                                 call->batch);
     uint64_t retry_ms = 0;
-    if (pool_credit_take(e, cost, &retry_ms)) {
+    int took = pool_credit_take(e, cost, &retry_ms);
+    if (took == POOL_CREDIT_WAIT) {
+        if (on_wait != NULL)
+            pool_credit_wait(e, &call->credit_wait, on_wait);
+        ok = on_wait != NULL ? -1 : 0;
+    } else if (took) {
         /* instrument usage in the provider's own units, budget or not */
         e->health.stats.credits_spent += cost.billed;
         e->health.dirty = 1;

@@ -17,6 +17,7 @@
 #include "state/state_key.h"
 
 #define EWMA_ALPHA_PCT 20
+#define RATE_PENDING_MS 250      /* a mark being decided holds back further writes this long */
 
 /* ---- network level (redundancy_low, network_down, network_up) ---- */
 
@@ -86,9 +87,10 @@ typedef struct breaker_ctx {
     pool_endpoint_t *ep;
     policy_breaker_state_t from;
     policy_breaker_state_t to;
-    const char *reason;
+    char reason[160];
     uint64_t now;
-    state_endpoint_rec_t result;
+    pool_then_t then;             /* what follows a move this call made */
+    int *made;                    /* while the call is under way: set to whether it moved */
 } breaker_ctx_t;
 
 static const state_event_kind_t entered_event[POLICY_BREAKER_STATE_COUNT] = {
@@ -127,27 +129,61 @@ static int breaker_cb(void *arg, state_endpoint_rec_t *rec, int exists, state_ev
     if (c->to == POLICY_BREAKER_OPEN)
         ev->duration_ms = b.cooldown_ms;
     *nevents = 1;
-    c->result = *rec;
     return 1;
 }
 
-/* Moves ep's breaker from -> to if the shared record still says from. */
-int pool_health_breaker_move(pool_endpoint_t *ep, policy_breaker_state_t from, policy_breaker_state_t to,
-                        const char *reason)
+static unsigned move_bit(policy_breaker_state_t from, policy_breaker_state_t to)
+{
+    return 1u << (from * POLICY_BREAKER_STATE_COUNT + to);
+}
+
+static void breaker_done(void *data, sl_err_t err, int changed, const state_endpoint_rec_t *rec)
+{
+    (void)err; /* logged by state/; nothing changed */
+    breaker_ctx_t *c = data;
+    pool_endpoint_t *ep = c->ep;
+    ep->health.moving &= ~move_bit(c->from, c->to);
+    if (c->made != NULL)
+        *c->made = changed;
+    if (changed) {
+        ep->health.shared = *rec;
+        sl_log_warn("endpoint %s/%s: breaker %s -> %s (%s)", ep->net->conf->name, ep->conf->id,
+                    policy_breaker_state_name(c->from), policy_breaker_state_name(c->to), c->reason);
+        if (c->to != POLICY_BREAKER_HALF_OPEN)
+            network_check(ep->net);
+        if (c->then == POOL_THEN_RESET_WINDOW)
+            policy_window_reset(&ep->health.window);
+        else if (c->then == POOL_THEN_PROBE)
+            pool_probe_send_breaker(ep);
+    }
+    free(c);
+}
+
+int pool_health_breaker_move_then(pool_endpoint_t *ep, policy_breaker_state_t from, policy_breaker_state_t to,
+                                  const char *reason, pool_then_t then)
 {
     pool_t *pool = ep->net->pool;
-    breaker_ctx_t c = {ep, from, to, reason, sl_shared_ms(), {0}};
-    int changed = 0;
-    if (pool->state == NULL)
+    unsigned bit = move_bit(from, to);
+    if (pool->state == NULL || (ep->health.moving & bit) != 0)
+        return 0; /* the same move is already being decided (by Redis) */
+    breaker_ctx_t *c = sl_xcalloc(1, sizeof(*c));
+    *c = (breaker_ctx_t){.ep = ep, .from = from, .to = to, .now = sl_shared_ms(), .then = then};
+    snprintf(c->reason, sizeof(c->reason), "%s", reason);
+    int made = -1;
+    c->made = &made;
+    ep->health.moving |= bit;
+    state_endpoint_transition(pool->state, ep->health.key, breaker_cb, c, sizeof(*c), breaker_done, c);
+    if (made < 0) {
+        c->made = NULL; /* decided later, by Redis' answer */
         return 0;
-    if (state_endpoint_update(pool->state, ep->health.key, breaker_cb, &c, &changed) != SL_OK || !changed)
-        return 0;
-    ep->health.shared = c.result;
-    sl_log_warn("endpoint %s/%s: breaker %s -> %s (%s)", ep->net->conf->name, ep->conf->id,
-                policy_breaker_state_name(from), policy_breaker_state_name(to), reason);
-    if (to != POLICY_BREAKER_HALF_OPEN)
-        network_check(ep->net);
-    return 1;
+    }
+    return made;
+}
+
+int pool_health_breaker_move(pool_endpoint_t *ep, policy_breaker_state_t from, policy_breaker_state_t to,
+                             const char *reason)
+{
+    return pool_health_breaker_move_then(ep, from, to, reason, POOL_THEN_NONE);
 }
 
 /* ---- outcomes ---- */
@@ -225,8 +261,7 @@ void pool_health_record(pool_endpoint_t *ep, state_outcome_t outcome, uint32_t l
     else
         snprintf(reason, sizeof(reason), "%u of %u calls failed within %u ms (last: %s)", failures, calls,
                  conf->window_ms, state_outcome_name(outcome));
-    if (pool_health_breaker_move(ep, POLICY_BREAKER_CLOSED, POLICY_BREAKER_OPEN, reason))
-        policy_window_reset(&h->window);
+    pool_health_breaker_move_then(ep, POLICY_BREAKER_CLOSED, POLICY_BREAKER_OPEN, reason, POOL_THEN_RESET_WINDOW);
 }
 
 /* ---- rate-limit marks ---- */
@@ -270,6 +305,16 @@ static int rate_cb(void *arg, state_endpoint_rec_t *rec, int exists, state_event
     return 1;
 }
 
+static void rate_done(void *data, sl_err_t err, int changed, const state_endpoint_rec_t *rec)
+{
+    (void)err; /* logged by state/; nothing changed */
+    pool_endpoint_t *ep = data;
+    if (!changed)
+        return;
+    ep->health.shared = *rec;
+    ep->health.rl_written_until_ms = rec->rate_limited_until_ms;
+}
+
 void pool_health_rate_limited(pool_endpoint_t *ep, uint32_t retry_ms)
 {
     pool_health_t *h = &ep->health;
@@ -287,11 +332,10 @@ void pool_health_rate_limited(pool_endpoint_t *ep, uint32_t retry_ms)
             h->rl_written_until_ms = c.until;
         return;
     }
-    int changed = 0;
-    if (state_endpoint_update(ep->net->pool->state, h->key, rate_cb, &c, &changed) == SL_OK && changed) {
-        h->shared = c.result;
-        h->rl_written_until_ms = c.until;
-    }
+    /* until the mark is decided (by Redis, with cluster:), the refusals
+     * that follow write nothing either */
+    h->rl_written_until_ms = now + (retry_ms ? retry_ms : RATE_PENDING_MS);
+    state_endpoint_transition(ep->net->pool->state, h->key, rate_cb, &c, sizeof(c), rate_done, ep);
 }
 
 int pool_health_usable(pool_endpoint_t *ep, uint64_t now_ms)

@@ -119,7 +119,17 @@ typedef struct pool_credit {
     uint64_t local_start[POLICY_CREDIT_WINDOW_COUNT];  /* degraded: the window of the local allowance ... */
     uint64_t local_left[POLICY_CREDIT_WINDOW_COUNT];   /* ... and what is left of it */
     uint64_t retry_shared_ms;     /* degraded: when the ledger is tried again */
+    /* cluster: the ledgers are Redis' (pool_credit_cluster.c) */
+    int asking;                   /* a lease from Redis is under way */
+    uint64_t quiet_until_ms;      /* Redis lacked credits for an early lease: none until then */
+    h2o_linklist_t waiters;       /* pool_credit_wait_t: calls waiting for that lease */
 } pool_credit_t;
+
+/* A call waiting for credits from Redis (cluster:). */
+typedef struct pool_credit_wait {
+    h2o_linklist_t link;
+    void (*cb)(struct pool_credit_wait *w);
+} pool_credit_wait_t;
 
 /* What this worker knows about an endpoint's health (pool_health.c). */
 typedef struct pool_health {
@@ -139,6 +149,8 @@ typedef struct pool_health {
     int per_method_dirty;
     pool_exchange_t probe;        /* a probe this worker sends (pool_probe.c) */
     int probing;                  /* POOL_PROBE_*: which, if one is under way */
+    unsigned moving;              /* breaker moves being decided by Redis (bit per from x to) */
+    int claiming;                 /* a half-open takeover being decided by Redis */
 } pool_health_t;
 
 /* Live call and credit rates of an endpoint with a budget (pool_pressure.c),
@@ -273,6 +285,7 @@ struct pool_call {
     uint32_t round;                   /* rounds over the endpoints so far (retries) */
     uint8_t no_retry[POOL_MAX_ENDPOINTS]; /* not in later rounds (said "unsupported") */
     pool_delay_t backoff;             /* the wait before the next round */
+    pool_credit_wait_t credit_wait;   /* cluster: waiting for a credit lease from Redis */
     uint64_t rate_limited_until_ms;   /* ... skipped as rate-limited: the earliest end */
     sl_buf_t req;                     /* upstream body when it is not the client's bytes */
     sl_buf_t verify_req;              /* the by-hash check of a "nonce too low" */
@@ -356,13 +369,23 @@ void pool_health_rate_limited(pool_endpoint_t *ep, uint32_t retry_ms);
 /* Refresh now (tests, admin actions). */
 void pool_health_refresh(pool_t *pool);
 /* Moves ep's shared breaker from -> to if it still says from (CAS), with its
- * event; returns 1 if this call made the transition. */
+ * event; returns 1 if this call made the transition at once. With cluster:
+ * the move is decided by Redis, later: then is what follows it once made
+ * (at once too, when it is made at once). */
+typedef enum pool_then {
+    POOL_THEN_NONE,
+    POOL_THEN_RESET_WINDOW,       /* the rolling window starts again (an open) */
+    POOL_THEN_PROBE,              /* send the half-open probe (this worker won the claim) */
+} pool_then_t;
 int pool_health_breaker_move(pool_endpoint_t *ep, policy_breaker_state_t from, policy_breaker_state_t to,
                              const char *reason);
+int pool_health_breaker_move_then(pool_endpoint_t *ep, policy_breaker_state_t from, policy_breaker_state_t to,
+                                  const char *reason, pool_then_t then);
 
-/* pool_credit.c: the credits the attempt in call->sent costs at endpoint ep;
- * 0 (and ep marked tried) if its budget lacks them. */
-int pool_credit_take_call(pool_call_t *call, int ep);
+/* pool_credit.c: the credits the attempt in call->sent costs at endpoint ep:
+ * 1 taken, 0 lacking (ep marked tried), -1 waiting for Redis (on_wait; a
+ * NULL on_wait, for a hedge, gets 0 and leaves ep untried). */
+int pool_credit_take_call(pool_call_t *call, int ep, void (*on_wait)(pool_credit_wait_t *w));
 
 /* pool_call.c, for pool_hedge.c: the next endpoint of call's plan (-1:
  * none); the exchange callback of a call's attempts; an attempt that could
@@ -429,6 +452,8 @@ int pool_demoted(const pool_endpoint_t *ep, uint64_t now_ms);
 
 /* pool_probe.c: sends a health or half-open probe when one is due. */
 void pool_probe_tick(pool_endpoint_t *ep, uint64_t now_ms);
+/* Sends the half-open probe this worker claimed. */
+void pool_probe_send_breaker(pool_endpoint_t *ep);
 
 /* pool_write.c: idempotent broadcasts, nonce checks, transaction pins. */
 int pool_write_txid(const pool_call_t *call, const pool_item_t *it, char *out, size_t cap);
@@ -452,8 +477,31 @@ void pool_item_settle(pool_item_t *it, pool_item_state_t to);
 /* pool_credit.c */
 void pool_credit_init(pool_endpoint_t *ep, uint32_t nworkers);
 /* Takes cost from ep's budget: 1 if it may be spent, 0 if the endpoint lacks
- * credits (*retry_ms: until the earliest window turns over). */
+ * credits (*retry_ms: until the earliest window turns over), POOL_CREDIT_WAIT
+ * if a lease is being asked of Redis (cluster:): the call waits with
+ * pool_credit_wait and takes again when woken. */
+#define POOL_CREDIT_WAIT 2
 int pool_credit_take(pool_endpoint_t *ep, policy_cost_t cost, uint64_t *retry_ms);
+/* The lease size of window w for a call of cost: 1% of the budget, at most
+ * 100,000, at least the cost. */
+uint64_t pool_credit_lease_size(const pool_endpoint_t *ep, policy_credit_window_t w, policy_cost_t cost);
+/* The units of cost window w counts. */
+uint64_t pool_credit_units(policy_cost_t cost, policy_credit_window_t w);
+/* A budget_low / budget_exhausted event of window w. */
+void pool_credit_event(const pool_endpoint_t *ep, state_event_t *ev, state_event_kind_t kind, policy_credit_window_t w,
+                       uint64_t left, uint64_t budget, uint64_t now_ms);
+
+/* pool_credit_cluster.c: the ledgers in Redis. */
+/* Asks Redis for a lease of every window that does not cover cost; 0 if
+ * asked (or a lease is under way already), -1 if it cannot be (the link is
+ * down: the caller leases from the host's ledgers). */
+int pool_credit_cluster_ask(pool_endpoint_t *ep, policy_cost_t cost, uint64_t now_ms);
+/* After a call took its credits: asks for the next lease early when a
+ * window's local lease is below half of one. */
+void pool_credit_cluster_prefetch(pool_endpoint_t *ep, policy_cost_t cost, uint64_t now_ms);
+/* Waits for the lease under way; cb runs once it is decided. */
+void pool_credit_wait(pool_endpoint_t *ep, pool_credit_wait_t *w, void (*cb)(pool_credit_wait_t *w));
+void pool_credit_wait_cancel(pool_credit_wait_t *w);
 
 /* pool_pressure.c: depth, settle times, refusals and rates of this worker;
  * the shared level (one compare-and-set per change, with its event). */

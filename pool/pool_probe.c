@@ -211,7 +211,6 @@ typedef struct claim_ctx {
     uint32_t interval_ms;
     uint32_t timeout_ms;
     int takeover;                 /* claim a stale half-open probe instead */
-    state_endpoint_rec_t result;
 } claim_ctx_t;
 
 /* Claims the next health probe (moves probe_next_ms forward), or a half-open
@@ -232,10 +231,24 @@ static int claim_cb(void *arg, state_endpoint_rec_t *rec, int exists, state_even
             return 0;
         rec->probe_next_ms = c->now + c->interval_ms;
     }
-    c->result = *rec;
     return 1;
 }
 
+static void takeover_done(void *data, sl_err_t err, int changed, const state_endpoint_rec_t *rec)
+{
+    (void)err; /* logged by state/; nothing changed */
+    pool_endpoint_t *ep = data;
+    ep->health.claiming = 0;
+    if (!changed)
+        return;
+    ep->health.shared = *rec;
+    sl_log_warn("endpoint %s/%s: took over a stale half-open probe", ep->net->conf->name, ep->conf->id);
+    pool_probe_send_breaker(ep);
+}
+
+/* Health probes are this host's (each host ranks from where it is): an LMDB
+ * claim. A stale half-open probe is everyone's: a shared transition, whose
+ * winner sends the probe. Returns 1 if a health probe was claimed. */
 static int claim(pool_endpoint_t *ep, uint64_t now, int takeover)
 {
     /* a probe still within its attempt deadline is never taken over: one
@@ -244,12 +257,27 @@ static int claim(pool_endpoint_t *ep, uint64_t now, int takeover)
     uint32_t stale_ms = conf->breaker.probe_timeout_ms;
     if (stale_ms <= conf->timeouts.attempt_ms)
         stale_ms = conf->timeouts.attempt_ms + 1000;
-    claim_ctx_t c = {now, conf->ranking.probe_interval_ms, stale_ms, takeover, {0}};
-    int changed = 0;
-    if (state_endpoint_update(ep->net->pool->state, ep->health.key, claim_cb, &c, &changed) != SL_OK || !changed)
+    claim_ctx_t c = {now, conf->ranking.probe_interval_ms, stale_ms, takeover};
+    if (takeover) {
+        if (!ep->health.claiming) {
+            ep->health.claiming = 1;
+            state_endpoint_transition(ep->net->pool->state, ep->health.key, claim_cb, &c, sizeof(c), takeover_done, ep);
+        }
         return 0;
-    ep->health.shared = c.result;
+    }
+    int changed = 0;
+    state_endpoint_rec_t rec;
+    if (state_endpoint_update_local(ep->net->pool->state, ep->health.key, claim_cb, &c, &changed, &rec) != SL_OK ||
+        !changed)
+        return 0;
+    ep->health.shared = rec;
     return 1;
+}
+
+void pool_probe_send_breaker(pool_endpoint_t *ep)
+{
+    if (!ep->health.probing)
+        probe_send(ep, POOL_PROBE_BREAKER);
 }
 
 void pool_probe_tick(pool_endpoint_t *ep, uint64_t now)
@@ -262,14 +290,10 @@ void pool_probe_tick(pool_endpoint_t *ep, uint64_t now)
     if (policy_breaker_probe_due(&b, now)) {
         char reason[96];
         snprintf(reason, sizeof(reason), "cooldown of %u ms over: one probe", b.cooldown_ms);
-        if (pool_health_breaker_move(ep, POLICY_BREAKER_OPEN, POLICY_BREAKER_HALF_OPEN, reason))
-            probe_send(ep, POOL_PROBE_BREAKER);
+        pool_health_breaker_move_then(ep, POLICY_BREAKER_OPEN, POLICY_BREAKER_HALF_OPEN, reason, POOL_THEN_PROBE);
     } else if (b.state == POLICY_BREAKER_HALF_OPEN &&
                now >= r->probe_at_ms + ep->net->conf->breaker.probe_timeout_ms) {
-        if (claim(ep, now, 1)) {
-            sl_log_warn("endpoint %s/%s: took over a stale half-open probe", ep->net->conf->name, ep->conf->id);
-            probe_send(ep, POOL_PROBE_BREAKER);
-        }
+        claim(ep, now, 1);
     } else if (b.state == POLICY_BREAKER_CLOSED && ep->net->conf->ranking.probe_interval_ms != 0 &&
                now >= r->probe_next_ms && !r->drained && now >= r->rate_limited_until_ms) {
         /* not while rate-limited (it would spend the quota we wait for) or drained */

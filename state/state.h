@@ -110,6 +110,30 @@ typedef int (*state_update_fn)(void *ctx, state_endpoint_rec_t *rec, int exists,
 SL_MUST_CHECK sl_err_t state_endpoint_update(state_t *st, const char *key, state_update_fn fn, void *ctx,
                                              int *changed);
 
+/* A transition of the shared part of an endpoint record (breaker, drain,
+ * rate-limit mark, half-open probe claim) as one compare-and-set, with the
+ * same fn as state_endpoint_update (ctx is copied: ctx_size bytes; fn may be
+ * called more than once, each time with a fresh copy's state as fn left it,
+ * so it must decide from the record alone). done is called exactly once
+ * with whether fn's change was made and the record after it:
+ *  - without a cluster (or while this worker's link to Redis is down), at
+ *    once, from LMDB (state_endpoint_update: one winner among this host's
+ *    workers; with a cluster the change is told to Redis when it returns);
+ *  - with the link up, when Redis has answered: the compare-and-set runs in
+ *    Redis (one winner across every host and worker), the host's copy in
+ *    LMDB is updated and the other hosts are told on the cluster's channel.
+ *    A conflict re-runs fn on the newer record (a few times); Redis failing
+ *    meanwhile makes it an LMDB transition as above.
+ * The events fn fills are appended to this host's log only when its change
+ * is made. Callers must outlive a pending done (the pool and the admin
+ * listener do: a worker destroys its cluster link before them). */
+typedef void (*state_transition_done_fn)(void *data, sl_err_t err, int changed, const state_endpoint_rec_t *rec);
+void state_endpoint_transition(state_t *st, const char *key, state_update_fn fn, const void *ctx, size_t ctx_size,
+                               state_transition_done_fn done, void *data);
+/* state_endpoint_update that also hands back the record after the call. */
+SL_MUST_CHECK sl_err_t state_endpoint_update_local(state_t *st, const char *key, state_update_fn fn, void *ctx,
+                                                   int *changed, state_endpoint_rec_t *out);
+
 /* Writes the repair of every record of keys[0..n) ("<network>/<endpoint>")
  * whose breaker value is no state (see state_endpoint_get), one state_error
  * event each; *repaired gets how many this call wrote. One read transaction
@@ -170,6 +194,10 @@ void state_pressure_slots_sum(state_t *st, const char *network, unsigned nworker
 void state_event_init(state_event_t *ev, state_event_kind_t kind, const char *network, const char *endpoint,
                       uint64_t now_ms);
 
+/* With cluster: this host's name, which every event this process appends
+ * carries (unless it names another host: one that came from Redis). */
+void state_set_host(state_t *st, const char *host);
+
 /* Appends ev with the next sequence number (set in ev->seq). On a full map it
  * trims the oldest events and tries once more. */
 SL_MUST_CHECK sl_err_t state_event_append(state_t *st, state_event_t *ev);
@@ -216,7 +244,8 @@ SL_MUST_CHECK sl_err_t state_budget_update(state_t *st, state_budget_db_t db, co
  * keys[] absent from the database would take it past max_cells, as many
  * other cells go first, in the same transaction, chosen by a clock hand
  * that walks the key space: cells idle at now_us (TAT not ahead) are taken
- * first, else the one with the least debt among the next few, never one of
+ * first, else the one owing the fewest calls among the next few ((TAT - now)
+ * / the interval fn stores in state_cell_rec_t.interval_us), never one of
  * keys[]. A write that meets a full map evicts a batch of cells the same way
  * in its own transaction and is tried once more. So a flood of identities
  * costs the oldest idle cells, never the ability to keep limits. */

@@ -78,7 +78,7 @@ static int write_recs(state_t *st, MDB_txn *txn, const budget_db_t *b, const cha
 
 /* ---- limit cells are bounded: eviction by a clock hand ---- */
 
-#define EVICT_SAMPLE 16           /* cells looked at per eviction, for the one with the least debt */
+#define EVICT_SAMPLE 16           /* cells looked at per eviction, for the one owing the fewest calls */
 #define EVICT_ON_FULL 64          /* cells a write that met a full map frees before it is tried again */
 #define EVICT_EXTRA 16            /* beyond the new cells, per transaction: a lowered cap is reached gradually */
 
@@ -105,8 +105,34 @@ static void hand_after(state_t *st, const MDB_val *k)
     st->cell_hand_len = k->mv_size + 1;
 }
 
+/* What a cell in debt owes at now, as calls: backlog / interval, kept as the
+ * fraction so two compare exactly. Time owed alone is the wrong measure: a
+ * per-second cell owing 5 calls owes 1 s, a day cell owing one call of
+ * 1000/day owes 86 s, and forgetting the first gives its client 5 calls more
+ * at once, the second only one. A cell of version 1 (no interval stored) is
+ * counted as one call: its client has not called since the upgrade (any lease
+ * rewrites all its cells), so it is not in the middle of a burst. */
+typedef struct owed {
+    uint64_t backlog_us;          /* tat - now, > 0 */
+    uint64_t interval_us;         /* > 0 */
+} owed_t;
+
+/* c is in debt at now (tat > now). */
+static owed_t cell_owed(const state_cell_rec_t *c, uint64_t now)
+{
+    return c->interval_us == 0 ? (owed_t){1, 1} : (owed_t){c->tat_us - now, c->interval_us};
+}
+
+/* a owes fewer calls than b; of equal calls, less time (the cell idle sooner). */
+static int owes_less(owed_t a, uint64_t a_tat, owed_t b, uint64_t b_tat)
+{
+    unsigned __int128 x = (unsigned __int128)a.backlog_us * b.interval_us,
+                      y = (unsigned __int128)b.backlog_us * a.interval_us;
+    return x != y ? x < y : a_tat < b_tat;
+}
+
 /* One sweep of the hand over up to EVICT_SAMPLE cells: idle ones (no debt at
- * now) go, and if that was not enough, the one with the least debt. */
+ * now) go, and if that was not enough, the one owing the fewest calls. */
 static int evict_sweep(state_t *st, MDB_txn *txn, MDB_cursor *cur, size_t need, uint64_t now, const char *const *keys,
                        size_t n, size_t *evicted)
 {
@@ -114,6 +140,7 @@ static int evict_sweep(state_t *st, MDB_txn *txn, MDB_cursor *cur, size_t need, 
     char best[STATE_LMDB_KEY_MAX];
     size_t bestlen = 0, seen = 0;
     uint64_t best_tat = UINT64_MAX;
+    owed_t best_owed = {0, 0};
     int rc = mdb_cursor_get(cur, &k, &v, st->cell_hand_len ? MDB_SET_RANGE : MDB_FIRST);
     for (; rc == MDB_SUCCESS && seen < EVICT_SAMPLE && *evicted < need; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
         seen++;
@@ -125,7 +152,9 @@ static int evict_sweep(state_t *st, MDB_txn *txn, MDB_cursor *cur, size_t need, 
             if ((rc = mdb_cursor_del(cur, 0)) != MDB_SUCCESS)
                 return rc;
             (*evicted)++;
-        } else if (cell.tat_us < best_tat && k.mv_size <= sizeof(best)) {
+        } else if (k.mv_size <= sizeof(best) &&
+                   (bestlen == 0 || owes_less(cell_owed(&cell, now), cell.tat_us, best_owed, best_tat))) {
+            best_owed = cell_owed(&cell, now);
             best_tat = cell.tat_us;
             memcpy(best, k.mv_data, k.mv_size);
             bestlen = k.mv_size;

@@ -5,6 +5,7 @@
 
 #include "base/sl_log.h"
 #include "base/sl_time.h"
+#include "state/state_cluster_int.h"
 #include "state/state_int.h"
 #include "state/state_key.h"
 
@@ -90,9 +91,10 @@ static int read_for_update(state_t *st, MDB_txn *txn, const char *key, state_end
     return breaker_repair(rec, sl_shared_ms(), bad);
 }
 
-/* state_endpoint_update; *repaired = 1 if this call wrote a repair. */
+/* state_endpoint_update; *repaired = 1 if this call wrote a repair; *out
+ * (if not NULL) gets the record as it is after the call. */
 static sl_err_t endpoint_update(state_t *st, const char *key, state_update_fn fn, void *ctx, int *changed,
-                                int *repaired)
+                                int *repaired, state_endpoint_rec_t *out)
 {
     MDB_txn *txn;
     *changed = 0;
@@ -111,6 +113,8 @@ static sl_err_t endpoint_update(state_t *st, const char *key, state_update_fn fn
     int fn_changed = fn(ctx, &rec, exists, events, &nevents);
     if (!fn_changed && !repair) {
         mdb_txn_abort(txn);
+        if (out != NULL)
+            *out = fixed;
         return SL_OK;
     }
     if (!fn_changed) {
@@ -138,6 +142,8 @@ static sl_err_t endpoint_update(state_t *st, const char *key, state_update_fn fn
         return err;
     *changed = fn_changed;
     *repaired = repair;
+    if (out != NULL)
+        *out = rec;
     if (repair)
         sl_log_warn("state: endpoint record \"%s\" had breaker value %u, which is no state; repaired to closed", key,
                     bad);
@@ -147,7 +153,36 @@ static sl_err_t endpoint_update(state_t *st, const char *key, state_update_fn fn
 sl_err_t state_endpoint_update(state_t *st, const char *key, state_update_fn fn, void *ctx, int *changed)
 {
     int repaired;
-    return endpoint_update(st, key, fn, ctx, changed, &repaired);
+    return endpoint_update(st, key, fn, ctx, changed, &repaired, NULL);
+}
+
+sl_err_t state_endpoint_update_local(state_t *st, const char *key, state_update_fn fn, void *ctx, int *changed,
+                                     state_endpoint_rec_t *out)
+{
+    int repaired;
+    return endpoint_update(st, key, fn, ctx, changed, &repaired, out);
+}
+
+void state_endpoint_transition(state_t *st, const char *key, state_update_fn fn, const void *ctx, size_t ctx_size,
+                               state_transition_done_fn done, void *data)
+{
+    if (state_cluster_up(st->cluster)) {
+        state_cluster_ep_transition(st->cluster, key, fn, ctx, ctx_size, done, data);
+        return;
+    }
+    int changed = 0;
+    state_endpoint_rec_t rec;
+    memset(&rec, 0, sizeof(rec));
+    /* fn may scribble on its context: a copy, as the cluster's path has */
+    void *copy = sl_xmalloc(ctx_size ? ctx_size : 1);
+    memcpy(copy, ctx, ctx_size);
+    sl_err_t err = state_endpoint_update_local(st, key, fn, copy, &changed, &rec);
+    if (err != SL_OK)
+        changed = 0;
+    else if (changed && st->cluster != NULL)
+        state_cluster_ep_mark_dirty(st->cluster, key); /* decided alone: told to Redis on its return */
+    free(copy);
+    done(data, err, changed, &rec);
 }
 
 static int leave_as_is(void *ctx, state_endpoint_rec_t *rec, int exists, state_event_t *events, size_t *nevents)
@@ -183,7 +218,7 @@ sl_err_t state_endpoints_repair(state_t *st, const char *const *keys, size_t n, 
     sl_err_t err = SL_OK;
     for (size_t i = 0; i < n && nbad > 0 && err == SL_OK; i++) {
         int changed, did = 0;
-        if (bad[i] && (err = endpoint_update(st, keys[i], leave_as_is, NULL, &changed, &did)) == SL_OK)
+        if (bad[i] && (err = endpoint_update(st, keys[i], leave_as_is, NULL, &changed, &did, NULL)) == SL_OK)
             *repaired += (size_t)did; /* 0 when a worker's write repaired it first */
     }
     free(bad);
@@ -261,6 +296,12 @@ sl_err_t state_network_update(state_t *st, const char *network, const char *cons
     memset(events, 0, sizeof(events));
     sl_err_t err = SL_OK;
     if (fn(ctx, recs, n, &level, exists, events, &nevents)) {
+        /* with the cluster up, every host sees the same change: Redis says
+         * which host reports it (the record here is written either way) */
+        int tell = nevents > 0 && state_cluster_up(st->cluster);
+        if (tell && state_cluster_level_report(st->cluster, network, level.level, events,
+                                               nevents < STATE_MAX_TXN_EVENTS ? nevents : STATE_MAX_TXN_EVENTS))
+            nevents = 0;
         sl_buf_t buf = SL_BUF_INIT;
         err = state_record_encode(&state_network_schema, &level, &buf);
         v = (MDB_val){buf.len, buf.base};

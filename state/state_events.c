@@ -42,8 +42,15 @@ static int next_seq(state_t *st, MDB_txn *txn, uint64_t *next)
     return *next == 0 || *next == UINT64_MAX ? MDB_INVALID : MDB_SUCCESS; /* exhausted */
 }
 
+void state_set_host(state_t *st, const char *host)
+{
+    snprintf(st->host, sizeof(st->host), "%s", host ? host : "");
+}
+
 int state_event_put(state_t *st, MDB_txn *txn, state_event_t *ev)
 {
+    if (ev->host[0] == '\0' && st->host[0] != '\0')
+        memcpy(ev->host, st->host, sizeof(ev->host));
     MDB_val mk = {8, "next_seq"};
     uint64_t next = 1;
     int rc = next_seq(st, txn, &next);

@@ -39,6 +39,8 @@ struct state {
     } degraded[STATE_PART_COUNT];
     char cell_hand[STATE_LMDB_KEY_MAX];          /* where cell eviction goes on (a key; "" = the first) */
     size_t cell_hand_len;
+    struct state_cluster *cluster; /* the worker's Redis link (cluster: section), NULL without */
+    char host[STATE_HOST_MAX + 1];  /* cluster: this host's name, given to the events it appends */
 };
 
 /* Converts an LMDB return code, logging what failed. */

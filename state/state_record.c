@@ -39,9 +39,11 @@ const state_schema_t state_endpoint_schema = {"endpoint", 3, endpoint_fields,
 
 static const state_field_t cell_fields[] = {
     F(state_cell_rec_t, tat_us, STATE_F_U64, 1),
+    F_SINCE(state_cell_rec_t, interval_us, STATE_F_U64, 1, 2),
 };
 
-const state_schema_t state_cell_schema = {"cell", 1, cell_fields, sizeof(cell_fields) / sizeof(cell_fields[0])};
+/* version 2: interval_us (eviction by calls owed, state/state_budget.c) */
+const state_schema_t state_cell_schema = {"cell", 2, cell_fields, sizeof(cell_fields) / sizeof(cell_fields[0])};
 
 static const state_field_t ledger_fields[] = {
     F(state_ledger_rec_t, window_start_ms, STATE_F_U64, 1),
@@ -84,9 +86,12 @@ static const state_field_t event_fields[] = {
     F(state_event_t, duration_ms, STATE_F_U64, 1),
     F(state_event_t, count, STATE_F_U64, 1),
     F(state_event_t, pid, STATE_F_U32, 1),
+    F_SINCE(state_event_t, host, STATE_F_STR, sizeof(((state_event_t *)0)->host), 2),
+    F_SINCE(state_event_t, origin_seq, STATE_F_U64, 1, 2),
 };
 
-const state_schema_t state_event_schema = {"event", 1, event_fields, sizeof(event_fields) / sizeof(event_fields[0])};
+/* version 2: host and origin_seq (cluster:: which host saw it, its sequence there) */
+const state_schema_t state_event_schema = {"event", 2, event_fields, sizeof(event_fields) / sizeof(event_fields[0])};
 
 static const state_field_t stats_fields[] = {
     F(state_stats_rec_t, pid, STATE_F_U32, 1),

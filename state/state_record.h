@@ -42,18 +42,24 @@ typedef struct state_schema {
 SL_MUST_CHECK sl_err_t state_record_encode(const state_schema_t *schema, const void *rec, sl_buf_t *out);
 SL_MUST_CHECK sl_err_t state_record_decode(const state_schema_t *schema, const void *buf, size_t len, void *rec);
 
+/* Bytes of a cluster host's name (cluster.host). */
+#define STATE_HOST_MAX 63
+
 /* ---- endpoint state: one per (network, endpoint); rare, write-through ---- */
 /* How many values `breaker` may hold (policy_breaker_state_t: closed, open,
  * half-open; admin/ checks the two agree). Any other value is a corrupt or
  * foreign record: it reads as closed and is repaired (state/state.h). */
 #define STATE_BREAKER_STATES 3
+/* probe_pid of a half-open probe claimed by another host: no pid is it. */
+#define STATE_PROBE_ELSEWHERE UINT32_MAX
 
 typedef struct state_endpoint_rec {
     uint8_t breaker;              /* policy_breaker_state_t, < STATE_BREAKER_STATES */
     uint64_t since_ms;            /* shared time (base/sl_time.h): state entered */
     uint32_t cooldown_ms;
     uint64_t opened_at_ms;        /* the current outage began */
-    uint32_t probe_pid;           /* HALF_OPEN: the worker that claimed the probe */
+    uint32_t probe_pid;           /* HALF_OPEN: the worker that claimed the probe (STATE_PROBE_ELSEWHERE:
+                                     a process of another host, with cluster:) */
     uint64_t probe_at_ms;
     uint8_t drained;              /* operator's drain: no traffic */
     uint64_t drained_at_ms;
@@ -95,6 +101,8 @@ extern const state_schema_t state_endpoint_schema;
     X(CONFIG_RELOAD_FAILED, "config_reload_failed")                                       \
     X(STATE_DEGRADED, "state_degraded")                                                   \
     X(STATE_RESTORED, "state_restored")                                                   \
+    X(CLUSTER_DEGRADED, "cluster_degraded")                                               \
+    X(CLUSTER_RESTORED, "cluster_restored")                                               \
     X(ENDPOINT_DEMOTED, "endpoint_demoted")
 
 typedef enum state_event_kind {
@@ -119,6 +127,9 @@ typedef struct state_event {
     uint64_t duration_ms;         /* breaker_closed: how long it was open; failover: the interval */
     uint64_t count;               /* failover: how many; redundancy_low: usable endpoints */
     uint32_t pid;                 /* the process that observed it */
+    /* version 2, for cluster: */
+    char host[STATE_HOST_MAX + 1]; /* the host that observed it ("" without cluster:) */
+    uint64_t origin_seq;          /* its sequence on that host, if another host's (else 0) */
 } state_event_t;
 
 extern const state_schema_t state_event_schema;
@@ -195,6 +206,9 @@ extern const state_schema_t state_stats_schema;
 /* ---- client rate-limit cells (GCRA) ---- */
 typedef struct state_cell_rec {
     uint64_t tat_us;              /* theoretical arrival time, shared-time µs */
+    uint64_t interval_us;         /* the window's emission interval I (policy/limiter.h), so
+                                     eviction can tell calls owed, (tat - now) / I; 0 = unknown
+                                     (a version 1 record) */
 } state_cell_rec_t;
 
 extern const state_schema_t state_cell_schema;

@@ -47,6 +47,8 @@ cmake --build build-debug -j "$jobs"
 if [ "${SLUICE_SKIP_COMPOSE:-0}" != 1 ]; then
     step "docker-compose.yml with podman (image build, up, worker kill, down/up, down)"
     tests/deploy/compose.sh
+    step "docker-compose.yml's cluster profile with podman (two hosts and Redis: drain shared, Redis stopped and started)"
+    tests/deploy/compose_cluster.sh
 fi
 
 if [ "${SLUICE_SKIP_ASAN:-0}" != 1 ]; then

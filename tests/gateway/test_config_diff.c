@@ -178,3 +178,27 @@ Test(config_diff, summary_cut_says_how_many_more)
     cr_expect_eq(strlen(tiny), 7); /* cut, still terminated */
     gw_config_diff_dispose(&d);
 }
+
+/* The cluster: section is for a restart: each worker's link and the
+ * master's check of Redis are made at the start. The message names it
+ * without its values (the URL holds the password). */
+Test(config_diff, cluster_needs_a_restart)
+{
+    static const char net[] = "networks:\n  eth:\n    endpoints: [ \"http://127.0.0.1:9001\" ]\n";
+    char a[512], b[512], c[512];
+    snprintf(a, sizeof(a), BASE "%scluster: { redis: \"redis://:pw-one-secret@10.0.0.1:6379/0\", host: h1 }\n", net);
+    snprintf(b, sizeof(b), BASE "%scluster: { redis: \"redis://:pw-two-secret@10.0.0.1:6379/0\", host: h1 }\n", net);
+    snprintf(c, sizeof(c), BASE "%s", net);
+    gw_config_diff_t d;
+    char s[512];
+    summary_of(a, a, s, sizeof(s), &d);
+    cr_expect_str_eq(d.restart, "", "the same section: nothing to restart for");
+    gw_config_diff_dispose(&d);
+    summary_of(a, b, s, sizeof(s), &d);
+    cr_expect_str_eq(d.restart, "cluster changed: needs a restart");
+    cr_expect(strstr(d.restart, "pw-") == NULL);
+    gw_config_diff_dispose(&d);
+    summary_of(c, a, s, sizeof(s), &d);
+    cr_expect_str_eq(d.restart, "cluster changed: needs a restart", "added");
+    gw_config_diff_dispose(&d);
+}

@@ -1,58 +1,22 @@
 /* tests/gateway/test_limit.c: client limits (gateway/gw_limit.c) against a
- * real LMDB environment, with the clocks injected: this binary defines
- * clock_gettime itself, so every clock sluice reads (base/sl_time.h) is the
- * test's; it defines mdb_txn_commit too, to make LMDB's commits fail as on a
- * full map. Each test runs in its own process (Criterion). No sleeps. */
+ * real LMDB environment, with the clocks injected (tests/lib/fake_clock.h
+ * defines clock_gettime, so every clock sluice reads is the test's), and
+ * LMDB's commits fail as on a full map when a test says so
+ * (tests/lib/fail_commits.h). Each test runs in its own process (Criterion). No sleeps. */
 #include <criterion/criterion.h>
-#include <dlfcn.h>
-#include <lmdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "base/sl_log.h"
 #include "gateway/gw_config.h"
 #include "gateway/gw_limit.h"
 #include "state/state.h"
-
-/* ---- the injected clocks ---- */
-static int fake_on;
-static uint64_t fake_wall_ns, fake_mono_ns;
-
-int clock_gettime(clockid_t id, struct timespec *ts)
-{
-    if (!fake_on)
-        return (int)syscall(SYS_clock_gettime, id, ts);
-    uint64_t v = id == CLOCK_REALTIME || id == CLOCK_REALTIME_COARSE ? fake_wall_ns : fake_mono_ns;
-    ts->tv_sec = (time_t)(v / 1000000000ull);
-    ts->tv_nsec = (long)(v % 1000000000ull);
-    return 0;
-}
-
-/* Time passes: both clocks move on. */
-static void pass_ms(uint64_t ms)
-{
-    fake_wall_ns += ms * 1000000ull;
-    fake_mono_ns += ms * 1000000ull;
-}
-
-/* ---- an injected failure: LMDB's commit meets a full map ---- */
-static int fail_commits;
-
-int mdb_txn_commit(MDB_txn *txn)
-{
-    static int (*real)(MDB_txn *);
-    if (real == NULL)
-        real = (int (*)(MDB_txn *))dlsym(RTLD_NEXT, "mdb_txn_commit");
-    if (fail_commits) {
-        mdb_txn_abort(txn);
-        return MDB_MAP_FULL;
-    }
-    return real(txn);
-}
+#include "state/state_key.h"
+#include "tests/lib/fail_commits.h"
+#include "tests/lib/fake_clock.h"
+#include "tests/lib/temp_dir.h"
 
 /* ---- fixtures ---- */
 static char tmpdir[256], dbpath[300];
@@ -83,11 +47,8 @@ static void open_all(size_t map_mb, const char *tiers)
 
 static void setup(void)
 {
-    fake_wall_ns = 1700000000ull * 1000000000ull; /* November 2023 */
-    fake_mono_ns = 5000ull * 1000000000ull;       /* 5000 s since boot */
-    fake_on = 1;
-    snprintf(tmpdir, sizeof(tmpdir), "%s/sluice-limit-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    cr_assert_not_null(mkdtemp(tmpdir));
+    fake_clock_start(1700000000, 5000); /* November 2023, 5000 s since boot */
+    temp_dir_make(tmpdir, sizeof(tmpdir), "limit");
     snprintf(dbpath, sizeof(dbpath), "%s/state", tmpdir);
 }
 
@@ -96,10 +57,8 @@ static void teardown(void)
     gw_limit_destroy(lim);
     state_close(st);
     gw_config_destroy(cfg);
-    char cmd[400];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-    fake_on = 0;
-    cr_expect_eq(system(cmd), 0);
+    fake_clock_stop();
+    temp_dir_remove(tmpdir);
 }
 
 TestSuite(limit, .init = setup, .fini = teardown);
@@ -131,17 +90,17 @@ Test(limit, a_backward_step_of_the_wall_clock_does_not_refuse_an_active_client)
 {
     open_all(16, "{ anonymous: { per_second: 5, per_minute: 100 } }");
     cr_assert_eq(admitted("ip:10.0.0.1", 8), 5, "the burst is the limit");
-    pass_ms(1000);
+    fake_clock_pass_ms(1000);
     cr_assert_eq(admitted("ip:10.0.0.1", 8), 5, "a second later, the burst again");
     /* NTP steps the wall clock back an hour; the client goes on */
-    fake_wall_ns -= 3600ull * 1000000000ull;
-    pass_ms(1000);
+    fake_clock_step_wall_s(-3600);
+    fake_clock_pass_ms(1000);
     cr_assert_eq(admitted("ip:10.0.0.1", 8), 5, "refused after a backward step: the cells count wall time");
     gw_limit_result_t r;
     gw_limit_charge(lim, cfg->anonymous_tier, "ip:10.0.0.1", POLICY_BUCKET_STANDARD, 1, &r);
     cr_assert(!r.allowed);
     cr_expect_leq(r.retry_after_s, 1, "Retry-After %u s after a backward step", r.retry_after_s);
-    pass_ms(200);
+    fake_clock_pass_ms(200);
     cr_expect_eq(admitted("ip:10.0.0.1", 2), 1, "one call per 200 ms, as before the step");
 }
 
@@ -151,11 +110,11 @@ Test(limit, a_forward_step_then_back_admits_no_more_than_the_limit_per_window)
     cr_assert_eq(admitted("ip:10.0.0.2", 20), 10);
     /* a forward step of a day and back: the minute is still the same minute
      * for shared time, which only follows the forward step once */
-    fake_wall_ns += 86400ull * 1000000000ull;
-    pass_ms(200); /* shared time looks at the wall clock every 100 ms */
+    fake_clock_step_wall_s(86400);
+    fake_clock_pass_ms(200); /* shared time looks at the wall clock every 100 ms */
     int after_forward = admitted("ip:10.0.0.2", 20);
-    fake_wall_ns -= 86400ull * 1000000000ull;
-    pass_ms(10);
+    fake_clock_step_wall_s(-86400);
+    fake_clock_pass_ms(10);
     int after_back = admitted("ip:10.0.0.2", 20);
     cr_expect_leq(after_forward + after_back, 10, "a step forward and back gave %d + %d calls more", after_forward,
                   after_back);
@@ -167,13 +126,37 @@ Test(limit, failing_shared_cells_enforce_the_limit_locally_and_say_so)
     /* every write transaction from here on meets a full map */
     fail_commits = 1;
     cr_assert_eq(admitted("ip:10.0.0.3", 12), 5, "a full map must not switch the limit off");
-    pass_ms(1000);
+    fake_clock_pass_ms(1000);
     cr_assert_eq(admitted("ip:10.0.0.3", 12), 5, "a second later: the burst again, locally");
     cr_expect_eq(gw_limit_failures(lim) > 0, 1);
     cr_expect_eq(count_events("state_degraded"), 0, "no room for the event either: it waits");
     fail_commits = 0;
-    pass_ms(1100);
+    fake_clock_pass_ms(1100);
     cr_expect_eq(admitted("ip:10.0.0.3", 12), 5, "after the map has room");
     cr_expect_eq(count_events("state_degraded"), 1, "one state_degraded event for the episode");
     cr_expect_eq(count_events("state_restored"), 1, "and one state_restored");
+}
+
+/* Each cell a lease writes carries its window's emission interval, which
+ * eviction divides the time owed by (state/state_budget.c): without it a
+ * per-second cell owing a burst looks like it owes less than a day cell
+ * owing one call. */
+Test(limit, the_cells_carry_their_windows_interval)
+{
+    open_all(16, "{ anonymous: { per_second: 5, per_minute: 100, per_day: 1000 } }");
+    cr_assert_eq(admitted("ip:10.0.0.4", 1), 1);
+    static const struct {
+        const char *window;
+        uint64_t interval_us;
+    } want[] = {{"1", 200000}, {"60", 600000}, {"86400", 86400000}};
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        char key[STATE_KEY_MAX];
+        state_key_cell(key, sizeof(key), "ip:10.0.0.4", "standard", want[i].window);
+        state_cell_rec_t c;
+        cr_assert_eq(state_read_begin(st), SL_OK);
+        cr_assert_eq(state_budget_get(st, STATE_BUDGET_LIMITS, key, &c), SL_OK, "%s", key);
+        state_read_end(st);
+        cr_expect_eq(c.interval_us, want[i].interval_us, "%s: interval %lu", key, (unsigned long)c.interval_us);
+        cr_expect_gt(c.tat_us, 0, "%s", key);
+    }
 }

@@ -9,6 +9,7 @@ import path from 'node:path';
 import {
   startFake, startSluice, post, call, sleep, waitFor, events, adminGet, adminPost, sseConnect, workerPids,
   renderConfig, tempDir, SLUICE_BIN, postFresh,
+  waitLog,
 } from '../lib/harness.mjs';
 
 const started = [];
@@ -294,7 +295,7 @@ test('a breaker value that is no state is repaired to closed with an event, not 
   assert.equal(view.usable, true);
   await sleep(150); // every worker's snapshot
   for (let i = 0; i < 6; i++) assert.equal((await postFresh(s.url('eth'), call('eth_chainId'))).headers.get('x-sluice-endpoint'), 'a');
-  assert.match(s.logs(), /endpoint record "eth\/a" had breaker value 7, which is no state; repaired to closed/);
+  await waitLog(s, /endpoint record "eth\/a" had breaker value 7, which is no state; repaired to closed/);
 });
 
 test('a corrupt record in LMDB is reported, not crashed on', async () => {
@@ -308,6 +309,6 @@ test('a corrupt record in LMDB is reported, not crashed on', async () => {
   assert.equal(view.status, 200);
   assert.equal(view.json[0].breaker.state, 'closed', 'treated as absent');
   assert.equal((await post(s.url('eth'), call('eth_chainId'))).status, 200);
-  assert.match(s.logs(), /endpoint record "eth\/a" does not decode \(corrupt record\)/);
+  await waitLog(s, /endpoint record "eth\/a" does not decode \(corrupt record\)/);
   void execFileSync;
 });

@@ -7,7 +7,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { readFileSync } from 'node:fs';
-import { startFake, startSluice, post, postFresh, call, sleep, waitFor, workerPids, adminGet } from '../lib/harness.mjs';
+import { startFake, startSluice, post, postFresh, call, sleep, waitFor, workerPids, adminGet, waitLog } from '../lib/harness.mjs';
 
 const started = [];
 after(async () => { await Promise.all(started.map((p) => p.stop())); });
@@ -181,7 +181,7 @@ test('EMFILE: with 64 descriptors a flood of connections does not spin the worke
 test('the open files soft limit is raised to the hard limit at start', async () => {
   const { s, pid } = await oneWorker({}, { wrap: ['prlimit', '--nofile=256:4096', '--'] });
   assert.match(readFileSync(`/proc/${pid}/limits`, 'utf8'), /Max open files\s+4096\s+4096/);
-  assert.match(s.logs(), /open files limit raised from 256 to 4096/);
+  await waitLog(s, /open files limit raised from 256 to 4096/);
 });
 
 test('server.idle_timeout_ms closes a connection that sends nothing, and one idle after its answer', async () => {

@@ -10,7 +10,7 @@ import { spawnSync } from 'node:child_process';
 import dgram from 'node:dgram';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { startFake, startSluice, post, call, adminGet, adminPost, waitFor, tempDir, SLUICE_BIN } from '../lib/harness.mjs';
+import { startFake, startSluice, post, call, adminGet, adminPost, waitFor, tempDir, SLUICE_BIN, waitLog } from '../lib/harness.mjs';
 
 const started = [];
 const sockets = [];
@@ -57,7 +57,7 @@ test('an unresolvable host is an endpoint failure, visible and retried; the heal
   const ready = await adminGet(s, '/readyz');
   assert.equal(ready.status, 503);
   assert.match(ready.json.reason, /network dark has no usable endpoint/);
-  assert.match(s.logs(), /endpoint eth\/nodns: the host name of http:\/\/nonexistent\.invalid:\d+\/ does not resolve \(.+\): out of the plan, retried/);
+  await waitLog(s, /endpoint eth\/nodns: the host name of http:\/\/nonexistent\.invalid:\d+\/ does not resolve \(.+\): out of the plan, retried/);
   // retried: the log says so once, not once per retry (1 s, 2 s, ...)
   await new Promise((r) => setTimeout(r, 2500));
   const warns = s.logs().split('\n').filter((l) => l.includes('eth/nodns: the host name'));
@@ -142,7 +142,7 @@ test('startup does not wait for a hanging resolver; the endpoint is usable once 
   }, { what: 'the hanging lookup shown as a failure' });
   assert.equal(view.excluded, 'host name lookup timed out (timeouts.connect_ms)');
   assert.ok(dns.st.queries > 0, 'sluice asked our DNS server');
-  assert.match(s.logs(), /eth\/named: the host name of http:\/\/rpc\.sluice-dns-test\.example:\d+\/ does not resolve \(no answer within 500 ms\)/);
+  await waitLog(s, /eth\/named: the host name of http:\/\/rpc\.sluice-dns-test\.example:\d+\/ does not resolve \(no answer within 500 ms\)/);
 
   // --check needs no DNS either
   const cfg = path.join(dir, 'check.yaml');
@@ -159,7 +159,7 @@ test('startup does not wait for a hanging resolver; the endpoint is usable once 
   await waitFor(async () => (await post(s.url('eth'), call('eth_chainId'))).headers.get('x-sluice-endpoint') === 'named',
     { timeoutMs: 10000, what: 'traffic through the resolved endpoint' });
   assert.ok((await named.stats()).requests > 0, 'the fake behind the name got the calls');
-  assert.match(s.logs(), /eth\/named: the host name resolves again/);
+  await waitLog(s, /eth\/named: the host name resolves again/);
 
   // a slow resolver (200 ms, within connect_ms): the first calls of a fresh
   // sluice wait for the first lookup instead of failing over

@@ -4,7 +4,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { startFake, startSluice, postFresh, post, call, sleep } from '../lib/harness.mjs';
+import { startFake, startSluice, postFresh, post, call, sleep, waitLog } from '../lib/harness.mjs';
 
 const started = [];
 after(async () => { await Promise.all(started.map((p) => p.stop())); });
@@ -113,7 +113,7 @@ test('keys: path, header, both (path wins); unknown sl_ key 401; another segment
   assert.equal(H(r, 'limit'), '2', 'anonymous');
   await new Promise((res) => setTimeout(res, 400));
   assert.ok(!s.logs().includes(PRO) && !s.logs().includes(BASIC), 'keys never reach the logs');
-  assert.match(s.logs(), /"key":"team-pro"/);
+  await waitLog(s, /"key":"team-pro"/);
 });
 
 test('every route that reaches the JSON-RPC handler is metered', async () => {

@@ -10,7 +10,7 @@ import { execFileSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
-import { startFake, startSluice, post, postFresh, call, sleep, adminGet, events, workerPids, waitFor } from '../lib/harness.mjs';
+import { startFake, startSluice, post, postFresh, call, sleep, adminGet, events, workerPids, waitFor, waitLog } from '../lib/harness.mjs';
 
 let a, b;
 const started = [];
@@ -91,7 +91,7 @@ test('EMFILE on socket(): 503 local_error, no endpoint blamed, all well once des
     idle.destroy();
   }
   await assertNobodyBlamed(s, 6);
-  assert.match(s.logs(), /sluice's own resources/);
+  await waitLog(s, /sluice's own resources/);
 });
 
 // A Content-Length answer is read straight into one buffer of its size (not

@@ -11,7 +11,8 @@ import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { startFake, startSluice, post, call, waitFor, events, adminGet } from '../lib/harness.mjs';
+import { randomBytes } from 'node:crypto';
+import { startFake, startSluice, post, postFresh, call, waitFor, events, adminGet } from '../lib/harness.mjs';
 import { launch, needChromium } from '../lib/cdp.mjs';
 
 const started = [];
@@ -97,14 +98,13 @@ test('with a token: login, plan order, breaker in the timeline within 2 s, drain
   assert.match(await br.evaluate(`document.querySelector('tr[data-endpoint="eth/b"]').textContent`), /day.*0 \/ 100,000/);
   await br.waitFor(`document.getElementById('stream-state').dataset.live === 'true'`, { what: 'the event stream' });
 
-  // /admin/networks (issue 12) does not exist yet: no pressure column at all
+  // the pressure column, read from /admin/networks with the token
   const networks = await adminGet(s, '/admin/networks', TOKEN);
-  if (networks.status === 404) {
-    assert.equal(await br.evaluate(`document.querySelectorAll('[data-col="pressure"], [data-pressure]').length`), 0);
-  } else {
-    assert.equal(networks.status, 200);
-    await br.waitFor(`document.querySelector('td[data-pressure]') !== null`, { what: 'the pressure column' });
-  }
+  assert.equal(networks.status, 200);
+  assert.equal(await br.evaluate(`document.querySelectorAll('th[data-col="pressure"]').length`), 1);
+  await br.waitFor(`document.querySelector('tr[data-network="eth"] td[data-pressure]').dataset.pressure ===
+    ${JSON.stringify(networks.json[0].level)}`, { what: 'the level /admin/networks says' });
+  assert.ok(br.requests.some((r) => new URL(r.url).pathname === '/admin/networks' && r.headers.Authorization === `Bearer ${TOKEN}`));
 
   // a fails: its breaker opens; the page shows it within 2 s of the event
   await a.setMode('http500');
@@ -193,4 +193,55 @@ test('without a token the page shows the endpoints at once', async (t) => {
     { what: 'a rate limited in the table' });
   await br.waitFor(`document.querySelector('#timeline li[data-kind="endpoint_rate_limited"]') !== null`,
     { what: 'endpoint_rate_limited in the timeline' });
+});
+
+test('the pressure column shows each network\'s live level: critical under load, ok again after, off where disabled', async (t) => {
+  if (!needChromium(t)) return;
+  const slow = await startFake({ name: 'slow', args: ['--mode', 'slow', '--delay-ms', '300'] });
+  const c = await startFake({ name: 'c' });
+  started.push(slow, c);
+  const s = await startSluice({
+    workers: 2,
+    networks: {
+      eth: { lines: ['ranking: { probe_interval_ms: 0 }', 'pressure: { hold_ms: 500 }'],
+        endpoints: [{ id: 'slow', url: slow.url, max_inflight: 4 }] },
+      quiet: { lines: ['pressure: { enabled: false }'], endpoints: [{ id: 'c', url: c.url }] },
+    },
+  });
+  started.push(s);
+  const level = async (net) => (await adminGet(s, '/admin/networks')).json.find((n) => n.network === net).level;
+  const shown = (net) => br.evaluate(`document.querySelector('tr[data-network="${net}"] td[data-pressure]')?.dataset.pressure`);
+  const br = await launch();
+  browsers.push(br);
+  await br.goto(`${s.admin}/`);
+  await br.waitFor(`document.querySelectorAll('tr[data-network] td[data-pressure]').length === 2`, { what: 'both networks' });
+  assert.equal(await level('eth'), 'ok');
+  await br.waitFor(`document.querySelector('tr[data-network="eth"] td[data-pressure]').dataset.pressure === 'ok'`, { what: 'eth ok' });
+  // a network without a level says so, not "ok"
+  assert.equal((await adminGet(s, '/admin/networks')).json.find((n) => n.network === 'quiet').enabled, false);
+  assert.equal(await shown('quiet'), 'off');
+
+  // receipt polls (never shed: they wait for a slot) from 12 loops against 4
+  // slots of a slow provider: the depth passes the ceiling, critical
+  let running = true;
+  const polls = Promise.all(Array.from({ length: 12 }, async () => {
+    while (running) await postFresh(s.url('eth'), call('eth_getTransactionReceipt', ['0x' + randomBytes(32).toString('hex')], 1));
+  }));
+  try {
+    await waitFor(async () => (await level('eth')) === 'critical', { what: 'eth critical', timeoutMs: 8000 });
+    await br.waitFor(`document.querySelector('tr[data-network="eth"] td[data-pressure]').dataset.pressure === 'critical'`,
+      { what: 'critical on the page' });
+    assert.equal(await level('eth'), 'critical', 'the page shows what /admin/networks says');
+    // with what makes it: calls in flight of the ceiling (4 slots)
+    assert.match(await br.evaluate(`document.querySelector('tr[data-network="eth"] td[data-pressure]').textContent`),
+      /^critical\d+ \/ 4 in flight · \d+% · for /);
+    assert.equal(await shown('quiet'), 'off');
+  } finally {
+    running = false;
+    await polls;
+  }
+  await waitFor(async () => (await level('eth')) === 'ok', { what: 'eth ok again', timeoutMs: 10000 });
+  await br.waitFor(`document.querySelector('tr[data-network="eth"] td[data-pressure]').dataset.pressure === 'ok'`,
+    { what: 'ok again on the page' });
+  await br.waitFor(`document.querySelector('#timeline li[data-kind="pressure_changed"]') !== null`, { what: 'pressure_changed in the timeline' });
 });

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { startFake, startSluice, post, call, sleep, waitFor, workerPids, tempDir, SLUICE_BIN } from '../lib/harness.mjs';
+import { startFake, startSluice, post, call, sleep, waitFor, workerPids, tempDir, SLUICE_BIN, waitLog } from '../lib/harness.mjs';
 
 let a;
 
@@ -27,7 +27,7 @@ test('SIGTERM: stop accepting, finish the slow request in flight, exit 0', async
   const { code, signal } = await s.exited;
   assert.equal(signal, null);
   assert.equal(code, 0);
-  assert.match(s.logs(), /draining 1 request/);
+  await waitLog(s, /draining 1 request/);
   await a.setMode('ok');
 });
 
@@ -46,8 +46,8 @@ test('kill -9 of a worker: it is respawned, logged, and service continues', asyn
     }
     await waitFor(async () => (await workerPids(s.child.pid)).length === 2 && !(await workerPids(s.child.pid)).includes(pids[0]),
       { what: 'respawned worker' });
-    assert.match(s.logs(), new RegExp(`worker \\d \\(pid ${pids[0]}\\) killed by signal 9`));
-    assert.match(s.logs(), /respawned as pid \d+/);
+    await waitLog(s, new RegExp(`worker \\d \\(pid ${pids[0]}\\) killed by signal 9`));
+    await waitLog(s, /respawned as pid \d+/);
     const r = await post(s.url('eth'), call('eth_chainId'));
     assert.equal(r.status, 200);
   } finally {

@@ -9,6 +9,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import {
   startFake, startSluice, renderConfig, post, call, sleep, waitFor, workerPids,
+  waitLog,
 } from '../lib/harness.mjs';
 
 let a, b, c;
@@ -140,7 +141,7 @@ test('SIGHUP under load: an endpoint added, then a broken config refused; no req
     const bad = await waitEvent(s, seq1, 'config_reload_failed');
     assert.match(bad.reason, new RegExp(`sluice\\.yaml:${line}: networks\\.eth\\.endpoints\\[2\\]\\.max_inflight`));
     assert.equal(bad.count, 1);
-    assert.match(s.logs(), new RegExp(`sluice\\.yaml:${line}: networks\\.eth\\.endpoints\\[2\\]\\.max_inflight`));
+    await waitLog(s, new RegExp(`sluice\\.yaml:${line}: networks\\.eth\\.endpoints\\[2\\]\\.max_inflight`));
     await sleep(500);
     assert.deepEqual((await workerPids(s.child.pid)).sort(), gen1.sort(), 'the running workers were left alone');
     assert.deepEqual((await endpointsOf(s)).map((e) => e.id), ['a', 'b', 'c']);

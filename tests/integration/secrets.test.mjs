@@ -18,7 +18,7 @@ import { writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
-import { startFake, startSluice, call, sleep, waitFor, tempDir, SLUICE_BIN } from '../lib/harness.mjs';
+import { startFake, startSluice, call, sleep, waitFor, tempDir, SLUICE_BIN, waitLog } from '../lib/harness.mjs';
 
 const started = [];
 const servers = [];
@@ -321,7 +321,7 @@ networks:
   assert.ok(rb.seen.some((r) => r.url === `/rpc?api-key=${S.queryKey}`), 'sluice sent the query key upstream');
   assert.ok(rg.seen.some((r) => r.headers['x-api-key'] === S.headerKey), 'sluice sent the header key upstream');
   assert.ok(plain.connections > 0, 'sluice tried the https endpoint');
-  assert.match(s.logs(), /eth\/tlsbad: TLS handshake with https:\/\/127\.0\.0\.1:\d+\/v3\/\*\*\* failed/);
+  await waitLog(s, /eth\/tlsbad: TLS handshake with https:\/\/127\.0\.0\.1:\d+\/v3\/\*\*\* failed/);
 
   // SLUICE_SECRETS_DUMP=FILE keeps everything searched, to read it by eye
   if (process.env.SLUICE_SECRETS_DUMP)

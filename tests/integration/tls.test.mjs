@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { startFake, startSluice, post, call, tempDir } from '../lib/harness.mjs';
+import { startFake, startSluice, post, call, tempDir, waitLog } from '../lib/harness.mjs';
 
 let dir, ca, good, wrongName, noIpSan, untrusted;
 const fakes = [];
@@ -73,7 +73,7 @@ test('a wrong-name certificate is refused under TLS 1.3, and the call fails over
     assert.equal(r.status, 200);
     assert.equal(r.headers.get('x-sluice-endpoint'), 'good');
     assert.equal(r.headers.get('x-sluice-attempts'), '2');
-    assert.match(s.logs(), /TLS handshake with https:\/\/localhost:\d+ failed/);
+    await waitLog(s, /TLS handshake with https:\/\/localhost:\d+ failed/);
   } finally { await s.stop(); }
 });
 

@@ -5,6 +5,7 @@
 // exits. Binaries come from the environment ctest sets (SLUICE_BIN,
 // FAKEPROVIDER_BIN) or from ./build.
 
+import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { after } from 'node:test';
 import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
@@ -202,6 +203,17 @@ export async function waitFor(fn, { timeoutMs = 10000, intervalMs = 50, what = '
     if (v) return v;
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await sleep(intervalMs);
+  }
+}
+
+// A line another process wrote (the master, a worker) reaches this process
+// through a pipe, and may arrive after the HTTP answer that made us look for
+// it: wait for it, then fail with the whole log if it never came.
+export async function waitLog(s, re, { timeoutMs = 5000 } = {}) {
+  const end = Date.now() + timeoutMs;
+  while (!re.test(s.logs())) {
+    if (Date.now() > end) assert.match(s.logs(), re);
+    await sleep(25);
   }
 }
 

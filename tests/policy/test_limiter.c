@@ -302,6 +302,7 @@ Test(limiter, per_day_and_month_big_limits)
         const policy_gcra_t *g = &cases[i].g;
         uint64_t I = cases[i].interval;
         uint64_t tat = 0;
+        cr_expect_eq(policy_gcra_interval(g), I, "case %zu: the interval one call adds", i);
         cr_expect_eq(policy_gcra_available(g, tat, T0, UINT32_MAX), g->limit, "case %zu", i);
         /* the whole burst as one batch, then nothing */
         policy_gcra_result_t r = step(g, &tat, T0, g->limit);
@@ -317,6 +318,24 @@ Test(limiter, per_day_and_month_big_limits)
         uint32_t back = policy_gcra_available(g, tat, T0 + q, UINT32_MAX);
         cr_expect(back == q / I || back + 1 == q / I, "case %zu: %u back after W/4", i, back);
     }
+}
+
+/* ---- the interval a cell stores (state/ evicts by calls owed) ----------- */
+
+Test(limiter, interval_is_what_one_call_adds)
+{
+    static const policy_gcra_t gs[] = {{SEC, 5}, {60 * SEC, 200}, {DAY, 1000}, {SEC, 3000000}, {SEC, 0}};
+    for (size_t i = 0; i < COUNT(gs); i++) {
+        uint64_t tat = 0;
+        policy_gcra_result_t r = step(&gs[i], &tat, T0, 1);
+        cr_assert(r.allowed, "case %zu", i);
+        /* limit 0 leaves the TAT alone: nothing added, interval 0 */
+        uint64_t added = gs[i].limit == 0 ? 0 : tat - T0;
+        cr_expect_eq(policy_gcra_interval(&gs[i]), added, "case %zu: interval %lu, one call added %lu", i,
+                     (unsigned long)policy_gcra_interval(&gs[i]), (unsigned long)added);
+    }
+    cr_expect_eq(policy_gcra_interval(&gs[0]), 200000);
+    cr_expect_eq(policy_gcra_interval(&gs[2]), 86400000);
 }
 
 /* ---- no limit, nothing asked --------------------------------------------- */
@@ -427,4 +446,31 @@ Test(limiter, bucket_names)
     for (int b = 0; b < POLICY_BUCKET_COUNT; b++)
         for (int c = 0; c < b; c++)
             cr_expect_str_neq(policy_bucket_name(b), policy_bucket_name(c));
+}
+
+/* The shape handed to Redis is the one the C arithmetic uses: a cell that
+ * admits k calls at backlog d is exactly floor((C - d) / I) of them. */
+Test(limiter, shape_agrees_with_available)
+{
+    static const policy_gcra_t cases[] = {
+        {1000000, 10}, {1000000, 3}, {1000000, 300000}, {1000000, 1000000}, {1000000, 4000000},
+        {60000000, 7}, {86400000000ull, 1}, {86400000000ull, 4294967295u},
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        uint64_t i, cap;
+        policy_gcra_shape(&cases[c], &i, &cap);
+        cr_assert_gt(i, 0);
+        cr_expect_leq(cap, cases[c].window_us, "the burst never exceeds the window");
+        for (uint64_t d = 0; d <= cap + i; d += cap / 7 + 1) {
+            uint64_t now = 5000000000ull, tat = now + d;
+            uint64_t fits = d >= cap ? 0 : (cap - d) / i;
+            uint32_t want = fits > 100000 ? 100000 : (uint32_t)fits + 3;
+            uint32_t got = policy_gcra_available(&cases[c], tat, now, want);
+            cr_expect_eq(got, fits < want ? fits : want, "limit %u backlog %llu", cases[c].limit, (unsigned long long)d);
+        }
+    }
+    uint64_t i = 9, cap = 9;
+    policy_gcra_shape(&(policy_gcra_t){1000000, 0}, &i, &cap);
+    cr_expect_eq(i, 0);
+    cr_expect_eq(cap, 0);
 }

@@ -1,51 +1,17 @@
 /* tests/pool/test_credit.c: credit budgets (pool/pool_credit.c) against a
- * real LMDB environment, with the clocks injected: this binary defines
- * clock_gettime (every clock sluice reads is the test's) and
- * mdb_txn_commit (to fail commits as a full map does). No sleeps. */
+ * real LMDB environment, with the clocks injected (tests/lib/fake_clock.h:
+ * every clock sluice reads is the test's), and commits that fail as on a
+ * full map (tests/lib/fail_commits.h). No sleeps. */
 #include <criterion/criterion.h>
-#include <dlfcn.h>
-#include <ftw.h>
-#include <lmdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "pool/pool_int.h"
 #include "state/state.h"
-
-static int fake_on, fail_commits;
-static uint64_t fake_wall_ns, fake_mono_ns;
-
-int clock_gettime(clockid_t id, struct timespec *ts)
-{
-    if (!fake_on)
-        return (int)syscall(SYS_clock_gettime, id, ts);
-    uint64_t v = id == CLOCK_REALTIME || id == CLOCK_REALTIME_COARSE ? fake_wall_ns : fake_mono_ns;
-    ts->tv_sec = (time_t)(v / 1000000000ull);
-    ts->tv_nsec = (long)(v % 1000000000ull);
-    return 0;
-}
-
-int mdb_txn_commit(MDB_txn *txn)
-{
-    static int (*real)(MDB_txn *);
-    if (real == NULL)
-        real = (int (*)(MDB_txn *))dlsym(RTLD_NEXT, "mdb_txn_commit");
-    if (fail_commits) {
-        mdb_txn_abort(txn);
-        return MDB_MAP_FULL;
-    }
-    return real(txn);
-}
-
-static void pass_ms(uint64_t ms)
-{
-    fake_wall_ns += ms * 1000000ull;
-    fake_mono_ns += ms * 1000000ull;
-}
+#include "tests/lib/fail_commits.h"
+#include "tests/lib/fake_clock.h"
+#include "tests/lib/temp_dir.h"
 
 static char tmpdir[256], dbpath[300];
 static state_t *st;
@@ -54,22 +20,11 @@ static h2o_loop_t *loop;
 static pool_endpoint_conf_t epc;
 static pool_network_conf_t netc;
 
-static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 static void setup(void)
 {
     /* one minute past the start of December 2023 (UTC) */
-    fake_wall_ns = 1701388860ull * 1000000000ull;
-    fake_mono_ns = 7000ull * 1000000000ull;
-    fake_on = 1;
-    snprintf(tmpdir, sizeof(tmpdir), "%s/sluice-credit-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    cr_assert_not_null(mkdtemp(tmpdir));
+    fake_clock_start(1701388860, 7000);
+    temp_dir_make(tmpdir, sizeof(tmpdir), "credit");
     snprintf(dbpath, sizeof(dbpath), "%s/state", tmpdir);
 }
 
@@ -77,8 +32,8 @@ static void teardown(void)
 {
     pool_destroy(pool);
     state_close(st);
-    fake_on = 0;
-    nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    fake_clock_stop();
+    temp_dir_remove(tmpdir);
 }
 
 TestSuite(credit, .init = setup, .fini = teardown);
@@ -125,11 +80,11 @@ Test(credit, a_backward_step_over_the_start_of_a_month_does_not_open_a_budget_tw
     pool_endpoint_t *ep = open_pool((pool_credits_conf_t){.limit = {[POLICY_CREDIT_MONTH] = 100}, .month_reset_day = 1}, 1);
     cr_assert_eq(taken(ep, 90), 90, "December's budget");
     /* the wall clock steps back two minutes, into November */
-    fake_wall_ns -= 120ull * 1000000000ull;
-    pass_ms(1000);
+    fake_clock_step_wall_s(-120);
+    fake_clock_pass_ms(1000);
     int in_november = taken(ep, 50);
     /* and comes back into December */
-    pass_ms(180000);
+    fake_clock_pass_ms(180000);
     int back_in_december = taken(ep, 50);
     cr_expect_eq(in_november + back_in_december, 10, "100 credits a month, but %d + %d after 90 were spent",
                  in_november, back_in_december);
@@ -148,7 +103,7 @@ Test(credit, a_failing_ledger_spends_the_workers_share_of_what_was_left)
     cr_expect_leq(degraded, 410, "never unlimited: %d of 2000 calls covered", degraded);
     cr_expect_eq(count_events("state_degraded"), 0, "no room for the event: it waits");
     fail_commits = 0;
-    pass_ms(1100);
+    fake_clock_pass_ms(1100);
     cr_expect_geq(taken(ep, 1), 0);
     cr_expect_eq(count_events("state_degraded"), 1);
     cr_expect_eq(count_events("state_restored"), 1);

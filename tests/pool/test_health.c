@@ -1,41 +1,19 @@
 /* tests/pool/test_health.c: breaker timers and rate-limit marks
- * (pool/pool_health.c) in shared time, with the clocks injected: this
- * binary defines clock_gettime, so every clock sluice reads is the test's.
+ * (pool/pool_health.c) in shared time, with the clocks injected
+ * (tests/lib/fake_clock.h: every clock sluice reads is the test's).
  * The plan and the probes read shared time (sl_shared_ms) as these tests
  * do; what is checked is that the records the pool writes stay in step with
  * it through a step of the wall clock. No sleeps. */
 #include <criterion/criterion.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "base/sl_time.h"
 #include "pool/pool_int.h"
 #include "state/state.h"
-
-static int fake_on;
-static uint64_t fake_wall_ns, fake_mono_ns;
-
-int clock_gettime(clockid_t id, struct timespec *ts)
-{
-    if (!fake_on)
-        return (int)syscall(SYS_clock_gettime, id, ts);
-    uint64_t v = id == CLOCK_REALTIME || id == CLOCK_REALTIME_COARSE ? fake_wall_ns : fake_mono_ns;
-    ts->tv_sec = (time_t)(v / 1000000000ull);
-    ts->tv_nsec = (long)(v % 1000000000ull);
-    return 0;
-}
-
-
-static void pass_ms(uint64_t ms)
-{
-    fake_wall_ns += ms * 1000000ull;
-    fake_mono_ns += ms * 1000000ull;
-}
+#include "tests/lib/fake_clock.h"
+#include "tests/lib/temp_dir.h"
 
 static char tmpdir[256], dbpath[300];
 static state_t *st;
@@ -44,22 +22,11 @@ static h2o_loop_t *loop;
 static pool_endpoint_conf_t epc;
 static pool_network_conf_t netc;
 
-static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 static void setup(void)
 {
     /* one minute past the start of December 2023 (UTC) */
-    fake_wall_ns = 1701388860ull * 1000000000ull;
-    fake_mono_ns = 7000ull * 1000000000ull;
-    fake_on = 1;
-    snprintf(tmpdir, sizeof(tmpdir), "%s/sluice-health-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    cr_assert_not_null(mkdtemp(tmpdir));
+    fake_clock_start(1701388860, 7000);
+    temp_dir_make(tmpdir, sizeof(tmpdir), "health");
     snprintf(dbpath, sizeof(dbpath), "%s/state", tmpdir);
 }
 
@@ -67,8 +34,8 @@ static void teardown(void)
 {
     pool_destroy(pool);
     state_close(st);
-    fake_on = 0;
-    nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    fake_clock_stop();
+    temp_dir_remove(tmpdir);
 }
 
 TestSuite(health, .init = setup, .fini = teardown);
@@ -89,7 +56,7 @@ static pool_endpoint_t *open_pool(void)
     return &pool_network_find(pool, "eth", 3)->endpoints[0];
 }
 
-#define HOUR_NS (3600ull * 1000000000ull)
+#define HOUR_S 3600
 
 Test(health, an_open_breaker_probes_after_its_cooldown_through_a_backward_step)
 {
@@ -98,10 +65,10 @@ Test(health, an_open_breaker_probes_after_its_cooldown_through_a_backward_step)
     const state_endpoint_rec_t *r = &ep->health.shared;
     policy_breaker_t b = {(policy_breaker_state_t)r->breaker, r->since_ms, r->cooldown_ms, r->opened_at_ms};
     cr_assert_eq(b.cooldown_ms, 5000);
-    fake_wall_ns -= HOUR_NS;
-    pass_ms(4000);
+    fake_clock_step_wall_s(-HOUR_S);
+    fake_clock_pass_ms(4000);
     cr_expect(!policy_breaker_probe_due(&b, sl_shared_ms()), "probe due before the cooldown ran out");
-    pass_ms(1001);
+    fake_clock_pass_ms(1001);
     cr_expect(policy_breaker_probe_due(&b, sl_shared_ms()), "an hour's step back kept the breaker open");
 }
 
@@ -110,8 +77,8 @@ Test(health, a_rate_limit_mark_ends_on_time_through_a_backward_step)
     pool_endpoint_t *ep = open_pool();
     pool_health_rate_limited(ep, 2000);
     cr_assert(!pool_health_usable(ep, sl_shared_ms()));
-    fake_wall_ns -= HOUR_NS;
-    pass_ms(2001);
+    fake_clock_step_wall_s(-HOUR_S);
+    fake_clock_pass_ms(2001);
     cr_expect(pool_health_usable(ep, sl_shared_ms()), "an hour's step back kept the endpoint marked");
 }
 
@@ -119,11 +86,11 @@ Test(health, a_forward_step_ends_a_mark_at_most_once)
 {
     pool_endpoint_t *ep = open_pool();
     pool_health_rate_limited(ep, 60000);
-    fake_wall_ns += HOUR_NS;
-    pass_ms(SL_SHARED_RESYNC_US / 1000 + 1);
+    fake_clock_step_wall_s(HOUR_S);
+    fake_clock_pass_ms(SL_SHARED_RESYNC_US / 1000 + 1);
     cr_expect(pool_health_usable(ep, sl_shared_ms()), "shared time follows a forward step");
-    fake_wall_ns -= HOUR_NS;
-    pass_ms(1);
+    fake_clock_step_wall_s(-HOUR_S);
+    fake_clock_pass_ms(1);
     cr_expect(pool_health_usable(ep, sl_shared_ms()), "and never goes back after it");
     pool_health_rate_limited(ep, 2000);
     cr_expect(!pool_health_usable(ep, sl_shared_ms()), "a new mark counts from the shared time");

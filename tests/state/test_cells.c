@@ -2,30 +2,22 @@
  * purged in bounded transactions, against a real LMDB environment. */
 #include <criterion/criterion.h>
 #include <errno.h>
-#include <ftw.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "state/state.h"
 #include "state/state_int.h"
+#include "tests/lib/temp_dir.h"
 
 static char tmpdir[256];
 static char dbpath[512];
 static state_t *st;
 
-static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 static void setup(void)
 {
-    snprintf(tmpdir, sizeof(tmpdir), "%s/sluice-cells-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    cr_assert_not_null(mkdtemp(tmpdir), "mkdtemp: %s", strerror(errno));
+    temp_dir_make(tmpdir, sizeof(tmpdir), "cells");
     snprintf(dbpath, sizeof(dbpath), "%s/state", tmpdir);
     st = NULL;
 }
@@ -33,7 +25,7 @@ static void setup(void)
 static void teardown(void)
 {
     state_close(st);
-    nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    temp_dir_remove(tmpdir);
 }
 
 TestSuite(cells, .init = setup, .fini = teardown);
@@ -133,6 +125,96 @@ Test(cells, with_only_cells_in_debt_the_least_indebted_of_a_sample_goes)
     }
     cr_expect_eq(cells(), 32);
     cr_expect(has_cell("ip:big/standard/86400"), "the most indebted cell was evicted");
+}
+
+/* A cell as gw_limit writes it: TAT and the window's emission interval. */
+typedef struct cell_val {
+    uint64_t tat_us, interval_us;
+} cell_val_t;
+
+static int set_cell(void *ctx, void *recs, size_t n, state_event_t *events, size_t *nevents)
+{
+    (void)events;
+    (void)nevents;
+    state_cell_rec_t *c = recs;
+    for (size_t i = 0; i < n; i++) {
+        c[i].tat_us = ((const cell_val_t *)ctx)->tat_us;
+        c[i].interval_us = ((const cell_val_t *)ctx)->interval_us;
+    }
+    return 1;
+}
+
+static void put_cell_iv(const char *key, uint64_t tat, uint64_t interval, uint64_t now)
+{
+    const char *keys[1] = {key};
+    cell_val_t v = {tat, interval};
+    cr_assert_eq(state_cells_update(st, keys, 1, now, set_cell, &v), SL_OK, "%s", key);
+}
+
+#define SEC 1000000ull
+#define NOW 1700000000000000ull   /* a realistic shared time */
+#define DAY_I (86400 * SEC / 1000) /* 1000 calls a day: 86.4 s a call */
+#define SEC_I (SEC / 5)            /* 5 calls a second: 200 ms a call */
+
+/* The flood case: at the cap, every other cell is a made-up identity's day
+ * cell owing its one call (86.4 s), and an active client's per-second cell
+ * owes 5 calls (1 s). Evicting that one would give its client 5 calls more
+ * at once; a flood cell only one: the active cell owes more calls, though
+ * less time, and stays. */
+Test(cells, the_cell_owing_most_calls_stays_though_it_owes_least_time)
+{
+    open_with(16, 16);
+    char key[64];
+    put_cell_iv("ip:192.0.2.7/standard/1", NOW + 5 * SEC_I, SEC_I, NOW);
+    for (int i = 0; i < 15; i++) {
+        snprintf(key, sizeof(key), "ip:2001:db8:%x::/64/standard/86400", i);
+        put_cell_iv(key, NOW + DAY_I, DAY_I, NOW);
+    }
+    cr_assert_eq(cells(), 16);
+    for (int i = 0; i < 8; i++) {
+        snprintf(key, sizeof(key), "ip:2001:db8:1:%x::/64/standard/86400", i);
+        put_cell_iv(key, NOW + 1000 + DAY_I, DAY_I, NOW + 1000);
+        cr_expect_eq(cells(), 16);
+        cr_assert(has_cell("ip:192.0.2.7/standard/1"),
+                  "after %d flood cells, the active client's per-second cell (5 calls owed) was evicted "
+                  "before a day cell owing one call", i + 1);
+    }
+}
+
+/* A cell written before the interval was stored (record version 1) reads
+ * with interval 0 and counts as owing one call, whatever its TAT: here it
+ * goes before cells owing two calls, though it owes more time than they do. */
+Test(cells, a_version_1_cell_counts_as_one_call_owed)
+{
+    open_with(16, 16);
+    static const state_field_t v1_fields[] = {{"tat_us", STATE_F_U64, offsetof(state_cell_rec_t, tat_us), 1, 0}};
+    const state_schema_t v1 = {"cell", 1, v1_fields, 1};
+    state_cell_rec_t old = {.tat_us = NOW + 10 * SEC};
+    sl_buf_t buf = SL_BUF_INIT;
+    cr_assert_eq(state_record_encode(&v1, &old, &buf), SL_OK);
+    const char *okey = "ip:198.51.100.1/standard/60";
+    cr_assert_eq(state_raw_put(st, "limits", okey, strlen(okey), buf.base, buf.len), SL_OK);
+    sl_buf_dispose(&buf);
+    state_cell_rec_t rec;
+    memset(&rec, 0xee, sizeof(rec));
+    cr_assert_eq(state_read_begin(st), SL_OK);
+    cr_assert_eq(state_budget_get(st, STATE_BUDGET_LIMITS, okey, &rec), SL_OK);
+    state_read_end(st);
+    cr_expect_eq(rec.tat_us, NOW + 10 * SEC);
+    cr_expect_eq(rec.interval_us, 0, "a version 1 cell reads with interval 0");
+    char key[64];
+    for (int i = 0; i < 15; i++) {
+        snprintf(key, sizeof(key), "ip:203.0.113.%d/standard/1", i);
+        put_cell_iv(key, NOW + 2 * SEC_I, SEC_I, NOW);
+    }
+    cr_assert_eq(cells(), 16);
+    put_cell_iv("ip:203.0.113.99/standard/1", NOW + 2 * SEC_I, SEC_I, NOW);
+    cr_expect_eq(cells(), 16);
+    cr_expect(!has_cell(okey), "the version 1 cell (one call) stayed while a cell owing two calls went");
+    for (int i = 0; i < 15; i++) {
+        snprintf(key, sizeof(key), "ip:203.0.113.%d/standard/1", i);
+        cr_expect(has_cell(key), "%s (two calls owed) was evicted", key);
+    }
 }
 
 /* Fills the limits database with idle cells until LMDB refuses one more. */

@@ -2,7 +2,6 @@
  * orphans every record of a running installation) and the slot sums. */
 #include <criterion/criterion.h>
 #include <errno.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +9,7 @@
 #include "base/sl_buf.h"
 #include "state/state_key.h"
 #include "state/state_sum.h"
+#include "tests/lib/temp_dir.h"
 
 Test(key, formats_are_the_ones_on_disk)
 {
@@ -46,16 +46,9 @@ Test(key, a_key_that_does_not_fit_says_so)
 static char tmpdir[256], dbpath[300];
 static state_t *st;
 
-static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    return remove(path);
-}
-
 static void setup(void)
 {
-    snprintf(tmpdir, sizeof(tmpdir), "%s/sluice-key-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    cr_assert_not_null(mkdtemp(tmpdir), "mkdtemp: %s", strerror(errno));
+    temp_dir_make(tmpdir, sizeof(tmpdir), "key");
     snprintf(dbpath, sizeof(dbpath), "%s/state", tmpdir);
     state_conf_t c = {.path = dbpath, .map_size_mb = 16, .event_max_count = 1000, .event_max_age_s = 86400};
     cr_assert_eq(state_open(&c, &st), SL_OK);
@@ -64,7 +57,7 @@ static void setup(void)
 static void teardown(void)
 {
     state_close(st);
-    nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    temp_dir_remove(tmpdir);
 }
 
 TestSuite(sum, .init = setup, .fini = teardown);

@@ -800,7 +800,7 @@ Test(record, strings)
             }
         }
     }
-    cr_expect_eq(seen, 3);
+    cr_expect_eq(seen, 4); /* network, endpoint, reason; host (version 2) */
     sl_buf_dispose(&b);
 }
 
@@ -1099,6 +1099,42 @@ Test(record, older_versions_read_with_new_fields_zero)
     cr_expect_eq(out.rl_backoff_ms, 0, "a field the old version did not have reads 0");
     cr_expect_eq(out.demoted_until_ms, 0);
     cr_expect_eq(out.demotions, 0);
+    sl_buf_dispose(&b);
+    sl_buf_dispose(&full);
+}
+
+/* Events gained host and origin_seq in version 2 (cluster:): a log written
+ * before reads on, the two fields empty; a version-2 event keeps them. */
+Test(record, events_of_version_1_read_without_host)
+{
+    cr_assert_eq(state_event_schema.version, 2, "update this test");
+    state_event_t ev, out;
+    state_event_init(&ev, STATE_EVENT_BREAKER_OPENED, "eth", "a", 1234);
+    snprintf(ev.host, sizeof(ev.host), "gw-1");
+    ev.origin_seq = 77;
+    sl_buf_t full = SL_BUF_INIT, b = SL_BUF_INIT;
+    cr_assert_eq(state_record_encode(&state_event_schema, &ev, &full), SL_OK);
+    memset(&out, 0, sizeof(out));
+    cr_assert_eq(state_record_decode(&state_event_schema, full.base, full.len, &out), SL_OK);
+    cr_expect_str_eq(out.host, "gw-1");
+    cr_expect_eq(out.origin_seq, 77);
+    /* the same event as version 1 wrote it: the first ten fields */
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &b, buf_write);
+    msgpack_pack_array(&pk, 11);
+    msgpack_pack_uint32(&pk, 1);
+    msgpack_unpacked u;
+    msgpack_unpacked_init(&u);
+    cr_assert_eq(msgpack_unpack_next(&u, full.base, full.len, NULL), MSGPACK_UNPACK_SUCCESS);
+    for (size_t i = 1; i <= 10; i++)
+        msgpack_pack_object(&pk, u.data.via.array.ptr[i]);
+    msgpack_unpacked_destroy(&u);
+    memset(&out, 0xee, sizeof(out));
+    cr_assert_eq(state_record_decode(&state_event_schema, b.base, b.len, &out), SL_OK);
+    cr_expect_str_eq(out.network, "eth");
+    cr_expect_eq(out.ts_ms, 1234);
+    cr_expect_str_eq(out.host, "", "no host before version 2");
+    cr_expect_eq(out.origin_seq, 0);
     sl_buf_dispose(&b);
     sl_buf_dispose(&full);
 }

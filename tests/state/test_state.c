@@ -5,7 +5,6 @@
  * stale readers, stats, counters and the network level. */
 #include <criterion/criterion.h>
 #include <errno.h>
-#include <ftw.h>
 #include <lmdb.h>
 #include <sched.h>
 #include <signal.h>
@@ -18,6 +17,7 @@
 
 #include "state/state.h"
 #include "state/state_int.h"
+#include "tests/lib/temp_dir.h"
 
 #define NELEMS(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -25,18 +25,9 @@ static char tmpdir[256];
 static char dbpath[512];
 static state_t *st;
 
-static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 static void setup(void)
 {
-    snprintf(tmpdir, sizeof(tmpdir), "%s/sluice-state-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    cr_assert_not_null(mkdtemp(tmpdir), "mkdtemp: %s", strerror(errno));
+    temp_dir_make(tmpdir, sizeof(tmpdir), "state");
     snprintf(dbpath, sizeof(dbpath), "%s/var/state", tmpdir);
     st = NULL;
 }
@@ -45,7 +36,7 @@ static void teardown(void)
 {
     state_close(st);
     st = NULL;
-    nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    temp_dir_remove(tmpdir);
 }
 
 TestSuite(state, .init = setup, .fini = teardown);

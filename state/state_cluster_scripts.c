@@ -1,0 +1,221 @@
+/* state/state_cluster_scripts.c: the Lua scripts sluice runs in Redis.
+ *
+ * Each is loaded with SCRIPT LOAD when a connection opens and run with
+ * EVALSHA. Time inside a script is Redis' TIME, so the hosts' clocks do not
+ * matter to what the scripts decide. Keys are passed as KEYS (the prefix is
+ * the config's); scripts touch only the keys they are given. */
+#include "state/state_cluster_int.h"
+
+/* KEYS[1] hosts set; ARGV host, ttl_ms, own heartbeat channel.
+ * Returns {hosts seen within ttl, TIME seconds, TIME microseconds}. */
+static const char hello_lua[] =
+    "local t = redis.call('TIME')\n"
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "local ttl = tonumber(ARGV[2])\n"
+    "redis.call('ZADD', KEYS[1], now, ARGV[1])\n"
+    "redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - 10 * ttl)\n"
+    "local n = redis.call('ZCOUNT', KEYS[1], now - ttl, '+inf')\n"
+    "redis.call('PUBLISH', ARGV[3], 'hb')\n"
+    "return {n, t[1], t[2]}\n";
+
+/* KEYS[1] an endpoint record; ARGV expected version, new record, channel,
+ * "<network>/<endpoint>". The version is a decimal string; a new one is
+ * above the old and not below Redis' clock in µs (so it keeps growing even
+ * when Redis lost the record). Returns {1, version} when written and
+ * published, {0, version, record} (the current ones) when not. */
+static const char cas_lua[] =
+    "local cur = redis.call('HGET', KEYS[1], 'v') or '0'\n"
+    "if cur ~= ARGV[1] then\n"
+    "  return {0, cur, redis.call('HGET', KEYS[1], 'r') or ''}\n"
+    "end\n"
+    "local t = redis.call('TIME')\n"
+    "local now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
+    "local v = math.max(tonumber(cur) + 1, now)\n"
+    "local vs = string.format('%.0f', v)\n"
+    "redis.call('HSET', KEYS[1], 'v', vs, 'r', ARGV[2])\n"
+    "redis.call('PUBLISH', ARGV[3], 'e ' .. vs .. ' ' .. ARGV[4] .. '\\n' .. ARGV[2])\n"
+    "return {1, vs}\n";
+
+/* KEYS endpoint records. Returns {version, record, ...} per key ('0', ''
+ * when absent). */
+static const char get_lua[] =
+    "local out = {}\n"
+    "for i, k in ipairs(KEYS) do\n"
+    "  local r = redis.call('HMGET', k, 'v', 'r')\n"
+    "  out[2 * i - 1] = r[1] or '0'\n"
+    "  out[2 * i] = r[2] or ''\n"
+    "end\n"
+    "return out\n";
+
+/* KEYS[1] the event stream; ARGV maxlen, channel, then (host, sequence,
+ * event) for each event. Appends them (the stream kept near maxlen entries)
+ * and tells the channel "x". Returns how many. */
+static const char ship_lua[] =
+    "local n = 0\n"
+    "for i = 3, #ARGV, 3 do\n"
+    "  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 'h', ARGV[i], 's', ARGV[i + 1], 'e', ARGV[i + 2])\n"
+    "  n = n + 1\n"
+    "end\n"
+    "redis.call('PUBLISH', ARGV[2], 'x')\n"
+    "return n\n";
+
+/* KEYS[1] a network's level; ARGV the level a host just saw. Returns 1 if
+ * it is news (this host reports the change), 0 if another host did. */
+static const char level_lua[] =
+    "if redis.call('GET', KEYS[1]) == ARGV[1] then return 0 end\n"
+    "redis.call('SET', KEYS[1], ARGV[1])\n"
+    "return 1\n";
+
+/* KEYS client-limit cells; ARGV need, want, then per cell the interval,
+ * capacity and window in µs. Each cell holds its TAT in µs of Redis' clock
+ * and expires when its backlog is gone. The same arithmetic as
+ * policy/limiter.c: a cell fits floor((C - backlog) / I) calls; the lease is
+ * the fewest any cell fits, at most want, or nothing when that is below
+ * need (the wait: until need calls fit in every cell, at most a window).
+ * Returns {granted, retry_us, now_us, tat_us per cell}. */
+static const char gcra_lua[] =
+    "local t = redis.call('TIME')\n"
+    "local now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
+    "local need = tonumber(ARGV[1])\n"
+    "local grant = tonumber(ARGV[2])\n"
+    "local retry = 0\n"
+    "local back = {}\n"
+    "for i = 1, #KEYS do\n"
+    "  local I = tonumber(ARGV[3 * i]); local C = tonumber(ARGV[3 * i + 1]); local W = tonumber(ARGV[3 * i + 2])\n"
+    "  local tat = tonumber(redis.call('GET', KEYS[i]) or '0') or 0\n"
+    "  local d = 0\n"
+    "  if tat > now then d = tat - now end\n"
+    "  back[i] = d\n"
+    "  local fits = 0\n"
+    "  if d < C then fits = math.floor((C - d) / I) end\n"
+    "  if fits < need then\n"
+    "    local wait = W\n"
+    "    if need * I <= C then wait = d - (C - need * I) end\n"
+    "    if wait > W then wait = W end\n"
+    "    if wait > retry then retry = wait end\n"
+    "  end\n"
+    "  if fits < grant then grant = fits end\n"
+    "end\n"
+    "local out = {0, retry, now}\n"
+    "if grant < need or grant <= 0 then\n"
+    "  for i = 1, #KEYS do out[3 + i] = now + back[i] end\n"
+    "  return out\n"
+    "end\n"
+    "out[1] = grant\n"
+    "out[2] = 0\n"
+    "for i = 1, #KEYS do\n"
+    "  local tat = now + back[i] + grant * tonumber(ARGV[3 * i])\n"
+    "  redis.call('SET', KEYS[i], string.format('%.0f', tat), 'PX', math.floor((tat - now) / 1000) + 1000)\n"
+    "  out[3 + i] = tat\n"
+    "end\n"
+    "return out\n";
+
+/* KEYS credit ledgers (hashes start, spent, low, exh); ARGV low_pct, then
+ * per ledger start_ms, end_ms, budget, need, size. A window's start never
+ * moves back: a newer start resets the ledger, an older one (a caller's
+ * clock behind) counts in the stored window. Every window must have need
+ * left, or nothing is spent (budget_exhausted due once per window); a
+ * granted lease is min(max(size, need), left); budget_low is due once per
+ * window when at most low_pct of it is left. Returns {granted, then per
+ * ledger grant, start, spent, event (1 low, 2 exhausted)}. */
+static const char credits_lua[] =
+    "local low_pct = tonumber(ARGV[1])\n"
+    "local n = #KEYS\n"
+    "local st, sp, lo, ex, gr, ev = {}, {}, {}, {}, {}, {}\n"
+    "local lacking = false\n"
+    "for i = 1, n do\n"
+    "  local b = 1 + 5 * (i - 1)\n"
+    "  local start = tonumber(ARGV[b + 1]); local budget = tonumber(ARGV[b + 3])\n"
+    "  local need = tonumber(ARGV[b + 4]); local size = tonumber(ARGV[b + 5])\n"
+    "  local h = redis.call('HMGET', KEYS[i], 'start', 'spent', 'low', 'exh')\n"
+    "  local s0 = tonumber(h[1] or '0') or 0\n"
+    "  if start > s0 then\n"
+    "    st[i] = start; sp[i] = 0; lo[i] = 0; ex[i] = 0\n"
+    "  else\n"
+    "    st[i] = s0; sp[i] = tonumber(h[2] or '0') or 0; lo[i] = tonumber(h[3] or '0') or 0; ex[i] = tonumber(h[4] or '0') or 0\n"
+    "  end\n"
+    "  ev[i] = 0; gr[i] = 0\n"
+    "  local left = 0\n"
+    "  if budget > sp[i] then left = budget - sp[i] end\n"
+    "  if left < need then\n"
+    "    lacking = true\n"
+    "    if ex[i] == 0 then ex[i] = 1; ev[i] = 2 end\n"
+    "  else\n"
+    "    local g = size\n"
+    "    if g < need then g = need end\n"
+    "    if g > left then g = left end\n"
+    "    gr[i] = g\n"
+    "  end\n"
+    "end\n"
+    "local out = {1}\n"
+    "if lacking then out[1] = 0 end\n"
+    "for i = 1, n do\n"
+    "  local b = 1 + 5 * (i - 1)\n"
+    "  local budget = tonumber(ARGV[b + 3])\n"
+    "  if lacking then\n"
+    "    gr[i] = 0\n"
+    "  else\n"
+    "    sp[i] = sp[i] + gr[i]\n"
+    "    if lo[i] == 0 and (budget - sp[i]) * 100 <= budget * low_pct then lo[i] = 1; ev[i] = 1 end\n"
+    "  end\n"
+    "  if (not lacking) or ev[i] ~= 0 then\n"
+    "    redis.call('HSET', KEYS[i], 'start', string.format('%.0f', st[i]), 'spent', string.format('%.0f', sp[i]),\n"
+    "               'low', lo[i], 'exh', ex[i])\n"
+    "    redis.call('PEXPIREAT', KEYS[i], tonumber(ARGV[b + 2]) + 86400000)\n"
+    "  end\n"
+    "  out[2 + 4 * (i - 1)] = gr[i]\n"
+    "  out[3 + 4 * (i - 1)] = st[i]\n"
+    "  out[4 + 4 * (i - 1)] = sp[i]\n"
+    "  out[5 + 4 * (i - 1)] = ev[i]\n"
+    "end\n"
+    "return out\n";
+
+/* KEYS credit ledgers; per ledger ARGV start, floor, delta: the host's
+ * window, its copy of Redis' spent in it, and what it spent alone. A window
+ * Redis has not reached starts at floor + delta; the same window's spent
+ * becomes max(spent, floor) + delta; a newer window in Redis is left alone.
+ * Returns per ledger {start, spent, low + 2 * exh}. */
+static const char ledgers_lua[] =
+    "local out = {}\n"
+    "for i = 1, #KEYS do\n"
+    "  local start = tonumber(ARGV[3 * i - 2]); local floor = tonumber(ARGV[3 * i - 1]); local delta = tonumber(ARGV[3 * i])\n"
+    "  local h = redis.call('HMGET', KEYS[i], 'start', 'spent', 'low', 'exh')\n"
+    "  local s0 = tonumber(h[1] or '0') or 0; local sp = tonumber(h[2] or '0') or 0\n"
+    "  local lo = tonumber(h[3] or '0') or 0; local ex = tonumber(h[4] or '0') or 0\n"
+    "  local write = false\n"
+    "  if start > s0 then\n"
+    "    s0 = start; sp = floor + delta; lo = 0; ex = 0; write = true\n"
+    "  elseif start == s0 and start ~= 0 and (floor > sp or delta > 0) then\n"
+    "    if floor > sp then sp = floor end\n"
+    "    sp = sp + delta; write = true\n"
+    "  end\n"
+    "  if write then\n"
+    "    redis.call('HSET', KEYS[i], 'start', string.format('%.0f', s0), 'spent', string.format('%.0f', sp), 'low', lo, 'exh', ex)\n"
+    "  end\n"
+    "  out[3 * i - 2] = s0; out[3 * i - 1] = sp; out[3 * i] = lo + 2 * ex\n"
+    "end\n"
+    "return out\n";
+
+static const struct {
+    const char *name;
+    const char *source;
+} scripts[STATE_SCRIPT_COUNT] = {
+    [STATE_SCRIPT_HELLO] = {"hello", hello_lua},
+    [STATE_SCRIPT_CAS] = {"cas", cas_lua},
+    [STATE_SCRIPT_GET] = {"get", get_lua},
+    [STATE_SCRIPT_SHIP] = {"ship", ship_lua},
+    [STATE_SCRIPT_LEVEL] = {"level", level_lua},
+    [STATE_SCRIPT_GCRA] = {"gcra", gcra_lua},
+    [STATE_SCRIPT_CREDITS] = {"credits", credits_lua},
+    [STATE_SCRIPT_LEDGERS] = {"ledgers", ledgers_lua},
+};
+
+const char *state_script_source(state_script_t s)
+{
+    return (unsigned)s < STATE_SCRIPT_COUNT ? scripts[s].source : "";
+}
+
+const char *state_script_name(state_script_t s)
+{
+    return (unsigned)s < STATE_SCRIPT_COUNT ? scripts[s].name : "unknown";
+}
