@@ -424,7 +424,8 @@ test('an endpoint with credits.per_second: 20 gets at most 20/s from both hosts 
   const fake = await startFake({ name: 'f' });
   const redis = await startRedis();
   const conf = (host) => ({ workers: 2,
-    networks: { eth: { lines: ['ranking: { probe_interval_ms: 0 }'],
+    // every call counted at the provider: no coalescing of identical reads
+    networks: { eth: { lines: ['ranking: { probe_interval_ms: 0 }', 'coalesce: { max_waiters: 0 }'],
       endpoints: [{ id: 'a', url: fake.url, cost_profile: 'flat', credits: '{ per_second: 20 }' }] } },
     extra: clusterLine(redis.url(), host) });
   const h1 = await startSluice(conf('h1'));
@@ -448,7 +449,7 @@ test('Redis killed: both hosts keep answering alone, at their share; restarted e
   const fake = await startFake({ name: 'f' });
   const redis = await startRedis();
   const conf = (host) => ({ workers: 2,
-    networks: { eth: { lines: ['ranking: { probe_interval_ms: 0 }',
+    networks: { eth: { lines: ['ranking: { probe_interval_ms: 0 }', 'coalesce: { max_waiters: 0 }',
       // the shares are measured, not the pressure level (which would shed
       // the reads of a network whose only budget is spent: 503, not 429)
       'pressure: { enabled: false }'],
