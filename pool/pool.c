@@ -118,7 +118,7 @@ sl_err_t pool_create(const pool_params_t *p, pool_t **out)
             return err;
         }
     }
-    pool_health_init(pool);
+    pool_tick_init(pool);
     *out = pool;
     return SL_OK;
 }
@@ -127,7 +127,7 @@ void pool_destroy(pool_t *pool)
 {
     if (pool == NULL)
         return;
-    pool_health_dispose(pool);
+    pool_tick_dispose(pool);
     for (size_t i = 0; i < pool->nnetworks; i++)
         network_dispose(&pool->networks[i]);
     free(pool->networks);
@@ -161,5 +161,5 @@ void pool_close_idle(pool_t *pool)
 
 void pool_refresh(pool_t *pool)
 {
-    pool_health_refresh(pool);
+    pool_tick_refresh(pool);
 }

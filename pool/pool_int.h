@@ -356,9 +356,15 @@ void pool_held_release(pool_call_t *call);
 /* How a transport failure ended an attempt, for pool_held_judge. */
 policy_attempt_end_t pool_held_fail_end(pool_fail_t fail);
 
-/* pool_health.c: outcomes, breaker, rate-limit marks, shared snapshot. */
-void pool_health_init(pool_t *pool);
-void pool_health_dispose(pool_t *pool);
+/* pool_tick.c: the worker's tick (snapshot of the shared records, counters
+ * flush, probes, ranking, waiters); init loads this worker's slot. */
+void pool_tick_init(pool_t *pool);
+void pool_tick_dispose(pool_t *pool);
+/* Re-reads the shared records now (tests, admin actions, another host). */
+void pool_tick_refresh(pool_t *pool);
+
+/* pool_health.c: outcomes, breaker and rate-limit mark transitions, the
+ * network's level. */
 /* 1 if the plan may send to ep now (breaker closed, not drained, not
  * rate-limited, its host name not failing to resolve). */
 int pool_health_usable(pool_endpoint_t *ep, uint64_t now_ms);
@@ -366,8 +372,9 @@ int pool_health_usable(pool_endpoint_t *ep, uint64_t now_ms);
 void pool_health_record(pool_endpoint_t *ep, state_outcome_t outcome, uint32_t latency_us, int failover);
 /* Marks ep rate-limited for retry_ms (0: a backoff of our own). */
 void pool_health_rate_limited(pool_endpoint_t *ep, uint32_t retry_ms);
-/* Refresh now (tests, admin actions). */
-void pool_health_refresh(pool_t *pool);
+/* Re-checks the network's level (redundancy_low / network_down /
+ * network_up) from shared state; one event per change (CAS). */
+void pool_health_network_check(pool_network_t *net);
 /* Moves ep's shared breaker from -> to if it still says from (CAS), with its
  * event; returns 1 if this call made the transition at once. With cluster:
  * the move is decided by Redis, later: then is what follows it once made
