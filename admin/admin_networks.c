@@ -17,19 +17,6 @@
 #define SLOT_FRESH_MS 2000
 
 /* The tightest per-second budget of ep x 1000 (throughput units), 0 = none. */
-static uint64_t credit_rate_milli(const pool_endpoint_conf_t *ep)
-{
-    const policy_credits_t *c = &ep->credits;
-    uint64_t best = 0;
-    if (!ep->has_credits)
-        return 0;
-    if (c->limit[POLICY_CREDIT_SECOND])
-        best = c->limit[POLICY_CREDIT_SECOND] * 1000;
-    if (c->limit[POLICY_CREDIT_MINUTE] && (best == 0 || c->limit[POLICY_CREDIT_MINUTE] * 1000 / 60 < best))
-        best = c->limit[POLICY_CREDIT_MINUTE] * 1000 / 60;
-    return best;
-}
-
 /* Fills nv[0..nnetworks) from one snapshot; v are the endpoint views. */
 static void collect(admin_t *a, admin_net_view_t *nv, const admin_ep_view_t *v, size_t n, uint64_t now)
 {
@@ -54,8 +41,8 @@ static void collect(admin_t *a, admin_net_view_t *nv, const admin_ep_view_t *v, 
                 continue;
             uint64_t cost = v[k].rate_milli[0] ? v[k].rate_milli[2] * 1000 / v[k].rate_milli[0] : 0;
             uint32_t max = v[k].ep->max_inflight ? v[k].ep->max_inflight : POOL_DEFAULT_MAX_INFLIGHT;
-            x->slots[v[k].index] =
-                policy_pressure_endpoint_slots(max, credit_rate_milli(v[k].ep), cost, (uint64_t)(v[k].ewma_ms * 1000));
+            uint64_t rate = v[k].ep->has_credits ? policy_credit_rate_milli(&v[k].ep->credits) : 0;
+            x->slots[v[k].index] = policy_pressure_endpoint_slots(max, rate, cost, (uint64_t)(v[k].ewma_ms * 1000));
             ceiling += x->slots[v[k].index];
         }
         x->in.ceiling = ceiling > UINT32_MAX ? UINT32_MAX : (uint32_t)ceiling;

@@ -26,6 +26,16 @@ uint64_t policy_credit_budget(const policy_credits_t *c, policy_credit_window_t 
     return (unsigned)w < POLICY_CREDIT_WINDOW_COUNT ? c->limit[w] : 0;
 }
 
+uint64_t policy_credit_rate_milli(const policy_credits_t *c)
+{
+    uint64_t best = 0;
+    if (c->limit[POLICY_CREDIT_SECOND])
+        best = c->limit[POLICY_CREDIT_SECOND] * 1000;
+    if (c->limit[POLICY_CREDIT_MINUTE] && (best == 0 || c->limit[POLICY_CREDIT_MINUTE] * 1000 / 60 < best))
+        best = c->limit[POLICY_CREDIT_MINUTE] * 1000 / 60;
+    return best;
+}
+
 void policy_credit_window_bounds(policy_credit_window_t w, uint64_t now_ms, uint32_t reset_day,
                                  uint64_t *start, uint64_t *end)
 {

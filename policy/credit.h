@@ -28,6 +28,11 @@ const char *policy_credit_window_name(policy_credit_window_t w);
 /* The budget of window w (0 = unlimited, also out of range). */
 uint64_t policy_credit_budget(const policy_credits_t *c, policy_credit_window_t w);
 
+/* The tightest steady rate the budgets allow, in credits per second x 1000:
+ * the per-second budget, or the per-minute one / 60 if that is lower (0: no
+ * such budget). Longer windows are not a rate a call can be paced to. */
+uint64_t policy_credit_rate_milli(const policy_credits_t *c);
+
 /* Start and end (wall ms, end exclusive) of the window w that holds now_ms.
  * Second, minute and day windows are aligned to the epoch; a month runs from
  * reset_day 00:00 UTC to the same day of the next month (a reset_day outside

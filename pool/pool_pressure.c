@@ -223,20 +223,6 @@ void pool_pressure_read(pool_network_t *net, uint64_t now)
     }
 }
 
-/* The tightest per-second budget of ep, x 1000, in throughput units. */
-static uint64_t credit_rate_milli(const pool_endpoint_t *ep)
-{
-    const policy_credits_t *c = &ep->conf->credits;
-    uint64_t best = 0;
-    if (!ep->conf->has_credits)
-        return 0;
-    if (c->limit[POLICY_CREDIT_SECOND])
-        best = c->limit[POLICY_CREDIT_SECOND] * 1000;
-    if (c->limit[POLICY_CREDIT_MINUTE] && (best == 0 || c->limit[POLICY_CREDIT_MINUTE] * 1000 / 60 < best))
-        best = c->limit[POLICY_CREDIT_MINUTE] * 1000 / 60;
-    return best;
-}
-
 static void compute_inputs(pool_network_t *net, uint64_t now, policy_pressure_inputs_t *in)
 {
     pool_pressure_t *pr = &net->pressure;
@@ -262,7 +248,8 @@ static void compute_inputs(pool_network_t *net, uint64_t now, policy_pressure_in
         uint64_t thr = pr->others->ep_throughput_milli[i] + own->ep_throughput_milli[i];
         uint64_t cost_milli = calls ? thr * 1000 / calls : 0;
         uint32_t max = ep->conf->max_inflight ? ep->conf->max_inflight : POOL_DEFAULT_MAX_INFLIGHT;
-        ceiling += policy_pressure_endpoint_slots(max, credit_rate_milli(ep), cost_milli, ep->health.stats.ewma_us);
+        uint64_t rate = ep->conf->has_credits ? policy_credit_rate_milli(&ep->conf->credits) : 0;
+        ceiling += policy_pressure_endpoint_slots(max, rate, cost_milli, ep->health.stats.ewma_us);
     }
     in->ceiling = ceiling > UINT32_MAX ? UINT32_MAX : (uint32_t)ceiling;
     free(own);

@@ -114,3 +114,19 @@ Test(credit, every_month_window_holds_now)
             cr_assert(e - s >= 28ull * 86400000 && e - s <= 31ull * 86400000, "reset day %u", day);
         }
 }
+
+Test(credit, the_steady_rate_is_the_tighter_of_second_and_minute)
+{
+    policy_credits_t c = {0};
+    cr_expect_eq(policy_credit_rate_milli(&c), 0, "no budget: no rate");
+    c.limit[POLICY_CREDIT_DAY] = 1000;
+    cr_expect_eq(policy_credit_rate_milli(&c), 0, "a day budget is not a rate");
+    c.limit[POLICY_CREDIT_SECOND] = 20;
+    cr_expect_eq(policy_credit_rate_milli(&c), 20000);
+    c.limit[POLICY_CREDIT_MINUTE] = 600; /* 10/s: tighter */
+    cr_expect_eq(policy_credit_rate_milli(&c), 10000);
+    c.limit[POLICY_CREDIT_MINUTE] = 6000; /* 100/s: looser */
+    cr_expect_eq(policy_credit_rate_milli(&c), 20000);
+    c.limit[POLICY_CREDIT_SECOND] = 0;
+    cr_expect_eq(policy_credit_rate_milli(&c), 100000, "the minute alone");
+}
