@@ -34,8 +34,11 @@ async function gateway(a, b, admin) {
     networks: {
       eth: {
         // a long cooldown keeps the breaker open for the whole test; health
-        // probes off, so the only traffic is the test's
-        lines: ['breaker: { consecutive: 3, cooldown_ms: 60000 }', 'ranking: { probe_interval_ms: 0 }'],
+        // probes off, so the only traffic is the test's; every call reaches
+        // the provider (30 identical eth_chainId at once would otherwise be
+        // coalesced into one per worker: too few failures to open a breaker)
+        lines: ['breaker: { consecutive: 3, cooldown_ms: 60000 }', 'ranking: { probe_interval_ms: 0 }',
+          'coalesce: { max_waiters: 0 }'],
         endpoints: [{ id: 'a', url: a.url, max_inflight: 16 },
           { id: 'b', url: b.url, cost_profile: 'flat', credits: '{ per_day: 100000 }' }],
       },
