@@ -15,6 +15,9 @@ after(async () => { await Promise.all(started.map((p) => p.stop())); });
 const NOPROBE = 'ranking: { probe_interval_ms: 0 }';
 const BAL = ['0x0000000000000000000000000000000000000001', 'latest'];
 const rcpt = () => call('eth_getTransactionReceipt', ['0x' + randomBytes(32).toString('hex')], 1);
+// a read of its own: identical reads in flight share one upstream call
+// (coalescing), and the load here must hold one slot per call
+const balance = () => call('eth_getBalance', ['0x' + randomBytes(20).toString('hex'), 'latest']);
 
 const networkView = async (s, name = 'eth') => (await adminGet(s, '/admin/networks')).json.find((n) => n.network === name);
 const pressureEvents = async (s) => (await events(s)).filter((e) => e.kind === 'pressure_changed');
@@ -65,7 +68,7 @@ test('ok when idle, elevated then critical under load; low priority shed with 50
 
   // 7 calls in flight of 10 slots: 0.7, elevated (entered at 0.6, left below 0.5);
   // with the test's own calls 0.8, still under critical (0.85)
-  const reads = load(s.url('eth'), 7, () => call('eth_getBalance', BAL), { fresh: false });
+  const reads = load(s.url('eth'), 7, balance, { fresh: false });
   await waitFor(async () => (await networkView(s)).level === 'elevated', { what: 'elevated', timeoutMs: 8000 });
   const shedLow = await postFresh(s.url('eth'), call('eth_call', [{ to: BAL[0] }, 'latest'], 77));
   assert.equal(shedLow.status, 503, shedLow.text);
@@ -217,7 +220,7 @@ test('the header is exposed through CORS; pressure.enabled: false sends none and
   started.push(s);
   const r = await post(s.url('eth'), call('eth_chainId'), { origin: 'https://app.example' });
   assert.match(r.headers.get('access-control-expose-headers'), /X-Sluice-Pressure/);
-  const off = load(s.url('off'), 4, () => call('eth_getBalance', BAL));
+  const off = load(s.url('off'), 4, balance);
   await sleep(1500);
   const low = await postFresh(s.url('off'), call('eth_call', [{}, 'latest']));
   await off.stop();
