@@ -17,8 +17,10 @@ test('a failing endpoint: one breaker_opened, one probe per cooldown across work
     workers: 2,
     networks: {
       eth: {
-        // health probes off: the fake counts the breaker's probes alone
-        lines: ['breaker: { consecutive: 3, cooldown_ms: 1000, max_cooldown_ms: 8000 }', 'ranking: { probe_interval_ms: 0 }'],
+        // health probes off: the fake counts the breaker's probes alone; no
+        // coalescing: the 30 identical calls below must each reach a
+        lines: ['breaker: { consecutive: 3, cooldown_ms: 1000, max_cooldown_ms: 8000 }', 'ranking: { probe_interval_ms: 0 }',
+          'coalesce: { max_waiters: 0 }'],
         endpoints: [{ id: 'a', url: a.url }, { id: 'b', url: b.url }],
       },
     },
