@@ -10,9 +10,12 @@
  *  - on a regular file (one open file description inherited from the master,
  *    or O_APPEND) Linux writes each write(2) whole under the file's lock, so
  *    a write may carry the whole buffer;
- *  - on anything else (a terminal, a socket) each write is at most PIPE_BUF
- *    bytes, sent only when poll() says the descriptor takes bytes now; a short
- *    write is completed at once, before anything else is written.
+ *  - on a socket (journald, node's stdio) each send is at most PIPE_BUF bytes,
+ *    with MSG_DONTWAIT: one buffer of the kernel's, all or nothing, so a full
+ *    socket answers EAGAIN; a short send is completed at once;
+ *  - on anything else (a terminal) each write is at most PIPE_BUF bytes, made
+ *    only when poll() says the descriptor takes bytes now; a short write is
+ *    completed at once, before anything else is written.
  * A line never exceeds SL_LOG_ACCESS_LINE_MAX (the caller keeps to it). */
 #include "base/sl_log.h"
 
@@ -22,6 +25,7 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -34,6 +38,7 @@
 typedef enum sink_kind {
     SINK_FILE,      /* regular file: writes of any size, no waiting check */
     SINK_PIPE,      /* our own O_NONBLOCK descriptor on the same pipe */
+    SINK_SOCKET,    /* send(MSG_DONTWAIT) on stderr itself */
     SINK_POLL,      /* terminal, socket, a pipe we could not reopen: poll first */
 } sink_kind_t;
 
@@ -63,9 +68,12 @@ void sl_log_access_setup(size_t max_bytes)
         alog.max_bytes = SL_LOG_ACCESS_LINE_MAX + 1;
     alog.kind = SINK_POLL;
     struct stat st;
-    if (fstat(STDERR_FILENO, &st) == 0 && S_ISREG(st.st_mode)) {
+    int known = fstat(STDERR_FILENO, &st) == 0;
+    if (known && S_ISREG(st.st_mode)) {
         alog.kind = SINK_FILE;
-    } else if (fstat(STDERR_FILENO, &st) == 0 && S_ISFIFO(st.st_mode)) {
+    } else if (known && S_ISSOCK(st.st_mode)) {
+        alog.kind = SINK_SOCKET;
+    } else if (known && S_ISFIFO(st.st_mode)) {
         /* a new open file description of the same pipe: O_NONBLOCK on it
          * leaves stderr itself (shared with the master) blocking */
         int fd = open("/proc/self/fd/2", O_WRONLY | O_NONBLOCK | O_CLOEXEC);
@@ -126,13 +134,18 @@ static int sink_write(const char *p, size_t n)
 {
     size_t done = 0;
     while (done < n) {
-        ssize_t w = write(alog.fd, p + done, n - done);
+        ssize_t w = alog.kind == SINK_SOCKET ? send(alog.fd, p + done, n - done, MSG_DONTWAIT | MSG_NOSIGNAL)
+                                             : write(alog.fd, p + done, n - done);
         if (w >= 0) {
             done += (size_t)w;
             continue;
         }
         if (errno == EINTR)
             continue;
+        if (errno == ENOTSOCK && alog.kind == SINK_SOCKET) { /* cannot happen: fstat said so */
+            alog.kind = SINK_POLL;
+            continue;
+        }
         if (errno != EAGAIN && errno != EWOULDBLOCK)
             return -1;
         if (done == 0)

@@ -144,7 +144,7 @@ test('a worker makes far fewer write(2) calls to stderr than it serves requests'
   const out = path.join(s.dir, 'strace.txt');
   try {
     const [worker] = await workerPids(s.child.pid);
-    const tracer = spawn('strace', ['-f', '-qq', '-e', 'trace=write,writev,pwrite64', '-e', 'signal=none', '-o', out, '-p', String(worker)],
+    const tracer = spawn('strace', ['-f', '-qq', '-e', 'trace=write,writev,sendto,sendmsg', '-e', 'signal=none', '-o', out, '-p', String(worker)],
       { stdio: ['ignore', 'ignore', 'pipe'] });
     let terr = '';
     tracer.stderr.on('data', (d) => { terr += d; });
@@ -157,7 +157,7 @@ test('a worker makes far fewer write(2) calls to stderr than it serves requests'
     await waitFor(() => accessLines(s.logs()).length >= n, { timeoutMs: 5000, what: 'every line' });
     tracer.kill('SIGINT');
     await tracerExit;
-    const stderrWrites = readFileSync(out, 'utf8').split('\n').filter((l) => /\bwrite(v)?\(2,/.test(l)).length;
+    const stderrWrites = readFileSync(out, 'utf8').split('\n').filter((l) => /\b(write|writev|sendto|sendmsg)\(2,/.test(l)).length;
     assert.ok(stderrWrites > 0, 'strace saw the access lines written');
     assert.ok(stderrWrites * 10 <= n, `${stderrWrites} write calls to stderr for ${n} requests`);
   } finally {
