@@ -367,8 +367,19 @@ static sl_err_t scan_after_value(wire_scan_t *s, unsigned base, int *more)
         int is_object = top_is_object(s);
         uint8_t c = *s->p++;
         if (c == ',') {
+            sl_err_t err = is_object ? scan_key(s) : SL_OK;
+            if (err != SL_OK)
+                return err;
+            /* a string right after the separator (the common case: hex in
+             * "key":"0x…" and in arrays of hashes) is a complete value:
+             * scanned here, without a round through the value loop */
+            if (s->p < s->end && *s->p == '"') {
+                if ((err = scan_string(s)) != SL_OK)
+                    return err;
+                continue;
+            }
             *more = 1;
-            return is_object ? scan_key(s) : SL_OK;
+            return SL_OK;
         }
         if (c != (is_object ? '}' : ']'))
             return SL_ERR_PARSE;
