@@ -62,11 +62,8 @@ void sl_log_flush(void);
 /* At exit: writes every queued line, waiting up to wait_ms in all for a full
  * stderr; what is still queued then is counted as dropped. */
 void sl_log_flush_final(uint32_t wait_ms);
-/* Lines dropped since the process started; write(2) calls made for lines;
- * bytes queued now. */
+/* Lines dropped since the process started (for /metrics). */
 uint64_t sl_log_access_dropped(void);
-uint64_t sl_log_access_writes(void);
-size_t sl_log_access_pending(void);
 
 /* A line that a flood could repeat (every refused connection, every stalled
  * client): at most one per interval, saying how many were held back, so a

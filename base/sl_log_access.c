@@ -48,7 +48,7 @@ static struct {
     sink_kind_t kind;
     int fd;                       /* STDERR_FILENO, or the reopened pipe */
     int ready;                    /* setup done (else: set up on first use) */
-    uint64_t dropped, writes;     /* lines dropped, write(2) calls made */
+    uint64_t dropped;             /* lines dropped since the process started */
     uint64_t dropped_unreported;  /* dropped since the last warning */
     uint64_t next_report_ms;
 } alog;
@@ -85,19 +85,9 @@ void sl_log_access_setup(size_t max_bytes)
     alog.ready = 1;
 }
 
-size_t sl_log_access_pending(void)
-{
-    return alog.buf.len;
-}
-
 uint64_t sl_log_access_dropped(void)
 {
     return alog.dropped;
-}
-
-uint64_t sl_log_access_writes(void)
-{
-    return alog.writes;
 }
 
 /* The longest prefix of buf[off..] that is whole lines and at most max bytes
@@ -153,7 +143,6 @@ static int sink_write(const char *p, size_t n)
         if (sink_wait(-1) < 0) /* mid-line on a socket: finish the line */
             return -1;
     }
-    alog.writes++;
     return 1;
 }
 
@@ -188,8 +177,10 @@ static void flush(int wait_ms)
         uint64_t now = sl_now_ms();
         if (r == 0 && now < deadline && sink_wait((int)(deadline - now)) == 1)
             continue;
-        if (r < 0 || wait_ms > 0) /* never writable again, or the last chance */
-            count_dropped(off), off = alog.buf.len;
+        if (r < 0 || wait_ms > 0) { /* never writable again, or the last chance */
+            count_dropped(off);
+            off = alog.buf.len;
+        }
         break;
     }
     if (off == alog.buf.len)
