@@ -132,10 +132,11 @@ test('a full stderr pipe does not stall the workers: lines are dropped, counted 
     child.stderr.pause();
     const n = 4000; // ~1 MB of lines, far over the pipe and both buffers
     const started = Date.now();
+    let timer;
     const statuses = await Promise.race([
       load(`http://127.0.0.1:${port}/eth`, n, 16),
-      sleep(60000).then(() => { throw new Error('requests stalled behind a full stderr pipe'); }),
-    ]);
+      new Promise((_, reject) => { timer = setTimeout(() => reject(new Error('requests stalled behind a full stderr pipe')), 60000); }),
+    ]).finally(() => clearTimeout(timer));
     assert.equal(statuses.filter((x) => x === 200).length, n, `took ${Date.now() - started} ms`);
     const metric = await waitFor(async () => {
       const t = await (await fetch(admin + '/metrics')).text();
@@ -154,7 +155,9 @@ test('a full stderr pipe does not stall the workers: lines are dropped, counted 
   } finally {
     child.kill('SIGTERM');
     // a worker stuck in write(2) (the old behaviour) never exits: end the group
-    const done = await Promise.race([exited, sleep(10000).then(() => null)]);
+    let t2;
+    const done = await Promise.race([exited, new Promise((r) => { t2 = setTimeout(() => r(null), 10000); })]);
+    clearTimeout(t2);
     if (!done) { try { process.kill(-child.pid, 'SIGKILL'); } catch { /* gone */ } await exited; }
   }
 });
