@@ -166,6 +166,9 @@ static const struct {
                                   "Requests refused by a worker's own limits: 503 at server.max_buffered_bytes, "
                                   "431/414 over the header limits."},
     [STATE_SRV_HEAD_REFUSED] = {"sluice_requests_refused_total", "counter", "reason=\"header_too_large\"", NULL},
+    [STATE_SRV_ACCESS_DROPPED] = {"sluice_access_log_dropped_total", "counter", NULL,
+                                  "Access-log lines dropped because stderr took none while the worker's buffer "
+                                  "(server.access_log_buffer_bytes) was full."},
 };
 
 static void server_limits(admin_t *a, sl_buf_t *b)

@@ -198,48 +198,62 @@ static size_t utf8_seq_len(const unsigned char *s, size_t n)
     return len;
 }
 
+/* Bytes that stand for themselves in a JSON string: printable ASCII but '"'
+ * and '\\'. Others are escaped, or checked as UTF-8. */
+static const uint8_t json_plain[256] = {
+    [0x20 ... '"' - 1] = 1, ['"' + 1 ... '\\' - 1] = 1, ['\\' + 1 ... 0x7f] = 1,
+};
+
 void sl_buf_append_json_str(sl_buf_t *b, const char *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
     const unsigned char *p = (const unsigned char *)s;
-    sl_buf_reserve(b, n + 2);
     sl_buf_append_char(b, '"');
     size_t i = 0;
     while (i < n) {
-        size_t run = i;
-        while (run < n && p[run] >= 0x20 && p[run] < 0x80 && p[run] != '"' && p[run] != '\\')
-            run++;
-        if (run > i) {
-            sl_buf_append(b, p + i, run - i);
-            i = run;
-            continue;
-        }
-        unsigned char c = p[i];
-        if (c == '"' || c == '\\') {
-            char esc[2] = {'\\', (char)c};
-            sl_buf_append(b, esc, 2);
-            i++;
-        } else if (c < 0x20) {
-            char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-            if (c == '\n')
-                sl_buf_append(b, "\\n", 2);
-            else if (c == '\t')
-                sl_buf_append(b, "\\t", 2);
-            else if (c == '\r')
-                sl_buf_append(b, "\\r", 2);
-            else
-                sl_buf_append(b, esc, 6);
-            i++;
-        } else {
-            size_t len = utf8_seq_len(p + i, n - i);
-            if (len == 0) {
-                sl_buf_append(b, "\\ufffd", 6);
+        /* room for the worst case of a slice (every byte \u00XX or \ufffd, a
+         * UTF-8 sequence running 3 bytes past it), then no check per byte */
+        size_t stop = n - i > 4096 ? i + 4096 : n;
+        sl_buf_reserve(b, (stop - i) * 6 + 8);
+        char *o = b->base + b->len;
+        while (i < stop) {
+            unsigned char c = p[i];
+            if (json_plain[c]) {
+                *o++ = (char)c;
+                i++;
+            } else if (c == '"' || c == '\\') {
+                *o++ = '\\';
+                *o++ = (char)c;
+                i++;
+            } else if (c < 0x20) {
+                *o++ = '\\';
+                if (c == '\n') {
+                    *o++ = 'n';
+                } else if (c == '\t') {
+                    *o++ = 't';
+                } else if (c == '\r') {
+                    *o++ = 'r';
+                } else {
+                    memcpy(o, "u00", 3);
+                    o += 3;
+                    *o++ = hex[c >> 4];
+                    *o++ = hex[c & 15];
+                }
                 i++;
             } else {
-                sl_buf_append(b, p + i, len);
-                i += len;
+                size_t len = utf8_seq_len(p + i, n - i);
+                if (len == 0) {
+                    memcpy(o, "\\ufffd", 6);
+                    o += 6;
+                    i++;
+                } else {
+                    memcpy(o, p + i, len);
+                    o += len;
+                    i += len;
+                }
             }
         }
+        b->len = (size_t)(o - b->base);
     }
     sl_buf_append_char(b, '"');
 }

@@ -15,7 +15,6 @@
 static sl_log_level_t log_level = SL_LOG_INFO;
 static sl_log_format_t log_format = SL_LOG_TEXT;
 static char log_proc[32] = "sluice";
-static sl_buf_t access_buf;
 
 static const char *const level_names[] = {
     [SL_LOG_ERROR] = "error",
@@ -47,13 +46,29 @@ int sl_log_level_parse(const char *s)
 void sl_log_timestamp(char out[32])
 {
     /* the wall clock itself: gettimeofday is shared time in sluice
-     * (gateway/gw_timeofday.c) */
+     * (gateway/gw_timeofday.c). The date and time to the second are formatted
+     * once per second per thread (every access line has one). */
+    static __thread time_t cached_sec = (time_t)-1;
+    static __thread char cached[24];
+    static __thread size_t cached_len;
     struct timespec ts;
-    struct tm tm;
     clock_gettime(CLOCK_REALTIME, &ts);
-    gmtime_r(&ts.tv_sec, &tm);
-    size_t n = strftime(out, 32, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out + n, 32 - n, ".%03dZ", (int)(ts.tv_nsec / 1000000) % 1000);
+    if (ts.tv_sec != cached_sec) {
+        struct tm tm;
+        gmtime_r(&ts.tv_sec, &tm);
+        cached_len = strftime(cached, sizeof(cached), "%Y-%m-%dT%H:%M:%S", &tm);
+        cached_sec = ts.tv_sec;
+    }
+    int ms = (int)(ts.tv_nsec / 1000000) % 1000;
+    char *p = out;
+    memcpy(p, cached, cached_len);
+    p += cached_len;
+    *p++ = '.';
+    *p++ = (char)('0' + ms / 100);
+    *p++ = (char)('0' + ms / 10 % 10);
+    *p++ = (char)('0' + ms % 10);
+    *p++ = 'Z';
+    *p = '\0';
 }
 
 /* Writes all of p[0..n) to stderr, retrying short writes and EINTR. */
@@ -105,31 +120,6 @@ void sl_log(sl_log_level_t level, const char *fmt, ...)
     sl_buf_dispose(&clean);
     sl_buf_dispose(&line);
     errno = saved_errno;
-}
-
-void sl_log_access(const char *line, size_t len)
-{
-    sl_buf_append(&access_buf, line, len);
-    sl_buf_append_char(&access_buf, '\n');
-    if (access_buf.len >= 16 * 1024)
-        sl_log_flush();
-}
-
-void sl_log_flush(void)
-{
-    size_t off = 0;
-    while (off < access_buf.len) {
-        size_t n = access_buf.len - off;
-        if (n > PIPE_BUF) {
-            /* cut at the last newline that fits, so each write is whole lines */
-            const char *end = access_buf.base + off + PIPE_BUF;
-            const char *nl = memrchr(access_buf.base + off, '\n', (size_t)(end - (access_buf.base + off)));
-            n = nl ? (size_t)(nl - (access_buf.base + off)) + 1 : PIPE_BUF;
-        }
-        write_all(access_buf.base + off, n);
-        off += n;
-    }
-    sl_buf_reset(&access_buf);
 }
 
 int sl_log_limit_pass(sl_log_limit_t *l, uint64_t now_ms, uint32_t interval_ms, uint64_t *held)

@@ -2,8 +2,7 @@
  *
  * Diagnostic lines are written at once, as text or JSON (config: log.format),
  * after every registered secret (base/sl_secret.h) is scrubbed out. Access-log
- * lines are buffered per process and written in whole lines of at most
- * PIPE_BUF bytes, so lines from several workers never interleave. */
+ * lines are buffered (below). */
 #ifndef SL_LOG_H
 #define SL_LOG_H
 
@@ -39,11 +38,32 @@ void sl_log(sl_log_level_t level, const char *fmt, ...) __attribute__((format(pr
             sl_log(SL_LOG_DEBUG, __VA_ARGS__);                                 \
     } while (0)
 
-/* Queues one access-log line (a JSON object without the newline). The caller
- * builds it from fields that carry no secret. */
+/* ---- the access log (base/sl_log_access.c) ----
+ * Lines are queued in one bounded buffer per process and written in whole
+ * lines: when a quarter of the buffer is used, on the worker's housekeeping
+ * timer (100 ms) and at exit. A write carries at most PIPE_BUF bytes unless
+ * stderr is a regular file, so lines of several workers never interleave.
+ * When stderr takes nothing (a full pipe), the worker does not wait: lines
+ * that find the buffer full are dropped and counted, and a warning says how
+ * many once stderr takes lines again. Event-loop thread only. */
+
+/* The longest line sl_log_access takes (the newline makes it PIPE_BUF). */
+#define SL_LOG_ACCESS_LINE_MAX 4095
+
+/* Sets the buffer's size (0: 256 KiB) and looks at what stderr is; a worker
+ * calls it once after fork. Without it the first line sets up the default. */
+void sl_log_access_setup(size_t max_bytes);
+/* Queues one access-log line (a JSON object without the newline, at most
+ * SL_LOG_ACCESS_LINE_MAX bytes). The caller builds it from fields that carry
+ * no secret. */
 void sl_log_access(const char *line, size_t len);
-/* Writes queued access-log lines; the worker calls it on a timer and at exit. */
+/* Writes queued lines that stderr takes now, without waiting (the timer). */
 void sl_log_flush(void);
+/* At exit: writes every queued line, waiting up to wait_ms in all for a full
+ * stderr; what is still queued then is counted as dropped. */
+void sl_log_flush_final(uint32_t wait_ms);
+/* Lines dropped since the process started (for /metrics). */
+uint64_t sl_log_access_dropped(void);
 
 /* A line that a flood could repeat (every refused connection, every stalled
  * client): at most one per interval, saying how many were held back, so a

@@ -62,6 +62,7 @@ typedef struct gw_server_conf {
     size_t max_response_bytes; /* upstream answers larger than this are refused */
     uint32_t shutdown_grace_ms;
     int access_log;           /* 1: one JSON line per request on stderr */
+    size_t access_log_buffer_bytes; /* per worker: queued access lines never exceed it */
     char **cors_origins;      /* allowed Origin values; "*" allowed; NULL = none */
     size_t ncors_origins;
     char **trusted_proxies;   /* CIDRs whose X-Forwarded-For is believed */

@@ -27,6 +27,8 @@
 /* after the last request, keep serving briefly: a client may just have sent
  * one more request on a kept-alive connection */
 #define DRAIN_LINGER_MS 300
+/* at exit, how long queued access lines may wait for a full stderr */
+#define ACCESS_FINAL_WAIT_MS 2000
 
 typedef struct worker {
     const gw_worker_args_t *args;
@@ -45,9 +47,19 @@ typedef struct worker {
     gw_limit_t *limit;
     state_cluster_t *cluster;     /* NULL without cluster: */
     int draining;
+    uint64_t access_dropped;      /* access lines dropped already counted in stats */
 } worker_t;
 
 static volatile sig_atomic_t stop_requested;
+
+/* Lines the access log dropped since the last call go to /metrics. */
+static void count_access_dropped(worker_t *w)
+{
+    uint64_t d = sl_log_access_dropped();
+    if (d != w->access_dropped)
+        gw_stats_srv_add(w->stats, STATE_SRV_ACCESS_DROPPED, d - w->access_dropped);
+    w->access_dropped = d;
+}
 
 static void on_stop_signal(int sig)
 {
@@ -317,6 +329,7 @@ int gw_worker_main(const gw_worker_args_t *args)
     char proc[32];
     snprintf(proc, sizeof(proc), "worker %u", args->index);
     sl_log_setup((sl_log_level_t)cfg->log.level, cfg->log.json ? SL_LOG_JSON : SL_LOG_TEXT, proc);
+    sl_log_access_setup(cfg->server.access_log_buffer_bytes);
     setup_signals();
     tune_malloc();
     use_tmpdir();
@@ -342,6 +355,7 @@ int gw_worker_main(const gw_worker_args_t *args)
         uint64_t now = sl_now_ms();
         if (now - last_flush >= HOUSEKEEPING_MS) {
             sl_log_flush();
+            count_access_dropped(&w);
             gw_stats_srv_set(w.stats, STATE_SRV_BUFFERED_BYTES, w.budget.used);
             gw_stats_srv_set(w.stats, STATE_SRV_BUFFERED_PEAK, w.budget.peak);
             if (cfg->state.flush_ms != 0)
@@ -359,7 +373,8 @@ int gw_worker_main(const gw_worker_args_t *args)
         sl_log_warn("rate limiter: shared cells failed %llu time(s); %llu call(s) were decided by this worker's "
                     "share of the limits", (unsigned long long)gw_limit_failures(w.limit),
                     (unsigned long long)state_degraded_decisions(w.state, STATE_PART_LIMITS));
-    sl_log_flush();
+    sl_log_flush_final(ACCESS_FINAL_WAIT_MS);
+    count_access_dropped(&w);
     gw_stats_flush(w.stats);
     if (w.handler->inflight == 0) /* else calls still reference the pool: just exit */
         pool_destroy(w.pool);

@@ -65,8 +65,11 @@ void wire_scan_init(wire_scan_t *s, const char *buf, size_t off, size_t len)
     s->is_object[0] = s->is_object[1] = 0;
 }
 
-static inline void skip_ws(wire_scan_t *s)
+static inline __attribute__((always_inline)) void skip_ws(wire_scan_t *s)
 {
+    /* upstream answers are mostly compact: one compare for "no whitespace" */
+    if (__builtin_expect(s->p < s->end && *s->p > 0x20, 1))
+        return;
     while (s->p < s->end && json_ws[*s->p])
         s->p++;
 }
@@ -295,6 +298,10 @@ static inline __attribute__((always_inline)) sl_err_t scan_key(wire_scan_t *s)
     sl_err_t err = peek_byte(s, '"');
     if (err != SL_OK || (err = scan_string(s)) != SL_OK)
         return err;
+    if (__builtin_expect(s->p < s->end && *s->p == ':', 1)) {
+        s->p++;
+        return SL_OK;
+    }
     skip_ws(s);
     return expect_byte(s, ':');
 }
@@ -360,8 +367,19 @@ static sl_err_t scan_after_value(wire_scan_t *s, unsigned base, int *more)
         int is_object = top_is_object(s);
         uint8_t c = *s->p++;
         if (c == ',') {
+            sl_err_t err = is_object ? scan_key(s) : SL_OK;
+            if (err != SL_OK)
+                return err;
+            /* a string right after the separator (the common case: hex in
+             * "key":"0x…" and in arrays of hashes) is a complete value:
+             * scanned here, without a round through the value loop */
+            if (s->p < s->end && *s->p == '"') {
+                if ((err = scan_string(s)) != SL_OK)
+                    return err;
+                continue;
+            }
             *more = 1;
-            return is_object ? scan_key(s) : SL_OK;
+            return SL_OK;
         }
         if (c != (is_object ? '}' : ']'))
             return SL_ERR_PARSE;

@@ -175,10 +175,15 @@ start_sluice() {
     eval "PORT_$name=${line##*:}"
 }
 
-# start_nginx NAME UPSTREAM1 UPSTREAM2 [UPSTREAM3] -> sets PORT_NAME, PID_NAME
-# (three upstreams: nginx-hung.conf.in, the hung-upstream phase's failover proxy)
+# start_nginx NAME UP1 UP2 [UP3] [log] -> sets PORT_NAME, PID_NAME
+# (three upstreams: nginx-hung.conf.in, the hung-upstream phase's failover
+# proxy; "log" turns its access log on, buffered like sluice's)
 start_nginx() {
-    local name=$1 up1=$2 up2=$3 up3=${4:-}
+    local name=$1 up1=$2 up2=$3 up3="" alog="access_log off;"
+    shift 3
+    for a in "$@"; do
+        if [ "$a" = log ]; then alog="access_log $TMP/$name/access.log combined buffer=64k flush=100ms;"; else up3=$a; fi
+    done
     local dir="$TMP/$name" port; port=$(free_port)
     mkdir -p "$dir"
     local user_line="# (not root: nginx runs as the invoking user)"
@@ -186,7 +191,7 @@ start_nginx() {
     local tmpl="$HERE/nginx.conf.in"
     [ -n "$up3" ] && tmpl="$HERE/nginx-hung.conf.in"
     sed -e "s|@PREFIX@|$dir|g" -e "s|@LISTEN@|127.0.0.1:$port|" -e "s|@UP1@|$up1|" -e "s|@UP2@|$up2|" \
-        -e "s|@UP3@|$up3|" -e "s|@USER_LINE@|$user_line|" "$tmpl" >"$dir/nginx.conf"
+        -e "s|@UP3@|$up3|" -e "s|@USER_LINE@|$user_line|" -e "s|@ACCESS_LOG@|$alog|" "$tmpl" >"$dir/nginx.conf"
     cp "$dir/nginx.conf" "$OUT/$name.conf"
     start_server "$name" "$TMP/$name.log" nginx -p "$dir/" -e "$dir/error.log" -c "$dir/nginx.conf"
     local pid; eval "pid=\$PID_$name"
@@ -366,13 +371,14 @@ CONCS=(64 8)
 
 if has_phase main || has_phase rss; then
     start_nginx nginx "$U1" "$U2"
+    start_nginx nginxlog "$U1" "$U2" log
     start_sluice sluice false "http://$U1" "http://$U2"
     start_sluice sluicelog true "http://$U1" "http://$U2"
-    declare -A URL=([direct]="http://$U1/" [nginx]="http://127.0.0.1:$PORT_nginx/"
+    declare -A URL=([direct]="http://$U1/" [nginx]="http://127.0.0.1:$PORT_nginx/" [nginxlog]="http://127.0.0.1:$PORT_nginxlog/"
         [sluice]="http://127.0.0.1:$PORT_sluice/eth" [sluicelog]="http://127.0.0.1:$PORT_sluicelog/eth")
-    declare -A PPID_OF=([direct]=$PID_up1 [nginx]=$PID_nginx [sluice]=$PID_sluice [sluicelog]=$PID_sluicelog)
-    declare -A LOGF=([direct]="" [nginx]="" [sluice]="" [sluicelog]="$TMP/sluicelog.log")
-    for t in direct nginx sluice sluicelog; do
+    declare -A PPID_OF=([direct]=$PID_up1 [nginx]=$PID_nginx [nginxlog]=$PID_nginxlog [sluice]=$PID_sluice [sluicelog]=$PID_sluicelog)
+    declare -A LOGF=([direct]="" [nginx]="" [nginxlog]="$TMP/nginxlog/access.log" [sluice]="" [sluicelog]="$TMP/sluicelog.log")
+    for t in direct nginx nginxlog sluice sluicelog; do
         for wl in "${WORKLOADS[@]}"; do probe "$t" "${URL[$t]}" "$wl"; done
     done
 fi
@@ -380,7 +386,7 @@ fi
 # ---------------------------------------------------------------- main: 4 targets x 2 workloads x 2 concurrencies
 
 if has_phase main; then
-    TARGETS=(direct nginx sluice sluicelog)
+    TARGETS=(direct nginx nginxlog sluice sluicelog)
     log "main phase: ${#TARGETS[@]} targets x ${#WORKLOADS[@]} workloads x ${#CONCS[@]} concurrencies x $ROUNDS rounds x ${SECONDS_PER_RUN}s"
     # warm-up (not recorded): 1 s per target and workload
     for wl in "${WORKLOADS[@]}"; do

@@ -11,7 +11,7 @@ from statistics import median
 
 out = sys.argv[1]
 runs = list(csv.DictReader(open(os.path.join(out, "runs.csv"))))
-NAMES = {"direct": "direct (1 upstream)", "nginx": "nginx", "sluice": "sluice",
+NAMES = {"direct": "direct (1 upstream)", "nginx": "nginx", "nginxlog": "nginx + access log", "sluice": "sluice",
          "sluicelog": "sluice + access log", "refused": "sluice [dead, up1]",
          "healthy": "sluice [up1]", "one429": "sluice [429, ok1, ok2]", "no429": "sluice [ok1, ok2]",
          "shung": "sluice [hung, ok1, ok2]", "shungnc": "sluice [hung, ok1, ok2], no coalescing", "nhung": "nginx [hung, ok1, ok2]", "shealthy": "sluice [ok1, ok2]"}
@@ -84,7 +84,7 @@ if main:
     print("| workload | c | target | req/s | spread | p50 ms | p99 ms | CPU µs/req | upstream µs/req | resp B | non-2xx | errors |")
     print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     g = by(main, "workload", "conc", "target")
-    order = ["direct", "nginx", "sluice", "sluicelog"]
+    order = ["direct", "nginx", "nginxlog", "sluice", "sluicelog"]
     combos = []
     for r in main:
         if (r["workload"], r["conc"]) not in combos:
@@ -117,6 +117,18 @@ if main:
             cells += ["—"] * 4
         print(f"| {wl} | {c} | " + " | ".join(cells) + " |")
     print()
+    if any(t == "nginxlog" for (_, _, t) in g):
+        print("### both with their access log on: sluice + log / nginx + log (median of per-round ratios)\n")
+        print("| workload | c | req/s | CPU/req | nginx access log cost µs/req | sluice access log cost µs/req |")
+        print("|---|---:|---:|---:|---:|---:|")
+        for wl, c in combos:
+            n, nl, s, sl = (g.get((wl, c, t)) for t in ("nginx", "nginxlog", "sluice", "sluicelog"))
+            if not (nl and sl):
+                continue
+            print(f"| {wl} | {c} | {fmt(paired_ratio(sl, nl, 'rps'), 2)} | {fmt(paired_ratio(sl, nl, 'proxy_us_per_req'), 2)} | "
+                  f"{fmt(paired_ratio(nl, n, 'proxy_us_per_req', diff=True), 1) if n else '—'} | "
+                  f"{fmt(paired_ratio(sl, s, 'proxy_us_per_req', diff=True), 1) if s else '—'} |")
+        print()
 
 feat = [r for r in runs if r["phase"] == "features"]
 if feat:

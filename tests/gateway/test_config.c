@@ -156,6 +156,7 @@ Test(config, minimal_gets_defaults)
     cr_assert_eq(cfg->server.max_header_line_bytes, GW_DEFAULT_MAX_HEADER_LINE_BYTES);
     cr_assert_eq(cfg->server.max_header_bytes, GW_DEFAULT_MAX_HEADER_BYTES);
     cr_assert_eq(cfg->server.access_log, 1);
+    cr_assert_eq(cfg->server.access_log_buffer_bytes, 256 * 1024);
     cr_assert_eq(cfg->server.ncors_origins, 1);
     cr_assert_str_eq(cfg->server.cors_origins[0], "*");
     cr_assert_str_eq(cfg->admin.listen, GW_DEFAULT_ADMIN_LISTEN);
@@ -270,6 +271,7 @@ static const char full_example[] =
     "  max_header_line_bytes: 4096\n"
     "  max_header_bytes: 16384\n"
     "  access_log: off\n"
+    "  access_log_buffer_bytes: 65536\n"
     "  cors_origins: [\"https://app.example\", \"https://b.example\"]\n"
     "admin: { listen: \"[::1]:9000\" }\n"
     "state: { path: /tmp/sluice-state, map_size_mb: 16 }\n"
@@ -340,6 +342,7 @@ Test(config, full_schema_from_file)
     cr_assert_eq(cfg->server.max_header_line_bytes, 4096);
     cr_assert_eq(cfg->server.max_header_bytes, 16384);
     cr_assert_eq(cfg->server.access_log, 0);
+    cr_assert_eq(cfg->server.access_log_buffer_bytes, 65536);
     cr_assert_eq(cfg->server.ncors_origins, 2);
     cr_assert_str_eq(cfg->server.cors_origins[1], "https://b.example");
     cr_assert_str_eq(cfg->admin.listen, "[::1]:9000");

@@ -64,6 +64,7 @@ static const bad_case_t bad_cases[] = {
     {"server: { max_body_bytes: 99999999999999999999999 }\n" NET, 1, "server.max_body_bytes", "too large", 1},
     {"server: { max_batch: 0x10 }\n" NET, 1, "server.max_batch", "decimal", 1},
     {"server: { access_log: maybe }\n" NET, 1, "server.access_log", "expected true or false", 1},
+    {"server: { access_log_buffer_bytes: 100 }\n" NET, 1, "server.access_log_buffer_bytes", "between 8192 and", 1},
     {"server: { cors_origins: [\"a b\"] }\n" NET, 1, "server.cors_origins[0]", "origin", 1},
     {"server: { max_batch: }\n" NET, 1, "server.max_batch", "a value is required", 1},
     {"server: 5\n" NET, 1, "server", "expected a mapping (key: value), got a plain value", 1},

@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# tests/bench/callgrind_req.sh: instructions per request of the whole worker (callgrind,
+# 1 worker) for the 43-byte eth_blockNumber answer and the ~20 KB eth_getLogs answer, with
+# the JSON access log off and on (issue 15). Unlike wall time, the counts do not depend on
+# who else uses the machine. See tests/bench/README.md ("per-request cost").
+#
+# usage: tests/bench/callgrind_req.sh [--out DIR]
+#   CG_N1 (500) CG_N2 (5500): requests in the short and the long run of each case
+#   CG_CONC (8): keep-alive client connections  BENCH_LOGS (45: ~20 KB getLogs answer)
+#   SLUICE_BIN, FAKEPROVIDER_BIN (default build/…); CG_KEEP=1 keeps the callgrind files
+# Instructions per request = (worker Ir of the long run - of the short run) / (N2 - N1):
+# start-up, shutdown and warm-up cancel out. state.refresh_ms is 10 s, flush_ms 0 and
+# probes off, so per-second timer work stays out of the difference. For the long run the
+# inclusive cost per request of the access log, the reply and the envelope scan are listed.
+set -uo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+SLUICE_BIN=${SLUICE_BIN:-$ROOT/build/gateway/sluice}
+FP_BIN=${FAKEPROVIDER_BIN:-$ROOT/build/tests/fakeprovider/fakeprovider}
+N1=${CG_N1:-500}
+N2=${CG_N2:-5500}
+CONC=${CG_CONC:-8}
+LOGS=${BENCH_LOGS:-45}
+OUT=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --out) OUT=$2; shift ;;
+        -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "callgrind_req.sh: unknown argument $1" >&2; exit 2 ;;
+    esac
+    shift
+done
+die() { echo "callgrind_req.sh: FATAL: $*" >&2; exit 1; }
+log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+for tool in valgrind node python3; do command -v "$tool" >/dev/null || die "$tool is not installed"; done
+[ -x "$SLUICE_BIN" ] && [ -x "$FP_BIN" ] || die "build sluice and fakeprovider first"
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/sluice-cgreq.XXXXXX") || die "mktemp failed"
+[ -n "$OUT" ] || OUT=$TMP/out
+mkdir -p "$OUT"
+FP_PID="" SL_PID=""
+cleanup() {
+    [ -n "$SL_PID" ] && kill -TERM "$SL_PID" 2>/dev/null
+    [ -n "$FP_PID" ] && kill -TERM "$FP_PID" 2>/dev/null
+    wait 2>/dev/null
+    [ -n "${CG_KEEP:-}" ] && echo "kept $TMP" >&2 || rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+"$FP_BIN" --listen 127.0.0.1:0 --name cgup --quiet --logs "$LOGS" >"$TMP/fp.log" 2>&1 &
+FP_PID=$!
+for _ in $(seq 100); do grep -q 'listening on' "$TMP/fp.log" && break; sleep 0.05; done
+UP=$(grep -Eo '[0-9.]+:[0-9]+$' "$TMP/fp.log") || die "fakeprovider did not start"
+
+# run_once NAME ACCESS_LOG METHOD N -> prints the worker's Ir; its file name goes to $TMP/NAME-N/worker_file
+run_once() {
+    local name=$1 alog=$2 method=$3 n=$4
+    local d="$TMP/$name-$n"
+    mkdir -p "$d"
+    cat >"$d/s.yaml" <<YAML
+server: { listen: "127.0.0.1:0", workers: 1, access_log: $alog, shutdown_grace_ms: 1000 }
+admin: { listen: off }
+state: { path: "$d/state", refresh_ms: 10000, flush_ms: 0 }
+networks:
+  eth:
+    chain: ethereum
+    ranking: { probe_interval_ms: 0 }
+    endpoints:
+      - { id: up, url: "http://$UP" }
+YAML
+    valgrind --tool=callgrind --callgrind-out-file="$d/cg.%p" "$SLUICE_BIN" -c "$d/s.yaml" >"$d/log" 2>&1 &
+    SL_PID=$!
+    local port=""
+    for _ in $(seq 600); do
+        port=$(grep -Eo 'listening on http://[0-9.]+:[0-9]+' "$d/log" | grep -Eo '[0-9]+$') && break
+        kill -0 "$SL_PID" 2>/dev/null || { cat "$d/log" >&2; die "sluice ($name) exited"; }
+        sleep 0.1
+    done
+    [ -n "$port" ] || die "sluice ($name) did not start under valgrind"
+    node "$HERE/fixed.mjs" "http://127.0.0.1:$port/eth" "$method" "$n" "$CONC" >"$d/client.txt" 2>&1 \
+        || { cat "$d/client.txt" >&2; die "client run failed ($name, $n)"; }
+    local master=$SL_PID f=""
+    kill -TERM "$master"
+    wait "$master" 2>/dev/null
+    SL_PID=""
+    for g in "$d"/cg.*; do [ "$g" != "$d/cg.$master" ] && f=$g; done
+    [ -n "$f" ] || die "no callgrind file of the worker in $d"
+    if [ "$alog" = true ]; then
+        local lines; lines=$(grep -c '"type":"access"' "$d/log")
+        [ "$lines" = "$n" ] || die "$name: $lines access lines for $n requests"
+    fi
+    echo "$f" >"$d/worker_file"
+    awk '/^summary:/ { print $2 }' "$f"
+}
+
+# incl FILE N FN... -> "fn Ir_per_request" (inclusive, summed over every call site)
+incl() {
+    python3 - "$@" <<'PY'
+import re, sys
+f, n, want = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+names, cost = {}, {w: 0 for w in want}
+cur, pending = None, False
+for line in open(f):
+    m = re.match(r"^c?fn=\((\d+)\)(?: (.*))?$", line.strip())
+    if m:
+        if m.group(2):
+            names[m.group(1)] = m.group(2)
+        if line.startswith("cfn="):
+            cur = names.get(m.group(1))
+        continue
+    if line.startswith("calls="):
+        pending = True
+        continue
+    if pending:
+        pending = False
+        if cur in cost:
+            cost[cur] += int(line.split()[1])
+for w in want:
+    print(f"{w} {cost[w] // n}")
+PY
+}
+
+FNS=(gw_access_log sl_log_access sl_log_flush gw_reply_build wire_envelope_scan sl_http_send on_call_done)
+log "callgrind: N1=$N1 N2=$N2 requests per run, c=$CONC, 1 worker"
+{
+    echo "### Whole worker, instructions per request (callgrind, 1 worker, c=$CONC, ($N2 - $N1) requests)"
+    echo
+    echo "| case | Ir/request | $(IFS='|'; echo "${FNS[*]}" | sed 's/|/ | /g') |"
+    echo "|---|---:|$(for _ in "${FNS[@]}"; do printf -- '---:|'; done)"
+} >"$OUT/callgrind_req.md"
+for method in eth_blockNumber eth_getLogs; do
+    for alog in false true; do
+        name="$method-log$alog"
+        a=$(run_once "$name" "$alog" "$method" "$N1") || exit 1
+        b=$(run_once "$name" "$alog" "$method" "$N2") || exit 1
+        per=$(python3 -c "print(round(($b - $a) / ($N2 - $N1)))")
+        parts=$(incl "$(cat "$TMP/$name-$N2/worker_file")" "$N2" "${FNS[@]}" | awk '{ printf "| %s ", $2 }')
+        log "$method access_log=$alog: $per Ir/req"
+        echo "| $method, access_log $alog | $per $parts|" >>"$OUT/callgrind_req.md"
+    done
+done
+cat "$OUT/callgrind_req.md"
