@@ -224,8 +224,12 @@ test('40 clients that stop reading 4 MB answers: memory stays within max_buffere
   const ok = clients.filter((c) => c.first.toString('latin1').startsWith('HTTP/1.1 200'));
   const refused = clients.filter((c) => c.first.toString('latin1').startsWith('HTTP/1.1 503'));
   assert.equal(ok.length + refused.length, 40);
-  // 8 answers of 4.2 MB: the 8th is admitted at 29 MB held and takes it past 32 MB
-  assert.ok(ok.length >= 7 && ok.length <= 9, `${ok.length} answers admitted within a 32 MB budget`);
+  // 8 answers of 4.2 MB: the 8th is admitted at 29 MB held and takes it past
+  // 32 MB; the kernel's send buffers (up to tcp_wmem's 4 MB each, grown by
+  // autotuning) take part of the first answers off sluice's hands, which can
+  // make room for two or three more (10 seen on an idle machine). What sluice
+  // holds is bounded all the same: sluice_buffered_answer_bytes_peak below
+  assert.ok(ok.length >= 7 && ok.length <= 11, `${ok.length} answers admitted within a 32 MB budget`);
   assert.ok(clients.slice(0, ok.length).every((c) => ok.includes(c)), 'the first calls were admitted, the later refused');
   // in flight past the limit: at most an answer or two; then the worker's own few MB
   if (!sanitized(pid)) assert.ok(peak - base < 32 + 24, `RSS went from ${base.toFixed(1)} to ${peak.toFixed(1)} MB`);
@@ -256,14 +260,17 @@ test('40 clients that stop reading 4 MB answers: memory stays within max_buffere
   assert.ok(lines.length <= 3, `${lines.length} log lines for ${refused.length} refusals and ${ok.length} resets`);
 });
 
-test('20 clients that stall on 4 MB answers at once: each answer is held once, and freed when they leave', async () => {
-  const size = 4 * MB;
+test('10 clients that stall on 16 MB answers at once: each answer is held once, and freed when they leave', async () => {
+  // answers well over what the kernel's buffers can take off sluice's hands
+  // (tcp_wmem's 4 MB on the sending side, the paused reader's window on the
+  // other): with 4 MB answers an idle machine sometimes left sluice nothing
+  const size = 16 * MB;
   const { s, pid } = await oneWorker({}, { fakeArgs: ['--mode', 'huge', '--method', 'eth_call', '--size', String(size)] });
   for (let i = 0; i < 5; i++) await post(s.url('eth'), call('eth_chainId'));
   const base = rssMB(pid);
   const body = JSON.stringify(ETH_CALL);
   // all at once: each answer comes over an upstream connection of its own
-  const clients = Array.from({ length: 20 }, () => {
+  const clients = Array.from({ length: 10 }, () => {
     const sock = net.connect(s.port, '127.0.0.1');
     const c = { sock };
     c.started = new Promise((r) => sock.once('data', (d) => { sock.pause(); c.status = d.toString('latin1').slice(9, 12); r(); }));
@@ -273,14 +280,14 @@ test('20 clients that stall on 4 MB answers at once: each answer is held once, a
   });
   await Promise.all(clients.map((c) => c.started));
   const held = clients.filter((c) => c.status === '200').length;
-  assert.equal(held, 20, `statuses: ${clients.map((c) => c.status)}`);
+  assert.equal(held, 10, `statuses: ${clients.map((c) => c.status)}`);
   // the kernel's send buffers take part of each answer off sluice's hands
   // (how much depends on TCP autotuning): wait until what sluice holds stops
   // growing, then compare its memory with what it says it holds
   let counted = 0, prev = -1;
   await waitFor(async () => {
     counted = await metric(s, 'sluice_buffered_answer_bytes');
-    const still = counted === prev && counted >= held * size / 2;
+    const still = counted === prev && counted >= held * size / 3;
     prev = counted;
     return still;
   }, { intervalMs: 300, what: `the ${held} answers counted in sluice_buffered_answer_bytes (${counted})` });
