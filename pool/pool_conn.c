@@ -1,4 +1,6 @@
-/* pool/pool_conn.c: one upstream connection and the exchanges on it.
+/* pool/pool_conn.c: one upstream connection: connect, TLS, send, read the
+ * answer's head and body, keep-alive (pool_exchange.c is the exchange that
+ * uses it).
  *
  * sluice's own HTTP/1.1 client on h2o sockets, rather than h2o's http1client:
  * it needs to know whether request bytes left the process (write safety),
@@ -123,57 +125,6 @@ static void conn_make_idle(pool_conn_t *c)
     h2o_socket_read_start(c->sock, on_idle_read);
 }
 
-/* Ends the exchange: the connection goes back to the pool when reusable. */
-static void exchange_finish(pool_exchange_t *ex, pool_fail_t fail)
-{
-    pool_conn_t *c = ex->conn;
-    if (h2o_timeout_is_linked(&ex->phase_timer))
-        h2o_timeout_unlink(&ex->phase_timer);
-    if (h2o_timeout_is_linked(&ex->attempt_timer))
-        h2o_timeout_unlink(&ex->attempt_timer);
-    ex->fail = fail;
-    ex->latency_us = (uint32_t)(sl_now_us() - ex->started_us);
-    ex->conn = NULL;
-    ex->ep->inflight--;
-    pool_network_t *net = ex->ep->net; /* ex may be gone once its callback returns */
-    if (c != NULL) {
-        c->ex = NULL;
-        /* An upstream may answer before it read the whole request (a 429 or
-         * 401 from a front proxy): h2o still holds our buffers then, and a
-         * connection it closed as it answered must not meet the next send. */
-        int reusable = fail == POOL_FAIL_NONE && ex->head.keep_alive && ex->write_done && !ex->peer_closed &&
-                       c->sock->input->size == 0;
-        if (reusable)
-            conn_make_idle(c);
-        else
-            conn_destroy(c);
-    }
-    ex->cb(ex);
-    pool_call_wake_waiters(net);
-}
-
-/* The failure of an exchange whose connection is not open yet. */
-static pool_fail_t connect_fail(const pool_conn_t *c)
-{
-    return c->sock == NULL ? POOL_FAIL_DNS : POOL_FAIL_CONNECT_TIMEOUT; /* no socket: still looking up */
-}
-
-static void on_phase_timeout(h2o_timeout_entry_t *entry)
-{
-    pool_exchange_t *ex = H2O_STRUCT_FROM_MEMBER(pool_exchange_t, phase_timer, entry);
-    pool_conn_state_t st = ex->conn->state;
-    int connecting = st == POOL_CONN_CONNECTING || st == POOL_CONN_HANDSHAKE;
-    exchange_finish(ex, connecting ? connect_fail(ex->conn) : POOL_FAIL_FIRST_BYTE_TIMEOUT);
-}
-
-static void on_attempt_timeout(h2o_timeout_entry_t *entry)
-{
-    pool_exchange_t *ex = H2O_STRUCT_FROM_MEMBER(pool_exchange_t, attempt_timer, entry);
-    pool_conn_state_t st = ex->conn->state;
-    int connecting = st == POOL_CONN_CONNECTING || st == POOL_CONN_HANDSHAKE;
-    exchange_finish(ex, connecting ? connect_fail(ex->conn) : POOL_FAIL_ATTEMPT_TIMEOUT);
-}
-
 static void on_write_done(h2o_socket_t *sock, const char *err)
 {
     pool_conn_t *c = sock->data;
@@ -182,11 +133,11 @@ static void on_write_done(h2o_socket_t *sock, const char *err)
         return;
     if (err == h2o_socket_error_out_of_memory) {
         log_local(c->ep, "no memory for the request");
-        exchange_finish(ex, POOL_FAIL_LOCAL);
+        pool_exchange_finish(ex, POOL_FAIL_LOCAL);
         return;
     }
     if (err != NULL) {
-        exchange_finish(ex, POOL_FAIL_RESET);
+        pool_exchange_finish(ex, POOL_FAIL_RESET);
         return;
     }
     ex->write_done = 1;
@@ -196,7 +147,7 @@ static void on_write_done(h2o_socket_t *sock, const char *err)
     }
 }
 
-static void conn_send(pool_conn_t *c)
+void pool_conn_send(pool_conn_t *c)
 {
     pool_exchange_t *ex = c->ex;
     if (h2o_timeout_is_linked(&ex->phase_timer))
@@ -223,10 +174,10 @@ static void on_handshake(h2o_socket_t *sock, const char *err)
     if (err != NULL) {
         sl_log_warn("endpoint %s/%s: TLS handshake with %s failed: %s", c->ep->net->conf->name, c->ep->conf->id,
                     c->ep->conf->url_redacted, err);
-        exchange_finish(ex, POOL_FAIL_TLS);
+        pool_exchange_finish(ex, POOL_FAIL_TLS);
         return;
     }
-    conn_send(c);
+    pool_conn_send(c);
 }
 
 static void on_connect(h2o_socket_t *sock, const char *err)
@@ -234,7 +185,7 @@ static void on_connect(h2o_socket_t *sock, const char *err)
     pool_conn_t *c = sock->data;
     if (err != NULL) {
         pool_endpoint_addr_failed(c->ep);
-        exchange_finish(c->ex, POOL_FAIL_CONNECT);
+        pool_exchange_finish(c->ex, POOL_FAIL_CONNECT);
         return;
     }
     if (c->ep->ssl_ctx != NULL) {
@@ -242,7 +193,7 @@ static void on_connect(h2o_socket_t *sock, const char *err)
         h2o_socket_ssl_handshake(sock, c->ep->ssl_ctx, c->ep->url.host, on_handshake);
         return;
     }
-    conn_send(c);
+    pool_conn_send(c);
 }
 
 /* Charges the bytes the body grew by to the worker's budget: what was read
@@ -271,11 +222,11 @@ static int conn_read_body(pool_conn_t *c, int eof)
         h2o_buffer_consume(&c->sock->input, used);
         exchange_charge(c, ex);
         if (err != SL_OK) {
-            exchange_finish(ex, err == SL_ERR_TOO_LARGE ? POOL_FAIL_TOO_LARGE : POOL_FAIL_BAD_HTTP);
+            pool_exchange_finish(ex, err == SL_ERR_TOO_LARGE ? POOL_FAIL_TOO_LARGE : POOL_FAIL_BAD_HTTP);
             return 1;
         }
         if (done) {
-            exchange_finish(ex, POOL_FAIL_NONE);
+            pool_exchange_finish(ex, POOL_FAIL_NONE);
             return 1;
         }
     } else if (ex->head.content_length >= 0) {
@@ -287,13 +238,13 @@ static int conn_read_body(pool_conn_t *c, int eof)
         h2o_buffer_consume(&c->sock->input, n);
         exchange_charge(c, ex);
         if (ex->body.len == (size_t)ex->head.content_length) {
-            exchange_finish(ex, POOL_FAIL_NONE);
+            pool_exchange_finish(ex, POOL_FAIL_NONE);
             return 1;
         }
     } else {
         /* delimited by EOF (HTTP/1.0 style) */
         if (ex->body.len + in->size > max) {
-            exchange_finish(ex, POOL_FAIL_TOO_LARGE);
+            pool_exchange_finish(ex, POOL_FAIL_TOO_LARGE);
             return 1;
         }
         sl_buf_append(&ex->body, in->bytes, in->size);
@@ -301,13 +252,13 @@ static int conn_read_body(pool_conn_t *c, int eof)
         exchange_charge(c, ex);
         ex->head.keep_alive = 0;
         if (eof) {
-            exchange_finish(ex, POOL_FAIL_NONE);
+            pool_exchange_finish(ex, POOL_FAIL_NONE);
             return 1;
         }
         return 0;
     }
     if (eof) {
-        exchange_finish(ex, POOL_FAIL_RESET);
+        pool_exchange_finish(ex, POOL_FAIL_RESET);
         return 1;
     }
     return 0;
@@ -321,15 +272,15 @@ static int conn_read_head(pool_conn_t *c, int eof)
     sl_err_t err = pool_http_parse_head(in->bytes, in->size, &ex->head);
     if (err == SL_ERR_TRUNCATED) {
         if (eof)
-            exchange_finish(ex, POOL_FAIL_RESET);
+            pool_exchange_finish(ex, POOL_FAIL_RESET);
         return eof;
     }
     if (err != SL_OK || ex->head.encoded) {
-        exchange_finish(ex, POOL_FAIL_BAD_HTTP);
+        pool_exchange_finish(ex, POOL_FAIL_BAD_HTTP);
         return 1;
     }
     if (ex->head.content_length > (int64_t)conn_pool(c)->max_response_bytes) {
-        exchange_finish(ex, POOL_FAIL_TOO_LARGE);
+        pool_exchange_finish(ex, POOL_FAIL_TOO_LARGE);
         return 1;
     }
     if (h2o_timeout_is_linked(&ex->phase_timer))
@@ -353,7 +304,7 @@ static void on_conn_read(h2o_socket_t *sock, const char *err)
         /* h2o keeps a large answer in a temp file (TMPDIR): none could be
          * made or grown, or memory ran out. Not the upstream's doing. */
         log_local(c->ep, "no room to buffer the answer (temp folder full or memory short)");
-        exchange_finish(ex, POOL_FAIL_LOCAL);
+        pool_exchange_finish(ex, POOL_FAIL_LOCAL);
         return;
     }
     int eof = err != NULL;
@@ -369,7 +320,7 @@ static void on_conn_read(h2o_socket_t *sock, const char *err)
         return;
     }
     if (eof)
-        exchange_finish(ex, POOL_FAIL_RESET);
+        pool_exchange_finish(ex, POOL_FAIL_RESET);
 }
 
 /* Takes a reusable idle connection, closing stale ones on the way. */
@@ -449,84 +400,30 @@ void pool_conn_dns_done(pool_endpoint_t *ep)
         socklen_t alen;
         const struct sockaddr *addr = pool_endpoint_addr(ep, &alen);
         if (addr == NULL) {
-            exchange_finish(c->ex, POOL_FAIL_DNS);
+            pool_exchange_finish(c->ex, POOL_FAIL_DNS);
             continue;
         }
         if ((c->sock = h2o_socket_connect(ep->net->pool->loop, (struct sockaddr *)addr, alen, on_connect)) == NULL) {
             pool_endpoint_addr_failed(ep);
-            exchange_finish(c->ex, POOL_FAIL_CONNECT);
+            pool_exchange_finish(c->ex, POOL_FAIL_CONNECT);
             continue;
         }
         c->sock->data = c;
     }
 }
 
-pool_fail_t pool_exchange_start(pool_exchange_t *ex, pool_endpoint_t *ep, const char *body, size_t len,
-                                int is_write, pool_exchange_cb cb, void *data)
+pool_conn_t *pool_conn_take(pool_endpoint_t *ep, int is_write, pool_fail_t *fail)
 {
-    pool_network_t *net = ep->net;
-    memset(ex, 0, sizeof(*ex));
-    ex->ep = ep;
-    ex->cb = cb;
-    ex->data = data;
-    ex->is_write = is_write;
-    ex->phase_timer.cb = on_phase_timeout;
-    ex->attempt_timer.cb = on_attempt_timeout;
-    ex->started_us = sl_now_us();
-    ex->bufs[0] = h2o_iovec_init(ep->prefix.base, ep->prefix.len);
-    size_t n = sl_u64_str(ex->clen, len);
-    memcpy(ex->clen + n, "\r\n\r\n", 5);
-    ex->bufs[1] = h2o_iovec_init(ex->clen, n + 4);
-    ex->bufs[2] = h2o_iovec_init(body, len);
-
-    pool_fail_t fail = POOL_FAIL_NONE;
     pool_conn_t *c = take_idle(ep, is_write);
-    if (c == NULL && (c = conn_connect(ep, &fail)) == NULL)
-        return fail;
-    c->ex = ex;
-    ex->conn = c;
-    ep->inflight++;
-    if (ep->inflight > ep->health.stats.max_inflight_seen) {
-        ep->health.stats.max_inflight_seen = ep->inflight;
-        ep->health.dirty = 1;
-    }
-    h2o_timeout_link(net->pool->loop, &net->attempt_timeout, &ex->attempt_timer);
-    if (c->state == POOL_CONN_IDLE) {
-        ex->reused = 1;
-        conn_send(c);
-    } else {
-        h2o_timeout_link(net->pool->loop, &net->connect_timeout, &ex->phase_timer);
-    }
-    return POOL_FAIL_NONE;
+    return c != NULL ? c : conn_connect(ep, fail);
 }
 
-void pool_exchange_cancel(pool_exchange_t *ex)
+void pool_conn_put_back(pool_conn_t *c, int reusable)
 {
-    if (ex->conn == NULL)
-        return;
-    if (h2o_timeout_is_linked(&ex->phase_timer))
-        h2o_timeout_unlink(&ex->phase_timer);
-    if (h2o_timeout_is_linked(&ex->attempt_timer))
-        h2o_timeout_unlink(&ex->attempt_timer);
-    ex->conn->ex = NULL;
-    conn_destroy(ex->conn);
-    ex->conn = NULL;
-    ex->ep->inflight--;
-    pool_exchange_body_dispose(ex);
-}
-
-void pool_budget_release(pool_t *pool, size_t bytes)
-{
-    if (pool->budget != NULL && bytes > 0)
-        sl_budget_release(pool->budget, bytes);
-}
-
-void pool_exchange_body_dispose(pool_exchange_t *ex)
-{
-    pool_budget_release(ex->ep->net->pool, ex->charged);
-    ex->charged = 0;
-    sl_buf_dispose(&ex->body);
-    pool_call_wake_waiters(ex->ep->net);
+    if (reusable)
+        conn_make_idle(c);
+    else
+        conn_destroy(c);
 }
 
 void pool_conn_close_idle(pool_endpoint_t *ep)

@@ -590,19 +590,32 @@ void pool_endpoint_addr_failed(pool_endpoint_t *ep);
 /* pool_tls.c */
 SL_MUST_CHECK sl_err_t pool_tls_ctx_create(const wire_url_t *url, const char *ca_file, SSL_CTX **out);
 
-/* pool_conn.c: starts ex on ep (an idle connection or a new one). On failure
- * before anything happened (no address, socket error) returns the failure
- * class and never calls ex->cb; otherwise returns POOL_FAIL_NONE and calls
- * ex->cb exactly once, unless pool_exchange_cancel comes first. */
+/* pool_exchange.c: starts ex on ep (an idle connection or a new one). On
+ * failure before anything happened (no address, socket error) returns the
+ * failure class and never calls ex->cb; otherwise returns POOL_FAIL_NONE and
+ * calls ex->cb exactly once, unless pool_exchange_cancel comes first. */
 pool_fail_t pool_exchange_start(pool_exchange_t *ex, pool_endpoint_t *ep, const char *body, size_t len,
                                 int is_write, pool_exchange_cb cb, void *data);
 void pool_exchange_cancel(pool_exchange_t *ex);
-void pool_conn_close_idle(pool_endpoint_t *ep);
+/* Ends ex with fail (POOL_FAIL_NONE: answered): its connection goes back to
+ * the pool when it can be reused, then ex->cb runs. Called by the
+ * connection's read, write and connect paths and by the deadlines. */
+void pool_exchange_finish(pool_exchange_t *ex, pool_fail_t fail);
 /* A finished exchange's body is charged to the worker's budget until freed:
  * its owner frees it with this, or takes it (ex->body and ex->charged) and
  * later releases the charge with pool_budget_release. */
 void pool_exchange_body_dispose(pool_exchange_t *ex);
 void pool_budget_release(pool_t *pool, size_t bytes);
+
+/* pool_conn.c: an idle connection to ep fit for the request (is_write: not
+ * one idle for long, which the upstream may be closing), or a new one being
+ * opened; NULL and *fail if none could be started. */
+pool_conn_t *pool_conn_take(pool_endpoint_t *ep, int is_write, pool_fail_t *fail);
+/* Sends c->ex's request (the connection is open). */
+void pool_conn_send(pool_conn_t *c);
+/* After an exchange: keep c for the next one (reusable) or close it. */
+void pool_conn_put_back(pool_conn_t *c, int reusable);
+void pool_conn_close_idle(pool_endpoint_t *ep);
 /* The endpoint's first lookup ended: connections waiting for it connect now,
  * or fail with POOL_FAIL_DNS if no address is known. */
 void pool_conn_dns_done(pool_endpoint_t *ep);

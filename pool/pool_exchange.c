@@ -1,0 +1,124 @@
+/* pool/pool_exchange.c: one attempt's request and answer on an upstream
+ * connection (pool_conn.c): its deadlines (connect or first byte, and the
+ * whole attempt), the end that hands the connection back, cancellation, and
+ * the answer bytes charged to the worker's budget. */
+#include <string.h>
+
+#include "base/sl_time.h"
+#include "pool/pool_int.h"
+
+/* The failure of an exchange whose connection is not open yet. */
+static pool_fail_t connect_fail(const pool_conn_t *c)
+{
+    return c->sock == NULL ? POOL_FAIL_DNS : POOL_FAIL_CONNECT_TIMEOUT; /* no socket: still looking up */
+}
+
+static void on_phase_timeout(h2o_timeout_entry_t *entry)
+{
+    pool_exchange_t *ex = H2O_STRUCT_FROM_MEMBER(pool_exchange_t, phase_timer, entry);
+    pool_conn_state_t st = ex->conn->state;
+    int connecting = st == POOL_CONN_CONNECTING || st == POOL_CONN_HANDSHAKE;
+    pool_exchange_finish(ex, connecting ? connect_fail(ex->conn) : POOL_FAIL_FIRST_BYTE_TIMEOUT);
+}
+
+static void on_attempt_timeout(h2o_timeout_entry_t *entry)
+{
+    pool_exchange_t *ex = H2O_STRUCT_FROM_MEMBER(pool_exchange_t, attempt_timer, entry);
+    pool_conn_state_t st = ex->conn->state;
+    int connecting = st == POOL_CONN_CONNECTING || st == POOL_CONN_HANDSHAKE;
+    pool_exchange_finish(ex, connecting ? connect_fail(ex->conn) : POOL_FAIL_ATTEMPT_TIMEOUT);
+}
+
+/* Ends the exchange: the connection goes back to the pool when reusable. */
+void pool_exchange_finish(pool_exchange_t *ex, pool_fail_t fail)
+{
+    pool_conn_t *c = ex->conn;
+    if (h2o_timeout_is_linked(&ex->phase_timer))
+        h2o_timeout_unlink(&ex->phase_timer);
+    if (h2o_timeout_is_linked(&ex->attempt_timer))
+        h2o_timeout_unlink(&ex->attempt_timer);
+    ex->fail = fail;
+    ex->latency_us = (uint32_t)(sl_now_us() - ex->started_us);
+    ex->conn = NULL;
+    ex->ep->inflight--;
+    pool_network_t *net = ex->ep->net; /* ex may be gone once its callback returns */
+    if (c != NULL) {
+        c->ex = NULL;
+        /* An upstream may answer before it read the whole request (a 429 or
+         * 401 from a front proxy): h2o still holds our buffers then, and a
+         * connection it closed as it answered must not meet the next send. */
+        int reusable = fail == POOL_FAIL_NONE && ex->head.keep_alive && ex->write_done && !ex->peer_closed &&
+                       c->sock->input->size == 0;
+        pool_conn_put_back(c, reusable);
+    }
+    ex->cb(ex);
+    pool_call_wake_waiters(net);
+}
+
+pool_fail_t pool_exchange_start(pool_exchange_t *ex, pool_endpoint_t *ep, const char *body, size_t len,
+                                int is_write, pool_exchange_cb cb, void *data)
+{
+    pool_network_t *net = ep->net;
+    memset(ex, 0, sizeof(*ex));
+    ex->ep = ep;
+    ex->cb = cb;
+    ex->data = data;
+    ex->is_write = is_write;
+    ex->phase_timer.cb = on_phase_timeout;
+    ex->attempt_timer.cb = on_attempt_timeout;
+    ex->started_us = sl_now_us();
+    ex->bufs[0] = h2o_iovec_init(ep->prefix.base, ep->prefix.len);
+    size_t n = sl_u64_str(ex->clen, len);
+    memcpy(ex->clen + n, "\r\n\r\n", 5);
+    ex->bufs[1] = h2o_iovec_init(ex->clen, n + 4);
+    ex->bufs[2] = h2o_iovec_init(body, len);
+
+    pool_fail_t fail = POOL_FAIL_NONE;
+    pool_conn_t *c = pool_conn_take(ep, is_write, &fail);
+    if (c == NULL)
+        return fail;
+    c->ex = ex;
+    ex->conn = c;
+    ep->inflight++;
+    if (ep->inflight > ep->health.stats.max_inflight_seen) {
+        ep->health.stats.max_inflight_seen = ep->inflight;
+        ep->health.dirty = 1;
+    }
+    h2o_timeout_link(net->pool->loop, &net->attempt_timeout, &ex->attempt_timer);
+    if (c->state == POOL_CONN_IDLE) {
+        ex->reused = 1;
+        pool_conn_send(c);
+    } else {
+        h2o_timeout_link(net->pool->loop, &net->connect_timeout, &ex->phase_timer);
+    }
+    return POOL_FAIL_NONE;
+}
+
+void pool_exchange_cancel(pool_exchange_t *ex)
+{
+    if (ex->conn == NULL)
+        return;
+    if (h2o_timeout_is_linked(&ex->phase_timer))
+        h2o_timeout_unlink(&ex->phase_timer);
+    if (h2o_timeout_is_linked(&ex->attempt_timer))
+        h2o_timeout_unlink(&ex->attempt_timer);
+    ex->conn->ex = NULL;
+    pool_conn_put_back(ex->conn, 0);
+    ex->conn = NULL;
+    ex->ep->inflight--;
+    pool_exchange_body_dispose(ex);
+}
+
+void pool_budget_release(pool_t *pool, size_t bytes)
+{
+    if (pool->budget != NULL && bytes > 0)
+        sl_budget_release(pool->budget, bytes);
+}
+
+void pool_exchange_body_dispose(pool_exchange_t *ex)
+{
+    pool_budget_release(ex->ep->net->pool, ex->charged);
+    ex->charged = 0;
+    sl_buf_dispose(&ex->body);
+    pool_call_wake_waiters(ex->ep->net);
+}
