@@ -288,3 +288,30 @@ void gw_conns_destroy(gw_conns_t *c)
     h2o_timeout_dispose(c->loop, &c->sweep_timeout);
     free(c);
 }
+
+/* Every client connection takes a descriptor, and most one upstream as
+ * well, while the usual soft limit is 1024: the soft limit goes up to the
+ * hard one (what the administrator allows), for the workers to inherit.
+ * Called by the master before it starts any. */
+void gw_conns_raise_open_files(unsigned max_connections)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return;
+    rlim_t before = rl.rlim_cur;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0 || getrlimit(RLIMIT_NOFILE, &rl) != 0)
+            rl.rlim_cur = before;
+    }
+    unsigned long long need = (unsigned long long)max_connections * 2 + 64;
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need)
+        sl_log_warn("open files limit is %llu (hard limit %llu), below the %llu that server.max_connections %u "
+                    "needs (a client and an upstream descriptor each): at the limit, workers pause accepting; "
+                    "raise the hard limit (ulimit -Hn, systemd LimitNOFILE=) or lower max_connections",
+                    (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max, need,
+                    max_connections);
+    else if (rl.rlim_cur != before)
+        sl_log_info("open files limit raised from %llu to %llu", (unsigned long long)before,
+                    (unsigned long long)rl.rlim_cur);
+}

@@ -48,4 +48,9 @@ void gw_conns_stop_accepting(gw_conns_t *c);
 /* Client connections open now. */
 size_t gw_conns_open(const gw_conns_t *c);
 
+/* Raises the open files soft limit to the hard one and warns when that is
+ * below what max_connections needs (a client and an upstream descriptor
+ * each); the master calls it once, before the workers start. */
+void gw_conns_raise_open_files(unsigned max_connections);
+
 #endif

@@ -16,6 +16,7 @@
 #include "base/sl_buf.h"
 #include "base/sl_log.h"
 #include "base/sl_time.h"
+#include "gateway/gw_conns.h"
 #include "gateway/gw_housekeep.h"
 #include "gateway/gw_listen.h"
 #include "gateway/gw_reload.h"
@@ -471,32 +472,6 @@ static int reserve(const char *listen, gw_listen_addr_t *addr, int *fd)
     return *fd < 0 ? -1 : 0;
 }
 
-/* Every client connection takes a descriptor, and most one upstream as
- * well, while the usual soft limit is 1024: the soft limit goes up to the
- * hard one (what the administrator allows), for the workers to inherit. */
-static void raise_open_files(const gw_config_t *cfg)
-{
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
-        return;
-    rlim_t before = rl.rlim_cur;
-    if (rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        if (setrlimit(RLIMIT_NOFILE, &rl) != 0 || getrlimit(RLIMIT_NOFILE, &rl) != 0)
-            rl.rlim_cur = before;
-    }
-    unsigned long long need = (unsigned long long)cfg->server.max_connections * 2 + 64;
-    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need)
-        sl_log_warn("open files limit is %llu (hard limit %llu), below the %llu that server.max_connections %u "
-                    "needs (a client and an upstream descriptor each): at the limit, workers pause accepting; "
-                    "raise the hard limit (ulimit -Hn, systemd LimitNOFILE=) or lower max_connections",
-                    (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max, need,
-                    cfg->server.max_connections);
-    else if (rl.rlim_cur != before)
-        sl_log_info("open files limit raised from %llu to %llu", (unsigned long long)before,
-                    (unsigned long long)rl.rlim_cur);
-}
-
 #define CLUSTER_PROBE_MS 2000
 
 /* With cluster:, one look at Redis before the workers start: a wrong
@@ -539,7 +514,7 @@ static int master_init(master_t *m, const gw_config_t *cfg)
     m->n = cfg->server.workers < MAX_WORKERS ? cfg->server.workers : MAX_WORKERS;
     m->args.cfg = cfg;
     m->args.nworkers = m->n;
-    raise_open_files(cfg);
+    gw_conns_raise_open_files(cfg->server.max_connections);
     m->args.nslots = SLOT_BANKS * m->n;
     if (reserve(cfg->server.listen, &m->args.main_addr, &m->reserve_fds[0]) != 0)
         return -1;
