@@ -226,12 +226,10 @@ sl_err_t state_endpoints_repair(state_t *st, const char *const *keys, size_t n, 
 }
 
 /* Encodes record i of a batch into out. */
-typedef sl_err_t (*encode_nth_fn)(const void *recs, size_t i, sl_buf_t *out);
 
-/* Writes a batch of stats-database records in one write transaction: all of
- * them or none. */
-static sl_err_t put_stats_batch(state_t *st, const char *const *keys, const void *recs, size_t n, encode_nth_fn encode,
-                                const char *what)
+
+sl_err_t state_stats_put_batch(state_t *st, const char *const *keys, const void *recs, size_t n,
+                               state_encode_nth_fn encode, const char *what)
 {
     MDB_txn *txn;
     int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
@@ -261,7 +259,7 @@ static sl_err_t encode_stats(const void *recs, size_t i, sl_buf_t *out)
 
 sl_err_t state_stats_put(state_t *st, const char *const *keys, const state_stats_rec_t *recs, size_t n)
 {
-    return put_stats_batch(st, keys, recs, n, encode_stats, "put stats");
+    return state_stats_put_batch(st, keys, recs, n, encode_stats, "put stats");
 }
 
 sl_err_t state_network_update(state_t *st, const char *network, const char *const *keys, size_t n,
@@ -329,7 +327,7 @@ static sl_err_t encode_counters(const void *recs, size_t i, sl_buf_t *out)
 
 sl_err_t state_counters_put(state_t *st, const char *const *keys, const state_counters_rec_t *const *recs, size_t n)
 {
-    return put_stats_batch(st, keys, recs, n, encode_counters, "put counters");
+    return state_stats_put_batch(st, keys, recs, n, encode_counters, "put counters");
 }
 
 sl_err_t state_counters_get(state_t *st, const char *key, state_counters_rec_t *rec)

@@ -46,6 +46,11 @@ struct state {
 /* Converts an LMDB return code, logging what failed. */
 sl_err_t state_lmdb_err(const char *what, int rc);
 void state_note_corrupt(state_t *st, const char *db, const char *key, sl_err_t err);
+/* Writes n records of the stats database (a worker's slots) in one write
+ * transaction, all or none; encode gives the i-th record's bytes. */
+typedef sl_err_t (*state_encode_nth_fn)(const void *recs, size_t i, sl_buf_t *out);
+sl_err_t state_stats_put_batch(state_t *st, const char *const *keys, const void *recs, size_t n,
+                               state_encode_nth_fn encode, const char *what);
 /* Deletes, in one write transaction, every record of db for which live()
  * says 0 (records that do not decode included); *removed gets how many. */
 typedef int (*state_live_fn)(const MDB_val *v, uint64_t now);

@@ -79,28 +79,15 @@ sl_err_t state_pressure_update(state_t *st, const char *network, state_pressure_
     return err;
 }
 
+static sl_err_t encode_slot(const void *recs, size_t i, sl_buf_t *out)
+{
+    return state_record_encode(&state_pressure_slot_schema, ((const state_pressure_slot_rec_t *const *)recs)[i], out);
+}
+
 sl_err_t state_pressure_slots_put(state_t *st, const char *const *keys, const state_pressure_slot_rec_t *const *recs,
                                   size_t n)
 {
-    MDB_txn *txn;
-    int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
-    if (rc != MDB_SUCCESS)
-        return state_lmdb_err("begin", rc);
-    sl_buf_t buf = SL_BUF_INIT;
-    sl_err_t err = SL_OK;
-    for (size_t i = 0; i < n && err == SL_OK; i++) {
-        sl_buf_reset(&buf);
-        err = state_record_encode(&state_pressure_slot_schema, recs[i], &buf);
-        MDB_val k = {strlen(keys[i]), (void *)keys[i]}, v = {buf.len, buf.base};
-        if (err == SL_OK && (rc = mdb_put(txn, st->dbi[STATE_DB_STATS], &k, &v, 0)) != MDB_SUCCESS)
-            err = state_lmdb_err("put pressure slot", rc);
-    }
-    sl_buf_dispose(&buf);
-    if (err != SL_OK) {
-        mdb_txn_abort(txn);
-        return err;
-    }
-    return state_lmdb_err("commit", mdb_txn_commit(txn));
+    return state_stats_put_batch(st, keys, recs, n, encode_slot, "put pressure slot");
 }
 
 sl_err_t state_pressure_slot_get(state_t *st, const char *key, state_pressure_slot_rec_t *rec)
