@@ -14,7 +14,7 @@ build=(build-essential cmake pkg-config
 test=(libcriterion-dev clang libclang-rt-14-dev
       openssl curl procps util-linux lmdb-utils wrk nginx-light docker-compose git chromium
       podman podman-compose runc netavark aardvark-dns iptables debootstrap
-      prometheus python3-jsonschema redis-server)
+      prometheus python3-jsonschema redis-server strace valgrind)
 node=(nodejs npm)
 
 mode=${1:-all}
