@@ -157,6 +157,7 @@ static size_t collect_items(gw_req_t *g)
         it->raw = body + m->raw.off;
         it->raw_len = m->raw.len;
         it->id = m->id.len ? (wire_span_t){m->id.off - m->raw.off, m->id.len} : (wire_span_t){0, 0};
+        it->params = m->params.len ? (wire_span_t){m->params.off - m->raw.off, m->params.len} : (wire_span_t){0, 0};
         it->method = m->method;
         it->name = m->name;
         it->name_len = (uint32_t)strlen(m->name);

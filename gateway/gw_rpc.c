@@ -30,6 +30,7 @@ static void parse_member(const char *body, wire_span_t m, const gw_rpc_limits_t 
         return;
     }
     mb->id = env.id;
+    mb->params = env.params;
     if (env.jsonrpc.len != 5 || memcmp(body + env.jsonrpc.off, "\"2.0\"", 5) != 0) {
         mb->error = "invalid request: \"jsonrpc\" must be \"2.0\"";
         return;

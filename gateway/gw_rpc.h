@@ -37,6 +37,7 @@ typedef struct gw_member {
     gw_member_status_t status;
     wire_span_t raw;            /* the member's bytes in the body */
     wire_span_t id;             /* id value in the body; len 0 = none / not echoable */
+    wire_span_t params;         /* params value in the body; len 0 = absent */
     uint8_t notification;         /* a valid request without "id": gets no answer */
     const policy_method_t *method; /* FORWARD and BLOCKED */
     char name[GW_RPC_METHOD_MAX]; /* method name ("" if absent or not a string) */

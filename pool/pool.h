@@ -99,6 +99,8 @@ typedef struct pool_item {
     const char *raw;              /* the member object as the client sent it */
     uint32_t raw_len;
     wire_span_t id;             /* id value, relative to raw; len 0 = notification */
+    wire_span_t params;         /* params value, relative to raw, as the gateway's scan found
+                                 * it; len 0 = not given (pool_item_params scans raw then) */
     const policy_method_t *method;
     const char *name;             /* the method name (for its credit cost) */
     uint32_t name_len;

@@ -63,6 +63,19 @@ void pool_item_settle(pool_item_t *it, pool_item_state_t to)
     it->state = to;
 }
 
+int pool_item_params(const pool_item_t *it, wire_span_t *params)
+{
+    if (it->params.len != 0) {
+        *params = it->params;
+        return 1;
+    }
+    wire_envelope_t env;
+    if (wire_envelope_scan(it->raw, it->raw_len, &env) != SL_OK)
+        return 0;
+    *params = env.params;
+    return 1;
+}
+
 static void note_outcome(answer_ctx_t *a, state_outcome_t o)
 {
     if (outcome_rank[o] > outcome_rank[a->res->outcome])

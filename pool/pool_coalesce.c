@@ -70,12 +70,12 @@ static int make_key(const pool_call_t *call, sl_buf_t *key)
     if (call->batch || call->carrier || call->nitems != 1 || it->id.len == 0 || !class_ok(it->method) ||
         it->name == NULL || it->name_len == 0)
         return 0;
-    wire_envelope_t env;
-    if (wire_envelope_scan(it->raw, it->raw_len, &env) != SL_OK)
+    wire_span_t params;
+    if (!pool_item_params(it, &params))
         return 0;
     sl_buf_append(key, it->name, it->name_len);
     sl_buf_append_char(key, '\0');
-    append_compact(key, it->raw + env.params.off, env.params.len);
+    append_compact(key, it->raw + params.off, params.len);
     if (key->len > MAX_KEY || memmem(key->base, key->len, "\"pending\"", 9) != NULL)
         return 0;
     return 1;

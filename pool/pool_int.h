@@ -480,6 +480,9 @@ void pool_method_count(pool_endpoint_t *ep, const policy_method_t *m, int what, 
  * transition that is not an edge is a bug: logged, then abort(). */
 int pool_item_edge_allowed(pool_item_state_t from, pool_item_state_t to);
 void pool_item_settle(pool_item_t *it, pool_item_state_t to);
+/* The params of it, relative to it->raw (len 0: none): the span the
+ * gateway's parse found, else a scan of raw. 0 if raw does not scan. */
+int pool_item_params(const pool_item_t *it, wire_span_t *params);
 
 /* pool_credit.c */
 void pool_credit_init(pool_endpoint_t *ep, uint32_t nworkers);

@@ -88,15 +88,14 @@ void pool_merge_dispose(pool_network_t *net)
 /* The params of it as [list] or [list, {options}]: spans relative to it->raw. */
 static int poll_params(const pool_item_t *it, wire_span_t *list, wire_span_t *opts)
 {
-    wire_envelope_t env;
-    wire_span_t p[3];
+    wire_span_t params, p[3];
     size_t n = 0;
-    if (wire_envelope_scan(it->raw, it->raw_len, &env) != SL_OK || wire_json_kind(it->raw, env.params) != WIRE_JSON_ARRAY)
+    if (!pool_item_params(it, &params) || wire_json_kind(it->raw, params) != WIRE_JSON_ARRAY)
         return 0;
-    if (wire_envelope_scan_array(it->raw + env.params.off, env.params.len, p, 2, &n) != SL_OK || n < 1)
+    if (wire_envelope_scan_array(it->raw + params.off, params.len, p, 2, &n) != SL_OK || n < 1)
         return 0;
-    *list = (wire_span_t){env.params.off + p[0].off, p[0].len};
-    *opts = n == 2 ? (wire_span_t){env.params.off + p[1].off, p[1].len} : (wire_span_t){0, 0};
+    *list = (wire_span_t){params.off + p[0].off, p[0].len};
+    *opts = n == 2 ? (wire_span_t){params.off + p[1].off, p[1].len} : (wire_span_t){0, 0};
     return 1;
 }
 
