@@ -32,6 +32,7 @@ while [ $# -gt 0 ]; do
     shift
 done
 die() { echo "callgrind_req.sh: FATAL: $*" >&2; exit 1; }
+. "$HERE/cg_lib.sh"
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 for tool in valgrind node python3; do command -v "$tool" >/dev/null || die "$tool is not installed"; done
 [ -x "$SLUICE_BIN" ] && [ -x "$FP_BIN" ] || die "build sluice and fakeprovider first"
@@ -68,28 +69,12 @@ networks:
     endpoints:
       - { id: up, url: "http://$UP" }
 YAML
-    valgrind --tool=callgrind --callgrind-out-file="$d/cg.%p" "$SLUICE_BIN" -c "$d/s.yaml" >"$d/log" 2>&1 &
-    SL_PID=$!
-    local port=""
-    for _ in $(seq 600); do
-        port=$(grep -Eo 'listening on http://[0-9.]+:[0-9]+' "$d/log" | grep -Eo '[0-9]+$') && break
-        kill -0 "$SL_PID" 2>/dev/null || { cat "$d/log" >&2; die "sluice ($name) exited"; }
-        sleep 0.1
-    done
-    [ -n "$port" ] || die "sluice ($name) did not start under valgrind"
-    node "$HERE/fixed.mjs" "http://127.0.0.1:$port/eth" "$method" "$n" "$CONC" >"$d/client.txt" 2>&1 \
-        || { cat "$d/client.txt" >&2; die "client run failed ($name, $n)"; }
-    local master=$SL_PID f=""
-    kill -TERM "$master"
-    wait "$master" 2>/dev/null
-    SL_PID=""
-    for g in "$d"/cg.*; do [ "$g" != "$d/cg.$master" ] && f=$g; done
-    [ -n "$f" ] || die "no callgrind file of the worker in $d"
+    cg_worker_run "$d" "$name" "$method" "$n" "$CONC"
+    local f=$CG_FILE
     if [ "$alog" = true ]; then
         local lines; lines=$(grep -c '"type":"access"' "$d/log")
         [ "$lines" = "$n" ] || die "$name: $lines access lines for $n requests"
     fi
-    echo "$f" >"$d/worker_file"
     awk '/^summary:/ { print $2 }' "$f"
 }
 

@@ -31,19 +31,7 @@ fail() { say "FAIL: $*"; exit 1; }
 deploy/install-deps.sh
 
 # ---- 1. podman's configuration, for this run only ----
-cat >"$work/containers.conf" <<'CONF'
-[containers]
-default_ulimits = []
-[engine]
-cgroup_manager = "cgroupfs"
-runtime = "runc"
-events_logger = "file"
-[network]
-network_backend = "netavark"
-CONF
-export CONTAINERS_CONF=$work/containers.conf
-
-free_port() { node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
+. tests/deploy/podman_env.sh
 export SLUICE_PORT=$(free_port) SLUICE_ADMIN_PORT=$(free_port) SLUICE_ADMIN_TOKEN=$token
 compose() { podman-compose -p "$project" -f "$compose_file" "$@"; }
 # podman-compose 1.0.3 knows no profiles: "up sluice" starts the default

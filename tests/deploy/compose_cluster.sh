@@ -28,19 +28,7 @@ fail() { say "FAIL: $*"; exit 1; }
 
 deploy/install-deps.sh
 
-cat >"$work/containers.conf" <<'CONF'
-[containers]
-default_ulimits = []
-[engine]
-cgroup_manager = "cgroupfs"
-runtime = "runc"
-events_logger = "file"
-[network]
-network_backend = "netavark"
-CONF
-export CONTAINERS_CONF=$work/containers.conf
-
-free_port() { node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
+. tests/deploy/podman_env.sh
 export SLUICE_CLUSTER_PORT_1=$(free_port) SLUICE_CLUSTER_ADMIN_PORT_1=$(free_port)
 export SLUICE_CLUSTER_PORT_2=$(free_port) SLUICE_CLUSTER_ADMIN_PORT_2=$(free_port)
 export SLUICE_ADMIN_TOKEN=$token REDIS_PASSWORD=$redis_pw

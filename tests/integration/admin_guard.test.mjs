@@ -12,7 +12,7 @@ import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
-import { startFake, startSluice, adminGet, sleep, tempDir, SLUICE_BIN } from '../lib/harness.mjs';
+import { startFake, startSluice, adminGet, sleep, tempDir, SLUICE_BIN, readAnswer } from '../lib/harness.mjs';
 
 const started = [];
 after(async () => { await Promise.all(started.map((p) => p.stop())); });
@@ -23,16 +23,8 @@ const TOKEN = 'guard-token-5f4e3d2c1b0a9f8e7d6c';
 // Origin, Content-Type as given; optionally from another loopback address.
 function raw(base, p, { method = 'GET', headers = {}, body, localAddress } = {}) {
   return new Promise((resolve, reject) => {
-    const req = http.request(`${base}${p}`, { method, headers: { connection: 'close', ...headers }, agent: false, localAddress }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (d) => { text += d; });
-      res.on('end', () => {
-        let json;
-        try { json = JSON.parse(text); } catch { json = undefined; }
-        resolve({ status: res.statusCode, headers: res.headers, text, json });
-      });
-    });
+    const req = http.request(`${base}${p}`, { method, headers: { connection: 'close', ...headers }, agent: false, localAddress },
+      (res) => readAnswer(res, resolve));
     req.on('error', reject);
     req.end(body);
   });

@@ -7,7 +7,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { createHash, randomBytes } from 'node:crypto';
-import { startFake, startSluice, post, call, sleep, adminGet, adminPost, waitFor, workerPids } from '../lib/harness.mjs';
+import { startFake, startSluice, post, call, sleep, adminGet, adminPost, waitFor, workerPids, readAnswer } from '../lib/harness.mjs';
 
 const started = [];
 after(async () => { await Promise.all(started.map((p) => p.stop())); });
@@ -34,16 +34,8 @@ const randomSig = () => base58(randomBytes(64));
 function agentPost(agent, url, body) {
   const data = typeof body === 'string' ? body : JSON.stringify(body);
   return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (d) => { text += d; });
-      res.on('end', () => {
-        let json;
-        try { json = JSON.parse(text); } catch { json = undefined; }
-        resolve({ status: res.statusCode, headers: res.headers, text, json });
-      });
-    });
+    const req = http.request(url, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } },
+      (res) => readAnswer(res, resolve));
     req.on('error', reject);
     req.end(data);
   });

@@ -267,6 +267,19 @@ export async function sseConnect(url, { lastEventId, token } = {}) {
   return { status: res.statusCode, headers: res.headers, events: got, comments, close: () => { req.destroy(); } };
 }
 
+// Reads a node:http answer to its end: { status, headers, text, json }
+// (json undefined when the body is not JSON).
+export function readAnswer(res, resolve, headers = res.headers) {
+  let text = '';
+  res.setEncoding('utf8');
+  res.on('data', (d) => { text += d; });
+  res.on('end', () => {
+    let json;
+    try { json = JSON.parse(text); } catch { json = undefined; }
+    resolve({ status: res.statusCode, headers, text, json });
+  });
+}
+
 // A POST on a new connection (no keep-alive): with SO_REUSEPORT the kernel
 // spreads such requests over every worker, which shared-budget tests need.
 export async function postFresh(url, body, headers = {}) {
@@ -276,16 +289,7 @@ export async function postFresh(url, body, headers = {}) {
     const req = http.request(url, {
       method: 'POST', agent: false,
       headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data), connection: 'close', ...headers },
-    }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (d) => { text += d; });
-      res.on('end', () => {
-        let json;
-        try { json = JSON.parse(text); } catch { json = undefined; }
-        resolve({ status: res.statusCode, headers: new Map(Object.entries(res.headers)), text, json });
-      });
-    });
+    }, (res) => readAnswer(res, resolve, new Map(Object.entries(res.headers))));
     req.on('error', reject);
     req.end(data);
   });
