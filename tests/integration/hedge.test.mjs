@@ -250,3 +250,39 @@ test('no hedges while the network is under pressure (elevated or critical)', asy
   assert.equal(busy.headers.get('x-sluice-endpoint'), 'a');
   assert.ok((await Promise.all(writes)).every((r) => r.status === 200));
 });
+
+// Attacks on the two bounds a slow network meets.
+test('a network where every endpoint is slow: hedges stay within max_ratio + burst, not one per read', async () => {
+  const fakes = await Promise.all(['a', 'b'].map((name) => startFake({ name, args: ['--mode', 'slow', '--delay-ms', '80'] })));
+  started.push(...fakes);
+  // one worker: the budget is per worker; a 20 ms delay, so every read is eligible
+  const s = await startSluice({ workers: 1, networks: { eth: { lines: ['ranking: { probe_interval_ms: 0 }',
+    'hedge: { min_ms: 20, max_ms: 20, max_ratio: 0.1, burst: 5, window_ms: 60000 }'],
+  endpoints: fakes.map((f) => ({ id: f.name, url: f.url })) } } });
+  started.push(s);
+  const n = 60;
+  for (let i = 0; i < n; i++) assert.equal((await post(s.url('eth'), call('eth_getBalance', [ADDR, 'latest'], i))).status, 200);
+  await sleep(300);
+  const hedges = Object.values(await metric(s, 'sluice_hedges_sent_total')).reduce((x, y) => x + y, 0);
+  let upstream = 0;
+  for (const f of fakes) upstream += (await f.stats()).methods.eth_getBalance ?? 0;
+  // the budget: 0.1 per upstream request plus a burst of 5 (about 12 here);
+  // without it every one of the 60 reads would be hedged
+  assert.ok(hedges >= 1, 'the reads were slow enough to be hedged');
+  assert.ok(hedges <= 0.1 * upstream + 5 + 1, `${hedges} hedges for ${upstream} upstream requests`);
+  assert.ok(upstream <= n + 0.1 * upstream + 6, `${upstream} upstream requests for ${n} reads`);
+});
+
+test('coalesce.max_waiters bounds a group: beyond it identical reads go upstream on their own, each answered', async () => {
+  const a = await startFake({ name: 'a' });
+  started.push(a);
+  const s = await startSluice({ workers: 1, networks: { eth: { lines: ['ranking: { probe_interval_ms: 0 }', 'coalesce: { max_waiters: 3 }'],
+    endpoints: [{ id: 'a', url: a.url }] } } });
+  started.push(s);
+  await a.setMode('slow', { delay_ms: 300, method: 'eth_getBalance' });
+  const rs = await Promise.all(Array.from({ length: 20 }, (_, i) => post(s.url('eth'), call('eth_getBalance', [ADDR, 'latest'], i))));
+  rs.forEach((r, i) => { assert.equal(r.status, 200, r.text); assert.equal(r.json.id, i); assert.equal(r.json.result, '0x1bc16d674ec80000'); });
+  const upstream = (await a.stats()).methods.eth_getBalance;
+  // a leader and at most 3 waiters per group: 20 reads need at least 5 calls
+  assert.ok(upstream >= 5 && upstream < 20, `${upstream} upstream calls for 20 identical reads`);
+});
