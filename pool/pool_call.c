@@ -549,6 +549,7 @@ void pool_call_release(pool_call_t *call)
         sl_buf_dispose(&call->bodies[i]);
     free(call->bodies);
     pool_budget_release(call->net->pool, call->charged);
+    pool_coalesce_unshare(call);
     free(call->sent);
     sl_buf_dispose(&call->req);
     sl_buf_dispose(&call->verify_req);

@@ -6,10 +6,13 @@
  * the next), is keyed by its method and its params with the whitespace
  * outside strings removed. While a call of the same key is in flight in
  * this worker, the new one waits on it instead of going upstream; when the
- * leader finishes, each waiter gets a copy of its answer (the gateway puts
- * the waiter's own id back, byte for byte, as for any answer whose id
- * differs) or its failure; the copy is charged to the worker's answer
- * budget (server.max_buffered_bytes) as the leader's answer is. Bounded: coalesce.max_waiters per group, at most
+ * leader finishes, each waiter gets its answer or its failure. The answer is
+ * not copied: the leader's body becomes a shared one (pool_shared_body_t)
+ * that every call of the group holds until released, charged once to the
+ * worker's answer budget (server.max_buffered_bytes), as it is held once. A
+ * waiter whose id bytes are the leader's is answered from it as it is; for
+ * any other id the gateway splices the waiter's own id back, byte for byte,
+ * as for any answer whose id differs. Bounded: coalesce.max_waiters per group, at most
  * MAX_GROUPS groups and MAX_KEY bytes of key; beyond, a call goes on its
  * own. A waiter whose client goes away leaves its group; a leader that goes
  * away hands the group to its first waiter, which then goes upstream. */
@@ -133,8 +136,66 @@ static void group_free(pool_network_t *net, pool_coalesce_t *g)
     free(g);
 }
 
-/* The waiter's item gets the leader's result; its answer is its own copy. */
-static void copy_result(pool_call_t *waiter, const pool_call_t *leader)
+struct pool_shared_body {
+    uint32_t refs;    /* calls that point into buf */
+    size_t charged;   /* bytes of buf charged to the budget */
+    sl_buf_t buf;
+};
+
+/* Moves the body the leader's answer points into out of the leader's own
+ * bodies into a shared one, with its charge. NULL if the answer is not in
+ * one of them (then each waiter gets a copy). */
+static pool_shared_body_t *share_answer(pool_call_t *leader)
+{
+    const pool_item_t *l = &leader->items[0];
+    if (leader->shared != NULL)
+        return leader->shared;
+    for (size_t i = 0; i < leader->nbodies; i++) {
+        sl_buf_t *b = &leader->bodies[i];
+        if (l->answer < b->base || l->answer + l->answer_len > b->base + b->len)
+            continue;
+        pool_shared_body_t *sb = sl_xcalloc(1, sizeof(*sb));
+        sb->refs = 1;
+        sb->buf = *b;
+        sl_buf_init(b);
+        sb->charged = sb->buf.len < leader->charged ? sb->buf.len : leader->charged;
+        leader->charged -= sb->charged;
+        leader->shared = sb;
+        return sb;
+    }
+    return NULL;
+}
+
+void pool_coalesce_unshare(pool_call_t *call)
+{
+    pool_shared_body_t *sb = call->shared;
+    if (sb == NULL)
+        return;
+    call->shared = NULL;
+    if (--sb->refs > 0)
+        return;
+    pool_budget_release(call->net->pool, sb->charged);
+    sl_buf_dispose(&sb->buf);
+    free(sb);
+}
+
+/* A waiter's own copy of the leader's answer, charged like any answer. */
+static void copy_answer(pool_call_t *waiter, const pool_item_t *l)
+{
+    waiter->bodies = sl_xrealloc(waiter->bodies, (waiter->nbodies + 1) * sizeof(*waiter->bodies));
+    sl_buf_t *b = &waiter->bodies[waiter->nbodies++];
+    sl_buf_init(b);
+    sl_buf_append(b, l->answer, l->answer_len);
+    pool_t *pool = waiter->net->pool;
+    if (pool->budget != NULL)
+        sl_budget_charge(pool->budget, l->answer_len);
+    waiter->charged += l->answer_len;
+    waiter->items[0].answer = b->base;
+}
+
+/* The waiter's item gets the leader's result; its answer is the leader's
+ * shared body, or a copy. */
+static void copy_result(pool_call_t *waiter, pool_call_t *leader)
 {
     pool_item_t *w = &waiter->items[0];
     const pool_item_t *l = &leader->items[0];
@@ -148,16 +209,14 @@ static void copy_result(pool_call_t *waiter, const pool_call_t *leader)
     w->timeouts = l->timeouts;
     w->local_failures = l->local_failures;
     if (l->state == POOL_ITEM_ANSWERED && l->answer != NULL) {
-        waiter->bodies = sl_xrealloc(waiter->bodies, (waiter->nbodies + 1) * sizeof(*waiter->bodies));
-        sl_buf_t *b = &waiter->bodies[waiter->nbodies++];
-        sl_buf_init(b);
-        sl_buf_append(b, l->answer, l->answer_len);
-        /* each client's copy counts against server.max_buffered_bytes like any answer */
-        pool_t *pool = waiter->net->pool;
-        if (pool->budget != NULL)
-            sl_budget_charge(pool->budget, l->answer_len);
-        waiter->charged += l->answer_len;
-        w->answer = b->base;
+        pool_shared_body_t *sb = waiter->shared == NULL ? share_answer(leader) : NULL;
+        if (sb != NULL) {
+            sb->refs++;
+            waiter->shared = sb;
+            w->answer = l->answer;
+        } else {
+            copy_answer(waiter, l);
+        }
         w->answer_len = l->answer_len;
         w->answer_id = l->answer_id;
     }

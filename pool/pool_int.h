@@ -24,7 +24,6 @@
 #define POOL_MAX_IDLE_PER_ENDPOINT 128
 #define POOL_WRITE_REUSE_MAX_IDLE_MS 2000 /* writes avoid connections idle longer */
 #define POOL_DNS_REFRESH_MS 60000
-#define POOL_IDLE_INPUT_KEEP_BYTES (64 * 1024) /* an idle connection's read buffer above this is freed */
 
 typedef struct pool_endpoint pool_endpoint_t;
 
@@ -264,6 +263,8 @@ struct pool {
 
 /* One client call walking the plan (pool_call.c); answers applied to its
  * items by pool_answer.c. */
+typedef struct pool_shared_body pool_shared_body_t; /* pool_coalesce.c */
+
 struct pool_call {
     pool_network_t *net;
     pool_item_t *items;
@@ -294,6 +295,7 @@ struct pool_call {
     sl_buf_t *bodies;                 /* answers kept until release (items point into them) */
     size_t nbodies;
     size_t charged;                   /* their bytes charged to pool->budget */
+    pool_shared_body_t *shared;       /* a coalesced group's answer, held with the others (pool_coalesce.c) */
     pool_attempt_rec_t log[POOL_MAX_ATTEMPT_LOG];
     size_t nlog;
     uint64_t started_us;              /* admitted (pressure: settle time) */
@@ -444,6 +446,8 @@ void pool_coalesce_done(pool_call_t *call);
 /* The call goes away before it finished (cancel, deadline): a waiter
  * leaves its group; a leader hands the group to its first waiter. */
 void pool_coalesce_leave(pool_call_t *call);
+/* Lets go of the group's shared answer; the last call to do so frees it. */
+void pool_coalesce_unshare(pool_call_t *call);
 void pool_coalesce_init(pool_network_t *net);
 void pool_coalesce_dispose(pool_network_t *net);
 

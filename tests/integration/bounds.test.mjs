@@ -32,7 +32,11 @@ const ETH_CALL = call('eth_call', [{ to: '0x000000000000000000000000000000000000
 const wmemMax = Number(readFileSync('/proc/sys/net/ipv4/tcp_wmem', 'utf8').trim().split(/\s+/)[2]);
 const STALL_SIZE = Math.max(16 * MB, 4 * wmemMax);
 
-async function oneWorker(server = {}, { fakeArgs = [], wrap } = {}) {
+// identical reads in flight are answered from one upstream answer (pool_coalesce.c):
+// tests of each answer's own memory turn that off
+const EACH_OWN = 'coalesce: { max_waiters: 0 }';
+
+async function oneWorker(server = {}, { fakeArgs = [], wrap, lines = [] } = {}) {
   const a = await startFake({ name: 'a', args: fakeArgs });
   started.push(a);
   const s = await startSluice({
@@ -42,7 +46,7 @@ async function oneWorker(server = {}, { fakeArgs = [], wrap } = {}) {
     // pressure level off: these tests meet the memory budget's 503, not the
     // shed order's (40 slow eth_getLogs in flight are rightly "elevated")
     networks: { eth: { lines: ['ranking: { probe_interval_ms: 0 }', 'pressure: { enabled: false }',
-      'timeouts: { first_byte_ms: 30000, attempt_ms: 60000, request_ms: 60000 }'],
+      'timeouts: { first_byte_ms: 30000, attempt_ms: 60000, request_ms: 60000 }', ...lines],
       endpoints: [{ id: 'a', url: a.url }] } },
   }, { wrap });
   started.push(s);
@@ -270,13 +274,16 @@ test('40 clients that stop reading large answers: memory stays within max_buffer
   assert.ok(lines.length <= 3, `${lines.length} log lines for ${refused.length} refusals and ${ok.length} resets`);
 });
 
-test('10 clients that stall on large answers at once: each answer is held once, and freed when they leave', async () => {
+// Ten clients that send the same read at once and stop reading their answer.
+// coalesce false: each answer comes over an upstream connection of its own and
+// is held once; true: the ten share one upstream answer, held once for all.
+async function tenStalled({ coalesce }) {
   const size = STALL_SIZE;
-  const { s, pid } = await oneWorker({}, { fakeArgs: ['--mode', 'huge', '--method', 'eth_call', '--size', String(size)] });
+  const { a, s, pid } = await oneWorker({}, { fakeArgs: ['--mode', 'huge', '--method', 'eth_call', '--size', String(size)],
+    lines: coalesce ? [] : [EACH_OWN] });
   for (let i = 0; i < 5; i++) await post(s.url('eth'), call('eth_chainId'));
   const base = rssMB(pid);
   const body = JSON.stringify(ETH_CALL);
-  // all at once: each answer comes over an upstream connection of its own
   const clients = Array.from({ length: 10 }, () => {
     const sock = net.connect(s.port, '127.0.0.1');
     const c = { sock };
@@ -291,13 +298,21 @@ test('10 clients that stall on large answers at once: each answer is held once, 
   // the kernel's send buffers take part of each answer off sluice's hands
   // (how much depends on TCP autotuning): wait until what sluice holds stops
   // growing, then compare its memory with what it says it holds
+  const answers = coalesce ? 1 : held;
   let counted = 0, prev = -1;
   await waitFor(async () => {
     counted = await metric(s, 'sluice_buffered_answer_bytes');
-    const still = counted === prev && counted >= held * size / 3;
+    const still = counted === prev && counted >= answers * size / 3;
     prev = counted;
     return still;
-  }, { intervalMs: 300, what: `the ${held} answers counted in sluice_buffered_answer_bytes (${counted})` });
+  }, { intervalMs: 300, what: `the ${answers} answers counted in sluice_buffered_answer_bytes` });
+  const upstream = (await a.stats()).methods.eth_call;
+  if (coalesce) { // an answer per upstream call, however many clients hold it
+    assert.ok(upstream >= 1 && upstream <= 2, `${upstream} upstream calls for ten identical reads`);
+    assert.ok(counted <= upstream * (size + 1024), `${counted} answer bytes held for ten clients of ${upstream} upstream answers`);
+  } else {
+    assert.equal(upstream, 10);
+  }
   const grown = rssMB(pid) - base;
   if (!sanitized(pid)) // the answers and their clients' share of sluice's own memory; not a second copy
     assert.ok(grown < 1.15 * counted / MB + 4, `${grown.toFixed(1)} MB of RSS for ${(counted / MB).toFixed(1)} MB of answers held`);
@@ -305,11 +320,20 @@ test('10 clients that stall on large answers at once: each answer is held once, 
   await waitFor(async () => (await metric(s, 'sluice_buffered_answer_bytes')) === 0, { what: 'the answers freed' });
   if (!sanitized(pid))
     await waitFor(() => rssMB(pid) - base < 12, { timeoutMs: 3000, what: `RSS back near ${base.toFixed(1)} MB (now ${rssMB(pid).toFixed(1)})` });
+}
+
+test('10 clients that stall on large answers at once: each answer is held once, and freed when they leave', async () => {
+  await tenStalled({ coalesce: false });
+});
+
+test('10 stalled clients of one read share one upstream answer, held once for all of them, freed when the last leaves', async () => {
+  await tenStalled({ coalesce: true });
 });
 
 test('large answers are held once, and their memory goes back after they are delivered', async () => {
   const size = 4 * MB;
-  const { s, pid } = await oneWorker({}, { fakeArgs: ['--mode', 'huge', '--method', 'eth_call', '--size', String(size)] });
+  const { s, pid } = await oneWorker({}, { fakeArgs: ['--mode', 'huge', '--method', 'eth_call', '--size', String(size)],
+    lines: [EACH_OWN] });
   for (let i = 0; i < 5; i++) await post(s.url('eth'), call('eth_chainId'));
   const base = rssMB(pid);
   let peak = base;

@@ -176,6 +176,7 @@ test('20 identical concurrent reads to a 300 ms provider: <= 2 upstream calls, 2
   for (let i = 0; i < 20; i++) {
     assert.equal(answers[i].status, 200, answers[i].text);
     assert.ok(answers[i].text.includes(`"id":${ids[i]}`), `id ${ids[i]} restored byte for byte: ${answers[i].text}`);
+    assert.equal(JSON.parse(answers[i].text).jsonrpc, '2.0', answers[i].text); // the whole answer, not only the id, intact
     assert.ok(answers[i].text.includes('"result":"0x1bc16d674ec80000"'), answers[i].text);
   }
   const upstream = (await a.stats()).methods.eth_getBalance;
