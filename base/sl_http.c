@@ -36,7 +36,8 @@ const char *sl_http_reason(int status)
     return "Unknown";
 }
 
-void sl_http_send(h2o_req_t *req, int status, const char *content_type, const char *body, size_t len)
+void sl_http_send_parts(h2o_req_t *req, int status, const char *content_type, h2o_iovec_t *parts, size_t n,
+                        size_t len)
 {
     static h2o_generator_t generator = {NULL, NULL};
     req->res.status = status;
@@ -48,6 +49,11 @@ void sl_http_send(h2o_req_t *req, int status, const char *content_type, const ch
                        strlen(content_type));
     req->res.content_length = len;
     h2o_start_response(req, &generator);
+    h2o_send(req, parts, len ? n : 0, H2O_SEND_STATE_FINAL);
+}
+
+void sl_http_send(h2o_req_t *req, int status, const char *content_type, const char *body, size_t len)
+{
     h2o_iovec_t iov = h2o_iovec_init(body, len);
-    h2o_send(req, &iov, len ? 1 : 0, H2O_SEND_STATE_FINAL);
+    sl_http_send_parts(req, status, content_type, &iov, 1, len);
 }

@@ -37,5 +37,8 @@ static inline void sl_http_header_u64(h2o_req_t *req, h2o_iovec_t *name, uint64_
 /* Sends status with body[0..len) (not copied: it must live until the request
  * is disposed) and, when len > 0, the given content type. 204 sends no body. */
 void sl_http_send(h2o_req_t *req, int status, const char *content_type, const char *body, size_t len);
+/* The same with a body of n parts, len bytes in all (each must live as long). */
+void sl_http_send_parts(h2o_req_t *req, int status, const char *content_type, h2o_iovec_t *parts, size_t n,
+                        size_t len);
 
 #endif

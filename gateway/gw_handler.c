@@ -121,7 +121,10 @@ static void send_reply(gw_req_t *g)
         g->charged = r->out.len;
         sl_budget_charge(g->h->budget, g->charged);
     }
-    sl_http_send(req, r->status, "application/json", r->body, r->len);
+    if (r->nparts != 0)
+        sl_http_send_parts(req, r->status, "application/json", r->parts, r->nparts, r->len);
+    else
+        sl_http_send(req, r->status, "application/json", r->body, r->len);
 }
 
 static void on_call_done(pool_call_t *call, void *data)

@@ -205,6 +205,20 @@ static void failure_status(gw_reply_t *r, const pool_item_t *items, size_t nitem
     }
 }
 
+/* The answer around the client's id, as three parts that point into the
+ * upstream's answer and the request body (both live until the request is
+ * disposed): what gw_rpc_splice_id writes, without writing it. */
+static void splice_parts(gw_reply_t *r, const char *body, const gw_member_t *m, const pool_item_t *it)
+{
+    size_t tail = it->answer_id.off + it->answer_id.len;
+    r->parts[0] = h2o_iovec_init(it->answer, it->answer_id.off);
+    r->parts[1] = h2o_iovec_init(body + m->id.off, m->id.len);
+    r->parts[2] = h2o_iovec_init(it->answer + tail, it->answer_len - tail);
+    r->nparts = 3;
+    r->body = it->answer;
+    r->len = it->answer_len - it->answer_id.len + m->id.len;
+}
+
 static void build_single(gw_reply_t *r, const char *body, const gw_rpc_request_t *rpc, const pool_item_t *it,
                          const pool_call_t *call)
 {
@@ -215,10 +229,15 @@ static void build_single(gw_reply_t *r, const char *body, const gw_rpc_request_t
             r->status = 204;
             return;
         }
-        if (m->id.len == it->answer_id.len && !answer_leaks(it) &&
-            memcmp(body + m->id.off, it->answer + it->answer_id.off, m->id.len) == 0) {
+        if (answer_leaks(it)) {
+            /* scrubbed into out below */
+        } else if (m->id.len == it->answer_id.len &&
+                   memcmp(body + m->id.off, it->answer + it->answer_id.off, m->id.len) == 0) {
             r->body = it->answer; /* byte-for-byte, no copy */
             r->len = it->answer_len;
+            return;
+        } else if (m->id.len != 0) {
+            splice_parts(r, body, m, it); /* another id (a coalesced waiter's): still no copy */
             return;
         }
     } else if (it != NULL) {

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <h2o.h>
+
 #include "base/sl_buf.h"
 #include "gateway/gw_rpc.h"
 #include "pool/pool.h"
@@ -15,6 +17,10 @@ typedef struct gw_reply {
     uint32_t retry_after_s;       /* > 0: send Retry-After */
     const char *body;             /* points into out, or at an upstream answer (zero copy) */
     size_t len;                   /* 0 with status 204: no body */
+    /* nparts > 0: the body is these (len bytes in all), an upstream answer
+     * around the client's own id bytes, sent without a copy of either */
+    h2o_iovec_t parts[3];
+    size_t nparts;
     sl_buf_t out;                 /* assembled body, when not zero copy */
     char endpoints[160];          /* X-Sluice-Endpoint: ids that answered, comma-separated */
     const char *outcome;          /* for the access log: "ok", "rate_limited", ... */

@@ -105,7 +105,7 @@ for w in want:
 PY
 }
 
-FNS=(gw_access_log sl_log_access sl_log_flush gw_reply_build wire_envelope_scan sl_http_send on_call_done)
+FNS=(gw_access_log sl_log_access sl_log_flush gw_reply_build wire_envelope_scan sl_http_send_parts on_call_done)
 log "callgrind: N1=$N1 N2=$N2 requests per run, c=$CONC, 1 worker"
 {
     echo "### Whole worker, instructions per request (callgrind, 1 worker, c=$CONC, ($N2 - $N1) requests)"
