@@ -113,12 +113,6 @@ static void conn_make_idle(pool_conn_t *c)
     conn_enter(c, POOL_CONN_IDLE);
     c->ex = NULL;
     c->idle_since_ms = sl_now_ms();
-    /* a large answer may have grown the socket's buffer (one read takes all
-     * the kernel has): an idle connection gives that memory back */
-    if (c->sock->input->capacity > POOL_IDLE_INPUT_KEEP_BYTES && c->sock->input->size == 0) {
-        h2o_buffer_dispose(&c->sock->input);
-        h2o_buffer_init(&c->sock->input, &h2o_socket_buffer_prototype);
-    }
     h2o_linklist_insert(ep->idle.next, &c->idle_link); /* most recent first */
     ep->nidle++;
     h2o_timeout_link(conn_pool(c)->loop, &conn_pool(c)->idle_timeout, &c->idle_timer);
@@ -343,15 +337,38 @@ static pool_conn_t *take_idle(pool_endpoint_t *ep, int is_write)
     return NULL;
 }
 
+/* Upstream answers are read into buffers this large from the first byte.
+ * h2o starts a socket's buffer at 8 KB and doubles it as a read fills it,
+ * copying what it holds each time (24 KB of copies for a 20 KB answer), and
+ * frees it once the bytes are consumed (h2o 2.2.5's h2o_buffer_consume), so
+ * every answer paid again. Freed buffers go back to the prototype's recycle
+ * list (at most POOL_INPUT_RECYCLE of them kept per worker); larger answers
+ * still grow, and past h2o's threshold still go to a temp file. */
+#define POOL_INPUT_INITIAL_BYTES (32 * 1024)
+#define POOL_INPUT_RECYCLE 16
+
+static h2o_buffer_prototype_t *conn_input_prototype(void)
+{
+    static h2o_buffer_prototype_t proto = {{POOL_INPUT_RECYCLE}, {POOL_INPUT_INITIAL_BYTES}, NULL};
+    proto.mmap_settings = h2o_socket_buffer_prototype.mmap_settings;
+    return &proto;
+}
+
+static void conn_adopt(pool_conn_t *c, h2o_socket_t *sock)
+{
+    c->sock = sock;
+    sock->data = c;
+    h2o_buffer_set_prototype(&sock->input, conn_input_prototype());
+}
+
 static pool_conn_t *conn_new(pool_endpoint_t *ep, h2o_socket_t *sock)
 {
     pool_conn_t *c = sl_xcalloc(1, sizeof(*c));
     c->ep = ep;
-    c->sock = sock;
     c->state = POOL_CONN_CONNECTING; /* the initial state, not a transition */
     c->idle_timer.cb = on_idle_timeout;
     if (sock != NULL)
-        sock->data = c;
+        conn_adopt(c, sock);
     return c;
 }
 
@@ -403,12 +420,13 @@ void pool_conn_dns_done(pool_endpoint_t *ep)
             pool_exchange_finish(c->ex, POOL_FAIL_DNS);
             continue;
         }
-        if ((c->sock = h2o_socket_connect(ep->net->pool->loop, (struct sockaddr *)addr, alen, on_connect)) == NULL) {
+        h2o_socket_t *sock = h2o_socket_connect(ep->net->pool->loop, (struct sockaddr *)addr, alen, on_connect);
+        if (sock == NULL) {
             pool_endpoint_addr_failed(ep);
             pool_exchange_finish(c->ex, POOL_FAIL_CONNECT);
             continue;
         }
-        c->sock->data = c;
+        conn_adopt(c, sock);
     }
 }
 
