@@ -275,11 +275,9 @@ static const char *rebuild_error(answer_ctx_t *a, wire_span_t error, size_t *len
     sl_buf_append(&b, head, sizeof(head) - 1);
     sl_buf_append(&b, a->body + error.off, error.len);
     sl_buf_append_char(&b, '}');
-    call->bodies = sl_xrealloc(call->bodies, (call->nbodies + 1) * sizeof(*call->bodies));
-    call->bodies[call->nbodies++] = b;
     *id = (wire_span_t){(uint32_t)sizeof(head) - 1 - 4 - 9, 4};
     *len = b.len;
-    return b.base;
+    return pool_call_keep(call, &b);
 }
 
 /* An answer at 429, 402 or 5xx. The status says rate limit or transient,
@@ -434,9 +432,9 @@ uint32_t pool_answer_retry_after_ms(const pool_http_head_t *h)
 
 void pool_answer_apply(pool_call_t *call, pool_exchange_t *ex, pool_attempt_result_t *res)
 {
-    sl_buf_t *body = &call->bodies[call->nbodies - 1];
+    const pool_body_t *body = &call->bodies[call->nbodies - 1];
     memset(res, 0, sizeof(*res));
-    answer_ctx_t a = {call, ex, body->base ? body->base : "", body->len, ex->head.status,
+    answer_ctx_t a = {call, ex, pool_body_base(body), pool_body_len(body), ex->head.status,
                       pool_answer_retry_after_ms(&ex->head), res};
     if (a.status == 429 || a.status == 402 || a.status >= 500) {
         apply_refusal(&a);

@@ -339,11 +339,7 @@ void pool_call_on_exchange_done(pool_exchange_t *ex)
     } else {
         log_attempt(call, ex, ep, POOL_FAIL_NONE, ex->head.status, ex->latency_us);
         pool_hedge_sample(call, ex);
-        call->bodies = sl_xrealloc(call->bodies, (call->nbodies + 1) * sizeof(*call->bodies));
-        call->bodies[call->nbodies++] = ex->body;
-        call->charged += ex->charged;
-        ex->charged = 0;
-        sl_buf_init(&ex->body);
+        pool_call_keep_exchange(call, ex);
         pool_attempt_result_t res;
         pool_answer_apply(call, ex, &res);
         pool_pressure_try(call->net, res.rate_limited);
@@ -369,9 +365,9 @@ static void on_verify_done(pool_exchange_t *ex)
         if (call->items[i].verify)
             it = &call->items[i];
     wire_envelope_t env;
-    const char *body = ex->body.base ? ex->body.base : "";
+    const char *body = pool_exchange_bytes(ex);
     int found = ex->fail == POOL_FAIL_NONE && ex->head.status >= 200 && ex->head.status < 300 &&
-                wire_envelope_scan(body, ex->body.len, &env) == SL_OK &&
+                wire_envelope_scan(body, pool_exchange_len(ex), &env) == SL_OK &&
                 wire_json_kind(body, env.result) == WIRE_JSON_OBJECT;
     log_attempt(call, ex, ex->ep->index, ex->fail, ex->head.status, ex->latency_us);
     pool_exchange_body_dispose(ex);
@@ -527,6 +523,40 @@ void pool_call_resume(pool_call_t *call)
     call_next(call);
 }
 
+void pool_body_dispose(pool_body_t *b)
+{
+    sl_buf_dispose(&b->own);
+    if (b->in != NULL)
+        h2o_buffer_dispose(&b->in);
+}
+
+static pool_body_t *keep_slot(pool_call_t *call)
+{
+    call->bodies = sl_xrealloc(call->bodies, (call->nbodies + 1) * sizeof(*call->bodies));
+    pool_body_t *b = &call->bodies[call->nbodies++];
+    memset(b, 0, sizeof(*b));
+    return b;
+}
+
+const char *pool_call_keep(pool_call_t *call, sl_buf_t *own)
+{
+    pool_body_t *b = keep_slot(call);
+    b->own = *own;
+    sl_buf_init(own);
+    return pool_body_base(b);
+}
+
+void pool_call_keep_exchange(pool_call_t *call, pool_exchange_t *ex)
+{
+    pool_body_t *b = keep_slot(call);
+    b->own = ex->body;
+    sl_buf_init(&ex->body);
+    b->in = ex->in;
+    ex->in = NULL;
+    call->charged += ex->charged;
+    ex->charged = 0;
+}
+
 void pool_call_release(pool_call_t *call)
 {
     if (call == NULL)
@@ -546,7 +576,7 @@ void pool_call_release(pool_call_t *call)
     if (h2o_timeout_is_linked(&call->defer))
         h2o_timeout_unlink(&call->defer);
     for (size_t i = 0; i < call->nbodies; i++)
-        sl_buf_dispose(&call->bodies[i]);
+        pool_body_dispose(&call->bodies[i]);
     free(call->bodies);
     pool_budget_release(call->net->pool, call->charged);
     pool_coalesce_unshare(call);

@@ -43,6 +43,8 @@ static int class_ok(const policy_method_t *m)
 /* Appends src[0..n) without the whitespace outside strings. */
 static void append_compact(sl_buf_t *b, const char *src, size_t n)
 {
+    sl_buf_reserve(b, n); /* never longer than src: written in place */
+    char *out = b->base + b->len;
     int in_str = 0, esc = 0;
     for (size_t i = 0; i < n; i++) {
         char ch = src[i];
@@ -54,8 +56,10 @@ static void append_compact(sl_buf_t *b, const char *src, size_t n)
         } else {
             in_str = ch == '"';
         }
-        sl_buf_append_char(b, ch);
+        *out++ = ch;
     }
+    b->len = (size_t)(out - b->base);
+    b->base[b->len] = '\0';
 }
 
 static uint64_t fnv1a(const char *p, size_t n)
@@ -137,9 +141,9 @@ static void group_free(pool_network_t *net, pool_coalesce_t *g)
 }
 
 struct pool_shared_body {
-    uint32_t refs;    /* calls that point into buf */
-    size_t charged;   /* bytes of buf charged to the budget */
-    sl_buf_t buf;
+    uint32_t refs;    /* calls that point into body */
+    size_t charged;   /* bytes of body charged to the budget */
+    pool_body_t body;
 };
 
 /* Moves the body the leader's answer points into out of the leader's own
@@ -151,14 +155,16 @@ static pool_shared_body_t *share_answer(pool_call_t *leader)
     if (leader->shared != NULL)
         return leader->shared;
     for (size_t i = 0; i < leader->nbodies; i++) {
-        sl_buf_t *b = &leader->bodies[i];
-        if (l->answer < b->base || l->answer + l->answer_len > b->base + b->len)
+        pool_body_t *b = &leader->bodies[i];
+        const char *base = pool_body_base(b);
+        size_t len = pool_body_len(b);
+        if (l->answer < base || l->answer + l->answer_len > base + len)
             continue;
         pool_shared_body_t *sb = sl_xcalloc(1, sizeof(*sb));
         sb->refs = 1;
-        sb->buf = *b;
-        sl_buf_init(b);
-        sb->charged = sb->buf.len < leader->charged ? sb->buf.len : leader->charged;
+        sb->body = *b;
+        memset(b, 0, sizeof(*b));
+        sb->charged = len < leader->charged ? len : leader->charged;
         leader->charged -= sb->charged;
         leader->shared = sb;
         return sb;
@@ -175,22 +181,20 @@ void pool_coalesce_unshare(pool_call_t *call)
     if (--sb->refs > 0)
         return;
     pool_budget_release(call->net->pool, sb->charged);
-    sl_buf_dispose(&sb->buf);
+    pool_body_dispose(&sb->body);
     free(sb);
 }
 
 /* A waiter's own copy of the leader's answer, charged like any answer. */
 static void copy_answer(pool_call_t *waiter, const pool_item_t *l)
 {
-    waiter->bodies = sl_xrealloc(waiter->bodies, (waiter->nbodies + 1) * sizeof(*waiter->bodies));
-    sl_buf_t *b = &waiter->bodies[waiter->nbodies++];
-    sl_buf_init(b);
-    sl_buf_append(b, l->answer, l->answer_len);
+    sl_buf_t b = SL_BUF_INIT;
+    sl_buf_append(&b, l->answer, l->answer_len);
     pool_t *pool = waiter->net->pool;
     if (pool->budget != NULL)
         sl_budget_charge(pool->budget, l->answer_len);
     waiter->charged += l->answer_len;
-    waiter->items[0].answer = b->base;
+    waiter->items[0].answer = pool_call_keep(waiter, &b);
 }
 
 /* The waiter's item gets the leader's result; its answer is the leader's

@@ -190,15 +190,99 @@ static void on_connect(h2o_socket_t *sock, const char *err)
     pool_conn_send(c);
 }
 
-/* Charges the bytes the body grew by to the worker's budget: what was read
- * is what occupies memory (room reserved but not yet written is not). */
-static void exchange_charge(pool_conn_t *c, pool_exchange_t *ex)
+/* Upstream answers are read into buffers this large from the first byte.
+ * h2o starts a socket's buffer at 8 KB and doubles it as a read fills it,
+ * copying what it holds each time (24 KB of copies for a 20 KB answer), and
+ * frees it once the bytes are consumed (h2o 2.2.5's h2o_buffer_consume), so
+ * every answer paid again. Freed buffers go back to the prototype's recycle
+ * list (at most POOL_INPUT_RECYCLE of them kept per worker); larger answers
+ * still grow, and past h2o's threshold still go to a temp file. */
+#define POOL_INPUT_INITIAL_BYTES (32 * 1024)
+#define POOL_INPUT_RECYCLE 16
+
+static h2o_buffer_prototype_t *conn_input_prototype(void)
+{
+    static h2o_buffer_prototype_t proto = {{POOL_INPUT_RECYCLE}, {POOL_INPUT_INITIAL_BYTES}, NULL};
+    proto.mmap_settings = h2o_socket_buffer_prototype.mmap_settings;
+    return &proto;
+}
+
+/* Brings the body's charge to the worker's budget to held, the bytes of it
+ * held now: what was read is what occupies memory (room reserved but not yet
+ * written is not). */
+static void exchange_charge(pool_conn_t *c, pool_exchange_t *ex, size_t held)
 {
     sl_budget_t *b = conn_pool(c)->budget;
-    if (b != NULL && ex->body.len > ex->charged) {
-        sl_budget_charge(b, ex->body.len - ex->charged);
-        ex->charged = ex->body.len;
+    if (b != NULL && held > ex->charged)
+        sl_budget_charge(b, held - ex->charged);
+    else if (held < ex->charged)
+        pool_budget_release(conn_pool(c), ex->charged - held);
+    ex->charged = held;
+}
+
+/* A body of known length up to this size stays in the socket's buffer as it
+ * is read, and is taken whole when complete. A larger one is moved as it
+ * arrives into a buffer of its exact size: h2o doubles a socket's buffer and
+ * past 32 MiB moves it to a temp file, which a full or missing temp folder
+ * would fail (and a 20 MB answer would sit in a 32 MB buffer). */
+#define POOL_INPUT_TAKE_MAX (4 * 1024 * 1024)
+
+static int body_in_place(const pool_exchange_t *ex)
+{
+    return ex->head.content_length > 0 && ex->head.content_length <= POOL_INPUT_TAKE_MAX;
+}
+
+/* Room for all of a body read in place, now, so the reads that follow do not
+ * grow the buffer (each growth copies what it holds); h2o asks for 4 KB of
+ * room before each read, hence the margin. For a larger body, its buffer. */
+static void conn_make_room(pool_conn_t *c, pool_exchange_t *ex)
+{
+    size_t want = (size_t)ex->head.content_length, have = c->sock->input->size;
+    if (!body_in_place(ex))
+        sl_buf_reserve_exact(&ex->body, want);
+    else if (have < want)
+        h2o_buffer_reserve(&c->sock->input, want - have + 4096);
+}
+
+/* The complete body is all the socket's buffer holds: the exchange takes the
+ * buffer itself, and the answer is never copied (the connection starts a new
+ * one). A NUL after it, as sl_buf keeps one, where there is room. */
+static void conn_take_input(pool_conn_t *c, pool_exchange_t *ex)
+{
+    h2o_buffer_t *in = c->sock->input;
+    h2o_buffer_init(&c->sock->input, conn_input_prototype());
+    if (in->bytes + in->size < in->_buf + in->capacity)
+        in->bytes[in->size] = '\0';
+    ex->in = in;
+}
+
+/* A body of Content-Length bytes: held once, in place (taken whole when
+ * complete) or moved as it arrives into its own buffer. Returns 1 when it is
+ * complete and the exchange finished. */
+static int conn_read_sized(pool_conn_t *c, pool_exchange_t *ex)
+{
+    h2o_buffer_t *in = c->sock->input;
+    size_t want = (size_t)ex->head.content_length;
+    if (!body_in_place(ex)) {
+        size_t n = in->size < want - ex->body.len ? in->size : want - ex->body.len;
+        sl_buf_append(&ex->body, in->bytes, n);
+        h2o_buffer_consume(&c->sock->input, n);
+        exchange_charge(c, ex, ex->body.len);
+        if (ex->body.len < want)
+            return 0;
+    } else if (in->size < want) {
+        exchange_charge(c, ex, in->size);
+        return 0;
+    } else if (in->size == want) {
+        conn_take_input(c, ex);
+        exchange_charge(c, ex, want);
+    } else { /* bytes after the answer: it is copied out of them */
+        sl_buf_append(&ex->body, in->bytes, want);
+        h2o_buffer_consume(&c->sock->input, want);
+        exchange_charge(c, ex, want);
     }
+    pool_exchange_finish(ex, POOL_FAIL_NONE);
+    return 1;
 }
 
 /* Reads the body of an answer whose head was parsed. Returns 1 when the
@@ -214,7 +298,7 @@ static int conn_read_body(pool_conn_t *c, int eof)
         int done = 0;
         sl_err_t err = pool_chunked_feed(&c->chunked, in->bytes, in->size, &ex->body, max, &used, &done);
         h2o_buffer_consume(&c->sock->input, used);
-        exchange_charge(c, ex);
+        exchange_charge(c, ex, ex->body.len);
         if (err != SL_OK) {
             pool_exchange_finish(ex, err == SL_ERR_TOO_LARGE ? POOL_FAIL_TOO_LARGE : POOL_FAIL_BAD_HTTP);
             return 1;
@@ -224,17 +308,8 @@ static int conn_read_body(pool_conn_t *c, int eof)
             return 1;
         }
     } else if (ex->head.content_length >= 0) {
-        /* moved into the body (reserved once, at the head) as it arrives, so
-         * the answer is held once and the socket's buffer stays small */
-        size_t want = (size_t)ex->head.content_length - ex->body.len;
-        size_t n = in->size < want ? in->size : want;
-        sl_buf_append(&ex->body, in->bytes, n);
-        h2o_buffer_consume(&c->sock->input, n);
-        exchange_charge(c, ex);
-        if (ex->body.len == (size_t)ex->head.content_length) {
-            pool_exchange_finish(ex, POOL_FAIL_NONE);
+        if (conn_read_sized(c, ex))
             return 1;
-        }
     } else {
         /* delimited by EOF (HTTP/1.0 style) */
         if (ex->body.len + in->size > max) {
@@ -243,7 +318,7 @@ static int conn_read_body(pool_conn_t *c, int eof)
         }
         sl_buf_append(&ex->body, in->bytes, in->size);
         h2o_buffer_consume(&c->sock->input, in->size);
-        exchange_charge(c, ex);
+        exchange_charge(c, ex, ex->body.len);
         ex->head.keep_alive = 0;
         if (eof) {
             pool_exchange_finish(ex, POOL_FAIL_NONE);
@@ -281,8 +356,8 @@ static int conn_read_head(pool_conn_t *c, int eof)
         h2o_timeout_unlink(&ex->phase_timer);
     h2o_buffer_consume(&c->sock->input, ex->head.head_len);
     conn_enter(c, POOL_CONN_BODY);
-    if (ex->head.content_length >= 0)
-        sl_buf_reserve_exact(&ex->body, (size_t)ex->head.content_length);
+    if (ex->head.content_length > 0)
+        conn_make_room(c, ex);
     return conn_read_body(c, eof);
 }
 
@@ -335,23 +410,6 @@ static pool_conn_t *take_idle(pool_endpoint_t *ep, int is_write)
         return c;
     }
     return NULL;
-}
-
-/* Upstream answers are read into buffers this large from the first byte.
- * h2o starts a socket's buffer at 8 KB and doubles it as a read fills it,
- * copying what it holds each time (24 KB of copies for a 20 KB answer), and
- * frees it once the bytes are consumed (h2o 2.2.5's h2o_buffer_consume), so
- * every answer paid again. Freed buffers go back to the prototype's recycle
- * list (at most POOL_INPUT_RECYCLE of them kept per worker); larger answers
- * still grow, and past h2o's threshold still go to a temp file. */
-#define POOL_INPUT_INITIAL_BYTES (32 * 1024)
-#define POOL_INPUT_RECYCLE 16
-
-static h2o_buffer_prototype_t *conn_input_prototype(void)
-{
-    static h2o_buffer_prototype_t proto = {{POOL_INPUT_RECYCLE}, {POOL_INPUT_INITIAL_BYTES}, NULL};
-    proto.mmap_settings = h2o_socket_buffer_prototype.mmap_settings;
-    return &proto;
 }
 
 static void conn_adopt(pool_conn_t *c, h2o_socket_t *sock)

@@ -120,5 +120,7 @@ void pool_exchange_body_dispose(pool_exchange_t *ex)
     pool_budget_release(ex->ep->net->pool, ex->charged);
     ex->charged = 0;
     sl_buf_dispose(&ex->body);
+    if (ex->in != NULL)
+        h2o_buffer_dispose(&ex->in);
     pool_call_wake_waiters(ex->ep->net);
 }

@@ -67,8 +67,10 @@ struct pool_exchange {
     int write_done;               /* the whole request left (h2o no longer holds bufs) */
     int peer_closed;              /* the upstream closed its side */
     pool_http_head_t head;
-    sl_buf_t body;                /* decoded body; the owner takes it (with charged) */
-    size_t charged;               /* bytes of body charged to pool->budget */
+    sl_buf_t body;                /* decoded body (chunked, or delimited by EOF), or */
+    h2o_buffer_t *in;             /* the socket's buffer, taken whole: the body as it arrived */
+    size_t charged;               /* bytes of the body charged to pool->budget; the owner
+                                   * takes body or in with it (pool_call_keep_exchange) */
     uint32_t latency_us;
 };
 
@@ -261,6 +263,37 @@ struct pool {
     uint32_t flush_ms;
 };
 
+/* An answer's bytes, kept until the call is released (items point into
+ * them): bytes of sluice's own, or the socket buffer an answer was read
+ * into, taken whole so it is not copied (pool_conn.c). */
+typedef struct pool_body {
+    sl_buf_t own;
+    h2o_buffer_t *in;             /* non-NULL: the bytes are in->bytes[0..in->size) */
+} pool_body_t;
+
+static inline const char *pool_body_base(const pool_body_t *b)
+{
+    return b->in != NULL ? b->in->bytes : b->own.base != NULL ? b->own.base : "";
+}
+
+static inline size_t pool_body_len(const pool_body_t *b)
+{
+    return b->in != NULL ? b->in->size : b->own.len;
+}
+
+void pool_body_dispose(pool_body_t *b);
+
+/* An exchange's body, wherever it is kept. */
+static inline const char *pool_exchange_bytes(const pool_exchange_t *ex)
+{
+    return ex->in != NULL ? ex->in->bytes : ex->body.base != NULL ? ex->body.base : "";
+}
+
+static inline size_t pool_exchange_len(const pool_exchange_t *ex)
+{
+    return ex->in != NULL ? ex->in->size : ex->body.len;
+}
+
 /* One client call walking the plan (pool_call.c); answers applied to its
  * items by pool_answer.c. */
 typedef struct pool_shared_body pool_shared_body_t; /* pool_coalesce.c */
@@ -292,7 +325,7 @@ struct pool_call {
     sl_buf_t verify_req;              /* the by-hash check of a "nonce too low" */
     uint32_t *sent;                   /* indices of the items in the current attempt */
     size_t nsent;
-    sl_buf_t *bodies;                 /* answers kept until release (items point into them) */
+    pool_body_t *bodies;              /* answers kept until release (items point into them) */
     size_t nbodies;
     size_t charged;                   /* their bytes charged to pool->budget */
     pool_shared_body_t *shared;       /* a coalesced group's answer, held with the others (pool_coalesce.c) */
@@ -542,6 +575,12 @@ void pool_pressure_flush(pool_t *pool, uint64_t now_wall_ms);
 /* pool_call.c: a freed slot of one of net's endpoints goes to the oldest
  * waiting confirmation poll first. */
 void pool_call_wake_waiters(pool_network_t *net);
+/* Keeps *own with the call until it is released (*own is left empty);
+ * returns where its bytes now are. */
+const char *pool_call_keep(pool_call_t *call, sl_buf_t *own);
+/* The same for a finished exchange's body, wherever it was read, with its
+ * charge to the budget; the last body kept is the one pool_answer_apply reads. */
+void pool_call_keep_exchange(pool_call_t *call, pool_exchange_t *ex);
 /* Every snapshot: waiters whose full endpoints became unusable (a breaker
  * opened, a drain) get their answer now rather than at their deadline. */
 void pool_call_recheck_waiters(pool_network_t *net);

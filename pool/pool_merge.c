@@ -333,12 +333,6 @@ void pool_merge_leave(pool_call_t *call)
 
 /* ---- answering ---- */
 
-static void keep_body(pool_call_t *call, sl_buf_t *b)
-{
-    call->bodies = sl_xrealloc(call->bodies, (call->nbodies + 1) * sizeof(*call->bodies));
-    call->bodies[call->nbodies++] = *b;
-}
-
 /* The member's item gets what the carrier's item got: a copy of its answer
  * (the member's id is spliced in by the gateway, as for any answer), or its
  * failure. */
@@ -349,8 +343,7 @@ static void copy_item(pool_call_t *member, const pool_item_t *from)
     if (from->state == POOL_ITEM_ANSWERED) {
         sl_buf_t b = SL_BUF_INIT;
         sl_buf_append(&b, from->answer, from->answer_len);
-        keep_body(member, &b);
-        it->answer = b.base;
+        it->answer = pool_call_keep(member, &b);
         it->answer_len = from->answer_len;
         it->answer_id = from->answer_id;
         it->verdict = from->verdict;
@@ -420,9 +413,8 @@ static void sol_answer(pool_call_t *member, const merge_slot_t *s, const char *a
     uint32_t id_off = (uint32_t)b.len;
     sl_buf_append(&b, it->raw + it->id.off, it->id.len); /* its own id, byte for byte */
     sl_buf_append_char(&b, '}');
-    keep_body(member, &b);
-    it->answer = b.base;
     it->answer_len = (uint32_t)b.len;
+    it->answer = pool_call_keep(member, &b);
     it->answer_id = (wire_span_t){id_off, it->id.len};
     it->verdict = POLICY_VERDICT_SUCCESS;
     it->endpoint = (int16_t)endpoint;

@@ -88,13 +88,14 @@ typedef struct probe_result {
  * in-body rate limit is a rate limit and a 5xx a failure. */
 static void probe_judge_answer(const pool_endpoint_t *ep, const pool_exchange_t *ex, probe_result_t *r)
 {
-    const char *body = ex->body.base ? ex->body.base : "";
+    const char *body = pool_exchange_bytes(ex);
+    size_t len = pool_exchange_len(ex);
     int status = ex->head.status;
     policy_chain_t chain = ep->net->conf->chain;
     policy_verdict_t v = policy_verdict_http(chain, status);
     wire_envelope_t env;
     wire_rpc_error_t err;
-    int rpc_error = wire_envelope_scan(body, ex->body.len, &env) == SL_OK && env.error.len != 0 &&
+    int rpc_error = wire_envelope_scan(body, len, &env) == SL_OK && env.error.len != 0 &&
                     wire_envelope_error(body, env.error, &err) == SL_OK;
     if (rpc_error) {
         uint32_t hint = 0;
@@ -110,7 +111,7 @@ static void probe_judge_answer(const pool_endpoint_t *ep, const pool_exchange_t 
         snprintf(r->reason, sizeof(r->reason), "probe refused with a rate limit (HTTP %d)", status);
         return;
     }
-    if (status >= 200 && status < 300 && pool_rank_parse_head(body, ex->body.len, &r->head)) {
+    if (status >= 200 && status < 300 && pool_rank_parse_head(body, len, &r->head)) {
         r->verdict = PROBE_OK;
         snprintf(r->reason, sizeof(r->reason), "probe answered in %u ms", ex->latency_us / 1000);
         return;

@@ -81,12 +81,10 @@ void pool_write_synthesize(pool_call_t *call, pool_item_t *it, int ep, const cha
     sl_buf_append_str(&b, "0,\"result\":");
     sl_buf_append_json_str(&b, txid, strlen(txid));
     sl_buf_append_char(&b, '}');
-    call->bodies = sl_xrealloc(call->bodies, (call->nbodies + 1) * sizeof(*call->bodies));
-    call->bodies[call->nbodies++] = b;
+    it->answer_len = (uint32_t)b.len;
+    it->answer = pool_call_keep(call, &b);
     pool_item_settle(it, POOL_ITEM_ANSWERED);
     it->verdict = POLICY_VERDICT_SUCCESS;
-    it->answer = b.base;
-    it->answer_len = (uint32_t)b.len;
     it->answer_id = (wire_span_t){sizeof(head) - 1, 1};
     it->endpoint = (int16_t)ep;
 }

@@ -94,10 +94,11 @@ test('EMFILE on socket(): 503 local_error, no endpoint blamed, all well once des
   await waitLog(s, /sluice's own resources/);
 });
 
-// A Content-Length answer is read straight into one buffer of its size (not
-// through h2o's socket buffer, which moves to a temp file past 32 MiB), so a
-// missing temp folder no longer fails it; the local_error class for temp
-// space stays for answers h2o still buffers (chunked).
+// A Content-Length answer over 4 MiB is moved as it arrives into one buffer of
+// its size (smaller ones stay in h2o's socket buffer, which moves to a temp
+// file only past 32 MiB), so a missing temp folder does not fail it; the
+// local_error class for temp space stays for answers h2o still buffers
+// (chunked).
 test('no temp space: a 40 MB answer still arrives, and no endpoint is blamed', async () => {
   const s = await startSluice({
     workers: 1,
