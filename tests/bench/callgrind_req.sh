@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/bench/callgrind_req.sh: instructions per request of the whole worker (callgrind,
 # 1 worker) for the 43-byte eth_blockNumber answer and the ~20 KB eth_getLogs answer, with
-# the JSON access log off and on (issue 15). Unlike wall time, the counts do not depend on
+# the JSON access log off and on, and on with coalescing off (issue 15). Unlike wall time, the counts do not depend on
 # who else uses the machine. See tests/bench/README.md ("per-request cost").
 #
 # usage: tests/bench/callgrind_req.sh [--out DIR]
@@ -53,9 +53,10 @@ FP_PID=$!
 for _ in $(seq 100); do grep -q 'listening on' "$TMP/fp.log" && break; sleep 0.05; done
 UP=$(grep -Eo '[0-9.]+:[0-9]+$' "$TMP/fp.log") || die "fakeprovider did not start"
 
-# run_once NAME ACCESS_LOG METHOD N -> prints the worker's Ir; its file name goes to $TMP/NAME-N/worker_file
+# run_once NAME ACCESS_LOG METHOD N [MAX_WAITERS] -> prints the worker's Ir; its file name goes to
+# $TMP/NAME-N/worker_file. MAX_WAITERS 0: coalescing off, every request goes upstream.
 run_once() {
-    local name=$1 alog=$2 method=$3 n=$4
+    local name=$1 alog=$2 method=$3 n=$4 waiters=${5:-64}
     local d="$TMP/$name-$n"
     mkdir -p "$d"
     cat >"$d/s.yaml" <<YAML
@@ -66,6 +67,7 @@ networks:
   eth:
     chain: ethereum
     ranking: { probe_interval_ms: 0 }
+    coalesce: { max_waiters: $waiters }
     endpoints:
       - { id: up, url: "http://$UP" }
 YAML
@@ -113,15 +115,20 @@ log "callgrind: N1=$N1 N2=$N2 requests per run, c=$CONC, 1 worker"
     echo "| case | Ir/request | $(IFS='|'; echo "${FNS[*]}" | sed 's/|/ | /g') |"
     echo "|---|---:|$(for _ in "${FNS[@]}"; do printf -- '---:|'; done)"
 } >"$OUT/callgrind_req.md"
+# the clients send the same call at once, so most are coalesced (answered from another's
+# upstream answer); the third case of each method sends every one upstream
 for method in eth_blockNumber eth_getLogs; do
-    for alog in false true; do
-        name="$method-log$alog"
-        a=$(run_once "$name" "$alog" "$method" "$N1") || exit 1
-        b=$(run_once "$name" "$alog" "$method" "$N2") || exit 1
+    for variant in "false 64" "true 64" "true 0"; do
+        read -r alog waiters <<<"$variant"
+        name="$method-log$alog-w$waiters"
+        label="$method, access_log $alog"
+        [ "$waiters" = 0 ] && label="$label, coalescing off"
+        a=$(run_once "$name" "$alog" "$method" "$N1" "$waiters") || exit 1
+        b=$(run_once "$name" "$alog" "$method" "$N2" "$waiters") || exit 1
         per=$(python3 -c "print(round(($b - $a) / ($N2 - $N1)))")
         parts=$(incl "$(cat "$TMP/$name-$N2/worker_file")" "$N2" "${FNS[@]}" | awk '{ printf "| %s ", $2 }')
-        log "$method access_log=$alog: $per Ir/req"
-        echo "| $method, access_log $alog | $per $parts|" >>"$OUT/callgrind_req.md"
+        log "$label: $per Ir/req"
+        echo "| $label | $per $parts|" >>"$OUT/callgrind_req.md"
     done
 done
 cat "$OUT/callgrind_req.md"

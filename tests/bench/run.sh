@@ -374,11 +374,18 @@ if has_phase main || has_phase rss; then
     start_nginx nginxlog "$U1" "$U2" log
     start_sluice sluice false "http://$U1" "http://$U2"
     start_sluice sluicelog true "http://$U1" "http://$U2"
+    # wrk sends one call over and over: with coalescing (the default) most of sluice's
+    # answers come from another client's upstream answer, which nginx does not do. The
+    # same with coalescing off sends every request upstream, as nginx does.
+    NET_EXTRA="coalesce: { max_waiters: 0 }" start_sluice sluicelognc true "http://$U1" "http://$U2"
     declare -A URL=([direct]="http://$U1/" [nginx]="http://127.0.0.1:$PORT_nginx/" [nginxlog]="http://127.0.0.1:$PORT_nginxlog/"
-        [sluice]="http://127.0.0.1:$PORT_sluice/eth" [sluicelog]="http://127.0.0.1:$PORT_sluicelog/eth")
-    declare -A PPID_OF=([direct]=$PID_up1 [nginx]=$PID_nginx [nginxlog]=$PID_nginxlog [sluice]=$PID_sluice [sluicelog]=$PID_sluicelog)
-    declare -A LOGF=([direct]="" [nginx]="" [nginxlog]="$TMP/nginxlog/access.log" [sluice]="" [sluicelog]="$TMP/sluicelog.log")
-    for t in direct nginx nginxlog sluice sluicelog; do
+        [sluice]="http://127.0.0.1:$PORT_sluice/eth" [sluicelog]="http://127.0.0.1:$PORT_sluicelog/eth"
+        [sluicelognc]="http://127.0.0.1:$PORT_sluicelognc/eth")
+    declare -A PPID_OF=([direct]=$PID_up1 [nginx]=$PID_nginx [nginxlog]=$PID_nginxlog [sluice]=$PID_sluice [sluicelog]=$PID_sluicelog
+        [sluicelognc]=$PID_sluicelognc)
+    declare -A LOGF=([direct]="" [nginx]="" [nginxlog]="$TMP/nginxlog/access.log" [sluice]="" [sluicelog]="$TMP/sluicelog.log"
+        [sluicelognc]="$TMP/sluicelognc.log")
+    for t in direct nginx nginxlog sluice sluicelog sluicelognc; do
         for wl in "${WORKLOADS[@]}"; do probe "$t" "${URL[$t]}" "$wl"; done
     done
 fi
@@ -386,7 +393,7 @@ fi
 # ---------------------------------------------------------------- main: 4 targets x 2 workloads x 2 concurrencies
 
 if has_phase main; then
-    TARGETS=(direct nginx nginxlog sluice sluicelog)
+    TARGETS=(direct nginx nginxlog sluice sluicelog sluicelognc)
     log "main phase: ${#TARGETS[@]} targets x ${#WORKLOADS[@]} workloads x ${#CONCS[@]} concurrencies x $ROUNDS rounds x ${SECONDS_PER_RUN}s"
     # warm-up (not recorded): 1 s per target and workload
     for wl in "${WORKLOADS[@]}"; do
@@ -408,6 +415,7 @@ if has_phase main; then
         done
     done
     : >"$TMP/sluicelog.log"
+    : >"$TMP/sluicelognc.log"
 fi
 
 # ---------------------------------------------------------------- features: what each layer costs

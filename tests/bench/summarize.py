@@ -12,7 +12,7 @@ from statistics import median
 out = sys.argv[1]
 runs = list(csv.DictReader(open(os.path.join(out, "runs.csv"))))
 NAMES = {"direct": "direct (1 upstream)", "nginx": "nginx", "nginxlog": "nginx + access log", "sluice": "sluice",
-         "sluicelog": "sluice + access log", "refused": "sluice [dead, up1]",
+         "sluicelog": "sluice + access log", "sluicelognc": "sluice + access log, coalescing off", "refused": "sluice [dead, up1]",
          "healthy": "sluice [up1]", "one429": "sluice [429, ok1, ok2]", "no429": "sluice [ok1, ok2]",
          "shung": "sluice [hung, ok1, ok2]", "shungnc": "sluice [hung, ok1, ok2], no coalescing", "nhung": "nginx [hung, ok1, ok2]", "shealthy": "sluice [ok1, ok2]"}
 
@@ -81,10 +81,11 @@ if main:
     print(f"### Throughput, latency and CPU ({rounds} interleaved rounds, medians)\n")
     print("CPU µs/req is the proxy's own CPU (master + workers) per completed request; for *direct* it is "
           "the fake upstream's. *upstream µs/req* is the two fake upstreams' CPU behind the proxy.\n")
-    print("| workload | c | target | req/s | spread | p50 ms | p99 ms | CPU µs/req | upstream µs/req | resp B | non-2xx | errors |")
-    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("*upstream req/req*: requests the upstreams got per answered request (below 1: coalesced).\n")
+    print("| workload | c | target | req/s | spread | p50 ms | p99 ms | CPU µs/req | upstream µs/req | upstream req/req | resp B | non-2xx | errors |")
+    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     g = by(main, "workload", "conc", "target")
-    order = ["direct", "nginx", "nginxlog", "sluice", "sluicelog"]
+    order = ["direct", "nginx", "nginxlog", "sluice", "sluicelog", "sluicelognc"]
     combos = []
     for r in main:
         if (r["workload"], r["conc"]) not in combos:
@@ -95,10 +96,11 @@ if main:
             if not rows:
                 continue
             st, other = errs(rows)
+            upr = [float(r["up_requests"]) / float(r["requests"]) for r in rows if r["up_requests"] and float(r["requests"])]
             print(f"| {wl} | {c} | {NAMES[t]} | {fmt(med(rows, 'rps'), 0)} | {spread(rows, 'rps'):.0f}% | "
                   f"{fmt(med(rows, 'p50_us') / 1000, 2)} | {fmt(med(rows, 'p99_us') / 1000, 2)} | "
                   f"{fmt(med(rows, 'proxy_us_per_req'), 1)} | {fmt(med(rows, 'upstream_us_per_req'), 1)} | "
-                  f"{fmt(med(rows, 'bytes_per_resp'), 0)} | {st} | {other} |")
+                  f"{fmt(median(upr) if upr else None, 3)} | {fmt(med(rows, 'bytes_per_resp'), 0)} | {st} | {other} |")
     print()
     print("### sluice / nginx (median of per-round ratios)\n")
     print("| workload | c | req/s sluice/nginx | CPU/req sluice/nginx | req/s sluice+log/nginx | "
@@ -128,6 +130,23 @@ if main:
             print(f"| {wl} | {c} | {fmt(paired_ratio(sl, nl, 'rps'), 2)} | {fmt(paired_ratio(sl, nl, 'proxy_us_per_req'), 2)} | "
                   f"{fmt(paired_ratio(nl, n, 'proxy_us_per_req', diff=True), 1) if n else '—'} | "
                   f"{fmt(paired_ratio(sl, s, 'proxy_us_per_req', diff=True), 1) if s else '—'} |")
+        print()
+    if any(t == "sluicelognc" for (_, _, t) in g):
+        print("### every request upstream: sluice + log with coalescing off / nginx + log (median of per-round ratios)\n")
+        print("wrk repeats one call, so with coalescing on most of sluice's answers come from another "
+              "client's upstream answer. Here each request goes upstream, as through nginx.\n")
+        print("| workload | c | req/s | CPU/req | p99 ms sluice | p99 ms nginx | p99 added over direct ms, sluice | "
+              "upstream req/req sluice |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        for wl, c in combos:
+            nl, snc, d = g.get((wl, c, "nginxlog")), g.get((wl, c, "sluicelognc")), g.get((wl, c, "direct"))
+            if not (nl and snc):
+                continue
+            added = (med(snc, 'p99_us') - med(d, 'p99_us')) / 1000 if d else None
+            upr = [float(r["up_requests"]) / float(r["requests"]) for r in snc if r["up_requests"] and float(r["requests"])]
+            print(f"| {wl} | {c} | {fmt(paired_ratio(snc, nl, 'rps'), 2)} | {fmt(paired_ratio(snc, nl, 'proxy_us_per_req'), 2)} | "
+                  f"{fmt(med(snc, 'p99_us') / 1000, 2)} | {fmt(med(nl, 'p99_us') / 1000, 2)} | {fmt(added, 2)} | "
+                  f"{fmt(median(upr) if upr else None, 3)} |")
         print()
 
 feat = [r for r in runs if r["phase"] == "features"]
