@@ -37,6 +37,12 @@ def fmt(v, d=1):
     return "—" if v is None else f"{v:,.{d}f}"
 
 
+def up_per_req(rows):
+    """Median of the upstreams' requests per answered request (None when not counted)."""
+    v = [float(r["up_requests"]) / float(r["requests"]) for r in rows if r["up_requests"] and float(r["requests"])]
+    return median(v) if v else None
+
+
 def errs(rows):
     status = sum(int(r["status_err"]) for r in rows)
     other = sum(int(r[k]) for r in rows for k in ("connect_err", "read_err", "write_err", "timeout_err"))
@@ -96,11 +102,10 @@ if main:
             if not rows:
                 continue
             st, other = errs(rows)
-            upr = [float(r["up_requests"]) / float(r["requests"]) for r in rows if r["up_requests"] and float(r["requests"])]
             print(f"| {wl} | {c} | {NAMES[t]} | {fmt(med(rows, 'rps'), 0)} | {spread(rows, 'rps'):.0f}% | "
                   f"{fmt(med(rows, 'p50_us') / 1000, 2)} | {fmt(med(rows, 'p99_us') / 1000, 2)} | "
                   f"{fmt(med(rows, 'proxy_us_per_req'), 1)} | {fmt(med(rows, 'upstream_us_per_req'), 1)} | "
-                  f"{fmt(median(upr) if upr else None, 3)} | {fmt(med(rows, 'bytes_per_resp'), 0)} | {st} | {other} |")
+                  f"{fmt(up_per_req(rows), 3)} | {fmt(med(rows, 'bytes_per_resp'), 0)} | {st} | {other} |")
     print()
     print("### sluice / nginx (median of per-round ratios)\n")
     print("| workload | c | req/s sluice/nginx | CPU/req sluice/nginx | req/s sluice+log/nginx | "
@@ -143,10 +148,9 @@ if main:
             if not (nl and snc):
                 continue
             added = (med(snc, 'p99_us') - med(d, 'p99_us')) / 1000 if d else None
-            upr = [float(r["up_requests"]) / float(r["requests"]) for r in snc if r["up_requests"] and float(r["requests"])]
             print(f"| {wl} | {c} | {fmt(paired_ratio(snc, nl, 'rps'), 2)} | {fmt(paired_ratio(snc, nl, 'proxy_us_per_req'), 2)} | "
                   f"{fmt(med(snc, 'p99_us') / 1000, 2)} | {fmt(med(nl, 'p99_us') / 1000, 2)} | {fmt(added, 2)} | "
-                  f"{fmt(median(upr) if upr else None, 3)} |")
+                  f"{fmt(up_per_req(snc), 3)} |")
         print()
 
 feat = [r for r in runs if r["phase"] == "features"]
