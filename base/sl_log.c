@@ -71,18 +71,31 @@ void sl_log_timestamp(char out[32])
     *p = '\0';
 }
 
-/* Writes all of p[0..n) to stderr, retrying short writes and EINTR. */
-static void write_all(const char *p, size_t n)
+/* How long a diagnostic line may wait for a full stderr (a stalled log
+ * reader) before it is dropped: a bounded cost to the event loop, where a
+ * blocking write(2) would stop the process until the reader came back. */
+#define LOG_WAIT_MS 20
+/* A line is cut to this (then ends in "...\n"): a pipe takes it in one
+ * atomic write, so lines of several processes never interleave. */
+#define LOG_LINE_MAX 4095
+
+static int reporting_drops; /* the report below is itself an sl_log line */
+
+/* The line for msg[0..n) in the configured format, newline included; "cut"
+ * marks a message shortened to fit. */
+static void format_line(sl_buf_t *line, sl_log_level_t level, const char *ts, const char *msg, size_t n, int cut)
 {
-    while (n > 0) {
-        ssize_t w = write(STDERR_FILENO, p, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return;
-        }
-        p += w;
-        n -= (size_t)w;
+    sl_buf_reset(line);
+    if (log_format == SL_LOG_JSON) {
+        sl_buf_printf(line, "{\"ts\":\"%s\",\"level\":\"%s\",\"pid\":%d,\"proc\":", ts, level_names[level],
+                      (int)getpid());
+        sl_buf_append_json_str(line, log_proc, strlen(log_proc));
+        sl_buf_append_str(line, ",\"msg\":");
+        sl_buf_append_json_str(line, msg, n);
+        sl_buf_append_str(line, cut ? ",\"cut\":true}\n" : "}\n");
+    } else {
+        sl_buf_printf(line, "%s %s[%d] %-5s %.*s%s\n", ts, log_proc, (int)getpid(), level_names[level], (int)n, msg,
+                      cut ? "..." : "");
     }
 }
 
@@ -97,25 +110,30 @@ void sl_log(sl_log_level_t level, const char *fmt, ...)
     sl_buf_vprintf(&msg, fmt, ap);
     va_end(ap);
     sl_secret_scrub(&clean, msg.base ? msg.base : "", msg.len);
-
-    char ts[32];
-    sl_log_timestamp(ts);
-    if (log_format == SL_LOG_JSON) {
-        sl_buf_printf(&line, "{\"ts\":\"%s\",\"level\":\"%s\",\"pid\":%d,\"proc\":", ts, level_names[level],
-                      (int)getpid());
-        sl_buf_append_json_str(&line, log_proc, strlen(log_proc));
-        sl_buf_append_str(&line, ",\"msg\":");
-        sl_buf_append_json_str(&line, clean.base ? clean.base : "", clean.len);
-        sl_buf_append_str(&line, "}\n");
-    } else {
-        /* one message, one line: a newline inside cannot forge another */
+    if (log_format != SL_LOG_JSON) /* one message, one line: a newline inside cannot forge another */
         for (size_t i = 0; i < clean.len; i++)
             if ((unsigned char)clean.base[i] < 0x20)
                 clean.base[i] = ' ';
-        sl_buf_printf(&line, "%s %s[%d] %-5s %s\n", ts, log_proc, (int)getpid(), level_names[level],
-                      clean.base ? clean.base : "");
+
+    char ts[32];
+    sl_log_timestamp(ts);
+    const char *text = clean.base ? clean.base : "";
+    size_t n = clean.len;
+    format_line(&line, level, ts, text, n, 0);
+    /* too long for one atomic write: the message is cut (JSON escapes make
+     * its share of the line uncertain, so shrink until it fits) */
+    while (line.len > LOG_LINE_MAX + 1 && n > 0) {
+        size_t over = line.len - (LOG_LINE_MAX + 1);
+        n = n > over + 16 ? n - over - 16 : 0;
+        format_line(&line, level, ts, text, n, 1);
     }
-    write_all(line.base, line.len);
+    uint64_t dropped = 0;
+    if (sl_log_sink_line(line.base, line.len, LOG_WAIT_MS, &dropped) && dropped > 0 && !reporting_drops) {
+        reporting_drops = 1;
+        sl_log(SL_LOG_WARN, "log: %llu line(s) dropped before the one above: stderr took nothing for %d ms",
+               (unsigned long long)dropped, LOG_WAIT_MS);
+        reporting_drops = 0;
+    }
     sl_buf_dispose(&msg);
     sl_buf_dispose(&clean);
     sl_buf_dispose(&line);

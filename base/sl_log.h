@@ -64,6 +64,12 @@ void sl_log_flush(void);
 void sl_log_flush_final(uint32_t wait_ms);
 /* Lines dropped since the process started (for /metrics). */
 uint64_t sl_log_access_dropped(void);
+/* Writes one diagnostic line (with its newline, at most PIPE_BUF bytes) now,
+ * through the access log's sink: on a pipe or a socket that stays full it
+ * waits at most wait_ms, then drops the line and counts it. Returns 1 when
+ * the line went, with *dropped_before set to the lines dropped since the
+ * last one that did (sl_log reports them). */
+int sl_log_sink_line(const char *line, size_t len, int wait_ms, uint64_t *dropped_before);
 
 /* A line that a flood could repeat (every refused connection, every stalled
  * client): at most one per interval, saying how many were held back, so a

@@ -1,4 +1,5 @@
-/* base/sl_log_access.c: the access log's buffer (see sl_log.h).
+/* base/sl_log_access.c: the access log's buffer, and the stderr sink it
+ * shares with diagnostic lines (see sl_log.h).
  *
  * One buffer per process, written from the event loop's thread only. What
  * keeps lines of several workers from interleaving mid-line: every write(2)
@@ -16,7 +17,9 @@
  *  - on anything else (a terminal) each write is at most PIPE_BUF bytes, made
  *    only when poll() says the descriptor takes bytes now; a short write is
  *    completed at once, before anything else is written.
- * A line never exceeds SL_LOG_ACCESS_LINE_MAX (the caller keeps to it). */
+ * A line never exceeds SL_LOG_ACCESS_LINE_MAX (the caller keeps to it).
+ * Diagnostic lines (sl_log) are not buffered: sl_log_sink_line writes each
+ * through the same sink at once, waiting a bounded time for room. */
 #include "base/sl_log.h"
 
 #include <errno.h>
@@ -51,6 +54,7 @@ static struct {
     uint64_t dropped;             /* lines dropped since the process started */
     uint64_t dropped_unreported;  /* dropped since the last warning */
     uint64_t next_report_ms;
+    uint64_t diag_dropped;        /* diagnostic lines dropped, not yet reported */
 } alog;
 
 static void sink_close(void)
@@ -221,6 +225,26 @@ void sl_log_access(const char *line, size_t len)
     alog.buf.base[alog.buf.len] = '\0';
     if (alog.buf.len >= alog.max_bytes / 4)
         flush(0);
+}
+
+int sl_log_sink_line(const char *line, size_t len, int wait_ms, uint64_t *dropped_before)
+{
+    if (!alog.ready)
+        sl_log_access_setup(0);
+    if (alog.kind != SINK_FILE && len > PIPE_BUF)
+        len = PIPE_BUF; /* the caller ends its lines well before: one atomic write */
+    int r = alog.kind == SINK_POLL ? sink_wait(wait_ms) : 1;
+    if (r == 1)
+        r = sink_write(line, len);
+    if (r == 0 && sink_wait(wait_ms) == 1)
+        r = sink_write(line, len);
+    if (r != 1) {
+        alog.diag_dropped++;
+        return 0;
+    }
+    *dropped_before = alog.diag_dropped;
+    alog.diag_dropped = 0;
+    return 1;
 }
 
 void sl_log_flush(void)

@@ -1,7 +1,8 @@
 // The access log's buffer: whole lines under concurrent load from 2 workers, a
 // line of an idle worker out within the housekeeping timer, no line lost at
 // SIGTERM, a full stderr pipe never stalls the workers (lines are dropped and
-// counted instead), and write(2) calls far fewer than requests.
+// counted instead, diagnostic lines too), and write(2) calls far fewer than
+// requests.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -159,6 +160,69 @@ test('a full stderr pipe does not stall the workers: lines are dropped, counted 
     const done = await Promise.race([exited, new Promise((r) => { t2 = setTimeout(() => r(null), 10000); })]);
     clearTimeout(t2);
     if (!done) { try { process.kill(-child.pid, 'SIGKILL'); } catch { /* gone */ } await exited; }
+  }
+});
+
+// The same pipe full, and the worker has diagnostic lines to write (breaker
+// changes and demotions of an endpoint that resets every connection): each
+// waits at most 20 ms for room and is dropped, where a blocking write(2)
+// stopped the worker until the reader came back. The next line that goes
+// out says how many were dropped.
+test('a full stderr pipe does not stall diagnostic lines either: a worker logging breaker changes keeps answering', async () => {
+  const bad = await startFake({ name: 'bad' });
+  const dir = tempDir();
+  const file = path.join(dir, 'sluice.yaml');
+  writeFileSync(file, renderConfig({
+    workers: 1, statePath: path.join(dir, 'state'), server: { access_log_buffer_bytes: 16384 },
+    networks: { eth: {
+      lines: ['ranking: { probe_interval_ms: 0 }', 'breaker: { consecutive: 2, cooldown_ms: 300 }',
+        'coalesce: { max_waiters: 0 }', 'hedge: { enabled: false }'],
+      endpoints: [{ id: 'bad', url: bad.url }, { id: 'a', url: fake.url }] } },
+  }));
+  const child = spawn(SLUICE_BIN, ['-c', file], { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+  const exited = new Promise((r) => child.once('exit', (code, signal) => r({ code, signal })));
+  let err = '';
+  const onData = (d) => { err += d; };
+  child.stderr.setEncoding('utf8');
+  child.stderr.on('data', onData);
+  try {
+    await waitFor(() => /admin API on http:\/\/[\d.]+:\d+/.test(err), { timeoutMs: 15000, what: 'sluice to start' });
+    const url = `http://127.0.0.1:${Number(err.match(/listening on http:\/\/[\d.]+:(\d+)/)[1])}/eth`;
+    const admin = 'http://' + err.match(/admin API on http:\/\/([\d.]+:\d+)/)[1];
+    child.stderr.off('data', onData);
+    child.stderr.pause();
+    // access lines fill the pipe: the access log says so by dropping some
+    assert.ok((await load(url, 3000, 16)).every((x) => x === 200));
+    await waitFor(async () => {
+      const m = (await (await fetch(admin + '/metrics')).text()).match(/^sluice_access_log_dropped_total (\d+)$/m);
+      return m && Number(m[1]) > 0;
+    }, { timeoutMs: 5000, what: 'the pipe full (sluice_access_log_dropped_total > 0)' });
+    await bad.setMode('reset');
+    let timer;
+    const answered = await Promise.race([
+      (async () => {
+        const st = [];
+        for (let i = 0; i < 24; i++) {
+          st.push((await post(url, call('eth_blockNumber', [], i))).status);
+          if (i % 6 === 5) await sleep(350); // past the cooldown: a half-open trial, another change
+        }
+        return st;
+      })(),
+      new Promise((_, reject) => { timer = setTimeout(() => reject(new Error('the worker stalled on a diagnostic line')), 30000); }),
+    ]).finally(() => clearTimeout(timer));
+    assert.deepEqual(answered.filter((x) => x !== 200), [], 'every call answered (by a)');
+    child.stderr.on('data', onData);
+    child.stderr.resume();
+    await waitFor(() => /log: \d+ line\(s\) dropped before the one above/.test(err), { timeoutMs: 5000, what: 'the dropped-lines report' });
+    assert.ok(Number(err.match(/log: (\d+) line\(s\) dropped before the one above/)[1]) >= 1);
+    for (const l of err.split('\n')) if (l.startsWith('{')) JSON.parse(l); // whole lines only
+  } finally {
+    child.kill('SIGTERM');
+    let t2;
+    const done = await Promise.race([exited, new Promise((r) => { t2 = setTimeout(() => r(null), 10000); })]);
+    clearTimeout(t2);
+    if (!done) { try { process.kill(-child.pid, 'SIGKILL'); } catch { /* gone */ } await exited; }
+    await bad.stop();
   }
 });
 
