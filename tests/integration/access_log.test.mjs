@@ -111,55 +111,72 @@ test('SIGTERM loses no access line: lines = requests answered', async () => {
   for (const l of lines) JSON.parse(l);
 });
 
-test('a full stderr pipe does not stall the workers: lines are dropped, counted and reported', async () => {
+// sluice with its stderr on a pipe this test reads, and can stop reading:
+// { url, admin, err() (what was read), pause(), resume(), stop() }.
+async function startPiped(conf) {
   const dir = tempDir();
   const file = path.join(dir, 'sluice.yaml');
-  writeFileSync(file, renderConfig({
-    workers: 2, statePath: path.join(dir, 'state'), networks: net(),
-    server: { access_log_buffer_bytes: 16384 },
-  }));
+  writeFileSync(file, renderConfig({ statePath: path.join(dir, 'state'), ...conf }));
   const child = spawn(SLUICE_BIN, ['-c', file], { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
   const exited = new Promise((r) => child.once('exit', (code, signal) => r({ code, signal })));
   let err = '';
   const onData = (d) => { err += d; };
   child.stderr.setEncoding('utf8');
   child.stderr.on('data', onData);
-  try {
-    await waitFor(() => /admin API on http:\/\/[\d.]+:\d+/.test(err), { timeoutMs: 15000, what: 'sluice to start' });
-    const port = Number(err.match(/listening on http:\/\/[\d.]+:(\d+)/)[1]);
-    const admin = 'http://' + err.match(/admin API on http:\/\/([\d.]+:\d+)/)[1];
-    // stop reading: the pipe (64 KiB) fills, then every write to it would block
-    child.stderr.off('data', onData);
-    child.stderr.pause();
-    const n = 4000; // ~1 MB of lines, far over the pipe and both buffers
-    const started = Date.now();
-    let timer;
-    const statuses = await Promise.race([
-      load(`http://127.0.0.1:${port}/eth`, n, 16),
-      new Promise((_, reject) => { timer = setTimeout(() => reject(new Error('requests stalled behind a full stderr pipe')), 60000); }),
-    ]).finally(() => clearTimeout(timer));
-    assert.equal(statuses.filter((x) => x === 200).length, n, `took ${Date.now() - started} ms`);
-    const metric = await waitFor(async () => {
-      const t = await (await fetch(admin + '/metrics')).text();
-      const m = t.match(/^sluice_access_log_dropped_total (\d+)$/m);
-      return m && Number(m[1]) > 0 && Number(m[1]);
-    }, { timeoutMs: 5000, what: 'sluice_access_log_dropped_total > 0' });
-    // read again: the lines kept come out whole, then the warning with the count
-    child.stderr.on('data', onData);
-    child.stderr.resume();
-    await waitFor(() => /access log: \d+ line\(s\) dropped/.test(err), { timeoutMs: 5000, what: 'the dropped-lines warning' });
-    const lines = accessLines(err);
-    for (const l of lines) if (l.startsWith('{')) JSON.parse(l);
-    const said = [...err.matchAll(/access log: (\d+) line\(s\) dropped/g)].reduce((a, m) => a + Number(m[1]), 0);
-    assert.ok(said > 0 && said <= metric + n, `warned ${said}, metric ${metric}`);
-    assert.ok(lines.length < n, `${lines.length} lines of ${n}: some must have been dropped`);
-  } finally {
+  const stop = async () => {
     child.kill('SIGTERM');
     // a worker stuck in write(2) (the old behaviour) never exits: end the group
     let t2;
     const done = await Promise.race([exited, new Promise((r) => { t2 = setTimeout(() => r(null), 10000); })]);
     clearTimeout(t2);
     if (!done) { try { process.kill(-child.pid, 'SIGKILL'); } catch { /* gone */ } await exited; }
+  };
+  try {
+    await waitFor(() => /admin API on http:\/\/[\d.]+:\d+/.test(err), { timeoutMs: 15000, what: 'sluice to start' });
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+  return {
+    url: `http://127.0.0.1:${Number(err.match(/listening on http:\/\/[\d.]+:(\d+)/)[1])}/eth`,
+    admin: 'http://' + err.match(/admin API on http:\/\/([\d.]+:\d+)/)[1],
+    err: () => err,
+    // stop reading: the pipe (64 KiB) fills, then every write to it would block
+    pause: () => { child.stderr.off('data', onData); child.stderr.pause(); },
+    resume: () => { child.stderr.on('data', onData); child.stderr.resume(); },
+    stop,
+  };
+}
+
+async function accessDropped(admin) {
+  const m = (await (await fetch(admin + '/metrics')).text()).match(/^sluice_access_log_dropped_total (\d+)$/m);
+  return m ? Number(m[1]) : 0;
+}
+
+test('a full stderr pipe does not stall the workers: lines are dropped, counted and reported', async () => {
+  const sl = await startPiped({ workers: 2, networks: net(), server: { access_log_buffer_bytes: 16384 } });
+  try {
+    sl.pause();
+    const n = 4000; // ~1 MB of lines, far over the pipe and both buffers
+    const started = Date.now();
+    let timer;
+    const statuses = await Promise.race([
+      load(sl.url, n, 16),
+      new Promise((_, reject) => { timer = setTimeout(() => reject(new Error('requests stalled behind a full stderr pipe')), 60000); }),
+    ]).finally(() => clearTimeout(timer));
+    assert.equal(statuses.filter((x) => x === 200).length, n, `took ${Date.now() - started} ms`);
+    const metric = await waitFor(async () => { const d = await accessDropped(sl.admin); return d > 0 && d; },
+      { timeoutMs: 5000, what: 'sluice_access_log_dropped_total > 0' });
+    // read again: the lines kept come out whole, then the warning with the count
+    sl.resume();
+    await waitFor(() => /access log: \d+ line\(s\) dropped/.test(sl.err()), { timeoutMs: 5000, what: 'the dropped-lines warning' });
+    const lines = accessLines(sl.err());
+    for (const l of lines) if (l.startsWith('{')) JSON.parse(l);
+    const said = [...sl.err().matchAll(/access log: (\d+) line\(s\) dropped/g)].reduce((a, m) => a + Number(m[1]), 0);
+    assert.ok(said > 0 && said <= metric + n, `warned ${said}, metric ${metric}`);
+    assert.ok(lines.length < n, `${lines.length} lines of ${n}: some must have been dropped`);
+  } finally {
+    await sl.stop();
   }
 });
 
@@ -170,40 +187,26 @@ test('a full stderr pipe does not stall the workers: lines are dropped, counted 
 // out says how many were dropped.
 test('a full stderr pipe does not stall diagnostic lines either: a worker logging breaker changes keeps answering', async () => {
   const bad = await startFake({ name: 'bad' });
-  const dir = tempDir();
-  const file = path.join(dir, 'sluice.yaml');
-  writeFileSync(file, renderConfig({
-    workers: 1, statePath: path.join(dir, 'state'), server: { access_log_buffer_bytes: 16384 },
+  const sl = await startPiped({
+    workers: 1, server: { access_log_buffer_bytes: 16384 },
     networks: { eth: {
       lines: ['ranking: { probe_interval_ms: 0 }', 'breaker: { consecutive: 2, cooldown_ms: 300 }',
         'coalesce: { max_waiters: 0 }', 'hedge: { enabled: false }'],
       endpoints: [{ id: 'bad', url: bad.url }, { id: 'a', url: fake.url }] } },
-  }));
-  const child = spawn(SLUICE_BIN, ['-c', file], { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
-  const exited = new Promise((r) => child.once('exit', (code, signal) => r({ code, signal })));
-  let err = '';
-  const onData = (d) => { err += d; };
-  child.stderr.setEncoding('utf8');
-  child.stderr.on('data', onData);
+  });
   try {
-    await waitFor(() => /admin API on http:\/\/[\d.]+:\d+/.test(err), { timeoutMs: 15000, what: 'sluice to start' });
-    const url = `http://127.0.0.1:${Number(err.match(/listening on http:\/\/[\d.]+:(\d+)/)[1])}/eth`;
-    const admin = 'http://' + err.match(/admin API on http:\/\/([\d.]+:\d+)/)[1];
-    child.stderr.off('data', onData);
-    child.stderr.pause();
+    sl.pause();
     // access lines fill the pipe: the access log says so by dropping some
-    assert.ok((await load(url, 3000, 16)).every((x) => x === 200));
-    await waitFor(async () => {
-      const m = (await (await fetch(admin + '/metrics')).text()).match(/^sluice_access_log_dropped_total (\d+)$/m);
-      return m && Number(m[1]) > 0;
-    }, { timeoutMs: 5000, what: 'the pipe full (sluice_access_log_dropped_total > 0)' });
+    assert.ok((await load(sl.url, 3000, 16)).every((x) => x === 200));
+    await waitFor(async () => (await accessDropped(sl.admin)) > 0,
+      { timeoutMs: 5000, what: 'the pipe full (sluice_access_log_dropped_total > 0)' });
     await bad.setMode('reset');
     let timer;
     const answered = await Promise.race([
       (async () => {
         const st = [];
         for (let i = 0; i < 24; i++) {
-          st.push((await post(url, call('eth_blockNumber', [], i))).status);
+          st.push((await post(sl.url, call('eth_blockNumber', [], i))).status);
           if (i % 6 === 5) await sleep(350); // past the cooldown: a half-open trial, another change
         }
         return st;
@@ -211,17 +214,13 @@ test('a full stderr pipe does not stall diagnostic lines either: a worker loggin
       new Promise((_, reject) => { timer = setTimeout(() => reject(new Error('the worker stalled on a diagnostic line')), 30000); }),
     ]).finally(() => clearTimeout(timer));
     assert.deepEqual(answered.filter((x) => x !== 200), [], 'every call answered (by a)');
-    child.stderr.on('data', onData);
-    child.stderr.resume();
-    await waitFor(() => /log: \d+ line\(s\) dropped before the one above/.test(err), { timeoutMs: 5000, what: 'the dropped-lines report' });
-    assert.ok(Number(err.match(/log: (\d+) line\(s\) dropped before the one above/)[1]) >= 1);
-    for (const l of err.split('\n')) if (l.startsWith('{')) JSON.parse(l); // whole lines only
+    sl.resume();
+    const report = /log: (\d+) line\(s\) dropped before the one above/;
+    await waitFor(() => report.test(sl.err()), { timeoutMs: 5000, what: 'the dropped-lines report' });
+    assert.ok(Number(sl.err().match(report)[1]) >= 1);
+    for (const l of sl.err().split('\n')) if (l.startsWith('{')) JSON.parse(l); // whole lines only
   } finally {
-    child.kill('SIGTERM');
-    let t2;
-    const done = await Promise.race([exited, new Promise((r) => { t2 = setTimeout(() => r(null), 10000); })]);
-    clearTimeout(t2);
-    if (!done) { try { process.kill(-child.pid, 'SIGKILL'); } catch { /* gone */ } await exited; }
+    await sl.stop();
     await bad.stop();
   }
 });
