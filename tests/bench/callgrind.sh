@@ -21,23 +21,8 @@ SLUICE_BIN=${SLUICE_BIN:-$ROOT/build/gateway/sluice}
 FP_BIN=${FAKEPROVIDER_BIN:-$ROOT/build/tests/fakeprovider/fakeprovider}
 N1=${CG_N1:-300}
 N2=${CG_N2:-1300}
-OUT=""
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --out) OUT=$2; shift ;;
-        -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        *) echo "callgrind.sh: unknown argument $1" >&2; exit 2 ;;
-    esac
-    shift
-done
-die() { echo "callgrind.sh: FATAL: $*" >&2; exit 1; }
 . "$HERE/cg_lib.sh"
-log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-for tool in valgrind node python3 curl; do command -v "$tool" >/dev/null || die "$tool is not installed"; done
-[ -x "$SLUICE_BIN" ] && [ -x "$FP_BIN" ] || die "build sluice and fakeprovider first"
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/sluice-cg.XXXXXX") || die "mktemp failed"
-[ -n "$OUT" ] || OUT=$TMP/out
-mkdir -p "$OUT"
+cg_prologue "$0" 13 cg "valgrind node python3 curl" "$@"
 FP_PID="" SL_PID=""
 cleanup() {
     [ -n "$SL_PID" ] && kill -TERM "$SL_PID" 2>/dev/null

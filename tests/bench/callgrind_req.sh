@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # tests/bench/callgrind_req.sh: instructions per request of the whole worker (callgrind,
 # 1 worker) for the 43-byte eth_blockNumber answer and the ~20 KB eth_getLogs answer, with
-# the JSON access log off and on, and on with coalescing off (issue 15). Unlike wall time, the counts do not depend on
-# who else uses the machine. See tests/bench/README.md ("per-request cost").
+# the JSON access log off and on, and on with coalescing off (issue 15). Unlike wall time,
+# the counts do not depend on who else uses the machine. See tests/bench/README.md.
 #
 # usage: tests/bench/callgrind_req.sh [--out DIR]
 #   CG_N1 (500) CG_N2 (5500): requests in the short and the long run of each case
@@ -22,23 +22,8 @@ N1=${CG_N1:-500}
 N2=${CG_N2:-5500}
 CONC=${CG_CONC:-8}
 LOGS=${BENCH_LOGS:-45}
-OUT=""
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --out) OUT=$2; shift ;;
-        -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        *) echo "callgrind_req.sh: unknown argument $1" >&2; exit 2 ;;
-    esac
-    shift
-done
-die() { echo "callgrind_req.sh: FATAL: $*" >&2; exit 1; }
 . "$HERE/cg_lib.sh"
-log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-for tool in valgrind node python3; do command -v "$tool" >/dev/null || die "$tool is not installed"; done
-[ -x "$SLUICE_BIN" ] && [ -x "$FP_BIN" ] || die "build sluice and fakeprovider first"
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/sluice-cgreq.XXXXXX") || die "mktemp failed"
-[ -n "$OUT" ] || OUT=$TMP/out
-mkdir -p "$OUT"
+cg_prologue "$0" 14 cgreq "valgrind node python3" "$@"
 FP_PID="" SL_PID=""
 cleanup() {
     [ -n "$SL_PID" ] && kill -TERM "$SL_PID" 2>/dev/null

@@ -1,6 +1,34 @@
 # Sourced by callgrind.sh and callgrind_req.sh (they set HERE, SLUICE_BIN,
-# die and SL_PID, the pid their cleanup stops).
-#
+# FP_BIN and SL_PID, the pid their cleanup stops).
+
+# die MSG, log MSG: as both scripts say them (CG_SCRIPT names the script).
+die() { echo "${CG_SCRIPT:-cg}: FATAL: $*" >&2; exit 1; }
+log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+# cg_prologue SCRIPT HELP_END TMP_NAME "TOOL..." ARG...: what both scripts do
+# first. Reads --out DIR and --help (prints lines 2..HELP_END of SCRIPT),
+# checks the tools and the two binaries, makes TMP (sluice-TMP_NAME.*) and
+# OUT (DIR, or TMP/out).
+cg_prologue() {
+    local script=$1 help_end=$2 tmp_name=$3 tools=$4
+    shift 4
+    CG_SCRIPT=$(basename "$script")
+    OUT=""
+    while [ $# -gt 0 ]; do
+        case "$1" in
+            --out) OUT=$2; shift ;;
+            -h|--help) sed -n "2,${help_end}p" "$script" | sed 's/^# \{0,1\}//'; exit 0 ;;
+            *) echo "$CG_SCRIPT: unknown argument $1" >&2; exit 2 ;;
+        esac
+        shift
+    done
+    for tool in $tools; do command -v "$tool" >/dev/null || die "$tool is not installed"; done
+    [ -x "$SLUICE_BIN" ] && [ -x "$FP_BIN" ] || die "build sluice and fakeprovider first"
+    TMP=$(mktemp -d "${TMPDIR:-/tmp}/sluice-$tmp_name.XXXXXX") || die "mktemp failed"
+    [ -n "$OUT" ] || OUT=$TMP/out
+    mkdir -p "$OUT"
+}
+
 # cg_worker_run DIR NAME METHOD N CONC: runs sluice under callgrind with
 # DIR/s.yaml (one worker), sends it exactly N calls of METHOD, CONC at once,
 # stops it, and sets CG_FILE to the worker's callgrind file (also written to
