@@ -5,11 +5,15 @@
 #   1. dependencies (Debian packages, npm packages for the e2e clients)
 #   2. normal build (-Werror), every ctest test: unit, integration, e2e;
 #      then a Debug build, compiled but not run
-#   3. deploy/docker-compose.yml run for real with podman (tests/deploy/compose.sh), once
-#   4. AddressSanitizer + UndefinedBehaviorSanitizer build, every test again
-#   5. libFuzzer smoke: each fuzz target for SLUICE_FUZZ_SECONDS (default 60)
+#   3. the README's first command (deploy/demo.sh) in a bare Debian container
+#      (tests/deploy/fresh_machine.sh), once
+#   4. deploy/docker-compose.yml run for real with podman (tests/deploy/compose.sh), once
+#   5. AddressSanitizer + UndefinedBehaviorSanitizer build, every test again
+#   6. libFuzzer smoke: each fuzz target for SLUICE_FUZZ_SECONDS (default 60)
+#   at the end, passed or failed: how long each phase took
 #
-# Environment: SLUICE_SKIP_ASAN=1, SLUICE_SKIP_FUZZ=1, SLUICE_SKIP_COMPOSE=1
+# Environment: SLUICE_SKIP_ASAN=1, SLUICE_SKIP_FUZZ=1, SLUICE_SKIP_FRESH=1,
+# SLUICE_SKIP_COMPOSE=1
 # shorten a local run (CI sets none of them); SLUICE_JOBS (default 2) for the
 # compiler.
 set -euo pipefail
@@ -18,7 +22,23 @@ root=$PWD
 jobs=${SLUICE_JOBS:-2}
 fuzz_seconds=${SLUICE_FUZZ_SECONDS:-60}
 
-step() { printf '\n=== %s (%s)\n' "$*" "$(date -u +%H:%M:%S)"; }
+# step NAME: a phase starts (the one before ends). At exit, passed or not, a
+# table of how long each phase took: the README's time figures come from it.
+phases=() phase_start=() t_start=$(date +%s)
+step() {
+    printf '\n=== %s (%s)\n' "$*" "$(date -u +%H:%M:%S)"
+    phases+=("$*"); phase_start+=("$(date +%s)")
+}
+phase_times() {
+    local rc=$? i end n=${#phases[@]}
+    printf '\n=== phase times (%s)\n' "$([ "$rc" -eq 0 ] && echo passed || echo "failed, exit $rc")"
+    for ((i = 0; i < n; i++)); do
+        end=$(date +%s); [ $((i + 1)) -lt "$n" ] && end=${phase_start[i + 1]}
+        printf '%6d s  %s\n' $((end - phase_start[i])) "${phases[i]}"
+    done
+    printf '%6d s  in all\n' $(($(date +%s) - t_start))
+}
+trap phase_times EXIT
 
 step "dependencies"
 # every optional-looking tool is installed below: tests must not skip for want of one
@@ -43,6 +63,11 @@ run_suite build
 step "Debug build (compile only)"
 cmake -S "$root" -B build-debug -DCMAKE_BUILD_TYPE=Debug -DSLUICE_TESTS=ON >/dev/null
 cmake --build build-debug -j "$jobs"
+
+if [ "${SLUICE_SKIP_FRESH:-0}" != 1 ]; then
+    step "the README's first command on a fresh machine (bare bookworm container: deploy/demo.sh)"
+    tests/deploy/fresh_machine.sh
+fi
 
 if [ "${SLUICE_SKIP_COMPOSE:-0}" != 1 ]; then
     step "docker-compose.yml with podman (image build, up, worker kill, down/up, down)"

@@ -59,17 +59,7 @@ cleanup() {
 trap cleanup EXIT
 
 # ---- 2. the base image ----
-if podman image exists localhost/debian:bookworm-slim; then
-    say "base image debian:bookworm-slim: already imported"
-else
-    mirror=$(awk '/^URIs:/{print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
-    [ -n "$mirror" ] || mirror=$(awk '/^deb /{print $2; exit}' /etc/apt/sources.list)
-    say "base image: debootstrap bookworm from $mirror"
-    debootstrap --variant=minbase bookworm "$work/rootfs" "$mirror" >"$work/debootstrap.log" 2>&1 ||
-        { tail -20 "$work/debootstrap.log"; fail "debootstrap"; }
-    tar -C "$work/rootfs" -c . | podman import - debian:bookworm-slim >/dev/null
-    rm -rf "$work/rootfs"
-fi
+base_image
 
 # ---- 3. the image ----
 say "podman build deploy/Dockerfile"

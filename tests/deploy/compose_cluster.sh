@@ -54,15 +54,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-if ! podman image exists localhost/debian:bookworm-slim; then
-    mirror=$(awk '/^URIs:/{print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
-    [ -n "$mirror" ] || mirror=$(awk '/^deb /{print $2; exit}' /etc/apt/sources.list)
-    say "base image: debootstrap bookworm from $mirror"
-    debootstrap --variant=minbase bookworm "$work/rootfs" "$mirror" >"$work/debootstrap.log" 2>&1 ||
-        { tail -20 "$work/debootstrap.log"; fail "debootstrap"; }
-    tar -C "$work/rootfs" -c . | podman import - debian:bookworm-slim >/dev/null
-    rm -rf "$work/rootfs"
-fi
+base_image
 
 say "podman build deploy/Dockerfile (sluice:local, sluice-redis:local)"
 podman build --network host --isolation chroot --pull=never -f deploy/Dockerfile -t sluice:local . \
