@@ -12,7 +12,7 @@ int policy_hedge_method_ok(const policy_method_t *m)
 }
 
 policy_hedge_why_t policy_hedge_eligible(const policy_hedge_conf_t *conf, const policy_method_t *const *methods,
-                                         size_t n, policy_pressure_level_t level)
+                                         size_t n, int pinned, policy_pressure_level_t level)
 {
     if (!conf->enabled)
         return POLICY_HEDGE_OFF;
@@ -21,6 +21,8 @@ policy_hedge_why_t policy_hedge_eligible(const policy_hedge_conf_t *conf, const 
     for (size_t i = 0; i < n; i++)
         if (!policy_hedge_method_ok(methods[i]))
             return POLICY_HEDGE_NOT_READ;
+    if (pinned)
+        return POLICY_HEDGE_PINNED;
     if (level != POLICY_PRESSURE_OK)
         return POLICY_HEDGE_PRESSURE;
     return POLICY_HEDGE_YES;

@@ -41,15 +41,19 @@ typedef enum policy_hedge_why {
     POLICY_HEDGE_OFF,             /* hedge.enabled: false */
     POLICY_HEDGE_NOT_READ,        /* a member is a write, not retry-safe, or heavy */
     POLICY_HEDGE_PRESSURE,        /* the network is at elevated pressure or above */
+    POLICY_HEDGE_PINNED,          /* a confirmation poll pinned to the endpoint that took
+                                     the write: only that one knows; a null from another
+                                     must never beat it */
     POLICY_HEDGE_BUDGET,          /* the window's hedges are used up */
 } policy_hedge_why_t;
 
 /* 1 if a call of this method may be hedged (a cheap, retry-safe read or poll). */
 int policy_hedge_method_ok(const policy_method_t *m);
 
-/* Whether a call of methods[0..n) may be hedged now (the budget aside). */
+/* Whether a call of methods[0..n) may be hedged now (the budget aside);
+ * pinned: the call is pinned to one endpoint (a transaction's pin). */
 policy_hedge_why_t policy_hedge_eligible(const policy_hedge_conf_t *conf, const policy_method_t *const *methods,
-                                         size_t n, policy_pressure_level_t level);
+                                         size_t n, int pinned, policy_pressure_level_t level);
 
 /* 1 if one more hedge fits: (hedges + 1) <= max_ratio * requests + burst,
  * requests and hedges counted over the window. */

@@ -12,10 +12,14 @@
  * worker's answer budget (server.max_buffered_bytes), as it is held once. A
  * waiter whose id bytes are the leader's is answered from it as it is; for
  * any other id the gateway splices the waiter's own id back, byte for byte,
- * as for any answer whose id differs. Bounded: coalesce.max_waiters per group, at most
+ * as for any answer whose id differs. A confirmation poll pinned to the
+ * endpoint that took its transaction keys on that endpoint too: it shares
+ * only another pinned there, never a read that may go elsewhere and bring
+ * back that endpoint's "null" (not yet seen). Bounded: coalesce.max_waiters per group, at most
  * MAX_GROUPS groups and MAX_KEY bytes of key; beyond, a call goes on its
  * own. A waiter whose client goes away leaves its group; a leader that goes
  * away hands the group to its first waiter, which then goes upstream. */
+#include <stdio.h>
 #include <string.h>
 
 #include "base/sl_log.h"
@@ -83,6 +87,12 @@ static int make_key(const pool_call_t *call, sl_buf_t *key)
     sl_buf_append(key, it->name, it->name_len);
     sl_buf_append_char(key, '\0');
     append_compact(key, it->raw + params.off, params.len);
+    if (call->pinned >= 0) {
+        char pin[16];
+        int n = snprintf(pin, sizeof(pin), "@%d", call->pinned);
+        sl_buf_append_char(key, '\0');
+        sl_buf_append(key, pin, (size_t)n);
+    }
     if (key->len > MAX_KEY || memmem(key->base, key->len, "\"pending\"", 9) != NULL)
         return 0;
     return 1;

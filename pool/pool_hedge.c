@@ -106,8 +106,8 @@ static int eligible(const pool_call_t *call)
     const policy_method_t *m[HEDGE_MAX_MEMBERS];
     for (size_t i = 0; i < call->nsent; i++)
         m[i] = call->items[call->sent[i]].method;
-    return policy_hedge_eligible(&call->net->conf->hedge, m, call->nsent, pool_network_pressure(call->net)) ==
-           POLICY_HEDGE_YES;
+    return policy_hedge_eligible(&call->net->conf->hedge, m, call->nsent, call->pinned >= 0,
+                                 pool_network_pressure(call->net)) == POLICY_HEDGE_YES;
 }
 
 static void on_hedge_timer(pool_delay_t *d)

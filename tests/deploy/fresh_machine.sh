@@ -74,7 +74,7 @@ rpc() {   # network method -> the answer body
 }
 # apt, the build and the fakes: minutes on a cold mirror; 20 at the most
 deadline=$(($(date +%s) + 1200))
-until rpc eth_blockNumber eth 2>/dev/null | grep -q '"result":"0x'; do
+until rpc eth eth_blockNumber 2>/dev/null | grep -q '"result":"0x'; do
     [ "$(podman inspect -f '{{.State.Running}}' "$name" 2>/dev/null)" = true ] ||
         fail "deploy/demo.sh exited before it served (exit $(podman inspect -f '{{.State.ExitCode}}' "$name"))"
     [ "$(date +%s)" -lt "$deadline" ] || fail "no JSON-RPC answer on 127.0.0.1:$port/eth after 20 minutes"

@@ -140,6 +140,35 @@ test('a slow first endpoint: reads (and batches) are hedged to the next one, the
   assert.equal(total, 1, 'the write went upstream exactly once');
 });
 
+test('a confirmation poll pinned to the endpoint that took the write is never hedged away; an unpinned one is', async () => {
+  const { fakes, s } = await three();
+  const raw = `${RAW_TX}77`;
+  const sent = await post(s.url('eth'), call('eth_sendRawTransaction', [raw], 'w'));
+  assert.equal(sent.status, 200, sent.text);
+  const pin = sent.headers.get('x-sluice-endpoint');
+  await fakes[pin].setMode('slow', { delay_ms: 400, method: 'eth_getTransactionReceipt' });
+  // the control: a poll for a transaction nobody pinned is hedged off the slow endpoint
+  const other = '0x' + 'ab'.repeat(32);
+  let hedged = false;
+  for (let i = 0; i < 5 && !hedged; i++) {
+    const r = await post(s.url('eth'), call('eth_getTransactionReceipt', [other], `u${i}`));
+    hedged = r.headers.get('x-sluice-hedges') === '1';
+  }
+  assert.ok(hedged, 'an unpinned poll on the slow endpoint was hedged (else this test proves nothing)');
+  for (const f of Object.values(fakes)) await f.reset(); // counters only: the mode and the transaction stay
+  // the pinned poll waits for its endpoint: only it knows the transaction
+  for (let i = 0; i < 3; i++) {
+    const r = await post(s.url('eth'), call('eth_getTransactionReceipt', [sent.json.result], `p${i}`));
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.headers.get('x-sluice-endpoint'), pin, `poll ${i} answered by the pin`);
+    assert.equal(r.headers.get('x-sluice-hedges'), null, `poll ${i} not hedged`);
+  }
+  const receipts = async (f) => (await f.stats()).methods.eth_getTransactionReceipt ?? 0;
+  for (const f of Object.values(fakes).filter((x) => x.name !== pin))
+    assert.equal(await receipts(f), 0, `a pinned poll reached ${f.name}`);
+  assert.ok(await receipts(fakes[pin]) >= 3);
+});
+
 test('hedge: { enabled: false } turns hedging off for the network', async () => {
   const { fakes, s } = await three(['hedge: { enabled: false }']);
   const slow = await first(s);

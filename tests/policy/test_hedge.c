@@ -14,35 +14,46 @@ Test(hedge, only_cheap_retry_safe_reads_are_hedged)
 {
     policy_hedge_conf_t c = POLICY_HEDGE_DEFAULTS;
     const policy_method_t *read[] = {eth("eth_blockNumber"), eth("eth_getBalance")};
-    cr_expect_eq(policy_hedge_eligible(&c, read, 2, POLICY_PRESSURE_OK), POLICY_HEDGE_YES);
+    cr_expect_eq(policy_hedge_eligible(&c, read, 2, 0, POLICY_PRESSURE_OK), POLICY_HEDGE_YES);
     const policy_method_t *poll[] = {eth("eth_getTransactionReceipt")};
-    cr_expect_eq(policy_hedge_eligible(&c, poll, 1, POLICY_PRESSURE_OK), POLICY_HEDGE_YES);
+    cr_expect_eq(policy_hedge_eligible(&c, poll, 1, 0, POLICY_PRESSURE_OK), POLICY_HEDGE_YES);
     const policy_method_t *write[] = {eth("eth_blockNumber"), eth("eth_sendRawTransaction")};
-    cr_expect_eq(policy_hedge_eligible(&c, write, 2, POLICY_PRESSURE_OK), POLICY_HEDGE_NOT_READ);
+    cr_expect_eq(policy_hedge_eligible(&c, write, 2, 0, POLICY_PRESSURE_OK), POLICY_HEDGE_NOT_READ);
     /* heavy: its slowness may be the request's own (slow_call) */
     const policy_method_t *heavy[] = {eth("eth_call")};
-    cr_expect_eq(policy_hedge_eligible(&c, heavy, 1, POLICY_PRESSURE_OK), POLICY_HEDGE_NOT_READ);
+    cr_expect_eq(policy_hedge_eligible(&c, heavy, 1, 0, POLICY_PRESSURE_OK), POLICY_HEDGE_NOT_READ);
     const policy_method_t *logs[] = {eth("eth_getLogs")};
-    cr_expect_eq(policy_hedge_eligible(&c, logs, 1, POLICY_PRESSURE_OK), POLICY_HEDGE_NOT_READ);
-    cr_expect_eq(policy_hedge_eligible(&c, read, 0, POLICY_PRESSURE_OK), POLICY_HEDGE_NOT_READ);
+    cr_expect_eq(policy_hedge_eligible(&c, logs, 1, 0, POLICY_PRESSURE_OK), POLICY_HEDGE_NOT_READ);
+    cr_expect_eq(policy_hedge_eligible(&c, read, 0, 0, POLICY_PRESSURE_OK), POLICY_HEDGE_NOT_READ);
     /* an unknown method is a read, but not a known cheap one */
     const policy_method_t *unknown[] = {eth("foo_bar")};
-    cr_expect_eq(policy_hedge_eligible(&c, unknown, 1, POLICY_PRESSURE_OK), POLICY_HEDGE_NOT_READ);
+    cr_expect_eq(policy_hedge_eligible(&c, unknown, 1, 0, POLICY_PRESSURE_OK), POLICY_HEDGE_NOT_READ);
     /* a method the operator made not retry-safe */
     policy_method_t odd = *eth("eth_blockNumber");
     odd.retry_safe = 0;
     const policy_method_t *unsafe[] = {&odd};
-    cr_expect_eq(policy_hedge_eligible(&c, unsafe, 1, POLICY_PRESSURE_OK), POLICY_HEDGE_NOT_READ);
+    cr_expect_eq(policy_hedge_eligible(&c, unsafe, 1, 0, POLICY_PRESSURE_OK), POLICY_HEDGE_NOT_READ);
+}
+
+Test(hedge, a_pinned_poll_is_never_hedged)
+{
+    policy_hedge_conf_t c = POLICY_HEDGE_DEFAULTS;
+    const policy_method_t *poll[] = {eth("eth_getTransactionReceipt")};
+    cr_expect_eq(policy_hedge_eligible(&c, poll, 1, 0, POLICY_PRESSURE_OK), POLICY_HEDGE_YES);
+    cr_expect_eq(policy_hedge_eligible(&c, poll, 1, 1, POLICY_PRESSURE_OK), POLICY_HEDGE_PINNED);
+    /* the other reasons still speak first: a write is no read, pinned or not */
+    const policy_method_t *write[] = {eth("eth_sendRawTransaction")};
+    cr_expect_eq(policy_hedge_eligible(&c, write, 1, 1, POLICY_PRESSURE_OK), POLICY_HEDGE_NOT_READ);
 }
 
 Test(hedge, off_and_under_pressure_nothing_is_hedged)
 {
     policy_hedge_conf_t c = POLICY_HEDGE_DEFAULTS;
     const policy_method_t *read[] = {eth("eth_blockNumber")};
-    cr_expect_eq(policy_hedge_eligible(&c, read, 1, POLICY_PRESSURE_ELEVATED), POLICY_HEDGE_PRESSURE);
-    cr_expect_eq(policy_hedge_eligible(&c, read, 1, POLICY_PRESSURE_CRITICAL), POLICY_HEDGE_PRESSURE);
+    cr_expect_eq(policy_hedge_eligible(&c, read, 1, 0, POLICY_PRESSURE_ELEVATED), POLICY_HEDGE_PRESSURE);
+    cr_expect_eq(policy_hedge_eligible(&c, read, 1, 0, POLICY_PRESSURE_CRITICAL), POLICY_HEDGE_PRESSURE);
     c.enabled = 0;
-    cr_expect_eq(policy_hedge_eligible(&c, read, 1, POLICY_PRESSURE_OK), POLICY_HEDGE_OFF);
+    cr_expect_eq(policy_hedge_eligible(&c, read, 1, 0, POLICY_PRESSURE_OK), POLICY_HEDGE_OFF);
 }
 
 Test(hedge, budget_is_a_ratio_plus_a_burst)
