@@ -72,6 +72,7 @@ typedef struct admin_ep_view {
     double ewma_ms;               /* attempts-weighted mean of the workers' EWMAs */
     double p90_ms;                /* from the merged histogram */
     int usable;
+    int demoted;                  /* last in the plan until rec.demoted_until_ms */
     const char *excluded;         /* why not usable, or NULL */
     int position;                 /* 1-based place in the plan, 0 if excluded */
     state_stats_rec_t ranked;     /* the freshest worker's ranking fields */

@@ -109,6 +109,8 @@ static uint64_t gauge_max_inflight(const admin_ep_view_t *v)
 static uint64_t gauge_concurrency_reached(const admin_ep_view_t *v) { return v->concurrency_reached; }
 static uint64_t gauge_drained(const admin_ep_view_t *v) { return v->rec.drained; }
 static uint64_t gauge_usable(const admin_ep_view_t *v) { return (uint64_t)v->usable; }
+static uint64_t gauge_demoted(const admin_ep_view_t *v) { return (uint64_t)v->demoted; }
+static uint64_t count_demotions(const admin_ep_view_t *v) { return v->rec.demotions; }
 
 static void health(sl_buf_t *b, const admin_ep_view_t *v, size_t n)
 {
@@ -124,19 +126,24 @@ static void health(sl_buf_t *b, const admin_ep_view_t *v, size_t n)
                           v[i].ep->id, policy_breaker_state_name((policy_breaker_state_t)s),
                           (unsigned long long)v[i].rec.transitions[s]);
     static const struct {
-        const char *name, *text;
+        const char *name, *type, *text;
         uint64_t (*value)(const admin_ep_view_t *v);
     } gauges[] = {
-        {"sluice_upstream_inflight", "Requests in flight to the endpoint, all workers.", gauge_inflight},
-        {"sluice_upstream_max_inflight", "The endpoint's max_inflight (all workers together).", gauge_max_inflight},
-        {"sluice_upstream_concurrency_reached",
+        {"sluice_upstream_inflight", "gauge", "Requests in flight to the endpoint, all workers.", gauge_inflight},
+        {"sluice_upstream_max_inflight", "gauge", "The endpoint's max_inflight (all workers together).",
+         gauge_max_inflight},
+        {"sluice_upstream_concurrency_reached", "gauge",
          "Most requests in flight to the endpoint at once, per worker since it started, summed over workers.",
          gauge_concurrency_reached},
-        {"sluice_endpoint_drained", "1 if the operator drained the endpoint.", gauge_drained},
-        {"sluice_endpoint_usable", "1 if the plan may send to the endpoint now.", gauge_usable},
+        {"sluice_endpoint_drained", "gauge", "1 if the operator drained the endpoint.", gauge_drained},
+        {"sluice_endpoint_usable", "gauge", "1 if the plan may send to the endpoint now.", gauge_usable},
+        {"sluice_endpoint_demoted", "gauge",
+         "1 while the endpoint is demoted: still usable, but tried last (timed out, or lost hedges in a row).",
+         gauge_demoted},
+        {"sluice_endpoint_demotions_total", "counter", "Times the endpoint was demoted.", count_demotions},
     };
     for (size_t g = 0; g < sizeof(gauges) / sizeof(gauges[0]); g++) {
-        help(b, gauges[g].name, "gauge", gauges[g].text);
+        help(b, gauges[g].name, gauges[g].type, gauges[g].text);
         for (size_t i = 0; i < n; i++)
             sl_buf_printf(b, "%s{" LABELS "} %llu\n", gauges[g].name, v[i].net->name, v[i].ep->id,
                           (unsigned long long)gauges[g].value(&v[i]));

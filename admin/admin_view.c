@@ -101,6 +101,7 @@ static void view_one(admin_t *a, admin_ep_view_t *v, uint64_t now)
     else if (v->has_ranked && v->ranked.excluded == STATE_EXCLUDED_DNS_TIMEOUT)
         v->excluded = ADMIN_DNS_TIMEOUT;
     v->usable = v->excluded == NULL;
+    v->demoted = v->rec.demoted_until_ms > now;
 }
 
 admin_ep_view_t *admin_view_collect(admin_t *a, size_t *n)

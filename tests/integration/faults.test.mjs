@@ -5,7 +5,7 @@
 // rate-limit marks that would otherwise carry over.
 import { test, before, after, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { startFake, startSluice, post, call, waitFor } from '../lib/harness.mjs';
+import { startFake, startSluice, post, call, waitFor, events } from '../lib/harness.mjs';
 
 let a, b, c, sluice;
 const TIMEOUTS = 'timeouts: { connect_ms: 500, first_byte_ms: 400, attempt_ms: 800, request_ms: 4000 }';
@@ -92,6 +92,23 @@ test('a refused connection fails over at once', async () => {
   } finally {
     await s.stop();
   }
+});
+
+test('calls that moved on from an endpoint become one failover event, with their count; none for the others', async () => {
+  await a.setMode('http500');
+  for (let i = 0; i < 4; i++) {
+    const r = await post(sluice.url('eth'), call('eth_blockNumber', [], i));
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.headers.get('x-sluice-endpoint'), 'b');
+  }
+  // the master sums the workers' counters into events every 10 s
+  const fo = await waitFor(async () => (await events(sluice)).find((e) => e.kind === 'failover' && e.endpoint === 'a'),
+    { timeoutMs: 15000, intervalMs: 250, what: 'a failover event for a' });
+  assert.equal(fo.network, 'eth');
+  assert.ok(fo.count >= 1 && fo.count <= 4, JSON.stringify(fo));
+  assert.match(fo.reason, new RegExp(`^${fo.count} call\\(s\\) moved on from this endpoint in the last \\d+ s$`));
+  assert.doesNotMatch(JSON.stringify(fo), /secretkey/);
+  assert.deepEqual((await events(sluice)).filter((e) => e.kind === 'failover' && e.endpoint !== 'a'), []);
 });
 
 test('batch: members failing at the first endpoint are retried at the next', async () => {

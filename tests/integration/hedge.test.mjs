@@ -71,6 +71,14 @@ test('first choice of three hung (attempt_ms 2000): 10 sequential reads in <= 1.
   const t1 = Date.now();
   for (let i = 0; i < 5; i++) assert.equal((await post(s.url('eth'), call('eth_blockNumber'))).status, 200);
   assert.ok(Date.now() - t1 < 1500);
+  // and /metrics says so, as the alert and the dashboard read it; the others are not demoted
+  const v = (await adminGet(s, '/admin/endpoints')).json.find((e) => e.id === hung);
+  if (v.demoted) {
+    const demoted = await metric(s, 'sluice_endpoint_demoted');
+    assert.equal(demoted[hung], 1, JSON.stringify(demoted));
+    for (const id of Object.keys(fakes).filter((x) => x !== hung)) assert.equal(demoted[id], 0, id);
+    assert.ok((await metric(s, 'sluice_endpoint_demotions_total'))[hung] >= 1);
+  }
 });
 
 test('a timed-out heavy call does not demote its endpoint (a client cannot push endpoints down with slow calls)', async () => {
