@@ -80,8 +80,10 @@ typedef struct policy_pressure_inputs {
     uint32_t settle_p90_us;       /* over the window; 0 = no settles */
     uint32_t settles;             /* settles in the window */
     uint32_t baseline_us;         /* the slow-moving baseline of settle_p90 (0 = none yet) */
-    uint64_t tries;               /* upstream attempts plus endpoints skipped for credits, in the window */
-    uint64_t refusals;            /* ... of which rate-limit answers (429 in any shape) and credit skips */
+    uint64_t tries;               /* client calls settled in the window */
+    uint64_t refusals;            /* ... of which the client got the upstreams' refusal (every endpoint
+                                     tried rate-limited or out of credits): a refusal another endpoint
+                                     answered for cost the client nothing and is not counted */
 } policy_pressure_inputs_t;
 
 /* The shared level and this worker's view of calm. */

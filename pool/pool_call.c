@@ -331,7 +331,6 @@ void pool_call_on_exchange_done(pool_exchange_t *ex)
                          call->net->conf->name, ex->ep->conf->id);
         } else {
             log_attempt(call, ex, ep, ex->fail, 0, ex->latency_us);
-            pool_pressure_try(call->net, 0);
             pool_answer_fail_transport(call, ex);
             pool_held_judge(call, ep, pool_fail_outcome(ex->fail), pool_held_fail_end(ex->fail), ex->latency_us);
         }
@@ -342,7 +341,6 @@ void pool_call_on_exchange_done(pool_exchange_t *ex)
         pool_call_keep_exchange(call, ex);
         pool_attempt_result_t res;
         pool_answer_apply(call, ex, &res);
-        pool_pressure_try(call->net, res.rate_limited);
         policy_attempt_end_t end = res.unread                                  ? POLICY_END_UNREAD
                                    : res.outcome == STATE_OUTCOME_RATE_LIMITED ? POLICY_END_NEUTRAL
                                                                                : POLICY_END_OTHER;
@@ -431,10 +429,8 @@ static void call_next(pool_call_t *call)
         int credits = pool_credit_take_call(call, ep, on_credit_decided);
         if (credits < 0)
             return; /* waits for Redis' answer */
-        if (credits == 0) {
-            pool_pressure_try(net, 1);
+        if (credits == 0)
             continue; /* skipped before any request was sent */
-        }
         pool_fail_t fail = pool_exchange_start(&call->ex, &net->endpoints[ep], body, len, has_write,
                                                pool_call_on_exchange_done, call);
         if (fail == POOL_FAIL_NONE) {
@@ -456,7 +452,6 @@ void pool_call_start_failed(pool_call_t *call, int ep, pool_exchange_t *ex, pool
 {
     call->tried[ep] = 1;
     ex->fail = fail;
-    pool_pressure_try(call->net, 0);
     log_attempt(call, ex, ep, fail, 0, 0);
     pool_answer_fail_transport(call, ex);
     pool_held_judge(call, ep, pool_fail_outcome(fail), pool_held_fail_end(fail), 0);
@@ -498,7 +493,9 @@ pool_call_t *pool_call_start(pool_network_t *net, pool_item_t *items, size_t n, 
     pool_call_t *call = call_create(net, items, n, batch, cb, data);
     pool_pressure_admit(call);
     call->pinned = pool_write_find_pin(call);
-    if (!pool_merge_offer(call) && !pool_coalesce_offer(call))
+    if (pool_merge_offer(call) || pool_coalesce_offer(call))
+        pool_pressure_share(call); /* rides on another's upstream call */
+    else
         call_next(call);
     return call;
 }
@@ -509,6 +506,7 @@ pool_call_t *pool_call_start_carrier(pool_network_t *net, pool_item_t *items, si
     pool_call_t *call = call_create(net, items, n, batch, cb, data);
     call->carrier = 1;
     call->pinned = pinned;
+    pool_pressure_hold(call); /* the merged polls' one upstream slot */
     call_next(call);
     return call;
 }
@@ -520,6 +518,7 @@ void pool_call_finish(pool_call_t *call)
 
 void pool_call_resume(pool_call_t *call)
 {
+    pool_pressure_hold(call); /* it goes upstream itself now */
     call_next(call);
 }
 

@@ -332,7 +332,8 @@ struct pool_call {
     pool_attempt_rec_t log[POOL_MAX_ATTEMPT_LOG];
     size_t nlog;
     uint64_t started_us;              /* admitted (pressure: settle time) */
-    uint8_t counted;                  /* in the network's depth until it settles */
+    uint8_t counted;                  /* in the network's depth: holds an upstream slot (pool_pressure.c) */
+    uint8_t timed;                    /* a client's call: its settle time and try are counted */
     uint8_t carrier;                  /* sluice's own merged call, not a client's (pool_merge.c) */
     h2o_linklist_t wait_link;         /* in net->waiters while waiting for a slot */
     uint8_t waited;                   /* it waited at least once (counted once) */
@@ -557,12 +558,17 @@ void pool_pressure_init(pool_network_t *net);
 void pool_pressure_load(pool_network_t *net);
 void pool_pressure_dispose(pool_network_t *net);
 /* A client call was admitted / settled (answered = it got an answer or a
- * failure, not a cancel: only those are settle-time samples). */
+ * failure, not a cancel: only those are settle-time samples, and each is one
+ * try of the refusal ratio, refused when the client got the upstreams' rate
+ * limit: a refusal another endpoint answered for cost the client nothing). */
 void pool_pressure_admit(pool_call_t *call);
 void pool_pressure_settle(pool_call_t *call, int answered);
-/* An upstream attempt (refused = answered with a rate limit) or an endpoint
- * skipped for credits (refused). */
-void pool_pressure_try(pool_network_t *net, int refused);
+/* The depth counts what holds an upstream slot: a call that waits on another
+ * one's upstream call (a coalesced group's leader, a merged poll's carrier)
+ * shares it and leaves the depth; it holds again when it goes upstream itself
+ * (a waiter handed a group, a poll going alone), as a carrier does. */
+void pool_pressure_share(pool_call_t *call);
+void pool_pressure_hold(pool_call_t *call);
 /* Credits spent at ep by an attempt of ncalls calls. */
 void pool_pressure_spent(pool_endpoint_t *ep, uint32_t ncalls, policy_cost_t cost);
 /* Inside the pool's snapshot: the shared level and the other workers' slots. */

@@ -1,8 +1,10 @@
 /* pool/pool_pressure.c: the inputs of a network's pressure level, and the level.
  *
  * Per request nothing is computed: a call admitted adds one to this worker's
- * depth, a call settled takes it off and counts its settle time, an attempt
- * counts as a try (a refusal when it met a rate limit or a missing budget).
+ * depth (a call riding on another's upstream call leaves it: the depth is
+ * upstream slots held), a call settled takes it off and counts its settle
+ * time and one try (a refusal when the client got the upstreams' rate limit:
+ * a 429 another endpoint answered for is no pressure).
  * Every flush (~100 ms) the worker writes those into its slot
  * "pr/<network>/<slot>"; every snapshot (~50 ms) it reads the other workers'
  * slots, adds its own live counts, and policy/pressure.c says which level the
@@ -62,40 +64,64 @@ policy_pressure_level_t pool_network_pressure(const pool_network_t *net)
 
 /* ---- counting (hot path) ---- */
 
-void pool_pressure_admit(pool_call_t *call)
+static void pressure_try(pool_network_t *net, int refused)
 {
-    pool_network_t *net = call->net;
-    if (!net->conf->pressure.enabled)
+    pool_pressure_t *pr = &net->pressure;
+    uint64_t now = sl_now_ms();
+    policy_roll_add(&pr->try_roll, &pr->try_v[0][0], 2, net->conf->pressure.window_ms, now, 0, 1);
+    if (refused)
+        policy_roll_add(&pr->try_roll, &pr->try_v[0][0], 2, net->conf->pressure.window_ms, now, 1, 1);
+}
+
+void pool_pressure_hold(pool_call_t *call)
+{
+    if (call->counted || !call->net->conf->pressure.enabled)
         return;
     call->counted = 1;
+    call->net->pressure.depth++;
+}
+
+void pool_pressure_share(pool_call_t *call)
+{
+    if (!call->counted)
+        return;
+    call->counted = 0;
+    call->net->pressure.depth--;
+}
+
+void pool_pressure_admit(pool_call_t *call)
+{
+    if (!call->net->conf->pressure.enabled)
+        return;
+    call->timed = 1;
     call->started_us = sl_now_us();
-    net->pressure.depth++;
+    pool_pressure_hold(call);
+}
+
+/* The client got the upstreams' refusal: every endpoint tried refused with a
+ * rate limit or lacked credits (a batch: any member). */
+static int refused_upstream(const pool_call_t *call)
+{
+    for (size_t i = 0; i < call->nitems; i++)
+        if (call->items[i].outcome == POOL_OUTCOME_RATE_LIMITED)
+            return 1;
+    return 0;
 }
 
 void pool_pressure_settle(pool_call_t *call, int answered)
 {
-    if (!call->counted)
-        return;
     pool_network_t *net = call->net;
     pool_pressure_t *pr = &net->pressure;
-    call->counted = 0;
-    pr->depth--;
+    pool_pressure_share(call);
+    if (!call->timed)
+        return;
+    call->timed = 0;
     if (!answered)
         return;
     uint64_t now_us = sl_now_us(); /* one clock read: the window is in ms of the same clock */
     policy_roll_add(&pr->settle_roll, &pr->settle_v[0][0], POLICY_SETTLE_BUCKETS, net->conf->pressure.window_ms,
                     now_us / 1000, policy_settle_bucket(now_us - call->started_us), 1);
-}
-
-void pool_pressure_try(pool_network_t *net, int refused)
-{
-    pool_pressure_t *pr = &net->pressure;
-    if (!net->conf->pressure.enabled)
-        return;
-    uint64_t now = sl_now_ms();
-    policy_roll_add(&pr->try_roll, &pr->try_v[0][0], 2, net->conf->pressure.window_ms, now, 0, 1);
-    if (refused)
-        policy_roll_add(&pr->try_roll, &pr->try_v[0][0], 2, net->conf->pressure.window_ms, now, 1, 1);
+    pressure_try(net, refused_upstream(call));
 }
 
 void pool_pressure_spent(pool_endpoint_t *ep, uint32_t ncalls, policy_cost_t cost)

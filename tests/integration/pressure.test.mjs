@@ -51,7 +51,8 @@ test('ok when idle, elevated then critical under load; low priority shed with 50
   // next test spreads it over two)
   const s = await startSluice({
     workers: 1,
-    networks: { eth: { lines: [NOPROBE, 'pressure: { hold_ms: 1000 }'], endpoints: [{ id: 'slow', url: fake.url, max_inflight: 10 }] } },
+    // merge_window_ms 0: each receipt poll holds its own slot (merged, 14 polls are a few calls)
+    networks: { eth: { lines: [NOPROBE, 'pressure: { hold_ms: 1000, merge_window_ms: 0 }'], endpoints: [{ id: 'slow', url: fake.url, max_inflight: 10 }] } },
   });
   started.push(s);
 
@@ -136,17 +137,20 @@ test('two workers: the depth is every worker\'s, the level one for all, one even
   started.push(fake);
   const s = await startSluice({
     workers: 2,
-    networks: { eth: { lines: [NOPROBE, 'pressure: { hold_ms: 500 }'], endpoints: [{ id: 'slow', url: fake.url, max_inflight: 4 }] } },
+    networks: { eth: { lines: [NOPROBE, 'pressure: { hold_ms: 500, merge_window_ms: 0 }'], endpoints: [{ id: 'slow', url: fake.url, max_inflight: 4 }] } },
   });
   started.push(s);
   const polls = load(s.url('eth'), 12, rcpt);
   await waitFor(async () => (await networkView(s)).level === 'critical', { what: 'critical', timeoutMs: 8000 });
   const t = Date.now();
   await waitFor(async () => polls.statuses.filter((x) => x.at > t + 200).length >= 20, { what: 'answers while critical' });
+  const tStop = Date.now();
   await polls.stop();
-  // every answer from either worker says so within a snapshot of the change
-  const late = polls.statuses.filter((x) => x.at > t + 200);
-  assert.deepEqual([...new Set(late.map((x) => x.pressure))], ['critical']);
+  // every answer from either worker says so within a snapshot of the change,
+  // while the load lasts (the polls still queued when it stops drain as the
+  // level falls)
+  const late = polls.statuses.filter((x) => x.at > t + 200 && x.at <= tStop);
+  assert.deepEqual([...new Set(late.map((x) => x.pressure))], ['critical'], JSON.stringify(late.map((x) => [x.at - t, x.pressure])));
   assert.deepEqual(polls.statuses.filter((x) => x.status !== 200), [], 'no receipt poll refused');
   await waitFor(async () => (await networkView(s)).level === 'ok', { what: 'ok again', timeoutMs: 10000 });
   const evs = await pressureEvents(s);
@@ -191,6 +195,53 @@ test('too many refusals (429s and budget skips) elevate the level', async () => 
   const [e] = await pressureEvents(s);
   assert.equal(e.to, 'elevated');
   assert.match(e.reason, /\[refusals\]/);
+});
+
+test('a refusal another endpoint answered for is no pressure: one endpoint out of credits, the other serving', async () => {
+  const a = await startFake({ name: 'a' }), b = await startFake({ name: 'b' });
+  started.push(a, b);
+  const s = await startSluice({
+    workers: 1,
+    networks: { eth: { lines: [NOPROBE, 'pressure: { min_samples: 10 }', 'coalesce: { max_waiters: 0 }'],
+      endpoints: [{ id: 'a', url: a.url, cost_profile: 'flat', credits: '{ per_second: 2 }' }, { id: 'b', url: b.url }] } },
+  });
+  started.push(s);
+  const sim = (i) => call('eth_call', [{ to: BAL[0], data: '0x' }, 'latest'], i);
+  // a's budget refuses most of these (skipped for credits); b answers every one
+  for (let i = 0; i < 60; i++) {
+    const r = await post(s.url('eth'), sim(i));
+    assert.equal(r.status, 200, r.text);
+  }
+  assert.ok((await b.stats()).methods.eth_call >= 40, 'b served what a had no credits for');
+  await sleep(300); // the slot the worker flushes every ~100 ms
+  const v = await networkView(s);
+  assert.equal(v.level, 'ok', JSON.stringify(v));
+  assert.equal(v.refusals, 0, 'no client got a refusal');
+  // low priority is shed first at elevated: none of the next 40 is
+  const next = await Promise.all(Array.from({ length: 40 }, (_, i) => post(s.url('eth'), sim(100 + i))));
+  assert.deepEqual(next.filter((r) => r.status !== 200).map((r) => r.text), []);
+  assert.deepEqual((await pressureEvents(s)).map((e) => e.to), []);
+});
+
+test('30 identical reads cost one upstream slot: counted once in the depth, another client is not shed', async () => {
+  const slow = await startFake({ name: 'slow', args: ['--mode', 'slow', '--delay-ms', '1500'] });
+  started.push(slow);
+  const s = await startSluice({
+    workers: 1,
+    networks: { eth: { lines: [NOPROBE], endpoints: [{ id: 'slow', url: slow.url, max_inflight: 10 }] } },
+  });
+  started.push(s);
+  const same = Promise.all(Array.from({ length: 30 }, (_, i) => postFresh(s.url('eth'), call('eth_getBalance', BAL, i))));
+  await sleep(600); // well past rise_ms (100): a level the depth called for would be in force
+  const v = await networkView(s);
+  assert.ok(v.depth <= 2, `depth ${v.depth} for one upstream call`);
+  const other = await post(s.url('eth'), call('eth_blockNumber', [], 'other'));
+  assert.equal(other.status, 200, other.text);
+  assert.equal(other.headers.get('x-sluice-pressure'), 'ok');
+  const answers = await same;
+  assert.deepEqual(answers.map((r) => r.status), Array(30).fill(200));
+  assert.deepEqual(answers.map((r) => r.json.id), Array.from({ length: 30 }, (_, i) => i));
+  assert.equal((await slow.stats()).methods.eth_getBalance, 1, 'one upstream call');
 });
 
 test('settle times far over their baseline elevate the level', async () => {
