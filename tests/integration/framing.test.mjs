@@ -113,6 +113,16 @@ test('two different Content-Length values: 400 and close, on two lines or in one
   assert.match(msg, /Content-Length/, msg);
 });
 
+test('other doubtful lengths: 400 with a JSON-RPC error and close', async () => {
+  const cases = [
+    [['Content-Length: 5, 5'], '12345', /Content-Length is not one decimal number/],
+    [['Transfer-Encoding: gzip'], 'abc', /Transfer-Encoding other than chunked/],
+    [['Transfer-Encoding: chunked'], 'zz\r\nabc\r\n', /broken chunked encoding/],
+    [['Transfer-Encoding: chunked', 'Transfer-Encoding: chunked'], '0\r\n\r\n' + HIDDEN_REQUEST, /Transfer-Encoding is given more than once/],
+  ];
+  for (const [lines, rest, re] of cases) assert.match(await refused(head(lines) + rest, lines.join(' + ')), re);
+});
+
 test('the same Content-Length on two lines is read as one: answered, and the connection kept', async () => {
   const before = await upstreamCalls();
   const same = head([`Content-Length: ${CALL.length}`, `Content-Length: ${CALL.length}`]) + CALL;
