@@ -105,6 +105,17 @@ test('Content-Length with Transfer-Encoding: 400 and close, the request hidden i
   }
 });
 
+test('a smuggling request second on a kept-alive connection: its head is the one checked', async () => {
+  const chunked = `${CALL.length.toString(16)}\r\n${CALL}\r\n0\r\n\r\n` + HIDDEN_REQUEST;
+  const first = head([`Content-Length: ${HIDDEN.length}`]) + HIDDEN;
+  const r = await exchange(first + head([`Content-Length: ${chunked.length}`, 'Transfer-Encoding: chunked']) + chunked);
+  const got = answers(r.data);
+  assert.deepEqual(got.map((a) => a.status), [200, 400], r.data.toString('latin1'));
+  assert.equal(got[0].json.id, 7);
+  assert.equal(got[1].json.error.code, -32600);
+  assert.ok(r.ended);
+});
+
 test('two different Content-Length values: 400 and close, on two lines or in one list', async () => {
   const payload = CALL + HIDDEN_REQUEST;
   let msg = await refused(head([`Content-Length: ${CALL.length}`, `Content-Length: ${payload.length}`]) + payload, 'two lines');
