@@ -3,10 +3,12 @@
 #include "gateway/gw_conns.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "base/sl_buf.h"
 #include "base/sl_log.h"
@@ -18,6 +20,13 @@
 #define LOG_EVERY_MS 10000        /* at most one line per kind of trouble per 10 s */
 #define SWEEP_MIN_MS 50
 #define SWEEP_MAX_MS 1000
+/* Lingering close (see gw_conns_linger): the client has this long in all,
+ * and this long between two reads, to finish sending; what it sends is
+ * read and dropped up to this many bytes. Past a bound the close may be a
+ * reset, which is then the client's doing. */
+#define LINGER_MAX_MS 10000
+#define LINGER_IDLE_MS 2000
+#define LINGER_MAX_BYTES (64u * 1024 * 1024)
 
 typedef struct gw_listener {
     gw_conns_t *owner;
@@ -38,6 +47,11 @@ typedef struct gw_conn {
     uint64_t acked;               /* the peer's acknowledged bytes at the last look */
     uint64_t since_ms;            /* when acked last moved; 0: not writing then */
     int resetting;
+    int linger_fd;                /* a duplicate kept for the lingering close, or -1 */
+    int lingering;                /* sock is now our own socket on linger_fd's connection */
+    uint64_t linger_since_ms;
+    uint64_t linger_bytes;        /* dropped so far */
+    h2o_timeout_entry_t linger_idle;
 } gw_conn_t;
 
 struct gw_conns {
@@ -50,6 +64,7 @@ struct gw_conns {
     size_t nconns;
     h2o_timeout_t pause_timeout;  /* GW_CONNS_PAUSE_MS */
     h2o_timeout_t sweep_timeout;  /* a quarter of write_timeout_ms, within [50, 1000] */
+    h2o_timeout_t linger_timeout; /* LINGER_IDLE_MS */
     h2o_timeout_entry_t sweep;
     sl_log_limit_t log_full, log_error, log_stall;
 };
@@ -109,9 +124,9 @@ static void pause_error(gw_listener_t *l, int error)
                      strerror(error), open_files_limit(), c->nconns, GW_CONNS_PAUSE_MS, sl_log_held_text(held, tail));
 }
 
-static void on_conn_close(void *data)
+/* The connection is gone: its record, its count and maybe a paused listener. */
+static void conn_forget(gw_conn_t *k)
 {
-    gw_conn_t *k = data;
     gw_conns_t *c = k->owner;
     h2o_linklist_unlink(&k->link);
     free(k);
@@ -126,11 +141,80 @@ static void on_conn_close(void *data)
     }
 }
 
+static void linger_end(gw_conn_t *k)
+{
+    if (h2o_timeout_is_linked(&k->linger_idle))
+        h2o_timeout_unlink(&k->linger_idle);
+    h2o_socket_close(k->sock);
+    conn_forget(k);
+}
+
+static void on_linger_idle(h2o_timeout_entry_t *entry)
+{
+    linger_end(H2O_STRUCT_FROM_MEMBER(gw_conn_t, linger_idle, entry));
+}
+
+/* Drops what the client still sends; its end of the stream (or an error,
+ * or a bound) ends the linger. */
+static void on_linger_read(h2o_socket_t *sock, const char *err)
+{
+    gw_conn_t *k = sock->data;
+    if (err == NULL) {
+        k->linger_bytes += sock->input->size;
+        h2o_buffer_consume(&sock->input, sock->input->size);
+    }
+    if (err != NULL || k->linger_bytes > LINGER_MAX_BYTES || sl_now_ms() - k->linger_since_ms > LINGER_MAX_MS) {
+        linger_end(k);
+        return;
+    }
+    h2o_timeout_unlink(&k->linger_idle);
+    h2o_timeout_link(k->owner->loop, &k->owner->linger_timeout, &k->linger_idle);
+}
+
+/* h2o has closed its descriptor; the connection lives on in linger_fd.
+ * Its answer is queued already: the FIN goes after it, then the reads. */
+static void linger_start(gw_conn_t *k)
+{
+    gw_conns_t *c = k->owner;
+    shutdown(k->linger_fd, SHUT_WR);
+    k->sock = h2o_evloop_socket_create(c->loop, k->linger_fd, 0);
+    k->sock->data = k;
+    k->linger_fd = -1;
+    k->lingering = 1;
+    k->linger_since_ms = sl_now_ms();
+    k->linger_idle.cb = on_linger_idle;
+    h2o_timeout_link(c->loop, &c->linger_timeout, &k->linger_idle);
+    h2o_socket_read_start(k->sock, on_linger_read);
+}
+
+static void on_conn_close(void *data)
+{
+    gw_conn_t *k = data;
+    if (k->linger_fd >= 0 && !k->resetting) {
+        linger_start(k);
+        return;
+    }
+    if (k->linger_fd >= 0)
+        close(k->linger_fd);
+    conn_forget(k);
+}
+
+void gw_conns_linger(h2o_socket_t *sock)
+{
+    if (sock == NULL || sock->on_close.cb != on_conn_close)
+        return; /* not a client connection this module tracks (admin) */
+    gw_conn_t *k = sock->on_close.data;
+    if (k->linger_fd >= 0 || k->resetting)
+        return;
+    k->linger_fd = fcntl(h2o_socket_get_fd(sock), F_DUPFD_CLOEXEC, 0); /* -1: an ordinary close */
+}
+
 static void track(gw_conns_t *c, h2o_socket_t *sock)
 {
     gw_conn_t *k = sl_xcalloc(1, sizeof(*k));
     k->owner = c;
     k->sock = sock;
+    k->linger_fd = -1;
     h2o_linklist_insert(&c->conns, &k->link);
     sock->on_close.cb = on_conn_close;
     sock->on_close.data = k;
@@ -191,7 +275,7 @@ static void on_sweep(h2o_timeout_entry_t *entry)
     for (h2o_linklist_t *n = c->conns.next; n != &c->conns; n = n->next) {
         gw_conn_t *k = H2O_STRUCT_FROM_MEMBER(gw_conn_t, link, n);
         uint64_t acked;
-        if (k->resetting)
+        if (k->resetting || k->lingering)
             continue;
         if (!h2o_socket_is_writing(k->sock)) {
             k->since_ms = 0;
@@ -229,6 +313,7 @@ gw_conns_t *gw_conns_create(h2o_loop_t *loop, const gw_server_conf_t *srv, gw_st
     every = every < SWEEP_MIN_MS ? SWEEP_MIN_MS : every > SWEEP_MAX_MS ? SWEEP_MAX_MS : every;
     h2o_timeout_init(loop, &c->pause_timeout, GW_CONNS_PAUSE_MS);
     h2o_timeout_init(loop, &c->sweep_timeout, every);
+    h2o_timeout_init(loop, &c->linger_timeout, LINGER_IDLE_MS);
     c->sweep.cb = on_sweep;
     return c;
 }
@@ -279,13 +364,21 @@ void gw_conns_destroy(gw_conns_t *c)
     /* sockets h2o still holds must not call back into freed records */
     while (!h2o_linklist_is_empty(&c->conns)) {
         gw_conn_t *k = H2O_STRUCT_FROM_MEMBER(gw_conn_t, link, c->conns.next);
-        k->sock->on_close.cb = NULL;
-        k->sock->on_close.data = NULL;
+        if (k->lingering) {
+            h2o_timeout_unlink(&k->linger_idle);
+            h2o_socket_close(k->sock);
+        } else {
+            k->sock->on_close.cb = NULL;
+            k->sock->on_close.data = NULL;
+            if (k->linger_fd >= 0)
+                close(k->linger_fd);
+        }
         h2o_linklist_unlink(&k->link);
         free(k);
     }
     h2o_timeout_dispose(c->loop, &c->pause_timeout);
     h2o_timeout_dispose(c->loop, &c->sweep_timeout);
+    h2o_timeout_dispose(c->loop, &c->linger_timeout);
     free(c);
 }
 

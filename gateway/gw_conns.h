@@ -45,6 +45,17 @@ int gw_conns_listen(gw_conns_t *c, int fd, h2o_accept_ctx_t *actx, int clients);
 /* Closes every listener (shutdown); open connections carry on. */
 void gw_conns_stop_accepting(gw_conns_t *c);
 
+/* Asks for a lingering close of a client connection whose answer closes
+ * it while the client may still be sending (a body refused unread, bytes
+ * after a request refused for its framing): when h2o closes the connection
+ * sluice shuts down its sending side, so the answer is followed by a FIN
+ * instead of a reset that could destroy the answer unread, then reads and
+ * drops what the client still sends until it closes, for at most 10 s
+ * (2 s between reads) and 64 MiB. The connection counts against
+ * max_connections meanwhile. sock is h2o's socket of the request
+ * (req->conn->callbacks->get_socket); a socket this module does not track
+ * (admin) is left to an ordinary close. Call it before the answer is sent. */
+void gw_conns_linger(h2o_socket_t *sock);
 /* Client connections open now. */
 size_t gw_conns_open(const gw_conns_t *c);
 

@@ -9,7 +9,9 @@
 #include "base/sl_time.h"
 #include "base/sl_http.h"
 #include "gateway/gw_access.h"
+#include "gateway/gw_conns.h"
 #include "gateway/gw_cors.h"
+#include "gateway/gw_framing.h"
 #include "gateway/gw_identity.h"
 #include "gateway/gw_reply.h"
 #include "gateway/gw_rpc.h"
@@ -503,7 +505,34 @@ static int check_head(gw_req_t *g)
         sl_log_warn("refused a request head of %zu bytes (longest line %zu) with %d%s", total,
                     longest > line ? longest : line, status, sl_log_held_text(held, tail));
     g->req->http1_is_persistent = 0;
+    gw_conns_linger(g->req->conn->callbacks->get_socket(g->req->conn)); /* a body may follow the head */
     return http_error(g, status, GW_RPC_INVALID_REQUEST, msg);
+}
+
+/* 400 for a request whose body length two headers disagree on
+ * (gw_framing.h). The connection closes after the answer, so the bytes
+ * after the body h2o read (in its buffer or still in the kernel's) are
+ * never read as a request; a lingering close lets the client read the
+ * answer while it still sends them. Returns 0 after answering. */
+static int check_framing(gw_req_t *g)
+{
+    h2o_req_t *req = g->req;
+    if (req->entity.base == NULL)
+        return 1; /* neither header: no length to disagree on */
+    h2o_socket_t *sock = req->conn->callbacks->get_socket(req->conn);
+    if (sock == NULL || sock->input == NULL)
+        return 1;
+    gw_framing_t verdict = gw_framing_check(sock->input->bytes, sock->input->size);
+    if (verdict == GW_FRAMING_OK)
+        return 1;
+    uint64_t held;
+    char tail[SL_LOG_HELD_MAX];
+    if (sl_log_limit_pass(&g->h->log_framing, sl_now_ms(), REFUSAL_LOG_EVERY_MS, &held))
+        sl_log_warn("refused a request with 400 and closed its connection: %s%s", gw_framing_message(verdict),
+                    sl_log_held_text(held, tail));
+    req->http1_is_persistent = 0;
+    gw_conns_linger(sock);
+    return http_error(g, 400, GW_RPC_INVALID_REQUEST, gw_framing_message(verdict));
 }
 
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
@@ -518,7 +547,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     h->inflight++;
     h->served++;
 
-    if (!check_head(g))
+    if (!check_framing(g) || !check_head(g))
         return 0;
     h2o_iovec_t netname, seg;
     if (!split_path(req->path_normalized, &netname, &seg) || (g->net = find_net(h, netname)) == NULL)

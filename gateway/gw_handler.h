@@ -36,7 +36,7 @@ typedef struct gw_handler {
     sl_budget_t *budget;          /* the worker's answer bytes (may be NULL: unlimited) */
     uint64_t inflight;            /* requests being handled (drain waits for 0) */
     uint64_t served;
-    sl_log_limit_t log_head, log_budget; /* refusals are logged at most every 10 s */
+    sl_log_limit_t log_head, log_budget, log_framing; /* refusals are logged at most every 10 s */
 } gw_handler_t;
 
 /* Registers the handler on path "/" of hostconf; nets must outlive it. New

@@ -15,6 +15,7 @@
 #include "base/sl_log.h"
 #include "base/sl_time.h"
 #include "gateway/gw_conns.h"
+#include "gateway/gw_early.h"
 #include "gateway/gw_handler.h"
 #include "policy/credit.h"
 #include "gateway/gw_reload.h"
@@ -201,6 +202,7 @@ static int worker_setup(worker_t *w)
     const gw_config_t *cfg = w->args->cfg;
     globalconf_init(&w->conf, cfg->server.max_body_bytes, cfg->server.idle_timeout_ms);
     h2o_hostconf_t *host = h2o_config_register_host(&w->conf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
+    gw_early_register(host, &cfg->server);
     h2o_context_init(&w->ctx, h2o_evloop_create(), &w->conf);
     if (state_open(&(state_conf_t){cfg->state.path, cfg->state.map_size_mb, cfg->state.event_max_count,
                                    cfg->state.event_max_age_hours * 3600, cfg->state.max_limit_cells},
