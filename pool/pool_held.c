@@ -41,7 +41,7 @@ void pool_held_release(pool_call_t *call)
 static int attempt_is_heavy(const pool_call_t *call)
 {
     for (size_t i = 0; i < call->nsent; i++)
-        if (!call->items[call->sent[i]].method->cheap)
+        if (!call->items[call->sent[i]].cheap)
             return 1;
     return 0;
 }
