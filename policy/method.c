@@ -3,7 +3,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "wire/json_scan.h"
+#include "base/sl_parse.h"
+#include "wire/envelope.h"
 
 #define R POLICY_CLASS_READ
 #define W POLICY_CLASS_WRITE
@@ -378,27 +379,19 @@ int policy_method_coalesces(const policy_method_t *m)
 static int read_count(const char *buf, wire_span_t v, uint64_t *out)
 {
     char text[24];
-    const char *p = text;
-    int base = 10;
-    if (wire_json_kind(buf, v) == WIRE_JSON_NUMBER) {
-        int64_t n;
-        if (wire_json_int64(buf, v, &n) != SL_OK || n < 0)
-            return 0;
-        *out = (uint64_t)n;
-        return 1;
-    }
+    if (wire_json_kind(buf, v) == WIRE_JSON_NUMBER)
+        return sl_parse_u64(buf + v.off, v.len, UINT32_MAX, out) == SL_OK;
     if (wire_json_kind(buf, v) != WIRE_JSON_STRING || wire_json_string(buf, v, text, sizeof text) != SL_OK)
         return 0;
-    if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
-        p += 2;
-        base = 16;
-    }
+    if (text[0] != '0' || (text[1] != 'x' && text[1] != 'X'))
+        return sl_parse_u64(text, strlen(text), UINT32_MAX, out) == SL_OK;
+    uint64_t n = 0;
+    const char *p = text + 2;
     if (*p == '\0')
         return 0;
-    uint64_t n = 0;
     for (; *p != '\0'; p++) {
-        int d = json_hex_digit((uint8_t)*p);
-        if (d < 0 || d >= base || (n = n * (uint64_t)base + (uint64_t)d) > UINT32_MAX)
+        int d = sl_hex_digit((uint8_t)*p);
+        if (d < 0 || (n = n * 16 + (uint64_t)d) > UINT32_MAX)
             return 0;
     }
     *out = n;
