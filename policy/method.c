@@ -214,9 +214,9 @@ static const policy_method_t unknown_method = {"", R, NORM, 1, 0, 1};
  * the one mistake a gateway must not make. */
 static const policy_method_t unknown_write = {"", W, HIGH, 0, 0, 1};
 
-/* Verbs that open a segment of a state-changing method's name. prefix: the
- * verb need not end a word ("send" keeps the prefix rule it always had:
- * "eth_sendFoo", "sendfoo"). */
+/* Verbs that open a segment of a state-changing method's name, sorted,
+ * lowercase (a test checks it). prefix: the verb need not end a word ("send"
+ * keeps the prefix rule it always had: "eth_sendFoo", "sendfoo"). */
 static const struct {
     const char *verb;
     uint8_t prefix;
@@ -444,4 +444,20 @@ int policy_method_call_cheap(policy_chain_t chain, const policy_method_t *m, con
         if (param_rules[i].chain == chain && strcmp(param_rules[i].name, m->name) == 0)
             return param_rules[i].cheap(buf, params);
     return 1;
+}
+
+const char *policy_method_write_verb(size_t i, int *prefix)
+{
+    if (i >= sizeof(write_verbs) / sizeof(write_verbs[0]))
+        return NULL;
+    *prefix = write_verbs[i].prefix;
+    return write_verbs[i].verb;
+}
+
+const char *policy_method_param_rule(size_t i, policy_chain_t *chain)
+{
+    if (i >= sizeof(param_rules) / sizeof(param_rules[0]))
+        return NULL;
+    *chain = param_rules[i].chain;
+    return param_rules[i].name;
 }

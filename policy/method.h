@@ -90,6 +90,14 @@ int policy_method_match(const char *const *patterns, size_t n, const char *name,
 
 const char *policy_method_class_name(policy_method_class_t cls);
 
+/* For table tests: the i-th verb of policy_method_sounds_like_write's table
+ * (*prefix: it need not end a word), or NULL past the end. */
+const char *policy_method_write_verb(size_t i, int *prefix);
+
+/* For table tests: the name of the i-th params rule of policy_method_call_cheap
+ * (*chain: its chain), or NULL past the end. */
+const char *policy_method_param_rule(size_t i, policy_chain_t *chain);
+
 /* For table tests: the chain's table and its length. */
 const policy_method_t *policy_method_table(policy_chain_t chain, size_t *count);
 

@@ -465,3 +465,52 @@ Test(method, params_never_make_a_call_cheaper)
     row.cheap = 1;
     cr_expect_eq(policy_method_call_cheap(POLICY_CHAIN_SOLANA, &row, "[\"0xff\"]", (wire_span_t){0, 8}), 1);
 }
+
+/* ---- the small tables' invariants --------------------------------------- */
+
+Test(method, write_verbs_table)
+{
+    const char *prev = NULL;
+    int prefix;
+    size_t n = 0;
+    for (const char *v; (v = policy_method_write_verb(n, &prefix)) != NULL; n++) {
+        cr_expect_gt(strlen(v), 2, "'%s'", v);
+        for (const char *p = v; *p; p++)
+            cr_expect(*p >= 'a' && *p <= 'z', "'%s': lowercase letters only (the word test relies on it)", v);
+        if (prev != NULL)
+            cr_expect_lt(strcmp(prev, v), 0, "'%s' then '%s': not sorted or repeated", prev, v);
+        prev = v;
+        /* each verb does what the table says: opens a name or a segment */
+        char name[64];
+        snprintf(name, sizeof name, "x_%sBundle", v);
+        cr_expect(policy_method_sounds_like_write(name, strlen(name)), "'%s'", name);
+        snprintf(name, sizeof name, "%s", v);
+        cr_expect(policy_method_sounds_like_write(name, strlen(name)), "'%s'", name);
+        snprintf(name, sizeof name, "x_get%c%s", v[0] - 'a' + 'A', v + 1);
+        cr_expect(!policy_method_sounds_like_write(name, strlen(name)), "'%s': not first in its segment", name);
+        snprintf(name, sizeof name, "x_%sed", v);
+        cr_expect_eq(policy_method_sounds_like_write(name, strlen(name)), prefix, "'%s'", name);
+    }
+    cr_expect_eq(n, 6, "send, cancel, submit, register, unregister, request");
+    cr_expect_null(policy_method_write_verb(n, &prefix));
+}
+
+Test(method, param_rules_table)
+{
+    policy_chain_t chain, prev_chain = POLICY_CHAIN_COUNT;
+    const char *prev = NULL;
+    size_t n = 0;
+    for (const char *name; (name = policy_method_param_rule(n, &chain)) != NULL; n++) {
+        cr_expect_lt(chain, POLICY_CHAIN_COUNT);
+        if (prev != NULL)
+            cr_expect(chain > prev_chain || (chain == prev_chain && strcmp(prev, name) < 0),
+                      "'%s' then '%s': not sorted or repeated", prev, name);
+        prev = name;
+        prev_chain = chain;
+        /* a rule may only make a cheap row heavy: on a heavy row or an unknown name it is dead */
+        const policy_method_t *m = policy_method_lookup(chain, name, strlen(name));
+        cr_expect_str_eq(m->name, name, "'%s' is in its chain's table", name);
+        cr_expect_eq(m->cheap, 1, "'%s' is a cheap row", name);
+    }
+    cr_expect_geq(n, 1);
+}
