@@ -284,11 +284,11 @@ static void net_blocked(gw_cfg_t *c, yaml_node_t *n, void *target)
 }
 
 /* methods: { name: { class: write, priority: high, retry_safe: false } } */
-static void method_override(gw_cfg_t *c, yaml_node_t *n, policy_method_t *row)
+static void method_override(gw_cfg_t *c, yaml_node_t *n, policy_method_t *row, int unknown)
 {
     yaml_node_pair_t *pairs;
     size_t np = gw_cfg_pairs(c, n, &pairs);
-    int safe_given = 0;
+    int safe_given = 0, class_given = 0;
     for (size_t i = 0; i < np; i++) {
         const char *key = gw_cfg_key(c, &pairs[i]);
         yaml_node_t *v = gw_cfg_node(c, pairs[i].value);
@@ -305,13 +305,15 @@ static void method_override(gw_cfg_t *c, yaml_node_t *n, policy_method_t *row)
             int cls = strcmp(key, "class") == 0;
             if (gw_cfg_str(c, v, &s) == SL_OK) {
                 x = cls ? policy_method_class_parse(s) : policy_priority_parse(s);
-                if (x < 0)
+                if (x < 0) {
                     gw_cfg_error(c, gw_cfg_line(v), cls ? "class must be read, write, confirm, simulate, subscribe or blocked"
                                                         : "priority must be low, normal, high or critical");
-                else if (cls)
+                } else if (cls) {
                     row->cls = (policy_method_class_t)x;
-                else
+                    class_given = 1;
+                } else {
                     row->priority = (policy_priority_t)x;
+                }
             }
             free(s);
         } else {
@@ -322,6 +324,11 @@ static void method_override(gw_cfg_t *c, yaml_node_t *n, policy_method_t *row)
     /* a broadcast is never retry-safe unless the operator says so */
     if (!safe_given && row->cls == POLICY_CLASS_WRITE)
         row->retry_safe = 0;
+    /* a name no table knows started from a guess by its name (a write if it
+     * sounds like one): the class the operator gives replaces the guess whole */
+    else if (!safe_given && unknown && class_given)
+        row->retry_safe = row->cls == POLICY_CLASS_READ || row->cls == POLICY_CLASS_CONFIRM ||
+                          row->cls == POLICY_CLASS_SIMULATE;
 }
 
 static void net_methods(gw_cfg_t *c, yaml_node_t *n, void *target)
@@ -345,8 +352,10 @@ static void net_methods_decode(gw_cfg_t *c, yaml_node_t *n, pool_network_conf_t 
         /* start from what the chain's table says, then apply the override */
         policy_method_t *row = &net->method_overrides[net->nmethod_overrides++];
         *row = *policy_method_lookup(net->chain, name, strlen(name));
+        int unknown = row->name[0] == '\0';
         row->name = sl_xstrdup(name);
-        method_override(c, gw_cfg_node(c, pairs[i].value), row);
+        row->solo = 0; /* named by the operator: no longer a method nobody knows, so it may be coalesced */
+        method_override(c, gw_cfg_node(c, pairs[i].value), row, unknown);
         gw_cfg_pop(c, mark);
     }
 }

@@ -164,6 +164,7 @@ static size_t collect_items(gw_req_t *g)
         it->id = m->id.len ? (wire_span_t){m->id.off - m->raw.off, m->id.len} : (wire_span_t){0, 0};
         it->params = m->params.len ? (wire_span_t){m->params.off - m->raw.off, m->params.len} : (wire_span_t){0, 0};
         it->method = m->method;
+        it->cheap = m->cheap;
         it->name = m->name;
         it->name_len = (uint32_t)strlen(m->name);
         g->item_member[k++] = (uint32_t)i;
@@ -178,7 +179,7 @@ static policy_bucket_t choose_bucket(const gw_rpc_request_t *rpc)
     if (rpc->kind == GW_RPC_REJECT || rpc->nmembers == 0)
         return POLICY_BUCKET_STANDARD;
     for (size_t i = 0; i < rpc->nmembers; i++)
-        if (rpc->members[i].status != GW_MEMBER_FORWARD || !rpc->members[i].method->cheap)
+        if (rpc->members[i].status != GW_MEMBER_FORWARD || !rpc->members[i].cheap)
             return POLICY_BUCKET_STANDARD;
     return POLICY_BUCKET_READ;
 }

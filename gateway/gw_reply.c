@@ -45,8 +45,9 @@ static const outcome_row_t outcomes[] = {
                                       "invalid request: two upstream endpoints could not read this call and "
                                       "answered it without its id (check its id and params)"},
     [POOL_OUTCOME_SLOW_CALL] = {504, GW_RPC_INTERNAL_ERROR, "slow_call",
-                                "upstream timeout: this call outlived timeouts.attempt_ms at two endpoints: "
-                                "narrow it (block range, tracer) or raise the timeout"},
+                                "upstream timeout: this call took too long at two endpoints (it outlived "
+                                "timeouts.attempt_ms, or the provider gave up on it for time): narrow it "
+                                "(block range, tracer, block count) or raise the timeout"},
     [POOL_OUTCOME_LOCAL] = {503, GW_RPC_INTERNAL_ERROR, "local_error",
                             "sluice is short of its own resources (file descriptors, memory or temp space); "
                             "no endpoint is at fault: retry shortly"},

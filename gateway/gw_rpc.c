@@ -57,6 +57,7 @@ static void parse_member(const char *body, wire_span_t m, const gw_rpc_limits_t 
     }
     mb->notification = env.id.len == 0;
     mb->method = policy_method_lookup_in(lim->overrides, lim->noverrides, lim->chain, mb->name, nlen);
+    mb->cheap = (uint8_t)policy_method_call_cheap(lim->chain, mb->method, body, env.params);
     mb->status = GW_MEMBER_BLOCKED;
     if (strncmp(mb->name, "rpc.", 4) == 0) {
         mb->error = "method names that begin with \"rpc.\" are reserved";

@@ -39,6 +39,7 @@ typedef struct gw_member {
     wire_span_t id;             /* id value in the body; len 0 = none / not echoable */
     wire_span_t params;         /* params value in the body; len 0 = absent */
     uint8_t notification;         /* a valid request without "id": gets no answer */
+    uint8_t cheap;                /* a cheap read with these params (policy_method_call_cheap) */
     const policy_method_t *method; /* FORWARD and BLOCKED */
     char name[GW_RPC_METHOD_MAX]; /* method name ("" if absent or not a string) */
     const char *error;            /* INVALID / BLOCKED: the message (static, or in name's storage) */

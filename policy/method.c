@@ -1,6 +1,10 @@
 #include "policy/method.h"
 
 #include <string.h>
+#include <strings.h>
+
+#include "base/sl_parse.h"
+#include "wire/envelope.h"
 
 #define R POLICY_CLASS_READ
 #define W POLICY_CLASS_WRITE
@@ -201,18 +205,50 @@ static const struct {
     [POLICY_CHAIN_SOLANA] = {sol_methods, sizeof(sol_methods) / sizeof(sol_methods[0]), sol_blocked},
 };
 
-static const policy_method_t unknown_method = {"", R, NORM, 1, 0};
-/* A method the table does not know whose name says it sends something
- * ("eth_sendFoo", "sendFoo", "x_sendBar"): treated as a write, since
- * re-sending a broadcast is the one mistake a gateway must not make. */
-static const policy_method_t unknown_send = {"", W, HIGH, 0, 0};
+/* A method no table knows: what it does is unknown, so it is never
+ * coalesced with another call (that one call may change state, or answer
+ * per caller). */
+static const policy_method_t unknown_method = {"", R, NORM, 1, 0, 1};
+/* ... and whose name says it changes state (policy_method_sounds_like_write):
+ * a write, since re-sending a broadcast, a cancellation or a registration is
+ * the one mistake a gateway must not make. */
+static const policy_method_t unknown_write = {"", W, HIGH, 0, 0, 1};
 
-static int sounds_like_send(const char *name, size_t len)
+/* Verbs that open a segment of a state-changing method's name, sorted,
+ * lowercase (a test checks it). prefix: the verb need not end a word ("send"
+ * keeps the prefix rule it always had: "eth_sendFoo", "sendfoo"). */
+static const struct {
+    const char *verb;
+    uint8_t prefix;
+} write_verbs[] = {
+    {"cancel", 0},   /* eth_cancelBundle, eth_cancelPrivateTransaction */
+    {"register", 0}, /* registerX: state on the node or a relay */
+    {"request", 0},  /* requestAirdrop-like: mints or asks for a transfer */
+    {"send", 1},     /* every broadcast */
+    {"submit", 0},   /* mev_submitBundle, eth_submitHashrate */
+    {"unregister", 0},
+};
+
+/* 1 if a write verb opens the segment at name[at..len). */
+static int verb_at(const char *name, size_t at, size_t len)
 {
-    if (len >= 4 && memcmp(name, "send", 4) == 0)
-        return 1;
-    for (size_t i = 0; i + 5 <= len; i++)
-        if (name[i] == '_' && memcmp(name + i + 1, "send", 4) == 0)
+    for (size_t i = 0; i < sizeof(write_verbs) / sizeof(write_verbs[0]); i++) {
+        size_t vlen = strlen(write_verbs[i].verb);
+        if (len - at < vlen || strncasecmp(name + at, write_verbs[i].verb, vlen) != 0)
+            continue;
+        if (write_verbs[i].prefix || at + vlen == len)
+            return 1;
+        char next = name[at + vlen];
+        if (next == '_' || next < 'a' || next > 'z') /* the word ends: camelCase, a digit, '_' */
+            return 1;
+    }
+    return 0;
+}
+
+int policy_method_sounds_like_write(const char *name, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if ((i == 0 || name[i - 1] == '_') && verb_at(name, i, len))
             return 1;
     return 0;
 }
@@ -253,7 +289,7 @@ const policy_method_t *policy_method_lookup(policy_chain_t chain, const char *na
         else
             hi = mid;
     }
-    return sounds_like_send(name, len) ? &unknown_send : &unknown_method;
+    return policy_method_sounds_like_write(name, len) ? &unknown_write : &unknown_method;
 }
 
 const policy_method_t *policy_method_lookup_in(const policy_method_t *overrides, size_t n, policy_chain_t chain,
@@ -327,4 +363,101 @@ const policy_method_t *policy_method_table(policy_chain_t chain, size_t *count)
     }
     *count = tables[chain].count;
     return tables[chain].rows;
+}
+
+int policy_method_coalesces(const policy_method_t *m)
+{
+    return m->retry_safe && !m->solo &&
+           (m->cls == POLICY_CLASS_READ || m->cls == POLICY_CLASS_SIMULATE || m->cls == POLICY_CLASS_CONFIRM);
+}
+
+/* ---- params that make a cheap method heavy ------------------------------ */
+
+/* A JSON quantity: a number of plain digits, or a string of hex ("0x..") or
+ * decimal digits (geth's HexOrDecimal64). 0 if it is none of these or over
+ * 2^32. */
+static int read_count(const char *buf, wire_span_t v, uint64_t *out)
+{
+    char text[24];
+    if (wire_json_kind(buf, v) == WIRE_JSON_NUMBER)
+        return sl_parse_u64(buf + v.off, v.len, UINT32_MAX, out) == SL_OK;
+    if (wire_json_kind(buf, v) != WIRE_JSON_STRING || wire_json_string(buf, v, text, sizeof text) != SL_OK)
+        return 0;
+    if (text[0] != '0' || (text[1] != 'x' && text[1] != 'X'))
+        return sl_parse_u64(text, strlen(text), UINT32_MAX, out) == SL_OK;
+    uint64_t n = 0;
+    const char *p = text + 2;
+    if (*p == '\0')
+        return 0;
+    for (; *p != '\0'; p++) {
+        int d = sl_hex_digit((uint8_t)*p);
+        if (d < 0 || (n = n * 16 + (uint64_t)d) > UINT32_MAX)
+            return 0;
+    }
+    *out = n;
+    return 1;
+}
+
+/* eth_feeHistory [blockCount, newestBlock, rewardPercentiles?]. Without
+ * percentiles a node reads one header per block; with them it reads every
+ * block's transactions and receipts to sort their tips, and geth takes up to
+ * 1024 blocks. providers.md §C1 prices the call with eth_blockNumber (10 CU at
+ * Alchemy) and says nothing of its params: that price fits the wallet's shape,
+ * a few recent headers. Ten blocks is that shape with room to spare (the
+ * tip estimators send 1 to 10); past it, or with percentiles, the call may be
+ * slow by nature. */
+static int fee_history_cheap(const char *buf, wire_span_t params)
+{
+    wire_span_t p[3];
+    size_t n = 0;
+    uint64_t count;
+    if (wire_json_kind(buf, params) != WIRE_JSON_ARRAY ||
+        wire_envelope_scan_array(buf + params.off, params.len, p, 3, &n) != SL_OK || n < 2)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        p[i].off += params.off;
+    if (!read_count(buf, p[0], &count) || count > POLICY_FEE_HISTORY_CHEAP_BLOCKS)
+        return 0;
+    if (n < 3 || wire_json_kind(buf, p[2]) == WIRE_JSON_NULL)
+        return 1;
+    wire_span_t none[1];
+    size_t k = 0;
+    return wire_json_kind(buf, p[2]) == WIRE_JSON_ARRAY &&
+           wire_envelope_scan_array(buf + p[2].off, p[2].len, none, 0, &k) == SL_OK && k == 0;
+}
+
+/* Methods whose cost depends on their params. Sorted by chain, then name (a
+ * test checks it); each rule may only turn a cheap row heavy. */
+static const struct {
+    policy_chain_t chain;
+    const char *name;
+    int (*cheap)(const char *buf, wire_span_t params);
+} param_rules[] = {
+    {POLICY_CHAIN_ETHEREUM, "eth_feeHistory", fee_history_cheap},
+};
+
+int policy_method_call_cheap(policy_chain_t chain, const policy_method_t *m, const char *buf, wire_span_t params)
+{
+    if (!m->cheap)
+        return 0;
+    for (size_t i = 0; i < sizeof(param_rules) / sizeof(param_rules[0]); i++)
+        if (param_rules[i].chain == chain && strcmp(param_rules[i].name, m->name) == 0)
+            return param_rules[i].cheap(buf, params);
+    return 1;
+}
+
+const char *policy_method_write_verb(size_t i, int *prefix)
+{
+    if (i >= sizeof(write_verbs) / sizeof(write_verbs[0]))
+        return NULL;
+    *prefix = write_verbs[i].prefix;
+    return write_verbs[i].verb;
+}
+
+const char *policy_method_param_rule(size_t i, policy_chain_t *chain)
+{
+    if (i >= sizeof(param_rules) / sizeof(param_rules[0]))
+        return NULL;
+    *chain = param_rules[i].chain;
+    return param_rules[i].name;
 }

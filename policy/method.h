@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "policy/chain.h"
+#include "wire/envelope.h"
 
 typedef enum policy_method_class {
     POLICY_CLASS_READ,          /* state reads: any endpoint, retry freely */
@@ -35,17 +36,45 @@ typedef struct policy_method {
     uint8_t retry_safe;         /* 1: may be sent to another endpoint after an ambiguous failure */
     uint8_t cheap;              /* 1: a cheap read, metered in the client's larger "read" bucket.
                                    A conservative allowlist: nothing that executes code or scans */
+    uint8_t solo;               /* 1: never shares an upstream call with identical calls in flight
+                                   (the rows for methods no table knows: what they do is unknown) */
 } policy_method_t;
 
 /* Looks up name[0..len) in the chain's table. A method not in the table gets
- * a shared row with an empty name: a retry-safe READ of NORMAL priority.
- * NULL is never returned. */
+ * a shared row with an empty name: a WRITE (not retry-safe, HIGH) if its
+ * name says it changes state (policy_method_sounds_like_write), else a
+ * retry-safe READ of NORMAL priority; both are solo. NULL is never returned. */
 const policy_method_t *policy_method_lookup(policy_chain_t chain, const char *name, size_t len);
 
 /* As policy_method_lookup, but rows in overrides[0..n) (from the config)
  * come first. overrides need not be sorted. */
 const policy_method_t *policy_method_lookup_in(const policy_method_t *overrides, size_t n, policy_chain_t chain,
                                                const char *name, size_t len);
+
+/* 1 if name[0..len), a method no table knows, names a state change. The
+ * rule: a verb of the table in policy/method.c (send, cancel, submit,
+ * register, unregister, request) opens a segment of the name (the name's
+ * start, or right after a '_'), case aside. "send" is a prefix there, as it
+ * always was ("eth_sendFoo", "sender_x"); the other verbs must be whole words:
+ * the next byte ends the name, is '_', or is not a lowercase letter (the next
+ * camelCase word, a digit). So "mev_submitBundle", "eth_cancelBundle",
+ * "requestAirdrop", "flashbots_cancel" are writes; "eth_getRequestStatus"
+ * (not first in its segment), "eth_registered" and "eth_requests" are not. */
+int policy_method_sounds_like_write(const char *name, size_t len);
+
+/* 1 if a call of m may share an upstream call with identical calls in flight
+ * (pool/pool_coalesce.c): retry-safe, of class read, simulate or confirm, and
+ * not solo. */
+int policy_method_coalesces(const policy_method_t *m);
+
+/* 1 if this call of m, with params at span params of buf (len 0: none), is a
+ * cheap read: m->cheap, unless a rule of the chain for m's name reads its
+ * params and finds the call heavy (eth_feeHistory over many blocks or with
+ * reward percentiles). Params that cannot be read make such a call heavy. */
+int policy_method_call_cheap(policy_chain_t chain, const policy_method_t *m, const char *buf, wire_span_t params);
+
+/* eth_feeHistory is cheap up to this many blocks without reward percentiles. */
+#define POLICY_FEE_HISTORY_CHEAP_BLOCKS 10
 
 /* "read", "write", ... -> class; "low".."critical" -> priority; -1 if unknown. */
 int policy_method_class_parse(const char *s);
@@ -60,6 +89,14 @@ const char *const *policy_method_default_blocked(policy_chain_t chain);
 int policy_method_match(const char *const *patterns, size_t n, const char *name, size_t len);
 
 const char *policy_method_class_name(policy_method_class_t cls);
+
+/* For table tests: the i-th verb of policy_method_sounds_like_write's table
+ * (*prefix: it need not end a word), or NULL past the end. */
+const char *policy_method_write_verb(size_t i, int *prefix);
+
+/* For table tests: the name of the i-th params rule of policy_method_call_cheap
+ * (*chain: its chain), or NULL past the end. */
+const char *policy_method_param_rule(size_t i, policy_chain_t *chain);
 
 /* For table tests: the chain's table and its length. */
 const policy_method_t *policy_method_table(policy_chain_t chain, size_t *count);

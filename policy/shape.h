@@ -2,8 +2,10 @@
  *
  * Some failures say as much about the call as about the endpoint: an answer
  * over server.max_response_bytes, a heavy call (eth_call, eth_getLogs,
- * trace_*: any method that is not a cheap read) that outlives the attempt
- * deadlines, a call the upstream could not read and answered with an error
+ * trace_*: any call that is not a cheap read) that outlives the attempt
+ * deadlines or that the provider itself gave up on for time (-32002 "request
+ * timed out", "execution aborted (timeout = 5s)", an HTTP 502/504 from its
+ * own gateway), a call the upstream could not read and answered with an error
  * at id null. One endpoint failing so cannot be told from an endpoint fault;
  * the next endpoint failing the same way shows that the request is the cause.
  * So the pool holds the first endpoint's penalty until the next attempt
@@ -44,6 +46,8 @@ typedef enum policy_attempt_end {
     POLICY_END_NEUTRAL,      /* says nothing about the request: a rate limit, a local resource failure */
     POLICY_END_TOO_LARGE,    /* the answer was over server.max_response_bytes */
     POLICY_END_TIMEOUT,      /* the request was sent; no complete answer within first_byte_ms / attempt_ms */
+    POLICY_END_GAVE_UP,      /* the upstream answered that it gave up on the call for time
+                                (policy_shape_gave_up), and failed it no other way */
     POLICY_END_UNREAD,       /* an error answered at id null: the upstream could not read the call */
     POLICY_END_COUNT
 } policy_attempt_end_t;
@@ -65,6 +69,16 @@ policy_shape_t policy_shape_suspect(policy_attempt_end_t end, int heavy);
 /* Settles a penalty held for shape `held` (not NONE) by the next endpoint's
  * attempt, which ended with `next` (heavy as above). */
 policy_held_t policy_shape_settle(policy_shape_t held, policy_attempt_end_t next, int heavy);
+
+/* 1 if an answer judged TRANSIENT (policy/verdict.h) says the upstream gave
+ * up on the call for time rather than failed: an HTTP 502 or 504 (a
+ * provider's gateway that stopped waiting for its node), or a JSON-RPC error
+ * (err, NULL if the body held none) whose message speaks of a timeout
+ * (geth's -32002 "request timed out", "execution aborted (timeout = 5s)",
+ * "request timeout", "context deadline exceeded"). Only the verdict's
+ * TRANSIENT answers are asked: a rate limit or a revert that mentions time is
+ * still what its verdict says. */
+int policy_shape_gave_up(int http_status, const wire_rpc_error_t *err);
 
 /* 1 if err, answered at id null (or without an id), says the upstream could
  * not read the call: -32700 parse error or -32600 invalid request, what a

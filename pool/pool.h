@@ -102,6 +102,8 @@ typedef struct pool_item {
     wire_span_t params;         /* params value, relative to raw, as the gateway's scan found
                                  * it; len 0 = not given (pool_item_params scans raw then) */
     const policy_method_t *method;
+    uint8_t cheap;                /* a cheap read, params considered (policy_method_call_cheap):
+                                   never slow by nature, so hedged, and its timeouts are the endpoint's */
     const char *name;             /* the method name (for its credit cost) */
     uint32_t name_len;
 

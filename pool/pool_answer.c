@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "base/sl_log.h"
+#include "policy/shape.h"
 #include "policy/verdict.h"
 #include "pool/pool_int.h"
 
@@ -80,6 +81,17 @@ static void note_outcome(answer_ctx_t *a, state_outcome_t o)
 {
     if (outcome_rank[o] > outcome_rank[a->res->outcome])
         a->res->outcome = o;
+}
+
+/* Counts a TRANSIENT verdict, and whether its answer says the upstream gave
+ * up on the call for time (err: the JSON-RPC error, NULL if none): pool_call.c
+ * asks policy/shape.h whether that is the request's doing. */
+static void note_transient(answer_ctx_t *a, policy_verdict_t v, const wire_rpc_error_t *err)
+{
+    if (v != POLICY_VERDICT_TRANSIENT)
+        return;
+    a->res->transient++;
+    a->res->gave_up += (uint32_t)policy_shape_gave_up(a->status, err);
 }
 
 static int item_is_write(const pool_item_t *it)
@@ -238,13 +250,21 @@ static policy_verdict_t object_verdict(answer_ctx_t *a, const pool_item_t *it, c
                                        uint32_t *retry_ms)
 {
     *retry_ms = 0;
-    if (env->error.len == 0)
-        return a->status >= 200 && a->status < 300 ? POLICY_VERDICT_SUCCESS
-                                                   : policy_verdict_http(a->call->net->conf->chain, a->status);
+    policy_verdict_t v;
+    if (env->error.len == 0) {
+        v = a->status >= 200 && a->status < 300 ? POLICY_VERDICT_SUCCESS
+                                                : policy_verdict_http(a->call->net->conf->chain, a->status);
+        note_transient(a, v, NULL);
+        return v;
+    }
     wire_rpc_error_t err;
-    if (wire_envelope_error(a->body, env->error, &err) != SL_OK)
+    if (wire_envelope_error(a->body, env->error, &err) != SL_OK) {
+        note_transient(a, POLICY_VERDICT_TRANSIENT, NULL);
         return POLICY_VERDICT_TRANSIENT;
-    return policy_verdict_rpc_error(a->call->net->conf->chain, it->method, a->status, &err, a->body, retry_ms);
+    }
+    v = policy_verdict_rpc_error(a->call->net->conf->chain, it->method, a->status, &err, a->body, retry_ms);
+    note_transient(a, v, &err);
+    return v;
 }
 
 static int envelope_ok(const wire_envelope_t *env)
@@ -297,6 +317,7 @@ static void apply_refusal(answer_ctx_t *a)
     wire_rpc_error_t err;
     if (wire_envelope_scan(a->body, a->len, &env) != SL_OK || env.error.len == 0 ||
         wire_envelope_error(a->body, env.error, &err) != SL_OK) {
+        note_transient(a, by_status, NULL);
         all_sent(a, by_status, 0);
         return;
     }
@@ -306,11 +327,14 @@ static void apply_refusal(answer_ctx_t *a)
     int answers = v == POLICY_VERDICT_DETERMINISTIC || v == POLICY_VERDICT_ALREADY_KNOWN ||
                   v == POLICY_VERDICT_NONCE_TOO_LOW;
     if (!answers) {
-        all_sent(a, v == POLICY_VERDICT_RATE_LIMITED || v == POLICY_VERDICT_TRANSIENT ? v : by_status, retry_ms);
+        policy_verdict_t all = v == POLICY_VERDICT_RATE_LIMITED || v == POLICY_VERDICT_TRANSIENT ? v : by_status;
+        note_transient(a, all, &err);
+        all_sent(a, all, retry_ms);
         return;
     }
     if (call->batch || call->nsent != 1) {
         /* one error for a whole batch is no member's answer */
+        note_transient(a, by_status, &err);
         all_sent(a, by_status, 0);
         return;
     }
@@ -328,10 +352,13 @@ static void apply_single(answer_ctx_t *a)
     pool_item_t *it = &call->items[call->sent[0]];
     wire_envelope_t env;
     if (wire_envelope_scan(a->body, a->len, &env) != SL_OK || !envelope_ok(&env)) {
-        if (a->status >= 200 && a->status < 300)
+        if (a->status >= 200 && a->status < 300) {
             all_sent_failed(a, POOL_FAIL_BAD_JSON);
-        else
-            all_sent(a, policy_verdict_http(call->net->conf->chain, a->status), 0);
+        } else {
+            policy_verdict_t v = policy_verdict_http(call->net->conf->chain, a->status);
+            note_transient(a, v, NULL);
+            all_sent(a, v, 0);
+        }
         return;
     }
     if (!is_sent_id(call, it, a->body, env.id)) {

@@ -341,10 +341,7 @@ void pool_call_on_exchange_done(pool_exchange_t *ex)
         pool_call_keep_exchange(call, ex);
         pool_attempt_result_t res;
         pool_answer_apply(call, ex, &res);
-        policy_attempt_end_t end = res.unread                                  ? POLICY_END_UNREAD
-                                   : res.outcome == STATE_OUTCOME_RATE_LIMITED ? POLICY_END_NEUTRAL
-                                                                               : POLICY_END_OTHER;
-        pool_held_judge(call, ep, res.outcome, end, ex->latency_us);
+        pool_held_judge(call, ep, res.outcome, pool_held_answer_end(&res), ex->latency_us);
         if (res.rate_limited)
             pool_health_rate_limited(ex->ep, res.retry_ms);
     }

@@ -1,7 +1,7 @@
 /* pool/pool_coalesce.c: identical reads in flight share one upstream call.
  *
- * A single read (not a write, not a broadcast's kin: policy_method_t
- * retry_safe, class read, simulate or confirm) with an id, whose params do
+ * A single read (not a write, not a broadcast's kin, not a method no table
+ * knows: policy_method_coalesces) with an id, whose params do
  * not name the "pending" tag (the pending block changes from one call to
  * the next), is keyed by its method and its params with the whitespace
  * outside strings removed. While a call of the same key is in flight in
@@ -38,12 +38,6 @@ typedef struct pool_coalesce {
     char key[];                   /* method, NUL, params without whitespace */
 } pool_coalesce_t;
 
-static int class_ok(const policy_method_t *m)
-{
-    return m->retry_safe && (m->cls == POLICY_CLASS_READ || m->cls == POLICY_CLASS_SIMULATE ||
-                             m->cls == POLICY_CLASS_CONFIRM);
-}
-
 /* Appends src[0..n) without the whitespace outside strings. */
 static void append_compact(sl_buf_t *b, const char *src, size_t n)
 {
@@ -78,7 +72,7 @@ static uint64_t fnv1a(const char *p, size_t n)
 static int make_key(const pool_call_t *call, sl_buf_t *key)
 {
     const pool_item_t *it = &call->items[0];
-    if (call->batch || call->carrier || call->nitems != 1 || it->id.len == 0 || !class_ok(it->method) ||
+    if (call->batch || call->carrier || call->nitems != 1 || it->id.len == 0 || !policy_method_coalesces(it->method) ||
         it->name == NULL || it->name_len == 0)
         return 0;
     wire_span_t params;

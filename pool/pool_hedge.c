@@ -104,8 +104,11 @@ static int eligible(const pool_call_t *call)
     if (call->carrier || call->nsent == 0 || call->nsent > HEDGE_MAX_MEMBERS || hedge_sent(call))
         return 0;
     const policy_method_t *m[HEDGE_MAX_MEMBERS];
-    for (size_t i = 0; i < call->nsent; i++)
+    for (size_t i = 0; i < call->nsent; i++) {
         m[i] = call->items[call->sent[i]].method;
+        if (!call->items[call->sent[i]].cheap) /* a cheap method made heavy by its params */
+            return 0;
+    }
     return policy_hedge_eligible(&call->net->conf->hedge, m, call->nsent, call->pinned >= 0,
                                  pool_network_pressure(call->net)) == POLICY_HEDGE_YES;
 }

@@ -1,8 +1,8 @@
 /* pool/pool_held.c: the penalty a call holds back from an endpoint.
  *
  * A failure that may be the request's own doing (policy/shape.h: an answer
- * over the size cap, a heavy call past the deadline, a call answered at id
- * null) is not recorded against its endpoint at once: the next endpoint's
+ * over the size cap, a heavy call past the deadline or given up on by the
+ * provider for time, a call answered at id null) is not recorded against its endpoint at once: the next endpoint's
  * attempt settles it. The same failure again spares both endpoints and ends
  * the call with the shape's outcome; anything else records the held failure
  * as usual; a held penalty nobody settled counts as usual too. */
@@ -41,7 +41,7 @@ void pool_held_release(pool_call_t *call)
 static int attempt_is_heavy(const pool_call_t *call)
 {
     for (size_t i = 0; i < call->nsent; i++)
-        if (!call->items[call->sent[i]].method->cheap)
+        if (!call->items[call->sent[i]].cheap)
             return 1;
     return 0;
 }
@@ -96,6 +96,19 @@ void pool_held_judge(pool_call_t *call, int ep, state_outcome_t outcome, policy_
         return;
     }
     pool_health_record(&call->net->endpoints[ep], outcome, latency_us, moving_on);
+}
+
+policy_attempt_end_t pool_held_answer_end(const pool_attempt_result_t *res)
+{
+    if (res->unread)
+        return POLICY_END_UNREAD;
+    if (res->outcome == STATE_OUTCOME_RATE_LIMITED)
+        return POLICY_END_NEUTRAL;
+    /* every failure in it was the upstream giving up for time; a malformed
+     * member beside them (an outcome worse than HTTP_ERROR) is no give-up */
+    if (res->gave_up > 0 && res->gave_up == res->transient && res->outcome == STATE_OUTCOME_HTTP_ERROR)
+        return POLICY_END_GAVE_UP;
+    return POLICY_END_OTHER;
 }
 
 policy_attempt_end_t pool_held_fail_end(pool_fail_t fail)

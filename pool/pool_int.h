@@ -368,6 +368,8 @@ typedef struct pool_attempt_result {
     int rate_limited;             /* the endpoint refused with a rate limit */
     uint32_t retry_ms;            /* its Retry-After (header or body), 0 if none */
     int unread;                   /* a single call answered with an error at id null */
+    uint32_t transient;           /* answers (objects or whole bodies) judged TRANSIENT */
+    uint32_t gave_up;             /* ... of which said the upstream gave up for time (policy_shape_gave_up) */
 } pool_attempt_result_t;
 
 /* pool_answer.c: applies the finished exchange (transport failure or an HTTP
@@ -391,6 +393,8 @@ void pool_held_judge(pool_call_t *call, int ep, state_outcome_t outcome, policy_
 void pool_held_release(pool_call_t *call);
 /* How a transport failure ended an attempt, for pool_held_judge. */
 policy_attempt_end_t pool_held_fail_end(pool_fail_t fail);
+/* How an answered attempt ended (pool_answer_apply's result), for pool_held_judge. */
+policy_attempt_end_t pool_held_answer_end(const pool_attempt_result_t *res);
 
 /* pool_tick.c: the worker's tick (snapshot of the shared records, counters
  * flush, probes, ranking, waiters); init loads this worker's slot. */

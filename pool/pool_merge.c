@@ -178,7 +178,8 @@ static size_t eth_items(pool_merge_t *g, const policy_method_t *method)
         const pool_item_t *src = &s->call->items[0];
         offs[n] = (uint32_t)g->body.len;
         sl_buf_append(&g->body, src->raw, src->raw_len);
-        g->items[n] = (pool_item_t){.raw_len = src->raw_len, .id = src->id, .method = method, .name = eth_method,
+        g->items[n] = (pool_item_t){.raw_len = src->raw_len, .id = src->id, .method = method,
+                                    .cheap = method->cheap, .name = eth_method,
                                     .name_len = sizeof(eth_method) - 1};
         s->item = (int)n++;
     }
@@ -224,7 +225,7 @@ static void merge_send(pool_merge_t *g)
         solana_body(g);
         g->items[0] = (pool_item_t){.raw = g->body.base, .raw_len = (uint32_t)g->body.len,
                                     .id = {sizeof("{\"jsonrpc\":\"2.0\",\"id\":") - 1, 1}, .method = method,
-                                    .name = sol_method, .name_len = sizeof(sol_method) - 1};
+                                    .cheap = method->cheap, .name = sol_method, .name_len = sizeof(sol_method) - 1};
     } else {
         nitems = eth_items(g, method);
     }

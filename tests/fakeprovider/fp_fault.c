@@ -48,6 +48,7 @@ static const fp_mode_def_t mode_defs[] = {
     {"http500", reply_html, NULL, FP_DELIVER_NOW, 500},
     {"http502", reply_html, NULL, FP_DELIVER_NOW, 502},
     {"http503", reply_html, NULL, FP_DELIVER_NOW, 503},
+    {"http504", reply_html, NULL, FP_DELIVER_NOW, 504}, /* a provider's gateway that stopped waiting */
     {"huge", NULL, call_huge, FP_DELIVER_NOW, 0},
     {"lag", NULL, call_lag, FP_DELIVER_NOW, 0},
     {"reset", NULL, NULL, FP_DELIVER_RESET, 0},

@@ -98,6 +98,7 @@ static const struct {
     {500, "Internal Server Error"},
     {502, "Bad Gateway"},
     {503, "Service Unavailable"},
+    {504, "Gateway Timeout"},
 };
 
 const char *fp_http_reason(int status)

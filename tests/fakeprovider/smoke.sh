@@ -62,7 +62,7 @@ mode '{"mode":"http429"}'
 expect "http429 no retry-after" "$(rpci "$BN" | grep -c Retry-After)" '0'
 mode '{"mode":"rpc_limit","backoff":5}'
 expect "rpc_limit batch" "$(rpc "[$BN,$BN]")" '[{"jsonrpc":"2.0","id":1,"error":{"code":-32005,"message":"daily request count exceeded, request rate limited","data":{"backoff_seconds":5}}},{"jsonrpc":"2.0","id":1,"error"'
-for s in 402 500 502 503; do
+for s in 402 500 502 503 504; do
     mode "{\"mode\":\"http$s\"}"
     expect "http$s" "$(rpci "$BN")" "HTTP/1.1 $s"
 done

@@ -551,3 +551,32 @@ Test(config, max_buffered_bytes_follows_a_larger_max_response_bytes)
     cr_assert_eq(cfg->server.max_buffered_bytes, 536870912);
     gw_config_destroy(cfg);
 }
+
+/* methods: on a name no table knows replaces the guess its name gave (a
+ * write for mev_submitBundle) and makes it coalescible: the operator said
+ * what it is. Left alone, the guess stands. */
+Test(config, method_override_of_unknown_names)
+{
+    gw_config_t *cfg = load_ok("networks:\n  eth:\n    endpoints: [\"http://127.0.0.1:8545\"]\n"
+                               "    methods:\n"
+                               "      eth_requestQuote: { class: read }\n"
+                               "      mev_submitBundle: { priority: normal }\n"
+                               "      eth_customRead: { priority: low }\n"
+                               "      eth_getFilterChanges: { class: read }\n");
+    const pool_network_conf_t *n = gw_config_network(cfg, "eth", 3);
+    cr_assert_eq(n->nmethod_overrides, 4);
+    const policy_method_t *m = n->method_overrides;
+    cr_expect_str_eq(m[0].name, "eth_requestQuote");
+    cr_expect_eq(m[0].cls, POLICY_CLASS_READ);
+    cr_expect_eq(m[0].retry_safe, 1, "a read by the operator's word, not the name's write");
+    cr_expect(policy_method_coalesces(&m[0]));
+    cr_expect_eq(m[1].cls, POLICY_CLASS_WRITE, "no class given: the name's guess stands");
+    cr_expect_eq(m[1].retry_safe, 0);
+    cr_expect_eq(m[1].priority, POLICY_PRIO_NORMAL);
+    cr_expect_eq(m[2].cls, POLICY_CLASS_READ);
+    cr_expect_eq(m[2].retry_safe, 1);
+    cr_expect(policy_method_coalesces(&m[2]), "named in methods: no longer unknown");
+    /* a known row keeps its own retry_safe: filters live on one node */
+    cr_expect_eq(m[3].retry_safe, 0);
+    gw_config_destroy(cfg);
+}

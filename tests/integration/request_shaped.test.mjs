@@ -144,3 +144,72 @@ test('id 1.5 to jsonrpc-core upstreams (they answer it at id null): answered, wi
   assert.equal(v.a.outcomes.malformed, 0);
   assert.equal((await b.stats()).requests, 0, 'never failed over');
 });
+
+// A provider that gives up on a heavy call itself (geth's -32002 "request
+// timed out", "execution aborted (timeout = 5s)", its gateway's 504) says the
+// same as our own attempt deadline: slow_call once two endpoints agree. Before,
+// each such answer was a breaker failure at every endpoint tried, so a
+// handful of them in a row opened every breaker on a quiet network.
+const GAVE_UP = [
+  ['rpc_error', { code: -32002, message: 'request timed out' }],
+  ['rpc_error', { code: -32000, message: 'execution aborted (timeout = 5s)' }],
+  ['http504', {}],
+  ['http502', {}],
+];
+
+test('a heavy call the providers give up on for time: slow_call, no breaker opened, cheap calls still served', async () => {
+  const n = 3; // per answer shape: 12 calls, breakers open after 5 failures in a row
+  let id = 0;
+  for (const [mode, opts] of GAVE_UP) {
+    for (const f of [a, b, c]) await f.setMode(mode, { ...opts, method: 'eth_getLogs' });
+    for (let i = 0; i < n; i++) {
+      const r = await post(sluice.url(), call(...LOGS, ++id));
+      assert.equal(r.status, 504, `${mode} ${opts.message ?? ''}: ${r.text}`);
+      assert.equal(r.json.id, id);
+      assert.equal(r.json.error.code, -32603);
+      assert.equal(r.json.error.data.outcome, 'slow_call');
+      assert.match(r.json.error.message, /provider gave up on it for time/);
+      assert.deepEqual(r.json.error.data.attempts.map((x) => x.endpoint), ['a', 'b'], 'two endpoints, not the plan');
+    }
+  }
+  assert.equal((await c.stats()).requests, 0, 'the third endpoint was never asked');
+  const v = await assertNetworkHealthy();
+  for (const id of ['a', 'b']) {
+    assert.equal(v[id].outcomes.slow_call, n * GAVE_UP.length, id);
+    assert.equal(v[id].outcomes.http_error, 0, id);
+    assert.equal(v[id].score.error_ratio, 0, `${id}: no score penalty`);
+  }
+});
+
+test('eth_feeHistory with reward percentiles is heavy (slow_call); over a few blocks without them it is cheap (the endpoints\' fault)', async () => {
+  for (const f of [a, b, c]) await f.setMode('http504', { method: 'eth_feeHistory' });
+  for (let i = 0; i < 6; i++) {
+    const r = await post(sluice.url(), call('eth_feeHistory', ['0x5', 'latest', [25, 75]], i));
+    assert.equal(r.status, 504, r.text);
+    assert.equal(r.json.error.data.outcome, 'slow_call');
+  }
+  let v = await view();
+  for (const id of ['a', 'b', 'c']) assert.equal(v[id].breaker.state, 'closed', id);
+  // the wallet's call: a few headers, no percentiles; a 504 on it is the provider's failure
+  const r = await post(sluice.url(), call('eth_feeHistory', ['0x4', 'latest', []], 7));
+  assert.equal(r.status, 502, r.text);
+  assert.equal(r.json.error.data.outcome, 'upstream_error');
+  assert.deepEqual(r.json.error.data.attempts.map((x) => x.endpoint), ['a', 'b', 'c'], 'the whole plan');
+  v = await view();
+  for (const id of ['a', 'b', 'c']) assert.equal(v[id].outcomes.http_error, 1, id);
+});
+
+test('a cheap call the providers answer with 504 or "request timed out" is still their failure', async () => {
+  for (const [mode, opts] of [['http504', {}], ['rpc_error', { code: -32002, message: 'request timed out' }]]) {
+    for (const f of [a, b, c]) { await f.setMode(mode, { ...opts, method: 'eth_blockNumber' }); await f.reset(); }
+    const r = await post(sluice.url(), call('eth_blockNumber', [], 1));
+    assert.equal(r.status, 502, r.text);
+    assert.equal(r.json.error.data.outcome, 'upstream_error');
+    assert.deepEqual(r.json.error.data.attempts.map((x) => x.endpoint), ['a', 'b', 'c'], 'the whole plan');
+  }
+  const v = await view();
+  for (const id of ['a', 'b', 'c']) {
+    assert.equal(v[id].outcomes.http_error, 2, id);
+    assert.equal(v[id].outcomes.slow_call, 0, id);
+  }
+});

@@ -320,3 +320,197 @@ Test(method, class_names)
         cr_expect_str_eq(policy_method_class_name(k), want[k], "class %u", k);
     cr_expect_str_eq(policy_method_class_name(POLICY_CLASS_COUNT), "unknown");
 }
+
+/* ---- unknown methods: writes by name, never coalesced ------------------- */
+
+Test(method, unknown_names_that_change_state_are_writes)
+{
+    static const struct {
+        const char *name;
+        int write;
+    } cases[] = {
+        /* send: a prefix of a segment, as before */
+        {"eth_sendSomethingNew", 1}, {"sendFoo", 1}, {"sendfoo", 1}, {"x_y_sendBar", 1}, {"eth_sender", 1},
+        /* the other verbs: a whole first word of a segment, camelCase or '_' ending it */
+        {"eth_cancelBundle", 1}, {"mev_submitBundle", 1}, {"eth_registerX", 1}, {"requestAirdrop", 1},
+        {"eth_cancelPrivateTransaction", 1}, {"flashbots_cancel", 1}, {"eth_unregisterRelay", 1},
+        {"eth_submitHashrate", 1}, {"mev_submit_bundle", 1}, {"cancel_x", 1}, {"eth_request2", 1},
+        {"eth_SubmitBundle", 1}, {"builder_REGISTER", 1},
+        /* a verb in the middle of a segment, or a longer word: not a write */
+        {"eth_getRequestStatus", 0}, {"eth_registered", 0}, {"eth_requests", 0}, {"eth_cancellation", 0},
+        {"eth_submitter", 0}, {"eth_resend", 0}, {"eth_getSender", 0}, {"eth_bundleCancel", 0},
+        {"eth_deregisterX", 0}, {"eth_nope", 0}, {"x_", 0}, {"_", 0}, {"s", 0}, {"cance", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *n = cases[i].name;
+        size_t len = strlen(n);
+        cr_expect_eq(policy_method_sounds_like_write(n, len), cases[i].write, "'%s'", n);
+        /* a private copy with nothing after the length, so reading on is caught */
+        char *name = malloc(len);
+        memcpy(name, n, len);
+        const policy_method_t *m = policy_method_lookup(POLICY_CHAIN_ETHEREUM, name, len);
+        cr_expect_str_eq(m->name, "", "'%s' is in a table: pick another case", n);
+        cr_expect_eq(m->cls, cases[i].write ? POLICY_CLASS_WRITE : POLICY_CLASS_READ, "'%s': class", n);
+        cr_expect_eq(m->retry_safe, !cases[i].write, "'%s': retry_safe", n);
+        cr_expect_eq(m->solo, 1, "'%s': an unknown method is never coalesced", n);
+        cr_expect(!policy_method_coalesces(m), "'%s'", n);
+        free(name);
+    }
+}
+
+/* The name rule is for names no table knows: a known row that sounds like a
+ * write is one (or is blocked), and keeps its own row. */
+Test(method, known_rows_keep_their_rows)
+{
+    for (size_t c = 0; c < sizeof chains / sizeof chains[0]; c++) {
+        size_t n;
+        const policy_method_t *t = policy_method_table(chains[c], &n);
+        for (size_t i = 0; i < n; i++) {
+            cr_expect_eq(t[i].solo, 0, "chain %zu '%s': a known method is not solo", c, t[i].name);
+            if (policy_method_sounds_like_write(t[i].name, strlen(t[i].name)))
+                cr_expect(t[i].cls == POLICY_CLASS_WRITE || t[i].cls == POLICY_CLASS_BLOCKED,
+                          "chain %zu '%s' sounds like a write but is %s", c, t[i].name,
+                          policy_method_class_name(t[i].cls));
+        }
+    }
+    const policy_method_t *air = policy_method_lookup(POLICY_CHAIN_SOLANA, "requestAirdrop", 14);
+    cr_expect_str_eq(air->name, "requestAirdrop");
+    cr_expect_eq(air->priority, POLICY_PRIO_NORMAL, "its own row, not the unknown write's HIGH");
+}
+
+Test(method, coalescing_eligibility)
+{
+    static const struct {
+        policy_chain_t chain;
+        const char *name;
+        int coalesces;
+    } cases[] = {
+        {POLICY_CHAIN_ETHEREUM, "eth_blockNumber", 1}, {POLICY_CHAIN_ETHEREUM, "eth_call", 1},
+        {POLICY_CHAIN_ETHEREUM, "eth_getTransactionReceipt", 1}, {POLICY_CHAIN_SOLANA, "getSlot", 1},
+        {POLICY_CHAIN_ETHEREUM, "eth_sendRawTransaction", 0}, {POLICY_CHAIN_ETHEREUM, "eth_getFilterChanges", 0},
+        {POLICY_CHAIN_ETHEREUM, "eth_subscribe", 0}, {POLICY_CHAIN_ETHEREUM, "eth_customRead", 0},
+        {POLICY_CHAIN_SOLANA, "getSomethingNew", 0}, {POLICY_CHAIN_ETHEREUM, "mev_submitBundle", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const policy_method_t *m = policy_method_lookup(cases[i].chain, cases[i].name, strlen(cases[i].name));
+        cr_expect_eq(policy_method_coalesces(m), cases[i].coalesces, "'%s'", cases[i].name);
+    }
+    /* a config row (methods:) is not solo: an operator who names a method says what it is */
+    policy_method_t row = {"eth_customRead", POLICY_CLASS_READ, POLICY_PRIO_NORMAL, 1, 0, 0};
+    cr_expect(policy_method_coalesces(&row));
+}
+
+/* ---- params that make a cheap method heavy ------------------------------ */
+
+static int fee_history(const char *params)
+{
+    const policy_method_t *m = policy_method_lookup(POLICY_CHAIN_ETHEREUM, "eth_feeHistory", 14);
+    size_t len = params ? strlen(params) : 0;
+    char *buf = malloc(len + 1); /* nothing after the params: reading on is caught */
+    memcpy(buf, params ? params : "", len);
+    int r = policy_method_call_cheap(POLICY_CHAIN_ETHEREUM, m, buf, (wire_span_t){0, (uint32_t)len});
+    free(buf);
+    return r;
+}
+
+Test(method, fee_history_is_cheap_only_for_few_blocks_without_percentiles)
+{
+    static const struct {
+        const char *params;
+        int cheap;
+    } cases[] = {
+        {"[\"0x5\",\"latest\"]", 1},
+        {"[\"0xa\",\"latest\"]", 1},
+        {"[10,\"latest\"]", 1},
+        {"[\"10\",\"latest\"]", 1},
+        {"[\"0x1\",\"latest\",[]]", 1},
+        {"[ \"0x4\" , \"latest\" , [ ] ]", 1},
+        {"[\"0x4\",\"latest\",null]", 1},
+        {"[\"0x0\",\"0x10\"]", 1},
+        {"[\"0xb\",\"latest\"]", 0},          /* 11 blocks */
+        {"[11,\"latest\"]", 0},
+        {"[\"0x400\",\"latest\"]", 0},        /* geth's 1024 */
+        {"[\"0x5\",\"latest\",[25,75]]", 0},  /* percentiles: every block's receipts */
+        {"[\"0x1\",\"latest\",[50]]", 0},
+        {"[\"0x5\"]", 0},                     /* unreadable: heavy */
+        {"[]", 0},
+        {"{\"blockCount\":\"0x5\"}", 0},
+        {"[\"0x\",\"latest\"]", 0},
+        {"[\"0xzz\",\"latest\"]", 0},
+        {"[-1,\"latest\"]", 0},
+        {"[1.5,\"latest\"]", 0},
+        {"[\"0xffffffffffffffffffff\",\"latest\"]", 0},
+        {"[\"0x5\",\"latest\",[],1]", 0},
+        {"[\"0x5\",\"latest\",{}]", 0},
+        {NULL, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        cr_expect_eq(fee_history(cases[i].params), cases[i].cheap, "case %zu %s", i,
+                     cases[i].params ? cases[i].params : "(none)");
+}
+
+Test(method, params_never_make_a_call_cheaper)
+{
+    static const char params[] = "[\"0x1\",\"latest\"]";
+    wire_span_t s = {0, sizeof params - 1};
+    /* other methods keep their row's flag whatever the params */
+    const policy_method_t *bn = policy_method_lookup(POLICY_CHAIN_ETHEREUM, "eth_blockNumber", 15);
+    const policy_method_t *logs = policy_method_lookup(POLICY_CHAIN_ETHEREUM, "eth_getLogs", 11);
+    cr_expect_eq(policy_method_call_cheap(POLICY_CHAIN_ETHEREUM, bn, params, s), 1);
+    cr_expect_eq(policy_method_call_cheap(POLICY_CHAIN_ETHEREUM, logs, params, s), 0);
+    /* a config row that says eth_feeHistory is not cheap stays heavy */
+    policy_method_t row = {"eth_feeHistory", POLICY_CLASS_READ, POLICY_PRIO_NORMAL, 1, 0, 0};
+    cr_expect_eq(policy_method_call_cheap(POLICY_CHAIN_ETHEREUM, &row, params, s), 0);
+    /* the rule is Ethereum's: a Solana method of that name (none) is untouched */
+    row.cheap = 1;
+    cr_expect_eq(policy_method_call_cheap(POLICY_CHAIN_SOLANA, &row, "[\"0xff\"]", (wire_span_t){0, 8}), 1);
+}
+
+/* ---- the small tables' invariants --------------------------------------- */
+
+Test(method, write_verbs_table)
+{
+    const char *prev = NULL;
+    int prefix;
+    size_t n = 0;
+    for (const char *v; (v = policy_method_write_verb(n, &prefix)) != NULL; n++) {
+        cr_expect_gt(strlen(v), 2, "'%s'", v);
+        for (const char *p = v; *p; p++)
+            cr_expect(*p >= 'a' && *p <= 'z', "'%s': lowercase letters only (the word test relies on it)", v);
+        if (prev != NULL)
+            cr_expect_lt(strcmp(prev, v), 0, "'%s' then '%s': not sorted or repeated", prev, v);
+        prev = v;
+        /* each verb does what the table says: opens a name or a segment */
+        char name[64];
+        snprintf(name, sizeof name, "x_%sBundle", v);
+        cr_expect(policy_method_sounds_like_write(name, strlen(name)), "'%s'", name);
+        snprintf(name, sizeof name, "%s", v);
+        cr_expect(policy_method_sounds_like_write(name, strlen(name)), "'%s'", name);
+        snprintf(name, sizeof name, "x_get%c%s", v[0] - 'a' + 'A', v + 1);
+        cr_expect(!policy_method_sounds_like_write(name, strlen(name)), "'%s': not first in its segment", name);
+        snprintf(name, sizeof name, "x_%sed", v);
+        cr_expect_eq(policy_method_sounds_like_write(name, strlen(name)), prefix, "'%s'", name);
+    }
+    cr_expect_eq(n, 6, "send, cancel, submit, register, unregister, request");
+    cr_expect_null(policy_method_write_verb(n, &prefix));
+}
+
+Test(method, param_rules_table)
+{
+    policy_chain_t chain, prev_chain = POLICY_CHAIN_COUNT;
+    const char *prev = NULL;
+    size_t n = 0;
+    for (const char *name; (name = policy_method_param_rule(n, &chain)) != NULL; n++) {
+        cr_expect_lt(chain, POLICY_CHAIN_COUNT);
+        if (prev != NULL)
+            cr_expect(chain > prev_chain || (chain == prev_chain && strcmp(prev, name) < 0),
+                      "'%s' then '%s': not sorted or repeated", prev, name);
+        prev = name;
+        prev_chain = chain;
+        /* a rule may only make a cheap row heavy: on a heavy row or an unknown name it is dead */
+        const policy_method_t *m = policy_method_lookup(chain, name, strlen(name));
+        cr_expect_str_eq(m->name, name, "'%s' is in its chain's table", name);
+        cr_expect_eq(m->cheap, 1, "'%s' is a cheap row", name);
+    }
+    cr_expect_geq(n, 1);
+}

@@ -2,6 +2,7 @@
  * request-shaped failure, and how the next endpoint's attempt settles a
  * held one. Every (held shape, next end, heavy) combination is checked. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "policy/shape.h"
@@ -34,6 +35,8 @@ static const suspect_case_t suspect_cases[] = {
     {POLICY_END_TOO_LARGE, 0, POLICY_SHAPE_TOO_LARGE}, {POLICY_END_TOO_LARGE, 1, POLICY_SHAPE_TOO_LARGE},
     /* a cheap read that times out is the endpoint's fault, a heavy call may be slow by nature */
     {POLICY_END_TIMEOUT, 0, POLICY_SHAPE_NONE},        {POLICY_END_TIMEOUT, 1, POLICY_SHAPE_SLOW_CALL},
+    /* the provider's own deadline: the same rule */
+    {POLICY_END_GAVE_UP, 0, POLICY_SHAPE_NONE},        {POLICY_END_GAVE_UP, 1, POLICY_SHAPE_SLOW_CALL},
     {POLICY_END_UNREAD, 0, POLICY_SHAPE_ID_UNANSWERABLE}, {POLICY_END_UNREAD, 1, POLICY_SHAPE_ID_UNANSWERABLE},
 };
 
@@ -95,5 +98,56 @@ Test(shape, unread_only_for_parse_and_invalid_request)
     for (size_t i = 0; i < NELEMS(cases); i++) {
         e.code = cases[i].code;
         cr_expect_eq(policy_shape_unread(&e), cases[i].unread, "code %lld", (long long)cases[i].code);
+    }
+}
+
+/* A provider that gave up at one endpoint and a sluice deadline at the next
+ * are the same slow call; a cheap call's give-up is the endpoint's. */
+Test(shape, gave_up_settles_like_a_timeout)
+{
+    cr_expect_eq(policy_shape_settle(POLICY_SHAPE_SLOW_CALL, POLICY_END_GAVE_UP, 1), POLICY_HELD_REQUEST);
+    cr_expect_eq(policy_shape_settle(POLICY_SHAPE_SLOW_CALL, POLICY_END_TIMEOUT, 1), POLICY_HELD_REQUEST);
+    cr_expect_eq(policy_shape_settle(POLICY_SHAPE_SLOW_CALL, POLICY_END_OTHER, 1), POLICY_HELD_ENDPOINT);
+    cr_expect_eq(policy_shape_settle(POLICY_SHAPE_TOO_LARGE, POLICY_END_GAVE_UP, 1), POLICY_HELD_ENDPOINT);
+    cr_expect_eq(policy_shape_suspect(POLICY_END_GAVE_UP, 0), POLICY_SHAPE_NONE, "eth_blockNumber's 504 is the endpoint's");
+}
+
+static wire_rpc_error_t rpc_err(int64_t code, const char *msg)
+{
+    wire_rpc_error_t e = {.has_code = 1, .code = code};
+    snprintf(e.message, sizeof e.message, "%s", msg);
+    return e;
+}
+
+Test(shape, gave_up_answers)
+{
+    static const struct {
+        int status;
+        int coded;            /* 0: no JSON-RPC error in the body */
+        int64_t code;
+        const char *msg;
+        int want;
+    } cases[] = {
+        {200, 1, -32002, "request timed out", 1},
+        {200, 1, -32000, "execution aborted (timeout = 5s)", 1},
+        {200, 1, -32603, "request timeout", 1},
+        {200, 1, -32000, "context deadline exceeded", 1},
+        {200, 1, -32015, "node timeout", 1},
+        {200, 1, -32000, "Request Timed Out", 1},
+        {504, 0, 0, NULL, 1},           /* the provider's gateway stopped waiting */
+        {502, 0, 0, NULL, 1},           /* ... or lost its node mid-call */
+        {504, 1, -32603, "internal error", 1},
+        /* not a give-up: the node failed otherwise */
+        {200, 1, -32002, "resource unavailable", 0},
+        {200, 1, -32603, "internal error", 0},
+        {500, 0, 0, NULL, 0},
+        {503, 0, 0, NULL, 0},
+        {503, 1, -32603, "service unavailable", 0},
+        {200, 0, 0, NULL, 0},
+    };
+    for (size_t i = 0; i < NELEMS(cases); i++) {
+        wire_rpc_error_t e = rpc_err(cases[i].code, cases[i].msg ? cases[i].msg : "");
+        cr_expect_eq(policy_shape_gave_up(cases[i].status, cases[i].coded ? &e : NULL), cases[i].want,
+                     "case %zu: %d %s", i, cases[i].status, cases[i].msg ? cases[i].msg : "(no body)");
     }
 }
