@@ -8,6 +8,7 @@
 #include "base/sl_buf.h"
 #include "base/sl_log.h"
 #include "base/sl_time.h"
+#include "pool/pool.h"
 #include "state/state_key.h"
 #include "state/state_sum.h"
 
@@ -71,6 +72,47 @@ static void report_failovers(gw_housekeep_t *hk, uint64_t interval_ms)
             c->reported = totals[i];
     }
     free(totals);
+}
+
+typedef struct episode_ctx {
+    const counted_endpoint_t *c;
+    uint64_t now;
+} episode_ctx_t;
+
+static int close_episode(void *arg, state_endpoint_rec_t *rec, int exists, state_event_t *events, size_t *nevents)
+{
+    episode_ctx_t *x = arg;
+    if (!exists || !pool_health_rate_episode_end(x->c->net->name, x->c->ep->id, rec, x->now, &events[0]))
+        return 0;
+    *nevents = 1;
+    return 1;
+}
+
+/* Rate-limit episodes that went quiet get their end event here, once (the
+ * write is a compare-and-set: a worker that marks the endpoint again at the
+ * same moment reports it instead). A read first: no write while none is due. */
+static void end_rate_episodes(gw_housekeep_t *hk)
+{
+    uint64_t now = sl_shared_ms();
+    uint8_t *due = sl_xcalloc(hk->neps ? hk->neps : 1, 1);
+    if (state_read_begin(hk->st) == SL_OK) {
+        for (size_t i = 0; i < hk->neps; i++) {
+            state_endpoint_rec_t rec;
+            state_event_t probe;
+            due[i] = state_endpoint_get(hk->st, hk->keys[i], &rec) == SL_OK &&
+                     pool_health_rate_episode_end(hk->eps[i].net->name, hk->eps[i].ep->id, &rec, now, &probe);
+        }
+        state_read_end(hk->st);
+    }
+    for (size_t i = 0; i < hk->neps; i++) {
+        if (!due[i])
+            continue;
+        episode_ctx_t x = {&hk->eps[i], now};
+        int changed = 0;
+        if (state_endpoint_update_local(hk->st, hk->keys[i], close_episode, &x, &changed, NULL) != SL_OK)
+            sl_log_warn("state: could not record the end of %s's rate-limit episode", hk->keys[i]);
+    }
+    free(due);
 }
 
 gw_housekeep_t *gw_housekeep_create(const gw_config_t *cfg, state_t *st, unsigned nslots)
@@ -150,6 +192,7 @@ void gw_housekeep_tick(gw_housekeep_t *hk, uint64_t now)
         size_t repaired = 0;
         if (state_endpoints_repair(hk->st, (const char *const *)hk->keys, hk->neps, &repaired) != SL_OK)
             sl_log_warn("state: could not check the endpoint records for corrupt breaker values");
+        end_rate_episodes(hk);
         hk->last_sync_ms = now;
     }
     if (now - hk->last_failover_ms >= FAILOVER_EVERY_MS) {

@@ -190,6 +190,14 @@ const char *pool_call_endpoint_id(const pool_call_t *call, int endpoint);
 const char *pool_call_endpoint_url(const pool_call_t *call, int endpoint);   /* redacted */
 size_t pool_call_max_response_bytes(const pool_call_t *call);                 /* server.max_response_bytes */
 
+/* The end of an endpoint's rate-limit episode (policy/episode.h), for the
+ * master's housekeeping: when the episode in rec is over at now (shared
+ * ms), closes it in rec, fills *ev with its endpoint_rate_limit_ended event
+ * (marks counted, how long it lasted) and returns 1; else 0, rec untouched.
+ * Workers report an over episode themselves when a new mark finds it. */
+int pool_health_rate_episode_end(const char *network, const char *endpoint, state_endpoint_rec_t *rec,
+                                 uint64_t now, state_event_t *ev);
+
 /* Re-reads the shared records into the worker's snapshot now (another host
  * changed one: with cluster:, the worker need not wait for its next tick). */
 void pool_refresh(pool_t *pool);

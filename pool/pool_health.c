@@ -10,6 +10,7 @@
 
 #include "base/sl_log.h"
 #include "base/sl_time.h"
+#include "policy/episode.h"
 #include "policy/retry.h"
 #include "pool/pool_int.h"
 #include "state/state_key.h"
@@ -273,6 +274,39 @@ typedef struct rate_ctx {
     state_endpoint_rec_t result;
 } rate_ctx_t;
 
+/* A new mark (not an extension) in the rate-limit episode: 1 if it begins
+ * one (an event says so); marks close together are one episode, counted, and
+ * the master reports its end (pool_health_rate_episode_end). An episode that
+ * was over but not yet reported is reported here first. */
+static int rate_episode_mark(rate_ctx_t *c, state_endpoint_rec_t *rec, state_event_t *events, size_t *nevents)
+{
+    policy_episode_t e = {rec->rl_since_ms, rec->rl_last_until_ms, rec->rl_marks};
+    if (policy_episode_over(&e, c->now, POLICY_EPISODE_QUIET_MS))
+        *nevents += pool_health_rate_episode_end(c->ep->net->conf->name, c->ep->conf->id, rec, c->now, events);
+    policy_episode_note_t n = policy_episode_mark(&e, c->now, c->until, POLICY_EPISODE_QUIET_MS);
+    rec->rl_since_ms = e.since_ms;
+    rec->rl_last_until_ms = e.last_until_ms;
+    rec->rl_marks = e.marks;
+    return n == POLICY_EPISODE_BEGAN;
+}
+
+int pool_health_rate_episode_end(const char *network, const char *endpoint, state_endpoint_rec_t *rec,
+                                 uint64_t now, state_event_t *ev)
+{
+    policy_episode_t e = {rec->rl_since_ms, rec->rl_last_until_ms, rec->rl_marks};
+    if (!policy_episode_over(&e, now, POLICY_EPISODE_QUIET_MS))
+        return 0;
+    state_event_init(ev, STATE_EVENT_ENDPOINT_RATE_LIMIT_ENDED, network, endpoint, now);
+    ev->count = e.marks;
+    ev->duration_ms = policy_episode_duration_ms(&e);
+    snprintf(ev->reason, sizeof(ev->reason), "no longer rate limited: %u refusal mark(s) over %llu ms, none since",
+             e.marks, (unsigned long long)ev->duration_ms);
+    policy_episode_close(&e);
+    rec->rl_since_ms = rec->rl_last_until_ms = 0;
+    rec->rl_marks = 0;
+    return 1;
+}
+
 /* Extends the shared mark. Without a hint the length comes from the shared
  * record (policy_rate_backoff_ms), so the doubling goes on across workers;
  * a record marked already (another worker was first) is left alone. */
@@ -292,14 +326,15 @@ static int rate_cb(void *arg, state_endpoint_rec_t *rec, int exists, state_event
         return 0;
     rec->rate_limited_until_ms = c->until;
     rec->rl_backoff_ms = c->retry_ms == 0 ? len : 0;
-    c->result = *rec;
-    if (!was_limited) {
-        state_event_init(&events[0], STATE_EVENT_ENDPOINT_RATE_LIMITED, c->ep->net->conf->name, c->ep->conf->id, c->now);
-        events[0].duration_ms = len;
-        snprintf(events[0].reason, sizeof(events[0].reason), "rate limited for %u ms%s", len,
+    if (!was_limited && rate_episode_mark(c, rec, events, nevents)) {
+        state_event_t *ev = &events[*nevents];
+        state_event_init(ev, STATE_EVENT_ENDPOINT_RATE_LIMITED, c->ep->net->conf->name, c->ep->conf->id, c->now);
+        ev->duration_ms = len;
+        snprintf(ev->reason, sizeof(ev->reason), "rate limited for %u ms%s", len,
                  c->retry_ms == 0 ? " (no Retry-After: sluice's own backoff)" : "");
-        *nevents = 1;
+        (*nevents)++;
     }
+    c->result = *rec;
     return 1;
 }
 

@@ -30,11 +30,15 @@ static const state_field_t endpoint_fields[] = {
     F_SINCE(state_endpoint_rec_t, demoted_until_ms, STATE_F_U64, 1, 3),
     F_SINCE(state_endpoint_rec_t, demoted_cause, STATE_F_U8, 1, 3),
     F_SINCE(state_endpoint_rec_t, demotions, STATE_F_U64, 1, 3),
+    F_SINCE(state_endpoint_rec_t, rl_since_ms, STATE_F_U64, 1, 4),
+    F_SINCE(state_endpoint_rec_t, rl_last_until_ms, STATE_F_U64, 1, 4),
+    F_SINCE(state_endpoint_rec_t, rl_marks, STATE_F_U32, 1, 4),
 };
 
 /* version 2: rl_backoff_ms (the rate-limit backoff doubles across workers);
- * version 3: the demotion (demoted_until_ms, demoted_cause, demotions) */
-const state_schema_t state_endpoint_schema = {"endpoint", 3, endpoint_fields,
+ * version 3: the demotion (demoted_until_ms, demoted_cause, demotions);
+ * version 4: the rate-limit episode (rl_since_ms, rl_last_until_ms, rl_marks) */
+const state_schema_t state_endpoint_schema = {"endpoint", 4, endpoint_fields,
                                               sizeof(endpoint_fields) / sizeof(endpoint_fields[0])};
 
 static const state_field_t cell_fields[] = {

@@ -76,6 +76,11 @@ typedef struct state_endpoint_rec {
                                      in every worker's plan until then (policy/demote.h) */
     uint8_t demoted_cause;        /* policy_demote_cause_t of the last demotion */
     uint64_t demotions;           /* times it was demoted (a new demotion, not an extension) */
+    /* the rate-limit episode under way (policy/episode.h): marks close together are one,
+       with one event when it begins and one when it ends; this host's own */
+    uint64_t rl_since_ms;
+    uint64_t rl_last_until_ms;
+    uint32_t rl_marks;
 } state_endpoint_rec_t;
 
 extern const state_schema_t state_endpoint_schema;
@@ -103,7 +108,8 @@ extern const state_schema_t state_endpoint_schema;
     X(STATE_RESTORED, "state_restored")                                                   \
     X(CLUSTER_DEGRADED, "cluster_degraded")                                               \
     X(CLUSTER_RESTORED, "cluster_restored")                                               \
-    X(ENDPOINT_DEMOTED, "endpoint_demoted")
+    X(ENDPOINT_DEMOTED, "endpoint_demoted")                                               \
+    X(ENDPOINT_RATE_LIMIT_ENDED, "endpoint_rate_limit_ended")
 
 typedef enum state_event_kind {
 #define STATE_EVENT_ENUM_(name, str) STATE_EVENT_##name,
