@@ -128,6 +128,7 @@ static cJSON *network_json(const admin_net_view_t *x, const admin_ep_view_t *v, 
     cJSON_AddNumberToObject(th, "refusal_ratio", c->refusal_ratio);
     cJSON_AddNumberToObject(th, "window_ms", c->window_ms);
     cJSON_AddNumberToObject(th, "min_samples", c->min_samples);
+    cJSON_AddNumberToObject(o, "identity_share", c->identity_share);
     cJSON *shed = cJSON_AddObjectToObject(o, "shed");
     for (int p = 0; p < POLICY_PRIO_COUNT; p++)
         cJSON_AddStringToObject(shed, policy_priority_name((policy_priority_t)p),
@@ -188,7 +189,7 @@ void admin_networks_metrics(admin_t *a, sl_buf_t *b, const admin_ep_view_t *v, s
         {"sluice_pressure_utilisation", "gauge", "depth / ceiling.", G_UTIL},
         {"sluice_pressure_settle_p90_seconds", "gauge", "p90 time from admission to answer over pressure.window_ms.", G_P90},
         {"sluice_pressure_settle_baseline_seconds", "gauge", "The slow-moving baseline of the p90 settle time.", G_BASELINE},
-        {"sluice_pressure_refusal_ratio", "gauge", "Rate-limit answers and credit skips per try over pressure.window_ms.", G_REFUSAL},
+        {"sluice_pressure_refusal_ratio", "gauge", "Client calls answered with the upstreams' refusal (every endpoint rate-limited or out of credits) per call settled over pressure.window_ms.", G_REFUSAL},
         {"sluice_pressure_changes_total", "counter", "Pressure level changes.", G_CHANGES},
         {"sluice_polls_merged_total", "counter", "Confirmation polls sent upstream inside a merged call.", G_MERGED},
         {"sluice_upstream_calls_saved_total", "counter", "Upstream calls merging saved.", G_SAVED},

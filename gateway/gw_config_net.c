@@ -481,6 +481,7 @@ static const gw_cfg_field_t pressure_fields[] = {
     {"shed_writes_at_critical", GW_CFG_BOOL, offsetof(pressure_yaml_t, shed_writes)},
     {"retry_after_ms", GW_CFG_U32, PR(retry_after_ms), 1, 600000},
     {"merge_window_ms", GW_CFG_U32, PR(merge_window_ms), 0, 1000},
+    {"identity_share", GW_CFG_DOUBLE, PR(identity_share)},
 };
 #undef PR
 
@@ -500,6 +501,9 @@ static void net_pressure(gw_cfg_t *c, yaml_node_t *n, void *target)
         gw_cfg_error(c, line, "pressure.slow_factor (%g) must be at least 1", p.conf.slow_factor);
     if (!(p.conf.refusal_ratio > 0 && p.conf.refusal_ratio <= 1))
         gw_cfg_error(c, line, "pressure.refusal_ratio (%g) must be in (0, 1]", p.conf.refusal_ratio);
+    if (!(p.conf.identity_share > 0 && p.conf.identity_share <= 1))
+        gw_cfg_error(c, line, "pressure.identity_share (%g) must be in (0, 1] (1: no identity shares)",
+                     p.conf.identity_share);
     if (p.shed_writes) {
         if (p.shed_high_given && p.conf.shed[POLICY_PRIO_HIGH] != POLICY_PRESSURE_CRITICAL)
             gw_cfg_error(c, line, "pressure.shed_writes_at_critical: true contradicts pressure.shed.high: %s",

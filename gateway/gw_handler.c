@@ -5,6 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/sl_hash.h"
 #include "base/sl_log.h"
 #include "base/sl_time.h"
 #include "base/sl_http.h"
@@ -33,6 +34,7 @@ typedef struct gw_req {
     gw_limit_result_t limit;      /* this caller's rate limit, for the headers */
     gw_limit_wait_t limit_wait;   /* cluster: waiting for a lease of the caller's limit from Redis */
     size_t charged;               /* bytes of reply.out charged to the budget */
+    uint64_t owner;               /* the caller's identity hashed (0: not needed): its share of the depth */
 } gw_req_t;
 
 #define REFUSAL_LOG_EVERY_MS 10000
@@ -278,6 +280,18 @@ static int admit_refusal(gw_req_t *g)
     return 0;
 }
 
+/* The caller's identity hashed, for its share of the network's depth
+ * (pool_network_pressure_for); computed once per request. */
+static uint64_t caller_owner(gw_req_t *g)
+{
+    if (g->owner == 0) {
+        char ident[96];
+        caller_identity(g, ident, sizeof(ident));
+        g->owner = sl_fnv1a_str(SL_FNV1A_OFFSET, ident) | 1; /* 0 means none */
+    }
+    return g->owner;
+}
+
 /* Under pressure, marks the members the shed order refuses (never a
  * confirmation poll); returns how many. */
 static size_t shed(gw_req_t *g)
@@ -285,7 +299,10 @@ static size_t shed(gw_req_t *g)
     const policy_pressure_conf_t *pc = &g->net->conf->pressure;
     if (!pc->enabled || g->rpc.kind == GW_RPC_REJECT)
         return 0;
-    policy_pressure_level_t level = pool_network_pressure(g->net->pool_net);
+    if (pool_network_pressure(g->net->pool_net) == POLICY_PRESSURE_OK)
+        return 0;
+    /* the caller's level: the network's for one at its share of the depth, a step lower below it */
+    policy_pressure_level_t level = pool_network_pressure_for(g->net->pool_net, caller_owner(g));
     if (level == POLICY_PRESSURE_OK)
         return 0;
     size_t n = 0;
@@ -367,7 +384,8 @@ static void forward(gw_req_t *g)
         send_reply(g);
         return;
     }
-    g->call = pool_call_start(net->pool_net, g->items, g->nitems, g->rpc.kind == GW_RPC_BATCH, on_call_done, g);
+    uint64_t owner = net->conf->pressure.enabled ? caller_owner(g) : 0;
+    g->call = pool_call_start(net->pool_net, g->items, g->nitems, g->rpc.kind == GW_RPC_BATCH, owner, on_call_done, g);
 }
 
 static int is_json_content_type(h2o_req_t *req)

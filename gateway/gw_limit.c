@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/sl_buf.h"
+#include "base/sl_hash.h"
 #include "base/sl_log.h"
 #include "base/sl_time.h"
 #include "state/state_cluster.h"
@@ -88,9 +89,7 @@ static uint32_t window_limit(const gw_limit_t *l, const gw_tier_conf_t *tier, po
 
 static lease_t *find(gw_limit_t *l, const char *identity, policy_bucket_t bucket)
 {
-    uint64_t h = 1469598103934665603ull ^ (uint64_t)bucket; /* FNV-1a */
-    for (const char *p = identity; *p; p++)
-        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    uint64_t h = sl_fnv1a_str(SL_FNV1A_OFFSET ^ (uint64_t)bucket, identity);
     lease_t *e = &l->table[h & (TABLE_SIZE - 1)];
     if (!e->used || e->bucket != bucket || strcmp(e->identity, identity) != 0) {
         /* a different caller in this slot: its local lease is simply dropped */

@@ -172,3 +172,17 @@ uint32_t policy_pressure_baseline(const policy_pressure_conf_t *conf, uint32_t p
         step = diff > 0 ? 1 : -1;
     return (uint32_t)((int64_t)prev_us + step);
 }
+
+uint32_t policy_pressure_share_cap(const policy_pressure_conf_t *conf, uint32_t ceiling, uint32_t nworkers)
+{
+    double cap = (double)ceiling * conf->identity_share / (double)(nworkers ? nworkers : 1);
+    return cap < 1 ? 1 : cap > UINT32_MAX ? UINT32_MAX : (uint32_t)cap;
+}
+
+policy_pressure_level_t policy_pressure_level_for(const policy_pressure_conf_t *conf, policy_pressure_level_t level,
+                                                  uint32_t held, uint32_t cap)
+{
+    if (conf->identity_share >= 1 || level == POLICY_PRESSURE_OK || held >= cap)
+        return level;
+    return (policy_pressure_level_t)(level - 1);
+}

@@ -60,6 +60,8 @@ typedef struct policy_pressure_conf {
     uint8_t shed[POLICY_PRIO_COUNT]; /* level at which each priority is shed, POLICY_SHED_NEVER */
     uint32_t retry_after_ms;      /* Retry-After of a shed call at elevated; twice this at critical (1000) */
     uint32_t merge_window_ms;     /* confirmation polls arriving this close go upstream as one (2); 0 off */
+    double identity_share;        /* an identity holding more of the ceiling than this sees the level as
+                                     it is; one under it, a step lower (0.5); 1: no identity shares */
 } policy_pressure_conf_t;
 
 /* The seed's order: low priority (simulations, heavy scans) at elevated,
@@ -71,7 +73,7 @@ typedef struct policy_pressure_conf {
                               .window_ms = 10000, .min_samples = 20,                                          \
                               .shed = {POLICY_PRESSURE_ELEVATED, POLICY_PRESSURE_CRITICAL, POLICY_SHED_NEVER, \
                                        POLICY_SHED_NEVER},                                                    \
-                              .retry_after_ms = 1000, .merge_window_ms = 2})
+                              .retry_after_ms = 1000, .merge_window_ms = 2, .identity_share = 0.5})
 
 /* What the level is computed from: every worker's counts merged. */
 typedef struct policy_pressure_inputs {
@@ -141,6 +143,20 @@ static inline int policy_pressure_sheds(const policy_pressure_conf_t *conf, poli
     return level != POLICY_PRESSURE_OK && m->cls != POLICY_CLASS_CONFIRM && (unsigned)m->priority < POLICY_PRIO_COUNT &&
            (unsigned)level >= conf->shed[m->priority];
 }
+
+/* ---- the identity's share ----
+ * One identity must not deny the others by filling the depth: the level a
+ * caller's call is shed at is the network's for an identity holding more
+ * than identity_share of the ceiling (it bears the shedding its load causes)
+ * and a step lower for one under it (a light caller's normal reads still go
+ * at critical; its simulations wait for elevated to pass). Each worker
+ * counts the calls it holds for each identity against its part of the
+ * share: ceiling x identity_share / nworkers, at least 1. */
+uint32_t policy_pressure_share_cap(const policy_pressure_conf_t *conf, uint32_t ceiling, uint32_t nworkers);
+/* The level to shed a caller's call at: level when held (the caller's calls
+ * holding a slot in this worker) is at cap or over, else a step lower. */
+policy_pressure_level_t policy_pressure_level_for(const policy_pressure_conf_t *conf, policy_pressure_level_t level,
+                                                  uint32_t held, uint32_t cap);
 
 /* Retry-After (ms) of a call shed at level. */
 uint32_t policy_pressure_retry_after_ms(const policy_pressure_conf_t *conf, policy_pressure_level_t level);

@@ -62,6 +62,7 @@ static sl_err_t network_init(pool_t *pool, pool_network_t *net, const pool_netwo
     h2o_timeout_init(pool->loop, &net->request_timeout, conf->timeouts.request_ms);
     h2o_linklist_init_anchor(&net->waiters);
     pool_pressure_init(net);
+    pool_share_init(net);
     pool_merge_init(net);
     pool_coalesce_init(net);
     pool_hedge_init(net);
@@ -85,6 +86,7 @@ static void network_dispose(pool_network_t *net)
     pool_coalesce_dispose(net);
     pool_hedge_dispose(net);
     pool_pressure_dispose(net);
+    pool_share_dispose(net);
     for (size_t i = 0; i < net->nendpoints; i++)
         pool_endpoint_dispose(&net->endpoints[i]);
     free(net->endpoints);

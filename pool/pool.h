@@ -167,12 +167,14 @@ pool_network_t *pool_network_find(pool_t *pool, const char *name, size_t len);
 const pool_network_conf_t *pool_network_conf(const pool_network_t *net);
 
 /* Starts sending items[0..n) through the network's plan; batch says whether
- * the client sent a batch (then the upstream gets one too). The callback runs
- * once, from the event loop, when every item is ANSWERED or FAILED; never
- * from inside pool_call_start. Returns the call handle, valid (its attempt
- * log included) until pool_call_release or pool_call_cancel. */
-pool_call_t *pool_call_start(pool_network_t *net, pool_item_t *items, size_t n, int batch, pool_call_cb cb,
-                             void *data);
+ * the client sent a batch (then the upstream gets one too); owner is the
+ * caller's identity as a hash (0: none), whose calls holding a slot count
+ * against its share of the depth (pool_network_pressure_for). The callback
+ * runs once, from the event loop, when every item is ANSWERED or FAILED;
+ * never from inside pool_call_start. Returns the call handle, valid (its
+ * attempt log included) until pool_call_release or pool_call_cancel. */
+pool_call_t *pool_call_start(pool_network_t *net, pool_item_t *items, size_t n, int batch, uint64_t owner,
+                             pool_call_cb cb, void *data);
 /* Stops a call (the client went away): open exchanges are closed, the
  * callback never runs, the handle is freed. */
 void pool_call_cancel(pool_call_t *call);
@@ -205,6 +207,10 @@ void pool_refresh(pool_t *pool);
  * state (refreshed every state.refresh_ms): a read, no computation. OK when
  * pressure.enabled is off. */
 policy_pressure_level_t pool_network_pressure(const pool_network_t *net);
+/* The level a call of owner's is shed at (policy_pressure_level_for): the
+ * network's for an identity at its share of the depth in this worker, a
+ * step lower for one under it; the network's for owner 0. */
+policy_pressure_level_t pool_network_pressure_for(const pool_network_t *net, uint64_t owner);
 
 /* Worker shutdown: closes idle upstream connections. */
 void pool_close_idle(pool_t *pool);

@@ -484,10 +484,11 @@ static pool_call_t *call_create(pool_network_t *net, pool_item_t *items, size_t 
     return call;
 }
 
-pool_call_t *pool_call_start(pool_network_t *net, pool_item_t *items, size_t n, int batch, pool_call_cb cb,
-                             void *data)
+pool_call_t *pool_call_start(pool_network_t *net, pool_item_t *items, size_t n, int batch, uint64_t owner,
+                             pool_call_cb cb, void *data)
 {
     pool_call_t *call = call_create(net, items, n, batch, cb, data);
+    call->owner = owner;
     pool_pressure_admit(call);
     call->pinned = pool_write_find_pin(call);
     if (pool_merge_offer(call) || pool_coalesce_offer(call))

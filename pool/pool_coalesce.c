@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/sl_hash.h"
 #include "base/sl_log.h"
 #include "pool/pool_int.h"
 
@@ -58,14 +59,6 @@ static void append_compact(sl_buf_t *b, const char *src, size_t n)
     }
     b->len = (size_t)(out - b->base);
     b->base[b->len] = '\0';
-}
-
-static uint64_t fnv1a(const char *p, size_t n)
-{
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (uint8_t)p[i]) * 1099511628211ULL;
-    return h;
 }
 
 /* The call's key in *key; 0 if it may not be coalesced. */
@@ -110,7 +103,7 @@ int pool_coalesce_offer(pool_call_t *call)
     int waiting = 0;
     if (max == 0 || !make_key(call, &key))
         goto cleanup;
-    uint64_t hash = fnv1a(key.base, key.len);
+    uint64_t hash = sl_fnv1a(SL_FNV1A_OFFSET, key.base, key.len);
     pool_coalesce_t *g = find(net, hash, &key);
     if (g != NULL) {
         if (g->nwaiters < max) {

@@ -195,6 +195,8 @@ struct pool_endpoint {
 };
 
 /* This worker's part of a network's pressure (pool_pressure.c). */
+typedef struct pool_share pool_share_t;
+
 typedef struct pool_pressure {
     policy_pressure_t local;      /* the shared level as last seen, and this worker's calm */
     state_pressure_rec_t shared;  /* the shared record as last read */
@@ -230,6 +232,7 @@ struct pool_network {
     uint64_t challenger_since_ms;
     uint64_t best_head;           /* highest fresh head among the endpoints */
     pool_pressure_t pressure;
+    struct pool_share *share;     /* each identity's part of the depth (pool_share.c) */
     h2o_linklist_t waiters;       /* confirmation polls waiting for a slot, oldest first */
     uint8_t waking;               /* pool_call_wake_waiters is running (no nesting) */
     h2o_timeout_t merge_timeout;  /* pressure.merge_window_ms */
@@ -334,6 +337,8 @@ struct pool_call {
     uint64_t started_us;              /* admitted (pressure: settle time) */
     uint8_t counted;                  /* in the network's depth: holds an upstream slot (pool_pressure.c) */
     uint8_t timed;                    /* a client's call: its settle time and try are counted */
+    uint8_t share_overflow;           /* held in pool_share.c's overflow group, not its own row */
+    uint64_t owner;                   /* the caller's identity (0: none): its share of the depth */
     uint8_t carrier;                  /* sluice's own merged call, not a client's (pool_merge.c) */
     h2o_linklist_t wait_link;         /* in net->waiters while waiting for a slot */
     uint8_t waited;                   /* it waited at least once (counted once) */
@@ -573,6 +578,13 @@ void pool_pressure_settle(pool_call_t *call, int answered);
  * (a waiter handed a group, a poll going alone), as a carrier does. */
 void pool_pressure_share(pool_call_t *call);
 void pool_pressure_hold(pool_call_t *call);
+
+/* pool_share.c: the depth per identity (call->owner), bounded. */
+void pool_share_init(pool_network_t *net);
+void pool_share_dispose(pool_network_t *net);
+void pool_share_hold(pool_call_t *call);
+void pool_share_release(pool_call_t *call);
+uint32_t pool_share_held(const pool_network_t *net, uint64_t owner);
 /* Credits spent at ep by an attempt of ncalls calls. */
 void pool_pressure_spent(pool_endpoint_t *ep, uint32_t ncalls, policy_cost_t cost);
 /* Inside the pool's snapshot: the shared level and the other workers' slots. */

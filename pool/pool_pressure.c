@@ -79,6 +79,7 @@ void pool_pressure_hold(pool_call_t *call)
         return;
     call->counted = 1;
     call->net->pressure.depth++;
+    pool_share_hold(call);
 }
 
 void pool_pressure_share(pool_call_t *call)
@@ -87,6 +88,7 @@ void pool_pressure_share(pool_call_t *call)
         return;
     call->counted = 0;
     call->net->pressure.depth--;
+    pool_share_release(call);
 }
 
 void pool_pressure_admit(pool_call_t *call)

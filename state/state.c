@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/sl_hash.h"
 #include "base/sl_log.h"
 #include "state/state_int.h"
 
@@ -285,19 +286,12 @@ sl_err_t state_purge(state_t *st, int db, state_live_fn live, uint64_t now, size
     return SL_OK;
 }
 
-static uint64_t fnv1a(uint64_t h, const char *s)
-{
-    for (; *s != '\0'; s++)
-        h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-    return h;
-}
-
 /* Logs a record that does not decode, once per key and process; past
  * STATE_CORRUPT_LOG_MAX distinct keys, once more and then no longer (the
  * snapshot refresh reads the same records every 50 ms). */
 void state_note_corrupt(state_t *st, const char *db, const char *key, sl_err_t err)
 {
-    uint64_t h = fnv1a(fnv1a(0xcbf29ce484222325ULL, db), key);
+    uint64_t h = sl_fnv1a_str(sl_fnv1a_str(SL_FNV1A_OFFSET, db), key);
     for (size_t i = 0; i < st->ncorrupt_logged; i++)
         if (st->corrupt_logged[i] == h)
             return;

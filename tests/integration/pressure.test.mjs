@@ -244,6 +244,33 @@ test('30 identical reads cost one upstream slot: counted once in the depth, anot
   assert.equal((await slow.stats()).methods.eth_getBalance, 1, 'one upstream call');
 });
 
+test('one identity filling the depth bears the shedding: another address\'s normal reads still go at critical', async () => {
+  const slow = await startFake({ name: 'slow', args: ['--mode', 'slow', '--delay-ms', '400'] });
+  started.push(slow);
+  const s = await startSluice({
+    workers: 1,
+    networks: { eth: { lines: [NOPROBE, 'pressure: { hold_ms: 1000, merge_window_ms: 0 }'],
+      endpoints: [{ id: 'slow', url: slow.url, max_inflight: 10 }] } },
+  });
+  started.push(s);
+  // 127.0.0.1 holds 9 of 10 slots with distinct reads: 0.9, critical
+  const heavy = load(s.url('eth'), 9, balance, { fresh: false });
+  await waitFor(async () => (await networkView(s)).level === 'critical', { what: 'critical', timeoutMs: 8000 });
+  // its next normal read is shed (it is over its share: half the ceiling)
+  const own = await postFresh(s.url('eth'), call('eth_getBalance', BAL, 'own'));
+  assert.equal(own.status, 503, own.text);
+  assert.deepEqual(own.json.error.data, { scope: 'pressure', level: 'critical', priority: 'normal', retry_after_ms: 2000 });
+  // another address holds nothing: it sees the level a step lower, elevated
+  const other = await postFresh(s.url('eth'), call('eth_getBalance', BAL, 'other'), {}, { localAddress: '127.0.0.2' });
+  assert.equal(other.status, 200, other.text);
+  assert.equal(other.headers.get('x-sluice-pressure'), 'critical', 'the header still says the network\'s level');
+  const otherLow = await postFresh(s.url('eth'), call('eth_call', [{ to: BAL[0] }, 'latest'], 'low'), {}, { localAddress: '127.0.0.2' });
+  assert.equal(otherLow.status, 503, 'its low priority calls wait for elevated to pass');
+  assert.equal(otherLow.json.error.data.level, 'elevated');
+  await heavy.stop();
+  assert.equal((await networkView(s)).identity_share, 0.5);
+});
+
 test('settle times far over their baseline elevate the level', async () => {
   const a = await startFake({ name: 'a' });
   started.push(a);

@@ -282,12 +282,14 @@ export function readAnswer(res, resolve, headers = res.headers) {
 
 // A POST on a new connection (no keep-alive): with SO_REUSEPORT the kernel
 // spreads such requests over every worker, which shared-budget tests need.
-export async function postFresh(url, body, headers = {}) {
+// localAddress (e.g. 127.0.0.2: all of 127/8 is loopback) makes the caller
+// another address, so another identity.
+export async function postFresh(url, body, headers = {}, { localAddress } = {}) {
   const http = await import('node:http');
   const data = typeof body === 'string' ? body : JSON.stringify(body);
   return new Promise((resolve, reject) => {
     const req = http.request(url, {
-      method: 'POST', agent: false,
+      method: 'POST', agent: false, localAddress,
       headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data), connection: 'close', ...headers },
     }, (res) => readAnswer(res, resolve, new Map(Object.entries(res.headers))));
     req.on('error', reject);

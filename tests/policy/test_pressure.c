@@ -306,3 +306,22 @@ Test(pressure, baseline_starts_at_first_p90_and_moves_slowly)
     }
     cr_expect(steps > 3 && steps * POLICY_BASELINE_STEP_MS <= 600000, "%d steps", steps);
 }
+
+Test(pressure, an_identity_under_its_share_sees_a_step_lower)
+{
+    policy_pressure_conf_t c = POLICY_PRESSURE_DEFAULTS;
+    cr_expect_eq(c.identity_share, 0.5);
+    /* a ceiling of 10 slots, two workers: each holds 2.5 of an identity's share, 2 */
+    cr_expect_eq(policy_pressure_share_cap(&c, 10, 2), 2);
+    cr_expect_eq(policy_pressure_share_cap(&c, 10, 1), 5);
+    cr_expect_eq(policy_pressure_share_cap(&c, 1, 4), 1, "at least one call");
+    cr_expect_eq(policy_pressure_share_cap(&c, 0, 0), 1);
+    /* the one filling the depth sees the level as it is; a light caller a step lower */
+    cr_expect_eq(policy_pressure_level_for(&c, POLICY_PRESSURE_CRITICAL, 5, 5), POLICY_PRESSURE_CRITICAL);
+    cr_expect_eq(policy_pressure_level_for(&c, POLICY_PRESSURE_CRITICAL, 4, 5), POLICY_PRESSURE_ELEVATED);
+    cr_expect_eq(policy_pressure_level_for(&c, POLICY_PRESSURE_ELEVATED, 0, 5), POLICY_PRESSURE_OK);
+    cr_expect_eq(policy_pressure_level_for(&c, POLICY_PRESSURE_OK, 9, 5), POLICY_PRESSURE_OK);
+    /* 1: no identity shares: everyone sees the network's level */
+    c.identity_share = 1;
+    cr_expect_eq(policy_pressure_level_for(&c, POLICY_PRESSURE_CRITICAL, 0, 5), POLICY_PRESSURE_CRITICAL);
+}
