@@ -127,6 +127,11 @@ void gw_cfg_network_dispose(pool_network_conf_t *net);
 void gw_cfg_net_hedge(gw_cfg_t *c, yaml_node_t *node, void *target);
 void gw_cfg_net_coalesce(gw_cfg_t *c, yaml_node_t *node, void *target);
 
+/* ---- gw_config_pressure.c ---- */
+
+/* GW_CFG_FN for a network's pressure: key; target is the pool_network_conf_t. */
+void gw_cfg_net_pressure(gw_cfg_t *c, yaml_node_t *node, void *target);
+
 /* ---- gw_config_cluster.c ---- */
 
 /* GW_CFG_FN for the top-level "cluster" key; target is the gw_config_t. */
