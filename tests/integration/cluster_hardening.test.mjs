@@ -1,0 +1,62 @@
+// Several hosts, hardening (issue 20): a Redis that answers errors, a bound
+// on the client-limit cells kept in Redis, and a host cut off from Redis
+// while the others keep going. Real redis-server processes, real sluice hosts.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { startFake, startSluice, call, sleep, waitFor, adminGet, events } from '../lib/harness.mjs';
+import { startRedis, redisAvailable } from '../lib/redis.mjs';
+
+const skip = redisAvailable() ? false : 'redis-server is not installed';
+
+const clusterLine = (url, host, extra = '') => `cluster: { redis: "${url}", host: "${host}"${extra} }`;
+
+async function waitMode(s, want, what, timeoutMs = 15000) {
+  return waitFor(async () => ((await adminGet(s, '/readyz')).json?.cluster || {}).mode === want,
+    { timeoutMs, what: `${what}: mode ${want}` });
+}
+
+const own = async (s, kind, host) => (await events(s)).filter((e) => e.kind === kind && e.host === host);
+
+const KEY = 'sl_hardenkey0a1b2c3d4e5f6a7b8c9d0e1f';
+const keyLine = (tier) => `tiers: { t: { ${tier} } }\nkeys: [ { sha256: "${createHash('sha256').update(KEY).digest('hex')}", tier: t, name: "k" } ]`;
+
+async function post(s, path, method = 'eth_blockNumber', headers = {}) {
+  const r = await fetch(`${s.base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(call(method)) });
+  await r.text();
+  return r.status;
+}
+
+test('a Redis out of memory answers errors: no flapping, at most one degraded/restored pair, every call answered', { skip }, async () => {
+  const fake = await startFake({ name: 'f' });
+  const redis = await startRedis();
+  const h1 = await startSluice({ workers: 2, networks: { eth: { endpoints: [{ id: 'a', url: fake.url }] } },
+    extra: `${clusterLine(redis.url(), 'oom1')}\n${keyLine('per_second: 1000')}` });
+  await waitMode(h1, 'shared', 'start');
+  // every write refused from now on: -OOM command not allowed when used memory > 'maxmemory'
+  assert.equal(redis.cli('CONFIG', 'SET', 'maxmemory', '1'), 'OK');
+  const statuses = {};
+  const end = Date.now() + 10000;
+  while (Date.now() < end) {
+    const st = await post(h1, `/eth/${KEY}`, 'eth_call');
+    statuses[st] = (statuses[st] || 0) + 1;
+    await sleep(20);
+  }
+  const deg = await own(h1, 'cluster_degraded', 'oom1');
+  const res = await own(h1, 'cluster_restored', 'oom1');
+  console.log(`Redis refusing writes for 10 s: ${deg.length} cluster_degraded, ${res.length} cluster_restored; calls ${JSON.stringify(statuses)}`);
+  assert.ok(deg.length <= 1 && res.length <= 1, `at most one pair: ${deg.length} degraded, ${res.length} restored`);
+  assert.equal(deg.length, 1, 'the refusal is reported');
+  assert.match(deg[0].reason, /OOM/);
+  assert.equal(((await adminGet(h1, '/readyz')).json.cluster || {}).mode, 'degraded', 'degraded while writes fail');
+  assert.deepEqual(Object.keys(statuses), ['200'], `every call answered, decided locally: ${JSON.stringify(statuses)}`);
+  const m = (await adminGet(h1, '/metrics')).text;
+  assert.match(m, /sluice_cluster_redis_errors_total\{host="oom1"\} [1-9]/, 'the error replies are counted');
+  assert.doesNotMatch(h1.logs(), /Redis at \S+ (lost|unreachable)/, 'the connection itself never went');
+  // memory back: shared again, the pair completed
+  assert.equal(redis.cli('CONFIG', 'SET', 'maxmemory', '0'), 'OK');
+  await waitMode(h1, 'shared', 'writes accepted again', 5000);
+  await waitFor(async () => (await own(h1, 'cluster_restored', 'oom1')).length === 1, { timeoutMs: 3000, what: 'restored' });
+});
+
