@@ -74,12 +74,12 @@ int state_cluster_limit_lease(state_cluster_t *cl, const state_cluster_cell_t *c
 {
     if (!state_cluster_up(cl) || n == 0 || n > STATE_CLUSTER_MAX_CELLS)
         return -1;
-    char keys[STATE_CLUSTER_MAX_CELLS][STATE_CLUSTER_PREFIX_MAX + STATE_KEY_MAX + 8];
-    char nums[2 + 3 * STATE_CLUSTER_MAX_CELLS][24], nkeys[8];
-    const char *argv[4 + STATE_CLUSTER_MAX_CELLS * 4];
-    size_t lens[4 + STATE_CLUSTER_MAX_CELLS * 4];
+    char keys[STATE_CLUSTER_MAX_CELLS + 1][STATE_CLUSTER_PREFIX_MAX + STATE_KEY_MAX + 8];
+    char nums[3 + 3 * STATE_CLUSTER_MAX_CELLS][24], nkeys[8];
+    const char *argv[6 + STATE_CLUSTER_MAX_CELLS * 4];
+    size_t lens[6 + STATE_CLUSTER_MAX_CELLS * 4];
     int argc = 0;
-    snprintf(nkeys, sizeof(nkeys), "%zu", n);
+    snprintf(nkeys, sizeof(nkeys), "%zu", n + 1);
     argv[argc++] = "EVALSHA";
     argv[argc++] = cl->sha[STATE_SCRIPT_GCRA];
     argv[argc++] = nkeys;
@@ -87,6 +87,9 @@ int state_cluster_limit_lease(state_cluster_t *cl, const state_cluster_cell_t *c
         snprintf(keys[i], sizeof(keys[i]), "%slim:%s", cl->conf->prefix, cells[i].key);
         argv[argc++] = keys[i];
     }
+    /* the cells' index: the bound of state.max_limit_cells, as in LMDB */
+    snprintf(keys[n], sizeof(keys[n]), "%slimidx", cl->conf->prefix);
+    argv[argc++] = keys[n];
     size_t k = 0;
     snprintf(nums[k], sizeof(nums[k]), "%u", need);
     argv[argc++] = nums[k++];
@@ -100,6 +103,8 @@ int state_cluster_limit_lease(state_cluster_t *cl, const state_cluster_cell_t *c
         snprintf(nums[k], sizeof(nums[k]), "%llu", (unsigned long long)cells[i].window_us);
         argv[argc++] = nums[k++];
     }
+    snprintf(nums[k], sizeof(nums[k]), "%zu", state_cells_max(cl->st));
+    argv[argc++] = nums[k++];
     for (int i = 0; i < argc; i++)
         lens[i] = strlen(argv[i]);
     lim_op_t *op = sl_xmalloc(sizeof(*op));

@@ -66,21 +66,33 @@ static const char level_lua[] =
     "redis.call('SET', KEYS[1], ARGV[1])\n"
     "return 1\n";
 
-/* KEYS client-limit cells; ARGV need, want, then per cell the interval,
- * capacity and window in µs. Each cell holds its TAT in µs of Redis' clock
- * and expires when its backlog is gone. The same arithmetic as
+/* KEYS client-limit cells, then the cells' index (a sorted set); ARGV need,
+ * want, then per cell the interval, capacity and window in µs, then the
+ * most cells kept. Each cell holds its TAT in µs of Redis' clock and
+ * expires a second after its backlog is gone. The same arithmetic as
  * policy/limiter.c: a cell fits floor((C - backlog) / I) calls; the lease is
  * the fewest any cell fits, at most want, or nothing when that is below
  * need (the wait: until need calls fit in every cell, at most a window).
+ *
+ * The bound (state.max_limit_cells, as LMDB's): the index scores every
+ * cell by its TAT, so its first members are the cells that owe the fewest
+ * calls' time; entries whose cell has expired are cut by score on every
+ * run (cheap: a range at the low end), and a cell written past the bound
+ * evicts the lowest others (never a cell of this call). O(log cells) per
+ * lease, and the index is exact where a count would drift with expiries.
+ * The evicted keys are not in KEYS: one Redis only (no Redis Cluster).
  * Returns {granted, retry_us, now_us, tat_us per cell}. */
 static const char gcra_lua[] =
     "local t = redis.call('TIME')\n"
     "local now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
+    "local n = #KEYS - 1\n"
+    "local idx = KEYS[#KEYS]\n"
     "local need = tonumber(ARGV[1])\n"
     "local grant = tonumber(ARGV[2])\n"
+    "local cap = tonumber(ARGV[3 * n + 3])\n"
     "local retry = 0\n"
     "local back = {}\n"
-    "for i = 1, #KEYS do\n"
+    "for i = 1, n do\n"
     "  local I = tonumber(ARGV[3 * i]); local C = tonumber(ARGV[3 * i + 1]); local W = tonumber(ARGV[3 * i + 2])\n"
     "  local tat = tonumber(redis.call('GET', KEYS[i]) or '0') or 0\n"
     "  local d = 0\n"
@@ -98,15 +110,29 @@ static const char gcra_lua[] =
     "end\n"
     "local out = {0, retry, now}\n"
     "if grant < need or grant <= 0 then\n"
-    "  for i = 1, #KEYS do out[3 + i] = now + back[i] end\n"
+    "  for i = 1, n do out[3 + i] = now + back[i] end\n"
     "  return out\n"
     "end\n"
     "out[1] = grant\n"
     "out[2] = 0\n"
-    "for i = 1, #KEYS do\n"
+    "local mine = {}\n"
+    "for i = 1, n do\n"
     "  local tat = now + back[i] + grant * tonumber(ARGV[3 * i])\n"
     "  redis.call('SET', KEYS[i], string.format('%.0f', tat), 'PX', math.floor((tat - now) / 1000) + 1000)\n"
+    "  redis.call('ZADD', idx, tat, KEYS[i])\n"
+    "  mine[KEYS[i]] = true\n"
     "  out[3 + i] = tat\n"
+    "end\n"
+    "redis.call('ZREMRANGEBYSCORE', idx, '-inf', '(' .. string.format('%.0f', now - 1000000))\n"
+    "local over = redis.call('ZCARD', idx) - cap\n"
+    "if over > 0 then\n"
+    "  for _, k in ipairs(redis.call('ZRANGE', idx, 0, over + n - 1)) do\n"
+    "    if over > 0 and not mine[k] then\n"
+    "      redis.call('DEL', k)\n"
+    "      redis.call('ZREM', idx, k)\n"
+    "      over = over - 1\n"
+    "    end\n"
+    "  end\n"
     "end\n"
     "return out\n";
 
@@ -116,7 +142,10 @@ static const char gcra_lua[] =
  * clock behind) counts in the stored window. Every window must have need
  * left, or nothing is spent (budget_exhausted due once per window); a
  * granted lease is min(max(size, need), left); budget_low is due once per
- * window when at most low_pct of it is left. Returns {granted, then per
+ * window when at most low_pct of it is left. A ledger has no TTL (a key per
+ * endpoint and window name, reset in place when a window turns over: their
+ * number is bounded by the config), so a volatile-* maxmemory-policy never
+ * takes one; PERSIST clears the TTL older versions set. Returns {granted, then per
  * ledger grant, start, spent, event (1 low, 2 exhausted)}. */
 static const char credits_lua[] =
     "local low_pct = tonumber(ARGV[1])\n"
@@ -161,7 +190,7 @@ static const char credits_lua[] =
     "  if (not lacking) or ev[i] ~= 0 then\n"
     "    redis.call('HSET', KEYS[i], 'start', string.format('%.0f', st[i]), 'spent', string.format('%.0f', sp[i]),\n"
     "               'low', lo[i], 'exh', ex[i])\n"
-    "    redis.call('PEXPIREAT', KEYS[i], tonumber(ARGV[b + 2]) + 86400000)\n"
+    "    redis.call('PERSIST', KEYS[i])\n"
     "  end\n"
     "  out[2 + 4 * (i - 1)] = gr[i]\n"
     "  out[3 + 4 * (i - 1)] = st[i]\n"

@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { startFake, startSluice, call, sleep, waitFor, adminGet, events } from '../lib/harness.mjs';
+import { startFake, startSluice, call, sleep, waitFor, adminGet, events, tempDir, renderConfig } from '../lib/harness.mjs';
 import { startRedis, redisAvailable } from '../lib/redis.mjs';
 
 const skip = redisAvailable() ? false : 'redis-server is not installed';
@@ -60,3 +60,50 @@ test('a Redis out of memory answers errors: no flapping, at most one degraded/re
   await waitFor(async () => (await own(h1, 'cluster_restored', 'oom1')).length === 1, { timeoutMs: 3000, what: 'restored' });
 });
 
+// Distinct callers, `per` at a time, one call each; the statuses seen.
+async function identities(s, n, { per = 16, first = 0 } = {}) {
+  const counts = {};
+  let next = first;
+  await Promise.all(Array.from({ length: per }, async () => {
+    while (next < first + n) {
+      const i = next++;
+      const st = await post(s, '/eth', 'eth_call', { 'x-forwarded-for': `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}` });
+      counts[st] = (counts[st] || 0) + 1;
+    }
+  }));
+  return counts;
+}
+
+const cellKeys = (redis) => redis.cli('--scan', '--pattern', 'sluice:lim:*').split('\n').filter(Boolean).length;
+
+test('client-limit cells in Redis keep to state.max_limit_cells: the cell owing the fewest calls goes first', { skip }, async () => {
+  const fake = await startFake({ name: 'f' });
+  const redis = await startRedis();
+  const dir = tempDir();
+  const cap = 200, n = 1500;
+  const s = await startSluice(renderConfig({ workers: 2, server: { trusted_proxies: '["127.0.0.1/32"]', access_log: 'false' },
+    networks: { eth: { lines: ['ranking: { probe_interval_ms: 0 }'], endpoints: [{ id: 'a', url: fake.url }] } },
+    extra: `${clusterLine(redis.url(), 'cells1')}\ntiers: { anonymous: { per_minute: 30 } }\n` +
+      `state: { path: "${dir}/state", max_limit_cells: ${cap} }` }));
+  await waitMode(s, 'shared', 'start');
+  // a caller there before the flood, owing most of its minute
+  const steadyIp = '192.0.2.7';
+  let steadyOk = 0;
+  for (let i = 0; i < 25; i++) steadyOk += (await post(s, '/eth', 'eth_call', { 'x-forwarded-for': steadyIp })) === 200;
+  assert.equal(steadyOk, 25);
+  const counts = await identities(s, n);
+  const keys = cellKeys(redis);
+  console.log(`${n} identities with one cell each, max_limit_cells ${cap}: ${keys} cell keys in Redis (DBSIZE ${redis.cli('DBSIZE')}); ${JSON.stringify(counts)}`);
+  assert.equal(counts[200], n, 'each new caller is admitted');
+  assert.ok(keys <= cap, `at most ${cap} cells: ${keys}`);
+  assert.ok(Number(redis.cli('ZCARD', 'sluice:limidx')) <= cap);
+  // the flood's cells each owe one call (2 s of the minute); the steady
+  // caller's owes 25: it is kept, so it still has only 5 calls left
+  let more = 0;
+  for (let i = 0; i < 10; i++) more += (await post(s, '/eth', 'eth_call', { 'x-forwarded-for': steadyIp })) === 200;
+  assert.ok(more <= 5 + 4, `the steady caller keeps its limit: ${more} more admitted`);
+  // every other key has no TTL: a volatile-* maxmemory-policy can only take cells
+  for (const k of redis.cli('--scan').split('\n').filter(Boolean)) {
+    if (!k.startsWith('sluice:lim:')) assert.equal(redis.cli('PTTL', k), '-1', `${k} has no TTL`);
+  }
+});
