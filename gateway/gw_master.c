@@ -53,6 +53,18 @@ typedef struct retiring {
     uint64_t kill_at_ms;          /* SIGKILL if still running: its grace period + 2 s */
 } retiring_t;
 
+/* A reload whose new workers are coming up: the supervise loop watches
+ * their ready pipes among its other duties, so the master goes on reaping,
+ * respawning and housekeeping while they start. */
+typedef struct reload_run {
+    int active;
+    gw_config_t *next;            /* the new configuration (owned until installed) */
+    gw_config_diff_t diff;
+    gw_reload_req_t req;
+    uint64_t start_ms;
+    uint64_t deadline_ms;         /* not all ready by then: the reload fails */
+} reload_run_t;
+
 typedef struct master {
     const gw_config_t *cfg;       /* the running configuration */
     gw_config_t *owned;           /* cfg once a reload loaded it (the master frees it) */
@@ -65,6 +77,7 @@ typedef struct master {
     int sigfd;
     worker_slot_t slots[MAX_WORKERS];
     worker_slot_t fresh[MAX_WORKERS]; /* a reload's new workers, until all of them accept */
+    reload_run_t run;             /* the reload under way, if any */
     retiring_t retiring[MAX_RETIRING];
     size_t nretiring;
     unsigned n;
@@ -188,9 +201,12 @@ static int wait_ready(worker_slot_t *set, unsigned n)
 
 static void stop_all(master_t *m, int sig)
 {
-    for (unsigned i = 0; i < m->n; i++)
+    for (unsigned i = 0; i < m->n; i++) {
         if (m->slots[i].pid > 0)
             kill(m->slots[i].pid, sig);
+        if (m->fresh[i].pid > 0)
+            kill(m->fresh[i].pid, sig);
+    }
     for (size_t i = 0; i < m->nretiring; i++)
         kill(m->retiring[i].pid, sig);
 }
@@ -199,7 +215,7 @@ static unsigned running(const master_t *m)
 {
     unsigned n = (unsigned)m->nretiring;
     for (unsigned i = 0; i < m->n; i++)
-        n += m->slots[i].pid > 0;
+        n += (m->slots[i].pid > 0) + (m->fresh[i].pid > 0);
     return n;
 }
 
@@ -279,9 +295,18 @@ static void reap(master_t *m)
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
         if (reap_retiring(m, pid, status))
             continue;
-        for (unsigned i = 0; i < m->n; i++)
+        for (unsigned i = 0; i < m->n; i++) {
             if (m->slots[i].pid == pid)
                 reap_current(m, i, status);
+            if (m->fresh[i].pid == pid) {
+                /* a reload's worker died before it was ready: its pipe's
+                 * end of file fails the reload (reload_poll) */
+                char how[96];
+                describe_exit(status, how, sizeof(how));
+                sl_log_error("reload: new worker %u (pid %d) %s", i + 1, (int)pid, how);
+                m->fresh[i].pid = 0;
+            }
+        }
     }
 }
 
@@ -322,6 +347,8 @@ static int next_wakeup_ms(const master_t *m)
             next = m->slots[i].respawn_at_ms;
     if (m->stopping)
         return 100;
+    if (m->run.active && m->run.deadline_ms < next)
+        next = m->run.deadline_ms;
     if (next == UINT64_MAX || next > now + HOUSEKEEP_MS)
         return HOUSEKEEP_MS; /* the shared state's chores */
     return next <= now ? 0 : (int)(next - now);
@@ -366,38 +393,31 @@ static void install(master_t *m, gw_config_t *next)
     m->args.cfg = next;
 }
 
-/* The one reload path (SIGHUP, POST /admin/reload). The new workers start
- * and accept on the same sockets before the old ones are told to drain; if
- * anything fails first, the old workers never notice. */
-static void reload(master_t *m, gw_reload_req_t req)
+/* Ends the reload under way: the new configuration and diff are dropped. */
+static void reload_clear(master_t *m)
 {
-    uint64_t start = sl_now_ms();
-    gw_config_diff_t diff;
-    if (m->stopping)
-        return;
-    gw_config_t *next = gw_reload_load(m->cfg, m->state, &req, &diff);
-    if (next == NULL)
-        return;
-    if (assign_fresh_slots(m) != 0) {
-        gw_reload_failed(m->state, &req, 1,
-                         "two earlier reloads are still draining their workers; try again once they have exited "
-                         "(within server.shutdown_grace_ms)");
-        goto drop;
-    }
-    int ok = 1;
-    for (unsigned i = 0; i < m->n && ok; i++)
-        ok = spawn(m, &m->fresh[i], i, next) > 0;
-    if (!ok || wait_ready(m->fresh, m->n) != 0) {
-        for (unsigned i = 0; i < m->n; i++)
-            retire(m, &m->fresh[i], next->server.shutdown_grace_ms);
-        gw_reload_failed(m->state, &req, 1,
-                         "a worker could not start with the new configuration (see the log); the running workers "
-                         "keep serving");
-        goto drop;
-    }
+    for (unsigned i = 0; i < m->n; i++)
+        m->fresh[i] = (worker_slot_t){.ready_fd = -1};
+    gw_config_diff_dispose(&m->run.diff);
+    gw_config_destroy(m->run.next);
+    m->run = (reload_run_t){0};
+}
+
+/* The new workers did not all come up: they go, the running ones stay. */
+static void reload_abort(master_t *m, const char *why)
+{
+    for (unsigned i = 0; i < m->n; i++)
+        retire(m, &m->fresh[i], m->run.next->server.shutdown_grace_ms);
+    gw_reload_failed(m->state, &m->run.req, 1, why);
+    reload_clear(m);
+}
+
+/* Every new worker accepts: the old ones drain, the new config is in. */
+static void reload_finish(master_t *m)
+{
     /* recorded before the old workers drain: an admin request waiting in one
      * of them finds its answer */
-    gw_reload_done(m->state, &req, &diff, sl_now_ms() - start);
+    gw_reload_done(m->state, &m->run.req, &m->run.diff, sl_now_ms() - m->run.start_ms);
     sl_log_info("reload: %u new worker(s) accept; the previous ones drain (grace %u ms)", m->n,
                 m->cfg->server.shutdown_grace_ms);
     for (unsigned i = 0; i < m->n; i++) {
@@ -405,13 +425,76 @@ static void reload(master_t *m, gw_reload_req_t req)
         m->slots[i] = m->fresh[i];
         m->fresh[i] = (worker_slot_t){.ready_fd = -1};
     }
-    install(m, next);
-    next = NULL;
-drop:
+    install(m, m->run.next);
+    m->run.next = NULL;
+    reload_clear(m);
+}
+
+/* The one reload path (SIGHUP, POST /admin/reload). The new workers start
+ * and accept on the same sockets before the old ones are told to drain; if
+ * anything fails first, the old workers never notice. This only starts
+ * them: reload_poll, in the supervise loop, waits for them to be ready. */
+static void reload(master_t *m, gw_reload_req_t req)
+{
+    if (m->stopping)
+        return;
+    if (m->run.active) {
+        gw_reload_failed(m->state, &req, 1,
+                         "a reload is under way (its new workers are starting); try again once it has finished");
+        return;
+    }
+    uint64_t start = sl_now_ms();
+    gw_config_diff_t diff;
+    gw_config_t *next = gw_reload_load(m->cfg, m->state, &req, &diff);
+    if (next == NULL)
+        return;
+    m->run = (reload_run_t){1, next, diff, req, start, start + STARTUP_TIMEOUT_MS};
+    if (assign_fresh_slots(m) != 0) {
+        gw_reload_failed(m->state, &req, 1,
+                         "two earlier reloads are still draining their workers; try again once they have exited "
+                         "(within server.shutdown_grace_ms)");
+        reload_clear(m);
+        return;
+    }
+    for (unsigned i = 0; i < m->n; i++) {
+        if (spawn(m, &m->fresh[i], i, next) <= 0) {
+            reload_abort(m, "a worker could not start with the new configuration (see the log); the running workers "
+                            "keep serving");
+            return;
+        }
+    }
+}
+
+/* Reads the ready pipes that poll found readable; finishes or fails the
+ * reload under way when it can. */
+static void reload_poll(master_t *m, const struct pollfd *p, unsigned np, uint64_t now)
+{
+    if (!m->run.active)
+        return;
+    int failed = 0;
+    for (unsigned k = 0; k < np; k++) {
+        if (p[k].revents == 0)
+            continue;
+        for (unsigned i = 0; i < m->n; i++) {
+            worker_slot_t *s = &m->fresh[i];
+            if (s->ready_fd != p[k].fd)
+                continue;
+            char c;
+            ssize_t rd = read(s->ready_fd, &c, 1);
+            if (rd == 1)
+                close_fd(&s->ready_fd);
+            else if (rd == 0 || (errno != EAGAIN && errno != EINTR))
+                failed = 1; /* end of file: the worker died during setup */
+        }
+    }
+    unsigned waiting = 0;
     for (unsigned i = 0; i < m->n; i++)
-        m->fresh[i] = (worker_slot_t){.ready_fd = -1};
-    gw_config_diff_dispose(&diff);
-    gw_config_destroy(next);
+        waiting += m->fresh[i].ready_fd >= 0;
+    if (failed || (waiting > 0 && now >= m->run.deadline_ms))
+        reload_abort(m, "a worker could not start with the new configuration (see the log); the running workers "
+                        "keep serving");
+    else if (waiting == 0)
+        reload_finish(m);
 }
 
 static void handle_signal(master_t *m, const struct signalfd_siginfo *si)
@@ -424,6 +507,8 @@ static void handle_signal(master_t *m, const struct signalfd_siginfo *si)
             sl_log_info("%s: stopping; workers drain their requests (grace %u ms)", strsignal(sig),
                         m->cfg->server.shutdown_grace_ms);
         m->stopping = 1;
+        if (m->run.active)
+            reload_abort(m, "sluice is stopping");
         close_listeners(m); /* new connections are refused once the workers let go too */
         stop_all(m, SIGTERM);
     } else if (sig == SIGHUP) {
@@ -446,13 +531,20 @@ static void supervise(master_t *m)
             stop_all(m, SIGKILL);
             kill_at = UINT64_MAX;
         }
-        struct pollfd p = {m->sigfd, POLLIN, 0};
-        int rc = poll(&p, 1, next_wakeup_ms(m));
-        if (rc > 0) {
+        /* the signals, and the ready pipes of a reload's new workers */
+        struct pollfd p[1 + MAX_WORKERS];
+        unsigned np = 1;
+        p[0] = (struct pollfd){m->sigfd, POLLIN, 0};
+        for (unsigned i = 0; m->run.active && i < m->n; i++)
+            if (m->fresh[i].ready_fd >= 0)
+                p[np++] = (struct pollfd){m->fresh[i].ready_fd, POLLIN, 0};
+        int rc = poll(p, np, next_wakeup_ms(m));
+        if (rc > 0 && p[0].revents != 0) {
             struct signalfd_siginfo si;
             while (read(m->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
                 handle_signal(m, &si);
         }
+        reload_poll(m, p + 1, np - 1, sl_now_ms());
         if (!m->stopping) {
             respawn_due(m);
             kill_overdue(m);
