@@ -118,6 +118,9 @@ int state_cluster_up(const state_cluster_t *cl);
 /* Hosts that sent a heartbeat within the last STATE_CLUSTER_HOST_TTL_MS, as
  * last seen (at least 1). Local enforcement divides limits by it. */
 #define STATE_CLUSTER_HOST_TTL_MS 10000
+/* A host whose heartbeat (every second) is older than this is taken to be
+ * cut off: the others hold its share of each limit back (gcra script). */
+#define STATE_CLUSTER_ALIVE_MS 3000
 uint32_t state_cluster_hosts(const state_cluster_t *cl);
 /* This host's name. */
 const char *state_cluster_host(const state_cluster_t *cl);

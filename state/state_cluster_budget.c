@@ -75,11 +75,11 @@ int state_cluster_limit_lease(state_cluster_t *cl, const state_cluster_cell_t *c
     if (!state_cluster_up(cl) || n == 0 || n > STATE_CLUSTER_MAX_CELLS)
         return -1;
     char keys[STATE_CLUSTER_MAX_CELLS + 1][STATE_CLUSTER_PREFIX_MAX + STATE_KEY_MAX + 8];
-    char nums[3 + 3 * STATE_CLUSTER_MAX_CELLS][24], nkeys[8];
-    const char *argv[6 + STATE_CLUSTER_MAX_CELLS * 4];
-    size_t lens[6 + STATE_CLUSTER_MAX_CELLS * 4];
+    char nums[5 + 3 * STATE_CLUSTER_MAX_CELLS][24], nkeys[8];
+    const char *argv[10 + STATE_CLUSTER_MAX_CELLS * 4];
+    size_t lens[10 + STATE_CLUSTER_MAX_CELLS * 4];
     int argc = 0;
-    snprintf(nkeys, sizeof(nkeys), "%zu", n + 1);
+    snprintf(nkeys, sizeof(nkeys), "%zu", n + 2);
     argv[argc++] = "EVALSHA";
     argv[argc++] = cl->sha[STATE_SCRIPT_GCRA];
     argv[argc++] = nkeys;
@@ -90,6 +90,7 @@ int state_cluster_limit_lease(state_cluster_t *cl, const state_cluster_cell_t *c
     /* the cells' index: the bound of state.max_limit_cells, as in LMDB */
     snprintf(keys[n], sizeof(keys[n]), "%slimidx", cl->conf->prefix);
     argv[argc++] = keys[n];
+    argv[argc++] = cl->hosts_key; /* hosts cut off: their share is held back */
     size_t k = 0;
     snprintf(nums[k], sizeof(nums[k]), "%u", need);
     argv[argc++] = nums[k++];
@@ -104,6 +105,10 @@ int state_cluster_limit_lease(state_cluster_t *cl, const state_cluster_cell_t *c
         argv[argc++] = nums[k++];
     }
     snprintf(nums[k], sizeof(nums[k]), "%zu", state_cells_max(cl->st));
+    argv[argc++] = nums[k++];
+    snprintf(nums[k], sizeof(nums[k]), "%u", STATE_CLUSTER_ALIVE_MS);
+    argv[argc++] = nums[k++];
+    snprintf(nums[k], sizeof(nums[k]), "%u", STATE_CLUSTER_HOST_TTL_MS);
     argv[argc++] = nums[k++];
     for (int i = 0; i < argc; i++)
         lens[i] = strlen(argv[i]);

@@ -6,14 +6,16 @@
  * the config's); scripts touch only the keys they are given. */
 #include "state/state_cluster_int.h"
 
-/* KEYS[1] hosts set; ARGV host, ttl_ms, own heartbeat channel.
+/* KEYS[1] hosts set; ARGV host, ttl_ms, own heartbeat channel. A host is
+ * kept a day after its last heartbeat: the limits hold a vanished host's
+ * share back for their window (gcra), a day at most.
  * Returns {hosts seen within ttl, TIME seconds, TIME microseconds}. */
 static const char hello_lua[] =
     "local t = redis.call('TIME')\n"
     "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
     "local ttl = tonumber(ARGV[2])\n"
     "redis.call('ZADD', KEYS[1], now, ARGV[1])\n"
-    "redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - 10 * ttl)\n"
+    "redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - 86400000 - 10 * ttl)\n"
     "local n = redis.call('ZCOUNT', KEYS[1], now - ttl, '+inf')\n"
     "redis.call('PUBLISH', ARGV[3], 'hb')\n"
     "return {n, t[1], t[2]}\n";
@@ -66,9 +68,9 @@ static const char level_lua[] =
     "redis.call('SET', KEYS[1], ARGV[1])\n"
     "return 1\n";
 
-/* KEYS client-limit cells, then the cells' index (a sorted set); ARGV need,
- * want, then per cell the interval, capacity and window in µs, then the
- * most cells kept. Each cell holds its TAT in µs of Redis' clock and
+/* KEYS client-limit cells, then the cells' index (a sorted set), then the
+ * hosts set; ARGV need, want, then per cell the interval, capacity and
+ * window in µs, then the most cells kept, a host's alive_ms and hold_ms. Each cell holds its TAT in µs of Redis' clock and
  * expires a second after its backlog is gone. The same arithmetic as
  * policy/limiter.c: a cell fits floor((C - backlog) / I) calls; the lease is
  * the fewest any cell fits, at most want, or nothing when that is below
@@ -81,19 +83,35 @@ static const char level_lua[] =
  * evicts the lowest others (never a cell of this call). O(log cells) per
  * lease, and the index is exact where a count would drift with expiries.
  * The evicted keys are not in KEYS: one Redis only (no Redis Cluster).
+ *
+ * Hosts cut off from Redis: such a host enforces limit / hosts on its own
+ * (the hosts it last saw, itself included). So that the cluster does not
+ * admit that share twice, the hosts still here hold it back: a host seen
+ * within a cell's window (plus hold_ms) but not within alive_ms is taken
+ * to be spending its share alone, and the cell's interval grows by
+ * known / alive (the connected hosts get alive / known of the limit). A
+ * host that has been away longer than the window is taken to be gone.
  * Returns {granted, retry_us, now_us, tat_us per cell}. */
 static const char gcra_lua[] =
     "local t = redis.call('TIME')\n"
     "local now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
-    "local n = #KEYS - 1\n"
-    "local idx = KEYS[#KEYS]\n"
+    "local n = #KEYS - 2\n"
+    "local idx = KEYS[n + 1]\n"
     "local need = tonumber(ARGV[1])\n"
     "local grant = tonumber(ARGV[2])\n"
     "local cap = tonumber(ARGV[3 * n + 3])\n"
+    "local now_ms = math.floor(now / 1000)\n"
+    "local alive = redis.call('ZCOUNT', KEYS[n + 2], now_ms - tonumber(ARGV[3 * n + 4]), '+inf')\n"
     "local retry = 0\n"
     "local back = {}\n"
+    "local step = {}\n"
     "for i = 1, n do\n"
     "  local I = tonumber(ARGV[3 * i]); local C = tonumber(ARGV[3 * i + 1]); local W = tonumber(ARGV[3 * i + 2])\n"
+    "  if alive > 0 then\n"
+    "    local known = redis.call('ZCOUNT', KEYS[n + 2], now_ms - math.floor(W / 1000) - tonumber(ARGV[3 * n + 5]), '+inf')\n"
+    "    if known > alive then I = math.ceil(I * known / alive) end\n"
+    "  end\n"
+    "  step[i] = I\n"
     "  local tat = tonumber(redis.call('GET', KEYS[i]) or '0') or 0\n"
     "  local d = 0\n"
     "  if tat > now then d = tat - now end\n"
@@ -117,7 +135,7 @@ static const char gcra_lua[] =
     "out[2] = 0\n"
     "local mine = {}\n"
     "for i = 1, n do\n"
-    "  local tat = now + back[i] + grant * tonumber(ARGV[3 * i])\n"
+    "  local tat = now + back[i] + grant * step[i]\n"
     "  redis.call('SET', KEYS[i], string.format('%.0f', tat), 'PX', math.floor((tat - now) / 1000) + 1000)\n"
     "  redis.call('ZADD', idx, tat, KEYS[i])\n"
     "  mine[KEYS[i]] = true\n"
