@@ -154,29 +154,58 @@ static const char gcra_lua[] =
     "end\n"
     "return out\n";
 
-/* KEYS credit ledgers (hashes start, spent, low, exh); ARGV low_pct, then
- * per ledger start_ms, end_ms, budget, need, size. A window's start never
- * moves back: a newer start resets the ledger, an older one (a caller's
- * clock behind) counts in the stored window. Every window must have need
- * left, or nothing is spent (budget_exhausted due once per window); a
- * granted lease is min(max(size, need), left); budget_low is due once per
- * window when at most low_pct of it is left. A ledger has no TTL (a key per
- * endpoint and window name, reset in place when a window turns over: their
- * number is bounded by the config), so a volatile-* maxmemory-policy never
- * takes one; PERSIST clears the TTL older versions set. Returns {granted, then per
- * ledger grant, start, spent, event (1 low, 2 exhausted)}. */
+/* KEYS credit ledgers (hashes start, spent, low, exh, and s:<host>), then
+ * the hosts set; ARGV low_pct, this host, alive_ms, hold_ms, then per
+ * ledger start_ms, end_ms, budget, need, size. A window's start never moves
+ * back: a newer start resets the ledger, an older one (a caller's clock
+ * behind) counts in the stored window. Every window must have need left, or
+ * nothing is spent (budget_exhausted due once per window when the budget
+ * itself lacks it); a granted lease is min(max(size, need), left);
+ * budget_low is due once per window when at most low_pct of it is left.
+ *
+ * Hosts cut off: a host without Redis spends its share of what it last saw
+ * left, (budget - seen) / hosts (pool_credit.c), so Redis notes what each
+ * host last saw (s:<host>, on every answer) and the hosts still here leave
+ * that much alone ("held"): a host seen within the window (plus hold_ms) but
+ * not within alive_ms, divided by the hosts around at its last heartbeat.
+ *
+ * A ledger has no TTL (a key per endpoint and window name, reset in place
+ * when a window turns over: their number is bounded by the config), so a
+ * volatile-* maxmemory-policy never takes one; PERSIST clears the TTL older
+ * versions set. Returns {granted, then per ledger grant, start, spent,
+ * event (1 low, 2 exhausted)}. */
 static const char credits_lua[] =
     "local low_pct = tonumber(ARGV[1])\n"
-    "local n = #KEYS\n"
-    "local st, sp, lo, ex, gr, ev = {}, {}, {}, {}, {}, {}\n"
+    "local me = ARGV[2]\n"
+    "local n = #KEYS - 1\n"
+    "local hk = KEYS[n + 1]\n"
+    "local t = redis.call('TIME')\n"
+    "local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "local alive_ms = tonumber(ARGV[3]); local hold = tonumber(ARGV[4])\n"
+    "local function held(key, budget, len, fresh)\n"
+    "  local v = redis.call('ZRANGEBYSCORE', hk, now_ms - len - hold, '(' .. (now_ms - alive_ms), 'WITHSCORES')\n"
+    "  local sum = 0\n"
+    "  for j = 1, #v, 2 do\n"
+    "    if v[j] ~= me then\n"
+    "      local seen = 0\n"
+    "      if not fresh then seen = tonumber(redis.call('HGET', key, 's:' .. v[j]) or '0') or 0 end\n"
+    "      local nh = redis.call('ZCOUNT', hk, tonumber(v[j + 1]) - hold, '+inf')\n"
+    "      if nh < 1 then nh = 1 end\n"
+    "      if budget > seen then sum = sum + math.floor((budget - seen) / nh) end\n"
+    "    end\n"
+    "  end\n"
+    "  return sum\n"
+    "end\n"
+    "local st, sp, lo, ex, gr, ev, fresh = {}, {}, {}, {}, {}, {}, {}\n"
     "local lacking = false\n"
     "for i = 1, n do\n"
-    "  local b = 1 + 5 * (i - 1)\n"
+    "  local b = 4 + 5 * (i - 1)\n"
     "  local start = tonumber(ARGV[b + 1]); local budget = tonumber(ARGV[b + 3])\n"
     "  local need = tonumber(ARGV[b + 4]); local size = tonumber(ARGV[b + 5])\n"
     "  local h = redis.call('HMGET', KEYS[i], 'start', 'spent', 'low', 'exh')\n"
     "  local s0 = tonumber(h[1] or '0') or 0\n"
-    "  if start > s0 then\n"
+    "  fresh[i] = start > s0\n"
+    "  if fresh[i] then\n"
     "    st[i] = start; sp[i] = 0; lo[i] = 0; ex[i] = 0\n"
     "  else\n"
     "    st[i] = s0; sp[i] = tonumber(h[2] or '0') or 0; lo[i] = tonumber(h[3] or '0') or 0; ex[i] = tonumber(h[4] or '0') or 0\n"
@@ -184,20 +213,21 @@ static const char credits_lua[] =
     "  ev[i] = 0; gr[i] = 0\n"
     "  local left = 0\n"
     "  if budget > sp[i] then left = budget - sp[i] end\n"
-    "  if left < need then\n"
+    "  local free = left - held(KEYS[i], budget, tonumber(ARGV[b + 2]) - start, fresh[i])\n"
+    "  if free < need then\n"
     "    lacking = true\n"
-    "    if ex[i] == 0 then ex[i] = 1; ev[i] = 2 end\n"
+    "    if left < need and ex[i] == 0 then ex[i] = 1; ev[i] = 2 end\n"
     "  else\n"
     "    local g = size\n"
     "    if g < need then g = need end\n"
-    "    if g > left then g = left end\n"
+    "    if g > free then g = free end\n"
     "    gr[i] = g\n"
     "  end\n"
     "end\n"
     "local out = {1}\n"
     "if lacking then out[1] = 0 end\n"
     "for i = 1, n do\n"
-    "  local b = 1 + 5 * (i - 1)\n"
+    "  local b = 4 + 5 * (i - 1)\n"
     "  local budget = tonumber(ARGV[b + 3])\n"
     "  if lacking then\n"
     "    gr[i] = 0\n"
@@ -205,11 +235,14 @@ static const char credits_lua[] =
     "    sp[i] = sp[i] + gr[i]\n"
     "    if lo[i] == 0 and (budget - sp[i]) * 100 <= budget * low_pct then lo[i] = 1; ev[i] = 1 end\n"
     "  end\n"
-    "  if (not lacking) or ev[i] ~= 0 then\n"
+    "  local write = (not lacking) or ev[i] ~= 0\n"
+    "  if write then\n"
+    "    if fresh[i] then redis.call('DEL', KEYS[i]) end\n"
     "    redis.call('HSET', KEYS[i], 'start', string.format('%.0f', st[i]), 'spent', string.format('%.0f', sp[i]),\n"
     "               'low', lo[i], 'exh', ex[i])\n"
     "    redis.call('PERSIST', KEYS[i])\n"
     "  end\n"
+    "  if write or not fresh[i] then redis.call('HSET', KEYS[i], 's:' .. me, string.format('%.0f', sp[i])) end\n"
     "  out[2 + 4 * (i - 1)] = gr[i]\n"
     "  out[3 + 4 * (i - 1)] = st[i]\n"
     "  out[4 + 4 * (i - 1)] = sp[i]\n"
@@ -218,12 +251,15 @@ static const char credits_lua[] =
     "return out\n";
 
 /* KEYS credit ledgers; per ledger ARGV start, floor, delta: the host's
- * window, its copy of Redis' spent in it, and what it spent alone. A window
- * Redis has not reached starts at floor + delta; the same window's spent
- * becomes max(spent, floor) + delta; a newer window in Redis is left alone.
- * Returns per ledger {start, spent, low + 2 * exh}. */
+ * window, its copy of Redis' spent in it, and what it spent alone; the last
+ * ARGV is the host. A window Redis has not reached starts at floor + delta
+ * (the old window's fields go); the same window's spent becomes
+ * max(spent, floor) + delta; a newer window in Redis is left alone. What the
+ * host is told is noted (s:<host>, see credits). Returns per ledger
+ * {start, spent, low + 2 * exh}. */
 static const char ledgers_lua[] =
     "local out = {}\n"
+    "local me = ARGV[#ARGV]\n"
     "for i = 1, #KEYS do\n"
     "  local start = tonumber(ARGV[3 * i - 2]); local floor = tonumber(ARGV[3 * i - 1]); local delta = tonumber(ARGV[3 * i])\n"
     "  local h = redis.call('HMGET', KEYS[i], 'start', 'spent', 'low', 'exh')\n"
@@ -232,6 +268,7 @@ static const char ledgers_lua[] =
     "  local write = false\n"
     "  if start > s0 then\n"
     "    s0 = start; sp = floor + delta; lo = 0; ex = 0; write = true\n"
+    "    redis.call('DEL', KEYS[i])\n"
     "  elseif start == s0 and start ~= 0 and (floor > sp or delta > 0) then\n"
     "    if floor > sp then sp = floor end\n"
     "    sp = sp + delta; write = true\n"
@@ -239,6 +276,7 @@ static const char ledgers_lua[] =
     "  if write then\n"
     "    redis.call('HSET', KEYS[i], 'start', string.format('%.0f', s0), 'spent', string.format('%.0f', sp), 'low', lo, 'exh', ex)\n"
     "  end\n"
+    "  if s0 ~= 0 then redis.call('HSET', KEYS[i], 's:' .. me, string.format('%.0f', sp)) end\n"
     "  out[3 * i - 2] = s0; out[3 * i - 1] = sp; out[3 * i] = lo + 2 * ex\n"
     "end\n"
     "return out\n";

@@ -162,3 +162,38 @@ test('a host cut off from Redis spends its share; the hosts still connected hold
   assert.ok(a1 + a2 <= most, `the cluster admits at most the limit: ${a1 + a2} > ${most}`);
   assert.ok(a1 >= 15, `h1 is not starved: ${a1}`);
 });
+
+test('credits: a host cut off spends its share of what it last saw left; the connected hosts leave it alone', { skip }, async () => {
+  const fake = await startFake({ name: 'f' });
+  const redis = await startRedis();
+  const proxy = await redisProxy(redis.port);
+  const conf = (url, host) => ({ workers: 2,
+    networks: { eth: { lines: ['ranking: { probe_interval_ms: 0 }', 'coalesce: { max_waiters: 0 }', 'pressure: { enabled: false }'],
+      endpoints: [{ id: 'a', url: fake.url, cost_profile: 'flat', credits: '{ per_day: 200 }' }] } },
+    extra: clusterLine(url, host) });
+  const h1 = await startSluice(conf(redis.url(), 'cred1'));
+  const h2 = await startSluice(conf(`redis://127.0.0.1:${proxy.port}/0`, 'cred2'));
+  for (const s of [h1, h2]) await waitMode(s, 'shared', 'start');
+  await waitFor(async () => (await adminGet(h2, '/readyz')).json.cluster.hosts === 2, { what: 'h2 counts both hosts' });
+  proxy.cut();
+  await waitMode(h2, 'degraded', 'h2 cut off', 5000);
+  await sleep(3500);
+  await fake.reset();
+  const end = Date.now() + 6000;
+  const counts = [{}, {}];
+  await Promise.all([h1, h2].flatMap((s, h) => Array.from({ length: 3 }, async () => {
+    while (Date.now() < end) {
+      const st = await post(s, '/eth', 'eth_chainId');
+      counts[h][st] = (counts[h][st] || 0) + 1;
+      if (st !== 200) await sleep(50);
+    }
+  })));
+  const sent = (await fake.stats()).requests;
+  const [a1, a2] = counts.map((c) => c[200] || 0);
+  // 4 workers may each hold a lease of 2 credits (1% of the day)
+  const most = 200 + 4 * 2;
+  console.log(`per_day 200, h2 cut off: h1 spent ${a1}, h2 ${a2}; the endpoint got ${sent} (at most ${most}); ${JSON.stringify(counts)}`);
+  assert.ok(a2 > 0 && a2 <= 100 + 2 * 2, `h2 alone spends its half: ${a2}`);
+  assert.ok(sent <= most, `the cluster spends at most the budget: ${sent} > ${most}`);
+  assert.ok(a1 >= 90, `h1 spends its own half: ${a1}`);
+});
