@@ -388,6 +388,22 @@ static int cluster_check(master_t *m)
     return 0;
 }
 
+/* Stopped cleanly with every worker gone: the other hosts need not hold this
+ * one's share back. Not when degraded: what it spent alone is not in Redis
+ * yet, and its share must stay held until it returns and pays it in. */
+static void cluster_leave(master_t *m)
+{
+    const gw_config_t *cfg = m->cfg;
+    if (!cfg->has_cluster || state_cluster_mode_get(m->state).mode != STATE_CLUSTER_SHARED)
+        return;
+    char why[400];
+    if (state_cluster_leave(&cfg->cluster, CLUSTER_PROBE_MS, why, sizeof(why)) != SL_OK)
+        sl_log_warn("cluster: could not take host %s out of Redis' hosts (%s): the others hold its share of the "
+                    "limits back for a window", cfg->cluster.host, why);
+    else
+        sl_log_info("cluster: host %s left the cluster", cfg->cluster.host);
+}
+
 static int master_init(master_t *m, const gw_config_t *cfg)
 {
     memset(m, 0, sizeof(*m));
@@ -450,6 +466,7 @@ int gw_master_run(const gw_config_t *cfg)
                 m->args.main_addr.text, m->n, m->args.has_admin ? "on http://" : "off",
                 m->args.has_admin ? m->args.admin_addr.text : "");
     supervise(m);
+    cluster_leave(m);
     sl_log_info("stopped");
     rc = 0;
     goto cleanup;

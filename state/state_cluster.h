@@ -59,6 +59,14 @@ typedef struct state_cluster_conf {
 SL_MUST_CHECK sl_err_t state_cluster_probe(const state_cluster_conf_t *conf, uint32_t timeout_ms, char *why,
                                            size_t why_len);
 
+/* The master, once its workers are gone after SIGTERM: takes this host out
+ * of the hosts set, blocking within timeout_ms, so that the others stop
+ * holding its share of the limits back at once (a host that vanishes
+ * without saying so may be cut off and spending alone). SL_ERR_IO with
+ * why[] if Redis could not be told. */
+SL_MUST_CHECK sl_err_t state_cluster_leave(const state_cluster_conf_t *conf, uint32_t timeout_ms, char *why,
+                                           size_t why_len);
+
 /* ---- the host's mode, in LMDB (read by admin/, moved by the workers) ---- */
 typedef enum state_cluster_mode {
     STATE_CLUSTER_OFF = 0,        /* no cluster: section */

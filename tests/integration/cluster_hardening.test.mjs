@@ -197,3 +197,22 @@ test('credits: a host cut off spends its share of what it last saw left; the con
   assert.ok(sent <= most, `the cluster spends at most the budget: ${sent} > ${most}`);
   assert.ok(a1 >= 90, `h1 spends its own half: ${a1}`);
 });
+
+test('a host that stops cleanly leaves the hosts set: the others keep the whole limit', { skip }, async () => {
+  const fake = await startFake({ name: 'f' });
+  const redis = await startRedis();
+  const conf = (host) => ({ workers: 2,
+    networks: { eth: { lines: ['ranking: { probe_interval_ms: 0 }'], endpoints: [{ id: 'a', url: fake.url }] } },
+    extra: `${clusterLine(redis.url(), host)}\n${keyLine('per_minute: 40')}` });
+  const h1 = await startSluice(conf('stay1'));
+  const h2 = await startSluice(conf('go2'));
+  for (const s of [h1, h2]) await waitMode(s, 'shared', 'start');
+  await waitFor(async () => (await adminGet(h1, '/readyz')).json.cluster.hosts === 2, { what: 'both hosts counted' });
+  await h2.stop();
+  assert.match(h2.logs(), /host go2 left the cluster/);
+  assert.doesNotMatch(redis.cli('ZRANGE', 'sluice:hosts', '0', '-1'), /go2/);
+  await sleep(3500);
+  const [c1] = await floodKey([h1], 3000);
+  console.log(`the other host stopped cleanly: h1 admitted ${c1[200]} of a 40/min key in 3 s`);
+  assert.ok(c1[200] >= 40, `h1 has the whole limit: ${c1[200]}`);
+});
