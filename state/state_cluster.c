@@ -249,6 +249,7 @@ static void link_up(state_cluster_t *cl)
     uint64_t now = sl_now_ms();
     set_link(cl, STATE_LINK_UP);
     cl->up_since_ms = now;
+    cl->refused_until_ms = 0; /* the resync below pushes what was decided alone */
     cl->last_hb_seen_ms = now;
     cl->hb_sent_ms = 0;
     if (cl->reported_down)
@@ -416,6 +417,12 @@ static void check_up(state_cluster_t *cl, uint64_t now)
 {
     if (overdue(cl, now))
         return;
+    if (cl->refused_until_ms != 0 && now >= cl->refused_until_ms) {
+        /* what was decided alone after an error reply (a breaker moved
+         * here, marked dirty) goes to Redis as after a return */
+        cl->refused_until_ms = 0;
+        state_cluster_ep_resync(cl);
+    }
     /* the subscription must hear the heartbeat that Redis acknowledged */
     if (cl->hb_sent_ms != 0 && cl->last_hb_seen_ms + HELLO_EVERY_MS / 2 < cl->hb_sent_ms &&
         now - cl->hb_sent_ms >= cl->conf->timeout_ms) {
@@ -519,7 +526,8 @@ state_cluster_t *state_cluster_of(const state_t *st)
 
 int state_cluster_up(const state_cluster_t *cl)
 {
-    return cl != NULL && cl->link == STATE_LINK_UP && (cl->refused_until_ms == 0 || sl_now_ms() >= cl->refused_until_ms);
+    /* an error reply holds decisions local for a moment (the tick ends it) */
+    return cl != NULL && cl->link == STATE_LINK_UP && cl->refused_until_ms == 0;
 }
 
 uint32_t state_cluster_hosts(const state_cluster_t *cl)
