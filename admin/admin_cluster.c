@@ -20,15 +20,21 @@ void admin_cluster_metrics(admin_t *a, sl_buf_t *b)
     sl_buf_printf(b, "# HELP sluice_cluster_hosts Hosts seen in Redis within the last 10 s (as last seen).\n"
                      "# TYPE sluice_cluster_hosts gauge\nsluice_cluster_hosts{host=\"%s\"} %u\n",
                   a->conf.cluster_host, m.hosts ? m.hosts : 1);
-    uint64_t commands = 0;
+    uint64_t commands = 0, errors = 0;
     if (state_read_begin(a->conf.state) == SL_OK) {
         commands = state_cluster_commands_sum(a->conf.state, a->conf.nworkers);
+        errors = state_cluster_errors_sum(a->conf.state, a->conf.nworkers);
         state_read_end(a->conf.state);
     }
     sl_buf_printf(b, "# HELP sluice_cluster_redis_commands_total Commands this host's workers sent to Redis.\n"
                      "# TYPE sluice_cluster_redis_commands_total counter\n"
                      "sluice_cluster_redis_commands_total{host=\"%s\"} %llu\n",
                   a->conf.cluster_host, (unsigned long long)commands);
+    sl_buf_printf(b, "# HELP sluice_cluster_redis_errors_total Error replies from Redis (out of memory, read-only): "
+                     "each such decision was made locally.\n"
+                     "# TYPE sluice_cluster_redis_errors_total counter\n"
+                     "sluice_cluster_redis_errors_total{host=\"%s\"} %llu\n",
+                  a->conf.cluster_host, (unsigned long long)errors);
 }
 
 cJSON *admin_cluster_scope_json(admin_t *a, const state_cluster_mode_rec_t *m)

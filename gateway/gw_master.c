@@ -19,61 +19,13 @@
 #include "gateway/gw_conns.h"
 #include "gateway/gw_housekeep.h"
 #include "gateway/gw_listen.h"
+#include "gateway/gw_master_int.h"
 #include "gateway/gw_reload.h"
 #include "gateway/gw_worker.h"
 #include "state/state_cluster.h"
 
-#define MAX_WORKERS 256
-#define LISTEN_BACKLOG 1024
-#define STARTUP_TIMEOUT_MS 15000
-#define RESPAWN_MIN_MS 100
-#define RESPAWN_MAX_MS 10000
-#define STABLE_AFTER_MS 10000     /* a worker that lived this long resets the backoff */
-#define REOPEN_AFTER_MS 1000      /* a worker crash-looping this slowly gives its sockets up meanwhile */
-#define HOUSEKEEP_MS 1000
-/* counter slots 1..SLOT_BANKS x workers: the running workers and up to two
- * generations that a reload is still draining; each process writes its own */
-#define SLOT_BANKS 3
-#define MAX_RETIRING ((SLOT_BANKS - 1) * MAX_WORKERS)
 
-typedef struct worker_slot {
-    pid_t pid;                    /* 0: not running */
-    int ready_fd;                 /* read end of the worker's ready pipe, -1 once ready */
-    unsigned stats_slot;          /* its counters' slot in the shared state (1-based) */
-    uint64_t started_ms;
-    uint64_t respawn_at_ms;       /* 0: no respawn scheduled */
-    uint32_t backoff_ms;
-    uint32_t restarts;
-} worker_slot_t;
-
-/* A worker of an earlier configuration, draining after a reload. */
-typedef struct retiring {
-    pid_t pid;
-    unsigned stats_slot;
-    uint64_t kill_at_ms;          /* SIGKILL if still running: its grace period + 2 s */
-} retiring_t;
-
-typedef struct master {
-    const gw_config_t *cfg;       /* the running configuration */
-    gw_config_t *owned;           /* cfg once a reload loaded it (the master frees it) */
-    gw_worker_args_t args;
-    int reserve_fds[2];           /* bound, not listening: keeps the ports ours */
-    /* listening sockets, one per worker index (main, admin): the master keeps
-     * them, so a worker that restarts or is replaced by a reload takes over
-     * the same socket and no queued connection is lost */
-    int listen_fds[2][MAX_WORKERS];
-    int sigfd;
-    worker_slot_t slots[MAX_WORKERS];
-    worker_slot_t fresh[MAX_WORKERS]; /* a reload's new workers, until all of them accept */
-    retiring_t retiring[MAX_RETIRING];
-    size_t nretiring;
-    unsigned n;
-    int stopping;
-    state_t *state;
-    gw_housekeep_t *hk;
-} master_t;
-
-static void close_fd(int *fd)
+void gw_master_close_fd(int *fd)
 {
     if (*fd >= 0)
         close(*fd);
@@ -95,11 +47,11 @@ static int open_listeners(master_t *m, unsigned i)
 static void close_listeners(master_t *m)
 {
     for (unsigned i = 0; i < MAX_WORKERS; i++) {
-        close_fd(&m->listen_fds[0][i]);
-        close_fd(&m->listen_fds[1][i]);
+        gw_master_close_fd(&m->listen_fds[0][i]);
+        gw_master_close_fd(&m->listen_fds[1][i]);
     }
-    close_fd(&m->reserve_fds[0]);
-    close_fd(&m->reserve_fds[1]);
+    gw_master_close_fd(&m->reserve_fds[0]);
+    gw_master_close_fd(&m->reserve_fds[1]);
 }
 
 /* In the child: every descriptor but its own sockets goes. */
@@ -121,7 +73,7 @@ static void close_inherited(master_t *m, unsigned i)
 }
 
 /* Starts worker index i (0-based) with cfg into s. */
-static pid_t spawn(master_t *m, worker_slot_t *s, unsigned i, const gw_config_t *cfg)
+pid_t gw_master_spawn(master_t *m, worker_slot_t *s, unsigned i, const gw_config_t *cfg)
 {
     pid_t master_pid = getpid();
     int pipefd[2];
@@ -180,7 +132,7 @@ static int wait_ready(worker_slot_t *set, unsigned n)
             char c;
             if (rc <= 0 || read(s->ready_fd, &c, 1) != 1)
                 return -1; /* EOF: the worker died during setup */
-            close_fd(&s->ready_fd);
+            gw_master_close_fd(&s->ready_fd);
         }
     }
     return 0;
@@ -188,9 +140,12 @@ static int wait_ready(worker_slot_t *set, unsigned n)
 
 static void stop_all(master_t *m, int sig)
 {
-    for (unsigned i = 0; i < m->n; i++)
+    for (unsigned i = 0; i < m->n; i++) {
         if (m->slots[i].pid > 0)
             kill(m->slots[i].pid, sig);
+        if (m->fresh[i].pid > 0)
+            kill(m->fresh[i].pid, sig);
+    }
     for (size_t i = 0; i < m->nretiring; i++)
         kill(m->retiring[i].pid, sig);
 }
@@ -199,7 +154,7 @@ static unsigned running(const master_t *m)
 {
     unsigned n = (unsigned)m->nretiring;
     for (unsigned i = 0; i < m->n; i++)
-        n += m->slots[i].pid > 0;
+        n += (m->slots[i].pid > 0) + (m->fresh[i].pid > 0);
     return n;
 }
 
@@ -212,9 +167,9 @@ static void describe_exit(int status, char *out, size_t len)
 }
 
 /* Moves a running worker to the draining list and tells it to drain. */
-static void retire(master_t *m, worker_slot_t *s, uint32_t grace_ms)
+void gw_master_retire(master_t *m, worker_slot_t *s, uint32_t grace_ms)
 {
-    close_fd(&s->ready_fd);
+    gw_master_close_fd(&s->ready_fd);
     if (s->pid > 0 && m->nretiring < MAX_RETIRING) {
         m->retiring[m->nretiring++] = (retiring_t){s->pid, s->stats_slot, sl_now_ms() + grace_ms + 2000};
         kill(s->pid, SIGTERM);
@@ -247,7 +202,7 @@ static void reap_current(master_t *m, unsigned i, int status)
     worker_slot_t *s = &m->slots[i];
     pid_t pid = s->pid;
     s->pid = 0;
-    close_fd(&s->ready_fd);
+    gw_master_close_fd(&s->ready_fd);
     if (m->stopping)
         return;
     char how[96];
@@ -263,8 +218,8 @@ static void reap_current(master_t *m, unsigned i, int status)
     /* connections queued on its sockets wait for the respawn; a worker that
      * keeps crashing gives them up, so the kernel sends them to the others */
     if (s->backoff_ms >= REOPEN_AFTER_MS) {
-        close_fd(&m->listen_fds[0][i]);
-        close_fd(&m->listen_fds[1][i]);
+        gw_master_close_fd(&m->listen_fds[0][i]);
+        gw_master_close_fd(&m->listen_fds[1][i]);
     }
     sl_log_error("worker %u (pid %d) %s; respawning in %u ms (restart #%u)", i + 1, (int)pid, how, s->backoff_ms,
                  s->restarts);
@@ -279,9 +234,18 @@ static void reap(master_t *m)
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
         if (reap_retiring(m, pid, status))
             continue;
-        for (unsigned i = 0; i < m->n; i++)
+        for (unsigned i = 0; i < m->n; i++) {
             if (m->slots[i].pid == pid)
                 reap_current(m, i, status);
+            if (m->fresh[i].pid == pid) {
+                /* a reload's worker died before it was ready: its pipe's
+                 * end of file fails the reload (reload_poll) */
+                char how[96];
+                describe_exit(status, how, sizeof(how));
+                sl_log_error("reload: new worker %u (pid %d) %s", i + 1, (int)pid, how);
+                m->fresh[i].pid = 0;
+            }
+        }
     }
 }
 
@@ -292,7 +256,7 @@ static void respawn_due(master_t *m)
         worker_slot_t *s = &m->slots[i];
         if (s->pid != 0 || s->respawn_at_ms == 0 || now < s->respawn_at_ms)
             continue;
-        if (spawn(m, s, i, m->cfg) > 0)
+        if (gw_master_spawn(m, s, i, m->cfg) > 0)
             sl_log_info("worker %u respawned as pid %d", i + 1, (int)s->pid);
         else
             s->respawn_at_ms = now + RESPAWN_MAX_MS;
@@ -322,96 +286,11 @@ static int next_wakeup_ms(const master_t *m)
             next = m->slots[i].respawn_at_ms;
     if (m->stopping)
         return 100;
+    if (m->run.active && m->run.deadline_ms < next)
+        next = m->run.deadline_ms;
     if (next == UINT64_MAX || next > now + HOUSEKEEP_MS)
         return HOUSEKEEP_MS; /* the shared state's chores */
     return next <= now ? 0 : (int)(next - now);
-}
-
-/* Gives the new generation counter slots no living process writes; -1 if
- * every bank is taken (two earlier reloads are still draining). */
-static int assign_fresh_slots(master_t *m)
-{
-    unsigned nslots = SLOT_BANKS * m->n;
-    unsigned char *used = sl_xcalloc(nslots + 1, 1);
-    for (unsigned i = 0; i < m->n; i++)
-        used[m->slots[i].stats_slot] = 1;
-    for (size_t k = 0; k < m->nretiring; k++)
-        used[m->retiring[k].stats_slot] = 1;
-    unsigned next = 1;
-    for (unsigned i = 0; i < m->n; i++) {
-        while (next <= nslots && used[next])
-            next++;
-        if (next > nslots) {
-            free(used);
-            return -1;
-        }
-        m->fresh[i] = (worker_slot_t){.ready_fd = -1, .stats_slot = next++};
-    }
-    free(used);
-    return 0;
-}
-
-/* Puts next in place of the running configuration. */
-static void install(master_t *m, gw_config_t *next)
-{
-    gw_housekeep_t *hk = gw_housekeep_create(next, m->state, SLOT_BANKS * m->n);
-    gw_housekeep_carry(hk, m->hk);
-    gw_housekeep_destroy(m->hk);
-    m->hk = hk;
-    state_retention_set(m->state, next->state.event_max_count, next->state.event_max_age_hours * 3600);
-    sl_log_setup((sl_log_level_t)next->log.level, next->log.json ? SL_LOG_JSON : SL_LOG_TEXT, "master");
-    gw_config_destroy(m->owned);
-    m->owned = next;
-    m->cfg = next;
-    m->args.cfg = next;
-}
-
-/* The one reload path (SIGHUP, POST /admin/reload). The new workers start
- * and accept on the same sockets before the old ones are told to drain; if
- * anything fails first, the old workers never notice. */
-static void reload(master_t *m, gw_reload_req_t req)
-{
-    uint64_t start = sl_now_ms();
-    gw_config_diff_t diff;
-    if (m->stopping)
-        return;
-    gw_config_t *next = gw_reload_load(m->cfg, m->state, &req, &diff);
-    if (next == NULL)
-        return;
-    if (assign_fresh_slots(m) != 0) {
-        gw_reload_failed(m->state, &req, 1,
-                         "two earlier reloads are still draining their workers; try again once they have exited "
-                         "(within server.shutdown_grace_ms)");
-        goto drop;
-    }
-    int ok = 1;
-    for (unsigned i = 0; i < m->n && ok; i++)
-        ok = spawn(m, &m->fresh[i], i, next) > 0;
-    if (!ok || wait_ready(m->fresh, m->n) != 0) {
-        for (unsigned i = 0; i < m->n; i++)
-            retire(m, &m->fresh[i], next->server.shutdown_grace_ms);
-        gw_reload_failed(m->state, &req, 1,
-                         "a worker could not start with the new configuration (see the log); the running workers "
-                         "keep serving");
-        goto drop;
-    }
-    /* recorded before the old workers drain: an admin request waiting in one
-     * of them finds its answer */
-    gw_reload_done(m->state, &req, &diff, sl_now_ms() - start);
-    sl_log_info("reload: %u new worker(s) accept; the previous ones drain (grace %u ms)", m->n,
-                m->cfg->server.shutdown_grace_ms);
-    for (unsigned i = 0; i < m->n; i++) {
-        retire(m, &m->slots[i], m->cfg->server.shutdown_grace_ms);
-        m->slots[i] = m->fresh[i];
-        m->fresh[i] = (worker_slot_t){.ready_fd = -1};
-    }
-    install(m, next);
-    next = NULL;
-drop:
-    for (unsigned i = 0; i < m->n; i++)
-        m->fresh[i] = (worker_slot_t){.ready_fd = -1};
-    gw_config_diff_dispose(&diff);
-    gw_config_destroy(next);
 }
 
 static void handle_signal(master_t *m, const struct signalfd_siginfo *si)
@@ -424,13 +303,15 @@ static void handle_signal(master_t *m, const struct signalfd_siginfo *si)
             sl_log_info("%s: stopping; workers drain their requests (grace %u ms)", strsignal(sig),
                         m->cfg->server.shutdown_grace_ms);
         m->stopping = 1;
+        if (m->run.active)
+            gw_master_reload_abort(m, "sluice is stopping");
         close_listeners(m); /* new connections are refused once the workers let go too */
         stop_all(m, SIGTERM);
     } else if (sig == SIGHUP) {
-        reload(m, (gw_reload_req_t){(uint32_t)getpid(), 0});
+        gw_master_reload_start(m, (gw_reload_req_t){(uint32_t)getpid(), 0});
     } else if (sig == GW_RELOAD_SIGNAL && si->ssi_code == SI_QUEUE) {
         uint8_t tag = (uint8_t)si->ssi_int;
-        reload(m, (gw_reload_req_t){si->ssi_pid, tag ? tag : 1});
+        gw_master_reload_start(m, (gw_reload_req_t){si->ssi_pid, tag ? tag : 1});
     }
 }
 
@@ -446,13 +327,20 @@ static void supervise(master_t *m)
             stop_all(m, SIGKILL);
             kill_at = UINT64_MAX;
         }
-        struct pollfd p = {m->sigfd, POLLIN, 0};
-        int rc = poll(&p, 1, next_wakeup_ms(m));
-        if (rc > 0) {
+        /* the signals, and the ready pipes of a reload's new workers */
+        struct pollfd p[1 + MAX_WORKERS];
+        unsigned np = 1;
+        p[0] = (struct pollfd){m->sigfd, POLLIN, 0};
+        for (unsigned i = 0; m->run.active && i < m->n; i++)
+            if (m->fresh[i].ready_fd >= 0)
+                p[np++] = (struct pollfd){m->fresh[i].ready_fd, POLLIN, 0};
+        int rc = poll(p, np, next_wakeup_ms(m));
+        if (rc > 0 && p[0].revents != 0) {
             struct signalfd_siginfo si;
             while (read(m->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
                 handle_signal(m, &si);
         }
+        gw_master_reload_poll(m, p + 1, np - 1, sl_now_ms());
         if (!m->stopping) {
             respawn_due(m);
             kill_overdue(m);
@@ -498,6 +386,22 @@ static int cluster_check(master_t *m)
     if (state_cluster_mode_reset(m->state, sl_wall_ms()) != SL_OK)
         sl_log_warn("cluster: cannot record the host's mode in the shared state");
     return 0;
+}
+
+/* Stopped cleanly with every worker gone: the other hosts need not hold this
+ * one's share back. Not when degraded: what it spent alone is not in Redis
+ * yet, and its share must stay held until it returns and pays it in. */
+static void cluster_leave(master_t *m)
+{
+    const gw_config_t *cfg = m->cfg;
+    if (!cfg->has_cluster || state_cluster_mode_get(m->state).mode != STATE_CLUSTER_SHARED)
+        return;
+    char why[400];
+    if (state_cluster_leave(&cfg->cluster, CLUSTER_PROBE_MS, why, sizeof(why)) != SL_OK)
+        sl_log_warn("cluster: could not take host %s out of Redis' hosts (%s): the others hold its share of the "
+                    "limits back for a window", cfg->cluster.host, why);
+    else
+        sl_log_info("cluster: host %s left the cluster", cfg->cluster.host);
 }
 
 static int master_init(master_t *m, const gw_config_t *cfg)
@@ -552,7 +456,7 @@ int gw_master_run(const gw_config_t *cfg)
     if (master_init(m, cfg) != 0)
         goto cleanup;
     for (unsigned i = 0; i < m->n; i++)
-        if (spawn(m, &m->slots[i], i, m->cfg) < 0)
+        if (gw_master_spawn(m, &m->slots[i], i, m->cfg) < 0)
             goto fail;
     if (wait_ready(m->slots, m->n) != 0) {
         sl_log_error("a worker failed to start (see above)");
@@ -562,6 +466,7 @@ int gw_master_run(const gw_config_t *cfg)
                 m->args.main_addr.text, m->n, m->args.has_admin ? "on http://" : "off",
                 m->args.has_admin ? m->args.admin_addr.text : "");
     supervise(m);
+    cluster_leave(m);
     sl_log_info("stopped");
     rc = 0;
     goto cleanup;

@@ -346,6 +346,11 @@ int gw_worker_main(const gw_worker_args_t *args)
         return 1;
     }
     if (args->ready_fd >= 0) {
+        /* for tests only: a worker slow to come up, to time what the master
+         * does meanwhile (tests/integration/reload.test.mjs) */
+        const char *delay = getenv("SLUICE_TEST_READY_DELAY_MS");
+        if (delay != NULL)
+            usleep((useconds_t)(strtoul(delay, NULL, 10) % 60000) * 1000);
         ssize_t wr = write(args->ready_fd, "r", 1);
         (void)wr; /* the master notices a missing byte as a failed start */
         close(args->ready_fd);

@@ -24,17 +24,27 @@
 #define BACKOFF_MAX_MS 5000
 #define HELLO_EVERY_MS 1000
 #define CONNECT_TIMEOUT_MIN_MS 1000
+/* the backoff starts again from BACKOFF_MIN_MS only after the link stayed
+ * up this long: a Redis that accepts and then fails is not retried 10 times
+ * a second */
+#define STABLE_AFTER_MS 10000
+#define REFUSED_HOLD_MS 1000
+#define ERROR_LOG_EVERY_MS 60000
+#define MODE_TICK_MS 1000
 
 static void link_down(state_cluster_t *cl, const char *why);
 static void link_connect(state_cluster_t *cl);
+static void link_up(state_cluster_t *cl);
+static void link_refused(state_cluster_t *cl, const char *why);
 
 /* ---- the link's machine ---- */
 
 static const uint8_t link_edges[STATE_LINK_COUNT][STATE_LINK_COUNT] = {
     [STATE_LINK_DOWN] = {[STATE_LINK_RESOLVING] = 1, [STATE_LINK_CONNECTING] = 1},
     [STATE_LINK_RESOLVING] = {[STATE_LINK_CONNECTING] = 1, [STATE_LINK_DOWN] = 1},
-    [STATE_LINK_CONNECTING] = {[STATE_LINK_UP] = 1, [STATE_LINK_DOWN] = 1},
-    [STATE_LINK_UP] = {[STATE_LINK_DOWN] = 1},
+    [STATE_LINK_CONNECTING] = {[STATE_LINK_JOINING] = 1, [STATE_LINK_DOWN] = 1},
+    [STATE_LINK_JOINING] = {[STATE_LINK_UP] = 1, [STATE_LINK_DOWN] = 1},
+    [STATE_LINK_UP] = {[STATE_LINK_JOINING] = 1, [STATE_LINK_DOWN] = 1},
 };
 
 int state_link_edge_allowed(state_link_t from, state_link_t to)
@@ -46,7 +56,7 @@ const char *state_link_name(state_link_t l)
 {
     static const char *const names[STATE_LINK_COUNT] = {
         [STATE_LINK_DOWN] = "down", [STATE_LINK_RESOLVING] = "resolving",
-        [STATE_LINK_CONNECTING] = "connecting", [STATE_LINK_UP] = "up"};
+        [STATE_LINK_CONNECTING] = "connecting", [STATE_LINK_JOINING] = "joining", [STATE_LINK_UP] = "up"};
     return (unsigned)l < STATE_LINK_COUNT ? names[l] : "unknown";
 }
 
@@ -66,8 +76,14 @@ static void on_hello(void *data, redisReply *reply)
 {
     state_cluster_t *cl = data;
     cl->hello_pending = 0;
-    if (cl->link != STATE_LINK_UP || reply == NULL)
+    if ((cl->link != STATE_LINK_UP && cl->link != STATE_LINK_JOINING) || reply == NULL)
         return;
+    if (reply->type == REDIS_REPLY_ERROR) {
+        /* the connection works, Redis refuses the write (out of memory, a
+         * read-only replica): not up, and not reconnecting either */
+        link_refused(cl, reply->str);
+        return;
+    }
     if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3 || reply->element[0]->type != REDIS_REPLY_INTEGER ||
         reply->element[1]->type != REDIS_REPLY_STRING || reply->element[2]->type != REDIS_REPLY_STRING) {
         link_down(cl, reply->type == REDIS_REPLY_ERROR ? reply->str : "unexpected heartbeat answer");
@@ -78,7 +94,10 @@ static void on_hello(void *data, redisReply *reply)
     cl->hb_sent_ms = sl_now_ms();
     cl->redis_offset_ms = (int64_t)redis_ms - (int64_t)sl_shared_ms();
     uint32_t hosts = n < 1 ? 1 : n > 100000 ? 100000 : (uint32_t)n;
-    if (hosts != cl->hosts) {
+    if (cl->link == STATE_LINK_JOINING) {
+        cl->hosts = hosts;
+        link_up(cl);
+    } else if (hosts != cl->hosts) {
         cl->hosts = hosts;
         state_cluster_mode_move(cl->st, STATE_CLUSTER_SHARED, hosts, NULL, sl_wall_ms());
     }
@@ -214,22 +233,48 @@ static void start_handshake(state_cluster_t *cl)
         link_connect(cl);
 }
 
-/* CONNECTING: called as the handshake completes its steps. */
+/* CONNECTING: called as the handshake completes its steps. The link is not
+ * UP yet: a Redis that takes connections may still refuse every write, so
+ * the first heartbeat (a ZADD) decides. */
 static void link_connect(state_cluster_t *cl)
+{
+    set_link(cl, STATE_LINK_JOINING);
+    sl_log_debug("cluster: connected to Redis at %s; joining with a heartbeat", cl->conf->url_shown);
+    send_hello(cl);
+}
+
+/* JOINING: a heartbeat was written. */
+static void link_up(state_cluster_t *cl)
 {
     uint64_t now = sl_now_ms();
     set_link(cl, STATE_LINK_UP);
-    cl->backoff_ms = 0;
+    cl->up_since_ms = now;
+    cl->refused_until_ms = 0; /* the resync below pushes what was decided alone */
     cl->last_hb_seen_ms = now;
     cl->hb_sent_ms = 0;
     if (cl->reported_down)
         sl_log_warn("cluster: Redis at %s answers again; records are shared", cl->conf->url_shown);
-    else
-        sl_log_debug("cluster: connected to Redis at %s", cl->conf->url_shown);
     cl->reported_down = 0;
     state_cluster_mode_move(cl->st, STATE_CLUSTER_SHARED, cl->hosts, NULL, sl_wall_ms());
-    send_hello(cl);
     state_cluster_ep_resync(cl);
+}
+
+/* UP or JOINING: Redis refused the heartbeat's write. The connections stay
+ * (nothing is wrong with them); the host is degraded until a heartbeat
+ * succeeds, tried every HELLO_EVERY_MS. */
+static void link_refused(state_cluster_t *cl, const char *why)
+{
+    char reason[160];
+    snprintf(reason, sizeof(reason), "Redis refuses writes: %.130s", why);
+    cl->errors++;
+    if (cl->link == STATE_LINK_UP)
+        set_link(cl, STATE_LINK_JOINING);
+    if (!cl->reported_down) {
+        sl_log_error("cluster: %s (Redis at %s); this host enforces limits, budgets and breakers on its own until "
+                     "a write succeeds (retrying every %u ms)", reason, cl->conf->url_shown, HELLO_EVERY_MS);
+        cl->reported_down = 1;
+    }
+    state_cluster_mode_move(cl->st, STATE_CLUSTER_DEGRADED, cl->hosts, reason, sl_wall_ms());
 }
 
 static void on_closed(state_redis_t *r)
@@ -304,6 +349,8 @@ static void link_down(state_cluster_t *cl, const char *why)
         cl->resolving = NULL;
     }
     snprintf(cl->down_why, sizeof(cl->down_why), "%s", why);
+    if (was_up && sl_now_ms() - cl->up_since_ms >= STABLE_AFTER_MS)
+        cl->backoff_ms = 0;
     cl->backoff_ms = cl->backoff_ms == 0 ? BACKOFF_MIN_MS : cl->backoff_ms * 2;
     if (cl->backoff_ms > BACKOFF_MAX_MS)
         cl->backoff_ms = BACKOFF_MAX_MS;
@@ -332,21 +379,49 @@ static void link_down(state_cluster_t *cl, const char *why)
 
 void state_cluster_link_failed(state_cluster_t *cl, const char *why)
 {
-    char msg[160];
-    snprintf(msg, sizeof(msg), "Redis answered: %.120s", why);
-    link_down(cl, msg);
+    uint64_t now = sl_now_ms();
+    if (strncmp(why, "NOSCRIPT", 8) == 0) {
+        link_down(cl, "Redis lost the scripts (SCRIPT FLUSH?): reconnecting loads them");
+        return;
+    }
+    cl->errors++;
+    cl->refused_until_ms = now + REFUSED_HOLD_MS;
+    if (cl->error_logged_ms == 0 || now - cl->error_logged_ms >= ERROR_LOG_EVERY_MS) {
+        sl_log_warn("cluster: Redis answered an error: %.120s; this decision and the next ones for %u ms are made "
+                    "locally (%llu error(s) so far)", why, REFUSED_HOLD_MS, (unsigned long long)cl->errors);
+        cl->error_logged_ms = now;
+    }
 }
 
 /* ---- the tick ---- */
 
-static void check_up(state_cluster_t *cl, uint64_t now)
+/* 1 if the oldest command is overdue (the link was taken down). */
+static int overdue(state_cluster_t *cl, uint64_t now)
 {
     uint64_t oldest = state_redis_oldest_ms(&cl->cmd);
-    if (oldest != 0 && now - oldest >= cl->conf->timeout_ms) {
-        char why[96];
-        snprintf(why, sizeof(why), "no answer within %u ms", cl->conf->timeout_ms);
-        link_down(cl, why);
+    if (oldest == 0 || now - oldest < cl->conf->timeout_ms)
+        return 0;
+    char why[96];
+    snprintf(why, sizeof(why), "no answer within %u ms", cl->conf->timeout_ms);
+    link_down(cl, why);
+    return 1;
+}
+
+static void check_joining(state_cluster_t *cl, uint64_t now)
+{
+    if (!overdue(cl, now) && now >= cl->next_hello_ms && !cl->hello_pending)
+        send_hello(cl);
+}
+
+static void check_up(state_cluster_t *cl, uint64_t now)
+{
+    if (overdue(cl, now))
         return;
+    if (cl->refused_until_ms != 0 && now >= cl->refused_until_ms) {
+        /* what was decided alone after an error reply (a breaker moved
+         * here, marked dirty) goes to Redis as after a return */
+        cl->refused_until_ms = 0;
+        state_cluster_ep_resync(cl);
     }
     /* the subscription must hear the heartbeat that Redis acknowledged */
     if (cl->hb_sent_ms != 0 && cl->last_hb_seen_ms + HELLO_EVERY_MS / 2 < cl->hb_sent_ms &&
@@ -378,11 +453,18 @@ static void on_tick(h2o_timeout_entry_t *entry)
             link_down(cl, cl->cmd.ready && cl->sub.ready ? "the handshake timed out" : "connect timed out");
         }
         break;
+    case STATE_LINK_JOINING:
+        check_joining(cl, now);
+        break;
     case STATE_LINK_UP:
         check_up(cl, now);
         break;
     case STATE_LINK_COUNT:
         break;
+    }
+    if (now >= cl->next_mode_tick_ms) {
+        cl->next_mode_tick_ms = now + MODE_TICK_MS;
+        state_cluster_mode_tick(cl->st, sl_wall_ms());
     }
     h2o_timeout_link(cl->loop, &cl->tick_timeout, &cl->tick);
 }
@@ -444,7 +526,8 @@ state_cluster_t *state_cluster_of(const state_t *st)
 
 int state_cluster_up(const state_cluster_t *cl)
 {
-    return cl != NULL && cl->link == STATE_LINK_UP;
+    /* an error reply holds decisions local for a moment (the tick ends it) */
+    return cl != NULL && cl->link == STATE_LINK_UP && cl->refused_until_ms == 0;
 }
 
 uint32_t state_cluster_hosts(const state_cluster_t *cl)
@@ -464,32 +547,46 @@ uint64_t state_cluster_commands(const state_cluster_t *cl)
 
 sl_err_t state_cluster_counters_put(state_cluster_t *cl, unsigned slot)
 {
-    if (cl->commands == cl->commands_put)
+    if (cl->commands == cl->commands_put && cl->errors == cl->errors_put)
         return SL_OK;
     char key[32];
     snprintf(key, sizeof(key), "cluster/%u", slot);
     state_counters_rec_t *rec = sl_xcalloc(1, sizeof(*rec));
-    rec->n = 1;
+    rec->n = 2;
     rec->v[0] = cl->commands;
+    rec->v[1] = cl->errors;
     const char *keys[1] = {key};
     const state_counters_rec_t *recs[1] = {rec};
     sl_err_t err = state_counters_put(cl->st, keys, recs, 1);
     free(rec);
-    if (err == SL_OK)
+    if (err == SL_OK) {
         cl->commands_put = cl->commands;
+        cl->errors_put = cl->errors;
+    }
     return err;
 }
 
-uint64_t state_cluster_commands_sum(state_t *st, unsigned nworkers)
+/* Value idx of every worker's slot, summed. */
+static uint64_t slots_sum(state_t *st, unsigned nworkers, unsigned idx)
 {
     uint64_t sum = 0;
     state_counters_rec_t *rec = sl_xcalloc(1, sizeof(*rec));
     for (unsigned slot = 1; slot <= nworkers; slot++) {
         char key[32];
         snprintf(key, sizeof(key), "cluster/%u", slot);
-        if (state_counters_get(st, key, rec) == SL_OK && rec->n >= 1)
-            sum += rec->v[0];
+        if (state_counters_get(st, key, rec) == SL_OK && rec->n > idx)
+            sum += rec->v[idx];
     }
     free(rec);
     return sum;
+}
+
+uint64_t state_cluster_commands_sum(state_t *st, unsigned nworkers)
+{
+    return slots_sum(st, nworkers, 0);
+}
+
+uint64_t state_cluster_errors_sum(state_t *st, unsigned nworkers)
+{
+    return slots_sum(st, nworkers, 1);
 }

@@ -59,6 +59,14 @@ typedef struct state_cluster_conf {
 SL_MUST_CHECK sl_err_t state_cluster_probe(const state_cluster_conf_t *conf, uint32_t timeout_ms, char *why,
                                            size_t why_len);
 
+/* The master, once its workers are gone after SIGTERM: takes this host out
+ * of the hosts set, blocking within timeout_ms, so that the others stop
+ * holding its share of the limits back at once (a host that vanishes
+ * without saying so may be cut off and spending alone). SL_ERR_IO with
+ * why[] if Redis could not be told. */
+SL_MUST_CHECK sl_err_t state_cluster_leave(const state_cluster_conf_t *conf, uint32_t timeout_ms, char *why,
+                                           size_t why_len);
+
 /* ---- the host's mode, in LMDB (read by admin/, moved by the workers) ---- */
 typedef enum state_cluster_mode {
     STATE_CLUSTER_OFF = 0,        /* no cluster: section */
@@ -71,13 +79,28 @@ typedef struct state_cluster_mode_rec {
     uint8_t mode;                 /* a state_cluster_mode_t */
     uint64_t since_ms;            /* wall clock */
     uint32_t hosts;               /* hosts seen in the last heartbeats (>= 1) */
+    /* version 2: the events are held to one degraded/restored pair per
+     * STATE_CLUSTER_EVENT_EVERY_MS, the falls in between are counted */
+    uint8_t reported;             /* this degraded spell has its cluster_degraded event */
+    uint64_t event_ms;            /* when the last cluster_degraded event was logged */
+    uint32_t flaps;               /* falls since then without an event of their own */
+    uint64_t flap_ms;             /* ... and how long they lasted in all (the ones over) */
 } state_cluster_mode_rec_t;
+
+/* At most one cluster_degraded (and its cluster_restored) per host in this
+ * long: a Redis that comes and goes must not push breaker history out of
+ * the event log. The falls in between are folded into the next event. */
+#define STATE_CLUSTER_EVENT_EVERY_MS 60000
 
 extern const state_schema_t state_cluster_mode_schema;
 
 /* The master, at start: the mode becomes STARTING (whatever a previous run
  * left), without an event; the hosts last seen are kept. */
 SL_MUST_CHECK sl_err_t state_cluster_mode_reset(state_t *st, uint64_t now_ms);
+/* Logs the cluster_degraded event held back by the one-pair-a-minute rule
+ * when the host is still degraded once the minute is over (any worker, at
+ * its tick: the record's compare-and-set makes it one event). */
+void state_cluster_mode_tick(state_t *st, uint64_t now_ms);
 /* Reads the host's mode record in its own read transaction; OFF if absent. */
 state_cluster_mode_rec_t state_cluster_mode_get(state_t *st);
 /* "off", "starting", "shared", "degraded" */
@@ -103,6 +126,9 @@ int state_cluster_up(const state_cluster_t *cl);
 /* Hosts that sent a heartbeat within the last STATE_CLUSTER_HOST_TTL_MS, as
  * last seen (at least 1). Local enforcement divides limits by it. */
 #define STATE_CLUSTER_HOST_TTL_MS 10000
+/* A host whose heartbeat (every second) is older than this is taken to be
+ * cut off: the others hold its share of each limit back (gcra script). */
+#define STATE_CLUSTER_ALIVE_MS 3000
 uint32_t state_cluster_hosts(const state_cluster_t *cl);
 /* This host's name. */
 const char *state_cluster_host(const state_cluster_t *cl);
@@ -195,5 +221,7 @@ SL_MUST_CHECK sl_err_t state_cluster_counters_put(state_cluster_t *cl, unsigned 
 /* The commands every worker of this host sent (slots 1..nworkers), inside a
  * snapshot (state_read_begin). */
 uint64_t state_cluster_commands_sum(state_t *st, unsigned nworkers);
+/* The error replies they got from Redis (each one decided locally). */
+uint64_t state_cluster_errors_sum(state_t *st, unsigned nworkers);
 
 #endif

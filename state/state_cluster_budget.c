@@ -74,12 +74,12 @@ int state_cluster_limit_lease(state_cluster_t *cl, const state_cluster_cell_t *c
 {
     if (!state_cluster_up(cl) || n == 0 || n > STATE_CLUSTER_MAX_CELLS)
         return -1;
-    char keys[STATE_CLUSTER_MAX_CELLS][STATE_CLUSTER_PREFIX_MAX + STATE_KEY_MAX + 8];
-    char nums[2 + 3 * STATE_CLUSTER_MAX_CELLS][24], nkeys[8];
-    const char *argv[4 + STATE_CLUSTER_MAX_CELLS * 4];
-    size_t lens[4 + STATE_CLUSTER_MAX_CELLS * 4];
+    char keys[STATE_CLUSTER_MAX_CELLS + 1][STATE_CLUSTER_PREFIX_MAX + STATE_KEY_MAX + 8];
+    char nums[5 + 3 * STATE_CLUSTER_MAX_CELLS][24], nkeys[8];
+    const char *argv[10 + STATE_CLUSTER_MAX_CELLS * 4];
+    size_t lens[10 + STATE_CLUSTER_MAX_CELLS * 4];
     int argc = 0;
-    snprintf(nkeys, sizeof(nkeys), "%zu", n);
+    snprintf(nkeys, sizeof(nkeys), "%zu", n + 2);
     argv[argc++] = "EVALSHA";
     argv[argc++] = cl->sha[STATE_SCRIPT_GCRA];
     argv[argc++] = nkeys;
@@ -87,6 +87,10 @@ int state_cluster_limit_lease(state_cluster_t *cl, const state_cluster_cell_t *c
         snprintf(keys[i], sizeof(keys[i]), "%slim:%s", cl->conf->prefix, cells[i].key);
         argv[argc++] = keys[i];
     }
+    /* the cells' index: the bound of state.max_limit_cells, as in LMDB */
+    snprintf(keys[n], sizeof(keys[n]), "%slimidx", cl->conf->prefix);
+    argv[argc++] = keys[n];
+    argv[argc++] = cl->hosts_key; /* hosts cut off: their share is held back */
     size_t k = 0;
     snprintf(nums[k], sizeof(nums[k]), "%u", need);
     argv[argc++] = nums[k++];
@@ -100,6 +104,12 @@ int state_cluster_limit_lease(state_cluster_t *cl, const state_cluster_cell_t *c
         snprintf(nums[k], sizeof(nums[k]), "%llu", (unsigned long long)cells[i].window_us);
         argv[argc++] = nums[k++];
     }
+    snprintf(nums[k], sizeof(nums[k]), "%zu", state_cells_max(cl->st));
+    argv[argc++] = nums[k++];
+    snprintf(nums[k], sizeof(nums[k]), "%u", STATE_CLUSTER_ALIVE_MS);
+    argv[argc++] = nums[k++];
+    snprintf(nums[k], sizeof(nums[k]), "%u", STATE_CLUSTER_HOST_TTL_MS);
+    argv[argc++] = nums[k++];
     for (int i = 0; i < argc; i++)
         lens[i] = strlen(argv[i]);
     lim_op_t *op = sl_xmalloc(sizeof(*op));
@@ -225,12 +235,12 @@ int state_cluster_credit_lease(state_cluster_t *cl, const state_cluster_ask_t *a
     if (!state_cluster_up(cl) || n == 0 || n > STATE_CLUSTER_MAX_LEDGERS)
         return -1;
     char keys[STATE_CLUSTER_MAX_LEDGERS][STATE_CLUSTER_PREFIX_MAX + STATE_KEY_MAX + 8];
-    char nums[STATE_CLUSTER_MAX_LEDGERS * 5 + 1][24], nkeys[8];
-    const char *argv[4 + STATE_CLUSTER_MAX_LEDGERS * 6];
-    size_t lens[4 + STATE_CLUSTER_MAX_LEDGERS * 6];
+    char nums[STATE_CLUSTER_MAX_LEDGERS * 5 + 3][24], nkeys[8];
+    const char *argv[8 + STATE_CLUSTER_MAX_LEDGERS * 6];
+    size_t lens[8 + STATE_CLUSTER_MAX_LEDGERS * 6];
     int argc = 0;
     size_t k = 0;
-    snprintf(nkeys, sizeof(nkeys), "%zu", n);
+    snprintf(nkeys, sizeof(nkeys), "%zu", n + 1);
     argv[argc++] = "EVALSHA";
     argv[argc++] = cl->sha[STATE_SCRIPT_CREDITS];
     argv[argc++] = nkeys;
@@ -238,7 +248,13 @@ int state_cluster_credit_lease(state_cluster_t *cl, const state_cluster_ask_t *a
         snprintf(keys[i], sizeof(keys[i]), "%sled:%s", cl->conf->prefix, asks[i].key);
         argv[argc++] = keys[i];
     }
+    argv[argc++] = cl->hosts_key; /* hosts cut off: what they may spend alone is held back */
     snprintf(nums[k], sizeof(nums[k]), "%u", low_pct);
+    argv[argc++] = nums[k++];
+    argv[argc++] = cl->conf->host;
+    snprintf(nums[k], sizeof(nums[k]), "%u", STATE_CLUSTER_ALIVE_MS);
+    argv[argc++] = nums[k++];
+    snprintf(nums[k], sizeof(nums[k]), "%u", STATE_CLUSTER_HOST_TTL_MS);
     argv[argc++] = nums[k++];
     for (size_t i = 0; i < n; i++) {
         const uint64_t v[5] = {asks[i].start_ms, asks[i].end_ms, asks[i].budget, asks[i].need, asks[i].size};
@@ -362,8 +378,8 @@ void state_cluster_ledgers_sync(state_cluster_t *cl)
     /* per ledger (start, floor, delta): Redis' window never goes back, its
      * spent never below the host's copy of it (a Redis that lost its data
      * is given it back), plus what the host spent alone */
-    const char **argv = sl_xcalloc(3 + 4 * n, sizeof(*argv));
-    size_t *lens = sl_xcalloc(3 + 4 * n, sizeof(*lens));
+    const char **argv = sl_xcalloc(4 + 4 * n, sizeof(*argv));
+    size_t *lens = sl_xcalloc(4 + 4 * n, sizeof(*lens));
     char (*rkeys)[STATE_CLUSTER_PREFIX_MAX + STATE_KEY_MAX + 8] = sl_xcalloc(n, sizeof(*rkeys));
     char (*nums)[24] = sl_xcalloc(3 * n, sizeof(*nums));
     char nkeys[24];
@@ -388,6 +404,7 @@ void state_cluster_ledgers_sync(state_cluster_t *cl)
             argv[argc++] = nums[3 * i + (size_t)j];
         }
     }
+    argv[argc++] = cl->conf->host; /* Redis notes what this host was told */
     for (int i = 0; i < argc; i++)
         lens[i] = strlen(argv[i]);
     if (state_redis_send(&cl->cmd, on_sync, op, argc, argv, lens) == 0)

@@ -70,6 +70,7 @@ typedef enum state_link {
     STATE_LINK_DOWN,              /* closed; reconnects at retry_at_ms */
     STATE_LINK_RESOLVING,         /* the host name is being looked up */
     STATE_LINK_CONNECTING,        /* connections opening, handshake under way */
+    STATE_LINK_JOINING,           /* connected; up once a heartbeat (a write) succeeds */
     STATE_LINK_UP,
     STATE_LINK_COUNT
 } state_link_t;
@@ -107,7 +108,13 @@ struct state_cluster {
     h2o_timeout_t tick_timeout;   /* drives reconnects, heartbeats, command timeouts */
     h2o_timeout_entry_t tick;
     uint64_t retry_at_ms;         /* DOWN: when to reconnect (monotonic) */
-    uint32_t backoff_ms;
+    uint32_t backoff_ms;          /* back to 0 only once the link stayed UP for a while */
+    uint64_t up_since_ms;         /* the link last went UP */
+    uint64_t refused_until_ms;    /* an error reply: decisions are local until then */
+    uint64_t errors;              /* error replies to this worker's commands */
+    uint64_t errors_put;          /* ... as last written to its slot */
+    uint64_t error_logged_ms;     /* error replies are logged at most once a minute */
+    uint64_t next_mode_tick_ms;
     uint64_t connect_started_ms;
     int handshake_left;           /* replies the handshake still waits for */
     int subscribed;
@@ -199,8 +206,11 @@ void state_cluster_events_tick(state_cluster_t *cl, uint64_t now_ms);
 /* The channel said the stream has new entries. */
 void state_cluster_events_told(state_cluster_t *cl);
 
-/* Redis answered a command with an error that means the shared path does
- * not work now (a missing script, a read-only replica, out of memory). */
+/* Redis answered a command with an error (out of memory, a read-only
+ * replica, a missing script): the command failed, the connection did not.
+ * The error is counted and, for REFUSED_HOLD_MS, state_cluster_up() says no
+ * so that decisions are made locally as in the degraded mode; the link
+ * stays (a missing script alone reconnects, which loads the scripts). */
 void state_cluster_link_failed(state_cluster_t *cl, const char *why);
 
 /* The host's mode: CAS in LMDB with its event; 1 if this call changed it. */

@@ -9,15 +9,20 @@
 #include "state/state_cluster_int.h"
 #include "state/state_int.h"
 
-#define F(struct_, name_, type_, size_) {#name_, type_, offsetof(struct_, name_), size_}
+#define F(struct_, name_, type_, size_) {#name_, type_, offsetof(struct_, name_), size_, 0}
+#define F2(struct_, name_, type_) {#name_, type_, offsetof(struct_, name_), 1, 2}
 
 static const state_field_t mode_fields[] = {
     F(state_cluster_mode_rec_t, mode, STATE_F_U8, 1),
     F(state_cluster_mode_rec_t, since_ms, STATE_F_U64, 1),
     F(state_cluster_mode_rec_t, hosts, STATE_F_U32, 1),
+    F2(state_cluster_mode_rec_t, reported, STATE_F_U8),
+    F2(state_cluster_mode_rec_t, event_ms, STATE_F_U64),
+    F2(state_cluster_mode_rec_t, flaps, STATE_F_U32),
+    F2(state_cluster_mode_rec_t, flap_ms, STATE_F_U64),
 };
 
-const state_schema_t state_cluster_mode_schema = {"cluster mode", 1, mode_fields,
+const state_schema_t state_cluster_mode_schema = {"cluster mode", 2, mode_fields,
                                                   sizeof(mode_fields) / sizeof(mode_fields[0])};
 
 static const MDB_val mode_key = {7, "cluster"};
@@ -84,19 +89,59 @@ state_cluster_mode_rec_t state_cluster_mode_get(state_t *st)
     return rec;
 }
 
-/* The event a move makes, if any: a fall from shared (or from the start) is
- * cluster_degraded, a return from degraded is cluster_restored. */
-static int move_event(state_cluster_mode_t from, state_cluster_mode_t to, state_event_kind_t *kind)
+/* A fall: its event, unless one was logged less than a minute ago (then it
+ * is counted, and told by the next event). 1 if e is due. */
+static int on_fall(state_cluster_mode_rec_t *rec, const char *why, uint64_t now_ms, state_event_t *e)
 {
-    if (to == STATE_CLUSTER_DEGRADED && from != STATE_CLUSTER_DEGRADED) {
-        *kind = STATE_EVENT_CLUSTER_DEGRADED;
-        return 1;
+    if (rec->event_ms != 0 && now_ms - rec->event_ms < STATE_CLUSTER_EVENT_EVERY_MS) {
+        rec->flaps++;
+        rec->reported = 0;
+        return 0;
     }
-    if (to == STATE_CLUSTER_SHARED && from == STATE_CLUSTER_DEGRADED) {
-        *kind = STATE_EVENT_CLUSTER_RESTORED;
-        return 1;
+    state_event_init(e, STATE_EVENT_CLUSTER_DEGRADED, NULL, NULL, now_ms);
+    e->count = rec->flaps + 1;
+    e->duration_ms = rec->flap_ms;
+    if (rec->flaps > 0)
+        snprintf(e->reason, sizeof(e->reason),
+                 "%.140s; this host decides alone (and %u earlier fall(s) within a minute, %llu ms degraded in all)",
+                 why ? why : "Redis unreachable", rec->flaps, (unsigned long long)rec->flap_ms);
+    else
+        snprintf(e->reason, sizeof(e->reason), "%.140s; this host decides alone", why ? why : "Redis unreachable");
+    rec->reported = 1;
+    rec->event_ms = now_ms;
+    rec->flaps = 0;
+    rec->flap_ms = 0;
+    return 1;
+}
+
+/* A return: its event if the fall had one; else only its length is kept. */
+static int on_return(state_cluster_mode_rec_t *rec, uint64_t since_ms, uint64_t now_ms, state_event_t *e)
+{
+    uint64_t took = now_ms > since_ms ? now_ms - since_ms : 0;
+    if (!rec->reported) {
+        rec->flap_ms += took;
+        return 0;
     }
-    return 0;
+    state_event_init(e, STATE_EVENT_CLUSTER_RESTORED, NULL, NULL, now_ms);
+    e->count = 1;
+    e->duration_ms = took;
+    snprintf(e->reason, sizeof(e->reason), "Redis answers again after %llu ms: records are shared by %u host(s)",
+             (unsigned long long)took, rec->hosts);
+    rec->reported = 0;
+    return 1;
+}
+
+/* Writes rec and, if due, its event; commits. 1 if committed. */
+static int put_mode(state_t *st, MDB_txn *txn, const state_cluster_mode_rec_t *rec, state_event_t *e)
+{
+    int rc = write_mode(st, txn, rec);
+    if (rc == MDB_SUCCESS && e != NULL)
+        rc = state_event_put(st, txn, e);
+    if (rc != MDB_SUCCESS) {
+        mdb_txn_abort(txn);
+        return 0;
+    }
+    return mdb_txn_commit(txn) == MDB_SUCCESS;
 }
 
 int state_cluster_mode_move(state_t *st, state_cluster_mode_t to, uint32_t hosts, const char *why, uint64_t now_ms)
@@ -112,25 +157,45 @@ int state_cluster_mode_move(state_t *st, state_cluster_mode_t to, uint32_t hosts
         mdb_txn_abort(txn);
         return 0;
     }
-    rec = (state_cluster_mode_rec_t){(uint8_t)to, from == to ? before.since_ms : now_ms, hosts};
-    int rc = write_mode(st, txn, &rec);
-    state_event_kind_t kind;
-    if (rc == MDB_SUCCESS && move_event(from, to, &kind)) {
-        state_event_t e;
-        state_event_init(&e, kind, NULL, NULL, now_ms);
-        e.count = hosts;
-        if (kind == STATE_EVENT_CLUSTER_RESTORED) {
-            e.duration_ms = now_ms > before.since_ms ? now_ms - before.since_ms : 0;
-            snprintf(e.reason, sizeof(e.reason), "Redis answers again after %llu ms: records are shared by %u host(s)",
-                     (unsigned long long)e.duration_ms, hosts);
-        } else {
-            snprintf(e.reason, sizeof(e.reason), "%s; this host decides alone", why ? why : "Redis unreachable");
-        }
-        rc = state_event_put(st, txn, &e);
-    }
-    if (rc != MDB_SUCCESS) {
+    rec = before;
+    rec.mode = (uint8_t)to;
+    rec.hosts = hosts;
+    rec.since_ms = from == to ? before.since_ms : now_ms;
+    state_event_t e;
+    int due = 0;
+    if (to == STATE_CLUSTER_DEGRADED && from != STATE_CLUSTER_DEGRADED)
+        due = on_fall(&rec, why, now_ms, &e);
+    else if (to == STATE_CLUSTER_SHARED && from == STATE_CLUSTER_DEGRADED)
+        due = on_return(&rec, before.since_ms, now_ms, &e);
+    return put_mode(st, txn, &rec, due ? &e : NULL);
+}
+
+void state_cluster_mode_tick(state_t *st, uint64_t now_ms)
+{
+    state_cluster_mode_rec_t rec = state_cluster_mode_get(st);
+    if (rec.mode != STATE_CLUSTER_DEGRADED || rec.reported || now_ms - rec.event_ms < STATE_CLUSTER_EVENT_EVERY_MS)
+        return;
+    MDB_txn *txn;
+    if (mdb_txn_begin(st->env, NULL, 0, &txn) != MDB_SUCCESS)
+        return;
+    read_mode(st, txn, &rec); /* again, inside: another worker may have logged it */
+    if (rec.mode != STATE_CLUSTER_DEGRADED || rec.reported || now_ms - rec.event_ms < STATE_CLUSTER_EVENT_EVERY_MS) {
         mdb_txn_abort(txn);
-        return 0;
+        return;
     }
-    return mdb_txn_commit(txn) == MDB_SUCCESS;
+    /* the held-back fall is still going on: its event now, with the ones
+     * before it and this spell's length so far */
+    state_event_t e;
+    state_event_init(&e, STATE_EVENT_CLUSTER_DEGRADED, NULL, NULL, now_ms);
+    uint64_t spell = now_ms > rec.since_ms ? now_ms - rec.since_ms : 0;
+    e.count = rec.flaps;
+    e.duration_ms = rec.flap_ms + spell;
+    snprintf(e.reason, sizeof(e.reason),
+             "Redis came and went %u time(s) within a minute and is away again (for %llu ms); this host decides alone",
+             rec.flaps, (unsigned long long)spell);
+    rec.reported = 1;
+    rec.event_ms = now_ms;
+    rec.flaps = 0;
+    rec.flap_ms = 0;
+    (void)put_mode(st, txn, &rec, &e);
 }

@@ -170,3 +170,29 @@ sl_err_t state_cluster_probe(const state_cluster_conf_t *conf, uint32_t timeout_
     redisFree(c);
     return err;
 }
+
+sl_err_t state_cluster_leave(const state_cluster_conf_t *conf, uint32_t timeout_ms, char *why, size_t why_len)
+{
+    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+    redisContext *c = redisConnectWithTimeout(conf->redis_host, conf->redis_port, tv);
+    if (c == NULL || c->err) {
+        sl_err_t err = say(why, why_len, SL_ERR_IO, "cannot connect: %s", c ? c->errstr : "out of memory");
+        redisFree(c);
+        return err;
+    }
+    redisSetTimeout(c, tv);
+    sl_err_t err = check_auth(c, conf, why, why_len);
+    if (err == SL_OK) {
+        char key[STATE_CLUSTER_PREFIX_MAX + 8];
+        snprintf(key, sizeof(key), "%shosts", conf->prefix);
+        const char *argv[3] = {"ZREM", key, conf->host};
+        redisReply *r;
+        if ((err = run(c, "ZREM", &r, why, why_len, 3, argv)) == SL_OK) {
+            if (r->type == REDIS_REPLY_ERROR)
+                err = say(why, why_len, SL_ERR_IO, "%s", r->str);
+            freeReplyObject(r);
+        }
+    }
+    redisFree(c);
+    return err;
+}

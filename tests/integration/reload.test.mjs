@@ -5,7 +5,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { writeFileSync } from 'node:fs';
+import { writeFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import {
   startFake, startSluice, renderConfig, post, call, sleep, waitFor, workerPids,
@@ -276,6 +276,39 @@ test('requests in flight finish across reloads; kept-alive connections close aft
   } finally {
     agent.destroy();
     await a.setMode('ok');
+    await s.stop();
+  }
+});
+
+test('the master keeps supervising while a reload\'s new workers come up: a worker killed meanwhile is respawned at once', async () => {
+  // every worker takes 3 s to be ready (a test hook): the reload's too
+  const cfg = { workers: 2, networks: { eth: { endpoints: [{ id: 'a', url: a.url }] } } };
+  const s = await startSluice(cfg, { env: { ...process.env, SLUICE_TEST_READY_DELAY_MS: '3000' } });
+  try {
+    const old = await workerPids(s.child.pid);
+    assert.equal(old.length, 2);
+    const seq0 = await lastSeq(s);
+    s.child.kill('SIGHUP');
+    await waitFor(async () => (await workerPids(s.child.pid)).length === 4, { what: 'the new workers started' });
+    const before = new Set(await workerPids(s.child.pid));
+    await sleep(300);
+    const t0 = Date.now();
+    process.kill(old[0], 'SIGKILL');
+    // reaped: its zombie is gone (the master called waitpid)
+    await waitFor(() => !existsSync(`/proc/${old[0]}`), { timeoutMs: 8000, intervalMs: 10, what: 'the killed worker reaped' });
+    const reaped = Date.now() - t0;
+    let took = -1;
+    await waitFor(async () => (await workerPids(s.child.pid)).some((p) => !before.has(p)),
+      { timeoutMs: 3000, intervalMs: 10, what: 'the killed worker respawned' }).then(() => { took = Date.now() - t0; }, () => {});
+    console.log(`a worker killed 300 ms into a reload whose workers need 3 s: reaped after ${reaped} ms, respawned after ${took} ms`);
+    assert.ok(reaped < 1000, `the master was not blocked by the reload: reaped after ${reaped} ms`);
+    assert.ok(took >= 0 && took < 1000, `respawned within the backoff, not after the reload: ${took} ms`);
+    const ok = await waitEvent(s, seq0, 'config_reloaded');
+    assert.ok(ok.duration_ms >= 3000, `the reload waited for its workers (${ok.duration_ms} ms)`);
+    assert.equal((await post(s.url('eth'), call('eth_chainId'))).status, 200);
+    // the respawned worker was of the old generation: it drains with the others
+    await waitFor(async () => (await workerPids(s.child.pid)).length === 2, { timeoutMs: 15000, what: 'two workers left' });
+  } finally {
     await s.stop();
   }
 });

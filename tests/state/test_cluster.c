@@ -43,12 +43,14 @@ Test(cluster, link_edges)
     cr_expect(state_link_edge_allowed(STATE_LINK_DOWN, STATE_LINK_CONNECTING));
     cr_expect(state_link_edge_allowed(STATE_LINK_DOWN, STATE_LINK_RESOLVING));
     cr_expect(state_link_edge_allowed(STATE_LINK_RESOLVING, STATE_LINK_CONNECTING));
-    cr_expect(state_link_edge_allowed(STATE_LINK_CONNECTING, STATE_LINK_UP));
+    cr_expect(state_link_edge_allowed(STATE_LINK_CONNECTING, STATE_LINK_JOINING));
+    cr_expect(state_link_edge_allowed(STATE_LINK_JOINING, STATE_LINK_UP), "up only once a write succeeded");
+    cr_expect(state_link_edge_allowed(STATE_LINK_UP, STATE_LINK_JOINING), "an error reply to a write: not a lost link");
     for (int s = 0; s < STATE_LINK_COUNT; s++) {
         cr_expect(!state_link_edge_allowed((state_link_t)s, (state_link_t)s), "%s -> itself", state_link_name(s));
         cr_expect_eq(state_link_edge_allowed((state_link_t)s, STATE_LINK_DOWN), s != STATE_LINK_DOWN,
                      "every state but DOWN may fall");
-        if (s != STATE_LINK_CONNECTING)
+        if (s != STATE_LINK_JOINING)
             cr_expect(!state_link_edge_allowed((state_link_t)s, STATE_LINK_UP), "%s -> up", state_link_name(s));
     }
     cr_expect(!state_link_edge_allowed(STATE_LINK_COUNT, STATE_LINK_DOWN));
@@ -100,6 +102,53 @@ Test(cluster, mode_moves_report_once)
     cr_expect_eq(state_cluster_mode_get(st).hosts, 3, "a restart keeps the hosts last seen");
     cr_expect_eq(state_cluster_mode_move(st, STATE_CLUSTER_DEGRADED, 1, "Redis unreachable", 7100), 1);
     cr_expect_eq(count_kind(st, STATE_EVENT_CLUSTER_DEGRADED), 2);
+    close_tmp(st);
+}
+
+/* A Redis that comes and goes: one degraded/restored pair a minute, the
+ * falls in between counted into the next event; a spell still going on
+ * when the minute is over is logged by the tick. */
+Test(cluster, mode_flaps_are_one_pair_a_minute)
+{
+    state_t *st = open_tmp();
+    cr_assert_eq(state_cluster_mode_reset(st, 1000), SL_OK);
+    cr_expect_eq(state_cluster_mode_move(st, STATE_CLUSTER_SHARED, 1, NULL, 1000), 1);
+    uint64_t t = 2000;
+    for (int i = 0; i < 20; i++, t += 150) {
+        cr_expect_eq(state_cluster_mode_move(st, STATE_CLUSTER_DEGRADED, 1, "Redis lost: x", t), 1);
+        cr_expect_eq(state_cluster_mode_move(st, STATE_CLUSTER_SHARED, 1, NULL, t + 100), 1);
+    }
+    cr_expect_eq(count_kind(st, STATE_EVENT_CLUSTER_DEGRADED), 1);
+    cr_expect_eq(count_kind(st, STATE_EVENT_CLUSTER_RESTORED), 1);
+    state_cluster_mode_tick(st, 2000 + STATE_CLUSTER_EVENT_EVERY_MS); /* shared by then: nothing to tell */
+    cr_expect_eq(count_kind(st, STATE_EVENT_CLUSTER_DEGRADED), 1);
+    /* the next fall after the minute carries the 19 before it */
+    t = 2000 + STATE_CLUSTER_EVENT_EVERY_MS + 10;
+    cr_expect_eq(state_cluster_mode_move(st, STATE_CLUSTER_DEGRADED, 1, "Redis lost: y", t), 1);
+    state_event_t evs[8];
+    size_t n;
+    cr_assert_eq(state_events_read(st, 0, evs, 8, &n), SL_OK);
+    cr_assert_eq(n, 3);
+    cr_expect_eq(evs[2].kind, STATE_EVENT_CLUSTER_DEGRADED);
+    cr_expect_eq(evs[2].count, 20, "this fall and the 19 held back");
+    cr_expect_eq(evs[2].duration_ms, 19 * 100, "how long they lasted");
+    /* back, and away again within the minute: held back ... */
+    cr_expect_eq(state_cluster_mode_move(st, STATE_CLUSTER_SHARED, 1, NULL, t + 500), 1);
+    cr_expect_eq(state_cluster_mode_move(st, STATE_CLUSTER_DEGRADED, 1, "Redis lost: z", t + 1000), 1);
+    cr_expect_eq(count_kind(st, STATE_EVENT_CLUSTER_DEGRADED), 2);
+    state_cluster_mode_tick(st, t + 30000);
+    cr_expect_eq(count_kind(st, STATE_EVENT_CLUSTER_DEGRADED), 2, "not before the minute is over");
+    /* ... and told by the tick once the minute is over, if still away */
+    state_cluster_mode_tick(st, t + STATE_CLUSTER_EVENT_EVERY_MS);
+    state_cluster_mode_tick(st, t + STATE_CLUSTER_EVENT_EVERY_MS + 1);
+    cr_expect_eq(count_kind(st, STATE_EVENT_CLUSTER_DEGRADED), 3, "once");
+    cr_assert_eq(state_events_read(st, 0, evs, 8, &n), SL_OK);
+    cr_expect_eq(evs[n - 1].count, 1);
+    cr_expect_eq(evs[n - 1].duration_ms, STATE_CLUSTER_EVENT_EVERY_MS - 1000);
+    /* and its return is told */
+    cr_expect_eq(count_kind(st, STATE_EVENT_CLUSTER_RESTORED), 2, "the pair of t: its fall and return");
+    cr_expect_eq(state_cluster_mode_move(st, STATE_CLUSTER_SHARED, 1, NULL, t + 70000), 1);
+    cr_expect_eq(count_kind(st, STATE_EVENT_CLUSTER_RESTORED), 3);
     close_tmp(st);
 }
 
