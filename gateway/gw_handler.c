@@ -33,6 +33,7 @@ typedef struct gw_req {
     gw_limit_result_t limit;      /* this caller's rate limit, for the headers */
     gw_limit_wait_t limit_wait;   /* cluster: waiting for a lease of the caller's limit from Redis */
     size_t charged;               /* bytes of reply.out charged to the budget */
+    gw_held_entry_t held;         /* under its caller in h->buffered, once admitted */
 } gw_req_t;
 
 #define REFUSAL_LOG_EVERY_MS 10000
@@ -40,6 +41,7 @@ typedef struct gw_req {
 static void gw_req_dispose(void *p)
 {
     gw_req_t *g = p;
+    gw_held_remove(g->h->buffered.held, &g->held);
     gw_limit_wait_cancel(&g->limit_wait);
     if (g->call != NULL) {
         if (g->call_done)
@@ -301,36 +303,65 @@ static size_t shed(gw_req_t *g)
     return n;
 }
 
-/* The worker holds as many answer bytes as server.max_buffered_bytes allows:
- * a new call gets 503 (calls in flight go on). Returns 0 after answering. */
-static int within_budget(gw_req_t *g, const char *body)
+/* What the request holds: its assembled reply and its call's answers. */
+static size_t req_held(const gw_held_entry_t *e)
+{
+    const gw_req_t *g = (const gw_req_t *)((const char *)e - offsetof(gw_req_t, held));
+    return g->charged + (g->call != NULL ? pool_call_held(g->call) : 0);
+}
+
+/* 503 for a call refused for want of answer bytes: the worker's, or this
+ * caller's share of them (v). */
+static void refuse_buffered(gw_req_t *g, const char *body, gw_buffered_verdict_t v, size_t held)
 {
     gw_handler_t *h = g->h;
-    if (h->budget == NULL || !sl_budget_exhausted(h->budget))
-        return 1;
     gw_reply_t *r = &g->reply;
-    uint64_t held;
-    char tail[SL_LOG_HELD_MAX];
+    uint64_t logged;
+    char tail[SL_LOG_HELD_MAX], msg[240], data[240];
     g->have_reply = 1;
     r->status = 503;
     r->outcome = "overloaded";
     r->retry_after_s = 1;
-    char data[200];
-    snprintf(data, sizeof(data),
-             "{\"scope\":\"gateway\",\"reason\":\"buffered_bytes\",\"retry_after_ms\":1000,\"limit_bytes\":%zu}",
-             h->budget->limit);
+    if (v == GW_BUFFERED_SHARE) {
+        snprintf(msg, sizeof(msg), "this caller (API key, or client address) holds %zu answer bytes its "
+                 "connections have not taken, its share of what sluice may hold (server.max_buffered_share: %zu "
+                 "bytes); read those answers or retry in 1 s", held, h->buffered.share);
+        snprintf(data, sizeof(data), "{\"scope\":\"gateway\",\"reason\":\"buffered_bytes_share\",\"retry_after_ms\":1000,"
+                 "\"limit_bytes\":%zu,\"share_bytes\":%zu,\"held_bytes\":%zu}", h->budget->limit, h->buffered.share, held);
+    } else {
+        snprintf(msg, sizeof(msg), "sluice is holding as many answer bytes as server.max_buffered_bytes allows; "
+                 "retry in 1 s");
+        snprintf(data, sizeof(data), "{\"scope\":\"gateway\",\"reason\":\"buffered_bytes\",\"retry_after_ms\":1000,"
+                 "\"limit_bytes\":%zu}", h->budget->limit);
+        if (sl_log_limit_pass(&h->log_budget, sl_now_ms(), REFUSAL_LOG_EVERY_MS, &logged))
+            sl_log_warn("answer bytes held: %zu of server.max_buffered_bytes %zu (less a reserve of %zu); new calls "
+                        "get 503 until some are written%s", h->budget->used, h->budget->limit, h->buffered.reserve,
+                        sl_log_held_text(logged, tail));
+    }
     wire_span_t id = g->rpc.kind == GW_RPC_SINGLE ? g->rpc.members[0].id : (wire_span_t){0, 0};
-    gw_rpc_error(&r->out, body, id, GW_RPC_LIMIT_EXCEEDED,
-                 "sluice is holding as many answer bytes as server.max_buffered_bytes allows; retry in 1 s", data);
+    gw_rpc_error(&r->out, body, id, GW_RPC_LIMIT_EXCEEDED, msg, data);
     r->body = r->out.base;
     r->len = r->out.len;
-    gw_stats_srv_add(h->stats, STATE_SRV_BUFFER_REFUSED, 1);
-    if (sl_log_limit_pass(&h->log_budget, sl_now_ms(), REFUSAL_LOG_EVERY_MS, &held))
-        sl_log_warn("answer bytes held: %zu of server.max_buffered_bytes %zu; new calls get 503 until some are "
-                    "written%s",
-                    h->budget->used, h->budget->limit, sl_log_held_text(held, tail));
     send_reply(g);
-    return 0;
+}
+
+/* The worker's answer bytes and the caller's share of them (gw_buffered.h):
+ * a refused call gets 503 (calls in flight go on); an admitted one is
+ * counted under its caller until freed. Returns 0 after answering. */
+static int within_budget(gw_req_t *g, const char *body)
+{
+    gw_handler_t *h = g->h;
+    char ident[GW_HELD_IDENT_MAX];
+    size_t held;
+    caller_identity(g, ident, sizeof(ident));
+    gw_buffered_verdict_t v = gw_buffered_admit(&h->buffered, ident, sl_now_ms(), &held);
+    if (v != GW_BUFFERED_ADMIT) {
+        refuse_buffered(g, body, v, held);
+        return 0;
+    }
+    g->held.sock = g->req->conn->callbacks->get_socket(g->req->conn);
+    gw_held_add(h->buffered.held, &g->held, ident);
+    return 1;
 }
 
 static void handle_rpc(gw_req_t *g)
@@ -602,6 +633,7 @@ gw_handler_t *gw_handler_register(h2o_hostconf_t *hostconf, const gw_config_t *c
     h->stats = stats;
     h->limit = limit;
     h->budget = budget;
+    gw_buffered_init(&h->buffered, &cfg->server, budget, stats, req_held);
     nets_init(h, pool);
     return h;
 }
