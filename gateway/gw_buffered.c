@@ -2,6 +2,7 @@
  * resets before a refusal (the rule is in gw_buffered.h). */
 #include "gateway/gw_buffered.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "base/sl_buf.h"
@@ -130,4 +131,26 @@ gw_buffered_verdict_t gw_buffered_admit(gw_buffered_t *b, const char *ident, uin
         return GW_BUFFERED_ADMIT;
     gw_stats_srv_add(b->stats, STATE_SRV_BUFFER_REFUSED, 1);
     return GW_BUFFERED_FULL;
+}
+
+void gw_buffered_refusal(gw_buffered_t *b, gw_buffered_verdict_t v, size_t held, uint64_t now_ms, char *msg,
+                         size_t msg_cap, char *data, size_t data_cap)
+{
+    uint64_t logged;
+    char tail[SL_LOG_HELD_MAX];
+    if (v == GW_BUFFERED_SHARE) {
+        snprintf(msg, msg_cap, "this caller (API key, or client address) holds %zu answer bytes its connections "
+                 "have not taken, its share of what sluice may hold (server.max_buffered_share: %zu bytes); read "
+                 "those answers or retry in 1 s", held, b->share);
+        snprintf(data, data_cap, "{\"scope\":\"gateway\",\"reason\":\"buffered_bytes_share\",\"retry_after_ms\":1000,"
+                 "\"limit_bytes\":%zu,\"share_bytes\":%zu,\"held_bytes\":%zu}", b->budget->limit, b->share, held);
+        return;
+    }
+    snprintf(msg, msg_cap, "sluice is holding as many answer bytes as server.max_buffered_bytes allows; retry in 1 s");
+    snprintf(data, data_cap, "{\"scope\":\"gateway\",\"reason\":\"buffered_bytes\",\"retry_after_ms\":1000,"
+             "\"limit_bytes\":%zu}", b->budget->limit);
+    if (sl_log_limit_pass(&b->log_full, now_ms, LOG_EVERY_MS, &logged))
+        sl_log_warn("answer bytes held: %zu of server.max_buffered_bytes %zu (less a reserve of %zu); new calls "
+                    "get 503 until some are written%s", b->budget->used, b->budget->limit, b->reserve,
+                    sl_log_held_text(logged, tail));
 }

@@ -51,7 +51,7 @@ typedef struct gw_buffered {
     size_t reserve;               /* kept for calls already admitted */
     size_t share;                 /* bytes a caller may hold before it is refused */
     uint32_t stalled_ms;          /* server.stalled_reset_ms; 0: no resets */
-    sl_log_limit_t log_reset;
+    sl_log_limit_t log_reset, log_full;
 } gw_buffered_t;
 
 /* Sizes of the reserve and the share for srv (tests and the README's figures). */
@@ -67,5 +67,11 @@ void gw_buffered_dispose(gw_buffered_t *b);
 /* The verdict for a new call of ident; *held gets what ident holds now.
  * May reset stalled client connections (counted, logged at most every 10 s). */
 gw_buffered_verdict_t gw_buffered_admit(gw_buffered_t *b, const char *ident, uint64_t now_ms, size_t *held);
+
+/* The message and data (a JSON object) of the 503 for verdict v (not
+ * GW_BUFFERED_ADMIT) of a caller holding held; logs a refusal at the
+ * budget at most every 10 s. */
+void gw_buffered_refusal(gw_buffered_t *b, gw_buffered_verdict_t v, size_t held, uint64_t now_ms, char *msg,
+                         size_t msg_cap, char *data, size_t data_cap);
 
 #endif

@@ -314,30 +314,13 @@ static size_t req_held(const gw_held_entry_t *e)
  * caller's share of them (v). */
 static void refuse_buffered(gw_req_t *g, const char *body, gw_buffered_verdict_t v, size_t held)
 {
-    gw_handler_t *h = g->h;
     gw_reply_t *r = &g->reply;
-    uint64_t logged;
-    char tail[SL_LOG_HELD_MAX], msg[240], data[240];
+    char msg[240], data[240];
     g->have_reply = 1;
     r->status = 503;
     r->outcome = "overloaded";
     r->retry_after_s = 1;
-    if (v == GW_BUFFERED_SHARE) {
-        snprintf(msg, sizeof(msg), "this caller (API key, or client address) holds %zu answer bytes its "
-                 "connections have not taken, its share of what sluice may hold (server.max_buffered_share: %zu "
-                 "bytes); read those answers or retry in 1 s", held, h->buffered.share);
-        snprintf(data, sizeof(data), "{\"scope\":\"gateway\",\"reason\":\"buffered_bytes_share\",\"retry_after_ms\":1000,"
-                 "\"limit_bytes\":%zu,\"share_bytes\":%zu,\"held_bytes\":%zu}", h->budget->limit, h->buffered.share, held);
-    } else {
-        snprintf(msg, sizeof(msg), "sluice is holding as many answer bytes as server.max_buffered_bytes allows; "
-                 "retry in 1 s");
-        snprintf(data, sizeof(data), "{\"scope\":\"gateway\",\"reason\":\"buffered_bytes\",\"retry_after_ms\":1000,"
-                 "\"limit_bytes\":%zu}", h->budget->limit);
-        if (sl_log_limit_pass(&h->log_budget, sl_now_ms(), REFUSAL_LOG_EVERY_MS, &logged))
-            sl_log_warn("answer bytes held: %zu of server.max_buffered_bytes %zu (less a reserve of %zu); new calls "
-                        "get 503 until some are written%s", h->budget->used, h->budget->limit, h->buffered.reserve,
-                        sl_log_held_text(logged, tail));
-    }
+    gw_buffered_refusal(&g->h->buffered, v, held, sl_now_ms(), msg, sizeof(msg), data, sizeof(data));
     wire_span_t id = g->rpc.kind == GW_RPC_SINGLE ? g->rpc.members[0].id : (wire_span_t){0, 0};
     gw_rpc_error(&r->out, body, id, GW_RPC_LIMIT_EXCEEDED, msg, data);
     r->body = r->out.base;

@@ -38,7 +38,7 @@ typedef struct gw_handler {
     gw_buffered_t buffered;       /* who may have more of them (the share, the reserve, resets) */
     uint64_t inflight;            /* requests being handled (drain waits for 0) */
     uint64_t served;
-    sl_log_limit_t log_head, log_budget, log_framing; /* refusals are logged at most every 10 s */
+    sl_log_limit_t log_head, log_framing; /* refusals are logged at most every 10 s */
 } gw_handler_t;
 
 /* Registers the handler on path "/" of hostconf; nets must outlive it. New
