@@ -133,6 +133,19 @@ gw_buffered_verdict_t gw_buffered_admit(gw_buffered_t *b, const char *ident, uin
     return GW_BUFFERED_FULL;
 }
 
+int gw_buffered_keep(gw_buffered_t *b, const gw_held_entry_t *e, size_t answer, gw_held_bytes_cb sent,
+                     size_t *held)
+{
+    *held = 0;
+    if (b->budget == NULL || b->share >= b->budget->limit || answer <= GW_BUFFERED_SMALL)
+        return 1;
+    *held = gw_held_others(b->held, e, sent);
+    if (*held < b->share)
+        return 1;
+    gw_stats_srv_add(b->stats, STATE_SRV_SHARE_REFUSED, 1);
+    return 0;
+}
+
 void gw_buffered_refusal(gw_buffered_t *b, gw_buffered_verdict_t v, size_t held, uint64_t now_ms, char *msg,
                          size_t msg_cap, char *data, size_t data_cap)
 {

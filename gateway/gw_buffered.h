@@ -22,6 +22,14 @@
  *   then the call is admitted (the reset answers are freed as h2o sees
  *   their writes fail, within a loop turn). Only then GW_BUFFERED_FULL.
  *
+ * - the share again, when an answer is complete: calls of one caller that
+ *   arrive together are all admitted before any answer is read, so an
+ *   answer over GW_BUFFERED_SMALL is kept only while the caller's other
+ *   answers waiting for its connections hold less than its share; else the
+ *   caller gets GW_BUFFERED_SHARE for it instead (the bytes read are freed).
+ *   What a caller keeps is then its share plus one answer, however its
+ *   calls arrive; the answers read together meanwhile are the budget's slack.
+ *
  * One per worker, single-threaded; the caller passes the time. */
 #ifndef GW_BUFFERED_H
 #define GW_BUFFERED_H
@@ -37,6 +45,7 @@
 
 #define GW_BUFFERED_RESERVE_MIN (4u * 1024 * 1024)
 #define GW_BUFFERED_RESERVE_DIV 16
+#define GW_BUFFERED_SMALL (64u * 1024) /* an answer this size or less is never refused once admitted */
 
 typedef enum gw_buffered_verdict {
     GW_BUFFERED_ADMIT,
@@ -67,6 +76,13 @@ void gw_buffered_dispose(gw_buffered_t *b);
 /* The verdict for a new call of ident; *held gets what ident holds now.
  * May reset stalled client connections (counted, logged at most every 10 s). */
 gw_buffered_verdict_t gw_buffered_admit(gw_buffered_t *b, const char *ident, uint64_t now_ms, size_t *held);
+
+/* 1 if an admitted call's complete answer of answer bytes may be kept
+ * (written to its client); 0 if it is refused as over the caller's share
+ * (counted): *held gets what the caller's other answers being written hold,
+ * by the measure sent. e is the call's entry. */
+int gw_buffered_keep(gw_buffered_t *b, const gw_held_entry_t *e, size_t answer, gw_held_bytes_cb sent,
+                     size_t *held);
 
 /* The message and data (a JSON object) of the 503 for verdict v (not
  * GW_BUFFERED_ADMIT) of a caller holding held; logs a refusal at the

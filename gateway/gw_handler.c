@@ -33,6 +33,7 @@ typedef struct gw_req {
     gw_limit_result_t limit;      /* this caller's rate limit, for the headers */
     gw_limit_wait_t limit_wait;   /* cluster: waiting for a lease of the caller's limit from Redis */
     size_t charged;               /* bytes of reply.out charged to the budget */
+    int sent;                     /* the reply is being written */
     gw_held_entry_t held;         /* under its caller in h->buffered, once admitted */
 } gw_req_t;
 
@@ -125,17 +126,27 @@ static void send_reply(gw_req_t *g)
         g->charged = r->out.len;
         sl_budget_charge(g->h->budget, g->charged);
     }
+    g->sent = 1;
     if (r->nparts != 0)
         sl_http_send_parts(req, r->status, "application/json", r->parts, r->nparts, r->len);
     else
         sl_http_send(req, r->status, "application/json", r->body, r->len);
 }
 
+static size_t req_sent_held(const gw_held_entry_t *e);
+static void refuse_buffered(gw_req_t *g, const char *body, gw_buffered_verdict_t v, size_t held);
+
 static void on_call_done(pool_call_t *call, void *data)
 {
     gw_req_t *g = data;
-    (void)call;
+    size_t held;
     g->call_done = 1;
+    if (!gw_buffered_keep(&g->h->buffered, &g->held, pool_call_held(call), req_sent_held, &held)) {
+        pool_call_release(call); /* its bytes go now, not after a refusal nobody needs them for */
+        g->call = NULL;
+        refuse_buffered(g, g->req->entity.base ? g->req->entity.base : "", GW_BUFFERED_SHARE, held);
+        return;
+    }
     gw_reply_build(&g->reply, g->req->entity.base, &g->rpc, g->items, g->item_member, g->nitems, g->call);
     g->have_reply = 1;
     gw_stats_count_request(g->h->stats, g->net->index, &g->rpc, g->items, g->item_member, g->nitems);
@@ -308,6 +319,13 @@ static size_t req_held(const gw_held_entry_t *e)
 {
     const gw_req_t *g = (const gw_req_t *)((const char *)e - offsetof(gw_req_t, held));
     return g->charged + (g->call != NULL ? pool_call_held(g->call) : 0);
+}
+
+/* ... counting only a reply being written (what waits for its client). */
+static size_t req_sent_held(const gw_held_entry_t *e)
+{
+    const gw_req_t *g = (const gw_req_t *)((const char *)e - offsetof(gw_req_t, held));
+    return g->sent ? req_held(e) : 0;
 }
 
 /* 503 for a call refused for want of answer bytes: the worker's, or this

@@ -131,6 +131,18 @@ static size_t slot_sum(const gw_held_t *t, int32_t i)
     return sum;
 }
 
+size_t gw_held_others(const gw_held_t *t, const gw_held_entry_t *e, gw_held_bytes_cb bytes)
+{
+    if (e->slot == 0)
+        return 0;
+    const h2o_linklist_t *anchor = &t->slots[e->slot - 1].entries;
+    size_t sum = 0;
+    for (const h2o_linklist_t *n = anchor->next; n != anchor; n = n->next)
+        if (n != &e->link)
+            sum += bytes(H2O_STRUCT_FROM_MEMBER(gw_held_entry_t, link, n));
+    return sum;
+}
+
 size_t gw_held_of(const gw_held_t *t, const char *ident)
 {
     int32_t i = find(t, ident);

@@ -51,6 +51,10 @@ void gw_held_remove(gw_held_t *t, gw_held_entry_t *e);
  * table is full, the aggregate's (where its next entry would go); else 0. */
 size_t gw_held_of(const gw_held_t *t, const char *ident);
 
+/* What the other entries of e's slot hold by the measure bytes (the
+ * table's own callback, or a narrower one); 0 for an entry not in the table. */
+size_t gw_held_others(const gw_held_t *t, const gw_held_entry_t *e, gw_held_bytes_cb bytes);
+
 /* What e holds now (the bytes callback). */
 size_t gw_held_bytes(const gw_held_t *t, const gw_held_entry_t *e);
 

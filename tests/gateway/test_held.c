@@ -28,6 +28,8 @@ Test(held, sums_a_callers_entries_and_frees_its_slot_with_the_last)
     cr_assert_eq(gw_held_callers(t), 2);
     a1.bytes = 1000; /* read as it grows, not charged once */
     cr_assert_eq(gw_held_of(t, "ip:127.0.0.2"), 1050);
+    cr_assert_eq(gw_held_others(t, &a1.e, bytes_of), 50);
+    cr_assert_eq(gw_held_others(t, &b1.e, bytes_of), 0);
     gw_held_remove(t, &a1.e);
     gw_held_remove(t, &a1.e); /* twice: a no-op */
     cr_assert_eq(gw_held_callers(t), 2);

@@ -56,6 +56,21 @@ function hoarder(port, from, block) {
   });
 }
 
+async function gateway() {
+  const a = await startFake({ name: 'a', args: ['--mode', 'huge', '--method', 'eth_getLogs', '--size', String(SIZE)] });
+  started.push(a);
+  const s = await startSluice({
+    workers: 1,
+    // the write timeout far off: what frees room here is the stalled reset
+    server: { max_buffered_bytes: BUDGET, max_response_bytes: 2 * SIZE, write_timeout_ms: 60000 },
+    networks: { eth: { lines: ['ranking: { probe_interval_ms: 0 }', 'pressure: { enabled: false }',
+      'timeouts: { first_byte_ms: 30000, attempt_ms: 60000, request_ms: 60000 }'],
+      endpoints: [{ id: 'a', url: a.url }] } },
+  });
+  started.push(s);
+  return s;
+}
+
 // Another caller (127.0.0.1) calling all along; stop() resolves with its statuses.
 function bystander(s) {
   const statuses = [];
@@ -72,17 +87,7 @@ function bystander(s) {
 
 test('one caller hoarding large answers gets its share and no more; another caller is served throughout; ' +
   'near the budget stalled writers are reset, largest first, before anyone is refused', async () => {
-  const a = await startFake({ name: 'a', args: ['--mode', 'huge', '--method', 'eth_getLogs', '--size', String(SIZE)] });
-  started.push(a);
-  const s = await startSluice({
-    workers: 1,
-    // the write timeout far off: what frees room here is the stalled reset
-    server: { max_buffered_bytes: BUDGET, max_response_bytes: 2 * SIZE, write_timeout_ms: 60000 },
-    networks: { eth: { lines: ['ranking: { probe_interval_ms: 0 }', 'pressure: { enabled: false }',
-      'timeouts: { first_byte_ms: 30000, attempt_ms: 60000, request_ms: 60000 }'],
-      endpoints: [{ id: 'a', url: a.url }] } },
-  });
-  started.push(s);
+  const s = await gateway();
   const other = bystander(s);
   await sleep(200);
 
@@ -134,8 +139,34 @@ test('one caller hoarding large answers gets its share and no more; another call
   // admitted below budget - reserve, one answer read past it at most
   const peak = await metric(s, 'sluice_buffered_answer_bytes_peak');
   assert.ok(peak <= BUDGET - RESERVE + SIZE + 64 * 1024, `peak ${peak} bytes within ${BUDGET} - ${RESERVE} + one answer`);
-  console.log(`figures: bystander ${statuses.length} calls, all 200; hoarder statuses ${first.map((c) => c.status)} then ` +
+  console.log(`figures (paced): bystander ${statuses.length} calls, all 200; hoarder statuses ${first.map((c) => c.status)} then ` +
     `${more.map((c) => c.status)}; stalled resets ${resets}; peak ${(peak / MB).toFixed(1)} MB of ${BUDGET / MB} MB`);
   for (const c of [...first, ...more]) c.sock.destroy();
   await waitFor(async () => (await metric(s, 'sluice_buffered_answer_bytes')) === 0, { what: 'every answer byte freed' });
+});
+
+test('fourteen large calls at once from one caller: all are admitted before any answer is read, ' +
+  'the caller keeps about its share, the other answers are refused as they complete', async () => {
+  const s = await gateway();
+  const other = bystander(s);
+  await sleep(200);
+  const burst = await Promise.all(Array.from({ length: 14 }, (_, i) => hoarder(s.port, '127.0.0.2', 1000 + i)));
+  const kept = burst.filter((c) => c.status === 200);
+  const refused = burst.filter((c) => c.status === 503);
+  assert.equal(kept.length + refused.length, 14);
+  assert.ok(kept.length >= 1 && kept.length <= 2, `${kept.length} of 14 answers kept (statuses ${burst.map((c) => c.status)})`);
+  assert.ok(refused.every((c) => c.json.error.data.reason === 'buffered_bytes_share'));
+  // what stays held is the caller's share and an answer at most
+  await waitFor(async () => (await metric(s, 'sluice_buffered_answer_bytes')) <= BUDGET / 4 + SIZE + 64 * 1024,
+    { what: 'the refused answers freed' });
+  await sleep(1500);
+  const statuses = await other.stop();
+  // the answers are read together before they are refused: a bystander's call
+  // that meets them in flight (no stalled writer yet) may be refused meanwhile
+  const bad = statuses.filter((x) => x !== 200);
+  assert.ok(bad.length <= 3, `${bad.length} of the bystander's ${statuses.length} calls refused (${[...new Set(bad)]})`);
+  const peak = await metric(s, 'sluice_buffered_answer_bytes_peak');
+  console.log(`figures (burst): kept ${kept.length} of 14; bystander ${statuses.length} calls, ${bad.length} refused; ` +
+    `stalled resets ${await metric(s, 'sluice_client_stalled_resets_total')}; peak ${(peak / MB).toFixed(1)} MB of ${BUDGET / MB} MB`);
+  for (const c of burst) c.sock.destroy();
 });
