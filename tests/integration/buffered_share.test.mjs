@@ -29,13 +29,13 @@ async function metric(s, line) {
 // A client from `from` that asks for a large answer (eth_getLogs of its own
 // block, so no two are coalesced) and stops reading once its head arrives.
 // Resolves with { status, json (a refusal), sock, gone } when the head is in.
-function hoarder(port, from, block) {
+function hoarder(port, from, block, network = 'eth') {
   const body = JSON.stringify(call('eth_getLogs', [{ fromBlock: `0x${block.toString(16)}`, toBlock: 'latest' }]));
   const sock = net.connect({ port, host: '127.0.0.1', localAddress: from });
-  const c = { sock, from, reset: undefined, received: 0 };
+  const c = { sock, from, reset: undefined, received: 0, size: network === 'big' ? BIG : SIZE };
   sock.on('error', () => {});
   // reset before its answer was written: closed short of it
-  sock.on('close', () => { c.reset = c.received < SIZE; });
+  sock.on('close', () => { c.reset = c.received < c.size; });
   let buf = Buffer.alloc(0);
   return new Promise((resolve) => {
     sock.on('data', (d) => {
@@ -51,21 +51,25 @@ function hoarder(port, from, block) {
       c.json = JSON.parse(buf.subarray(end + 4, end + 4 + len).toString('utf8'));
       resolve(c);
     });
-    sock.write(`POST /eth HTTP/1.1\r\nHost: sluice\r\nContent-Type: application/json\r\n` +
+    sock.write(`POST /${network} HTTP/1.1\r\nHost: sluice\r\nContent-Type: application/json\r\n` +
       `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
   });
 }
 
+// /eth answers eth_getLogs with SIZE bytes, /big with BIG.
+const BIG = Math.round(1.5 * SIZE);
 async function gateway() {
-  const a = await startFake({ name: 'a', args: ['--mode', 'huge', '--method', 'eth_getLogs', '--size', String(SIZE)] });
-  started.push(a);
+  const net = async (name, size) => {
+    const f = await startFake({ name, args: ['--mode', 'huge', '--method', 'eth_getLogs', '--size', String(size)] });
+    started.push(f);
+    return { lines: ['ranking: { probe_interval_ms: 0 }', 'pressure: { enabled: false }',
+      'timeouts: { first_byte_ms: 30000, attempt_ms: 60000, request_ms: 60000 }'], endpoints: [{ id: name, url: f.url }] };
+  };
   const s = await startSluice({
     workers: 1,
     // the write timeout far off: what frees room here is the stalled reset
     server: { max_buffered_bytes: BUDGET, max_response_bytes: 2 * SIZE, write_timeout_ms: 60000 },
-    networks: { eth: { lines: ['ranking: { probe_interval_ms: 0 }', 'pressure: { enabled: false }',
-      'timeouts: { first_byte_ms: 30000, attempt_ms: 60000, request_ms: 60000 }'],
-      endpoints: [{ id: 'a', url: a.url }] } },
+    networks: { eth: await net('a', SIZE), big: await net('b', BIG) },
   });
   started.push(s);
   return s;
@@ -86,7 +90,7 @@ function bystander(s) {
 }
 
 test('one caller hoarding large answers gets its share and no more; another caller is served throughout; ' +
-  'near the budget stalled writers are reset, largest first, before anyone is refused', async () => {
+  'near the budget stalled writers are reset, the largest first, before anyone is refused', async () => {
   const s = await gateway();
   const other = bystander(s);
   await sleep(200);
@@ -111,12 +115,13 @@ test('one caller hoarding large answers gets its share and no more; another call
   assert.ok(r.error.data.held_bytes >= BUDGET / 4, `held_bytes ${r.error.data.held_bytes}`);
   assert.match(r.error.message, /this caller \(API key, or client address\) holds \d+ answer bytes .*max_buffered_share/);
 
-  // 2. more callers, one every 1.2 s, fill the budget past its reserve: the
-  // next call (theirs or the bystander's) resets stalled writers first
+  // 2. more callers, one every 1.2 s, fill the budget past its reserve (the
+  // first of them with a larger answer): the next call (theirs or the
+  // bystander's) resets stalled writers first, the largest holder first
   const more = [];
   for (let i = 0; i < 4; i++) {
     await sleep(1200);
-    more.push(await hoarder(s.port, `127.0.0.${3 + i}`, 100 + i));
+    more.push(await hoarder(s.port, `127.0.0.${3 + i}`, 100 + i, i === 0 ? 'big' : 'eth'));
   }
   await sleep(1200);
   const statuses = await other.stop();
@@ -128,17 +133,18 @@ test('one caller hoarding large answers gets its share and no more; another call
   // a paused socket sees its close when it reads again; the others get their whole answer
   const hoarders = [...held, ...more];
   for (const c of hoarders) c.sock.resume();
-  await waitFor(() => hoarders.every((c) => c.reset !== undefined || c.received > SIZE),
+  await waitFor(() => hoarders.every((c) => c.reset !== undefined || c.received > c.size),
     { what: 'every hoarder reset or answered', timeoutMs: 20000 })
     .catch((e) => { throw new Error(`${e.message}: ${JSON.stringify(hoarders.map((c) => [c.from, c.received, c.reset]))}`); });
   const reset = hoarders.filter((c) => c.reset);
   assert.ok(resets >= 1 && resets === reset.length, `${resets} resets counted, ${reset.length} hoarders cut short`);
+  assert.ok(more[0].reset, `the largest holder (127.0.0.3) was not reset: ${reset.map((c) => c.from)} were`);
   assert.equal(await metric(s, 'sluice_client_write_timeouts_total'), 0);
   assert.equal(await metric(s, 'sluice_requests_refused_total{reason="buffered_bytes"}'), 0);
   assert.equal(await metric(s, 'sluice_requests_refused_total{reason="buffered_bytes_share"}'), refused.length);
   // admitted below budget - reserve, one answer read past it at most
   const peak = await metric(s, 'sluice_buffered_answer_bytes_peak');
-  assert.ok(peak <= BUDGET - RESERVE + SIZE + 64 * 1024, `peak ${peak} bytes within ${BUDGET} - ${RESERVE} + one answer`);
+  assert.ok(peak <= BUDGET - RESERVE + BIG + 64 * 1024, `peak ${peak} bytes within ${BUDGET} - ${RESERVE} + one answer`);
   console.log(`figures (paced): bystander ${statuses.length} calls, all 200; hoarder statuses ${first.map((c) => c.status)} then ` +
     `${more.map((c) => c.status)}; stalled resets ${resets}; peak ${(peak / MB).toFixed(1)} MB of ${BUDGET / MB} MB`);
   for (const c of [...first, ...more]) c.sock.destroy();
