@@ -170,9 +170,15 @@ static const struct {
     [STATE_SRV_BUFFERED_PEAK] = {"sluice_buffered_answer_bytes_peak", "gauge", NULL,
                                  "The most answer bytes one worker has held at once.", 1},
     [STATE_SRV_BUFFER_REFUSED] = {"sluice_requests_refused_total", "counter", "reason=\"buffered_bytes\"",
-                                  "Requests refused by a worker's own limits: 503 at server.max_buffered_bytes, "
+                                  "Requests refused by a worker's own limits: 503 at server.max_buffered_bytes or at a caller's "
+                                  "share of it (server.max_buffered_share), "
                                   "431/414 over the header limits."},
+    [STATE_SRV_SHARE_REFUSED] = {"sluice_requests_refused_total", "counter", "reason=\"buffered_bytes_share\"", NULL},
     [STATE_SRV_HEAD_REFUSED] = {"sluice_requests_refused_total", "counter", "reason=\"header_too_large\"", NULL},
+    [STATE_SRV_STALLED_RESETS] = {"sluice_client_stalled_resets_total", "counter", NULL,
+                                  "Client connections reset, before a call was refused for want of answer bytes, "
+                                  "because they held answer bytes and had acknowledged none for "
+                                  "server.stalled_reset_ms."},
     [STATE_SRV_ACCESS_DROPPED] = {"sluice_access_log_dropped_total", "counter", NULL,
                                   "Access-log lines dropped because stderr took none while the worker's buffer "
                                   "(server.access_log_buffer_bytes) was full."},

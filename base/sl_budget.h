@@ -2,10 +2,11 @@
  *
  * One per worker process, single-threaded. pool/ charges the bytes of an
  * upstream answer as they are read and releases them when the call is
- * freed; gateway/ charges the replies it assembles and refuses new calls
- * while the budget is used up (server.max_buffered_bytes). Calls already
- * admitted are never cut short by it, so usage may pass the limit by what
- * those calls still read. */
+ * freed; gateway/ charges the replies it assembles and decides which new
+ * calls may have more (server.max_buffered_bytes less a reserve, each
+ * caller's share: gateway/gw_buffered.h). Calls already admitted are never
+ * cut short by the budget, so usage may pass the limit by what those calls
+ * still read. */
 #ifndef SL_BUDGET_H
 #define SL_BUDGET_H
 
@@ -14,7 +15,7 @@
 
 typedef struct sl_budget {
     size_t used;                  /* bytes held now */
-    size_t limit;                 /* new calls are refused while used >= limit */
+    size_t limit;                 /* server.max_buffered_bytes */
     size_t peak;                  /* highest used so far */
 } sl_budget_t;
 

@@ -204,6 +204,8 @@ static const gw_cfg_field_t server_fields[] = {
     {"write_timeout_ms", GW_CFG_U32, offsetof(gw_server_conf_t, write_timeout_ms), 100, 3600000},
     {"max_buffered_bytes", GW_CFG_SIZE, offsetof(gw_server_conf_t, max_buffered_bytes), 1024 * 1024,
      UINT64_C(1) << 40},
+    {"max_buffered_share", GW_CFG_DOUBLE, offsetof(gw_server_conf_t, max_buffered_share)},
+    {"stalled_reset_ms", GW_CFG_U32, offsetof(gw_server_conf_t, stalled_reset_ms), 0, 3600000},
     /* h2o itself answers 400 to a head over H2O_MAX_REQLEN (8 KiB + 4 KiB per
      * header, 408 KiB): limits past 256 KiB would never be reached */
     {"max_header_line_bytes", GW_CFG_U32, offsetof(gw_server_conf_t, max_header_line_bytes), 256, 256 * 1024},
@@ -293,6 +295,10 @@ static void check_server(gw_cfg_t *c, yaml_node_t *n, gw_server_conf_t *srv, uin
         else
             srv->max_buffered_bytes = srv->max_response_bytes;
     }
+    /* a share of 0 would refuse every call, over 1 would be no share */
+    if (!(srv->max_buffered_share > 0 && srv->max_buffered_share <= 1))
+        server_error(c, n, "max_buffered_share", "must be above 0 and at most 1 (a fraction of max_buffered_bytes)",
+                     0, 0);
     if (srv->max_header_line_bytes > srv->max_header_bytes)
         server_error(c, n, server_given(given, "max_header_line_bytes") ? "max_header_line_bytes" : "max_header_bytes",
                      "max_header_line_bytes (%llu) must not exceed max_header_bytes (%llu)",
@@ -484,6 +490,8 @@ static gw_config_t *config_new(const char *name)
         .idle_timeout_ms = GW_DEFAULT_IDLE_TIMEOUT_MS,
         .write_timeout_ms = GW_DEFAULT_WRITE_TIMEOUT_MS,
         .max_buffered_bytes = GW_DEFAULT_MAX_BUFFERED_BYTES,
+        .max_buffered_share = GW_DEFAULT_MAX_BUFFERED_SHARE,
+        .stalled_reset_ms = GW_DEFAULT_STALLED_RESET_MS,
         .max_header_line_bytes = GW_DEFAULT_MAX_HEADER_LINE_BYTES,
         .max_header_bytes = GW_DEFAULT_MAX_HEADER_BYTES,
     };

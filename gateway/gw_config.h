@@ -28,6 +28,8 @@
 #define GW_DEFAULT_IDLE_TIMEOUT_MS 10000
 #define GW_DEFAULT_WRITE_TIMEOUT_MS 30000
 #define GW_DEFAULT_MAX_BUFFERED_BYTES (256 * 1024 * 1024)
+#define GW_DEFAULT_MAX_BUFFERED_SHARE 0.25
+#define GW_DEFAULT_STALLED_RESET_MS 1000
 #define GW_DEFAULT_MAX_HEADER_LINE_BYTES 8192
 #define GW_DEFAULT_MAX_HEADER_BYTES 32768
 #define GW_DEFAULT_MAP_SIZE_MB 256
@@ -72,6 +74,8 @@ typedef struct gw_server_conf {
     uint32_t idle_timeout_ms; /* a connection idle, or this slow to send its request, is closed */
     uint32_t write_timeout_ms; /* a client that takes no answer bytes for this long is closed */
     size_t max_buffered_bytes; /* answer bytes held in memory per worker before new calls get 503 */
+    double max_buffered_share; /* of max_buffered_bytes one caller may hold before its new calls get 503 (0.25) */
+    uint32_t stalled_reset_ms; /* near the budget, clients stalled this long are reset first (1000; 0: never) */
     uint32_t max_header_line_bytes; /* longest request line or header line (431 / 414) */
     uint32_t max_header_bytes; /* all of the request head together (431) */
     uint32_t ipv6_prefix;     /* IPv6 callers are limited per /ipv6_prefix network (64) */

@@ -266,6 +266,39 @@ static void conn_reset(gw_conn_t *k)
     shutdown(fd, SHUT_RDWR);
 }
 
+static gw_conn_t *tracked(h2o_socket_t *sock)
+{
+    return sock != NULL && sock->on_close.cb == on_conn_close ? sock->on_close.data : NULL;
+}
+
+uint64_t gw_conns_stalled_ms(h2o_socket_t *sock, uint64_t now_ms)
+{
+    gw_conn_t *k = tracked(sock);
+    uint64_t acked;
+    if (k == NULL || k->lingering)
+        return 0;
+    if (k->resetting)
+        return GW_CONNS_RESETTING;
+    if (!h2o_socket_is_writing(sock) || sl_tcp_bytes_acked(h2o_socket_get_fd(sock), &acked) != SL_OK)
+        return 0;
+    if (k->since_ms == 0 || acked != k->acked) { /* as the sweep would see it */
+        k->acked = acked;
+        k->since_ms = now_ms;
+        return 0;
+    }
+    return now_ms > k->since_ms ? now_ms - k->since_ms : 0;
+}
+
+int gw_conns_reset_stalled(h2o_socket_t *sock)
+{
+    gw_conn_t *k = tracked(sock);
+    if (k == NULL || k->lingering || k->resetting)
+        return 0;
+    conn_reset(k);
+    gw_stats_srv_add(k->owner->stats, STATE_SRV_STALLED_RESETS, 1);
+    return 1;
+}
+
 static void on_sweep(h2o_timeout_entry_t *entry)
 {
     gw_conns_t *c = H2O_STRUCT_FROM_MEMBER(gw_conns_t, sweep, entry);

@@ -56,6 +56,17 @@ void gw_conns_stop_accepting(gw_conns_t *c);
  * (req->conn->callbacks->get_socket); a socket this module does not track
  * (admin) is left to an ordinary close. Call it before the answer is sent. */
 void gw_conns_linger(h2o_socket_t *sock);
+/* How long, in ms, the client of sock has acknowledged no byte of the
+ * answer being written: the write timeout's notion of progress, read now
+ * (0 when it is not writing, moved since the last look, or sock is not a
+ * client connection this module tracks); GW_CONNS_RESETTING once it is
+ * being reset. */
+#define GW_CONNS_RESETTING UINT64_MAX
+uint64_t gw_conns_stalled_ms(h2o_socket_t *sock, uint64_t now_ms);
+/* Resets the client connection of sock as the write timeout does (h2o then
+ * frees its request and answer) and counts it in STATE_SRV_STALLED_RESETS.
+ * Returns 1, or 0 for a socket not tracked or already being reset. */
+int gw_conns_reset_stalled(h2o_socket_t *sock);
 /* Client connections open now. */
 size_t gw_conns_open(const gw_conns_t *c);
 

@@ -13,7 +13,9 @@
 #include "gateway/gw_conns.h"
 #include "gateway/gw_cors.h"
 #include "gateway/gw_framing.h"
+#include "gateway/gw_head.h"
 #include "gateway/gw_identity.h"
+#include "gateway/gw_refuse.h"
 #include "gateway/gw_reply.h"
 #include "gateway/gw_rpc.h"
 
@@ -35,6 +37,8 @@ typedef struct gw_req {
     gw_limit_wait_t limit_wait;   /* cluster: waiting for a lease of the caller's limit from Redis */
     size_t charged;               /* bytes of reply.out charged to the budget */
     uint64_t owner;               /* the caller's identity hashed (0: not needed): its share of the depth */
+    int sent;                     /* the reply is being written */
+    gw_held_entry_t held;         /* under its caller in h->buffered, once admitted */
 } gw_req_t;
 
 #define REFUSAL_LOG_EVERY_MS 10000
@@ -42,6 +46,7 @@ typedef struct gw_req {
 static void gw_req_dispose(void *p)
 {
     gw_req_t *g = p;
+    gw_held_remove(g->h->buffered.held, &g->held);
     gw_limit_wait_cancel(&g->limit_wait);
     if (g->call != NULL) {
         if (g->call_done)
@@ -125,17 +130,27 @@ static void send_reply(gw_req_t *g)
         g->charged = r->out.len;
         sl_budget_charge(g->h->budget, g->charged);
     }
+    g->sent = 1;
     if (r->nparts != 0)
         sl_http_send_parts(req, r->status, "application/json", r->parts, r->nparts, r->len);
     else
         sl_http_send(req, r->status, "application/json", r->body, r->len);
 }
 
+static size_t req_sent_held(const gw_held_entry_t *e);
+static void refuse_buffered(gw_req_t *g, const char *body, gw_buffered_verdict_t v, size_t held);
+
 static void on_call_done(pool_call_t *call, void *data)
 {
     gw_req_t *g = data;
-    (void)call;
+    size_t held;
     g->call_done = 1;
+    if (!gw_buffered_keep(&g->h->buffered, &g->held, pool_call_held(call), req_sent_held, &held)) {
+        pool_call_release(call); /* its bytes go now, not after a refusal nobody needs them for */
+        g->call = NULL;
+        refuse_buffered(g, g->req->entity.base ? g->req->entity.base : "", GW_BUFFERED_SHARE, held);
+        return;
+    }
     gw_reply_build(&g->reply, g->req->entity.base, &g->rpc, g->items, g->item_member, g->nitems, g->call);
     g->have_reply = 1;
     gw_stats_count_request(g->h->stats, g->net->index, &g->rpc, g->items, g->item_member, g->nitems);
@@ -208,20 +223,8 @@ static void caller_identity(gw_req_t *g, char *out, size_t cap)
 /* Answers 429 for a caller over its limit (g->limit says which). */
 static void refuse_limited(gw_req_t *g, const char *body, wire_span_t id)
 {
-    gw_reply_t *r = &g->reply;
     g->have_reply = 1;
-    r->status = 429;
-    r->outcome = "client_rate_limited";
-    r->retry_after_s = g->limit.retry_after_s;
-    char msg[200], data[200];
-    snprintf(msg, sizeof(msg), "rate limit exceeded: %u calls per %u s for this caller (%s bucket); retry in %u s",
-             g->limit.limit, g->limit.window_s, policy_bucket_name(g->limit.bucket), g->limit.retry_after_s);
-    snprintf(data, sizeof(data), "{\"scope\":\"client\",\"retry_after_ms\":%llu,\"bucket\":\"%s\",\"limit\":%u,\"window_s\":%u}",
-             (unsigned long long)g->limit.retry_after_ms, policy_bucket_name(g->limit.bucket), g->limit.limit,
-             g->limit.window_s);
-    gw_rpc_error(&r->out, body, id, GW_RPC_LIMIT_EXCEEDED, msg, data);
-    r->body = r->out.base;
-    r->len = r->out.len;
+    gw_refuse_limited(&g->reply, body, id, &g->limit);
     send_reply(g);
 }
 
@@ -318,36 +321,50 @@ static size_t shed(gw_req_t *g)
     return n;
 }
 
-/* The worker holds as many answer bytes as server.max_buffered_bytes allows:
- * a new call gets 503 (calls in flight go on). Returns 0 after answering. */
+/* What the request holds: its assembled reply and its call's answers. */
+static size_t req_held(const gw_held_entry_t *e)
+{
+    const gw_req_t *g = (const gw_req_t *)((const char *)e - offsetof(gw_req_t, held));
+    return g->charged + (g->call != NULL ? pool_call_held(g->call) : 0);
+}
+
+/* ... counting only a reply being written (what waits for its client). */
+static size_t req_sent_held(const gw_held_entry_t *e)
+{
+    const gw_req_t *g = (const gw_req_t *)((const char *)e - offsetof(gw_req_t, held));
+    return g->sent ? req_held(e) : 0;
+}
+
+/* 503 for a call refused for want of answer bytes: the worker's, or this
+ * caller's share of them (v). */
+static void refuse_buffered(gw_req_t *g, const char *body, gw_buffered_verdict_t v, size_t held)
+{
+    char msg[240], data[240];
+    g->have_reply = 1;
+    gw_buffered_refusal(&g->h->buffered, v, held, sl_now_ms(), msg, sizeof(msg), data, sizeof(data));
+    wire_span_t id = g->rpc.kind == GW_RPC_SINGLE ? g->rpc.members[0].id : (wire_span_t){0, 0};
+    gw_refuse_buffered(&g->reply, body, id, msg, data);
+    send_reply(g);
+}
+
+/* The worker's answer bytes and the caller's share of them (gw_buffered.h):
+ * a refused call gets 503 (calls in flight go on); an admitted one is
+ * counted under its caller until freed. Returns 0 after answering. */
 static int within_budget(gw_req_t *g, const char *body)
 {
     gw_handler_t *h = g->h;
-    if (h->budget == NULL || !sl_budget_exhausted(h->budget))
-        return 1;
-    gw_reply_t *r = &g->reply;
-    uint64_t held;
-    char tail[SL_LOG_HELD_MAX];
-    g->have_reply = 1;
-    r->status = 503;
-    r->outcome = "overloaded";
-    r->retry_after_s = 1;
-    char data[200];
-    snprintf(data, sizeof(data),
-             "{\"scope\":\"gateway\",\"reason\":\"buffered_bytes\",\"retry_after_ms\":1000,\"limit_bytes\":%zu}",
-             h->budget->limit);
-    wire_span_t id = g->rpc.kind == GW_RPC_SINGLE ? g->rpc.members[0].id : (wire_span_t){0, 0};
-    gw_rpc_error(&r->out, body, id, GW_RPC_LIMIT_EXCEEDED,
-                 "sluice is holding as many answer bytes as server.max_buffered_bytes allows; retry in 1 s", data);
-    r->body = r->out.base;
-    r->len = r->out.len;
-    gw_stats_srv_add(h->stats, STATE_SRV_BUFFER_REFUSED, 1);
-    if (sl_log_limit_pass(&h->log_budget, sl_now_ms(), REFUSAL_LOG_EVERY_MS, &held))
-        sl_log_warn("answer bytes held: %zu of server.max_buffered_bytes %zu; new calls get 503 until some are "
-                    "written%s",
-                    h->budget->used, h->budget->limit, sl_log_held_text(held, tail));
-    send_reply(g);
-    return 0;
+    char ident[GW_HELD_IDENT_MAX];
+    size_t held;
+    caller_identity(g, ident, sizeof(ident));
+    g->owner = sl_fnv1a_str(SL_FNV1A_OFFSET, ident) | 1; /* caller_owner's, computed once */
+    gw_buffered_verdict_t v = gw_buffered_admit(&h->buffered, ident, sl_now_ms(), &held);
+    if (v != GW_BUFFERED_ADMIT) {
+        refuse_buffered(g, body, v, held);
+        return 0;
+    }
+    g->held.sock = g->req->conn->callbacks->get_socket(g->req->conn);
+    gw_held_add(h->buffered.held, &g->held, ident);
+    return 1;
 }
 
 static void handle_rpc(gw_req_t *g)
@@ -407,13 +424,8 @@ static int is_json_content_type(h2o_req_t *req)
 /* Answers with an HTTP error status and a JSON-RPC error body; returns 0. */
 static int http_error(gw_req_t *g, int status, int code, const char *message)
 {
-    sl_buf_t *out = &g->reply.out;
     g->have_reply = 1;
-    g->reply.status = status;
-    g->reply.outcome = "refused";
-    gw_rpc_error(out, "", (wire_span_t){0, 0}, code, message, NULL);
-    g->reply.body = out->base;
-    g->reply.len = out->len;
+    gw_refuse_http(&g->reply, status, code, message);
     send_reply(g);
     return 0;
 }
@@ -466,32 +478,6 @@ static int identify(gw_req_t *g, h2o_iovec_t seg)
     return 1;
 }
 
-/* The request head's size as the client sent it: the request line, and
- * every header line (Host and Upgrade are kept apart from the others by
- * h2o). *longest gets the longest header line. */
-static size_t head_size(const h2o_req_t *req, size_t *request_line, size_t *longest)
-{
-    static const size_t crlf = 2, colon = 2; /* "\r\n", ": " */
-    *request_line = req->input.method.len + 1 + req->input.path.len + sizeof(" HTTP/1.1") - 1;
-    size_t total = *request_line + crlf, max = 0;
-    for (size_t i = 0; i < req->headers.size; i++) {
-        size_t n = req->headers.entries[i].name->len + colon + req->headers.entries[i].value.len;
-        max = n > max ? n : max;
-        total += n + crlf;
-    }
-    const h2o_iovec_t apart[] = {req->input.authority, req->upgrade};
-    const size_t names[] = {sizeof("host") - 1, sizeof("upgrade") - 1};
-    for (size_t i = 0; i < 2; i++) {
-        if (apart[i].len == 0)
-            continue;
-        size_t n = names[i] + colon + apart[i].len;
-        max = n > max ? n : max;
-        total += n + crlf;
-    }
-    *longest = max;
-    return total + crlf;
-}
-
 /* 414 for a request line, 431 for a header line over
  * server.max_header_line_bytes or a head over max_header_bytes; the
  * connection is closed after the answer (its read buffer grew with the
@@ -500,32 +486,18 @@ static size_t head_size(const h2o_req_t *req, size_t *request_line, size_t *long
 static int check_head(gw_req_t *g)
 {
     gw_handler_t *h = g->h;
-    const gw_server_conf_t *srv = &h->cfg->server;
-    size_t line, longest, total = head_size(g->req, &line, &longest);
-    char msg[160];
-    int status = 431;
-    if (line > srv->max_header_line_bytes) {
-        status = 414;
-        snprintf(msg, sizeof(msg), "request line too long: over server.max_header_line_bytes (%u bytes)",
-                 srv->max_header_line_bytes);
-    } else if (longest > srv->max_header_line_bytes) {
-        snprintf(msg, sizeof(msg), "request header fields too large: a header line is over "
-                 "server.max_header_line_bytes (%u bytes)", srv->max_header_line_bytes);
-    } else if (total > srv->max_header_bytes) {
-        snprintf(msg, sizeof(msg), "request header fields too large: the request head is over "
-                 "server.max_header_bytes (%u bytes)", srv->max_header_bytes);
-    } else {
+    gw_head_verdict_t v;
+    if (gw_head_check(g->req, &h->cfg->server, &v))
         return 1;
-    }
     uint64_t held;
     char tail[SL_LOG_HELD_MAX];
     gw_stats_srv_add(h->stats, STATE_SRV_HEAD_REFUSED, 1);
     if (sl_log_limit_pass(&h->log_head, sl_now_ms(), REFUSAL_LOG_EVERY_MS, &held))
-        sl_log_warn("refused a request head of %zu bytes (longest line %zu) with %d%s", total,
-                    longest > line ? longest : line, status, sl_log_held_text(held, tail));
+        sl_log_warn("refused a request head of %zu bytes (longest line %zu) with %d%s", v.total, v.longest, v.status,
+                    sl_log_held_text(held, tail));
     g->req->http1_is_persistent = 0;
     gw_conns_linger(g->req->conn->callbacks->get_socket(g->req->conn)); /* a body may follow the head */
-    return http_error(g, status, GW_RPC_INVALID_REQUEST, msg);
+    return http_error(g, v.status, GW_RPC_INVALID_REQUEST, v.message);
 }
 
 /* 400 for a request whose body length two headers disagree on
@@ -620,6 +592,7 @@ gw_handler_t *gw_handler_register(h2o_hostconf_t *hostconf, const gw_config_t *c
     h->stats = stats;
     h->limit = limit;
     h->budget = budget;
+    gw_buffered_init(&h->buffered, &cfg->server, budget, stats, req_held);
     nets_init(h, pool);
     return h;
 }

@@ -12,6 +12,7 @@
 #include <h2o.h>
 
 #include "base/sl_budget.h"
+#include "gateway/gw_buffered.h"
 #include "base/sl_log.h"
 #include "gateway/gw_config.h"
 #include "gateway/gw_limit.h"
@@ -34,14 +35,15 @@ typedef struct gw_handler {
     gw_stats_t *stats;            /* request counters (may be NULL) */
     gw_limit_t *limit;            /* client rate limits (may be NULL) */
     sl_budget_t *budget;          /* the worker's answer bytes (may be NULL: unlimited) */
+    gw_buffered_t buffered;       /* who may have more of them (the share, the reserve, resets) */
     uint64_t inflight;            /* requests being handled (drain waits for 0) */
     uint64_t served;
-    sl_log_limit_t log_head, log_budget, log_framing; /* refusals are logged at most every 10 s */
+    sl_log_limit_t log_head, log_framing; /* refusals are logged at most every 10 s */
 } gw_handler_t;
 
 /* Registers the handler on path "/" of hostconf; nets must outlive it. New
- * calls are refused with 503 while budget is exhausted; replies are charged
- * to it. */
+ * calls are refused with 503 as gw_buffered.h says (the budget less its
+ * reserve, the caller's share); replies are charged to budget. */
 gw_handler_t *gw_handler_register(h2o_hostconf_t *hostconf, const gw_config_t *cfg, pool_t *pool, gw_stats_t *stats,
                                   gw_limit_t *limit, sl_budget_t *budget);
 

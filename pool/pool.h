@@ -186,6 +186,10 @@ uint32_t pool_call_attempts(const pool_call_t *call);
 const pool_attempt_rec_t *pool_call_log(const pool_call_t *call, size_t *n);
 /* 1 if the call was answered by an identical call's upstream answer (coalesced). */
 int pool_call_coalesced(const pool_call_t *call);
+/* Answer bytes the call holds now, as charged to the budget: upstream
+ * answers being read and kept, and a coalesced group's shared answer (which
+ * each call of the group counts as its own). Any time before release. */
+size_t pool_call_held(const pool_call_t *call);
 /* Hedges the call sent (attempts flagged POOL_ATTEMPT_HEDGE). */
 uint32_t pool_call_hedges(const pool_call_t *call);
 const char *pool_call_endpoint_id(const pool_call_t *call, int endpoint);

@@ -182,6 +182,11 @@ void pool_coalesce_unshare(pool_call_t *call)
     free(sb);
 }
 
+size_t pool_coalesce_shared_bytes(const pool_call_t *call)
+{
+    return call->shared != NULL ? call->shared->charged : 0;
+}
+
 /* A waiter's own copy of the leader's answer, charged like any answer. */
 static void copy_answer(pool_call_t *waiter, const pool_item_t *l)
 {

@@ -328,8 +328,10 @@ extern const state_schema_t state_pressure_slot_schema;
     X(BUFFERED_BYTES, "buffered_bytes", 1)    /* answer bytes held in memory */          \
     X(BUFFERED_PEAK, "buffered_peak", 1)      /* the most held at once */                \
     X(BUFFER_REFUSED, "buffer_refused", 0)    /* calls refused with 503 at the budget */ \
+    X(SHARE_REFUSED, "share_refused", 0)      /* ... at a caller's share of it */        \
     X(HEAD_REFUSED, "head_refused", 0)        /* requests refused with 431 / 414 */      \
-    X(ACCESS_DROPPED, "access_dropped", 0)    /* access lines dropped: stderr blocked */
+    X(ACCESS_DROPPED, "access_dropped", 0)    /* access lines dropped: stderr blocked */ \
+    X(STALLED_RESETS, "stalled_resets", 0)    /* stalled clients reset to make room */
 
 typedef enum state_srv_counter {
 #define STATE_SRV_ENUM_(name, str, gauge) STATE_SRV_##name,

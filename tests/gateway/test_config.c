@@ -153,6 +153,8 @@ Test(config, minimal_gets_defaults)
     cr_assert_eq(cfg->server.idle_timeout_ms, GW_DEFAULT_IDLE_TIMEOUT_MS);
     cr_assert_eq(cfg->server.write_timeout_ms, GW_DEFAULT_WRITE_TIMEOUT_MS);
     cr_assert_eq(cfg->server.max_buffered_bytes, GW_DEFAULT_MAX_BUFFERED_BYTES);
+    cr_assert_float_eq(cfg->server.max_buffered_share, 0.25, 1e-9);
+    cr_assert_eq(cfg->server.stalled_reset_ms, 1000);
     cr_assert_eq(cfg->server.max_header_line_bytes, GW_DEFAULT_MAX_HEADER_LINE_BYTES);
     cr_assert_eq(cfg->server.max_header_bytes, GW_DEFAULT_MAX_HEADER_BYTES);
     cr_assert_eq(cfg->server.access_log, 1);
@@ -268,6 +270,8 @@ static const char full_example[] =
     "  idle_timeout_ms: 2500\n"
     "  write_timeout_ms: 7000\n"
     "  max_buffered_bytes: 2097152\n"
+    "  max_buffered_share: 0.5\n"
+    "  stalled_reset_ms: 0\n"
     "  max_header_line_bytes: 4096\n"
     "  max_header_bytes: 16384\n"
     "  access_log: off\n"
@@ -339,6 +343,8 @@ Test(config, full_schema_from_file)
     cr_assert_eq(cfg->server.idle_timeout_ms, 2500);
     cr_assert_eq(cfg->server.write_timeout_ms, 7000);
     cr_assert_eq(cfg->server.max_buffered_bytes, 2097152);
+    cr_assert_float_eq(cfg->server.max_buffered_share, 0.5, 1e-9);
+    cr_assert_eq(cfg->server.stalled_reset_ms, 0);
     cr_assert_eq(cfg->server.max_header_line_bytes, 4096);
     cr_assert_eq(cfg->server.max_header_bytes, 16384);
     cr_assert_eq(cfg->server.access_log, 0);

@@ -1,0 +1,41 @@
+/* gateway/gw_refuse.c: replies of the calls sluice refuses itself. */
+#include "gateway/gw_refuse.h"
+
+#include <stdio.h>
+
+static void set_body(gw_reply_t *r)
+{
+    r->body = r->out.base;
+    r->len = r->out.len;
+}
+
+void gw_refuse_limited(gw_reply_t *r, const char *body, wire_span_t id, const gw_limit_result_t *lim)
+{
+    r->status = 429;
+    r->outcome = "client_rate_limited";
+    r->retry_after_s = lim->retry_after_s;
+    char msg[200], data[200];
+    snprintf(msg, sizeof(msg), "rate limit exceeded: %u calls per %u s for this caller (%s bucket); retry in %u s",
+             lim->limit, lim->window_s, policy_bucket_name(lim->bucket), lim->retry_after_s);
+    snprintf(data, sizeof(data), "{\"scope\":\"client\",\"retry_after_ms\":%llu,\"bucket\":\"%s\",\"limit\":%u,\"window_s\":%u}",
+             (unsigned long long)lim->retry_after_ms, policy_bucket_name(lim->bucket), lim->limit, lim->window_s);
+    gw_rpc_error(&r->out, body, id, GW_RPC_LIMIT_EXCEEDED, msg, data);
+    set_body(r);
+}
+
+void gw_refuse_buffered(gw_reply_t *r, const char *body, wire_span_t id, const char *msg, const char *data)
+{
+    r->status = 503;
+    r->outcome = "overloaded";
+    r->retry_after_s = 1;
+    gw_rpc_error(&r->out, body, id, GW_RPC_LIMIT_EXCEEDED, msg, data);
+    set_body(r);
+}
+
+void gw_refuse_http(gw_reply_t *r, int status, int code, const char *message)
+{
+    r->status = status;
+    r->outcome = "refused";
+    gw_rpc_error(&r->out, "", (wire_span_t){0, 0}, code, message, NULL);
+    set_body(r);
+}

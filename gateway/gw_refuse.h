@@ -1,0 +1,21 @@
+/* gateway/gw_refuse.h: the replies of calls sluice refuses itself, before
+ * anything goes upstream: over the caller's rate limit (429), over the
+ * answer-byte budget or the caller's share of it (503), and HTTP-level
+ * refusals (a status and a JSON-RPC error). Each fills a reply the handler
+ * then sends; the body's id is the client's own where one can be read. */
+#ifndef GW_REFUSE_H
+#define GW_REFUSE_H
+
+#include "gateway/gw_limit.h"
+#include "gateway/gw_reply.h"
+
+/* 429, -32005 scope "client": lim says which limit, when to come back. */
+void gw_refuse_limited(gw_reply_t *r, const char *body, wire_span_t id, const gw_limit_result_t *lim);
+
+/* 503 + Retry-After: 1, -32005 with msg and data (gw_buffered_refusal). */
+void gw_refuse_buffered(gw_reply_t *r, const char *body, wire_span_t id, const char *msg, const char *data);
+
+/* status with a JSON-RPC error (code, message) at id null. */
+void gw_refuse_http(gw_reply_t *r, int status, int code, const char *message);
+
+#endif

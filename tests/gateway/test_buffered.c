@@ -1,0 +1,119 @@
+/* tests/gateway/test_buffered.c: the share, the reserve and the share at
+ * completion (gateway/gw_buffered.c), without sockets: stalled resets off. */
+#include <criterion/criterion.h>
+#include <stddef.h>
+
+#include "gateway/gw_buffered.h"
+
+#define MiB (1024u * 1024)
+
+typedef struct fake_req {
+    size_t bytes;
+    int sent;
+    gw_held_entry_t e;
+} fake_req_t;
+
+static const fake_req_t *req_of(const gw_held_entry_t *e)
+{
+    return (const fake_req_t *)((const char *)e - offsetof(fake_req_t, e));
+}
+
+static size_t bytes_of(const gw_held_entry_t *e)
+{
+    return req_of(e)->bytes;
+}
+
+static size_t sent_of(const gw_held_entry_t *e)
+{
+    return req_of(e)->sent ? req_of(e)->bytes : 0;
+}
+
+static gw_server_conf_t conf(size_t limit, double share)
+{
+    return (gw_server_conf_t){.max_buffered_bytes = limit, .max_buffered_share = share, .stalled_reset_ms = 0,
+                              .max_connections = 100};
+}
+
+Test(buffered, the_reserve_is_a_sixteenth_or_4_mib_at_most_half)
+{
+    gw_server_conf_t c = conf(256 * MiB, 0.25);
+    cr_assert_eq(gw_buffered_reserve(&c), 16 * MiB);
+    cr_assert_eq(gw_buffered_share(&c), 64 * MiB);
+    c = conf(64 * MiB, 0.25);
+    cr_assert_eq(gw_buffered_reserve(&c), 4 * MiB);
+    c = conf(16 * MiB, 0.25);
+    cr_assert_eq(gw_buffered_reserve(&c), 4 * MiB);
+    c = conf(1 * MiB, 0.25);
+    cr_assert_eq(gw_buffered_reserve(&c), MiB / 2);
+}
+
+Test(buffered, admission_below_the_budget_less_its_reserve_and_below_the_callers_share)
+{
+    gw_server_conf_t c = conf(64 * MiB, 0.25);
+    sl_budget_t budget = {.limit = 64 * MiB};
+    gw_buffered_t b;
+    gw_buffered_init(&b, &c, &budget, NULL, bytes_of);
+    size_t held;
+    cr_assert_eq(gw_buffered_admit(&b, "ip:a", 0, &held), GW_BUFFERED_ADMIT);
+    fake_req_t r1 = {.bytes = 15 * MiB};
+    gw_held_add(b.held, &r1.e, "ip:a");
+    budget.used = 15 * MiB;
+    cr_assert_eq(gw_buffered_admit(&b, "ip:a", 0, &held), GW_BUFFERED_ADMIT);
+    r1.bytes = 16 * MiB; /* read on: at the share */
+    budget.used = 16 * MiB;
+    cr_assert_eq(gw_buffered_admit(&b, "ip:a", 0, &held), GW_BUFFERED_SHARE);
+    cr_assert_eq(held, 16 * MiB);
+    cr_assert_eq(gw_buffered_admit(&b, "key:other", 0, &held), GW_BUFFERED_ADMIT);
+    budget.used = 60 * MiB - 1; /* others hold the rest, under the reserve's mark */
+    cr_assert_eq(gw_buffered_admit(&b, "key:other", 0, &held), GW_BUFFERED_ADMIT);
+    budget.used = 60 * MiB;
+    cr_assert_eq(gw_buffered_admit(&b, "key:other", 0, &held), GW_BUFFERED_FULL);
+    cr_assert_eq(gw_buffered_admit(&b, "ip:a", 0, &held), GW_BUFFERED_SHARE, "the caller's own reason first");
+    gw_held_remove(b.held, &r1.e);
+    gw_buffered_dispose(&b);
+}
+
+Test(buffered, a_share_of_one_leaves_only_the_budget)
+{
+    gw_server_conf_t c = conf(64 * MiB, 1);
+    sl_budget_t budget = {.limit = 64 * MiB, .used = 30 * MiB};
+    gw_buffered_t b;
+    gw_buffered_init(&b, &c, &budget, NULL, bytes_of);
+    fake_req_t r1 = {.bytes = 30 * MiB, .sent = 1}, r2 = {.bytes = 20 * MiB};
+    gw_held_add(b.held, &r1.e, "ip:a");
+    gw_held_add(b.held, &r2.e, "ip:a");
+    size_t held;
+    cr_assert_eq(gw_buffered_admit(&b, "ip:a", 0, &held), GW_BUFFERED_ADMIT);
+    cr_assert(gw_buffered_keep(&b, &r2.e, r2.bytes, sent_of, &held));
+    gw_held_remove(b.held, &r1.e);
+    gw_held_remove(b.held, &r2.e);
+    gw_buffered_dispose(&b);
+}
+
+Test(buffered, a_complete_answer_is_kept_while_the_callers_other_answers_being_written_are_under_its_share)
+{
+    gw_server_conf_t c = conf(64 * MiB, 0.25);
+    sl_budget_t budget = {.limit = 64 * MiB};
+    gw_buffered_t b;
+    gw_buffered_init(&b, &c, &budget, NULL, bytes_of);
+    /* a burst: three calls admitted before any answer was read */
+    fake_req_t r[3] = {{.bytes = 20 * MiB}, {.bytes = 20 * MiB}, {.bytes = 20 * MiB}};
+    for (int i = 0; i < 3; i++)
+        gw_held_add(b.held, &r[i].e, "ip:a");
+    size_t held;
+    /* the first complete: the others are still being read, not written */
+    cr_assert(gw_buffered_keep(&b, &r[0].e, r[0].bytes, sent_of, &held));
+    r[0].sent = 1;
+    cr_assert_not(gw_buffered_keep(&b, &r[1].e, r[1].bytes, sent_of, &held));
+    cr_assert_eq(held, 20 * MiB);
+    /* a small answer is kept whatever the caller holds */
+    cr_assert(gw_buffered_keep(&b, &r[2].e, GW_BUFFERED_SMALL, sent_of, &held));
+    /* another caller's answers do not count */
+    fake_req_t o = {.bytes = 20 * MiB};
+    gw_held_add(b.held, &o.e, "ip:b");
+    cr_assert(gw_buffered_keep(&b, &o.e, o.bytes, sent_of, &held));
+    for (int i = 0; i < 3; i++)
+        gw_held_remove(b.held, &r[i].e);
+    gw_held_remove(b.held, &o.e);
+    gw_buffered_dispose(&b);
+}
