@@ -144,6 +144,31 @@ void gw_identity_forwarded(const h2o_iovec_t *values, size_t n, char *const *tru
     }
 }
 
+/* One host's many IPv6 addresses are one caller: the bits past prefix go. */
+static void mask_v6(struct in6_addr *a, uint32_t prefix)
+{
+    for (uint32_t bit = prefix; bit < 128; bit++)
+        a->s6_addr[bit / 8] &= (unsigned char)~(0x80u >> (bit % 8));
+}
+
+int gw_identity_group_key(const struct sockaddr *sa, uint32_t prefix, uint8_t out[16])
+{
+    static const uint8_t v4_mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    memset(out, 0, 16);
+    if (sa->sa_family == AF_INET) {
+        memcpy(out, v4_mapped, 12);
+        memcpy(out + 12, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+        return 1;
+    }
+    if (sa->sa_family != AF_INET6)
+        return 0;
+    struct in6_addr a = ((const struct sockaddr_in6 *)sa)->sin6_addr;
+    if (!IN6_IS_ADDR_V4MAPPED(&a))
+        mask_v6(&a, prefix); /* a dual-stack listener's IPv4 peer stays itself */
+    memcpy(out, a.s6_addr, 16);
+    return 1;
+}
+
 void gw_identity_group(const char *addr, uint32_t prefix, char out[64])
 {
     struct in6_addr a;
@@ -163,8 +188,7 @@ void gw_identity_group(const char *addr, uint32_t prefix, char out[64])
         inet_ntop(AF_INET6, &a, out, 64);
         return;
     }
-    for (uint32_t bit = prefix; bit < 128; bit++)
-        a.s6_addr[bit / 8] &= (unsigned char)~(0x80u >> (bit % 8));
+    mask_v6(&a, prefix);
     inet_ntop(AF_INET6, &a, out, 48);
     size_t n = strlen(out);
     out[n++] = '/';
