@@ -33,7 +33,7 @@
 typedef struct gw_conns gw_conns_t;
 
 /* srv and stats (may be NULL) must outlive the result. */
-gw_conns_t *gw_conns_create(h2o_loop_t *loop, const gw_server_conf_t *srv, gw_stats_t *stats);
+gw_conns_t *gw_conns_create(h2o_loop_t *loop, const gw_server_conf_t *srv, uint32_t admin_max, gw_stats_t *stats);
 /* Stops accepting; connections still open are left to the process exit. */
 void gw_conns_destroy(gw_conns_t *c);
 

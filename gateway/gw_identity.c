@@ -42,8 +42,7 @@ gw_identity_result_t gw_identity_resolve(const gw_config_t *cfg, const char *key
     return found != NULL ? GW_IDENTITY_KEY : GW_IDENTITY_UNKNOWN_KEY;
 }
 
-/* 1 if addr (text) is inside one of the CIDRs. */
-static int in_cidrs(const char *addr, char *const *cidrs, size_t n)
+int gw_identity_in_cidrs(const char *addr, char *const *cidrs, size_t n)
 {
     unsigned char a[16], net[16];
     int v6 = strchr(addr, ':') != NULL;
@@ -121,7 +120,7 @@ static int forwarded_step(const char *v, size_t a, size_t b, char *const *truste
     if (inet_pton(strchr(cand, ':') ? AF_INET6 : AF_INET, cand, tmp) != 1)
         return 0;
     memcpy(addr, cand, b - a + 1);
-    return in_cidrs(cand, trusted, ntrusted);
+    return gw_identity_in_cidrs(cand, trusted, ntrusted);
 }
 
 void gw_identity_forwarded(const h2o_iovec_t *values, size_t n, char *const *trusted, size_t ntrusted, char addr[64])
@@ -201,7 +200,7 @@ void gw_identity_group(const char *addr, uint32_t prefix, char out[64])
 void gw_identity_client_ip(h2o_req_t *req, const gw_config_t *cfg, char out[64])
 {
     peer_ip(req, out);
-    if (cfg->server.ntrusted_proxies != 0 && in_cidrs(out, cfg->server.trusted_proxies, cfg->server.ntrusted_proxies)) {
+    if (cfg->server.ntrusted_proxies != 0 && gw_identity_in_cidrs(out, cfg->server.trusted_proxies, cfg->server.ntrusted_proxies)) {
         h2o_iovec_t lines[MAX_FORWARDED_LINES];
         size_t n = 0;
         for (ssize_t i = -1; (i = h2o_find_header(&req->headers, H2O_TOKEN_X_FORWARDED_FOR, i)) >= 0;) {

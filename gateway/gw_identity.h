@@ -50,6 +50,9 @@ void gw_identity_forwarded(const h2o_iovec_t *values, size_t n, char *const *tru
  * (and IPv4-mapped IPv6) as itself; anything else unchanged. */
 void gw_identity_group(const char *addr, uint32_t prefix, char out[64]);
 
+/* 1 if addr (text) is inside one of the CIDRs ("10.0.0.0/8", "::1"). */
+int gw_identity_in_cidrs(const char *addr, char *const *cidrs, size_t n);
+
 /* The same grouping for a socket address, as 16 bytes for a table key:
  * IPv4 (and IPv4-mapped IPv6) as its IPv4-mapped form, IPv6 with the bits
  * past prefix cleared. Returns 1, or 0 for another family (out zeroed). */
