@@ -174,3 +174,99 @@ test('server.max_connections_per_address above max_connections is a config error
   assert.notEqual(r.status, 0);
   assert.match(r.stderr + r.stdout, /max_connections_per_address: 9 is above server\.max_connections \(8\)/);
 });
+
+// A GET on its own connection (closed after): the status, or 0 when no
+// answer came within ms.
+async function getFresh(url, ms) {
+  const http = await import('node:http');
+  return new Promise((resolve) => {
+    const req = http.get(url, { agent: false, timeout: ms }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => { text += d; });
+      res.on('end', () => resolve({ status: res.statusCode, text, headers: res.headers }));
+    });
+    req.on('timeout', () => { req.destroy(); resolve({ status: 0 }); });
+    req.on('error', () => resolve({ status: 0 }));
+  });
+}
+
+test('at EMFILE the admin listener still answers /healthz and /metrics (a descriptor kept for it)', async () => {
+  const { s, pid } = await oneWorker({ idle_timeout_ms: 60000 }, { wrap: ['prlimit', '--nofile=64:64', '--'] });
+  const { readdirSync } = await import('node:fs');
+  const flood = [];
+  for (let i = 0; i < 120; i++) flood.push(open(s.port, `127.0.0.${1 + (i % 4)}`));
+  await Promise.all(flood.map((c) => c.connected));
+  await waitFor(() => readdirSync(`/proc/${pid}/fd`).length >= 64, { what: 'the worker at its 64 descriptors' });
+  await waitFor(() => /accept: Too many open files/.test(s.logs()), { what: 'EMFILE in the log' });
+  const health = await getFresh(`${s.admin}/healthz`, 3000);
+  await sleep(300);
+  const metrics = await getFresh(`${s.admin}/metrics`, 3000);
+  console.log(`admin answers at EMFILE: /healthz ${health.status}, /metrics ${metrics.status}`);
+  assert.equal(health.status, 200, '/healthz at EMFILE');
+  assert.equal(metrics.status, 200, '/metrics at EMFILE');
+  assert.match(metrics.text, /^sluice_admin_reserve_accepts_total [1-9]/m);
+  for (const c of flood) c.so.destroy();
+});
+
+test('admin.max_connections: past it the admin listener waits; a waiting connection is served when one closes', async () => {
+  const { s } = await oneWorker({}, { admin: '{ listen: "127.0.0.1:0", max_connections: 2 }' });
+  const port = Number(new URL(s.admin).port);
+  const idle = [open(port, '127.0.0.1'), open(port, '127.0.0.1')];
+  await Promise.all(idle.map((c) => c.connected));
+  await sleep(200);
+  const waiting = getFresh(`${s.admin}/healthz`, 5000);
+  await sleep(800);
+  idle[0].so.destroy();
+  const t0 = Date.now();
+  const r = await waiting;
+  assert.equal(r.status, 200);
+  assert.ok(Date.now() - t0 < 3000);
+  idle[1].so.destroy();
+  await waitFor(async () => (await metric(s, 'sluice_accept_pauses_total{reason="admin_max_connections"}')) >= 1,
+    { what: 'the admin pause in /metrics' });
+});
+
+test('admin.max_streams: event streams past it get 503 with a JSON error and Retry-After; one closing makes room', async () => {
+  const { s } = await oneWorker({}, { admin: '{ listen: "127.0.0.1:0", max_streams: 3 }' });
+  const http = await import('node:http');
+  const streams = [];
+  const openStream = () => new Promise((resolve) => {
+    const req = http.get(`${s.admin}/admin/events/stream`, { agent: false }, (res) => {
+      if (res.statusCode !== 200) {
+        let text = '';
+        res.on('data', (d) => { text += d; });
+        res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, text }));
+        return;
+      }
+      streams.push(req);
+      resolve({ status: 200 });
+    });
+    req.on('error', () => resolve({ status: 0 }));
+  });
+  const got = [];
+  for (let i = 0; i < 6; i++) got.push(await openStream());
+  console.log(`event streams accepted: ${got.filter((g) => g.status === 200).length} of 6 (max_streams 3)`);
+  assert.deepEqual(got.map((g) => g.status), [200, 200, 200, 503, 503, 503]);
+  assert.equal(got[3].headers['retry-after'], '5');
+  assert.match(got[3].headers['content-type'], /application\/json/);
+  assert.match(JSON.parse(got[3].text).error, /admin\.max_streams 3/);
+  streams[0].destroy();
+  // sluice notices the close at its next write (a heartbeat): ask until room
+  await waitFor(async () => (await openStream()).status === 200, { timeoutMs: 20000, intervalMs: 500, what: 'room after a close' });
+  for (const r of streams) r.destroy();
+});
+
+test('the event stream heartbeat has a 1000 ms floor: ?heartbeat_ms=100 is refused, admin.heartbeat_ms 100 is a config error', async () => {
+  const { s } = await oneWorker({});
+  const r = await getFresh(`${s.admin}/admin/events/stream?heartbeat_ms=100`, 3000);
+  assert.equal(r.status, 400);
+  assert.match(r.text, /heartbeat_ms must be at least 1000/);
+  const dir = tempDir();
+  const file = path.join(dir, 'sluice.yaml');
+  writeFileSync(file, renderConfig({ workers: 1, admin: '{ listen: "127.0.0.1:0", heartbeat_ms: 100 }',
+    networks: { eth: { endpoints: [{ id: 'a', url: 'http://127.0.0.1:1' }] } } }));
+  const c = spawnSync(SLUICE_BIN, ['--check', '-c', file], { encoding: 'utf8' });
+  assert.notEqual(c.status, 0);
+  assert.match(c.stderr + c.stdout, /admin\.heartbeat_ms/);
+});
