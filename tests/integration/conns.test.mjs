@@ -165,6 +165,29 @@ test('near max_connections a new connection that sends no request within first_r
   for (const c of conns) c.so.destroy();
 });
 
+test('an address in server.trusted_proxies is not limited per address (it speaks for many clients)', async () => {
+  const { s } = await oneWorker({ max_connections: 32, trusted_proxies: '["127.0.0.1/32"]', idle_timeout_ms: 60000 });
+  const conns = [];
+  for (let i = 0; i < 12; i++) {
+    const c = open(s.port, '127.0.0.1');
+    await c.connected;
+    c.so.write(HALF_HEAD);
+    conns.push(c);
+  }
+  const other = [];
+  for (let i = 0; i < 9; i++) {
+    const c = open(s.port, '127.0.0.2');
+    await c.connected;
+    other.push(c);
+  }
+  await sleep(500);
+  assert.equal(conns.filter((c) => c.closed).length, 0, 'the proxy\'s connections were closed');
+  assert.equal(other.filter((c) => c.closed).length, 1, 'an untrusted address keeps its cap of 8');
+  await waitFor(async () => (await metric(s, 'sluice_client_connections_closed_total{reason="per_address"}')) === 1,
+    { what: 'one per_address refusal in /metrics' });
+  for (const c of [...conns, ...other]) c.so.destroy();
+});
+
 test('server.max_connections_per_address above max_connections is a config error', () => {
   const dir = tempDir();
   const file = path.join(dir, 'sluice.yaml');
