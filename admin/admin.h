@@ -8,7 +8,8 @@
  *                                        merged polls, the capacity forecast per endpoint
  *   POST /admin/endpoints/{net}/{id}/drain | /undrain
  *   GET  /admin/events?since=SEQ&limit=N JSON array, oldest first
- *   GET  /admin/events/stream            Server-Sent Events, resumes from Last-Event-ID
+ *   GET  /admin/events/stream            Server-Sent Events, resumes from Last-Event-ID;
+ *                                        at most max_streams per worker (503 past it)
  *   GET  /metrics                        Prometheus text format
  *   POST /admin/reload                   as SIGHUP; answers with the reload's event
  *
@@ -44,6 +45,8 @@ typedef struct admin_conf {
     int (*reload)(void *data, uint8_t tag);
     void *data;
     const char *cluster_host;     /* this host's name in the cluster, NULL without cluster: */
+    uint32_t max_streams;         /* event streams open at once in this worker; more get 503 */
+    uint32_t heartbeat_ms;        /* the event stream's heartbeat, unless ?heartbeat_ms= says (>= 1000) */
 } admin_conf_t;
 
 typedef struct admin admin_t;

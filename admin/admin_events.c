@@ -6,8 +6,10 @@
  * (or ?since=), and writes a heartbeat comment when idle so proxies keep the
  * connection and dead clients are noticed. Only one h2o_send is in flight per
  * stream: what arrives meanwhile waits in `pending`. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "admin/admin_int.h"
 #include "base/sl_buf.h"
@@ -19,7 +21,8 @@
 #define FEED_DEFAULT_LIMIT 100
 #define FEED_MAX_LIMIT 1000
 #define STREAM_BATCH 100
-#define HEARTBEAT_DEFAULT_MS 15000
+#define HEARTBEAT_MIN_MS 1000       /* each heartbeat wakes a stream: a floor on that work */
+#define STREAMS_RETRY_AFTER "5"
 #define STREAM_BACKLOG_MAX (64 * 1024)
 
 cJSON *admin_event_json(const state_event_t *ev)
@@ -130,11 +133,27 @@ static void stream_poll(stream_t *s)
     stream_flush(s);
 }
 
+/* h2o does not read a connection while it answers, so a subscriber that
+ * left is noticed only when a write fails, two heartbeats later: its FIN is
+ * looked for each tick, and the connection is shut so the next write fails
+ * at once and frees the stream's seat (admin.max_streams). */
+static void stream_check_left(stream_t *s)
+{
+    h2o_socket_t *sock = s->req->conn->callbacks->get_socket(s->req->conn);
+    char c;
+    if (sock == NULL || recv(h2o_socket_get_fd(sock), &c, 1, MSG_PEEK | MSG_DONTWAIT) != 0)
+        return;
+    shutdown(h2o_socket_get_fd(sock), SHUT_RDWR);
+    if (s->pending.len == 0)
+        sl_buf_append_str(&s->pending, ": bye\n\n");
+}
+
 static void on_stream_tick(h2o_timeout_entry_t *entry)
 {
     stream_t *s = H2O_STRUCT_FROM_MEMBER(stream_t, tick, entry);
     if (s->stopped)
         return;
+    stream_check_left(s);
     stream_poll(s);
     h2o_timeout_link(s->a->conf.loop, &s->a->sse_timeout, &s->tick);
 }
@@ -160,14 +179,40 @@ static void on_stop(h2o_generator_t *gen, h2o_req_t *req)
 static void stream_dispose(void *p)
 {
     stream_t *s = p;
+    s->a->nstreams--;
     if (h2o_timeout_is_linked(&s->tick))
         h2o_timeout_unlink(&s->tick);
     sl_buf_dispose(&s->pending);
     sl_buf_dispose(&s->sending);
 }
 
+/* Every stream costs a poll of the event log each tick: past max_streams a
+ * subscriber is told to come back, and a heartbeat under a second (which
+ * would wake every stream that often) is refused. 1: answered. */
+static int stream_refused(admin_t *a, h2o_req_t *req, uint64_t heartbeat_ms)
+{
+    if (heartbeat_ms < HEARTBEAT_MIN_MS) {
+        static const char body[] = "{\"error\":\"heartbeat_ms must be at least 1000\"}";
+        admin_send_text(req, 400, "application/json", body, sizeof(body) - 1);
+        return 1;
+    }
+    if (a->nstreams < a->conf.max_streams)
+        return 0;
+    char body[160];
+    int n = snprintf(body, sizeof(body),
+                     "{\"error\":\"too many event streams open (admin.max_streams %u per worker); retry later\"}",
+                     a->conf.max_streams);
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT(STREAMS_RETRY_AFTER));
+    admin_send_text(req, 503, "application/json", body, (size_t)n);
+    return 1;
+}
+
 int admin_route_stream(admin_t *a, h2o_req_t *req)
 {
+    uint64_t heartbeat_ms = admin_query_u64(req, "heartbeat_ms", a->conf.heartbeat_ms);
+    if (stream_refused(a, req, heartbeat_ms))
+        return 0;
+    a->nstreams++;
     stream_t *s = h2o_mem_alloc_shared(&req->pool, sizeof(*s), stream_dispose);
     memset(s, 0, sizeof(*s));
     s->super.proceed = on_proceed;
@@ -175,7 +220,7 @@ int admin_route_stream(admin_t *a, h2o_req_t *req)
     s->a = a;
     s->req = req;
     s->tick.cb = on_stream_tick;
-    s->heartbeat_ms = admin_query_u64(req, "heartbeat_ms", HEARTBEAT_DEFAULT_MS);
+    s->heartbeat_ms = heartbeat_ms;
     /* a new subscriber starts from now, unless it asks for history; a
      * reconnecting one resumes after its Last-Event-ID (junk: from now) */
     uint64_t now_seq = state_events_last_seq(a->conf.state);

@@ -52,6 +52,7 @@ struct admin {
     h2o_handler_t super;          /* first: h2o calls on_req with this pointer */
     admin_conf_t conf;
     h2o_timeout_t sse_timeout;    /* the event streams' polling tick */
+    uint32_t nstreams;            /* event streams open in this worker (conf.max_streams) */
     h2o_timeout_t reload_timeout; /* reload requests' polling tick (set up on first use) */
     int reload_timeout_ready;
     uint8_t reload_tag;           /* the last tag given to a reload request */

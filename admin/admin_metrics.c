@@ -182,6 +182,22 @@ static const struct {
     [STATE_SRV_ACCESS_DROPPED] = {"sluice_access_log_dropped_total", "counter", NULL,
                                   "Access-log lines dropped because stderr took none while the worker's buffer "
                                   "(server.access_log_buffer_bytes) was full."},
+    [STATE_SRV_PER_ADDRESS] = {"sluice_client_connections_closed_total", "counter", "reason=\"per_address\"",
+                               "Client connections sluice closed itself: at accept, their address already at "
+                               "server.max_connections_per_address; waiting on their client (idle, or a request "
+                               "unfinished), the oldest, for a new connection at server.max_connections; no "
+                               "whole first request within server.first_request_timeout_ms when accepted over "
+                               "3/4 of max_connections."},
+    [STATE_SRV_EVICTED] = {"sluice_client_connections_closed_total", "counter", "reason=\"evicted_idle\"", NULL},
+    [STATE_SRV_FIRST_REQUEST_TIMEOUTS] = {"sluice_client_connections_closed_total", "counter",
+                                          "reason=\"first_request_timeout\"", NULL},
+    [STATE_SRV_ADMIN_CONNECTIONS] = {"sluice_admin_connections", "gauge", NULL,
+                                     "Admin connections open (admin.max_connections per worker)."},
+    [STATE_SRV_ADMIN_CONN_PAUSES] = {"sluice_accept_pauses_total", "counter", "reason=\"admin_max_connections\"",
+                                     NULL},
+    [STATE_SRV_ADMIN_RESERVE] = {"sluice_admin_reserve_accepts_total", "counter", NULL,
+                                 "Admin connections accepted on the descriptor kept for them while the worker was "
+                                 "out of descriptors (EMFILE)."},
 };
 
 static void server_limits(admin_t *a, sl_buf_t *b)

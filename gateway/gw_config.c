@@ -211,6 +211,9 @@ static const gw_cfg_field_t server_fields[] = {
     {"max_header_line_bytes", GW_CFG_U32, offsetof(gw_server_conf_t, max_header_line_bytes), 256, 256 * 1024},
     {"max_header_bytes", GW_CFG_U32, offsetof(gw_server_conf_t, max_header_bytes), 1024, 256 * 1024},
     {"ipv6_prefix", GW_CFG_U32, offsetof(gw_server_conf_t, ipv6_prefix), 1, 128},
+    {"max_connections_per_address", GW_CFG_U32, offsetof(gw_server_conf_t, max_connections_per_address), 1,
+     1000000},
+    {"first_request_timeout_ms", GW_CFG_U32, offsetof(gw_server_conf_t, first_request_timeout_ms), 100, 3600000},
 };
 
 
@@ -224,6 +227,9 @@ static void admin_listen(gw_cfg_t *c, yaml_node_t *n, void *target)
 static const gw_cfg_field_t admin_fields[] = {
     {"listen", GW_CFG_FN, .fn = admin_listen},
     {"token", GW_CFG_STR, offsetof(gw_admin_conf_t, token)},
+    {"max_connections", GW_CFG_U32, offsetof(gw_admin_conf_t, max_connections), 1, 65536},
+    {"max_streams", GW_CFG_U32, offsetof(gw_admin_conf_t, max_streams), 0, 65536},
+    {"heartbeat_ms", GW_CFG_U32, offsetof(gw_admin_conf_t, heartbeat_ms), GW_ADMIN_HEARTBEAT_MIN_MS, 3600000},
 };
 
 static void log_level(gw_cfg_t *c, yaml_node_t *n, void *target)
@@ -299,6 +305,10 @@ static void check_server(gw_cfg_t *c, yaml_node_t *n, gw_server_conf_t *srv, uin
     if (!(srv->max_buffered_share > 0 && srv->max_buffered_share <= 1))
         server_error(c, n, "max_buffered_share", "must be above 0 and at most 1 (a fraction of max_buffered_bytes)",
                      0, 0);
+    if (srv->max_connections_per_address > srv->max_connections) {
+        server_error(c, n, "max_connections_per_address", "%llu is above server.max_connections (%llu)",
+                     srv->max_connections_per_address, srv->max_connections);
+    }
     if (srv->max_header_line_bytes > srv->max_header_bytes)
         server_error(c, n, server_given(given, "max_header_line_bytes") ? "max_header_line_bytes" : "max_header_bytes",
                      "max_header_line_bytes (%llu) must not exceed max_header_bytes (%llu)",
@@ -494,9 +504,13 @@ static gw_config_t *config_new(const char *name)
         .stalled_reset_ms = GW_DEFAULT_STALLED_RESET_MS,
         .max_header_line_bytes = GW_DEFAULT_MAX_HEADER_LINE_BYTES,
         .max_header_bytes = GW_DEFAULT_MAX_HEADER_BYTES,
+        .first_request_timeout_ms = GW_DEFAULT_FIRST_REQUEST_TIMEOUT_MS,
     };
     cfg->server.cors_origins[0] = sl_xstrdup("*");
     cfg->admin.listen = sl_xstrdup(GW_DEFAULT_ADMIN_LISTEN);
+    cfg->admin.max_connections = GW_DEFAULT_ADMIN_MAX_CONNECTIONS;
+    cfg->admin.max_streams = GW_DEFAULT_ADMIN_MAX_STREAMS;
+    cfg->admin.heartbeat_ms = GW_DEFAULT_ADMIN_HEARTBEAT_MS;
     cfg->state.path = sl_xstrdup(GW_DEFAULT_STATE_PATH);
     cfg->state.map_size_mb = GW_DEFAULT_MAP_SIZE_MB;
     cfg->state.refresh_ms = 50;
@@ -520,6 +534,12 @@ sl_err_t gw_config_load_string(const char *yaml, size_t len, const char *name, g
     gw_config_t *cfg = config_new(name);
     gw_cfg_map_decode(&c, yaml_document_get_root_node(&doc), root_fields, NFIELDS(root_fields), cfg);
     check_keys(&c, cfg);
+    /* one address gets a share, so others still find room; at least 8 (a
+     * browser opens six to a host) */
+    uint32_t share = cfg->server.max_connections / 4 < 8 ? 8 : cfg->server.max_connections / 4;
+    if (cfg->server.max_connections_per_address == 0)
+        cfg->server.max_connections_per_address = share < cfg->server.max_connections ? share
+                                                                                        : cfg->server.max_connections;
     cfg->cluster.stream_max = cfg->state.event_max_count;
     yaml_document_delete(&doc);
     sl_buf_dispose(&c.path);

@@ -27,6 +27,10 @@
 #define GW_DEFAULT_MAX_CONNECTIONS 1024
 #define GW_DEFAULT_IDLE_TIMEOUT_MS 10000
 #define GW_DEFAULT_WRITE_TIMEOUT_MS 30000
+#define GW_DEFAULT_FIRST_REQUEST_TIMEOUT_MS 1000
+#define GW_DEFAULT_ADMIN_MAX_CONNECTIONS 256
+#define GW_DEFAULT_ADMIN_MAX_STREAMS 64
+#define GW_DEFAULT_ADMIN_HEARTBEAT_MS 15000
 #define GW_DEFAULT_MAX_BUFFERED_BYTES (256 * 1024 * 1024)
 #define GW_DEFAULT_MAX_BUFFERED_SHARE 0.25
 #define GW_DEFAULT_STALLED_RESET_MS 1000
@@ -79,12 +83,19 @@ typedef struct gw_server_conf {
     uint32_t max_header_line_bytes; /* longest request line or header line (431 / 414) */
     uint32_t max_header_bytes; /* all of the request head together (431) */
     uint32_t ipv6_prefix;     /* IPv6 callers are limited per /ipv6_prefix network (64) */
+    uint32_t max_connections_per_address; /* per worker; default: a quarter of max_connections, >= 8 */
+    uint32_t first_request_timeout_ms; /* over 3/4 of max_connections: a new connection's first request */
 } gw_server_conf_t;
 
 typedef struct gw_admin_conf {
     char *listen;             /* NULL or "off" disables the admin listener */
     char *token;              /* NULL = no auth (refused unless loopback); else GW_ADMIN_TOKEN_MIN+ bytes */
+    uint32_t max_connections; /* admin connections open at once, per worker */
+    uint32_t max_streams;     /* event streams open at once, per worker (503 over it) */
+    uint32_t heartbeat_ms;    /* the event stream's idle heartbeat; a stream's ?heartbeat_ms may differ */
 } gw_admin_conf_t;
+
+#define GW_ADMIN_HEARTBEAT_MIN_MS 1000 /* each heartbeat wakes every stream: a floor on that work */
 
 #define GW_ADMIN_TOKEN_MIN 16
 

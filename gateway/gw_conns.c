@@ -1,7 +1,10 @@
-/* gateway/gw_conns.c: the accept loop with its two pauses (max_connections,
- * accept errors) and the stalled-writer sweep. */
+/* gateway/gw_conns.c: the accept loop with its pauses (max_connections when
+ * no connection can give way, accept errors), the per-address cap, eviction
+ * of connections waiting on their clients, the admin listener's cap and
+ * spare descriptor, and the stalled-writer sweep. */
 #include "gateway/gw_conns.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -14,6 +17,8 @@
 #include "base/sl_log.h"
 #include "base/sl_tcp.h"
 #include "base/sl_time.h"
+#include "gateway/gw_identity.h"
+#include "gateway/gw_peers.h"
 
 #define MAX_LISTENERS 2
 #define ACCEPTS_PER_EVENT 32
@@ -32,21 +37,25 @@ typedef struct gw_listener {
     gw_conns_t *owner;
     h2o_socket_t *sock;
     h2o_accept_ctx_t *actx;
-    int clients;                  /* the client listener: connections are tracked */
+    int clients;                  /* 1: the client listener; 0: the admin one */
     int reading;                  /* the loop watches it for new connections */
-    int paused_full;              /* at max_connections */
+    int paused_full;              /* at max_connections (none could give way) or admin.max_connections */
     int paused_error;             /* after an accept error, until the timer */
     h2o_timeout_entry_t resume;
 } gw_listener_t;
 
-/* One client connection, from accept until h2o disposes its socket. */
+/* One connection, from accept until h2o disposes its socket. */
 typedef struct gw_conn {
-    h2o_linklist_t link;          /* in gw_conns_t.conns */
+    h2o_linklist_t link;          /* in gw_conns_t.conns (oldest first) or .admin_conns */
     gw_conns_t *owner;
     h2o_socket_t *sock;
+    int admin;                    /* counted against admin.max_connections only */
+    int has_peer;
+    uint8_t peer[16];             /* gw_identity_group_key of the client's address */
+    h2o_timeout_entry_t first_request; /* linked when accepted near max_connections */
     uint64_t acked;               /* the peer's acknowledged bytes at the last look */
     uint64_t since_ms;            /* when acked last moved; 0: not writing then */
-    int resetting;
+    int resetting;                /* closing at our request (reset, eviction): no longer counted as room */
     int linger_fd;                /* a duplicate kept for the lingering close, or -1 */
     int lingering;                /* sock is now our own socket on linger_fd's connection */
     uint64_t linger_since_ms;
@@ -57,19 +66,46 @@ typedef struct gw_conn {
 struct gw_conns {
     h2o_loop_t *loop;
     const gw_server_conf_t *srv;
+    uint32_t admin_max;           /* admin.max_connections */
     gw_stats_t *stats;
     gw_listener_t listeners[MAX_LISTENERS];
     size_t nlisteners;
     h2o_linklist_t conns;
     size_t nconns;
+    size_t nclosing;              /* of nconns, those resetting: gone at the next loop turn */
+    gw_peers_t *peers;
+    h2o_linklist_t admin_conns;
+    size_t nadmin;
+    int has_admin;                /* an admin listener: spare_fd is kept */
+    int spare_fd;                 /* /dev/null, closed to accept an admin connection at EMFILE; -1 */
+    h2o_timeout_t first_request_timeout; /* server.first_request_timeout_ms */
     h2o_timeout_t pause_timeout;  /* GW_CONNS_PAUSE_MS */
     h2o_timeout_t sweep_timeout;  /* a quarter of write_timeout_ms, within [50, 1000] */
     h2o_timeout_t linger_timeout; /* LINGER_IDLE_MS */
     h2o_timeout_entry_t sweep;
-    sl_log_limit_t log_full, log_error, log_stall;
+    sl_log_limit_t log_full, log_error, log_stall, log_evict;
 };
 
 static void on_accept(h2o_socket_t *sock, const char *err);
+
+/* Keeps one descriptor for the admin listener: at EMFILE it is closed and
+ * the admin connection takes its number, so /healthz and /metrics answer
+ * exactly when the client side has used up every descriptor. Taken again
+ * whenever a connection closes (before a listener can take the number). */
+static void spare_take(gw_conns_t *c)
+{
+    if (c->spare_fd < 0)
+        c->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+static int spare_release(gw_conns_t *c)
+{
+    if (c->spare_fd < 0)
+        return 0;
+    close(c->spare_fd);
+    c->spare_fd = -1;
+    return 1;
+}
 
 /* Starts or stops watching the listener to match its pauses. */
 static void listener_update(gw_listener_t *l)
@@ -87,6 +123,8 @@ static void listener_update(gw_listener_t *l)
 static void on_resume(h2o_timeout_entry_t *entry)
 {
     gw_listener_t *l = H2O_STRUCT_FROM_MEMBER(gw_listener_t, resume, entry);
+    if (l->owner->has_admin)
+        spare_take(l->owner);
     l->paused_error = 0;
     listener_update(l);
 }
@@ -104,10 +142,16 @@ static void pause_full(gw_listener_t *l)
     char tail[SL_LOG_HELD_MAX];
     l->paused_full = 1;
     listener_update(l);
-    gw_stats_srv_add(c->stats, STATE_SRV_MAX_CONN_PAUSES, 1);
-    if (sl_log_limit_pass(&c->log_full, sl_now_ms(), LOG_EVERY_MS, &held))
-        sl_log_warn("%u client connections open (server.max_connections): not accepting until one closes%s",
+    gw_stats_srv_add(c->stats, l->clients ? STATE_SRV_MAX_CONN_PAUSES : STATE_SRV_ADMIN_CONN_PAUSES, 1);
+    if (!sl_log_limit_pass(&c->log_full, sl_now_ms(), LOG_EVERY_MS, &held))
+        return;
+    if (l->clients)
+        sl_log_warn("%u client connections open (server.max_connections), none waiting on its client: "
+                    "not accepting until one closes%s",
                     c->srv->max_connections, sl_log_held_text(held, tail));
+    else
+        sl_log_warn("%u admin connections open (admin.max_connections): not accepting until one closes%s",
+                    c->admin_max, sl_log_held_text(held, tail));
 }
 
 static void pause_error(gw_listener_t *l, int error)
@@ -124,21 +168,39 @@ static void pause_error(gw_listener_t *l, int error)
                      strerror(error), open_files_limit(), c->nconns, GW_CONNS_PAUSE_MS, sl_log_held_text(held, tail));
 }
 
-/* The connection is gone: its record, its count and maybe a paused listener. */
-static void conn_forget(gw_conn_t *k)
+static void resume_full(gw_conns_t *c)
 {
-    gw_conns_t *c = k->owner;
-    h2o_linklist_unlink(&k->link);
-    free(k);
-    c->nconns--;
-    gw_stats_srv_set(c->stats, STATE_SRV_CONNECTIONS, c->nconns);
     for (size_t i = 0; i < c->nlisteners; i++) {
         gw_listener_t *l = &c->listeners[i];
-        if (l->clients && l->paused_full && c->nconns < c->srv->max_connections) {
+        int room = l->clients ? c->nconns - c->nclosing < c->srv->max_connections : c->nadmin < c->admin_max;
+        if (l->paused_full && room) {
             l->paused_full = 0;
             listener_update(l);
         }
     }
+}
+
+/* The connection is gone: its record, its counts and maybe a paused listener. */
+static void conn_forget(gw_conn_t *k)
+{
+    gw_conns_t *c = k->owner;
+    h2o_linklist_unlink(&k->link);
+    if (h2o_timeout_is_linked(&k->first_request))
+        h2o_timeout_unlink(&k->first_request);
+    if (k->admin) {
+        c->nadmin--;
+        gw_stats_srv_set(c->stats, STATE_SRV_ADMIN_CONNECTIONS, c->nadmin);
+    } else {
+        if (k->has_peer)
+            gw_peers_remove(c->peers, k->peer);
+        c->nclosing -= k->resetting ? 1 : 0;
+        c->nconns--;
+        gw_stats_srv_set(c->stats, STATE_SRV_CONNECTIONS, c->nconns);
+    }
+    free(k);
+    if (c->has_admin)
+        spare_take(c);
+    resume_full(c);
 }
 
 static void linger_end(gw_conn_t *k)
@@ -202,23 +264,100 @@ static void on_conn_close(void *data)
 void gw_conns_linger(h2o_socket_t *sock)
 {
     if (sock == NULL || sock->on_close.cb != on_conn_close)
-        return; /* not a client connection this module tracks (admin) */
+        return; /* not a connection this module tracks */
     gw_conn_t *k = sock->on_close.data;
-    if (k->linger_fd >= 0 || k->resetting)
+    if (k->admin || k->linger_fd >= 0 || k->resetting)
         return;
     k->linger_fd = fcntl(h2o_socket_get_fd(sock), F_DUPFD_CLOEXEC, 0); /* -1: an ordinary close */
 }
 
-static void track(gw_conns_t *c, h2o_socket_t *sock)
+/* Closes a connection h2o holds: shutdown makes its next read or write
+ * fail, and h2o frees the connection. hard: SO_LINGER 0 makes the close a
+ * RST, so the kernel drops unsent bytes at once instead of trying to
+ * deliver them; otherwise the client sees an ordinary FIN. */
+static void conn_close_soon(gw_conn_t *k, int hard)
+{
+    int fd = h2o_socket_get_fd(k->sock);
+    k->resetting = 1;
+    k->owner->nclosing++;
+    if (hard) {
+        struct linger lg = {1, 0};
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+    }
+    shutdown(fd, SHUT_RDWR);
+}
+
+/* 1 if the connection waits on its client: h2o reads it and writes nothing
+ * (kept alive with no request, or a request not yet whole), or it lingers
+ * after its answer. Such a connection may give way to a new one. */
+static int waits_on_client(gw_conn_t *k)
+{
+    if (k->resetting)
+        return 0;
+    return k->lingering || (h2o_socket_is_reading(k->sock) && !h2o_socket_is_writing(k->sock));
+}
+
+/* The oldest connection that may give way, or NULL: a scan, but only at
+ * max_connections, and it stops at the first one. */
+static gw_conn_t *oldest_waiting(gw_conns_t *c)
+{
+    for (h2o_linklist_t *n = c->conns.next; n != &c->conns; n = n->next) {
+        gw_conn_t *k = H2O_STRUCT_FROM_MEMBER(gw_conn_t, link, n);
+        if (waits_on_client(k))
+            return k;
+    }
+    return NULL;
+}
+
+static void evict(gw_conns_t *c, gw_conn_t *k)
+{
+    uint64_t held;
+    char tail[SL_LOG_HELD_MAX];
+    conn_close_soon(k, 0);
+    gw_stats_srv_add(c->stats, STATE_SRV_EVICTED, 1);
+    if (sl_log_limit_pass(&c->log_evict, sl_now_ms(), LOG_EVERY_MS, &held))
+        sl_log_warn("%u client connections open (server.max_connections): closing the oldest waiting on its "
+                    "client (idle, or its request unfinished) for a new one%s",
+                    c->srv->max_connections, sl_log_held_text(held, tail));
+}
+
+/* Near max_connections a new connection has first_request_timeout_ms to
+ * send a whole request: a slow sender cannot hold a seat for the whole
+ * idle timeout when seats are scarce. */
+static void on_first_request(h2o_timeout_entry_t *entry)
+{
+    gw_conn_t *k = H2O_STRUCT_FROM_MEMBER(gw_conn_t, first_request, entry);
+    if (k->lingering || k->sock->bytes_written != 0 || !waits_on_client(k))
+        return;
+    conn_close_soon(k, 0);
+    gw_stats_srv_add(k->owner->stats, STATE_SRV_FIRST_REQUEST_TIMEOUTS, 1);
+}
+
+static void track(gw_conns_t *c, h2o_socket_t *sock, int admin, const uint8_t *peer)
 {
     gw_conn_t *k = sl_xcalloc(1, sizeof(*k));
     k->owner = c;
     k->sock = sock;
+    k->admin = admin;
     k->linger_fd = -1;
-    h2o_linklist_insert(&c->conns, &k->link);
+    k->first_request.cb = on_first_request;
     sock->on_close.cb = on_conn_close;
     sock->on_close.data = k;
+    if (admin) {
+        h2o_linklist_insert(&c->admin_conns, &k->link);
+        c->nadmin++;
+        gw_stats_srv_set(c->stats, STATE_SRV_ADMIN_CONNECTIONS, c->nadmin);
+        return;
+    }
+    h2o_linklist_insert(&c->conns, &k->link);
+    if (peer != NULL) {
+        k->has_peer = 1;
+        memcpy(k->peer, peer, 16);
+        gw_peers_add(c->peers, peer);
+    }
     c->nconns++;
+    if ((c->nconns - c->nclosing) * 4 > (size_t)c->srv->max_connections * 3)
+        h2o_timeout_link(c->loop, &c->first_request_timeout, &k->first_request);
     gw_stats_srv_add(c->stats, STATE_SRV_ACCEPTED, 1);
     gw_stats_srv_set(c->stats, STATE_SRV_CONNECTIONS, c->nconns);
     if (!h2o_timeout_is_linked(&c->sweep))
@@ -230,6 +369,43 @@ static int is_resource_error(int e)
     return e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM;
 }
 
+/* The client's address as a gw_peers key into key; 0 if it is not limited
+ * per address (a trusted proxy speaks for many clients; not IP). */
+static int peer_key(gw_conns_t *c, h2o_socket_t *sock, uint8_t key[16])
+{
+    struct sockaddr_storage ss;
+    if (h2o_socket_getpeername(sock, (struct sockaddr *)&ss) == 0 ||
+        !gw_identity_group_key((struct sockaddr *)&ss, c->srv->ipv6_prefix, key))
+        return 0;
+    if (c->srv->ntrusted_proxies != 0) {
+        char text[INET6_ADDRSTRLEN];
+        const void *a = ss.ss_family == AF_INET ? (void *)&((struct sockaddr_in *)&ss)->sin_addr
+                                                : (void *)&((struct sockaddr_in6 *)&ss)->sin6_addr;
+        if (inet_ntop(ss.ss_family, a, text, sizeof(text)) != NULL &&
+            gw_identity_in_cidrs(text, c->srv->trusted_proxies, c->srv->ntrusted_proxies))
+            return 0;
+    }
+    return 1;
+}
+
+/* Takes a new client connection into the count, or closes it (its
+ * address is at max_connections_per_address). make_room: a connection
+ * to close for it, the worker being full. */
+static void admit_client(gw_conns_t *c, gw_listener_t *l, h2o_socket_t *sock, gw_conn_t *make_room)
+{
+    uint8_t key[16];
+    int keyed = peer_key(c, sock, key);
+    if (keyed && gw_peers_get(c->peers, key) >= c->srv->max_connections_per_address) {
+        h2o_socket_close(sock);
+        gw_stats_srv_add(c->stats, STATE_SRV_PER_ADDRESS, 1);
+        return;
+    }
+    if (make_room != NULL)
+        evict(c, make_room);
+    track(c, sock, 0, keyed ? key : NULL);
+    h2o_accept(l->actx, sock);
+}
+
 static void on_accept(h2o_socket_t *lsock, const char *err)
 {
     gw_listener_t *l = lsock->data;
@@ -237,33 +413,34 @@ static void on_accept(h2o_socket_t *lsock, const char *err)
     if (err != NULL)
         return;
     for (int i = 0; i < ACCEPTS_PER_EVENT; i++) {
-        if (l->clients && c->nconns >= c->srv->max_connections) {
+        gw_conn_t *make_room = NULL;
+        if (l->clients && c->nconns - c->nclosing >= c->srv->max_connections &&
+            (make_room = oldest_waiting(c)) == NULL) {
+            pause_full(l);
+            return;
+        }
+        if (!l->clients && c->nadmin >= c->admin_max) {
             pause_full(l);
             return;
         }
         errno = 0;
         h2o_socket_t *sock = h2o_evloop_socket_accept(lsock);
+        if (sock == NULL && !l->clients && is_resource_error(errno) && spare_release(c)) {
+            sock = h2o_evloop_socket_accept(lsock);
+            gw_stats_srv_add(c->stats, STATE_SRV_ADMIN_RESERVE, sock != NULL);
+        }
         if (sock == NULL) {
             if (is_resource_error(errno))
                 pause_error(l, errno);
             return; /* EAGAIN: the queue is empty; others (ECONNABORTED): the next event */
         }
-        if (l->clients)
-            track(c, sock);
-        h2o_accept(l->actx, sock);
+        if (l->clients) {
+            admit_client(c, l, sock, make_room);
+        } else {
+            track(c, sock, 1, NULL);
+            h2o_accept(l->actx, sock);
+        }
     }
-}
-
-/* Resets a connection: h2o's pending write then fails and it frees the
- * connection. SO_LINGER 0 makes the close a RST, so the kernel drops the
- * unsent bytes at once instead of trying to deliver them. */
-static void conn_reset(gw_conn_t *k)
-{
-    int fd = h2o_socket_get_fd(k->sock);
-    struct linger lg = {1, 0};
-    k->resetting = 1;
-    setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-    shutdown(fd, SHUT_RDWR);
 }
 
 static gw_conn_t *tracked(h2o_socket_t *sock)
@@ -294,7 +471,7 @@ int gw_conns_reset_stalled(h2o_socket_t *sock)
     gw_conn_t *k = tracked(sock);
     if (k == NULL || k->lingering || k->resetting)
         return 0;
-    conn_reset(k);
+    conn_close_soon(k, 1);
     gw_stats_srv_add(k->owner->stats, STATE_SRV_STALLED_RESETS, 1);
     return 1;
 }
@@ -320,7 +497,7 @@ static void on_sweep(h2o_timeout_entry_t *entry)
             k->acked = acked;
             k->since_ms = now;
         } else if (now - k->since_ms >= c->srv->write_timeout_ms) {
-            conn_reset(k);
+            conn_close_soon(k, 1);
             stalled++;
         }
     }
@@ -335,18 +512,23 @@ static void on_sweep(h2o_timeout_entry_t *entry)
         h2o_timeout_link(c->loop, &c->sweep_timeout, &c->sweep);
 }
 
-gw_conns_t *gw_conns_create(h2o_loop_t *loop, const gw_server_conf_t *srv, gw_stats_t *stats)
+gw_conns_t *gw_conns_create(h2o_loop_t *loop, const gw_server_conf_t *srv, uint32_t admin_max, gw_stats_t *stats)
 {
     gw_conns_t *c = sl_xcalloc(1, sizeof(*c));
     c->loop = loop;
     c->srv = srv;
+    c->admin_max = admin_max;
     c->stats = stats;
+    c->spare_fd = -1;
+    c->peers = gw_peers_create();
     h2o_linklist_init_anchor(&c->conns);
+    h2o_linklist_init_anchor(&c->admin_conns);
     uint32_t every = srv->write_timeout_ms / 4;
     every = every < SWEEP_MIN_MS ? SWEEP_MIN_MS : every > SWEEP_MAX_MS ? SWEEP_MAX_MS : every;
     h2o_timeout_init(loop, &c->pause_timeout, GW_CONNS_PAUSE_MS);
     h2o_timeout_init(loop, &c->sweep_timeout, every);
     h2o_timeout_init(loop, &c->linger_timeout, LINGER_IDLE_MS);
+    h2o_timeout_init(loop, &c->first_request_timeout, srv->first_request_timeout_ms);
     c->sweep.cb = on_sweep;
     return c;
 }
@@ -362,6 +544,10 @@ int gw_conns_listen(gw_conns_t *c, int fd, h2o_accept_ctx_t *actx, int clients)
     l->resume.cb = on_resume;
     l->sock = h2o_evloop_socket_create(c->loop, fd, H2O_SOCKET_FLAG_DONT_READ);
     l->sock->data = l;
+    if (!clients) {
+        c->has_admin = 1;
+        spare_take(c);
+    }
     listener_update(l);
     return 0;
 }
@@ -387,16 +573,13 @@ size_t gw_conns_open(const gw_conns_t *c)
     return c->nconns;
 }
 
-void gw_conns_destroy(gw_conns_t *c)
+/* Sockets h2o still holds must not call back into freed records. */
+static void forget_all(h2o_linklist_t *list)
 {
-    if (c == NULL)
-        return;
-    gw_conns_stop_accepting(c);
-    if (h2o_timeout_is_linked(&c->sweep))
-        h2o_timeout_unlink(&c->sweep);
-    /* sockets h2o still holds must not call back into freed records */
-    while (!h2o_linklist_is_empty(&c->conns)) {
-        gw_conn_t *k = H2O_STRUCT_FROM_MEMBER(gw_conn_t, link, c->conns.next);
+    while (!h2o_linklist_is_empty(list)) {
+        gw_conn_t *k = H2O_STRUCT_FROM_MEMBER(gw_conn_t, link, list->next);
+        if (h2o_timeout_is_linked(&k->first_request))
+            h2o_timeout_unlink(&k->first_request);
         if (k->lingering) {
             h2o_timeout_unlink(&k->linger_idle);
             h2o_socket_close(k->sock);
@@ -409,9 +592,24 @@ void gw_conns_destroy(gw_conns_t *c)
         h2o_linklist_unlink(&k->link);
         free(k);
     }
+}
+
+void gw_conns_destroy(gw_conns_t *c)
+{
+    if (c == NULL)
+        return;
+    gw_conns_stop_accepting(c);
+    if (h2o_timeout_is_linked(&c->sweep))
+        h2o_timeout_unlink(&c->sweep);
+    forget_all(&c->conns);
+    forget_all(&c->admin_conns);
+    if (c->spare_fd >= 0)
+        close(c->spare_fd);
+    gw_peers_destroy(c->peers);
     h2o_timeout_dispose(c->loop, &c->pause_timeout);
     h2o_timeout_dispose(c->loop, &c->sweep_timeout);
     h2o_timeout_dispose(c->loop, &c->linger_timeout);
+    h2o_timeout_dispose(c->loop, &c->first_request_timeout);
     free(c);
 }
 

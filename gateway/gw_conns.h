@@ -1,21 +1,31 @@
-/* gateway/gw_conns.h: accepting, and the client connections of one worker.
+/* gateway/gw_conns.h: accepting, and the connections of one worker.
  *
  * The client listener keeps at most server.max_connections connections
- * open. At the limit it stops accepting until one closes: connections the
- * kernel already gave this worker's socket (SO_REUSEPORT picks a socket
- * when the connection arrives) wait in its listen queue, and nothing is
- * accepted only to be closed.
+ * open. At the limit a new connection is accepted and the oldest one
+ * waiting on its client (h2o reads it and writes nothing: kept alive with
+ * no request, or a request not yet whole; or lingering) is shut for it. A
+ * connection whose call is being answered never gives way: when every one
+ * is, the listener stops accepting until one closes, and connections the
+ * kernel already gave this worker's socket wait in its listen queue.
+ *
+ * One address (IPv6: its server.ipv6_prefix network; trusted proxies
+ * excepted) holds at most server.max_connections_per_address of them: past
+ * it a new connection is closed at accept. A connection accepted while over
+ * 3/4 of max_connections are open must send its first whole request within
+ * server.first_request_timeout_ms.
  *
  * When accept fails for want of descriptors or kernel memory (EMFILE,
  * ENFILE, ENOBUFS, ENOMEM) a listener stops reading for GW_CONNS_PAUSE_MS
- * and tries again, instead of spinning on a socket it cannot empty; the
- * admin listener does the same.
+ * and tries again, instead of spinning on a socket it cannot empty. A
+ * descriptor is kept for the admin listener, released to accept an admin
+ * connection at EMFILE, taken back when any connection closes. The admin
+ * listener keeps at most admin.max_connections open (pausing at it).
  *
  * A client connection whose answer is being written but whose peer has
  * acknowledged no byte of it for server.write_timeout_ms is reset: h2o
  * sees the write fail and frees the request, its answer and the
- * connection. Idle connections and slow request senders are h2o's
- * (server.idle_timeout_ms, its request timeout).
+ * connection. Idle connections and slow request senders are otherwise
+ * h2o's (server.idle_timeout_ms, its request timeout).
  *
  * Counters go to gw_stats (STATE_SRV_*); repeated log lines are rate-limited. */
 #ifndef GW_CONNS_H
@@ -32,8 +42,9 @@
 
 typedef struct gw_conns gw_conns_t;
 
-/* srv and stats (may be NULL) must outlive the result. */
-gw_conns_t *gw_conns_create(h2o_loop_t *loop, const gw_server_conf_t *srv, gw_stats_t *stats);
+/* srv and stats (may be NULL) must outlive the result; admin_max is
+ * admin.max_connections. */
+gw_conns_t *gw_conns_create(h2o_loop_t *loop, const gw_server_conf_t *srv, uint32_t admin_max, gw_stats_t *stats);
 /* Stops accepting; connections still open are left to the process exit. */
 void gw_conns_destroy(gw_conns_t *c);
 
@@ -67,7 +78,7 @@ uint64_t gw_conns_stalled_ms(h2o_socket_t *sock, uint64_t now_ms);
  * frees its request and answer) and counts it in STATE_SRV_STALLED_RESETS.
  * Returns 1, or 0 for a socket not tracked or already being reset. */
 int gw_conns_reset_stalled(h2o_socket_t *sock);
-/* Client connections open now. */
+/* Client connections open now (those being closed included). */
 size_t gw_conns_open(const gw_conns_t *c);
 
 /* Raises the open files soft limit to the hard one and warns when that is

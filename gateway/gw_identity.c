@@ -42,8 +42,7 @@ gw_identity_result_t gw_identity_resolve(const gw_config_t *cfg, const char *key
     return found != NULL ? GW_IDENTITY_KEY : GW_IDENTITY_UNKNOWN_KEY;
 }
 
-/* 1 if addr (text) is inside one of the CIDRs. */
-static int in_cidrs(const char *addr, char *const *cidrs, size_t n)
+int gw_identity_in_cidrs(const char *addr, char *const *cidrs, size_t n)
 {
     unsigned char a[16], net[16];
     int v6 = strchr(addr, ':') != NULL;
@@ -121,7 +120,7 @@ static int forwarded_step(const char *v, size_t a, size_t b, char *const *truste
     if (inet_pton(strchr(cand, ':') ? AF_INET6 : AF_INET, cand, tmp) != 1)
         return 0;
     memcpy(addr, cand, b - a + 1);
-    return in_cidrs(cand, trusted, ntrusted);
+    return gw_identity_in_cidrs(cand, trusted, ntrusted);
 }
 
 void gw_identity_forwarded(const h2o_iovec_t *values, size_t n, char *const *trusted, size_t ntrusted, char addr[64])
@@ -144,6 +143,31 @@ void gw_identity_forwarded(const h2o_iovec_t *values, size_t n, char *const *tru
     }
 }
 
+/* One host's many IPv6 addresses are one caller: the bits past prefix go. */
+static void mask_v6(struct in6_addr *a, uint32_t prefix)
+{
+    for (uint32_t bit = prefix; bit < 128; bit++)
+        a->s6_addr[bit / 8] &= (unsigned char)~(0x80u >> (bit % 8));
+}
+
+int gw_identity_group_key(const struct sockaddr *sa, uint32_t prefix, uint8_t out[16])
+{
+    static const uint8_t v4_mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    memset(out, 0, 16);
+    if (sa->sa_family == AF_INET) {
+        memcpy(out, v4_mapped, 12);
+        memcpy(out + 12, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+        return 1;
+    }
+    if (sa->sa_family != AF_INET6)
+        return 0;
+    struct in6_addr a = ((const struct sockaddr_in6 *)sa)->sin6_addr;
+    if (!IN6_IS_ADDR_V4MAPPED(&a))
+        mask_v6(&a, prefix); /* a dual-stack listener's IPv4 peer stays itself */
+    memcpy(out, a.s6_addr, 16);
+    return 1;
+}
+
 void gw_identity_group(const char *addr, uint32_t prefix, char out[64])
 {
     struct in6_addr a;
@@ -163,8 +187,7 @@ void gw_identity_group(const char *addr, uint32_t prefix, char out[64])
         inet_ntop(AF_INET6, &a, out, 64);
         return;
     }
-    for (uint32_t bit = prefix; bit < 128; bit++)
-        a.s6_addr[bit / 8] &= (unsigned char)~(0x80u >> (bit % 8));
+    mask_v6(&a, prefix);
     inet_ntop(AF_INET6, &a, out, 48);
     size_t n = strlen(out);
     out[n++] = '/';
@@ -177,7 +200,7 @@ void gw_identity_group(const char *addr, uint32_t prefix, char out[64])
 void gw_identity_client_ip(h2o_req_t *req, const gw_config_t *cfg, char out[64])
 {
     peer_ip(req, out);
-    if (cfg->server.ntrusted_proxies != 0 && in_cidrs(out, cfg->server.trusted_proxies, cfg->server.ntrusted_proxies)) {
+    if (cfg->server.ntrusted_proxies != 0 && gw_identity_in_cidrs(out, cfg->server.trusted_proxies, cfg->server.ntrusted_proxies)) {
         h2o_iovec_t lines[MAX_FORWARDED_LINES];
         size_t n = 0;
         for (ssize_t i = -1; (i = h2o_find_header(&req->headers, H2O_TOKEN_X_FORWARDED_FOR, i)) >= 0;) {

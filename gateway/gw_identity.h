@@ -28,6 +28,8 @@ gw_identity_result_t gw_identity_resolve(const gw_config_t *cfg, const char *key
 void gw_identity_hash(const char *key, size_t len, char hex[65]);
 
 #include <h2o.h>
+#include <stdint.h>
+#include <sys/socket.h>
 
 /* The caller's address as its limits know it: the peer, or, when the peer
  * is a trusted proxy (server.trusted_proxies), the right-most
@@ -47,6 +49,14 @@ void gw_identity_forwarded(const h2o_iovec_t *values, size_t n, char *const *tru
 /* Writes the identity of address addr: IPv6 as its /prefix network, IPv4
  * (and IPv4-mapped IPv6) as itself; anything else unchanged. */
 void gw_identity_group(const char *addr, uint32_t prefix, char out[64]);
+
+/* 1 if addr (text) is inside one of the CIDRs ("10.0.0.0/8", "::1"). */
+int gw_identity_in_cidrs(const char *addr, char *const *cidrs, size_t n);
+
+/* The same grouping for a socket address, as 16 bytes for a table key:
+ * IPv4 (and IPv4-mapped IPv6) as its IPv4-mapped form, IPv6 with the bits
+ * past prefix cleared. Returns 1, or 0 for another family (out zeroed). */
+int gw_identity_group_key(const struct sockaddr *sa, uint32_t prefix, uint8_t out[16]);
 
 /* The tier for a key (its configured tier) or for anonymous callers (the
  * tier named "anonymous"); NULL when none is configured. */

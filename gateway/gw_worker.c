@@ -230,7 +230,7 @@ static int worker_setup(worker_t *w)
     w->stats = gw_stats_create(cfg, w->state, w->args->slot);
     w->limit = gw_limit_create(cfg, w->state);
     w->handler = gw_handler_register(host, cfg, w->pool, w->stats, w->limit, &w->budget);
-    w->conns = gw_conns_create(w->ctx.loop, &cfg->server, w->stats);
+    w->conns = gw_conns_create(w->ctx.loop, &cfg->server, cfg->admin.max_connections, w->stats);
     w->accept = (h2o_accept_ctx_t){.ctx = &w->ctx, .hosts = w->conf.hosts};
     if (start_listener(w, w->args->main_fd, &w->accept, 1) != 0)
         return -1;
@@ -250,7 +250,9 @@ static int worker_setup(worker_t *w)
                                               .ready = is_ready,
                                               .reload = request_reload,
                                               .data = w,
-                                              .cluster_host = cfg->has_cluster ? cfg->cluster.host : NULL});
+                                              .cluster_host = cfg->has_cluster ? cfg->cluster.host : NULL,
+                                              .max_streams = cfg->admin.max_streams,
+                                              .heartbeat_ms = cfg->admin.heartbeat_ms});
         h2o_context_init(&w->admin_ctx, w->ctx.loop, &w->admin_conf);
         w->admin_accept = (h2o_accept_ctx_t){.ctx = &w->admin_ctx, .hosts = w->admin_conf.hosts};
         if (start_listener(w, w->args->admin_fd, &w->admin_accept, 0) != 0)

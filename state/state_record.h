@@ -319,19 +319,25 @@ extern const state_schema_t state_pressure_slot_schema;
 /* ---- a worker's own limits: one counter list per worker slot ("srv/<slot>") ----
  * Entry STATE_SRV_<name>. GAUGE entries are the worker's current value (reset
  * when it starts); the others count up and survive restarts. */
-#define STATE_SRV_COUNTERS(X)                                                             \
-    X(CONNECTIONS, "connections", 1)          /* client connections open */              \
-    X(ACCEPTED, "accepted", 0)                /* client connections accepted */          \
-    X(MAX_CONN_PAUSES, "max_conn_pauses", 0)  /* accepting paused at max_connections */  \
-    X(ACCEPT_ERRORS, "accept_errors", 0)      /* accept failed (EMFILE...): paused */    \
-    X(WRITE_TIMEOUTS, "write_timeouts", 0)    /* clients closed for taking no bytes */   \
-    X(BUFFERED_BYTES, "buffered_bytes", 1)    /* answer bytes held in memory */          \
-    X(BUFFERED_PEAK, "buffered_peak", 1)      /* the most held at once */                \
-    X(BUFFER_REFUSED, "buffer_refused", 0)    /* calls refused with 503 at the budget */ \
-    X(SHARE_REFUSED, "share_refused", 0)      /* ... at a caller's share of it */        \
-    X(HEAD_REFUSED, "head_refused", 0)        /* requests refused with 431 / 414 */      \
-    X(ACCESS_DROPPED, "access_dropped", 0)    /* access lines dropped: stderr blocked */ \
-    X(STALLED_RESETS, "stalled_resets", 0)    /* stalled clients reset to make room */
+#define STATE_SRV_COUNTERS(X)                                                                                \
+    X(CONNECTIONS, "connections", 1)                         /* client connections open */                   \
+    X(ACCEPTED, "accepted", 0)                               /* client connections accepted */               \
+    X(MAX_CONN_PAUSES, "max_conn_pauses", 0)                 /* accepting paused at max_connections */       \
+    X(ACCEPT_ERRORS, "accept_errors", 0)                     /* accept failed (EMFILE...): paused */         \
+    X(ADMIN_CONN_PAUSES, "admin_conn_pauses", 0)             /* admin accepting paused at its cap */         \
+    X(WRITE_TIMEOUTS, "write_timeouts", 0)                   /* clients closed for taking no bytes */        \
+    X(BUFFERED_BYTES, "buffered_bytes", 1)                   /* answer bytes held in memory */               \
+    X(BUFFERED_PEAK, "buffered_peak", 1)                     /* the most held at once */                     \
+    X(BUFFER_REFUSED, "buffer_refused", 0)                   /* calls refused with 503 at the budget */      \
+    X(SHARE_REFUSED, "share_refused", 0)                     /* ... at a caller's share of it */             \
+    X(HEAD_REFUSED, "head_refused", 0)                       /* requests refused with 431 / 414 */           \
+    X(ACCESS_DROPPED, "access_dropped", 0)                   /* access lines dropped: stderr blocked */      \
+    X(STALLED_RESETS, "stalled_resets", 0)                   /* stalled clients reset to make room */        \
+    X(PER_ADDRESS, "per_address", 0)                         /* closed at accept: address at its cap */      \
+    X(EVICTED, "evicted", 0)                                 /* waiting on the client, closed for another */ \
+    X(FIRST_REQUEST_TIMEOUTS, "first_request_timeouts", 0)   /* closed: no request in time */                \
+    X(ADMIN_CONNECTIONS, "admin_connections", 1)             /* admin connections open */                    \
+    X(ADMIN_RESERVE, "admin_reserve", 0)                     /* admin accepts on the spare descriptor */
 
 typedef enum state_srv_counter {
 #define STATE_SRV_ENUM_(name, str, gauge) STATE_SRV_##name,

@@ -586,3 +586,42 @@ Test(config, method_override_of_unknown_names)
     cr_expect_eq(m[3].retry_safe, 0);
     gw_config_destroy(cfg);
 }
+
+/* Connection and admin limits: the per-address share follows
+ * max_connections unless given, and is never above it; the heartbeat has
+ * a floor. */
+Test(config, connection_and_admin_limits)
+{
+    gw_config_t *cfg = load_ok(NET);
+    cr_expect_eq(cfg->server.max_connections_per_address, GW_DEFAULT_MAX_CONNECTIONS / 4);
+    cr_expect_eq(cfg->server.first_request_timeout_ms, GW_DEFAULT_FIRST_REQUEST_TIMEOUT_MS);
+    cr_expect_eq(cfg->admin.max_connections, GW_DEFAULT_ADMIN_MAX_CONNECTIONS);
+    cr_expect_eq(cfg->admin.max_streams, GW_DEFAULT_ADMIN_MAX_STREAMS);
+    cr_expect_eq(cfg->admin.heartbeat_ms, GW_DEFAULT_ADMIN_HEARTBEAT_MS);
+    gw_config_destroy(cfg);
+    cfg = load_ok("server: { max_connections: 20 }\n" NET);
+    cr_expect_eq(cfg->server.max_connections_per_address, 8, "at least 8");
+    gw_config_destroy(cfg);
+    cfg = load_ok("server: { max_connections: 3 }\n" NET);
+    cr_expect_eq(cfg->server.max_connections_per_address, 3, "never above max_connections");
+    gw_config_destroy(cfg);
+    cfg = load_ok("server: { max_connections: 100, max_connections_per_address: 100, first_request_timeout_ms: 500 }\n"
+                  "admin: { max_connections: 4, max_streams: 0, heartbeat_ms: 1000 }\n" NET);
+    cr_expect_eq(cfg->server.max_connections_per_address, 100);
+    cr_expect_eq(cfg->server.first_request_timeout_ms, 500);
+    cr_expect_eq(cfg->admin.max_connections, 4);
+    cr_expect_eq(cfg->admin.max_streams, 0);
+    gw_config_destroy(cfg);
+
+    gw_config_errors_t errs;
+    load_bad("server: { max_connections: 10, max_connections_per_address: 11 }\n" NET, &errs);
+    cr_expect_str_eq(errs.items[0].path, "server.max_connections_per_address");
+    cr_expect(strstr(errs.items[0].message, "above server.max_connections (10)") != NULL, "%s", errs.items[0].message);
+    gw_config_errors_dispose(&errs);
+    load_bad("admin: { heartbeat_ms: 100 }\n" NET, &errs);
+    cr_expect_str_eq(errs.items[0].path, "admin.heartbeat_ms");
+    gw_config_errors_dispose(&errs);
+    load_bad("admin: { max_connections: 0 }\n" NET, &errs);
+    cr_expect_str_eq(errs.items[0].path, "admin.max_connections");
+    gw_config_errors_dispose(&errs);
+}

@@ -166,10 +166,11 @@ test('SSE: live events, then resume from Last-Event-ID without missing one', asy
 
 test('SSE: many concurrent subscribers all get the event, and heartbeats flow', async () => {
   const { s } = await twoEndpoints();
-  const subs = await Promise.all(Array.from({ length: 20 }, () => sseConnect(`${s.admin}/admin/events/stream?heartbeat_ms=200`)));
+  // 1000: the floor (a shorter heartbeat is refused with 400)
+  const subs = await Promise.all(Array.from({ length: 20 }, () => sseConnect(`${s.admin}/admin/events/stream?heartbeat_ms=1000`)));
   await adminPost(s, '/admin/endpoints/eth/a/drain');
   await waitFor(() => subs.every((x) => x.events.some((e) => e.event === 'endpoint_drained')), { what: 'every subscriber' });
-  await sleep(500);
+  await sleep(1300);
   assert.ok(subs.every((x) => x.comments.includes('heartbeat')));
   subs.forEach((x) => x.close());
 });

@@ -137,23 +137,28 @@ test('request heads: a 100 KB header line gets 431, a long request line 414; 31 
   assert.equal(await metric(s, 'sluice_accept_pauses_total{reason="accept_error"}'), 0);
 });
 
-test('server.max_connections: at the limit the worker stops accepting; a waiting connection is served when one closes', async () => {
-  const { s } = await oneWorker({ max_connections: 4 });
+test('server.max_connections: with every seat answering a call the worker stops accepting; a waiting connection is served when one closes', async () => {
+  // seats waiting on their clients would give way (conns.test.mjs): these hold calls in flight
+  const { a, s } = await oneWorker({ max_connections: 4 });
+  await a.setMode('slow', { delay_ms: 1500 });
   const body = JSON.stringify(call('eth_chainId'));
   const held = [];
+  const heldAnswers = [];
   for (let i = 0; i < 4; i++) {
     const c = client(s.port);
-    assert.equal((await c.send(requestText('/eth', '', body))).status, 200);
+    heldAnswers.push(c.send(requestText('/eth', '', body)));
     held.push(c);
   }
+  await sleep(200);
   // the kernel completes the handshake (listen queue); sluice does not accept it
   const fifth = client(s.port);
   let answered = false;
   const answer = fifth.send(requestText('/eth', '', body)).then((r) => { answered = true; return r; });
   const extra = [client(s.port), client(s.port)];
   await sleep(800);
-  assert.equal(answered, false, 'a fifth connection was served while four were open');
+  assert.equal(answered, false, 'a fifth connection was served while four were answering');
   assert.equal(fifth.closed, false, 'the waiting connection was closed instead of queued');
+  assert.equal((await heldAnswers[0]).status, 200);
   held[0].sock.destroy();
   const r = await answer;
   assert.equal(r.status, 200);

@@ -190,7 +190,7 @@ networks:
   const admin = (p, { method = 'GET', token = S.adminToken } = {}) => request(`${s.admin}${p}`,
     { method, headers: token ? { authorization: `Bearer ${token}` } : {}, what: `admin ${method}` });
 
-  const sse = sseRaw(`${s.admin}/admin/events/stream?heartbeat_ms=200`, S.adminToken);
+  const sse = sseRaw(`${s.admin}/admin/events/stream?heartbeat_ms=1000`, S.adminToken);
 
   // ---- client traffic: anonymous, both client keys, the failure paths
   const rpc = s.url('eth');
@@ -257,7 +257,7 @@ networks:
   await admin('/admin/nothing-here');
   await admin('/admin/endpoints', { token: S.wrongToken });
   await admin('/metrics', { token: null });
-  await sleep(400); // the SSE stream catches up (and sends a heartbeat or two)
+  await sleep(400); // the SSE stream catches up
   sse.close();
   assert.equal(sse.status, 200);
   outputs.push({ where: 'SSE /admin/events/stream', text: `${sse.head}\n\n${sse.text}` });
