@@ -127,6 +127,20 @@ void gw_cfg_network_dispose(pool_network_conf_t *net);
 void gw_cfg_net_hedge(gw_cfg_t *c, yaml_node_t *node, void *target);
 void gw_cfg_net_coalesce(gw_cfg_t *c, yaml_node_t *node, void *target);
 
+/* ---- gw_config.c ---- */
+
+/* 1 if s[0..n) has only characters of set (and no NUL). */
+int gw_cfg_all_chars(const char *s, size_t n, const char *set);
+
+/* ---- gw_config_keys.c ---- */
+
+/* GW_CFG_FN for the top-level tiers: and keys: keys; target is the gw_config_t. */
+void gw_cfg_tiers(gw_cfg_t *c, yaml_node_t *node, void *target);
+void gw_cfg_keys(gw_cfg_t *c, yaml_node_t *node, void *target);
+/* After parsing: finds the anonymous tier and each key's tier (an unknown
+ * tier is an error), and refuses a key hash listed twice. */
+void gw_cfg_check_keys(gw_cfg_t *c, gw_config_t *cfg);
+
 /* ---- gw_config_pressure.c ---- */
 
 /* GW_CFG_FN for a network's pressure: key; target is the pool_network_conf_t. */

@@ -3,6 +3,7 @@
  * of connections waiting on their clients, the admin listener's cap and
  * spare descriptor, and the stalled-writer sweep. */
 #include "gateway/gw_conns.h"
+#include "gateway/gw_conns_int.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -19,72 +20,6 @@
 #include "base/sl_time.h"
 #include "gateway/gw_identity.h"
 #include "gateway/gw_peers.h"
-
-#define MAX_LISTENERS 2
-#define ACCEPTS_PER_EVENT 32
-#define LOG_EVERY_MS 10000        /* at most one line per kind of trouble per 10 s */
-#define SWEEP_MIN_MS 50
-#define SWEEP_MAX_MS 1000
-/* Lingering close (see gw_conns_linger): the client has this long in all,
- * and this long between two reads, to finish sending; what it sends is
- * read and dropped up to this many bytes. Past a bound the close may be a
- * reset, which is then the client's doing. */
-#define LINGER_MAX_MS 10000
-#define LINGER_IDLE_MS 2000
-#define LINGER_MAX_BYTES (64u * 1024 * 1024)
-
-typedef struct gw_listener {
-    gw_conns_t *owner;
-    h2o_socket_t *sock;
-    h2o_accept_ctx_t *actx;
-    int clients;                  /* 1: the client listener; 0: the admin one */
-    int reading;                  /* the loop watches it for new connections */
-    int paused_full;              /* at max_connections (none could give way) or admin.max_connections */
-    int paused_error;             /* after an accept error, until the timer */
-    h2o_timeout_entry_t resume;
-} gw_listener_t;
-
-/* One connection, from accept until h2o disposes its socket. */
-typedef struct gw_conn {
-    h2o_linklist_t link;          /* in gw_conns_t.conns (oldest first) or .admin_conns */
-    gw_conns_t *owner;
-    h2o_socket_t *sock;
-    int admin;                    /* counted against admin.max_connections only */
-    int has_peer;
-    uint8_t peer[16];             /* gw_identity_group_key of the client's address */
-    h2o_timeout_entry_t first_request; /* linked when accepted near max_connections */
-    uint64_t acked;               /* the peer's acknowledged bytes at the last look */
-    uint64_t since_ms;            /* when acked last moved; 0: not writing then */
-    int resetting;                /* closing at our request (reset, eviction): no longer counted as room */
-    int linger_fd;                /* a duplicate kept for the lingering close, or -1 */
-    int lingering;                /* sock is now our own socket on linger_fd's connection */
-    uint64_t linger_since_ms;
-    uint64_t linger_bytes;        /* dropped so far */
-    h2o_timeout_entry_t linger_idle;
-} gw_conn_t;
-
-struct gw_conns {
-    h2o_loop_t *loop;
-    const gw_server_conf_t *srv;
-    uint32_t admin_max;           /* admin.max_connections */
-    gw_stats_t *stats;
-    gw_listener_t listeners[MAX_LISTENERS];
-    size_t nlisteners;
-    h2o_linklist_t conns;
-    size_t nconns;
-    size_t nclosing;              /* of nconns, those resetting: gone at the next loop turn */
-    gw_peers_t *peers;
-    h2o_linklist_t admin_conns;
-    size_t nadmin;
-    int has_admin;                /* an admin listener: spare_fd is kept */
-    int spare_fd;                 /* /dev/null, closed to accept an admin connection at EMFILE; -1 */
-    h2o_timeout_t first_request_timeout; /* server.first_request_timeout_ms */
-    h2o_timeout_t pause_timeout;  /* GW_CONNS_PAUSE_MS */
-    h2o_timeout_t sweep_timeout;  /* a quarter of write_timeout_ms, within [50, 1000] */
-    h2o_timeout_t linger_timeout; /* LINGER_IDLE_MS */
-    h2o_timeout_entry_t sweep;
-    sl_log_limit_t log_full, log_error, log_stall, log_evict;
-};
 
 static void on_accept(h2o_socket_t *sock, const char *err);
 
@@ -181,7 +116,7 @@ static void resume_full(gw_conns_t *c)
 }
 
 /* The connection is gone: its record, its counts and maybe a paused listener. */
-static void conn_forget(gw_conn_t *k)
+void gw_conns_forget(gw_conn_t *k)
 {
     gw_conns_t *c = k->owner;
     h2o_linklist_unlink(&k->link);
@@ -203,72 +138,21 @@ static void conn_forget(gw_conn_t *k)
     resume_full(c);
 }
 
-static void linger_end(gw_conn_t *k)
-{
-    if (h2o_timeout_is_linked(&k->linger_idle))
-        h2o_timeout_unlink(&k->linger_idle);
-    h2o_socket_close(k->sock);
-    conn_forget(k);
-}
-
-static void on_linger_idle(h2o_timeout_entry_t *entry)
-{
-    linger_end(H2O_STRUCT_FROM_MEMBER(gw_conn_t, linger_idle, entry));
-}
-
-/* Drops what the client still sends; its end of the stream (or an error,
- * or a bound) ends the linger. */
-static void on_linger_read(h2o_socket_t *sock, const char *err)
-{
-    gw_conn_t *k = sock->data;
-    if (err == NULL) {
-        k->linger_bytes += sock->input->size;
-        h2o_buffer_consume(&sock->input, sock->input->size);
-    }
-    if (err != NULL || k->linger_bytes > LINGER_MAX_BYTES || sl_now_ms() - k->linger_since_ms > LINGER_MAX_MS) {
-        linger_end(k);
-        return;
-    }
-    h2o_timeout_unlink(&k->linger_idle);
-    h2o_timeout_link(k->owner->loop, &k->owner->linger_timeout, &k->linger_idle);
-}
-
-/* h2o has closed its descriptor; the connection lives on in linger_fd.
- * Its answer is queued already: the FIN goes after it, then the reads. */
-static void linger_start(gw_conn_t *k)
-{
-    gw_conns_t *c = k->owner;
-    shutdown(k->linger_fd, SHUT_WR);
-    k->sock = h2o_evloop_socket_create(c->loop, k->linger_fd, 0);
-    k->sock->data = k;
-    k->linger_fd = -1;
-    k->lingering = 1;
-    k->linger_since_ms = sl_now_ms();
-    k->linger_idle.cb = on_linger_idle;
-    h2o_timeout_link(c->loop, &c->linger_timeout, &k->linger_idle);
-    h2o_socket_read_start(k->sock, on_linger_read);
-}
-
 static void on_conn_close(void *data)
 {
     gw_conn_t *k = data;
     if (k->linger_fd >= 0 && !k->resetting) {
-        linger_start(k);
+        gw_conns_linger_start(k);
         return;
     }
     if (k->linger_fd >= 0)
         close(k->linger_fd);
-    conn_forget(k);
+    gw_conns_forget(k);
 }
 
-void gw_conns_linger(h2o_socket_t *sock)
+gw_conn_t *gw_conns_tracked(h2o_socket_t *sock)
 {
-    if (sock == NULL || sock->on_close.cb != on_conn_close)
-        return; /* not a connection this module tracks */
-    gw_conn_t *k = sock->on_close.data;
-    if (k->admin || k->linger_fd >= 0 || k->resetting)
-        return;
-    k->linger_fd = fcntl(h2o_socket_get_fd(sock), F_DUPFD_CLOEXEC, 0); /* -1: an ordinary close */
+    return sock != NULL && sock->on_close.cb == on_conn_close ? sock->on_close.data : NULL;
 }
 
 /* Closes a connection h2o holds: shutdown makes its next read or write
@@ -443,14 +327,9 @@ static void on_accept(h2o_socket_t *lsock, const char *err)
     }
 }
 
-static gw_conn_t *tracked(h2o_socket_t *sock)
-{
-    return sock != NULL && sock->on_close.cb == on_conn_close ? sock->on_close.data : NULL;
-}
-
 uint64_t gw_conns_stalled_ms(h2o_socket_t *sock, uint64_t now_ms)
 {
-    gw_conn_t *k = tracked(sock);
+    gw_conn_t *k = gw_conns_tracked(sock);
     uint64_t acked;
     if (k == NULL || k->lingering)
         return 0;
@@ -468,7 +347,7 @@ uint64_t gw_conns_stalled_ms(h2o_socket_t *sock, uint64_t now_ms)
 
 int gw_conns_reset_stalled(h2o_socket_t *sock)
 {
-    gw_conn_t *k = tracked(sock);
+    gw_conn_t *k = gw_conns_tracked(sock);
     if (k == NULL || k->lingering || k->resetting)
         return 0;
     conn_close_soon(k, 1);
