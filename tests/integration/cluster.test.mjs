@@ -240,7 +240,9 @@ const view = async (s, id) => (await adminGet(s, '/admin/endpoints')).json.find(
 function twoEndpoints(a, b, url, host, breaker = 'breaker: { consecutive: 3, cooldown_ms: 1500, max_cooldown_ms: 8000 }') {
   return {
     workers: 2,
-    networks: { eth: { lines: [breaker, 'ranking: { probe_interval_ms: 0 }'],
+    // no coalescing: each identical call must reach the failing endpoint (20 at
+    // once were one upstream call per worker: 2 failures where the breaker wants 3)
+    networks: { eth: { lines: [breaker, 'ranking: { probe_interval_ms: 0 }', 'coalesce: { max_waiters: 0 }'],
       endpoints: [{ id: 'a', url: a.url }, { id: 'b', url: b.url }] } },
     extra: clusterLine(url, host),
   };

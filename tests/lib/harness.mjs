@@ -89,7 +89,11 @@ function spawnUntil(bin, args, { pattern, stream = 'stdout', timeoutMs = 15000, 
     }
     child.on('exit', (code, sig) => {
       children.delete(child);
-      finish(new Error(`${path.basename(bin)} exited (${code ?? sig}) before ready:\n${out.stderr}${out.stdout}`));
+      // what it wrote last may still be in the pipe when 'exit' fires: wait
+      // for its streams to close (a child of its own holding them: 300 ms)
+      const fail = () => finish(new Error(`${path.basename(bin)} exited (${code ?? sig}) before ready:\n${out.stderr}${out.stdout}`));
+      const late = setTimeout(fail, 300);
+      child.once('close', () => { clearTimeout(late); fail(); });
     });
   });
 }
