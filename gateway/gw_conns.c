@@ -327,6 +327,23 @@ static void on_accept(h2o_socket_t *lsock, const char *err)
     }
 }
 
+/* How long k's answer has made no progress, looked at now: neither the
+ * peer's acknowledged bytes nor h2o's written ones moved since the last look
+ * (0 when they just did). Without the written count a look that saw the last
+ * answer wholly acknowledged, followed within a sweep by the next answer not
+ * yet acknowledged, read as a stall as long as the time between the looks. */
+static uint64_t stall_look(gw_conn_t *k, uint64_t acked, uint64_t now)
+{
+    size_t written = k->sock->bytes_written;
+    if (k->since_ms == 0 || acked != k->acked || written != k->written) {
+        k->acked = acked;
+        k->written = written;
+        k->since_ms = now;
+        return 0;
+    }
+    return now > k->since_ms ? now - k->since_ms : 0;
+}
+
 uint64_t gw_conns_stalled_ms(h2o_socket_t *sock, uint64_t now_ms)
 {
     gw_conn_t *k = gw_conns_tracked(sock);
@@ -337,12 +354,7 @@ uint64_t gw_conns_stalled_ms(h2o_socket_t *sock, uint64_t now_ms)
         return GW_CONNS_RESETTING;
     if (!h2o_socket_is_writing(sock) || sl_tcp_bytes_acked(h2o_socket_get_fd(sock), &acked) != SL_OK)
         return 0;
-    if (k->since_ms == 0 || acked != k->acked) { /* as the sweep would see it */
-        k->acked = acked;
-        k->since_ms = now_ms;
-        return 0;
-    }
-    return now_ms > k->since_ms ? now_ms - k->since_ms : 0;
+    return stall_look(k, acked, now_ms); /* as the sweep sees it */
 }
 
 int gw_conns_reset_stalled(h2o_socket_t *sock)
@@ -372,10 +384,7 @@ static void on_sweep(h2o_timeout_entry_t *entry)
         }
         if (sl_tcp_bytes_acked(h2o_socket_get_fd(k->sock), &acked) != SL_OK)
             continue;
-        if (k->since_ms == 0 || acked != k->acked) {
-            k->acked = acked;
-            k->since_ms = now;
-        } else if (now - k->since_ms >= c->srv->write_timeout_ms) {
+        if (stall_look(k, acked, now) >= c->srv->write_timeout_ms) {
             conn_close_soon(k, 1);
             stalled++;
         }

@@ -41,6 +41,7 @@ typedef struct gw_conn {
     uint8_t peer[16];             /* gw_identity_group_key of the client's address */
     h2o_timeout_entry_t first_request; /* linked when accepted near max_connections */
     uint64_t acked;               /* the peer's acknowledged bytes at the last look */
+    size_t written;               /* h2o's bytes_written then: a new answer is progress too */
     uint64_t since_ms;            /* when acked last moved; 0: not writing then */
     int resetting;                /* closing at our request (reset, eviction): no longer counted as room */
     int linger_fd;                /* a duplicate kept for the lingering close, or -1 */
