@@ -148,6 +148,9 @@ test('a host cut off from Redis spends its share; the hosts still connected hold
   const h2 = await startSluice(conf(`redis://127.0.0.1:${proxy.port}/0`, 'cut2'));
   for (const s of [h1, h2]) await waitMode(s, 'shared', 'start');
   await waitFor(async () => (await adminGet(h2, '/readyz')).json.cluster.hosts === 2, { what: 'h2 counts both hosts' });
+  // each worker learns the count from its own heartbeat (every second): the
+  // one /readyz asked may be ahead of the other, which would enforce a share of 1
+  await sleep(1500);
   proxy.cut();
   await waitMode(h2, 'degraded', 'h2 cut off', 5000);
   await sleep(3500); // h2's last heartbeat is older than 3 s: h1 takes it as cut off
@@ -175,6 +178,9 @@ test('credits: a host cut off spends its share of what it last saw left; the con
   const h2 = await startSluice(conf(`redis://127.0.0.1:${proxy.port}/0`, 'cred2'));
   for (const s of [h1, h2]) await waitMode(s, 'shared', 'start');
   await waitFor(async () => (await adminGet(h2, '/readyz')).json.cluster.hosts === 2, { what: 'h2 counts both hosts' });
+  // each worker learns the count from its own heartbeat (every second): the
+  // one /readyz asked may be ahead of the other, which would enforce a share of 1
+  await sleep(1500);
   proxy.cut();
   await waitMode(h2, 'degraded', 'h2 cut off', 5000);
   await sleep(3500);
