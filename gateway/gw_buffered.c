@@ -98,7 +98,8 @@ static int make_room(gw_buffered_t *b, size_t gate, uint64_t now_ms)
 {
     sweep_t s = {.b = b, .now_ms = now_ms};
     gw_held_each(b->held, look, &s);
-    qsort(s.list, s.n, sizeof(*s.list), larger_first);
+    if (s.n > 1) /* s.list is NULL when nothing was found: qsort's pointer must not be */
+        qsort(s.list, s.n, sizeof(*s.list), larger_first);
     size_t used = b->budget->used, gone = s.freeing, reset = 0;
     for (size_t i = 0; i < s.n && over(used, gone, gate); i++) {
         if (gw_conns_reset_stalled(s.list[i].e->sock)) {
