@@ -168,9 +168,16 @@ test('fourteen large calls at once from one caller: all are admitted before any 
   await sleep(1500);
   const statuses = await other.stop();
   // the answers are read together before they are refused: a bystander's call
-  // that meets them in flight (no stalled writer yet) may be refused meanwhile
+  // that meets them in flight (no stalled writer yet) may be refused meanwhile.
+  // That window is the time it takes to read 14 answers: a few calls of the
+  // bystander's here, about a quarter of them in a sanitizer build (8 of 52
+  // seen), which reads them several times slower. Once the burst is refused
+  // the bystander is served again (before: refused until the write timeout).
   const bad = statuses.filter((x) => x !== 200);
-  assert.ok(bad.length <= 3, `${bad.length} of the bystander's ${statuses.length} calls refused (${[...new Set(bad)]})`);
+  const slow = process.env.ASAN_OPTIONS !== undefined; // tests/run-all.sh sets it for the sanitizer build
+  const allowed = slow ? Math.ceil(statuses.length / 4) : 3;
+  assert.ok(bad.length <= allowed, `${bad.length} of the bystander's ${statuses.length} calls refused (${[...new Set(bad)]})`);
+  assert.deepEqual(statuses.slice(-10), Array(10).fill(200), 'served again once the burst was refused');
   const peak = await metric(s, 'sluice_buffered_answer_bytes_peak');
   console.log(`figures (burst): kept ${kept.length} of 14; bystander ${statuses.length} calls, ${bad.length} refused; ` +
     `stalled resets ${await metric(s, 'sluice_client_stalled_resets_total')}; peak ${(peak / MB).toFixed(1)} MB of ${BUDGET / MB} MB`);
