@@ -7,7 +7,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { readFileSync } from 'node:fs';
-import { startFake, startSluice, post, postFresh, call, sleep, waitFor, workerPids, adminGet, waitLog } from '../lib/harness.mjs';
+import { startFake, startSluice, post, postFresh, call, sleep, waitFor, workerPids, adminGet, waitLog, metricValue as metric } from '../lib/harness.mjs';
 
 const started = [];
 after(async () => { await Promise.all(started.map((p) => p.stop())); });
@@ -52,12 +52,6 @@ async function oneWorker(server = {}, { fakeArgs = [], wrap, lines = [] } = {}) 
   started.push(s);
   const [pid] = await workerPids(s.child.pid);
   return { a, s, pid };
-}
-
-async function metric(s, line) {
-  const text = (await adminGet(s, '/metrics')).text;
-  const m = text.match(new RegExp(`^${line.replace(/[{}"]/g, (c) => `\\${c}`)} (\\d+)$`, 'm'));
-  return m ? Number(m[1]) : undefined;
 }
 
 function requestText(path, headerLines, body) {

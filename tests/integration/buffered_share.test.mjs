@@ -7,7 +7,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { readFileSync } from 'node:fs';
-import { startFake, startSluice, post, call, sleep, waitFor, adminGet } from '../lib/harness.mjs';
+import { startFake, startSluice, post, call, sleep, waitFor, adminGet, metricValue as metric } from '../lib/harness.mjs';
 
 const started = [];
 after(async () => { await Promise.all(started.map((p) => p.stop())); });
@@ -19,12 +19,6 @@ const wmemMax = Number(readFileSync('/proc/sys/net/ipv4/tcp_wmem', 'utf8').trim(
 const SIZE = Math.max(16 * MB, 4 * wmemMax);
 const BUDGET = 4 * SIZE; // 64 MB with 16 MB answers: the share is one answer
 const RESERVE = Math.min(Math.max(BUDGET / 16, 4 * MB), BUDGET / 2);
-
-async function metric(s, line) {
-  const text = (await adminGet(s, '/metrics')).text;
-  const m = text.match(new RegExp(`^${line.replace(/[{}"]/g, (c) => `\\${c}`)} (\\d+)$`, 'm'));
-  return m ? Number(m[1]) : undefined;
-}
 
 // A client from `from` that asks for a large answer (eth_getLogs of its own
 // block, so no two are coalesced) and stops reading once its head arrives.

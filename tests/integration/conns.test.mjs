@@ -9,7 +9,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { startFake, startSluice, call, sleep, waitFor, workerPids, adminGet, tempDir, SLUICE_BIN, renderConfig } from '../lib/harness.mjs';
+import { startFake, startSluice, call, sleep, waitFor, workerPids, adminGet, tempDir, SLUICE_BIN, renderConfig, metricValue as metric } from '../lib/harness.mjs';
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -31,12 +31,6 @@ async function oneWorker(server = {}, { wrap, admin } = {}) {
   started.push(s);
   const [pid] = await workerPids(s.child.pid);
   return { a, s, pid };
-}
-
-async function metric(s, line) {
-  const text = (await adminGet(s, '/metrics')).text;
-  const m = text.match(new RegExp(`^${line.replace(/[{}"]/g, (c) => `\\${c}`)} (\\d+)$`, 'm'));
-  return m ? Number(m[1]) : undefined;
 }
 
 const BODY = JSON.stringify(call('eth_chainId'));

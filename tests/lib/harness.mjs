@@ -230,6 +230,14 @@ export async function adminGet(s, p, token) {
   return { status: res.status, text, json, headers: res.headers };
 }
 
+// The value of one /metrics line (its name and labels exactly as printed), or
+// undefined when the line is absent.
+export async function metricValue(s, line) {
+  const text = (await adminGet(s, '/metrics')).text;
+  const m = text.match(new RegExp(`^${line.replace(/[{}"]/g, (c) => `\\${c}`)} (\\d+)$`, 'm'));
+  return m ? Number(m[1]) : undefined;
+}
+
 export async function adminPost(s, p, token) {
   const res = await fetch(`${s.admin}${p}`, { method: 'POST', headers: token ? { authorization: `Bearer ${token}` } : {} });
   return { status: res.status, json: await res.json().catch(() => undefined) };
