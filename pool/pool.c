@@ -56,9 +56,7 @@ static sl_err_t network_init(pool_t *pool, pool_network_t *net, const pool_netwo
     net->max_attempts = conf->max_attempts ? conf->max_attempts : (uint32_t)conf->nendpoints + 1;
     net->primary = -1;
     net->challenger = -1;
-    h2o_timeout_init(pool->loop, &net->connect_timeout, conf->timeouts.connect_ms);
-    h2o_timeout_init(pool->loop, &net->first_byte_timeout, conf->timeouts.first_byte_ms);
-    h2o_timeout_init(pool->loop, &net->attempt_timeout, conf->timeouts.attempt_ms);
+    pool_link_timers_init(&net->timers, &pool->t, conf->name, &conf->timeouts);
     h2o_timeout_init(pool->loop, &net->request_timeout, conf->timeouts.request_ms);
     h2o_linklist_init_anchor(&net->waiters);
     pool_pressure_init(net);
@@ -90,19 +88,15 @@ static void network_dispose(pool_network_t *net)
     for (size_t i = 0; i < net->nendpoints; i++)
         pool_endpoint_dispose(&net->endpoints[i]);
     free(net->endpoints);
-    h2o_timeout_dispose(net->pool->loop, &net->connect_timeout);
-    h2o_timeout_dispose(net->pool->loop, &net->first_byte_timeout);
-    h2o_timeout_dispose(net->pool->loop, &net->attempt_timeout);
+    pool_link_timers_dispose(&net->timers);
     h2o_timeout_dispose(net->pool->loop, &net->request_timeout);
 }
 
 sl_err_t pool_create(const pool_params_t *p, pool_t **out)
 {
     pool_t *pool = sl_xcalloc(1, sizeof(*pool));
+    pool_transport_init(&pool->t, p->loop, p->getaddr_receiver, p->max_response_bytes, p->budget, p->transport);
     pool->loop = p->loop;
-    pool->getaddr_receiver = p->getaddr_receiver;
-    pool->max_response_bytes = p->max_response_bytes;
-    pool->budget = p->budget;
     pool->state = p->state;
     pool->slot = p->slot;
     pool->nworkers = p->nworkers ? p->nworkers : 1;
@@ -110,9 +104,8 @@ sl_err_t pool_create(const pool_params_t *p, pool_t **out)
     pool->flush_ms = p->flush_ms;
     pool->nnetworks = p->nnetworks;
     pool->networks = sl_xcalloc(p->nnetworks, sizeof(*pool->networks));
-    h2o_timeout_init(p->loop, &pool->idle_timeout, POOL_IDLE_TIMEOUT_MS);
     h2o_timeout_init(p->loop, &pool->zero_timeout, 0);
-    pool_delay_init(pool);
+    pool_call_layer_init(pool);
     for (size_t i = 0; i < p->nnetworks; i++) {
         sl_err_t err = network_init(pool, &pool->networks[i], &p->networks[i], p->nworkers ? p->nworkers : 1);
         if (err != SL_OK) {
@@ -133,9 +126,8 @@ void pool_destroy(pool_t *pool)
     for (size_t i = 0; i < pool->nnetworks; i++)
         network_dispose(&pool->networks[i]);
     free(pool->networks);
-    h2o_timeout_dispose(pool->loop, &pool->idle_timeout);
     h2o_timeout_dispose(pool->loop, &pool->zero_timeout);
-    pool_delay_dispose(pool);
+    pool_transport_dispose(&pool->t);
     free(pool);
 }
 
@@ -158,7 +150,7 @@ void pool_close_idle(pool_t *pool)
 {
     for (size_t i = 0; i < pool->nnetworks; i++)
         for (size_t j = 0; j < pool->networks[i].nendpoints; j++)
-            pool_conn_close_idle(&pool->networks[i].endpoints[j]);
+            pool_link_close_idle(&pool->networks[i].endpoints[j].link);
 }
 
 void pool_refresh(pool_t *pool)

@@ -158,6 +158,7 @@ typedef struct pool_params {
     uint32_t refresh_ms;          /* shared-state snapshot period */
     uint32_t flush_ms;            /* counter flush period; 0 = never */
     sl_budget_t *budget;          /* answer bytes held, charged while read and kept (may be NULL) */
+    const struct pool_transport_ops *transport; /* NULL: sockets (unit tests script their own) */
 } pool_params_t;
 
 SL_MUST_CHECK sl_err_t pool_create(const pool_params_t *params, pool_t **out);

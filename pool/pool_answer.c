@@ -151,7 +151,7 @@ void pool_answer_fail_transport(pool_call_t *call, pool_exchange_t *ex)
 static void item_verdict(answer_ctx_t *a, pool_item_t *it, policy_verdict_t v, uint32_t retry_ms, const char *ans,
                          size_t ans_len, wire_span_t ans_id)
 {
-    int ep = a->ex->ep->index;
+    int ep = a->ex->link->index;
     note_outcome(a, verdict_outcome[v]);
     if (v == POLICY_VERDICT_RATE_LIMITED) {
         uint32_t ms = retry_ms ? retry_ms : a->retry_hdr_ms;
@@ -197,7 +197,7 @@ static void item_verdict(answer_ctx_t *a, pool_item_t *it, policy_verdict_t v, u
     case POLICY_VERDICT_RATE_LIMITED:
         /* refused before processing: safe to move on, writes included */
         item_rate_limited(it, retry_ms ? retry_ms : a->retry_hdr_ms);
-        pool_method_count(a->ex->ep, it->method, POOL_MC_REFUSALS, 1);
+        pool_method_count(pool_link_endpoint(a->ex->link), it->method, POOL_MC_REFUSALS, 1);
         return;
     case POLICY_VERDICT_UNSUPPORTED:
         a->call->no_retry[ep] = 1; /* asking it again will not change its mind */

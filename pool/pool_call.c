@@ -74,7 +74,7 @@ static void on_deadline(h2o_timeout_entry_t *entry)
     pool_merge_leave(call);
     pool_hedge_stop(call);
     if (call->ex_active) {
-        pool_exchange_cancel(&call->ex);
+        pool_call_attempt_cancel(call, &call->ex);
         call->ex_active = 0;
     }
     pool_answer_exhaust(call, POOL_OUTCOME_DEADLINE);
@@ -100,7 +100,7 @@ static int candidate(pool_call_t *call, size_t i, uint64_t now)
         return 0;
     if (!pool_health_usable(ep, now))
         return 0;
-    return ep->inflight < ep->max_inflight;
+    return ep->link.inflight < ep->max_inflight;
 }
 
 /* The next endpoint to try, or -1: the pinned endpoint first (a confirmation
@@ -155,7 +155,7 @@ static int next_round(pool_call_t *call)
         return 0;
     for (size_t i = 0; i < net->nendpoints; i++)
         call->tried[i] = call->no_retry[i];
-    pool_delay_add(net->pool, &call->backoff, wait, on_backoff);
+    pool_delay_add(&net->pool->t.delays, &call->backoff, wait, on_backoff);
     return 1;
 }
 
@@ -173,7 +173,7 @@ static int should_wait(pool_call_t *call)
     uint64_t now = sl_shared_ms();
     for (size_t i = 0; i < net->nendpoints; i++) {
         pool_endpoint_t *ep = &net->endpoints[i];
-        if (!call->tried[i] && ep->max_inflight > 0 && ep->inflight >= ep->max_inflight && pool_health_usable(ep, now))
+        if (!call->tried[i] && ep->max_inflight > 0 && ep->link.inflight >= ep->max_inflight && pool_health_usable(ep, now))
             return 1;
     }
     return 0;
@@ -195,7 +195,7 @@ static int slot_free(pool_network_t *net)
     uint64_t now = sl_shared_ms();
     for (size_t i = 0; i < net->nendpoints; i++) {
         pool_endpoint_t *ep = &net->endpoints[i];
-        if (ep->inflight < ep->max_inflight && pool_health_usable(ep, now))
+        if (ep->link.inflight < ep->max_inflight && pool_health_usable(ep, now))
             return 1;
     }
     return 0;
@@ -312,7 +312,7 @@ static void log_attempt(pool_call_t *call, pool_exchange_t *ex, int ep, pool_fai
 void pool_call_on_exchange_done(pool_exchange_t *ex)
 {
     pool_call_t *call = ex->data;
-    int ep = ex->ep->index;
+    int ep = ex->link->index;
     int hedge = ex == &call->hedge.ex;
     if (hedge)
         pool_hedge_landed(call);
@@ -328,7 +328,7 @@ void pool_call_on_exchange_done(pool_exchange_t *ex)
             call->stale_retry_used = 1;
             call->retry_same = ep;
             sl_log_debug("endpoint %s/%s: kept-alive connection was closed; retrying on a new one",
-                         call->net->conf->name, ex->ep->conf->id);
+                         call->net->conf->name, ex->link->conf->id);
         } else {
             log_attempt(call, ex, ep, ex->fail, 0, ex->latency_us);
             pool_answer_fail_transport(call, ex);
@@ -343,7 +343,7 @@ void pool_call_on_exchange_done(pool_exchange_t *ex)
         pool_answer_apply(call, ex, &res);
         pool_held_judge(call, ep, res.outcome, pool_held_answer_end(&res), ex->latency_us);
         if (res.rate_limited)
-            pool_health_rate_limited(ex->ep, res.retry_ms);
+            pool_health_rate_limited(pool_link_endpoint(ex->link), res.retry_ms);
     }
     if (pool_hedge_settle(call, hedge))
         return; /* the other attempt is still in flight: its answer may do */
@@ -364,14 +364,14 @@ static void on_verify_done(pool_exchange_t *ex)
     int found = ex->fail == POOL_FAIL_NONE && ex->head.status >= 200 && ex->head.status < 300 &&
                 wire_envelope_scan(body, pool_exchange_len(ex), &env) == SL_OK &&
                 wire_json_kind(body, env.result) == WIRE_JSON_OBJECT;
-    log_attempt(call, ex, ex->ep->index, ex->fail, ex->head.status, ex->latency_us);
+    log_attempt(call, ex, ex->link->index, ex->fail, ex->head.status, ex->latency_us);
     pool_exchange_body_dispose(ex);
     if (it != NULL) {
         char txid[128];
         it->verify = 0;
         if (found && pool_write_txid(call, it, txid, sizeof(txid))) {
-            pool_write_synthesize(call, it, ex->ep->index, txid);
-            pool_write_pin(call, ex->ep->index, txid);
+            pool_write_synthesize(call, it, ex->link->index, txid);
+            pool_write_pin(call, ex->link->index, txid);
         } else {
             pool_item_settle(it, POOL_ITEM_ANSWERED); /* the node's "nonce too low", as-is */
         }
@@ -387,8 +387,8 @@ static int start_verify(pool_call_t *call)
         if (!it->verify)
             continue;
         if (pool_write_verify_body(call, it, &call->verify_req) &&
-            pool_exchange_start(&call->ex, &call->net->endpoints[it->verify_ep], call->verify_req.base,
-                                call->verify_req.len, 0, on_verify_done, call) == POOL_FAIL_NONE) {
+            pool_call_attempt_start(call, &call->ex, it->verify_ep, call->verify_req.base, call->verify_req.len, 0,
+                                    on_verify_done) == POOL_FAIL_NONE) {
             call->ex_active = 1;
             return 1;
         }
@@ -428,8 +428,7 @@ static void call_next(pool_call_t *call)
             return; /* waits for Redis' answer */
         if (credits == 0)
             continue; /* skipped before any request was sent */
-        pool_fail_t fail = pool_exchange_start(&call->ex, &net->endpoints[ep], body, len, has_write,
-                                               pool_call_on_exchange_done, call);
+        pool_fail_t fail = pool_call_attempt_start(call, &call->ex, ep, body, len, has_write, pool_call_on_exchange_done);
         if (fail == POOL_FAIL_NONE) {
             call->ex_active = 1;
             call->body = body;
@@ -452,6 +451,23 @@ void pool_call_start_failed(pool_call_t *call, int ep, pool_exchange_t *ex, pool
     log_attempt(call, ex, ep, fail, 0, 0);
     pool_answer_fail_transport(call, ex);
     pool_held_judge(call, ep, pool_fail_outcome(fail), pool_held_fail_end(fail), 0);
+}
+
+pool_fail_t pool_call_attempt_start(pool_call_t *call, pool_exchange_t *ex, int ep, const char *body, size_t len,
+                                    int is_write, pool_exchange_cb cb)
+{
+    pool_endpoint_t *e = &call->net->endpoints[ep];
+    pool_fail_t fail = call->net->pool->t.ops->start(ex, &e->link, body, len, is_write, cb, call);
+    if (fail == POOL_FAIL_NONE && e->link.inflight > e->health.stats.max_inflight_seen) {
+        e->health.stats.max_inflight_seen = e->link.inflight;
+        e->health.dirty = 1;
+    }
+    return fail;
+}
+
+void pool_call_attempt_cancel(pool_call_t *call, pool_exchange_t *ex)
+{
+    call->net->pool->t.ops->cancel(ex);
 }
 
 static pool_call_t *call_create(pool_network_t *net, pool_item_t *items, size_t n, int batch, pool_call_cb cb,
@@ -565,7 +581,7 @@ void pool_call_release(pool_call_t *call)
     pool_pressure_settle(call, 0); /* not answered: the client went away first */
     pool_held_release(call); /* a call cancelled half-way: what was held counts */
     if (call->ex_active)
-        pool_exchange_cancel(&call->ex);
+        pool_call_attempt_cancel(call, &call->ex);
     pool_delay_cancel(&call->backoff);
     pool_credit_wait_cancel(&call->credit_wait);
     if (h2o_timeout_is_linked(&call->deadline))
@@ -575,7 +591,7 @@ void pool_call_release(pool_call_t *call)
     for (size_t i = 0; i < call->nbodies; i++)
         pool_body_dispose(&call->bodies[i]);
     free(call->bodies);
-    pool_budget_release(call->net->pool, call->charged);
+    pool_budget_release(&call->net->pool->t, call->charged);
     pool_coalesce_unshare(call);
     free(call->sent);
     sl_buf_dispose(&call->req);
@@ -586,4 +602,15 @@ void pool_call_release(pool_call_t *call)
 void pool_call_cancel(pool_call_t *call)
 {
     pool_call_release(call);
+}
+
+/* The transport's hook: a slot of the link's endpoint freed up. */
+static void on_slot_freed(pool_link_t *link)
+{
+    pool_call_wake_waiters(pool_link_endpoint(link)->net);
+}
+
+void pool_call_layer_init(pool_t *pool)
+{
+    pool->t.slot_freed = on_slot_freed;
 }

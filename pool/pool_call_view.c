@@ -42,7 +42,7 @@ const char *pool_call_endpoint_id(const pool_call_t *call, int endpoint)
 
 size_t pool_call_max_response_bytes(const pool_call_t *call)
 {
-    return call->net->pool->max_response_bytes;
+    return call->net->pool->t.max_response_bytes;
 }
 
 const char *pool_call_endpoint_url(const pool_call_t *call, int endpoint)

@@ -177,7 +177,7 @@ void pool_coalesce_unshare(pool_call_t *call)
     call->shared = NULL;
     if (--sb->refs > 0)
         return;
-    pool_budget_release(call->net->pool, sb->charged);
+    pool_budget_release(&call->net->pool->t, sb->charged);
     pool_body_dispose(&sb->body);
     free(sb);
 }
@@ -193,8 +193,8 @@ static void copy_answer(pool_call_t *waiter, const pool_item_t *l)
     sl_buf_t b = SL_BUF_INIT;
     sl_buf_append(&b, l->answer, l->answer_len);
     pool_t *pool = waiter->net->pool;
-    if (pool->budget != NULL)
-        sl_budget_charge(pool->budget, l->answer_len);
+    if (pool->t.budget != NULL)
+        sl_budget_charge(pool->t.budget, l->answer_len);
     waiter->charged += l->answer_len;
     waiter->items[0].answer = pool_call_keep(waiter, &b);
 }

@@ -14,7 +14,7 @@
 
 #include "base/sl_log.h"
 #include "base/sl_time.h"
-#include "pool/pool_int.h"
+#include "pool/pool_link_int.h"
 
 static void on_conn_read(h2o_socket_t *sock, const char *err);
 static void on_idle_read(h2o_socket_t *sock, const char *err);
@@ -29,7 +29,7 @@ static int errno_is_local(int e)
 
 /* Logs a local resource failure: at most one line a second per worker (a
  * descriptor shortage fails every attempt at once), with how many since. */
-static void log_local(pool_endpoint_t *ep, const char *what)
+static void log_local(pool_link_t *link, const char *what)
 {
     static uint64_t last_ms, suppressed;
     uint64_t now = sl_now_ms();
@@ -39,7 +39,7 @@ static void log_local(pool_endpoint_t *ep, const char *what)
     }
     sl_log_warn("endpoint %s/%s: %s (sluice's own resources; not counted against the endpoint; %llu more "
                 "since the last report)",
-                ep->net->conf->name, ep->conf->id, what, (unsigned long long)suppressed);
+                link->timers->network, link->conf->id, what, (unsigned long long)suppressed);
     last_ms = now;
     suppressed = 0;
 }
@@ -70,9 +70,9 @@ static void conn_enter(pool_conn_t *c, pool_conn_state_t to)
     c->state = to;
 }
 
-static pool_t *conn_pool(pool_conn_t *c)
+static pool_transport_t *conn_transport(pool_conn_t *c)
 {
-    return c->ep->net->pool;
+    return c->link->timers->t;
 }
 
 static void conn_destroy(pool_conn_t *c)
@@ -83,7 +83,7 @@ static void conn_destroy(pool_conn_t *c)
         h2o_linklist_unlink(&c->wait_link);
     if (h2o_linklist_is_linked(&c->idle_link)) {
         h2o_linklist_unlink(&c->idle_link);
-        c->ep->nidle--;
+        c->link->nidle--;
     }
     if (c->sock != NULL)
         h2o_socket_close(c->sock);
@@ -105,17 +105,17 @@ static void on_idle_read(h2o_socket_t *sock, const char *err)
 
 static void conn_make_idle(pool_conn_t *c)
 {
-    pool_endpoint_t *ep = c->ep;
-    if (ep->nidle >= POOL_MAX_IDLE_PER_ENDPOINT) {
+    pool_link_t *link = c->link;
+    if (link->nidle >= POOL_MAX_IDLE_PER_ENDPOINT) {
         conn_destroy(c);
         return;
     }
     conn_enter(c, POOL_CONN_IDLE);
     c->ex = NULL;
     c->idle_since_ms = sl_now_ms();
-    h2o_linklist_insert(ep->idle.next, &c->idle_link); /* most recent first */
-    ep->nidle++;
-    h2o_timeout_link(conn_pool(c)->loop, &conn_pool(c)->idle_timeout, &c->idle_timer);
+    h2o_linklist_insert(link->idle.next, &c->idle_link); /* most recent first */
+    link->nidle++;
+    h2o_timeout_link(conn_transport(c)->loop, &conn_transport(c)->idle_timeout, &c->idle_timer);
     h2o_socket_read_start(c->sock, on_idle_read);
 }
 
@@ -126,7 +126,7 @@ static void on_write_done(h2o_socket_t *sock, const char *err)
     if (ex == NULL)
         return;
     if (err == h2o_socket_error_out_of_memory) {
-        log_local(c->ep, "no memory for the request");
+        log_local(c->link, "no memory for the request");
         pool_exchange_finish(ex, POOL_FAIL_LOCAL);
         return;
     }
@@ -136,8 +136,8 @@ static void on_write_done(h2o_socket_t *sock, const char *err)
     }
     ex->write_done = 1;
     if (c->state == POOL_CONN_SENDING && !ex->got_bytes) {
-        pool_network_t *net = c->ep->net;
-        h2o_timeout_link(net->pool->loop, &net->first_byte_timeout, &ex->phase_timer);
+        pool_link_timers_t *tm = c->link->timers;
+        h2o_timeout_link(tm->t->loop, &tm->first_byte, &ex->phase_timer);
     }
 }
 
@@ -163,11 +163,11 @@ static void on_handshake(h2o_socket_t *sock, const char *err)
      * (X509_VERIFY_PARAM_set1_ip_asc), during the handshake: a handshake that
      * got as far as h2o's check has passed OpenSSL's, so that one complaint
      * is overruled. */
-    if (err == h2o_socket_error_ssl_cert_name_mismatch && c->ep->url.host_is_ip)
+    if (err == h2o_socket_error_ssl_cert_name_mismatch && c->link->url.host_is_ip)
         err = NULL;
     if (err != NULL) {
-        sl_log_warn("endpoint %s/%s: TLS handshake with %s failed: %s", c->ep->net->conf->name, c->ep->conf->id,
-                    c->ep->conf->url_redacted, err);
+        sl_log_warn("endpoint %s/%s: TLS handshake with %s failed: %s", c->link->timers->network, c->link->conf->id,
+                    c->link->conf->url_redacted, err);
         pool_exchange_finish(ex, POOL_FAIL_TLS);
         return;
     }
@@ -178,13 +178,13 @@ static void on_connect(h2o_socket_t *sock, const char *err)
 {
     pool_conn_t *c = sock->data;
     if (err != NULL) {
-        pool_endpoint_addr_failed(c->ep);
+        pool_link_addr_failed(c->link);
         pool_exchange_finish(c->ex, POOL_FAIL_CONNECT);
         return;
     }
-    if (c->ep->ssl_ctx != NULL) {
+    if (c->link->ssl_ctx != NULL) {
         conn_enter(c, POOL_CONN_HANDSHAKE);
-        h2o_socket_ssl_handshake(sock, c->ep->ssl_ctx, c->ep->url.host, on_handshake);
+        h2o_socket_ssl_handshake(sock, c->link->ssl_ctx, c->link->url.host, on_handshake);
         return;
     }
     pool_conn_send(c);
@@ -212,11 +212,11 @@ static h2o_buffer_prototype_t *conn_input_prototype(void)
  * written is not). */
 static void exchange_charge(pool_conn_t *c, pool_exchange_t *ex, size_t held)
 {
-    sl_budget_t *b = conn_pool(c)->budget;
+    sl_budget_t *b = conn_transport(c)->budget;
     if (b != NULL && held > ex->charged)
         sl_budget_charge(b, held - ex->charged);
     else if (held < ex->charged)
-        pool_budget_release(conn_pool(c), ex->charged - held);
+        pool_budget_release(conn_transport(c), ex->charged - held);
     ex->charged = held;
 }
 
@@ -291,7 +291,7 @@ static int conn_read_body(pool_conn_t *c, int eof)
 {
     pool_exchange_t *ex = c->ex;
     h2o_buffer_t *in = c->sock->input;
-    size_t max = conn_pool(c)->max_response_bytes;
+    size_t max = conn_transport(c)->max_response_bytes;
 
     if (ex->head.chunked) {
         size_t used = 0;
@@ -348,7 +348,7 @@ static int conn_read_head(pool_conn_t *c, int eof)
         pool_exchange_finish(ex, POOL_FAIL_BAD_HTTP);
         return 1;
     }
-    if (ex->head.content_length > (int64_t)conn_pool(c)->max_response_bytes) {
+    if (ex->head.content_length > (int64_t)conn_transport(c)->max_response_bytes) {
         pool_exchange_finish(ex, POOL_FAIL_TOO_LARGE);
         return 1;
     }
@@ -372,7 +372,7 @@ static void on_conn_read(h2o_socket_t *sock, const char *err)
     if (err == h2o_socket_error_out_of_memory) {
         /* h2o keeps a large answer in a temp file (TMPDIR): none could be
          * made or grown, or memory ran out. Not the upstream's doing. */
-        log_local(c->ep, "no room to buffer the answer (temp folder full or memory short)");
+        log_local(c->link, "no room to buffer the answer (temp folder full or memory short)");
         pool_exchange_finish(ex, POOL_FAIL_LOCAL);
         return;
     }
@@ -393,13 +393,13 @@ static void on_conn_read(h2o_socket_t *sock, const char *err)
 }
 
 /* Takes a reusable idle connection, closing stale ones on the way. */
-static pool_conn_t *take_idle(pool_endpoint_t *ep, int is_write)
+static pool_conn_t *take_idle(pool_link_t *link, int is_write)
 {
     uint64_t now = sl_now_ms();
-    while (!h2o_linklist_is_empty(&ep->idle)) {
-        pool_conn_t *c = H2O_STRUCT_FROM_MEMBER(pool_conn_t, idle_link, ep->idle.next);
+    while (!h2o_linklist_is_empty(&link->idle)) {
+        pool_conn_t *c = H2O_STRUCT_FROM_MEMBER(pool_conn_t, idle_link, link->idle.next);
         h2o_linklist_unlink(&c->idle_link);
-        ep->nidle--;
+        link->nidle--;
         h2o_timeout_unlink(&c->idle_timer);
         /* A write must not meet a connection the upstream may be closing
          * right now: that race makes a send ambiguous for no reason. */
@@ -419,10 +419,10 @@ static void conn_adopt(pool_conn_t *c, h2o_socket_t *sock)
     h2o_buffer_set_prototype(&sock->input, conn_input_prototype());
 }
 
-static pool_conn_t *conn_new(pool_endpoint_t *ep, h2o_socket_t *sock)
+static pool_conn_t *conn_new(pool_link_t *link, h2o_socket_t *sock)
 {
     pool_conn_t *c = sl_xcalloc(1, sizeof(*c));
-    c->ep = ep;
+    c->link = link;
     c->state = POOL_CONN_CONNECTING; /* the initial state, not a transition */
     c->idle_timer.cb = on_idle_timeout;
     if (sock != NULL)
@@ -430,57 +430,57 @@ static pool_conn_t *conn_new(pool_endpoint_t *ep, h2o_socket_t *sock)
     return c;
 }
 
-static pool_conn_t *conn_connect(pool_endpoint_t *ep, pool_fail_t *fail)
+static pool_conn_t *conn_connect(pool_link_t *link, pool_fail_t *fail)
 {
     socklen_t alen;
-    const struct sockaddr *addr = pool_endpoint_addr(ep, &alen);
+    const struct sockaddr *addr = pool_link_addr(link, &alen);
     if (addr == NULL) {
-        if (pool_dns_pending(ep)) {
+        if (pool_dns_pending(link)) {
             /* the first lookup is under way (a worker that just started):
              * wait for it, within connect_ms, rather than fail the attempt */
-            pool_conn_t *c = conn_new(ep, NULL);
-            h2o_linklist_insert(&ep->dns_waiting, &c->wait_link);
+            pool_conn_t *c = conn_new(link, NULL);
+            h2o_linklist_insert(&link->dns_waiting, &c->wait_link);
             return c;
         }
         *fail = POOL_FAIL_DNS;
         return NULL;
     }
     errno = 0;
-    h2o_socket_t *sock = h2o_socket_connect(ep->net->pool->loop, (struct sockaddr *)addr, alen, on_connect);
+    h2o_socket_t *sock = h2o_socket_connect(link->timers->t->loop, (struct sockaddr *)addr, alen, on_connect);
     if (sock == NULL) {
         int e = errno; /* from socket() or connect(): h2o returns NULL right after either */
         if (errno_is_local(e)) {
             char what[96];
             snprintf(what, sizeof(what), "cannot open a connection: %s", strerror(e));
-            log_local(ep, what);
+            log_local(link, what);
             *fail = POOL_FAIL_LOCAL;
             return NULL;
         }
-        pool_endpoint_addr_failed(ep);
+        pool_link_addr_failed(link);
         *fail = POOL_FAIL_CONNECT;
         return NULL;
     }
-    return conn_new(ep, sock);
+    return conn_new(link, sock);
 }
 
-void pool_conn_dns_done(pool_endpoint_t *ep)
+void pool_conn_dns_done(pool_link_t *link)
 {
     /* taken one at a time: a callback may start or cancel other exchanges */
     h2o_linklist_t ready;
     h2o_linklist_init_anchor(&ready);
-    h2o_linklist_insert_list(&ready, &ep->dns_waiting);
+    h2o_linklist_insert_list(&ready, &link->dns_waiting);
     while (!h2o_linklist_is_empty(&ready)) {
         pool_conn_t *c = H2O_STRUCT_FROM_MEMBER(pool_conn_t, wait_link, ready.next);
         h2o_linklist_unlink(&c->wait_link);
         socklen_t alen;
-        const struct sockaddr *addr = pool_endpoint_addr(ep, &alen);
+        const struct sockaddr *addr = pool_link_addr(link, &alen);
         if (addr == NULL) {
             pool_exchange_finish(c->ex, POOL_FAIL_DNS);
             continue;
         }
-        h2o_socket_t *sock = h2o_socket_connect(ep->net->pool->loop, (struct sockaddr *)addr, alen, on_connect);
+        h2o_socket_t *sock = h2o_socket_connect(link->timers->t->loop, (struct sockaddr *)addr, alen, on_connect);
         if (sock == NULL) {
-            pool_endpoint_addr_failed(ep);
+            pool_link_addr_failed(link);
             pool_exchange_finish(c->ex, POOL_FAIL_CONNECT);
             continue;
         }
@@ -488,10 +488,10 @@ void pool_conn_dns_done(pool_endpoint_t *ep)
     }
 }
 
-pool_conn_t *pool_conn_take(pool_endpoint_t *ep, int is_write, pool_fail_t *fail)
+pool_conn_t *pool_conn_take(pool_link_t *link, int is_write, pool_fail_t *fail)
 {
-    pool_conn_t *c = take_idle(ep, is_write);
-    return c != NULL ? c : conn_connect(ep, fail);
+    pool_conn_t *c = take_idle(link, is_write);
+    return c != NULL ? c : conn_connect(link, fail);
 }
 
 void pool_conn_put_back(pool_conn_t *c, int reusable)
@@ -502,10 +502,10 @@ void pool_conn_put_back(pool_conn_t *c, int reusable)
         conn_destroy(c);
 }
 
-void pool_conn_close_idle(pool_endpoint_t *ep)
+void pool_link_close_idle(pool_link_t *link)
 {
-    while (!h2o_linklist_is_empty(&ep->idle)) {
-        pool_conn_t *c = H2O_STRUCT_FROM_MEMBER(pool_conn_t, idle_link, ep->idle.next);
+    while (!h2o_linklist_is_empty(&link->idle)) {
+        pool_conn_t *c = H2O_STRUCT_FROM_MEMBER(pool_conn_t, idle_link, link->idle.next);
         conn_destroy(c);
     }
 }

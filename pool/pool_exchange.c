@@ -1,11 +1,12 @@
-/* pool/pool_exchange.c: one attempt's request and answer on an upstream
- * connection (pool_conn.c): its deadlines (connect or first byte, and the
- * whole attempt), the end that hands the connection back, cancellation, and
- * the answer bytes charged to the worker's budget. */
+/* pool/pool_exchange.c: one request and its answer on an upstream connection
+ * (pool_conn.c): its deadlines (connect or first byte, and the whole
+ * attempt), the end that hands the connection back, cancellation, and the
+ * answer bytes charged to the worker's budget. The socket transport's table
+ * of operations. */
 #include <string.h>
 
 #include "base/sl_time.h"
-#include "pool/pool_int.h"
+#include "pool/pool_link_int.h"
 
 /* The failure of an exchange whose connection is not open yet. */
 static pool_fail_t connect_fail(const pool_conn_t *c)
@@ -40,8 +41,8 @@ void pool_exchange_finish(pool_exchange_t *ex, pool_fail_t fail)
     ex->fail = fail;
     ex->latency_us = (uint32_t)(sl_now_us() - ex->started_us);
     ex->conn = NULL;
-    ex->ep->inflight--;
-    pool_network_t *net = ex->ep->net; /* ex may be gone once its callback returns */
+    pool_link_t *link = ex->link; /* ex may be gone once its callback returns */
+    link->inflight--;
     if (c != NULL) {
         c->ex = NULL;
         /* An upstream may answer before it read the whole request (a 429 or
@@ -52,44 +53,40 @@ void pool_exchange_finish(pool_exchange_t *ex, pool_fail_t fail)
         pool_conn_put_back(c, reusable);
     }
     ex->cb(ex);
-    pool_call_wake_waiters(net);
+    link->timers->t->slot_freed(link);
 }
 
-pool_fail_t pool_exchange_start(pool_exchange_t *ex, pool_endpoint_t *ep, const char *body, size_t len,
-                                int is_write, pool_exchange_cb cb, void *data)
+pool_fail_t pool_exchange_start(pool_exchange_t *ex, pool_link_t *link, const char *body, size_t len, int is_write,
+                                pool_exchange_cb cb, void *data)
 {
-    pool_network_t *net = ep->net;
+    pool_link_timers_t *tm = link->timers;
     memset(ex, 0, sizeof(*ex));
-    ex->ep = ep;
+    ex->link = link;
     ex->cb = cb;
     ex->data = data;
     ex->is_write = is_write;
     ex->phase_timer.cb = on_phase_timeout;
     ex->attempt_timer.cb = on_attempt_timeout;
     ex->started_us = sl_now_us();
-    ex->bufs[0] = h2o_iovec_init(ep->prefix.base, ep->prefix.len);
+    ex->bufs[0] = h2o_iovec_init(link->prefix.base, link->prefix.len);
     size_t n = sl_u64_str(ex->clen, len);
     memcpy(ex->clen + n, "\r\n\r\n", 5);
     ex->bufs[1] = h2o_iovec_init(ex->clen, n + 4);
     ex->bufs[2] = h2o_iovec_init(body, len);
 
     pool_fail_t fail = POOL_FAIL_NONE;
-    pool_conn_t *c = pool_conn_take(ep, is_write, &fail);
+    pool_conn_t *c = pool_conn_take(link, is_write, &fail);
     if (c == NULL)
         return fail;
     c->ex = ex;
     ex->conn = c;
-    ep->inflight++;
-    if (ep->inflight > ep->health.stats.max_inflight_seen) {
-        ep->health.stats.max_inflight_seen = ep->inflight;
-        ep->health.dirty = 1;
-    }
-    h2o_timeout_link(net->pool->loop, &net->attempt_timeout, &ex->attempt_timer);
+    link->inflight++;
+    h2o_timeout_link(tm->t->loop, &tm->attempt, &ex->attempt_timer);
     if (c->state == POOL_CONN_IDLE) {
         ex->reused = 1;
         pool_conn_send(c);
     } else {
-        h2o_timeout_link(net->pool->loop, &net->connect_timeout, &ex->phase_timer);
+        h2o_timeout_link(tm->t->loop, &tm->connect, &ex->phase_timer);
     }
     return POOL_FAIL_NONE;
 }
@@ -105,22 +102,25 @@ void pool_exchange_cancel(pool_exchange_t *ex)
     ex->conn->ex = NULL;
     pool_conn_put_back(ex->conn, 0);
     ex->conn = NULL;
-    ex->ep->inflight--;
+    ex->link->inflight--;
     pool_exchange_body_dispose(ex);
 }
 
-void pool_budget_release(pool_t *pool, size_t bytes)
+void pool_budget_release(pool_transport_t *t, size_t bytes)
 {
-    if (pool->budget != NULL && bytes > 0)
-        sl_budget_release(pool->budget, bytes);
+    if (t->budget != NULL && bytes > 0)
+        sl_budget_release(t->budget, bytes);
 }
 
 void pool_exchange_body_dispose(pool_exchange_t *ex)
 {
-    pool_budget_release(ex->ep->net->pool, ex->charged);
+    pool_transport_t *t = ex->link->timers->t;
+    pool_budget_release(t, ex->charged);
     ex->charged = 0;
     sl_buf_dispose(&ex->body);
     if (ex->in != NULL)
         h2o_buffer_dispose(&ex->in);
-    pool_call_wake_waiters(ex->ep->net);
+    t->slot_freed(ex->link);
 }
+
+const pool_transport_ops_t pool_transport_sockets = {pool_exchange_start, pool_exchange_cancel};

@@ -93,8 +93,9 @@ static policy_method_class_t call_class(const pool_call_t *call)
 void pool_hedge_sample(pool_call_t *call, const pool_exchange_t *ex)
 {
     if (ex->fail == POOL_FAIL_NONE && ex->head.status >= 200 && ex->head.status < 300) {
-        policy_hedge_hist_add(&ex->ep->hedge_hist[call_class(call)], ex->latency_us);
-        ex->ep->hedges_lost_in_row = 0;
+        pool_endpoint_t *e = pool_link_endpoint(ex->link);
+        policy_hedge_hist_add(&e->hedge_hist[call_class(call)], ex->latency_us);
+        e->hedges_lost_in_row = 0;
     }
 }
 
@@ -132,12 +133,12 @@ static void on_hedge_timer(pool_delay_t *d)
         hedge_move(call, POOL_HEDGE_IDLE);
         return;
     }
-    pool_endpoint_t *e = &net->endpoints[ep];
     pool_fail_t fail =
-        pool_exchange_start(&call->hedge.ex, e, call->body, call->body_len, 0, pool_call_on_exchange_done, call);
+        pool_call_attempt_start(call, &call->hedge.ex, ep, call->body, call->body_len, 0, pool_call_on_exchange_done);
     pool_hedge_count(net, 1);
     call->hedge.ep = (int16_t)ep;
     call->tried[ep] = 1;
+    pool_endpoint_t *e = &net->endpoints[ep];
     if (fail != POOL_FAIL_NONE) {
         hedge_move(call, POOL_HEDGE_IDLE);
         pool_call_start_failed(call, ep, &call->hedge.ex, fail);
@@ -162,7 +163,7 @@ void pool_hedge_arm(pool_call_t *call, int ep)
     call->hedge.primary = (int16_t)ep;
     call->hedge.ep = -1;
     hedge_move(call, POOL_HEDGE_ARMED);
-    pool_delay_add(net->pool, &call->hedge.timer, delay, on_hedge_timer);
+    pool_delay_add(&net->pool->t.delays, &call->hedge.timer, delay, on_hedge_timer);
 }
 
 /* A cancelled request may still be worked on by its provider (closing the
@@ -179,7 +180,7 @@ static void slot_free(held_slot_t *h)
 {
     pool_delay_cancel(&h->delay);
     h2o_linklist_unlink(&h->link);
-    h->ep->inflight--;
+    h->ep->link.inflight--;
     free(h);
 }
 
@@ -199,9 +200,9 @@ static void hold_slot(pool_endpoint_t *ep, uint64_t started_us)
         return;
     held_slot_t *h = sl_xcalloc(1, sizeof(*h));
     h->ep = ep;
-    ep->inflight++;
+    ep->link.inflight++;
     h2o_linklist_insert(&ep->net->held_slots, &h->link);
-    pool_delay_add(ep->net->pool, &h->delay, (uint32_t)(attempt_ms - elapsed_ms), on_slot_due);
+    pool_delay_add(&ep->net->pool->t.delays, &h->delay, (uint32_t)(attempt_ms - elapsed_ms), on_slot_due);
 }
 
 void pool_hedge_init(pool_network_t *net)
@@ -219,12 +220,12 @@ void pool_hedge_dispose(pool_network_t *net)
  * logged, counted there. */
 static void cancel_loser(pool_call_t *call, pool_exchange_t *ex)
 {
-    pool_endpoint_t *e = ex->ep;
+    pool_endpoint_t *e = pool_link_endpoint(ex->link);
     uint64_t started_us = ex->started_us;
     uint32_t waited = (uint32_t)(sl_now_us() - started_us);
     int got_bytes = ex->got_bytes;
     hold_slot(e, started_us); /* first: the cancel wakes waiters, who must not take it */
-    pool_exchange_cancel(ex);
+    pool_call_attempt_cancel(call, ex);
     /* a hung endpoint's reads never time out while hedges beat them: losing
      * a few races in a row without a byte says it as well. Only the hedged
      * attempt counts, which had outlived its own p90 (a hedge beaten a moment
@@ -268,7 +269,7 @@ void pool_hedge_stop(pool_call_t *call)
 {
     disarm(call);
     if (hedge_sent(call)) {
-        pool_exchange_cancel(&call->hedge.ex);
+        pool_call_attempt_cancel(call, &call->hedge.ex);
         hedge_move(call, POOL_HEDGE_IDLE);
     }
 }

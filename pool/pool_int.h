@@ -2,12 +2,10 @@
 #ifndef POOL_INT_H
 #define POOL_INT_H
 
-#include <netdb.h>
-#include <openssl/ssl.h>
-
 #include "base/sl_buf.h"
 #include "wire/url.h"
 #include "pool/pool.h"
+#include "pool/pool_link.h"
 #include "policy/cost.h"
 #include "policy/demote.h"
 #include "policy/hedge.h"
@@ -15,91 +13,10 @@
 #include "policy/rolling.h"
 #include "policy/score.h"
 #include "policy/shape.h"
-#include "pool/pool_http.h"
 #include "state/state.h"
 #include "state/state_key.h"
 
-#define POOL_MAX_ADDRS 8
-#define POOL_IDLE_TIMEOUT_MS 30000     /* below common upstream keep-alive timeouts */
-#define POOL_MAX_IDLE_PER_ENDPOINT 128
-#define POOL_WRITE_REUSE_MAX_IDLE_MS 2000 /* writes avoid connections idle longer */
-#define POOL_DNS_REFRESH_MS 60000
-
 typedef struct pool_endpoint pool_endpoint_t;
-
-/* Where an endpoint's addresses come from (pool_dns.c). */
-typedef enum pool_dns_state {
-    POOL_DNS_LITERAL,             /* an IP address in the URL: nothing to look up */
-    POOL_DNS_FIRST,               /* the first lookup is under way: connections wait for it */
-    POOL_DNS_OK,                  /* addresses known (refreshed while in use) */
-    POOL_DNS_FAILED,              /* none known, the last lookup failed: out of the plan, retried */
-} pool_dns_state_t;
-
-/* A delayed callback (pool_delay.c), embedded in its owner. */
-typedef struct pool_delay {
-    h2o_linklist_t link;
-    uint64_t due_ms;
-    void (*cb)(struct pool_delay *d);
-} pool_delay_t;
-typedef struct pool_conn pool_conn_t;
-typedef struct pool_exchange pool_exchange_t;
-
-typedef void (*pool_exchange_cb)(pool_exchange_t *ex);
-
-/* One HTTP request/response on one connection, embedded in its owner. */
-struct pool_exchange {
-    pool_endpoint_t *ep;
-    pool_conn_t *conn;            /* NULL once finished */
-    h2o_iovec_t bufs[3];          /* request prefix, Content-Length line, body */
-    char clen[48];
-    int is_write;
-    pool_exchange_cb cb;
-    void *data;
-    h2o_timeout_entry_t phase_timer;   /* connect, then first byte */
-    h2o_timeout_entry_t attempt_timer;
-    uint64_t started_us;
-
-    /* result */
-    pool_fail_t fail;
-    int sent;                     /* request bytes were handed to the kernel */
-    int reused;                   /* ran on a kept-alive connection */
-    int got_bytes;                /* some answer bytes arrived */
-    int write_done;               /* the whole request left (h2o no longer holds bufs) */
-    int peer_closed;              /* the upstream closed its side */
-    pool_http_head_t head;
-    sl_buf_t body;                /* decoded body (chunked, or delimited by EOF), or */
-    h2o_buffer_t *in;             /* the socket's buffer, taken whole: the body as it arrived */
-    size_t charged;               /* bytes of the body charged to pool->budget; the owner
-                                   * takes body or in with it (pool_call_keep_exchange) */
-    uint32_t latency_us;
-};
-
-typedef enum pool_conn_state {
-    POOL_CONN_CONNECTING,
-    POOL_CONN_HANDSHAKE,
-    POOL_CONN_SENDING,            /* request written or being written; awaiting the head */
-    POOL_CONN_BODY,               /* head parsed; reading the body */
-    POOL_CONN_IDLE,
-    POOL_CONN_STATE_COUNT
-} pool_conn_state_t;
-
-/* 1 if from -> to is an edge of the connection's machine (pool_conn.c's one
- * writer of ->state checks every transition against it; a connection is
- * created CONNECTING). */
-int pool_conn_edge_allowed(pool_conn_state_t from, pool_conn_state_t to);
-
-struct pool_conn {
-    pool_endpoint_t *ep;
-    h2o_socket_t *sock;
-    pool_conn_state_t state;
-    pool_exchange_t *ex;          /* the exchange in progress, NULL when idle */
-    h2o_linklist_t idle_link;     /* in ep->idle while IDLE */
-    h2o_timeout_entry_t idle_timer;
-    uint64_t idle_since_ms;
-    h2o_linklist_t wait_link;     /* in ep->dns_waiting while its address is being looked up (sock NULL) */
-    uint32_t requests;            /* served on this connection */
-    pool_chunked_t chunked;
-};
 
 enum { POOL_PROBE_NONE, POOL_PROBE_HEALTH, POOL_PROBE_BREAKER };
 
@@ -160,31 +77,10 @@ typedef struct pool_health {
 enum { POOL_RATE_CALLS, POOL_RATE_BILLED, POOL_RATE_THROUGHPUT, POOL_RATE_COUNT };
 
 struct pool_endpoint {
+    pool_link_t link;             /* the transport's part: addresses, connections (pool_link.h) */
     const pool_endpoint_conf_t *conf;
     pool_network_t *net;
     int index;                    /* position in the network's config */
-    wire_url_t url;
-    SSL_CTX *ssl_ctx;             /* NULL for http:// */
-    sl_buf_t prefix;              /* request line + fixed headers, up to Content-Length */
-
-    /* addresses (pool_dns.c) */
-    struct sockaddr_storage addrs[POOL_MAX_ADDRS];
-    socklen_t addrlens[POOL_MAX_ADDRS];
-    size_t naddrs;
-    size_t next_addr;
-    pool_dns_state_t dns;
-    uint64_t resolved_at_ms;      /* monotonic: the last lookup that answered */
-    h2o_hostinfo_getaddr_req_t *resolving; /* the lookup under way, or NULL */
-    uint8_t lookup_late;          /* it ran past its deadline (already counted as failed) */
-    uint8_t dns_timed_out;        /* FAILED because the last lookup did not answer in time */
-    uint32_t dns_failures;        /* lookups failed in a row */
-    uint32_t dns_retry_ms;        /* the next retry's delay (doubles up to 30 s) */
-    pool_delay_t dns_timer;       /* the lookup's deadline, or the retry */
-    h2o_linklist_t dns_waiting;   /* pool_conn_t waiting for the first lookup */
-
-    h2o_linklist_t idle;          /* pool_conn_t, most recently used first */
-    size_t nidle;
-    uint32_t inflight;            /* exchanges in progress in this worker */
     uint32_t max_inflight;        /* this worker's share of conf->max_inflight */
     pool_health_t health;
     pool_credit_t credit;
@@ -193,6 +89,12 @@ struct pool_endpoint {
     policy_roll_t rate_roll;      /* calls, billed and throughput credits spent here */
     uint64_t rate_v[POLICY_ROLL_SLOTS][POOL_RATE_COUNT];
 };
+
+/* The endpoint a link (or an exchange's link) belongs to. */
+static inline pool_endpoint_t *pool_link_endpoint(pool_link_t *link)
+{
+    return H2O_STRUCT_FROM_MEMBER(pool_endpoint_t, link, link);
+}
 
 /* This worker's part of a network's pressure (pool_pressure.c). */
 typedef struct pool_share pool_share_t;
@@ -218,9 +120,7 @@ struct pool_network {
     const pool_network_conf_t *conf;
     pool_endpoint_t *endpoints;
     size_t nendpoints;
-    h2o_timeout_t connect_timeout;
-    h2o_timeout_t first_byte_timeout;
-    h2o_timeout_t attempt_timeout;
+    pool_link_timers_t timers;    /* connect, first byte and attempt deadlines (the transport's) */
     h2o_timeout_t request_timeout;
     uint32_t max_attempts;
     state_network_level_t level;  /* last usable-endpoint level this worker saw (pool_health.c) */
@@ -245,20 +145,14 @@ struct pool_network {
 };
 
 struct pool {
-    h2o_loop_t *loop;
-    h2o_multithread_receiver_t *getaddr_receiver;
+    pool_transport_t t;           /* loop, resolver, budget, delays, the exchange operations */
+    h2o_loop_t *loop;             /* t.loop */
     pool_network_t *networks;
     size_t nnetworks;
-    size_t max_response_bytes;
-    sl_budget_t *budget;          /* NULL: answers are not accounted (unit tests) */
-    h2o_timeout_t idle_timeout;
     h2o_timeout_t zero_timeout;   /* deferred callbacks */
     state_t *state;               /* NULL: no shared state (unit tests) */
     uint32_t slot;                /* this worker's stats slot (1-based worker index) */
     uint32_t nworkers;            /* slots 1..nworkers (pressure inputs are summed over them) */
-    h2o_linklist_t delays;        /* pool_delay_t, soonest first */
-    h2o_timeout_t delay_timeout;
-    h2o_timeout_entry_t delay_tick;
     h2o_timeout_t tick_timeout;   /* snapshot refresh / flush / probes */
     h2o_timeout_entry_t tick;
     uint64_t last_flush_ms;
@@ -285,17 +179,6 @@ static inline size_t pool_body_len(const pool_body_t *b)
 }
 
 void pool_body_dispose(pool_body_t *b);
-
-/* An exchange's body, wherever it is kept. */
-static inline const char *pool_exchange_bytes(const pool_exchange_t *ex)
-{
-    return ex->in != NULL ? ex->in->bytes : ex->body.base != NULL ? ex->body.base : "";
-}
-
-static inline size_t pool_exchange_len(const pool_exchange_t *ex)
-{
-    return ex->in != NULL ? ex->in->size : ex->body.len;
-}
 
 /* One client call walking the plan (pool_call.c); answers applied to its
  * items by pool_answer.c. */
@@ -444,6 +327,12 @@ int pool_credit_take_call(pool_call_t *call, int ep, void (*on_wait)(pool_credit
  * not start (fail) at ep. */
 int pool_call_plan_next(pool_call_t *call);
 void pool_call_on_exchange_done(pool_exchange_t *ex);
+/* Starts an attempt of call at endpoint ep through the transport's
+ * operations (pool_transport_ops_t: sockets, or a unit test's script);
+ * cancels one. */
+pool_fail_t pool_call_attempt_start(pool_call_t *call, pool_exchange_t *ex, int ep, const char *body, size_t len,
+                                    int is_write, pool_exchange_cb cb);
+void pool_call_attempt_cancel(pool_call_t *call, pool_exchange_t *ex);
 void pool_call_start_failed(pool_call_t *call, int ep, pool_exchange_t *ex, pool_fail_t fail);
 /* Appends one line to the call's attempt log (counts the attempt). */
 void pool_call_log_attempt(pool_call_t *call, int ep, pool_fail_t fail, int status, uint32_t latency_us,
@@ -599,6 +488,8 @@ void pool_pressure_flush(pool_t *pool, uint64_t now_wall_ms);
 /* pool_call.c: a freed slot of one of net's endpoints goes to the oldest
  * waiting confirmation poll first. */
 void pool_call_wake_waiters(pool_network_t *net);
+/* Installs the call layer's hook in the transport (pool_create). */
+void pool_call_layer_init(pool_t *pool);
 /* Keeps *own with the call until it is released (*own is left empty);
  * returns where its bytes now are. */
 const char *pool_call_keep(pool_call_t *call, sl_buf_t *own);
@@ -625,12 +516,6 @@ void pool_merge_leave(pool_call_t *call);
 void pool_merge_init(pool_network_t *net);
 void pool_merge_dispose(pool_network_t *net);
 
-/* pool_delay.c */
-void pool_delay_init(pool_t *pool);
-void pool_delay_dispose(pool_t *pool);
-void pool_delay_add(pool_t *pool, pool_delay_t *d, uint32_t ms, void (*cb)(pool_delay_t *));
-void pool_delay_cancel(pool_delay_t *d);
-
 /* pool_rank.c: the plan order of each network, from scores (with stickiness). */
 void pool_rank_update(pool_network_t *net, uint64_t now_ms);
 /* Parses a probe answer's head (eth_blockNumber hex / getSlot number). */
@@ -640,54 +525,7 @@ int pool_rank_parse_head(const char *body, size_t len, uint64_t *head);
 SL_MUST_CHECK sl_err_t pool_endpoint_init(pool_endpoint_t *ep, pool_network_t *net, int index,
                                           const pool_endpoint_conf_t *conf, uint32_t nworkers);
 void pool_endpoint_dispose(pool_endpoint_t *ep);
-
-/* pool_dns.c: an IP literal's address at once; a host name's first lookup
- * started (never blocking). */
-void pool_dns_init(pool_endpoint_t *ep);
-void pool_dns_dispose(pool_endpoint_t *ep);
-/* 0 while the host name does not resolve (the plan skips the endpoint). */
-int pool_dns_usable(const pool_endpoint_t *ep);
-/* 1 while the first lookup is under way: a new connection may wait for it. */
-int pool_dns_pending(const pool_endpoint_t *ep);
 /* STATE_EXCLUDED_DNS_* while the host name does not resolve, else 0. */
-uint8_t pool_dns_excluded(const pool_endpoint_t *ep);
-/* The address for a new connection, or NULL when none is known; starts an
- * asynchronous refresh when the cached addresses are old. */
-const struct sockaddr *pool_endpoint_addr(pool_endpoint_t *ep, socklen_t *len);
-/* A connection to the next address failed: rotate. */
-void pool_endpoint_addr_failed(pool_endpoint_t *ep);
-
-/* pool_tls.c */
-SL_MUST_CHECK sl_err_t pool_tls_ctx_create(const wire_url_t *url, const char *ca_file, SSL_CTX **out);
-
-/* pool_exchange.c: starts ex on ep (an idle connection or a new one). On
- * failure before anything happened (no address, socket error) returns the
- * failure class and never calls ex->cb; otherwise returns POOL_FAIL_NONE and
- * calls ex->cb exactly once, unless pool_exchange_cancel comes first. */
-pool_fail_t pool_exchange_start(pool_exchange_t *ex, pool_endpoint_t *ep, const char *body, size_t len,
-                                int is_write, pool_exchange_cb cb, void *data);
-void pool_exchange_cancel(pool_exchange_t *ex);
-/* Ends ex with fail (POOL_FAIL_NONE: answered): its connection goes back to
- * the pool when it can be reused, then ex->cb runs. Called by the
- * connection's read, write and connect paths and by the deadlines. */
-void pool_exchange_finish(pool_exchange_t *ex, pool_fail_t fail);
-/* A finished exchange's body is charged to the worker's budget until freed:
- * its owner frees it with this, or takes it (ex->body and ex->charged) and
- * later releases the charge with pool_budget_release. */
-void pool_exchange_body_dispose(pool_exchange_t *ex);
-void pool_budget_release(pool_t *pool, size_t bytes);
-
-/* pool_conn.c: an idle connection to ep fit for the request (is_write: not
- * one idle for long, which the upstream may be closing), or a new one being
- * opened; NULL and *fail if none could be started. */
-pool_conn_t *pool_conn_take(pool_endpoint_t *ep, int is_write, pool_fail_t *fail);
-/* Sends c->ex's request (the connection is open). */
-void pool_conn_send(pool_conn_t *c);
-/* After an exchange: keep c for the next one (reusable) or close it. */
-void pool_conn_put_back(pool_conn_t *c, int reusable);
-void pool_conn_close_idle(pool_endpoint_t *ep);
-/* The endpoint's first lookup ended: connections waiting for it connect now,
- * or fail with POOL_FAIL_DNS if no address is known. */
-void pool_conn_dns_done(pool_endpoint_t *ep);
+uint8_t pool_endpoint_dns_excluded(const pool_endpoint_t *ep);
 
 #endif

@@ -195,8 +195,9 @@ static void on_probe_done(pool_exchange_t *ex)
 static int probe_send(pool_endpoint_t *ep, int kind)
 {
     int solana = ep->net->conf->chain == POLICY_CHAIN_SOLANA;
-    pool_fail_t fail = pool_exchange_start(&ep->health.probe, ep, solana ? sol_probe : eth_probe,
-                                           solana ? sizeof(sol_probe) - 1 : sizeof(eth_probe) - 1, 0, on_probe_done, ep);
+    pool_fail_t fail = ep->net->pool->t.ops->start(&ep->health.probe, &ep->link, solana ? sol_probe : eth_probe,
+                                                   solana ? sizeof(sol_probe) - 1 : sizeof(eth_probe) - 1, 0,
+                                                   on_probe_done, ep);
     if (fail == POOL_FAIL_NONE) {
         ep->health.probing = kind;
         return 1;

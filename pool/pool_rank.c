@@ -122,8 +122,8 @@ static void publish(pool_endpoint_t *ep, uint32_t rank)
     state_stats_rec_t *s = &ep->health.stats;
     const policy_score_t *sc = &ep->health.score;
     uint8_t excluded = sc->excluded == NULL ? 0 : sc->lag >= 0 && sc->lag > (int64_t)ep->net->conf->ranking.max_lag ? 1 : 2;
-    if (pool_dns_excluded(ep) != STATE_EXCLUDED_NO)
-        excluded = pool_dns_excluded(ep); /* the reason /admin/endpoints gives */
+    if (pool_endpoint_dns_excluded(ep) != STATE_EXCLUDED_NO)
+        excluded = pool_endpoint_dns_excluded(ep); /* the reason /admin/endpoints gives */
     uint64_t score = (uint64_t)(sc->cost * 1000);
     if (s->rank != rank || s->excluded != excluded || s->score_milli / 1000 != score / 1000)
         ep->health.dirty = 1;

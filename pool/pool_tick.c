@@ -104,11 +104,11 @@ static void flush_stats(pool_t *pool)
         for (size_t i = 0; i < net->nendpoints; i++) {
             pool_endpoint_t *ep = &net->endpoints[i];
             pool_health_t *h = &ep->health;
-            if (!h->dirty && h->stats.inflight == ep->inflight)
+            if (!h->dirty && h->stats.inflight == ep->link.inflight)
                 continue;
             h->stats.pid = (uint32_t)getpid();
             h->stats.updated_ms = now;
-            h->stats.inflight = ep->inflight;
+            h->stats.inflight = ep->link.inflight;
             b.keys[b.n] = h->stats_key;
             b.owners[b.n] = h;
             b.stats[b.n++] = h->stats;
@@ -202,7 +202,7 @@ void pool_tick_dispose(pool_t *pool)
     for (size_t k = 0; k < pool->nnetworks; k++)
         for (size_t i = 0; pool->state != NULL && pool->tick.cb != NULL && i < pool->networks[k].nendpoints; i++)
             if (pool->networks[k].endpoints[i].health.probing)
-                pool_exchange_cancel(&pool->networks[k].endpoints[i].health.probe);
+                pool->t.ops->cancel(&pool->networks[k].endpoints[i].health.probe);
     if (pool->state != NULL && pool->tick.cb != NULL && pool->flush_ms != 0)
         flush_stats(pool);
     for (size_t k = 0; k < pool->nnetworks; k++)

@@ -9,7 +9,7 @@
 #include <openssl/x509v3.h>
 
 #include "base/sl_log.h"
-#include "pool/pool_int.h"
+#include "pool/pool_link_int.h"
 
 static void log_openssl(const char *what, const char *detail)
 {

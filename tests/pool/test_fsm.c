@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include "pool/pool_int.h"
+#include "pool/pool_link_int.h"
 
 /* every state reachable from the initial one through allowed edges */
 static unsigned reachable(int (*allowed)(int, int), int initial, int count)

@@ -1,0 +1,185 @@
+/* pool/pool_link.h: pool/'s transport layer, below the call.
+ *
+ * A link is the transport's part of one upstream endpoint: its URL, TLS
+ * context, request prefix, addresses (pool_dns.c) and kept-alive connections
+ * (pool_conn.c). An exchange is one HTTP request and its answer on one of
+ * them (pool_exchange.c). The transport knows no call, no health and no
+ * credit: the call layer starts and cancels exchanges through a table of
+ * operations (h2o's habit: a unit test installs a scripted one, no sockets),
+ * and hears of a freed slot through the hook it installs. */
+#ifndef POOL_LINK_H
+#define POOL_LINK_H
+
+#include <netdb.h>
+#include <openssl/ssl.h>
+
+#include "base/sl_budget.h"
+#include "base/sl_buf.h"
+#include "wire/url.h"
+#include "pool/pool.h"
+#include "pool/pool_conf.h"
+#include "pool/pool_delay.h"
+#include "pool/pool_http.h"
+
+#define POOL_MAX_ADDRS 8
+#define POOL_IDLE_TIMEOUT_MS 30000     /* below common upstream keep-alive timeouts */
+#define POOL_MAX_IDLE_PER_ENDPOINT 128
+#define POOL_WRITE_REUSE_MAX_IDLE_MS 2000 /* writes avoid connections idle longer */
+#define POOL_DNS_REFRESH_MS 60000
+
+typedef struct pool_link pool_link_t;
+typedef struct pool_exchange pool_exchange_t;
+typedef struct pool_transport pool_transport_t;
+typedef void (*pool_exchange_cb)(pool_exchange_t *ex);
+
+/* How the call layer starts and stops exchanges. start: on failure before
+ * anything happened (no address, socket error) returns the failure class and
+ * never calls cb; otherwise returns POOL_FAIL_NONE and calls cb exactly once
+ * (with ex's result filled in), unless cancel comes first. */
+typedef struct pool_transport_ops {
+    pool_fail_t (*start)(pool_exchange_t *ex, pool_link_t *link, const char *body, size_t len, int is_write,
+                         pool_exchange_cb cb, void *data);
+    void (*cancel)(pool_exchange_t *ex);
+} pool_transport_ops_t;
+
+/* Sockets, h2o's loop and sluice's HTTP/1.1 client (pool_exchange.c). */
+extern const pool_transport_ops_t pool_transport_sockets;
+
+/* The worker's transport: one per pool. */
+struct pool_transport {
+    const pool_transport_ops_t *ops;
+    h2o_loop_t *loop;
+    h2o_multithread_receiver_t *getaddr_receiver;
+    size_t max_response_bytes;
+    sl_budget_t *budget;          /* NULL: answers are not accounted (unit tests) */
+    h2o_timeout_t idle_timeout;
+    pool_delays_t delays;
+    /* The hook the call layer installs: one of link's slots freed up (an
+     * exchange ended, or the answer bytes it held were let go). */
+    void (*slot_freed)(pool_link_t *link);
+};
+
+/* A network's deadlines, shared by its links. */
+typedef struct pool_link_timers {
+    pool_transport_t *t;
+    const char *network;          /* its name, for logs */
+    uint32_t connect_ms;
+    h2o_timeout_t connect;
+    h2o_timeout_t first_byte;
+    h2o_timeout_t attempt;
+} pool_link_timers_t;
+
+/* Where a link's addresses come from (pool_dns.c). */
+typedef enum pool_dns_state {
+    POOL_DNS_LITERAL,             /* an IP address in the URL: nothing to look up */
+    POOL_DNS_FIRST,               /* the first lookup is under way: connections wait for it */
+    POOL_DNS_OK,                  /* addresses known (refreshed while in use) */
+    POOL_DNS_FAILED,              /* none known, the last lookup failed: out of the plan, retried */
+} pool_dns_state_t;
+
+typedef struct pool_conn pool_conn_t;
+
+struct pool_link {
+    pool_link_timers_t *timers;
+    const pool_endpoint_conf_t *conf;
+    int index;                    /* the endpoint's position in its network */
+    wire_url_t url;
+    SSL_CTX *ssl_ctx;             /* NULL for http:// */
+    sl_buf_t prefix;              /* request line + fixed headers, up to Content-Length */
+
+    /* addresses (pool_dns.c) */
+    struct sockaddr_storage addrs[POOL_MAX_ADDRS];
+    socklen_t addrlens[POOL_MAX_ADDRS];
+    size_t naddrs;
+    size_t next_addr;
+    pool_dns_state_t dns;
+    uint64_t resolved_at_ms;      /* monotonic: the last lookup that answered */
+    h2o_hostinfo_getaddr_req_t *resolving; /* the lookup under way, or NULL */
+    uint8_t lookup_late;          /* it ran past its deadline (already counted as failed) */
+    uint8_t dns_timed_out;        /* FAILED because the last lookup did not answer in time */
+    uint32_t dns_failures;        /* lookups failed in a row */
+    uint32_t dns_retry_ms;        /* the next retry's delay (doubles up to 30 s) */
+    pool_delay_t dns_timer;       /* the lookup's deadline, or the retry */
+    h2o_linklist_t dns_waiting;   /* pool_conn_t waiting for the first lookup */
+
+    h2o_linklist_t idle;          /* pool_conn_t, most recently used first */
+    size_t nidle;
+    uint32_t inflight;            /* exchanges in progress (or slots held) in this worker */
+};
+
+/* One HTTP request/response on one connection, embedded in its owner. */
+struct pool_exchange {
+    pool_link_t *link;
+    pool_conn_t *conn;            /* NULL once finished */
+    h2o_iovec_t bufs[3];          /* request prefix, Content-Length line, body */
+    char clen[48];
+    int is_write;
+    pool_exchange_cb cb;
+    void *data;
+    h2o_timeout_entry_t phase_timer;   /* connect, then first byte */
+    h2o_timeout_entry_t attempt_timer;
+    uint64_t started_us;
+
+    /* result */
+    pool_fail_t fail;
+    int sent;                     /* request bytes were handed to the kernel */
+    int reused;                   /* ran on a kept-alive connection */
+    int got_bytes;                /* some answer bytes arrived */
+    int write_done;               /* the whole request left (h2o no longer holds bufs) */
+    int peer_closed;              /* the upstream closed its side */
+    pool_http_head_t head;
+    sl_buf_t body;                /* decoded body (chunked, or delimited by EOF), or */
+    h2o_buffer_t *in;             /* the socket's buffer, taken whole: the body as it arrived */
+    size_t charged;               /* bytes of the body charged to the budget; the owner
+                                   * takes body or in with it (pool_call_keep_exchange) */
+    uint32_t latency_us;
+};
+
+/* An exchange's body, wherever it is kept. */
+static inline const char *pool_exchange_bytes(const pool_exchange_t *ex)
+{
+    return ex->in != NULL ? ex->in->bytes : ex->body.base != NULL ? ex->body.base : "";
+}
+
+static inline size_t pool_exchange_len(const pool_exchange_t *ex)
+{
+    return ex->in != NULL ? ex->in->size : ex->body.len;
+}
+
+/* pool_transport.c */
+void pool_transport_init(pool_transport_t *t, h2o_loop_t *loop, h2o_multithread_receiver_t *getaddr_receiver,
+                         size_t max_response_bytes, sl_budget_t *budget, const pool_transport_ops_t *ops);
+void pool_transport_dispose(pool_transport_t *t);
+void pool_link_timers_init(pool_link_timers_t *tm, pool_transport_t *t, const char *network,
+                           const pool_timeouts_t *timeouts);
+void pool_link_timers_dispose(pool_link_timers_t *tm);
+/* The link of an endpoint: URL, TLS context, request prefix, the first
+ * lookup of a host name (never blocking). Errors: SL_ERR_CONFIG (logged).
+ * A link that failed half-way is still disposable. */
+SL_MUST_CHECK sl_err_t pool_link_init(pool_link_t *link, pool_link_timers_t *timers, int index,
+                                      const pool_endpoint_conf_t *conf);
+void pool_link_dispose(pool_link_t *link);
+/* Closes the idle connections (worker shutdown). */
+void pool_link_close_idle(pool_link_t *link);
+
+/* pool_dns.c: 0 while the host name does not resolve (the plan skips the
+ * endpoint). */
+int pool_dns_usable(const pool_link_t *link);
+/* 1 while the first lookup is under way: a new connection may wait for it. */
+int pool_dns_pending(const pool_link_t *link);
+/* Why the host name does not resolve: 0 (it does), 1 (lookups fail), 2
+ * (the last lookup did not answer in time). */
+int pool_dns_failing(const pool_link_t *link);
+
+/* pool_exchange.c: the socket transport's start and cancel (through
+ * pool_transport_sockets, or directly by pool/'s own probes). */
+pool_fail_t pool_exchange_start(pool_exchange_t *ex, pool_link_t *link, const char *body, size_t len, int is_write,
+                                pool_exchange_cb cb, void *data);
+void pool_exchange_cancel(pool_exchange_t *ex);
+/* A finished exchange's body is charged to the worker's budget until freed:
+ * its owner frees it with this, or takes it (ex->body and ex->charged) and
+ * later releases the charge with pool_budget_release. */
+void pool_exchange_body_dispose(pool_exchange_t *ex);
+void pool_budget_release(pool_transport_t *t, size_t bytes);
+
+#endif
