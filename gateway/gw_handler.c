@@ -48,12 +48,7 @@ static void gw_req_dispose(void *p)
     gw_req_t *g = p;
     gw_held_remove(g->h->buffered.held, &g->held);
     gw_limit_wait_cancel(&g->limit_wait);
-    if (g->call != NULL) {
-        if (g->call_done)
-            pool_call_release(g->call);
-        else
-            pool_call_cancel(g->call); /* the client went away (HTTP/2 reset) */
-    }
+    pool_call_release(g->call); /* done with it, or the client went away before its answer */
     if (g->have_reply)
         gw_reply_dispose(&g->reply);
     if (g->charged > 0)

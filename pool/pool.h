@@ -173,13 +173,12 @@ const pool_network_conf_t *pool_network_conf(const pool_network_t *net);
  * against its share of the depth (pool_network_pressure_for). The callback
  * runs once, from the event loop, when every item is ANSWERED or FAILED;
  * never from inside pool_call_start. Returns the call handle, valid (its
- * attempt log included) until pool_call_release or pool_call_cancel. */
+ * attempt log included) until pool_call_release. */
 pool_call_t *pool_call_start(pool_network_t *net, pool_item_t *items, size_t n, int batch, uint64_t owner,
                              pool_call_cb cb, void *data);
-/* Stops a call (the client went away): open exchanges are closed, the
- * callback never runs, the handle is freed. */
-void pool_call_cancel(pool_call_t *call);
-/* Frees a finished call and the answer bytes its items point to. */
+/* Frees the call and the answer bytes its items point to (NULL: nothing).
+ * Before its callback ran (the client went away), the call stops first:
+ * open exchanges are closed and the callback never runs. */
 void pool_call_release(pool_call_t *call);
 
 /* Read-only views of a finished call. */

@@ -302,3 +302,15 @@ void pool_coalesce_dispose(pool_network_t *net)
         group_free(net, g);
     }
 }
+
+static void row_stop(pool_call_t *call, pool_call_stop_t why)
+{
+    if (why == POOL_CALL_RELEASED) {
+        pool_coalesce_leave(call);
+        pool_coalesce_unshare(call);
+    } else {
+        pool_coalesce_done(call);
+    }
+}
+
+const pool_call_row_t pool_coalesce_row = {.name = "coalesce", .offer = pool_coalesce_offer, .stop = row_stop};

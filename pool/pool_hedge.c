@@ -120,7 +120,7 @@ static void on_hedge_timer(pool_delay_t *d)
     pool_network_t *net = call->net;
     if (call->hedge.state != POOL_HEDGE_ARMED)
         return;
-    if (call->finished || !call->ex_active || !eligible(call) || !budget_ok(net)) {
+    if (call->state == POOL_CALL_DONE || !call->ex_active || !eligible(call) || !budget_ok(net)) {
         hedge_move(call, POOL_HEDGE_IDLE);
         return;
     }
@@ -273,3 +273,28 @@ void pool_hedge_stop(pool_call_t *call)
         hedge_move(call, POOL_HEDGE_IDLE);
     }
 }
+
+static void row_started(pool_call_t *call, int ep, int is_write)
+{
+    pool_hedge_count(call->net, 0);
+    if (!is_write)
+        pool_hedge_arm(call, ep);
+}
+
+static int row_done(pool_call_t *call, pool_exchange_t *ex)
+{
+    int hedge = ex == &call->hedge.ex;
+    if (hedge)
+        pool_hedge_landed(call);
+    pool_hedge_sample(call, ex);
+    return pool_hedge_settle(call, hedge);
+}
+
+static void row_stop(pool_call_t *call, pool_call_stop_t why)
+{
+    (void)why;
+    pool_hedge_stop(call);
+}
+
+const pool_call_row_t pool_hedge_row = {
+    .name = "hedge", .started = row_started, .done = row_done, .stop = row_stop};

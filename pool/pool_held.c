@@ -139,3 +139,11 @@ policy_attempt_end_t pool_held_fail_end(pool_fail_t fail)
     }
     return POLICY_END_OTHER;
 }
+
+static void row_stop(pool_call_t *call, pool_call_stop_t why)
+{
+    (void)why; /* a call cancelled half-way: what was held counts too */
+    pool_held_release(call);
+}
+
+const pool_call_row_t pool_held_row = {.name = "held", .stop = row_stop};

@@ -180,6 +180,62 @@ static inline size_t pool_body_len(const pool_body_t *b)
 
 void pool_body_dispose(pool_body_t *b);
 
+/* A call's lifecycle (pool_call.c's call_move is the one writer of
+ * call->state, checked against pool_call_edge_allowed):
+ *
+ *   NEW --offer taken--> RIDING --answered by the other call--> DONE
+ *   NEW, RIDING (it goes upstream itself) --> SENDING | BACKOFF | WAITING | LEASING | SETTLED
+ *   SENDING, BACKOFF, WAITING, LEASING --> one another, or SETTLED
+ *   SETTLED --the callback, from the loop--> DONE
+ *   any live state --deadline--> DONE
+ *
+ * Stopping is one path with a reason (pool_call_stop_t); a release frees
+ * the call in any state. */
+typedef enum pool_call_state {
+    POOL_CALL_NEW,                /* created, not yet offered to the satellites */
+    POOL_CALL_RIDING,             /* answered by another call's upstream call (coalesced, merged) */
+    POOL_CALL_SENDING,            /* an attempt (or the by-hash check) is in flight */
+    POOL_CALL_BACKOFF,            /* waiting to open another round over the endpoints */
+    POOL_CALL_WAITING,            /* a confirmation poll waiting for a free slot */
+    POOL_CALL_LEASING,            /* waiting for a credit lease from Redis */
+    POOL_CALL_SETTLED,            /* every item settled: the callback runs from the loop */
+    POOL_CALL_DONE,               /* the callback ran: only the release is left */
+    POOL_CALL_STATE_COUNT
+} pool_call_state_t;
+
+int pool_call_edge_allowed(pool_call_state_t from, pool_call_state_t to);
+
+/* Why a call stops. */
+typedef enum pool_call_stop {
+    POOL_CALL_FINISHED,           /* every item settled: the callback runs */
+    POOL_CALL_DEADLINE,           /* timeouts.request_ms ran out: pending items fail, the callback runs */
+    POOL_CALL_RELEASED,           /* the owner let go (done with it, or its client went away) */
+} pool_call_stop_t;
+
+/* What a satellite says of an attempt about to be sent. */
+typedef enum pool_gate {
+    POOL_GATE_GO,                 /* send it */
+    POOL_GATE_SKIP,               /* not to this endpoint (marked tried): the plan goes on */
+    POOL_GATE_WAIT,               /* the call waits; the satellite calls pool_call_next */
+} pool_gate_t;
+
+/* A satellite of the call loop: one file, one row of hooks (any may be
+ * NULL). pool_call.c runs the rows in its table's order (see there). */
+typedef struct pool_call_row {
+    const char *name;
+    void (*start)(pool_call_t *call);             /* a call was created (a client's or a carrier) */
+    int (*offer)(pool_call_t *call);              /* a client's call: 1 if the satellite took it (RIDING) */
+    void (*enter)(pool_call_t *call, pool_call_state_t from, pool_call_state_t to); /* it moved */
+    pool_gate_t (*gate)(pool_call_t *call, int ep); /* an attempt at ep is about to be sent */
+    void (*started)(pool_call_t *call, int ep, int is_write); /* the call's own attempt at ep was sent */
+    int (*done)(pool_call_t *call, pool_exchange_t *ex); /* an exchange of the call finished, its outcome
+                                                     * applied: 1 if the call must wait for another one */
+    void (*stop)(pool_call_t *call, pool_call_stop_t why);
+} pool_call_row_t;
+
+extern const pool_call_row_t pool_pressure_row, pool_merge_row, pool_coalesce_row, pool_hedge_row, pool_credit_row,
+    pool_held_row;
+
 /* One client call walking the plan (pool_call.c); answers applied to its
  * items by pool_answer.c. */
 typedef struct pool_shared_body pool_shared_body_t; /* pool_coalesce.c */
@@ -194,9 +250,9 @@ struct pool_call {
     h2o_timeout_entry_t deadline;     /* timeouts.request_ms */
     h2o_timeout_entry_t defer;        /* finishing outside pool_call_start */
     uint64_t deadline_ms;             /* monotonic: when timeouts.request_ms runs out */
-    pool_exchange_t ex;
+    pool_call_state_t state;          /* written only by pool_call.c's call_move */
+    pool_exchange_t ex;               /* the call's own attempt (a hedge has its own) */
     int ex_active;
-    int finished;
     uint32_t attempts;
     uint8_t tried[POOL_MAX_ENDPOINTS];
     int retry_same;                   /* endpoint allowed once more (stale connection), or -1 */
@@ -506,6 +562,23 @@ pool_call_t *pool_call_start_carrier(pool_network_t *net, pool_item_t *items, si
 void pool_call_finish(pool_call_t *call);
 /* Sends a call that was held (a merge it left, or one that went nowhere). */
 void pool_call_resume(pool_call_t *call);
+/* pool_call_loop.c: the next step of a call's loop (its next attempt, a
+ * round's backoff, a wait, or the end): where satellites and timers go on. */
+void pool_call_next(pool_call_t *call);
+/* pool_call.c: moves call to state to (an edge, or a bug: logged, abort()),
+ * telling the satellites; the call's stop path with its reason. */
+void pool_call_move(pool_call_t *call, pool_call_state_t to);
+void pool_call_stop(pool_call_t *call, pool_call_stop_t why);
+/* The rows' gates for an attempt at ep (pool_call.c, as every hook run). */
+pool_gate_t pool_call_gate(pool_call_t *call, int ep);
+/* Runs the rows' started / done hooks. */
+void pool_call_started(pool_call_t *call, int ep, int is_write);
+int pool_call_done(pool_call_t *call, pool_exchange_t *ex);
+/* pool_call_wait.c: 1 if a confirmation poll should wait for a slot; its
+ * place in the network's line. */
+int pool_call_should_wait(pool_call_t *call);
+void pool_call_wait_start(pool_call_t *call);
+void pool_call_wait_stop(pool_call_t *call);
 
 /* pool_merge.c: confirmation polls of several clients as one upstream call. */
 /* 1 if call (just started, pin known) was taken into a merge: it is answered

@@ -460,3 +460,11 @@ static void on_carrier_done(pool_call_t *carrier, void *data)
     pool_call_release(carrier);
     merge_free(g);
 }
+
+static void row_stop(pool_call_t *call, pool_call_stop_t why)
+{
+    if (why != POOL_CALL_FINISHED)
+        pool_merge_leave(call); /* cancelled, or its deadline ran out */
+}
+
+const pool_call_row_t pool_merge_row = {.name = "merge", .offer = pool_merge_offer, .stop = row_stop};

@@ -395,3 +395,29 @@ void pool_pressure_tick(pool_network_t *net, uint64_t now)
     sl_log_info("network %s: pressure %s -> %s (%s)", net->conf->name, policy_pressure_level_name(c.from),
                 policy_pressure_level_name(next), why_text);
 }
+
+/* The call loop's row (pool_call.c): a call counts in the depth from its
+ * start; one riding on another's upstream call leaves it and holds again
+ * when it goes upstream itself; its end is a settle time and a try. */
+static void row_start(pool_call_t *call)
+{
+    if (call->carrier)
+        pool_pressure_hold(call); /* the merged polls' one upstream slot, not a client's call */
+    else
+        pool_pressure_admit(call);
+}
+
+static void row_enter(pool_call_t *call, pool_call_state_t from, pool_call_state_t to)
+{
+    if (to == POOL_CALL_RIDING)
+        pool_pressure_share(call);
+    else if (from == POOL_CALL_RIDING && to != POOL_CALL_DONE)
+        pool_pressure_hold(call);
+}
+
+static void row_stop(pool_call_t *call, pool_call_stop_t why)
+{
+    pool_pressure_settle(call, why != POOL_CALL_RELEASED); /* released first: the client went away */
+}
+
+const pool_call_row_t pool_pressure_row = {.name = "pressure", .start = row_start, .enter = row_enter, .stop = row_stop};
