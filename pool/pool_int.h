@@ -185,6 +185,7 @@ void pool_body_dispose(pool_body_t *b);
  *
  *   NEW --offer taken--> RIDING --answered by the other call--> DONE
  *   NEW, RIDING (it goes upstream itself) --> SENDING | BACKOFF | WAITING | LEASING | SETTLED
+ *     (BACKOFF at once when no attempt could even start: each counts)
  *   SENDING, BACKOFF, WAITING, LEASING --> one another, or SETTLED
  *   SETTLED --the callback, from the loop--> DONE
  *   any live state --deadline--> DONE

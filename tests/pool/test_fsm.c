@@ -1,5 +1,5 @@
 /* tests/pool/test_fsm.c: the edges of the pool's state machines (an
- * upstream connection, a call's item, a call's hedge). Each machine has one writer that
+ * upstream connection, a call, a call's item, a call's hedge). Each machine has one writer that
  * checks every transition against these tables. */
 #include <criterion/criterion.h>
 #include <signal.h>
@@ -84,4 +84,46 @@ Test(fsm, settling_twice_aborts, .signal = SIGABRT)
     pool_item_settle(&it, POOL_ITEM_ANSWERED);
     cr_assert_eq(it.state, POOL_ITEM_ANSWERED);
     pool_item_settle(&it, POOL_ITEM_FAILED); /* a bug: the item was answered */
+}
+
+static int call_allowed(int f, int t) { return pool_call_edge_allowed((pool_call_state_t)f, (pool_call_state_t)t); }
+
+Test(fsm, call_edges)
+{
+    /* a new call rides on another's, or goes upstream itself, or (no attempt
+     * could even start: each one counts) waits for its next round */
+    static const pool_call_state_t from_new[] = {POOL_CALL_RIDING, POOL_CALL_SENDING, POOL_CALL_BACKOFF,
+                                                 POOL_CALL_WAITING, POOL_CALL_LEASING, POOL_CALL_SETTLED};
+    for (size_t i = 0; i < sizeof(from_new) / sizeof(from_new[0]); i++)
+        cr_expect(pool_call_edge_allowed(POOL_CALL_NEW, from_new[i]), "NEW -> %d", (int)from_new[i]);
+    cr_expect(!pool_call_edge_allowed(POOL_CALL_NEW, POOL_CALL_DONE), "the callback never runs inside the start");
+    /* a rider is answered by the other call, or goes upstream itself */
+    cr_expect(pool_call_edge_allowed(POOL_CALL_RIDING, POOL_CALL_DONE));
+    cr_expect(pool_call_edge_allowed(POOL_CALL_RIDING, POOL_CALL_SENDING));
+    cr_expect(!pool_call_edge_allowed(POOL_CALL_RIDING, POOL_CALL_RIDING), "rides once");
+    /* the loop's states lead to one another, to the end, and never back to riding or new */
+    static const pool_call_state_t loop[] = {POOL_CALL_SENDING, POOL_CALL_BACKOFF, POOL_CALL_WAITING,
+                                             POOL_CALL_LEASING};
+    for (size_t i = 0; i < 4; i++) {
+        for (size_t j = 0; j < 4; j++)
+            cr_expect(pool_call_edge_allowed(loop[i], loop[j]), "%d -> %d", (int)loop[i], (int)loop[j]);
+        cr_expect(pool_call_edge_allowed(loop[i], POOL_CALL_SETTLED));
+        cr_expect(pool_call_edge_allowed(loop[i], POOL_CALL_DONE), "a deadline ends it from anywhere");
+        cr_expect(!pool_call_edge_allowed(loop[i], POOL_CALL_RIDING));
+        cr_expect(!pool_call_edge_allowed(loop[i], POOL_CALL_NEW));
+    }
+    /* settled: only the callback is left; done: nothing */
+    for (int t = 0; t < POOL_CALL_STATE_COUNT; t++) {
+        cr_expect(pool_call_edge_allowed(POOL_CALL_SETTLED, (pool_call_state_t)t) == (t == POOL_CALL_DONE));
+        cr_expect(!pool_call_edge_allowed(POOL_CALL_DONE, (pool_call_state_t)t));
+    }
+    cr_expect(!pool_call_edge_allowed(POOL_CALL_STATE_COUNT, POOL_CALL_DONE));
+    cr_expect_eq(reachable(call_allowed, POOL_CALL_NEW, POOL_CALL_STATE_COUNT), (1u << POOL_CALL_STATE_COUNT) - 1,
+                 "every state is reachable");
+}
+
+Test(fsm, call_bad_move_aborts, .signal = SIGABRT)
+{
+    pool_call_t call = {.state = POOL_CALL_DONE};
+    pool_call_move(&call, POOL_CALL_SENDING); /* a bug: the call is over */
 }
