@@ -2,7 +2,7 @@
 #include <string.h>
 
 #include "base/sl_log.h"
-#include "pool/pool_int.h"
+#include "pool/pool_call_int.h"
 
 static const char *const fail_msgs[POOL_FAIL_COUNT] = {
 #define POOL_FAIL_MSG_(name, flags, outcome, msg) [POOL_FAIL_##name] = msg,
@@ -60,10 +60,7 @@ static sl_err_t network_init(pool_t *pool, pool_network_t *net, const pool_netwo
     h2o_timeout_init(pool->loop, &net->request_timeout, conf->timeouts.request_ms);
     h2o_linklist_init_anchor(&net->waiters);
     pool_pressure_init(net);
-    pool_share_init(net);
-    pool_merge_init(net);
-    pool_coalesce_init(net);
-    pool_hedge_init(net);
+    pool_call_net_init(net);
     /* nendpoints counts those pool_endpoint_init() saw (a failed one
      * included: it leaves itself disposable), so a failure half-way
      * disposes only what was set up */
@@ -80,11 +77,8 @@ static void network_dispose(pool_network_t *net)
 {
     if (net->endpoints == NULL)
         return;
-    pool_merge_dispose(net);
-    pool_coalesce_dispose(net);
-    pool_hedge_dispose(net);
+    pool_call_net_dispose(net);
     pool_pressure_dispose(net);
-    pool_share_dispose(net);
     for (size_t i = 0; i < net->nendpoints; i++)
         pool_endpoint_dispose(&net->endpoints[i]);
     free(net->endpoints);

@@ -11,7 +11,7 @@
 #include "base/sl_log.h"
 #include "policy/shape.h"
 #include "policy/verdict.h"
-#include "pool/pool_int.h"
+#include "pool/pool_call_int.h"
 
 typedef struct answer_ctx {
     pool_call_t *call;
@@ -445,24 +445,12 @@ cleanup:
     free(seen);
 }
 
-uint32_t pool_answer_retry_after_ms(const pool_http_head_t *h)
-{
-    int64_t s = h->retry_after_s;
-    if (s < 0 && h->retry_after_date[0] != '\0')
-        s = pool_http_date_delta(h->retry_after_date, (int64_t)time(NULL));
-    if (s < 0)
-        return 0;
-    if (s > 86400)
-        s = 86400;
-    return (uint32_t)s * 1000;
-}
-
 void pool_answer_apply(pool_call_t *call, pool_exchange_t *ex, pool_attempt_result_t *res)
 {
     const pool_body_t *body = &call->bodies[call->nbodies - 1];
     memset(res, 0, sizeof(*res));
     answer_ctx_t a = {call, ex, pool_body_base(body), pool_body_len(body), ex->head.status,
-                      pool_answer_retry_after_ms(&ex->head), res};
+                      pool_http_retry_after_ms(&ex->head), res};
     if (a.status == 429 || a.status == 402 || a.status >= 500) {
         apply_refusal(&a);
         return;

@@ -6,7 +6,7 @@
 
 #include "base/sl_log.h"
 #include "base/sl_time.h"
-#include "pool/pool_int.h"
+#include "pool/pool_call_int.h"
 
 /* The satellites, in the order every hook runs:
  *   pressure  start: the call counts in the depth; enter: one riding on
@@ -111,6 +111,20 @@ void pool_call_stop(pool_call_t *call, pool_call_stop_t why)
         pool_call_move(call, POOL_CALL_DONE);
         call->cb(call, call->data);
     }
+}
+
+void pool_call_net_init(pool_network_t *net)
+{
+    for (size_t i = 0; i < NROWS; i++)
+        if (rows[i]->net_init != NULL)
+            rows[i]->net_init(net);
+}
+
+void pool_call_net_dispose(pool_network_t *net)
+{
+    for (size_t i = NROWS; i-- > 0;) /* the reverse order */
+        if (rows[i]->net_dispose != NULL)
+            rows[i]->net_dispose(net);
 }
 
 static void on_defer(h2o_timeout_entry_t *entry)

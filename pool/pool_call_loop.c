@@ -15,7 +15,7 @@
 #include "base/sl_log.h"
 #include "base/sl_time.h"
 #include "policy/retry.h"
-#include "pool/pool_int.h"
+#include "pool/pool_call_int.h"
 
 static int item_is_write(const pool_item_t *it)
 {

@@ -1,11 +1,11 @@
 /* pool/pool_call_view.c: what the gateway reads of a call for its answer
  * and the access log (attempts, the attempt log, endpoint ids and redacted
  * URLs, hedges, whether it was coalesced). Reads only. */
-#include "pool/pool_int.h"
+#include "pool/pool_call_int.h"
 
 int pool_call_coalesced(const pool_call_t *call)
 {
-    return call->coalesced;
+    return call->coalesce.answered;
 }
 
 uint32_t pool_call_hedges(const pool_call_t *call)

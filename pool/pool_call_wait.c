@@ -6,7 +6,7 @@
  * first, when a slot frees up (the transport's hook) or when a snapshot
  * finds its full endpoints unusable. */
 #include "base/sl_time.h"
-#include "pool/pool_int.h"
+#include "pool/pool_call_int.h"
 
 int pool_call_should_wait(pool_call_t *call)
 {
@@ -92,4 +92,5 @@ static void on_slot_freed(pool_link_t *link)
 void pool_call_layer_init(pool_t *pool)
 {
     pool->t.slot_freed = on_slot_freed;
+    pool->refreshed = pool_call_recheck_waiters;
 }

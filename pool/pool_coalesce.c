@@ -24,7 +24,7 @@
 
 #include "base/sl_hash.h"
 #include "base/sl_log.h"
-#include "pool/pool_int.h"
+#include "pool/pool_call_int.h"
 
 #define MAX_GROUPS 1024
 #define MAX_KEY 8192
@@ -107,9 +107,9 @@ int pool_coalesce_offer(pool_call_t *call)
     pool_coalesce_t *g = find(net, hash, &key);
     if (g != NULL) {
         if (g->nwaiters < max) {
-            h2o_linklist_insert(&g->waiters, &call->coalesce_link);
+            h2o_linklist_insert(&g->waiters, &call->coalesce.link);
             g->nwaiters++;
-            call->coalesce = g;
+            call->coalesce.group = g;
             waiting = 1;
         }
         goto cleanup;
@@ -124,7 +124,7 @@ int pool_coalesce_offer(pool_call_t *call)
     memcpy(g->key, key.base, key.len);
     h2o_linklist_insert(&net->coalesce, &g->link);
     net->ncoalesce++;
-    call->coalesce = g;
+    call->coalesce.group = g;
 cleanup:
     sl_buf_dispose(&key);
     return waiting;
@@ -149,8 +149,8 @@ struct pool_shared_body {
 static pool_shared_body_t *share_answer(pool_call_t *leader)
 {
     const pool_item_t *l = &leader->items[0];
-    if (leader->shared != NULL)
-        return leader->shared;
+    if (leader->coalesce.shared != NULL)
+        return leader->coalesce.shared;
     for (size_t i = 0; i < leader->nbodies; i++) {
         pool_body_t *b = &leader->bodies[i];
         const char *base = pool_body_base(b);
@@ -163,7 +163,7 @@ static pool_shared_body_t *share_answer(pool_call_t *leader)
         memset(b, 0, sizeof(*b));
         sb->charged = len < leader->charged ? len : leader->charged;
         leader->charged -= sb->charged;
-        leader->shared = sb;
+        leader->coalesce.shared = sb;
         return sb;
     }
     return NULL;
@@ -171,10 +171,10 @@ static pool_shared_body_t *share_answer(pool_call_t *leader)
 
 void pool_coalesce_unshare(pool_call_t *call)
 {
-    pool_shared_body_t *sb = call->shared;
+    pool_shared_body_t *sb = call->coalesce.shared;
     if (sb == NULL)
         return;
-    call->shared = NULL;
+    call->coalesce.shared = NULL;
     if (--sb->refs > 0)
         return;
     pool_budget_release(&call->net->pool->t, sb->charged);
@@ -184,7 +184,7 @@ void pool_coalesce_unshare(pool_call_t *call)
 
 size_t pool_coalesce_shared_bytes(const pool_call_t *call)
 {
-    return call->shared != NULL ? call->shared->charged : 0;
+    return call->coalesce.shared != NULL ? call->coalesce.shared->charged : 0;
 }
 
 /* A waiter's own copy of the leader's answer, charged like any answer. */
@@ -215,10 +215,10 @@ static void copy_result(pool_call_t *waiter, pool_call_t *leader)
     w->timeouts = l->timeouts;
     w->local_failures = l->local_failures;
     if (l->state == POOL_ITEM_ANSWERED && l->answer != NULL) {
-        pool_shared_body_t *sb = waiter->shared == NULL ? share_answer(leader) : NULL;
+        pool_shared_body_t *sb = waiter->coalesce.shared == NULL ? share_answer(leader) : NULL;
         if (sb != NULL) {
             sb->refs++;
-            waiter->shared = sb;
+            waiter->coalesce.shared = sb;
             w->answer = l->answer;
         } else {
             copy_answer(waiter, l);
@@ -227,17 +227,17 @@ static void copy_result(pool_call_t *waiter, pool_call_t *leader)
         w->answer_id = l->answer_id;
     }
     pool_item_settle(w, l->state == POOL_ITEM_ANSWERED ? POOL_ITEM_ANSWERED : POOL_ITEM_FAILED);
-    waiter->coalesced = 1;
+    waiter->coalesce.answered = 1;
 }
 
 void pool_coalesce_done(pool_call_t *call)
 {
-    pool_coalesce_t *g = call->coalesce;
+    pool_coalesce_t *g = call->coalesce.group;
     if (g == NULL)
         return;
-    call->coalesce = NULL;
+    call->coalesce.group = NULL;
     if (g->leader != call) { /* a waiter finishing on its own (its deadline) */
-        h2o_linklist_unlink(&call->coalesce_link);
+        h2o_linklist_unlink(&call->coalesce.link);
         g->nwaiters--;
         return;
     }
@@ -249,9 +249,9 @@ void pool_coalesce_done(pool_call_t *call)
         net->endpoints[ep].health.dirty = 1;
     }
     while (!h2o_linklist_is_empty(&g->waiters)) {
-        pool_call_t *w = H2O_STRUCT_FROM_MEMBER(pool_call_t, coalesce_link, g->waiters.next);
-        h2o_linklist_unlink(&w->coalesce_link);
-        w->coalesce = NULL;
+        pool_call_t *w = H2O_STRUCT_FROM_MEMBER(pool_call_t, coalesce.link, g->waiters.next);
+        h2o_linklist_unlink(&w->coalesce.link);
+        w->coalesce.group = NULL;
         if (w->items[0].state == POOL_ITEM_PENDING)
             copy_result(w, call);
         pool_call_finish(w);
@@ -262,12 +262,12 @@ void pool_coalesce_done(pool_call_t *call)
 
 void pool_coalesce_leave(pool_call_t *call)
 {
-    pool_coalesce_t *g = call->coalesce;
+    pool_coalesce_t *g = call->coalesce.group;
     if (g == NULL)
         return;
-    call->coalesce = NULL;
+    call->coalesce.group = NULL;
     if (g->leader != call) {
-        h2o_linklist_unlink(&call->coalesce_link);
+        h2o_linklist_unlink(&call->coalesce.link);
         g->nwaiters--;
         return;
     }
@@ -276,29 +276,29 @@ void pool_coalesce_leave(pool_call_t *call)
         return;
     }
     /* the leader's client went away: its first waiter goes upstream for the rest */
-    pool_call_t *next = H2O_STRUCT_FROM_MEMBER(pool_call_t, coalesce_link, g->waiters.next);
-    h2o_linklist_unlink(&next->coalesce_link);
+    pool_call_t *next = H2O_STRUCT_FROM_MEMBER(pool_call_t, coalesce.link, g->waiters.next);
+    h2o_linklist_unlink(&next->coalesce.link);
     g->nwaiters--;
     g->leader = next;
     pool_call_resume(next);
 }
 
-void pool_coalesce_init(pool_network_t *net)
+static void pool_coalesce_init(pool_network_t *net)
 {
     h2o_linklist_init_anchor(&net->coalesce);
     net->ncoalesce = 0;
 }
 
-void pool_coalesce_dispose(pool_network_t *net)
+static void pool_coalesce_dispose(pool_network_t *net)
 {
     while (!h2o_linklist_is_empty(&net->coalesce)) {
         pool_coalesce_t *g = H2O_STRUCT_FROM_MEMBER(pool_coalesce_t, link, net->coalesce.next);
         while (!h2o_linklist_is_empty(&g->waiters)) {
-            pool_call_t *w = H2O_STRUCT_FROM_MEMBER(pool_call_t, coalesce_link, g->waiters.next);
-            h2o_linklist_unlink(&w->coalesce_link);
-            w->coalesce = NULL;
+            pool_call_t *w = H2O_STRUCT_FROM_MEMBER(pool_call_t, coalesce.link, g->waiters.next);
+            h2o_linklist_unlink(&w->coalesce.link);
+            w->coalesce.group = NULL;
         }
-        g->leader->coalesce = NULL;
+        g->leader->coalesce.group = NULL;
         group_free(net, g);
     }
 }
@@ -313,4 +313,4 @@ static void row_stop(pool_call_t *call, pool_call_stop_t why)
     }
 }
 
-const pool_call_row_t pool_coalesce_row = {.name = "coalesce", .offer = pool_coalesce_offer, .stop = row_stop};
+const pool_call_row_t pool_coalesce_row = {.name = "coalesce", .offer = pool_coalesce_offer, .stop = row_stop, .net_init = pool_coalesce_init, .net_dispose = pool_coalesce_dispose};

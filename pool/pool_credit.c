@@ -29,7 +29,7 @@
 
 #include "base/sl_log.h"
 #include "base/sl_time.h"
-#include "pool/pool_int.h"
+#include "pool/pool_call_int.h"
 #include "state/state_cluster.h"
 #include "state/state_key.h"
 

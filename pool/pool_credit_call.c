@@ -1,7 +1,7 @@
 /* pool/pool_credit_call.c: the call loop's row for credit budgets: an
  * attempt takes its credits at the endpoint before it is sent, or the call
  * waits for a lease from Redis (cluster:) and goes on when it is decided. */
-#include "pool/pool_int.h"
+#include "pool/pool_call_int.h"
 
 static void on_credit_decided(pool_credit_wait_t *w)
 {

@@ -15,7 +15,7 @@
 
 #include "base/sl_log.h"
 #include "base/sl_time.h"
-#include "pool/pool_int.h"
+#include "pool/pool_net.h"
 #include "state/state_cluster.h"
 
 typedef struct ask {

@@ -9,7 +9,7 @@
 #include "base/sl_log.h"
 #include "base/sl_time.h"
 #include "policy/demote.h"
-#include "pool/pool_int.h"
+#include "pool/pool_net.h"
 
 typedef struct demote_ctx {
     pool_endpoint_t *ep;

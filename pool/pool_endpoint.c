@@ -3,7 +3,7 @@
  * credit lease. */
 #include <string.h>
 
-#include "pool/pool_int.h"
+#include "pool/pool_net.h"
 
 sl_err_t pool_endpoint_init(pool_endpoint_t *ep, pool_network_t *net, int index, const pool_endpoint_conf_t *conf,
                             uint32_t nworkers)

@@ -12,7 +12,7 @@
 #include "base/sl_time.h"
 #include "policy/episode.h"
 #include "policy/retry.h"
-#include "pool/pool_int.h"
+#include "pool/pool_net.h"
 #include "state/state_key.h"
 
 #define EWMA_ALPHA_PCT 20

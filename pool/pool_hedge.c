@@ -16,7 +16,7 @@
 
 #include "base/sl_log.h"
 #include "base/sl_time.h"
-#include "pool/pool_int.h"
+#include "pool/pool_call_int.h"
 
 #define HEDGE_MAX_MEMBERS 128
 enum { ROLL_REQUESTS, ROLL_HEDGES };
@@ -205,12 +205,12 @@ static void hold_slot(pool_endpoint_t *ep, uint64_t started_us)
     pool_delay_add(&ep->net->pool->t.delays, &h->delay, (uint32_t)(attempt_ms - elapsed_ms), on_slot_due);
 }
 
-void pool_hedge_init(pool_network_t *net)
+static void pool_hedge_init(pool_network_t *net)
 {
     h2o_linklist_init_anchor(&net->held_slots);
 }
 
-void pool_hedge_dispose(pool_network_t *net)
+static void pool_hedge_dispose(pool_network_t *net)
 {
     while (!h2o_linklist_is_empty(&net->held_slots))
         slot_free(H2O_STRUCT_FROM_MEMBER(held_slot_t, link, net->held_slots.next));
@@ -297,4 +297,4 @@ static void row_stop(pool_call_t *call, pool_call_stop_t why)
 }
 
 const pool_call_row_t pool_hedge_row = {
-    .name = "hedge", .started = row_started, .done = row_done, .stop = row_stop};
+    .name = "hedge", .started = row_started, .done = row_done, .stop = row_stop, .net_init = pool_hedge_init, .net_dispose = pool_hedge_dispose};

@@ -7,7 +7,7 @@
  * the call with the shape's outcome; anything else records the held failure
  * as usual; a held penalty nobody settled counts as usual too. */
 #include "base/sl_log.h"
-#include "pool/pool_int.h"
+#include "pool/pool_call_int.h"
 
 /* What a confirmed request shape counts as and how its items fail. */
 static const struct {

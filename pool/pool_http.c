@@ -277,3 +277,15 @@ int64_t pool_http_date_delta(const char *date, int64_t now_s)
     int64_t t = (int64_t)timegm(&tm);
     return t > now_s ? t - now_s : 0;
 }
+
+uint32_t pool_http_retry_after_ms(const pool_http_head_t *h)
+{
+    int64_t s = h->retry_after_s;
+    if (s < 0 && h->retry_after_date[0] != '\0')
+        s = pool_http_date_delta(h->retry_after_date, (int64_t)time(NULL));
+    if (s < 0)
+        return 0;
+    if (s > 86400)
+        s = 86400;
+    return (uint32_t)s * 1000;
+}

@@ -50,4 +50,7 @@ SL_MUST_CHECK sl_err_t pool_chunked_feed(pool_chunked_t *d, const char *in, size
  * now_s (0 if in the past); -1 if it does not parse. */
 int64_t pool_http_date_delta(const char *date, int64_t now_s);
 
+/* An answer's Retry-After (seconds or an HTTP date), in ms capped at a day; 0 if none. */
+uint32_t pool_http_retry_after_ms(const pool_http_head_t *h);
+
 #endif

@@ -23,7 +23,7 @@
 #include "base/sl_log.h"
 #include "wire/json_scan.h"
 #include "wire/txid.h"
-#include "pool/pool_int.h"
+#include "pool/pool_call_int.h"
 
 #define MERGE_SOL_MAX_SIGS 256        /* getSignatureStatuses takes at most 256 */
 #define MERGE_ETH_MAX_CALLS 100       /* a batch size every provider accepts */
@@ -51,7 +51,7 @@ typedef struct pool_merge {
     sl_buf_t body;                /* Solana: its request */
 } pool_merge_t;
 
-void pool_merge_init(pool_network_t *net)
+static void pool_merge_init(pool_network_t *net)
 {
     h2o_linklist_init_anchor(&net->merges);
     h2o_timeout_init(net->pool->loop, &net->merge_timeout, net->conf->pressure.merge_window_ms);
@@ -69,13 +69,13 @@ static void merge_free(pool_merge_t *g)
     free(g);
 }
 
-void pool_merge_dispose(pool_network_t *net)
+static void pool_merge_dispose(pool_network_t *net)
 {
     while (!h2o_linklist_is_empty(&net->merges)) {
         pool_merge_t *g = H2O_STRUCT_FROM_MEMBER(pool_merge_t, link, net->merges.next);
         for (size_t i = 0; i < g->n; i++)
             if (g->slots[i].call != NULL)
-                g->slots[i].call->merge = NULL;
+                g->slots[i].call->merge.group = NULL;
         if (g->carrier != NULL)
             pool_call_release(g->carrier);
         merge_free(g);
@@ -213,7 +213,7 @@ static void merge_send(pool_merge_t *g)
         for (size_t i = 0; i < g->n; i++)
             if (g->slots[i].call != NULL) {
                 pool_call_t *call = g->slots[i].call;
-                call->merge = NULL;
+                call->merge.group = NULL;
                 pool_call_resume(call);
             }
         merge_free(g);
@@ -299,8 +299,8 @@ int pool_merge_offer(pool_call_t *call)
         g->slots = sl_xrealloc(g->slots, g->cap * sizeof(*g->slots));
     }
     g->slots[g->n] = (merge_slot_t){call, list, 0, nsigs, -1};
-    call->merge = g;
-    call->merge_index = (uint32_t)g->n++;
+    call->merge.group = g;
+    call->merge.index = (uint32_t)g->n++;
     g->live++;
     g->nsigs += nsigs;
     if (g->solana ? g->nsigs >= MERGE_SOL_MAX_SIGS : g->n >= MERGE_ETH_MAX_CALLS)
@@ -310,12 +310,12 @@ int pool_merge_offer(pool_call_t *call)
 
 void pool_merge_leave(pool_call_t *call)
 {
-    pool_merge_t *g = call->merge;
+    pool_merge_t *g = call->merge.group;
     if (g == NULL)
         return;
-    merge_slot_t *s = &g->slots[call->merge_index];
+    merge_slot_t *s = &g->slots[call->merge.index];
     s->call = NULL;
-    call->merge = NULL;
+    call->merge.group = NULL;
     g->live--;
     /* the options bytes live in the first member's body: a merge that lost
      * them re-points to another member's identical bytes */
@@ -442,7 +442,7 @@ static void on_carrier_done(pool_call_t *carrier, void *data)
         if (m == NULL)
             continue;
         g->slots[i].call = NULL;
-        m->merge = NULL;
+        m->merge.group = NULL;
         if (alone) {
             pool_call_resume(m);
             continue;
@@ -467,4 +467,4 @@ static void row_stop(pool_call_t *call, pool_call_stop_t why)
         pool_merge_leave(call); /* cancelled, or its deadline ran out */
 }
 
-const pool_call_row_t pool_merge_row = {.name = "merge", .offer = pool_merge_offer, .stop = row_stop};
+const pool_call_row_t pool_merge_row = {.name = "merge", .offer = pool_merge_offer, .stop = row_stop, .net_init = pool_merge_init, .net_dispose = pool_merge_dispose};

@@ -22,7 +22,7 @@
 #include "base/sl_log.h"
 #include "base/sl_time.h"
 #include "policy/verdict.h"
-#include "pool/pool_int.h"
+#include "pool/pool_net.h"
 
 #define PROBE_EWMA_PCT 30
 
@@ -107,7 +107,7 @@ static void probe_judge_answer(const pool_endpoint_t *ep, const pool_exchange_t 
     if (v == POLICY_VERDICT_RATE_LIMITED) {
         r->verdict = PROBE_RATE_LIMITED;
         if (r->retry_ms == 0)
-            r->retry_ms = pool_answer_retry_after_ms(&ex->head);
+            r->retry_ms = pool_http_retry_after_ms(&ex->head);
         snprintf(r->reason, sizeof(r->reason), "probe refused with a rate limit (HTTP %d)", status);
         return;
     }

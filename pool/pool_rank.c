@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "base/sl_time.h"
-#include "pool/pool_int.h"
+#include "pool/pool_net.h"
 
 typedef struct ranked {
     int index;

@@ -12,7 +12,7 @@
  * sees the network's level, as before identities had shares. */
 #include <stdlib.h>
 
-#include "pool/pool_int.h"
+#include "pool/pool_call_int.h"
 
 #define SHARE_SLOTS 512           /* a power of two */
 #define SHARE_MAX_USED (SHARE_SLOTS * 3 / 4)
@@ -80,7 +80,7 @@ void pool_share_hold(pool_call_t *call)
     size_t i = find(t, call->owner);
     if (t->e[i].owner == 0 && t->used >= SHARE_MAX_USED) {
         t->overflow++;
-        call->share_overflow = 1;
+        call->pressure.share_overflow = 1;
         return;
     }
     if (t->e[i].owner == 0) {
@@ -88,7 +88,7 @@ void pool_share_hold(pool_call_t *call)
         t->used++;
     }
     t->e[i].held++;
-    call->share_overflow = 0;
+    call->pressure.share_overflow = 0;
 }
 
 void pool_share_release(pool_call_t *call)
@@ -96,7 +96,7 @@ void pool_share_release(pool_call_t *call)
     pool_share_t *t = call->net->share;
     if (call->owner == 0 || t == NULL)
         return;
-    if (call->share_overflow) {
+    if (call->pressure.share_overflow) {
         t->overflow--;
         return;
     }

@@ -10,7 +10,7 @@
 
 #include "base/sl_log.h"
 #include "base/sl_time.h"
-#include "pool/pool_int.h"
+#include "pool/pool_net.h"
 #include "state/state_key.h"
 
 void pool_tick_refresh(pool_t *pool)
@@ -136,7 +136,7 @@ static void on_tick(h2o_timeout_entry_t *entry)
     for (size_t k = 0; k < pool->nnetworks; k++)
         pool_rank_update(&pool->networks[k], now);
     for (size_t k = 0; k < pool->nnetworks; k++)
-        pool_call_recheck_waiters(&pool->networks[k]);
+        pool->refreshed(&pool->networks[k]);
     h2o_timeout_link(pool->loop, &pool->tick_timeout, &pool->tick);
 }
 

@@ -16,7 +16,7 @@
 #include "base/sl_time.h"
 #include "state/state_key.h"
 #include "wire/txid.h"
-#include "pool/pool_int.h"
+#include "pool/pool_call_int.h"
 
 /* The first element of params (or, nested, the first of the first array),
  * decoded as a string into out. */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pool/pool_int.h"
+#include "pool/pool_call_int.h"
 #include "state/state.h"
 #include "tests/lib/fail_commits.h"
 #include "tests/lib/fake_clock.h"

@@ -4,7 +4,7 @@
 #include <criterion/criterion.h>
 #include <signal.h>
 
-#include "pool/pool_int.h"
+#include "pool/pool_call_int.h"
 #include "pool/pool_link_int.h"
 
 /* every state reachable from the initial one through allowed edges */

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "base/sl_time.h"
-#include "pool/pool_int.h"
+#include "pool/pool_call_int.h"
 #include "state/state.h"
 #include "tests/lib/fake_clock.h"
 #include "tests/lib/temp_dir.h"

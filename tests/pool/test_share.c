@@ -3,7 +3,7 @@
  * holds further identities together (so filling it makes them shed sooner). */
 #include <criterion/criterion.h>
 
-#include "pool/pool_int.h"
+#include "pool/pool_call_int.h"
 
 #define N 2000
 

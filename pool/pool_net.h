@@ -1,0 +1,281 @@
+/* pool/pool_net.h: pool/'s endpoint state, beside the transport and below
+ * the call: each endpoint's health, breaker, credit lease and rank as this
+ * worker knows them, each network's plan and pressure, and the worker's pool.
+ * For pool/'s endpoint-state files (health, rank, demote, probe, tick,
+ * credit, pressure) and, through pool/pool_call_int.h, the call layer. */
+#ifndef POOL_NET_H
+#define POOL_NET_H
+
+#include "base/sl_buf.h"
+#include "wire/url.h"
+#include "pool/pool.h"
+#include "pool/pool_link.h"
+#include "policy/cost.h"
+#include "policy/demote.h"
+#include "policy/hedge.h"
+#include "policy/pressure.h"
+#include "policy/rolling.h"
+#include "policy/score.h"
+#include "policy/shape.h"
+#include "state/state.h"
+#include "state/state_key.h"
+
+typedef struct pool_endpoint pool_endpoint_t;
+
+enum { POOL_PROBE_NONE, POOL_PROBE_HEALTH, POOL_PROBE_BREAKER };
+
+#define POOL_CREDIT_LOW_PCT 10     /* budget_low when this share of a window is left */
+
+/* This worker's lease on an endpoint's credit budget (pool_credit.c). */
+typedef struct pool_credit {
+    const policy_cost_profile_t *profile;
+    int active;                   /* the endpoint has a budget */
+    char key[POLICY_CREDIT_WINDOW_COUNT][STATE_KEY_MAX];
+    uint64_t window_start[POLICY_CREDIT_WINDOW_COUNT]; /* the window the lease belongs to ... */
+    uint64_t window_end[POLICY_CREDIT_WINDOW_COUNT];   /* ... and its end (no calendar math per call) */
+    uint64_t remaining[POLICY_CREDIT_WINDOW_COUNT];    /* leased, not yet spent */
+    uint64_t lacking_until_ms;    /* the ledger said no: skip the endpoint until then */
+    uint32_t nworkers;            /* a degraded worker spends 1/nworkers of what the ledger had left */
+    uint64_t seen_start[POLICY_CREDIT_WINDOW_COUNT];   /* the ledger as this worker last saw it: its window ... */
+    uint64_t seen_spent[POLICY_CREDIT_WINDOW_COUNT];   /* ... and what was spent in it */
+    uint64_t local_start[POLICY_CREDIT_WINDOW_COUNT];  /* degraded: the window of the local allowance ... */
+    uint64_t local_left[POLICY_CREDIT_WINDOW_COUNT];   /* ... and what is left of it */
+    uint64_t retry_shared_ms;     /* degraded: when the ledger is tried again */
+    /* cluster: the ledgers are Redis' (pool_credit_cluster.c) */
+    int asking;                   /* a lease from Redis is under way */
+    uint64_t quiet_until_ms;      /* Redis lacked credits for an early lease: none until then */
+    h2o_linklist_t waiters;       /* pool_credit_wait_t: calls waiting for that lease */
+} pool_credit_t;
+
+/* A call waiting for credits from Redis (cluster:). */
+typedef struct pool_credit_wait {
+    h2o_linklist_t link;
+    void (*cb)(struct pool_credit_wait *w);
+} pool_credit_wait_t;
+
+/* What this worker knows about an endpoint's health (pool_health.c). */
+typedef struct pool_health {
+    char key[STATE_KEY_MAX];      /* state_key_endpoint: its shared record */
+    char stats_key[STATE_KEY_MAX]; /* state_key_stats: this worker's counters */
+    state_endpoint_rec_t shared;  /* snapshot of the shared record (refreshed every ~50 ms) */
+    policy_window_t window;       /* this worker's rolling window of outcomes */
+    policy_window_t rl_window;    /* ... of rate-limit refusals (a "failure" here is a 429) */
+    policy_score_t score;         /* last computed (pool_rank.c) */
+    state_stats_rec_t stats;      /* this worker's cumulative counters */
+    int dirty;                    /* stats changed since the last flush */
+    uint64_t last_ok_ms;          /* wall ms of the last attempt here not refused with a rate limit */
+    uint64_t rl_written_until_ms; /* last rate-limit mark this worker wrote */
+    uint64_t demote_written_until_ms; /* last demotion this worker wrote */
+    state_counters_rec_t *per_method; /* requests, credits, refusals per method (POOL_MC_*) */
+    char per_method_key[STATE_KEY_MAX]; /* state_key_per_method */
+    int per_method_dirty;
+    pool_exchange_t probe;        /* a probe this worker sends (pool_probe.c) */
+    int probing;                  /* POOL_PROBE_*: which, if one is under way */
+    unsigned moving;              /* breaker moves being decided by Redis (bit per from x to) */
+    int claiming;                 /* a half-open takeover being decided by Redis */
+} pool_health_t;
+
+/* Live call and credit rates of an endpoint with a budget (pool_pressure.c),
+ * over POOL_RATE_WINDOW_MS: what the capacity forecast extrapolates. */
+#define POOL_RATE_WINDOW_MS 10000
+enum { POOL_RATE_CALLS, POOL_RATE_BILLED, POOL_RATE_THROUGHPUT, POOL_RATE_COUNT };
+
+struct pool_endpoint {
+    pool_link_t link;             /* the transport's part: addresses, connections (pool_link.h) */
+    const pool_endpoint_conf_t *conf;
+    pool_network_t *net;
+    int index;                    /* position in the network's config */
+    uint32_t max_inflight;        /* this worker's share of conf->max_inflight */
+    pool_health_t health;
+    pool_credit_t credit;
+    policy_hedge_hist_t hedge_hist[POLICY_CLASS_COUNT]; /* answer latencies per method class (pool_hedge.c) */
+    uint32_t hedges_lost_in_row;  /* hedge races lost here without a byte of answer, since its last answer */
+    policy_roll_t rate_roll;      /* calls, billed and throughput credits spent here */
+    uint64_t rate_v[POLICY_ROLL_SLOTS][POOL_RATE_COUNT];
+};
+
+/* The endpoint a link (or an exchange's link) belongs to. */
+static inline pool_endpoint_t *pool_link_endpoint(pool_link_t *link)
+{
+    return H2O_STRUCT_FROM_MEMBER(pool_endpoint_t, link, link);
+}
+
+/* This worker's part of a network's pressure (pool_pressure.c). */
+typedef struct pool_share pool_share_t;
+
+typedef struct pool_pressure {
+    policy_pressure_t local;      /* the shared level as last seen, and this worker's calm */
+    state_pressure_rec_t shared;  /* the shared record as last read */
+    uint32_t depth;               /* calls admitted here and not settled */
+    policy_roll_t settle_roll;    /* settle times (a histogram per slot) */
+    uint64_t settle_v[POLICY_ROLL_SLOTS][POLICY_SETTLE_BUCKETS];
+    policy_roll_t try_roll;       /* tries and refusals */
+    uint64_t try_v[POLICY_ROLL_SLOTS][2];
+    uint64_t polls_merged, calls_saved, waits;
+    state_pressure_slot_rec_t *others; /* the other workers' slots summed (last snapshot) */
+    state_pressure_slot_rec_t *written; /* what this worker last flushed */
+    char slot_key[STATE_KEY_MAX]; /* state_key_pressure_slot: this worker's inputs */
+    uint64_t flushed_ms;
+    policy_pressure_inputs_t inputs; /* what the last tick computed */
+} pool_pressure_t;
+
+struct pool_network {
+    pool_t *pool;
+    const pool_network_conf_t *conf;
+    pool_endpoint_t *endpoints;
+    size_t nendpoints;
+    pool_link_timers_t timers;    /* connect, first byte and attempt deadlines (the transport's) */
+    h2o_timeout_t request_timeout;
+    uint32_t max_attempts;
+    state_network_level_t level;  /* last usable-endpoint level this worker saw (pool_health.c) */
+    uint8_t level_stale;          /* a drain flag changed in the last snapshot: re-check the level */
+    uint8_t order[POOL_MAX_ENDPOINTS]; /* the plan: endpoint indices, best first (pool_rank.c) */
+    size_t norder;                /* ranked, usable and not excluded */
+    int primary;                  /* current first choice, -1 if none */
+    int challenger;               /* an endpoint that has been scoring better, -1 */
+    uint64_t challenger_since_ms;
+    uint64_t best_head;           /* highest fresh head among the endpoints */
+    pool_pressure_t pressure;
+    struct pool_share *share;     /* each identity's part of the depth (pool_share.c) */
+    h2o_linklist_t waiters;       /* confirmation polls waiting for a slot, oldest first */
+    uint8_t waking;               /* pool_call_wake_waiters is running (no nesting) */
+    h2o_timeout_t merge_timeout;  /* pressure.merge_window_ms */
+    h2o_linklist_t merges;        /* pool_merge_t groups filling up (pool_merge.c) */
+    policy_roll_t hedge_roll;     /* upstream requests and hedges of this worker (pool_hedge.c) */
+    uint64_t hedge_v[POLICY_ROLL_SLOTS][2];
+    h2o_linklist_t held_slots;    /* slots of cancelled hedge losers, until their deadline (pool_hedge.c) */
+    h2o_linklist_t coalesce;      /* pool_coalesce_t: identical reads in flight (pool_coalesce.c) */
+    size_t ncoalesce;
+};
+
+struct pool {
+    pool_transport_t t;           /* loop, resolver, budget, delays, the exchange operations */
+    h2o_loop_t *loop;             /* t.loop */
+    pool_network_t *networks;
+    size_t nnetworks;
+    h2o_timeout_t zero_timeout;   /* deferred callbacks */
+    state_t *state;               /* NULL: no shared state (unit tests) */
+    uint32_t slot;                /* this worker's stats slot (1-based worker index) */
+    uint32_t nworkers;            /* slots 1..nworkers (pressure inputs are summed over them) */
+    /* The hook the call layer installs: a snapshot of net's shared records
+     * was taken (waiters whose endpoints became unusable get their answer). */
+    void (*refreshed)(pool_network_t *net);
+    h2o_timeout_t tick_timeout;   /* snapshot refresh / flush / probes */
+    h2o_timeout_entry_t tick;
+    uint64_t last_flush_ms;
+    uint32_t refresh_ms;
+    uint32_t flush_ms;
+};
+
+/* pool_tick.c: the worker's tick (snapshot of the shared records, counters
+ * flush, probes, ranking, waiters); init loads this worker's slot. */
+void pool_tick_init(pool_t *pool);
+void pool_tick_dispose(pool_t *pool);
+/* Re-reads the shared records now (tests, admin actions, another host). */
+void pool_tick_refresh(pool_t *pool);
+
+/* pool_health.c: outcomes, breaker and rate-limit mark transitions, the
+ * network's level. */
+/* 1 if the plan may send to ep now (breaker closed, not drained, not
+ * rate-limited, its host name not failing to resolve). */
+int pool_health_usable(pool_endpoint_t *ep, uint64_t now_ms);
+/* Records one attempt's outcome; failover = the call moved on after it. */
+void pool_health_record(pool_endpoint_t *ep, state_outcome_t outcome, uint32_t latency_us, int failover);
+/* Marks ep rate-limited for retry_ms (0: a backoff of our own). */
+void pool_health_rate_limited(pool_endpoint_t *ep, uint32_t retry_ms);
+/* Re-checks the network's level (redundancy_low / network_down /
+ * network_up) from shared state; one event per change (CAS). */
+void pool_health_network_check(pool_network_t *net);
+/* Moves ep's shared breaker from -> to if it still says from (CAS), with its
+ * event; returns 1 if this call made the transition at once. With cluster:
+ * the move is decided by Redis, later: then is what follows it once made
+ * (at once too, when it is made at once). */
+typedef enum pool_then {
+    POOL_THEN_NONE,
+    POOL_THEN_RESET_WINDOW,       /* the rolling window starts again (an open) */
+    POOL_THEN_PROBE,              /* send the half-open probe (this worker won the claim) */
+} pool_then_t;
+int pool_health_breaker_move(pool_endpoint_t *ep, policy_breaker_state_t from, policy_breaker_state_t to,
+                             const char *reason);
+int pool_health_breaker_move_then(pool_endpoint_t *ep, policy_breaker_state_t from, policy_breaker_state_t to,
+                                  const char *reason, pool_then_t then);
+
+/* pool_demote.c: an attempt at ep (or a probe) ended with outcome; heavy:
+ * it carried a call that is not a cheap read. A timeout or reset of cheap
+ * reads demotes ep behind every other endpoint for demote_ms, in every
+ * worker (shared record, endpoint_demoted event); this worker re-ranks now. */
+void pool_demote_note(pool_endpoint_t *ep, state_outcome_t outcome, int heavy);
+/* Demotes ep for cause (POLICY_DEMOTE_NONE: nothing). */
+void pool_demote(pool_endpoint_t *ep, policy_demote_cause_t cause);
+/* 1 while ep is demoted (shared time). */
+int pool_demoted(const pool_endpoint_t *ep, uint64_t now_ms);
+
+/* pool_probe.c: sends a health or half-open probe when one is due. */
+void pool_probe_tick(pool_endpoint_t *ep, uint64_t now_ms);
+/* Sends the half-open probe this worker claimed. */
+void pool_probe_send_breaker(pool_endpoint_t *ep);
+
+/* Per-method counters of an endpoint: entry method_index * 3 + POOL_MC_*,
+ * method_index in the chain's table, its length for any other method. */
+enum { POOL_MC_REQUESTS, POOL_MC_CREDITS, POOL_MC_REFUSALS, POOL_MC_COUNT };
+void pool_method_count(pool_endpoint_t *ep, const policy_method_t *m, int what, uint64_t amount);
+
+/* pool_credit.c */
+void pool_credit_init(pool_endpoint_t *ep, uint32_t nworkers);
+/* Takes cost from ep's budget: 1 if it may be spent, 0 if the endpoint lacks
+ * credits (*retry_ms: until the earliest window turns over), POOL_CREDIT_WAIT
+ * if a lease is being asked of Redis (cluster:): the call waits with
+ * pool_credit_wait and takes again when woken. */
+#define POOL_CREDIT_WAIT 2
+int pool_credit_take(pool_endpoint_t *ep, policy_cost_t cost, uint64_t *retry_ms);
+/* The lease size of window w for a call of cost: 1% of the budget, at most
+ * 100,000, at least the cost. */
+uint64_t pool_credit_lease_size(const pool_endpoint_t *ep, policy_credit_window_t w, policy_cost_t cost);
+/* The units of cost window w counts. */
+uint64_t pool_credit_units(policy_cost_t cost, policy_credit_window_t w);
+/* A budget_low / budget_exhausted event of window w. */
+void pool_credit_event(const pool_endpoint_t *ep, state_event_t *ev, state_event_kind_t kind, policy_credit_window_t w,
+                       uint64_t left, uint64_t budget, uint64_t now_ms);
+
+/* pool_credit_cluster.c: the ledgers in Redis. */
+/* Asks Redis for a lease of every window that does not cover cost; 0 if
+ * asked (or a lease is under way already), -1 if it cannot be (the link is
+ * down: the caller leases from the host's ledgers). */
+int pool_credit_cluster_ask(pool_endpoint_t *ep, policy_cost_t cost, uint64_t now_ms);
+/* After a call took its credits: asks for the next lease early when a
+ * window's local lease is below half of one. */
+void pool_credit_cluster_prefetch(pool_endpoint_t *ep, policy_cost_t cost, uint64_t now_ms);
+/* Waits for the lease under way; cb runs once it is decided. */
+void pool_credit_wait(pool_endpoint_t *ep, pool_credit_wait_t *w, void (*cb)(pool_credit_wait_t *w));
+void pool_credit_wait_cancel(pool_credit_wait_t *w);
+
+/* pool_pressure.c: depth, settle times, refusals and rates of this worker;
+ * the shared level (one compare-and-set per change, with its event). The
+ * calls' part (admitted, settled, holding a slot) is the pressure satellite
+ * (pool/pool_pressure.h). */
+void pool_pressure_init(pool_network_t *net);
+/* Inside a snapshot at start: this worker's slot as a previous process left it. */
+void pool_pressure_load(pool_network_t *net);
+void pool_pressure_dispose(pool_network_t *net);
+/* Credits spent at ep by an attempt of ncalls calls. */
+void pool_pressure_spent(pool_endpoint_t *ep, uint32_t ncalls, policy_cost_t cost);
+/* Inside the pool's snapshot: the shared level and the other workers' slots. */
+void pool_pressure_read(pool_network_t *net, uint64_t now_wall_ms);
+/* After it: computes the inputs, moves the shared level when due. */
+void pool_pressure_tick(pool_network_t *net, uint64_t now_wall_ms);
+/* Writes this worker's slots that changed (or are due again). */
+void pool_pressure_flush(pool_t *pool, uint64_t now_wall_ms);
+
+/* pool_rank.c: the plan order of each network, from scores (with stickiness). */
+void pool_rank_update(pool_network_t *net, uint64_t now_ms);
+/* Parses a probe answer's head (eth_blockNumber hex / getSlot number). */
+int pool_rank_parse_head(const char *body, size_t len, uint64_t *head);
+
+/* pool_endpoint.c */
+SL_MUST_CHECK sl_err_t pool_endpoint_init(pool_endpoint_t *ep, pool_network_t *net, int index,
+                                          const pool_endpoint_conf_t *conf, uint32_t nworkers);
+void pool_endpoint_dispose(pool_endpoint_t *ep);
+/* STATE_EXCLUDED_DNS_* while the host name does not resolve, else 0. */
+uint8_t pool_endpoint_dns_excluded(const pool_endpoint_t *ep);
+
+#endif
