@@ -60,10 +60,10 @@ void pool_call_move(pool_call_t *call, pool_call_state_t to)
             rows[i]->enter(call, from, to);
 }
 
-pool_gate_t pool_call_gate(pool_call_t *call, int ep)
+pool_gate_t pool_call_gate(pool_call_t *call, int ep, int may_wait)
 {
     for (size_t i = 0; i < NROWS; i++) {
-        pool_gate_t g = rows[i]->gate != NULL ? rows[i]->gate(call, ep) : POOL_GATE_GO;
+        pool_gate_t g = rows[i]->gate != NULL ? rows[i]->gate(call, ep, may_wait) : POOL_GATE_GO;
         if (g != POOL_GATE_GO)
             return g;
     }

@@ -80,7 +80,8 @@ typedef struct pool_call_row {
     void (*start)(pool_call_t *call);             /* a call was created (a client's or a carrier) */
     int (*offer)(pool_call_t *call);              /* a client's call: 1 if the satellite took it (RIDING) */
     void (*enter)(pool_call_t *call, pool_call_state_t from, pool_call_state_t to); /* it moved */
-    pool_gate_t (*gate)(pool_call_t *call, int ep); /* an attempt at ep is about to be sent */
+    pool_gate_t (*gate)(pool_call_t *call, int ep, int may_wait); /* an attempt at ep is about to be
+                                                  * sent (a hedge may not wait) */
     void (*started)(pool_call_t *call, int ep, int is_write); /* the call's own attempt at ep was sent */
     int (*done)(pool_call_t *call, pool_exchange_t *ex); /* an exchange of the call finished, its outcome
                                                      * applied: 1 if the call must wait for another one */
@@ -159,11 +160,6 @@ void pool_answer_fail_transport(pool_call_t *call, pool_exchange_t *ex);
 /* Settles every pending item once no further attempt will be made. */
 void pool_answer_exhaust(pool_call_t *call, pool_outcome_t forced);
 
-/* pool_credit.c: the credits the attempt in call->sent costs at endpoint ep:
- * 1 taken, 0 lacking (ep marked tried), -1 waiting for Redis (on_wait; a
- * NULL on_wait, for a hedge, gets 0 and leaves ep untried). */
-int pool_credit_take_call(pool_call_t *call, int ep, void (*on_wait)(pool_credit_wait_t *w));
-
 /* pool_call_loop.c, for pool_hedge.c: the next endpoint of call's plan (-1:
  * none); the exchange callback of a call's attempts; an attempt that could
  * not start (fail) at ep. */
@@ -226,7 +222,7 @@ void pool_call_next(pool_call_t *call);
 void pool_call_move(pool_call_t *call, pool_call_state_t to);
 void pool_call_stop(pool_call_t *call, pool_call_stop_t why);
 /* The rows' gates for an attempt at ep (pool_call.c, as every hook run). */
-pool_gate_t pool_call_gate(pool_call_t *call, int ep);
+pool_gate_t pool_call_gate(pool_call_t *call, int ep, int may_wait);
 /* Runs the rows' started / done hooks. */
 void pool_call_started(pool_call_t *call, int ep, int is_write);
 int pool_call_done(pool_call_t *call, pool_exchange_t *ex);

@@ -302,7 +302,7 @@ void pool_call_next(pool_call_t *call)
         const char *body;
         size_t len;
         int has_write = build_request(call, &body, &len);
-        pool_gate_t gate = pool_call_gate(call, ep);
+        pool_gate_t gate = pool_call_gate(call, ep, 1);
         if (gate == POOL_GATE_WAIT) {
             pool_call_move(call, POOL_CALL_LEASING); /* the satellite goes on when it knows */
             return;

@@ -29,7 +29,7 @@
 
 #include "base/sl_log.h"
 #include "base/sl_time.h"
-#include "pool/pool_call_int.h"
+#include "pool/pool_net.h"
 #include "state/state_cluster.h"
 #include "state/state_key.h"
 
@@ -316,57 +316,4 @@ void pool_credit_init(pool_endpoint_t *ep, uint32_t nworkers)
         state_key_ledger(cr->key[w], sizeof(cr->key[w]), ep->net->conf->name, ep->conf->id, policy_credit_window_name(w));
         cr->active |= ep->conf->has_credits && policy_credit_budget(&ep->conf->credits, w) != 0;
     }
-}
-
-/* The credits the attempt in call->sent costs at endpoint ep: 1 taken; 0
- * (and ep marked tried) if its budget lacks them; -1 if the call waits for a
- * lease from Redis (cluster:; on_wait is called when it is decided). A hedge
- * passes no on_wait: it is not sent (0, ep left untried) rather than wait. */
-int pool_credit_take_call(pool_call_t *call, int ep, void (*on_wait)(pool_credit_wait_t *w))
-{
-    pool_endpoint_t *e = &call->net->endpoints[ep];
-    const char *names_small[16];
-    size_t lens_small[16], n = 0;
-    int heap = call->nsent > 16; /* most calls are single: no allocation */
-    const char **names = heap ? sl_xmalloc(call->nsent * sizeof(*names)) : names_small;
-    size_t *lens = heap ? sl_xmalloc(call->nsent * sizeof(*lens)) : lens_small;
-    for (size_t i = 0; i < call->nsent; i++) {
-        const pool_item_t *it = &call->items[call->sent[i]];
-        names[n] = it->name ? it->name : "";
-        lens[n++] = it->name_len;
-    }
-    int ok = 1;
-    policy_cost_t cost = policy_cost_of_request(e->credit.profile, call->net->conf->chain, NULL, 0, names, lens, n,
-                                                call->batch);
-    uint64_t retry_ms = 0;
-    int took = pool_credit_take(e, cost, &retry_ms);
-    if (took == POOL_CREDIT_WAIT) {
-        if (on_wait != NULL)
-            pool_credit_wait(e, &call->credit_wait, on_wait);
-        ok = on_wait != NULL ? -1 : 0;
-    } else if (took) {
-        /* instrument usage in the provider's own units, budget or not */
-        e->health.stats.credits_spent += cost.billed;
-        e->health.dirty = 1;
-        pool_pressure_spent(e, (uint32_t)call->nsent, cost);
-        for (size_t i = 0; i < call->nsent; i++) {
-            const pool_item_t *it = &call->items[call->sent[i]];
-            policy_cost_t one = call->nsent == 1 && !call->batch
-                                    ? cost /* a single call is its own request */
-                                    : policy_cost_of(e->credit.profile, call->net->conf->chain, NULL, 0, names[i], lens[i]);
-            pool_method_count(e, it->method, POOL_MC_REQUESTS, 1);
-            pool_method_count(e, it->method, POOL_MC_CREDITS, one.billed);
-        }
-    } else {
-        call->tried[ep] = 1;
-        uint64_t until = sl_shared_ms() + retry_ms;
-        if (call->rate_limited_until_ms == 0 || until < call->rate_limited_until_ms)
-            call->rate_limited_until_ms = until;
-        ok = 0;
-    }
-    if (heap) {
-        free(names);
-        free(lens);
-    }
-    return ok;
 }

@@ -129,7 +129,7 @@ static void on_hedge_timer(pool_delay_t *d)
     call->tried[primary] = 1; /* the hedge goes elsewhere */
     int ep = call->attempts < net->max_attempts ? pool_call_plan_next(call) : -1;
     call->tried[primary] = was;
-    if (ep < 0 || ep == primary || pool_credit_take_call(call, ep, NULL) != 1) {
+    if (ep < 0 || ep == primary || pool_call_gate(call, ep, 0) != POOL_GATE_GO) {
         hedge_move(call, POOL_HEDGE_IDLE);
         return;
     }
