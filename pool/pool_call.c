@@ -142,10 +142,8 @@ pool_fail_t pool_call_attempt_start(pool_call_t *call, pool_exchange_t *ex, int 
 {
     pool_endpoint_t *e = &call->net->endpoints[ep];
     pool_fail_t fail = call->net->pool->t.ops->start(ex, &e->link, body, len, is_write, cb, call);
-    if (fail == POOL_FAIL_NONE && e->link.inflight > e->health.stats.max_inflight_seen) {
-        e->health.stats.max_inflight_seen = e->link.inflight;
-        e->health.dirty = 1;
-    }
+    if (fail == POOL_FAIL_NONE)
+        POOL_STAT_PEAK(e, max_inflight_seen, e->link.inflight);
     return fail;
 }
 

@@ -245,8 +245,7 @@ void pool_coalesce_done(pool_call_t *call)
     h2o_linklist_unlink(&g->link); /* no newcomer joins while the waiters are answered */
     int ep = call->items[0].endpoint;
     if (ep >= 0 && (size_t)ep < net->nendpoints && g->nwaiters > 0) {
-        net->endpoints[ep].health.stats.coalesced += g->nwaiters;
-        net->endpoints[ep].health.dirty = 1;
+        POOL_STAT_ADD(&net->endpoints[ep], coalesced, g->nwaiters);
     }
     while (!h2o_linklist_is_empty(&g->waiters)) {
         pool_call_t *w = H2O_STRUCT_FROM_MEMBER(pool_call_t, coalesce.link, g->waiters.next);

@@ -39,8 +39,7 @@ static pool_gate_t row_gate(pool_call_t *call, int ep, int may_wait)
         ok = may_wait ? POOL_GATE_WAIT : POOL_GATE_SKIP;
     } else if (took) {
         /* instrument usage in the provider's own units, budget or not */
-        e->health.stats.credits_spent += cost.billed;
-        e->health.dirty = 1;
+        POOL_STAT_ADD(e, credits_spent, cost.billed);
         pool_pressure_spent(e, (uint32_t)call->nsent, cost);
         for (size_t i = 0; i < call->nsent; i++) {
             const pool_item_t *it = &call->items[call->sent[i]];

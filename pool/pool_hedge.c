@@ -144,8 +144,7 @@ static void on_hedge_timer(pool_delay_t *d)
         pool_call_start_failed(call, ep, &call->hedge.ex, fail);
         return;
     }
-    e->health.stats.hedges_sent++;
-    e->health.dirty = 1;
+    POOL_STAT_ADD(e, hedges_sent, 1);
     hedge_move(call, POOL_HEDGE_SENT);
     sl_log_debug("network %s: no answer from %s yet: hedged to %s", net->conf->name,
                  net->endpoints[primary].conf->id, e->conf->id);
@@ -236,8 +235,7 @@ static void cancel_loser(pool_call_t *call, pool_exchange_t *ex)
     }
     uint8_t flags = POOL_ATTEMPT_CANCELLED | (ex == &call->hedge.ex ? POOL_ATTEMPT_HEDGE : 0);
     pool_call_log_attempt(call, e->index, POOL_FAIL_NONE, 0, waited, flags);
-    e->health.stats.hedges_cancelled++;
-    e->health.dirty = 1;
+    POOL_STAT_ADD(e, hedges_cancelled, 1);
 }
 
 int pool_hedge_settle(pool_call_t *call, int hedge)
@@ -248,8 +246,7 @@ int pool_hedge_settle(pool_call_t *call, int hedge)
         disarm(call); /* the attempt it would hedge is over */
     if (hedge && settled && call->hedge.ep >= 0) {
         pool_endpoint_t *e = &call->net->endpoints[call->hedge.ep];
-        e->health.stats.hedges_won++;
-        e->health.dirty = 1;
+        POOL_STAT_ADD(e, hedges_won, 1);
     }
     if (!other_active)
         return 0;

@@ -94,6 +94,18 @@ struct pool_endpoint {
     uint64_t rate_v[POLICY_ROLL_SLOTS][POOL_RATE_COUNT];
 };
 
+/* How the call layer counts into an endpoint's record of this worker: one
+ * writer that adds n to a counter of state_stats_rec_t (or raises a peak)
+ * and marks the record dirty for the next flush (pool_tick.c). */
+#define POOL_STAT_ADD(ep, field, n) ((ep)->health.stats.field += (n), (ep)->health.dirty = 1)
+#define POOL_STAT_PEAK(ep, field, v)                                                                \
+    do {                                                                                            \
+        if ((v) > (ep)->health.stats.field) {                                                       \
+            (ep)->health.stats.field = (v);                                                         \
+            (ep)->health.dirty = 1;                                                                 \
+        }                                                                                           \
+    } while (0)
+
 /* The endpoint a link (or an exchange's link) belongs to. */
 static inline pool_endpoint_t *pool_link_endpoint(pool_link_t *link)
 {
