@@ -86,6 +86,15 @@ int pool_call_done(pool_call_t *call, pool_exchange_t *ex)
     return wait;
 }
 
+size_t pool_call_rows_bytes(const pool_call_t *call)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < NROWS; i++)
+        if (rows[i]->bytes != NULL)
+            n += rows[i]->bytes(call);
+    return n;
+}
+
 /* The one stop path: the call's own waits and attempt end, then (a deadline)
  * its pending items fail, then every satellite stops in the rows' order;
  * FINISHED and DEADLINE end in the callback, RELEASED in the free (by

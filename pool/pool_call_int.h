@@ -86,6 +86,7 @@ typedef struct pool_call_row {
     int (*done)(pool_call_t *call, pool_exchange_t *ex); /* an exchange of the call finished, its outcome
                                                      * applied: 1 if the call must wait for another one */
     void (*stop)(pool_call_t *call, pool_call_stop_t why);
+    size_t (*bytes)(const pool_call_t *call);     /* answer bytes it holds for the call */
     void (*net_init)(pool_network_t *net);        /* the satellite's state of a network */
     void (*net_dispose)(pool_network_t *net);
 } pool_call_row_t;
@@ -226,6 +227,8 @@ pool_gate_t pool_call_gate(pool_call_t *call, int ep, int may_wait);
 /* Runs the rows' started / done hooks. */
 void pool_call_started(pool_call_t *call, int ep, int is_write);
 int pool_call_done(pool_call_t *call, pool_exchange_t *ex);
+/* Answer bytes the rows hold for the call (pool_call_held adds the call's own). */
+size_t pool_call_rows_bytes(const pool_call_t *call);
 /* pool_call_wait.c: 1 if a confirmation poll should wait for a slot; its
  * place in the network's line. */
 int pool_call_should_wait(pool_call_t *call);

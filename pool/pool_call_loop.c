@@ -309,7 +309,8 @@ void pool_call_next(pool_call_t *call)
         }
         if (gate == POOL_GATE_SKIP)
             continue; /* skipped before any request was sent */
-        pool_fail_t fail = pool_call_attempt_start(call, &call->ex, ep, body, len, has_write, pool_call_on_exchange_done);
+        pool_fail_t fail =
+            pool_call_attempt_start(call, &call->ex, ep, body, len, has_write, pool_call_on_exchange_done);
         if (fail == POOL_FAIL_NONE) {
             call->ex_active = 1;
             call->body = body;

@@ -19,7 +19,7 @@ uint32_t pool_call_hedges(const pool_call_t *call)
 size_t pool_call_held(const pool_call_t *call)
 {
     /* an exchange's charge is 0 once it is disposed or kept (then in call->charged) */
-    return call->charged + call->ex.charged + call->hedge.ex.charged + pool_coalesce_shared_bytes(call);
+    return call->charged + call->ex.charged + pool_call_rows_bytes(call);
 }
 
 uint32_t pool_call_attempts(const pool_call_t *call)

@@ -182,7 +182,7 @@ void pool_coalesce_unshare(pool_call_t *call)
     free(sb);
 }
 
-size_t pool_coalesce_shared_bytes(const pool_call_t *call)
+static size_t pool_coalesce_shared_bytes(const pool_call_t *call)
 {
     return call->coalesce.shared != NULL ? call->coalesce.shared->charged : 0;
 }
@@ -312,4 +312,11 @@ static void row_stop(pool_call_t *call, pool_call_stop_t why)
     }
 }
 
-const pool_call_row_t pool_coalesce_row = {.name = "coalesce", .offer = pool_coalesce_offer, .stop = row_stop, .net_init = pool_coalesce_init, .net_dispose = pool_coalesce_dispose};
+const pool_call_row_t pool_coalesce_row = {
+    .name = "coalesce",
+    .offer = pool_coalesce_offer,
+    .stop = row_stop,
+    .bytes = pool_coalesce_shared_bytes,
+    .net_init = pool_coalesce_init,
+    .net_dispose = pool_coalesce_dispose,
+};

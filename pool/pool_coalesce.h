@@ -18,8 +18,6 @@ void pool_coalesce_done(pool_call_t *call);
 void pool_coalesce_leave(pool_call_t *call);
 /* Lets go of the group's shared answer; the last call to do so frees it. */
 void pool_coalesce_unshare(pool_call_t *call);
-/* Bytes of the group's shared answer the call points into (0: none). */
-size_t pool_coalesce_shared_bytes(const pool_call_t *call);
 
 /* A call's part in a group. */
 typedef struct pool_coalesce_call {

@@ -69,4 +69,8 @@ static void row_stop(pool_call_t *call, pool_call_stop_t why)
     pool_credit_wait_cancel(&call->credit_wait);
 }
 
-const pool_call_row_t pool_credit_row = {.name = "credit", .gate = row_gate, .stop = row_stop};
+const pool_call_row_t pool_credit_row = {
+    .name = "credit",
+    .gate = row_gate,
+    .stop = row_stop,
+};

@@ -293,5 +293,17 @@ static void row_stop(pool_call_t *call, pool_call_stop_t why)
     pool_hedge_stop(call);
 }
 
+static size_t row_bytes(const pool_call_t *call)
+{
+    return call->hedge.ex.charged; /* the hedge's answer, being read */
+}
+
 const pool_call_row_t pool_hedge_row = {
-    .name = "hedge", .started = row_started, .done = row_done, .stop = row_stop, .net_init = pool_hedge_init, .net_dispose = pool_hedge_dispose};
+    .name = "hedge",
+    .started = row_started,
+    .done = row_done,
+    .stop = row_stop,
+    .bytes = row_bytes,
+    .net_init = pool_hedge_init,
+    .net_dispose = pool_hedge_dispose,
+};

@@ -146,4 +146,7 @@ static void row_stop(pool_call_t *call, pool_call_stop_t why)
     pool_held_release(call);
 }
 
-const pool_call_row_t pool_held_row = {.name = "held", .stop = row_stop};
+const pool_call_row_t pool_held_row = {
+    .name = "held",
+    .stop = row_stop,
+};

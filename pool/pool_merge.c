@@ -467,4 +467,10 @@ static void row_stop(pool_call_t *call, pool_call_stop_t why)
         pool_merge_leave(call); /* cancelled, or its deadline ran out */
 }
 
-const pool_call_row_t pool_merge_row = {.name = "merge", .offer = pool_merge_offer, .stop = row_stop, .net_init = pool_merge_init, .net_dispose = pool_merge_dispose};
+const pool_call_row_t pool_merge_row = {
+    .name = "merge",
+    .offer = pool_merge_offer,
+    .stop = row_stop,
+    .net_init = pool_merge_init,
+    .net_dispose = pool_merge_dispose,
+};

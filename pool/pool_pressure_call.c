@@ -92,5 +92,10 @@ static void row_stop(pool_call_t *call, pool_call_stop_t why)
 }
 
 const pool_call_row_t pool_pressure_row = {
-    .name = "pressure", .start = row_start, .enter = row_enter, .stop = row_stop,
-    .net_init = pool_share_init, .net_dispose = pool_share_dispose};
+    .name = "pressure",
+    .start = row_start,
+    .enter = row_enter,
+    .stop = row_stop,
+    .net_init = pool_share_init,
+    .net_dispose = pool_share_dispose,
+};
