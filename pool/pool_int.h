@@ -519,9 +519,11 @@ void pool_write_accepted(pool_call_t *call, pool_item_t *it);
 int pool_write_find_pin(pool_call_t *call);
 int pool_write_verify_body(pool_call_t *call, const pool_item_t *it, sl_buf_t *out);
 
-/* Per-method counters of an endpoint: entry method_index * 3 + POOL_MC_*,
- * method_index in the chain's table, its length for any other method. */
-enum { POOL_MC_REQUESTS, POOL_MC_CREDITS, POOL_MC_REFUSALS, POOL_MC_COUNT };
+/* Per-method counters of an endpoint: the state/ layout (STATE_MC_*,
+ * state_mc_index), method_index in the chain's table, its length for any
+ * other method. */
+enum { POOL_MC_REQUESTS = STATE_MC_REQUESTS, POOL_MC_CREDITS = STATE_MC_CREDITS,
+       POOL_MC_REFUSALS = STATE_MC_REFUSALS, POOL_MC_COUNT = STATE_MC_COUNT };
 void pool_method_count(pool_endpoint_t *ep, const policy_method_t *m, int what, uint64_t amount);
 
 /* pool_answer.c: the one writer of pool_item_t.state. An item starts
