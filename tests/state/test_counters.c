@@ -6,26 +6,9 @@
 #include <string.h>
 
 #include "state/state_counters.h"
-#include "tests/lib/temp_dir.h"
+#include "tests/lib/temp_state.h"
 
-static char tmpdir[256], dbpath[300];
-static state_t *st;
-
-static void setup(void)
-{
-    temp_dir_make(tmpdir, sizeof(tmpdir), "counters");
-    snprintf(dbpath, sizeof(dbpath), "%s/state", tmpdir);
-    state_conf_t c = {.path = dbpath, .map_size_mb = 16, .event_max_count = 1000, .event_max_age_s = 86400};
-    cr_assert_eq(state_open(&c, &st), SL_OK);
-}
-
-static void teardown(void)
-{
-    state_close(st);
-    temp_dir_remove(tmpdir);
-}
-
-TestSuite(counters_slot, .init = setup, .fini = teardown);
+TEMP_STATE_SUITE(counters_slot);
 
 Test(counters_slot, nothing_to_load_is_zero_and_clean)
 {
