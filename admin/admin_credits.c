@@ -24,7 +24,7 @@ static uint64_t window_spent(const admin_ep_view_t *v, policy_credit_window_t w,
 /* The spend rate window w is counted in (credits per second x 1000). */
 static uint64_t spend_milli(const admin_ep_view_t *v, policy_credit_window_t w)
 {
-    return v->rate_milli[policy_credit_counts_throughput(w) ? 2 : 1];
+    return v->rate_milli[policy_credit_counts_throughput(w) ? STATE_RATE_THROUGHPUT : STATE_RATE_BILLED];
 }
 
 cJSON *admin_credit_window_json(const admin_ep_view_t *v, policy_credit_window_t w, uint64_t now)
@@ -45,7 +45,7 @@ cJSON *admin_credit_window_json(const admin_ep_view_t *v, policy_credit_window_t
      * budget is being spent at; the remaining budget at that rate lasts
      * remaining / rate (a straight line from the window's start would
      * average in hours of other traffic) */
-    uint64_t spend = spend_milli(v, w), calls = v->rate_milli[0];
+    uint64_t spend = spend_milli(v, w), calls = v->rate_milli[STATE_RATE_CALLS];
     cJSON_AddNumberToObject(x, "arrival_per_s", (double)calls / 1000.0);
     if (calls)
         cJSON_AddNumberToObject(x, "cost_per_call", (double)spend / (double)calls);
@@ -80,18 +80,23 @@ cJSON *admin_credits_json(const admin_ep_view_t *v, uint64_t now)
 
 static void per_method_metrics(sl_buf_t *b, const admin_ep_view_t *v, size_t n)
 {
-    static const char *const names[3] = {"sluice_endpoint_method_requests_total", "sluice_endpoint_method_credits_total",
-                                         "sluice_endpoint_method_refusals_total"};
-    static const char *const help[3] = {"Upstream calls by endpoint and method.",
-                                        "Billed credits by endpoint and method (the provider's units).",
-                                        "Calls refused with a rate limit, by endpoint and method."};
-    for (int k = 0; k < 3; k++) {
+    static const char *const names[STATE_MC_COUNT] = {
+        [STATE_MC_REQUESTS] = "sluice_endpoint_method_requests_total",
+        [STATE_MC_CREDITS] = "sluice_endpoint_method_credits_total",
+        [STATE_MC_REFUSALS] = "sluice_endpoint_method_refusals_total",
+    };
+    static const char *const help[STATE_MC_COUNT] = {
+        [STATE_MC_REQUESTS] = "Upstream calls by endpoint and method.",
+        [STATE_MC_CREDITS] = "Billed credits by endpoint and method (the provider's units).",
+        [STATE_MC_REFUSALS] = "Calls refused with a rate limit, by endpoint and method.",
+    };
+    for (int k = 0; k < STATE_MC_COUNT; k++) {
         sl_buf_printf(b, "# HELP %s %s\n# TYPE %s counter\n", names[k], help[k], names[k]);
         for (size_t i = 0; i < n; i++) {
             size_t nm;
             const policy_method_t *table = policy_method_table(v[i].net->chain, &nm);
             for (size_t m = 0; v[i].per_method != NULL && m <= nm; m++) {
-                uint64_t val = v[i].per_method[m * 3 + (size_t)k];
+                uint64_t val = v[i].per_method[state_mc_index(m, (state_method_counter_t)k)];
                 if (val != 0)
                     sl_buf_printf(b, "%s{network=\"%s\",endpoint=\"%s\",method=\"%s\"} %llu\n", names[k],
                                   v[i].net->name, v[i].ep->id, m < nm ? table[m].name : "other",

@@ -119,13 +119,13 @@ static cJSON *endpoint_json(const admin_ep_view_t *v, uint64_t now)
     size_t nm;
     const policy_method_t *table = policy_method_table(v->net->chain, &nm);
     for (size_t m = 0; v->per_method != NULL && m <= nm; m++) {
-        const uint64_t *c = &v->per_method[m * 3];
-        if (c[0] == 0 && c[2] == 0)
+        const uint64_t *c = &v->per_method[state_mc_index(m, 0)];
+        if (c[STATE_MC_REQUESTS] == 0 && c[STATE_MC_REFUSALS] == 0)
             continue;
         cJSON *x = cJSON_AddObjectToObject(pm, m < nm ? table[m].name : "other");
-        cJSON_AddNumberToObject(x, "requests", (double)c[0]);
-        cJSON_AddNumberToObject(x, "credits", (double)c[1]);
-        cJSON_AddNumberToObject(x, "refusals", (double)c[2]);
+        cJSON_AddNumberToObject(x, "requests", (double)c[STATE_MC_REQUESTS]);
+        cJSON_AddNumberToObject(x, "credits", (double)c[STATE_MC_CREDITS]);
+        cJSON_AddNumberToObject(x, "refusals", (double)c[STATE_MC_REFUSALS]);
     }
     return o;
 }

@@ -79,12 +79,12 @@ typedef struct admin_ep_view {
     state_stats_rec_t ranked;     /* the freshest worker's ranking fields */
     int has_ranked;
     state_ledger_rec_t ledger[POLICY_CREDIT_WINDOW_COUNT];
-    uint64_t *per_method;         /* (methods + 1) x 3: requests, credits, refusals, merged */
+    uint64_t *per_method;         /* state_mc_len(nmethods) counters at state_mc_index(), merged */
     size_t nmethods;
     size_t index;                 /* in its network's endpoint list */
     /* live rates over the last ~10 s, every fresh worker summed, per second
-     * x 1000: calls, billed credits, throughput credits (budgets only) */
-    uint64_t rate_milli[3];
+     * x 1000, by STATE_RATE_* (throughput credits: budgets only) */
+    uint64_t rate_milli[STATE_RATE_COUNT];
 } admin_ep_view_t;
 
 /* A network's pressure as the operator sees it: the shared level record,

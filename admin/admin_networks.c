@@ -39,7 +39,8 @@ static void collect(admin_t *a, admin_net_view_t *nv, const admin_ep_view_t *v, 
         for (size_t k = 0; k < n; k++) {
             if (v[k].net != x->net || v[k].index >= POOL_MAX_ENDPOINTS || !v[k].usable)
                 continue;
-            uint64_t cost = v[k].rate_milli[0] ? v[k].rate_milli[2] * 1000 / v[k].rate_milli[0] : 0;
+            const uint64_t *r = v[k].rate_milli;
+            uint64_t cost = r[STATE_RATE_CALLS] ? r[STATE_RATE_THROUGHPUT] * 1000 / r[STATE_RATE_CALLS] : 0;
             uint32_t max = v[k].ep->max_inflight ? v[k].ep->max_inflight : POOL_DEFAULT_MAX_INFLIGHT;
             uint64_t rate = v[k].ep->has_credits ? policy_credit_rate_milli(&v[k].ep->credits) : 0;
             x->slots[v[k].index] = policy_pressure_endpoint_slots(max, rate, cost, (uint64_t)(v[k].ewma_ms * 1000));

@@ -76,7 +76,7 @@ static void view_one(admin_t *a, admin_ep_view_t *v, uint64_t now)
     v->has_ranked = sum.has_freshest;
     v->ewma_ms = sum.ewma_us / 1000.0;
     policy_method_table(v->net->chain, &v->nmethods);
-    uint32_t want = (uint32_t)((v->nmethods + 1) * 3);
+    uint32_t want = state_mc_len(v->nmethods);
     state_counters_rec_t *rec = sl_xmalloc(sizeof(*rec));
     state_counters_sum(a->conf.state, STATE_COUNTERS_PER_METHOD, v->net->name, v->ep->id, a->conf.nworkers, want, rec);
     v->per_method = sl_xcalloc(want, sizeof(uint64_t));
@@ -123,11 +123,9 @@ admin_ep_view_t *admin_view_collect(admin_t *a, size_t *n)
             v[k].net = &a->conf.networks[i];
             v[k].ep = &a->conf.networks[i].endpoints[e];
             v[k].index = e;
-            if (snapshot && e < STATE_PRESSURE_MAX_EP) {
-                v[k].rate_milli[0] = sum->ep_calls_milli[e];
-                v[k].rate_milli[1] = sum->ep_billed_milli[e];
-                v[k].rate_milli[2] = sum->ep_throughput_milli[e];
-            }
+            if (snapshot && e < STATE_PRESSURE_MAX_EP)
+                for (int r = 0; r < STATE_RATE_COUNT; r++)
+                    v[k].rate_milli[r] = state_slot_rate_milli(sum, e, (state_rate_t)r);
             if (snapshot)
                 view_one(a, &v[k], now);
             else

@@ -7,41 +7,16 @@
  * The password is a secret: registered before anything could print it, and
  * never quoted by an error (which names the part of the URL that is wrong,
  * not its text). */
-#include <arpa/inet.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "base/sl_parse.h"
 #include "base/sl_secret.h"
 #include "gateway/gw_config_int.h"
+#include "wire/url.h"
 
 #define NFIELDS(t) (sizeof(t) / sizeof((t)[0]))
-
-/* %XX in user and password (for '@', ':' and '/' inside them). */
-static char *decode_part(const char *s, size_t n, const char **why)
-{
-    char *out = sl_xmalloc(n + 1);
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] != '%') {
-            out[k++] = s[i];
-            continue;
-        }
-        int hi = i + 1 < n ? sl_hex_digit((unsigned char)s[i + 1]) : -1;
-        int lo = i + 2 < n ? sl_hex_digit((unsigned char)s[i + 2]) : -1;
-        if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
-            free(out);
-            *why = "a '%' in the user or password must start an escape like %40 (not %00)";
-            return NULL;
-        }
-        out[k++] = (char)(hi * 16 + lo);
-        i += 2;
-    }
-    out[k] = '\0';
-    return out;
-}
 
 static int all_in(const char *s, size_t n, const char *set)
 {
@@ -51,105 +26,34 @@ static int all_in(const char *s, size_t n, const char *set)
     return 1;
 }
 
-/* The user-info part "[user]:password" (before '@'). */
-static const char *parse_userinfo(const char *s, size_t n, state_cluster_conf_t *out)
+/* Registers the password of u (as written and decoded) as a secret: before
+ * anything could print it, and whether or not the rest of the URL parsed. */
+static void register_password(const wire_redis_url_t *u)
 {
-    const char *colon = memchr(s, ':', n);
-    const char *why = NULL;
-    if (colon == NULL)
-        return "the part before '@' must be ':password' or 'user:password'";
-    size_t ulen = (size_t)(colon - s), plen = n - ulen - 1;
-    sl_secret_add_n(colon + 1, plen); /* as written, escapes and all */
-    char *pw = decode_part(colon + 1, plen, &why);
-    if (pw == NULL)
-        return why;
-    sl_secret_add(pw); /* before anything else can print it */
-    if (pw[0] == '\0') {
-        free(pw);
-        return "the password after ':' is empty (leave out ':@' for no password)";
-    }
-    out->password = pw;
-    if (ulen > 0 && (out->user = decode_part(s, ulen, &why)) == NULL)
-        return why;
-    return NULL;
-}
-
-/* "host[:port]" with an IPv6 host in brackets. */
-static const char *parse_hostport(const char *s, size_t n, state_cluster_conf_t *out)
-{
-    const char *h = s, *hend, *port = NULL;
-    if (n > 0 && s[0] == '[') {
-        hend = memchr(s, ']', n);
-        if (hend == NULL)
-            return "an IPv6 address must end with ']'";
-        h = s + 1;
-        if (hend + 1 < s + n) {
-            if (hend[1] != ':')
-                return "expected ':port' after the IPv6 address";
-            port = hend + 2;
-        }
-        unsigned char buf[16];
-        char tmp[64];
-        size_t hl = (size_t)(hend - h);
-        if (hl == 0 || hl >= sizeof(tmp))
-            return "invalid IPv6 address";
-        memcpy(tmp, h, hl);
-        tmp[hl] = '\0';
-        if (inet_pton(AF_INET6, tmp, buf) != 1)
-            return "invalid IPv6 address";
-    } else {
-        hend = memchr(s, ':', n);
-        if (hend != NULL)
-            port = hend + 1;
-        else
-            hend = s + n;
-        if (!all_in(h, (size_t)(hend - h), "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_"))
-            return "the host must be a name or an address";
-    }
-    size_t hl = (size_t)(hend - h);
-    if (hl == 0 || hl > 255)
-        return "the URL has no host";
-    out->redis_host = sl_xstrndup(h, hl);
-    out->redis_port = STATE_CLUSTER_DEFAULT_PORT;
-    if (port != NULL) {
-        uint64_t p;
-        if (sl_parse_u64(port, (size_t)(s + n - port), 65535, &p) != SL_OK || p == 0)
-            return "the port must be a number between 1 and 65535";
-        out->redis_port = (uint16_t)p;
-    }
-    return NULL;
+    if (u->password_raw != NULL)
+        sl_secret_add_n(u->password_raw, u->password_raw_len);
+    if (u->password != NULL)
+        sl_secret_add(u->password);
 }
 
 const char *gw_cluster_url_parse(const char *url, state_cluster_conf_t *out)
 {
-    static const char scheme[] = "redis://";
-    if (strncmp(url, scheme, sizeof(scheme) - 1) != 0)
-        return strncmp(url, "rediss://", 9) == 0 ? "TLS (rediss://) is not supported by this build's hiredis"
-                                                  : "expected redis://[:password@]host:port[/db]";
-    const char *p = url + sizeof(scheme) - 1;
-    const char *end = p + strlen(p);
-    const char *at = memrchr(p, '@', (size_t)(end - p));
-    const char *why;
-    if (at != NULL) {
-        if ((why = parse_userinfo(p, (size_t)(at - p), out)) != NULL)
-            return why;
-        p = at + 1;
+    wire_redis_url_t u;
+    const char *why = wire_redis_url_parse(url, &u);
+    register_password(&u);
+    if (u.tls)
+        why = "TLS (rediss://) is not supported by this build's hiredis";
+    if (why == NULL) {
+        out->redis_host = u.host;
+        out->redis_port = u.port;
+        out->user = u.user;
+        out->password = u.password;
+        out->db = u.db;
+        out->url_shown = wire_redis_url_redact(&u);
+        u.host = u.user = u.password = NULL; /* now the config's */
     }
-    const char *slash = memchr(p, '/', (size_t)(end - p));
-    if ((why = parse_hostport(p, (size_t)((slash ? slash : end) - p), out)) != NULL)
-        return why;
-    if (slash != NULL && slash + 1 < end) {
-        uint64_t db;
-        if (sl_parse_u64(slash + 1, (size_t)(end - slash - 1), 100000, &db) != SL_OK)
-            return "the database after '/' must be a number (0 to 100000)";
-        out->db = (uint32_t)db;
-    }
-    char shown[400];
-    int v6 = strchr(out->redis_host, ':') != NULL;
-    snprintf(shown, sizeof(shown), "redis://%s%s%s%s:%u/%u", out->password ? "***@" : "", v6 ? "[" : "",
-             out->redis_host, v6 ? "]" : "", (unsigned)out->redis_port, out->db);
-    out->url_shown = sl_xstrdup(shown);
-    return NULL;
+    wire_redis_url_dispose(&u);
+    return why;
 }
 
 static void cluster_redis(gw_cfg_t *c, yaml_node_t *n, void *target)

@@ -6,21 +6,20 @@
 
 #include "base/sl_buf.h"
 #include "base/sl_log.h"
+#include "state/state_counters.h"
 #include "state/state_key.h"
 
 typedef struct net_counters {
-    char key[STATE_KEY_MAX];      /* state_key_requests: this worker's slot */
+    state_counters_slot_t c;      /* key: state_key_requests, this worker's slot */
     const policy_method_t *table; /* the chain's method table */
     size_t nmethods;              /* its length; index nmethods = any other method */
-    state_counters_rec_t *rec;
-    int dirty;
 } net_counters_t;
 
 struct gw_stats {
     state_t *st;
     net_counters_t *nets;
     size_t n;
-    net_counters_t srv;           /* the worker's limits, "srv/<slot>" (table unused) */
+    state_counters_slot_t srv;    /* the worker's limits, "srv/<slot>" */
     char deg_key[STATE_KEY_MAX];  /* state_key_degraded: this worker's degraded parts */
     state_counters_rec_t *deg;    /* as last written */
 };
@@ -48,27 +47,16 @@ gw_stats_t *gw_stats_create(const gw_config_t *cfg, state_t *st, unsigned slot)
     int snapshot = st != NULL && state_read_begin(st) == SL_OK;
     for (size_t i = 0; i < s->n; i++) {
         net_counters_t *c = &s->nets[i];
-        state_key_requests(c->key, sizeof(c->key), cfg->networks[i].name, slot);
+        state_key_requests(c->c.key, sizeof(c->c.key), cfg->networks[i].name, slot);
         c->table = policy_method_table(cfg->networks[i].chain, &c->nmethods);
-        c->rec = sl_xcalloc(1, sizeof(*c->rec));
-        uint32_t want = (uint32_t)((c->nmethods + 1) * STATE_REQ_OUTCOME_COUNT);
-        if (!snapshot || state_counters_get(st, c->key, c->rec) != SL_OK || c->rec->n != want)
-            c->rec->n = 0;
-        if (c->rec->n == 0) {
-            c->rec->n = want;
-            for (uint32_t k = 0; k < want; k++)
-                c->rec->v[k] = 0;
-        }
+        state_counters_slot_load(&c->c, snapshot ? st : NULL, (uint32_t)((c->nmethods + 1) * STATE_REQ_OUTCOME_COUNT));
     }
     state_key_server(s->srv.key, sizeof(s->srv.key), slot);
-    s->srv.rec = sl_xcalloc(1, sizeof(*s->srv.rec));
-    if (!snapshot || state_counters_get(st, s->srv.key, s->srv.rec) != SL_OK || s->srv.rec->n != STATE_SRV_COUNT)
-        memset(s->srv.rec, 0, sizeof(*s->srv.rec));
-    s->srv.rec->n = STATE_SRV_COUNT;
+    state_counters_slot_load(&s->srv, snapshot ? st : NULL, STATE_SRV_COUNT);
     for (int k = 0; k < STATE_SRV_COUNT; k++)
         if (state_srv_counter_is_gauge((state_srv_counter_t)k))
-            s->srv.rec->v[k] = 0; /* a previous worker's value is not this one's */
-    s->srv.dirty = 1;
+            state_counters_slot_set(&s->srv, (size_t)k, 0); /* a previous worker's value is not this one's */
+    state_counters_slot_touch(&s->srv);
     if (snapshot)
         state_read_end(st);
     state_key_degraded(s->deg_key, sizeof(s->deg_key), slot);
@@ -78,18 +66,14 @@ gw_stats_t *gw_stats_create(const gw_config_t *cfg, state_t *st, unsigned slot)
 
 void gw_stats_srv_add(gw_stats_t *s, state_srv_counter_t c, uint64_t n)
 {
-    if (s == NULL)
-        return;
-    s->srv.rec->v[c] += n;
-    s->srv.dirty = 1;
+    if (s != NULL)
+        state_counters_slot_add(&s->srv, c, n);
 }
 
 void gw_stats_srv_set(gw_stats_t *s, state_srv_counter_t c, uint64_t value)
 {
-    if (s == NULL || s->srv.rec->v[c] == value)
-        return;
-    s->srv.rec->v[c] = value;
-    s->srv.dirty = 1;
+    if (s != NULL)
+        state_counters_slot_set(&s->srv, c, value);
 }
 
 void gw_stats_destroy(gw_stats_t *s)
@@ -97,9 +81,9 @@ void gw_stats_destroy(gw_stats_t *s)
     if (s == NULL)
         return;
     for (size_t i = 0; i < s->n; i++)
-        free(s->nets[i].rec);
+        state_counters_slot_dispose(&s->nets[i].c);
     free(s->nets);
-    free(s->srv.rec);
+    state_counters_slot_dispose(&s->srv);
     free(s->deg);
     free(s);
 }
@@ -109,8 +93,7 @@ static void count(net_counters_t *c, const policy_method_t *m, state_req_outcome
     size_t mi = c->nmethods;
     if (m != NULL && m >= c->table && m < c->table + c->nmethods)
         mi = (size_t)(m - c->table);
-    c->rec->v[mi * STATE_REQ_OUTCOME_COUNT + o]++;
-    c->dirty = 1;
+    state_counters_slot_add(&c->c, mi * STATE_REQ_OUTCOME_COUNT + o, 1);
 }
 
 void gw_stats_count_request(gw_stats_t *s, size_t net_index, const gw_rpc_request_t *rpc, const pool_item_t *items,
@@ -149,7 +132,7 @@ void gw_stats_flush(gw_stats_t *s)
     const state_counters_rec_t **recs = sl_xmalloc((s->n + 2) * sizeof(*recs));
     size_t n = 0;
     for (size_t i = 0; i <= s->n; i++) {
-        net_counters_t *c = i < s->n ? &s->nets[i] : &s->srv;
+        state_counters_slot_t *c = i < s->n ? &s->nets[i].c : &s->srv;
         if (!c->dirty)
             continue;
         keys[n] = c->key;
@@ -169,7 +152,7 @@ void gw_stats_flush(gw_stats_t *s)
     }
     if (n > 0 && state_counters_put(s->st, keys, recs, n) == SL_OK) {
         for (size_t i = 0; i < s->n; i++)
-            s->nets[i].dirty = 0;
+            s->nets[i].c.dirty = 0;
         s->srv.dirty = 0;
         if (deg_dirty) {
             s->deg->n = deg.n;

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "wire/json_scan.h"
+#include "wire/envelope.h"
 
 static const char *const verdict_names[POLICY_VERDICT_COUNT] = {
 #define POLICY_VERDICT_NAME_(name, msg) [POLICY_VERDICT_##name] = #name,
@@ -292,33 +292,10 @@ static int equals_trimmed(const char *msg, const char *want)
     return n == w && strncasecmp(msg, want, n) == 0;
 }
 
-/* The value of member `key` of the JSON object at span obj of buf, or {0, 0}.
- * Keys compare on raw bytes (a key written with escapes never matches). The
- * span came from wire_envelope_error, so the object is already validated. */
-static wire_span_t object_member(const char *buf, wire_span_t obj, const char *key)
-{
-    static const wire_span_t none = {0, 0};
-    if (buf == NULL || wire_json_kind(buf, obj) != WIRE_JSON_OBJECT)
-        return none;
-    wire_scan_t s;
-    wire_scan_init(&s, buf, obj.off, obj.len);
-    if (wire_scan_open(&s, '{') != SL_OK)
-        return none;
-    size_t klen = strlen(key);
-    int first = 1, more = 0;
-    while (wire_scan_next(&s, &first, &more) == SL_OK && more) {
-        wire_span_t k, v;
-        if (wire_scan_key(&s, &k) != SL_OK || wire_scan_colon(&s) != SL_OK || wire_scan_value(&s, &v) != SL_OK)
-            return none;
-        if (k.len == klen + 2 && memcmp(buf + k.off + 1, key, klen) == 0)
-            return v;
-    }
-    return none;
-}
-
+/* err->data came from wire_envelope_error: already validated. */
 static int data_member_is(const char *buf, const wire_rpc_error_t *err, const char *key, const char *want)
 {
-    wire_span_t v = object_member(buf, err->data, key);
+    wire_span_t v = wire_json_member(buf, err->data, key);
     char text[64];
     return wire_json_kind(buf, v) == WIRE_JSON_STRING && wire_json_string(buf, v, text, sizeof text) == SL_OK &&
            strcmp(text, want) == 0;
@@ -351,7 +328,7 @@ static int rule_matches(const policy_verdict_rule_t *r, const policy_method_t *m
  * does anything over a day. */
 static uint32_t backoff_hint_ms(const wire_rpc_error_t *err, const char *buf)
 {
-    wire_span_t v = object_member(buf, err->data, "backoff_seconds");
+    wire_span_t v = wire_json_member(buf, err->data, "backoff_seconds");
     if (wire_json_kind(buf, v) != WIRE_JSON_NUMBER)
         return 0;
     const char *p = buf + v.off, *end = p + v.len;

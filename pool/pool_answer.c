@@ -197,7 +197,7 @@ static void item_verdict(answer_ctx_t *a, pool_item_t *it, policy_verdict_t v, u
     case POLICY_VERDICT_RATE_LIMITED:
         /* refused before processing: safe to move on, writes included */
         item_rate_limited(it, retry_ms ? retry_ms : a->retry_hdr_ms);
-        pool_method_count(pool_link_endpoint(a->ex->link), it->method, POOL_MC_REFUSALS, 1);
+        pool_method_count(pool_link_endpoint(a->ex->link), it->method, STATE_MC_REFUSALS, 1);
         return;
     case POLICY_VERDICT_UNSUPPORTED:
         a->call->no_retry[ep] = 1; /* asking it again will not change its mind */

@@ -46,8 +46,8 @@ static pool_gate_t row_gate(pool_call_t *call, int ep, int may_wait)
             policy_cost_t one = call->nsent == 1 && !call->batch
                                     ? cost /* a single call is its own request */
                                     : policy_cost_of(e->credit.profile, call->net->conf->chain, NULL, 0, names[i], lens[i]);
-            pool_method_count(e, it->method, POOL_MC_REQUESTS, 1);
-            pool_method_count(e, it->method, POOL_MC_CREDITS, one.billed);
+            pool_method_count(e, it->method, STATE_MC_REQUESTS, 1);
+            pool_method_count(e, it->method, STATE_MC_CREDITS, one.billed);
         }
     } else {
         call->tried[ep] = 1;

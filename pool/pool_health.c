@@ -388,6 +388,6 @@ void pool_method_count(pool_endpoint_t *ep, const policy_method_t *m, int what, 
     if (h->per_method == NULL)
         return;
     size_t mi = m >= table && m < table + nmethods ? (size_t)(m - table) : nmethods;
-    h->per_method->v[mi * POOL_MC_COUNT + (size_t)what] += amount;
+    h->per_method->v[state_mc_index(mi, (state_method_counter_t)what)] += amount;
     h->per_method_dirty = 1;
 }

@@ -66,7 +66,7 @@ typedef struct pool_health {
     uint64_t last_ok_ms;          /* wall ms of the last attempt here not refused with a rate limit */
     uint64_t rl_written_until_ms; /* last rate-limit mark this worker wrote */
     uint64_t demote_written_until_ms; /* last demotion this worker wrote */
-    state_counters_rec_t *per_method; /* requests, credits, refusals per method (POOL_MC_*) */
+    state_counters_rec_t *per_method; /* requests, credits, refusals per method (STATE_MC_*) */
     char per_method_key[STATE_KEY_MAX]; /* state_key_per_method */
     int per_method_dirty;
     pool_exchange_t probe;        /* a probe this worker sends (pool_probe.c) */
@@ -227,9 +227,9 @@ void pool_probe_tick(pool_endpoint_t *ep, uint64_t now_ms);
 /* Sends the half-open probe this worker claimed. */
 void pool_probe_send_breaker(pool_endpoint_t *ep);
 
-/* Per-method counters of an endpoint: entry method_index * 3 + POOL_MC_*,
- * method_index in the chain's table, its length for any other method. */
-enum { POOL_MC_REQUESTS, POOL_MC_CREDITS, POOL_MC_REFUSALS, POOL_MC_COUNT };
+/* Per-method counters of an endpoint: the state/ layout (STATE_MC_*,
+ * state_mc_index), method_index in the chain's table, its length for any
+ * other method. */
 void pool_method_count(pool_endpoint_t *ep, const policy_method_t *m, int what, uint64_t amount);
 
 /* pool_credit.c */

@@ -181,7 +181,7 @@ void pool_tick_init(pool_t *pool)
             size_t nmethods;
             policy_method_table(net->conf->chain, &nmethods);
             ep->health.per_method = sl_xcalloc(1, sizeof(*ep->health.per_method));
-            ep->health.per_method->n = (uint32_t)((nmethods + 1) * POOL_MC_COUNT);
+            ep->health.per_method->n = (uint32_t)((nmethods + 1) * STATE_MC_COUNT);
         }
     }
     if (pool->state != NULL) {

@@ -61,18 +61,9 @@ static int read_recs(state_t *st, MDB_txn *txn, const budget_db_t *b, const char
 static int write_recs(state_t *st, MDB_txn *txn, const budget_db_t *b, const char *const *keys, size_t n,
                       const char *recs)
 {
-    sl_buf_t buf = SL_BUF_INIT;
     int rc = MDB_SUCCESS;
-    for (size_t i = 0; i < n && rc == MDB_SUCCESS; i++) {
-        sl_buf_reset(&buf);
-        if (state_record_encode(b->schema, recs + i * b->recsize, &buf) != SL_OK) {
-            rc = MDB_INVALID;
-            break;
-        }
-        MDB_val k = {strlen(keys[i]), (void *)keys[i]}, v = {buf.len, buf.base};
-        rc = mdb_put(txn, st->dbi[b->dbi], &k, &v, 0);
-    }
-    sl_buf_dispose(&buf);
+    for (size_t i = 0; i < n && rc == MDB_SUCCESS; i++)
+        rc = state_rec_put(st, txn, b->dbi, keys[i], b->schema, recs + i * b->recsize);
     return rc;
 }
 
@@ -209,11 +200,7 @@ static int evict_for_room(state_t *st, uint64_t now, const char *const *keys, si
     int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
     if (rc != MDB_SUCCESS)
         return rc;
-    if ((rc = evict_cells(st, txn, EVICT_ON_FULL, now, keys, n)) != MDB_SUCCESS) {
-        mdb_txn_abort(txn);
-        return rc;
-    }
-    return mdb_txn_commit(txn);
+    return state_txn_end(txn, evict_cells(st, txn, EVICT_ON_FULL, now, keys, n));
 }
 
 /* ---- the lease transaction ---- */
@@ -245,12 +232,10 @@ static int update_once(state_t *st, const budget_db_t *b, const char *const *key
     }
     if (!fn(ctx, recs, n, events, &nevents))
         goto done;
-    if ((rc = write_recs(st, txn, b, keys, n, recs)) != MDB_SUCCESS)
-        goto done;
-    for (size_t i = 0; i < nevents && i < STATE_MAX_TXN_EVENTS; i++)
-        if ((rc = state_event_put(st, txn, &events[i])) != MDB_SUCCESS)
-            goto done;
-    rc = mdb_txn_commit(txn);
+    rc = write_recs(st, txn, b, keys, n, recs);
+    if (rc == MDB_SUCCESS)
+        rc = state_events_put(st, txn, events, nevents < STATE_MAX_TXN_EVENTS ? nevents : STATE_MAX_TXN_EVENTS);
+    rc = state_txn_end(txn, rc);
     txn = NULL;
 done:
     if (txn != NULL)

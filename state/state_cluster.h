@@ -29,7 +29,6 @@
 #include "base/sl_err.h"
 #include "state/state.h"
 
-#define STATE_CLUSTER_DEFAULT_PORT 6379
 #define STATE_CLUSTER_DEFAULT_PREFIX "sluice:"
 #define STATE_CLUSTER_DEFAULT_TIMEOUT_MS 250
 #define STATE_CLUSTER_HOST_MAX STATE_HOST_MAX 

@@ -191,9 +191,7 @@ static void mirror_many(state_t *st, char (*keys)[STATE_KEY_MAX], const state_cl
     for (size_t i = 0; i < r->n && rc == MDB_SUCCESS; i++)
         rc = mirror_one(st, txn, keys[i], r->windows[i].start_ms, r->windows[i].spent, r->windows[i].low,
                         r->windows[i].exhausted);
-    if (rc != MDB_SUCCESS || mdb_txn_commit(txn) != MDB_SUCCESS) {
-        if (rc != MDB_SUCCESS)
-            mdb_txn_abort(txn);
+    if (state_txn_end(txn, rc) != MDB_SUCCESS) {
         sl_log_warn("cluster: cannot keep the host's copy of a credit ledger");
     }
 }
@@ -340,9 +338,7 @@ static void on_sync(void *data, redisReply *reply)
     for (size_t i = 0; i < op->n && rc == MDB_SUCCESS; i++)
         sync_one(st, txn, op->keys[i], &op->unsynced[i], reply_u64(reply->element[3 * i]),
                  reply_u64(reply->element[3 * i + 1]), reply_u64(reply->element[3 * i + 2]), &rc);
-    if (rc != MDB_SUCCESS || mdb_txn_commit(txn) != MDB_SUCCESS) {
-        if (rc != MDB_SUCCESS)
-            mdb_txn_abort(txn);
+    if (state_txn_end(txn, rc) != MDB_SUCCESS) {
         sl_log_warn("cluster: cannot update the host's copies of the credit ledgers");
     }
     sync_free(op);

@@ -148,23 +148,11 @@ static int mirror_read(state_t *st, MDB_txn *txn, const char *key, state_cluster
     return 1;
 }
 
-static int put_rec(state_t *st, MDB_txn *txn, int db, const char *key, const state_schema_t *schema, const void *rec)
-{
-    sl_buf_t buf = SL_BUF_INIT;
-    int rc = MDB_INVALID;
-    if (state_record_encode(schema, rec, &buf) == SL_OK) {
-        MDB_val k = {strlen(key), (void *)key}, v = {buf.len, buf.base};
-        rc = mdb_put(txn, st->dbi[db], &k, &v, 0);
-    }
-    sl_buf_dispose(&buf);
-    return rc;
-}
-
 static int mirror_write(state_t *st, MDB_txn *txn, const char *key, const state_cluster_ep_t *c)
 {
     char mk[STATE_KEY_MAX + 4];
     mirror_key(mk, sizeof(mk), key);
-    return put_rec(st, txn, STATE_DB_META, mk, &state_cluster_ep_schema, c);
+    return state_rec_put(st, txn, STATE_DB_META, mk, &state_cluster_ep_schema, c);
 }
 
 static int local_read(state_t *st, MDB_txn *txn, const char *key, state_endpoint_rec_t *rec)
@@ -205,15 +193,13 @@ static int mirror_apply(state_cluster_t *cl, const char *key, const state_cluste
         state_cluster_ep_to_local(&w, cl->conf->host, &rec);
         rc = mirror_write(st, txn, key, &w);
         if (rc == MDB_SUCCESS)
-            rc = put_rec(st, txn, STATE_DB_ENDPOINTS, key, &state_endpoint_schema, &rec);
+            rc = state_rec_put(st, txn, STATE_DB_ENDPOINTS, key, &state_endpoint_schema, &rec);
     }
-    for (size_t i = 0; rc == MDB_SUCCESS && i < nevents; i++)
-        rc = state_event_put(st, txn, &events[i]);
+    if (rc == MDB_SUCCESS)
+        rc = state_events_put(st, txn, events, nevents);
     if (!newer && nevents == 0) {
         mdb_txn_abort(txn);
-    } else if (rc != MDB_SUCCESS || mdb_txn_commit(txn) != MDB_SUCCESS) {
-        if (rc != MDB_SUCCESS)
-            mdb_txn_abort(txn);
+    } else if (state_txn_end(txn, rc) != MDB_SUCCESS) {
         sl_log_warn("cluster: cannot write the host's copy of %s", key);
         newer = 0;
     }
@@ -231,7 +217,7 @@ void state_cluster_ep_mark_dirty(state_cluster_t *cl, const char *key)
     state_cluster_ep_t c;
     mirror_read(st, txn, key, &c);
     c.dirty = 1;
-    if (mirror_write(st, txn, key, &c) != MDB_SUCCESS || mdb_txn_commit(txn) != MDB_SUCCESS)
+    if (state_txn_end(txn, mirror_write(st, txn, key, &c)) != MDB_SUCCESS)
         sl_log_warn("cluster: cannot mark %s as changed on this host", key);
 }
 

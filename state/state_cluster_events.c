@@ -231,9 +231,7 @@ static long take_entries(state_cluster_t *cl, const redisReply *reply, int *adde
         MDB_val k = stream_id_key, v = {last_len, (void *)last};
         rc = mdb_put(txn, st->dbi[STATE_DB_META], &k, &v, 0);
     }
-    if (rc != MDB_SUCCESS || mdb_txn_commit(txn) != MDB_SUCCESS) {
-        if (rc != MDB_SUCCESS)
-            mdb_txn_abort(txn);
+    if (state_txn_end(txn, rc) != MDB_SUCCESS) {
         sl_log_warn("cluster: cannot append the other hosts' events to this host's log");
         return -1;
     }

@@ -49,14 +49,7 @@ static int read_mode(state_t *st, MDB_txn *txn, state_cluster_mode_rec_t *rec)
 
 static int write_mode(state_t *st, MDB_txn *txn, const state_cluster_mode_rec_t *rec)
 {
-    sl_buf_t buf = SL_BUF_INIT;
-    int rc = MDB_INVALID;
-    if (state_record_encode(&state_cluster_mode_schema, rec, &buf) == SL_OK) {
-        MDB_val k = mode_key, v = {buf.len, buf.base};
-        rc = mdb_put(txn, st->dbi[STATE_DB_META], &k, &v, 0);
-    }
-    sl_buf_dispose(&buf);
-    return rc;
+    return state_rec_put(st, txn, STATE_DB_META, mode_key.mv_data, &state_cluster_mode_schema, rec);
 }
 
 sl_err_t state_cluster_mode_reset(state_t *st, uint64_t now_ms)
@@ -135,13 +128,9 @@ static int on_return(state_cluster_mode_rec_t *rec, uint64_t since_ms, uint64_t 
 static int put_mode(state_t *st, MDB_txn *txn, const state_cluster_mode_rec_t *rec, state_event_t *e)
 {
     int rc = write_mode(st, txn, rec);
-    if (rc == MDB_SUCCESS && e != NULL)
-        rc = state_event_put(st, txn, e);
-    if (rc != MDB_SUCCESS) {
-        mdb_txn_abort(txn);
-        return 0;
-    }
-    return mdb_txn_commit(txn) == MDB_SUCCESS;
+    if (rc == MDB_SUCCESS)
+        rc = state_events_put(st, txn, e, e != NULL);
+    return state_txn_end(txn, rc) == MDB_SUCCESS;
 }
 
 int state_cluster_mode_move(state_t *st, state_cluster_mode_t to, uint32_t hosts, const char *why, uint64_t now_ms)

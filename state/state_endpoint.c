@@ -125,20 +125,9 @@ static sl_err_t endpoint_update(state_t *st, const char *key, state_update_fn fn
         nevents = STATE_MAX_TXN_EVENTS;
     if (repair)
         repair_event(&events[nevents++], key, bad, fixed.since_ms);
-    sl_buf_t buf = SL_BUF_INIT;
-    sl_err_t err = state_record_encode(&state_endpoint_schema, &rec, &buf);
-    MDB_val k = {strlen(key), (void *)key}, v = {buf.len, buf.base};
-    if (err == SL_OK && (rc = mdb_put(txn, st->dbi[STATE_DB_ENDPOINTS], &k, &v, 0)) != MDB_SUCCESS)
-        err = state_lmdb_err("put endpoint", rc);
-    for (size_t i = 0; err == SL_OK && i < nevents; i++)
-        if ((rc = state_event_put(st, txn, &events[i])) != MDB_SUCCESS)
-            err = state_lmdb_err("append event", rc);
-    sl_buf_dispose(&buf);
-    if (err != SL_OK) {
-        mdb_txn_abort(txn);
-        return err;
-    }
-    if ((err = state_lmdb_err("commit", mdb_txn_commit(txn))) != SL_OK)
+    sl_err_t err = state_txn_finish(st, txn, STATE_DB_ENDPOINTS, key, &state_endpoint_schema, &rec, events, nevents,
+                                    "put endpoint");
+    if (err != SL_OK)
         return err;
     *changed = fn_changed;
     *repaired = repair;
@@ -300,19 +289,8 @@ sl_err_t state_network_update(state_t *st, const char *network, const char *cons
         if (tell && state_cluster_level_report(st->cluster, network, level.level, events,
                                                nevents < STATE_MAX_TXN_EVENTS ? nevents : STATE_MAX_TXN_EVENTS))
             nevents = 0;
-        sl_buf_t buf = SL_BUF_INIT;
-        err = state_record_encode(&state_network_schema, &level, &buf);
-        v = (MDB_val){buf.len, buf.base};
-        if (err == SL_OK && (rc = mdb_put(txn, st->dbi[STATE_DB_META], &k, &v, 0)) != MDB_SUCCESS)
-            err = state_lmdb_err("put level", rc);
-        for (size_t i = 0; err == SL_OK && i < nevents && i < STATE_MAX_TXN_EVENTS; i++)
-            if ((rc = state_event_put(st, txn, &events[i])) != MDB_SUCCESS)
-                err = state_lmdb_err("append event", rc);
-        sl_buf_dispose(&buf);
-        if (err == SL_OK)
-            err = state_lmdb_err("commit", mdb_txn_commit(txn));
-        else
-            mdb_txn_abort(txn);
+        err = state_txn_finish(st, txn, STATE_DB_META, key, &state_network_schema, &level, events,
+                               nevents < STATE_MAX_TXN_EVENTS ? nevents : STATE_MAX_TXN_EVENTS, "put level");
     } else {
         mdb_txn_abort(txn);
     }

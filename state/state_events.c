@@ -73,6 +73,14 @@ int state_event_put(state_t *st, MDB_txn *txn, state_event_t *ev)
     return rc;
 }
 
+int state_events_put(state_t *st, MDB_txn *txn, state_event_t *events, size_t n)
+{
+    int rc = MDB_SUCCESS;
+    for (size_t i = 0; rc == MDB_SUCCESS && i < n; i++)
+        rc = state_event_put(st, txn, &events[i]);
+    return rc;
+}
+
 static sl_err_t append_once(state_t *st, state_event_t *ev)
 {
     MDB_txn *txn;

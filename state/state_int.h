@@ -57,5 +57,22 @@ typedef int (*state_live_fn)(const MDB_val *v, uint64_t now);
 sl_err_t state_purge(state_t *st, int db, state_live_fn live, uint64_t now, size_t *removed);
 /* Appends ev inside txn (assigns ev->seq from meta's counter). */
 int state_event_put(state_t *st, MDB_txn *txn, state_event_t *ev);
+/* Appends events[0..n) inside txn, stopping at the first that fails; the
+ * LMDB code of that one, or MDB_SUCCESS. */
+int state_events_put(state_t *st, MDB_txn *txn, state_event_t *events, size_t n);
+
+/* ---- the tail of a write transaction (state_txn.c) ---- */
+/* Encodes rec with schema and writes it at key in db, inside txn. The LMDB
+ * code; a record that does not encode is MDB_INVALID. */
+int state_rec_put(state_t *st, MDB_txn *txn, int db, const char *key, const state_schema_t *schema, const void *rec);
+/* Ends txn: commits it if rc (the code of the steps before) is MDB_SUCCESS,
+ * else aborts it. Returns rc, or the commit's code. */
+int state_txn_end(MDB_txn *txn, int rc);
+/* Writes rec at key in db, appends events[0..nevents) and commits txn; on
+ * any failure aborts it. A failed step is logged as what ("put endpoint"),
+ * "append event" or "commit" (state_lmdb_err); a record that does not encode
+ * returns the encoder's error. */
+sl_err_t state_txn_finish(state_t *st, MDB_txn *txn, int db, const char *key, const state_schema_t *schema,
+                          const void *rec, state_event_t *events, size_t nevents, const char *what);
 
 #endif

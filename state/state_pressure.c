@@ -61,20 +61,9 @@ sl_err_t state_pressure_update(state_t *st, const char *network, state_pressure_
         mdb_txn_abort(txn);
         return SL_OK;
     }
-    sl_buf_t buf = SL_BUF_INIT;
-    sl_err_t err = state_record_encode(&state_pressure_schema, &rec, &buf);
-    MDB_val k = {strlen(key), key}, v = {buf.len, buf.base};
-    if (err == SL_OK && (rc = mdb_put(txn, st->dbi[STATE_DB_META], &k, &v, 0)) != MDB_SUCCESS)
-        err = state_lmdb_err("put pressure", rc);
-    for (size_t i = 0; err == SL_OK && i < nevents && i < STATE_MAX_TXN_EVENTS; i++)
-        if ((rc = state_event_put(st, txn, &events[i])) != MDB_SUCCESS)
-            err = state_lmdb_err("append event", rc);
-    sl_buf_dispose(&buf);
-    if (err != SL_OK) {
-        mdb_txn_abort(txn);
-        return err;
-    }
-    if ((err = state_lmdb_err("commit", mdb_txn_commit(txn))) == SL_OK)
+    sl_err_t err = state_txn_finish(st, txn, STATE_DB_META, key, &state_pressure_schema, &rec, events,
+                                    nevents < STATE_MAX_TXN_EVENTS ? nevents : STATE_MAX_TXN_EVENTS, "put pressure");
+    if (err == SL_OK)
         *changed = 1;
     return err;
 }

@@ -316,6 +316,22 @@ typedef struct state_pressure_slot_rec {
 
 extern const state_schema_t state_pressure_slot_schema;
 
+/* The three live rates of an endpoint, per second x 1000, in this order
+ * wherever they travel together (admin's view of an endpoint). */
+typedef enum state_rate {
+    STATE_RATE_CALLS,             /* upstream calls */
+    STATE_RATE_BILLED,            /* billed credits */
+    STATE_RATE_THROUGHPUT,        /* throughput credits (what per-second budgets count) */
+    STATE_RATE_COUNT
+} state_rate_t;
+
+/* Rate k of endpoint ep (config order, below STATE_PRESSURE_MAX_EP) in r. */
+static inline uint64_t state_slot_rate_milli(const state_pressure_slot_rec_t *r, size_t ep, state_rate_t k)
+{
+    const uint64_t *const by[STATE_RATE_COUNT] = {r->ep_calls_milli, r->ep_billed_milli, r->ep_throughput_milli};
+    return by[k][ep];
+}
+
 /* ---- a worker's own limits: one counter list per worker slot ("srv/<slot>") ----
  * Entry STATE_SRV_<name>. GAUGE entries are the worker's current value (reset
  * when it starts); the others count up and survive restarts. */
@@ -360,5 +376,29 @@ typedef struct state_counters_rec {
 /* Encodes v[0..n) as [1, n, [v...]]; decoding checks n <= STATE_COUNTERS_MAX. */
 SL_MUST_CHECK sl_err_t state_counters_encode(const state_counters_rec_t *rec, sl_buf_t *out);
 SL_MUST_CHECK sl_err_t state_counters_decode(const void *buf, size_t len, state_counters_rec_t *rec);
+
+/* The layout of a per-method counters record ("pm/<network>/<endpoint>/<slot>",
+ * and the sum of the slots): for each row of the chain's policy_method_table()
+ * and one more for any other method, STATE_MC_COUNT counters. A table of
+ * another length makes the stored records the wrong length, and they are
+ * dropped (state_counters_sum, the worker's load). */
+typedef enum state_method_counter {
+    STATE_MC_REQUESTS,            /* upstream calls */
+    STATE_MC_CREDITS,             /* billed credits (the provider's units) */
+    STATE_MC_REFUSALS,            /* calls refused with a rate limit */
+    STATE_MC_COUNT
+} state_method_counter_t;
+
+/* Where counter c of method row m sits (m = nmethods for any other method). */
+static inline size_t state_mc_index(size_t m, state_method_counter_t c)
+{
+    return m * STATE_MC_COUNT + (size_t)c;
+}
+
+/* How many counters the record of a table of nmethods rows holds. */
+static inline uint32_t state_mc_len(size_t nmethods)
+{
+    return (uint32_t)((nmethods + 1) * STATE_MC_COUNT);
+}
 
 #endif

@@ -205,6 +205,27 @@ sl_err_t wire_envelope_error(const char *buf, wire_span_t err_span, wire_rpc_err
     return err == SL_OK ? wire_scan_finish(&s) : err;
 }
 
+wire_span_t wire_json_member(const char *buf, wire_span_t obj, const char *key)
+{
+    static const wire_span_t none = {0, 0};
+    if (buf == NULL || wire_json_kind(buf, obj) != WIRE_JSON_OBJECT)
+        return none;
+    wire_scan_t s;
+    wire_scan_init(&s, buf, obj.off, obj.len);
+    if (wire_scan_open(&s, '{') != SL_OK)
+        return none;
+    size_t klen = strlen(key);
+    int first = 1, more = 0;
+    while (wire_scan_next(&s, &first, &more) == SL_OK && more) {
+        wire_span_t k, v;
+        if (wire_scan_key(&s, &k) != SL_OK || wire_scan_colon(&s) != SL_OK || wire_scan_value(&s, &v) != SL_OK)
+            return none;
+        if (k.len == klen + 2 && memcmp(buf + k.off + 1, key, klen) == 0)
+            return v;
+    }
+    return none;
+}
+
 /* ---- tokens ---------------------------------------------------------- */
 
 static unsigned hex4(const uint8_t *p)

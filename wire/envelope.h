@@ -92,6 +92,13 @@ typedef struct wire_rpc_error {
  * so already validated). A non-object error is SL_ERR_PARSE. */
 SL_MUST_CHECK sl_err_t wire_envelope_error(const char *buf, wire_span_t err, wire_rpc_error_t *out);
 
+/* The value of the first member named key of the JSON object at span obj of
+ * buf, or {0, 0} when obj is absent or not an object, has no such member, or
+ * is malformed before one. Keys compare on their raw bytes: a key written
+ * with escapes never matches. Meant for spans a scan already validated (an
+ * error's "data", a result). */
+wire_span_t wire_json_member(const char *buf, wire_span_t obj, const char *key);
+
 /* Unescapes the JSON string token at span s (quotes included) into out[0..cap),
  * NUL-terminated, cut at cap-1 bytes on a UTF-8 character boundary. Returns
  * SL_ERR_PARSE if s is not a string token, SL_ERR_TOO_LARGE if it was cut. */

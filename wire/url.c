@@ -359,3 +359,138 @@ void wire_url_each_secret(const char *url, void (*fn)(const char *s, size_t n, v
     }
     walk_rest(raw.rest, emit_secret, &cb);
 }
+
+/* ---- Redis server URLs ---- */
+
+/* Percent-decodes a user or password (heap); NULL with *why if an escape is
+ * malformed or decodes to NUL. */
+static char *redis_decode_part(const char *s, size_t n, const char **why)
+{
+    char *out = sl_xmalloc(n + 1);
+    if (!percent_decode(s, n, out, n + 1)) {
+        free(out);
+        *why = "a '%' in the user or password must start an escape like %40 (not %00)";
+        return NULL;
+    }
+    return out;
+}
+
+/* The user-info part "[user]:password" (before '@'). */
+static const char *redis_userinfo(const char *s, size_t n, wire_redis_url_t *out)
+{
+    const char *colon = memchr(s, ':', n);
+    const char *why = NULL;
+    if (colon == NULL)
+        return "the part before '@' must be ':password' or 'user:password'";
+    size_t ulen = (size_t)(colon - s);
+    out->password_raw = colon + 1;
+    out->password_raw_len = n - ulen - 1;
+    if ((out->password = redis_decode_part(out->password_raw, out->password_raw_len, &why)) == NULL)
+        return why;
+    if (out->password[0] == '\0')
+        return "the password after ':' is empty (leave out ':@' for no password)";
+    if (ulen > 0 && (out->user = redis_decode_part(s, ulen, &why)) == NULL)
+        return why;
+    return NULL;
+}
+
+/* The IPv6 address h[0..n) (written in brackets). */
+static const char *redis_ipv6(const char *h, size_t n)
+{
+    unsigned char addr[16];
+    char tmp[64];
+    if (n == 0 || n >= sizeof(tmp))
+        return "invalid IPv6 address";
+    memcpy(tmp, h, n);
+    tmp[n] = '\0';
+    return inet_pton(AF_INET6, tmp, addr) == 1 ? NULL : "invalid IPv6 address";
+}
+
+/* "host[:port]" with an IPv6 host in brackets. */
+static const char *redis_hostport(const char *s, size_t n, wire_redis_url_t *out)
+{
+    const char *h = s, *hend, *port = NULL, *why;
+    if (n > 0 && s[0] == '[') {
+        hend = memchr(s, ']', n);
+        if (hend == NULL)
+            return "an IPv6 address must end with ']'";
+        h = s + 1;
+        if (hend + 1 < s + n) {
+            if (hend[1] != ':')
+                return "expected ':port' after the IPv6 address";
+            port = hend + 2;
+        }
+        if ((why = redis_ipv6(h, (size_t)(hend - h))) != NULL)
+            return why;
+    } else {
+        hend = memchr(s, ':', n);
+        if (hend != NULL)
+            port = hend + 1;
+        else
+            hend = s + n;
+        for (const char *c = h; c < hend; c++)
+            if (!(is_alpha(*c) || is_digit(*c) || *c == '.' || *c == '-' || *c == '_'))
+                return "the host must be a name or an address";
+    }
+    size_t hl = (size_t)(hend - h);
+    if (hl == 0 || hl > 255)
+        return "the URL has no host";
+    out->host = sl_xstrndup(h, hl);
+    out->port = WIRE_REDIS_DEFAULT_PORT;
+    if (port != NULL) {
+        uint64_t p;
+        if (sl_parse_u64(port, (size_t)(s + n - port), 65535, &p) != SL_OK || p == 0)
+            return "the port must be a number between 1 and 65535";
+        out->port = (uint16_t)p;
+    }
+    return NULL;
+}
+
+const char *wire_redis_url_parse(const char *url, wire_redis_url_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    const char *p;
+    if (strncmp(url, "redis://", 8) == 0) {
+        p = url + 8;
+    } else if (strncmp(url, "rediss://", 9) == 0) {
+        out->tls = 1;
+        p = url + 9;
+    } else {
+        return "expected redis://[:password@]host:port[/db]";
+    }
+    const char *end = p + strlen(p);
+    const char *at = memrchr(p, '@', (size_t)(end - p)); /* the last: a password may hold one */
+    const char *why;
+    if (at != NULL) {
+        if ((why = redis_userinfo(p, (size_t)(at - p), out)) != NULL)
+            return why;
+        p = at + 1;
+    }
+    const char *slash = memchr(p, '/', (size_t)(end - p));
+    if ((why = redis_hostport(p, (size_t)((slash ? slash : end) - p), out)) != NULL)
+        return why;
+    if (slash != NULL && slash + 1 < end) {
+        uint64_t db;
+        if (sl_parse_u64(slash + 1, (size_t)(end - slash - 1), 100000, &db) != SL_OK)
+            return "the database after '/' must be a number (0 to 100000)";
+        out->db = (uint32_t)db;
+    }
+    return NULL;
+}
+
+char *wire_redis_url_redact(const wire_redis_url_t *u)
+{
+    sl_buf_t b = SL_BUF_INIT;
+    int v6 = u->host != NULL && strchr(u->host, ':') != NULL;
+    sl_buf_printf(&b, "%s://%s%s%s%s:%u/%u", u->tls ? "rediss" : "redis", u->password ? "***@" : "", v6 ? "[" : "",
+                  u->host ? u->host : "", v6 ? "]" : "", (unsigned)u->port, u->db);
+    return sl_buf_steal(&b, NULL);
+}
+
+void wire_redis_url_dispose(wire_redis_url_t *u)
+{
+    free(u->user);
+    free(u->password);
+    free(u->host);
+    memset(u, 0, sizeof(*u));
+}

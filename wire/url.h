@@ -50,4 +50,37 @@ char *wire_url_redact(const char *url);
  * NUL-terminated. Does nothing if url does not parse. */
 void wire_url_each_secret(const char *url, void (*fn)(const char *s, size_t n, void *arg), void *arg);
 
+/* ---- Redis server URLs: redis://[[user]:password@]host[:port][/db] ---- */
+
+#define WIRE_REDIS_DEFAULT_PORT 6379
+
+/* A parsed Redis URL. The strings are the struct's own (heap), freed by
+ * wire_redis_url_dispose; user and password are percent-decoded (%40 for an
+ * '@' inside them). */
+typedef struct wire_redis_url {
+    int tls;                      /* rediss:// (set as soon as the scheme is read) */
+    char *user;                   /* ACL user; NULL: the default user */
+    char *password;               /* NULL: none */
+    const char *password_raw;     /* the password as written, escapes and all (into the url), or NULL */
+    size_t password_raw_len;
+    char *host;                   /* a name or an address; an IPv6 address without brackets */
+    uint16_t port;                /* as written, or WIRE_REDIS_DEFAULT_PORT */
+    uint32_t db;                  /* the database after '/', 0 without */
+} wire_redis_url_t;
+
+/* Parses url into *out (zeroed first). Returns NULL, or why url is malformed
+ * as a fixed string naming the part that is wrong, never quoting the url:
+ * the password is a secret. The parts read before a failure stay in *out
+ * (password_raw as soon as the user-info is found, password once decoded),
+ * so the caller can register the password whatever follows it; call
+ * wire_redis_url_dispose either way. */
+const char *wire_redis_url_parse(const char *url, wire_redis_url_t *out);
+
+/* The URL for logs and --check (heap; caller frees): scheme, "***@" for a
+ * password (the user is left out too), host (an IPv6 one in brackets), port
+ * and database always written: redis://[***@]host:port/db. */
+char *wire_redis_url_redact(const wire_redis_url_t *u);
+
+void wire_redis_url_dispose(wire_redis_url_t *u);
+
 #endif

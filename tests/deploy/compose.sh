@@ -33,30 +33,9 @@ deploy/install-deps.sh
 # ---- 1. podman's configuration, for this run only ----
 . tests/deploy/podman_env.sh
 export SLUICE_PORT=$(free_port) SLUICE_ADMIN_PORT=$(free_port) SLUICE_ADMIN_TOKEN=$token
-compose() { podman-compose -p "$project" -f "$compose_file" "$@"; }
 # podman-compose 1.0.3 knows no profiles: "up sluice" starts the default
 # stack (sluice and the fakes it depends on), not the cluster profile
-
-cleanup() {
-    local rc=$?
-    set +e
-    if [ "$rc" -ne 0 ]; then
-        say "logs of the failed run:"
-        podman ps -a --filter "label=io.podman.compose.project=$project"
-        for c in $(podman ps -aq --filter "label=io.podman.compose.project=$project"); do
-            podman logs --tail 30 "$c" 2>&1
-        done
-    fi
-    # -v: the image declares VOLUME, so every container has an anonymous one too
-    podman ps -aq --filter "label=io.podman.compose.project=$project" | xargs -r podman rm -f -v >/dev/null 2>&1
-    compose down -v -t 2 >/dev/null 2>&1
-    podman volume ls -q --filter "label=io.podman.compose.project=$project" | xargs -r podman volume rm -f >/dev/null 2>&1
-    podman network ls -q --filter "label=io.podman.compose.project=$project" | xargs -r podman network rm -f >/dev/null 2>&1
-    rm -rf "$work"
-    say "wall time $(($(date +%s) - t0)) s ($([ "$rc" -eq 0 ] && echo passed || echo failed))"
-    exit "$rc"
-}
-trap cleanup EXIT
+trap podman_cleanup EXIT
 
 # ---- 2. the base image ----
 base_image
@@ -129,7 +108,7 @@ say "after down/up: endpoint slow still drained, earlier events still in the fee
 
 # ---- 7. down ----
 compose down -v -t 2 >"$work/down2.log" 2>&1 || { cat "$work/down2.log"; fail "down -v"; }
-[ -z "$(podman ps -aq --filter "label=io.podman.compose.project=$project")" ] || fail "containers left after down"
+[ -z "$(run_containers)" ] || fail "containers left after down"
 [ -z "$(podman volume ls -q --filter "label=io.podman.compose.project=$project")" ] || fail "volumes left after down -v"
 [ "$(podman volume ls -q | sort)" = "$volumes_before" ] || fail "anonymous volumes left: $(podman volume ls -q)"
 say "down -v: passed"

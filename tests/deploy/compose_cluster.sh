@@ -32,27 +32,9 @@ deploy/install-deps.sh
 export SLUICE_CLUSTER_PORT_1=$(free_port) SLUICE_CLUSTER_ADMIN_PORT_1=$(free_port)
 export SLUICE_CLUSTER_PORT_2=$(free_port) SLUICE_CLUSTER_ADMIN_PORT_2=$(free_port)
 export SLUICE_ADMIN_TOKEN=$token REDIS_PASSWORD=$redis_pw
-compose() { podman-compose -p "$project" -f "$compose_file" "$@"; }
 container() { podman ps -q --filter "label=io.podman.compose.project=$project" --filter "label=com.docker.compose.service=$1"; }
 
-cleanup() {
-    local rc=$?
-    set +e
-    if [ "$rc" -ne 0 ]; then
-        say "logs of the failed run:"
-        for c in $(podman ps -aq --filter "label=io.podman.compose.project=$project"); do
-            podman logs --tail 30 "$c" 2>&1
-        done
-    fi
-    podman ps -aq --filter "label=io.podman.compose.project=$project" | xargs -r podman rm -f -v >/dev/null 2>&1
-    compose down -v -t 2 >/dev/null 2>&1
-    podman volume ls -q --filter "label=io.podman.compose.project=$project" | xargs -r podman volume rm -f >/dev/null 2>&1
-    podman network ls -q --filter "label=io.podman.compose.project=$project" | xargs -r podman network rm -f >/dev/null 2>&1
-    rm -rf "$work"
-    say "wall time $(($(date +%s) - t0)) s ($([ "$rc" -eq 0 ] && echo passed || echo failed))"
-    exit "$rc"
-}
-trap cleanup EXIT
+trap podman_cleanup EXIT
 
 base_image
 
@@ -96,12 +78,12 @@ for i in $(seq 1 10); do
     rpc "$SLUICE_CLUSTER_PORT_2" | grep -q '"result":"0x' || fail "sluice-2 request $i without Redis"
 done
 say "redis stopped: both hosts degraded and answering"
-podman start "$(podman ps -aq --filter "label=io.podman.compose.project=$project" --filter "label=com.docker.compose.service=redis")" >/dev/null
+podman start "$(run_containers redis)" >/dev/null
 wait_for "shared again" sh -c "curl -sS -H 'authorization: Bearer $token' $a1/readyz | grep -q '\"mode\":\"shared\"' && curl -sS -H 'authorization: Bearer $token' $a2/readyz | grep -q '\"mode\":\"shared\"'"
 wait_for "both hosts' cluster_restored in sluice-2's feed" sh -c "[ \$(curl -sS -H 'authorization: Bearer $token' $a2/admin/events | grep -o '\"kind\":\"cluster_restored\"' | wc -l) -ge 2 ]"
 admin "$a2/admin/endpoints" | grep -q '"drained":true' || fail "the drain did not outlive Redis' restart"
 say "redis started again: shared, cluster_restored from both hosts, the drain still there"
 
 compose down -v -t 2 >"$work/down.log" 2>&1 || { cat "$work/down.log"; fail "down -v"; }
-[ -z "$(podman ps -aq --filter "label=io.podman.compose.project=$project")" ] || fail "containers left after down"
+[ -z "$(run_containers)" ] || fail "containers left after down"
 say "down -v: passed"

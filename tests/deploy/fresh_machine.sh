@@ -35,19 +35,8 @@ deploy/install-deps.sh
 port=$(free_port)
 admin_port=$(free_port)
 
-cleanup() {
-    local rc=$?
-    set +e
-    if [ "$rc" -ne 0 ]; then
-        say "last lines of the container's output:"
-        podman logs --tail 40 "$name" 2>&1
-    fi
-    podman rm -f -t 2 "$name" >/dev/null 2>&1
-    rm -rf "$work"
-    say "wall time $(($(date +%s) - t0)) s ($([ "$rc" -eq 0 ] && echo passed || echo failed))"
-    exit "$rc"
-}
-trap cleanup EXIT
+log_lines=40
+trap podman_cleanup EXIT
 
 base_image
 

@@ -1,5 +1,6 @@
 # Sourced by the podman tests: podman's configuration for this run only
-# (in "$work", which the caller made), and free_port. Needs $work set.
+# (in "$work", which the caller made), free_port, base_image, and what a run
+# made and its clean-up. Needs $work set; say, fail and t0 from the caller.
 cat >"$work/containers.conf" <<'CONF'
 [containers]
 default_ulimits = []
@@ -27,4 +28,49 @@ base_image() {
         { tail -20 "$work/debootstrap.log"; fail "debootstrap"; }
     tar -C "$work/rootfs" -c . | podman import - debian:bookworm-slim >/dev/null
     rm -rf "$work/rootfs"
+}
+
+# ---- what a run made, and its clean-up ----
+# A run is either the compose project $project (deploy/docker-compose.yml,
+# $compose_file) or the one container named $name. It installs the clean-up
+# with `trap podman_cleanup EXIT`; $log_lines (30 unless set) is how much of
+# each container's output a failed run shows.
+compose() { podman-compose -p "$project" -f "$compose_file" "$@"; }
+
+# The ids of the run's containers, running or not; with a service name, only
+# that service's (compose runs).
+run_containers() {
+    if [ -z "${project:-}" ]; then
+        podman ps -aq --filter "name=^$name\$"
+    elif [ -n "${1:-}" ]; then
+        podman ps -aq --filter "label=io.podman.compose.project=$project" --filter "label=com.docker.compose.service=$1"
+    else
+        podman ps -aq --filter "label=io.podman.compose.project=$project"
+    fi
+}
+
+# The EXIT trap: removes whatever the run made even when a step failed (its
+# containers with their anonymous volumes, and for a compose run the
+# project's volumes and networks), then $work; prints the wall time and
+# exits with the run's status. A failed run first shows its containers' logs.
+podman_cleanup() {
+    local rc=$? c
+    set +e
+    if [ "$rc" -ne 0 ]; then
+        say "logs of the failed run:"
+        [ -z "${project:-}" ] || podman ps -a --filter "label=io.podman.compose.project=$project"
+        for c in $(run_containers); do
+            podman logs --tail "${log_lines:-30}" "$c" 2>&1
+        done
+    fi
+    # -v: the image declares VOLUME, so every container has an anonymous one too
+    run_containers | xargs -r podman rm -f -v -t 2 >/dev/null 2>&1
+    if [ -n "${project:-}" ]; then
+        compose down -v -t 2 >/dev/null 2>&1
+        podman volume ls -q --filter "label=io.podman.compose.project=$project" | xargs -r podman volume rm -f >/dev/null 2>&1
+        podman network ls -q --filter "label=io.podman.compose.project=$project" | xargs -r podman network rm -f >/dev/null 2>&1
+    fi
+    rm -rf "$work"
+    say "wall time $(($(date +%s) - t0)) s ($([ "$rc" -eq 0 ] && echo passed || echo failed))"
+    exit "$rc"
 }

@@ -599,6 +599,7 @@ static void check_error(const char *buf, wire_span_t s)
         return;
     }
     CHECK(err == SL_OK);
+    CHECK(span_eq(wire_json_member(buf, s, "data"), e.data)); /* both take the first, by raw key */
     CHECK(strlen(e.message) < sizeof e.message && utf8_valid(e.message, strlen(e.message)));
     if (e.data.len) {
         CHECK(e.data.off > s.off && e.data.off + e.data.len < s.off + s.len);

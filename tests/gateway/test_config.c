@@ -7,32 +7,10 @@
 #include "base/sl_log.h"
 #include "base/sl_secret.h"
 #include "gateway/gw_config.h"
+#include "tests/lib/config_file.h"
 
 #define NET "networks:\n  eth:\n    endpoints: [\"http://127.0.0.1:8545\"]\n"
 #define HASH "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
-
-static gw_config_t *load_ok(const char *yaml)
-{
-    gw_config_t *cfg = NULL;
-    gw_config_errors_t errs;
-    sl_err_t err = gw_config_load_string(yaml, strlen(yaml), "test.yaml", &cfg, &errs);
-    for (size_t i = 0; i < errs.count; i++)
-        cr_log_error("%d: %s: %s", errs.items[i].line, errs.items[i].path, errs.items[i].message);
-    cr_assert_eq(err, SL_OK, "%s", sl_err_name(err));
-    cr_assert_eq(errs.count, 0);
-    cr_assert_not_null(cfg);
-    gw_config_errors_dispose(&errs);
-    return cfg;
-}
-
-static void load_bad(const char *yaml, gw_config_errors_t *errs)
-{
-    gw_config_t *cfg = (gw_config_t *)1;
-    sl_err_t err = gw_config_load_string(yaml, strlen(yaml), "test.yaml", &cfg, errs);
-    cr_assert_eq(err, SL_ERR_CONFIG, "%s", sl_err_name(err));
-    cr_assert_null(cfg);
-    cr_assert_gt(errs->count, 0);
-}
 
 static uint32_t cpus(void)
 {
@@ -66,7 +44,7 @@ Test(config, design_example)
 {
     setenv("SLUICE_ADMIN_TOKEN", "admintoken-12345", 1);
     setenv("ALCHEMY_KEY", "abcDEF123456789xyz", 1);
-    gw_config_t *cfg = load_ok(design_example);
+    gw_config_t *cfg = config_load_ok(design_example);
     cr_assert_str_eq(cfg->file, "test.yaml");
     cr_assert_str_eq(cfg->server.listen, "0.0.0.0:8545");
     cr_assert_eq(cfg->server.workers, cpus());
@@ -142,7 +120,7 @@ Test(config, design_example)
 
 Test(config, minimal_gets_defaults)
 {
-    gw_config_t *cfg = load_ok("networks:\n  eth:\n    endpoints:\n      - url: https://ethereum-rpc.publicnode.com\n");
+    gw_config_t *cfg = config_load_ok("networks:\n  eth:\n    endpoints:\n      - url: https://ethereum-rpc.publicnode.com\n");
     cr_assert_str_eq(cfg->server.listen, GW_DEFAULT_LISTEN);
     cr_assert_eq(cfg->server.workers, cpus());
     cr_assert_eq(cfg->server.max_body_bytes, GW_DEFAULT_MAX_BODY_BYTES);
@@ -187,7 +165,7 @@ Test(config, minimal_gets_defaults)
 
 Test(config, pressure_defaults_and_overrides)
 {
-    gw_config_t *cfg = load_ok(NET);
+    gw_config_t *cfg = config_load_ok(NET);
     const policy_pressure_conf_t *p = &gw_config_network(cfg, "eth", 3)->pressure;
     cr_expect_eq(p->enabled, 1);
     cr_expect_float_eq(p->elevated, 0.6, 1e-9);
@@ -206,7 +184,7 @@ Test(config, pressure_defaults_and_overrides)
     cr_expect_eq(p->shed[POLICY_PRIO_CRITICAL], POLICY_SHED_NEVER);
     gw_config_destroy(cfg);
 
-    cfg = load_ok("networks:\n  eth:\n    endpoints: [\"http://h\"]\n    pressure:\n"
+    cfg = config_load_ok("networks:\n  eth:\n    endpoints: [\"http://h\"]\n    pressure:\n"
                   "      elevated: 0.5\n      critical: 0.9\n      hysteresis: 0.05\n      hold_ms: 0\n      rise_ms: 0\n"
                   "      shed: { low: critical, normal: never }\n      shed_writes_at_critical: true\n"
                   "      merge_window_ms: 0\n      retry_after_ms: 250\n      enabled: false\n");
@@ -224,7 +202,7 @@ Test(config, pressure_defaults_and_overrides)
     gw_config_destroy(cfg);
 
     /* shed.high: critical and the shorthand agree */
-    cfg = load_ok("networks:\n  eth:\n    endpoints: [\"http://h\"]\n    pressure:\n"
+    cfg = config_load_ok("networks:\n  eth:\n    endpoints: [\"http://h\"]\n    pressure:\n"
                   "      shed: { high: critical }\n      shed_writes_at_critical: true\n");
     cr_expect_eq(gw_config_network(cfg, "eth", 3)->pressure.shed[POLICY_PRIO_HIGH], POLICY_PRESSURE_CRITICAL);
     gw_config_destroy(cfg);
@@ -232,7 +210,7 @@ Test(config, pressure_defaults_and_overrides)
 
 Test(config, shorthand_endpoints)
 {
-    gw_config_t *cfg = load_ok("networks:\n"
+    gw_config_t *cfg = config_load_ok("networks:\n"
                                "  eth:\n"
                                "    endpoints:\n"
                                "      - https://ethereum-rpc.publicnode.com\n"
@@ -316,15 +294,11 @@ static char *replace(const char *s, const char *what, const char *with)
 
 Test(config, full_schema_from_file)
 {
-    char ca[] = "/tmp/sluice-ca-XXXXXX", path[] = "/tmp/sluice-cfg-XXXXXX";
-    int fd = mkstemp(ca);
-    cr_assert_geq(fd, 0);
-    close(fd);
+    char ca[256], path[256];
+    config_file_write(ca, sizeof(ca), "ca", "");
     setenv("HDR_KEY", "header-secret-1", 1);
     char *yaml = replace(full_example, "CAFILE", ca);
-    fd = mkstemp(path);
-    cr_assert_eq(write(fd, yaml, strlen(yaml)), (ssize_t)strlen(yaml));
-    close(fd);
+    config_file_write(path, sizeof(path), "cfg", yaml);
     free(yaml);
 
     gw_config_t *cfg = NULL;
@@ -414,23 +388,23 @@ Test(config, unreadable_file)
 
 Test(config, admin_off_and_loopback_names)
 {
-    gw_config_t *cfg = load_ok("admin: { listen: off }\n" NET);
+    gw_config_t *cfg = config_load_ok("admin: { listen: off }\n" NET);
     cr_assert_null(cfg->admin.listen);
     gw_config_destroy(cfg);
-    cfg = load_ok("admin: { listen: \"localhost:8546\" }\n" NET);
+    cfg = config_load_ok("admin: { listen: \"localhost:8546\" }\n" NET);
     gw_config_destroy(cfg);
-    cfg = load_ok("admin: { listen: \"127.1.2.3:1\" }\n" NET);
+    cfg = config_load_ok("admin: { listen: \"127.1.2.3:1\" }\n" NET);
     gw_config_destroy(cfg);
-    cfg = load_ok("admin: { listen: \"0.0.0.0:8546\", token: s3cret-token-0123 }\n" NET);
+    cfg = config_load_ok("admin: { listen: \"0.0.0.0:8546\", token: s3cret-token-0123 }\n" NET);
     cr_assert(sl_secret_contains("s3cret-token-0123", 17));
     gw_config_destroy(cfg);
-    cfg = load_ok("admin: { token: change-me-please }\n" NET); /* 16 bytes: the least allowed */
+    cfg = config_load_ok("admin: { token: change-me-please }\n" NET); /* 16 bytes: the least allowed */
     gw_config_destroy(cfg);
 }
 
 Test(config, timeouts_left_out_follow_the_given_ones)
 {
-    gw_config_t *cfg = load_ok("networks:\n  eth:\n    timeouts: { attempt_ms: 3000 }\n"
+    gw_config_t *cfg = config_load_ok("networks:\n  eth:\n    timeouts: { attempt_ms: 3000 }\n"
                                "    endpoints: [\"http://127.0.0.1:8545\"]\n"
                                "  big:\n    timeouts: { attempt_ms: 60000 }\n"
                                "    endpoints: [\"http://127.0.0.1:8545\"]\n");
@@ -448,7 +422,7 @@ Test(config, env_expansion)
     setenv("SL_T_HOST", "127.0.0.1", 1);
     setenv("SL_T_EMPTY", "", 1);
     unsetenv("SL_T_UNSET");
-    gw_config_t *cfg = load_ok("server: { listen: \"${SL_T_HOST}:${SL_T_PORT:-8545}\", max_batch: \"${SL_T_UNSET:-7}\" }\n"
+    gw_config_t *cfg = config_load_ok("server: { listen: \"${SL_T_HOST}:${SL_T_PORT:-8545}\", max_batch: \"${SL_T_UNSET:-7}\" }\n"
                                "state: { path: \"/var/$$x/${SL_T_EMPTY:-dflt}/a$b\" }\n" NET);
     cr_assert_str_eq(cfg->server.listen, "127.0.0.1:8545");
     cr_assert_eq(cfg->server.max_batch, 7);
@@ -460,14 +434,14 @@ Test(config, env_expansion)
     gw_config_destroy(cfg);
 
     gw_config_errors_t errs;
-    load_bad("admin: { token: \"${SL_T_UNSET}\" }\n" NET, &errs);
+    config_load_bad("admin: { token: \"${SL_T_UNSET}\" }\n" NET, &errs);
     cr_assert_eq(errs.count, 1);
     cr_assert_eq(errs.items[0].line, 1);
     cr_assert_str_eq(errs.items[0].path, "admin.token");
     cr_assert_str_eq(errs.items[0].message, "environment variable SL_T_UNSET is not set");
     gw_config_errors_dispose(&errs);
 
-    load_bad("admin: { token: \"${1BAD}\" }\n" NET, &errs);
+    config_load_bad("admin: { token: \"${1BAD}\" }\n" NET, &errs);
     cr_assert(strstr(errs.items[0].message, "invalid reference") != NULL);
     gw_config_errors_dispose(&errs);
 }
@@ -476,7 +450,7 @@ Test(config, keys_are_not_expanded)
 {
     setenv("SL_T_NET", "eth", 1);
     gw_config_errors_t errs;
-    load_bad("networks:\n  ${SL_T_NET}:\n    endpoints: [\"http://h\"]\n", &errs);
+    config_load_bad("networks:\n  ${SL_T_NET}:\n    endpoints: [\"http://h\"]\n", &errs);
     cr_assert_str_eq(errs.items[0].path, "networks.${SL_T_NET}");
     gw_config_errors_dispose(&errs);
 }
@@ -487,7 +461,7 @@ Test(config, secrets_stay_out_of_messages)
 {
     setenv("SL_T_SECRET", "Sup3rSecretValue", 1);
     gw_config_errors_t errs;
-    load_bad("server: { workers: \"${SL_T_SECRET}\" }\n"
+    config_load_bad("server: { workers: \"${SL_T_SECRET}\" }\n"
              "networks:\n"
              "  eth:\n"
              "    endpoints:\n"
@@ -512,7 +486,7 @@ Test(config, secrets_stay_out_of_messages)
 
 Test(config, url_path_secrets_registered)
 {
-    gw_config_t *cfg = load_ok("networks:\n  eth:\n    endpoints:\n"
+    gw_config_t *cfg = config_load_ok("networks:\n  eth:\n    endpoints:\n"
                                "      - https://mainnet.infura.io/v3/0123456789abcdef0123456789abcdef\n"
                                "      - https://mainnet.helius-rpc.com/?api-key=1b2c3d4e-aaaa-bbbb-cccc-0123456789ab\n"
                                "      - https://lb.drpc.org/ogrpc?network=ethereum&dkey=Ak80gSCleU1Frwnafb5Ka4V\n"
@@ -552,7 +526,7 @@ Test(config, errors_print_format)
  * the budget was given (then --check says they disagree). */
 Test(config, max_buffered_bytes_follows_a_larger_max_response_bytes)
 {
-    gw_config_t *cfg = load_ok("server: { max_response_bytes: 536870912 }\n"
+    gw_config_t *cfg = config_load_ok("server: { max_response_bytes: 536870912 }\n"
                                "networks:\n  eth:\n    endpoints: [\"http://127.0.0.1:8545\"]\n");
     cr_assert_eq(cfg->server.max_buffered_bytes, 536870912);
     gw_config_destroy(cfg);
@@ -563,7 +537,7 @@ Test(config, max_buffered_bytes_follows_a_larger_max_response_bytes)
  * what it is. Left alone, the guess stands. */
 Test(config, method_override_of_unknown_names)
 {
-    gw_config_t *cfg = load_ok("networks:\n  eth:\n    endpoints: [\"http://127.0.0.1:8545\"]\n"
+    gw_config_t *cfg = config_load_ok("networks:\n  eth:\n    endpoints: [\"http://127.0.0.1:8545\"]\n"
                                "    methods:\n"
                                "      eth_requestQuote: { class: read }\n"
                                "      mev_submitBundle: { priority: normal }\n"
@@ -592,20 +566,20 @@ Test(config, method_override_of_unknown_names)
  * a floor. */
 Test(config, connection_and_admin_limits)
 {
-    gw_config_t *cfg = load_ok(NET);
+    gw_config_t *cfg = config_load_ok(NET);
     cr_expect_eq(cfg->server.max_connections_per_address, GW_DEFAULT_MAX_CONNECTIONS / 4);
     cr_expect_eq(cfg->server.first_request_timeout_ms, GW_DEFAULT_FIRST_REQUEST_TIMEOUT_MS);
     cr_expect_eq(cfg->admin.max_connections, GW_DEFAULT_ADMIN_MAX_CONNECTIONS);
     cr_expect_eq(cfg->admin.max_streams, GW_DEFAULT_ADMIN_MAX_STREAMS);
     cr_expect_eq(cfg->admin.heartbeat_ms, GW_DEFAULT_ADMIN_HEARTBEAT_MS);
     gw_config_destroy(cfg);
-    cfg = load_ok("server: { max_connections: 20 }\n" NET);
+    cfg = config_load_ok("server: { max_connections: 20 }\n" NET);
     cr_expect_eq(cfg->server.max_connections_per_address, 8, "at least 8");
     gw_config_destroy(cfg);
-    cfg = load_ok("server: { max_connections: 3 }\n" NET);
+    cfg = config_load_ok("server: { max_connections: 3 }\n" NET);
     cr_expect_eq(cfg->server.max_connections_per_address, 3, "never above max_connections");
     gw_config_destroy(cfg);
-    cfg = load_ok("server: { max_connections: 100, max_connections_per_address: 100, first_request_timeout_ms: 500 }\n"
+    cfg = config_load_ok("server: { max_connections: 100, max_connections_per_address: 100, first_request_timeout_ms: 500 }\n"
                   "admin: { max_connections: 4, max_streams: 0, heartbeat_ms: 1000 }\n" NET);
     cr_expect_eq(cfg->server.max_connections_per_address, 100);
     cr_expect_eq(cfg->server.first_request_timeout_ms, 500);
@@ -614,14 +588,14 @@ Test(config, connection_and_admin_limits)
     gw_config_destroy(cfg);
 
     gw_config_errors_t errs;
-    load_bad("server: { max_connections: 10, max_connections_per_address: 11 }\n" NET, &errs);
+    config_load_bad("server: { max_connections: 10, max_connections_per_address: 11 }\n" NET, &errs);
     cr_expect_str_eq(errs.items[0].path, "server.max_connections_per_address");
     cr_expect(strstr(errs.items[0].message, "above server.max_connections (10)") != NULL, "%s", errs.items[0].message);
     gw_config_errors_dispose(&errs);
-    load_bad("admin: { heartbeat_ms: 100 }\n" NET, &errs);
+    config_load_bad("admin: { heartbeat_ms: 100 }\n" NET, &errs);
     cr_expect_str_eq(errs.items[0].path, "admin.heartbeat_ms");
     gw_config_errors_dispose(&errs);
-    load_bad("admin: { max_connections: 0 }\n" NET, &errs);
+    config_load_bad("admin: { max_connections: 0 }\n" NET, &errs);
     cr_expect_str_eq(errs.items[0].path, "admin.max_connections");
     gw_config_errors_dispose(&errs);
 }

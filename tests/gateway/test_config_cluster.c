@@ -7,28 +7,15 @@
 #include "base/sl_buf.h"
 #include "base/sl_secret.h"
 #include "gateway/gw_config.h"
+#include "tests/lib/config_file.h"
 
 #define NET "networks:\n  eth:\n    endpoints: [\"http://127.0.0.1:8545\"]\n"
-
-static gw_config_t *load_ok(const char *yaml)
-{
-    gw_config_t *cfg = NULL;
-    gw_config_errors_t errs;
-    sl_err_t err = gw_config_load_string(yaml, strlen(yaml), "test.yaml", &cfg, &errs);
-    for (size_t i = 0; i < errs.count; i++)
-        cr_log_error("%d: %s: %s", errs.items[i].line, errs.items[i].path, errs.items[i].message);
-    cr_assert_eq(err, SL_OK, "%s", sl_err_name(err));
-    gw_config_errors_dispose(&errs);
-    return cfg;
-}
 
 /* The one error a config gives: its path and message. */
 static void load_bad(const char *yaml, const char *path, const char *msg)
 {
-    gw_config_t *cfg = NULL;
     gw_config_errors_t errs;
-    sl_err_t err = gw_config_load_string(yaml, strlen(yaml), "test.yaml", &cfg, &errs);
-    cr_assert_eq(err, SL_ERR_CONFIG, "%s should not load", yaml);
+    config_load_bad(yaml, &errs);
     cr_assert_eq(errs.count, 1, "%s: %zu errors", yaml, errs.count);
     cr_expect_str_eq(errs.items[0].path, path, "%s", yaml);
     cr_expect(strstr(errs.items[0].message, msg) != NULL, "%s: got '%s', want '%s'", yaml, errs.items[0].message, msg);
@@ -37,7 +24,7 @@ static void load_bad(const char *yaml, const char *path, const char *msg)
 
 Test(config_cluster, absent_means_off)
 {
-    gw_config_t *cfg = load_ok(NET);
+    gw_config_t *cfg = config_load_ok(NET);
     cr_expect_eq(cfg->has_cluster, 0);
     cr_expect_null(cfg->cluster.redis_host);
     gw_config_destroy(cfg);
@@ -45,7 +32,7 @@ Test(config_cluster, absent_means_off)
 
 Test(config_cluster, defaults)
 {
-    gw_config_t *cfg = load_ok(NET "cluster: { redis: \"redis://10.0.0.5\" }\n");
+    gw_config_t *cfg = config_load_ok(NET "cluster: { redis: \"redis://10.0.0.5\" }\n");
     char name[256] = "";
     gethostname(name, sizeof(name) - 1);
     name[STATE_CLUSTER_HOST_MAX] = '\0';
@@ -66,7 +53,7 @@ Test(config_cluster, defaults)
 Test(config_cluster, every_part)
 {
     setenv("CL_TEST_PW", "s3cret-Passw0rd", 1);
-    gw_config_t *cfg = load_ok(NET "cluster: { redis: \"redis://:${CL_TEST_PW}@redis.internal:6380/3\", host: gw-1,"
+    gw_config_t *cfg = config_load_ok(NET "cluster: { redis: \"redis://:${CL_TEST_PW}@redis.internal:6380/3\", host: gw-1,"
                                    " prefix: \"app1:\", timeout_ms: 500 }\n");
     cr_expect_str_eq(cfg->cluster.redis_host, "redis.internal");
     cr_expect_eq(cfg->cluster.redis_port, 6380);
@@ -84,7 +71,7 @@ Test(config_cluster, every_part)
 
 Test(config_cluster, user_escapes_and_ipv6)
 {
-    gw_config_t *cfg = load_ok(NET "cluster: { redis: \"redis://app:p%40ss%3Aw@[::1]:7000\" }\n");
+    gw_config_t *cfg = config_load_ok(NET "cluster: { redis: \"redis://app:p%40ss%3Aw@[::1]:7000\" }\n");
     cr_expect_str_eq(cfg->cluster.user, "app");
     cr_expect_str_eq(cfg->cluster.password, "p@ss:w");
     cr_expect_str_eq(cfg->cluster.redis_host, "::1");
@@ -101,7 +88,7 @@ Test(config_cluster, short_password_is_a_secret_too)
      * password always is (if it is at least 4 bytes: shorter ones are not
      * scrubbed by the registry at all) */
     setenv("CL_TEST_SHORT", "hunter", 1);
-    gw_config_t *cfg = load_ok(NET "cluster: { redis: \"redis://:${CL_TEST_SHORT}@h\" }\n");
+    gw_config_t *cfg = config_load_ok(NET "cluster: { redis: \"redis://:${CL_TEST_SHORT}@h\" }\n");
     cr_expect(sl_secret_contains("hunter", 6));
     gw_config_destroy(cfg);
 }
@@ -128,10 +115,8 @@ Test(config_cluster, bad_values)
 
 Test(config_cluster, errors_never_quote_the_password)
 {
-    const char *yaml = NET "cluster: { redis: \"redis://:Xy7-unique-pw-Q1@h:notaport\" }\n";
-    gw_config_t *cfg = NULL;
     gw_config_errors_t errs;
-    cr_assert_eq(gw_config_load_string(yaml, strlen(yaml), "t.yaml", &cfg, &errs), SL_ERR_CONFIG);
+    config_load_bad(NET "cluster: { redis: \"redis://:Xy7-unique-pw-Q1@h:notaport\" }\n", &errs);
     cr_assert_eq(errs.count, 1);
     cr_expect(strstr(errs.items[0].message, "Xy7-unique-pw-Q1") == NULL, "%s", errs.items[0].message);
     gw_config_errors_dispose(&errs);

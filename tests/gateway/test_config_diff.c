@@ -6,28 +6,17 @@
 
 #include "gateway/gw_config.h"
 #include "gateway/gw_config_diff.h"
+#include "tests/lib/config_file.h"
 
 #define BASE                                                                                                   \
     "server: { listen: \"127.0.0.1:8545\", workers: 2 }\n"                                                     \
     "admin: { listen: \"127.0.0.1:8546\", token: \"tok-one-1234-abcdef\" }\n"                                         \
     "state: { path: \"/tmp/st\" }\n"
 
-static gw_config_t *load(const char *yaml)
-{
-    gw_config_t *cfg = NULL;
-    gw_config_errors_t errs;
-    sl_err_t err = gw_config_load_string(yaml, strlen(yaml), "t.yaml", &cfg, &errs);
-    for (size_t i = 0; i < errs.count; i++)
-        cr_log_error("%d: %s: %s", errs.items[i].line, errs.items[i].path, errs.items[i].message);
-    cr_assert_eq(err, SL_OK);
-    gw_config_errors_dispose(&errs);
-    return cfg;
-}
-
 /* the diff of two YAML texts, as its summary */
 static void summary_of(const char *a, const char *b, char *out, size_t len, gw_config_diff_t *d)
 {
-    gw_config_t *x = load(a), *y = load(b);
+    gw_config_t *x = config_load_ok(a), *y = config_load_ok(b);
     gw_config_diff(x, y, d);
     gw_config_diff_summary(d, out, len);
     gw_config_destroy(x);

@@ -6,18 +6,10 @@
 
 #include "base/sl_buf.h"
 #include "gateway/gw_config.h"
+#include "tests/lib/config_file.h"
 
 #define NET "networks:\n  eth:\n    endpoints: [\"http://127.0.0.1:8545\"]\n"
 #define HASH "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
-
-static void load_bad(const char *yaml, gw_config_errors_t *errs)
-{
-    gw_config_t *cfg = (gw_config_t *)1;
-    sl_err_t err = gw_config_load_string(yaml, strlen(yaml), "test.yaml", &cfg, errs);
-    cr_assert_eq(err, SL_ERR_CONFIG, "%s", sl_err_name(err));
-    cr_assert_null(cfg);
-    cr_assert_gt(errs->count, 0);
-}
 
 typedef struct bad_case {
     const char *yaml;
@@ -178,7 +170,7 @@ Test(config_errors, table)
     for (size_t i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
         const bad_case_t *c = &bad_cases[i];
         gw_config_errors_t errs;
-        load_bad(c->yaml, &errs);
+        config_load_bad(c->yaml, &errs);
         if (!has_error(&errs, c) || errs.count != c->count) {
             for (size_t j = 0; j < errs.count; j++)
                 cr_log_error("case %zu got %d: %s: %s", i, errs.items[j].line, errs.items[j].path,
@@ -196,7 +188,7 @@ Test(config_errors, too_many_endpoints)
     for (int i = 0; i < 65; i++)
         sl_buf_printf(&b, "      - http://h%d\n", i);
     gw_config_errors_t errs;
-    load_bad(b.base, &errs);
+    config_load_bad(b.base, &errs);
     cr_assert_eq(errs.count, 1);
     cr_assert_eq(errs.items[0].line, 4);
     cr_assert(strstr(errs.items[0].message, "at most 64 endpoints") != NULL);
@@ -207,7 +199,7 @@ Test(config_errors, too_many_endpoints)
 Test(config_errors, every_error_is_reported)
 {
     gw_config_errors_t errs;
-    load_bad("server:\n"
+    config_load_bad("server:\n"
              "  max_batch: 0\n"            /* 2 */
              "  workers: lots\n"           /* 3 */
              "networks:\n"
@@ -234,7 +226,7 @@ Test(config_errors, count_is_capped)
     for (int i = 0; i < GW_MAX_ERRORS + 20; i++)
         sl_buf_printf(&b, "  t%d: { per_second: -1 }\n", i);
     gw_config_errors_t errs;
-    load_bad(b.base, &errs);
+    config_load_bad(b.base, &errs);
     cr_assert_eq(errs.count, GW_MAX_ERRORS + 1);
     cr_assert(strstr(errs.items[GW_MAX_ERRORS].message, "too many errors") != NULL);
     gw_config_errors_dispose(&errs);

@@ -16,6 +16,7 @@
 #include "state/state_key.h"
 #include "tests/lib/fail_commits.h"
 #include "tests/lib/fake_clock.h"
+#include "tests/lib/config_file.h"
 #include "tests/lib/temp_dir.h"
 
 /* ---- fixtures ---- */
@@ -24,22 +25,12 @@ static state_t *st;
 static gw_config_t *cfg;
 static gw_limit_t *lim;
 
-static gw_config_t *load(const char *yaml)
-{
-    gw_config_t *c = NULL;
-    gw_config_errors_t errs;
-    sl_err_t err = gw_config_load_string(yaml, strlen(yaml), "test.yaml", &c, &errs);
-    cr_assert_eq(err, SL_OK, "config: %s", sl_err_name(err));
-    gw_config_errors_dispose(&errs);
-    return c;
-}
-
 static void open_all(size_t map_mb, const char *tiers)
 {
     char yaml[512];
     snprintf(yaml, sizeof(yaml),
              "server: { workers: 1 }\ntiers: %s\nnetworks:\n  eth:\n    endpoints: [\"http://127.0.0.1:1\"]\n", tiers);
-    cfg = load(yaml);
+    cfg = config_load_ok(yaml);
     state_conf_t sc = {.path = dbpath, .map_size_mb = map_mb, .event_max_count = 1000, .event_max_age_s = 86400};
     cr_assert_eq(state_open(&sc, &st), SL_OK);
     lim = gw_limit_create(cfg, st);

@@ -9,7 +9,7 @@
 #include "base/sl_buf.h"
 #include "state/state_key.h"
 #include "state/state_sum.h"
-#include "tests/lib/temp_dir.h"
+#include "tests/lib/temp_state.h"
 
 Test(key, formats_are_the_ones_on_disk)
 {
@@ -43,24 +43,7 @@ Test(key, a_key_that_does_not_fit_says_so)
 
 /* ---- sums over worker slots, on a real LMDB environment ---- */
 
-static char tmpdir[256], dbpath[300];
-static state_t *st;
-
-static void setup(void)
-{
-    temp_dir_make(tmpdir, sizeof(tmpdir), "key");
-    snprintf(dbpath, sizeof(dbpath), "%s/state", tmpdir);
-    state_conf_t c = {.path = dbpath, .map_size_mb = 16, .event_max_count = 1000, .event_max_age_s = 86400};
-    cr_assert_eq(state_open(&c, &st), SL_OK);
-}
-
-static void teardown(void)
-{
-    state_close(st);
-    temp_dir_remove(tmpdir);
-}
-
-TestSuite(sum, .init = setup, .fini = teardown);
+TEMP_STATE_SUITE(sum);
 
 static void put_stats(unsigned slot, const state_stats_rec_t *rec)
 {

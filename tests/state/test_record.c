@@ -990,6 +990,40 @@ Test(record, counters_encode_refuses_too_many)
     free(in);
 }
 
+/* The per-method record is stored: its order is part of the on-disk format. */
+Test(record, per_method_layout)
+{
+    cr_expect_eq(STATE_MC_REQUESTS, 0);
+    cr_expect_eq(STATE_MC_CREDITS, 1);
+    cr_expect_eq(STATE_MC_REFUSALS, 2);
+    static const size_t tables[] = {0, 1, 7};
+    for (size_t t = 0; t < NELEMS(tables); t++) {
+        size_t nm = tables[t];
+        uint32_t len = state_mc_len(nm);
+        cr_expect_eq(len, (nm + 1) * STATE_MC_COUNT, "%zu methods", nm);
+        uint8_t seen[(7 + 1) * STATE_MC_COUNT] = {0};
+        for (size_t m = 0; m <= nm; m++) /* the last row: any other method */
+            for (int c = 0; c < STATE_MC_COUNT; c++) {
+                size_t i = state_mc_index(m, (state_method_counter_t)c);
+                cr_assert_lt(i, len, "%zu methods: row %zu counter %d", nm, m, c);
+                cr_expect_eq(seen[i]++, 0, "%zu methods: entry %zu twice", nm, i);
+            }
+    }
+}
+
+Test(record, slot_rates_by_name)
+{
+    state_pressure_slot_rec_t *r = calloc(1, sizeof(*r));
+    r->ep_calls_milli[3] = 11;
+    r->ep_billed_milli[3] = 22;
+    r->ep_throughput_milli[3] = 33;
+    cr_expect_eq(state_slot_rate_milli(r, 3, STATE_RATE_CALLS), 11);
+    cr_expect_eq(state_slot_rate_milli(r, 3, STATE_RATE_BILLED), 22);
+    cr_expect_eq(state_slot_rate_milli(r, 3, STATE_RATE_THROUGHPUT), 33);
+    cr_expect_eq(state_slot_rate_milli(r, 2, STATE_RATE_CALLS), 0);
+    free(r);
+}
+
 typedef struct counters_case {
     const char *why;
     uint64_t version;

@@ -465,6 +465,56 @@ Test(error, inside_an_answer)
     cr_expect_eq(wire_envelope_error(doc, env.result, &e), SL_ERR_PARSE);
 }
 
+/* ---- one member of an object, by name ---- */
+
+typedef struct member_case {
+    const char *in;
+    const char *key;
+    const char *want;             /* the value's bytes, NULL: absent */
+} member_case_t;
+
+static const member_case_t member_cases[] = {
+    {"{\"a\":1,\"b\":[2,{\"a\":3}]}", "b", "[2,{\"a\":3}]"},
+    {"{\"a\":1,\"b\":2}", "a", "1"},
+    {"{ \"a\" : \"x y\" }", "a", "\"x y\""},
+    {"{\"a\":1,\"a\":2}", "a", "1"},                       /* the first of duplicates */
+    {"{\"a\":{\"b\":1}}", "b", NULL},                      /* members only, not nested ones */
+    {"{\"ab\":1}", "a", NULL},
+    {"{\"a\":1}", "ab", NULL},
+    {"{\"\\u0061\":1}", "a", NULL},                          /* raw bytes: an escaped key never matches */
+    {"{\"A\":1}", "a", NULL},
+    {"{}", "a", NULL},
+    {"[\"a\",1]", "a", NULL},                                /* not an object */
+    {"\"a\"", "a", NULL},
+    {"{\"b\":1,\"a\"}", "a", NULL},                          /* malformed before it */
+    {"{\"a\":1,oops}", "a", "1"},                            /* ... after it: found first */
+};
+
+Test(member, table)
+{
+    for (size_t i = 0; i < sizeof member_cases / sizeof member_cases[0]; i++) {
+        const member_case_t *c = &member_cases[i];
+        wire_span_t v = wire_json_member(c->in, (wire_span_t){0, (uint32_t)strlen(c->in)}, c->key);
+        if (c->want == NULL)
+            cr_expect_eq(v.len, 0, "'%s' [%s]: got '%s'", c->in, c->key, span_str(c->in, v));
+        else
+            cr_expect_str_eq(span_str(c->in, v), c->want, "'%s' [%s]", c->in, c->key);
+    }
+}
+
+Test(member, inside_a_larger_buffer)
+{
+    const char *doc = "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32005,\"message\":\"limit\","
+                      "\"data\":{\"backoff_seconds\":30.0}}}";
+    wire_envelope_t env;
+    cr_assert_eq(wire_envelope_scan(doc, strlen(doc), &env), SL_OK);
+    wire_span_t data = wire_json_member(doc, env.error, "data");
+    cr_expect_str_eq(span_str(doc, wire_json_member(doc, data, "backoff_seconds")), "30.0");
+    cr_expect_str_eq(span_str(doc, wire_json_member(doc, env.error, "code")), "-32005");
+    cr_expect_eq(wire_json_member(doc, env.result, "code").len, 0, "an absent span");
+    cr_expect_eq(wire_json_member(NULL, env.error, "code").len, 0, "no buffer");
+}
+
 /* A message longer than 255 bytes is cut where a character starts. */
 Test(error, long_message_cut_on_a_character)
 {

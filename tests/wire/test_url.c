@@ -188,3 +188,115 @@ Test(url, each_secret_lists_hidden_parts)
     cr_assert_eq(b.len, 0);
     sl_buf_dispose(&b);
 }
+
+/* ---- redis:// ---- */
+
+typedef struct redis_case {
+    const char *url;
+    const char *why;          /* substring of the reason; NULL when valid */
+    int tls;
+    const char *user, *password, *host;
+    uint16_t port;
+    uint32_t db;
+    const char *shown;
+} redis_case_t;
+
+static const redis_case_t redis_cases[] = {
+    {"redis://10.0.0.5", NULL, 0, NULL, NULL, "10.0.0.5", 6379, 0, "redis://10.0.0.5:6379/0"},
+    {"redis://:pw-1@redis.internal:6380/3", NULL, 0, NULL, "pw-1", "redis.internal", 6380, 3,
+     "redis://***@redis.internal:6380/3"},
+    {"redis://app:p%40ss%3Aw@[::1]:7000", NULL, 0, "app", "p@ss:w", "::1", 7000, 0, "redis://***@[::1]:7000/0"},
+    {"redis://a:b@c@h", NULL, 0, "a", "b@c", "h", 6379, 0, "redis://***@h:6379/0"}, /* the last '@' ends it */
+    {"redis://[::1]", NULL, 0, NULL, NULL, "::1", 6379, 0, "redis://[::1]:6379/0"},
+    {"redis://Redis_1.Local/", NULL, 0, NULL, NULL, "Redis_1.Local", 6379, 0, "redis://Redis_1.Local:6379/0"},
+    {"redis://h:1/100000", NULL, 0, NULL, NULL, "h", 1, 100000, "redis://h:1/100000"},
+    {"rediss://:pw@h:6390/2", NULL, 1, NULL, "pw", "h", 6390, 2, "rediss://***@h:6390/2"},
+    {"http://h:1", "expected redis://"},
+    {"REDIS://h", "expected redis://"},
+    {"redis://h:0", "port must be a number between 1 and 65535"},
+    {"redis://h:99999", "port must be"},
+    {"redis://h:", "port must be"},
+    {"redis://h:6379/x", "database after '/'"},
+    {"redis://h:6379/100001", "database after '/'"},
+    {"redis://", "no host"},
+    {"redis://:pw@", "no host"},
+    {"redis://h st", "host must be a name or an address"},
+    {"redis://[::1", "must end with ']'"},
+    {"redis://[::1]x", "expected ':port' after the IPv6 address"},
+    {"redis://[zz]", "invalid IPv6 address"},
+    {"redis://[]", "invalid IPv6 address"},
+    {"redis://pw@h", "':password' or 'user:password'"},
+    {"redis://:@h", "password after ':' is empty"},
+    {"redis://:a%zzb@h", "must start an escape"},
+    {"redis://:a%00b@h", "must start an escape"},
+    {"redis://u%4:pw@h", "must start an escape"},
+};
+
+Test(redis_url, parse_table)
+{
+    for (size_t i = 0; i < sizeof(redis_cases) / sizeof(redis_cases[0]); i++) {
+        const redis_case_t *c = &redis_cases[i];
+        wire_redis_url_t u;
+        const char *why = wire_redis_url_parse(c->url, &u);
+        if (c->why != NULL) {
+            cr_expect(why != NULL && strstr(why, c->why) != NULL, "%s: got '%s', want '%s'", c->url,
+                      why ? why : "(parsed)", c->why);
+            wire_redis_url_dispose(&u);
+            continue;
+        }
+        cr_assert_null(why, "%s: %s", c->url, why);
+        cr_expect_eq(u.tls, c->tls, "%s", c->url);
+        if (c->user)
+            cr_expect_str_eq(u.user, c->user, "%s", c->url);
+        else
+            cr_expect_null(u.user, "%s", c->url);
+        if (c->password)
+            cr_expect_str_eq(u.password, c->password, "%s", c->url);
+        else
+            cr_expect_null(u.password, "%s", c->url);
+        cr_expect_str_eq(u.host, c->host, "%s", c->url);
+        cr_expect_eq(u.port, c->port, "%s", c->url);
+        cr_expect_eq(u.db, c->db, "%s", c->url);
+        char *shown = wire_redis_url_redact(&u);
+        cr_expect_str_eq(shown, c->shown, "%s", c->url);
+        free(shown);
+        wire_redis_url_dispose(&u);
+        cr_expect_null(u.host, "dispose clears");
+    }
+}
+
+/* The reasons name the part that is wrong, never the text: no password in them. */
+Test(redis_url, reasons_never_quote_the_url)
+{
+    static const char *const bad[] = {"redis://:Xy7-unique-pw-Q1@h:notaport", "redis://:Xy7-unique-pw-Q1@h/db",
+                                      "redis://Xy7-unique-pw-Q1@h", "redis://:Xy7-unique-pw-Q1%zz@h"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        wire_redis_url_t u;
+        const char *why = wire_redis_url_parse(bad[i], &u);
+        cr_assert_not_null(why, "%s", bad[i]);
+        cr_expect_null(strstr(why, "Xy7"), "%s: %s", bad[i], why);
+        wire_redis_url_dispose(&u);
+    }
+}
+
+/* What was read before a failure stays: the caller registers the password
+ * whatever follows it. */
+Test(redis_url, password_read_before_a_failure_stays)
+{
+    wire_redis_url_t u;
+    const char *url = "redis://:p%41ss@h:notaport";
+    cr_assert_not_null(wire_redis_url_parse(url, &u));
+    cr_expect_str_eq(u.password, "pAss");
+    cr_expect_eq(u.password_raw_len, 6);
+    cr_expect_eq(strncmp(u.password_raw, "p%41ss", 6), 0);
+    wire_redis_url_dispose(&u);
+
+    cr_assert_not_null(wire_redis_url_parse("redis://:bad%zz@h", &u));
+    cr_expect_null(u.password, "not decoded");
+    cr_expect_eq(u.password_raw_len, 6, "but its written form is there");
+    wire_redis_url_dispose(&u);
+
+    cr_assert_not_null(wire_redis_url_parse("rediss://:pw@h:0", &u));
+    cr_expect_eq(u.tls, 1, "the scheme is known before the rest fails");
+    wire_redis_url_dispose(&u);
+}

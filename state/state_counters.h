@@ -1,0 +1,44 @@
+/* state/state_counters.h: one worker's counters record in its slot of the
+ * stats database, with the key it is flushed to and whether it changed.
+ *
+ * Counted in memory on the hot path, flushed by the worker every ~100 ms
+ * when something changed (gateway/gw_stats.c). Every change goes through
+ * state_counters_slot_add / _set, which mark the slot dirty, so no change is
+ * left out of the next flush and an unchanged slot costs no write. One
+ * worker owns a slot: no locking. */
+#ifndef STATE_COUNTERS_H
+#define STATE_COUNTERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "state/state.h"
+#include "state/state_key.h"
+
+typedef struct state_counters_slot {
+    char key[STATE_KEY_MAX];      /* its record in the stats database (the caller builds it) */
+    state_counters_rec_t *rec;    /* heap: state_counters_slot_load, freed by _dispose */
+    int dirty;                    /* changed since the last flush that wrote it */
+} state_counters_slot_t;
+
+/* Loads s->rec from s->key (allocating it on the first call). Inside a
+ * snapshot (state_read_begin); st NULL means there is nothing to load. A
+ * record that is absent, unreadable or not exactly want counters long
+ * (written by another version of the tables) starts again at zero, want
+ * long. Leaves s->dirty as it was. */
+void state_counters_slot_load(state_counters_slot_t *s, state_t *st, uint32_t want);
+
+/* Adds n to counter i (below s->rec->n) and marks the slot dirty. */
+void state_counters_slot_add(state_counters_slot_t *s, size_t i, uint64_t n);
+
+/* Sets counter i (a gauge) to value; marks the slot dirty only if that
+ * changed it. */
+void state_counters_slot_set(state_counters_slot_t *s, size_t i, uint64_t value);
+
+/* Marks the slot to be written by the next flush even if nothing changes
+ * (a worker's first flush writes its gauges as they now are). */
+void state_counters_slot_touch(state_counters_slot_t *s);
+
+void state_counters_slot_dispose(state_counters_slot_t *s);
+
+#endif
