@@ -161,9 +161,17 @@ void pool_call_attempt_cancel(pool_call_t *call, pool_exchange_t *ex)
     call->net->pool->t.ops->cancel(ex);
 }
 
+/* Who a new call is for: a client (its identity), or pool/ itself (a
+ * merged poll's carrier, with its pin). */
+typedef struct call_origin {
+    uint64_t owner;
+    uint8_t carrier;
+    int pinned;
+} call_origin_t;
+
 /* A new call: its items PENDING, its deadline running, the rows' start
  * hooks run (a client's call has its owner, a carrier its pin, first). */
-static pool_call_t *call_create(pool_network_t *net, pool_item_t *items, size_t n, int batch, const pool_call_t *who,
+static pool_call_t *call_create(pool_network_t *net, pool_item_t *items, size_t n, int batch, call_origin_t who,
                                pool_call_cb cb, void *data)
 {
     pool_call_t *call = sl_xcalloc(1, sizeof(*call));
@@ -173,9 +181,9 @@ static pool_call_t *call_create(pool_network_t *net, pool_item_t *items, size_t 
     call->batch = batch;
     call->cb = cb;
     call->data = data;
-    call->owner = who->owner;
-    call->carrier = who->carrier;
-    call->pinned = who->pinned;
+    call->owner = who.owner;
+    call->carrier = who.carrier;
+    call->pinned = who.pinned;
     call->state = POOL_CALL_NEW;
     call->retry_same = -1;
     call->held.ep = -1;
@@ -202,8 +210,7 @@ static pool_call_t *call_create(pool_network_t *net, pool_item_t *items, size_t 
 pool_call_t *pool_call_start(pool_network_t *net, pool_item_t *items, size_t n, int batch, uint64_t owner,
                              pool_call_cb cb, void *data)
 {
-    pool_call_t who = {.owner = owner, .pinned = -1};
-    pool_call_t *call = call_create(net, items, n, batch, &who, cb, data);
+    pool_call_t *call = call_create(net, items, n, batch, (call_origin_t){owner, 0, -1}, cb, data);
     call->pinned = pool_write_find_pin(call); /* a confirmation poll of a transaction an endpoint accepted */
     for (size_t i = 0; i < NROWS; i++)
         if (rows[i]->offer != NULL && rows[i]->offer(call)) {
@@ -217,8 +224,7 @@ pool_call_t *pool_call_start(pool_network_t *net, pool_item_t *items, size_t n, 
 pool_call_t *pool_call_start_carrier(pool_network_t *net, pool_item_t *items, size_t n, int batch, int pinned,
                                      pool_call_cb cb, void *data)
 {
-    pool_call_t who = {.carrier = 1, .pinned = pinned};
-    pool_call_t *call = call_create(net, items, n, batch, &who, cb, data);
+    pool_call_t *call = call_create(net, items, n, batch, (call_origin_t){0, 1, pinned}, cb, data);
     pool_call_next(call);
     return call;
 }
