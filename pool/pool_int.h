@@ -8,6 +8,7 @@
 #include "base/sl_buf.h"
 #include "wire/url.h"
 #include "pool/pool.h"
+#include "policy/attempt.h"
 #include "policy/cost.h"
 #include "policy/demote.h"
 #include "policy/hedge.h"
