@@ -611,7 +611,7 @@ void pool_call_wake_waiters(pool_network_t *net);
  * returns where its bytes now are. */
 const char *pool_call_keep(pool_call_t *call, sl_buf_t *own);
 /* The same for a finished exchange's body, wherever it was read, with its
- * charge to the budget; the last body kept is the one pool_answer_apply reads. */
+ * charge to the budget; the last body kept is the one pool_answer_facts reads. */
 void pool_call_keep_exchange(pool_call_t *call, pool_exchange_t *ex);
 /* Every snapshot: waiters whose full endpoints became unusable (a breaker
  * opened, a drain) get their answer now rather than at their deadline. */
