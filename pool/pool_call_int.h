@@ -144,20 +144,34 @@ struct pool_call {
     pool_held_call_t held;
 };
 
-/* What one attempt taught about its endpoint. */
-typedef struct pool_attempt_result {
-    state_outcome_t outcome;      /* the worst outcome among the items it carried */
-    int rate_limited;             /* the endpoint refused with a rate limit */
-    uint32_t retry_ms;            /* its Retry-After (header or body), 0 if none */
-    int unread;                   /* a single call answered with an error at id null */
-    uint32_t transient;           /* answers (objects or whole bodies) judged TRANSIENT */
-    uint32_t gave_up;             /* ... of which said the upstream gave up for time (policy_shape_gave_up) */
-} pool_attempt_result_t;
+/* One finished attempt of a call (pool_attempt.c, pool_answer.c, pool_held.c):
+ * pool/ gathers its facts, policy_attempt_decide (policy/attempt.h) returns
+ * the actions, pool/ carries them out. */
+/* Judges the finished exchange ex of call (an HTTP answer, whose body is
+ * bodies[nbodies-1]; a transport failure; or a start that failed, ex->fail
+ * set): the items it carried, the endpoint's record, its rate-limit mark and
+ * demotion. Returns 0 if the attempt does not count (a kept-alive connection
+ * closed before it answered: the same endpoint is tried once more, nothing
+ * was recorded; the caller logs no attempt), else 1. */
+int pool_attempt_judge(pool_call_t *call, pool_exchange_t *ex);
 
-/* pool_answer.c: applies the finished exchange (transport failure or an HTTP
- * answer whose body is bodies[nbodies-1]) to the items in call->sent. */
-void pool_answer_apply(pool_call_t *call, pool_exchange_t *ex, pool_attempt_result_t *res);
-void pool_answer_fail_transport(pool_call_t *call, pool_exchange_t *ex);
+/* Where one carried item's answer is, as pool_answer_facts found it. */
+typedef struct pool_answer_obj {
+    const char *ans;              /* its response object in the body, NULL if none */
+    uint32_t len;
+    wire_span_t id;               /* the id inside it */
+    wire_span_t error;            /* a single call's error member ... */
+    uint8_t foreign;              /* ... when its id is not the one sent: the error is given at id null */
+    char txid[128];               /* a pending write's transaction id ("" if none could be read) */
+} pool_answer_obj_t;
+
+/* pool_answer.c: the facts of an HTTP answer (the body's shape, f->obj, each
+ * carried item's member in fi[] and where it is in objs[], both in the order
+ * of call->sent); then the items' actions carried out at endpoint e. */
+void pool_answer_facts(pool_call_t *call, policy_attempt_facts_t *f, policy_item_facts_t *fi,
+                       pool_answer_obj_t *objs);
+void pool_answer_carry(pool_call_t *call, pool_endpoint_t *e, const policy_attempt_actions_t *a,
+                       pool_answer_obj_t *objs);
 /* Settles every pending item once no further attempt will be made. */
 void pool_answer_exhaust(pool_call_t *call, pool_outcome_t forced);
 
@@ -203,7 +217,7 @@ void pool_call_layer_init(pool_t *pool);
  * returns where its bytes now are. */
 const char *pool_call_keep(pool_call_t *call, sl_buf_t *own);
 /* The same for a finished exchange's body, wherever it was read, with its
- * charge to the budget; the last body kept is the one pool_answer_apply reads. */
+ * charge to the budget; the last body kept is the one pool_answer_facts reads. */
 void pool_call_keep_exchange(pool_call_t *call, pool_exchange_t *ex);
 /* Every snapshot: waiters whose full endpoints became unusable (a breaker
  * opened, a drain) get their answer now rather than at their deadline. */

@@ -195,29 +195,13 @@ void pool_call_on_exchange_done(pool_exchange_t *ex)
         call->ex_active = 0;
     call->tried[ep] = 1;
     if (ex->fail != POOL_FAIL_NONE) {
-        int stale = ex->fail == POOL_FAIL_RESET && ex->reused && !ex->got_bytes;
-        int writes = 0;
-        for (size_t i = 0; i < call->nsent; i++)
-            writes |= item_is_write(&call->items[call->sent[i]]);
-        if (stale && !call->stale_retry_used && !writes) {
-            call->stale_retry_used = 1;
-            call->retry_same = ep;
-            sl_log_debug("endpoint %s/%s: kept-alive connection was closed; retrying on a new one",
-                         call->net->conf->name, ex->link->conf->id);
-        } else {
+        if (pool_attempt_judge(call, ex)) /* else the same endpoint once more: it does not count */
             log_attempt(call, ex, ep, ex->fail, 0, ex->latency_us);
-            pool_answer_fail_transport(call, ex);
-            pool_held_judge(call, ep, pool_fail_outcome(ex->fail), pool_held_fail_end(ex->fail), ex->latency_us);
-        }
         pool_exchange_body_dispose(ex);
     } else {
         log_attempt(call, ex, ep, POOL_FAIL_NONE, ex->head.status, ex->latency_us);
         pool_call_keep_exchange(call, ex);
-        pool_attempt_result_t res;
-        pool_answer_apply(call, ex, &res);
-        pool_held_judge(call, ep, res.outcome, pool_held_answer_end(&res), ex->latency_us);
-        if (res.rate_limited)
-            pool_health_rate_limited(pool_link_endpoint(ex->link), res.retry_ms);
+        pool_attempt_judge(call, ex);
     }
     if (pool_call_done(call, ex))
         return; /* the other attempt is still in flight: its answer may do */
@@ -331,7 +315,6 @@ void pool_call_start_failed(pool_call_t *call, int ep, pool_exchange_t *ex, pool
     call->tried[ep] = 1;
     ex->fail = fail;
     log_attempt(call, ex, ep, fail, 0, 0);
-    pool_answer_fail_transport(call, ex);
-    pool_held_judge(call, ep, pool_fail_outcome(fail), pool_held_fail_end(fail), 0);
+    pool_attempt_judge(call, ex);
 }
 

@@ -187,39 +187,6 @@ int pool_health_breaker_move(pool_endpoint_t *ep, policy_breaker_state_t from, p
 
 /* ---- outcomes ---- */
 
-static int is_breaker_failure(state_outcome_t o)
-{
-    switch (o) {
-    case STATE_OUTCOME_TIMEOUT:
-    case STATE_OUTCOME_CONNECT:
-    case STATE_OUTCOME_RESET:
-    case STATE_OUTCOME_HTTP_ERROR:
-    case STATE_OUTCOME_MALFORMED:
-        return 1;
-    case STATE_OUTCOME_OK:
-    case STATE_OUTCOME_DETERMINISTIC:
-    case STATE_OUTCOME_RATE_LIMITED:
-    case STATE_OUTCOME_UNSUPPORTED:
-    case STATE_OUTCOME_MISSING_DATA:
-    case STATE_OUTCOME_LOCAL:
-    case STATE_OUTCOME_TOO_LARGE:
-    case STATE_OUTCOME_ID_UNANSWERABLE:
-    case STATE_OUTCOME_SLOW_CALL:
-    case STATE_OUTCOME_COUNT:
-        break;
-    }
-    return 0;
-}
-
-/* Outcomes that say nothing about the endpoint (sluice's own resources, a
- * request-shaped failure): counted, but kept out of the windows that open
- * breakers and score endpoints, so they neither fail nor vouch for it. */
-static int is_no_evidence(state_outcome_t o)
-{
-    return o == STATE_OUTCOME_LOCAL || o == STATE_OUTCOME_TOO_LARGE || o == STATE_OUTCOME_ID_UNANSWERABLE ||
-           o == STATE_OUTCOME_SLOW_CALL;
-}
-
 static void count_latency(state_stats_rec_t *s, uint32_t latency_us)
 {
     size_t b = 0;
@@ -233,20 +200,22 @@ static void count_latency(state_stats_rec_t *s, uint32_t latency_us)
 void pool_health_record(pool_endpoint_t *ep, state_outcome_t outcome, uint32_t latency_us, int failover)
 {
     pool_health_t *h = &ep->health;
+    /* one list of outcomes: base/sl_outcome.h */
+    policy_evidence_t ev = policy_outcome_evidence((policy_outcome_t)outcome);
     h->stats.attempts++;
     h->stats.outcomes[outcome]++;
     h->stats.failovers += failover != 0;
     h->dirty = 1;
-    if (outcome == STATE_OUTCOME_LOCAL)
+    if (ev == POLICY_EVIDENCE_UNSENT)
         return; /* nothing reached the endpoint: no latency, no verdict */
     count_latency(&h->stats, latency_us);
-    if (is_no_evidence(outcome))
-        return;
-    if (outcome != STATE_OUTCOME_RATE_LIMITED)
+    if (ev == POLICY_EVIDENCE_NONE)
+        return; /* counted, but neither fails nor vouches for it */
+    if (ev != POLICY_EVIDENCE_REFUSED)
         h->last_ok_ms = sl_shared_ms(); /* served: a later refusal starts the backoff over */
     const policy_breaker_conf_t *conf = &ep->net->conf->breaker;
-    policy_window_record(&h->rl_window, conf, outcome == STATE_OUTCOME_RATE_LIMITED, sl_now_ms());
-    int failure = is_breaker_failure(outcome);
+    policy_window_record(&h->rl_window, conf, ev == POLICY_EVIDENCE_REFUSED, sl_now_ms());
+    int failure = ev == POLICY_EVIDENCE_FAILED;
     if (!policy_window_record(&h->window, conf, failure, sl_now_ms()))
         return;
     if (h->shared.breaker != POLICY_BREAKER_CLOSED)

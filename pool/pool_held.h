@@ -4,26 +4,18 @@
 #ifndef POOL_HELD_H
 #define POOL_HELD_H
 
+#include "policy/attempt.h"
 #include "policy/shape.h"
 #include "pool/pool_link.h"
 #include "state/state.h"
 
-struct pool_attempt_result;
-
-/* pool_held.c:
- * Records what the attempt at ep taught about it: a failure that may be the
- * request's doing is held until the next endpoint's attempt settles it (the
- * same failure there spares both endpoints and settles the call's items);
- * otherwise the outcome is recorded as usual. */
-void pool_held_judge(pool_call_t *call, int ep, state_outcome_t outcome, policy_attempt_end_t end,
-                     uint32_t latency_us);
+/* pool_held.c: the endpoint's record of the attempt at ep (a->record), and
+ * the penalty held back from an earlier endpoint (a->held): released as
+ * that endpoint's, or spared when the call proved the request's shape. */
+void pool_held_carry(pool_call_t *call, int ep, const policy_attempt_actions_t *a, uint32_t latency_us);
 /* Records a held penalty nobody settled as the endpoint's (no other endpoint
  * was tried: without a second opinion a fault must still count). */
 void pool_held_release(pool_call_t *call);
-/* How a transport failure ended an attempt, for pool_held_judge. */
-policy_attempt_end_t pool_held_fail_end(pool_fail_t fail);
-/* How an answered attempt ended (pool_answer_apply's result), for pool_held_judge. */
-policy_attempt_end_t pool_held_answer_end(const struct pool_attempt_result *res);
 
 /* What a call holds: a failure that may be the request's own, until the
  * next endpoint's attempt settles it. */

@@ -10,6 +10,7 @@
 #include "wire/url.h"
 #include "pool/pool.h"
 #include "pool/pool_link.h"
+#include "policy/attempt.h"
 #include "policy/cost.h"
 #include "policy/demote.h"
 #include "policy/hedge.h"

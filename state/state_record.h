@@ -15,6 +15,7 @@
 
 #include "base/sl_buf.h"
 #include "base/sl_err.h"
+#include "base/sl_outcome.h"
 
 typedef enum state_field_type {
     STATE_F_U8,
@@ -141,22 +142,8 @@ typedef struct state_event {
 extern const state_schema_t state_event_schema;
 
 /* ---- per-worker counters, flushed every ~100 ms, merged by readers ---- */
-#define STATE_OUTCOMES(X)                                                                 \
-    X(OK, "ok")                                                                           \
-    X(DETERMINISTIC, "deterministic_error")                                               \
-    X(RATE_LIMITED, "rate_limited")                                                       \
-    X(TIMEOUT, "timeout")                                                                 \
-    X(CONNECT, "connect_error")                                                           \
-    X(RESET, "reset")                                                                     \
-    X(HTTP_ERROR, "http_error")                                                           \
-    X(MALFORMED, "malformed")                                                             \
-    X(UNSUPPORTED, "unsupported")                                                         \
-    X(MISSING_DATA, "missing_data")                                                       \
-    /* never the endpoint's fault: no breaker failure, no score penalty */                \
-    X(LOCAL, "local_error")          /* sluice's own resources (fds, memory, temp files) */ \
-    X(TOO_LARGE, "too_large")        /* request-shaped (policy/shape.h) */                 \
-    X(ID_UNANSWERABLE, "id_unanswerable")                                                 \
-    X(SLOW_CALL, "slow_call")
+/* the list is base/'s: policy/ decides with the same outcomes */
+#define STATE_OUTCOMES(X) SL_OUTCOMES(X)
 
 typedef enum state_outcome {
 #define STATE_OUTCOME_ENUM_(name, str) STATE_OUTCOME_##name,
