@@ -78,6 +78,8 @@ static struct {
     size_t natt;
     pool_fail_t refuse[SC_MAX_EP][SC_MAX_REFUSE]; /* start failures queued per endpoint */
     size_t nrefuse[SC_MAX_EP];
+    pool_call_t *calls[SC_MAX_ATT]; /* started and not yet released (sc_close releases the rest) */
+    size_t ncalls;
     state_t *state;               /* NULL unless sc_with_state() */
     char dir[256];
 } sc;
@@ -271,9 +273,12 @@ static inline void sc_open_n(size_t n)
     sc_open();
 }
 
-/* The teardown of every test (after its calls were released). */
+/* The teardown of every test: releases the calls a failed test left (so
+ * its failure is not followed by a crash in pool_destroy). */
 static inline void sc_close(void)
 {
+    while (sc.ncalls > 0)
+        pool_call_release(sc.calls[--sc.ncalls]);
     pool_destroy(sc.pool);
     sc.pool = NULL;
     if (sc.loop != NULL)
@@ -341,11 +346,43 @@ typedef struct sc_call {
     sc_done_t done;
 } sc_call_t;
 
+/* pool_call_start on sc's network, the call remembered until sc_release. */
+static inline pool_call_t *sc_call(pool_item_t *items, size_t n, int batch, uint64_t owner, pool_call_cb cb, void *data)
+{
+    pool_call_t *call = pool_call_start(sc.net, items, n, batch, owner, cb, data);
+    cr_assert_not_null(call);
+    cr_assert_lt(sc.ncalls, SC_MAX_ATT);
+    sc.calls[sc.ncalls++] = call;
+    return call;
+}
+
+static inline void sc_forget(pool_call_t *call)
+{
+    for (size_t i = 0; i < sc.ncalls; i++)
+        if (sc.calls[i] == call) {
+            sc.calls[i] = sc.calls[--sc.ncalls];
+            return;
+        }
+    cr_assert_fail("a call released twice, or not started by sc_call");
+}
+
+/* pool_call_release / pool_call_cancel of a call started by sc_call. */
+static inline void sc_release(pool_call_t *call)
+{
+    sc_forget(call);
+    pool_call_release(call);
+}
+
+static inline void sc_cancel_call(pool_call_t *call)
+{
+    sc_forget(call);
+    pool_call_cancel(call);
+}
+
 static inline pool_call_t *sc_start_one(sc_call_t *c, const char *raw, uint64_t owner)
 {
     sc_item(&c->item, raw);
-    c->call = pool_call_start(sc.net, &c->item, 1, 0, owner, sc_on_done, &c->done);
-    cr_assert_not_null(c->call);
+    c->call = sc_call(&c->item, 1, 0, owner, sc_on_done, &c->done);
     return c->call;
 }
 

@@ -49,7 +49,7 @@ Test(call_failover, a_503_moves_the_call_to_the_next_endpoint)
     cr_expect_eq(c.item.failures, 1);
     cr_expect_eq(c.item.fail_seen, 0, "an HTTP status is neither ambiguous nor a timeout");
     cr_expect_eq(sc_ep(0)->health.stats.outcomes[STATE_OUTCOME_HTTP_ERROR], 1);
-    pool_call_release(c.call);
+    sc_release(c.call);
 }
 
 Test(call_failover, a_reset_moves_the_call_to_the_next_endpoint)
@@ -62,7 +62,7 @@ Test(call_failover, a_reset_moves_the_call_to_the_next_endpoint)
     sc_expect_log(c.call, 0, 0, POOL_FAIL_RESET, 0, 0);
     cr_expect_eq(c.item.fail_seen & POOL_FAIL_F_AMBIG, POOL_FAIL_F_AMBIG);
     cr_expect_eq(sc_ep(0)->health.stats.outcomes[STATE_OUTCOME_RESET], 1);
-    pool_call_release(c.call);
+    sc_release(c.call);
 }
 
 Test(call_failover, a_refused_connection_moves_the_call_on_without_sending)
@@ -77,7 +77,7 @@ Test(call_failover, a_refused_connection_moves_the_call_on_without_sending)
     cr_expect_eq(pool_call_log(c.call, &(size_t){0})[0].latency_us, 0);
     expect_second_answered(&c);
     cr_expect_eq(sc_ep(0)->health.stats.outcomes[STATE_OUTCOME_CONNECT], 1);
-    pool_call_release(c.call);
+    sc_release(c.call);
 }
 
 Test(call_failover, a_timeout_moves_the_call_on_and_counts_as_one)
@@ -92,7 +92,7 @@ Test(call_failover, a_timeout_moves_the_call_on_and_counts_as_one)
     cr_expect_eq(c.item.timeouts, 1);
     cr_expect_eq(c.item.fail_seen, POOL_FAIL_F_AMBIG | POOL_FAIL_F_TIMEOUT);
     cr_expect_eq(sc_ep(0)->health.stats.outcomes[STATE_OUTCOME_TIMEOUT], 1);
-    pool_call_release(c.call);
+    sc_release(c.call);
 }
 
 Test(call_failover, a_transient_json_rpc_error_moves_the_call_on)
@@ -104,7 +104,7 @@ Test(call_failover, a_transient_json_rpc_error_moves_the_call_on)
     expect_second_answered(&c);
     sc_expect_log(c.call, 0, 0, POOL_FAIL_NONE, 200, 0);
     cr_expect_eq(c.item.failures, 1);
-    pool_call_release(c.call);
+    sc_release(c.call);
 }
 
 Test(call_failover, an_answer_with_the_wrong_id_moves_the_call_on)
@@ -116,7 +116,7 @@ Test(call_failover, an_answer_with_the_wrong_id_moves_the_call_on)
     expect_second_answered(&c);
     cr_expect_eq(c.item.fail_seen, POOL_FAIL_F_AMBIG, "a wrong id is a malformed answer");
     cr_expect_eq(sc_ep(0)->health.stats.outcomes[STATE_OUTCOME_MALFORMED], 1);
-    pool_call_release(c.call);
+    sc_release(c.call);
 }
 
 Test(call_failover, a_deterministic_error_is_returned_as_is_without_trying_the_next)
@@ -135,7 +135,7 @@ Test(call_failover, a_deterministic_error_is_returned_as_is_without_trying_the_n
     cr_expect_eq(pool_call_attempts(c.call), 1);
     cr_expect_eq(sc_ep(0)->health.stats.outcomes[STATE_OUTCOME_DETERMINISTIC], 1);
     cr_expect_eq(sc_ep(0)->health.stats.failovers, 0);
-    pool_call_release(c.call);
+    sc_release(c.call);
 }
 
 Test(call_failover, a_rate_limit_moves_on_and_marks_the_endpoint_for_its_retry_after)
@@ -152,7 +152,7 @@ Test(call_failover, a_rate_limit_moves_on_and_marks_the_endpoint_for_its_retry_a
     cr_expect_eq(sc_ep(0)->health.stats.outcomes[STATE_OUTCOME_RATE_LIMITED], 1);
     uint64_t until = sc_ep(0)->health.shared.rate_limited_until_ms;
     cr_expect(until >= before + 5000 && until <= sl_shared_ms() + 5000, "marked for Retry-After's 5 s");
-    pool_call_release(c.call);
+    sc_release(c.call);
 
     /* the next call skips the marked endpoint */
     sc_call_t d = {0};
@@ -163,7 +163,7 @@ Test(call_failover, a_rate_limit_moves_on_and_marks_the_endpoint_for_its_retry_a
     sc_wait_done(&d.done);
     sc_expect_answer(&d.item, 1, BN_OK);
     cr_expect_eq(pool_call_attempts(d.call), 1);
-    pool_call_release(d.call);
+    sc_release(d.call);
 }
 
 Test(call_failover, all_endpoints_rate_limited_fail_with_the_earliest_retry_after)
@@ -182,7 +182,7 @@ Test(call_failover, all_endpoints_rate_limited_fail_with_the_earliest_retry_afte
     cr_expect_eq(c.item.endpoint, -1);
     sc_expect_log(c.call, 0, 0, POOL_FAIL_NONE, 429, 0);
     sc_expect_log(c.call, 1, 1, POOL_FAIL_NONE, 429, 0);
-    pool_call_release(c.call);
+    sc_release(c.call);
 
     /* a call while both are marked: nothing is sent, it says when to come back */
     sc_call_t d = {0};
@@ -195,7 +195,7 @@ Test(call_failover, all_endpoints_rate_limited_fail_with_the_earliest_retry_afte
               d.item.retry_after_ms);
     cr_expect_eq(pool_call_attempts(d.call), 0);
     cr_expect_eq(sc_log_len(d.call), 0);
-    pool_call_release(d.call);
+    sc_release(d.call);
 }
 
 Test(call_failover, a_rate_limit_in_the_body_of_a_200_moves_on)
@@ -209,7 +209,7 @@ Test(call_failover, a_rate_limit_in_the_body_of_a_200_moves_on)
     cr_expect_eq(c.item.rate_limited, 1);
     uint64_t until = sc_ep(0)->health.shared.rate_limited_until_ms;
     cr_expect(until > sl_shared_ms() && until <= sl_shared_ms() + 2000, "marked for the body's 2 s");
-    pool_call_release(c.call);
+    sc_release(c.call);
 }
 
 /* ---- batches ---- */
@@ -228,7 +228,7 @@ static void start_batch2(batch2_t *b, const char *raw0, const char *raw1)
 {
     sc_item(&b->items[0], raw0);
     sc_item(&b->items[1], raw1);
-    b->call = pool_call_start(sc.net, b->items, 2, 1, 0, sc_on_done, &b->done);
+    b->call = sc_call(b->items, 2, 1, 0, sc_on_done, &b->done);
 }
 
 Test(call_failover, a_batch_member_left_pending_is_resent_alone_to_the_next_endpoint)
@@ -252,7 +252,7 @@ Test(call_failover, a_batch_member_left_pending_is_resent_alone_to_the_next_endp
     cr_expect_eq(b.items[1].failures, 1);
     cr_expect_eq(b.items[0].failures, 0);
     cr_expect_eq(pool_call_attempts(b.call), 2);
-    pool_call_release(b.call);
+    sc_release(b.call);
 }
 
 Test(call_failover, batch_answers_are_matched_by_id_in_any_order)
@@ -265,7 +265,7 @@ Test(call_failover, batch_answers_are_matched_by_id_in_any_order)
     cr_expect_eq(sc.natt, 1);
     sc_expect_answer(&b.items[0], 0, "{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":\"0x10\"}");
     sc_expect_answer(&b.items[1], 0, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"0x5\"}");
-    pool_call_release(b.call);
+    sc_release(b.call);
 }
 
 Test(call_failover, a_member_missing_from_the_batch_answer_is_asked_of_the_next_endpoint)
@@ -283,7 +283,7 @@ Test(call_failover, a_member_missing_from_the_batch_answer_is_asked_of_the_next_
     sc_expect_answer(&b.items[0], 1, "{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":\"0x10\"}");
     sc_expect_answer(&b.items[1], 0, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"0x5\"}");
     cr_expect_eq(sc_ep(0)->health.stats.outcomes[STATE_OUTCOME_MALFORMED], 1);
-    pool_call_release(b.call);
+    sc_release(b.call);
 }
 
 Test(call_failover, a_batch_refused_as_a_whole_goes_to_the_next_endpoint_whole)
@@ -299,7 +299,7 @@ Test(call_failover, a_batch_refused_as_a_whole_goes_to_the_next_endpoint_whole)
     sc_wait_done(&b.done);
     cr_expect_eq(b.items[0].endpoint, 1);
     cr_expect_eq(b.items[1].endpoint, 1);
-    pool_call_release(b.call);
+    sc_release(b.call);
 }
 
 Test(call_failover, a_notification_in_a_batch_is_sent_with_an_id_of_its_own)
@@ -312,7 +312,7 @@ Test(call_failover, a_notification_in_a_batch_is_sent_with_an_id_of_its_own)
     sc_wait_done(&b.done);
     cr_expect_eq(b.items[0].state, POOL_ITEM_ANSWERED);
     cr_expect_eq(b.items[1].state, POOL_ITEM_ANSWERED);
-    pool_call_release(b.call);
+    sc_release(b.call);
 }
 
 Test(call_failover, an_id_an_upstream_could_not_echo_goes_up_as_zero)
@@ -331,7 +331,7 @@ Test(call_failover, an_id_an_upstream_could_not_echo_goes_up_as_zero)
     sc_wait_done(&c.done);
     sc_expect_answer(&c.item, 1, "{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":\"0x10\"}");
     cr_expect(sc_answer_id_is(&c.item, "0"), "the gateway splices the client's id over the 0");
-    pool_call_release(c.call);
+    sc_release(c.call);
 }
 
 /* ---- rounds, attempts, and every endpoint failing ---- */
@@ -357,7 +357,7 @@ Test(call_failover, a_second_round_starts_after_a_backoff_until_max_attempts)
     sc_expect_log(c.call, 0, 0, POOL_FAIL_NONE, 503, 0);
     sc_expect_log(c.call, 1, 1, POOL_FAIL_NONE, 503, 0);
     sc_expect_log(c.call, 2, 0, POOL_FAIL_NONE, 503, 0);
-    pool_call_release(c.call);
+    sc_release(c.call);
 }
 
 Test(call_failover, the_second_round_can_answer)
@@ -375,7 +375,7 @@ Test(call_failover, the_second_round_can_answer)
     sc_wait_done(&c.done);
     sc_expect_answer(&c.item, 0, BN_OK);
     cr_expect_eq(pool_call_attempts(c.call), 3);
-    pool_call_release(c.call);
+    sc_release(c.call);
 }
 
 Test(call_failover, max_attempts_one_stops_after_the_first_endpoint)
@@ -391,7 +391,7 @@ Test(call_failover, max_attempts_one_stops_after_the_first_endpoint)
     sc_expect_failed(&c.item, POOL_OUTCOME_UPSTREAM_ERROR);
     cr_expect_eq(sc_ep(0)->health.stats.outcomes[STATE_OUTCOME_HTTP_ERROR], 1);
     cr_expect_eq(sc_ep(1)->health.stats.attempts, 0);
-    pool_call_release(c.call);
+    sc_release(c.call);
 }
 
 Test(call_failover, five_attempts_over_two_endpoints_alternate)
@@ -410,7 +410,7 @@ Test(call_failover, five_attempts_over_two_endpoints_alternate)
     cr_expect_eq(sc.natt, 5);
     sc_expect_failed(&c.item, POOL_OUTCOME_UPSTREAM_ERROR);
     cr_expect_eq(c.item.failures, 5);
-    pool_call_release(c.call);
+    sc_release(c.call);
 }
 
 Test(call_failover, every_attempt_timing_out_is_a_timeout)
@@ -426,7 +426,7 @@ Test(call_failover, every_attempt_timing_out_is_a_timeout)
     sc_expect_failed(&c.item, POOL_OUTCOME_TIMEOUT);
     cr_expect_eq(c.item.timeouts, 2);
     sc_expect_log(c.call, 1, 1, POOL_FAIL_ATTEMPT_TIMEOUT, 0, 0);
-    pool_call_release(c.call);
+    sc_release(c.call);
 }
 
 Test(call_failover, a_timeout_and_an_error_are_an_upstream_error)
@@ -442,7 +442,7 @@ Test(call_failover, a_timeout_and_an_error_are_an_upstream_error)
     sc_expect_failed(&c.item, POOL_OUTCOME_UPSTREAM_ERROR);
     cr_expect_eq(c.item.failures, 2);
     cr_expect_eq(c.item.timeouts, 1);
-    pool_call_release(c.call);
+    sc_release(c.call);
 }
 
 Test(call_failover, every_start_refused_fails_and_still_calls_back_from_the_loop)
@@ -461,7 +461,7 @@ Test(call_failover, every_start_refused_fails_and_still_calls_back_from_the_loop
     sc_expect_failed(&c.item, POOL_OUTCOME_UPSTREAM_ERROR);
     sc_expect_log(c.call, 0, 0, POOL_FAIL_CONNECT, 0, 0);
     sc_expect_log(c.call, 1, 1, POOL_FAIL_CONNECT_TIMEOUT, 0, 0);
-    pool_call_release(c.call);
+    sc_release(c.call);
 }
 
 Test(call_failover, sluices_own_resources_running_out_is_local_and_no_endpoint_fault)
@@ -479,7 +479,7 @@ Test(call_failover, sluices_own_resources_running_out_is_local_and_no_endpoint_f
     cr_expect_eq(c.item.local_failures, 2);
     cr_expect_eq(sc_ep(0)->health.stats.outcomes[STATE_OUTCOME_LOCAL], 1);
     cr_expect_eq(sc_ep(0)->health.stats.outcomes[STATE_OUTCOME_CONNECT], 0);
-    pool_call_release(c.call);
+    sc_release(c.call);
 }
 
 Test(call_failover, an_unsupported_method_is_not_asked_again_and_its_answer_is_kept)
@@ -504,7 +504,7 @@ Test(call_failover, an_unsupported_method_is_not_asked_again_and_its_answer_is_k
     sc_expect_answer(&c.item, 0, nf);
     cr_expect_eq(c.item.verdict, POLICY_VERDICT_UNSUPPORTED, "no endpoint did better: the error as-is");
     cr_expect_eq(sc_ep(0)->health.stats.outcomes[STATE_OUTCOME_UNSUPPORTED], 1);
-    pool_call_release(c.call);
+    sc_release(c.call);
 }
 
 Test(call_failover, the_attempt_log_keeps_sixteen_lines_and_counts_every_attempt)
@@ -526,7 +526,7 @@ Test(call_failover, the_attempt_log_keeps_sixteen_lines_and_counts_every_attempt
     cr_expect_eq(sc_log_len(c.call), POOL_MAX_ATTEMPT_LOG);
     sc_expect_log(c.call, 15, 1, POOL_FAIL_RESET, 0, 0);
     sc_expect_failed(&c.item, POOL_OUTCOME_UPSTREAM_ERROR);
-    pool_call_release(c.call);
+    sc_release(c.call);
 }
 
 /* ---- known bugs (SC_KNOWN_BUG: skipped unless SLUICE_KNOWN_BUGS=1) ---- */
@@ -550,5 +550,5 @@ Test(call_failover, bug_the_attempt_that_ends_a_call_is_no_failover)
     sc_expect_failed(&c.item, POOL_OUTCOME_UPSTREAM_ERROR);
     cr_expect_eq(sc_ep(0)->health.stats.failovers, 1, "the call moved on after endpoint 0");
     cr_expect_eq(sc_ep(1)->health.stats.failovers, 0, "the call ended after endpoint 1: no failover");
-    pool_call_release(c.call);
+    sc_release(c.call);
 }

@@ -37,7 +37,7 @@ Test(call_stale, a_stale_connection_gets_one_free_retry_at_the_same_endpoint)
     cr_expect_eq(sc_ep(0)->health.stats.outcomes[STATE_OUTCOME_RESET], 0);
     cr_expect_eq(sc_ep(0)->health.shared.demoted_until_ms, 0, "nor demotes the endpoint");
     cr_expect_eq(sc_ep(1)->health.stats.attempts, 0);
-    pool_call_release(c.call);
+    sc_release(c.call);
 }
 
 Test(call_stale, the_free_retry_is_taken_even_when_no_attempt_is_left)
@@ -53,7 +53,7 @@ Test(call_stale, the_free_retry_is_taken_even_when_no_attempt_is_left)
     sc_reply(1, 200, BN_OK);
     sc_wait_done(&c.done);
     sc_expect_answer(&c.item, 0, BN_OK);
-    pool_call_release(c.call);
+    sc_release(c.call);
 }
 
 Test(call_stale, only_once_per_call)
@@ -77,7 +77,7 @@ Test(call_stale, only_once_per_call)
     cr_expect_eq(c.item.failures, 2);
     cr_expect_eq(sc_ep(0)->health.stats.outcomes[STATE_OUTCOME_RESET], 1);
     cr_expect_eq(sc_ep(1)->health.stats.outcomes[STATE_OUTCOME_RESET], 1);
-    pool_call_release(c.call);
+    sc_release(c.call);
 }
 
 Test(call_stale, every_call_has_its_own_free_retry)
@@ -99,8 +99,8 @@ Test(call_stale, every_call_has_its_own_free_retry)
     sc_expect_answer(&c.item, 0, BN_OK);
     sc_expect_answer(&d.item, 0, BN_OK);
     cr_expect_eq(pool_call_attempts(d.call), 1);
-    pool_call_release(c.call);
-    pool_call_release(d.call);
+    sc_release(c.call);
+    sc_release(d.call);
 }
 
 Test(call_stale, a_reset_after_answer_bytes_is_the_endpoints_failure)
@@ -116,7 +116,7 @@ Test(call_stale, a_reset_after_answer_bytes_is_the_endpoints_failure)
     sc_expect_answer(&c.item, 1, BN_OK);
     sc_expect_log(c.call, 0, 0, POOL_FAIL_RESET, 0, 0);
     cr_expect_eq(c.item.failures, 1);
-    pool_call_release(c.call);
+    sc_release(c.call);
 }
 
 Test(call_stale, a_reset_on_a_new_connection_is_the_endpoints_failure)
@@ -130,7 +130,7 @@ Test(call_stale, a_reset_on_a_new_connection_is_the_endpoints_failure)
     sc_reply(1, 200, BN_OK);
     sc_wait_done(&c.done);
     sc_expect_log(c.call, 0, 0, POOL_FAIL_RESET, 0, 0);
-    pool_call_release(c.call);
+    sc_release(c.call);
 }
 
 Test(call_stale, a_timeout_on_a_kept_alive_connection_is_no_stale_connection)
@@ -144,7 +144,7 @@ Test(call_stale, a_timeout_on_a_kept_alive_connection_is_no_stale_connection)
     sc_reply(1, 200, BN_OK);
     sc_wait_done(&c.done);
     sc_expect_log(c.call, 0, 0, POOL_FAIL_FIRST_BYTE_TIMEOUT, 0, 0);
-    pool_call_release(c.call);
+    sc_release(c.call);
 }
 
 Test(call_stale, a_batch_of_reads_is_retried_whole_at_the_same_endpoint)
@@ -158,7 +158,7 @@ Test(call_stale, a_batch_of_reads_is_retried_whole_at_the_same_endpoint)
     sc_done_t done = {0};
     sc_item(&items[0], a);
     sc_item(&items[1], b);
-    pool_call_t *call = pool_call_start(sc.net, items, 2, 1, 0, sc_on_done, &done);
+    pool_call_t *call = sc_call(items, 2, 1, 0, sc_on_done, &done);
     stale(0);
     cr_assert_eq(sc.natt, 2);
     sc_expect_sent(0, 0, body);
@@ -168,7 +168,7 @@ Test(call_stale, a_batch_of_reads_is_retried_whole_at_the_same_endpoint)
     cr_expect_eq(items[0].endpoint, 0);
     cr_expect_eq(items[1].endpoint, 0);
     cr_expect_eq(pool_call_attempts(call), 1);
-    pool_call_release(call);
+    sc_release(call);
 }
 
 /* ---- writes ---- */
@@ -185,7 +185,7 @@ Test(call_stale, a_write_gets_no_free_retry_and_is_ambiguous)
     sc_expect_failed(&c.item, POOL_OUTCOME_AMBIGUOUS_WRITE);
     sc_expect_log(c.call, 0, 0, POOL_FAIL_RESET, 0, 0);
     cr_expect_eq(pool_call_attempts(c.call), 1);
-    pool_call_release(c.call);
+    sc_release(c.call);
 }
 
 Test(call_stale, a_write_whose_stale_connection_never_took_the_request_goes_on)
@@ -201,7 +201,7 @@ Test(call_stale, a_write_whose_stale_connection_never_took_the_request_goes_on)
     sc_wait_done(&c.done);
     sc_expect_answer(&c.item, 1, "{\"jsonrpc\":\"2.0\",\"id\":9,\"result\":\"0xabc\"}");
     sc_expect_log(c.call, 0, 0, POOL_FAIL_RESET, 0, 0);
-    pool_call_release(c.call);
+    sc_release(c.call);
 }
 
 Test(call_stale, a_batch_with_a_write_gets_no_free_retry)
@@ -212,7 +212,7 @@ Test(call_stale, a_batch_with_a_write_gets_no_free_retry)
     sc_done_t done = {0};
     sc_item(&items[0], read);
     sc_item(&items[1], SEND);
-    pool_call_t *call = pool_call_start(sc.net, items, 2, 1, 0, sc_on_done, &done);
+    pool_call_t *call = sc_call(items, 2, 1, 0, sc_on_done, &done);
     cr_expect_eq(sc_att(0)->is_write, 1, "the attempt carries a write");
     stale(0);
     cr_assert_eq(sc.natt, 2);
@@ -223,5 +223,5 @@ Test(call_stale, a_batch_with_a_write_gets_no_free_retry)
     sc_wait_done(&done);
     sc_expect_answer(&items[0], 1, "{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":\"0x10\"}");
     sc_expect_failed(&items[1], POOL_OUTCOME_AMBIGUOUS_WRITE);
-    pool_call_release(call);
+    sc_release(call);
 }
