@@ -72,8 +72,8 @@ static struct {
     pool_network_t *net;
     pool_network_conf_t conf;
     pool_endpoint_conf_t eps[SC_MAX_EP];
-    char ids[SC_MAX_EP][8];
-    char urls[SC_MAX_EP][48];
+    char ids[SC_MAX_EP][24];
+    char urls[SC_MAX_EP][64];
     sc_attempt_t att[SC_MAX_ATT];
     size_t natt;
     pool_fail_t refuse[SC_MAX_EP][SC_MAX_REFUSE]; /* start failures queued per endpoint */

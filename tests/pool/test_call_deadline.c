@@ -169,7 +169,7 @@ Test(call_deadline, calls_released_in_any_order_leave_no_slot_taken)
 {
     sc_open_n(2);
     sc_call_t c[6] = {0};
-    char raw[6][96];
+    char raw[6][160];
     for (size_t i = 0; i < 6; i++) {
         snprintf(raw[i], sizeof(raw[i]), "{\"jsonrpc\":\"2.0\",\"id\":%zu,\"method\":\"eth_getBlockByNumber\",\"params\":[\"0x%zx\",false]}", i, i + 1);
         sc_start_one(&c[i], raw[i], 0);
