@@ -299,3 +299,30 @@ Test(call_coalesce, bug_a_waiter_handed_the_group_sees_the_leavers_slot_free)
     sc_expect_answer(&b.item, 0, ANS2);
     sc_release(b.call);
 }
+
+/* The leader's deadline (on_deadline -> call_finish -> pool_coalesce_done)
+ * fails every waiter with the leader's DEADLINE, however recently it joined:
+ * a read that waited 20 ms of its own 60 is answered "timeouts.request_ms
+ * ran out" (POOL_OUTCOME_DEADLINE) at the leader's time, not its own. A
+ * leader that leaves (pool_coalesce_leave) hands the group to its first
+ * waiter instead; a leader that ran out of time could do the same. */
+Test(call_coalesce, bug_a_waiter_is_not_failed_by_its_leaders_deadline_before_its_own)
+{
+    SC_KNOWN_BUG("waiters inherit the leader's DEADLINE before their own request_ms (pool_coalesce.c pool_coalesce_done)");
+    sc_conf(1);
+    sc.conf.timeouts.request_ms = 60;
+    sc_open();
+    sc_call_t a = {0}, b = {0};
+    sc_start_one(&a, BAL1, 0);
+    sc_run_for(40);
+    uint64_t joined = sl_now_ms();
+    sc_start_one(&b, BAL2, 0);
+    cr_assert_eq(sc.natt, 1, "it waits on the leader");
+    sc_wait_done(&a.done);
+    sc_expect_failed(&a.item, POOL_OUTCOME_DEADLINE);
+    if (b.done.n > 0 && b.item.outcome == POOL_OUTCOME_DEADLINE)
+        cr_expect_geq(sl_now_ms() - joined, 55, "the waiter failed DEADLINE %lu ms after it came, of its 60",
+                      (unsigned long)(sl_now_ms() - joined));
+    sc_release(b.call);
+    sc_release(a.call);
+}
