@@ -181,15 +181,19 @@ static inline void sc_finish(size_t i, sc_answer_t a)
     link->timers->t->slot_freed(link);
 }
 
+/* An HTTP answer; a transport failure after the request was sent (no
+ * answer byte). */
+#define SC_STATUS(status_, body_) ((sc_answer_t){.status = (status_), .body = (body_)})
+#define SC_FAILED(fail_) ((sc_answer_t){.fail = (fail_), .sent = 1})
+
 static inline void sc_reply(size_t i, int status, const char *body)
 {
-    sc_finish(i, (sc_answer_t){.status = status, .body = body});
+    sc_finish(i, SC_STATUS(status, body));
 }
 
-/* A transport failure after the request was sent (sent = 1, no answer byte). */
 static inline void sc_fail(size_t i, pool_fail_t fail)
 {
-    sc_finish(i, (sc_answer_t){.fail = fail, .sent = 1});
+    sc_finish(i, SC_FAILED(fail));
 }
 
 static inline const sc_attempt_t *sc_att(size_t i)
@@ -273,8 +277,9 @@ static inline void sc_open_n(size_t n)
     sc_open();
 }
 
-/* The teardown of every test: releases the calls a failed test left (so
- * its failure is not followed by a crash in pool_destroy). */
+/* The teardown of every test: releases the calls the test left (a test
+ * releases a call itself only where the release is what it tests; a failed
+ * test's calls are released too, so no crash in pool_destroy follows). */
 static inline void sc_close(void)
 {
     while (sc.ncalls > 0)
@@ -426,6 +431,64 @@ static inline void sc_wait_done(const sc_done_t *d)
 static inline void sc_wait_attempts(size_t n)
 {
     sc_run_until(sc_pred_attempts, &n, SC_LIMIT_MS, "an attempt to start");
+}
+
+/* Ends attempts first, first + 1, ... in turn as ends[0..n) says, each once
+ * it started (running the loop through backoffs between rounds). */
+static inline void sc_end_each(size_t first, const sc_answer_t *ends, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        sc_wait_attempts(first + i + 1);
+        sc_finish(first + i, ends[i]);
+    }
+}
+
+/* sc_end_each's last two arguments from a list of sc_answer_t. */
+#define SC_ENDS(...) (const sc_answer_t[]){__VA_ARGS__}, sizeof((const sc_answer_t[]){__VA_ARGS__}) / sizeof(sc_answer_t)
+
+/* ---- calls of a shape tests share ---------------------------------------- */
+
+/* A batch of two calls, ids renumbered upstream to 0 and 1. */
+typedef struct sc_batch {
+    pool_item_t items[2];
+    pool_call_t *call;
+    sc_done_t done;
+} sc_batch_t;
+
+static inline pool_call_t *sc_start_batch(sc_batch_t *b, const char *raw0, const char *raw1)
+{
+    sc_item(&b->items[0], raw0);
+    sc_item(&b->items[1], raw1);
+    b->call = sc_call(b->items, 2, 1, 0, sc_on_done, &b->done);
+    return b->call;
+}
+
+/* A call of raw on a network of n endpoints (max_attempts max; 0: the
+ * default, endpoints + 1), its attempts ended in turn as ends[0..k). */
+static inline void sc_run_one(sc_call_t *c, size_t n, uint32_t max, const char *raw, const sc_answer_t *ends,
+                              size_t k)
+{
+    sc_conf(n);
+    sc.conf.max_attempts = max;
+    sc_open();
+    sc_start_one(c, raw, 0);
+    sc_end_each(0, ends, k);
+}
+
+/* Starts a call of raw, which must go upstream at once, answers it 200 with
+ * answer and returns the endpoint it went to: where the plan starts now. */
+static inline int sc_first_endpoint(const char *raw, const char *answer)
+{
+    size_t base = sc.natt;
+    sc_call_t c = {0};
+    sc_start_one(&c, raw, 0);
+    cr_assert_eq(sc.natt, base + 1, "%s went upstream at once", raw);
+    int ep = sc_att(base)->ep;
+    sc_reply(base, 200, answer);
+    sc_wait_done(&c.done);
+    cr_assert_eq(c.item.endpoint, ep);
+    sc_release(c.call);
+    return ep;
 }
 
 /* ---- what a finished call says ------------------------------------------ */

@@ -39,7 +39,6 @@ Test(call_coalesce, two_identical_reads_share_one_upstream_request)
     /* the leader goes first: the waiter's answer must outlive it */
     sc_release(a.call);
     cr_expect(memcmp(b.item.answer, ANS1, strlen(ANS1)) == 0);
-    sc_release(b.call);
 }
 
 Test(call_coalesce, many_waiters_are_answered_in_one_go)
@@ -75,19 +74,22 @@ Test(call_coalesce, other_params_or_another_method_do_not_coalesce)
         sc_fail(i, POOL_FAIL_RESET);
     sc_wait_done(&c.done);
     cr_expect_eq(pool_call_coalesced(b.call) + pool_call_coalesced(c.call), 0);
-    sc_release(a.call);
-    sc_release(b.call);
-    sc_release(c.call);
+}
+
+/* One endpoint; a leads, b and c wait on it. */
+static void start_three(sc_call_t *a, sc_call_t *b, sc_call_t *c)
+{
+    sc_open_n(1);
+    sc_start_one(a, BAL1, 0);
+    sc_start_one(b, BAL2, 0);
+    sc_start_one(c, BAL3, 0);
+    cr_assert_eq(sc.natt, 1);
 }
 
 Test(call_coalesce, a_waiter_that_leaves_is_not_answered)
 {
-    sc_open_n(1);
     sc_call_t a = {0}, b = {0}, c = {0};
-    sc_start_one(&a, BAL1, 0);
-    sc_start_one(&b, BAL2, 0);
-    sc_start_one(&c, BAL3, 0);
-    cr_assert_eq(sc.natt, 1);
+    start_three(&a, &b, &c);
     sc_cancel_call(b.call);
     cr_expect_eq(sc_att(0)->state, SC_HELD, "the leader's request goes on");
     sc_reply(0, 200, ANS1);
@@ -97,18 +99,12 @@ Test(call_coalesce, a_waiter_that_leaves_is_not_answered)
     cr_expect_eq(b.done.n, 0, "a cancelled call never calls back");
     sc_expect_answer(&c.item, 0, ANS1);
     cr_expect_eq(sc_ep(0)->health.stats.coalesced, 1, "only the waiter still there");
-    sc_release(a.call);
-    sc_release(c.call);
 }
 
 Test(call_coalesce, when_the_leader_leaves_its_first_waiter_goes_upstream_for_the_group)
 {
-    sc_open_n(1);
     sc_call_t a = {0}, b = {0}, c = {0};
-    sc_start_one(&a, BAL1, 0);
-    sc_start_one(&b, BAL2, 0);
-    sc_start_one(&c, BAL3, 0);
-    cr_assert_eq(sc.natt, 1);
+    start_three(&a, &b, &c);
     sc_cancel_call(a.call);
     cr_expect_eq(sc_att(0)->state, SC_CANCELLED);
     cr_assert_eq(sc.natt, 2, "the first waiter sends its own request");
@@ -125,8 +121,6 @@ Test(call_coalesce, when_the_leader_leaves_its_first_waiter_goes_upstream_for_th
     cr_expect_eq(pool_call_attempts(b.call), 1);
     sc_run_for(10);
     cr_expect_eq(a.done.n, 0);
-    sc_release(b.call);
-    sc_release(c.call);
 }
 
 Test(call_coalesce, a_call_after_the_leader_finished_goes_upstream_itself)
@@ -142,8 +136,6 @@ Test(call_coalesce, a_call_after_the_leader_finished_goes_upstream_itself)
     sc_wait_done(&b.done);
     sc_expect_answer(&b.item, 0, ANS2);
     cr_expect_eq(pool_call_coalesced(b.call), 0);
-    sc_release(a.call);
-    sc_release(b.call);
 }
 
 Test(call_coalesce, the_leaders_failure_is_the_waiters_failure)
@@ -162,8 +154,6 @@ Test(call_coalesce, the_leaders_failure_is_the_waiters_failure)
     cr_expect_eq(b.item.answer, NULL);
     cr_expect_eq(pool_call_coalesced(b.call), 1);
     cr_expect_eq(sc.natt, 1);
-    sc_release(b.call);
-    sc_release(a.call);
 }
 
 Test(call_coalesce, the_leaders_rate_limit_is_the_waiters_with_its_retry_after)
@@ -176,8 +166,6 @@ Test(call_coalesce, the_leaders_rate_limit_is_the_waiters_with_its_retry_after)
     sc_wait_done(&b.done);
     sc_expect_failed(&b.item, POOL_OUTCOME_RATE_LIMITED);
     cr_expect_eq(b.item.retry_after_ms, 7000);
-    sc_release(a.call);
-    sc_release(b.call);
 }
 
 Test(call_coalesce, a_deterministic_error_answers_the_waiters_too)
@@ -192,8 +180,6 @@ Test(call_coalesce, a_deterministic_error_answers_the_waiters_too)
     sc_expect_answer(&b.item, 0, err);
     cr_expect_eq(b.item.verdict, POLICY_VERDICT_DETERMINISTIC);
     cr_expect_eq(sc.natt, 1);
-    sc_release(a.call);
-    sc_release(b.call);
 }
 
 Test(call_coalesce, a_group_takes_at_most_max_waiters)
@@ -213,9 +199,6 @@ Test(call_coalesce, a_group_takes_at_most_max_waiters)
     sc_wait_done(&b.done);
     cr_expect_eq(pool_call_coalesced(b.call), 1);
     cr_expect_eq(pool_call_coalesced(c.call), 0);
-    sc_release(a.call);
-    sc_release(b.call);
-    sc_release(c.call);
 }
 
 /* ---- what never coalesces ---- */
@@ -297,7 +280,6 @@ Test(call_coalesce, bug_a_waiter_handed_the_group_sees_the_leavers_slot_free)
     sc_reply(1, 200, ANS2);
     sc_wait_done(&b.done);
     sc_expect_answer(&b.item, 0, ANS2);
-    sc_release(b.call);
 }
 
 /* The leader's deadline (on_deadline -> call_finish -> pool_coalesce_done)
@@ -323,6 +305,4 @@ Test(call_coalesce, bug_a_waiter_is_not_failed_by_its_leaders_deadline_before_it
     if (b.done.n > 0 && b.item.outcome == POOL_OUTCOME_DEADLINE)
         cr_expect_geq(sl_now_ms() - joined, 55, "the waiter failed DEADLINE %lu ms after it came, of its 60",
                       (unsigned long)(sl_now_ms() - joined));
-    sc_release(b.call);
-    sc_release(a.call);
 }

@@ -33,25 +33,20 @@ Test(call_deadline, the_deadline_cancels_the_attempt_in_flight)
     cr_expect_eq(c.item.endpoint, -1);
     sc_run_for(2 * REQUEST_MS);
     cr_expect_eq(c.done.n, 1, "the callback ran once");
-    sc_release(c.call);
 }
 
 Test(call_deadline, a_member_answered_before_the_deadline_keeps_its_answer)
 {
     open_short(2);
-    pool_item_t items[2];
-    sc_done_t done = {0};
-    sc_item(&items[0], BN);
-    sc_item(&items[1], "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"eth_chainId\",\"params\":[]}");
-    pool_call_t *call = sc_call(items, 2, 1, 0, sc_on_done, &done);
+    sc_batch_t b = {0};
+    sc_start_batch(&b, BN, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"eth_chainId\",\"params\":[]}");
     sc_reply(0, 200, "[{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":\"0x10\"}]");
     cr_assert_eq(sc.natt, 2);
     cr_expect_eq(sc_att(1)->ep, 1);
-    sc_wait_done(&done);
+    sc_wait_done(&b.done);
     cr_expect_eq(sc_att(1)->state, SC_CANCELLED);
-    sc_expect_answer(&items[0], 0, "{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":\"0x10\"}");
-    sc_expect_failed(&items[1], POOL_OUTCOME_DEADLINE);
-    sc_release(call);
+    sc_expect_answer(&b.items[0], 0, "{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":\"0x10\"}");
+    sc_expect_failed(&b.items[1], POOL_OUTCOME_DEADLINE);
 }
 
 Test(call_deadline, the_deadline_stops_a_hedge_and_its_first_attempt)
@@ -70,7 +65,6 @@ Test(call_deadline, the_deadline_stops_a_hedge_and_its_first_attempt)
     cr_expect_eq(sc_inflight(0), 0, "a deadline holds no slot");
     cr_expect_eq(sc_inflight(1), 0);
     sc_expect_failed(&c.item, POOL_OUTCOME_DEADLINE);
-    sc_release(c.call);
 }
 
 Test(call_deadline, a_deadline_during_the_by_hash_check_answers_with_the_nodes_error)
@@ -85,7 +79,6 @@ Test(call_deadline, a_deadline_during_the_by_hash_check_answers_with_the_nodes_e
     cr_expect_eq(sc_att(1)->state, SC_CANCELLED);
     sc_expect_answer(&c.item, 0, low);
     cr_expect_eq(c.item.verdict, POLICY_VERDICT_DETERMINISTIC);
-    sc_release(c.call);
 }
 
 Test(call_deadline, a_coalesced_waiter_shares_its_leaders_deadline)
@@ -104,8 +97,6 @@ Test(call_deadline, a_coalesced_waiter_shares_its_leaders_deadline)
     sc_run_for(2 * REQUEST_MS);
     cr_expect_eq(a.done.n, 1);
     cr_expect_eq(b.done.n, 1, "its own deadline does not call back a second time");
-    sc_release(b.call);
-    sc_release(a.call);
 }
 
 /* ---- release and cancel ---- */

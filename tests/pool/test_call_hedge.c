@@ -54,7 +54,6 @@ Test(call_hedge, the_hedge_wins_and_the_first_attempt_is_cancelled)
     cr_expect_eq(sc_ep(0)->health.stats.hedges_cancelled, 1);
     cr_expect_eq(sc_ep(0)->health.stats.attempts, 0, "a beaten endpoint is not penalised");
     cr_expect_eq(c.item.failures, 0);
-    sc_release(c.call);
 }
 
 Test(call_hedge, the_first_attempt_wins_and_the_hedge_is_cancelled)
@@ -74,7 +73,6 @@ Test(call_hedge, the_first_attempt_wins_and_the_hedge_is_cancelled)
     cr_expect_eq(sc_ep(1)->health.stats.hedges_sent, 1);
     cr_expect_eq(sc_ep(1)->health.stats.hedges_won, 0);
     cr_expect_eq(sc_ep(1)->health.stats.hedges_cancelled, 1);
-    sc_release(c.call);
 }
 
 Test(call_hedge, a_held_slot_is_let_go_when_the_attempt_deadline_would_have_ended)
@@ -93,7 +91,6 @@ Test(call_hedge, a_held_slot_is_let_go_when_the_attempt_deadline_would_have_ende
     while (sc_inflight(0) != 0 && sl_now_ms() < t0 + SC_LIMIT_MS)
         h2o_evloop_run(sc.loop, 5);
     cr_expect_eq(sc_inflight(0), 0, "held until attempt_ms after the attempt started");
-    sc_release(c.call);
 }
 
 Test(call_hedge, an_answer_before_the_delay_sends_no_hedge)
@@ -106,7 +103,6 @@ Test(call_hedge, an_answer_before_the_delay_sends_no_hedge)
     sc_run_for(4 * HEDGE_MS);
     cr_expect_eq(sc.natt, 1);
     cr_expect_eq(pool_call_hedges(c.call), 0);
-    sc_release(c.call);
 }
 
 Test(call_hedge, a_first_attempt_that_fails_waits_for_the_hedge)
@@ -125,7 +121,6 @@ Test(call_hedge, a_first_attempt_that_fails_waits_for_the_hedge)
     sc_expect_log(c.call, 1, 1, POOL_FAIL_NONE, 200, POOL_ATTEMPT_HEDGE);
     cr_expect_eq(sc_ep(1)->health.stats.hedges_won, 1);
     cr_expect_eq(sc_inflight(0) + sc_inflight(1) + sc_inflight(2), 0, "nothing was cancelled: no slot held");
-    sc_release(c.call);
 }
 
 Test(call_hedge, a_hedge_that_fails_waits_for_the_first_attempt)
@@ -142,7 +137,6 @@ Test(call_hedge, a_hedge_that_fails_waits_for_the_first_attempt)
     sc_expect_log(c.call, 0, 1, POOL_FAIL_RESET, 0, POOL_ATTEMPT_HEDGE);
     sc_expect_log(c.call, 1, 0, POOL_FAIL_NONE, 200, 0);
     cr_expect_eq(c.item.failures, 1);
-    sc_release(c.call);
 }
 
 Test(call_hedge, both_failing_moves_the_call_to_the_next_endpoint)
@@ -158,7 +152,6 @@ Test(call_hedge, both_failing_moves_the_call_to_the_next_endpoint)
     sc_wait_done(&c.done);
     sc_expect_answer(&c.item, 2, BN_OK);
     cr_expect_eq(pool_call_attempts(c.call), 3);
-    sc_release(c.call);
 }
 
 Test(call_hedge, a_hedge_that_cannot_start_is_logged_and_the_first_attempt_still_counts)
@@ -175,7 +168,6 @@ Test(call_hedge, a_hedge_that_cannot_start_is_logged_and_the_first_attempt_still
     sc_expect_log(c.call, 0, 1, POOL_FAIL_CONNECT, 0, POOL_ATTEMPT_HEDGE);
     sc_expect_log(c.call, 1, 0, POOL_FAIL_NONE, 200, 0);
     cr_expect_eq(sc_ep(1)->health.stats.hedges_sent, 0);
-    sc_release(c.call);
 }
 
 Test(call_hedge, the_hedge_skips_a_full_endpoint)
@@ -201,8 +193,6 @@ Test(call_hedge, the_hedge_skips_a_full_endpoint)
     sc_expect_answer(&c.item, 2, BN_OK);
     sc_reply(1, 200, "{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":\"0x\"}");
     sc_wait_done(&busy.done);
-    sc_release(c.call);
-    sc_release(busy.call);
 }
 
 Test(call_hedge, a_batch_of_cheap_reads_is_hedged_with_the_same_body)
@@ -210,20 +200,16 @@ Test(call_hedge, a_batch_of_cheap_reads_is_hedged_with_the_same_body)
     static const char body[] = "[{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"eth_blockNumber\",\"params\":[]},"
                                "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"eth_chainId\",\"params\":[]}]";
     open_hedging(2);
-    pool_item_t items[2];
-    sc_done_t done = {0};
-    sc_item(&items[0], BN);
-    sc_item(&items[1], "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"eth_chainId\",\"params\":[]}");
-    pool_call_t *call = sc_call(items, 2, 1, 0, sc_on_done, &done);
+    sc_batch_t b = {0};
+    sc_start_batch(&b, BN, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"eth_chainId\",\"params\":[]}");
     sc_wait_attempts(2);
     sc_expect_sent(0, 0, body);
     sc_expect_sent(1, 1, body);
     sc_reply(1, 200, "[{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":\"0x10\"},{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"0x1\"}]");
-    sc_wait_done(&done);
-    cr_expect_eq(items[0].endpoint, 1);
-    cr_expect_eq(items[1].endpoint, 1);
+    sc_wait_done(&b.done);
+    cr_expect_eq(b.items[0].endpoint, 1);
+    cr_expect_eq(b.items[1].endpoint, 1);
     cr_expect_eq(sc_att(0)->state, SC_CANCELLED);
-    sc_release(call);
 }
 
 Test(call_hedge, a_release_cancels_both_exchanges_and_holds_no_slot)
@@ -276,14 +262,11 @@ Test(call_hedge, a_cheap_method_made_heavy_by_its_params_is_never_hedged)
 Test(call_hedge, a_batch_with_a_heavy_member_is_never_hedged)
 {
     open_hedging(2);
-    pool_item_t items[2];
-    sc_done_t done = {0};
-    sc_item(&items[0], BN);
-    sc_item(&items[1], "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"eth_getLogs\",\"params\":[{}]}");
-    pool_call_t *call = sc_call(items, 2, 1, 0, sc_on_done, &done);
+    sc_batch_t b = {0};
+    sc_start_batch(&b, BN, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"eth_getLogs\",\"params\":[{}]}");
     sc_run_for(5 * HEDGE_MS);
     cr_expect_eq(sc.natt, 1);
-    sc_cancel_call(call);
+    sc_cancel_call(b.call);
 }
 
 Test(call_hedge, nothing_is_hedged_when_hedging_is_off)
@@ -311,7 +294,6 @@ Test(call_hedge, no_hedge_beyond_the_budget)
     sc_reply(0, 200, BN_OK);
     sc_wait_done(&c.done);
     expect_never_hedged("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"eth_chainId\",\"params\":[]}");
-    sc_release(c.call);
 }
 
 /* ---- pinned confirmation polls (shared state: the pin is in LMDB) ---- */
@@ -347,7 +329,6 @@ Test(call_hedge, a_pinned_poll_goes_to_its_endpoint_and_is_never_hedged)
     sc_reply(2, 200, "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"status\":\"0x1\"}}");
     sc_wait_done(&c.done);
     cr_expect_eq(c.item.endpoint, 1);
-    sc_release(c.call);
 }
 
 Test(call_hedge, an_unpinned_poll_is_hedged)
@@ -359,5 +340,4 @@ Test(call_hedge, an_unpinned_poll_is_hedged)
     sc_reply(1, 200, "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":null}");
     sc_wait_done(&c.done);
     cr_expect_eq(c.item.endpoint, 1);
-    sc_release(c.call);
 }

@@ -54,8 +54,6 @@ Test(call_merge, two_polls_go_upstream_as_one_batch_and_each_gets_its_answer)
     cr_expect_eq(sc.net->pressure.depth, 0);
     sc_run_for(10);
     cr_expect_eq(a.done.n + b.done.n, 2);
-    sc_release(a.call);
-    sc_release(b.call);
 }
 
 Test(call_merge, a_poll_alone_goes_upstream_as_the_client_sent_it)
@@ -70,7 +68,6 @@ Test(call_merge, a_poll_alone_goes_upstream_as_the_client_sent_it)
     sc_wait_done(&a.done);
     sc_expect_answer(&a.item, 0, "{\"jsonrpc\":\"2.0\",\"id\":\"r1\",\"result\":null}");
     cr_expect_eq(sc.net->pressure.polls_merged, 0);
-    sc_release(a.call);
 }
 
 Test(call_merge, a_poll_that_leaves_the_merge_leaves_the_other_alone)
@@ -86,7 +83,6 @@ Test(call_merge, a_poll_that_leaves_the_merge_leaves_the_other_alone)
     sc_wait_done(&b.done);
     cr_expect_eq(b.item.endpoint, 0);
     cr_expect_eq(a.done.n, 0);
-    sc_release(b.call);
 }
 
 Test(call_merge, a_merge_everyone_left_sends_nothing)
@@ -113,7 +109,6 @@ Test(call_merge, a_poll_that_leaves_after_the_merge_was_sent_is_not_answered)
     sc_wait_done(&b.done);
     sc_expect_answer(&b.item, 0, ANS1);
     cr_expect_eq(a.done.n, 0);
-    sc_release(b.call);
 }
 
 Test(call_merge, a_merged_call_that_fails_fails_each_poll_as_its_own_would)
@@ -131,8 +126,6 @@ Test(call_merge, a_merged_call_that_fails_fails_each_poll_as_its_own_would)
     sc_expect_failed(&b.item, POOL_OUTCOME_UPSTREAM_ERROR);
     cr_expect_eq(a.item.failures, 1);
     sc_expect_log(b.call, 0, 0, POOL_FAIL_NONE, 503, 0);
-    sc_release(a.call);
-    sc_release(b.call);
 }
 
 Test(call_merge, a_rate_limited_merge_fails_each_poll_rate_limited)
@@ -147,8 +140,6 @@ Test(call_merge, a_rate_limited_merge_fails_each_poll_rate_limited)
     sc_expect_failed(&a.item, POOL_OUTCOME_RATE_LIMITED);
     sc_expect_failed(&b.item, POOL_OUTCOME_RATE_LIMITED);
     cr_expect_eq(b.item.retry_after_ms, 4000);
-    sc_release(a.call);
-    sc_release(b.call);
 }
 
 Test(call_merge, a_member_missing_from_the_answer_is_asked_of_the_next_endpoint)
@@ -164,8 +155,6 @@ Test(call_merge, a_member_missing_from_the_answer_is_asked_of_the_next_endpoint)
     sc_expect_answer(&a.item, 0, ANS0);
     sc_expect_answer(&b.item, 1, ANS1);
     cr_expect_eq(pool_call_attempts(b.call), 2);
-    sc_release(a.call);
-    sc_release(b.call);
 }
 
 /* ---- what does not merge ---- */
@@ -219,7 +208,6 @@ Test(call_merge, a_poll_whose_deadline_passes_in_the_window_leaves_it)
     sc_wait_done(&a.done);
     sc_expect_failed(&a.item, POOL_OUTCOME_DEADLINE);
     cr_expect_eq(sc.natt, 0);
-    sc_release(a.call);
 }
 
 /* ---- pins: polls merge only with polls pinned to the same endpoint ---- */
@@ -247,9 +235,6 @@ Test(call_merge, a_pinned_poll_merges_only_with_polls_pinned_alike)
         cr_expect_str_eq(at->body, at->ep == 1 ? R1 : R2, "attempt %zu at endpoint %d", i, at->ep);
     }
     cr_expect_neq(sc_att(base)->ep, sc_att(base + 1)->ep);
-    sc_release(w.call);
-    sc_release(a.call);
-    sc_release(b.call);
 }
 
 /* ---- Solana: getSignatureStatuses, one call with everyone's signatures ---- */
@@ -288,8 +273,6 @@ Test(call_merge, solana_statuses_are_asked_in_one_call_and_split_per_poll)
     cr_expect(sc_answer_id_is(&b.item, "\"b\""));
     cr_expect_eq(a.item.verdict, POLICY_VERDICT_SUCCESS);
     cr_expect_eq(sc.net->pressure.polls_merged, 2);
-    sc_release(a.call);
-    sc_release(b.call);
 }
 
 Test(call_merge, a_solana_answer_that_does_not_split_sends_each_poll_on_alone)
@@ -310,8 +293,6 @@ Test(call_merge, a_solana_answer_that_does_not_split_sends_each_poll_on_alone)
     sc_wait_done(&b.done);
     cr_expect_eq(a.item.state, POOL_ITEM_ANSWERED);
     cr_expect_eq(b.item.state, POOL_ITEM_ANSWERED);
-    sc_release(a.call);
-    sc_release(b.call);
 }
 
 Test(call_merge, solana_polls_with_other_options_do_not_merge)
@@ -323,6 +304,4 @@ Test(call_merge, solana_polls_with_other_options_do_not_merge)
     sc_wait_attempts(2);
     cr_expect_str_eq(sc_att(0)->body, S1);
     cr_expect_eq(sc.net->pressure.polls_merged, 0);
-    sc_release(a.call);
-    sc_release(b.call);
 }

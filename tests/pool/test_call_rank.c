@@ -28,18 +28,24 @@ static void expect_order(const int *want, size_t n)
     sc_release(c.call);
 }
 
-/* A call answered by the first endpoint it tries: which one. */
-static int first_choice(void)
+/* A read whose attempt at endpoint 0 ended as `end`; endpoint 1 answers it. */
+static void first_ends_as(sc_answer_t end)
 {
     size_t base = sc.natt;
     sc_call_t c = {0};
     sc_start_one(&c, BN, 0);
-    cr_assert_eq(sc.natt, base + 1);
-    int ep = sc_att(base)->ep;
-    sc_reply(base, 200, BN_OK);
+    cr_assert_eq(sc_att(base)->ep, 0);
+    sc_finish(base, end);
+    cr_assert_eq(sc_att(base + 1)->ep, 1);
+    sc_reply(base + 1, 200, BN_OK);
     sc_wait_done(&c.done);
     sc_release(c.call);
-    return ep;
+}
+
+/* Where the plan starts now. */
+static int first_choice(void)
+{
+    return sc_first_endpoint(BN, BN_OK);
 }
 
 Test(call_rank, config_order_when_nothing_is_known)
@@ -64,13 +70,8 @@ Test(call_rank, a_cheap_read_timing_out_demotes_its_endpoint_behind_the_others)
     sc_conf(3);
     sc.conf.max_attempts = 3;
     sc_open();
-    sc_call_t c = {0};
     uint64_t now = sl_shared_ms();
-    sc_start_one(&c, BN, 0);
-    sc_fail(0, POOL_FAIL_FIRST_BYTE_TIMEOUT);
-    sc_reply(1, 200, BN_OK);
-    sc_wait_done(&c.done);
-    sc_release(c.call);
+    first_ends_as(SC_FAILED(POOL_FAIL_FIRST_BYTE_TIMEOUT));
     uint64_t until = sc_ep(0)->health.shared.demoted_until_ms;
     cr_expect(until >= now + POOL_DEFAULT_DEMOTE_MS && until <= sl_shared_ms() + POOL_DEFAULT_DEMOTE_MS,
               "demoted for demote_ms");
@@ -80,24 +81,14 @@ Test(call_rank, a_cheap_read_timing_out_demotes_its_endpoint_behind_the_others)
 Test(call_rank, a_reset_of_a_cheap_read_demotes_too)
 {
     sc_open_n(2);
-    sc_call_t c = {0};
-    sc_start_one(&c, BN, 0);
-    sc_fail(0, POOL_FAIL_RESET);
-    sc_reply(1, 200, BN_OK);
-    sc_wait_done(&c.done);
-    sc_release(c.call);
+    first_ends_as(SC_FAILED(POOL_FAIL_RESET));
     cr_expect_eq(first_choice(), 1);
 }
 
 Test(call_rank, an_error_status_does_not_demote)
 {
     sc_open_n(2);
-    sc_call_t c = {0};
-    sc_start_one(&c, BN, 0);
-    sc_reply(0, 502, "");
-    sc_reply(1, 200, BN_OK);
-    sc_wait_done(&c.done);
-    sc_release(c.call);
+    first_ends_as(SC_STATUS(502, ""));
     cr_expect_eq(sc_ep(0)->health.shared.demoted_until_ms, 0);
     cr_expect_eq(first_choice(), 0);
 }
@@ -107,12 +98,7 @@ Test(call_rank, no_demotion_when_demote_ms_is_zero)
     sc_conf(2);
     sc.conf.demote_ms = 0;
     sc_open();
-    sc_call_t c = {0};
-    sc_start_one(&c, BN, 0);
-    sc_fail(0, POOL_FAIL_FIRST_BYTE_TIMEOUT);
-    sc_reply(1, 200, BN_OK);
-    sc_wait_done(&c.done);
-    sc_release(c.call);
+    first_ends_as(SC_FAILED(POOL_FAIL_FIRST_BYTE_TIMEOUT));
     cr_expect_eq(first_choice(), 0);
 }
 
@@ -195,18 +181,10 @@ static void accept_at_2(void)
     sc_release(w.call);
 }
 
-/* The endpoint a poll of raw (id 3) is sent to first (it is answered there). */
+/* The endpoint a poll of raw (id 3) is sent to first. */
 static int poll_goes_to(const char *raw)
 {
-    size_t base = sc.natt;
-    sc_call_t c = {0};
-    sc_start_one(&c, raw, 0);
-    cr_assert_eq(sc.natt, base + 1);
-    int ep = sc_att(base)->ep;
-    sc_reply(base, 200, "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":null}");
-    sc_wait_done(&c.done);
-    sc_release(c.call);
-    return ep;
+    return sc_first_endpoint(raw, "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":null}");
 }
 
 Test(call_rank, a_poll_goes_first_to_the_endpoint_that_took_its_transaction)
@@ -236,7 +214,6 @@ Test(call_rank, a_pinned_endpoint_that_fails_hands_the_poll_to_the_plan)
     sc_reply(base + 1, 200, "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":null}");
     sc_wait_done(&c.done);
     cr_expect_eq(c.item.endpoint, 0);
-    sc_release(c.call);
 }
 
 Test(call_rank, a_pin_ends_after_pin_ms)
