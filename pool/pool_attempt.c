@@ -94,6 +94,9 @@ int pool_attempt_judge(pool_call_t *call, pool_exchange_t *ex)
             call->no_retry[e->index] = 1;
         pool_demote(e, a.demote);
         pool_held_carry(call, e->index, &a, ex->latency_us);
+        /* a failover counts once the call's next attempt starts (pool_call_next):
+         * an attempt whose failure ended the call is none */
+        call->moved_from = a.record == POLICY_RECORD_NOW && a.failover ? (int16_t)e->index : -1;
         if (a.rate_limit)
             pool_health_rate_limited(e, a.rate_limit_ms);
     }

@@ -186,6 +186,7 @@ static pool_call_t *call_create(pool_network_t *net, pool_item_t *items, size_t 
     call->pinned = who.pinned;
     call->state = POOL_CALL_NEW;
     call->retry_same = -1;
+    call->moved_from = -1;
     call->held.ep = -1;
     call->hedge.primary = -1;
     call->hedge.ep = -1;

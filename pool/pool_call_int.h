@@ -113,6 +113,8 @@ struct pool_call {
     uint32_t attempts;
     uint8_t tried[POOL_MAX_ENDPOINTS];
     int retry_same;                   /* endpoint allowed once more (stale connection), or -1 */
+    int16_t moved_from;               /* the endpoint the last attempt failed at and the call moves on
+                                       * from: its failover counts when the next attempt starts, -1 */
     int stale_retry_used;
     int pinned;                       /* endpoint to try first (tx pin), or -1 */
     uint32_t round;                   /* rounds over the endpoints so far (retries) */

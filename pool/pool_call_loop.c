@@ -293,6 +293,10 @@ void pool_call_next(pool_call_t *call)
         }
         if (gate == POOL_GATE_SKIP)
             continue; /* skipped before any request was sent */
+        if (call->moved_from >= 0) { /* the call did move on after that failure */
+            POOL_STAT_ADD(&net->endpoints[call->moved_from], failovers, 1);
+            call->moved_from = -1;
+        }
         pool_fail_t fail =
             pool_call_attempt_start(call, &call->ex, ep, body, len, has_write, pool_call_on_exchange_done);
         if (fail == POOL_FAIL_NONE) {

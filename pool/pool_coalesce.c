@@ -274,7 +274,8 @@ void pool_coalesce_leave(pool_call_t *call)
         group_free(call->net, g);
         return;
     }
-    /* the leader's client went away: its first waiter goes upstream for the rest */
+    /* the leader left (its client went away, or its time ran out): its first
+     * waiter goes upstream for the rest, within its own time */
     pool_call_t *next = H2O_STRUCT_FROM_MEMBER(pool_call_t, coalesce.link, g->waiters.next);
     h2o_linklist_unlink(&next->coalesce.link);
     g->nwaiters--;
@@ -302,14 +303,17 @@ static void pool_coalesce_dispose(pool_network_t *net)
     }
 }
 
+/* The call stops: finished, its waiters get its answer; otherwise (its
+ * deadline, or its client went away) it leaves, and a leader hands the
+ * group to its first waiter, whose own time has not run out. */
 static void row_stop(pool_call_t *call, pool_call_stop_t why)
 {
-    if (why == POOL_CALL_RELEASED) {
-        pool_coalesce_leave(call);
-        pool_coalesce_unshare(call);
-    } else {
+    if (why == POOL_CALL_FINISHED)
         pool_coalesce_done(call);
-    }
+    else
+        pool_coalesce_leave(call);
+    if (why == POOL_CALL_RELEASED)
+        pool_coalesce_unshare(call);
 }
 
 const pool_call_row_t pool_coalesce_row = {

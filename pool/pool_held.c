@@ -12,13 +12,20 @@
 #include "base/sl_log.h"
 #include "pool/pool_call_int.h"
 
-void pool_held_release(pool_call_t *call)
+/* Records the held penalty as its endpoint's; failover: the call went on
+ * to another attempt after it (not so when the call stops with it held). */
+static void release(pool_call_t *call, int failover)
 {
     if (call->held.ep < 0)
         return;
     pool_health_record(&call->net->endpoints[call->held.ep], (state_outcome_t)call->held.outcome,
-                       call->held.latency_us, 1);
+                       call->held.latency_us, failover);
     call->held.ep = -1;
+}
+
+void pool_held_release(pool_call_t *call)
+{
+    release(call, 0);
 }
 
 void pool_held_carry(pool_call_t *call, int ep, const policy_attempt_actions_t *a, uint32_t latency_us)
@@ -30,7 +37,7 @@ void pool_held_carry(pool_call_t *call, int ep, const policy_attempt_actions_t *
     case POLICY_HELD_KEEP:
         break;
     case POLICY_HELD_ENDPOINT:
-        pool_held_release(call);
+        release(call, 1);
         break;
     case POLICY_HELD_REQUEST: /* two endpoints failed the call the same way */
         pool_health_record(&eps[call->held.ep], outcome, call->held.latency_us, 1);
@@ -43,7 +50,7 @@ void pool_held_carry(pool_call_t *call, int ep, const policy_attempt_actions_t *
     case POLICY_RECORD_NONE:
         break;
     case POLICY_RECORD_NOW:
-        pool_health_record(&eps[ep], outcome, latency_us, a->failover);
+        pool_health_record(&eps[ep], outcome, latency_us, 0); /* its failover: pool_attempt_judge */
         break;
     case POLICY_RECORD_HOLD:
         call->held.ep = (int16_t)ep;
