@@ -276,6 +276,15 @@ static void judge_single(judge_t *j)
         }
         return;
     }
+    if (o->id != POLICY_ID_SENT && (f->status == 401 || f->status == 403)) {
+        /* an authentication refusal written as a JSON-RPC error at id null
+         * (Alchemy's "Must be authenticated!", many proxies'): refused before
+         * anything was processed, the status decides as for a plain body */
+        policy_verdict_t v = policy_verdict_http(f->chain, f->status);
+        note_transient(j, v, NULL);
+        all_items(j, v, 0);
+        return;
+    }
     if (o->id != POLICY_ID_SENT) {
         /* an error at id null: the upstream could not read the call (it may
          * be the request's doing: the next endpoint settles that) */

@@ -145,6 +145,11 @@ static const attempt_case_t cases[] = {
     /* ---- other statuses ---- */
     {"401: transient, not ambiguous for a write", {.status = 401, ITEMS(WRITE)},
      .want = {OUT(HTTP_ERROR), REC(HTTP_ERROR, 1)}, .items = {I_NEXT(0)}},
+    {"401 with a JSON-RPC error at id null: refused before processing, not ambiguous for a write",
+     {.status = 401, .obj.id = POLICY_ID_NULL, ITEMS(WRITE)}, AT_NULL(-32600, "Must be authenticated!"),
+     .want = {OUT(HTTP_ERROR), REC(HTTP_ERROR, 1)}, .items = {I_NEXT(0)}},
+    {"403 at another id: the status decides", {.status = 403, .obj.id = POLICY_ID_OTHER, ITEMS(READ)},
+     AT_NULL(-32000, "forbidden"), .want = {OUT(HTTP_ERROR), REC(HTTP_ERROR, 1)}, .items = {I_NEXT(0)}},
     {"405: unsupported here", {.status = 405, ITEMS(READ)},
      .want = {OUT(UNSUPPORTED), REC(UNSUPPORTED, 1), .no_retry = 1}, .items = {I_NEXT(0)}},
     {"429 without Retry-After: sluice's own backoff", {.status = 429, .batch = 1, ITEMS(READ, WRITE)},

@@ -278,20 +278,13 @@ Test(call_write, a_release_during_the_check_cancels_it)
     cr_expect_eq(w.done.n, 0, "a cancelled call never calls back");
 }
 
-/* ---- known bugs (SC_KNOWN_BUG: skipped unless SLUICE_KNOWN_BUGS=1) ---- */
-
 /* A 401 whose body is a JSON-RPC error at id null (Alchemy's "Must be
- * authenticated!", many proxies' refusals) is judged by apply_single before
- * the status is looked at: the id is not the one sent, so the whole attempt
- * fails as WRONG_ID with ambiguous = 1 (all_sent_failed), and a write that
- * was refused without being processed stops as AMBIGUOUS_WRITE instead of
- * going to the next endpoint, as the same 401 with a plain body does
- * (an_authentication_refusal_moves_on). For a read the same answer is held
- * as ID_UNANSWERABLE (the -32600 at id null), so two endpoints with a bad
- * key end the call as "the upstreams could not read the call". */
-Test(call_write, bug_a_json_rpc_authentication_refusal_is_not_ambiguous)
+ * authenticated!", many proxies' refusals) was refused before anything was
+ * processed: a write goes on to the next endpoint, as with a plain body
+ * (an_authentication_refusal_moves_on), not AMBIGUOUS_WRITE (once it was
+ * judged by its id first: a wrong id, a write that may have been sent). */
+Test(call_write, a_json_rpc_authentication_refusal_is_not_ambiguous)
 {
-    SC_KNOWN_BUG("a 4xx JSON-RPC error at id null makes a write AMBIGUOUS_WRITE (pool_answer.c apply_single)");
     expect_ended_and_moved_on(
         SC_STATUS(401, "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32600,\"message\":\"Must be authenticated!\"}}"));
 }
