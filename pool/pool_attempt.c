@@ -73,14 +73,22 @@ static void gather(pool_call_t *call, const pool_exchange_t *ex, policy_attempt_
     pool_answer_facts(call, f, fi, objs);
 }
 
+#define SMALL 4
+
 int pool_attempt_judge(pool_call_t *call, pool_exchange_t *ex)
 {
     pool_endpoint_t *e = pool_link_endpoint(ex->link);
     size_t n = call->nsent;
-    policy_item_facts_t *fi = sl_xcalloc(n, sizeof(*fi));
-    pool_answer_obj_t *objs = sl_xcalloc(n, sizeof(*objs));
+    /* most attempts carry one call: its facts on the stack, no allocation */
+    policy_item_facts_t fi_small[SMALL];
+    pool_answer_obj_t objs_small[SMALL];
+    policy_item_action_t act_small[SMALL];
+    int heap = n > SMALL;
+    policy_item_facts_t *fi = heap ? sl_xcalloc(n, sizeof(*fi)) : memset(fi_small, 0, n * sizeof(*fi));
+    pool_answer_obj_t *objs = heap ? sl_xcalloc(n, sizeof(*objs)) : memset(objs_small, 0, n * sizeof(*objs));
     policy_attempt_facts_t f;
-    policy_attempt_actions_t a = {.items = sl_xcalloc(n, sizeof(*a.items))};
+    policy_attempt_actions_t a = {.items = heap ? sl_xcalloc(n, sizeof(*a.items))
+                                                : memset(act_small, 0, n * sizeof(*a.items))};
     gather(call, ex, &f, fi, objs);
     policy_attempt_decide(&f, &a);
     if (a.retry_same) {
@@ -100,8 +108,10 @@ int pool_attempt_judge(pool_call_t *call, pool_exchange_t *ex)
         if (a.rate_limit)
             pool_health_rate_limited(e, a.rate_limit_ms);
     }
-    free(fi);
-    free(objs);
-    free(a.items);
+    if (heap) {
+        free(fi);
+        free(objs);
+        free(a.items);
+    }
     return !a.retry_same;
 }

@@ -2,6 +2,7 @@
  * the satellites' rows and the order they run in, the call's start and its
  * one stop path, the attempt plumbing to the transport, and the answer bytes
  * kept until release. The attempt loop itself is pool_call_loop.c. */
+#include <stddef.h>
 #include <string.h>
 
 #include "base/sl_log.h"
@@ -27,6 +28,35 @@ static const pool_call_row_t *const rows[] = {
     &pool_pressure_row, &pool_merge_row, &pool_coalesce_row, &pool_hedge_row, &pool_credit_row, &pool_held_row,
 };
 #define NROWS (sizeof(rows) / sizeof(rows[0]))
+
+/* For each hook, the rows that have one, in the table's order: the hot paths
+ * call just those (built once, when the first network is set up). */
+enum { HOOK_START, HOOK_OFFER, HOOK_ENTER, HOOK_GATE, HOOK_STARTED, HOOK_DONE, HOOK_STOP, HOOK_BYTES, HOOK_COUNT };
+static const size_t hook_at[HOOK_COUNT] = {
+    offsetof(pool_call_row_t, start), offsetof(pool_call_row_t, offer),   offsetof(pool_call_row_t, enter),
+    offsetof(pool_call_row_t, gate),  offsetof(pool_call_row_t, started), offsetof(pool_call_row_t, done),
+    offsetof(pool_call_row_t, stop),  offsetof(pool_call_row_t, bytes),
+};
+static const pool_call_row_t *hooked[HOOK_COUNT][NROWS];
+static size_t nhooked[HOOK_COUNT];
+
+static void index_rows(void)
+{
+    static int indexed;
+    if (indexed)
+        return;
+    indexed = 1;
+    for (size_t h = 0; h < HOOK_COUNT; h++)
+        for (size_t i = 0; i < NROWS; i++) {
+            void (*fn)(void);
+            memcpy(&fn, (const char *)rows[i] + hook_at[h], sizeof(fn));
+            if (fn != NULL)
+                hooked[h][nhooked[h]++] = rows[i];
+        }
+}
+
+/* for (each row r having hook h, in order) */
+#define EACH_ROW(h, r) for (size_t k_ = 0; k_ < nhooked[h] && ((r) = hooked[h][k_]) != NULL; k_++)
 
 /* edges[from][to] of the lifecycle (pool_int.h draws it). */
 #define LIVE_TO {[POOL_CALL_SENDING] = 1, [POOL_CALL_BACKOFF] = 1, [POOL_CALL_WAITING] = 1, \
@@ -55,15 +85,16 @@ void pool_call_move(pool_call_t *call, pool_call_state_t to)
         abort();
     }
     call->state = to;
-    for (size_t i = 0; i < NROWS; i++)
-        if (rows[i]->enter != NULL)
-            rows[i]->enter(call, from, to);
+    const pool_call_row_t *r;
+    EACH_ROW(HOOK_ENTER, r)
+        r->enter(call, from, to);
 }
 
 pool_gate_t pool_call_gate(pool_call_t *call, int ep, int may_wait)
 {
-    for (size_t i = 0; i < NROWS; i++) {
-        pool_gate_t g = rows[i]->gate != NULL ? rows[i]->gate(call, ep, may_wait) : POOL_GATE_GO;
+    const pool_call_row_t *r;
+    EACH_ROW(HOOK_GATE, r) {
+        pool_gate_t g = r->gate(call, ep, may_wait);
         if (g != POOL_GATE_GO)
             return g;
     }
@@ -72,26 +103,26 @@ pool_gate_t pool_call_gate(pool_call_t *call, int ep, int may_wait)
 
 void pool_call_started(pool_call_t *call, int ep, int is_write)
 {
-    for (size_t i = 0; i < NROWS; i++)
-        if (rows[i]->started != NULL)
-            rows[i]->started(call, ep, is_write);
+    const pool_call_row_t *r;
+    EACH_ROW(HOOK_STARTED, r)
+        r->started(call, ep, is_write);
 }
 
 int pool_call_done(pool_call_t *call, pool_exchange_t *ex)
 {
     int wait = 0;
-    for (size_t i = 0; i < NROWS; i++)
-        if (rows[i]->done != NULL)
-            wait |= rows[i]->done(call, ex);
+    const pool_call_row_t *r;
+    EACH_ROW(HOOK_DONE, r)
+        wait |= r->done(call, ex);
     return wait;
 }
 
 size_t pool_call_rows_bytes(const pool_call_t *call)
 {
     size_t n = 0;
-    for (size_t i = 0; i < NROWS; i++)
-        if (rows[i]->bytes != NULL)
-            n += rows[i]->bytes(call);
+    const pool_call_row_t *r;
+    EACH_ROW(HOOK_BYTES, r)
+        n += r->bytes(call);
     return n;
 }
 
@@ -109,9 +140,9 @@ void pool_call_stop(pool_call_t *call, pool_call_stop_t why)
     }
     if (why == POOL_CALL_DEADLINE)
         pool_answer_exhaust(call, POOL_OUTCOME_DEADLINE);
-    for (size_t i = 0; i < NROWS; i++)
-        if (rows[i]->stop != NULL)
-            rows[i]->stop(call, why);
+    const pool_call_row_t *r;
+    EACH_ROW(HOOK_STOP, r)
+        r->stop(call, why);
     if (h2o_timeout_is_linked(&call->deadline))
         h2o_timeout_unlink(&call->deadline);
     if (h2o_timeout_is_linked(&call->defer))
@@ -124,6 +155,7 @@ void pool_call_stop(pool_call_t *call, pool_call_stop_t why)
 
 void pool_call_net_init(pool_network_t *net)
 {
+    index_rows();
     for (size_t i = 0; i < NROWS; i++)
         if (rows[i]->net_init != NULL)
             rows[i]->net_init(net);
@@ -202,9 +234,9 @@ static pool_call_t *call_create(pool_network_t *net, pool_item_t *items, size_t 
         items[i].answer = NULL;
     }
     h2o_timeout_link(net->pool->loop, &net->request_timeout, &call->deadline);
-    for (size_t i = 0; i < NROWS; i++)
-        if (rows[i]->start != NULL)
-            rows[i]->start(call);
+    const pool_call_row_t *r;
+    EACH_ROW(HOOK_START, r)
+        r->start(call);
     return call;
 }
 
@@ -213,8 +245,9 @@ pool_call_t *pool_call_start(pool_network_t *net, pool_item_t *items, size_t n, 
 {
     pool_call_t *call = call_create(net, items, n, batch, (call_origin_t){owner, 0, -1}, cb, data);
     call->pinned = pool_write_find_pin(call); /* a confirmation poll of a transaction an endpoint accepted */
-    for (size_t i = 0; i < NROWS; i++)
-        if (rows[i]->offer != NULL && rows[i]->offer(call)) {
+    const pool_call_row_t *r;
+    EACH_ROW(HOOK_OFFER, r)
+        if (r->offer(call)) {
             pool_call_move(call, POOL_CALL_RIDING); /* rides on another's upstream call */
             return call;
         }
