@@ -42,6 +42,47 @@ static cJSON *breaker_json(const admin_ep_view_t *v, uint64_t now)
     return b;
 }
 
+/* The rank's inputs as the ranking last published them. */
+static cJSON *score_json(const admin_ep_view_t *v)
+{
+    static const char *const excluded[STATE_EXCLUDED_COUNT] = {
+        [STATE_EXCLUDED_BEHIND] = "far behind the head",
+        [STATE_EXCLUDED_ERRORS] = "error ratio too high",
+        [STATE_EXCLUDED_DNS_FAILED] = ADMIN_DNS_FAILED,
+        [STATE_EXCLUDED_DNS_TIMEOUT] = ADMIN_DNS_TIMEOUT,
+    };
+    cJSON *sc = cJSON_CreateObject();
+    cJSON_AddNumberToObject(sc, "cost", v->ranked.score_milli / 1000.0);
+    cJSON_AddNumberToObject(sc, "latency_ms", v->ranked.latency_us / 1000.0);
+    cJSON_AddNumberToObject(sc, "error_ratio", v->ranked.error_ppm / 1e6);
+    cJSON_AddNumberToObject(sc, "rate_limit_ratio", v->ranked.rate_limit_ppm / 1e6);
+    if (v->ranked.lag_plus1)
+        cJSON_AddNumberToObject(sc, "lag", (double)(v->ranked.lag_plus1 - 1));
+    else
+        cJSON_AddNullToObject(sc, "lag");
+    if (v->ranked.excluded && v->ranked.excluded < STATE_EXCLUDED_COUNT)
+        cJSON_AddStringToObject(sc, "excluded", excluded[v->ranked.excluded]);
+    return sc;
+}
+
+/* Requests, credits and refusals per method (those with any). */
+static cJSON *methods_json(const admin_ep_view_t *v)
+{
+    cJSON *pm = cJSON_CreateObject();
+    size_t nm;
+    const policy_method_t *table = policy_method_table(v->net->chain, &nm);
+    for (size_t m = 0; v->per_method != NULL && m <= nm; m++) {
+        const uint64_t *c = &v->per_method[state_mc_index(m, 0)];
+        if (c[STATE_MC_REQUESTS] == 0 && c[STATE_MC_REFUSALS] == 0)
+            continue;
+        cJSON *x = cJSON_AddObjectToObject(pm, m < nm ? table[m].name : "other");
+        cJSON_AddNumberToObject(x, "requests", (double)c[STATE_MC_REQUESTS]);
+        cJSON_AddNumberToObject(x, "credits", (double)c[STATE_MC_CREDITS]);
+        cJSON_AddNumberToObject(x, "refusals", (double)c[STATE_MC_REFUSALS]);
+    }
+    return pm;
+}
+
 static cJSON *endpoint_json(const admin_ep_view_t *v, uint64_t now)
 {
     cJSON *o = cJSON_CreateObject();
@@ -58,25 +99,8 @@ static cJSON *endpoint_json(const admin_ep_view_t *v, uint64_t now)
         cJSON_AddStringToObject(o, "excluded", v->excluded);
     else
         cJSON_AddNullToObject(o, "excluded");
-    if (v->has_ranked) {
-        static const char *const excluded[STATE_EXCLUDED_COUNT] = {
-            [STATE_EXCLUDED_BEHIND] = "far behind the head",
-            [STATE_EXCLUDED_ERRORS] = "error ratio too high",
-            [STATE_EXCLUDED_DNS_FAILED] = ADMIN_DNS_FAILED,
-            [STATE_EXCLUDED_DNS_TIMEOUT] = ADMIN_DNS_TIMEOUT,
-        };
-        cJSON *sc = cJSON_AddObjectToObject(o, "score");
-        cJSON_AddNumberToObject(sc, "cost", v->ranked.score_milli / 1000.0);
-        cJSON_AddNumberToObject(sc, "latency_ms", v->ranked.latency_us / 1000.0);
-        cJSON_AddNumberToObject(sc, "error_ratio", v->ranked.error_ppm / 1e6);
-        cJSON_AddNumberToObject(sc, "rate_limit_ratio", v->ranked.rate_limit_ppm / 1e6);
-        if (v->ranked.lag_plus1)
-            cJSON_AddNumberToObject(sc, "lag", (double)(v->ranked.lag_plus1 - 1));
-        else
-            cJSON_AddNullToObject(sc, "lag");
-        if (v->ranked.excluded && v->ranked.excluded < STATE_EXCLUDED_COUNT)
-            cJSON_AddStringToObject(sc, "excluded", excluded[v->ranked.excluded]);
-    }
+    if (v->has_ranked)
+        cJSON_AddItemToObject(o, "score", score_json(v));
     cJSON *probe = cJSON_AddObjectToObject(o, "probe");
     cJSON_AddNumberToObject(probe, "head", (double)v->rec.head);
     add_time(probe, "head_at", v->rec.head_at_ms);
@@ -115,18 +139,7 @@ static cJSON *endpoint_json(const admin_ep_view_t *v, uint64_t now)
     cJSON_AddNumberToObject(o, "failovers", (double)v->stats.failovers);
     cJSON_AddNumberToObject(o, "concurrency_reached", v->concurrency_reached);
     cJSON_AddItemToObject(o, "credits", admin_credits_json(v, now));
-    cJSON *pm = cJSON_AddObjectToObject(o, "methods");
-    size_t nm;
-    const policy_method_t *table = policy_method_table(v->net->chain, &nm);
-    for (size_t m = 0; v->per_method != NULL && m <= nm; m++) {
-        const uint64_t *c = &v->per_method[state_mc_index(m, 0)];
-        if (c[STATE_MC_REQUESTS] == 0 && c[STATE_MC_REFUSALS] == 0)
-            continue;
-        cJSON *x = cJSON_AddObjectToObject(pm, m < nm ? table[m].name : "other");
-        cJSON_AddNumberToObject(x, "requests", (double)c[STATE_MC_REQUESTS]);
-        cJSON_AddNumberToObject(x, "credits", (double)c[STATE_MC_CREDITS]);
-        cJSON_AddNumberToObject(x, "refusals", (double)c[STATE_MC_REFUSALS]);
-    }
+    cJSON_AddItemToObject(o, "methods", methods_json(v));
     return o;
 }
 
