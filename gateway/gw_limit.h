@@ -28,6 +28,7 @@
 #include "gateway/gw_config.h"
 #include "policy/limiter.h"
 #include "state/state.h"
+#include "state/state_lease.h"
 
 typedef struct gw_limit gw_limit_t;
 
@@ -59,7 +60,7 @@ void gw_limit_charge(gw_limit_t *l, const gw_tier_conf_t *tier, const char *iden
  * Redis failed), and the charge is made again. While Redis is away the
  * host's own cells enforce the limit divided by the hosts last seen. */
 typedef struct gw_limit_wait {
-    h2o_linklist_t link;
+    state_lease_wait_t wait;      /* in the limit's waiters */
     char identity[80];
     uint8_t bucket;
     void (*cb)(struct gw_limit_wait *w);
