@@ -439,7 +439,7 @@ void gw_limit_charge(gw_limit_t *l, const gw_tier_conf_t *tier, const char *iden
                      uint32_t n, gw_limit_result_t *out)
 {
     memset(out, 0, sizeof(*out));
-    out->allowed = 1;
+    out->said = POLICY_LEASE_YES;
     out->bucket = bucket;
     if (tier == NULL || (tier->limits.per_second | tier->limits.per_minute | tier->limits.per_day) == 0)
         return;
@@ -453,10 +453,9 @@ void gw_limit_charge(gw_limit_t *l, const gw_tier_conf_t *tier, const char *iden
     charge_t c = {l, tier, e, n, now};
     policy_lease_rung_t by;
     policy_lease_result_t said = policy_lease_climb(&l->ladder, mode, now, &rungs, &c, &by);
-    if (said == POLICY_LEASE_WAIT) {
-        out->pending = 1;
+    out->said = said;
+    if (said == POLICY_LEASE_WAIT)
         return;
-    }
     /* decided on this worker's own cells: its share, or (without cluster:)
      * a refusal it holds while degraded */
     int local = by == POLICY_LEASE_RUNG_SHARE ||
@@ -471,7 +470,6 @@ void gw_limit_charge(gw_limit_t *l, const gw_tier_conf_t *tier, const char *iden
     l->divisor = 1;
     if (said == POLICY_LEASE_NO) {
         uint64_t wait = e->blocked_until_us > now ? e->blocked_until_us - now : 1000;
-        out->allowed = 0;
         out->remaining = 0;
         out->retry_after_ms = (wait + 999) / 1000;
         out->retry_after_s = (uint32_t)((wait + 999999) / 1000000);
