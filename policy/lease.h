@@ -15,8 +15,9 @@
  * A rung that cannot answer (nothing held covers the call, Redis is away,
  * LMDB failed) says FALL and the next one decides. HOST failing starts the
  * degraded timer: until it runs out, a climb that gets past HELD and CLUSTER
- * goes straight to SHARE; then HOST is tried again, and once it answers the
- * part is no longer degraded (state_degraded_note) and climbs stop at HOST.
+ * while the part is degraded goes straight to SHARE; then HOST is tried
+ * again, and once it answers the part is no longer degraded
+ * (state_degraded_note) and climbs stop at HOST.
  *
  * Pure: the caller acts on each rung and keeps the ladder; it passes the
  * time (in a unit of its choosing, the same for every call on one ladder),
