@@ -224,19 +224,19 @@ static void refuse_limited(gw_req_t *g, const char *body, wire_span_t id)
 }
 
 static void forward(gw_req_t *g);
-static int admit(gw_req_t *g, const char *body);
+static policy_lease_result_t admit(gw_req_t *g, const char *body);
 
 /* cluster: the caller's lease came from Redis (or Redis failed): again */
 static void on_admit_wake(gw_limit_wait_t *w)
 {
     gw_req_t *g = H2O_STRUCT_FROM_MEMBER(gw_req_t, limit_wait, w);
-    if (admit(g, g->req->entity.base ? g->req->entity.base : "") == 1)
+    if (admit(g, g->req->entity.base ? g->req->entity.base : "") == POLICY_LEASE_YES)
         forward(g);
 }
 
-/* Charges the caller: 1 admitted, 0 answered 429 (over its limit), 2 waits
+/* Charges the caller: YES admitted, NO answered 429 (over its limit), WAIT
  * for a lease from Redis (cluster:; on_admit_wake goes on). */
-static int admit(gw_req_t *g, const char *body)
+static policy_lease_result_t admit(gw_req_t *g, const char *body)
 {
     char ident[96] = "";
     uint32_t n = g->rpc.kind == GW_RPC_REJECT ? 1 : (uint32_t)g->rpc.nmembers;
@@ -245,14 +245,11 @@ static int admit(gw_req_t *g, const char *body)
     if (tier != NULL)
         caller_identity(g, ident, sizeof(ident));
     gw_limit_charge(g->h->limit, tier, ident, bucket, n, &g->limit);
-    if (g->limit.pending) {
+    if (g->limit.said == POLICY_LEASE_WAIT)
         gw_limit_wait(g->h->limit, ident, bucket, &g->limit_wait, on_admit_wake);
-        return 2;
-    }
-    if (g->limit.allowed)
-        return 1;
-    refuse_limited(g, body, g->rpc.kind == GW_RPC_SINGLE ? g->rpc.members[0].id : (wire_span_t){0, 0});
-    return 0;
+    if (g->limit.said == POLICY_LEASE_NO)
+        refuse_limited(g, body, g->rpc.kind == GW_RPC_SINGLE ? g->rpc.members[0].id : (wire_span_t){0, 0});
+    return g->limit.said;
 }
 
 /* A request refused before it is parsed (an unknown key, a content type
@@ -270,8 +267,8 @@ static int admit_refusal(gw_req_t *g)
     gw_limit_charge(g->h->limit, tier, ident, POLICY_BUCKET_STANDARD, 1, &g->limit);
     /* cluster: a charge waiting for Redis is not over the limit yet; the
      * request is refused anyway and the lease comes for the next one */
-    if (g->limit.allowed || g->limit.pending) {
-        g->limit.limited = g->limit.pending ? 0 : g->limit.limited;
+    if (g->limit.said != POLICY_LEASE_NO) {
+        g->limit.limited = g->limit.said == POLICY_LEASE_WAIT ? 0 : g->limit.limited;
         return 1;
     }
     refuse_limited(g, "", (wire_span_t){0, 0});
@@ -370,7 +367,7 @@ static void handle_rpc(gw_req_t *g)
                            net->conf->method_overrides, net->conf->nmethod_overrides};
     const char *body = req->entity.base ? req->entity.base : "";
     gw_rpc_parse(body, req->entity.len, &lim, pool_alloc, &req->pool, &g->rpc);
-    if (within_budget(g, body) && admit(g, body) == 1)
+    if (within_budget(g, body) && admit(g, body) == POLICY_LEASE_YES)
         forward(g);
 }
 

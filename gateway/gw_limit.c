@@ -8,6 +8,7 @@
 #include "base/sl_hash.h"
 #include "base/sl_log.h"
 #include "base/sl_time.h"
+#include "policy/lease.h"
 #include "state/state_cluster.h"
 #include "state/state_key.h"
 
@@ -41,10 +42,10 @@ struct gw_limit {
     lease_t *table;
     uint32_t nworkers;            /* a degraded worker enforces 1/nworkers of each limit */
     uint64_t failures;
-    uint64_t retry_shared_us;     /* degraded: when the shared cells are tried again */
+    policy_lease_ladder_t ladder; /* the lease ladder, in µs: when a degraded worker tries the shared cells */
     state_cluster_t *cluster;     /* cluster: the cells are Redis'; NULL without */
     uint32_t divisor;             /* cluster, Redis away: this host enforces limit / hosts */
-    h2o_linklist_t waiters;       /* gw_limit_wait_t waiting for a lease from Redis */
+    state_lease_waiters_t waiters; /* gw_limit_wait_t waiting for a lease from Redis */
 };
 
 gw_limit_t *gw_limit_create(const gw_config_t *cfg, state_t *st)
@@ -56,7 +57,8 @@ gw_limit_t *gw_limit_create(const gw_config_t *cfg, state_t *st)
     l->nworkers = cfg->server.workers ? cfg->server.workers : 1;
     l->cluster = state_cluster_of(st);
     l->divisor = 1;
-    h2o_linklist_init_anchor(&l->waiters);
+    policy_lease_init(&l->ladder, RETRY_SHARED_US);
+    state_lease_waiters_init(&l->waiters);
     return l;
 }
 
@@ -192,9 +194,10 @@ static uint32_t lease_size(gw_limit_t *l, const gw_tier_conf_t *tier, policy_buc
     return size > n ? size : n;
 }
 
-/* Leases from the shared cells; returns 1 if granted, 0 if refused, -1 if
- * the storage failed (*err says how). */
-static int lease(gw_limit_t *l, const gw_tier_conf_t *tier, lease_t *e, uint32_t n, uint64_t now, sl_err_t *err)
+/* Leases from the shared cells: YES granted, NO refused, FALL the storage
+ * failed (*err says how). */
+static policy_lease_result_t lease(gw_limit_t *l, const gw_tier_conf_t *tier, lease_t *e, uint32_t n, uint64_t now,
+                                   sl_err_t *err)
 {
     char keys[NWINDOWS][160];
     const char *kp[NWINDOWS];
@@ -209,21 +212,22 @@ static int lease(gw_limit_t *l, const gw_tier_conf_t *tier, lease_t *e, uint32_t
     }
     *err = l->st == NULL ? SL_ERR_STATE : state_cells_update(l->st, kp, nk, now, lease_cb, &c);
     if (*err != SL_OK)
-        return -1;
+        return POLICY_LEASE_FALL;
     if (c.granted == 0) {
         e->blocked_until_us = now + (c.retry_us ? c.retry_us : 1000);
-        return 0;
+        return POLICY_LEASE_NO;
     }
     memcpy(e->tat_us, c.tat, sizeof(e->tat_us));
     e->tokens = c.granted - n;
     e->lease_until_us = now + LEASE_TTL_US;
-    return 1;
+    return POLICY_LEASE_YES;
 }
 
 /* Degraded: this worker's own GCRA cells, each holding its share of the
  * limit (rounded up), so the workers together admit about the limit
  * (at most workers - 1 more per window), never an unlimited number. */
-static int local_charge(gw_limit_t *l, const gw_tier_conf_t *tier, lease_t *e, uint32_t n, uint64_t now)
+static policy_lease_result_t local_charge(gw_limit_t *l, const gw_tier_conf_t *tier, lease_t *e, uint32_t n,
+                                          uint64_t now)
 {
     uint64_t wait = 0;
     int ok = 1;
@@ -241,14 +245,14 @@ static int local_charge(gw_limit_t *l, const gw_tier_conf_t *tier, lease_t *e, u
     }
     if (!ok) {
         e->blocked_until_us = now + (wait ? wait : 1000);
-        return 0;
+        return POLICY_LEASE_NO;
     }
     for (int w = 0; w < NWINDOWS; w++) {
         policy_gcra_result_t r;
         policy_gcra_check(&g[w], e->local_tat_us[w], now, n, &r);
         e->local_tat_us[w] = r.new_tat_us;
     }
-    return 1;
+    return POLICY_LEASE_YES;
 }
 
 /* Headers of a degraded decision: the worker's share and its own cells. */
@@ -284,23 +288,12 @@ typedef struct cl_ask {
     uint8_t cells;                /* bit w: window w has a cell (in that order in the answer) */
 } cl_ask_t;
 
-static void wake(gw_limit_t *l, const char *identity, int bucket)
+/* A waiter of the caller the answer was for (a cl_ask_t). */
+static int waits_for(const state_lease_wait_t *sw, const void *arg)
 {
-    h2o_linklist_t woken;
-    h2o_linklist_init_anchor(&woken);
-    for (h2o_linklist_t *p = l->waiters.next, *next; p != &l->waiters; p = next) {
-        next = p->next;
-        gw_limit_wait_t *w = H2O_STRUCT_FROM_MEMBER(gw_limit_wait_t, link, p);
-        if (identity == NULL || (w->bucket == bucket && strcmp(w->identity, identity) == 0)) {
-            h2o_linklist_unlink(&w->link);
-            h2o_linklist_insert(&woken, &w->link);
-        }
-    }
-    while (!h2o_linklist_is_empty(&woken)) {
-        gw_limit_wait_t *w = H2O_STRUCT_FROM_MEMBER(gw_limit_wait_t, link, woken.next);
-        h2o_linklist_unlink(&w->link);
-        w->cb(w);
-    }
+    const gw_limit_wait_t *w = H2O_STRUCT_FROM_MEMBER(gw_limit_wait_t, wait, sw);
+    const cl_ask_t *a = arg;
+    return w->bucket == a->bucket && strcmp(w->identity, a->identity) == 0;
 }
 
 static void on_cluster_lease(void *data, const state_cluster_lease_t *r)
@@ -330,12 +323,13 @@ static void on_cluster_lease(void *data, const state_cluster_lease_t *r)
         }
     }
     /* a failure leaves the link down: the waiters decide locally */
-    wake(l, a->identity, a->bucket);
+    state_lease_wake(&l->waiters, waits_for, a);
     free(a);
 }
 
-/* Asks Redis for a lease of e's caller (at least n calls); 0 if asked. */
-static int cluster_ask(gw_limit_t *l, const gw_tier_conf_t *tier, lease_t *e, uint32_t n)
+/* Asks Redis for a lease of e's caller (at least n calls): WAIT if asked,
+ * FALL if it cannot be (the link is down). */
+static policy_lease_result_t cluster_ask(gw_limit_t *l, const gw_tier_conf_t *tier, lease_t *e, uint32_t n)
 {
     char keys[NWINDOWS][STATE_KEY_MAX];
     state_cluster_cell_t cells[NWINDOWS];
@@ -357,31 +351,74 @@ static int cluster_ask(gw_limit_t *l, const gw_tier_conf_t *tier, lease_t *e, ui
     snprintf(a->identity, sizeof(a->identity), "%s", e->identity);
     if (state_cluster_limit_lease(l->cluster, cells, nc, n, lease_size(l, tier, e->bucket, n), on_cluster_lease, a) != 0) {
         free(a);
-        return -1;
+        return POLICY_LEASE_FALL;
     }
     e->pending = 1;
-    return 0;
+    return POLICY_LEASE_WAIT;
 }
 
-/* The charge with the cells in Redis: 1 admitted, 0 refused, 2 the caller
- * waits for a lease, -1 Redis is away (the host's own cells decide). */
-static int cluster_charge(gw_limit_t *l, const gw_tier_conf_t *tier, lease_t *e, uint32_t n, uint64_t now)
+/* The rungs of the ladder (policy/lease.h) for one charge. */
+typedef struct charge {
+    gw_limit_t *l;
+    const gw_tier_conf_t *tier;
+    lease_t *e;
+    uint32_t n;
+    uint64_t now;
+} charge_t;
+
+/* Refused until blocked_until_us, or the lease covers n (with cluster:, the
+ * next lease is asked for before this one runs out); FALL when neither. */
+static policy_lease_result_t on_held(void *arg)
 {
-    if (now < e->blocked_until_us)
-        return 0;
-    if (e->tokens >= n && now < e->lease_until_us) {
-        e->tokens -= n;
-        /* the next lease is asked for before this one runs out */
-        if (e->tokens < LEASE_MAX / 2 && !e->pending && now >= e->quiet_until_us &&
-            e->tokens < lease_size(l, tier, e->bucket, 1) / 2 && state_cluster_up(l->cluster))
-            (void)cluster_ask(l, tier, e, 1);
-        return 1;
-    }
-    if (!state_cluster_up(l->cluster))
-        return -1;
-    if (e->pending || cluster_ask(l, tier, e, n) == 0)
-        return 2;
-    return -1;
+    charge_t *c = arg;
+    lease_t *e = c->e;
+    if (c->now < e->blocked_until_us)
+        return POLICY_LEASE_NO;
+    if (e->tokens < c->n || c->now >= e->lease_until_us)
+        return POLICY_LEASE_FALL;
+    e->tokens -= c->n;
+    if (c->l->cluster != NULL && e->tokens < LEASE_MAX / 2 && !e->pending && c->now >= e->quiet_until_us &&
+        e->tokens < lease_size(c->l, c->tier, e->bucket, 1) / 2 && state_cluster_up(c->l->cluster))
+        (void)cluster_ask(c->l, c->tier, e, 1);
+    return POLICY_LEASE_YES;
+}
+
+/* WAIT for Redis' lease (one under way is waited for, not asked again);
+ * FALL when Redis is away: this host's share, on its own cells. */
+static policy_lease_result_t on_cluster(void *arg)
+{
+    charge_t *c = arg;
+    if (state_cluster_up(c->l->cluster) &&
+        (c->e->pending || cluster_ask(c->l, c->tier, c->e, c->n) == POLICY_LEASE_WAIT))
+        return POLICY_LEASE_WAIT;
+    c->l->divisor = state_cluster_hosts(c->l->cluster);
+    return POLICY_LEASE_FALL;
+}
+
+static policy_lease_result_t on_host(void *arg)
+{
+    charge_t *c = arg;
+    sl_err_t err = SL_OK;
+    policy_lease_result_t said = lease(c->l, c->tier, c->e, c->n, c->now, &err);
+    if (c->l->st != NULL)
+        state_degraded_note(c->l->st, STATE_PART_LIMITS, err, c->now / 1000);
+    c->l->failures += said == POLICY_LEASE_FALL;
+    return said;
+}
+
+/* Fail safe: this worker's share of the limit, on its own cells. */
+static policy_lease_result_t on_share(void *arg)
+{
+    charge_t *c = arg;
+    return local_charge(c->l, c->tier, c->e, c->n, c->now);
+}
+
+static const policy_lease_ops_t rungs = {.held = on_held, .cluster = on_cluster, .host = on_host, .share = on_share};
+
+static void woken(state_lease_wait_t *sw)
+{
+    gw_limit_wait_t *w = H2O_STRUCT_FROM_MEMBER(gw_limit_wait_t, wait, sw);
+    w->cb(w);
 }
 
 void gw_limit_wait(gw_limit_t *l, const char *identity, policy_bucket_t bucket, gw_limit_wait_t *w,
@@ -390,20 +427,19 @@ void gw_limit_wait(gw_limit_t *l, const char *identity, policy_bucket_t bucket, 
     snprintf(w->identity, sizeof(w->identity), "%s", identity);
     w->bucket = (uint8_t)bucket;
     w->cb = cb;
-    h2o_linklist_insert(&l->waiters, &w->link);
+    state_lease_wait(&l->waiters, &w->wait, woken);
 }
 
 void gw_limit_wait_cancel(gw_limit_wait_t *w)
 {
-    if (h2o_linklist_is_linked(&w->link))
-        h2o_linklist_unlink(&w->link);
+    state_lease_wait_cancel(&w->wait);
 }
 
 void gw_limit_charge(gw_limit_t *l, const gw_tier_conf_t *tier, const char *identity, policy_bucket_t bucket,
                      uint32_t n, gw_limit_result_t *out)
 {
     memset(out, 0, sizeof(*out));
-    out->allowed = 1;
+    out->said = POLICY_LEASE_YES;
     out->bucket = bucket;
     if (tier == NULL || (tier->limits.per_second | tier->limits.per_minute | tier->limits.per_day) == 0)
         return;
@@ -412,40 +448,18 @@ void gw_limit_charge(gw_limit_t *l, const gw_tier_conf_t *tier, const char *iden
      * cell look a step's length in debt (base/sl_time.h) */
     uint64_t now = sl_shared_us();
     lease_t *e = find(l, identity, bucket);
-    int got = -1, local = 0;
-    if (l->cluster != NULL) {
-        l->divisor = 1;
-        if ((got = cluster_charge(l, tier, e, n, now)) == 2) {
-            out->pending = 1;
-            return;
-        }
-        if (got < 0) /* Redis away: this host enforces its share on its own cells */
-            l->divisor = state_cluster_hosts(l->cluster);
-    }
-    if (got >= 0) {
-        /* decided with Redis' cells */
-    } else if (now < e->blocked_until_us) {
-        got = 0;
-        local = l->st != NULL && state_degraded(l->st, STATE_PART_LIMITS);
-    } else if (e->tokens >= n && now < e->lease_until_us) {
-        e->tokens -= n;
-        got = 1;
-    } else if (l->st != NULL && state_degraded(l->st, STATE_PART_LIMITS) && now < l->retry_shared_us) {
-        got = local_charge(l, tier, e, n, now);
-        local = 1;
-    } else {
-        sl_err_t err = SL_OK;
-        got = lease(l, tier, e, n, now, &err);
-        if (l->st != NULL)
-            state_degraded_note(l->st, STATE_PART_LIMITS, err, now / 1000);
-        if (got < 0) {
-            /* fail safe: this worker's share of the limit, on its own cells */
-            l->failures++;
-            l->retry_shared_us = now + RETRY_SHARED_US;
-            got = local_charge(l, tier, e, n, now);
-            local = 1;
-        }
-    }
+    policy_lease_mode_t mode = {.cluster = l->cluster != NULL,
+                                .degraded = l->st != NULL && state_degraded(l->st, STATE_PART_LIMITS)};
+    charge_t c = {l, tier, e, n, now};
+    policy_lease_rung_t by;
+    policy_lease_result_t said = policy_lease_climb(&l->ladder, mode, now, &rungs, &c, &by);
+    out->said = said;
+    if (said == POLICY_LEASE_WAIT)
+        return;
+    /* decided on this worker's own cells: its share, or (without cluster:)
+     * a refusal it holds while degraded */
+    int local = by == POLICY_LEASE_RUNG_SHARE ||
+                (by == POLICY_LEASE_RUNG_HELD && said == POLICY_LEASE_NO && mode.degraded && !mode.cluster);
     if (local) {
         if (l->st != NULL)
             state_degraded_count(l->st, STATE_PART_LIMITS, n);
@@ -454,9 +468,8 @@ void gw_limit_charge(gw_limit_t *l, const gw_tier_conf_t *tier, const char *iden
         describe(l, tier, bucket, e, now, out);
     }
     l->divisor = 1;
-    if (!got) {
+    if (said == POLICY_LEASE_NO) {
         uint64_t wait = e->blocked_until_us > now ? e->blocked_until_us - now : 1000;
-        out->allowed = 0;
         out->remaining = 0;
         out->retry_after_ms = (wait + 999) / 1000;
         out->retry_after_s = (uint32_t)((wait + 999999) / 1000000);

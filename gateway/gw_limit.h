@@ -26,15 +26,17 @@
 #include <h2o.h>
 
 #include "gateway/gw_config.h"
+#include "policy/lease.h"
 #include "policy/limiter.h"
 #include "state/state.h"
+#include "state/state_lease.h"
 
 typedef struct gw_limit gw_limit_t;
 
 typedef struct gw_limit_result {
     int limited;                  /* a tier applies: the X-RateLimit-* headers go out */
-    int pending;                  /* cluster: not decided yet; wait (gw_limit_wait) and charge again */
-    int allowed;
+    policy_lease_result_t said;   /* YES admitted, NO refused, WAIT (cluster:) not decided yet:
+                                   * wait (gw_limit_wait) and charge again */
     policy_bucket_t bucket;
     uint32_t limit;               /* of the window closest to exhaustion */
     uint32_t remaining;
@@ -53,13 +55,13 @@ void gw_limit_charge(gw_limit_t *l, const gw_tier_conf_t *tier, const char *iden
                      uint32_t n, gw_limit_result_t *out);
 
 /* With cluster: the cells are in Redis and leased the same way; a charge
- * that finds no lease left asks Redis for one and comes back pending (the
+ * that finds no lease left asks Redis for one and comes back WAIT (the
  * next lease is asked for early, so a steady caller rarely waits). The
  * caller waits with gw_limit_wait: cb runs once the lease is decided (or
  * Redis failed), and the charge is made again. While Redis is away the
  * host's own cells enforce the limit divided by the hosts last seen. */
 typedef struct gw_limit_wait {
-    h2o_linklist_t link;
+    state_lease_wait_t wait;      /* in the limit's waiters */
     char identity[80];
     uint8_t bucket;
     void (*cb)(struct gw_limit_wait *w);

@@ -33,6 +33,8 @@
 #include "state/state_cluster.h"
 #include "state/state_key.h"
 
+#define RETRY_SHARED_MS 1000      /* degraded: the ledger is tried again this often */
+
 /* The units of cost a window counts. */
 static uint64_t units(policy_cost_t cost, policy_credit_window_t w)
 {
@@ -184,10 +186,10 @@ static int local_covers(const pool_endpoint_t *ep, policy_credit_window_t w, pol
 }
 
 /* Leases, from the ledger, every window whose local lease falls short (the
- * others keep theirs: they were counted as spent when leased); 1 granted, 0
- * lacking (*retry_ms set), -1 failure (*err says how). */
-static int lease(pool_endpoint_t *ep, policy_cost_t cost, uint64_t now, uint64_t *retry_ms, sl_err_t *err,
-                 uint32_t hosts)
+ * others keep theirs: they were counted as spent when leased): YES granted,
+ * NO lacking (*retry_ms set), FALL failure (*err says how). */
+static policy_lease_result_t lease(pool_endpoint_t *ep, policy_cost_t cost, uint64_t now, uint64_t *retry_ms,
+                                   sl_err_t *err, uint32_t hosts)
 {
     pool_credit_t *cr = &ep->credit;
     lease_ctx_t c = {.ep = ep, .cost = cost, .now = now, .hosts = hosts};
@@ -214,11 +216,11 @@ static int lease(pool_endpoint_t *ep, policy_cost_t cost, uint64_t now, uint64_t
         cr->seen_spent[c.win[i]] = c.spent[i] + (*err == SL_OK ? c.grant[i] : 0);
     }
     if (*err != SL_OK)
-        return -1;
+        return POLICY_LEASE_FALL;
     for (size_t i = 0; i < c.n; i++)
         if (c.grant[i] == 0) {
             *retry_ms = c.retry_ms ? c.retry_ms : 1000;
-            return 0;
+            return POLICY_LEASE_NO;
         }
     for (size_t i = 0; i < c.n; i++) {
         policy_credit_window_t w = c.win[i];
@@ -226,12 +228,12 @@ static int lease(pool_endpoint_t *ep, policy_cost_t cost, uint64_t now, uint64_t
         cr->window_start[w] = c.start[i];
         cr->window_end[w] = c.end[i];
     }
-    return 1;
+    return POLICY_LEASE_YES;
 }
 
 /* Degraded: spends from this worker's share of what the ledger had left;
- * 1 if it covers cost, else 0 (*retry_ms: until that window turns over). */
-static int local_take(pool_endpoint_t *ep, policy_cost_t cost, uint64_t now, uint64_t *retry_ms)
+ * YES if it covers cost, else NO (*retry_ms: until that window turns over). */
+static policy_lease_result_t local_take(pool_endpoint_t *ep, policy_cost_t cost, uint64_t now, uint64_t *retry_ms)
 {
     pool_credit_t *cr = &ep->credit;
     const pool_credits_conf_t *conf = &ep->conf->credits;
@@ -249,65 +251,98 @@ static int local_take(pool_endpoint_t *ep, policy_cost_t cost, uint64_t now, uin
         }
         if (cr->local_left[w] < units(cost, w)) {
             *retry_ms = end > now ? end - now : 1;
-            return 0;
+            return POLICY_LEASE_NO;
         }
     }
     for (policy_credit_window_t w = 0; w < POLICY_CREDIT_WINDOW_COUNT; w++)
         if (policy_credit_budget(conf, w) != 0)
             cr->local_left[w] -= units(cost, w);
     state_degraded_count(ep->net->pool->state, STATE_PART_CREDITS, 1);
-    return 1;
+    return POLICY_LEASE_YES;
 }
 
-#define RETRY_SHARED_MS 1000      /* degraded: the ledger is tried again this often */
+/* The rungs of the ladder (policy/lease.h) for one take. */
+typedef struct take {
+    pool_endpoint_t *ep;
+    policy_cost_t cost;
+    uint64_t now;
+    uint64_t *retry_ms;
+    state_cluster_t *cl;
+} take_t;
 
-int pool_credit_take(pool_endpoint_t *ep, policy_cost_t cost, uint64_t *retry_ms)
+/* The ledger said no until lacking_until_ms, or every window's lease covers
+ * cost; FALL when neither. */
+static policy_lease_result_t on_held(void *arg)
+{
+    take_t *t = arg;
+    pool_credit_t *cr = &t->ep->credit;
+    if (t->now < cr->lacking_until_ms) {
+        *t->retry_ms = cr->lacking_until_ms - t->now;
+        return POLICY_LEASE_NO;
+    }
+    for (policy_credit_window_t w = 0; w < POLICY_CREDIT_WINDOW_COUNT; w++)
+        if (policy_credit_budget(&t->ep->conf->credits, w) != 0 && !local_covers(t->ep, w, t->cost, t->now))
+            return POLICY_LEASE_FALL;
+    return POLICY_LEASE_YES;
+}
+
+/* Redis decides; the call waits for it. */
+static policy_lease_result_t on_cluster(void *arg)
+{
+    take_t *t = arg;
+    return pool_credit_cluster_ask(t->ep, t->cost, t->now);
+}
+
+/* With cluster, Redis away: this host spends its share of what was left. */
+static policy_lease_result_t on_host(void *arg)
+{
+    take_t *t = arg;
+    sl_err_t err = SL_OK;
+    policy_lease_result_t said =
+        lease(t->ep, t->cost, t->now, t->retry_ms, &err, t->cl != NULL ? state_cluster_hosts(t->cl) : 0);
+    state_degraded_note(t->ep->net->pool->state, STATE_PART_CREDITS, err, t->now);
+    if (said == POLICY_LEASE_NO)
+        t->ep->credit.lacking_until_ms = t->now + *t->retry_ms;
+    return said;
+}
+
+/* Fail safe, never unlimited. */
+static policy_lease_result_t on_share(void *arg)
+{
+    take_t *t = arg;
+    return local_take(t->ep, t->cost, t->now, t->retry_ms);
+}
+
+static const policy_lease_ops_t rungs = {.held = on_held, .cluster = on_cluster, .host = on_host, .share = on_share};
+
+policy_lease_result_t pool_credit_take(pool_endpoint_t *ep, policy_cost_t cost, uint64_t *retry_ms)
 {
     pool_credit_t *cr = &ep->credit;
-    if (!cr->active || ep->net->pool->state == NULL)
-        return 1;
-    /* with cluster: the windows are bounded by Redis' clock */
-    state_cluster_t *cl = state_cluster_of(ep->net->pool->state);
-    uint64_t now = cl != NULL ? state_cluster_now_ms(cl) : sl_shared_ms();
-    if (now < cr->lacking_until_ms) {
-        *retry_ms = cr->lacking_until_ms - now;
-        return 0;
-    }
-    int local = 1;
-    for (policy_credit_window_t w = 0; w < POLICY_CREDIT_WINDOW_COUNT && local; w++)
-        local = policy_credit_budget(&ep->conf->credits, w) == 0 || local_covers(ep, w, cost, now);
     state_t *st = ep->net->pool->state;
-    if (!local && cl != NULL && pool_credit_cluster_ask(ep, cost, now) == 0)
-        return POOL_CREDIT_WAIT; /* Redis decides; the call waits for it */
-    if (!local && state_degraded(st, STATE_PART_CREDITS) && now < cr->retry_shared_ms)
-        return local_take(ep, cost, now, retry_ms);
-    if (!local) {
-        /* with cluster, Redis away: this host spends its share of what was left */
-        sl_err_t err = SL_OK;
-        int got = lease(ep, cost, now, retry_ms, &err, cl != NULL ? state_cluster_hosts(cl) : 0);
-        state_degraded_note(st, STATE_PART_CREDITS, err, now);
-        if (got < 0) {
-            cr->retry_shared_ms = now + RETRY_SHARED_MS;
-            return local_take(ep, cost, now, retry_ms); /* fail safe, never unlimited */
-        }
-        if (got == 0) {
-            cr->lacking_until_ms = now + *retry_ms;
-            return 0;
-        }
-    }
+    if (!cr->active || st == NULL)
+        return POLICY_LEASE_YES;
+    /* with cluster: the windows are bounded by Redis' clock */
+    state_cluster_t *cl = state_cluster_of(st);
+    take_t t = {ep, cost, cl != NULL ? state_cluster_now_ms(cl) : sl_shared_ms(), retry_ms, cl};
+    policy_lease_mode_t mode = {.cluster = cl != NULL, .degraded = state_degraded(st, STATE_PART_CREDITS)};
+    policy_lease_rung_t by;
+    policy_lease_result_t said = policy_lease_climb(&cr->ladder, mode, t.now, &rungs, &t, &by);
+    if (said != POLICY_LEASE_YES || by == POLICY_LEASE_RUNG_SHARE)
+        return said; /* the degraded share was spent by local_take */
     for (policy_credit_window_t w = 0; w < POLICY_CREDIT_WINDOW_COUNT; w++)
         if (policy_credit_budget(&ep->conf->credits, w) != 0)
             cr->remaining[w] -= units(cost, w);
     if (cl != NULL)
-        pool_credit_cluster_prefetch(ep, cost, now);
-    return 1;
+        pool_credit_cluster_prefetch(ep, cost, t.now);
+    return said;
 }
 
 void pool_credit_init(pool_endpoint_t *ep, uint32_t nworkers)
 {
     pool_credit_t *cr = &ep->credit;
     memset(cr, 0, sizeof(*cr));
-    h2o_linklist_init_anchor(&cr->waiters);
+    policy_lease_init(&cr->ladder, RETRY_SHARED_MS);
+    state_lease_waiters_init(&cr->waiters);
     cr->nworkers = nworkers ? nworkers : 1;
     cr->profile = policy_cost_profile(ep->conf->cost_profile ? ep->conf->cost_profile : "flat");
     if (cr->profile == NULL)

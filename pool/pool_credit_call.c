@@ -32,12 +32,12 @@ static pool_gate_t row_gate(pool_call_t *call, int ep, int may_wait)
     policy_cost_t cost = policy_cost_of_request(e->credit.profile, call->net->conf->chain, NULL, 0, names, lens, n,
                                                 call->batch);
     uint64_t retry_ms = 0;
-    int took = pool_credit_take(e, cost, &retry_ms);
-    if (took == POOL_CREDIT_WAIT) {
+    policy_lease_result_t took = pool_credit_take(e, cost, &retry_ms);
+    if (took == POLICY_LEASE_WAIT) {
         if (may_wait)
             pool_credit_wait(e, &call->credit_wait, on_credit_decided);
         ok = may_wait ? POOL_GATE_WAIT : POOL_GATE_SKIP;
-    } else if (took) {
+    } else if (took == POLICY_LEASE_YES) {
         /* instrument usage in the provider's own units, budget or not */
         POOL_STAT_ADD(e, credits_spent, cost.billed);
         pool_pressure_spent(e, (uint32_t)call->nsent, cost);

@@ -26,22 +26,6 @@ typedef struct ask {
     policy_credit_window_t win[POLICY_CREDIT_WINDOW_COUNT];
 } ask_t;
 
-static void wake_all(pool_credit_t *cr)
-{
-    h2o_linklist_t woken;
-    h2o_linklist_init_anchor(&woken);
-    while (!h2o_linklist_is_empty(&cr->waiters)) {
-        h2o_linklist_t *p = cr->waiters.next;
-        h2o_linklist_unlink(p);
-        h2o_linklist_insert(&woken, p);
-    }
-    while (!h2o_linklist_is_empty(&woken)) {
-        pool_credit_wait_t *w = H2O_STRUCT_FROM_MEMBER(pool_credit_wait_t, link, woken.next);
-        h2o_linklist_unlink(&w->link);
-        w->cb(w);
-    }
-}
-
 /* The events Redis said are due: this worker's to append. */
 static void append_events(ask_t *a, const state_cluster_credit_t *r, uint64_t now)
 {
@@ -102,17 +86,18 @@ static void on_answer(void *data, const state_cluster_credit_t *r)
     }
     /* a failure: the link is down, the waiters lease from the host's ledgers */
     free(a);
-    wake_all(cr);
+    state_lease_wake(&cr->waiters, NULL, NULL);
 }
 
-static int ask(pool_endpoint_t *ep, policy_cost_t cost, uint64_t now, int prefetch)
+/* WAIT if asked (or a lease is under way), FALL if it cannot be. */
+static policy_lease_result_t ask(pool_endpoint_t *ep, policy_cost_t cost, uint64_t now, int prefetch)
 {
     pool_credit_t *cr = &ep->credit;
     state_cluster_t *cl = state_cluster_of(ep->net->pool->state);
     if (cr->asking)
-        return 0;
+        return POLICY_LEASE_WAIT;
     if (!state_cluster_up(cl))
-        return -1;
+        return POLICY_LEASE_FALL;
     ask_t *a = sl_xcalloc(1, sizeof(*a));
     *a = (ask_t){.ep = ep, .cost = cost, .prefetch = prefetch};
     state_cluster_ask_t asks[POLICY_CREDIT_WINDOW_COUNT];
@@ -133,17 +118,16 @@ static int ask(pool_endpoint_t *ep, policy_cost_t cost, uint64_t now, int prefet
         q->size = size;
         a->win[a->n++] = w;
     }
-    if (a->n == 0 ||
-        state_cluster_credit_lease(cl, asks, a->n, POOL_CREDIT_LOW_PCT, on_answer, a) != 0) {
-        int none = a->n == 0;
+    /* nothing to ask happens only to a prefetch, which does not look at the answer */
+    if (a->n == 0 || state_cluster_credit_lease(cl, asks, a->n, POOL_CREDIT_LOW_PCT, on_answer, a) != 0) {
         free(a);
-        return none && prefetch ? 0 : -1;
+        return POLICY_LEASE_FALL;
     }
     cr->asking = 1;
-    return 0;
+    return POLICY_LEASE_WAIT;
 }
 
-int pool_credit_cluster_ask(pool_endpoint_t *ep, policy_cost_t cost, uint64_t now_ms)
+policy_lease_result_t pool_credit_cluster_ask(pool_endpoint_t *ep, policy_cost_t cost, uint64_t now_ms)
 {
     return ask(ep, cost, now_ms, 0);
 }
@@ -163,12 +147,10 @@ void pool_credit_cluster_prefetch(pool_endpoint_t *ep, policy_cost_t cost, uint6
 
 void pool_credit_wait(pool_endpoint_t *ep, pool_credit_wait_t *w, void (*cb)(pool_credit_wait_t *w))
 {
-    w->cb = cb;
-    h2o_linklist_insert(&ep->credit.waiters, &w->link);
+    state_lease_wait(&ep->credit.waiters, w, cb);
 }
 
 void pool_credit_wait_cancel(pool_credit_wait_t *w)
 {
-    if (h2o_linklist_is_linked(&w->link))
-        h2o_linklist_unlink(&w->link);
+    state_lease_wait_cancel(w);
 }

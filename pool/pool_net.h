@@ -14,12 +14,14 @@
 #include "policy/cost.h"
 #include "policy/demote.h"
 #include "policy/hedge.h"
+#include "policy/lease.h"
 #include "policy/pressure.h"
 #include "policy/rolling.h"
 #include "policy/score.h"
 #include "policy/shape.h"
 #include "state/state.h"
 #include "state/state_key.h"
+#include "state/state_lease.h"
 
 typedef struct pool_endpoint pool_endpoint_t;
 
@@ -41,18 +43,15 @@ typedef struct pool_credit {
     uint64_t seen_spent[POLICY_CREDIT_WINDOW_COUNT];   /* ... and what was spent in it */
     uint64_t local_start[POLICY_CREDIT_WINDOW_COUNT];  /* degraded: the window of the local allowance ... */
     uint64_t local_left[POLICY_CREDIT_WINDOW_COUNT];   /* ... and what is left of it */
-    uint64_t retry_shared_ms;     /* degraded: when the ledger is tried again */
+    policy_lease_ladder_t ladder; /* in ms: when a degraded worker tries the ledger again */
     /* cluster: the ledgers are Redis' (pool_credit_cluster.c) */
     int asking;                   /* a lease from Redis is under way */
     uint64_t quiet_until_ms;      /* Redis lacked credits for an early lease: none until then */
-    h2o_linklist_t waiters;       /* pool_credit_wait_t: calls waiting for that lease */
+    state_lease_waiters_t waiters; /* pool_credit_wait_t: calls waiting for that lease */
 } pool_credit_t;
 
 /* A call waiting for credits from Redis (cluster:). */
-typedef struct pool_credit_wait {
-    h2o_linklist_t link;
-    void (*cb)(struct pool_credit_wait *w);
-} pool_credit_wait_t;
+typedef state_lease_wait_t pool_credit_wait_t;
 
 /* What this worker knows about an endpoint's health (pool_health.c). */
 typedef struct pool_health {
@@ -235,12 +234,11 @@ void pool_method_count(pool_endpoint_t *ep, const policy_method_t *m, int what, 
 
 /* pool_credit.c */
 void pool_credit_init(pool_endpoint_t *ep, uint32_t nworkers);
-/* Takes cost from ep's budget: 1 if it may be spent, 0 if the endpoint lacks
- * credits (*retry_ms: until the earliest window turns over), POOL_CREDIT_WAIT
- * if a lease is being asked of Redis (cluster:): the call waits with
- * pool_credit_wait and takes again when woken. */
-#define POOL_CREDIT_WAIT 2
-int pool_credit_take(pool_endpoint_t *ep, policy_cost_t cost, uint64_t *retry_ms);
+/* Takes cost from ep's budget, down the lease ladder: YES if it may be
+ * spent, NO if the endpoint lacks credits (*retry_ms: until the earliest
+ * window turns over), WAIT if a lease is being asked of Redis (cluster:):
+ * the call waits in ep's waiters and takes again when woken. */
+policy_lease_result_t pool_credit_take(pool_endpoint_t *ep, policy_cost_t cost, uint64_t *retry_ms);
 /* The lease size of window w for a call of cost: 1% of the budget, at most
  * 100,000, at least the cost. */
 uint64_t pool_credit_lease_size(const pool_endpoint_t *ep, policy_credit_window_t w, policy_cost_t cost);
@@ -251,14 +249,15 @@ void pool_credit_event(const pool_endpoint_t *ep, state_event_t *ev, state_event
                        uint64_t left, uint64_t budget, uint64_t now_ms);
 
 /* pool_credit_cluster.c: the ledgers in Redis. */
-/* Asks Redis for a lease of every window that does not cover cost; 0 if
- * asked (or a lease is under way already), -1 if it cannot be (the link is
- * down: the caller leases from the host's ledgers). */
-int pool_credit_cluster_ask(pool_endpoint_t *ep, policy_cost_t cost, uint64_t now_ms);
+/* Asks Redis for a lease of every window that does not cover cost: WAIT if
+ * asked (or a lease is under way already), FALL if it cannot be (the link
+ * is down: the host's ledgers decide). */
+policy_lease_result_t pool_credit_cluster_ask(pool_endpoint_t *ep, policy_cost_t cost, uint64_t now_ms);
 /* After a call took its credits: asks for the next lease early when a
  * window's local lease is below half of one. */
 void pool_credit_cluster_prefetch(pool_endpoint_t *ep, policy_cost_t cost, uint64_t now_ms);
-/* Waits for the lease under way; cb runs once it is decided. */
+/* Waits for the lease under way (state_lease_wait); cb runs once it is
+ * decided. */
 void pool_credit_wait(pool_endpoint_t *ep, pool_credit_wait_t *w, void (*cb)(pool_credit_wait_t *w));
 void pool_credit_wait_cancel(pool_credit_wait_t *w);
 

@@ -60,7 +60,7 @@ static int taken(pool_endpoint_t *ep, int n)
     int ok = 0;
     for (int i = 0; i < n; i++) {
         uint64_t retry = 0;
-        ok += pool_credit_take(ep, (policy_cost_t){1, 1}, &retry);
+        ok += pool_credit_take(ep, (policy_cost_t){1, 1}, &retry) == POLICY_LEASE_YES;
     }
     return ok;
 }
