@@ -155,44 +155,32 @@ static int from_number(const char *buf, wire_span_t v, policy_blockref_t *ref)
     return sl_parse_u64(buf + v.off, v.len, UINT64_MAX, &ref->number) == SL_OK;
 }
 
-/* Walks the members of the object at v: calls fn for each (key without
- * quotes). 0 if the object does not scan, a key holds an escape (it could
- * be any name: routing would guess), or fn says no. */
-typedef int (*member_fn)(const char *buf, const char *key, size_t klen, wire_span_t val, void *arg);
-
-static int each_member(const char *buf, wire_span_t v, member_fn fn, void *arg)
+/* Each member of the object at v through fn (sl_err_t: SL_OK goes on). A
+ * key written with escapes could be any name: routing would guess, so the
+ * whole call reads as unreadable instead. */
+static sl_err_t refuse_escaped(const char *buf, wire_span_t key)
 {
-    wire_scan_t s;
-    wire_scan_init(&s, buf, v.off, v.len);
-    if (wire_scan_open(&s, '{') != SL_OK)
-        return 0;
-    int first = 1, more = 0;
-    while (wire_scan_next(&s, &first, &more) == SL_OK && more) {
-        wire_span_t k, val;
-        if (wire_scan_key(&s, &k) != SL_OK || wire_scan_colon(&s) != SL_OK || wire_scan_value(&s, &val) != SL_OK)
-            return 0;
-        if (memchr(buf + k.off, '\\', k.len) != NULL || !fn(buf, buf + k.off + 1, k.len - 2, val, arg))
-            return 0;
-    }
-    return !more;
+    return wire_json_key_escaped(buf, key) ? SL_ERR_PARSE : SL_OK;
 }
 
-static int key_is(const char *key, size_t klen, const char *want)
+#define OK_IF(cond) ((cond) ? SL_OK : SL_ERR_PARSE)
+
+static int each_member(const char *buf, wire_span_t v, wire_member_fn fn, void *arg)
 {
-    return strlen(want) == klen && memcmp(key, want, klen) == 0;
+    return wire_json_each_member(buf, v, fn, arg) == SL_OK;
 }
 
 /* EIP-1898: {"blockNumber": N} or {"blockHash": H, "requireCanonical": b}. */
-static int eip1898_member(const char *buf, const char *key, size_t klen, wire_span_t val, void *arg)
+static sl_err_t eip1898_member(const char *buf, wire_span_t key, wire_span_t val, void *arg)
 {
     policy_blockref_t *ref = arg;
-    if (key_is(key, klen, "blockNumber"))
-        return wire_json_kind(buf, val) == WIRE_JSON_STRING && from_string(buf, val, 0, ref) &&
-               ref->kind != POLICY_BLOCKREF_HASH;
-    if (key_is(key, klen, "blockHash"))
-        return wire_json_kind(buf, val) == WIRE_JSON_STRING && from_string(buf, val, 1, ref) &&
-               ref->kind == POLICY_BLOCKREF_HASH;
-    return 1; /* requireCanonical and whatever else */
+    if (wire_json_key_is(buf, key, "blockNumber"))
+        return OK_IF(wire_json_kind(buf, val) == WIRE_JSON_STRING && from_string(buf, val, 0, ref) &&
+                     ref->kind != POLICY_BLOCKREF_HASH);
+    if (wire_json_key_is(buf, key, "blockHash"))
+        return OK_IF(wire_json_kind(buf, val) == WIRE_JSON_STRING && from_string(buf, val, 1, ref) &&
+                     ref->kind == POLICY_BLOCKREF_HASH);
+    return refuse_escaped(buf, key); /* requireCanonical and whatever else */
 }
 
 static int read_value(const char *buf, wire_span_t v, shape_t shape, policy_blockref_t *ref)
@@ -226,23 +214,23 @@ typedef struct filter {
     uint8_t has_from, has_to, has_hash;
 } filter_t;
 
-static int filter_member(const char *buf, const char *key, size_t klen, wire_span_t val, void *arg)
+static sl_err_t filter_member(const char *buf, wire_span_t key, wire_span_t val, void *arg)
 {
     filter_t *f = arg;
     int null = wire_json_kind(buf, val) == WIRE_JSON_NULL; /* geth: a null member is one left out */
-    if (key_is(key, klen, "fromBlock")) {
+    if (wire_json_key_is(buf, key, "fromBlock")) {
         f->has_from = !null;
-        return null || read_value(buf, val, SHAPE_NUM_TAG, &f->out->from);
+        return OK_IF(null || read_value(buf, val, SHAPE_NUM_TAG, &f->out->from));
     }
-    if (key_is(key, klen, "toBlock")) {
+    if (wire_json_key_is(buf, key, "toBlock")) {
         f->has_to = !null;
-        return null || read_value(buf, val, SHAPE_NUM_TAG, &f->out->at);
+        return OK_IF(null || read_value(buf, val, SHAPE_NUM_TAG, &f->out->at));
     }
-    if (key_is(key, klen, "blockHash")) {
+    if (wire_json_key_is(buf, key, "blockHash")) {
         f->has_hash = !null;
-        return null || read_value(buf, val, SHAPE_HASH, &f->out->at);
+        return OK_IF(null || read_value(buf, val, SHAPE_HASH, &f->out->at));
     }
-    return 1;
+    return refuse_escaped(buf, key);
 }
 
 static int read_filter(const char *buf, wire_span_t v, policy_blockref_call_t *out)
@@ -263,7 +251,7 @@ static int read_filter(const char *buf, wire_span_t v, policy_blockref_call_t *o
 
 /* ---- Solana config objects ---------------------------------------------- */
 
-static int sol_config_member(const char *buf, const char *key, size_t klen, wire_span_t val, void *arg)
+static sl_err_t sol_config_member(const char *buf, wire_span_t key, wire_span_t val, void *arg)
 {
     static const struct {
         const char *name;
@@ -274,21 +262,23 @@ static int sol_config_member(const char *buf, const char *key, size_t klen, wire
         {"finalized", POLICY_COMMITMENT_FINALIZED},
     };
     policy_blockref_call_t *out = arg;
-    if (key_is(key, klen, "minContextSlot")) {
+    if (wire_json_key_is(buf, key, "minContextSlot")) {
         out->has_min_context = 1;
-        return wire_json_kind(buf, val) == WIRE_JSON_NUMBER &&
-               sl_parse_u64(buf + val.off, val.len, UINT64_MAX, &out->min_context_slot) == SL_OK;
+        return OK_IF(wire_json_kind(buf, val) == WIRE_JSON_NUMBER &&
+                     sl_parse_u64(buf + val.off, val.len, UINT64_MAX, &out->min_context_slot) == SL_OK);
     }
-    if (key_is(key, klen, "commitment")) {
+    if (wire_json_key_is(buf, key, "commitment")) {
         char text[16];
-        if (wire_json_kind(buf, val) != WIRE_JSON_STRING || wire_json_string(buf, val, text, sizeof text) != SL_OK)
-            return 0;
+        if (wire_json_kind(buf, val) != WIRE_JSON_STRING)
+            return SL_ERR_PARSE;
+        if (wire_json_string(buf, val, text, sizeof text) != SL_OK)
+            return SL_OK; /* longer than any level: the node's to refuse, as an unknown one */
         for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++)
             if (strcmp(text, levels[i].name) == 0)
                 out->commitment = levels[i].level;
-        return 1; /* an unknown level is the node's to refuse */
+        return SL_OK;
     }
-    return 1;
+    return refuse_escaped(buf, key);
 }
 
 /* ---- the call ----------------------------------------------------------- */
