@@ -57,33 +57,42 @@ void gw_cfg_ep_chain_defaults(pool_endpoint_conf_t *ep)
 
 /* ---- chain identity ---- */
 
+/* The text of chain_id: or genesis_hash: when it is an identity of chain
+ * (heap, the caller's), else NULL with the error reported. */
+static char *identity(gw_cfg_t *c, yaml_node_t *n, policy_chain_t chain, const char *want,
+                      char norm[POLICY_CHAINID_MAX])
+{
+    char *s = NULL;
+    if (gw_cfg_str(c, n, &s) != SL_OK)
+        return NULL;
+    if (policy_chainid_normalize(chain, s, strlen(s), norm) == SL_OK)
+        return s;
+    gw_cfg_error(c, gw_cfg_line(n), "%s, got '%s'", want, s);
+    free(s);
+    return NULL;
+}
+
 void gw_cfg_net_chain_id(gw_cfg_t *c, yaml_node_t *n, void *target)
 {
     pool_network_conf_t *net = target;
-    char *s = NULL, norm[POLICY_CHAINID_MAX];
-    if (gw_cfg_str(c, n, &s) != SL_OK)
+    char norm[POLICY_CHAINID_MAX];
+    char *s = identity(c, n, POLICY_CHAIN_ETHEREUM, "chain_id must be a number (8453) or a hex string (\"0x2105\")",
+                       norm);
+    if (s == NULL)
         return;
-    if (policy_chainid_normalize(POLICY_CHAIN_ETHEREUM, s, strlen(s), norm) != SL_OK) {
-        gw_cfg_error(c, gw_cfg_line(n), "chain_id must be a number (8453) or a hex string (\"0x2105\"), got '%s'", s);
-    } else {
-        net->has_chain_id = 1;
-        net->chain_id = strtoull(norm + 2, NULL, 16);
-    }
+    net->has_chain_id = 1;
+    net->chain_id = strtoull(norm + 2, NULL, 16);
     free(s);
 }
 
 void gw_cfg_net_genesis_hash(gw_cfg_t *c, yaml_node_t *n, void *target)
 {
     pool_network_conf_t *net = target;
-    char *s = NULL, norm[POLICY_CHAINID_MAX];
-    if (gw_cfg_str(c, n, &s) != SL_OK)
+    char norm[POLICY_CHAINID_MAX];
+    char *s = identity(c, n, POLICY_CHAIN_SOLANA,
+                       "genesis_hash must be the base58 text of a 32-byte hash (as getGenesisHash answers)", norm);
+    if (s == NULL)
         return;
-    if (policy_chainid_normalize(POLICY_CHAIN_SOLANA, s, strlen(s), norm) != SL_OK) {
-        gw_cfg_error(c, gw_cfg_line(n), "genesis_hash must be the base58 text of a 32-byte hash (as getGenesisHash "
-                                        "answers, e.g. 5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d)");
-        free(s);
-        return;
-    }
     free(net->genesis_hash);
     net->genesis_hash = s;
 }
