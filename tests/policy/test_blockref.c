@@ -138,24 +138,26 @@ Test(blockref, hash_only_methods)
     expect_parse(ETH, "eth_feeHistory", "[4]");
 }
 
+/* eth_getLogs' fromBlock and toBlock as tags; implicit: left out (2 = both). */
+static void logs_tags(const char *params, policy_block_tag_t from, policy_block_tag_t to, int implicit_from,
+                      int implicit_to)
+{
+    policy_blockref_call_t c = ok(ETH, "eth_getLogs", params);
+    expect_tag(c.from, from, implicit_from);
+    expect_tag(c.at, to, implicit_to);
+}
+
 Test(blockref, get_logs)
 {
     const char *m = "eth_getLogs";
     policy_blockref_call_t c = ok(ETH, m, "[{\"fromBlock\":\"0x10\",\"toBlock\":\"0x20\",\"address\":" ADDR "}]");
     expect_number(c.from, 16);
     expect_number(c.at, 32);
-    c = ok(ETH, m, "[{}]");
-    expect_tag(c.from, POLICY_TAG_LATEST, 1);
-    expect_tag(c.at, POLICY_TAG_LATEST, 1);
-    c = ok(ETH, m, "[]");
-    expect_tag(c.from, POLICY_TAG_LATEST, 1);
-    expect_tag(c.at, POLICY_TAG_LATEST, 1);
-    c = ok(ETH, m, "[{\"fromBlock\":\"earliest\",\"topics\":[null,[\"" HASH_HEX "\"]]}]");
-    expect_tag(c.from, POLICY_TAG_EARLIEST, 0);
-    expect_tag(c.at, POLICY_TAG_LATEST, 1);
-    c = ok(ETH, m, "[{\"fromBlock\":null,\"toBlock\":\"finalized\"}]");
-    expect_tag(c.from, POLICY_TAG_LATEST, 1);
-    expect_tag(c.at, POLICY_TAG_FINALIZED, 0);
+    logs_tags("[{}]", POLICY_TAG_LATEST, POLICY_TAG_LATEST, 1, 1);
+    logs_tags("[]", POLICY_TAG_LATEST, POLICY_TAG_LATEST, 1, 1);
+    logs_tags("[{\"fromBlock\":\"earliest\",\"topics\":[null,[\"" HASH_HEX "\"]]}]", POLICY_TAG_EARLIEST,
+              POLICY_TAG_LATEST, 0, 1);
+    logs_tags("[{\"fromBlock\":null,\"toBlock\":\"finalized\"}]", POLICY_TAG_LATEST, POLICY_TAG_FINALIZED, 1, 0);
     c = ok(ETH, m, "[{\"blockHash\":\"" HASH_HEX "\"}]");
     cr_expect_eq(c.at.kind, POLICY_BLOCKREF_HASH);
     cr_expect_eq(c.from.kind, POLICY_BLOCKREF_NONE);

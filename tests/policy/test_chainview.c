@@ -16,6 +16,15 @@ static void head(policy_chainview_t *v, uint32_t ep, policy_head_kind_t kind, ui
     policy_chainview_observe(v, ep, &o, 1000, &c);
 }
 
+/* A view of n endpoints, the first ones at these latest heads (0 ends the list). */
+static void view_at(policy_chainview_t *v, uint32_t n, uint64_t h0, uint64_t h1, uint64_t h2)
+{
+    const uint64_t h[3] = {h0, h1, h2};
+    policy_chainview_init(v, n);
+    for (uint32_t i = 0; i < 3 && h[i] != 0; i++)
+        head(v, i, LATEST, h[i]);
+}
+
 /* A 32-byte hash from (branch, height). */
 static const uint8_t *hash_of(uint8_t branch, uint64_t h, uint8_t out[32])
 {
@@ -103,10 +112,7 @@ Test(chainview, heads_and_evidence)
 Test(chainview, served_head_never_goes_backwards)
 {
     policy_chainview_t v;
-    policy_chainview_init(&v, 3);
-    head(&v, 0, LATEST, 100);
-    head(&v, 1, LATEST, 102);
-    head(&v, 2, LATEST, 101);
+    view_at(&v, 3, 100, 102, 101);
     int reg;
     /* an endpoint behind answers: the usable head is served */
     cr_expect_eq(policy_chainview_serve_head(&v, LATEST, 100, ALL, &reg), 102);
@@ -158,10 +164,7 @@ Test(chainview, two_hundred_calls_over_three_endpoints)
 Test(chainview, latest_reads_go_to_endpoints_near_the_head)
 {
     policy_chainview_t v;
-    policy_chainview_init(&v, 4);
-    head(&v, 0, LATEST, 100);
-    head(&v, 1, LATEST, 98);
-    head(&v, 2, LATEST, 97);
+    view_at(&v, 4, 100, 98, 97);
     cr_expect(policy_chainview_latest_ok(&v, 0, LATEST, 2, ALL));
     cr_expect(policy_chainview_latest_ok(&v, 1, LATEST, 2, ALL));
     cr_expect(!policy_chainview_latest_ok(&v, 2, LATEST, 2, ALL));
@@ -176,9 +179,7 @@ Test(chainview, latest_reads_go_to_endpoints_near_the_head)
 Test(chainview, block_availability)
 {
     policy_chainview_t v;
-    policy_chainview_init(&v, 3);
-    head(&v, 0, LATEST, 100);
-    head(&v, 1, LATEST, 95);
+    view_at(&v, 3, 100, 95, 0);
     cr_expect_eq(policy_chainview_has_block(&v, 0, 100), POLICY_HAS_YES);
     cr_expect_eq(policy_chainview_has_block(&v, 1, 100), POLICY_HAS_NO);
     cr_expect_eq(policy_chainview_has_block(&v, 2, 100), POLICY_HAS_UNKNOWN);
@@ -249,12 +250,18 @@ Test(chainview, one_chain_no_reorg)
     cr_expect(!c.forked);
 }
 
+/* Endpoint 0 has seen blocks 100..105 of branch 1; endpoint 1 nothing yet. */
+static void one_branch(policy_chainview_t *v)
+{
+    policy_chainview_init(v, 2);
+    for (uint64_t h = 100; h <= 105; h++)
+        tip(v, 0, h, 1, 1);
+}
+
 Test(chainview, a_competing_tip_is_a_reorg_of_one)
 {
     policy_chainview_t v;
-    policy_chainview_init(&v, 2);
-    for (uint64_t h = 100; h <= 105; h++)
-        tip(&v, 0, h, 1, 1);
+    one_branch(&v);
     policy_chainview_change_t c = tip(&v, 1, 105, 2, 1);
     cr_expect_eq(c.reorg_depth, 1);
     cr_expect_eq(c.reorg_height, 105);
@@ -265,9 +272,7 @@ Test(chainview, a_competing_tip_is_a_reorg_of_one)
 Test(chainview, a_deeper_reorg_shows_as_the_ring_learns_it)
 {
     policy_chainview_t v;
-    policy_chainview_init(&v, 2);
-    for (uint64_t h = 100; h <= 105; h++)
-        tip(&v, 0, h, 1, 1);
+    one_branch(&v);
     /* endpoint 1 is on a branch from 103 on, and behind: only "forked" */
     policy_chainview_change_t c = tip(&v, 1, 104, 2, 2);
     cr_expect_eq(c.reorg_depth, 0);

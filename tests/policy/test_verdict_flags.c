@@ -4,6 +4,7 @@
  * saying the block is not there yet (BEHIND). One test per wording, each
  * quoting its source; the verdicts themselves are test_verdict.c's. */
 #include <criterion/criterion.h>
+#include <criterion/parameterized.h>
 #include <string.h>
 
 #include "policy/verdict.h"
@@ -35,139 +36,82 @@ static void expect_flags(policy_chain_t chain, const char *method, int status, c
     cr_expect_eq(policy_verdict_rpc_error(chain, m, status, &err, body, &ms), v);
 }
 
-static void logs_range(int status, const char *body)
-{
-    expect_flags(ETH, "eth_getLogs", status, body, UNSUP, LOGS);
-}
+/* One row per wording: Criterion runs each as its own test. The test is
+ * handed the row's index, not the row: it runs in a process of its own
+ * where the parent's pointers mean nothing. */
+typedef struct wording {
+    const char *name;
+    const char *source;
+    int status;                   /* LOGS_RANGE rows; BEHIND rows are all 200 */
+    const char *body;
+    policy_chain_t chain;         /* BEHIND rows */
+    const char *method;
+} wording_t;
 
-/* ---- LOGS_RANGE: one test per vendor wording ---------------------------- */
+static wording_t logs_wordings[] = {
+    {"alchemy_response_size_2k", "ethers-io/ethers.js #4703, go-ethereum #25343", 200,
+     ERR("{\"code\":-32602,\"message\":\"Log response size exceeded. You can make eth_getLogs "
+     "requests with up to a 2K block range and no limit on the response size, or you can request "
+     "any block range with a cap of 10K logs in the response. Based on your parameters and the "
+     "response size limit, this block range should work: [0x0, 0xd043b8]\"}")},
+    {"alchemy_500_block_range", "BobTheBuidler/dank_mids #772", 200,
+     ERR("{\"code\":-32600,\"message\":\"You can make eth_getLogs requests with up to a 500 block "
+     "range. Based on your parameters, this block range should work: [0x123c9b2, 0x123cba5]\"}")},
+    /* "free tier" is also a billing word: the range words come first */
+    {"alchemy_free_tier", "the free tier's wording, quoted in a range classifier's tests", 200,
+     ERR("{\"code\":-32600,\"message\":\"Under the Free tier plan, you can make eth_getLogs requests "
+     "with up to a 10 block range. Based on your parameters, this block range should work: "
+     "[0x1, 0xa]. Upgrade to PAYG for expanded block range.\"}")},
+    /* -32005 is Infura's rate-limit code too: the words must win */
+    {"infura_result_cap", "ethers-io/ethers.js #4703: -32005 with data {from, limit, to}", 200,
+     ERR("{\"code\":-32005,\"data\":{\"from\":\"0xBDE5F8\",\"limit\":10000,\"to\":\"0x102DBCC\"},"
+     "\"message\":\"query returned more than 10000 results. Try with this block range "
+     "[0xBDE5F8, 0x102DBCC].\"}")},
+    {"infura_range_cap", "INFURA/infura #237, the live API", 200,
+     ERR("{\"code\":-32602,\"message\":\"range 1000000 exceeds limit of 10000\"}")},
+    {"quicknode", "eternalsafe/wallet #57, OffchainLabs/arbitrum-sdk #609: -32614 in an HTTP 413", 413,
+     ERR("{\"code\":-32614,\"message\":\"eth_getLogs is limited to a 10,000 range\"}")},
+    {"ankr_too_wide", "ponder-sh/ponder getLogsRetryHelper.ts (\"ankr\", code -32600)", 200,
+     ERR("{\"code\":-32600,\"message\":\"block range is too wide\"}")},
+    {"ankr_blocks_distance", "ponder-sh/ponder #1940", 200,
+     ERR("{\"code\":-32602,\"message\":\"maximum [from, to] blocks distance: 10000\"}")},
+    {"ankr_and_reth_max_results", "ponder-sh/ponder _test/ankr.test.ts and _test/llamarpc.test.ts", 200,
+     ERR("{\"code\":-32602,\"message\":\"query exceeds max results 20000, retry with the range "
+     "24383424-24383524\"}")},
+    {"publicnode", "ponder-sh/ponder _test/publicnode.test.ts", 200,
+     ERR("{\"code\":-32000,\"message\":\"exceed maximum block range: 50000\"}")},
+    {"geth_rangelimit", "go-ethereum eth/filters/filter.go (--rpc.rangelimit)", 200,
+     ERR("{\"code\":-32602,\"message\":\"exceed maximum block range 5000\"}")},
+    {"erigon_range_limit", "erigontech/erigon PR #20424 (--rpc.blockrange.limit)", 200,
+     ERR("{\"code\":-32602,\"message\":\"query block range exceeds server limit, narrow your "
+     "filter: 1000\"}")},
+    {"erigon_too_many_logs", "erigontech/erigon PR #19721 (--rpc.logs.maxresults)", 200,
+     ERR("{\"code\":-32000,\"message\":\"query returns too many logs, narrow your filter: 20000\"}")},
+    {"reth_max_block_range", "paradigmxyz/reth PR #8558", 200,
+     ERR("{\"code\":-32602,\"message\":\"query exceeds max block range 5000\"}")},
+    {"chainstack", "ponder-sh/ponder getLogsRetryHelper.ts (\"chainstack\")", 200,
+     ERR("{\"code\":-32000,\"message\":\"Block range limit exceeded.\"}")},
+    {"cloudflare", "ponder-sh/ponder getLogsRetryHelper.ts (\"Cloudflare\": \"Max range: N\")", 200,
+     ERR("{\"code\":-32047,\"message\":\"Invalid eth_getLogs request. 'fromBlock'-'toBlock' range "
+     "too large. Max range: 800\"}")},
+    {"arbitrum", "ponder-sh/ponder getLogsRetryHelper.ts (\"arbitrum\")", 200,
+     ERR("{\"code\":-32000,\"message\":\"logs matched by query exceeds limit of 10000\"}")},
+    {"blast_and_1rpc_limited_to", "ponder-sh/ponder getLogsRetryHelper.ts (quicknode, 1rpc, blast)", 200,
+     ERR("{\"code\":-32000,\"message\":\"eth_getLogs is limited to a 1,000 range\"}")},
+    {"erpc_normalized", "an eRPC in front: its -32012 (PE: wire codes)", 200,
+     ERR("{\"code\":-32012,\"message\":\"request exceeded max allowed range: block range is too "
+     "wide\"}")},
+};
 
-Test(logs_range, alchemy_response_size_2k)
-{
-    /* ethers-io/ethers.js #4703, go-ethereum #25343 */
-    logs_range(200, ERR("{\"code\":-32602,\"message\":\"Log response size exceeded. You can make eth_getLogs "
-                        "requests with up to a 2K block range and no limit on the response size, or you can request "
-                        "any block range with a cap of 10K logs in the response. Based on your parameters and the "
-                        "response size limit, this block range should work: [0x0, 0xd043b8]\"}"));
-}
+#define NROWS(t) (sizeof(t) / sizeof((t)[0]))
+static size_t row_index[64];
 
-Test(logs_range, alchemy_500_block_range)
+static struct criterion_test_params rows_of(size_t n)
 {
-    /* BobTheBuidler/dank_mids #772 */
-    logs_range(200, ERR("{\"code\":-32600,\"message\":\"You can make eth_getLogs requests with up to a 500 block "
-                        "range. Based on your parameters, this block range should work: [0x123c9b2, 0x123cba5]\"}"));
-}
-
-Test(logs_range, alchemy_free_tier)
-{
-    /* the free tier's wording, quoted in a range classifier's tests; "free tier"
-     * is also a billing word: the range words come first */
-    logs_range(200, ERR("{\"code\":-32600,\"message\":\"Under the Free tier plan, you can make eth_getLogs requests "
-                        "with up to a 10 block range. Based on your parameters, this block range should work: "
-                        "[0x1, 0xa]. Upgrade to PAYG for expanded block range.\"}"));
-}
-
-Test(logs_range, infura_result_cap)
-{
-    /* ethers-io/ethers.js #4703: -32005 with data {from, limit, to}; -32005
-     * is Infura's rate-limit code too, so the words must win */
-    logs_range(200, ERR("{\"code\":-32005,\"data\":{\"from\":\"0xBDE5F8\",\"limit\":10000,\"to\":\"0x102DBCC\"},"
-                        "\"message\":\"query returned more than 10000 results. Try with this block range "
-                        "[0xBDE5F8, 0x102DBCC].\"}"));
-}
-
-Test(logs_range, infura_range_cap)
-{
-    /* INFURA/infura #237, the live API */
-    logs_range(200, ERR("{\"code\":-32602,\"message\":\"range 1000000 exceeds limit of 10000\"}"));
-}
-
-Test(logs_range, quicknode)
-{
-    /* eternalsafe/wallet #57, OffchainLabs/arbitrum-sdk #609: -32614 in an HTTP 413 */
-    logs_range(413, ERR("{\"code\":-32614,\"message\":\"eth_getLogs is limited to a 10,000 range\"}"));
-}
-
-Test(logs_range, ankr_too_wide)
-{
-    /* ponder-sh/ponder getLogsRetryHelper.ts ("ankr", code -32600) */
-    logs_range(200, ERR("{\"code\":-32600,\"message\":\"block range is too wide\"}"));
-}
-
-Test(logs_range, ankr_blocks_distance)
-{
-    /* ponder-sh/ponder #1940 */
-    logs_range(200, ERR("{\"code\":-32602,\"message\":\"maximum [from, to] blocks distance: 10000\"}"));
-}
-
-Test(logs_range, ankr_and_reth_max_results)
-{
-    /* ponder-sh/ponder _test/ankr.test.ts and _test/llamarpc.test.ts (-32602) */
-    logs_range(200, ERR("{\"code\":-32602,\"message\":\"query exceeds max results 20000, retry with the range "
-                        "24383424-24383524\"}"));
-}
-
-Test(logs_range, publicnode)
-{
-    /* ponder-sh/ponder _test/publicnode.test.ts */
-    logs_range(200, ERR("{\"code\":-32000,\"message\":\"exceed maximum block range: 50000\"}"));
-}
-
-Test(logs_range, geth_rangelimit)
-{
-    /* go-ethereum eth/filters/filter.go: invalidParamsErr("exceed maximum block range %d") */
-    logs_range(200, ERR("{\"code\":-32602,\"message\":\"exceed maximum block range 5000\"}"));
-}
-
-Test(logs_range, erigon_range_limit)
-{
-    /* erigontech/erigon PR #20424 (--rpc.blockrange.limit) */
-    logs_range(200, ERR("{\"code\":-32602,\"message\":\"query block range exceeds server limit, narrow your "
-                        "filter: 1000\"}"));
-}
-
-Test(logs_range, erigon_too_many_logs)
-{
-    /* erigontech/erigon PR #19721 (--rpc.logs.maxresults) */
-    logs_range(200, ERR("{\"code\":-32000,\"message\":\"query returns too many logs, narrow your filter: 20000\"}"));
-}
-
-Test(logs_range, reth_max_block_range)
-{
-    /* paradigmxyz/reth PR #8558 */
-    logs_range(200, ERR("{\"code\":-32602,\"message\":\"query exceeds max block range 5000\"}"));
-}
-
-Test(logs_range, chainstack)
-{
-    /* ponder-sh/ponder getLogsRetryHelper.ts ("chainstack") */
-    logs_range(200, ERR("{\"code\":-32000,\"message\":\"Block range limit exceeded.\"}"));
-}
-
-Test(logs_range, cloudflare)
-{
-    /* ponder-sh/ponder getLogsRetryHelper.ts ("Cloudflare": "Max range: N") */
-    logs_range(200, ERR("{\"code\":-32047,\"message\":\"Invalid eth_getLogs request. 'fromBlock'-'toBlock' range "
-                        "too large. Max range: 800\"}"));
-}
-
-Test(logs_range, arbitrum)
-{
-    /* ponder-sh/ponder getLogsRetryHelper.ts ("arbitrum") */
-    logs_range(200, ERR("{\"code\":-32000,\"message\":\"logs matched by query exceeds limit of 10000\"}"));
-}
-
-Test(logs_range, blast_and_1rpc_limited_to)
-{
-    /* ponder-sh/ponder getLogsRetryHelper.ts ("quicknode, 1rpc, blast": "limited to a N") */
-    logs_range(200, ERR("{\"code\":-32000,\"message\":\"eth_getLogs is limited to a 1,000 range\"}"));
-}
-
-Test(logs_range, erpc_normalized)
-{
-    /* an eRPC in front: its -32012 (PE: wire codes) */
-    logs_range(200, ERR("{\"code\":-32012,\"message\":\"request exceeded max allowed range: block range is too "
-                        "wide\"}"));
+    cr_assert_leq(n, NROWS(row_index));
+    for (size_t i = 0; i < n; i++)
+        row_index[i] = i;
+    return cr_make_param_array(size_t, row_index, n);
 }
 
 Test(logs_range, not_for_rates_or_disabled_logs)
@@ -185,67 +129,48 @@ Test(logs_range, not_for_rates_or_disabled_logs)
 
 /* ---- BEHIND ------------------------------------------------------------- */
 
-Test(behind, geth_header_not_found)
+static wording_t behind_wordings[] = {
+    {"geth_header_not_found", "U-EVM; geth eth/api_backend.go", 200,
+     ERR("{\"code\":-32000,\"message\":\"header not found\"}"), ETH, "eth_getBalance"},
+    {"geth_unknown_block", "geth eth/filters errUnknownBlock", 200,
+     ERR("{\"code\":-32000,\"message\":\"unknown block\"}"), ETH, "eth_getLogs"},
+    /* it also holds "block range", and must not read as a range too wide */
+    {"geth_range_into_future", "execution-apis tests/eth_getLogs/filter-error-future-block-range.io", 200,
+     ERR("{\"code\":-32602,\"message\":\"block range extends beyond current head block\"}"), ETH, "eth_getLogs"},
+    {"erigon_block_not_found", "erigon rpc/jsonrpc/eth_receipts.go: a blockHash this node lacks", 200,
+     ERR("{\"code\":-32000,\"message\":\"block not found: 0x5d9e1a\"}"), ETH, "eth_getLogs"},
+    {"avalanche_after_last_accepted", "U-EVM IsMissingDataError", 200,
+     ERR("{\"code\":-32000,\"message\":\"requested block is after last accepted block\"}"), ETH, "eth_getBalance"},
+    {"alchemy_code_3_unknown_block", "VEND alchemy.go: code 3 near the tip", 200,
+     ERR("{\"code\":3,\"message\":\"Unknown block\"}"), ETH, "eth_call"},
+    {"block_not_available", "the issue's wording", 200,
+     ERR("{\"code\":-32000,\"message\":\"block not available\"}"), ETH, "eth_getBlockReceipts"},
+    {"solana_min_context_slot", "agave custom_error.rs -32016", 200,
+     ERR("{\"code\":-32016,\"message\":\"Minimum context slot has not been reached\",\"data\":"
+         "{\"contextSlot\":250000000}}"), SOL, "getAccountInfo"},
+    {"solana_block_not_available", "agave custom_error.rs -32004", 200,
+     ERR("{\"code\":-32004,\"message\":\"Block not available for slot 251234567\"}"), SOL, "getBlock"},
+    {"solana_block_status", "agave custom_error.rs -32014", 200,
+     ERR("{\"code\":-32014,\"message\":\"Block status not yet available for slot 251234567\"}"), SOL, "getBlock"},
+    {"solana_node_behind", "agave custom_error.rs -32005 (PM §B2)", 200,
+     ERR("{\"code\":-32005,\"message\":\"Node is behind by 142 slots\",\"data\":{\"numSlotsBehind\":142}}"), SOL, "getSlot"},
+};
+
+/* Row i of both tables: the LOGS_RANGE wordings first, then the BEHIND ones. */
+ParameterizedTestParameters(verdict_flags, wording)
 {
-    /* U-EVM; geth eth/api_backend.go */
-    expect_flags(ETH, "eth_getBalance", 200, ERR("{\"code\":-32000,\"message\":\"header not found\"}"), MISS, BEHIND);
+    return rows_of(NROWS(logs_wordings) + NROWS(behind_wordings));
 }
 
-Test(behind, geth_unknown_block)
+ParameterizedTest(size_t *i, verdict_flags, wording)
 {
-    /* geth eth/filters errUnknownBlock */
-    expect_flags(ETH, "eth_getLogs", 200, ERR("{\"code\":-32000,\"message\":\"unknown block\"}"), MISS, BEHIND);
-}
-
-Test(behind, geth_range_into_future)
-{
-    /* execution-apis tests/eth_getLogs/filter-error-future-block-range.io: also
-     * holds "block range", and must not read as a range too wide */
-    expect_flags(ETH, "eth_getLogs", 200,
-                 ERR("{\"code\":-32602,\"message\":\"block range extends beyond current head block\"}"), MISS,
-                 BEHIND);
-}
-
-Test(behind, erigon_block_not_found)
-{
-    /* erigon rpc/jsonrpc/eth_receipts.go: a blockHash this node lacks */
-    expect_flags(ETH, "eth_getLogs", 200,
-                 ERR("{\"code\":-32000,\"message\":\"block not found: 0x5d9e1a\"}"), MISS, BEHIND);
-}
-
-Test(behind, avalanche_after_last_accepted)
-{
-    expect_flags(ETH, "eth_getBalance", 200,
-                 ERR("{\"code\":-32000,\"message\":\"requested block is after last accepted block\"}"), MISS, BEHIND);
-}
-
-Test(behind, alchemy_code_3_unknown_block)
-{
-    /* VEND alchemy.go: code 3 "Unknown block" near the tip */
-    expect_flags(ETH, "eth_call", 200, ERR("{\"code\":3,\"message\":\"Unknown block\"}"), MISS, BEHIND);
-}
-
-Test(behind, block_not_available)
-{
-    expect_flags(ETH, "eth_getBlockReceipts", 200,
-                 ERR("{\"code\":-32000,\"message\":\"block not available\"}"), MISS, BEHIND);
-}
-
-Test(behind, solana_codes)
-{
-    /* agave custom_error.rs, PM §B2 */
-    expect_flags(SOL, "getAccountInfo", 200,
-                 ERR("{\"code\":-32016,\"message\":\"Minimum context slot has not been reached\",\"data\":"
-                     "{\"contextSlot\":250000000}}"),
-                 MISS, BEHIND);
-    expect_flags(SOL, "getBlock", 200, ERR("{\"code\":-32004,\"message\":\"Block not available for slot 251234567\"}"),
-                 MISS, BEHIND);
-    expect_flags(SOL, "getBlock", 200,
-                 ERR("{\"code\":-32014,\"message\":\"Block status not yet available for slot 251234567\"}"), MISS,
-                 BEHIND);
-    expect_flags(SOL, "getSlot", 200,
-                 ERR("{\"code\":-32005,\"message\":\"Node is behind by 142 slots\",\"data\":{\"numSlotsBehind\":142}}"),
-                 MISS, BEHIND);
+    int logs = *i < NROWS(logs_wordings);
+    const wording_t *w = logs ? &logs_wordings[*i] : &behind_wordings[*i - NROWS(logs_wordings)];
+    cr_log_info("%s (%s)", w->name, w->source);
+    if (logs)
+        expect_flags(ETH, "eth_getLogs", w->status, w->body, UNSUP, LOGS);
+    else
+        expect_flags(w->chain, w->method, w->status, w->body, MISS, BEHIND);
 }
 
 Test(behind, not_for_pruned_data_or_unserved_tags)
