@@ -301,11 +301,13 @@ typedef struct fp_vendor {
     const char *name;
     int status;                     /* HTTP status of the answer */
     int64_t code;
-    /* writes the message (unquoted, JSON-safe) for [from, to] over limit */
+    /* writes the message (unquoted, JSON-safe) for [from, to] over limit ... */
     void (*message)(fp_buf_t *out, uint64_t from, uint64_t to, uint64_t limit);
+    const char *limit_format;       /* ... or, when NULL, this format of the limit alone */
 } fp_vendor_t;
 
 const fp_vendor_t *fp_vendor_find(const char *name);
+void fp_vendor_message(const fp_vendor_t *v, fp_buf_t *out, uint64_t from, uint64_t to, uint64_t limit);
 /* "alchemy|infura|..." for the usage text. */
 const char *fp_vendor_names(void);
 /* Block n's hash on this chain as it is now (the fork n belongs to included). */

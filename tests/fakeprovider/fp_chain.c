@@ -159,46 +159,25 @@ static void msg_quicknode(fp_buf_t *out, uint64_t from, uint64_t to, uint64_t li
     fp_buf_puts(out, " range");
 }
 
-static void msg_ankr(fp_buf_t *out, uint64_t from, uint64_t to, uint64_t limit)
-{
-    (void)from, (void)to, (void)limit;
-    fp_buf_puts(out, "block range is too wide");
-}
-
-static void msg_publicnode(fp_buf_t *out, uint64_t from, uint64_t to, uint64_t limit)
-{
-    (void)from, (void)to;
-    fp_buf_printf(out, "exceed maximum block range: %" PRIu64, limit);
-}
-
-static void msg_geth(fp_buf_t *out, uint64_t from, uint64_t to, uint64_t limit)
-{
-    (void)from, (void)to;
-    fp_buf_printf(out, "exceed maximum block range %" PRIu64, limit);
-}
-
-static void msg_erigon(fp_buf_t *out, uint64_t from, uint64_t to, uint64_t limit)
-{
-    (void)from, (void)to;
-    fp_buf_printf(out, "query block range exceeds server limit, narrow your filter: %" PRIu64, limit);
-}
-
-static void msg_reth(fp_buf_t *out, uint64_t from, uint64_t to, uint64_t limit)
-{
-    (void)from, (void)to;
-    fp_buf_printf(out, "query exceeds max block range %" PRIu64, limit);
-}
-
+/* The rest name only the limit: a format with one %llu (or none). */
 static const fp_vendor_t vendors[] = {
-    {"alchemy", 200, -32600, msg_alchemy},
-    {"ankr", 200, -32600, msg_ankr},
-    {"erigon", 200, -32602, msg_erigon},
-    {"geth", 200, -32602, msg_geth},
-    {"infura", 200, -32602, msg_infura},
-    {"publicnode", 200, -32000, msg_publicnode},
-    {"quicknode", 413, -32614, msg_quicknode},
-    {"reth", 200, -32602, msg_reth},
+    {"alchemy", 200, -32600, msg_alchemy, NULL},
+    {"ankr", 200, -32600, NULL, "block range is too wide"},
+    {"erigon", 200, -32602, NULL, "query block range exceeds server limit, narrow your filter: %llu"},
+    {"geth", 200, -32602, NULL, "exceed maximum block range %llu"},
+    {"infura", 200, -32602, msg_infura, NULL},
+    {"publicnode", 200, -32000, NULL, "exceed maximum block range: %llu"},
+    {"quicknode", 413, -32614, msg_quicknode, NULL},
+    {"reth", 200, -32602, NULL, "query exceeds max block range %llu"},
 };
+
+void fp_vendor_message(const fp_vendor_t *v, fp_buf_t *out, uint64_t from, uint64_t to, uint64_t limit)
+{
+    if (v->message != NULL)
+        v->message(out, from, to, limit);
+    else
+        fp_buf_printf(out, v->limit_format, (unsigned long long)limit);
+}
 
 const fp_vendor_t *fp_vendor_find(const char *name)
 {

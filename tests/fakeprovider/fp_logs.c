@@ -79,7 +79,7 @@ static const fp_rpc_error_t *vendor_refusal(fp_server_t *srv, uint64_t from, uin
 {
     const fp_vendor_t *v = srv->logs_vendor;
     fp_buf_t msg = {0};
-    v->message(&msg, from, to, srv->logs_limit);
+    fp_vendor_message(v, &msg, from, to, srv->logs_limit);
     snprintf(srv->call_error_msg, sizeof srv->call_error_msg, "%.*s", (int)msg.len, msg.data);
     fp_buf_dispose(&msg);
     srv->call_error = (fp_rpc_error_t){v->code, srv->call_error_msg};
