@@ -208,6 +208,24 @@ static int hedge_differs(const void *a, const void *b)
            x->max_ratio != y->max_ratio || x->burst != y->burst || x->window_ms != y->window_ms;
 }
 
+static int chain_id_differs(const void *a, const void *b)
+{
+    const pool_network_conf_t *x = a, *y = b;
+    return x->has_chain_id != y->has_chain_id || (x->has_chain_id && x->chain_id != y->chain_id);
+}
+
+static int consensus_differs(const void *a, const void *b)
+{
+    const policy_consensus_conf_t *x = &((const pool_network_conf_t *)a)->consensus;
+    const policy_consensus_conf_t *y = &((const pool_network_conf_t *)b)->consensus;
+    if (x->nmethods != y->nmethods || x->quorum != y->quorum || x->of != y->of)
+        return 1;
+    for (size_t i = 0; i < x->nmethods; i++)
+        if (str_differs(x->methods[i], y->methods[i]))
+            return 1;
+    return 0;
+}
+
 #define NET(member) offsetof(pool_network_conf_t, member)
 static const field_t network_fields[] = {
     {"chain", F_INT, NET(chain)},
@@ -224,6 +242,12 @@ static const field_t network_fields[] = {
     {"hedge", F_FN, .fn = hedge_differs},
     {"coalesce", F_U32, NET(coalesce_max_waiters)},
     {"demote_ms", F_U32, NET(demote_ms)},
+    {"chain_id", F_FN, .fn = chain_id_differs},
+    {"genesis_hash", F_STR, NET(genesis_hash)},
+    {"max_lag_blocks", F_U32, NET(max_lag_blocks)},
+    {"max_lag_slots", F_U32, NET(max_lag_slots)},
+    {"max_logs_split", F_U32, NET(max_logs_split)},
+    {"consensus", F_FN, .fn = consensus_differs},
     {"endpoint order", F_FN, .fn = endpoint_order_differs},
 };
 #undef NET
@@ -257,6 +281,7 @@ static const field_t endpoint_fields[] = {
     {"tier", F_INT, EP(tier)},
     {"cost_profile", F_STR, EP(cost_profile)},
     {"credits", F_FN, .fn = credits_differ},
+    {"max_logs_blocks", F_U32, EP(max_logs_blocks)},
 };
 #undef EP
 

@@ -141,6 +141,23 @@ void gw_cfg_keys(gw_cfg_t *c, yaml_node_t *node, void *target);
  * tier is an error), and refuses a key hash listed twice. */
 void gw_cfg_check_keys(gw_cfg_t *c, gw_config_t *cfg);
 
+/* ---- gw_config_chain.c ---- */
+
+/* The chain view's keys (chain_id, genesis_hash, max_lag_blocks,
+ * max_lag_slots, max_logs_split, consensus; an endpoint's max_logs_blocks).
+ * Defaults are set before a network's (an endpoint's) keys are decoded;
+ * gw_cfg_net_chain_check runs after all of a network's keys, since what is
+ * valid depends on its chain, its endpoints and its methods:. */
+void gw_cfg_net_chain_defaults(pool_network_conf_t *net);
+void gw_cfg_ep_chain_defaults(pool_endpoint_conf_t *ep);
+/* GW_CFG_FN for chain_id:, genesis_hash: and consensus:; target is the pool_network_conf_t. */
+void gw_cfg_net_chain_id(gw_cfg_t *c, yaml_node_t *node, void *target);
+void gw_cfg_net_genesis_hash(gw_cfg_t *c, yaml_node_t *node, void *target);
+void gw_cfg_net_consensus(gw_cfg_t *c, yaml_node_t *node, void *target);
+/* n is the network's mapping node. */
+void gw_cfg_net_chain_check(gw_cfg_t *c, yaml_node_t *n, pool_network_conf_t *net);
+void gw_cfg_net_chain_dispose(pool_network_conf_t *net);
+
 /* ---- gw_config_pressure.c ---- */
 
 /* GW_CFG_FN for a network's pressure: key; target is the pool_network_conf_t. */

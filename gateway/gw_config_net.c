@@ -169,6 +169,7 @@ static const gw_cfg_field_t endpoint_fields[] = {
     {"tier", GW_CFG_FN, .fn = ep_tier},
     {"cost_profile", GW_CFG_FN, .fn = ep_cost_profile},
     {"credits", GW_CFG_FN, .fn = ep_credits},
+    {"max_logs_blocks", GW_CFG_U32, offsetof(pool_endpoint_conf_t, max_logs_blocks), 0, 100000000},
 };
 
 /* ---- endpoints ---- */
@@ -180,6 +181,7 @@ static void endpoint_decode(gw_cfg_t *c, yaml_node_t *n, pool_endpoint_conf_t *e
     ep->cost_profile = sl_xstrdup("flat");
     ep->credits.month_reset_day = POOL_DEFAULT_MONTH_RESET_DAY;
     ep->yaml_line = gw_cfg_line(n);
+    gw_cfg_ep_chain_defaults(ep);
     if (n != NULL && n->type == YAML_SCALAR_NODE && !gw_cfg_is_null(n))
         ep_url(c, n, ep);   /* the shorthand: "- https://..." */
     else
@@ -437,6 +439,12 @@ static const gw_cfg_field_t network_fields[] = {
     {"pressure", GW_CFG_FN, .fn = gw_cfg_net_pressure},
     {"hedge", GW_CFG_FN, .fn = gw_cfg_net_hedge},
     {"coalesce", GW_CFG_FN, .fn = gw_cfg_net_coalesce},
+    {"chain_id", GW_CFG_FN, .fn = gw_cfg_net_chain_id},
+    {"genesis_hash", GW_CFG_FN, .fn = gw_cfg_net_genesis_hash},
+    {"max_lag_blocks", GW_CFG_U32, offsetof(pool_network_conf_t, max_lag_blocks), 0, 1000000},
+    {"max_lag_slots", GW_CFG_U32, offsetof(pool_network_conf_t, max_lag_slots), 0, 1000000},
+    {"max_logs_split", GW_CFG_U32, offsetof(pool_network_conf_t, max_logs_split), 1, 1000},
+    {"consensus", GW_CFG_FN, .fn = gw_cfg_net_consensus},
     {"endpoints", GW_CFG_FN, .fn = net_endpoints, .required = 1},
 };
 
@@ -484,13 +492,16 @@ void gw_cfg_networks(gw_cfg_t *c, yaml_node_t *n, void *target)
         net->hedge = POLICY_HEDGE_DEFAULTS;
         net->demote_ms = POOL_DEFAULT_DEMOTE_MS;
         net->coalesce_max_waiters = POOL_DEFAULT_COALESCE_MAX_WAITERS;
+        gw_cfg_net_chain_defaults(net);
         c->methods = NULL;
-        gw_cfg_map_decode(c, gw_cfg_node(c, pairs[i].value), network_fields, NFIELDS(network_fields), net);
+        yaml_node_t *body = gw_cfg_node(c, pairs[i].value);
+        gw_cfg_map_decode(c, body, network_fields, NFIELDS(network_fields), net);
         if (c->methods != NULL) {
             size_t mm = gw_cfg_push(c, "methods");
             net_methods_decode(c, c->methods, net);
             gw_cfg_pop(c, mm);
         }
+        gw_cfg_net_chain_check(c, body, net);
         /* Solana makes a slot every ~400 ms: the default lag allowance is in slots */
         if (net->chain == POLICY_CHAIN_SOLANA && net->ranking.max_lag == POLICY_SCORE_DEFAULTS.max_lag)
             net->ranking.max_lag = POOL_DEFAULT_SOLANA_MAX_LAG;
@@ -518,5 +529,6 @@ void gw_cfg_network_dispose(pool_network_conf_t *net)
         free((char *)net->method_overrides[i].name);
     free(net->method_overrides);
     gw_cfg_strv_free(net->blocked_methods, net->nblocked_methods);
+    gw_cfg_net_chain_dispose(net);
     free(net->name);
 }

@@ -32,6 +32,17 @@ const char *policy_verdict_str(policy_verdict_t v)
     return (unsigned)v < POLICY_VERDICT_COUNT ? verdict_msgs[v] : "unknown verdict";
 }
 
+static const char *const flag_names[POLICY_VERDICT_FLAG_COUNT] = {
+#define POLICY_VERDICT_FLAG_NAME_(name, msg) [POLICY_VERDICT_FLAG_BIT_##name] = #name,
+    POLICY_VERDICT_FLAG_MAP(POLICY_VERDICT_FLAG_NAME_)
+#undef POLICY_VERDICT_FLAG_NAME_
+};
+
+const char *policy_verdict_flag_name(unsigned b)
+{
+    return b < POLICY_VERDICT_FLAG_COUNT ? flag_names[b] : "UNKNOWN";
+}
+
 /* ---- row vocabulary ---------------------------------------------------- */
 
 #define WORDS(...) ((const char *const[]){__VA_ARGS__, NULL})
@@ -41,6 +52,7 @@ const char *policy_verdict_str(policy_verdict_t v)
 #define WRITES .classes = 1u << POLICY_CLASS_WRITE
 #define READS .classes = 1u << POLICY_CLASS_READ
 #define V(x) .verdict = POLICY_VERDICT_##x
+#define F(x) .flags = POLICY_VERDICT_F_##x
 
 /* §F, SRT: a node that already holds this exact transaction. "known
  * transaction" is a substring of "unknown transaction", hence the unless. */
@@ -55,12 +67,21 @@ static const char *const *const nonce_low_words =
 
 /* §A3 2 (N-EVM): the request is too big for this endpoint's caps, which
  * differ per provider. Before the rate words: "range limit exceeded", and
- * Infura's -32005 "query returned more than 10000 results". */
+ * Infura's -32005 "query returned more than 10000 results". The eth_getLogs
+ * wordings each vendor uses (tests/policy/test_verdict_flags.c quotes one
+ * per vendor, with its source) all land here: Alchemy "Log response size
+ * exceeded ... up to a 2K block range" and "... up to a 500 block range",
+ * Infura "query returned more than 10000 results" and "range 1000000
+ * exceeds limit of 10000", Ankr "block range is too wide" and "maximum
+ * [from, to] blocks distance", publicnode "exceed maximum block range:
+ * 50000", geth "exceed maximum block range 5000", Erigon "query block range
+ * exceeds server limit" and "query returns too many logs", reth and
+ * llamarpc "query exceeds max results 20000". */
 static const char *const *const too_large_words =
     WORDS("block range", "range too large", "range is too large", "too wide", "exceeds the range", "max range",
           "max allowed range", "maximum block range", "range limit", "returned more than", "exceeds max results",
           "too many results", "response too large", "response size", "is too big", "query exceeds limit",
-          "exceeds limit of", "logs over more", "blocks distance");
+          "exceeds limit of", "logs over more", "blocks distance", "too many logs");
 
 /* §A1 and §A3 3: every shape a provider uses to say "slow down" or "pay"
  * (QuickNode's per-item -32012 "credits limited to 6000/sec" included). */
@@ -76,6 +97,18 @@ static const char *const *const rate_words =
 static const char *const *const sol_rate_words =
     WORDS("too many requests", "rate limit", "rate-limit", "requests per second", "request limit reached",
           "throttled", "credits limited");
+
+/* The part of the missing-data words that says "not there yet": a block
+ * above this node's head (geth "header not found" and "unknown block",
+ * Avalanche's "after last accepted block", Cosmos EVMs' "height must be less
+ * than or equal"). Pruned state says nothing of the head and stays without
+ * the flag, and so does a tag the node does not serve ("safe block not
+ * found": §A3 4). */
+static const char *const *const behind_words =
+    WORDS("header not found", "unknown block", "block not found", "could not find block",
+          "height must be less than or equal", "greater than latest", "after last accepted block",
+          "block not available", "block is not available");
+static const char *const *const tag_words = WORDS("pending block", "safe block", "finalized block");
 
 /* §A3 5 (U-EVM IsMissingDataError) and §A3 4 (block tags another node may have). */
 static const char *const *const missing_words =
@@ -136,11 +169,22 @@ static const policy_verdict_rule_t eth_rules[] = {
     /* B1: geth eth_simulateV1 validation (-38010 nonce low ... -38026 client limit) */
     {CODES(-38999, -38000), V(DETERMINISTIC)},
     /* B1, VEND alchemy.go: Alchemy's code 3 "Unknown block" near the tip */
+    {CODE(3), .words = behind_words, .unless = WORDS("reverted"), V(MISSING_DATA), F(BEHIND)},
     {CODE(3), .words = missing_words, .unless = WORDS("reverted"), V(MISSING_DATA)},
     {CODE(3), V(DETERMINISTIC)},          /* execution reverted, data = revert bytes */
     /* before any word list: a revert reason is contract text ("...: rate limit") */
     {.words = revert_words, V(DETERMINISTIC)},
-    {.words = too_large_words, V(UNSUPPORTED)},
+    /* geth errBlockRangeIntoFuture (-32602): a toBlock above this node's head;
+     * before the range words it also holds */
+    {.words = WORDS("beyond current head"), V(MISSING_DATA), F(BEHIND)},
+    /* geth errInvalidBlockRange (fromBlock > toBlock): no narrower range helps,
+     * so no flag; the verdict stays the one the range words gave it */
+    {.words = WORDS("invalid block range"), V(UNSUPPORTED)},
+    {.words = too_large_words, V(UNSUPPORTED), F(LOGS_RANGE)},
+    /* QuickNode -32614 (in an HTTP 413) "eth_getLogs is limited to a 10,000
+     * range", the same words at Blast and 1rpc; "range" is required: "limited
+     * to a" alone is how some providers word a rate */
+    {.words = WORDS("limited to a"), .also = WORDS("range"), V(UNSUPPORTED), F(LOGS_RANGE)},
     /* §A2: BSC dataseed's bare "limit exceeded" means eth_getLogs is disabled there */
     {CODE(-32005), .equals = "limit exceeded", V(UNSUPPORTED)},
     {CODE(-32005), .words = WORDS("not supported"), V(UNSUPPORTED)},  /* jsonrpsee: no batches */
@@ -157,6 +201,7 @@ static const policy_verdict_rule_t eth_rules[] = {
     {CODE(-32015), .words = WORDS("timeout", "timed out"), V(TRANSIENT)},
     {CODE(-32015), V(DETERMINISTIC)},
     {.words = rate_words, .unless = WORDS("gas", "fee"), V(RATE_LIMITED)},
+    {.words = behind_words, .unless = tag_words, V(MISSING_DATA), F(BEHIND)},
     {.words = missing_words, V(MISSING_DATA)},
     {.words = WORDS("historical state"), .also = WORDS("not available", "unavailable"), V(MISSING_DATA)},
     {CODE(-32601), V(UNSUPPORTED)},
@@ -193,15 +238,15 @@ static const policy_verdict_rule_t sol_rules[] = {
     STATUS_ROWS,
     {CODE(429), V(RATE_LIMITED)},         /* Solana public RPC, Triton: in the body */
     {.words = sol_rate_words, V(RATE_LIMITED)},  /* -32000 bucket, QuickNode -32012 */
-    {CODE(-32005), V(MISSING_DATA)},      /* node is behind (data.numSlotsBehind) */
+    {CODE(-32005), V(MISSING_DATA), F(BEHIND)}, /* node is behind (data.numSlotsBehind) */
     {CODE(-32001), V(MISSING_DATA)},      /* block cleaned up */
-    {CODE(-32004), V(MISSING_DATA)},      /* block not available */
+    {CODE(-32004), V(MISSING_DATA), F(BEHIND)}, /* block not available (yet) for the slot */
     {CODE(-32007), V(MISSING_DATA)},      /* slot skipped, or lost to a ledger jump */
     {CODE(-32009), V(MISSING_DATA)},      /* skipped, or missing in long-term storage */
     {CODE(-32010), V(MISSING_DATA)},      /* key excluded from this node's secondary index */
     {CODE(-32011), V(MISSING_DATA)},      /* transaction history not available */
-    {CODE(-32014), V(MISSING_DATA)},      /* block status not yet available */
-    {CODE(-32016), V(MISSING_DATA)},      /* minimum context slot not reached */
+    {CODE(-32014), V(MISSING_DATA), F(BEHIND)}, /* block status not yet available */
+    {CODE(-32016), V(MISSING_DATA), F(BEHIND)}, /* minimum context slot not reached */
     {CODE(-32008), V(TRANSIENT)},         /* no snapshot */
     {CODE(-32012), V(TRANSIENT)},         /* scan error */
     {CODE(-32019), V(TRANSIENT)},         /* long-term storage unreachable */
@@ -362,6 +407,17 @@ policy_verdict_t policy_verdict_rpc_error_rule(policy_chain_t chain, const polic
     }
     if (v == POLICY_VERDICT_RATE_LIMITED)
         *retry_after_ms = backoff_hint_ms(err, buf);
+    return v;
+}
+
+policy_verdict_t policy_verdict_rpc_error_flags(policy_chain_t chain, const policy_method_t *method, int http_status,
+                                                const wire_rpc_error_t *err, const char *buf, uint32_t *retry_after_ms,
+                                                unsigned *flags)
+{
+    size_t rule, n;
+    policy_verdict_t v = policy_verdict_rpc_error_rule(chain, method, http_status, err, buf, retry_after_ms, &rule);
+    const policy_verdict_rule_t *rules = policy_verdict_rules(chain, &n);
+    *flags = rule < n ? rules[rule].flags : 0;
     return v;
 }
 

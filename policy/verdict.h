@@ -34,6 +34,36 @@ typedef enum policy_verdict {
 const char *policy_verdict_name(policy_verdict_t v);
 const char *policy_verdict_str(policy_verdict_t v);
 
+/* Facts an error carries beside its verdict, for a caller that can act on
+ * them; the verdict alone keeps meaning what it always did (pool/ acts on
+ * it), so a caller that ignores the flags behaves as before.
+ *   LOGS_RANGE: the endpoint refused the size of the request or of its
+ *     result (a block range, a log count, a response size: every vendor
+ *     words it differently). The verdict is UNSUPPORTED; for eth_getLogs a
+ *     narrower range may pass (policy/logsplit.h), for other methods the flag
+ *     says nothing more than the verdict.
+ *   BEHIND: the endpoint has not reached the block the call names ("header
+ *     not found", geth's "block range extends beyond current head block",
+ *     Solana -32004/-32005/-32014/-32016). The verdict is MISSING_DATA (next
+ *     endpoint); the chain view may learn that this endpoint is below the
+ *     block, where a pruned node's MISSING_DATA says nothing of its head. */
+#define POLICY_VERDICT_FLAG_MAP(X)                                                                    \
+    X(LOGS_RANGE, "the range or result is too large for this endpoint: a narrower eth_getLogs may pass") \
+    X(BEHIND, "this endpoint has not reached the block the call names")
+
+typedef enum policy_verdict_flag_bit {
+#define POLICY_VERDICT_FLAG_BIT_(name, msg) POLICY_VERDICT_FLAG_BIT_##name,
+    POLICY_VERDICT_FLAG_MAP(POLICY_VERDICT_FLAG_BIT_)
+#undef POLICY_VERDICT_FLAG_BIT_
+    POLICY_VERDICT_FLAG_COUNT
+} policy_verdict_flag_bit_t;
+
+#define POLICY_VERDICT_F_LOGS_RANGE (1u << POLICY_VERDICT_FLAG_BIT_LOGS_RANGE)
+#define POLICY_VERDICT_F_BEHIND (1u << POLICY_VERDICT_FLAG_BIT_BEHIND)
+
+/* "LOGS_RANGE", ... for bit (not mask) b; "UNKNOWN" past the map. */
+const char *policy_verdict_flag_name(unsigned b);
+
 /* Verdict of an HTTP answer whose body is not a JSON-RPC response (or whose
  * status alone decides, as 429 and 5xx do). 2xx gives SUCCESS; 402/429 are
  * RATE_LIMITED; 405/413/415/501 UNSUPPORTED (this endpoint refuses this
@@ -65,6 +95,7 @@ typedef struct policy_verdict_rule {
     const char *data_value;        /* ... the JSON string data_value */
     uint8_t catch_all;             /* deliberately matches whatever is left; last row only */
     policy_verdict_t verdict;
+    uint8_t flags;                 /* POLICY_VERDICT_F_* the row adds */
 } policy_verdict_rule_t;
 
 /* The chain's rule table and its length (static storage); NULL and 0 for a
@@ -77,5 +108,11 @@ const policy_verdict_rule_t *policy_verdict_rules(policy_chain_t chain, size_t *
 policy_verdict_t policy_verdict_rpc_error_rule(policy_chain_t chain, const policy_method_t *method, int http_status,
                                                const wire_rpc_error_t *err, const char *buf, uint32_t *retry_after_ms,
                                                size_t *rule);
+
+/* As policy_verdict_rpc_error; *flags also gets the deciding row's
+ * POLICY_VERDICT_F_* (0 when no row decided). */
+policy_verdict_t policy_verdict_rpc_error_flags(policy_chain_t chain, const policy_method_t *method, int http_status,
+                                                const wire_rpc_error_t *err, const char *buf, uint32_t *retry_after_ms,
+                                                unsigned *flags);
 
 #endif

@@ -10,6 +10,7 @@
 
 #include "policy/breaker.h"
 #include "policy/chain.h"
+#include "policy/consensus.h"
 #include "policy/credit.h"
 #include "policy/hedge.h"
 #include "policy/method.h"
@@ -43,6 +44,8 @@ typedef struct pool_endpoint_conf {
     int has_credits;          /* 1 if the endpoint has a credits: section */
     pool_credits_conf_t credits;
     int yaml_line;            /* where the endpoint was declared */
+    uint32_t max_logs_blocks; /* blocks one eth_getLogs may span here: max_logs_blocks:, else the
+                                 cost profile's (policy/logsplit.c); 0 = no limit */
 } pool_endpoint_conf_t;
 
 typedef struct pool_timeouts {
@@ -76,6 +79,14 @@ typedef struct pool_network_conf {
                                      other this long (30000, policy/demote.h); 0 = off */
     uint32_t coalesce_max_waiters; /* identical reads riding one upstream call, at most (64); 0 = off */
     int yaml_line;
+    /* the chain view (policy/chainview.h); gateway/gw_config_chain.c fills these */
+    int has_chain_id;             /* chain_id: given (Ethereum); else learned from the endpoints' majority */
+    uint64_t chain_id;
+    char *genesis_hash;           /* genesis_hash: (Solana, base58); NULL = learned the same way */
+    uint32_t max_lag_blocks;      /* latest reads only to endpoints this close to the head (2) */
+    uint32_t max_lag_slots;       /* Solana's, in slots (10) */
+    uint32_t max_logs_split;      /* eth_getLogs sub-calls at most (20); a wider call gets -32005 */
+    policy_consensus_conf_t consensus; /* consensus:; nmethods 0 = off */
 } pool_network_conf_t;
 
 #define POOL_DEFAULT_CONNECT_MS 2000

@@ -461,3 +461,32 @@ sl_err_t wire_scan_finish(wire_scan_t *s)
     skip_ws(s);
     return s->p == s->end ? SL_OK : SL_ERR_PARSE;
 }
+
+sl_err_t wire_json_each_member(const char *buf, wire_span_t obj, wire_member_fn fn, void *arg)
+{
+    wire_scan_t s;
+    wire_scan_init(&s, buf, obj.off, obj.len);
+    sl_err_t err = wire_scan_open(&s, '{');
+    int first = 1, more = 1;
+    while (err == SL_OK && (err = wire_scan_next(&s, &first, &more)) == SL_OK && more) {
+        wire_span_t k, v;
+        if ((err = wire_scan_key(&s, &k)) != SL_OK || (err = wire_scan_colon(&s)) != SL_OK ||
+            (err = wire_scan_value(&s, &v)) != SL_OK)
+            break;
+        err = fn(buf, k, v, arg);
+    }
+    if (err == SL_ERR_TRUNCATED)
+        err = SL_ERR_PARSE; /* the span ends inside the object: as broken as any other way */
+    return err;
+}
+
+int wire_json_key_is(const char *buf, wire_span_t key, const char *name)
+{
+    size_t n = strlen(name);
+    return key.len == n + 2 && memcmp(buf + key.off + 1, name, n) == 0;
+}
+
+int wire_json_key_escaped(const char *buf, wire_span_t key)
+{
+    return memchr(buf + key.off, '\\', key.len) != NULL;
+}

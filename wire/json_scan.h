@@ -66,4 +66,19 @@ SL_MUST_CHECK sl_err_t wire_scan_string(wire_scan_t *s);
 /* Requires that only whitespace is left. */
 SL_MUST_CHECK sl_err_t wire_scan_finish(wire_scan_t *s);
 
+/* Calls fn for each member of the object at span obj of buf, in order, with
+ * its raw key token (quotes included) and its value's span; a non-SL_OK
+ * answer from fn stops the walk and is returned. SL_ERR_PARSE if obj is not
+ * an object or does not scan (a span that ends inside it included). Keys
+ * compare on raw bytes (wire_json_key_is): a caller that must not misread a
+ * key written with escapes checks wire_json_key_escaped and refuses it. */
+typedef sl_err_t (*wire_member_fn)(const char *buf, wire_span_t key, wire_span_t value, void *arg);
+SL_MUST_CHECK sl_err_t wire_json_each_member(const char *buf, wire_span_t obj, wire_member_fn fn, void *arg);
+
+/* 1 if the raw key token at span key is "name" (no escapes). */
+int wire_json_key_is(const char *buf, wire_span_t key, const char *name);
+
+/* 1 if the key token holds a backslash: what it decodes to is not its bytes. */
+int wire_json_key_escaped(const char *buf, wire_span_t key);
+
 #endif

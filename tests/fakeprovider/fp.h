@@ -134,10 +134,15 @@ typedef struct fp_method {
     fp_method_fn fn;
 } fp_method_t;
 
+/* A chain's check of a call before its method runs (Solana's minContextSlot):
+ * true if it wrote the call's whole answer (an error) to out. */
+typedef bool (*fp_precheck_fn)(fp_server_t *srv, const fp_call_t *call, fp_buf_t *out);
+
 typedef struct fp_chain {
     const char *name;
     const fp_method_t *methods;   /* sorted by name (checked at start) */
     const size_t *count;
+    fp_precheck_fn precheck;      /* NULL: none */
 } fp_chain_t;
 
 extern const fp_rpc_error_t fp_err_invalid_params;
@@ -145,6 +150,7 @@ extern const fp_method_t fp_eth_methods[];
 extern const size_t fp_eth_method_count;
 extern const fp_method_t fp_sol_methods[];
 extern const size_t fp_sol_method_count;
+bool fp_sol_precheck(fp_server_t *srv, const fp_call_t *call, fp_buf_t *out);
 
 /* ---- shared state: stats and the transaction store (fp_stats.c) ---- */
 
@@ -281,6 +287,50 @@ void fp_timer_cancel(fp_server_t *srv, fp_conn_t *c);
 int fp_timer_timeout(const fp_server_t *srv);  /* epoll_wait timeout, -1 = none */
 void fp_timer_run(fp_server_t *srv);
 
+/* ---- the chain (fp_chain.c): heads, forks, hashes, getLogs limits ---- */
+
+#define FP_MAX_FORKS 256            /* reorgs on command, at most */
+#define FP_DEPTH_UNSET UINT64_MAX   /* --safe-depth / --finalized-depth not given: the chain's default */
+
+typedef struct fp_fork {
+    uint64_t from;                  /* heights >= from belong to this fork (a later one may take some back) */
+} fp_fork_t;
+
+/* How a vendor refuses an eth_getLogs over more blocks than it takes. */
+typedef struct fp_vendor {
+    const char *name;
+    int status;                     /* HTTP status of the answer */
+    int64_t code;
+    /* writes the message (unquoted, JSON-safe) for [from, to] over limit ... */
+    void (*message)(fp_buf_t *out, uint64_t from, uint64_t to, uint64_t limit);
+    const char *limit_format;       /* ... or, when NULL, this format of the limit alone */
+} fp_vendor_t;
+
+const fp_vendor_t *fp_vendor_find(const char *name);
+void fp_vendor_message(const fp_vendor_t *v, fp_buf_t *out, uint64_t from, uint64_t to, uint64_t limit);
+/* "alchemy|infura|..." for the usage text. */
+const char *fp_vendor_names(void);
+/* Block n's hash on this chain as it is now (the fork n belongs to included). */
+void fp_block_hash(const fp_server_t *srv, uint64_t n, uint8_t out[32]);
+/* Another 32 bytes of block n (its stateRoot, mixHash): salt tells them apart. */
+void fp_block_digest(const fp_server_t *srv, uint64_t n, uint64_t salt, uint8_t out[32]);
+void fp_put_block_hash(const fp_server_t *srv, fp_buf_t *out, uint64_t n);
+/* The number of the block whose hash is hex ("0x" + 64 digits) on this chain now. */
+bool fp_block_from_hash(const fp_server_t *srv, fp_span_t hex, uint64_t *n);
+/* A tag or quantity against the head a call sees (safe/finalized: the depths). */
+bool fp_block_param(const fp_server_t *srv, fp_span_t v, uint64_t head, uint64_t *n);
+/* The safe (Solana: confirmed) and finalized heights under head. */
+uint64_t fp_safe_height(const fp_server_t *srv, uint64_t head);
+uint64_t fp_finalized_height(const fp_server_t *srv, uint64_t head);
+/* The /_control/chain route (fp_control.c's table). */
+int fp_chain_route(fp_server_t *srv, const char *body, size_t n, fp_buf_t *out);
+/* The lie mode's rewrite of one call's answer at out[from..): another value
+ * of the same shape (a digit of the result changed). */
+void fp_chain_lie(fp_buf_t *out, size_t from);
+
+/* fp_logs.c */
+const fp_rpc_error_t *fp_eth_get_logs(fp_server_t *srv, const fp_call_t *call, fp_buf_t *out);
+
 /* ---- the server ---- */
 
 struct fp_server {
@@ -294,6 +344,18 @@ struct fp_server {
     uint64_t chain_id;
     uint64_t block0;
     uint64_t block_time_ms;
+    int64_t head_offset;        /* /_control/chain advance and head: added to the timer's head */
+    uint64_t safe_depth;        /* safe (Solana confirmed) = head - this; FP_DEPTH_UNSET until set */
+    uint64_t finalized_depth;   /* finalized = head - this */
+    fp_fork_t forks[FP_MAX_FORKS];  /* reorgs on command, oldest first */
+    size_t nforks;
+    uint64_t logs_per_block;    /* > 0: eth_getLogs answers this many logs per block of its range */
+    uint64_t logs_limit;        /* > 0: an eth_getLogs over more blocks is refused ... */
+    const fp_vendor_t *logs_vendor; /* ... in this vendor's words */
+    const char *genesis_hash;   /* Solana getGenesisHash */
+    int reply_status;           /* set while answering: the HTTP status a call asks for (QuickNode's 413) */
+    fp_rpc_error_t call_error;  /* a method's error worded at run time (a vendor's getLogs refusal) ... */
+    char call_error_msg[256];   /* ... and its message */
     uint64_t start_ms;
     int64_t start_wall;         /* unix seconds at start, for block timestamps */
     bool quiet;

@@ -106,6 +106,7 @@ static const struct {
     const char *path;
     route_fn fn;
 } routes[] = {
+    {"/_control/chain", fp_chain_route},
     {"/_control/mode", route_mode},
     {"/_control/reset", route_reset},
     {"/_control/stats", route_stats},

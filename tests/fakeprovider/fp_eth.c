@@ -1,9 +1,10 @@
 /* fp_eth.c: Ethereum JSON-RPC answers.
  *
  * Values are synthetic but well formed (viem and ethers parse them) and
- * consistent: block n's hash is derived from n, its parentHash is block
- * n-1's hash, and a hash can be mapped back to its number, so clients that
- * follow the chain (or check for reorgs) see one coherent chain. */
+ * consistent: block n's hash is derived from n (and from the fork a reorg
+ * put it on, fp_chain.c), its parentHash is block n-1's hash, and a hash can
+ * be mapped back to its number, so clients that follow the chain (or check
+ * for reorgs) see one coherent chain. eth_getLogs is fp_logs.c's. */
 #include "fp.h"
 
 #include <string.h>
@@ -12,61 +13,10 @@
 
 #define EMPTY_TRIE "\"0x56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421\""
 #define EMPTY_UNCLES "\"0x1dcc4de8dec75d7aab85b567b6ccd41ad312451b948a7413f0a142fd40d49347\""
-#define TRANSFER_TOPIC "\"0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef\""
 #define FROM_ADDR "\"0x1111111111111111111111111111111111111111\""
 #define TO_ADDR "\"0x2222222222222222222222222222222222222222\""
 #define GAS_PRICE "\"0x4a817c800\""          /* 20 gwei */
 #define PRIORITY_FEE "\"0x3b9aca00\""        /* 1 gwei */
-#define BLOCK_MASK 0x5bd1e9955bd1e995ull     /* hides the number in the hash tail */
-
-/* 32 bytes: 24 of SHA-256 over (chain id, n), then n masked, big-endian. */
-static void block_hash(const fp_server_t *srv, uint64_t n, uint8_t out[32])
-{
-    uint8_t seed[24] = "fp-block";
-    uint8_t digest[SHA256_DIGEST_LENGTH];
-    memcpy(seed + 8, &srv->chain_id, 8);
-    memcpy(seed + 16, &n, 8);
-    SHA256(seed, sizeof seed, digest);
-    memcpy(out, digest, 24);
-    uint64_t tail = n ^ BLOCK_MASK;
-    for (int i = 0; i < 8; i++)
-        out[24 + i] = (uint8_t)(tail >> (56 - 8 * i));
-}
-
-static bool hex_decode(fp_span_t s, uint8_t *out, size_t n)
-{
-    if (s.n != 2 + 2 * n || s.p[0] != '0' || (s.p[1] != 'x' && s.p[1] != 'X'))
-        return false;
-    for (size_t i = 0; i < 2 * n; i++) {
-        char c = s.p[2 + i];
-        int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-              : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-        if (v < 0)
-            return false;
-        out[i / 2] = (uint8_t)(i % 2 ? (out[i / 2] << 4) | v : v);
-    }
-    return true;
-}
-
-static bool block_from_hash(const fp_server_t *srv, fp_span_t hex, uint64_t *n)
-{
-    uint8_t h[32], check[32];
-    if (!hex_decode(hex, h, 32))
-        return false;
-    uint64_t tail = 0;
-    for (int i = 0; i < 8; i++)
-        tail = (tail << 8) | h[24 + i];
-    *n = tail ^ BLOCK_MASK;
-    block_hash(srv, *n, check);
-    return memcmp(h, check, 32) == 0;
-}
-
-static void put_block_hash(const fp_server_t *srv, fp_buf_t *out, uint64_t n)
-{
-    uint8_t h[32];
-    block_hash(srv, n, h);
-    fp_buf_put_hex(out, h, 32);
-}
 
 static void put_zero_bloom(fp_buf_t *out)
 {
@@ -84,25 +34,6 @@ static uint64_t block_time(const fp_server_t *srv, uint64_t n)
     return t > 0 ? (uint64_t)t : 0;
 }
 
-/* Resolves a block tag or quantity against the head the call sees. */
-static bool block_param(fp_span_t v, uint64_t head, uint64_t *n)
-{
-    static const struct { const char *tag; uint64_t back; } tags[] = {
-        {"\"latest\"", 0}, {"\"pending\"", 0}, {"\"safe\"", 32}, {"\"finalized\"", 64},
-    };
-    if (fp_span_eq(v, "\"earliest\"")) {
-        *n = 0;
-        return true;
-    }
-    for (size_t i = 0; i < sizeof tags / sizeof tags[0]; i++) {
-        if (fp_span_eq(v, tags[i].tag)) {
-            *n = head > tags[i].back ? head - tags[i].back : 0;
-            return true;
-        }
-    }
-    return fp_json_u64(v, n);
-}
-
 #define Q(out, key, v) (fp_buf_puts(out, ",\"" key "\":"), fp_buf_put_quantity(out, v))
 
 static void put_block(const fp_server_t *srv, fp_buf_t *out, uint64_t n)
@@ -112,15 +43,15 @@ static void put_block(const fp_server_t *srv, fp_buf_t *out, uint64_t n)
     fp_buf_puts(out, "{\"number\":");
     fp_buf_put_quantity(out, n);
     fp_buf_puts(out, ",\"hash\":");
-    put_block_hash(srv, out, n);
+    fp_put_block_hash(srv, out, n);
     fp_buf_puts(out, ",\"parentHash\":");
-    put_block_hash(srv, out, n ? n - 1 : 0);
+    fp_put_block_hash(srv, out, n ? n - 1 : 0);
     fp_buf_puts(out, ",\"nonce\":");
     fp_buf_put_hex(out, zero8, 8);
     fp_buf_puts(out, ",\"sha3Uncles\":" EMPTY_UNCLES ",\"logsBloom\":");
     put_zero_bloom(out);
     fp_buf_puts(out, ",\"transactionsRoot\":" EMPTY_TRIE ",\"stateRoot\":");
-    block_hash(srv, n + (1ull << 62), h);
+    fp_block_digest(srv, n, 1ull << 62, h);
     fp_buf_put_hex(out, h, 32);
     fp_buf_puts(out, ",\"receiptsRoot\":" EMPTY_TRIE ",\"miner\":" FROM_ADDR);
     Q(out, "difficulty", 0);
@@ -132,7 +63,7 @@ static void put_block(const fp_server_t *srv, fp_buf_t *out, uint64_t n)
     fp_buf_puts(out, ",\"transactions\":[],\"uncles\":[]");
     Q(out, "baseFeePerGas", 1000000000);
     fp_buf_puts(out, ",\"mixHash\":");
-    block_hash(srv, n + (1ull << 61), h);
+    fp_block_digest(srv, n, 1ull << 61, h);
     fp_buf_put_hex(out, h, 32);
     fp_buf_puts(out, ",\"withdrawals\":[],\"withdrawalsRoot\":" EMPTY_TRIE "}");
 }
@@ -225,7 +156,7 @@ static const fp_rpc_error_t *fee_history(fp_server_t *srv, const fp_call_t *call
     (void)srv;
     if (!fp_json_array_get(call->params, 0, &v) || !fp_json_u64(v, &count) || count == 0)
         return &fp_err_invalid_params;
-    if (fp_json_array_get(call->params, 1, &v) && !block_param(v, call->head, &newest))
+    if (fp_json_array_get(call->params, 1, &v) && !fp_block_param(srv, v, call->head, &newest))
         return &fp_err_invalid_params;
     count = count > 1024 ? 1024 : count > newest + 1 ? newest + 1 : count;
     fp_json_iter_t it;
@@ -260,7 +191,7 @@ static const fp_rpc_error_t *block_by_number(fp_server_t *srv, const fp_call_t *
 {
     fp_span_t v;
     uint64_t n;
-    if (!fp_json_array_get(call->params, 0, &v) || !block_param(v, call->head, &n))
+    if (!fp_json_array_get(call->params, 0, &v) || !fp_block_param(srv, v, call->head, &n))
         return &fp_err_invalid_params;
     if (n > call->head)
         return literal(out, "null");
@@ -275,37 +206,9 @@ static const fp_rpc_error_t *block_by_hash(fp_server_t *srv, const fp_call_t *ca
     uint64_t n;
     if (!fp_json_array_get(call->params, 0, &v) || !fp_json_string(v, &s))
         return &fp_err_invalid_params;
-    if (!block_from_hash(srv, s, &n) || n > call->head)
+    if (!fp_block_from_hash(srv, s, &n) || n > call->head)
         return literal(out, "null");
     put_block(srv, out, n);
-    return NULL;
-}
-
-/* About 470 bytes per log: logs=45 gives a ~20 KB answer. */
-static const fp_rpc_error_t *get_logs(fp_server_t *srv, const fp_call_t *call, fp_buf_t *out)
-{
-    uint8_t bh[32], txh[32];
-    uint64_t n = call->head;
-    block_hash(srv, n, bh);
-    fp_buf_puts(out, "[");
-    for (int64_t i = 0; i < srv->mode.logs; i++) {
-        memcpy(txh, bh, 32);
-        txh[0] ^= 0xa5;
-        txh[31] ^= (uint8_t)i;
-        txh[30] ^= (uint8_t)(i >> 8);
-        fp_buf_puts(out, i ? ",{\"address\":" TO_ADDR : "{\"address\":" TO_ADDR);
-        fp_buf_puts(out, ",\"topics\":[" TRANSFER_TOPIC "],\"data\":");
-        fp_buf_put_hex(out, txh, 32);
-        Q(out, "blockNumber", n);
-        fp_buf_puts(out, ",\"transactionHash\":");
-        fp_buf_put_hex(out, txh, 32);
-        Q(out, "transactionIndex", (uint64_t)i);
-        fp_buf_puts(out, ",\"blockHash\":");
-        fp_buf_put_hex(out, bh, 32);
-        Q(out, "logIndex", (uint64_t)i);
-        fp_buf_puts(out, ",\"removed\":false}");
-    }
-    fp_buf_puts(out, "]");
     return NULL;
 }
 
@@ -350,7 +253,7 @@ static const fp_rpc_error_t *tx_receipt(fp_server_t *srv, const fp_call_t *call,
         return literal(out, "null");
     fp_buf_printf(out, "{\"transactionHash\":\"%s\",\"transactionIndex\":\"0x0\"", t->key);
     fp_buf_puts(out, ",\"blockHash\":");
-    put_block_hash(srv, out, t->block);
+    fp_put_block_hash(srv, out, t->block);
     Q(out, "blockNumber", t->block);
     fp_buf_puts(out, ",\"from\":" FROM_ADDR ",\"to\":" TO_ADDR
                      ",\"cumulativeGasUsed\":\"0x5208\",\"gasUsed\":\"0x5208\""
@@ -370,7 +273,7 @@ static const fp_rpc_error_t *tx_by_hash(fp_server_t *srv, const fp_call_t *call,
     if (!t)
         return literal(out, "null");
     fp_buf_printf(out, "{\"hash\":\"%s\",\"nonce\":\"0x0\",\"blockHash\":", t->key);
-    put_block_hash(srv, out, t->block);
+    fp_put_block_hash(srv, out, t->block);
     Q(out, "blockNumber", t->block);
     fp_buf_puts(out, ",\"transactionIndex\":\"0x0\",\"from\":" FROM_ADDR ",\"to\":" TO_ADDR
                      ",\"value\":\"0x0\",\"gas\":\"0x5208\",\"gasPrice\":" GAS_PRICE
@@ -395,7 +298,7 @@ const fp_method_t fp_eth_methods[] = {
     {"eth_getBlockByHash", block_by_hash},
     {"eth_getBlockByNumber", block_by_number},
     {"eth_getCode", empty_data},
-    {"eth_getLogs", get_logs},
+    {"eth_getLogs", fp_eth_get_logs},
     {"eth_getTransactionByHash", tx_by_hash},
     {"eth_getTransactionCount", tx_count},
     {"eth_getTransactionReceipt", tx_receipt},

@@ -36,6 +36,7 @@ static void call_wrong_id(fp_server_t *, const fp_mode_t *, fp_call_t *, fp_buf_
 static void call_huge(fp_server_t *, const fp_mode_t *, fp_call_t *, fp_buf_t *);
 static void call_lag(fp_server_t *, const fp_mode_t *, fp_call_t *, fp_buf_t *);
 static void call_strict_id(fp_server_t *, const fp_mode_t *, fp_call_t *, fp_buf_t *);
+static void call_lie(fp_server_t *, const fp_mode_t *, fp_call_t *, fp_buf_t *);
 
 /* accept_hang has no row behaviour: it acts at accept time (fp_main.c). */
 static const fp_mode_def_t mode_defs[] = {
@@ -51,6 +52,7 @@ static const fp_mode_def_t mode_defs[] = {
     {"http504", reply_html, NULL, FP_DELIVER_NOW, 504}, /* a provider's gateway that stopped waiting */
     {"huge", NULL, call_huge, FP_DELIVER_NOW, 0},
     {"lag", NULL, call_lag, FP_DELIVER_NOW, 0},
+    {"lie", NULL, call_lie, FP_DELIVER_NOW, 0},
     {"reset", NULL, NULL, FP_DELIVER_RESET, 0},
     {"rpc_error", NULL, call_rpc_error, FP_DELIVER_NOW, 0},
     {"rpc_limit", NULL, call_rpc_limit, FP_DELIVER_NOW, 0},
@@ -277,9 +279,20 @@ fp_call_fault_fn fp_mode_call_fn(const fp_mode_t *m)
     return m->def->per_call;
 }
 
+/* `method` names one method, or several separated by commas. */
 bool fp_mode_matches_call(const fp_mode_t *m, const fp_call_t *call)
 {
-    return !m->method || fp_call_method_is(call, m->method);
+    if (!m->method)
+        return true;
+    if (!call->valid)
+        return false;
+    for (const char *p = m->method; *p;) {
+        size_t n = strcspn(p, ",");
+        if (call->method.n == n && memcmp(call->method.p, p, n) == 0)
+            return true;
+        p += n + (p[n] == ',');
+    }
+    return false;
 }
 
 static bool mode_matches(const fp_mode_t *m, const fp_batch_t *b)
@@ -396,6 +409,17 @@ static void call_huge(fp_server_t *srv, const fp_mode_t *m, fp_call_t *call, fp_
     fp_buf_puts(out, "\"}");
 }
 
+/* A node that answers wrongly: the normal answer with a digit of its result
+ * changed (fp_chain_lie), so it is well formed and plausible but not what
+ * honest nodes answer: what consensus must outvote. */
+static void call_lie(fp_server_t *srv, const fp_mode_t *m, fp_call_t *call, fp_buf_t *out)
+{
+    size_t at = out->len;
+    (void)m;
+    fp_rpc_answer_call(srv, call, out);
+    fp_chain_lie(out, at);
+}
+
 static void call_lag(fp_server_t *srv, const fp_mode_t *m, fp_call_t *call, fp_buf_t *out)
 {
     call->head = call->head > (uint64_t)m->behind ? call->head - (uint64_t)m->behind : 0;
@@ -456,10 +480,13 @@ void fp_fault_answer(fp_conn_t *c, const char *body, size_t n)
         .delivery = def->delivery, .delay_ms = m->delay_ms,
     };
     srv->body.len = 0;
+    srv->reply_status = 0;
     if (def->reply)
         def->reply(srv, m, b, &r);
     else
         fp_rpc_answer(srv, b, def->per_call ? m : NULL, &srv->body);
+    if (srv->reply_status != 0)
+        r.status = srv->reply_status; /* a call answered as its vendor does: QuickNode's 413 */
     r.body = srv->body.data;
     r.body_len = srv->body.len;
     fp_conn_reply(c, &r);

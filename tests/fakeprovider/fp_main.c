@@ -48,17 +48,23 @@ void fp_log(const fp_server_t *srv, const char *fmt, ...)
     fputc('\n', stderr);
 }
 
+/* The timer's head, moved by /_control/chain (never below 0). */
 uint64_t fp_server_head(const fp_server_t *srv)
 {
-    if (srv->block_time_ms == 0)
-        return srv->block0;
-    return srv->block0 + (srv->now_ms - srv->start_ms) / srv->block_time_ms;
+    uint64_t timed = srv->block0;
+    if (srv->block_time_ms != 0)
+        timed += (srv->now_ms - srv->start_ms) / srv->block_time_ms;
+    if (srv->head_offset < 0 && (uint64_t)-srv->head_offset > timed)
+        return 0;
+    return timed + (uint64_t)srv->head_offset;
 }
 
 static void usage(void)
 {
     fputs("usage: fakeprovider --listen HOST:PORT [--name NAME] [--chain ethereum|solana]\n"
           "         [--chain-id 0x1] [--block N] [--block-time-ms MS]\n"
+          "         [--safe-depth N] [--finalized-depth N] [--genesis-hash BASE58]\n"
+          "         [--logs-per-block N] [--logs-limit N --logs-vendor VENDOR]\n"
           "         [--tls-cert FILE --tls-key FILE] [--mode MODE] [--quiet]\n"
           "         [--count N] [--method M] [--retry-after S] [--backoff S] [--delay-ms MS]\n"
           "         [--size BYTES] [--code C] [--message TEXT] [--data JSON] [--behind N]\n"
@@ -103,6 +109,18 @@ static const char *cli_option(fp_server_t *srv, fp_cli_t *cli, const char *key, 
         return parse_u64_text(v, &srv->block0) ? NULL : err;
     else if (strcmp(key, "block-time-ms") == 0)
         return parse_u64_text(v, &srv->block_time_ms) ? NULL : err;
+    else if (strcmp(key, "safe-depth") == 0)
+        return parse_u64_text(v, &srv->safe_depth) && srv->safe_depth != FP_DEPTH_UNSET ? NULL : err;
+    else if (strcmp(key, "finalized-depth") == 0)
+        return parse_u64_text(v, &srv->finalized_depth) && srv->finalized_depth != FP_DEPTH_UNSET ? NULL : err;
+    else if (strcmp(key, "genesis-hash") == 0)
+        return valid_name(v) && (srv->genesis_hash = v) != NULL ? NULL : "want a base58 hash";
+    else if (strcmp(key, "logs-per-block") == 0)
+        return parse_u64_text(v, &srv->logs_per_block) && srv->logs_per_block <= 10000 ? NULL : "want 0..10000";
+    else if (strcmp(key, "logs-limit") == 0)
+        return parse_u64_text(v, &srv->logs_limit) ? NULL : err;
+    else if (strcmp(key, "logs-vendor") == 0)
+        return (srv->logs_vendor = fp_vendor_find(v)) != NULL ? NULL : fp_vendor_names();
     else if (!fp_mode_set_text(&srv->mode, key, v, &err))
         return err;
     return NULL;
@@ -132,8 +150,16 @@ static void parse_args(fp_server_t *srv, fp_cli_t *cli, int argc, char **argv)
             usage();
         }
     }
-    if (!cli->listen || !cli->tls_cert != !cli->tls_key)
+    if (!cli->listen || !cli->tls_cert != !cli->tls_key || (srv->logs_limit && !srv->logs_vendor))
         usage();
+    /* Ethereum's safe and finalized trail the head by 32 and 64 blocks (one
+     * and two epochs), as the fake always answered; Solana's commitments
+     * all read the head unless told otherwise, as it always did */
+    bool sol = strcmp(srv->chain->name, "solana") == 0;
+    if (srv->safe_depth == FP_DEPTH_UNSET)
+        srv->safe_depth = sol ? 0 : 32;
+    if (srv->finalized_depth == FP_DEPTH_UNSET)
+        srv->finalized_depth = sol ? 0 : 64;
 }
 
 /* "HOST:PORT" or "[V6]:PORT"; returns a bound, listening socket or -1. */
@@ -301,7 +327,9 @@ static void shutdown_server(fp_server_t *srv)
 
 int main(int argc, char **argv)
 {
-    fp_server_t srv = {.name = "fake", .chain_id = 1, .block0 = 1000000, .block_time_ms = 1000};
+    fp_server_t srv = {.name = "fake", .chain_id = 1, .block0 = 1000000, .block_time_ms = 1000,
+                       .safe_depth = FP_DEPTH_UNSET, .finalized_depth = FP_DEPTH_UNSET,
+                       .genesis_hash = "5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d"};
     fp_cli_t cli = {0};
     char host[256];
     int port = 0;

@@ -9,8 +9,8 @@
 const fp_rpc_error_t fp_err_invalid_params = {-32602, "invalid params"};
 
 static const fp_chain_t chains[] = {
-    {"ethereum", fp_eth_methods, &fp_eth_method_count},
-    {"solana", fp_sol_methods, &fp_sol_method_count},
+    {"ethereum", fp_eth_methods, &fp_eth_method_count, NULL},
+    {"solana", fp_sol_methods, &fp_sol_method_count, fp_sol_precheck},
 };
 
 const fp_chain_t *fp_chain_find(const char *name)
@@ -156,6 +156,8 @@ void fp_rpc_answer_call(fp_server_t *srv, fp_call_t *call, fp_buf_t *out)
         put_no_method(out, call);
         return;
     }
+    if (srv->chain->precheck && srv->chain->precheck(srv, call, out))
+        return;
     size_t mark = out->len;
     fp_buf_puts(out, "{\"jsonrpc\":\"2.0\",\"id\":");
     put_id(out, call->id);

@@ -6,6 +6,7 @@
  * they computed locally, not by the one the node returns. */
 #include "fp.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include <openssl/evp.h>
@@ -120,6 +121,60 @@ static void put_base58(fp_buf_t *out, const uint8_t *p, size_t n)
     fp_buf_puts(out, "\"");
 }
 
+/* The call's config object: the first object among its params, or n == 0. */
+static fp_span_t config_of(const fp_call_t *call)
+{
+    fp_json_iter_t it;
+    fp_span_t v;
+    if (fp_json_iter_begin(&it, call->params, '['))
+        while (fp_json_array_next(&it, &v) == 1)
+            if (v.n && v.p[0] == '{')
+                return v;
+    return (fp_span_t){NULL, 0};
+}
+
+/* The member key of the call's config object, or n == 0. */
+static fp_span_t config_member(const fp_call_t *call, const char *key)
+{
+    fp_json_iter_t it;
+    fp_span_t k, v;
+    if (fp_json_iter_begin(&it, config_of(call), '{'))
+        while (fp_json_object_next(&it, &k, &v) == 1)
+            if (fp_span_eq(k, key))
+                return v;
+    return (fp_span_t){NULL, 0};
+}
+
+/* The slot the call reads: the head at its commitment (none named:
+ * finalized, as a node's default), --safe-depth slots back for confirmed
+ * and --finalized-depth for finalized (both 0 unless given: every
+ * commitment at the head, as this fake always answered). */
+static uint64_t call_slot(const fp_server_t *srv, const fp_call_t *call)
+{
+    fp_span_t c = config_member(call, "commitment");
+    if (fp_span_eq(c, "\"processed\""))
+        return call->head;
+    if (fp_span_eq(c, "\"confirmed\""))
+        return fp_safe_height(srv, call->head);
+    return fp_finalized_height(srv, call->head);
+}
+
+static const fp_rpc_error_t err_min_context = {-32016, "Minimum context slot has not been reached"};
+
+/* agave's MinContextSlotNotReached: a config's minContextSlot above the slot
+ * this node has at the call's commitment, with data.contextSlot. */
+bool fp_sol_precheck(fp_server_t *srv, const fp_call_t *call, fp_buf_t *out)
+{
+    uint64_t min = 0, slot = call_slot(srv, call);
+    fp_span_t v = config_member(call, "minContextSlot");
+    if (v.n == 0 || !fp_json_u64(v, &min) || min <= slot)
+        return false;
+    char data[48];
+    snprintf(data, sizeof data, "{\"contextSlot\":%llu}", (unsigned long long)slot);
+    fp_rpc_put_error(out, call->id, err_min_context.code, err_min_context.message, data);
+    return true;
+}
+
 static void put_context(fp_buf_t *out, uint64_t slot)
 {
     fp_buf_puts(out, "{\"context\":{\"apiVersion\":\"" SOL_VERSION "\",\"slot\":");
@@ -127,10 +182,10 @@ static void put_context(fp_buf_t *out, uint64_t slot)
     fp_buf_puts(out, "},\"value\":");
 }
 
-static const fp_rpc_error_t *with_context(const fp_call_t *call, fp_buf_t *out,
+static const fp_rpc_error_t *with_context(const fp_server_t *srv, const fp_call_t *call, fp_buf_t *out,
                                           const char *value)
 {
-    put_context(out, call->head);
+    put_context(out, call_slot(srv, call));
     fp_buf_puts(out, value);
     fp_buf_puts(out, "}");
     return NULL;
@@ -138,35 +193,30 @@ static const fp_rpc_error_t *with_context(const fp_call_t *call, fp_buf_t *out,
 
 static const fp_rpc_error_t *get_slot(fp_server_t *srv, const fp_call_t *call, fp_buf_t *out)
 {
-    (void)srv;
-    fp_buf_put_u64(out, call->head);
+    fp_buf_put_u64(out, call_slot(srv, call));
     return NULL;
 }
 
 static const fp_rpc_error_t *get_account_info(fp_server_t *srv, const fp_call_t *call,
                                               fp_buf_t *out)
 {
-    (void)srv;
-    return with_context(call, out, "null");
+    return with_context(srv, call, out, "null");
 }
 
 static const fp_rpc_error_t *get_balance(fp_server_t *srv, const fp_call_t *call, fp_buf_t *out)
 {
-    (void)srv;
-    return with_context(call, out, "1000000000");
+    return with_context(srv, call, out, "1000000000");
 }
 
 static const fp_rpc_error_t *get_fee(fp_server_t *srv, const fp_call_t *call, fp_buf_t *out)
 {
-    (void)srv;
-    return with_context(call, out, "5000");
+    return with_context(srv, call, out, "5000");
 }
 
 static const fp_rpc_error_t *blockhash_valid(fp_server_t *srv, const fp_call_t *call,
                                              fp_buf_t *out)
 {
-    (void)srv;
-    return with_context(call, out, "true");
+    return with_context(srv, call, out, "true");
 }
 
 static const fp_rpc_error_t *literal(fp_server_t *srv, const fp_call_t *call, fp_buf_t *out,
@@ -189,7 +239,9 @@ static const fp_rpc_error_t *get_version(fp_server_t *srv, const fp_call_t *call
 
 static const fp_rpc_error_t *get_genesis(fp_server_t *srv, const fp_call_t *call, fp_buf_t *out)
 {
-    return literal(srv, call, out, "\"5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d\"");
+    (void)call;
+    fp_buf_put_json_str(out, srv->genesis_hash, strlen(srv->genesis_hash));
+    return NULL;
 }
 
 static const fp_rpc_error_t *get_prio_fees(fp_server_t *srv, const fp_call_t *call,
@@ -218,8 +270,7 @@ static const fp_rpc_error_t *latest_blockhash(fp_server_t *srv, const fp_call_t 
     uint8_t seed[24] = "fp-blockhash", h[SHA256_DIGEST_LENGTH];
     memcpy(seed + 16, &call->head, 8);
     SHA256(seed, sizeof seed, h);
-    (void)srv;
-    put_context(out, call->head);
+    put_context(out, call_slot(srv, call));
     fp_buf_puts(out, "{\"blockhash\":");
     put_base58(out, h, sizeof h);
     fp_buf_puts(out, ",\"lastValidBlockHeight\":");

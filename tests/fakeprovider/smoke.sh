@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# tests/fakeprovider/smoke.sh: exercises every mode of fakeprovider with curl.
+# tests/fakeprovider/smoke.sh: exercises every mode of fakeprovider with curl, and the
+# chain it serves (heads, tags, reorgs, getLogs ranges and limits, Solana commitments).
 # usage: smoke.sh [path/to/fakeprovider]   (needs curl, python3, openssl)
 # Run it against an ASan build to check for memory errors and leaks.
 set -u
@@ -143,6 +144,73 @@ expect "getSignatureStatuses max 256" "$(rpc "{\"jsonrpc\":\"2.0\",\"id\":1,\"me
 many=$(python3 -c "print(','.join(['\"zzz\"']*256))")
 expect "getSignatureStatuses 256 is fine" "$(rpc "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"getSignatureStatuses\",\"params\":[[$many]]}")" 'null,null]}}'
 expect "getVersion" "$(rpc '{"jsonrpc":"2.0","id":1,"method":"getVersion"}')" '"solana-core":"1.18.22"'
+kill -TERM "$LAST_PID"; wait "$LAST_PID"
+
+# ---- the chain: head on command, safe/finalized, reorgs, getLogs ranges, lies ----
+chain() { curl -s -X POST "$URL/_control/chain" -d "$1"; }
+field() { python3 -c "import json,sys;print(json.load(sys.stdin)$1)"; }
+start chain --block 1000 --block-time-ms 0 --chain-id 0x2105 --safe-depth 2 --finalized-depth 5 \
+    --logs-per-block 2 --logs-limit 100 --logs-vendor quicknode
+expect "chain id" "$(rpc '{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}')" '"result":"0x2105"'
+expect "chain status" "$(curl -s "$URL/_control/chain")" '{"ok":true,"head":1000,"safe":998,"finalized":995,"forks":0,"hash":"0x'
+expect "advance on command" "$(chain '{"advance":10}')" '"head":1010,'
+expect "head on command" "$(chain '{"head":1020}')" '"head":1020,'
+expect "blockNumber follows" "$(rpc "$BN")" '"result":"0x3fc"'
+expect "safe tag" "$(rpc '{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["safe",false]}')" '"number":"0x3fa"'
+expect "finalized tag" "$(rpc '{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["finalized",false]}')" '"number":"0x3f7"'
+expect "above the head is null" "$(rpc '{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["0x3fd",false]}')" '"result":null'
+old=$(rpc '{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["0x3fa",false]}' | field '["result"]["hash"]')
+keep=$(rpc '{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["0x3f9",false]}' | field '["result"]["hash"]')
+expect "by hash" "$(rpc "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"eth_getBlockByHash\",\"params\":[\"$old\",false]}")" '"number":"0x3fa"'
+expect "reorg on command" "$(chain '{"reorg":3}')" '"forks":1,'
+new=$(rpc '{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["0x3fa",false]}')  # 1018..1020 replaced
+expect "reorged block has a new hash" "$(echo "$new" | field '["result"]["hash"]!="'"$old"'"')" 'True'
+expect "reorged block's parent is the kept block" "$(echo "$new" | field '["result"]["parentHash"]')" "$keep"
+expect "old hash is gone" "$(rpc "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"eth_getBlockByHash\",\"params\":[\"$old\",false]}")" '"result":null'
+expect "kept block kept its hash" "$(rpc '{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["0x3f9",false]}' | field '["result"]["hash"]')" "$keep"
+expect "reorg deeper than the head refused" "$(curl -s -i -X POST "$URL/_control/chain" -d '{"reorg":5000}')" '400'
+logs=$(rpc '{"jsonrpc":"2.0","id":1,"method":"eth_getLogs","params":[{"fromBlock":"0x3e8","toBlock":"0x3ea","address":"0x2222222222222222222222222222222222222222"}]}')
+expect "logs per block, in block order" "$(echo "$logs" | field '["result"]' | python3 -c 'import ast,sys;l=ast.literal_eval(sys.stdin.read());print([(x["blockNumber"],x["logIndex"]) for x in l])')" "[('0x3e8', '0x0'), ('0x3e8', '0x1'), ('0x3e9', '0x0'), ('0x3e9', '0x1'), ('0x3ea', '0x0'), ('0x3ea', '0x1')]"
+expect "logs by blockHash" "$(rpc "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"eth_getLogs\",\"params\":[{\"blockHash\":\"$keep\"}]}" | field '["result"][1]["blockHash"]')" "$keep"
+expect "logs of a reorged block follow its new hash" "$(rpc '{"jsonrpc":"2.0","id":1,"method":"eth_getLogs","params":[{"fromBlock":"0x3fa","toBlock":"0x3fa"}]}' | field '["result"][0]["blockHash"]')" "$(echo "$new" | field '["result"]["hash"]')"
+r=$(rpci '{"jsonrpc":"2.0","id":1,"method":"eth_getLogs","params":[{"fromBlock":"0x0","toBlock":"0x3fc"}]}')
+expect "range limit: quicknode's status" "$r" 'HTTP/1.1 413'
+expect "range limit: quicknode's words" "$r" '{"jsonrpc":"2.0","id":1,"error":{"code":-32614,"message":"eth_getLogs is limited to a 100 range"}}'
+expect "range past the head" "$(rpc '{"jsonrpc":"2.0","id":1,"method":"eth_getLogs","params":[{"fromBlock":"0x3fc","toBlock":"0x3fd"}]}')" '"code":-32602,"message":"block range extends beyond current head block"'
+expect "range backwards" "$(rpc '{"jsonrpc":"2.0","id":1,"method":"eth_getLogs","params":[{"fromBlock":"0x3fc","toBlock":"0x3fb"}]}')" '"message":"invalid block range params"'
+expect "exactly the limit passes" "$(rpc '{"jsonrpc":"2.0","id":1,"method":"eth_getLogs","params":[{"fromBlock":"0x399","toBlock":"0x3fc"}]}' | field '["result"].__len__()')" '200'
+mode '{"mode":"lie","method":"eth_getBalance,eth_call"}'
+expect "lie: balance" "$(rpc '{"jsonrpc":"2.0","id":1,"method":"eth_getBalance","params":["0x1","latest"]}')" '"result":"0x1bc16d674ec80001"'
+expect "lie: empty call data" "$(rpc '{"jsonrpc":"2.0","id":1,"method":"eth_call","params":[{}]}')" '"result":"0x00"'
+expect "lie: other methods honest" "$(rpc "$BN")" '"result":"0x3fc"'
+mode '{"mode":"lag","behind":4}'
+expect "lag: head - n" "$(rpc "$BN")" '"result":"0x3f8"'
+mode '{"mode":"ok"}'
+kill -TERM "$LAST_PID"; wait "$LAST_PID"
+for v in alchemy:'"code":-32600,"message":"You can make eth_getLogs requests with up to a 10 block range. Based on your parameters, this block range should work: [0x0, 0x9]"' \
+         infura:'"code":-32602,"message":"range 20 exceeds limit of 10"' \
+         ankr:'"code":-32600,"message":"block range is too wide"' \
+         publicnode:'"code":-32000,"message":"exceed maximum block range: 10"' \
+         geth:'"code":-32602,"message":"exceed maximum block range 10"' \
+         erigon:'"code":-32602,"message":"query block range exceeds server limit, narrow your filter: 10"' \
+         reth:'"code":-32602,"message":"query exceeds max block range 10"'; do
+    start "logs-${v%%:*}" --block 100 --block-time-ms 0 --logs-per-block 1 --logs-limit 10 --logs-vendor "${v%%:*}"
+    expect "range limit: ${v%%:*}" "$(rpci '{"jsonrpc":"2.0","id":1,"method":"eth_getLogs","params":[{"fromBlock":"0x0","toBlock":"0x14"}]}')" "${v#*:}"
+    kill -TERM "$LAST_PID"; wait "$LAST_PID"
+done
+
+start solchain --chain solana --block 5000 --block-time-ms 0 --safe-depth 2 --finalized-depth 32 --genesis-hash EtWTRABZaYq6iMfeYKouRu166VU2xqa1wcaWoxPkrZBG
+expect "genesis hash" "$(rpc '{"jsonrpc":"2.0","id":1,"method":"getGenesisHash"}')" '"result":"EtWTRABZaYq6iMfeYKouRu166VU2xqa1wcaWoxPkrZBG"'
+expect "slot: finalized by default" "$(rpc '{"jsonrpc":"2.0","id":1,"method":"getSlot"}')" '"result":4968}'
+expect "slot: processed" "$(rpc '{"jsonrpc":"2.0","id":1,"method":"getSlot","params":[{"commitment":"processed"}]}')" '"result":5000}'
+expect "slot: confirmed" "$(rpc '{"jsonrpc":"2.0","id":1,"method":"getSlot","params":[{"commitment":"confirmed"}]}')" '"result":4998}'
+expect "context slot at the commitment" "$(rpc '{"jsonrpc":"2.0","id":1,"method":"getBalance","params":["x",{"commitment":"confirmed"}]}')" '"slot":4998}'
+expect "minContextSlot reached" "$(rpc '{"jsonrpc":"2.0","id":1,"method":"getBalance","params":["x",{"commitment":"processed","minContextSlot":5000}]}')" '"value":1000000000}'
+expect "minContextSlot not reached: -32016" "$(rpc '{"jsonrpc":"2.0","id":1,"method":"getBalance","params":["x",{"commitment":"confirmed","minContextSlot":4999}]}')" '{"jsonrpc":"2.0","id":1,"error":{"code":-32016,"message":"Minimum context slot has not been reached","data":{"contextSlot":4998}}}'
+expect "slot on command" "$(chain '{"advance":2}')" '"head":5002,"safe":5000,"finalized":4970,'
+expect "minContextSlot reached later" "$(rpc '{"jsonrpc":"2.0","id":1,"method":"getSlot","params":[{"commitment":"confirmed","minContextSlot":4999}]}')" '"result":5000}'
+mode '{"mode":"lie","method":"getSlot"}'
+expect "lie: slot" "$(rpc '{"jsonrpc":"2.0","id":1,"method":"getSlot","params":[{"commitment":"processed"}]}')" '"result":5003}'
 kill -TERM "$LAST_PID"; wait "$LAST_PID"
 
 openssl req -x509 -newkey rsa:2048 -nodes -keyout "$TMP/key.pem" -out "$TMP/cert.pem" -days 1 -subj /CN=localhost >/dev/null 2>&1

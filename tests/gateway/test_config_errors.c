@@ -20,6 +20,11 @@ typedef struct bad_case {
 } bad_case_t;
 
 #define PR "networks:\n  eth:\n    endpoints: [\"http://h\"]\n    pressure:\n"
+#define CH_GENESIS "5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d"
+#define CH_EP1 "    endpoints: [\"http://h:1\"]\n"
+#define CH_EP3 "    endpoints: [\"http://h:1\", \"http://h:2\", \"http://h:3\"]\n"
+#define CH_ETH "networks:\n  eth:\n"
+#define CH_SOL "networks:\n  sol:\n    chain: solana\n"
 
 static const bad_case_t bad_cases[] = {
     {PR "      elevated: 0.9\n      critical: 0.8\n", 5, "networks.eth.pressure", "0 < elevated < critical", 1},
@@ -154,6 +159,61 @@ static const bad_case_t bad_cases[] = {
      "hedge.max_ratio (2) must be in [0, 1]", 1},
     {"networks:\n  eth:\n    endpoints: [\"http://h\"]\n    hedge: { enable: false }\n", 4,
      "networks.eth.hedge.enable", "unknown key 'enable' (did you mean 'enabled'?)", 1},
+    /* the chain view's keys (gateway/gw_config_chain.c) */
+    {CH_ETH "    chain_id: mainnet\n" CH_EP1, 3, "networks.eth.chain_id",
+     "chain_id must be a number (8453) or a hex string (\"0x2105\"), got 'mainnet'", 1},
+    {CH_ETH "    chain_id: -1\n" CH_EP1, 3, "networks.eth.chain_id", "got '-1'", 1},
+    {CH_ETH "    chain_id: \"0x\"\n" CH_EP1, 3, "networks.eth.chain_id", "got '0x'", 1},
+    {CH_ETH "    chain_id: 18446744073709551616\n" CH_EP1, 3, "networks.eth.chain_id", "a number (8453)", 1},
+    {CH_ETH "    chain_id: [1]\n" CH_EP1, 3, "networks.eth.chain_id", "expected a plain value, got a list", 1},
+    {CH_SOL "    genesis_hash: abc\n" CH_EP1, 4, "networks.sol.genesis_hash", "base58 text of a 32-byte hash", 1},
+    {CH_ETH "    genesis_hash: " CH_GENESIS "\n" CH_EP1, 3, "networks.eth.genesis_hash",
+     "genesis_hash is for solana networks (this one is ethereum): an ethereum network names chain_id", 1},
+    {CH_SOL "    chain_id: 1\n" CH_EP1, 4, "networks.sol.chain_id",
+     "chain_id is for ethereum networks (this one is solana): a solana network names genesis_hash", 1},
+    {CH_ETH "    max_lag_slots: 5\n" CH_EP1, 3, "networks.eth.max_lag_slots",
+     "max_lag_slots is for solana networks (this one is ethereum): use max_lag_blocks", 1},
+    {CH_SOL "    max_lag_blocks: 5\n" CH_EP1, 4, "networks.sol.max_lag_blocks",
+     "max_lag_blocks is for ethereum networks (this one is solana): use max_lag_slots", 1},
+    {CH_SOL "    max_logs_split: 5\n" CH_EP1, 4, "networks.sol.max_logs_split", "Solana has no eth_getLogs", 1},
+    {CH_SOL "    endpoints:\n      - \"http://h:9\"\n      - { url: \"http://h:1\", max_logs_blocks: 100 }\n", 6,
+     "networks.sol.endpoints[1].max_logs_blocks", "max_logs_blocks is for ethereum networks", 1},
+    {CH_ETH "    max_logs_split: 0\n" CH_EP1, 3, "networks.eth.max_logs_split", "between 1 and 1000", 1},
+    {CH_ETH "    max_lag_blocks: -2\n" CH_EP1, 3, "networks.eth.max_lag_blocks", "must not be negative", 1},
+    {CH_ETH "    endpoints: [ { url: \"http://h:1\", max_logs_blocks: 100000001 } ]\n", 3,
+     "networks.eth.endpoints[0].max_logs_blocks", "between 0 and 100000000", 1},
+    {CH_ETH "    endpoints: [ { url: \"http://h:1\", max_log_blocks: 10 } ]\n", 3,
+     "networks.eth.endpoints[0].max_log_blocks", "did you mean 'max_logs_blocks'?", 1},
+    {CH_ETH "    max_lag_block: 3\n" CH_EP1, 3, "networks.eth.max_lag_block", "did you mean 'max_lag_blocks'?", 1},
+    /* the chain view's keys (gateway/gw_config_chain.c): consensus */
+    {CH_ETH "    consensus: { methods: [eth_fooBar] }\n" CH_EP3, 3, "networks.eth.consensus.methods[0]",
+     "'eth_fooBar' is no method sluice knows on ethereum (declare it under methods: to compare it)", 1},
+    {CH_ETH "    consensus: { methods: [eth_sendRawTransaction] }\n" CH_EP3, 3, "networks.eth.consensus.methods[0]",
+     "'eth_sendRawTransaction' is a write: only reads are compared", 1},
+    {CH_ETH "    consensus: { methods: [eth_call, eth_getFilterChanges] }\n" CH_EP3, 3,
+     "networks.eth.consensus.methods[1]", "'eth_getFilterChanges' is not retry-safe (it answers per node)", 1},
+    {CH_ETH "    consensus: { methods: [eth_subscribe] }\n" CH_EP3, 3, "networks.eth.consensus.methods[0]",
+     "'eth_subscribe' is a subscribe", 1},
+    {CH_ETH "    consensus:\n      methods: [eth_call, eth_getBalance, eth_call]\n" CH_EP3, 4,
+     "networks.eth.consensus.methods[2]", "'eth_call' is listed twice", 1},
+    {CH_ETH "    consensus:\n      methods: [\"eth call\"]\n" CH_EP3, 4, "networks.eth.consensus.methods[0]",
+     "a method name is letters, digits", 1},
+    {CH_ETH "    consensus:\n      methods: []\n" CH_EP3, 4, "networks.eth.consensus.methods",
+     "no methods: name the methods to compare, or leave consensus out", 1},
+    {CH_ETH "    consensus: { quorum: 2 }\n" CH_EP3, 3, "networks.eth.consensus.methods",
+     "required key 'methods' is missing", 1},
+    {CH_ETH "    consensus: { methods: [eth_call], quorm: 2 }\n" CH_EP3, 3, "networks.eth.consensus.quorm",
+     "did you mean 'quorum'?", 1},
+    {CH_ETH "    consensus:\n      methods: [eth_call]\n      of: 4\n" CH_EP3, 5, "networks.eth.consensus",
+     "consensus.of (4) must be at most the network's endpoints (3)", 1},
+    {CH_ETH "    consensus:\n      methods: [eth_call]\n      quorum: 3\n      of: 2\n" CH_EP3, 5, "networks.eth.consensus",
+     "consensus.quorum (3) must be at most consensus.of (2)", 1},
+    {CH_ETH "    consensus:\n      methods: [eth_call]\n      of: 1\n" CH_EP3, 5, "networks.eth.consensus.of",
+     "between 2 and 64", 1},
+    {CH_ETH "    consensus: { methods: [eth_call] }\n" CH_EP1, 3, "networks.eth.consensus",
+     "consensus needs at least 2 endpoints (this network has 1)", 1},
+    {CH_SOL "    consensus: { methods: [sendTransaction] }\n" CH_EP3, 4, "networks.sol.consensus.methods[0]",
+     "'sendTransaction' is a write", 1},
 };
 
 static int has_error(const gw_config_errors_t *errs, const bad_case_t *c)

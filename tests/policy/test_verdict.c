@@ -129,6 +129,12 @@ static const payload_t payloads[] = {
     {"Alchemy log size cap (bancorprotocol/webapp #523)", ETH, "eth_getLogs", 200,
      ERR("{\"code\":-32602,\"message\":\"Log response size exceeded. Please reduce query block range.\"}"), ONE,
      UNSUP},
+    {"QuickNode getLogs range cap, -32614 in an HTTP 413 (eternalsafe/wallet #57)", ETH, "eth_getLogs", 413,
+     ERR("{\"code\":-32614,\"message\":\"eth_getLogs is limited to a 10,000 range\"}"), ONE, UNSUP},
+    {"geth toBlock above the head (execution-apis filter-error-future-block-range.io)", ETH, "eth_getLogs", 200,
+     ERR("{\"code\":-32602,\"message\":\"block range extends beyond current head block\"}"), ONE, MISS},
+    {"geth fromBlock after toBlock (GETH eth/filters errInvalidBlockRange)", ETH, "eth_getLogs", 200,
+     ERR("{\"code\":-32602,\"message\":\"invalid block range params\"}"), ONE, UNSUP},
 
     /* ---- Ethereum, PM §B1 and §F ---- */
     {"geth execution reverted, code 3 with data (GETH internal/ethapi/errors.go)", ETH, "eth_call", 200,
@@ -396,6 +402,8 @@ static const payload_t edge_payloads[] = {
      ERR("{\"code\":-32005,\"message\":\"x\",\"data\":{\"backoff_seconds\":100000}}"), ONE, RATE, 0},
     {"shape: backoff as a string gives none", ETH, "eth_call", 429,
      ERR("{\"code\":-32005,\"message\":\"x\",\"data\":{\"backoff_seconds\":\"30\"}}"), ONE, RATE, 0},
+    {"shape: code 3 with a pruned node's words is missing data, not behind", ETH, "eth_call", 200,
+     ERR("{\"code\":3,\"message\":\"missing trie node 7f5d (path ) state is not available\"}"), ONE, MISS},
     {"shape: backoff on a verdict that is not a rate limit is ignored", ETH, "eth_getBalance", 200,
      ERR("{\"code\":-32000,\"message\":\"header not found\",\"data\":{\"backoff_seconds\":30}}"), ONE, MISS, 0},
     {"shape: backoff of a batch member is read relative to the member", ETH, "eth_call", 200,

@@ -1,0 +1,191 @@
+/* policy/chainview.c: the decisions over one network's chain view
+ * (policy/chainview.h). */
+#include "policy/chainview.h"
+
+#include <string.h>
+
+#define RING POLICY_CHAINVIEW_RING
+
+void policy_chainview_init(policy_chainview_t *v, uint32_t nendpoints)
+{
+    memset(v, 0, sizeof(*v));
+    v->nendpoints = nendpoints < POLICY_CHAINVIEW_MAX_ENDPOINTS ? nendpoints : POLICY_CHAINVIEW_MAX_ENDPOINTS;
+}
+
+static int in_mask(uint64_t mask, uint32_t i)
+{
+    return i < 64 && (mask >> i & 1) != 0;
+}
+
+/* ---- the ring ------------------------------------------------------------ */
+
+const uint8_t *policy_chainview_hash_at(const policy_chainview_t *v, uint64_t n)
+{
+    const policy_chainview_slot_t *s = &v->ring[n % RING];
+    return s->used && s->height == n ? s->hash : NULL;
+}
+
+static void ring_put(policy_chainview_t *v, uint64_t n, const uint8_t *hash)
+{
+    policy_chainview_slot_t *s = &v->ring[n % RING];
+    s->height = n;
+    s->used = 1;
+    memcpy(s->hash, hash, 32);
+}
+
+/* A hash at height n that differs from the ring's: a reorg as deep as the
+ * ring can tell, from n up to its top. */
+static void reorg_at(const policy_chainview_t *v, uint64_t n, policy_chainview_change_t *out)
+{
+    uint64_t top = v->ring_top > n ? v->ring_top : n;
+    if (out->reorg_depth == 0 || n < out->reorg_height) {
+        out->reorg_height = n;
+        out->reorg_depth = (uint32_t)(top - n + 1);
+    }
+}
+
+static int differs(const uint8_t *held, const uint8_t *seen)
+{
+    return held != NULL && memcmp(held, seen, 32) != 0;
+}
+
+/* An endpoint at the tip (its head at or above the ring's top) speaks for
+ * the chain: its hashes replace the ring's, and a replaced one is a reorg.
+ * One behind the tip that holds another hash is on a branch the tip left. */
+static void ring_observe(policy_chainview_t *v, uint64_t ep_head, const policy_chainview_obs_t *obs,
+                         policy_chainview_change_t *out)
+{
+    uint64_t h = obs->height;
+    int parent = obs->parent != NULL && h > 0;
+    int held_differs = differs(policy_chainview_hash_at(v, h), obs->hash);
+    int parent_differs = parent && differs(policy_chainview_hash_at(v, h - 1), obs->parent);
+    if (ep_head < v->ring_top) {
+        out->forked = held_differs || parent_differs;
+        return;
+    }
+    if (held_differs)
+        reorg_at(v, h, out);
+    if (parent_differs)
+        reorg_at(v, h - 1, out);
+    if (parent)
+        ring_put(v, h - 1, obs->parent);
+    ring_put(v, h, obs->hash);
+    if (h > v->ring_top)
+        v->ring_top = h;
+}
+
+/* ---- observations -------------------------------------------------------- */
+
+void policy_chainview_observe(policy_chainview_t *v, uint32_t ep, const policy_chainview_obs_t *obs, uint64_t now_ms,
+                              policy_chainview_change_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (ep >= v->nendpoints || (unsigned)obs->kind >= POLICY_HEAD_KIND_COUNT)
+        return;
+    policy_chainview_ep_t *e = &v->ep[ep];
+    uint64_t before = e->head[obs->kind];
+    if (obs->is_head || obs->height > before)
+        e->head[obs->kind] = obs->height;
+    e->seen_ms[obs->kind] = now_ms;
+    out->head_moved = e->head[obs->kind] != before;
+    if (obs->kind != POLICY_HEAD_LATEST || obs->hash == NULL)
+        return;
+    if (obs->height == e->head[POLICY_HEAD_LATEST]) {
+        memcpy(e->hash, obs->hash, 32);
+        e->has_hash = 1;
+    } else if (out->head_moved) {
+        e->has_hash = 0;
+    }
+    ring_observe(v, e->head[POLICY_HEAD_LATEST], obs, out);
+}
+
+/* ---- reading the view ---------------------------------------------------- */
+
+uint64_t policy_chainview_head(const policy_chainview_t *v, policy_head_kind_t kind, uint64_t mask)
+{
+    uint64_t best = 0;
+    if ((unsigned)kind >= POLICY_HEAD_KIND_COUNT)
+        return 0;
+    for (uint32_t i = 0; i < v->nendpoints; i++)
+        if (in_mask(mask, i) && v->ep[i].head[kind] > best)
+            best = v->ep[i].head[kind];
+    return best;
+}
+
+uint64_t policy_chainview_serve_head(policy_chainview_t *v, policy_head_kind_t kind, uint64_t answered,
+                                     uint64_t usable, int *regressed)
+{
+    *regressed = 0;
+    if ((unsigned)kind >= POLICY_HEAD_KIND_COUNT)
+        return answered;
+    uint64_t head = policy_chainview_head(v, kind, usable);
+    uint64_t serve = answered > head ? answered : head;
+    if (serve >= v->floor[kind])
+        v->floor[kind] = serve;
+    else
+        *regressed = 1;
+    return serve;
+}
+
+int policy_chainview_latest_ok(const policy_chainview_t *v, uint32_t ep, policy_head_kind_t kind, uint32_t max_lag,
+                               uint64_t usable)
+{
+    if (ep >= v->nendpoints || (unsigned)kind >= POLICY_HEAD_KIND_COUNT || v->ep[ep].head[kind] == 0)
+        return 1;
+    return v->ep[ep].head[kind] + max_lag >= policy_chainview_head(v, kind, usable);
+}
+
+policy_chainview_has_t policy_chainview_has_block(const policy_chainview_t *v, uint32_t ep, uint64_t n)
+{
+    if (ep >= v->nendpoints || v->ep[ep].head[POLICY_HEAD_LATEST] == 0)
+        return POLICY_HAS_UNKNOWN;
+    return v->ep[ep].head[POLICY_HEAD_LATEST] >= n ? POLICY_HAS_YES : POLICY_HAS_NO;
+}
+
+int policy_chainview_block_ok(const policy_chainview_t *v, uint32_t ep, uint64_t n, uint64_t usable)
+{
+    if (policy_chainview_has_block(v, ep, n) != POLICY_HAS_NO)
+        return 1;
+    return policy_chainview_head(v, POLICY_HEAD_LATEST, usable) < n;
+}
+
+int policy_chainview_null_is_behind(const policy_chainview_t *v, uint32_t ep, uint64_t n, uint64_t among)
+{
+    (void)ep; /* its own head may be stale-high (a load balancer's other node): the block's existence decides */
+    return policy_chainview_head(v, POLICY_HEAD_LATEST, among) >= n;
+}
+
+sl_err_t policy_chainview_resolve(const policy_chainview_t *v, policy_block_tag_t tag, uint64_t usable, uint64_t *n)
+{
+    static const policy_head_kind_t kinds[POLICY_TAG_COUNT] = {
+        [POLICY_TAG_LATEST] = POLICY_HEAD_LATEST,
+        [POLICY_TAG_PENDING] = POLICY_HEAD_LATEST,
+        [POLICY_TAG_SAFE] = POLICY_HEAD_SAFE,
+        [POLICY_TAG_FINALIZED] = POLICY_HEAD_FINALIZED,
+    };
+    if ((unsigned)tag >= POLICY_TAG_COUNT)
+        return SL_ERR_INVALID;
+    if (tag == POLICY_TAG_EARLIEST) {
+        *n = 0;
+        return SL_OK;
+    }
+    uint64_t h = policy_chainview_head(v, kinds[tag], usable);
+    if (h == 0)
+        return SL_ERR_NOT_FOUND;
+    *n = h;
+    return SL_OK;
+}
+
+policy_head_kind_t policy_chainview_kind_of(policy_commitment_t c)
+{
+    switch (c) {
+    case POLICY_COMMITMENT_PROCESSED:
+        return POLICY_HEAD_LATEST;
+    case POLICY_COMMITMENT_CONFIRMED:
+        return POLICY_HEAD_SAFE;
+    case POLICY_COMMITMENT_DEFAULT:
+    case POLICY_COMMITMENT_FINALIZED:
+        return POLICY_HEAD_FINALIZED;
+    }
+    return POLICY_HEAD_FINALIZED;
+}

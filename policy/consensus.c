@@ -1,0 +1,113 @@
+/* policy/consensus.c: comparing endpoints' answers (policy/consensus.h). */
+#include "policy/consensus.h"
+
+#include <string.h>
+
+int policy_consensus_applies(const policy_consensus_conf_t *conf, const char *method, size_t len)
+{
+    for (size_t i = 0; conf != NULL && i < conf->nmethods; i++)
+        if (strlen(conf->methods[i]) == len && memcmp(conf->methods[i], method, len) == 0)
+            return 1;
+    return 0;
+}
+
+/* A JSON text read byte by byte with the whitespace outside strings skipped. */
+typedef struct reader {
+    const char *p, *end;
+    uint8_t in_string, escaped;
+} reader_t;
+
+static int is_ws(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+/* The next significant byte, or -1 at the end. */
+static int next_byte(reader_t *r)
+{
+    while (r->p < r->end) {
+        char c = *r->p++;
+        if (r->in_string) {
+            if (r->escaped)
+                r->escaped = 0;
+            else if (c == '\\')
+                r->escaped = 1;
+            else if (c == '"')
+                r->in_string = 0;
+            return (unsigned char)c;
+        }
+        if (is_ws(c))
+            continue;
+        if (c == '"')
+            r->in_string = 1;
+        return (unsigned char)c;
+    }
+    return -1;
+}
+
+int policy_consensus_equal(const char *a, wire_span_t sa, const char *b, wire_span_t sb)
+{
+    reader_t x = {a + sa.off, a + sa.off + sa.len, 0, 0}, y = {b + sb.off, b + sb.off + sb.len, 0, 0};
+    for (;;) {
+        int cx = next_byte(&x), cy = next_byte(&y);
+        if (cx != cy)
+            return 0;
+        if (cx < 0)
+            return 1;
+    }
+}
+
+static int same_answer(const policy_consensus_vote_t *u, const policy_consensus_vote_t *v)
+{
+    return u->is_error == v->is_error && policy_consensus_equal(u->buf, u->value, v->buf, v->value);
+}
+
+/* Groups the votes by equal answers, numbered in the order of their first vote. */
+static void group(const policy_consensus_vote_t *votes, size_t n, policy_consensus_outcome_t *out)
+{
+    size_t first_of[POLICY_CONSENSUS_MAX];
+    for (size_t i = 0; i < n; i++) {
+        uint32_t g = 0;
+        while (g < out->ngroups && !same_answer(&votes[first_of[g]], &votes[i]))
+            g++;
+        if (g == out->ngroups)
+            first_of[out->ngroups++] = i;
+        out->group_of[i] = (uint8_t)g;
+        out->group_size[g]++;
+    }
+}
+
+void policy_consensus_decide(const policy_consensus_vote_t *votes, size_t n, size_t pending, uint32_t quorum,
+                             policy_consensus_outcome_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (n > POLICY_CONSENSUS_MAX)
+        n = POLICY_CONSENSUS_MAX;
+    group(votes, n, out);
+    uint32_t best = 0, best_size = 0, rival = 0;
+    for (uint32_t g = 0; g < out->ngroups; g++) {
+        if (out->group_size[g] > best_size) {
+            rival = best_size;
+            best = g;
+            best_size = out->group_size[g];
+        } else if (out->group_size[g] > rival) {
+            rival = out->group_size[g];
+        }
+    }
+    if (quorum == 0)
+        quorum = 1;
+    /* every pending answer may join the rival: only a lead it cannot close counts */
+    if (best_size >= quorum && rival + pending < best_size) {
+        out->decided = 1;
+        for (size_t i = 0; i < n; i++)
+            if (out->group_of[i] == best) {
+                out->winner = i;
+                break;
+            }
+        for (size_t i = 0; i < n; i++)
+            if (out->group_of[i] != best)
+                out->minority |= (uint64_t)1 << i;
+        return;
+    }
+    out->impossible = pending == 0 || best_size + pending < quorum;
+}

@@ -1,0 +1,129 @@
+/* tests/policy/test_consensus.c: agreement between endpoints (policy/consensus.h). */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "policy/consensus.h"
+
+#define SPAN(s) ((wire_span_t){0, (uint32_t)strlen(s)})
+
+static policy_consensus_vote_t vote(const char *json)
+{
+    return (policy_consensus_vote_t){json, SPAN(json), 0};
+}
+
+static int eq(const char *a, const char *b)
+{
+    return policy_consensus_equal(a, SPAN(a), b, SPAN(b));
+}
+
+Test(consensus, whitespace_outside_strings_is_not_a_difference)
+{
+    cr_expect(eq("\"0x1\"", "\"0x1\""));
+    cr_expect(eq("{\"a\":1,\"b\":[1,2]}", " {\n  \"a\": 1,\n  \"b\": [ 1, 2 ]\n}\n"));
+    cr_expect(eq("[]", "[ ]"));
+    cr_expect(!eq("\"a b\"", "\"ab\""));            /* inside a string it is */
+    cr_expect(!eq("\"a\\\" b\"", "\"a\\\"b\""));    /* an escaped quote does not end the string */
+    cr_expect(eq("[\"a\\\\\", 1]", "[\"a\\\\\",1]")); /* an escaped backslash does not escape the quote */
+    cr_expect(!eq("\"0x1\"", "\"0x01\""));          /* numbers as spelled */
+    cr_expect(!eq("{\"a\":1,\"b\":2}", "{\"b\":2,\"a\":1}"));
+    cr_expect(!eq("1", "12"));
+    cr_expect(!eq("[1]", "[1] 2"));
+    /* spans inside a larger buffer: nothing past them */
+    const char *buf = "xx[1, 2]yy[1,2]zz";
+    cr_expect(policy_consensus_equal(buf, (wire_span_t){2, 6}, buf, (wire_span_t){10, 5}));
+    cr_expect(!policy_consensus_equal(buf, (wire_span_t){2, 6}, buf, (wire_span_t){10, 6}));
+}
+
+Test(consensus, two_of_three_outvote_a_liar)
+{
+    policy_consensus_vote_t v[3] = {vote("\"0x5\""), vote("\"0x7\""), vote(" \"0x5\" ")};
+    policy_consensus_outcome_t o;
+    /* two answers in, disagreeing, one to come: wait */
+    policy_consensus_decide(v, 2, 1, 2, &o);
+    cr_expect(!o.decided && !o.impossible);
+    cr_expect_eq(o.ngroups, 2);
+    policy_consensus_decide(v, 3, 0, 2, &o);
+    cr_assert(o.decided);
+    cr_expect_eq(o.winner, 0);
+    cr_expect_eq(o.minority, 1u << 1);
+    cr_expect_eq(o.ngroups, 2);
+    cr_expect_eq(o.group_of[0], 0);
+    cr_expect_eq(o.group_of[1], 1);
+    cr_expect_eq(o.group_of[2], 0);
+    cr_expect_eq(o.group_size[0], 2);
+    cr_expect_eq(o.group_size[1], 1);
+}
+
+Test(consensus, decided_early_when_no_pending_answer_can_change_it)
+{
+    policy_consensus_vote_t v[2] = {vote("\"0x5\""), vote("\"0x5\"")};
+    policy_consensus_outcome_t o;
+    policy_consensus_decide(v, 2, 1, 2, &o);
+    cr_expect(o.decided);
+    cr_expect_eq(o.minority, 0);
+    /* quorum 2 of 5: two agree, three to come could make a rival group of 3 */
+    policy_consensus_decide(v, 2, 3, 2, &o);
+    cr_expect(!o.decided && !o.impossible);
+}
+
+Test(consensus, no_quorum)
+{
+    policy_consensus_vote_t v[3] = {vote("\"0x1\""), vote("\"0x2\""), vote("\"0x3\"")};
+    policy_consensus_outcome_t o;
+    policy_consensus_decide(v, 3, 0, 2, &o);
+    cr_expect(!o.decided);
+    cr_expect(o.impossible);
+    cr_expect_eq(o.ngroups, 3);
+    /* impossible before every answer is in */
+    policy_consensus_decide(v, 2, 1, 3, &o);
+    cr_expect(o.impossible);
+    /* a tie at quorum is no agreement */
+    policy_consensus_vote_t t[4] = {vote("1"), vote("2"), vote("1"), vote("2")};
+    policy_consensus_decide(t, 4, 0, 2, &o);
+    cr_expect(!o.decided && o.impossible);
+    cr_expect_eq(o.group_size[0], 2);
+    cr_expect_eq(o.group_size[1], 2);
+    /* nothing in, nothing pending */
+    policy_consensus_decide(t, 0, 0, 2, &o);
+    cr_expect(o.impossible);
+}
+
+Test(consensus, errors_vote_apart_from_results)
+{
+    const char *revert = "{\"code\":3,\"message\":\"execution reverted\"}";
+    policy_consensus_vote_t v[3] = {{revert, SPAN(revert), 1}, {revert, SPAN(revert), 1}, vote("\"0x\"")};
+    policy_consensus_outcome_t o;
+    policy_consensus_decide(v, 3, 0, 2, &o);
+    cr_expect(o.decided);
+    cr_expect_eq(o.winner, 0);
+    cr_expect_eq(o.minority, 1u << 2);
+    /* the same bytes as an error and as a result are different answers */
+    policy_consensus_vote_t w[2] = {{"1", SPAN("1"), 1}, vote("1")};
+    policy_consensus_decide(w, 2, 0, 2, &o);
+    cr_expect_eq(o.ngroups, 2);
+}
+
+Test(consensus, applies_to_the_configured_methods)
+{
+    char *methods[] = {"eth_getTransactionCount", "eth_call"};
+    policy_consensus_conf_t c = {methods, 2, 2, 3};
+    cr_expect(policy_consensus_applies(&c, "eth_call", 8));
+    cr_expect(policy_consensus_applies(&c, "eth_getTransactionCount", 23));
+    cr_expect(!policy_consensus_applies(&c, "eth_cal", 7));
+    cr_expect(!policy_consensus_applies(&c, "eth_callx", 9));
+    cr_expect(!policy_consensus_applies(NULL, "eth_call", 8));
+    policy_consensus_conf_t off = {0};
+    cr_expect(!policy_consensus_applies(&off, "eth_call", 8));
+}
+
+Test(consensus, at_most_max_votes)
+{
+    policy_consensus_vote_t v[POLICY_CONSENSUS_MAX + 3];
+    for (size_t i = 0; i < POLICY_CONSENSUS_MAX + 3; i++)
+        v[i] = vote(i == POLICY_CONSENSUS_MAX - 1 ? "2" : "1");
+    policy_consensus_outcome_t o;
+    policy_consensus_decide(v, POLICY_CONSENSUS_MAX + 3, 0, 3, &o);
+    cr_expect(o.decided);
+    cr_expect_eq(o.group_size[0], POLICY_CONSENSUS_MAX - 1);
+    cr_expect_eq(o.minority, (uint64_t)1 << (POLICY_CONSENSUS_MAX - 1));
+}
