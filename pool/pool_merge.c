@@ -367,21 +367,8 @@ static int sol_split(const char *answer, uint32_t len, wire_span_t *ctx, wire_sp
     wire_envelope_t env;
     if (wire_envelope_scan(answer, len, &env) != SL_OK || wire_json_kind(answer, env.result) != WIRE_JSON_OBJECT)
         return 0;
-    wire_scan_t s;
-    wire_span_t key, val, value = {0, 0};
-    int first = 1, more = 0;
-    *ctx = (wire_span_t){0, 0};
-    wire_scan_init(&s, answer, env.result.off, env.result.len);
-    if (wire_scan_open(&s, '{') != SL_OK)
-        return 0;
-    while (wire_scan_next(&s, &first, &more) == SL_OK && more) {
-        if (wire_scan_key(&s, &key) != SL_OK || wire_scan_colon(&s) != SL_OK || wire_scan_value(&s, &val) != SL_OK)
-            return 0;
-        if (key.len == 9 && memcmp(answer + key.off, "\"context\"", 9) == 0)
-            *ctx = val;
-        else if (key.len == 7 && memcmp(answer + key.off, "\"value\"", 7) == 0)
-            value = val;
-    }
+    *ctx = wire_json_member(answer, env.result, "context");
+    wire_span_t value = wire_json_member(answer, env.result, "value");
     if (ctx->len == 0 || wire_json_kind(answer, value) != WIRE_JSON_ARRAY)
         return 0;
     size_t n = 0;

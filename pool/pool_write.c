@@ -7,7 +7,6 @@
  * for the transaction by hash before calling it a failure. A transaction
  * accepted through endpoint E leaves a pin: for pin.window_ms, confirmation
  * polls for it go to E first (another node may not have seen it yet). */
-#include <cjson/cJSON.h>
 #include <ctype.h>
 #include <string.h>
 #include <strings.h>
@@ -52,11 +51,11 @@ static wire_sol_encoding_t sol_encoding(const pool_item_t *it, wire_span_t opts)
     wire_sol_encoding_t enc = WIRE_SOL_BASE58;
     if (opts.len == 0 || wire_json_kind(it->raw, opts) != WIRE_JSON_OBJECT)
         return enc;
-    cJSON *o = cJSON_ParseWithLength(it->raw + opts.off, opts.len);
-    const cJSON *e = cJSON_GetObjectItemCaseSensitive(o, "encoding");
-    if (cJSON_IsString(e) && strcmp(e->valuestring, "base64") == 0)
+    /* the gateway's scan validated the request: its members can be looked up */
+    char name[16];
+    wire_span_t e = wire_json_member(it->raw, opts, "encoding");
+    if (e.len != 0 && wire_json_string(it->raw, e, name, sizeof(name)) == SL_OK && strcmp(name, "base64") == 0)
         enc = WIRE_SOL_BASE64;
-    cJSON_Delete(o);
     return enc;
 }
 

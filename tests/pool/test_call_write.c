@@ -288,3 +288,42 @@ Test(call_write, a_json_rpc_authentication_refusal_is_not_ambiguous)
     expect_ended_and_moved_on(
         SC_STATUS(401, "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32600,\"message\":\"Must be authenticated!\"}}"));
 }
+
+/* ---- a Solana broadcast the node already processed ---- */
+
+/* One signature (bytes 1..64) and a short message, in both encodings. */
+#define SOL_TX_B64 "AQECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0+P0AJCQkJCQkJCQkJCQkJCQkJCQkJCQ=="
+#define SOL_TX_B58                                                                                                  \
+    "KKvKBaXqyczECWYojeBcwiWFGH49j7BbUa3Y5j9YeyJqCA616YCmY4qXZyer55pDjtfHR2V7rrR1JjbmnCiALGsoUEMbGh94y7RSYngrxr8N2DzoVAG"
+#define SOL_SIG "2Ana1pUpv2ZbMVkwF5FXapYeBEjdxDatLn7nvJkhgTSXbs59SyZSx866bXirPgj8QQVB57uxHJBG1YFvkRbFj4T"
+#define SOL_PROCESSED                                                                                               \
+    "{\"jsonrpc\":\"2.0\",\"id\":9,\"error\":{\"code\":-32002,\"message\":\"Transaction simulation failed: This " \
+    "transaction has already been processed\"}}"
+
+static void expect_signature(void)
+{
+    sc_wait_done(&w.done);
+    sc_expect_answer(&w.item, 0, "{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":\"" SOL_SIG "\"}");
+    cr_expect_eq(w.item.verdict, POLICY_VERDICT_SUCCESS);
+}
+
+Test(call_write, solana_already_processed_is_answered_with_the_signature_base64)
+{
+    sc_conf(2);
+    sc.conf.chain = POLICY_CHAIN_SOLANA;
+    sc_open();
+    send_and_end("{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"sendTransaction\",\"params\":[\"" SOL_TX_B64
+                 "\",{\"skipPreflight\":false,\"encoding\":\"base64\"}]}",
+                 SC_STATUS(200, SOL_PROCESSED));
+    expect_signature();
+}
+
+Test(call_write, solana_already_processed_is_answered_with_the_signature_base58)
+{
+    sc_conf(2);
+    sc.conf.chain = POLICY_CHAIN_SOLANA;
+    sc_open();
+    send_and_end("{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"sendTransaction\",\"params\":[\"" SOL_TX_B58 "\"]}",
+                 SC_STATUS(200, SOL_PROCESSED));
+    expect_signature();
+}
