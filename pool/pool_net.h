@@ -11,6 +11,7 @@
 #include "pool/pool.h"
 #include "pool/pool_link.h"
 #include "policy/attempt.h"
+#include "policy/chainview.h"
 #include "policy/cost.h"
 #include "policy/demote.h"
 #include "policy/hedge.h"
@@ -92,6 +93,7 @@ struct pool_endpoint {
     uint32_t hedges_lost_in_row;  /* hedge races lost here without a byte of answer, since its last answer */
     policy_roll_t rate_roll;      /* calls, billed and throughput credits spent here */
     uint64_t rate_v[POLICY_ROLL_SLOTS][POOL_RATE_COUNT];
+    uint64_t chain_fed_ms;        /* head_at_ms of the probe head last fed to the chain view (pool_chain.c) */
 };
 
 /* How the call layer counts into an endpoint's record of this worker: one
@@ -147,6 +149,7 @@ struct pool_network {
     int challenger;               /* an endpoint that has been scoring better, -1 */
     uint64_t challenger_since_ms;
     uint64_t best_head;           /* highest fresh head among the endpoints */
+    policy_chainview_t chain;     /* this worker's chain view (pool_chain.c): heads and the floor served */
     pool_pressure_t pressure;
     struct pool_share *share;     /* each identity's part of the depth (pool_share.c) */
     h2o_linklist_t waiters;       /* confirmation polls waiting for a slot, oldest first */
@@ -282,6 +285,23 @@ void pool_pressure_flush(pool_t *pool, uint64_t now_wall_ms);
 void pool_rank_update(pool_network_t *net, uint64_t now_ms);
 /* Parses a probe answer's head (eth_blockNumber hex / getSlot number). */
 int pool_rank_parse_head(const char *body, size_t len, uint64_t *head);
+
+/* pool_chain.c: the network's chain view in this worker (policy/chainview.h).
+ * Fed by the probes' heads (every worker reads them from the shared endpoint
+ * records on its tick) and by eth_blockNumber / getSlot answers flowing
+ * through (the chain satellite, pool_chain_call.c); read by that satellite's
+ * gate and by the head it serves. The floor of served heads is this
+ * worker's own. */
+void pool_chain_init(pool_network_t *net);
+/* After a snapshot: feeds each endpoint's probe head that is new since the last feed. */
+void pool_chain_refresh(pool_network_t *net, uint64_t now_ms);
+/* The head kind a probe measures: Ethereum's latest; Solana's getSlot
+ * without a commitment reads the finalized slot. */
+policy_head_kind_t pool_chain_probe_kind(const pool_network_t *net);
+/* ep's head of kind is height now (a probe, an eth_blockNumber answer). */
+void pool_chain_observe_head(pool_endpoint_t *ep, policy_head_kind_t kind, uint64_t height, uint64_t now_ms);
+/* The mask (bit i: endpoint i) of the endpoints the plan may use now. */
+uint64_t pool_chain_usable(pool_network_t *net, uint64_t now_ms);
 
 /* pool_endpoint.c */
 SL_MUST_CHECK sl_err_t pool_endpoint_init(pool_endpoint_t *ep, pool_network_t *net, int index,

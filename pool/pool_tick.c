@@ -32,8 +32,10 @@ void pool_tick_refresh(pool_t *pool)
     for (size_t n = 0; n < pool->nnetworks; n++)
         pool_pressure_read(&pool->networks[n], now);
     state_read_end(pool->state);
-    for (size_t n = 0; n < pool->nnetworks; n++)
+    for (size_t n = 0; n < pool->nnetworks; n++) {
         pool_pressure_tick(&pool->networks[n], now);
+        pool_chain_refresh(&pool->networks[n], now); /* the probes' heads, whichever worker probed */
+    }
     /* An operator's drain changes the network's level: every worker that
      * sees it re-checks, and the level's CAS makes that one event. */
     for (size_t n = 0; n < pool->nnetworks; n++)

@@ -1,0 +1,102 @@
+// The chain view in routing (issue 21): three fake providers at different,
+// frozen heads. A `latest` read goes only to an endpoint within
+// max_lag_blocks of the head, a call for a block only the highest endpoint
+// has is answered by it, and eth_blockNumber never goes backwards.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startFake, startSluice, post, call, sleep, waitFor, adminGet } from '../lib/harness.mjs';
+
+const started = [];
+after(async () => { await Promise.all(started.map((p) => p.stop())); });
+
+const TOP = 1000100;
+const FAST = 'ranking: { probe_interval_ms: 200 }';
+const ADDR = '0x000000000000000000000000000000000000dead';
+
+const frozenAt = (name, head) => startFake({ name, args: ['--block', String(head), '--block-time-ms', '0'] });
+
+async function endpointsView(s) {
+  return Object.fromEntries((await adminGet(s, '/admin/endpoints')).json.map((e) => [e.id, e]));
+}
+
+// c is 5 blocks behind (within ranking.max_lag, beyond max_lag_blocks: 2) and
+// the fastest, so the ranking alone would send it everything; b is 2 behind.
+async function threeHeads() {
+  const c = await frozenAt('c', TOP - 5), a = await frozenAt('a', TOP), b = await frozenAt('b', TOP - 2);
+  started.push(a, b, c);
+  await a.setMode('slow', { delay_ms: 40 });
+  await b.setMode('slow', { delay_ms: 40 });
+  const s = await startSluice({ workers: 2, networks: { eth: {
+    lines: [FAST, 'hedge: { enabled: false }'],
+    endpoints: [{ id: 'c', url: c.url }, { id: 'a', url: a.url }, { id: 'b', url: b.url }] } } });
+  started.push(s);
+  await waitFor(async () => { const v = await endpointsView(s); return v.c.score?.lag === 5 && v.b.score?.lag === 2 && v.c.position === 1; },
+    { timeoutMs: 8000, what: 'probes saw the three heads, c ranked first' });
+  await sleep(300); // both workers' ticks have fed the heads to their views
+  return { a, b, c, s };
+}
+
+test('latest reads skip an endpoint past max_lag_blocks; a block only the top has is answered by it', async () => {
+  const { a, b, c, s } = await threeHeads();
+  await Promise.all([a.reset(), b.reset(), c.reset()]);
+  // a read of a tag the view does not gate still follows the ranking: c
+  const fin = await post(s.url('eth'), call('eth_getBlockByNumber', ['finalized', false]));
+  assert.equal(fin.headers.get('x-sluice-endpoint'), 'c');
+  const seen = {};
+  for (let i = 0; i < 40; i++) {
+    const r = await post(s.url('eth'), call('eth_getBalance', [ADDR, 'latest'], i));
+    assert.equal(r.status, 200, r.text);
+    const ep = r.headers.get('x-sluice-endpoint');
+    seen[ep] = (seen[ep] ?? 0) + 1;
+  }
+  console.log('latest eth_getBalance answered by', JSON.stringify(seen));
+  assert.equal(seen.c ?? 0, 0, 'no latest read from the endpoint 5 blocks behind');
+  assert.equal((await c.stats()).methods.eth_getBalance ?? 0, 0, 'c was never sent one');
+
+  const top = '0x' + TOP.toString(16);
+  for (let i = 0; i < 5; i++) {
+    const r = await post(s.url('eth'), call('eth_getBlockByNumber', [top, false], i));
+    assert.equal(r.headers.get('x-sluice-endpoint'), 'a', r.text);
+    assert.equal(r.json.result?.number, top, r.text);
+  }
+  const bm = (await b.stats()).methods.eth_getBlockByNumber ?? 0, cm = (await c.stats()).methods.eth_getBlockByNumber ?? 0;
+  assert.equal(bm, 0, 'b (2 behind) was not asked for the top block');
+  assert.equal(cm, 1, 'c got only the finalized read');
+  // a block nobody has: everyone may try, and null is the answer
+  const r = await post(s.url('eth'), call('eth_getBlockByNumber', ['0x' + (TOP + 50).toString(16), false]));
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.json.result, null);
+});
+
+test('200 eth_blockNumber calls over three endpoints at different heads never go backwards', async () => {
+  // a has the head but takes two calls at a time: the rest spill to b and c
+  const a = await frozenAt('a', TOP), b = await frozenAt('b', TOP - 1), c = await frozenAt('c', TOP - 2);
+  started.push(a, b, c);
+  await a.setMode('slow', { delay_ms: 30 });
+  const s = await startSluice({ workers: 2, networks: { eth: {
+    lines: [FAST, 'hedge: { enabled: false }'],
+    endpoints: [{ id: 'a', url: a.url, max_inflight: 2 }, { id: 'b', url: b.url }, { id: 'c', url: c.url }] } } });
+  started.push(s);
+  await waitFor(async () => { const v = await endpointsView(s); return v.c.score?.lag === 2 && v.b.score?.lag === 1; },
+    { timeoutMs: 8000, what: 'probes saw the three heads' });
+  await sleep(300);
+  const byEp = {}, heads = [];
+  let floor = 0;
+  for (let wave = 0; wave < 20; wave++) {
+    const rs = await Promise.all(Array.from({ length: 10 }, (_, i) => post(s.url('eth'), call('eth_blockNumber', [], wave * 10 + i))));
+    let top = floor;
+    for (const r of rs) {
+      assert.equal(r.status, 200, r.text);
+      const n = Number(BigInt(r.json.result));
+      assert.ok(n >= floor, `wave ${wave}: ${n} after ${floor} was served`);
+      top = Math.max(top, n);
+      heads.push(n);
+      const ep = r.headers.get('x-sluice-endpoint');
+      byEp[ep] = (byEp[ep] ?? 0) + 1;
+    }
+    floor = top;
+  }
+  console.log('eth_blockNumber answered by', JSON.stringify(byEp), 'heads seen', JSON.stringify([...new Set(heads)]));
+  assert.ok((byEp.b ?? 0) + (byEp.c ?? 0) > 0, 'some calls were answered by the lower endpoints');
+  assert.deepEqual([...new Set(heads)], [TOP], 'every call got the network head');
+});

@@ -1,0 +1,100 @@
+/* tests/pool/test_call_chain.c: the chain satellite (pool/pool_chain_call.c)
+ * over the scripted transport: with the view's heads set, which endpoint a
+ * latest read, a numbered block and a write go to, what happens when the
+ * fit endpoint fails, and the head eth_blockNumber is answered with. */
+#include "tests/pool/scripted.h"
+
+#define BN "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"eth_blockNumber\",\"params\":[]}"
+#define BAL "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"eth_getBalance\",\"params\":[\"0x00000000000000000000000000000000000000aa\",\"latest\"]}"
+#define BLOCK_100 "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"eth_getBlockByNumber\",\"params\":[\"0x64\",false]}"
+#define BLOCK_512 "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"eth_getBlockByNumber\",\"params\":[\"0x200\",false]}"
+#define SEND "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"eth_sendRawTransaction\",\"params\":[\"0x02f86b\"]}"
+#define OK_NULL "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":null}"
+
+TestSuite(call_chain, .fini = sc_close);
+
+static sc_call_t c;
+
+/* n endpoints whose heads the view holds (0: never seen), max_lag_blocks 2. */
+static void open_at(const uint64_t *heads, size_t n)
+{
+    sc_conf(n);
+    sc.conf.max_lag_blocks = 2;
+    sc_open();
+    for (size_t i = 0; i < n; i++)
+        if (heads[i] != 0)
+            pool_chain_observe_head(sc_ep((int)i), POLICY_HEAD_LATEST, heads[i], 1);
+}
+
+Test(call_chain, a_latest_read_skips_an_endpoint_past_max_lag)
+{
+    open_at((const uint64_t[]){95, 100, 99}, 3);
+    sc_start_one(&c, BAL, 0);
+    cr_assert_eq(sc.natt, 1, "e0 was skipped without a request");
+    cr_expect_eq(sc_att(0)->ep, 1);
+}
+
+Test(call_chain, an_endpoint_never_seen_is_no_reason_to_skip)
+{
+    open_at((const uint64_t[]){0, 100}, 2);
+    sc_start_one(&c, BAL, 0);
+    cr_expect_eq(sc_att(0)->ep, 0);
+}
+
+Test(call_chain, with_no_fit_endpoint_left_the_lagging_one_answers)
+{
+    open_at((const uint64_t[]){95, 100}, 2);
+    sc_start_one(&c, BAL, 0);
+    cr_assert_eq(sc_att(0)->ep, 1);
+    sc_reply(0, 503, "");
+    sc_wait_attempts(2);
+    cr_expect_eq(sc_att(1)->ep, 0, "the next round: better a lagging answer than none");
+    sc_reply(1, 200, OK_NULL);
+    sc_wait_done(&c.done);
+    sc_expect_answer(&c.item, 0, OK_NULL);
+}
+
+Test(call_chain, a_numbered_block_goes_to_an_endpoint_that_has_it)
+{
+    open_at((const uint64_t[]){99, 98, 100}, 3);
+    sc_start_one(&c, BLOCK_100, 0);
+    cr_expect_eq(sc_att(0)->ep, 2);
+}
+
+Test(call_chain, a_block_nobody_has_yet_follows_the_plan)
+{
+    open_at((const uint64_t[]){99, 100}, 2);
+    sc_start_one(&c, BLOCK_512, 0);
+    cr_expect_eq(sc_att(0)->ep, 0);
+}
+
+Test(call_chain, a_write_is_never_gated)
+{
+    open_at((const uint64_t[]){50, 100}, 2);
+    sc_start_one(&c, SEND, 0);
+    cr_expect_eq(sc_att(0)->ep, 0);
+}
+
+Test(call_chain, eth_block_number_is_answered_with_the_network_head)
+{
+    open_at((const uint64_t[]){99, 100}, 2);
+    sc_start_one(&c, BN, 0);
+    cr_assert_eq(sc_att(0)->ep, 0, "within max_lag_blocks: e0 may take it");
+    sc_reply(0, 200, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"0x63\"}");
+    sc_wait_done(&c.done);
+    sc_expect_answer(&c.item, 0, "{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":\"0x64\"}");
+    cr_expect(sc_answer_id_is(&c.item, "0"), "the client's id goes over the 0");
+    cr_expect_eq(sc.net->chain.floor[POLICY_HEAD_LATEST], 100);
+}
+
+Test(call_chain, a_higher_answer_raises_the_head_and_is_kept_as_it_is)
+{
+    open_at((const uint64_t[]){99, 100}, 2);
+    sc_start_one(&c, BN, 0);
+    const char *ans = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"0x65\"}";
+    sc_reply(0, 200, ans);
+    sc_wait_done(&c.done);
+    sc_expect_answer(&c.item, 0, ans);
+    cr_expect_eq(sc.net->chain.ep[0].head[POLICY_HEAD_LATEST], 101, "the answer is the endpoint's head");
+    cr_expect_eq(sc.net->chain.floor[POLICY_HEAD_LATEST], 101);
+}
