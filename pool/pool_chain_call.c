@@ -95,6 +95,15 @@ static pool_gate_t row_gate(pool_call_t *call, int ep, int may_wait)
     return POOL_GATE_GO;
 }
 
+int pool_chain_null_is_behind(const pool_call_t *call, int ep)
+{
+    const pool_network_t *net = call->net;
+    if (!call->chain.has_block || call->nitems != 1 || net->nendpoints > POLICY_CHAINVIEW_MAX_ENDPOINTS)
+        return 0;
+    uint64_t among = net->nendpoints == 64 ? UINT64_MAX : (UINT64_C(1) << net->nendpoints) - 1;
+    return policy_chainview_null_is_behind(&net->chain, (uint32_t)ep, call->chain.block, among);
+}
+
 static void row_started(pool_call_t *call, int ep, int is_write)
 {
     (void)is_write;

@@ -12,6 +12,8 @@
 
 #include <stdint.h>
 
+#include "pool/pool.h"
+
 /* What a call names, read once at its start (pool_chain_call.c). */
 typedef struct pool_chain_call {
     uint8_t gated;                /* reads only, and one names a block or reads latest */
@@ -22,5 +24,9 @@ typedef struct pool_chain_call {
     uint64_t served;              /* items (bit i: item i < 64) whose head answer was served */
     uint64_t sent_to;             /* endpoints (bit i) this call's own attempts went to, any round */
 } pool_chain_call_t;
+
+/* 1 if a null result from endpoint ep for call (a single item naming a block
+ * number) means ep is behind: another endpoint has that block. */
+int pool_chain_null_is_behind(const pool_call_t *call, int ep);
 
 #endif

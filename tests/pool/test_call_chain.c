@@ -98,3 +98,27 @@ Test(call_chain, a_higher_answer_raises_the_head_and_is_kept_as_it_is)
     cr_expect_eq(sc.net->chain.ep[0].head[POLICY_HEAD_LATEST], 101, "the answer is the endpoint's head");
     cr_expect_eq(sc.net->chain.floor[POLICY_HEAD_LATEST], 101);
 }
+
+Test(call_chain, a_null_for_a_block_another_endpoint_has_goes_to_the_next)
+{
+    open_at((const uint64_t[]){0, 100}, 2);
+    sc_start_one(&c, BLOCK_100, 0);
+    cr_assert_eq(sc_att(0)->ep, 0, "e0's head is unknown: it may take it");
+    sc_reply(0, 200, OK_NULL);
+    sc_wait_attempts(2);
+    cr_expect_eq(sc_att(1)->ep, 1, "e0 is behind block 100, which e1 has");
+    const char *block = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"number\":\"0x64\"}}";
+    sc_reply(1, 200, block);
+    sc_wait_done(&c.done);
+    sc_expect_answer(&c.item, 1, block);
+}
+
+Test(call_chain, a_null_nobody_is_past_is_the_answer)
+{
+    open_at((const uint64_t[]){0, 99}, 2);
+    sc_start_one(&c, BLOCK_100, 0);
+    sc_reply(0, 200, OK_NULL);
+    sc_wait_done(&c.done);
+    sc_expect_answer(&c.item, 0, OK_NULL);
+    cr_expect_eq(sc.natt, 1);
+}
