@@ -4,6 +4,8 @@
  * fit endpoint fails, and the head eth_blockNumber is answered with. */
 #include "tests/pool/scripted.h"
 
+#include <criterion/parameterized.h>
+
 #define BN "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"eth_blockNumber\",\"params\":[]}"
 #define BAL "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"eth_getBalance\",\"params\":[\"0x00000000000000000000000000000000000000aa\",\"latest\"]}"
 #define BLOCK_100 "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"eth_getBlockByNumber\",\"params\":[\"0x64\",false]}"
@@ -26,21 +28,6 @@ static void open_at(const uint64_t *heads, size_t n)
             pool_chain_observe_head(sc_ep((int)i), POLICY_HEAD_LATEST, heads[i], 1);
 }
 
-Test(call_chain, a_latest_read_skips_an_endpoint_past_max_lag)
-{
-    open_at((const uint64_t[]){95, 100, 99}, 3);
-    sc_start_one(&c, BAL, 0);
-    cr_assert_eq(sc.natt, 1, "e0 was skipped without a request");
-    cr_expect_eq(sc_att(0)->ep, 1);
-}
-
-Test(call_chain, an_endpoint_never_seen_is_no_reason_to_skip)
-{
-    open_at((const uint64_t[]){0, 100}, 2);
-    sc_start_one(&c, BAL, 0);
-    cr_expect_eq(sc_att(0)->ep, 0);
-}
-
 Test(call_chain, with_no_fit_endpoint_left_the_lagging_one_answers)
 {
     open_at((const uint64_t[]){95, 100}, 2);
@@ -54,25 +41,38 @@ Test(call_chain, with_no_fit_endpoint_left_the_lagging_one_answers)
     sc_expect_answer(&c.item, 0, OK_NULL);
 }
 
-Test(call_chain, a_numbered_block_goes_to_an_endpoint_that_has_it)
+/* Where a call's first attempt goes, by the heads the view holds. */
+typedef struct first_case {
+    const char *name;
+    uint64_t heads[3];            /* 0: never seen */
+    size_t n;
+    const char *raw;
+    int want;
+} first_case_t;
+
+static const first_case_t first_cases[] = {
+    {"a latest read skips an endpoint past max_lag", {95, 100, 99}, 3, BAL, 1},
+    {"an endpoint never seen is no reason to skip", {0, 100}, 2, BAL, 0},
+    {"a numbered block goes to an endpoint that has it", {99, 98, 100}, 3, BLOCK_100, 2},
+    {"a block nobody has yet follows the plan", {99, 100}, 2, BLOCK_512, 0},
+    {"a write is never gated", {50, 100}, 2, SEND, 0},
+};
+
+ParameterizedTestParameters(call_chain, first_attempt)
 {
-    open_at((const uint64_t[]){99, 98, 100}, 3);
-    sc_start_one(&c, BLOCK_100, 0);
-    cr_expect_eq(sc_att(0)->ep, 2);
+    static size_t idx[sizeof(first_cases) / sizeof(first_cases[0])];
+    for (size_t i = 0; i < sizeof(idx) / sizeof(idx[0]); i++)
+        idx[i] = i;
+    return cr_make_param_array(size_t, idx, sizeof(idx) / sizeof(idx[0]));
 }
 
-Test(call_chain, a_block_nobody_has_yet_follows_the_plan)
+ParameterizedTest(size_t *i, call_chain, first_attempt)
 {
-    open_at((const uint64_t[]){99, 100}, 2);
-    sc_start_one(&c, BLOCK_512, 0);
-    cr_expect_eq(sc_att(0)->ep, 0);
-}
-
-Test(call_chain, a_write_is_never_gated)
-{
-    open_at((const uint64_t[]){50, 100}, 2);
-    sc_start_one(&c, SEND, 0);
-    cr_expect_eq(sc_att(0)->ep, 0);
+    const first_case_t *k = &first_cases[*i];
+    open_at(k->heads, k->n);
+    sc_start_one(&c, k->raw, 0);
+    cr_assert_eq(sc.natt, 1, "%s: one attempt, the skipped endpoints sent nothing", k->name);
+    cr_expect_eq(sc_att(0)->ep, k->want, "%s: sent to e%d", k->name, sc_att(0)->ep);
 }
 
 Test(call_chain, eth_block_number_is_answered_with_the_network_head)
