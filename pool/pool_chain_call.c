@@ -180,9 +180,11 @@ static int row_done(pool_call_t *call, pool_exchange_t *ex)
         call->chain.served |= UINT64_C(1) << i;
         policy_head_kind_t kind = head_kind(net->conf->chain, it);
         pool_chain_observe_head(&net->endpoints[ep], kind, answered, now);
+        pool_chain_sync(net, now); /* what the other workers served and saw */
         int regressed = 0;
         uint64_t head = policy_chainview_serve_head(&net->chain, kind, answered, pool_chain_usable(net, now),
                                                     &regressed);
+        pool_chain_publish(&net->endpoints[ep], kind, answered, now);
         if (head != answered)
             serve(call, it, head);
     }

@@ -150,6 +150,7 @@ struct pool_network {
     uint64_t challenger_since_ms;
     uint64_t best_head;           /* highest fresh head among the endpoints */
     policy_chainview_t chain;     /* this worker's chain view (pool_chain.c): heads and the floor served */
+    uint64_t chain_shared[POLICY_HEAD_KIND_COUNT]; /* the shared floor as last read or raised */
     pool_pressure_t pressure;
     struct pool_share *share;     /* each identity's part of the depth (pool_share.c) */
     h2o_linklist_t waiters;       /* confirmation polls waiting for a slot, oldest first */
@@ -290,8 +291,9 @@ int pool_rank_parse_head(const char *body, size_t len, uint64_t *head);
  * Fed by the probes' heads (every worker reads them from the shared endpoint
  * records on its tick) and by eth_blockNumber / getSlot answers flowing
  * through (the chain satellite, pool_chain_call.c); read by that satellite's
- * gate and by the head it serves. The floor of served heads is this
- * worker's own. */
+ * gate and by the head it serves. The floor of served heads and the heads
+ * seen in answers are shared with the other workers (state_chain_*, the
+ * endpoint records) when a head is served. */
 void pool_chain_init(pool_network_t *net);
 /* After a snapshot: feeds each endpoint's probe head that is new since the last feed. */
 void pool_chain_refresh(pool_network_t *net, uint64_t now_ms);
@@ -302,6 +304,15 @@ policy_head_kind_t pool_chain_probe_kind(const pool_network_t *net);
 void pool_chain_observe_head(pool_endpoint_t *ep, policy_head_kind_t kind, uint64_t height, uint64_t now_ms);
 /* The mask (bit i: endpoint i) of the endpoints the plan may use now. */
 uint64_t pool_chain_usable(pool_network_t *net, uint64_t now_ms);
+/* Before a head is served: the other workers' part, read now (a fresh
+ * snapshot): the shared floor, and each endpoint's shared head as evidence
+ * (a head another worker saw in an answer). No shared state: nothing. */
+void pool_chain_sync(pool_network_t *net, uint64_t now_ms);
+/* After a head of kind was served from ep's answer: ep's head (if it is
+ * above its shared record's, and of the kind probes write there), then the
+ * view's floor, raised in shared state in that order, so a worker that
+ * reads the floor finds an endpoint at it. */
+void pool_chain_publish(pool_endpoint_t *ep, policy_head_kind_t kind, uint64_t answered, uint64_t now_ms);
 
 /* pool_endpoint.c */
 SL_MUST_CHECK sl_err_t pool_endpoint_init(pool_endpoint_t *ep, pool_network_t *net, int index,

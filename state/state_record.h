@@ -280,6 +280,17 @@ typedef struct state_pressure_rec {
 
 extern const state_schema_t state_pressure_schema;
 
+/* "chain/<network>" in meta: the floor of heads served to clients, per head
+ * kind (policy_head_kind_t: latest, safe, finalized), shared by every worker's
+ * chain view (pool/pool_chain.c); only ever raised (state_chain_raise). */
+#define STATE_CHAIN_KINDS 3
+typedef struct state_chain_rec {
+    uint64_t floor[STATE_CHAIN_KINDS];
+    uint64_t updated_ms;          /* shared time of the last raise */
+} state_chain_rec_t;
+
+extern const state_schema_t state_chain_schema;
+
 #define STATE_SETTLE_BUCKETS 16       /* policy_settle_bounds_us */
 #define STATE_PRESSURE_MAX_EP 64      /* POOL_MAX_ENDPOINTS */
 

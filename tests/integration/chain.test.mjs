@@ -100,3 +100,36 @@ test('200 eth_blockNumber calls over three endpoints at different heads never go
   assert.ok((byEp.b ?? 0) + (byEp.c ?? 0) > 0, 'some calls were answered by the lower endpoints');
   assert.deepEqual([...new Set(heads)], [TOP], 'every call got the network head');
 });
+
+test('heads that move: eth_blockNumber never goes backwards across two workers', async () => {
+  // three chains a block apart, each moving on every 150 ms; calls ten at a
+  // time (several connections: both workers serve), each wave after the last
+  const moving = (name, head) => startFake({ name, args: ['--block', String(head), '--block-time-ms', '150'] });
+  const a = await moving('a', TOP), b = await moving('b', TOP - 1), c = await moving('c', TOP - 2);
+  started.push(a, b, c);
+  await a.setMode('slow', { delay_ms: 20 });
+  const s = await startSluice({ workers: 2, networks: { eth: {
+    lines: [FAST, 'hedge: { enabled: false }'],
+    endpoints: [{ id: 'a', url: a.url, max_inflight: 2 }, { id: 'b', url: b.url }, { id: 'c', url: c.url }] } } });
+  started.push(s);
+  await sleep(600);
+  const byEp = {};
+  let floor = 0, first = 0, backwards = 0;
+  for (let wave = 0; wave < 20; wave++) {
+    const rs = await Promise.all(Array.from({ length: 10 }, (_, i) => post(s.url('eth'), call('eth_blockNumber', [], wave * 10 + i))));
+    let top = floor;
+    for (const r of rs) {
+      assert.equal(r.status, 200, r.text);
+      const n = Number(BigInt(r.json.result));
+      if (n < floor) backwards++;
+      top = Math.max(top, n);
+      first = first || n;
+      const ep = r.headers.get('x-sluice-endpoint');
+      byEp[ep] = (byEp[ep] ?? 0) + 1;
+    }
+    floor = top;
+  }
+  console.log('moving heads: answered by', JSON.stringify(byEp), `heads ${first}..${floor}`, `backwards ${backwards}`);
+  assert.equal(backwards, 0, 'no answer below one served in an earlier wave');
+  assert.ok(floor > first, 'the head moved during the test');
+});
