@@ -101,6 +101,13 @@ static cJSON *endpoint_json(const admin_ep_view_t *v, uint64_t now)
         cJSON_AddNullToObject(o, "excluded");
     if (v->has_ranked)
         cJSON_AddItemToObject(o, "score", score_json(v));
+    /* the chain view's head of the endpoint as every worker shares it: the
+     * probes' and the highest seen in an answer; finalized is not probed yet */
+    if (v->rec.head != 0)
+        cJSON_AddNumberToObject(o, "head", (double)v->rec.head);
+    else
+        cJSON_AddNullToObject(o, "head");
+    cJSON_AddNullToObject(o, "finalized");
     cJSON *probe = cJSON_AddObjectToObject(o, "probe");
     cJSON_AddNumberToObject(probe, "head", (double)v->rec.head);
     add_time(probe, "head_at", v->rec.head_at_ms);

@@ -93,6 +93,7 @@ typedef struct admin_net_view {
     const pool_network_conf_t *net;
     state_pressure_rec_t rec;
     state_pressure_slot_rec_t sum;
+    state_chain_rec_t chain;      /* the heads served on the network */
     policy_pressure_inputs_t in;
     uint32_t slots[POOL_MAX_ENDPOINTS]; /* what each endpoint adds to the ceiling (0: not usable) */
 } admin_net_view_t;

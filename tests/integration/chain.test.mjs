@@ -99,6 +99,13 @@ test('200 eth_blockNumber calls over three endpoints at different heads never go
   console.log('eth_blockNumber answered by', JSON.stringify(byEp), 'heads seen', JSON.stringify([...new Set(heads)]));
   assert.ok((byEp.b ?? 0) + (byEp.c ?? 0) > 0, 'some calls were answered by the lower endpoints');
   assert.deepEqual([...new Set(heads)], [TOP], 'every call got the network head');
+  // the operator sees each endpoint's head, the network's, and the head served
+  const v = await endpointsView(s);
+  assert.deepEqual([v.a.head, v.b.head, v.c.head], [TOP, TOP - 1, TOP - 2]);
+  assert.equal(v.a.finalized, null, 'finalized is not probed yet');
+  const net = (await adminGet(s, '/admin/networks')).json.find((x) => x.network === 'eth');
+  assert.equal(net.head, TOP);
+  assert.equal(net.served_head, TOP);
 });
 
 test('heads that move: eth_blockNumber never goes backwards across two workers', async () => {
