@@ -50,7 +50,7 @@ uint64_t pool_chain_usable(pool_network_t *net, uint64_t now_ms)
 {
     uint64_t mask = 0;
     for (size_t i = 0; i < net->nendpoints && i < POLICY_CHAINVIEW_MAX_ENDPOINTS; i++)
-        if (pool_health_usable(&net->endpoints[i], now_ms))
+        if (pool_health_usable(&net->endpoints[i], now_ms) && !pool_demoted(&net->endpoints[i], now_ms))
             mask |= UINT64_C(1) << i;
     return mask;
 }

@@ -73,10 +73,20 @@ static int fits(const pool_call_t *call, int ep, uint64_t usable)
     return !c->has_block || policy_chainview_block_ok(v, (uint32_t)ep, c->block, usable);
 }
 
+/* 1 if the plan may still send the call to j: what pool_call_plan_next asks
+ * (not tried, usable, a free slot), and not sent to in an earlier round. */
+static int still_open(const pool_call_t *call, size_t j, uint64_t usable)
+{
+    const pool_endpoint_t *e = &call->net->endpoints[j];
+    return !call->tried[j] && !(call->chain.sent_to >> j & 1) && (usable >> j & 1) &&
+           e->link.inflight < e->max_inflight;
+}
+
 /* SKIP (ep marked tried, as the loop expects of a skip) when ep lacks what
- * the call names and another usable endpoint has it that the call has not
- * been sent to yet, in this round or an earlier one; else GO: once the fit
- * endpoints failed it, the next round tries the others. */
+ * the call names and another endpoint that has it is still open to the call;
+ * else GO: a fit endpoint that is full, or failed the call, leaves the
+ * others to take it (a skip with nothing left to try would answer
+ * "unavailable" without an attempt). */
 static pool_gate_t row_gate(pool_call_t *call, int ep, int may_wait)
 {
     (void)may_wait;
@@ -87,8 +97,7 @@ static pool_gate_t row_gate(pool_call_t *call, int ep, int may_wait)
     if (fits(call, ep, usable))
         return POOL_GATE_GO;
     for (size_t j = 0; j < net->nendpoints; j++)
-        if ((int)j != ep && !call->tried[j] && !(call->chain.sent_to >> j & 1) && (usable >> j & 1) &&
-            fits(call, (int)j, usable)) {
+        if ((int)j != ep && still_open(call, j, usable) && fits(call, (int)j, usable)) {
             call->tried[ep] = 1;
             return POOL_GATE_SKIP;
         }
@@ -181,9 +190,12 @@ static int row_done(pool_call_t *call, pool_exchange_t *ex)
         policy_head_kind_t kind = head_kind(net->conf->chain, it);
         pool_chain_observe_head(&net->endpoints[ep], kind, answered, now);
         pool_chain_sync(net, now); /* what the other workers served and saw */
+        /* an endpoint this call was sent to and that did not answer it is not
+         * one to vouch for a head (a killed node's breaker may not be open yet) */
+        uint64_t failed_here = call->chain.sent_to & ~(UINT64_C(1) << ep);
         int regressed = 0;
-        uint64_t head = policy_chainview_serve_head(&net->chain, kind, answered, pool_chain_usable(net, now),
-                                                    &regressed);
+        uint64_t head = policy_chainview_serve_head(&net->chain, kind, answered,
+                                                    pool_chain_usable(net, now) & ~failed_here, &regressed);
         pool_chain_publish(&net->endpoints[ep], kind, answered, now);
         if (head != answered)
             serve(call, it, head);

@@ -302,7 +302,9 @@ void pool_chain_refresh(pool_network_t *net, uint64_t now_ms);
 policy_head_kind_t pool_chain_probe_kind(const pool_network_t *net);
 /* ep's head of kind is height now (a probe, an eth_blockNumber answer). */
 void pool_chain_observe_head(pool_endpoint_t *ep, policy_head_kind_t kind, uint64_t height, uint64_t now_ms);
-/* The mask (bit i: endpoint i) of the endpoints the plan may use now. */
+/* The mask (bit i: endpoint i) of the endpoints the plan may use now and
+ * that are not demoted: one whose cheap reads just timed out or were reset
+ * (a node killed before its breaker opened) vouches for no head. */
 uint64_t pool_chain_usable(pool_network_t *net, uint64_t now_ms);
 /* Before a head is served: the other workers' part, read now (a fresh
  * snapshot): the shared floor, and each endpoint's shared head as evidence

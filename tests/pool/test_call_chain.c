@@ -122,3 +122,27 @@ Test(call_chain, a_null_nobody_is_past_is_the_answer)
     sc_expect_answer(&c.item, 0, OK_NULL);
     cr_expect_eq(sc.natt, 1);
 }
+
+Test(call_chain, an_endpoint_that_failed_the_call_vouches_for_no_head)
+{
+    open_at((const uint64_t[]){100, 98}, 2);
+    sc_start_one(&c, BN, 0);
+    cr_assert_eq(sc_att(0)->ep, 0);
+    sc_reply(0, 503, "");
+    sc_wait_attempts(2);
+    const char *ans = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"0x62\"}";
+    sc_reply(1, 200, ans);
+    sc_wait_done(&c.done);
+    sc_expect_answer(&c.item, 1, ans); /* e0 at 100 just failed it: e1's own head is the answer */
+}
+
+Test(call_chain, a_fit_endpoint_that_is_full_leaves_the_call_to_the_others)
+{
+    open_at((const uint64_t[]){95, 100}, 2);
+    sc_ep(1)->max_inflight = 1;
+    sc_ep(1)->link.inflight = 1; /* busy with another call */
+    sc_start_one(&c, BAL, 0);
+    cr_assert_eq(sc.natt, 1, "an attempt, not an 'unavailable' without one");
+    cr_expect_eq(sc_att(0)->ep, 0);
+    sc_ep(1)->link.inflight = 0;
+}
