@@ -136,3 +136,28 @@ test('heads that move: eth_blockNumber never goes backwards across two workers',
   assert.equal(backwards, 0, 'no answer below one served in an earlier wave');
   assert.ok(last > first, 'the head moved during the test');
 });
+
+test('Solana: minContextSlot goes to an endpoint that reached it; getSlot is the network slot', async () => {
+  const SLOT = 300000000;
+  const sol = (name, slot) => startFake({ name, chain: 'solana', args: ['--block', String(slot), '--block-time-ms', '0'] });
+  const b = await sol('b', SLOT - 5), a = await sol('a', SLOT);
+  started.push(a, b);
+  await a.setMode('slow', { delay_ms: 40 }); // b, 5 slots behind (within max_lag_slots), ranks first
+  const s = await startSluice({ workers: 2, networks: { sol: { chain: 'solana',
+    lines: [FAST, 'hedge: { enabled: false }'], endpoints: [{ id: 'b', url: b.url }, { id: 'a', url: a.url }] } } });
+  started.push(s);
+  await waitFor(async () => { const v = await endpointsView(s); return v.b.position === 1 && v.a.head === SLOT && v.b.head === SLOT - 5; },
+    { timeoutMs: 8000, what: 'probes saw both slots, b ranked first' });
+  await sleep(300);
+  const plain = await post(s.url('sol'), call('getBalance', ['11111111111111111111111111111111']));
+  assert.equal(plain.headers.get('x-sluice-endpoint'), 'b', 'within max_lag_slots: the ranking decides');
+  for (let i = 0; i < 5; i++) {
+    const r = await post(s.url('sol'), call('getBalance', ['11111111111111111111111111111111', { minContextSlot: SLOT }], i));
+    assert.equal(r.headers.get('x-sluice-endpoint'), 'a', r.text);
+    assert.equal(r.json.error, undefined, r.text);
+  }
+  const slots = new Set();
+  for (let i = 0; i < 10; i++) slots.add((await post(s.url('sol'), call('getSlot', [], i))).json.result);
+  console.log('solana getSlot answers', JSON.stringify([...slots]));
+  assert.deepEqual([...slots], [SLOT], "b's answers carry the network's slot");
+});
