@@ -50,6 +50,7 @@ static cJSON *score_json(const admin_ep_view_t *v)
         [STATE_EXCLUDED_ERRORS] = "error ratio too high",
         [STATE_EXCLUDED_DNS_FAILED] = ADMIN_DNS_FAILED,
         [STATE_EXCLUDED_DNS_TIMEOUT] = ADMIN_DNS_TIMEOUT,
+        [STATE_EXCLUDED_WRONG_CHAIN] = "wrong chain",
     };
     cJSON *sc = cJSON_CreateObject();
     cJSON_AddNumberToObject(sc, "cost", v->ranked.score_milli / 1000.0);

@@ -75,6 +75,7 @@ typedef struct admin_ep_view {
     int usable;
     int demoted;                  /* last in the plan until rec.demoted_until_ms */
     const char *excluded;         /* why not usable, or NULL */
+    char wrong_chain[96];         /* "wrong chain (want 0x1)", excluded's text for a wrong-chain endpoint */
     int position;                 /* 1-based place in the plan, 0 if excluded */
     state_stats_rec_t ranked;     /* the freshest worker's ranking fields */
     int has_ranked;

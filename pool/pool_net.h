@@ -11,6 +11,7 @@
 #include "pool/pool.h"
 #include "pool/pool_link.h"
 #include "policy/attempt.h"
+#include "policy/chainid.h"
 #include "policy/chainview.h"
 #include "policy/cost.h"
 #include "policy/demote.h"
@@ -94,6 +95,11 @@ struct pool_endpoint {
     policy_roll_t rate_roll;      /* calls, billed and throughput credits spent here */
     uint64_t rate_v[POLICY_ROLL_SLOTS][POOL_RATE_COUNT];
     uint64_t chain_fed_ms;        /* head_at_ms of the probe head last fed to the chain view (pool_chain.c) */
+    char chain_id[POLICY_CHAINID_MAX]; /* its eth_chainId / genesis hash, normal form ("" unknown) */
+    uint8_t wrong_chain;          /* chain_id is not the network's: out of every plan */
+    uint8_t id_probing;           /* an identity probe is under way ... */
+    pool_exchange_t id_probe;     /* ... this one (pool_chainid.c) */
+    uint64_t id_next_ms;          /* when the next one is due */
 };
 
 /* How the call layer counts into an endpoint's record of this worker: one
@@ -151,6 +157,7 @@ struct pool_network {
     uint64_t best_head;           /* highest fresh head among the endpoints */
     policy_chainview_t chain;     /* this worker's chain view (pool_chain.c): heads and the floor served */
     uint64_t chain_shared[POLICY_HEAD_KIND_COUNT]; /* the shared floor as last read or raised */
+    char chain_want[POLICY_CHAINID_MAX]; /* chain_id / genesis_hash configured, normal form ("": not checked) */
     pool_pressure_t pressure;
     struct pool_share *share;     /* each identity's part of the depth (pool_share.c) */
     h2o_linklist_t waiters;       /* confirmation polls waiting for a slot, oldest first */
@@ -316,11 +323,23 @@ void pool_chain_sync(pool_network_t *net, uint64_t now_ms);
  * reads the floor finds an endpoint at it. */
 void pool_chain_publish(pool_endpoint_t *ep, policy_head_kind_t kind, uint64_t answered, uint64_t now_ms);
 
+/* pool_chainid.c: chain identity, when the network configures chain_id
+ * (genesis_hash): each worker asks every endpoint for its eth_chainId
+ * (getGenesisHash) on its first tick and every POOL_CHAINID_EVERY probe
+ * intervals; one that reports another chain is wrong_chain: unusable, so in
+ * no plan, until it reports the right one. Worker 1 records the
+ * endpoint_wrong_chain event of each change. */
+#define POOL_CHAINID_EVERY 10
+void pool_chainid_init(pool_network_t *net);
+void pool_chainid_tick(pool_endpoint_t *ep, uint64_t now_ms);
+void pool_chainid_dispose(pool_endpoint_t *ep);
+
 /* pool_endpoint.c */
 SL_MUST_CHECK sl_err_t pool_endpoint_init(pool_endpoint_t *ep, pool_network_t *net, int index,
                                           const pool_endpoint_conf_t *conf, uint32_t nworkers);
 void pool_endpoint_dispose(pool_endpoint_t *ep);
-/* STATE_EXCLUDED_DNS_* while the host name does not resolve, else 0. */
+/* STATE_EXCLUDED_DNS_* while the host name does not resolve,
+ * STATE_EXCLUDED_WRONG_CHAIN while it is on another chain, else 0. */
 uint8_t pool_endpoint_dns_excluded(const pool_endpoint_t *ep);
 
 #endif

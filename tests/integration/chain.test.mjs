@@ -4,7 +4,7 @@
 // has is answered by it, and eth_blockNumber never goes backwards.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startFake, startSluice, post, call, sleep, waitFor, adminGet } from '../lib/harness.mjs';
+import { startFake, startSluice, post, call, sleep, waitFor, adminGet, events } from '../lib/harness.mjs';
 
 const started = [];
 after(async () => { await Promise.all(started.map((p) => p.stop())); });
@@ -160,4 +160,38 @@ test('Solana: minContextSlot goes to an endpoint that reached it; getSlot is the
   for (let i = 0; i < 10; i++) slots.add((await post(s.url('sol'), call('getSlot', [], i))).json.result);
   console.log('solana getSlot answers', JSON.stringify([...slots]));
   assert.deepEqual([...slots], [SLOT], "b's answers carry the network's slot");
+});
+
+test('an endpoint on another chain with a higher head never answers a client, and shows excluded with its event', async () => {
+  const a = await frozenAt('a', TOP), b = await frozenAt('b', TOP - 1);
+  const w = await startFake({ name: 'w', args: ['--chain-id', '0x5', '--block', String(TOP + 500), '--block-time-ms', '0'] });
+  started.push(a, b, w);
+  await a.setMode('slow', { delay_ms: 30 });
+  await b.setMode('slow', { delay_ms: 30 }); // w, the fastest, would rank first
+  const s = await startSluice({ workers: 2, networks: { eth: {
+    lines: [FAST, 'hedge: { enabled: false }', 'chain_id: 1'],
+    endpoints: [{ id: 'w', url: w.url }, { id: 'a', url: a.url }, { id: 'b', url: b.url }] } } });
+  started.push(s);
+  const v = await waitFor(async () => { const x = await endpointsView(s); return x.w.excluded?.startsWith('wrong chain') && x; },
+    { timeoutMs: 3000, what: 'w excluded as on the wrong chain' });
+  console.log('wrong chain excluded:', v.w.excluded, 'usable', v.w.usable);
+  assert.equal(v.w.usable, false);
+  await w.reset();
+  const seen = {};
+  for (let i = 0; i < 20; i++) {
+    const r = await post(s.url('eth'), call(i % 2 ? 'eth_blockNumber' : 'eth_getBalance', i % 2 ? [] : [ADDR, 'latest'], i));
+    assert.equal(r.status, 200, r.text);
+    const ep = r.headers.get('x-sluice-endpoint');
+    seen[ep] = (seen[ep] ?? 0) + 1;
+    if (i % 2) assert.equal(Number(BigInt(r.json.result)), TOP, "the network's head, not the other chain's");
+  }
+  console.log('answered by', JSON.stringify(seen));
+  assert.equal(seen.w ?? 0, 0, 'no client call answered by the wrong-chain endpoint');
+  const st = await w.stats();
+  assert.equal((st.methods.eth_getBalance ?? 0), 0, 'none sent to it');
+  const evs = (await events(s)).filter((e) => e.kind === 'endpoint_wrong_chain');
+  console.log('events', JSON.stringify(evs.map((e) => e.reason)));
+  assert.equal(evs.length, 1, 'one event for the change');
+  assert.equal(evs[0].endpoint, 'w');
+  assert.match(evs[0].reason, /wrong chain: 0x5 \(want 0x1\)/);
 });
