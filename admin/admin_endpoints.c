@@ -50,6 +50,7 @@ static cJSON *score_json(const admin_ep_view_t *v)
         [STATE_EXCLUDED_ERRORS] = "error ratio too high",
         [STATE_EXCLUDED_DNS_FAILED] = ADMIN_DNS_FAILED,
         [STATE_EXCLUDED_DNS_TIMEOUT] = ADMIN_DNS_TIMEOUT,
+        [STATE_EXCLUDED_WRONG_CHAIN] = "wrong chain",
     };
     cJSON *sc = cJSON_CreateObject();
     cJSON_AddNumberToObject(sc, "cost", v->ranked.score_milli / 1000.0);
@@ -101,6 +102,13 @@ static cJSON *endpoint_json(const admin_ep_view_t *v, uint64_t now)
         cJSON_AddNullToObject(o, "excluded");
     if (v->has_ranked)
         cJSON_AddItemToObject(o, "score", score_json(v));
+    /* the chain view's head of the endpoint as every worker shares it: the
+     * probes' and the highest seen in an answer; finalized is not probed yet */
+    if (v->rec.head != 0)
+        cJSON_AddNumberToObject(o, "head", (double)v->rec.head);
+    else
+        cJSON_AddNullToObject(o, "head");
+    cJSON_AddNullToObject(o, "finalized");
     cJSON *probe = cJSON_AddObjectToObject(o, "probe");
     cJSON_AddNumberToObject(probe, "head", (double)v->rec.head);
     add_time(probe, "head_at", v->rec.head_at_ms);

@@ -75,6 +75,7 @@ typedef struct admin_ep_view {
     int usable;
     int demoted;                  /* last in the plan until rec.demoted_until_ms */
     const char *excluded;         /* why not usable, or NULL */
+    char wrong_chain[96];         /* "wrong chain (want 0x1)", excluded's text for a wrong-chain endpoint */
     int position;                 /* 1-based place in the plan, 0 if excluded */
     state_stats_rec_t ranked;     /* the freshest worker's ranking fields */
     int has_ranked;
@@ -93,6 +94,7 @@ typedef struct admin_net_view {
     const pool_network_conf_t *net;
     state_pressure_rec_t rec;
     state_pressure_slot_rec_t sum;
+    state_chain_rec_t chain;      /* the heads served on the network */
     policy_pressure_inputs_t in;
     uint32_t slots[POOL_MAX_ENDPOINTS]; /* what each endpoint adds to the ceiling (0: not usable) */
 } admin_net_view_t;

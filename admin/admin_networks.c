@@ -26,6 +26,8 @@ static void collect(admin_t *a, admin_net_view_t *nv, const admin_ep_view_t *v, 
         x->net = &a->conf.networks[i];
         if (!snapshot || state_pressure_get(a->conf.state, x->net->name, &x->rec) != SL_OK)
             memset(&x->rec, 0, sizeof(x->rec));
+        if (!snapshot || state_chain_get(a->conf.state, x->net->name, &x->chain) != SL_OK)
+            memset(&x->chain, 0, sizeof(x->chain));
         if (snapshot)
             state_pressure_slots_sum(a->conf.state, x->net->name, a->conf.nworkers, 0, now, SLOT_FRESH_MS, &x->sum);
         uint64_t settles;
@@ -86,6 +88,32 @@ static cJSON *endpoints_json(const admin_net_view_t *x, const admin_ep_view_t *v
     return arr;
 }
 
+/* The network's head: the highest of its usable endpoints' (shared records),
+ * else of any; served_head: the floor eth_blockNumber / getSlot answers keep
+ * to; finalized: not probed yet (null). */
+static void add_heads(cJSON *o, const admin_net_view_t *x, const admin_ep_view_t *v, size_t n)
+{
+    uint64_t usable = 0, any = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (v[k].net != x->net)
+            continue;
+        any = v[k].rec.head > any ? v[k].rec.head : any;
+        if (v[k].usable && v[k].rec.head > usable)
+            usable = v[k].rec.head;
+    }
+    uint64_t head = usable != 0 ? usable : any;
+    if (head != 0)
+        cJSON_AddNumberToObject(o, "head", (double)head);
+    else
+        cJSON_AddNullToObject(o, "head");
+    uint64_t served = x->chain.floor[0];
+    if (served != 0)
+        cJSON_AddNumberToObject(o, "served_head", (double)served);
+    else
+        cJSON_AddNullToObject(o, "served_head");
+    cJSON_AddNullToObject(o, "finalized");
+}
+
 static cJSON *network_json(const admin_net_view_t *x, const admin_ep_view_t *v, size_t n, uint64_t now)
 {
     const policy_pressure_conf_t *c = &x->net->pressure;
@@ -93,6 +121,7 @@ static cJSON *network_json(const admin_net_view_t *x, const admin_ep_view_t *v, 
     char iso[32];
     cJSON_AddStringToObject(o, "network", x->net->name);
     cJSON_AddStringToObject(o, "chain", policy_chain_name(x->net->chain));
+    add_heads(o, x, v, n);
     cJSON_AddBoolToObject(o, "enabled", c->enabled);
     cJSON_AddStringToObject(o, "level", policy_pressure_level_name(level_of(x)));
     if (x->rec.since_ms) {

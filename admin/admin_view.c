@@ -1,4 +1,5 @@
 /* admin/admin_view.c: every endpoint, merged across workers, from state/. */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,11 @@ static void view_one(admin_t *a, admin_ep_view_t *v, uint64_t now)
             memset(&v->ledger[w], 0, sizeof(v->ledger[w]));
     }
     v->p90_ms = p90_ms(&v->stats);
+    if (v->net->has_chain_id)
+        snprintf(v->wrong_chain, sizeof(v->wrong_chain), "wrong chain (want 0x%" PRIx64 ")", v->net->chain_id);
+    else
+        snprintf(v->wrong_chain, sizeof(v->wrong_chain), "wrong chain (want %s)",
+                 v->net->genesis_hash != NULL ? v->net->genesis_hash : "the network's");
     if (v->rec.breaker != POLICY_BREAKER_CLOSED)
         v->excluded = v->rec.breaker == POLICY_BREAKER_OPEN ? "breaker open" : "breaker half-open (probing)";
     else if (v->rec.drained)
@@ -100,6 +106,8 @@ static void view_one(admin_t *a, admin_ep_view_t *v, uint64_t now)
         v->excluded = ADMIN_DNS_FAILED; /* what the freshest worker saw */
     else if (v->has_ranked && v->ranked.excluded == STATE_EXCLUDED_DNS_TIMEOUT)
         v->excluded = ADMIN_DNS_TIMEOUT;
+    else if (v->has_ranked && v->ranked.excluded == STATE_EXCLUDED_WRONG_CHAIN)
+        v->excluded = v->wrong_chain; /* "wrong chain (want 0x1)": what the freshest worker saw */
     v->usable = v->excluded == NULL;
     v->demoted = v->rec.demoted_until_ms > now;
 }

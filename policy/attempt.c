@@ -132,6 +132,15 @@ static void answer(policy_item_action_t *x, policy_verdict_t v, int object, int 
     x->pin = (uint8_t)pin;
 }
 
+/* A null result for a block another endpoint has: this endpoint has not
+ * reached it (the view was stale when the call was sent), so the null is
+ * missing data, kept as a fallback while the next endpoint is asked. */
+static int null_behind(const policy_attempt_facts_t *f, const policy_item_facts_t *it)
+{
+    const policy_object_t *o = f->batch ? &it->obj : &f->obj;
+    return it->null_behind && o->error == POLICY_ERROR_NONE && o->null_result;
+}
+
 /* Verdict v for item i; object: its own response object is in the answer. */
 static void item_verdict(judge_t *j, size_t i, policy_verdict_t v, uint32_t retry_ms, int object)
 {
@@ -140,6 +149,8 @@ static void item_verdict(judge_t *j, size_t i, policy_verdict_t v, uint32_t retr
     policy_attempt_actions_t *a = j->a;
     policy_item_action_t *x = &a->items[i];
     uint32_t ms = retry_ms != 0 ? retry_ms : f->retry_after_ms;
+    if (v == POLICY_VERDICT_SUCCESS && object && null_behind(f, it))
+        v = POLICY_VERDICT_MISSING_DATA;
     note_outcome(j, verdict_outcome[v]);
     switch (v) {
     case POLICY_VERDICT_ALREADY_KNOWN: /* the node has it: the broadcast succeeded */

@@ -77,6 +77,7 @@ typedef struct policy_object {
     uint8_t envelope_ok;          /* exactly one of "result" and "error", as JSON-RPC 2.0 requires */
     uint8_t id;                   /* policy_id_form_t (a single call's object; a batch member is matched by id) */
     const char *buf;              /* the object's bytes, which err.data points into */
+    uint8_t null_result;          /* "result": null */
     wire_rpc_error_t err;         /* POLICY_ERROR_DECODED */
 } policy_object_t;
 
@@ -87,6 +88,8 @@ typedef struct policy_item_facts {
     uint8_t pending;              /* still pending when the attempt ended (the call's other attempt may have settled it) */
     uint8_t has_fallback;         /* holds an earlier endpoint's answer, given if no endpoint does better */
     uint8_t has_txid;             /* a write whose transaction id could be read from its params */
+    uint8_t null_behind;          /* a null result from this endpoint means it is behind the block the
+                                     item names (pool/'s chain view: policy_chainview_null_is_behind) */
     uint8_t member;               /* POLICY_BODY_ARRAY: a member of the array carries its id ... */
     policy_object_t obj;          /* ... this one */
 } policy_item_facts_t;

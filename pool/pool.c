@@ -60,6 +60,8 @@ static sl_err_t network_init(pool_t *pool, pool_network_t *net, const pool_netwo
     h2o_timeout_init(pool->loop, &net->request_timeout, conf->timeouts.request_ms);
     h2o_linklist_init_anchor(&net->waiters);
     pool_pressure_init(net);
+    pool_chain_init(net);
+    pool_chainid_init(net);
     pool_call_net_init(net);
     /* nendpoints counts those pool_endpoint_init() saw (a failed one
      * included: it leaves itself disposable), so a failure half-way

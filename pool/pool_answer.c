@@ -69,6 +69,7 @@ static void object_facts(const char *buf, const wire_envelope_t *env, policy_obj
     o->buf = buf;
     o->envelope_ok = (env->result.len != 0) != (env->error.len != 0);
     o->id = POLICY_ID_SENT;
+    o->null_result = env->error.len == 0 && env->result.len != 0 && wire_json_kind(buf, env->result) == WIRE_JSON_NULL;
     if (env->error.len == 0)
         o->error = POLICY_ERROR_NONE;
     else if (wire_envelope_error(buf, env->error, &o->err) == SL_OK)

@@ -66,6 +66,8 @@ static void gather(pool_call_t *call, const pool_exchange_t *ex, policy_attempt_
     f->nitems = call->nsent;
     f->items = fi;
     f->pending_elsewhere = count_pending(call) - item_facts(call, !f->failed, fi, objs);
+    if (call->nsent == 1)
+        fi[0].null_behind = (uint8_t)pool_chain_null_is_behind(call, ex->link->index);
     if (f->failed)
         return;
     f->status = ex->head.status;

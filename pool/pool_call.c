@@ -19,13 +19,18 @@
  *             handed to the next waiter.
  *   hedge     started: a second attempt is armed while the first is slow;
  *             done: the race is settled; stop: the hedge is cancelled.
+ *   chain     start: what block each item names; gate: an endpoint behind
+ *             it (or too far behind the head for a latest read) is skipped
+ *             while a fitter one is left.
  *   credit    gate: the attempt's credits at the endpoint (or a wait for a
  *             lease); stop: the wait is given up.
  *   held      stop: a held request-shaped penalty nobody settled counts.
  * Pressure comes first (a call rides only once counted); offers are tried
- * in order and the first taker wins. A new satellite is a file and a row. */
+ * in order and the first taker wins; chain gates before credit, so a
+ * skipped endpoint is charged nothing. A new satellite is a file and a row. */
 static const pool_call_row_t *const rows[] = {
-    &pool_pressure_row, &pool_merge_row, &pool_coalesce_row, &pool_hedge_row, &pool_credit_row, &pool_held_row,
+    &pool_pressure_row, &pool_merge_row,  &pool_coalesce_row, &pool_hedge_row,
+    &pool_chain_row,    &pool_credit_row, &pool_held_row,
 };
 #define NROWS (sizeof(rows) / sizeof(rows[0]))
 

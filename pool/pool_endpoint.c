@@ -28,6 +28,8 @@ void pool_endpoint_dispose(pool_endpoint_t *ep)
 
 uint8_t pool_endpoint_dns_excluded(const pool_endpoint_t *ep)
 {
+    if (ep->wrong_chain)
+        return STATE_EXCLUDED_WRONG_CHAIN;
     switch (pool_dns_failing(&ep->link)) {
     case 0:
         return STATE_EXCLUDED_NO;

@@ -344,7 +344,7 @@ int pool_health_usable(pool_endpoint_t *ep, uint64_t now_ms)
 {
     const state_endpoint_rec_t *r = &ep->health.shared;
     return r->breaker == POLICY_BREAKER_CLOSED && !r->drained && now_ms >= r->rate_limited_until_ms &&
-           pool_dns_usable(&ep->link);
+           pool_dns_usable(&ep->link) && !ep->wrong_chain;
 }
 
 /* ---- per-method counters ---- */

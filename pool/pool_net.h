@@ -11,6 +11,8 @@
 #include "pool/pool.h"
 #include "pool/pool_link.h"
 #include "policy/attempt.h"
+#include "policy/chainid.h"
+#include "policy/chainview.h"
 #include "policy/cost.h"
 #include "policy/demote.h"
 #include "policy/hedge.h"
@@ -92,6 +94,12 @@ struct pool_endpoint {
     uint32_t hedges_lost_in_row;  /* hedge races lost here without a byte of answer, since its last answer */
     policy_roll_t rate_roll;      /* calls, billed and throughput credits spent here */
     uint64_t rate_v[POLICY_ROLL_SLOTS][POOL_RATE_COUNT];
+    uint64_t chain_fed_ms;        /* head_at_ms of the probe head last fed to the chain view (pool_chain.c) */
+    char chain_id[POLICY_CHAINID_MAX]; /* its eth_chainId / genesis hash, normal form ("" unknown) */
+    uint8_t wrong_chain;          /* chain_id is not the network's: out of every plan */
+    uint8_t id_probing;           /* an identity probe is under way ... */
+    pool_exchange_t id_probe;     /* ... this one (pool_chainid.c) */
+    uint64_t id_next_ms;          /* when the next one is due */
 };
 
 /* How the call layer counts into an endpoint's record of this worker: one
@@ -147,6 +155,9 @@ struct pool_network {
     int challenger;               /* an endpoint that has been scoring better, -1 */
     uint64_t challenger_since_ms;
     uint64_t best_head;           /* highest fresh head among the endpoints */
+    policy_chainview_t chain;     /* this worker's chain view (pool_chain.c): heads and the floor served */
+    uint64_t chain_shared[POLICY_HEAD_KIND_COUNT]; /* the shared floor as last read or raised */
+    char chain_want[POLICY_CHAINID_MAX]; /* chain_id / genesis_hash configured, normal form ("": not checked) */
     pool_pressure_t pressure;
     struct pool_share *share;     /* each identity's part of the depth (pool_share.c) */
     h2o_linklist_t waiters;       /* confirmation polls waiting for a slot, oldest first */
@@ -283,11 +294,52 @@ void pool_rank_update(pool_network_t *net, uint64_t now_ms);
 /* Parses a probe answer's head (eth_blockNumber hex / getSlot number). */
 int pool_rank_parse_head(const char *body, size_t len, uint64_t *head);
 
+/* pool_chain.c: the network's chain view in this worker (policy/chainview.h).
+ * Fed by the probes' heads (every worker reads them from the shared endpoint
+ * records on its tick) and by eth_blockNumber / getSlot answers flowing
+ * through (the chain satellite, pool_chain_call.c); read by that satellite's
+ * gate and by the head it serves. The floor of served heads and the heads
+ * seen in answers are shared with the other workers (state_chain_*, the
+ * endpoint records) when a head is served. */
+void pool_chain_init(pool_network_t *net);
+/* After a snapshot: feeds each endpoint's probe head that is new since the last feed. */
+void pool_chain_refresh(pool_network_t *net, uint64_t now_ms);
+/* The head kind a probe measures: Ethereum's latest; Solana's getSlot
+ * without a commitment reads the finalized slot. */
+policy_head_kind_t pool_chain_probe_kind(const pool_network_t *net);
+/* ep's head of kind is height now (a probe, an eth_blockNumber answer). */
+void pool_chain_observe_head(pool_endpoint_t *ep, policy_head_kind_t kind, uint64_t height, uint64_t now_ms);
+/* The mask (bit i: endpoint i) of the endpoints the plan may use now and
+ * that are not demoted: one whose cheap reads just timed out or were reset
+ * (a node killed before its breaker opened) vouches for no head. */
+uint64_t pool_chain_usable(pool_network_t *net, uint64_t now_ms);
+/* Before a head is served: the other workers' part, read now (a fresh
+ * snapshot): the shared floor, and each endpoint's shared head as evidence
+ * (a head another worker saw in an answer). No shared state: nothing. */
+void pool_chain_sync(pool_network_t *net, uint64_t now_ms);
+/* After a head of kind was served from ep's answer: ep's head (if it is
+ * above its shared record's, and of the kind probes write there), then the
+ * view's floor, raised in shared state in that order, so a worker that
+ * reads the floor finds an endpoint at it. */
+void pool_chain_publish(pool_endpoint_t *ep, policy_head_kind_t kind, uint64_t answered, uint64_t now_ms);
+
+/* pool_chainid.c: chain identity, when the network configures chain_id
+ * (genesis_hash): each worker asks every endpoint for its eth_chainId
+ * (getGenesisHash) on its first tick and every POOL_CHAINID_EVERY probe
+ * intervals; one that reports another chain is wrong_chain: unusable, so in
+ * no plan, until it reports the right one. Worker 1 records the
+ * endpoint_wrong_chain event of each change. */
+#define POOL_CHAINID_EVERY 10
+void pool_chainid_init(pool_network_t *net);
+void pool_chainid_tick(pool_endpoint_t *ep, uint64_t now_ms);
+void pool_chainid_dispose(pool_endpoint_t *ep);
+
 /* pool_endpoint.c */
 SL_MUST_CHECK sl_err_t pool_endpoint_init(pool_endpoint_t *ep, pool_network_t *net, int index,
                                           const pool_endpoint_conf_t *conf, uint32_t nworkers);
 void pool_endpoint_dispose(pool_endpoint_t *ep);
-/* STATE_EXCLUDED_DNS_* while the host name does not resolve, else 0. */
+/* STATE_EXCLUDED_DNS_* while the host name does not resolve,
+ * STATE_EXCLUDED_WRONG_CHAIN while it is on another chain, else 0. */
 uint8_t pool_endpoint_dns_excluded(const pool_endpoint_t *ep);
 
 #endif

@@ -48,6 +48,8 @@ static uint64_t best_head(pool_network_t *net, uint64_t now, uint64_t fresh_ms)
     uint64_t best = 0;
     for (size_t i = 0; i < net->nendpoints; i++) {
         const state_endpoint_rec_t *r = &net->endpoints[i].health.shared;
+        if (net->endpoints[i].wrong_chain)
+            continue; /* another chain's head measures nothing here */
         if (r->head_at_ms != 0 && now - r->head_at_ms <= fresh_ms && r->head > best)
             best = r->head;
     }

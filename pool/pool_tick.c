@@ -32,8 +32,10 @@ void pool_tick_refresh(pool_t *pool)
     for (size_t n = 0; n < pool->nnetworks; n++)
         pool_pressure_read(&pool->networks[n], now);
     state_read_end(pool->state);
-    for (size_t n = 0; n < pool->nnetworks; n++)
+    for (size_t n = 0; n < pool->nnetworks; n++) {
         pool_pressure_tick(&pool->networks[n], now);
+        pool_chain_refresh(&pool->networks[n], now); /* the probes' heads, whichever worker probed */
+    }
     /* An operator's drain changes the network's level: every worker that
      * sees it re-checks, and the level's CAS makes that one event. */
     for (size_t n = 0; n < pool->nnetworks; n++)
@@ -131,8 +133,10 @@ static void on_tick(h2o_timeout_entry_t *entry)
         pool->last_flush_ms = mono;
     }
     for (size_t k = 0; k < pool->nnetworks; k++)
-        for (size_t i = 0; i < pool->networks[k].nendpoints; i++)
+        for (size_t i = 0; i < pool->networks[k].nendpoints; i++) {
             pool_probe_tick(&pool->networks[k].endpoints[i], now);
+            pool_chainid_tick(&pool->networks[k].endpoints[i], now);
+        }
     for (size_t k = 0; k < pool->nnetworks; k++)
         pool_rank_update(&pool->networks[k], now);
     for (size_t k = 0; k < pool->nnetworks; k++)
@@ -201,8 +205,11 @@ void pool_tick_dispose(pool_t *pool)
 {
     for (size_t k = 0; k < pool->nnetworks; k++)
         for (size_t i = 0; pool->state != NULL && pool->tick.cb != NULL && i < pool->networks[k].nendpoints; i++)
+        {
             if (pool->networks[k].endpoints[i].health.probing)
                 pool->t.ops->cancel(&pool->networks[k].endpoints[i].health.probe);
+            pool_chainid_dispose(&pool->networks[k].endpoints[i]);
+        }
     if (pool->state != NULL && pool->tick.cb != NULL && pool->flush_ms != 0)
         flush_stats(pool);
     for (size_t k = 0; k < pool->nnetworks; k++)

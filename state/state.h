@@ -4,7 +4,8 @@
  * each worker opens its own handle after fork (MDB_NOTLS). Named databases:
  *   meta       schema version, next event sequence, "level/<network>" ->
  *              state_network_rec_t (redundancy level), "pressure/<network>" ->
- *              state_pressure_rec_t (pressure level)
+ *              state_pressure_rec_t (pressure level), "chain/<network>" ->
+ *              state_chain_rec_t (the floor of heads served)
  *   endpoints  "<network>/<endpoint>" -> state_endpoint_rec_t (breaker, drain, rate limit)
  *   stats      "<network>/<endpoint>/<slot>" -> state_stats_rec_t (one slot per worker);
  *              "pm/<network>/<endpoint>/<slot>" and "req/<network>/<slot>" ->
@@ -163,6 +164,16 @@ typedef int (*state_network_fn)(void *ctx, const state_endpoint_rec_t *recs, siz
                                 int exists, state_event_t *events, size_t *nevents);
 SL_MUST_CHECK sl_err_t state_network_update(state_t *st, const char *network, const char *const *keys, size_t n,
                                             state_network_fn fn, void *ctx);
+
+/* ---- chain: the heads served on a network (state_chain.c) ---- */
+/* The network's record, inside a snapshot (state_read_begin). Zeroed and
+ * SL_ERR_NOT_FOUND when no worker raised it yet. */
+SL_MUST_CHECK sl_err_t state_chain_get(state_t *st, const char *network, state_chain_rec_t *rec);
+/* Raises the record's floors to at least floor[] (merged by max, one write
+ * transaction, nothing written when nothing rises); *merged gets the record
+ * as it stands after. */
+SL_MUST_CHECK sl_err_t state_chain_raise(state_t *st, const char *network, const uint64_t floor[STATE_CHAIN_KINDS],
+                                         uint64_t now_ms, state_chain_rec_t *merged);
 
 /* ---- pressure: the level of a network and the workers' slots ---- */
 /* Inside a snapshot: the level record of network (zeroed, SL_ERR_NOT_FOUND,

@@ -61,6 +61,12 @@ int state_event_put(state_t *st, MDB_txn *txn, state_event_t *ev);
  * LMDB code of that one, or MDB_SUCCESS. */
 int state_events_put(state_t *st, MDB_txn *txn, state_event_t *events, size_t n);
 
+/* Reads the record at key in db inside txn into rec (zeroed first, and
+ * again if it does not decode: noted as corrupt under dbname). SL_OK,
+ * SL_ERR_NOT_FOUND, or the LMDB / decoder error. */
+sl_err_t state_rec_get(state_t *st, MDB_txn *txn, int db, const char *dbname, const char *key,
+                      const state_schema_t *schema, void *rec, size_t recsize);
+
 /* ---- the tail of a write transaction (state_txn.c) ---- */
 /* Encodes rec with schema and writes it at key in db, inside txn. The LMDB
  * code; a record that does not encode is MDB_INVALID. */

@@ -57,6 +57,11 @@ size_t state_key_pressure(char *out, size_t cap, const char *network)
     return fit(snprintf(out, cap, "pressure/%s", network));
 }
 
+size_t state_key_chain(char *out, size_t cap, const char *network)
+{
+    return fit(snprintf(out, cap, "chain/%s", network));
+}
+
 size_t state_key_pressure_slot(char *out, size_t cap, const char *network, unsigned slot)
 {
     return fit(snprintf(out, cap, "pr/%s/%u", network, slot));

@@ -34,6 +34,8 @@ size_t state_key_server(char *out, size_t cap, unsigned slot);
 
 /* meta: "pressure/<network>", the network's pressure level */
 size_t state_key_pressure(char *out, size_t cap, const char *network);
+/* meta: "chain/<network>", the heads served on the network (state_chain.c) */
+size_t state_key_chain(char *out, size_t cap, const char *network);
 /* stats: "pr/<network>/<slot>", one worker's pressure inputs */
 size_t state_key_pressure_slot(char *out, size_t cap, const char *network, unsigned slot);
 

@@ -18,29 +18,13 @@ static void pressure_key(const char *network, char *key, size_t cap)
     state_key_pressure(key, cap, network);
 }
 
-static sl_err_t get_in(state_t *st, MDB_txn *txn, int db, const char *dbname, const char *key,
-                       const state_schema_t *schema, void *rec, size_t recsize)
-{
-    MDB_val k = {strlen(key), (void *)key}, v;
-    memset(rec, 0, recsize);
-    int rc = mdb_get(txn, st->dbi[db], &k, &v);
-    if (rc != MDB_SUCCESS)
-        return rc == MDB_NOTFOUND ? SL_ERR_NOT_FOUND : state_lmdb_err("get", rc);
-    sl_err_t err = state_record_decode(schema, v.mv_data, v.mv_size, rec);
-    if (err != SL_OK) {
-        memset(rec, 0, recsize);
-        state_note_corrupt(st, dbname, key, err);
-    }
-    return err;
-}
-
 sl_err_t state_pressure_get(state_t *st, const char *network, state_pressure_rec_t *rec)
 {
     char key[96];
     if (st->rtxn == NULL)
         return SL_ERR_STATE;
     pressure_key(network, key, sizeof(key));
-    return get_in(st, st->rtxn, STATE_DB_META, "pressure", key, &state_pressure_schema, rec, sizeof(*rec));
+    return state_rec_get(st, st->rtxn, STATE_DB_META, "pressure", key, &state_pressure_schema, rec, sizeof(*rec));
 }
 
 sl_err_t state_pressure_update(state_t *st, const char *network, state_pressure_fn fn, void *ctx, int *changed)
@@ -53,7 +37,7 @@ sl_err_t state_pressure_update(state_t *st, const char *network, state_pressure_
     if (rc != MDB_SUCCESS)
         return state_lmdb_err("begin", rc);
     state_pressure_rec_t rec;
-    int exists = get_in(st, txn, STATE_DB_META, "pressure", key, &state_pressure_schema, &rec, sizeof(rec)) == SL_OK;
+    int exists = state_rec_get(st, txn, STATE_DB_META, "pressure", key, &state_pressure_schema, &rec, sizeof(rec)) == SL_OK;
     state_event_t events[STATE_MAX_TXN_EVENTS];
     size_t nevents = 0;
     memset(events, 0, sizeof(events));
@@ -83,7 +67,7 @@ sl_err_t state_pressure_slot_get(state_t *st, const char *key, state_pressure_sl
 {
     if (st->rtxn == NULL)
         return SL_ERR_STATE;
-    return get_in(st, st->rtxn, STATE_DB_STATS, "pressure slot", key, &state_pressure_slot_schema, rec, sizeof(*rec));
+    return state_rec_get(st, st->rtxn, STATE_DB_STATS, "pressure slot", key, &state_pressure_slot_schema, rec, sizeof(*rec));
 }
 
 static void add_slot(state_pressure_slot_rec_t *sum, const state_pressure_slot_rec_t *s, int fresh)

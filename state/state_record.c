@@ -141,6 +141,13 @@ static const state_field_t pressure_fields[] = {
 const state_schema_t state_pressure_schema = {"pressure", 1, pressure_fields,
                                               sizeof(pressure_fields) / sizeof(pressure_fields[0])};
 
+static const state_field_t chain_fields[] = {
+    F(state_chain_rec_t, floor, STATE_F_U64_ARRAY, STATE_CHAIN_KINDS),
+    F(state_chain_rec_t, updated_ms, STATE_F_U64, 1),
+};
+
+const state_schema_t state_chain_schema = {"chain", 1, chain_fields, sizeof(chain_fields) / sizeof(chain_fields[0])};
+
 static const state_field_t pressure_slot_fields[] = {
     F(state_pressure_slot_rec_t, pid, STATE_F_U32, 1),
     F(state_pressure_slot_rec_t, updated_ms, STATE_F_U64, 1),

@@ -110,7 +110,8 @@ extern const state_schema_t state_endpoint_schema;
     X(CLUSTER_DEGRADED, "cluster_degraded")                                               \
     X(CLUSTER_RESTORED, "cluster_restored")                                               \
     X(ENDPOINT_DEMOTED, "endpoint_demoted")                                               \
-    X(ENDPOINT_RATE_LIMIT_ENDED, "endpoint_rate_limit_ended")
+    X(ENDPOINT_RATE_LIMIT_ENDED, "endpoint_rate_limit_ended")                             \
+    X(ENDPOINT_WRONG_CHAIN, "endpoint_wrong_chain")
 
 typedef enum state_event_kind {
 #define STATE_EVENT_ENUM_(name, str) STATE_EVENT_##name,
@@ -165,6 +166,7 @@ enum {
     STATE_EXCLUDED_ERRORS,        /* error ratio too high */
     STATE_EXCLUDED_DNS_FAILED,    /* its host name does not resolve */
     STATE_EXCLUDED_DNS_TIMEOUT,   /* its host name's lookup did not answer in time */
+    STATE_EXCLUDED_WRONG_CHAIN,   /* its eth_chainId (genesis hash) is not the network's */
     STATE_EXCLUDED_COUNT
 };
 
@@ -279,6 +281,17 @@ typedef struct state_pressure_rec {
 } state_pressure_rec_t;
 
 extern const state_schema_t state_pressure_schema;
+
+/* "chain/<network>" in meta: the floor of heads served to clients, per head
+ * kind (policy_head_kind_t: latest, safe, finalized), shared by every worker's
+ * chain view (pool/pool_chain.c); only ever raised (state_chain_raise). */
+#define STATE_CHAIN_KINDS 3
+typedef struct state_chain_rec {
+    uint64_t floor[STATE_CHAIN_KINDS];
+    uint64_t updated_ms;          /* shared time of the last raise */
+} state_chain_rec_t;
+
+extern const state_schema_t state_chain_schema;
 
 #define STATE_SETTLE_BUCKETS 16       /* policy_settle_bounds_us */
 #define STATE_PRESSURE_MAX_EP 64      /* POOL_MAX_ENDPOINTS */

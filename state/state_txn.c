@@ -14,6 +14,22 @@ static int put_encoded(state_t *st, MDB_txn *txn, int db, const char *key, const
     return mdb_put(txn, st->dbi[db], &k, &v, 0);
 }
 
+sl_err_t state_rec_get(state_t *st, MDB_txn *txn, int db, const char *dbname, const char *key,
+                      const state_schema_t *schema, void *rec, size_t recsize)
+{
+    MDB_val k = {strlen(key), (void *)key}, v;
+    memset(rec, 0, recsize);
+    int rc = mdb_get(txn, st->dbi[db], &k, &v);
+    if (rc != MDB_SUCCESS)
+        return rc == MDB_NOTFOUND ? SL_ERR_NOT_FOUND : state_lmdb_err("get", rc);
+    sl_err_t err = state_record_decode(schema, v.mv_data, v.mv_size, rec);
+    if (err != SL_OK) {
+        memset(rec, 0, recsize);
+        state_note_corrupt(st, dbname, key, err);
+    }
+    return err;
+}
+
 int state_rec_put(state_t *st, MDB_txn *txn, int db, const char *key, const state_schema_t *schema, const void *rec)
 {
     sl_buf_t buf = SL_BUF_INIT;

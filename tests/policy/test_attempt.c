@@ -19,6 +19,7 @@ static const policy_method_t m_write = {"eth_sendRawTransaction", POLICY_CLASS_W
 /* carried items */
 #define READ {.method = &m_read, .cheap = 1, .pending = 1}
 #define HEAVY {.method = &m_heavy, .pending = 1}
+#define BEHIND_READ {.method = &m_read, .cheap = 1, .pending = 1, .null_behind = 1}
 #define WRITE {.method = &m_write, .pending = 1}
 #define WRITE_TX {.method = &m_write, .pending = 1, .has_txid = 1}
 #define ITEMS(...)                                                                                    \
@@ -120,6 +121,15 @@ static const attempt_case_t cases[] = {
      .items = {I_KEPT(NEXT, UNSUPPORTED)}},
     {"missing data of a read: kept as a fallback", {.status = 200, ITEMS(READ)}, ERROR(-32000, "header not found"),
      .want = {OUT(MISSING_DATA), REC(MISSING_DATA, 1)}, .items = {I_KEPT(NEXT, MISSING_DATA)}},
+    {"an endpoint behind the block (BEHIND: geth's range past its head): the next one, kept as a fallback",
+     {.status = 200, ITEMS(HEAVY)}, ERROR(-32602, "block range extends beyond current head block"),
+     .want = {OUT(MISSING_DATA), REC(MISSING_DATA, 1)}, .items = {I_KEPT(NEXT, MISSING_DATA)}},
+    {"null for a block another endpoint has: this one is behind, the next one", {.status = 200, ITEMS(BEHIND_READ)},
+     OBJ("\"result\":null"), .want = {OUT(MISSING_DATA), REC(MISSING_DATA, 1)}, .items = {I_KEPT(NEXT, MISSING_DATA)}},
+    {"null for a block nobody is known to have: the answer", {.status = 200, ITEMS(READ)}, OBJ("\"result\":null"),
+     .want = {REC(OK, 0)}, .items = {I_ANSWER(SUCCESS)}},
+    {"a value for a block from a lagging endpoint is still the answer", {.status = 200, ITEMS(BEHIND_READ)}, RESULT,
+     .want = {REC(OK, 0)}, .items = {I_ANSWER(SUCCESS)}},
     {"missing data of a write: ambiguous", {.status = 200, ITEMS(WRITE)}, ERROR(-32000, "header not found"),
      .want = {OUT(MISSING_DATA), REC(MISSING_DATA, 0)}, .items = {I_KEPT(FAIL_AMBIGUOUS, MISSING_DATA)}},
     {"already known: answered with the transaction id", {.status = 200, ITEMS(WRITE_TX)},
@@ -246,6 +256,7 @@ static void scan_object(const char *json, policy_object_t *o)
     cr_assert_eq(wire_envelope_scan(json, strlen(json), &env), SL_OK, "%s", json);
     o->buf = json;
     o->envelope_ok = (env.result.len != 0) != (env.error.len != 0);
+    o->null_result = env.error.len == 0 && env.result.len != 0 && wire_json_kind(json, env.result) == WIRE_JSON_NULL;
     o->error = POLICY_ERROR_NONE;
     if (env.error.len != 0)
         o->error = wire_envelope_error(json, env.error, &o->err) == SL_OK ? POLICY_ERROR_DECODED

@@ -35,6 +35,7 @@ static const schema_case_t schemas[] = {
     {&state_network_schema, sizeof(state_network_rec_t), 0},
     {&state_pressure_schema, sizeof(state_pressure_rec_t), 0},
     {&state_pressure_slot_schema, sizeof(state_pressure_slot_rec_t), 0},
+    {&state_chain_schema, sizeof(state_chain_rec_t), 0},
 };
 
 static size_t field_bytes(const state_field_t *f)

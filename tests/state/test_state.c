@@ -1167,6 +1167,30 @@ Test(state, pressure_update_is_a_cas_with_its_event)
     cr_expect_eq(changed, 1);
 }
 
+Test(state, chain_floor_is_only_ever_raised)
+{
+    open_default();
+    state_chain_rec_t rec, merged;
+    cr_assert_eq(state_read_begin(st), SL_OK);
+    cr_expect_eq(state_chain_get(st, "eth", &rec), SL_ERR_NOT_FOUND);
+    state_read_end(st);
+    cr_assert_eq(state_chain_raise(st, "eth", (const uint64_t[]){100, 70, 40}, 5, &merged), SL_OK);
+    cr_expect_eq(merged.floor[0], 100);
+    /* another worker with an older view: merged by max, nothing lowered */
+    cr_assert_eq(state_chain_raise(st, "eth", (const uint64_t[]){99, 71, 0}, 6, &merged), SL_OK);
+    cr_expect_eq(merged.floor[0], 100);
+    cr_expect_eq(merged.floor[1], 71);
+    cr_expect_eq(merged.floor[2], 40);
+    cr_assert_eq(state_read_begin(st), SL_OK);
+    cr_assert_eq(state_chain_get(st, "eth", &rec), SL_OK);
+    cr_expect_eq(rec.floor[0], 100);
+    cr_expect_eq(rec.floor[1], 71);
+    cr_expect_eq(rec.updated_ms, 6);
+    cr_expect_eq(state_chain_get(st, "sol", &rec), SL_ERR_NOT_FOUND);
+    state_read_end(st);
+    cr_expect_eq(state_events_last_seq(st), 0, "no event");
+}
+
 static void put_slot(const char *key, uint64_t updated_ms, uint32_t depth, uint64_t merged)
 {
     state_pressure_slot_rec_t *r = calloc(1, sizeof(*r));

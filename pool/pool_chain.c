@@ -1,0 +1,130 @@
+/* pool/pool_chain.c: a network's chain view in this worker (pool_net.h).
+ *
+ * The probes' heads reach every worker through the shared endpoint records
+ * (pool_probe.c writes head and head_at_ms; the tick's snapshot reads them):
+ * a head whose head_at_ms this worker has not fed yet is observed as that
+ * endpoint's head. Answers flowing through are fed by the chain satellite
+ * (pool_chain_call.c), which shares what a served head taught (the floor,
+ * the answering endpoint's head) before the next worker serves one. The
+ * view itself decides (policy/chainview.h). */
+#include "base/sl_log.h"
+#include "pool/pool_net.h"
+
+void pool_chain_init(pool_network_t *net)
+{
+    policy_chainview_init(&net->chain, (uint32_t)net->conf->nendpoints);
+}
+
+policy_head_kind_t pool_chain_probe_kind(const pool_network_t *net)
+{
+    return net->conf->chain == POLICY_CHAIN_SOLANA ? policy_chainview_kind_of(POLICY_COMMITMENT_DEFAULT)
+                                                   : POLICY_HEAD_LATEST;
+}
+
+void pool_chain_observe_head(pool_endpoint_t *ep, policy_head_kind_t kind, uint64_t height, uint64_t now_ms)
+{
+    policy_chainview_obs_t obs = {.kind = kind, .height = height, .is_head = 1};
+    policy_chainview_change_t change;
+    policy_chainview_observe(&ep->net->chain, (uint32_t)ep->index, &obs, now_ms, &change);
+    if (kind != POLICY_HEAD_LATEST) {
+        /* a slot reached at a stricter commitment is reached at processed too */
+        policy_chainview_obs_t at_least = {.kind = POLICY_HEAD_LATEST, .height = height, .is_head = 0};
+        policy_chainview_observe(&ep->net->chain, (uint32_t)ep->index, &at_least, now_ms, &change);
+    }
+}
+
+void pool_chain_refresh(pool_network_t *net, uint64_t now_ms)
+{
+    policy_head_kind_t kind = pool_chain_probe_kind(net);
+    for (size_t i = 0; i < net->nendpoints; i++) {
+        pool_endpoint_t *ep = &net->endpoints[i];
+        const state_endpoint_rec_t *r = &ep->health.shared;
+        if (r->head_at_ms == 0 || r->head_at_ms == ep->chain_fed_ms)
+            continue;
+        ep->chain_fed_ms = r->head_at_ms;
+        pool_chain_observe_head(ep, kind, r->head, now_ms);
+    }
+}
+
+uint64_t pool_chain_usable(pool_network_t *net, uint64_t now_ms)
+{
+    uint64_t mask = 0;
+    for (size_t i = 0; i < net->nendpoints && i < POLICY_CHAINVIEW_MAX_ENDPOINTS; i++)
+        if (pool_health_usable(&net->endpoints[i], now_ms) && !pool_demoted(&net->endpoints[i], now_ms))
+            mask |= UINT64_C(1) << i;
+    return mask;
+}
+
+void pool_chain_sync(pool_network_t *net, uint64_t now_ms)
+{
+    state_t *st = net->pool->state;
+    if (st == NULL || state_read_begin(st) != SL_OK)
+        return;
+    policy_head_kind_t kind = pool_chain_probe_kind(net);
+    for (size_t i = 0; i < net->nendpoints; i++) {
+        state_endpoint_rec_t rec;
+        if (state_endpoint_get(st, net->endpoints[i].health.key, &rec) != SL_OK || rec.head == 0)
+            continue;
+        policy_chainview_obs_t obs = {.kind = kind, .height = rec.head, .is_head = 0};
+        policy_chainview_change_t change;
+        policy_chainview_observe(&net->chain, (uint32_t)i, &obs, now_ms, &change);
+    }
+    state_chain_rec_t shared;
+    if (state_chain_get(st, net->conf->name, &shared) == SL_OK)
+        for (size_t k = 0; k < STATE_CHAIN_KINDS && k < POLICY_HEAD_KIND_COUNT; k++)
+            if (shared.floor[k] > net->chain.floor[k])
+                net->chain.floor[k] = net->chain_shared[k] = shared.floor[k];
+    state_read_end(st);
+}
+
+typedef struct raise_ctx {
+    uint64_t head;
+    uint64_t now;
+    state_endpoint_rec_t result;
+} raise_ctx_t;
+
+static int raise_head_cb(void *arg, state_endpoint_rec_t *rec, int exists, state_event_t *events, size_t *nevents)
+{
+    raise_ctx_t *c = arg;
+    (void)exists;
+    (void)events;
+    (void)nevents;
+    if (rec->head >= c->head)
+        return 0;
+    rec->head = c->head;
+    rec->head_at_ms = c->now;
+    c->result = *rec;
+    return 1;
+}
+
+void pool_chain_publish(pool_endpoint_t *ep, policy_head_kind_t kind, uint64_t answered, uint64_t now_ms)
+{
+    pool_network_t *net = ep->net;
+    state_t *st = net->pool->state;
+    if (st == NULL)
+        return;
+    if (kind == pool_chain_probe_kind(net) && answered > ep->health.shared.head) {
+        raise_ctx_t c = {answered, now_ms, {0}};
+        int changed = 0;
+        if (state_endpoint_update(st, ep->health.key, raise_head_cb, &c, &changed) == SL_OK && changed) {
+            ep->health.shared.head = c.result.head; /* this worker's snapshot: only the head moves */
+            ep->health.shared.head_at_ms = c.result.head_at_ms;
+            ep->chain_fed_ms = c.result.head_at_ms; /* already in the view */
+        }
+    }
+    uint64_t floor[STATE_CHAIN_KINDS] = {0};
+    int rises = 0; /* a write transaction only when this worker served past the shared floor */
+    for (size_t k = 0; k < STATE_CHAIN_KINDS && k < POLICY_HEAD_KIND_COUNT; k++) {
+        floor[k] = net->chain.floor[k];
+        rises |= floor[k] > net->chain_shared[k];
+    }
+    state_chain_rec_t merged;
+    if (!rises)
+        return;
+    if (state_chain_raise(st, net->conf->name, floor, now_ms, &merged) != SL_OK) {
+        sl_log_warn("network %s: could not share the head served", net->conf->name);
+        return;
+    }
+    for (size_t k = 0; k < STATE_CHAIN_KINDS && k < POLICY_HEAD_KIND_COUNT; k++)
+        net->chain_shared[k] = merged.floor[k];
+}

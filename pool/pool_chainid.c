@@ -1,0 +1,96 @@
+/* pool/pool_chainid.c: which chain each endpoint is on (pool_net.h).
+ *
+ * Only when the network configures its identity (chain_id, genesis_hash):
+ * an endpoint on another chain (a testnet key, a moved path) would answer
+ * clients with another chain's data, and its higher head would become the
+ * one every other endpoint is measured by. Each worker asks on its own
+ * exchange, beside the health probe, so no shared record is needed for the
+ * exclusion; worker 1 alone records the event, so a change is one event. */
+#include <inttypes.h>
+#include <string.h>
+
+#include "base/sl_log.h"
+#include "base/sl_time.h"
+#include "pool/pool_net.h"
+
+static const char eth_id_probe[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"eth_chainId\",\"params\":[]}";
+static const char sol_id_probe[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"getGenesisHash\"}";
+
+void pool_chainid_init(pool_network_t *net)
+{
+    const pool_network_conf_t *c = net->conf;
+    char text[POLICY_CHAINID_MAX + 2];
+    net->chain_want[0] = '\0';
+    if (c->chain == POLICY_CHAIN_ETHEREUM && c->has_chain_id)
+        snprintf(text, sizeof(text), "0x%" PRIx64, c->chain_id);
+    else if (c->chain == POLICY_CHAIN_SOLANA && c->genesis_hash != NULL)
+        snprintf(text, sizeof(text), "%s", c->genesis_hash);
+    else
+        return;
+    if (policy_chainid_normalize(c->chain, text, strlen(text), net->chain_want) != SL_OK)
+        net->chain_want[0] = '\0'; /* gw_config checked it: cannot happen */
+}
+
+/* ep reported id (normal form): excluded or back, with its event once per change. */
+static void chainid_note(pool_endpoint_t *ep, const char *id)
+{
+    pool_network_t *net = ep->net;
+    uint8_t wrong = strcmp(id, net->chain_want) != 0;
+    snprintf(ep->chain_id, sizeof(ep->chain_id), "%s", id);
+    if (wrong == ep->wrong_chain)
+        return;
+    ep->wrong_chain = wrong;
+    char why[160];
+    if (wrong)
+        policy_chainid_excluded(why, sizeof(why), id, net->chain_want);
+    else
+        snprintf(why, sizeof(why), "on the right chain again: %s", id);
+    sl_log_warn("endpoint %s/%s: %s", net->conf->name, ep->conf->id, why);
+    if (net->pool->state == NULL || net->pool->slot != 1)
+        return;
+    state_event_t ev;
+    state_event_init(&ev, STATE_EVENT_ENDPOINT_WRONG_CHAIN, net->conf->name, ep->conf->id, sl_shared_ms());
+    ev.to = wrong;
+    snprintf(ev.reason, sizeof(ev.reason), "%s", why);
+    if (state_event_append(net->pool->state, &ev) != SL_OK)
+        sl_log_warn("endpoint %s/%s: could not record endpoint_wrong_chain", net->conf->name, ep->conf->id);
+}
+
+static void on_id_probe_done(pool_exchange_t *ex)
+{
+    pool_endpoint_t *ep = ex->data;
+    ep->id_probing = 0;
+    const char *body = pool_exchange_bytes(ex);
+    size_t len = pool_exchange_len(ex);
+    wire_envelope_t env;
+    char text[128], id[POLICY_CHAINID_MAX];
+    if (ex->fail == POOL_FAIL_NONE && ex->head.status >= 200 && ex->head.status < 300 &&
+        wire_envelope_scan(body, len, &env) == SL_OK && env.error.len == 0 &&
+        wire_json_string(body, env.result, text, sizeof(text)) == SL_OK &&
+        policy_chainid_normalize(ep->net->conf->chain, text, strlen(text), id) == SL_OK)
+        chainid_note(ep, id);
+    /* no answer says nothing of its chain: asked again at the next turn */
+    pool_exchange_body_dispose(ex);
+}
+
+void pool_chainid_tick(pool_endpoint_t *ep, uint64_t now_ms)
+{
+    pool_network_t *net = ep->net;
+    uint32_t every = net->conf->ranking.probe_interval_ms;
+    if (net->chain_want[0] == '\0' || every == 0 || ep->id_probing || now_ms < ep->id_next_ms)
+        return;
+    /* a wrong one is asked every probe interval: it comes back as soon as it is right */
+    ep->id_next_ms = now_ms + (uint64_t)every * (ep->wrong_chain ? 1 : POOL_CHAINID_EVERY);
+    int solana = net->conf->chain == POLICY_CHAIN_SOLANA;
+    const char *req = solana ? sol_id_probe : eth_id_probe;
+    size_t len = solana ? sizeof(sol_id_probe) - 1 : sizeof(eth_id_probe) - 1;
+    if (net->pool->t.ops->start(&ep->id_probe, &ep->link, req, len, 0, on_id_probe_done, ep) == POOL_FAIL_NONE)
+        ep->id_probing = 1;
+}
+
+void pool_chainid_dispose(pool_endpoint_t *ep)
+{
+    if (ep->id_probing)
+        ep->net->pool->t.ops->cancel(&ep->id_probe);
+    ep->id_probing = 0;
+}

@@ -1,0 +1,50 @@
+/* state/state_chain.c: the heads served on a network, shared by the
+ * workers' chain views (pool/pool_chain.c).
+ *
+ * "chain/<network>" in meta holds the floor of heads served to clients:
+ * a worker about to serve eth_blockNumber reads it in a fresh snapshot (one
+ * a tick old could let two workers serve heads apart), and raises it in one
+ * write transaction when it serves a higher head: at most once per new block
+ * and worker, never per request. */
+#include <string.h>
+
+#include "state/state_int.h"
+#include "state/state_key.h"
+
+sl_err_t state_chain_get(state_t *st, const char *network, state_chain_rec_t *rec)
+{
+    char key[96];
+    memset(rec, 0, sizeof(*rec));
+    if (st->rtxn == NULL)
+        return SL_ERR_STATE;
+    state_key_chain(key, sizeof(key), network);
+    return state_rec_get(st, st->rtxn, STATE_DB_META, "chain", key, &state_chain_schema, rec, sizeof(*rec));
+}
+
+sl_err_t state_chain_raise(state_t *st, const char *network, const uint64_t floor[STATE_CHAIN_KINDS],
+                           uint64_t now_ms, state_chain_rec_t *merged)
+{
+    char key[96];
+    MDB_txn *txn;
+    state_key_chain(key, sizeof(key), network);
+    int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
+    if (rc != MDB_SUCCESS)
+        return state_lmdb_err("begin", rc);
+    sl_err_t err = state_rec_get(st, txn, STATE_DB_META, "chain", key, &state_chain_schema, merged, sizeof(*merged));
+    if (err != SL_OK && err != SL_ERR_NOT_FOUND) {
+        mdb_txn_abort(txn);
+        return err;
+    }
+    int rises = 0;
+    for (size_t k = 0; k < STATE_CHAIN_KINDS; k++)
+        if (floor[k] > merged->floor[k]) {
+            merged->floor[k] = floor[k];
+            rises = 1;
+        }
+    if (!rises) {
+        mdb_txn_abort(txn);
+        return SL_OK;
+    }
+    merged->updated_ms = now_ms;
+    return state_txn_finish(st, txn, STATE_DB_META, key, &state_chain_schema, merged, NULL, 0, "put chain");
+}
