@@ -21,7 +21,8 @@
  *             done: the race is settled; stop: the hedge is cancelled.
  *   chain     start: what block each item names; gate: an endpoint behind
  *             it (or too far behind the head for a latest read) is skipped
- *             while a fitter one is left.
+ *             while a fitter one is left; done: a head answer feeds the
+ *             chain view and the client gets the head it serves.
  *   credit    gate: the attempt's credits at the endpoint (or a wait for a
  *             lease); stop: the wait is given up.
  *   held      stop: a held request-shaped penalty nobody settled counts.
