@@ -57,18 +57,14 @@ uint64_t pool_chain_usable(pool_network_t *net, uint64_t now_ms)
 
 void pool_chain_sync(pool_network_t *net, uint64_t now_ms)
 {
+    /* only the floor: the endpoints' heads other workers raised reach this
+     * one with the tick's snapshot (pool_chain_refresh); the floor is what
+     * keeps a head served here from going below one served there, and one
+     * small record is all an answer pays for it */
+    (void)now_ms;
     state_t *st = net->pool->state;
     if (st == NULL || state_read_begin(st) != SL_OK)
         return;
-    policy_head_kind_t kind = pool_chain_probe_kind(net);
-    for (size_t i = 0; i < net->nendpoints; i++) {
-        state_endpoint_rec_t rec;
-        if (state_endpoint_get(st, net->endpoints[i].health.key, &rec) != SL_OK || rec.head == 0)
-            continue;
-        policy_chainview_obs_t obs = {.kind = kind, .height = rec.head, .is_head = 0};
-        policy_chainview_change_t change;
-        policy_chainview_observe(&net->chain, (uint32_t)i, &obs, now_ms, &change);
-    }
     state_chain_rec_t shared;
     if (state_chain_get(st, net->conf->name, &shared) == SL_OK)
         for (size_t k = 0; k < STATE_CHAIN_KINDS && k < POLICY_HEAD_KIND_COUNT; k++)

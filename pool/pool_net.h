@@ -313,9 +313,9 @@ void pool_chain_observe_head(pool_endpoint_t *ep, policy_head_kind_t kind, uint6
  * that are not demoted: one whose cheap reads just timed out or were reset
  * (a node killed before its breaker opened) vouches for no head. */
 uint64_t pool_chain_usable(pool_network_t *net, uint64_t now_ms);
-/* Before a head is served: the other workers' part, read now (a fresh
- * snapshot): the shared floor, and each endpoint's shared head as evidence
- * (a head another worker saw in an answer). No shared state: nothing. */
+/* Before a head is served: the floor the other workers served, read now
+ * (the endpoints' shared heads come with the tick's snapshot). No shared
+ * state: nothing. */
 void pool_chain_sync(pool_network_t *net, uint64_t now_ms);
 /* After a head of kind was served from ep's answer: ep's head (if it is
  * above its shared record's, and of the kind probes write there), then the
