@@ -34,7 +34,7 @@ static inline size_t pool_body_len(const pool_body_t *b)
 
 void pool_body_dispose(pool_body_t *b);
 
-/* A call's lifecycle (pool_call.c's call_move is the one writer of
+/* A call's lifecycle (pool_call.c's pool_call_move is the one writer of
  * call->state, checked against pool_call_edge_allowed):
  *
  *   NEW --offer taken--> RIDING --answered by the other call--> DONE
@@ -108,7 +108,7 @@ struct pool_call {
     h2o_timeout_entry_t deadline;     /* timeouts.request_ms */
     h2o_timeout_entry_t defer;        /* finishing outside pool_call_start */
     uint64_t deadline_ms;             /* monotonic: when timeouts.request_ms runs out */
-    pool_call_state_t state;          /* written only by pool_call.c's call_move */
+    pool_call_state_t state;          /* written only by pool_call_move (pool_call.c) */
     pool_exchange_t ex;               /* the call's own attempt (a hedge has its own) */
     int ex_active;
     uint32_t attempts;
