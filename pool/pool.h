@@ -28,7 +28,10 @@ typedef struct pool_call pool_call_t;
 
 #define POOL_MAX_ATTEMPT_LOG 16
 
-/* Why an attempt failed, as one table (name, message, flags). AMBIG: the
+/* Why an attempt failed on its way (transport, HTTP framing, size), as one
+ * table (name, message, flags). An answer that came back whole is judged by
+ * policy/verdict.h instead (rate limits, errors, a wrong id, a member
+ * missing from a batch): those have a verdict, not a failure here. AMBIG: the
  * request may have reached the upstream. TIMEOUT: counts towards "every
  * attempt timed out". LOCAL: sluice could not make the attempt for want of
  * its own resources (socket() or connect() said EMFILE, ENFILE, ENOMEM,
@@ -45,12 +48,6 @@ typedef struct pool_call pool_call_t;
     X(ATTEMPT_TIMEOUT, POOL_FAIL_F_AMBIG | POOL_FAIL_F_TIMEOUT, TIMEOUT, "answer not complete within attempt_ms") \
     X(BAD_HTTP, POOL_FAIL_F_AMBIG, MALFORMED, "malformed HTTP answer")                                \
     X(TOO_LARGE, POOL_FAIL_F_AMBIG, MALFORMED, "answer larger than server.max_response_bytes")        \
-    X(HTTP_STATUS, 0, HTTP_ERROR, "HTTP error status")                                                \
-    X(RATE_LIMITED, 0, RATE_LIMITED, "rate limited")                                                  \
-    X(BAD_JSON, POOL_FAIL_F_AMBIG, MALFORMED, "answer is not a valid JSON-RPC response")              \
-    X(WRONG_ID, POOL_FAIL_F_AMBIG, MALFORMED, "answer carries the wrong id")                          \
-    X(RPC_ERROR, 0, HTTP_ERROR, "JSON-RPC error")                                                     \
-    X(MISSING, 0, MALFORMED, "answer missing from the batch")                                       \
     X(LOCAL, POOL_FAIL_F_LOCAL, LOCAL, "sluice is out of local resources (file descriptors, memory or temp space)")
 
 #define POOL_FAIL_F_AMBIG 0x1
