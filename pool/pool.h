@@ -101,6 +101,7 @@ typedef struct pool_item {
     const policy_method_t *method;
     uint8_t cheap;                /* a cheap read, params considered (policy_method_call_cheap):
                                    never slow by nature, so hedged, and its timeouts are the endpoint's */
+    uint8_t no_cache;             /* the client said Cache-Control: no-cache: not looked up in the cache */
     const char *name;             /* the method name (for its credit cost) */
     uint32_t name_len;
 
@@ -110,7 +111,8 @@ typedef struct pool_item {
     const char *answer;           /* ANSWERED: the response object */
     uint32_t answer_len;
     wire_span_t answer_id;      /* id value inside answer, relative to answer */
-    int16_t endpoint;             /* index of the endpoint that answered, -1 if none */
+    int16_t endpoint;             /* index of the endpoint that answered, -1 if none (or the cache) */
+    uint8_t cached;               /* ANSWERED from the response cache (pool_cache_call.c) */
     uint32_t retry_after_ms;      /* RATE_LIMITED: the earliest time an endpoint frees up */
     uint8_t fail_seen;            /* bit per POOL_FAIL_F_* kind of failure + private bits */
     uint8_t rate_limited;         /* attempts answered with a rate limit */
@@ -156,6 +158,8 @@ typedef struct pool_params {
     uint32_t flush_ms;            /* counter flush period; 0 = never */
     sl_budget_t *budget;          /* answer bytes held, charged while read and kept (may be NULL) */
     const struct pool_transport_ops *transport; /* NULL: sockets (unit tests script their own) */
+    struct state_cache *cache;    /* the response cache (state/state_cache.h); NULL: off */
+    uint8_t cache_unfinalized;    /* cache.unfinalized: head (policy/cache.h) */
 } pool_params_t;
 
 SL_MUST_CHECK sl_err_t pool_create(const pool_params_t *params, pool_t **out);
