@@ -180,8 +180,11 @@ int admin_route_networks(admin_t *a, h2o_req_t *req)
     admin_net_view_t *nv = sl_xcalloc(a->conf.nnetworks ? a->conf.nnetworks : 1, sizeof(*nv));
     collect(a, nv, v, n, now);
     cJSON *arr = cJSON_CreateArray();
-    for (size_t i = 0; i < a->conf.nnetworks; i++)
-        cJSON_AddItemToArray(arr, network_json(&nv[i], v, n, now));
+    for (size_t i = 0; i < a->conf.nnetworks; i++) {
+        cJSON *o = network_json(&nv[i], v, n, now);
+        cJSON_AddItemToObject(o, "cache", admin_cache_network_json(a, &a->conf.networks[i]));
+        cJSON_AddItemToArray(arr, o);
+    }
     free(nv);
     admin_view_free(v, n);
     return admin_send_json(req, 200, arr);

@@ -259,7 +259,8 @@ static int worker_setup(worker_t *w)
                                               .data = w,
                                               .cluster_host = cfg->has_cluster ? cfg->cluster.host : NULL,
                                               .max_streams = cfg->admin.max_streams,
-                                              .heartbeat_ms = cfg->admin.heartbeat_ms});
+                                              .heartbeat_ms = cfg->admin.heartbeat_ms,
+                                              .cache = w->cache});
         h2o_context_init(&w->admin_ctx, w->ctx.loop, &w->admin_conf);
         w->admin_accept = (h2o_accept_ctx_t){.ctx = &w->admin_ctx, .hosts = w->admin_conf.hosts};
         if (start_listener(w, w->args->admin_fd, &w->admin_accept, 0) != 0)

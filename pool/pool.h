@@ -113,6 +113,7 @@ typedef struct pool_item {
     wire_span_t answer_id;      /* id value inside answer, relative to answer */
     int16_t endpoint;             /* index of the endpoint that answered, -1 if none (or the cache) */
     uint8_t cached;               /* ANSWERED from the response cache (pool_cache_call.c) */
+    uint8_t cache_miss;           /* looked up in the cache and not found: it went upstream */
     uint32_t retry_after_ms;      /* RATE_LIMITED: the earliest time an endpoint frees up */
     uint8_t fail_seen;            /* bit per POOL_FAIL_F_* kind of failure + private bits */
     uint8_t rate_limited;         /* attempts answered with a rate limit */

@@ -10,6 +10,7 @@
  * policy_cache_keep agrees, its answer is stored. stop: the plans go. */
 #include <string.h>
 
+#include "base/sl_log.h"
 #include "base/sl_time.h"
 #include "pool/pool_call_int.h"
 #include "state/state_cache.h"
@@ -124,10 +125,9 @@ static int row_offer(pool_call_t *call)
         sl_buf_init(&b);
         if (state_cache_get(net->pool->cache, plan.key, &b) == SL_OK && serve_hit(call, it, &b)) {
             hits++;
-            net->cache.hits++;
         } else {
             call->cache.pending |= UINT64_C(1) << i;
-            net->cache.misses++;
+            it->cache_miss = 1;
         }
         sl_buf_dispose(&b);
     }
@@ -165,8 +165,9 @@ static void keep_item(pool_call_t *call, pool_item_t *it, const pool_cache_item_
     sl_buf_init(&b);
     sl_buf_append(&b, (const char *)&h, sizeof(h));
     sl_buf_append(&b, it->answer, it->answer_len);
-    if (state_cache_put(net->pool->cache, c->key, net->conf->name, b.base, b.len, sl_shared_ms()) == SL_OK)
-        net->cache.stored++;
+    /* a full or failing cache loses an entry, never an answer (the store counts its failures) */
+    if (state_cache_put(net->pool->cache, c->key, net->conf->name, b.base, b.len, sl_shared_ms()) != SL_OK)
+        sl_log_debug("cache: an answer of %s could not be kept", net->conf->name);
     sl_buf_dispose(&b);
 }
 

@@ -242,7 +242,7 @@ static pool_call_t *call_create(pool_network_t *net, pool_item_t *items, size_t 
         items[i].state = POOL_ITEM_PENDING; /* the initial state, not a transition */
         items[i].endpoint = -1;
         items[i].answer = NULL;
-        items[i].cached = 0;
+        items[i].cached = items[i].cache_miss = 0;
     }
     h2o_timeout_link(net->pool->loop, &net->request_timeout, &call->deadline);
     const pool_call_row_t *r;

@@ -169,9 +169,6 @@ struct pool_network {
     h2o_linklist_t held_slots;    /* slots of cancelled hedge losers, until their deadline (pool_hedge.c) */
     h2o_linklist_t coalesce;      /* pool_coalesce_t: identical reads in flight (pool_coalesce.c) */
     size_t ncoalesce;
-    struct {
-        uint64_t hits, misses, stored; /* items this worker looked up and kept (pool_cache_call.c) */
-    } cache;
 };
 
 #define POOL_CACHE_FLUSH_MS 1000

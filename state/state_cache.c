@@ -1,7 +1,7 @@
 /* state/state_cache.c: the response cache's LMDB store (state/state_cache.h).
  *
- * Three databases: entries (key -> header + answer), seqs (key -> its use
- * sequence) and lru (sequence, big-endian -> key). A sequence is the last
+ * entries (key -> header + answer), seqs (key -> its use sequence), lru
+ * (sequence, big-endian -> key) and meta (the evictions counted). A sequence is the last
  * one in lru plus one, taken inside the write transaction that uses it, so
  * workers never hand out the same one. The use sequence lives apart from
  * the entry so that moving an entry to the young end rewrites 8 bytes, not
@@ -17,8 +17,9 @@
 
 #define ENTRY_VERSION 1
 
-enum { DB_ENTRIES, DB_SEQS, DB_LRU, DB_COUNT };
-static const char *const db_names[DB_COUNT] = {"entries", "seqs", "lru"};
+enum { DB_ENTRIES, DB_SEQS, DB_LRU, DB_META, DB_COUNT };
+static const char *const db_names[DB_COUNT] = {"entries", "seqs", "lru", "meta"};
+static const char evictions_key[] = "evictions";
 
 /* An entry's value: this header, the network's name, the answer. */
 typedef struct entry_head {
@@ -192,11 +193,28 @@ static int make_young(state_cache_t *c, MDB_txn *txn, const uint8_t *key, uint64
     return rc;
 }
 
+static uint64_t evictions_in(state_cache_t *c, MDB_txn *txn)
+{
+    MDB_val k = val_of(evictions_key, sizeof(evictions_key) - 1), v;
+    return mdb_get(txn, c->dbi[DB_META], &k, &v) == MDB_SUCCESS ? seq_of(&v) : 0;
+}
+
+static int count_evictions(state_cache_t *c, MDB_txn *txn, uint64_t n)
+{
+    if (n == 0)
+        return MDB_SUCCESS;
+    uint8_t b[8];
+    seq_key(evictions_in(c, txn) + n, b);
+    MDB_val k = val_of(evictions_key, sizeof(evictions_key) - 1), v = val_of(b, 8);
+    return mdb_put(txn, c->dbi[DB_META], &k, &v, 0);
+}
+
 /* Drops the oldest entries inside txn until the databases take at most
  * target bytes (or none is left). */
 static int evict_in(state_cache_t *c, MDB_txn *txn, size_t target)
 {
     MDB_cursor *cur;
+    uint64_t evicted = 0;
     int rc = mdb_cursor_open(txn, c->dbi[DB_LRU], &cur);
     if (rc != MDB_SUCCESS)
         return rc;
@@ -216,10 +234,16 @@ static int evict_in(state_cache_t *c, MDB_txn *txn, size_t target)
             rc = MDB_SUCCESS;
         if (rc != MDB_SUCCESS)
             break;
-        c->stats.evictions++;
+        evicted++;
     }
     mdb_cursor_close(cur);
-    return rc == MDB_NOTFOUND ? MDB_SUCCESS : rc;
+    if (rc == MDB_NOTFOUND)
+        rc = MDB_SUCCESS;
+    if (rc == MDB_SUCCESS)
+        rc = count_evictions(c, txn, evicted);
+    if (rc == MDB_SUCCESS)
+        c->stats.evictions += evicted; /* counted once the transaction commits is close enough for a process's view */
+    return rc;
 }
 
 static sl_err_t evict(state_cache_t *c, size_t target)
@@ -373,17 +397,17 @@ sl_err_t state_cache_purge(state_cache_t *c, const char *network, size_t *remove
     return state_lmdb_err("cache: purge commit", mdb_txn_commit(txn));
 }
 
-void state_cache_usage(state_cache_t *c, size_t *entries, size_t *used, size_t *size)
+void state_cache_usage(state_cache_t *c, state_cache_usage_t *out)
 {
     MDB_txn *txn;
-    *entries = *used = 0;
-    *size = c->map_bytes;
+    *out = (state_cache_usage_t){.size = c->map_bytes};
     if (mdb_txn_begin(c->env, NULL, MDB_RDONLY, &txn) != MDB_SUCCESS)
         return;
     MDB_stat s;
     if (mdb_stat(txn, c->dbi[DB_ENTRIES], &s) == MDB_SUCCESS)
-        *entries = s.ms_entries;
-    *used = used_in(c, txn);
+        out->entries = s.ms_entries;
+    out->used = used_in(c, txn);
+    out->evictions = evictions_in(c, txn);
     mdb_txn_abort(txn);
 }
 

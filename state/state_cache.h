@@ -7,10 +7,12 @@
  * own environment means a full cache never touches the state map: limits,
  * budgets and breakers never depend on it.
  *
- * Two databases:
- *   entries  key (32 bytes) -> header (version, network, the entry's use
- *            sequence, when stored) + the answer's bytes
+ * Four databases:
+ *   entries  key (32 bytes) -> header (version, network, when stored) + the
+ *            answer's bytes
+ *   seqs     key -> its use sequence
  *   lru      use sequence (big-endian u64) -> key: the oldest first
+ *   meta     "evictions" -> entries evicted since the cache was made
  * A hit does not write: the worker notes the key, and state_cache_flush
  * moves the noted entries to the young end in one write transaction (the
  * worker's tick, every second). Eviction walks `lru` from the old end.
@@ -65,8 +67,14 @@ SL_MUST_CHECK sl_err_t state_cache_flush(state_cache_t *c);
  * how many. */
 SL_MUST_CHECK sl_err_t state_cache_purge(state_cache_t *c, const char *network, size_t *removed);
 
-/* Entries kept, bytes their pages take, and the map's size. */
-void state_cache_usage(state_cache_t *c, size_t *entries, size_t *used, size_t *size);
+typedef struct state_cache_usage {
+    size_t entries;               /* kept now */
+    size_t used;                  /* bytes their pages take */
+    size_t size;                  /* the map's */
+    uint64_t evictions;           /* by every process, since the cache was made */
+} state_cache_usage_t;
+
+void state_cache_usage(state_cache_t *c, state_cache_usage_t *out);
 
 const state_cache_stats_t *state_cache_stats(const state_cache_t *c);
 

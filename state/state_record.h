@@ -111,7 +111,8 @@ extern const state_schema_t state_endpoint_schema;
     X(CLUSTER_RESTORED, "cluster_restored")                                               \
     X(ENDPOINT_DEMOTED, "endpoint_demoted")                                               \
     X(ENDPOINT_RATE_LIMIT_ENDED, "endpoint_rate_limit_ended")                             \
-    X(ENDPOINT_WRONG_CHAIN, "endpoint_wrong_chain")
+    X(ENDPOINT_WRONG_CHAIN, "endpoint_wrong_chain")                                       \
+    X(CACHE_PURGED, "cache_purged")
 
 typedef enum state_event_kind {
 #define STATE_EVENT_ENUM_(name, str) STATE_EVENT_##name,

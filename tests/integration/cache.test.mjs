@@ -4,7 +4,7 @@
 // providers counting what reaches them.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startFake, startSluice, post, call } from '../lib/harness.mjs';
+import { startFake, startSluice, post, call, sleep, adminGet, adminPost, events } from '../lib/harness.mjs';
 
 const started = [];
 after(async () => { await Promise.all(started.map((p) => p.stop())); });
@@ -104,5 +104,36 @@ test('entries outlive a restart; cache: { enabled: false } sends everything upst
   started.push(off);
   const o = await post(off.url('eth'), call('eth_chainId'));
   assert.equal(o.headers.get('x-sluice-cache'), 'bypass');
+  assert.equal(await methodCount(f, 'eth_chainId'), 2);
+});
+
+test('the operator sees hits, misses and credits saved, and can purge (with an event)', async () => {
+  const f = await startFake({ name: 'f', args: ['--block', String(HEAD), '--block-time-ms', '0'] });
+  started.push(f);
+  const s = await startSluice({ cache: true, workers: 2,
+    networks: { eth: { endpoints: [{ id: 'f', url: f.url, cost_profile: 'infura' }] } } });
+  started.push(s);
+  for (let i = 0; i < 5; i++) await postFresh(s.url('eth'), call('eth_chainId', [], i));
+  await sleep(400); // the workers' counters are flushed every ~100 ms
+  const net = (await adminGet(s, '/admin/networks')).json.find((n) => n.network === 'eth');
+  assert.equal(net.cache.hits, 4, JSON.stringify(net.cache));
+  assert.equal(net.cache.misses, 1);
+  assert.equal(net.cache.hit_ratio, 0.8);
+  assert.equal(net.cache.credits_saved, 20, 'infura prices eth_chainId at 5 credits, four hits');
+  const metrics = (await adminGet(s, '/metrics')).text;
+  assert.match(metrics, /sluice_cache_lookups_total\{network="eth",method="eth_chainId",result="hit"\} 4/);
+  assert.match(metrics, /sluice_cache_entries 1\b/);
+  assert.match(metrics, /sluice_cache_credits_saved_total\{network="eth"\} [1-9]/);
+
+  const nope = await adminPost(s, '/admin/cache/purge?network=nope');
+  assert.equal(nope.status, 404);
+  const purged = await adminPost(s, '/admin/cache/purge?network=eth');
+  assert.equal(purged.status, 200, JSON.stringify(purged.json));
+  assert.equal(purged.json.removed, 1);
+  const evs = (await events(s)).filter((e) => e.kind === 'cache_purged');
+  assert.equal(evs.length, 1);
+  assert.equal(evs[0].network, 'eth');
+  const after = await post(s.url('eth'), call('eth_chainId'));
+  assert.equal(after.headers.get('x-sluice-cache'), 'miss', 'purged: asked upstream again');
   assert.equal(await methodCount(f, 'eth_chainId'), 2);
 });

@@ -94,12 +94,14 @@ Test(state_cache, a_full_map_stays_under_its_size_and_loses_the_oldest_first)
             cr_assert_eq(state_cache_flush(c), SL_OK);
         }
     }
-    size_t entries, used, size;
-    state_cache_usage(c, &entries, &used, &size);
-    cr_expect_leq(used, size / 100 * STATE_CACHE_HIGH_PCT, "used %zu of %zu", used, size);
-    cr_expect_gt(entries, 100);
-    cr_expect_lt(entries, 2000);
+    state_cache_usage_t u;
+    state_cache_usage(c, &u);
+    cr_expect_leq(u.used, u.size / 100 * STATE_CACHE_HIGH_PCT, "used %zu of %zu", u.used, u.size);
+    cr_expect_gt(u.entries, 100);
+    cr_expect_lt(u.entries, 2000);
     cr_expect_gt(state_cache_stats(c)->evictions, 0);
+    cr_expect_eq(u.evictions, state_cache_stats(c)->evictions, "the shared count is this process's here");
+    cr_expect_eq(u.entries + u.evictions, 2000);
     cr_expect(has(0), "the hit entry survived");
     cr_expect(!has(1), "the untouched old entry went");
     cr_expect(has(1999), "the youngest is there");
@@ -116,9 +118,9 @@ Test(state_cache, purge_by_network_and_all)
     cr_expect(has(0) && !has(1) && has(8) && !has(9));
     cr_assert_eq(state_cache_purge(c, NULL, &removed), SL_OK);
     cr_expect_eq(removed, 5);
-    size_t entries, used, size;
-    state_cache_usage(c, &entries, &used, &size);
-    cr_expect_eq(entries, 0);
+    state_cache_usage_t u;
+    state_cache_usage(c, &u);
+    cr_expect_eq(u.entries, 0);
     put_n(3, "eth", 100); /* the sequences go on after a purge */
     cr_expect(has(3));
 }
