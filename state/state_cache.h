@@ -29,9 +29,15 @@
 #define STATE_CACHE_KEY_LEN 32
 #define STATE_CACHE_NETWORK_MAX 63     /* a network name longer than this is kept shortened */
 #define STATE_CACHE_TOUCH_MAX 4096     /* hits noted between flushes; more are not noted */
-/* Eviction starts past HIGH percent of the map and stops at LOW. */
-#define STATE_CACHE_HIGH_PCT 90
-#define STATE_CACHE_LOW_PCT 75
+/* Eviction keeps the entries' own bytes under ENTRIES_PCT of the map (less
+ * HEADROOM_PAGES for a small map) and, once they pass it, takes them a
+ * sixteenth of the map lower. Why not more of the map: the keys are hashes,
+ * so B-tree pages are half to two-thirds full; LMDB copies the pages a write
+ * changes and frees the old ones only two transactions later; and a
+ * deletion copies pages too, so eviction runs in small transactions. */
+#define STATE_CACHE_ENTRIES_PCT 45
+#define STATE_CACHE_HEADROOM_PAGES 64
+#define STATE_CACHE_EVICT_DIV 16
 
 typedef struct state_cache state_cache_t;
 
@@ -70,6 +76,7 @@ SL_MUST_CHECK sl_err_t state_cache_purge(state_cache_t *c, const char *network, 
 typedef struct state_cache_usage {
     size_t entries;               /* kept now */
     size_t used;                  /* bytes their pages take */
+    uint64_t bytes;               /* bytes the entries themselves hold (what eviction keeps in bounds) */
     size_t size;                  /* the map's */
     uint64_t evictions;           /* by every process, since the cache was made */
 } state_cache_usage_t;

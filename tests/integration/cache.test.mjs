@@ -74,7 +74,7 @@ test('a batch mixes hits and misses: only the misses go upstream, as a smaller b
   await post(s.url('eth'), call('eth_chainId'));
   await post(s.url('eth'), call('net_version'));
   await f.reset();
-  const r = await post(s.url('eth'), [call('eth_chainId', [], 'a'), call('eth_blockNumber', [], 'b'), call('net_version', [], 'c')]);
+  const r = await post(s.url('eth'), [call('eth_chainId', [], 'a'), call('eth_gasPrice', [], 'b'), call('net_version', [], 'c')]);
   assert.equal(r.status, 200, r.text);
   assert.deepEqual(r.json.map((m) => m.id), ['a', 'b', 'c']);
   assert.ok(r.json.every((m) => m.result !== undefined), r.text);
@@ -82,7 +82,7 @@ test('a batch mixes hits and misses: only the misses go upstream, as a smaller b
   const st = await f.stats();
   assert.equal(st.methods.eth_chainId ?? 0, 0);
   assert.equal(st.methods.net_version ?? 0, 0);
-  assert.equal(st.methods.eth_blockNumber, 1);
+  assert.equal(st.methods.eth_gasPrice, 1);
   const all = await post(s.url('eth'), [call('eth_chainId', [], 1), call('net_version', [], 2)]);
   assert.equal(all.headers.get('x-sluice-cache'), 'hit');
   assert.deepEqual(all.json.map((m) => m.id), [1, 2]);
@@ -136,4 +136,39 @@ test('the operator sees hits, misses and credits saved, and can purge (with an e
   const after = await post(s.url('eth'), call('eth_chainId'));
   assert.equal(after.headers.get('x-sluice-cache'), 'miss', 'purged: asked upstream again');
   assert.equal(await methodCount(f, 'eth_chainId'), 2);
+});
+
+test('a cache filled far past cache.max_mb stays under it, and the client limits still hold', async () => {
+  const f = await startFake({ name: 'f', args: ['--block', String(HEAD), '--block-time-ms', '0'] });
+  started.push(f);
+  const s = await startSluice({ cache: true, workers: 2, extra: 'cache: { max_mb: 1 }\ntiers:\n  anonymous: { per_second: 100000 }',
+    networks: { eth: { lines: ['hedge: { enabled: false }'], endpoints: [{ id: 'f', url: f.url }] } } });
+  started.push(s);
+  // ~1,500 blocks by hash of ~700 bytes each: about three times what 1 MB holds once LMDB's pages are counted
+  const batch = 100;
+  for (let from = 1; from <= 1500; from += batch) {
+    const nums = Array.from({ length: batch }, (_, i) => call('eth_getBlockByNumber', ['0x' + (from + i).toString(16), false], i));
+    const blocks = (await post(s.url('eth'), nums)).json;
+    const byHash = blocks.map((b, i) => call('eth_getBlockByHash', [b.result.hash, false], i));
+    const r = await post(s.url('eth'), byHash);
+    assert.equal(r.status, 200);
+    assert.ok(r.json.every((m, i) => m.result?.hash === blocks[i].result.hash), 'every answer is the block asked for');
+  }
+  const m = (await adminGet(s, '/metrics')).text;
+  const used = Number(m.match(/sluice_cache_bytes\{of="used"\} (\d+)/)[1]);
+  const max = Number(m.match(/sluice_cache_bytes\{of="max"\} (\d+)/)[1]);
+  const evicted = Number(m.match(/sluice_cache_evictions_total (\d+)/)[1]);
+  console.log(`cache after 1,500 blocks: ${used} of ${max} bytes used, ${evicted} evicted`);
+  assert.equal(max, 1024 * 1024);
+  assert.ok(used <= max, `pages take ${used} of ${max}`);
+  assert.ok(evicted > 0, 'the oldest entries went: ' + s.logs().split('\n').filter((l) => /cache/.test(l)).slice(0, 5).join(' / '));
+  // the state map (limits) never depended on it: a tight limit still refuses
+  const limited = await startSluice({ cache: true, workers: 1, statePath: s.statePath + '-2',
+    extra: 'cache: { max_mb: 1 }\ntiers:\n  anonymous: { per_minute: 3 }',
+    networks: { eth: { endpoints: [{ id: 'f', url: f.url }] } } });
+  started.push(limited);
+  const hash = (await post(s.url('eth'), call('eth_getBlockByNumber', ['0x10', false]))).json.result.hash;
+  const codes = [];
+  for (let i = 0; i < 6; i++) codes.push((await post(limited.url('eth'), call('eth_getBlockByHash', [hash, false], i))).status);
+  assert.deepEqual(codes, [200, 200, 200, 429, 429, 429], 'hits count against the client\'s limit as any call does');
 });

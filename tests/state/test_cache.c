@@ -96,16 +96,31 @@ Test(state_cache, a_full_map_stays_under_its_size_and_loses_the_oldest_first)
     }
     state_cache_usage_t u;
     state_cache_usage(c, &u);
-    cr_expect_leq(u.used, u.size / 100 * STATE_CACHE_HIGH_PCT, "used %zu of %zu", u.used, u.size);
+    cr_expect_leq(u.bytes, u.size / 100 * STATE_CACHE_ENTRIES_PCT, "entries hold %llu of %zu", (unsigned long long)u.bytes, u.size);
+    cr_expect_leq(u.used, u.size, "pages %zu of %zu", u.used, u.size);
     cr_expect_gt(u.entries, 100);
     cr_expect_lt(u.entries, 2000);
     cr_expect_gt(state_cache_stats(c)->evictions, 0);
     cr_expect_eq(u.evictions, state_cache_stats(c)->evictions, "the shared count is this process's here");
     cr_expect_eq(u.entries + u.evictions, 2000);
+    cr_expect_eq(u.bytes, u.entries * (4000 + 16 + 3), "the entries' bytes are counted exactly");
     cr_expect(has(0), "the hit entry survived");
     cr_expect(!has(1), "the untouched old entry went");
     cr_expect(has(1999), "the youngest is there");
+    cr_expect_eq(state_cache_stats(c)->put_failures, 0, "no put met a full map");
+}
+
+Test(state_cache, small_entries_in_a_small_map_are_evicted_too)
+{
+    state_cache_close(c);
+    c = open_cache(1);
+    for (uint32_t n = 0; n < 4000; n++)
+        put_n(n, "eth", 700);
+    state_cache_usage_t u;
+    state_cache_usage(c, &u);
+    cr_expect_gt(u.evictions, 0);
     cr_expect_eq(state_cache_stats(c)->put_failures, 0);
+    cr_expect(has(3999));
 }
 
 Test(state_cache, purge_by_network_and_all)
