@@ -19,24 +19,31 @@ const HEAD = 30000;
 const hex = (n) => '0x' + n.toString(16);
 const ADDR = '0x2222222222222222222222222222222222222222';
 const chainArgs = ['--block', String(HEAD), '--block-time-ms', '0', '--logs-per-block', '2'];
-const limited = (name) => startFake({ name, args: [...chainArgs, '--logs-limit', '1000', '--logs-vendor', 'infura'] });
+const limited = (name, vendor = 'infura') =>
+  startFake({ name, args: [...chainArgs, '--logs-limit', '1000', '--logs-vendor', vendor] });
 const filter = (from, to) => ({ address: ADDR, fromBlock: from, toBlock: to });
 const logsCalls = async (f) => (await f.stats()).methods.eth_getLogs ?? 0;
 
-let a, b, u, s;
+let a, b, q, u, liar, h, s;
 
 before(async () => {
   a = await limited('a');
   b = await limited('b');
+  q = await limited('q', 'quicknode');
   u = await startFake({ name: 'u', args: chainArgs });
-  started.push(a, b, u);
-  const eps = (blocks) => [
-    { id: 'a', url: a.url, cost_profile: 'flat', max_logs_blocks: blocks, credits: '{ per_minute: 1000000 }' },
-    { id: 'b', url: b.url, cost_profile: 'flat', max_logs_blocks: blocks, credits: '{ per_minute: 1000000 }' }];
+  // answers the head block's logs whatever the filter: an endpoint ignoring the range
+  liar = await startFake({ name: 'liar', args: ['--block', String(HEAD), '--block-time-ms', '0'] });
+  h = await limited('h');
+  started.push(a, b, q, u, liar, h);
+  await h.setMode('slow', { delay_ms: 40 }); // the liar ranks first
+  const ep = (f, blocks) => ({ id: f.name, url: f.url, cost_profile: 'flat', max_logs_blocks: blocks,
+    credits: '{ per_minute: 1000000 }' });
+  const lines = ['ranking: { probe_interval_ms: 200 }', 'hedge: { enabled: false }'];
   s = await startSluice({ workers: 2, networks: {
-    eth: { lines: ['ranking: { probe_interval_ms: 200 }', 'hedge: { enabled: false }'], endpoints: eps(1000) },
-    // configured wider than the providers really take: refusals, then halves
-    eth2: { lines: ['ranking: { probe_interval_ms: 200 }', 'hedge: { enabled: false }'], endpoints: eps(2000) } } });
+    eth: { lines, endpoints: [ep(a, 1000), ep(b, 1000)] },
+    // configured wider than the providers really take (Infura's and QuickNode's words): refusals, then halves
+    eth2: { lines, endpoints: [ep(a, 2000), ep(q, 2000)] },
+    eth3: { lines, endpoints: [ep(liar, 1000), ep(h, 1000)] } } });
   started.push(s);
   await waitFor(async () => (await adminGet(s, '/admin/endpoints')).json.every((e) => e.head === HEAD || e.head === hex(HEAD)),
     { timeoutMs: 8000, what: 'the probes saw every head' });
@@ -117,9 +124,22 @@ test('a batch with a split member and a plain member', async () => {
 });
 
 test('endpoints that refuse the configured span as too wide: the range is halved', async () => {
+  await Promise.all([a.reset(), q.reset()]);
   const body = call('eth_getLogs', [filter(hex(1), hex(10000))], 9);
   const want = await direct(body);
   const got = await post(s.url('eth2'), body);
   assert.equal(got.status, 200, got.text.slice(0, 300));
   assert.equal(got.text, want.text);
+  // 5 parts of 2,000 refused by both, then 10 halves: 15 sub-calls, 20 requests upstream
+  assert.equal((await logsCalls(a)) + (await logsCalls(q)), 20);
+});
+
+test('a sub-answer with logs outside its range is never merged: the next endpoint answers', async () => {
+  const body = call('eth_getLogs', [filter(hex(1001), hex(5000))], 'r');
+  const want = await direct(body);
+  const got = await post(s.url('eth3'), body);
+  assert.equal(got.status, 200, got.text.slice(0, 300));
+  assert.equal(got.text, want.text);
+  assert.ok((await logsCalls(liar)) >= 1, 'the liar was asked (and its answer refused)');
+  assert.equal(await logsCalls(h), 4);
 });
