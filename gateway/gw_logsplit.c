@@ -21,7 +21,7 @@
  * "id":0,...} with the client's filter, only fromBlock and toBlock
  * replaced: policy_logsplit_params), so failover, credits per sub-call,
  * pressure and coalescing apply to each; at most GW_LOGSPLIT_INFLIGHT of
- * one client call are in flight, and at most the network's max_logs_split
+ * one request are in flight (a batch's members together, in order), and at most the network's max_logs_split
  * are ever sent for it (refusals and halvings included): a call planned
  * wider is refused with -32005 naming the limit before any is sent, with a
  * logs_split_refused event (at most one per network every 10 s per worker,
@@ -76,7 +76,7 @@ struct job {
     uint8_t live;                 /* sub-calls running */
     part_t **parts;               /* in block order; room for max_split */
     size_t nparts;
-    uint32_t issued, inflight;
+    uint32_t issued, inflight;    /* sub-calls sent in all; in flight now */
     sl_buf_t answer;              /* the client's answer once done */
 };
 
@@ -93,6 +93,7 @@ struct gw_logsplit {
     size_t *rest_k;
     size_t nrest;
     size_t pending;               /* live jobs */
+    size_t inflight;              /* sub-calls in flight, every job's: at most GW_LOGSPLIT_INFLIGHT */
 };
 
 static int is_get_logs(const pool_item_t *it)
@@ -206,32 +207,41 @@ static int part_build(part_t *p)
 
 static void on_part_done(pool_call_t *call, void *data);
 
-/* Starts waiting parts while fewer than GW_LOGSPLIT_INFLIGHT are in flight. */
-static void pump(job_t *j)
+/* Starts waiting parts, in the order of the request's items and of their
+ * blocks, while fewer than GW_LOGSPLIT_INFLIGHT of the request are in flight. */
+static void pump(gw_logsplit_t *s)
 {
-    for (size_t i = 0; i < j->nparts && j->inflight < GW_LOGSPLIT_INFLIGHT; i++) {
-        part_t *p = j->parts[i];
-        if (p->state != PART_WAIT)
-            continue;
-        p->state = PART_SENT;
-        j->inflight++;
-        p->call = pool_call_start(j->s->net, &p->item, 1, 0, j->s->owner, on_part_done, p);
+    for (size_t k = 0; k < s->njobs && s->inflight < GW_LOGSPLIT_INFLIGHT; k++) {
+        job_t *j = &s->jobs[k];
+        for (size_t i = 0; j->live && i < j->nparts && s->inflight < GW_LOGSPLIT_INFLIGHT; i++) {
+            part_t *p = j->parts[i];
+            if (p->state != PART_WAIT)
+                continue;
+            p->state = PART_SENT;
+            j->inflight++;
+            s->inflight++;
+            p->call = pool_call_start(s->net, &p->item, 1, 0, s->owner, on_part_done, p);
+        }
     }
 }
 
-/* The job is over (answered): its sub-calls stop, the request hears of it
- * when it was the last. */
+/* The job is over (answered): its sub-calls stop; the request hears of it
+ * when it was the last, else the other jobs take the freed slots. */
 static void job_end(job_t *j)
 {
+    gw_logsplit_t *s = j->s;
     for (size_t i = 0; i < j->nparts; i++)
         part_free(j->parts[i]);
     j->nparts = 0;
+    s->inflight -= j->inflight; /* stopped with their calls */
     j->inflight = 0;
     if (!j->live)
         return;
     j->live = 0;
-    if (--j->s->pending == 0)
-        j->s->cb(j->s->data);
+    if (--s->pending == 0)
+        s->cb(s->data); /* the request may build its reply: s is not touched after it */
+    else
+        pump(s);
 }
 
 /* Splits the job into parts (a plan's ranges), sent now; 0 if the client's
@@ -254,7 +264,7 @@ static int job_start(job_t *j, const policy_logs_range_t *ranges, size_t n)
     j->live = 1;
     s->pending++;
     pool_logs_count(s->net, POOL_LOGS_SPLITS, 1);
-    pump(j);
+    pump(s);
     return 1;
 }
 
@@ -368,6 +378,7 @@ static void on_part_done(pool_call_t *call, void *data)
     pool_item_t *it = &p->item;
     wire_envelope_t env;
     j->inflight--;
+    j->s->inflight--;
     if (it->state == POOL_ITEM_ANSWERED && it->verdict == POLICY_VERDICT_SUCCESS &&
         wire_envelope_scan(it->answer, it->answer_len, &env) == SL_OK && env.result.len != 0 &&
         policy_logsplit_check(it->answer, env.result, p->r) == SL_OK) {
@@ -386,7 +397,7 @@ static void on_part_done(pool_call_t *call, void *data)
     }
     for (size_t i = 0; i < j->nparts; i++)
         if (j->parts[i]->state != PART_DONE) {
-            pump(j);
+            pump(j->s);
             return;
         }
     merge(j);

@@ -16,7 +16,7 @@
 
 #include "pool/pool.h"
 
-/* Sub-calls of one client eth_getLogs in flight at once. */
+/* Sub-calls of one request in flight at once (a batch's eth_getLogs together). */
 #define GW_LOGSPLIT_INFLIGHT 4
 
 typedef struct gw_logsplit gw_logsplit_t;
