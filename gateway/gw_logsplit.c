@@ -405,31 +405,30 @@ static void on_part_done(pool_call_t *call, void *data)
 }
 
 /* Plans item k: split (sub-calls started), refused, or left for the
- * request's call (0). */
+ * request's call (0; ranged when a refusal may still split it). */
 static int take_one(gw_logsplit_t *s, job_t *j)
 {
-    pool_item_t *it = &s->items[j->k];
+    uint32_t blocks = pool_logs_blocks(s->net);
+    policy_logs_range_t *w = &j->whole;
+    j->ranged = (uint8_t)(range_of(s->net, &s->items[j->k], w) && w->from <= w->to);
+    if (!j->ranged || blocks == 0 || w->to - w->from < blocks)
+        return 0; /* one call takes it (policy_logsplit_plan's ONE): the common case, no plan */
     policy_logs_range_t *ranges = sl_xcalloc(s->max_split, sizeof(*ranges));
     size_t n = 0;
-    uint32_t blocks = pool_logs_blocks(s->net);
-    int taken = 0;
-    j->ranged = (uint8_t)range_of(s->net, it, &j->whole);
-    if (j->ranged) {
-        switch (policy_logsplit_plan(j->whole.from, j->whole.to, blocks, s->max_split, ranges, s->max_split, &n)) {
-        case POLICY_LOGSPLIT_SPLIT:
-            taken = job_start(j, ranges, n);
-            if (taken)
-                pool_logs_count(s->net, POOL_LOGS_SUBCALLS, n);
-            break;
-        case POLICY_LOGSPLIT_TOO_WIDE:
-            refuse(j, blocks);
-            taken = 1;
-            break;
-        case POLICY_LOGSPLIT_ONE:
-        case POLICY_LOGSPLIT_BACKWARDS:
-            j->ranged = j->whole.from <= j->whole.to; /* a refusal may still split it */
-            break;
-        }
+    int taken = 1;
+    switch (policy_logsplit_plan(w->from, w->to, blocks, s->max_split, ranges, s->max_split, &n)) {
+    case POLICY_LOGSPLIT_SPLIT:
+        taken = job_start(j, ranges, n);
+        if (taken)
+            pool_logs_count(s->net, POOL_LOGS_SUBCALLS, n);
+        break;
+    case POLICY_LOGSPLIT_TOO_WIDE:
+        refuse(j, blocks);
+        break;
+    case POLICY_LOGSPLIT_ONE:
+    case POLICY_LOGSPLIT_BACKWARDS:
+        taken = 0;
+        break;
     }
     free(ranges);
     return taken;
