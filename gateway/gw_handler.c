@@ -138,9 +138,11 @@ static void send_reply(gw_req_t *g)
 static size_t req_sent_held(const gw_held_entry_t *e);
 static void refuse_buffered(gw_req_t *g, const char *body, gw_buffered_verdict_t v, size_t held);
 
-/* The reply, once the request's call and its eth_getLogs sub-calls are done. */
-static void finish(gw_req_t *g)
+/* The reply, once the request's call and its eth_getLogs sub-calls are
+ * done (also gw_logsplit's callback). */
+static void finish(void *data)
 {
+    gw_req_t *g = data;
     size_t held;
     if (!g->call_done || gw_logsplit_pending(g->split))
         return;
@@ -163,13 +165,8 @@ static void on_call_done(pool_call_t *call, void *data)
     (void)call;
     g->call_done = 1;
     if (g->split != NULL && gw_logsplit_settle(g->split))
-        return; /* a refused eth_getLogs went on in halves: on_split_done finishes */
+        return; /* a refused eth_getLogs went on in halves: finish runs when they are done */
     finish(g);
-}
-
-static void on_split_done(void *data)
-{
-    finish(data);
 }
 
 /* Collects the members that go upstream; returns their number. */
@@ -416,7 +413,7 @@ static void forward(gw_req_t *g)
     uint64_t owner = net->conf->pressure.enabled ? caller_owner(g) : 0;
     pool_item_t *items = g->items;
     size_t nitems = g->nitems;
-    if ((g->split = gw_logsplit_take(net->pool_net, g->items, g->nitems, owner, on_split_done, g)) != NULL)
+    if ((g->split = gw_logsplit_take(net->pool_net, g->items, g->nitems, owner, finish, g)) != NULL)
         items = gw_logsplit_rest(g->split, &nitems);
     if (nitems == 0) { /* every member went into sub-calls or was refused */
         g->call_done = 1;
