@@ -81,8 +81,9 @@ test('a 10,000-block eth_getLogs over endpoints limited to 1,000 is answered who
   }
   console.log(`10,000-block eth_getLogs (${want.text.length} bytes): via sluice median ${median(via).toFixed(1)} ms, ` +
     `straight to one unlimited endpoint ${median(straight).toFixed(1)} ms`);
-  const m = await metricValue(s, 'sluice_logs_split_subcalls_total{network="eth"}');
-  assert.ok(m >= 60, `sub-calls counted in /metrics (${m})`);
+  // 6 split calls of 10 sub-calls each, counted per network in /metrics (flushed every ~100 ms)
+  await waitFor(async () => (await metricValue(s, 'sluice_logs_split_subcalls_total{network="eth"}')) === 60 &&
+    (await metricValue(s, 'sluice_logs_splits_total{network="eth"}')) === 6, { timeoutMs: 3000, what: 'the split metrics' });
 });
 
 test('at most 4 sub-calls of a request are in flight at once', async () => {
@@ -111,10 +112,14 @@ test('a range needing more than max_logs_split sub-calls gets -32005 and reaches
   assert.equal((await logsCalls(a)) + (await logsCalls(b)), 0, 'no provider was asked');
   await waitFor(async () => (await events(s, since)).some((e) => e.kind === 'logs_split_refused' && e.network === 'eth'),
     { timeoutMs: 3000, what: 'a logs_split_refused event' });
+  const ev = (await events(s, since)).find((e) => e.kind === 'logs_split_refused');
+  assert.match(ev.reason, /0x1 to 0x61a8 needs more than max_logs_split 20 calls of at most 1000 blocks/);
   // a burst of refusals makes no burst of events
   await Promise.all(Array.from({ length: 20 }, (_, i) => post(s.url('eth'), call('eth_getLogs', [filter(hex(1), hex(25000))], i))));
   const evs = (await events(s, since)).filter((e) => e.kind === 'logs_split_refused');
   assert.ok(evs.length <= 2, `one event per worker per 10 s, not per refusal (${evs.length})`);
+  await waitFor(async () => (await metricValue(s, 'sluice_logs_split_refused_total{network="eth"}')) === 21,
+    { timeoutMs: 3000, what: 'every refusal counted' });
 });
 
 test('a tag range is resolved from the chain view', async () => {
