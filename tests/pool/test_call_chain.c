@@ -4,6 +4,8 @@
  * fit endpoint fails, and the head eth_blockNumber is answered with. */
 #include "tests/pool/scripted.h"
 
+#include "pool/pool_logs.h"
+
 #include <criterion/parameterized.h>
 
 #define BN "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"eth_blockNumber\",\"params\":[]}"
@@ -190,4 +192,24 @@ Test(call_chain, get_logs_answered_outside_its_range_goes_to_the_next_endpoint)
     sc_reply(1, 200, good);
     sc_wait_done(&c.done);
     sc_expect_answer(&c.item, 1, good);
+}
+
+Test(call_chain, get_logs_split_size_is_the_widest_usable_endpoints)
+{
+    open_logs(1000, 2000);
+    cr_expect_eq(pool_logs_blocks(sc.net), 2000);
+    sc_close();
+    open_logs(1000, 0);
+    cr_expect_eq(pool_logs_blocks(sc.net), 0, "one endpoint takes any range: nothing is split before a refusal");
+}
+
+Test(call_chain, get_logs_tags_resolve_from_the_view)
+{
+    open_logs(1000, 1000);
+    uint64_t n = 0;
+    cr_expect_eq(pool_logs_resolve(sc.net, POLICY_TAG_LATEST, &n), SL_OK);
+    cr_expect_eq(n, 5000);
+    cr_expect_eq(pool_logs_resolve(sc.net, POLICY_TAG_EARLIEST, &n), SL_OK);
+    cr_expect_eq(n, 0);
+    cr_expect_eq(pool_logs_resolve(sc.net, POLICY_TAG_FINALIZED, &n), SL_ERR_NOT_FOUND, "no finalized head reported");
 }
