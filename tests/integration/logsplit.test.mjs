@@ -154,6 +154,18 @@ test('endpoints that refuse the configured span as too wide: the range is halved
   assert.equal((await logsCalls(a)) + (await logsCalls(q)), 20);
 });
 
+test('a call within the configured span that every endpoint refuses is answered in halves', async () => {
+  await Promise.all([a.reset(), q.reset()]);
+  const body = call('eth_getLogs', [filter(hex(2001), hex(3500))], 'h');
+  const want = await direct(body);
+  const got = await post(s.url('eth2'), [body, call('eth_blockNumber', [], 'n')]);
+  assert.equal(got.status, 200, got.text.slice(0, 300));
+  assert.ok(got.text.startsWith('[' + want.text + ','), got.text.slice(0, 300));
+  assert.equal(got.json[1].result, hex(HEAD));
+  // whole at both (refused), then two halves of 750
+  assert.equal((await logsCalls(a)) + (await logsCalls(q)), 4);
+});
+
 test('a sub-answer with logs outside its range is never merged: the next endpoint answers', async () => {
   const body = call('eth_getLogs', [filter(hex(1001), hex(5000))], 'r');
   const want = await direct(body);
