@@ -132,6 +132,9 @@ typedef struct pool_pressure {
     policy_roll_t try_roll;       /* tries and refusals */
     uint64_t try_v[POLICY_ROLL_SLOTS][2];
     uint64_t polls_merged, calls_saved, waits;
+    uint64_t logs[3];             /* eth_getLogs splits, sub-calls, refusals (pool/pool_logs.h) */
+    uint64_t logs_event_ms;       /* the last logs_split_refused event (pool_logs_refused) */
+    uint64_t logs_held;           /* ... refusals since, not in an event yet */
     state_pressure_slot_rec_t *others; /* the other workers' slots summed (last snapshot) */
     state_pressure_slot_rec_t *written; /* what this worker last flushed */
     char slot_key[STATE_KEY_MAX]; /* state_key_pressure_slot: this worker's inputs */
