@@ -41,6 +41,7 @@ typedef struct cons_ex {
 /* One vote: an endpoint's answer object, kept with the call. */
 typedef struct cons_vote {
     int16_t ep;
+    pool_exchange_t *ex;          /* the exchange it came by */
     const char *obj;              /* the response object (in a body the call keeps) */
     uint32_t len;
     wire_span_t id;               /* its id, relative to obj */
@@ -101,6 +102,7 @@ static int read_vote(pool_call_t *call, pool_exchange_t *ex, const char *body, s
         return 0; /* another endpoint has the block this one lacks */
     }
     v->ep = (int16_t)ex->link->index;
+    v->ex = ex;
     v->obj = body;
     v->len = (uint32_t)len;
     v->id = env.id;
@@ -191,6 +193,7 @@ static void answer_with(pool_call_t *call, const policy_consensus_outcome_t *o)
     it->answer_id = w->id;
     it->endpoint = w->ep;
     pool_item_settle(it, POOL_ITEM_ANSWERED);
+    (void)pool_call_done(call, w->ex); /* the rows see the answer applied (a head answer feeds the chain view) */
     POOL_STAT_ADD(&call->net->endpoints[w->ep], consensus_agreed, 1);
     uint32_t agreeing = o->group_size[o->group_of[o->winner]];
     for (size_t i = 0; i < run->nvotes; i++)
@@ -307,17 +310,30 @@ static void on_ex_done(pool_exchange_t *ex)
     judge(call);
 }
 
-/* The loop's first attempt: the fan-out goes instead (the loop's endpoint
+/* Lets go of a round's exchanges (none in flight) and failures. */
+static void run_clear(pool_consensus_run_t *run)
+{
+    for (size_t i = 0; i < run->nex; i++)
+        free(run->ex[i]);
+    memset(run, 0, sizeof(*run));
+}
+
+/* The loop's first attempt of a round: the fan-out goes instead (the loop's endpoint
  * first), and the call waits for its votes. */
 static pool_gate_t row_gate(pool_call_t *call, int ep, int may_wait)
 {
     (void)may_wait;
     if (!call->consensus.on || call->consensus.fanning)
         return POOL_GATE_GO;
-    if (call->consensus.run != NULL) /* its fan-out is over: the loop only settles it */
+    pool_consensus_run_t *run = call->consensus.run;
+    if (run != NULL && (run->nvotes != 0 || run->inflight != 0)) { /* cannot be: judge settles it first */
+        call->tried[ep] = 1;
         return POOL_GATE_SKIP;
-    pool_consensus_run_t *run = sl_xcalloc(1, sizeof(*run));
-    call->consensus.run = run;
+    }
+    if (run != NULL) /* a later round: nothing could be sent in the last one */
+        run_clear(run);
+    else
+        run = call->consensus.run = sl_xcalloc(1, sizeof(*run));
     int own = !call->batch && call->items[0].id.len != 0 && !call->renumbered; /* as the loop builds it */
     run->body = own ? call->items[0].raw : call->req.base;
     run->len = own ? call->items[0].raw_len : call->req.len;
@@ -349,8 +365,7 @@ static void row_stop(pool_call_t *call, pool_call_stop_t why)
     run->inflight = 0;
     if (why != POOL_CALL_RELEASED)
         return; /* the groups stay readable until the release */
-    for (size_t i = 0; i < run->nex; i++)
-        free(run->ex[i]);
+    run_clear(run);
     free(run);
     call->consensus.run = NULL;
 }

@@ -85,6 +85,7 @@ test('two liars that disagree with each other: no_consensus with the endpoints o
   await b.setMode('lie', { method: 'eth_getTransactionCount' });
   await c.setMode('lie', { method: 'eth_getTransactionCount' });
   const r = await post(s.url('eth'), nonce(3));
+  assert.equal(r.status, 502, r.text);
   assert.equal(r.json?.id, 3, r.text);
   assert.equal(r.json.error?.code, -32603, r.text);
   assert.equal(r.json.error.data.outcome, 'no_consensus');

@@ -282,3 +282,38 @@ Test(call_consensus, an_endpoint_full_is_left_out_of_the_fan_out)
     for (size_t i = 1; i < 4; i++)
         cr_expect_eq(sc_att(i)->ep, (int)i);
 }
+
+Test(call_consensus, a_round_where_nothing_could_be_sent_is_followed_by_another_fan_out)
+{
+    open_consensus(3, 2, 3);
+    for (int i = 0; i < 3; i++)
+        sc_refuse_next(i, POOL_FAIL_CONNECT);
+    sc_call_t c = {0};
+    sc_start_one(&c, NONCE, 0);
+    cr_assert_eq(sc.natt, 3);
+    cr_expect_eq(c.done.n, 0, "the next round is after a backoff");
+    sc_wait_attempts(6);
+    for (size_t i = 3; i < 6; i++)
+        cr_expect_eq(sc_att(i)->state, SC_HELD);
+    sc_reply(3, 200, ANS("0x5"));
+    sc_reply(4, 200, ANS("0x5"));
+    sc_wait_done(&c.done);
+    cr_expect_eq(c.item.state, POOL_ITEM_ANSWERED);
+    cr_expect_eq(sc_att(5)->state, SC_CANCELLED);
+}
+
+Test(call_consensus, with_every_attempt_refused_the_call_ends_as_any)
+{
+    sc_conf(3);
+    sc.conf.consensus = (policy_consensus_conf_t){.methods = methods, .nmethods = 2, .quorum = 2, .of = 3};
+    sc.conf.max_attempts = 3;
+    sc_open();
+    for (int i = 0; i < 3; i++)
+        sc_refuse_next(i, POOL_FAIL_CONNECT);
+    sc_call_t c = {0};
+    sc_start_one(&c, NONCE, 0);
+    sc_wait_done(&c.done);
+    cr_expect_eq(c.item.state, POOL_ITEM_FAILED);
+    cr_expect_eq(c.item.outcome, POOL_OUTCOME_UPSTREAM_ERROR, "no answer at all is no disagreement");
+    cr_expect_eq(sc.natt, 3, "max_attempts spent: no second round");
+}
