@@ -27,6 +27,7 @@ typedef struct gw_req {
     pool_item_t *items;
     uint32_t *item_member;        /* items[k] answers rpc.members[item_member[k]] */
     size_t nitems;
+    uint8_t no_cache;             /* Cache-Control: no-cache: the response cache is not looked in */
     pool_call_t *call;
     int call_done;
     gw_reply_t reply;
@@ -73,11 +74,37 @@ static h2o_iovec_t hdr_rl_reset = {H2O_STRLIT("x-ratelimit-reset")};
 static h2o_iovec_t hdr_rl_window = {H2O_STRLIT("x-ratelimit-window")};
 static h2o_iovec_t hdr_rl_bucket = {H2O_STRLIT("x-ratelimit-bucket")};
 static h2o_iovec_t hdr_pressure = {H2O_STRLIT("x-sluice-pressure")};
+static h2o_iovec_t hdr_cache = {H2O_STRLIT("x-sluice-cache")};
 static const h2o_iovec_t pressure_values[POLICY_PRESSURE_LEVEL_COUNT] = {
     [POLICY_PRESSURE_OK] = {H2O_STRLIT("ok")},
     [POLICY_PRESSURE_ELEVATED] = {H2O_STRLIT("elevated")},
     [POLICY_PRESSURE_CRITICAL] = {H2O_STRLIT("critical")},
 };
+
+/* X-Sluice-Cache: hit (every member that went on was answered from the
+ * cache), bypass (the client said no-cache, or the cache is off), miss. */
+static const char *cache_outcome(const gw_req_t *g)
+{
+    if (g->no_cache || !g->h->cfg->cache.enabled)
+        return "bypass";
+    for (size_t i = 0; i < g->nitems; i++)
+        if (!g->items[i].cached)
+            return "miss";
+    return "hit";
+}
+
+/* 1 if the request says Cache-Control: no-cache (or no-store). */
+static int asks_no_cache(h2o_req_t *req)
+{
+    ssize_t at = -1;
+    while ((at = h2o_find_header(&req->headers, H2O_TOKEN_CACHE_CONTROL, at)) != -1) {
+        h2o_iovec_t v = req->headers.entries[at].value;
+        if (h2o_contains_token(v.base, v.len, H2O_STRLIT("no-cache"), ',') ||
+            h2o_contains_token(v.base, v.len, H2O_STRLIT("no-store"), ','))
+            return 1;
+    }
+    return 0;
+}
 
 static void send_reply(gw_req_t *g)
 {
@@ -95,6 +122,10 @@ static void send_reply(gw_req_t *g)
             sl_http_header_u64(req, &hdr_hedges, pool_call_hedges(g->call));
         if (pool_call_coalesced(g->call))
             sl_http_header_u64(req, &hdr_coalesced, 1);
+    }
+    if (g->nitems != 0) {
+        const char *c = cache_outcome(g);
+        sl_http_header_iov(req, &hdr_cache, c, strlen(c));
     }
     if (r->retry_after_s != 0)
         sl_http_header_u64(req, &hdr_retry_after, r->retry_after_s);
@@ -162,6 +193,7 @@ static size_t collect_items(gw_req_t *g)
         n += rpc->members[i].status == GW_MEMBER_FORWARD;
     if (n == 0)
         return 0;
+    g->no_cache = (uint8_t)asks_no_cache(g->req);
     g->items = h2o_mem_alloc_pool(&g->req->pool, n * sizeof(*g->items));
     g->item_member = h2o_mem_alloc_pool(&g->req->pool, n * sizeof(*g->item_member));
     memset(g->items, 0, n * sizeof(*g->items));
@@ -177,6 +209,7 @@ static size_t collect_items(gw_req_t *g)
         it->params = m->params.len ? (wire_span_t){m->params.off - m->raw.off, m->params.len} : (wire_span_t){0, 0};
         it->method = m->method;
         it->cheap = m->cheap;
+        it->no_cache = g->no_cache;
         it->name = m->name;
         it->name_len = (uint32_t)strlen(m->name);
         g->item_member[k++] = (uint32_t)i;

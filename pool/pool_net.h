@@ -172,7 +172,12 @@ struct pool_network {
     h2o_linklist_t held_slots;    /* slots of cancelled hedge losers, until their deadline (pool_hedge.c) */
     h2o_linklist_t coalesce;      /* pool_coalesce_t: identical reads in flight (pool_coalesce.c) */
     size_t ncoalesce;
+    struct {
+        uint64_t hits, misses, stored; /* items this worker looked up and kept (pool_cache_call.c) */
+    } cache;
 };
+
+#define POOL_CACHE_FLUSH_MS 1000
 
 struct pool {
     pool_transport_t t;           /* loop, resolver, budget, delays, the exchange operations */
@@ -181,6 +186,8 @@ struct pool {
     size_t nnetworks;
     h2o_timeout_t zero_timeout;   /* deferred callbacks */
     state_t *state;               /* NULL: no shared state (unit tests) */
+    struct state_cache *cache;    /* the response cache; NULL: off */
+    uint8_t cache_unfinalized;    /* cache.unfinalized: head */
     uint32_t slot;                /* this worker's stats slot (1-based worker index) */
     uint32_t nworkers;            /* slots 1..nworkers (pressure inputs are summed over them) */
     /* The hook the call layer installs: a snapshot of net's shared records
@@ -189,6 +196,7 @@ struct pool {
     h2o_timeout_t tick_timeout;   /* snapshot refresh / flush / probes */
     h2o_timeout_entry_t tick;
     uint64_t last_flush_ms;
+    uint64_t last_cache_flush_ms; /* the response cache's hits marked recent (every POOL_CACHE_FLUSH_MS) */
     uint32_t refresh_ms;
     uint32_t flush_ms;
 };
