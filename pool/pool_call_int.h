@@ -54,7 +54,8 @@ typedef enum pool_call_state {
     POOL_CALL_SENDING,            /* an attempt (or the by-hash check) is in flight */
     POOL_CALL_BACKOFF,            /* waiting to open another round over the endpoints */
     POOL_CALL_WAITING,            /* a confirmation poll waiting for a free slot */
-    POOL_CALL_LEASING,            /* waiting for a credit lease from Redis */
+    POOL_CALL_LEASING,            /* a gate said wait: a credit lease from Redis, or a compared
+                                     read's votes (pool_consensus.c) */
     POOL_CALL_SETTLED,            /* every item settled: the callback runs from the loop */
     POOL_CALL_DONE,               /* the callback ran: only the release is left */
     POOL_CALL_STATE_COUNT
