@@ -259,7 +259,8 @@ static void judge(pool_call_t *call)
     uint64_t now = sl_now_ms();
     if (call->items[0].state == POOL_ITEM_PENDING && run->nvotes + run->inflight < cc->of &&
         call->deadline_ms > now + REPLACE_MIN_LEFT_MS && call->attempts < call->net->max_attempts)
-        start_one(call, pool_call_plan_next(call)); /* a failure's place, while an endpoint is left */
+        start_one(call, pool_call_plan_next(call)); /* a failure's place, while an endpoint is left (the
+                                                     * call was not hopeless with its answer to come) */
     policy_consensus_outcome_t o;
     policy_consensus_decide(run->pv, run->nvotes, run->inflight, cc->quorum, &o);
     if (call->items[0].state == POOL_ITEM_PENDING && !o.decided && !o.impossible && run->inflight > 0)
@@ -338,8 +339,9 @@ static pool_gate_t row_gate(pool_call_t *call, int ep, int may_wait)
     run->body = own ? call->items[0].raw : call->req.base;
     run->len = own ? call->items[0].raw_len : call->req.len;
     uint32_t of = call->net->conf->consensus.of;
-    while (run->inflight < of && start_one(call, run->inflight == 0 && run->failed == 0 ? ep : pool_call_plan_next(call)))
-        ;
+    int next = ep; /* the loop's endpoint first (of is at least 2) */
+    while (start_one(call, next) && run->inflight < of)
+        next = pool_call_plan_next(call);
     if (run->inflight == 0) { /* nothing could be sent: the loop ends the call as for any */
         run->ended = 1;
         for (size_t i = 0; i < call->net->nendpoints; i++)

@@ -8,7 +8,8 @@
 #define NONCE "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"eth_getTransactionCount\",\"params\":[\"0xab\",\"latest\"]}"
 #define ANS(v) "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"" v "\"}"
 #define CALL "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"eth_call\",\"params\":[{\"to\":\"0x01\"},\"latest\"]}"
-#define REVERT "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":3,\"message\":\"execution reverted\",\"data\":\"0x\"}}"
+#define REVERT                                                                                                       \
+    "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":3,\"message\":\"execution reverted\",\"data\":\"0x\"}}"
 #define BN "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"eth_blockNumber\",\"params\":[]}"
 
 TestSuite(call_consensus, .fini = sc_close);
@@ -242,7 +243,8 @@ Test(call_consensus, a_batch_member_is_not_compared)
     sc_batch_t b = {0};
     sc_start_batch(&b, NONCE, BN);
     cr_expect_eq(sc.natt, 1, "a batch goes as one request, as without consensus");
-    sc_reply(0, 200, "[{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":\"0x5\"},{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"0x10\"}]");
+    sc_reply(0, 200,
+             "[{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":\"0x5\"},{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"0x10\"}]");
     sc_wait_done(&b.done);
     cr_expect_eq(b.items[0].state, POOL_ITEM_ANSWERED);
     cr_expect_eq(b.items[1].state, POOL_ITEM_ANSWERED);
