@@ -152,9 +152,13 @@ static void report_disagreed(pool_call_t *call, pool_endpoint_t *e, uint32_t agr
     const pool_item_t *it = &call->items[0];
     POOL_STAT_ADD(e, consensus_disagreed, 1);
     policy_consensus_disagreed(&e->disagreed, &e->disagreed_at_ms, sl_now_ms(), 1);
-    sl_log_warn("endpoint %s/%s: its answer to %.*s disagreed with %u of %u endpoints", net->conf->name, e->conf->id,
-                (int)it->name_len, it->name, agreeing, answered);
-    if (net->pool->state == NULL || !policy_consensus_report_due(&e->disagree_reported_ms, sl_now_ms()))
+    /* the log line and the event at most once per interval: a liar floods neither */
+    int due = policy_consensus_report_due(&e->disagree_reported_ms, sl_now_ms());
+    sl_log_level_t level = due ? SL_LOG_WARN : SL_LOG_DEBUG;
+    if (sl_log_enabled(level))
+        sl_log(level, "endpoint %s/%s: its answer to %.*s disagreed with %u of %u endpoints", net->conf->name,
+               e->conf->id, (int)it->name_len, it->name, agreeing, answered);
+    if (net->pool->state == NULL || !due)
         return;
     state_event_t ev;
     state_event_init(&ev, STATE_EVENT_ENDPOINT_DISAGREED, net->conf->name, e->conf->id, sl_shared_ms());
@@ -213,7 +217,7 @@ static void give_up(pool_call_t *call)
     else
         POOL_STAT_ADD(&call->net->endpoints[run->votes[0].ep], consensus_none, 1);
     if (why == POOL_OUTCOME_NO_CONSENSUS)
-        sl_log_info("network %s: no consensus on %.*s among %zu answers", call->net->conf->name,
+        sl_log_debug("network %s: no consensus on %.*s among %zu answers", call->net->conf->name,
                     (int)call->items[0].name_len, call->items[0].name, run->nvotes);
     pool_answer_exhaust(call, why);
 }
