@@ -218,7 +218,7 @@ static void give_up(pool_call_t *call)
         POOL_STAT_ADD(&call->net->endpoints[run->votes[0].ep], consensus_none, 1);
     if (why == POOL_OUTCOME_NO_CONSENSUS)
         sl_log_debug("network %s: no consensus on %.*s among %zu answers", call->net->conf->name,
-                    (int)call->items[0].name_len, call->items[0].name, run->nvotes);
+                     (int)call->items[0].name_len, call->items[0].name, run->nvotes);
     pool_answer_exhaust(call, why);
 }
 
