@@ -89,6 +89,8 @@ static void attempts(sl_buf_t *b, const admin_ep_view_t *v, size_t n)
          offsetof(state_stats_rec_t, hedges_cancelled)},
         {"sluice_calls_coalesced_total", "Client calls answered by riding an identical call in flight to this endpoint.",
          offsetof(state_stats_rec_t, coalesced)},
+        {"sluice_consensus_disagreements_total", "Answers here to a compared read (consensus:) that the quorum outvoted.",
+         offsetof(state_stats_rec_t, consensus_disagreed)},
     };
     for (size_t c = 0; c < sizeof(counters) / sizeof(counters[0]); c++) {
         help(b, counters[c].name, "counter", counters[c].text);
@@ -98,6 +100,26 @@ static void attempts(sl_buf_t *b, const admin_ep_view_t *v, size_t n)
             sl_buf_printf(b, "%s{" LABELS "} %llu\n", counters[c].name, v[i].net->name, v[i].ep->id,
                           (unsigned long long)val);
         }
+    }
+}
+
+/* Compared reads per network: each is counted at one endpoint (the answer
+ * used, or the first answer of a call without a quorum), so the sums count calls. */
+static void consensus(admin_t *a, sl_buf_t *b, const admin_ep_view_t *v, size_t n)
+{
+    help(b, "sluice_consensus_calls_total", "counter", "Compared reads (consensus:) by network and outcome.");
+    for (size_t i = 0; i < a->conf.nnetworks; i++) {
+        const pool_network_conf_t *net = &a->conf.networks[i];
+        uint64_t agreed = 0, none = 0;
+        for (size_t k = 0; k < n; k++)
+            if (v[k].net == net) {
+                agreed += v[k].stats.consensus_agreed;
+                none += v[k].stats.consensus_none;
+            }
+        sl_buf_printf(b, "sluice_consensus_calls_total{network=\"%s\",outcome=\"agreed\"} %llu\n", net->name,
+                      (unsigned long long)agreed);
+        sl_buf_printf(b, "sluice_consensus_calls_total{network=\"%s\",outcome=\"no_consensus\"} %llu\n", net->name,
+                      (unsigned long long)none);
     }
 }
 
@@ -269,6 +291,7 @@ int admin_route_metrics(admin_t *a, h2o_req_t *req)
         state_read_end(a->conf.state);
     }
     attempts(&b, v, n);
+    consensus(a, &b, v, n);
     health(&b, v, n);
     admin_credits_metrics(a, &b, v, n);
     admin_cluster_metrics(a, &b);

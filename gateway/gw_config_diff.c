@@ -32,7 +32,7 @@ typedef struct field {
 /* F_MEM rows memcmp whole structs: they must not have padding */
 _Static_assert(sizeof(pool_timeouts_t) == 4 * sizeof(uint32_t), "pool_timeouts_t has padding");
 _Static_assert(sizeof(policy_breaker_conf_t) == 8 * sizeof(uint32_t), "policy_breaker_conf_t has padding");
-_Static_assert(sizeof(policy_score_conf_t) == 3 * sizeof(double) + 6 * sizeof(uint32_t),
+_Static_assert(sizeof(policy_score_conf_t) == 4 * sizeof(double) + 6 * sizeof(uint32_t),
                "policy_score_conf_t has padding");
 
 static int str_differs(const char *a, const char *b)

@@ -388,6 +388,7 @@ static const gw_cfg_field_t ranking_fields[] = {
     {"w_error", GW_CFG_DOUBLE, offsetof(policy_score_conf_t, w_error)},
     {"w_rate_limit", GW_CFG_DOUBLE, offsetof(policy_score_conf_t, w_rate_limit)},
     {"w_lag", GW_CFG_DOUBLE, offsetof(policy_score_conf_t, w_lag)},
+    {"w_disagree", GW_CFG_DOUBLE, offsetof(policy_score_conf_t, w_disagree)},
     {"max_lag", GW_CFG_U32, offsetof(policy_score_conf_t, max_lag), 0, 1000000},
     {"max_error_pct", GW_CFG_U32, offsetof(policy_score_conf_t, max_error_pct), 1, 100},
     {"min_calls", GW_CFG_U32, offsetof(policy_score_conf_t, min_calls), 1, 100000},

@@ -51,7 +51,34 @@ static const outcome_row_t outcomes[] = {
     [POOL_OUTCOME_LOCAL] = {503, GW_RPC_INTERNAL_ERROR, "local_error",
                             "sluice is short of its own resources (file descriptors, memory or temp space); "
                             "no endpoint is at fault: retry shortly"},
+    [POOL_OUTCOME_NO_CONSENSUS] = {502, GW_RPC_INTERNAL_ERROR, "no_consensus",
+                                   "no consensus: the endpoints asked gave different answers and no quorum agreed "
+                                   "(data.groups: the endpoints behind each answer)"},
 };
+
+/* A compared read without a quorum: "groups", each distinct answer's
+ * endpoint ids (ids only, as everywhere a client sees endpoints). */
+static void append_groups(sl_buf_t *b, const pool_call_t *call)
+{
+    uint64_t masks[POOL_MAX_ENDPOINTS];
+    size_t n = pool_call_consensus_groups(call, masks, POOL_MAX_ENDPOINTS);
+    sl_buf_append_str(b, ",\"groups\":[");
+    for (size_t g = 0; g < n && g < POOL_MAX_ENDPOINTS; g++) {
+        sl_buf_append_str(b, g ? ",[" : "[");
+        int first = 1;
+        for (int i = 0; i < POOL_MAX_ENDPOINTS; i++) {
+            if (!(masks[g] & ((uint64_t)1 << i)))
+                continue;
+            const char *id = pool_call_endpoint_id(call, i);
+            if (!first)
+                sl_buf_append_char(b, ',');
+            sl_buf_append_json_str(b, id, strlen(id));
+            first = 0;
+        }
+        sl_buf_append_char(b, ']');
+    }
+    sl_buf_append_char(b, ']');
+}
 
 /* Endpoints are named by id only: a client learns nothing of the upstreams'
  * hosts, addresses or ports (the redacted URL is in the access log and the
@@ -94,6 +121,8 @@ static void append_failure(sl_buf_t *out, const char *body, const gw_member_t *m
         snprintf(msg, sizeof(msg), row->message, limit);
         message = msg;
     }
+    if (it->outcome == POOL_OUTCOME_NO_CONSENSUS)
+        append_groups(&data, call);
     sl_buf_append_char(&data, ',');
     append_attempts(&data, call);
     sl_buf_append_char(&data, '}');

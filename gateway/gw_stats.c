@@ -37,6 +37,7 @@ static const state_req_outcome_t from_pool[] = {
     [POOL_OUTCOME_ID_UNANSWERABLE] = STATE_REQ_ID_UNANSWERABLE,
     [POOL_OUTCOME_SLOW_CALL] = STATE_REQ_SLOW_CALL,
     [POOL_OUTCOME_LOCAL] = STATE_REQ_LOCAL,
+    [POOL_OUTCOME_NO_CONSENSUS] = STATE_REQ_UPSTREAM_ERROR,
 };
 
 gw_stats_t *gw_stats_create(const gw_config_t *cfg, state_t *st, unsigned slot)

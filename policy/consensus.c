@@ -111,3 +111,24 @@ void policy_consensus_decide(const policy_consensus_vote_t *votes, size_t n, siz
     }
     out->impossible = pending == 0 || best_size + pending < quorum;
 }
+
+uint32_t policy_consensus_disagreed(uint32_t *count, uint64_t *at_ms, uint64_t now_ms, uint32_t add)
+{
+    if (*count != 0 && now_ms > *at_ms) {
+        uint64_t halves = (now_ms - *at_ms) / POLICY_CONSENSUS_HALF_LIFE_MS;
+        *count = halves >= 32 ? 0 : *count >> halves;
+        *at_ms += halves * POLICY_CONSENSUS_HALF_LIFE_MS; /* the part of a half-life not yet counted stays */
+    }
+    if (*count == 0 || now_ms < *at_ms)
+        *at_ms = now_ms;
+    *count = *count + add < *count ? UINT32_MAX : *count + add;
+    return *count;
+}
+
+int policy_consensus_report_due(uint64_t *last_ms, uint64_t now_ms)
+{
+    if (*last_ms != 0 && now_ms < *last_ms + POLICY_CONSENSUS_REPORT_MS)
+        return 0;
+    *last_ms = now_ms;
+    return 1;
+}

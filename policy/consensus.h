@@ -63,4 +63,22 @@ void policy_consensus_decide(const policy_consensus_vote_t *votes, size_t n, siz
  * wire_envelope_scan); nothing past either span is read. */
 int policy_consensus_equal(const char *a, wire_span_t sa, const char *b, wire_span_t sb);
 
+/* What a minority answer costs the endpoint. Its disagreements are counted
+ * with a memory of POLICY_CONSENSUS_HALF_LIFE_MS (the count halves each
+ * half-life), and the count as it stands now is the score's `disagreed`
+ * input (policy/score.h: each one weighs w_disagree, up to
+ * POLICY_SCORE_MAX_DISAGREED). One endpoint_disagreed event per endpoint
+ * per POLICY_CONSENSUS_REPORT_MS at most: a lying endpoint cannot flood the
+ * feed. */
+#define POLICY_CONSENSUS_HALF_LIFE_MS 60000
+#define POLICY_CONSENSUS_REPORT_MS 60000
+
+/* The disagreements count *count, last counted at *at_ms, decayed to now_ms
+ * (and stored so), plus add. Returns the new count. */
+uint32_t policy_consensus_disagreed(uint32_t *count, uint64_t *at_ms, uint64_t now_ms, uint32_t add);
+
+/* 1 if a disagreement at now_ms is reported (an event), given the last
+ * report at *last_ms (0: never), which it then becomes. */
+int policy_consensus_report_due(uint64_t *last_ms, uint64_t now_ms);
+
 #endif

@@ -9,8 +9,10 @@ void policy_score_compute(const policy_score_conf_t *conf, const policy_score_in
     out->lag = in->lag;
     out->excluded = 0;
     double lag = in->lag > 0 ? (double)in->lag : 0;
-    out->cost = (out->latency_ms + 1) *
-                (1 + conf->w_error * out->error_ratio + conf->w_rate_limit * out->rate_limit_ratio + conf->w_lag * lag);
+    double disagreed = in->disagreed < POLICY_SCORE_MAX_DISAGREED ? in->disagreed : POLICY_SCORE_MAX_DISAGREED;
+    out->cost = (out->latency_ms + 1) * (1 + conf->w_error * out->error_ratio +
+                                         conf->w_rate_limit * out->rate_limit_ratio + conf->w_lag * lag +
+                                         conf->w_disagree * disagreed);
     if (in->lag > (int64_t)conf->max_lag)
         out->excluded = "far behind the head";
     else if (in->calls >= conf->min_calls && out->error_ratio * 100 > conf->max_error_pct)

@@ -88,6 +88,7 @@ typedef enum pool_outcome {
     POOL_OUTCOME_ID_UNANSWERABLE, /* the upstreams could not read the call: they answered at id null */
     POOL_OUTCOME_SLOW_CALL,       /* a heavy call outlived the attempt deadline twice */
     POOL_OUTCOME_LOCAL,           /* sluice's own resources ran out for every attempt */
+    POOL_OUTCOME_NO_CONSENSUS,    /* a compared read (consensus:) found no quorum of equal answers */
 } pool_outcome_t;
 
 /* One JSON-RPC call as pool/ sees it. The gateway fills the first block; pool/
@@ -194,6 +195,11 @@ int pool_call_coalesced(const pool_call_t *call);
 size_t pool_call_held(const pool_call_t *call);
 /* Hedges the call sent (attempts flagged POOL_ATTEMPT_HEDGE). */
 uint32_t pool_call_hedges(const pool_call_t *call);
+/* A call that ended in POOL_OUTCOME_NO_CONSENSUS: its distinct answers
+ * (pool_consensus.c). masks[g] has bit i set if endpoint i gave answer g,
+ * groups in the order of their first answer; returns how many groups there
+ * are (at most cap written), 0 for a call that was not compared. */
+size_t pool_call_consensus_groups(const pool_call_t *call, uint64_t *masks, size_t cap);
 const char *pool_call_endpoint_id(const pool_call_t *call, int endpoint);
 const char *pool_call_endpoint_url(const pool_call_t *call, int endpoint);   /* redacted */
 size_t pool_call_max_response_bytes(const pool_call_t *call);                 /* server.max_response_bytes */

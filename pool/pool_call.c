@@ -23,6 +23,10 @@
  *             handed to the next waiter.
  *   hedge     started: a second attempt is armed while the first is slow;
  *             done: the race is settled; stop: the hedge is cancelled.
+ *   consensus start: a single read of a consensus method is compared;
+ *             gate: its first attempt becomes the fan-out to `of`
+ *             endpoints (each through the gates below) and the call waits
+ *             for the votes (never hedged); stop: the fan-out is cancelled.
  *   chain     start: what block each item names; gate: an endpoint behind
  *             it (or too far behind the head for a latest read) is skipped
  *             while a fitter one is left; done: a head answer feeds the
@@ -31,11 +35,12 @@
  *             lease); stop: the wait is given up.
  *   held      stop: a held request-shaped penalty nobody settled counts.
  * Pressure comes first (a call rides only once counted); offers are tried
- * in order and the first taker wins; chain gates before credit, so a
- * skipped endpoint is charged nothing. A new satellite is a file and a row. */
+ * in order and the first taker wins; consensus gates first (its fan-out
+ * asks the others for each endpoint), chain before credit, so a skipped
+ * endpoint is charged nothing. A new satellite is a file and a row. */
 static const pool_call_row_t *const rows[] = {
-    &pool_pressure_row, &pool_cache_row,  &pool_merge_row, &pool_coalesce_row, &pool_hedge_row,
-    &pool_chain_row,    &pool_credit_row, &pool_held_row,
+    &pool_pressure_row, &pool_cache_row,     &pool_merge_row, &pool_coalesce_row, &pool_hedge_row,
+    &pool_consensus_row, &pool_chain_row,    &pool_credit_row, &pool_held_row,
 };
 #define NROWS (sizeof(rows) / sizeof(rows[0]))
 

@@ -10,6 +10,7 @@
 #include "pool/pool_cache_call.h"
 #include "pool/pool_chain_call.h"
 #include "pool/pool_coalesce.h"
+#include "pool/pool_consensus.h"
 #include "pool/pool_hedge.h"
 #include "pool/pool_held.h"
 #include "pool/pool_merge.h"
@@ -53,7 +54,8 @@ typedef enum pool_call_state {
     POOL_CALL_SENDING,            /* an attempt (or the by-hash check) is in flight */
     POOL_CALL_BACKOFF,            /* waiting to open another round over the endpoints */
     POOL_CALL_WAITING,            /* a confirmation poll waiting for a free slot */
-    POOL_CALL_LEASING,            /* waiting for a credit lease from Redis */
+    POOL_CALL_LEASING,            /* a gate said wait: a credit lease from Redis, or a compared
+                                     read's votes (pool_consensus.c) */
     POOL_CALL_SETTLED,            /* every item settled: the callback runs from the loop */
     POOL_CALL_DONE,               /* the callback ran: only the release is left */
     POOL_CALL_STATE_COUNT
@@ -93,8 +95,8 @@ typedef struct pool_call_row {
     void (*net_dispose)(pool_network_t *net);
 } pool_call_row_t;
 
-extern const pool_call_row_t pool_pressure_row, pool_cache_row, pool_merge_row, pool_coalesce_row, pool_hedge_row, pool_chain_row,
-    pool_credit_row, pool_held_row;
+extern const pool_call_row_t pool_pressure_row, pool_cache_row, pool_merge_row, pool_coalesce_row, pool_hedge_row,
+    pool_consensus_row, pool_chain_row, pool_credit_row, pool_held_row;
 
 /* One client call walking the plan (pool_call.c); answers applied to its
  * items by pool_answer.c. */
@@ -148,6 +150,7 @@ struct pool_call {
     pool_held_call_t held;
     pool_chain_call_t chain;
     pool_cache_call_t cache;
+    pool_consensus_call_t consensus;
 };
 
 /* One finished attempt of a call (pool_attempt.c, pool_answer.c, pool_held.c):

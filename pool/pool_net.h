@@ -100,6 +100,9 @@ struct pool_endpoint {
     uint8_t id_probing;           /* an identity probe is under way ... */
     pool_exchange_t id_probe;     /* ... this one (pool_chainid.c) */
     uint64_t id_next_ms;          /* when the next one is due */
+    uint32_t disagreed;           /* its recent minority answers under consensus, decayed ... */
+    uint64_t disagreed_at_ms;     /* ... as of then (policy_consensus_disagreed; pool_consensus.c) */
+    uint64_t disagree_reported_ms; /* this worker's last endpoint_disagreed event for it */
 };
 
 /* How the call layer counts into an endpoint's record of this worker: one

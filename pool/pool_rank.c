@@ -80,6 +80,7 @@ static void score_endpoint(pool_network_t *net, pool_endpoint_t *ep, uint64_t no
     policy_window_totals(&ep->health.rl_window, &net->conf->breaker, mono, &rl_calls, &in.rate_limited);
     if (in.rate_limited > in.calls)
         in.calls = in.rate_limited;
+    in.disagreed = policy_consensus_disagreed(&ep->disagreed, &ep->disagreed_at_ms, mono, 0);
     if (r->head_at_ms != 0 && now - r->head_at_ms <= fresh_ms && net->best_head >= r->head)
         in.lag = (int64_t)(net->best_head - r->head);
     policy_score_compute(conf, &in, median, &ep->health.score);

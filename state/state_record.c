@@ -120,11 +120,15 @@ static const state_field_t stats_fields[] = {
     F_SINCE(state_stats_rec_t, hedges_won, STATE_F_U64, 1, 3),
     F_SINCE(state_stats_rec_t, hedges_cancelled, STATE_F_U64, 1, 3),
     F_SINCE(state_stats_rec_t, coalesced, STATE_F_U64, 1, 3),
+    F_SINCE(state_stats_rec_t, consensus_agreed, STATE_F_U64, 1, 4),
+    F_SINCE(state_stats_rec_t, consensus_none, STATE_F_U64, 1, 4),
+    F_SINCE(state_stats_rec_t, consensus_disagreed, STATE_F_U64, 1, 4),
 };
 
 /* version 2: outcomes gained local_error, too_large, id_unanswerable, slow_call;
- * version 3: hedges sent, won, cancelled and coalesced calls */
-const state_schema_t state_stats_schema = {"stats", 3, stats_fields, sizeof(stats_fields) / sizeof(stats_fields[0])};
+ * version 3: hedges sent, won, cancelled and coalesced calls;
+ * version 4: consensus agreed, none and disagreed */
+const state_schema_t state_stats_schema = {"stats", 4, stats_fields, sizeof(stats_fields) / sizeof(stats_fields[0])};
 
 static const state_field_t pressure_fields[] = {
     F(state_pressure_rec_t, level, STATE_F_U8, 1),

@@ -113,7 +113,8 @@ extern const state_schema_t state_endpoint_schema;
     X(ENDPOINT_RATE_LIMIT_ENDED, "endpoint_rate_limit_ended")                             \
     X(ENDPOINT_WRONG_CHAIN, "endpoint_wrong_chain")                                       \
     X(CACHE_PURGED, "cache_purged")                                                       \
-    X(LOGS_SPLIT_REFUSED, "logs_split_refused")
+    X(LOGS_SPLIT_REFUSED, "logs_split_refused")                                           \
+    X(ENDPOINT_DISAGREED, "endpoint_disagreed")
 
 typedef enum state_event_kind {
 #define STATE_EVENT_ENUM_(name, str) STATE_EVENT_##name,
@@ -196,6 +197,10 @@ typedef struct state_stats_rec {
     uint64_t hedges_won;                          /* ... whose answer was the one used */
     uint64_t hedges_cancelled;                    /* exchanges here cancelled: the other one answered first */
     uint64_t coalesced;                           /* client calls answered by riding another's call here */
+    /* consensus (pool_consensus.c): per network, the sums over its endpoints count calls */
+    uint64_t consensus_agreed;                    /* compared calls answered with this endpoint's answer */
+    uint64_t consensus_none;                      /* compared calls with no quorum whose first answer was here */
+    uint64_t consensus_disagreed;                 /* answers here outvoted by the quorum */
 } state_stats_rec_t;
 
 extern const state_schema_t state_stats_schema;

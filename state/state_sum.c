@@ -21,6 +21,9 @@ static void add_slot(state_stats_sum_t *out, const state_stats_rec_t *s, uint64_
     t->hedges_sent += s->hedges_sent;
     t->hedges_won += s->hedges_won;
     t->hedges_cancelled += s->hedges_cancelled;
+    t->consensus_agreed += s->consensus_agreed;
+    t->consensus_none += s->consensus_none;
+    t->consensus_disagreed += s->consensus_disagreed;
     t->coalesced += s->coalesced;
     t->max_inflight_seen += s->max_inflight_seen;
     if (now_ms >= s->updated_ms && now_ms - s->updated_ms < fresh_ms)

@@ -110,6 +110,20 @@ Test(config_chain, consensus_defaults_and_declared_methods)
     gw_config_destroy(cfg);
 }
 
+Test(config_chain, the_weight_of_a_disagreement)
+{
+    gw_config_t *cfg = config_load_ok("networks:\n"
+                               "  eth:\n"
+                               "    consensus: { methods: [eth_getBalance] }\n"
+                               "    endpoints: [\"http://h:1\", \"http://h:2\"]\n"
+                               "  weighed:\n"
+                               "    ranking: { w_disagree: 5.5 }\n"
+                               "    endpoints: [\"http://h:1\"]\n");
+    cr_expect_eq(net_of(cfg, "eth")->ranking.w_disagree, 2, "the default (policy/score.h)");
+    cr_expect_eq(net_of(cfg, "weighed")->ranking.w_disagree, 5.5);
+    gw_config_destroy(cfg);
+}
+
 #define EP1 "    endpoints: [\"http://h:1\"]\n"
 #define EP3 "    endpoints: [\"http://h:1\", \"http://h:2\", \"http://h:3\"]\n"
 #define ETH "networks:\n  eth:\n"

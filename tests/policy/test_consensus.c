@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "policy/consensus.h"
+#include "policy/score.h"
 
 #define SPAN(s) ((wire_span_t){0, (uint32_t)strlen(s)})
 
@@ -126,4 +127,52 @@ Test(consensus, at_most_max_votes)
     cr_expect(o.decided);
     cr_expect_eq(o.group_size[0], POLICY_CONSENSUS_MAX - 1);
     cr_expect_eq(o.minority, (uint64_t)1 << (POLICY_CONSENSUS_MAX - 1));
+}
+
+Test(consensus, disagreements_halve_each_half_life)
+{
+    uint32_t n = 0;
+    uint64_t at = 0;
+    uint64_t t0 = 1000000;
+    cr_expect_eq(policy_consensus_disagreed(&n, &at, t0, 1), 1);
+    cr_expect_eq(policy_consensus_disagreed(&n, &at, t0 + 10, 3), 4);
+    cr_expect_eq(policy_consensus_disagreed(&n, &at, t0 + POLICY_CONSENSUS_HALF_LIFE_MS - 1, 0), 4,
+                 "no half-life has passed");
+    cr_expect_eq(policy_consensus_disagreed(&n, &at, t0 + POLICY_CONSENSUS_HALF_LIFE_MS, 0), 2);
+    cr_expect_eq(policy_consensus_disagreed(&n, &at, t0 + 2 * POLICY_CONSENSUS_HALF_LIFE_MS + 5, 0), 1);
+    cr_expect_eq(policy_consensus_disagreed(&n, &at, t0 + 100 * POLICY_CONSENSUS_HALF_LIFE_MS, 0), 0);
+    cr_expect_eq(policy_consensus_disagreed(&n, &at, t0 + 100 * POLICY_CONSENSUS_HALF_LIFE_MS, 1), 1,
+                 "counting starts again");
+    uint32_t big = UINT32_MAX;
+    uint64_t big_at = t0;
+    cr_expect_eq(policy_consensus_disagreed(&big, &big_at, t0, 5), UINT32_MAX, "saturates");
+}
+
+Test(consensus, one_report_per_endpoint_per_interval)
+{
+    uint64_t last = 0;
+    uint64_t t0 = 5000;
+    cr_expect(policy_consensus_report_due(&last, t0));
+    cr_expect(!policy_consensus_report_due(&last, t0 + 1));
+    cr_expect(!policy_consensus_report_due(&last, t0 + POLICY_CONSENSUS_REPORT_MS - 1));
+    cr_expect(policy_consensus_report_due(&last, t0 + POLICY_CONSENSUS_REPORT_MS));
+    cr_expect_eq(last, t0 + POLICY_CONSENSUS_REPORT_MS);
+}
+
+Test(consensus, a_disagreeing_endpoint_costs_more_up_to_a_cap)
+{
+    policy_score_conf_t conf = POLICY_SCORE_DEFAULTS;
+    policy_score_input_t in = {.latency_ms = 10, .lag = 0};
+    policy_score_t honest, liar, worst, capped;
+    policy_score_compute(&conf, &in, 10, &honest);
+    in.disagreed = 1;
+    policy_score_compute(&conf, &in, 10, &liar);
+    cr_expect_gt(liar.cost, honest.cost);
+    cr_expect_null(liar.excluded, "a liar sinks, it is not excluded for it");
+    in.disagreed = POLICY_SCORE_MAX_DISAGREED;
+    policy_score_compute(&conf, &in, 10, &worst);
+    in.disagreed = 1000;
+    policy_score_compute(&conf, &in, 10, &capped);
+    cr_expect_eq(worst.cost, capped.cost);
+    cr_expect_gt(worst.cost, liar.cost);
 }
