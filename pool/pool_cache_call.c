@@ -8,14 +8,16 @@
  * left pending that is now answered is planned again over the answering
  * endpoint's own heights; if that gives the same plan (so the same key) and
  * policy_cache_keep agrees, its answer is stored. stop: the plans go. */
+#include <stdlib.h>
 #include <string.h>
+
+#include <openssl/evp.h>
 
 #include "base/sl_log.h"
 #include "base/sl_time.h"
 #include "pool/pool_call_int.h"
 #include "state/state_cache.h"
 #include "wire/json_compact.h"
-#include "wire/txid.h"
 
 /* An entry's bytes: this header, then the answer object. */
 typedef struct entry_head {
@@ -31,6 +33,29 @@ typedef struct entry_head {
 static int enabled(const pool_call_t *call)
 {
     return call->net->pool->cache != NULL && !call->carrier;
+}
+
+/* SHA-256 of p[0..n) into out, with a digest context kept for the
+ * process's life (a worker is one thread): the one-shot SHA256() fetches
+ * the algorithm on every call, half its cost on a key this short. */
+static void digest(const void *p, size_t n, uint8_t out[POOL_CACHE_KEY_LEN])
+{
+    static EVP_MD *md;
+    static EVP_MD_CTX *ctx;
+    if (ctx == NULL) {
+        md = EVP_MD_fetch(NULL, "SHA256", NULL);
+        ctx = EVP_MD_CTX_new();
+        if (md == NULL || ctx == NULL) {
+            sl_log_error("cache: SHA-256 is not available from OpenSSL");
+            abort();
+        }
+    }
+    unsigned int len = 0;
+    if (EVP_DigestInit_ex2(ctx, md, NULL) != 1 || EVP_DigestUpdate(ctx, p, n) != 1 ||
+        EVP_DigestFinal_ex(ctx, out, &len) != 1 || len != POOL_CACHE_KEY_LEN) {
+        sl_log_error("cache: SHA-256 failed");
+        abort();
+    }
 }
 
 static void key_of(const pool_call_t *call, const pool_item_t *it, const policy_cache_call_t *plan,
@@ -53,7 +78,7 @@ static void key_of(const pool_call_t *call, const pool_item_t *it, const policy_
         sl_buf_append(&k, (const char *)h, sizeof(h));
         sl_buf_append(&k, (const char *)hash, 32);
     }
-    wire_keccak256(k.base, k.len, key);
+    digest(k.base, k.len, key);
     sl_buf_dispose(&k);
 }
 
@@ -65,8 +90,10 @@ static int plan_item(pool_call_t *call, const pool_item_t *it, policy_cache_head
     wire_span_t params;
     if (it->method->cache == POLICY_CACHE_NONE || it->no_cache || it->name == NULL)
         return 0;
-    if (!pool_item_params(it, &params) ||
-        policy_blockref_extract(net->conf->chain, it->name, it->name_len, it->raw, params, &ref) != SL_OK)
+    memset(&ref, 0, sizeof(ref));
+    if (it->method->cache != POLICY_CACHE_STATIC && /* a constant names no block: nothing to read */
+        (!pool_item_params(it, &params) ||
+         policy_blockref_extract(net->conf->chain, it->name, it->name_len, it->raw, params, &ref) != SL_OK))
         return 0; /* the node answers the call's mistake, and nobody keeps it */
     policy_cache_plan(net->conf->chain, it->method, &ref, heads, net->pool->cache_unfinalized, &out->plan);
     if (out->plan.plan == POLICY_CACHE_SKIP)

@@ -7,7 +7,7 @@
  * with cache.unfinalized: head, the ring's hash at the item's height, which
  * is part of the key (a reorg changes it: the old entry is never found).
  *
- * A key is Keccak-256 of the network, the method and the params without
+ * A key is SHA-256 of the network, the method and the params without
  * insignificant whitespace (and the block hash and height when the plan
  * keys by hash): no client can make two calls share a key. An entry holds
  * the answer object as it came back and where its id is; the client's id is

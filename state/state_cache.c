@@ -38,6 +38,8 @@ struct state_cache {
     size_t high, low;             /* eviction starts past high and stops at low (bytes of entries) */
     uint8_t (*touched)[STATE_CACHE_KEY_LEN];
     size_t ntouched;
+    uint64_t *noted;              /* [TOUCH_MAX]: a key's first 8 bytes at slot (them % TOUCH_MAX) once
+                                   * noted since the flush, so a hot key is noted (and moved) once */
     state_cache_stats_t stats;
     uint64_t failures;            /* LMDB errors met (logged one in CACHE_LOG_EVERY) */
 };
@@ -99,6 +101,7 @@ sl_err_t state_cache_open(const state_cache_conf_t *conf, state_cache_t **out)
     state_cache_t *c = sl_xcalloc(1, sizeof(*c));
     c->map_bytes = conf->max_mb * 1024 * 1024;
     c->touched = sl_xmalloc(STATE_CACHE_TOUCH_MAX * sizeof(*c->touched));
+    c->noted = sl_xcalloc(STATE_CACHE_TOUCH_MAX, sizeof(*c->noted));
     int rc = mdb_env_create(&c->env);
     if (rc == MDB_SUCCESS)
         rc = mdb_env_set_maxdbs(c->env, DB_COUNT);
@@ -134,7 +137,22 @@ void state_cache_close(state_cache_t *c)
     if (c->env != NULL)
         mdb_env_close(c->env);
     free(c->touched);
+    free(c->noted);
     free(c);
+}
+
+/* Notes a hit for the next flush, once per key between flushes (keys are
+ * hashes: their first bytes spread evenly; two keys sharing a slot may both
+ * be noted, which costs a second move, nothing else). */
+static void note_hit(state_cache_t *c, const uint8_t *key)
+{
+    uint64_t head;
+    memcpy(&head, key, sizeof(head));
+    uint64_t *slot = &c->noted[head % STATE_CACHE_TOUCH_MAX], mark = head + 1; /* 0: an empty slot */
+    if ((mark != 0 && *slot == mark) || c->ntouched == STATE_CACHE_TOUCH_MAX)
+        return;
+    *slot = mark;
+    memcpy(c->touched[c->ntouched++], key, STATE_CACHE_KEY_LEN);
 }
 
 sl_err_t state_cache_get(state_cache_t *c, const uint8_t key[STATE_CACHE_KEY_LEN], sl_buf_t *out)
@@ -155,8 +173,8 @@ sl_err_t state_cache_get(state_cache_t *c, const uint8_t key[STATE_CACHE_KEY_LEN
         }
     }
     mdb_txn_reset(c->rtxn);
-    if (err == SL_OK && c->ntouched < STATE_CACHE_TOUCH_MAX)
-        memcpy(c->touched[c->ntouched++], key, STATE_CACHE_KEY_LEN);
+    if (err == SL_OK)
+        note_hit(c, key);
     if (err == SL_OK)
         c->stats.hits++;
     else
@@ -404,6 +422,7 @@ sl_err_t state_cache_flush(state_cache_t *c)
             rc = make_young(c, txn, c->touched[i], seq++);
     }
     c->ntouched = 0;
+    memset(c->noted, 0, STATE_CACHE_TOUCH_MAX * sizeof(*c->noted));
     if (rc != MDB_SUCCESS) {
         mdb_txn_abort(txn);
         return cache_err(c, "flush", rc);

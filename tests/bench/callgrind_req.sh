@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # tests/bench/callgrind_req.sh: instructions per request of the whole worker (callgrind,
 # 1 worker) for the 43-byte eth_blockNumber answer and the ~20 KB eth_getLogs answer, with
-# the JSON access log off and on, and on with coalescing off (issue 15). Unlike wall time,
+# the JSON access log off and on, and on with coalescing off (issue 15); and a response-cache
+# hit (eth_chainId, coalescing off: every call is answered from the cache after the first)
+# beside them (issue 23). Unlike wall time,
 # the counts do not depend on who else uses the machine. See tests/bench/README.md.
 #
 # usage: tests/bench/callgrind_req.sh [--out DIR]
@@ -23,7 +25,7 @@ N2=${CG_N2:-5500}
 CONC=${CG_CONC:-8}
 LOGS=${BENCH_LOGS:-45}
 . "$HERE/cg_lib.sh"
-cg_prologue "$0" 14 cgreq "valgrind node python3" "$@"
+cg_prologue "$0" 16 cgreq "valgrind node python3" "$@"
 FP_PID="" SL_PID=""
 cleanup() {
     [ -n "$SL_PID" ] && kill -TERM "$SL_PID" 2>/dev/null
@@ -116,4 +118,12 @@ for method in eth_blockNumber eth_getLogs; do
         echo "| $label | $per $parts|" >>"$OUT/callgrind_req.md"
     done
 done
+# a cache hit, beside the 43-byte call sent upstream every time
+name="eth_chainId-hit"
+a=$(run_once "$name" true eth_chainId "$N1" 0) || exit 1
+b=$(run_once "$name" true eth_chainId "$N2" 0) || exit 1
+per=$(python3 -c "print(round(($b - $a) / ($N2 - $N1)))")
+parts=$(incl "$(cat "$TMP/$name-$N2/worker_file")" "$N2" "${FNS[@]}" | awk '{ printf "| %s ", $2 }')
+log "eth_chainId, access_log true, a response-cache hit: $per Ir/req"
+echo "| eth_chainId, access_log true, a response-cache hit | $per $parts|" >>"$OUT/callgrind_req.md"
 cat "$OUT/callgrind_req.md"
