@@ -108,6 +108,8 @@ test('with a token: login, plan order, breaker in the timeline within 2 s, drain
   await br.waitFor(`document.querySelector('tr[data-network="eth"] td[data-pressure]').dataset.pressure ===
     ${JSON.stringify(networks.json[0].level)}`, { what: 'the level /admin/networks says' });
   assert.ok(br.requests.some((r) => new URL(r.url).pathname === '/admin/networks' && r.headers.Authorization === `Bearer ${TOKEN}`));
+  // the cache column: this sluice runs with cache: { enabled: false } (the harness's default)
+  assert.equal(await br.evaluate(`document.querySelector('tr[data-network="eth"] td[data-cache]').dataset.cache`), 'off');
 
   // a fails: its breaker opens; the page shows it within 2 s of the event
   await a.setMode('http500');
