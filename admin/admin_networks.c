@@ -7,6 +7,8 @@
  * use), the shed order, merged-poll counters and, per endpoint and budget
  * window, the capacity forecast. A JSON array, one object per network in
  * config order; its shape is documented in the README ("Backpressure"). */
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -114,6 +116,27 @@ static void add_heads(cJSON *o, const admin_net_view_t *x, const admin_ep_view_t
     cJSON_AddNullToObject(o, "finalized");
 }
 
+/* chain_id: the identity endpoints are checked against (Ethereum's chain id,
+ * Solana's genesis hash), configured or learned from the endpoints'
+ * majority (kept in state); null while not learned yet. */
+static void add_identity(cJSON *o, const admin_net_view_t *x)
+{
+    const pool_network_conf_t *c = x->net;
+    char id[40];
+    const char *source = "configured";
+    if (c->chain == POLICY_CHAIN_ETHEREUM && c->has_chain_id)
+        snprintf(id, sizeof(id), "0x%" PRIx64, c->chain_id);
+    if (c->chain == POLICY_CHAIN_SOLANA && c->genesis_hash != NULL)
+        cJSON_AddStringToObject(o, "chain_id", c->genesis_hash);
+    else if (c->chain == POLICY_CHAIN_ETHEREUM && c->has_chain_id)
+        cJSON_AddStringToObject(o, "chain_id", id);
+    else if (x->chain.identity[0] != '\0')
+        cJSON_AddStringToObject(o, "chain_id", x->chain.identity), source = "learned";
+    else
+        cJSON_AddNullToObject(o, "chain_id"), source = "not_learned_yet";
+    cJSON_AddStringToObject(o, "chain_id_source", source);
+}
+
 static cJSON *network_json(const admin_net_view_t *x, const admin_ep_view_t *v, size_t n, uint64_t now)
 {
     const policy_pressure_conf_t *c = &x->net->pressure;
@@ -121,6 +144,7 @@ static cJSON *network_json(const admin_net_view_t *x, const admin_ep_view_t *v, 
     char iso[32];
     cJSON_AddStringToObject(o, "network", x->net->name);
     cJSON_AddStringToObject(o, "chain", policy_chain_name(x->net->chain));
+    add_identity(o, x);
     add_heads(o, x, v, n);
     cJSON_AddBoolToObject(o, "enabled", c->enabled);
     cJSON_AddStringToObject(o, "level", policy_pressure_level_name(level_of(x)));

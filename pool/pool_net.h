@@ -157,7 +157,9 @@ struct pool_network {
     uint64_t best_head;           /* highest fresh head among the endpoints */
     policy_chainview_t chain;     /* this worker's chain view (pool_chain.c): heads and the floor served */
     uint64_t chain_shared[POLICY_HEAD_KIND_COUNT]; /* the shared floor as last read or raised */
-    char chain_want[POLICY_CHAINID_MAX]; /* chain_id / genesis_hash configured, normal form ("": not checked) */
+    char chain_want[POLICY_CHAINID_MAX]; /* chain_id / genesis_hash configured or learned, normal form
+                                            ("": not checked, or not learned yet) */
+    uint8_t chain_learn;          /* no identity configured: learned (gateway/gw_chainid.c, pool_chainid.c) */
     pool_pressure_t pressure;
     struct pool_share *share;     /* each identity's part of the depth (pool_share.c) */
     h2o_linklist_t waiters;       /* confirmation polls waiting for a slot, oldest first */
@@ -323,9 +325,10 @@ void pool_chain_sync(pool_network_t *net, uint64_t now_ms);
  * reads the floor finds an endpoint at it. */
 void pool_chain_publish(pool_endpoint_t *ep, policy_head_kind_t kind, uint64_t answered, uint64_t now_ms);
 
-/* pool_chainid.c: chain identity, when the network configures chain_id
- * (genesis_hash): each worker asks every endpoint for its eth_chainId
- * (getGenesisHash) on its first tick and every POOL_CHAINID_EVERY probe
+/* pool_chainid.c: chain identity, configured (chain_id, genesis_hash) or
+ * learned from the endpoints' majority (kept in the network's chain record
+ * in state; learned here if the master could not): each worker asks every
+ * endpoint for its eth_chainId (getGenesisHash) on its first tick and every POOL_CHAINID_EVERY probe
  * intervals; one that reports another chain is wrong_chain: unusable, so in
  * no plan, until it reports the right one. Worker 1 records the
  * endpoint_wrong_chain event of each change. */

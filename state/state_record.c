@@ -144,9 +144,16 @@ const state_schema_t state_pressure_schema = {"pressure", 1, pressure_fields,
 static const state_field_t chain_fields[] = {
     F(state_chain_rec_t, floor, STATE_F_U64_ARRAY, STATE_CHAIN_KINDS),
     F(state_chain_rec_t, updated_ms, STATE_F_U64, 1),
+    F_SINCE(state_chain_rec_t, identity, STATE_F_STR, sizeof(((state_chain_rec_t *)0)->identity), 2),
+    F_SINCE(state_chain_rec_t, identity_at_ms, STATE_F_U64, 1, 2),
+    F_SINCE(state_chain_rec_t, reorg_tip, STATE_F_U64, 1, 2),
+    F_SINCE(state_chain_rec_t, reorg_hash, STATE_F_STR, sizeof(((state_chain_rec_t *)0)->reorg_hash), 2),
+    F_SINCE(state_chain_rec_t, reorg_depth, STATE_F_U32, 1, 2),
+    F_SINCE(state_chain_rec_t, reorgs, STATE_F_U64, 1, 2),
 };
 
-const state_schema_t state_chain_schema = {"chain", 1, chain_fields, sizeof(chain_fields) / sizeof(chain_fields[0])};
+/* version 2: the learned identity and the last reorg reported */
+const state_schema_t state_chain_schema = {"chain", 2, chain_fields, sizeof(chain_fields) / sizeof(chain_fields[0])};
 
 static const state_field_t pressure_slot_fields[] = {
     F(state_pressure_slot_rec_t, pid, STATE_F_U32, 1),
