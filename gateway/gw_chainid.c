@@ -14,8 +14,12 @@
 #include "policy/chainid.h"
 #include "pool/pool.h"
 
+/* No identity configured, and probes on: with probes off (probe_interval_ms
+ * 0) the identity is never checked, so there is nothing to learn it for. */
 static int needs_learning(const pool_network_conf_t *c)
 {
+    if (c->ranking.probe_interval_ms == 0)
+        return 0;
     return c->chain == POLICY_CHAIN_SOLANA ? c->genesis_hash == NULL : !c->has_chain_id;
 }
 

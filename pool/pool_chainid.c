@@ -126,12 +126,23 @@ void pool_chainid_tick(pool_endpoint_t *ep, uint64_t now_ms)
 {
     pool_network_t *net = ep->net;
     uint32_t every = net->conf->ranking.probe_interval_ms;
+    const state_endpoint_rec_t *r = &ep->health.shared;
     int learning = net->chain_want[0] == '\0';
     if ((learning && !net->chain_learn) || every == 0 || ep->id_probing || now_ms < ep->id_next_ms)
         return;
+    /* as the health probe: not while its breaker is open, drained or
+     * rate-limited (a question would spend the quota it waits for) */
+    if (r->breaker != POLICY_BREAKER_CLOSED || r->drained || now_ms < r->rate_limited_until_ms)
+        return;
     /* a wrong one is asked every probe interval: it comes back as soon as it
-     * is right; so is every one while the chain is still to be learned */
-    ep->id_next_ms = now_ms + (uint64_t)every * (ep->wrong_chain || learning ? 1 : POOL_CHAINID_EVERY);
+     * is right; so is one that never answered while the chain is still to be
+     * learned, once its health probe answers (an endpoint that is down or
+     * refusing is not asked each interval by every worker) */
+    int unknown = learning && ep->chain_id[0] == '\0';
+    if (unknown && (r->probe_failures != 0 || r->head_at_ms == 0 || now_ms > r->head_at_ms + 2 * (uint64_t)every))
+        return;
+    int soon = ep->wrong_chain || unknown;
+    ep->id_next_ms = now_ms + (uint64_t)every * (soon ? 1 : POOL_CHAINID_EVERY);
     int solana = net->conf->chain == POLICY_CHAIN_SOLANA;
     const char *req = solana ? sol_id_probe : eth_id_probe;
     size_t len = solana ? sizeof(sol_id_probe) - 1 : sizeof(eth_id_probe) - 1;

@@ -100,6 +100,17 @@ struct pool_endpoint {
     uint8_t id_probing;           /* an identity probe is under way ... */
     pool_exchange_t id_probe;     /* ... this one (pool_chainid.c) */
     uint64_t id_next_ms;          /* when the next one is due */
+    /* the chain probe (pool_chainprobe.c) */
+    uint8_t chain_probing;        /* an exchange is under way ... */
+    uint8_t chain_walking;        /* ... reading the blocks below a reorg */
+    pool_exchange_t chain_probe;
+    sl_buf_t chain_req;           /* a walk's request, alive while its exchange is */
+    uint64_t chain_fed_at;        /* chain_at_ms of the shared record last fed to the view */
+    uint64_t walk_tip;            /* the walk's reorg: the new tip (height, hash) ... */
+    uint8_t walk_tip_hash[32];
+    uint64_t walk_low;            /* ... the lowest height seen replaced, and its old hash */
+    uint8_t walk_old[32];
+    state_endpoint_rec_t walk_rec; /* what the probe will share once the walk is done */
 };
 
 /* How the call layer counts into an endpoint's record of this worker: one
@@ -336,6 +347,18 @@ void pool_chain_publish(pool_endpoint_t *ep, policy_head_kind_t kind, uint64_t a
 void pool_chainid_init(pool_network_t *net);
 void pool_chainid_tick(pool_endpoint_t *ep, uint64_t now_ms);
 void pool_chainid_dispose(pool_endpoint_t *ep);
+
+/* pool_chainprobe.c: the chain probe. Every chain_probe_ms one worker per
+ * host (claimed in the shared record, as the health probe) asks an endpoint
+ * its safe and finalized heads and, on Ethereum, its latest block's hash and
+ * parent; a reorg the view then shows is read deeper (the blocks below it,
+ * up to POOL_CHAIN_WALK) and reported once (state_chain_reorg: one `reorg`
+ * event whichever workers see it); then the answer is shared in the
+ * endpoint's record, which every worker's view is fed from (feed). */
+#define POOL_CHAIN_WALK 16
+void pool_chainprobe_tick(pool_endpoint_t *ep, uint64_t now_ms);
+void pool_chainprobe_feed(pool_endpoint_t *ep, uint64_t now_ms);
+void pool_chainprobe_dispose(pool_endpoint_t *ep);
 
 /* pool_endpoint.c */
 SL_MUST_CHECK sl_err_t pool_endpoint_init(pool_endpoint_t *ep, pool_network_t *net, int index,

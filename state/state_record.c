@@ -33,12 +33,20 @@ static const state_field_t endpoint_fields[] = {
     F_SINCE(state_endpoint_rec_t, rl_since_ms, STATE_F_U64, 1, 4),
     F_SINCE(state_endpoint_rec_t, rl_last_until_ms, STATE_F_U64, 1, 4),
     F_SINCE(state_endpoint_rec_t, rl_marks, STATE_F_U32, 1, 4),
+    F_SINCE(state_endpoint_rec_t, safe, STATE_F_U64, 1, 5),
+    F_SINCE(state_endpoint_rec_t, finalized, STATE_F_U64, 1, 5),
+    F_SINCE(state_endpoint_rec_t, chain_at_ms, STATE_F_U64, 1, 5),
+    F_SINCE(state_endpoint_rec_t, chain_next_ms, STATE_F_U64, 1, 5),
+    F_SINCE(state_endpoint_rec_t, hash_height, STATE_F_U64, 1, 5),
+    F_SINCE(state_endpoint_rec_t, head_hash, STATE_F_STR, sizeof(((state_endpoint_rec_t *)0)->head_hash), 5),
+    F_SINCE(state_endpoint_rec_t, head_parent, STATE_F_STR, sizeof(((state_endpoint_rec_t *)0)->head_parent), 5),
 };
 
 /* version 2: rl_backoff_ms (the rate-limit backoff doubles across workers);
  * version 3: the demotion (demoted_until_ms, demoted_cause, demotions);
- * version 4: the rate-limit episode (rl_since_ms, rl_last_until_ms, rl_marks) */
-const state_schema_t state_endpoint_schema = {"endpoint", 4, endpoint_fields,
+ * version 4: the rate-limit episode (rl_since_ms, rl_last_until_ms, rl_marks);
+ * version 5: the chain probe (safe, finalized, the latest block's hashes) */
+const state_schema_t state_endpoint_schema = {"endpoint", 5, endpoint_fields,
                                               sizeof(endpoint_fields) / sizeof(endpoint_fields[0])};
 
 static const state_field_t cell_fields[] = {

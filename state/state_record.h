@@ -82,6 +82,14 @@ typedef struct state_endpoint_rec {
     uint64_t rl_since_ms;
     uint64_t rl_last_until_ms;
     uint32_t rl_marks;
+    /* version 5: the chain probe (pool/pool_chainprobe.c), this host's */
+    uint64_t safe;                /* its safe block (Solana: confirmed slot), 0 = unknown */
+    uint64_t finalized;           /* its finalized block (slot), 0 = unknown */
+    uint64_t chain_at_ms;         /* when the chain probe last answered */
+    uint64_t chain_next_ms;       /* the next chain probe is due (claimed by moving it forward) */
+    uint64_t hash_height;         /* the block whose hashes follow (its latest when probed) */
+    char head_hash[67];           /* "0x" + 64 hex digits, "" unknown */
+    char head_parent[67];         /* its parentHash */
 } state_endpoint_rec_t;
 
 extern const state_schema_t state_endpoint_schema;
@@ -111,7 +119,8 @@ extern const state_schema_t state_endpoint_schema;
     X(CLUSTER_RESTORED, "cluster_restored")                                               \
     X(ENDPOINT_DEMOTED, "endpoint_demoted")                                               \
     X(ENDPOINT_RATE_LIMIT_ENDED, "endpoint_rate_limit_ended")                             \
-    X(ENDPOINT_WRONG_CHAIN, "endpoint_wrong_chain")
+    X(ENDPOINT_WRONG_CHAIN, "endpoint_wrong_chain")                                       \
+    X(REORG, "reorg")
 
 typedef enum state_event_kind {
 #define STATE_EVENT_ENUM_(name, str) STATE_EVENT_##name,

@@ -119,3 +119,47 @@ test('every endpoint unreachable at start: sluice starts, and learns the chain f
   console.log(`learned from the probes ${Date.now() - t0} ms after the endpoints came up`);
   await waitLog(s, /network eth: chain 0x1 learned from its endpoints \(2 of 2 agree\)/);
 });
+
+const chainCmd = async (f, body) => (await fetch(`${f.url}/_control/chain`, { method: 'POST', body: JSON.stringify(body) })).json();
+
+test('safe and finalized per endpoint and per network advance with the chain; a reorg is one event with its depth (two workers)', async () => {
+  const a = await frozen('a', TOP), b = await frozen('b', TOP);
+  started.push(a, b);
+  const s = await startSluice({ workers: 2, networks: { eth: {
+    lines: ['ranking: { probe_interval_ms: 200 }', 'chain_probe_ms: 300'],
+    endpoints: [{ id: 'a', url: a.url }, { id: 'b', url: b.url }] } } });
+  started.push(s);
+  let v = await waitFor(async () => { const x = await endpointsView(s); return x.a.finalized && x.b.finalized && x; },
+    { timeoutMs: 5000, what: 'finalized probed' });
+  assert.deepEqual([v.a.head, v.a.safe, v.a.finalized], [TOP, TOP - 32, TOP - 64]);
+  assert.deepEqual([v.b.safe, v.b.finalized], [TOP - 32, TOP - 64]);
+  // the chain moves one block at a time, each seen by a chain probe (the ring
+  // then holds every height's hash: what a reorg's depth is measured by)
+  for (let i = 1; i <= 5; i++) {
+    await Promise.all([chainCmd(a, { advance: 1 }), chainCmd(b, { advance: 1 })]);
+    await waitFor(async () => { const x = await endpointsView(s); return x.a.finalized === TOP + i - 64 && x.b.finalized === TOP + i - 64; },
+      { timeoutMs: 3000, what: `finalized at ${TOP + i - 64}` });
+    await sleep(400);
+  }
+  const net = await networkView(s);
+  assert.deepEqual([net.head, net.safe, net.finalized], [TOP + 5, TOP + 5 - 32, TOP + 5 - 64]);
+  assert.equal(await metricValue(s, 'sluice_chain_finalized{network="eth"}'), TOP + 5 - 64);
+  assert.equal(await metricValue(s, 'sluice_chain_head{network="eth"}'), TOP + 5);
+  assert.equal(await metricValue(s, 'sluice_endpoint_lag_blocks{network="eth",endpoint="a"}'), 0);
+  assert.equal((await events(s)).filter((e) => e.kind === 'reorg').length, 0, 'no reorg while the chain only grew');
+
+  const before = await chainCmd(a, {});
+  const after = (await Promise.all([chainCmd(a, { reorg: 3 }), chainCmd(b, { reorg: 3 })]))[0];
+  assert.notEqual(after.hash, before.hash);
+  await waitFor(async () => (await events(s)).some((e) => e.kind === 'reorg'), { timeoutMs: 5000, what: 'the reorg event' });
+  await sleep(1500); // both workers, both endpoints have seen it by now
+  const reorgs = (await events(s)).filter((e) => e.kind === 'reorg');
+  console.log('reorg events', JSON.stringify(reorgs.map((e) => [e.endpoint, e.pid, e.depth, e.reason])));
+  assert.equal(reorgs.length, 1, 'one event for one reorg, whichever workers and endpoints saw it');
+  assert.equal(reorgs[0].network, 'eth');
+  assert.equal(reorgs[0].depth, 3);
+  assert.match(reorgs[0].reason, new RegExp(`reorg of depth 3 at height ${TOP + 3}: 0x[0-9a-f]{64} replaced by 0x[0-9a-f]{64}`));
+  assert.equal(await metricValue(s, 'sluice_chain_reorgs_total{network="eth"}'), 1);
+  assert.equal(await metricValue(s, 'sluice_chain_reorg_depth{network="eth"}'), 3);
+  assert.equal((await networkView(s)).reorgs, 1);
+});
