@@ -163,3 +163,21 @@ test('safe and finalized per endpoint and per network advance with the chain; a 
   assert.equal(await metricValue(s, 'sluice_chain_reorg_depth{network="eth"}'), 3);
   assert.equal((await networkView(s)).reorgs, 1);
 });
+
+test('Solana: the genesis hash is learned; confirmed and finalized slots show as safe and finalized', async () => {
+  const SLOT = 300000000;
+  const sol = (name) => startFake({ name, chain: 'solana', args: ['--block', String(SLOT), '--block-time-ms', '0', '--safe-depth', '2', '--finalized-depth', '5'] });
+  const a = await sol('a'), b = await sol('b');
+  started.push(a, b);
+  const s = await startSluice({ workers: 2, networks: { sol: { chain: 'solana',
+    lines: ['ranking: { probe_interval_ms: 200 }', 'chain_probe_ms: 300'],
+    endpoints: [{ id: 'a', url: a.url }, { id: 'b', url: b.url }] } } });
+  started.push(s);
+  const v = await waitFor(async () => { const x = await endpointsView(s); return x.a.finalized && x.b.safe && x; },
+    { timeoutMs: 5000, what: 'the chain probe answered' });
+  assert.deepEqual([v.a.safe, v.a.finalized, v.b.safe, v.b.finalized], [SLOT - 2, SLOT - 5, SLOT - 2, SLOT - 5]);
+  const net = await networkView(s, 'sol');
+  assert.equal(net.chain_id_source, 'learned');
+  assert.match(net.chain_id, /^[1-9A-HJ-NP-Za-km-z]{43,44}$/);
+  assert.deepEqual([net.safe, net.finalized], [SLOT - 2, SLOT - 5]);
+});
