@@ -85,8 +85,8 @@ static void ask_child(const pool_network_conf_t *nets, size_t n, const uint8_t *
         }
     }
     uint64_t deadline = sl_now_ms() + timeout_ms;
-    while (pending > 0 && sl_now_ms() < deadline)
-        h2o_evloop_run(loop, (int32_t)(deadline - sl_now_ms()));
+    for (uint64_t now = sl_now_ms(); pending > 0 && now < deadline; now = sl_now_ms())
+        h2o_evloop_run(loop, (int32_t)(deadline - now));
     _exit(0);
 }
 

@@ -243,22 +243,22 @@ static void walk_end(pool_endpoint_t *ep)
     chain_share(ep, &ep->walk_rec);
 }
 
-/* The walk's blocks (every member is id 1: a block by number). */
-static void walk_done(pool_endpoint_t *ep, const pool_exchange_t *ex)
+/* The walk's blocks (every member is id 1: a block by number) to the view. */
+static void walk_read(pool_endpoint_t *ep, const pool_exchange_t *ex)
 {
     wire_span_t items[POOL_CHAIN_WALK];
     size_t n = 0;
     const char *body = pool_exchange_bytes(ex);
-    if (ex->fail == POOL_FAIL_NONE && ex->head.status >= 200 && ex->head.status < 300 &&
-        wire_envelope_scan_array(body, pool_exchange_len(ex), items, POOL_CHAIN_WALK, &n) == SL_OK)
-        for (size_t i = 0; i < n; i++) {
-            chain_answer_t a = {0};
-            member_read(body, items[i], &a);
-            if (a.has[POLICY_HEAD_LATEST] && a.has_hash)
-                block_observe(ep, a.height[POLICY_HEAD_LATEST], a.hash, a.has_parent ? a.parent : NULL, 0,
-                              &ep->walk_low, ep->walk_old);
-        }
-    walk_end(ep);
+    if (ex->fail != POOL_FAIL_NONE || ex->head.status < 200 || ex->head.status >= 300 ||
+        wire_envelope_scan_array(body, pool_exchange_len(ex), items, POOL_CHAIN_WALK, &n) != SL_OK)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        chain_answer_t a = {0};
+        member_read(body, items[i], &a);
+        if (a.has[POLICY_HEAD_LATEST] && a.has_hash)
+            block_observe(ep, a.height[POLICY_HEAD_LATEST], a.hash, a.has_parent ? a.parent : NULL, 0, &ep->walk_low,
+                          ep->walk_old);
+    }
 }
 
 /* The batch's answer: heads to the view, a reorg read deeper, then shared. */
@@ -293,20 +293,23 @@ static void fresh_done(pool_endpoint_t *ep, const chain_answer_t *a)
         walk_end(ep);
 }
 
+/* The answer is read and its body let go before anything else: the walk
+ * starts a new exchange on the same struct. */
 static void on_chain_done(pool_exchange_t *ex)
 {
     pool_endpoint_t *ep = ex->data;
     int walking = ep->chain_walking;
     ep->chain_probing = ep->chain_walking = 0;
-    if (walking) {
-        walk_done(ep, ex);
-    } else {
-        chain_answer_t a;
+    chain_answer_t a;
+    if (walking)
+        walk_read(ep, ex);
+    else
         answer_read(ex, &a);
-        if (a.has[POLICY_HEAD_LATEST] || a.has[POLICY_HEAD_SAFE] || a.has[POLICY_HEAD_FINALIZED])
-            fresh_done(ep, &a);
-    }
     pool_exchange_body_dispose(ex);
+    if (walking)
+        walk_end(ep);
+    else if (a.has[POLICY_HEAD_LATEST] || a.has[POLICY_HEAD_SAFE] || a.has[POLICY_HEAD_FINALIZED])
+        fresh_done(ep, &a);
 }
 
 typedef struct claim_ctx {
