@@ -15,6 +15,7 @@
 #include "gateway/gw_framing.h"
 #include "gateway/gw_head.h"
 #include "gateway/gw_identity.h"
+#include "gateway/gw_logsplit.h"
 #include "gateway/gw_refuse.h"
 #include "gateway/gw_reply.h"
 #include "gateway/gw_rpc.h"
@@ -27,8 +28,10 @@ typedef struct gw_req {
     pool_item_t *items;
     uint32_t *item_member;        /* items[k] answers rpc.members[item_member[k]] */
     size_t nitems;
+    uint8_t no_cache;             /* Cache-Control: no-cache: the response cache is not looked in */
     pool_call_t *call;
     int call_done;
+    gw_logsplit_t *split;         /* eth_getLogs split into sub-calls (NULL: none) */
     gw_reply_t reply;
     int have_reply;
     uint64_t start_us;
@@ -49,6 +52,7 @@ static void gw_req_dispose(void *p)
     gw_held_remove(g->h->buffered.held, &g->held);
     gw_limit_wait_cancel(&g->limit_wait);
     pool_call_release(g->call); /* done with it, or the client went away before its answer */
+    gw_logsplit_dispose(g->split);
     if (g->have_reply)
         gw_reply_dispose(&g->reply);
     if (g->charged > 0)
@@ -73,11 +77,37 @@ static h2o_iovec_t hdr_rl_reset = {H2O_STRLIT("x-ratelimit-reset")};
 static h2o_iovec_t hdr_rl_window = {H2O_STRLIT("x-ratelimit-window")};
 static h2o_iovec_t hdr_rl_bucket = {H2O_STRLIT("x-ratelimit-bucket")};
 static h2o_iovec_t hdr_pressure = {H2O_STRLIT("x-sluice-pressure")};
+static h2o_iovec_t hdr_cache = {H2O_STRLIT("x-sluice-cache")};
 static const h2o_iovec_t pressure_values[POLICY_PRESSURE_LEVEL_COUNT] = {
     [POLICY_PRESSURE_OK] = {H2O_STRLIT("ok")},
     [POLICY_PRESSURE_ELEVATED] = {H2O_STRLIT("elevated")},
     [POLICY_PRESSURE_CRITICAL] = {H2O_STRLIT("critical")},
 };
+
+/* X-Sluice-Cache: hit (every member that went on was answered from the
+ * cache), bypass (the client said no-cache, or the cache is off), miss. */
+static const char *cache_outcome(const gw_req_t *g)
+{
+    if (g->no_cache || !g->h->cfg->cache.enabled)
+        return "bypass";
+    for (size_t i = 0; i < g->nitems; i++)
+        if (!g->items[i].cached)
+            return "miss";
+    return "hit";
+}
+
+/* 1 if the request says Cache-Control: no-cache (or no-store). */
+static int asks_no_cache(h2o_req_t *req)
+{
+    ssize_t at = -1;
+    while ((at = h2o_find_header(&req->headers, H2O_TOKEN_CACHE_CONTROL, at)) != -1) {
+        h2o_iovec_t v = req->headers.entries[at].value;
+        if (h2o_contains_token(v.base, v.len, H2O_STRLIT("no-cache"), ',') ||
+            h2o_contains_token(v.base, v.len, H2O_STRLIT("no-store"), ','))
+            return 1;
+    }
+    return 0;
+}
 
 static void send_reply(gw_req_t *g)
 {
@@ -95,6 +125,10 @@ static void send_reply(gw_req_t *g)
             sl_http_header_u64(req, &hdr_hedges, pool_call_hedges(g->call));
         if (pool_call_coalesced(g->call))
             sl_http_header_u64(req, &hdr_coalesced, 1);
+    }
+    if (g->nitems != 0) {
+        const char *c = cache_outcome(g);
+        sl_http_header_iov(req, &hdr_cache, c, strlen(c));
     }
     if (r->retry_after_s != 0)
         sl_http_header_u64(req, &hdr_retry_after, r->retry_after_s);
@@ -135,13 +169,17 @@ static void send_reply(gw_req_t *g)
 static size_t req_sent_held(const gw_held_entry_t *e);
 static void refuse_buffered(gw_req_t *g, const char *body, gw_buffered_verdict_t v, size_t held);
 
-static void on_call_done(pool_call_t *call, void *data)
+/* The reply, once the request's call and its eth_getLogs sub-calls are
+ * done (also gw_logsplit's callback). */
+static void finish(void *data)
 {
     gw_req_t *g = data;
     size_t held;
-    g->call_done = 1;
-    if (!gw_buffered_keep(&g->h->buffered, &g->held, pool_call_held(call), req_sent_held, &held)) {
-        pool_call_release(call); /* its bytes go now, not after a refusal nobody needs them for */
+    if (!g->call_done || gw_logsplit_pending(g->split))
+        return;
+    size_t call_held = (g->call != NULL ? pool_call_held(g->call) : 0) + gw_logsplit_held(g->split);
+    if (!gw_buffered_keep(&g->h->buffered, &g->held, call_held, req_sent_held, &held)) {
+        pool_call_release(g->call); /* its bytes go now, not after a refusal nobody needs them for */
         g->call = NULL;
         refuse_buffered(g, g->req->entity.base ? g->req->entity.base : "", GW_BUFFERED_SHARE, held);
         return;
@@ -150,6 +188,16 @@ static void on_call_done(pool_call_t *call, void *data)
     g->have_reply = 1;
     gw_stats_count_request(g->h->stats, g->net->index, &g->rpc, g->items, g->item_member, g->nitems);
     send_reply(g);
+}
+
+static void on_call_done(pool_call_t *call, void *data)
+{
+    gw_req_t *g = data;
+    (void)call;
+    g->call_done = 1;
+    if (g->split != NULL && gw_logsplit_settle(g->split))
+        return; /* a refused eth_getLogs went on in halves: finish runs when they are done */
+    finish(g);
 }
 
 /* Collects the members that go upstream; returns their number. */
@@ -162,6 +210,7 @@ static size_t collect_items(gw_req_t *g)
         n += rpc->members[i].status == GW_MEMBER_FORWARD;
     if (n == 0)
         return 0;
+    g->no_cache = (uint8_t)asks_no_cache(g->req);
     g->items = h2o_mem_alloc_pool(&g->req->pool, n * sizeof(*g->items));
     g->item_member = h2o_mem_alloc_pool(&g->req->pool, n * sizeof(*g->item_member));
     memset(g->items, 0, n * sizeof(*g->items));
@@ -177,6 +226,7 @@ static size_t collect_items(gw_req_t *g)
         it->params = m->params.len ? (wire_span_t){m->params.off - m->raw.off, m->params.len} : (wire_span_t){0, 0};
         it->method = m->method;
         it->cheap = m->cheap;
+        it->no_cache = g->no_cache;
         it->name = m->name;
         it->name_len = (uint32_t)strlen(m->name);
         g->item_member[k++] = (uint32_t)i;
@@ -317,7 +367,7 @@ static size_t shed(gw_req_t *g)
 static size_t req_held(const gw_held_entry_t *e)
 {
     const gw_req_t *g = (const gw_req_t *)((const char *)e - offsetof(gw_req_t, held));
-    return g->charged + (g->call != NULL ? pool_call_held(g->call) : 0);
+    return g->charged + (g->call != NULL ? pool_call_held(g->call) : 0) + gw_logsplit_held(g->split);
 }
 
 /* ... counting only a reply being written (what waits for its client). */
@@ -394,7 +444,16 @@ static void forward(gw_req_t *g)
         return;
     }
     uint64_t owner = net->conf->pressure.enabled ? caller_owner(g) : 0;
-    g->call = pool_call_start(net->pool_net, g->items, g->nitems, g->rpc.kind == GW_RPC_BATCH, owner, on_call_done, g);
+    pool_item_t *items = g->items;
+    size_t nitems = g->nitems;
+    if ((g->split = gw_logsplit_take(net->pool_net, g->items, g->nitems, owner, finish, g)) != NULL)
+        items = gw_logsplit_rest(g->split, &nitems);
+    if (nitems == 0) { /* every member went into sub-calls or was refused */
+        g->call_done = 1;
+        finish(g);
+        return;
+    }
+    g->call = pool_call_start(net->pool_net, items, nitems, g->rpc.kind == GW_RPC_BATCH, owner, on_call_done, g);
 }
 
 static int is_json_content_type(h2o_req_t *req)
