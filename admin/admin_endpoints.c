@@ -102,13 +102,16 @@ static cJSON *endpoint_json(const admin_ep_view_t *v, uint64_t now)
         cJSON_AddNullToObject(o, "excluded");
     if (v->has_ranked)
         cJSON_AddItemToObject(o, "score", score_json(v));
-    /* the chain view's head of the endpoint as every worker shares it: the
-     * probes' and the highest seen in an answer; finalized is not probed yet */
-    if (v->rec.head != 0)
-        cJSON_AddNumberToObject(o, "head", (double)v->rec.head);
-    else
-        cJSON_AddNullToObject(o, "head");
-    cJSON_AddNullToObject(o, "finalized");
+    /* the chain view's heads of the endpoint as every worker shares them:
+     * head from the probes and the highest seen in an answer; safe and
+     * finalized from the chain probe (pool_chainprobe.c); null: unknown */
+    const uint64_t heads[3] = {v->rec.head, v->rec.safe, v->rec.finalized};
+    static const char *const names[3] = {"head", "safe", "finalized"};
+    for (size_t k = 0; k < 3; k++)
+        if (heads[k] != 0)
+            cJSON_AddNumberToObject(o, names[k], (double)heads[k]);
+        else
+            cJSON_AddNullToObject(o, names[k]);
     cJSON *probe = cJSON_AddObjectToObject(o, "probe");
     cJSON_AddNumberToObject(probe, "head", (double)v->rec.head);
     add_time(probe, "head_at", v->rec.head_at_ms);

@@ -50,6 +50,8 @@ cJSON *admin_event_json(const state_event_t *ev)
         cJSON_AddNumberToObject(o, "previous_level_ms", (double)ev->duration_ms);
         cJSON_AddNumberToObject(o, "depth", (double)ev->count);
     }
+    if (ev->kind == STATE_EVENT_REORG)
+        cJSON_AddNumberToObject(o, "depth", (double)ev->count); /* height and hashes: in reason */
     cJSON_AddStringToObject(o, "reason", ev->reason);
     if (ev->kind == STATE_EVENT_BREAKER_CLOSED)
         cJSON_AddNumberToObject(o, "open_for_ms", (double)ev->duration_ms);

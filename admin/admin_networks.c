@@ -7,6 +7,8 @@
  * use), the shed order, merged-poll counters and, per endpoint and budget
  * window, the capacity forecast. A JSON array, one object per network in
  * config order; its shape is documented in the README ("Backpressure"). */
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,30 +90,97 @@ static cJSON *endpoints_json(const admin_net_view_t *x, const admin_ep_view_t *v
     return arr;
 }
 
-/* The network's head: the highest of its usable endpoints' (shared records),
- * else of any; served_head: the floor eth_blockNumber / getSlot answers keep
- * to; finalized: not probed yet (null). */
-static void add_heads(cJSON *o, const admin_net_view_t *x, const admin_ep_view_t *v, size_t n)
+/* The network's head (kind 0), safe (1) or finalized (2): the highest of
+ * its usable endpoints' (shared records), else of any; 0 unknown. */
+static uint64_t net_height(const admin_net_view_t *x, const admin_ep_view_t *v, size_t n, int kind)
 {
     uint64_t usable = 0, any = 0;
     for (size_t k = 0; k < n; k++) {
         if (v[k].net != x->net)
             continue;
-        any = v[k].rec.head > any ? v[k].rec.head : any;
-        if (v[k].usable && v[k].rec.head > usable)
-            usable = v[k].rec.head;
+        uint64_t h = kind == 0 ? v[k].rec.head : kind == 1 ? v[k].rec.safe : v[k].rec.finalized;
+        any = h > any ? h : any;
+        if (v[k].usable && h > usable)
+            usable = h;
     }
-    uint64_t head = usable != 0 ? usable : any;
-    if (head != 0)
-        cJSON_AddNumberToObject(o, "head", (double)head);
-    else
-        cJSON_AddNullToObject(o, "head");
+    return usable != 0 ? usable : any;
+}
+
+/* head, safe, finalized (null: unknown); served_head: the floor
+ * eth_blockNumber / getSlot answers keep to; reorgs reported. */
+static void add_heads(cJSON *o, const admin_net_view_t *x, const admin_ep_view_t *v, size_t n)
+{
+    static const char *const names[3] = {"head", "safe", "finalized"};
+    for (int kind = 0; kind < 3; kind++) {
+        uint64_t h = net_height(x, v, n, kind);
+        if (h != 0)
+            cJSON_AddNumberToObject(o, names[kind], (double)h);
+        else
+            cJSON_AddNullToObject(o, names[kind]);
+    }
     uint64_t served = x->chain.floor[0];
     if (served != 0)
         cJSON_AddNumberToObject(o, "served_head", (double)served);
     else
         cJSON_AddNullToObject(o, "served_head");
-    cJSON_AddNullToObject(o, "finalized");
+    cJSON_AddNumberToObject(o, "reorgs", (double)x->chain.reorgs);
+}
+
+/* The chain view in /metrics: the network's heads, reorgs, and how far each
+ * endpoint's head is behind the network's (unknown heads are left out). */
+static void chain_metrics(sl_buf_t *b, const admin_net_view_t *nv, size_t nnets, const admin_ep_view_t *v, size_t n)
+{
+    static const char *const heads[3][2] = {
+        {"sluice_chain_head", "The network's head: the highest head of its usable endpoints."},
+        {"sluice_chain_safe", "The network's safe block (Solana: confirmed slot), from the chain probe."},
+        {"sluice_chain_finalized", "The network's finalized block (slot), from the chain probe."},
+    };
+    for (int kind = 0; kind < 3; kind++) {
+        sl_buf_printf(b, "# HELP %s %s\n# TYPE %s gauge\n", heads[kind][0], heads[kind][1], heads[kind][0]);
+        for (size_t i = 0; i < nnets; i++)
+            sl_buf_printf(b, "%s{network=\"%s\"} %llu\n", heads[kind][0], nv[i].net->name,
+                          (unsigned long long)net_height(&nv[i], v, n, kind));
+    }
+    sl_buf_printf(b, "# HELP sluice_chain_reorgs_total Reorgs seen on the network (one `reorg` event each).\n"
+                     "# TYPE sluice_chain_reorgs_total counter\n");
+    for (size_t i = 0; i < nnets; i++)
+        sl_buf_printf(b, "sluice_chain_reorgs_total{network=\"%s\"} %llu\n", nv[i].net->name,
+                      (unsigned long long)nv[i].chain.reorgs);
+    sl_buf_printf(b, "# HELP sluice_chain_reorg_depth Depth of the network's last reorg.\n"
+                     "# TYPE sluice_chain_reorg_depth gauge\n");
+    for (size_t i = 0; i < nnets; i++)
+        sl_buf_printf(b, "sluice_chain_reorg_depth{network=\"%s\"} %u\n", nv[i].net->name, nv[i].chain.reorg_depth);
+    sl_buf_printf(b, "# HELP sluice_endpoint_lag_blocks The network's head minus the endpoint's (blocks or slots).\n"
+                     "# TYPE sluice_endpoint_lag_blocks gauge\n");
+    for (size_t i = 0; i < nnets; i++) {
+        uint64_t top = net_height(&nv[i], v, n, 0);
+        for (size_t k = 0; k < n; k++)
+            if (v[k].net == nv[i].net && v[k].rec.head != 0)
+                sl_buf_printf(b, "sluice_endpoint_lag_blocks{network=\"%s\",endpoint=\"%s\"} %llu\n",
+                              nv[i].net->name, v[k].ep->id,
+                              (unsigned long long)(top > v[k].rec.head ? top - v[k].rec.head : 0));
+    }
+}
+
+/* chain_id: the identity endpoints are checked against (Ethereum's chain id,
+ * Solana's genesis hash), configured or learned from the endpoints'
+ * majority (kept in state); null while not learned yet. */
+static void add_identity(cJSON *o, const admin_net_view_t *x)
+{
+    const pool_network_conf_t *c = x->net;
+    char id[40];
+    const char *source = "configured";
+    if (c->chain == POLICY_CHAIN_ETHEREUM && c->has_chain_id)
+        snprintf(id, sizeof(id), "0x%" PRIx64, c->chain_id);
+    if (c->chain == POLICY_CHAIN_SOLANA && c->genesis_hash != NULL)
+        cJSON_AddStringToObject(o, "chain_id", c->genesis_hash);
+    else if (c->chain == POLICY_CHAIN_ETHEREUM && c->has_chain_id)
+        cJSON_AddStringToObject(o, "chain_id", id);
+    else if (x->chain.identity[0] != '\0')
+        cJSON_AddStringToObject(o, "chain_id", x->chain.identity), source = "learned";
+    else
+        cJSON_AddNullToObject(o, "chain_id"), source = "not_learned_yet";
+    cJSON_AddStringToObject(o, "chain_id_source", source);
 }
 
 static cJSON *network_json(const admin_net_view_t *x, const admin_ep_view_t *v, size_t n, uint64_t now)
@@ -121,6 +190,7 @@ static cJSON *network_json(const admin_net_view_t *x, const admin_ep_view_t *v, 
     char iso[32];
     cJSON_AddStringToObject(o, "network", x->net->name);
     cJSON_AddStringToObject(o, "chain", policy_chain_name(x->net->chain));
+    add_identity(o, x);
     add_heads(o, x, v, n);
     cJSON_AddBoolToObject(o, "enabled", c->enabled);
     cJSON_AddStringToObject(o, "level", policy_pressure_level_name(level_of(x)));
@@ -258,6 +328,7 @@ void admin_networks_metrics(admin_t *a, sl_buf_t *b, const admin_ep_view_t *v, s
             if (nv[i].net->pressure.enabled)
                 sl_buf_printf(b, "%s{network=\"%s\"} %g\n", series[s].name, nv[i].net->name, gauge(&nv[i], series[s].value));
     }
+    chain_metrics(b, nv, a->conf.nnetworks, v, n);
     logs_metrics(b, &a->conf, nv);
     free(nv);
 }

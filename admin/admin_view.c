@@ -89,11 +89,15 @@ static void view_one(admin_t *a, admin_ep_view_t *v, uint64_t now)
             memset(&v->ledger[w], 0, sizeof(v->ledger[w]));
     }
     v->p90_ms = p90_ms(&v->stats);
+    state_chain_rec_t chain; /* a learned identity, when none is configured */
+    if (state_chain_get(a->conf.state, v->net->name, &chain) != SL_OK)
+        chain.identity[0] = '\0';
     if (v->net->has_chain_id)
         snprintf(v->wrong_chain, sizeof(v->wrong_chain), "wrong chain (want 0x%" PRIx64 ")", v->net->chain_id);
     else
         snprintf(v->wrong_chain, sizeof(v->wrong_chain), "wrong chain (want %s)",
-                 v->net->genesis_hash != NULL ? v->net->genesis_hash : "the network's");
+                 v->net->genesis_hash != NULL ? v->net->genesis_hash
+                 : chain.identity[0] != '\0' ? chain.identity : "the network's");
     if (v->rec.breaker != POLICY_BREAKER_CLOSED)
         v->excluded = v->rec.breaker == POLICY_BREAKER_OPEN ? "breaker open" : "breaker half-open (probing)";
     else if (v->rec.drained)

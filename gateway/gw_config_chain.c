@@ -5,6 +5,7 @@
  *   max_lag_blocks: 2                  Ethereum: `latest` reads only this close to the head
  *   max_lag_slots: 10                  Solana's
  *   max_logs_split: 20                 eth_getLogs sub-calls at most
+ *   chain_probe_ms: 30000              safe, finalized and the head's hashes, this often (0: never)
  *   consensus: { methods: [eth_getTransactionCount], quorum: 2, of: 3 }
  *   endpoints[].max_logs_blocks: 1000  blocks per eth_getLogs (default: the cost profile's)
  *
@@ -40,6 +41,11 @@ _Static_assert(POOL_MAX_ENDPOINTS <= POLICY_CONSENSUS_MAX, "consensus cannot ask
 /* The issue's figure: 20 sub-calls bound what one eth_getLogs may cost
  * (20 x Infura's 255 credits) while a 10,000-block range fits at 500-block caps. */
 #define GW_DEFAULT_MAX_LOGS_SPLIT 20
+/* Ethereum's safe and finalized move once an epoch (6.4 min). The chain
+ * probe is three eth_getBlockByNumber: at 30 s it costs 2 CU/s on Alchemy
+ * (60 CU) against the head probe's 5 (eth_blockNumber, 10 CU every 2 s),
+ * 8 credits/s on Infura against 40 (README, "The chain probe"). */
+#define GW_DEFAULT_CHAIN_PROBE_MS 30000
 /* max_logs_blocks not given: the cost profile decides, once it is known */
 #define GW_LOGS_BLOCKS_UNSET UINT32_MAX
 
@@ -48,6 +54,7 @@ void gw_cfg_net_chain_defaults(pool_network_conf_t *net)
     net->max_lag_blocks = GW_DEFAULT_MAX_LAG_BLOCKS;
     net->max_lag_slots = GW_DEFAULT_MAX_LAG_SLOTS;
     net->max_logs_split = GW_DEFAULT_MAX_LOGS_SPLIT;
+    net->chain_probe_ms = GW_DEFAULT_CHAIN_PROBE_MS;
 }
 
 void gw_cfg_ep_chain_defaults(pool_endpoint_conf_t *ep)

@@ -16,6 +16,7 @@
 #include "base/sl_buf.h"
 #include "base/sl_log.h"
 #include "base/sl_time.h"
+#include "gateway/gw_chainid.h"
 #include "gateway/gw_conns.h"
 #include "gateway/gw_housekeep.h"
 #include "gateway/gw_listen.h"
@@ -451,6 +452,11 @@ static int master_init(master_t *m, const gw_config_t *cfg)
     }
     if (cluster_check(m) != 0)
         return -1;
+    char why[2048];
+    if (gw_chainid_learn(cfg, m->state, NULL, why, sizeof(why)) != 0) {
+        sl_log_error("%s", why);
+        return -1;
+    }
     cache_check(cfg);
     m->hk = gw_housekeep_create(cfg, m->state, SLOT_BANKS * m->n);
     sigset_t set;

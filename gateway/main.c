@@ -2,7 +2,8 @@
  *
  *   sluice -c sluice.yaml            run the gateway (foreground, logs on stderr)
  *   sluice --check -c sluice.yaml    validate the config; every error with its line
- *   sluice --check --connect -c F    ... and connect to the cluster's Redis
+ *   sluice --check --connect -c F    ... and connect to the cluster's Redis and ask
+ *                                    the endpoints their chain (gw_chainid.h)
  *   sluice key new [--tier T] [--name N]   print a new client key and its config entry
  *   sluice --version */
 #include <getopt.h>
@@ -15,6 +16,7 @@
 #include "base/sl_log.h"
 #include "gateway/gw_timeofday.h"
 #include "state/state_cluster.h"
+#include "gateway/gw_chainid.h"
 #include "gateway/gw_config.h"
 #include "gateway/gw_identity.h"
 #include "gateway/gw_master.h"
@@ -25,6 +27,7 @@ static void usage(FILE *out)
                  "       sluice --check -c FILE  validate a configuration\n"
                  "       sluice --check --connect -c FILE\n"
                  "                               ... and test the connection to the cluster's Redis\n"
+                 "                               and ask the endpoints which chain they are on\n"
                  "       sluice key new [--tier TIER] [--name NAME]\n"
                  "                               print a new client key and its config entry\n"
                  "       sluice --version\n");
@@ -77,9 +80,23 @@ static int load(const char *path, gw_config_t **cfg)
 
 #define CONNECT_TIMEOUT_MS 2000
 
-/* --check --connect: 0 if the cluster's Redis answers as it should. */
+/* --check --connect: the endpoints of networks with no chain_id agree on one. */
+static int check_chain(const gw_config_t *cfg, const char *path)
+{
+    char why[2048];
+    if (gw_chainid_learn(cfg, NULL, stdout, why, sizeof(why)) != 0) {
+        fprintf(stderr, "sluice: %s: %s\n", path, why);
+        return 1;
+    }
+    return 0;
+}
+
+/* --check --connect: 0 if the cluster's Redis answers as it should and the
+ * endpoints agree on their chain. */
 static int check_connect(const gw_config_t *cfg, const char *path)
 {
+    if (check_chain(cfg, path) != 0)
+        return 1;
     if (!cfg->has_cluster) {
         printf("%s: no cluster: section, nothing to connect to\n", path);
         return 0;

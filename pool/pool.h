@@ -17,6 +17,7 @@
 #include "base/sl_budget.h"
 #include "base/sl_err.h"
 #include "wire/envelope.h"
+#include "policy/chainid.h"
 #include "policy/method.h"
 #include "policy/verdict.h"
 #include "pool/pool_conf.h"
@@ -166,6 +167,16 @@ typedef struct pool_params {
 
 SL_MUST_CHECK sl_err_t pool_create(const pool_params_t *params, pool_t **out);
 void pool_destroy(pool_t *pool);
+
+/* pool_ask.c: the chain identity of every endpoint of the networks marked
+ * in ask[0..n) (eth_chainId; Solana getGenesisHash), asked once and waited
+ * for at most timeout_ms, before any worker exists (the master's start,
+ * --check --connect); in a child process, so no resolver thread is left in
+ * the caller. ids[network * POOL_MAX_ENDPOINTS + endpoint] gets the id in
+ * normal form, or "" (no answer, or not asked). SL_ERR_IO: no child. */
+typedef char pool_ask_id_t[POLICY_CHAINID_MAX];
+SL_MUST_CHECK sl_err_t pool_ask_chain_ids(const pool_network_conf_t *nets, size_t n, const uint8_t *ask,
+                                          uint32_t timeout_ms, pool_ask_id_t *ids);
 
 pool_network_t *pool_network_find(pool_t *pool, const char *name, size_t len);
 const pool_network_conf_t *pool_network_conf(const pool_network_t *net);

@@ -39,6 +39,7 @@ void pool_chain_refresh(pool_network_t *net, uint64_t now_ms)
     for (size_t i = 0; i < net->nendpoints; i++) {
         pool_endpoint_t *ep = &net->endpoints[i];
         const state_endpoint_rec_t *r = &ep->health.shared;
+        pool_chainprobe_feed(ep, now_ms); /* safe, finalized, the latest block's hashes */
         if (r->head_at_ms == 0 || r->head_at_ms == ep->chain_fed_ms)
             continue;
         ep->chain_fed_ms = r->head_at_ms;

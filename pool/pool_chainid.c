@@ -1,11 +1,16 @@
 /* pool/pool_chainid.c: which chain each endpoint is on (pool_net.h).
  *
- * Only when the network configures its identity (chain_id, genesis_hash):
- * an endpoint on another chain (a testnet key, a moved path) would answer
- * clients with another chain's data, and its higher head would become the
- * one every other endpoint is measured by. Each worker asks on its own
- * exchange, beside the health probe, so no shared record is needed for the
- * exclusion; worker 1 alone records the event, so a change is one event. */
+ * The network's identity is configured (chain_id, genesis_hash) or learned
+ * from the endpoints' majority: by the master at start
+ * (gateway/gw_chainid.c), kept in the network's chain record in state and
+ * read here; or, when no endpoint answered then, here, once more than half
+ * of the endpoints agree (state_chain_learn keeps the first one learned, so
+ * every worker ends on the same). An endpoint on another chain (a testnet
+ * key, a moved path) would answer clients with another chain's data, and
+ * its higher head would become the one every other endpoint is measured by.
+ * Each worker asks on its own exchange, beside the health probe, so no
+ * shared record is needed for the exclusion; worker 1 alone records the
+ * event, so a change is one event. */
 #include <inttypes.h>
 #include <string.h>
 
@@ -25,8 +30,17 @@ void pool_chainid_init(pool_network_t *net)
         snprintf(text, sizeof(text), "0x%" PRIx64, c->chain_id);
     else if (c->chain == POLICY_CHAIN_SOLANA && c->genesis_hash != NULL)
         snprintf(text, sizeof(text), "%s", c->genesis_hash);
-    else
+    else {
+        net->chain_learn = 1;
+        state_t *st = net->pool->state;
+        state_chain_rec_t rec;
+        if (st != NULL && state_read_begin(st) == SL_OK) {
+            if (state_chain_get(st, c->name, &rec) == SL_OK)
+                snprintf(net->chain_want, sizeof(net->chain_want), "%s", rec.identity);
+            state_read_end(st);
+        }
         return;
+    }
     if (policy_chainid_normalize(c->chain, text, strlen(text), net->chain_want) != SL_OK)
         net->chain_want[0] = '\0'; /* gw_config checked it: cannot happen */
 }
@@ -56,6 +70,35 @@ static void chainid_note(pool_endpoint_t *ep, const char *id)
         sl_log_warn("endpoint %s/%s: could not record endpoint_wrong_chain", net->conf->name, ep->conf->id);
 }
 
+/* Not learned yet: once more than half of the endpoints agree, the
+ * identity is theirs (kept in state: the first worker's stands), and every
+ * endpoint that answered is judged by it. */
+static void chainid_learn(pool_network_t *net)
+{
+    const char *ids[POOL_MAX_ENDPOINTS];
+    size_t n = net->nendpoints < POOL_MAX_ENDPOINTS ? net->nendpoints : POOL_MAX_ENDPOINTS, votes = 0;
+    for (size_t i = 0; i < n; i++)
+        ids[i] = net->endpoints[i].chain_id[0] != '\0' ? net->endpoints[i].chain_id : NULL;
+    const char *want;
+    uint64_t wrong;
+    if (policy_chainid_decide(NULL, ids, n, &want, &wrong) != POLICY_CHAINID_AGREED)
+        return;
+    for (size_t i = 0; i < n; i++)
+        votes += ids[i] != NULL && strcmp(ids[i], want) == 0;
+    char kept[STATE_CHAIN_ID_MAX] = "";
+    if (2 * votes <= n || net->pool->state == NULL ||
+        state_chain_learn(net->pool->state, net->conf->name, want, sl_shared_ms(), kept) != SL_OK || kept[0] == '\0')
+        return;
+    snprintf(net->chain_want, sizeof(net->chain_want), "%s", kept);
+    sl_log_info("network %s: chain %s learned from its endpoints (%zu of %zu agree)", net->conf->name, kept, votes, n);
+    for (size_t i = 0; i < n; i++)
+        if (net->endpoints[i].chain_id[0] != '\0') {
+            char id[POLICY_CHAINID_MAX];
+            snprintf(id, sizeof(id), "%s", net->endpoints[i].chain_id);
+            chainid_note(&net->endpoints[i], id);
+        }
+}
+
 static void on_id_probe_done(pool_exchange_t *ex)
 {
     pool_endpoint_t *ep = ex->data;
@@ -67,8 +110,14 @@ static void on_id_probe_done(pool_exchange_t *ex)
     if (ex->fail == POOL_FAIL_NONE && ex->head.status >= 200 && ex->head.status < 300 &&
         wire_envelope_scan(body, len, &env) == SL_OK && env.error.len == 0 &&
         wire_json_string(body, env.result, text, sizeof(text)) == SL_OK &&
-        policy_chainid_normalize(ep->net->conf->chain, text, strlen(text), id) == SL_OK)
-        chainid_note(ep, id);
+        policy_chainid_normalize(ep->net->conf->chain, text, strlen(text), id) == SL_OK) {
+        if (ep->net->chain_want[0] != '\0') {
+            chainid_note(ep, id);
+        } else {
+            snprintf(ep->chain_id, sizeof(ep->chain_id), "%s", id);
+            chainid_learn(ep->net);
+        }
+    }
     /* no answer says nothing of its chain: asked again at the next turn */
     pool_exchange_body_dispose(ex);
 }
@@ -77,10 +126,23 @@ void pool_chainid_tick(pool_endpoint_t *ep, uint64_t now_ms)
 {
     pool_network_t *net = ep->net;
     uint32_t every = net->conf->ranking.probe_interval_ms;
-    if (net->chain_want[0] == '\0' || every == 0 || ep->id_probing || now_ms < ep->id_next_ms)
+    const state_endpoint_rec_t *r = &ep->health.shared;
+    int learning = net->chain_want[0] == '\0';
+    if ((learning && !net->chain_learn) || every == 0 || ep->id_probing || now_ms < ep->id_next_ms)
         return;
-    /* a wrong one is asked every probe interval: it comes back as soon as it is right */
-    ep->id_next_ms = now_ms + (uint64_t)every * (ep->wrong_chain ? 1 : POOL_CHAINID_EVERY);
+    /* as the health probe: not while its breaker is open, drained or
+     * rate-limited (a question would spend the quota it waits for) */
+    if (r->breaker != POLICY_BREAKER_CLOSED || r->drained || now_ms < r->rate_limited_until_ms)
+        return;
+    /* a wrong one is asked every probe interval: it comes back as soon as it
+     * is right; so is one that never answered while the chain is still to be
+     * learned, once its health probe answers (an endpoint that is down or
+     * refusing is not asked each interval by every worker) */
+    int unknown = learning && ep->chain_id[0] == '\0';
+    if (unknown && (r->probe_failures != 0 || r->head_at_ms == 0 || now_ms > r->head_at_ms + 2 * (uint64_t)every))
+        return;
+    int soon = ep->wrong_chain || unknown;
+    ep->id_next_ms = now_ms + (uint64_t)every * (soon ? 1 : POOL_CHAINID_EVERY);
     int solana = net->conf->chain == POLICY_CHAIN_SOLANA;
     const char *req = solana ? sol_id_probe : eth_id_probe;
     size_t len = solana ? sizeof(sol_id_probe) - 1 : sizeof(eth_id_probe) - 1;

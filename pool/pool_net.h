@@ -103,6 +103,17 @@ struct pool_endpoint {
     uint32_t disagreed;           /* its recent minority answers under consensus, decayed ... */
     uint64_t disagreed_at_ms;     /* ... as of then (policy_consensus_disagreed; pool_consensus.c) */
     uint64_t disagree_reported_ms; /* this worker's last endpoint_disagreed event for it */
+    /* the chain probe (pool_chainprobe.c) */
+    uint8_t chain_probing;        /* an exchange is under way ... */
+    uint8_t chain_walking;        /* ... reading the blocks below a reorg */
+    pool_exchange_t chain_probe;
+    sl_buf_t chain_req;           /* a walk's request, alive while its exchange is */
+    uint64_t chain_fed_at;        /* chain_at_ms of the shared record last fed to the view */
+    uint64_t walk_tip;            /* the walk's reorg: the new tip (height, hash) ... */
+    uint8_t walk_tip_hash[32];
+    uint64_t walk_low;            /* ... the lowest height seen replaced, and its old hash */
+    uint8_t walk_old[32];
+    state_endpoint_rec_t walk_rec; /* what the probe will share once the walk is done */
 };
 
 /* How the call layer counts into an endpoint's record of this worker: one
@@ -163,7 +174,9 @@ struct pool_network {
     uint64_t best_head;           /* highest fresh head among the endpoints */
     policy_chainview_t chain;     /* this worker's chain view (pool_chain.c): heads and the floor served */
     uint64_t chain_shared[POLICY_HEAD_KIND_COUNT]; /* the shared floor as last read or raised */
-    char chain_want[POLICY_CHAINID_MAX]; /* chain_id / genesis_hash configured, normal form ("": not checked) */
+    char chain_want[POLICY_CHAINID_MAX]; /* chain_id / genesis_hash configured or learned, normal form
+                                            ("": not checked, or not learned yet) */
+    uint8_t chain_learn;          /* no identity configured: learned (gateway/gw_chainid.c, pool_chainid.c) */
     pool_pressure_t pressure;
     struct pool_share *share;     /* each identity's part of the depth (pool_share.c) */
     h2o_linklist_t waiters;       /* confirmation polls waiting for a slot, oldest first */
@@ -334,9 +347,10 @@ void pool_chain_sync(pool_network_t *net, uint64_t now_ms);
  * reads the floor finds an endpoint at it. */
 void pool_chain_publish(pool_endpoint_t *ep, policy_head_kind_t kind, uint64_t answered, uint64_t now_ms);
 
-/* pool_chainid.c: chain identity, when the network configures chain_id
- * (genesis_hash): each worker asks every endpoint for its eth_chainId
- * (getGenesisHash) on its first tick and every POOL_CHAINID_EVERY probe
+/* pool_chainid.c: chain identity, configured (chain_id, genesis_hash) or
+ * learned from the endpoints' majority (kept in the network's chain record
+ * in state; learned here if the master could not): each worker asks every
+ * endpoint for its eth_chainId (getGenesisHash) on its first tick and every POOL_CHAINID_EVERY probe
  * intervals; one that reports another chain is wrong_chain: unusable, so in
  * no plan, until it reports the right one. Worker 1 records the
  * endpoint_wrong_chain event of each change. */
@@ -344,6 +358,18 @@ void pool_chain_publish(pool_endpoint_t *ep, policy_head_kind_t kind, uint64_t a
 void pool_chainid_init(pool_network_t *net);
 void pool_chainid_tick(pool_endpoint_t *ep, uint64_t now_ms);
 void pool_chainid_dispose(pool_endpoint_t *ep);
+
+/* pool_chainprobe.c: the chain probe. Every chain_probe_ms one worker per
+ * host (claimed in the shared record, as the health probe) asks an endpoint
+ * its safe and finalized heads and, on Ethereum, its latest block's hash and
+ * parent; a reorg the view then shows is read deeper (the blocks below it,
+ * up to POOL_CHAIN_WALK) and reported once (state_chain_reorg: one `reorg`
+ * event whichever workers see it); then the answer is shared in the
+ * endpoint's record, which every worker's view is fed from (feed). */
+#define POOL_CHAIN_WALK 16
+void pool_chainprobe_tick(pool_endpoint_t *ep, uint64_t now_ms);
+void pool_chainprobe_feed(pool_endpoint_t *ep, uint64_t now_ms);
+void pool_chainprobe_dispose(pool_endpoint_t *ep);
 
 /* pool_endpoint.c */
 SL_MUST_CHECK sl_err_t pool_endpoint_init(pool_endpoint_t *ep, pool_network_t *net, int index,

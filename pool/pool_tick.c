@@ -142,6 +142,7 @@ static void on_tick(h2o_timeout_entry_t *entry)
         for (size_t i = 0; i < pool->networks[k].nendpoints; i++) {
             pool_probe_tick(&pool->networks[k].endpoints[i], now);
             pool_chainid_tick(&pool->networks[k].endpoints[i], now);
+            pool_chainprobe_tick(&pool->networks[k].endpoints[i], now);
         }
     for (size_t k = 0; k < pool->nnetworks; k++)
         pool_rank_update(&pool->networks[k], now);
@@ -215,6 +216,7 @@ void pool_tick_dispose(pool_t *pool)
             if (pool->networks[k].endpoints[i].health.probing)
                 pool->t.ops->cancel(&pool->networks[k].endpoints[i].health.probe);
             pool_chainid_dispose(&pool->networks[k].endpoints[i]);
+            pool_chainprobe_dispose(&pool->networks[k].endpoints[i]);
         }
     if (pool->state != NULL && pool->tick.cb != NULL && pool->flush_ms != 0)
         flush_stats(pool);

@@ -174,6 +174,16 @@ SL_MUST_CHECK sl_err_t state_chain_get(state_t *st, const char *network, state_c
  * as it stands after. */
 SL_MUST_CHECK sl_err_t state_chain_raise(state_t *st, const char *network, const uint64_t floor[STATE_CHAIN_KINDS],
                                          uint64_t now_ms, state_chain_rec_t *merged);
+/* Keeps id (a normal form) as the network's learned identity unless one is
+ * kept already; kept gets the one kept, which every worker then uses. */
+SL_MUST_CHECK sl_err_t state_chain_learn(state_t *st, const char *network, const char *id, uint64_t now_ms,
+                                         char kept[STATE_CHAIN_ID_MAX]);
+/* Claims the report of a reorg of depth heights that led to the tip at
+ * tip_height with hash tip_hash ("0x..."): *first is 1 for the first worker
+ * to claim that tip (it reports the reorg; reorgs and the depth are counted
+ * in the record), 0 for every other. One write transaction; a reorg is rare. */
+SL_MUST_CHECK sl_err_t state_chain_reorg(state_t *st, const char *network, uint64_t tip_height, const char *tip_hash,
+                                         uint32_t depth, int *first);
 
 /* ---- pressure: the level of a network and the workers' slots ---- */
 /* Inside a snapshot: the level record of network (zeroed, SL_ERR_NOT_FOUND,

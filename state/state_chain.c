@@ -1,5 +1,6 @@
 /* state/state_chain.c: the heads served on a network, shared by the
- * workers' chain views (pool/pool_chain.c).
+ * workers' chain views (pool/pool_chain.c), its learned identity
+ * (gateway/gw_chainid.c, pool/pool_chainid.c) and the last reorg reported.
  *
  * "chain/<network>" in meta holds the floor of heads served to clients:
  * a worker about to serve eth_blockNumber reads it in a fresh snapshot (one
@@ -47,4 +48,83 @@ sl_err_t state_chain_raise(state_t *st, const char *network, const uint64_t floo
     }
     merged->updated_ms = now_ms;
     return state_txn_finish(st, txn, STATE_DB_META, key, &state_chain_schema, merged, NULL, 0, "put chain");
+}
+
+/* One write transaction on the network's record: fn changes it (returns 1)
+ * or leaves it (0: nothing written). */
+typedef int (*chain_change_fn)(state_chain_rec_t *rec, void *ctx);
+
+static sl_err_t chain_change(state_t *st, const char *network, chain_change_fn fn, void *ctx, state_chain_rec_t *rec)
+{
+    char key[96];
+    MDB_txn *txn;
+    state_key_chain(key, sizeof(key), network);
+    int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
+    if (rc != MDB_SUCCESS)
+        return state_lmdb_err("begin", rc);
+    sl_err_t err = state_rec_get(st, txn, STATE_DB_META, "chain", key, &state_chain_schema, rec, sizeof(*rec));
+    if (err != SL_OK && err != SL_ERR_NOT_FOUND) {
+        mdb_txn_abort(txn);
+        return err;
+    }
+    if (!fn(rec, ctx)) {
+        mdb_txn_abort(txn);
+        return SL_OK;
+    }
+    return state_txn_finish(st, txn, STATE_DB_META, key, &state_chain_schema, rec, NULL, 0, "put chain");
+}
+
+typedef struct learn_ctx {
+    const char *id;
+    uint64_t now_ms;
+} learn_ctx_t;
+
+static int learn_cb(state_chain_rec_t *rec, void *arg)
+{
+    learn_ctx_t *c = arg;
+    if (rec->identity[0] != '\0' || strlen(c->id) >= sizeof(rec->identity))
+        return 0;
+    snprintf(rec->identity, sizeof(rec->identity), "%s", c->id);
+    rec->identity_at_ms = c->now_ms;
+    return 1;
+}
+
+sl_err_t state_chain_learn(state_t *st, const char *network, const char *id, uint64_t now_ms,
+                           char kept[STATE_CHAIN_ID_MAX])
+{
+    learn_ctx_t c = {id, now_ms};
+    state_chain_rec_t rec;
+    sl_err_t err = chain_change(st, network, learn_cb, &c, &rec);
+    snprintf(kept, STATE_CHAIN_ID_MAX, "%s", err == SL_OK ? rec.identity : "");
+    return err;
+}
+
+typedef struct reorg_ctx {
+    uint64_t tip;
+    const char *hash;
+    uint32_t depth;
+    int first;
+} reorg_ctx_t;
+
+static int reorg_cb(state_chain_rec_t *rec, void *arg)
+{
+    reorg_ctx_t *c = arg;
+    if (rec->reorg_tip == c->tip && strcmp(rec->reorg_hash, c->hash) == 0)
+        return 0;
+    rec->reorg_tip = c->tip;
+    snprintf(rec->reorg_hash, sizeof(rec->reorg_hash), "%s", c->hash);
+    rec->reorg_depth = c->depth;
+    rec->reorgs++;
+    c->first = 1;
+    return 1;
+}
+
+sl_err_t state_chain_reorg(state_t *st, const char *network, uint64_t tip_height, const char *tip_hash,
+                           uint32_t depth, int *first)
+{
+    reorg_ctx_t c = {tip_height, tip_hash, depth, 0};
+    state_chain_rec_t rec;
+    sl_err_t err = chain_change(st, network, reorg_cb, &c, &rec);
+    *first = err == SL_OK && c.first;
+    return err;
 }

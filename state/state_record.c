@@ -33,12 +33,20 @@ static const state_field_t endpoint_fields[] = {
     F_SINCE(state_endpoint_rec_t, rl_since_ms, STATE_F_U64, 1, 4),
     F_SINCE(state_endpoint_rec_t, rl_last_until_ms, STATE_F_U64, 1, 4),
     F_SINCE(state_endpoint_rec_t, rl_marks, STATE_F_U32, 1, 4),
+    F_SINCE(state_endpoint_rec_t, safe, STATE_F_U64, 1, 5),
+    F_SINCE(state_endpoint_rec_t, finalized, STATE_F_U64, 1, 5),
+    F_SINCE(state_endpoint_rec_t, chain_at_ms, STATE_F_U64, 1, 5),
+    F_SINCE(state_endpoint_rec_t, chain_next_ms, STATE_F_U64, 1, 5),
+    F_SINCE(state_endpoint_rec_t, hash_height, STATE_F_U64, 1, 5),
+    F_SINCE(state_endpoint_rec_t, head_hash, STATE_F_STR, sizeof(((state_endpoint_rec_t *)0)->head_hash), 5),
+    F_SINCE(state_endpoint_rec_t, head_parent, STATE_F_STR, sizeof(((state_endpoint_rec_t *)0)->head_parent), 5),
 };
 
 /* version 2: rl_backoff_ms (the rate-limit backoff doubles across workers);
  * version 3: the demotion (demoted_until_ms, demoted_cause, demotions);
- * version 4: the rate-limit episode (rl_since_ms, rl_last_until_ms, rl_marks) */
-const state_schema_t state_endpoint_schema = {"endpoint", 4, endpoint_fields,
+ * version 4: the rate-limit episode (rl_since_ms, rl_last_until_ms, rl_marks);
+ * version 5: the chain probe (safe, finalized, the latest block's hashes) */
+const state_schema_t state_endpoint_schema = {"endpoint", 5, endpoint_fields,
                                               sizeof(endpoint_fields) / sizeof(endpoint_fields[0])};
 
 static const state_field_t cell_fields[] = {
@@ -148,9 +156,16 @@ const state_schema_t state_pressure_schema = {"pressure", 1, pressure_fields,
 static const state_field_t chain_fields[] = {
     F(state_chain_rec_t, floor, STATE_F_U64_ARRAY, STATE_CHAIN_KINDS),
     F(state_chain_rec_t, updated_ms, STATE_F_U64, 1),
+    F_SINCE(state_chain_rec_t, identity, STATE_F_STR, sizeof(((state_chain_rec_t *)0)->identity), 2),
+    F_SINCE(state_chain_rec_t, identity_at_ms, STATE_F_U64, 1, 2),
+    F_SINCE(state_chain_rec_t, reorg_tip, STATE_F_U64, 1, 2),
+    F_SINCE(state_chain_rec_t, reorg_hash, STATE_F_STR, sizeof(((state_chain_rec_t *)0)->reorg_hash), 2),
+    F_SINCE(state_chain_rec_t, reorg_depth, STATE_F_U32, 1, 2),
+    F_SINCE(state_chain_rec_t, reorgs, STATE_F_U64, 1, 2),
 };
 
-const state_schema_t state_chain_schema = {"chain", 1, chain_fields, sizeof(chain_fields) / sizeof(chain_fields[0])};
+/* version 2: the learned identity and the last reorg reported */
+const state_schema_t state_chain_schema = {"chain", 2, chain_fields, sizeof(chain_fields) / sizeof(chain_fields[0])};
 
 static const state_field_t pressure_slot_fields[] = {
     F(state_pressure_slot_rec_t, pid, STATE_F_U32, 1),

@@ -82,6 +82,14 @@ typedef struct state_endpoint_rec {
     uint64_t rl_since_ms;
     uint64_t rl_last_until_ms;
     uint32_t rl_marks;
+    /* version 5: the chain probe (pool/pool_chainprobe.c), this host's */
+    uint64_t safe;                /* its safe block (Solana: confirmed slot), 0 = unknown */
+    uint64_t finalized;           /* its finalized block (slot), 0 = unknown */
+    uint64_t chain_at_ms;         /* when the chain probe last answered */
+    uint64_t chain_next_ms;       /* the next chain probe is due (claimed by moving it forward) */
+    uint64_t hash_height;         /* the block whose hashes follow (its latest when probed) */
+    char head_hash[67];           /* "0x" + 64 hex digits, "" unknown */
+    char head_parent[67];         /* its parentHash */
 } state_endpoint_rec_t;
 
 extern const state_schema_t state_endpoint_schema;
@@ -114,7 +122,8 @@ extern const state_schema_t state_endpoint_schema;
     X(ENDPOINT_WRONG_CHAIN, "endpoint_wrong_chain")                                       \
     X(CACHE_PURGED, "cache_purged")                                                       \
     X(LOGS_SPLIT_REFUSED, "logs_split_refused")                                           \
-    X(ENDPOINT_DISAGREED, "endpoint_disagreed")
+    X(ENDPOINT_DISAGREED, "endpoint_disagreed")                                           \
+    X(REORG, "reorg")
 
 typedef enum state_event_kind {
 #define STATE_EVENT_ENUM_(name, str) STATE_EVENT_##name,
@@ -291,11 +300,24 @@ extern const state_schema_t state_pressure_schema;
 
 /* "chain/<network>" in meta: the floor of heads served to clients, per head
  * kind (policy_head_kind_t: latest, safe, finalized), shared by every worker's
- * chain view (pool/pool_chain.c); only ever raised (state_chain_raise). */
+ * chain view (pool/pool_chain.c); only ever raised (state_chain_raise).
+ * Version 2: the identity learned from the endpoints' majority when the
+ * network configures none (state_chain_learn), and the last reorg reported,
+ * so that the workers that all see it raise one event (state_chain_reorg). */
 #define STATE_CHAIN_KINDS 3
+#define STATE_CHAIN_ID_MAX 48         /* POLICY_CHAINID_MAX */
+#define STATE_CHAIN_HASH_MAX 67       /* "0x" + 64 hex digits + NUL */
 typedef struct state_chain_rec {
     uint64_t floor[STATE_CHAIN_KINDS];
     uint64_t updated_ms;          /* shared time of the last raise */
+    char identity[STATE_CHAIN_ID_MAX]; /* learned chain id / genesis hash, normal form ("" none) */
+    uint64_t identity_at_ms;      /* when it was learned */
+    /* the last reorg reported, known by the new tip it led to (every worker
+       that sees the reorg sees that tip: the first to claim it reports it) */
+    uint64_t reorg_tip;           /* the tip's height */
+    char reorg_hash[STATE_CHAIN_HASH_MAX]; /* its hash, "0x..." */
+    uint32_t reorg_depth;         /* heights replaced */
+    uint64_t reorgs;              /* reorgs reported on the network, ever */
 } state_chain_rec_t;
 
 extern const state_schema_t state_chain_schema;

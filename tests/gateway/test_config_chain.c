@@ -47,6 +47,8 @@ Test(config_chain, defaults)
     cr_expect_eq(eth->endpoints[3].max_logs_blocks, 0); /* flat: no limit */
     cr_expect_eq(sol->max_lag_slots, 10);
     cr_expect_eq(sol->endpoints[0].max_logs_blocks, 0);
+    cr_expect_eq(eth->chain_probe_ms, 30000);
+    cr_expect_eq(sol->chain_probe_ms, 30000);
     gw_config_destroy(cfg);
 }
 
@@ -72,12 +74,14 @@ Test(config_chain, every_key)
                                "    chain: solana\n"
                                "    genesis_hash: " GENESIS "\n"
                                "    max_lag_slots: 25\n"
+                               "    chain_probe_ms: 0\n"
                                "    endpoints: [\"http://127.0.0.1:6\"]\n");
     const pool_network_conf_t *eth = net_of(cfg, "eth");
     cr_expect(eth->has_chain_id);
     cr_expect_eq(eth->chain_id, 1);
     cr_expect_eq(eth->max_lag_blocks, 0);
     cr_expect_eq(eth->max_logs_split, 50);
+    cr_expect_eq(net_of(cfg, "sol")->chain_probe_ms, 0, "0: the chain probe is off");
     cr_expect_eq(eth->consensus.nmethods, 2);
     cr_expect_str_eq(eth->consensus.methods[1], "eth_call");
     cr_expect_eq(eth->consensus.quorum, 2);

@@ -149,6 +149,9 @@ export function renderConfig({ workers = 2, networks, server = {}, admin = true,
     lines.push(`  ${net}:`);
     lines.push(`    chain: ${n.chain || 'ethereum'}`);
     for (const l of n.lines || []) lines.push(`    ${l}`);
+    // the chain probe (safe, finalized, the head's hashes) is off unless a
+    // test asks for it: its batch would count in every test's call counts
+    if (!(n.lines || []).some((l) => l.startsWith('chain_probe_ms'))) lines.push('    chain_probe_ms: 0');
     lines.push('    endpoints:');
     for (const e of n.endpoints) {
       lines.push(`      - id: ${e.id}`);

@@ -719,7 +719,7 @@ static const garbage_case_t garbage_cases[] = {
     /* version (2, the endpoint record's) and breaker decode, then a string where since_ms belongs */
     {"partly valid", "\x9b\x02\x02\xa1x\x00\x00\x00\x00\x00\x00\x00\x93\x00\x00\x00", 16, SL_ERR_CORRUPT},
     {"truncated", "\x9b\x02\x02\x00", 4, SL_ERR_CORRUPT},
-    {"another version", "\x9b\x05\x02\x00\x00\x00\x00\x00\x00\x00\x00\x93\x00\x00\x00", 15, SL_ERR_VERSION},
+    {"another version", "\x9b\x06\x02\x00\x00\x00\x00\x00\x00\x00\x00\x93\x00\x00\x00", 15, SL_ERR_VERSION},
     /* version 1 had 15 fields (no rl_backoff_ms): 10 of them is no version-1 record */
     {"version 1, truncated", "\x9b\x01\x02\x00\x00\x00\x00\x00\x00\x00\x00\x93\x00\x00\x00", 15, SL_ERR_CORRUPT},
 };
@@ -1189,6 +1189,34 @@ Test(state, chain_floor_is_only_ever_raised)
     cr_expect_eq(state_chain_get(st, "sol", &rec), SL_ERR_NOT_FOUND);
     state_read_end(st);
     cr_expect_eq(state_events_last_seq(st), 0, "no event");
+}
+
+Test(state, chain_identity_learned_once_and_reorg_reported_once)
+{
+    open_default();
+    char kept[STATE_CHAIN_ID_MAX];
+    cr_assert_eq(state_chain_learn(st, "eth", "0x1", 5, kept), SL_OK);
+    cr_expect_str_eq(kept, "0x1");
+    /* a later worker that counted otherwise gets the one kept */
+    cr_assert_eq(state_chain_learn(st, "eth", "0x5", 6, kept), SL_OK);
+    cr_expect_str_eq(kept, "0x1");
+    state_chain_rec_t merged, rec;
+    cr_assert_eq(state_chain_raise(st, "eth", (const uint64_t[]){100, 0, 0}, 7, &merged), SL_OK);
+    cr_expect_str_eq(merged.identity, "0x1", "a raise keeps the identity");
+    int first = 0;
+    cr_assert_eq(state_chain_reorg(st, "eth", 100, "0xab", 3, &first), SL_OK);
+    cr_expect_eq(first, 1);
+    cr_assert_eq(state_chain_reorg(st, "eth", 100, "0xab", 2, &first), SL_OK);
+    cr_expect_eq(first, 0, "another worker seeing the same new tip");
+    cr_assert_eq(state_chain_reorg(st, "eth", 100, "0xcd", 1, &first), SL_OK);
+    cr_expect_eq(first, 1, "another reorg of the same height");
+    cr_assert_eq(state_read_begin(st), SL_OK);
+    cr_assert_eq(state_chain_get(st, "eth", &rec), SL_OK);
+    state_read_end(st);
+    cr_expect_eq(rec.reorgs, 2);
+    cr_expect_eq(rec.reorg_depth, 1);
+    cr_expect_eq(rec.floor[0], 100);
+    cr_expect_str_eq(rec.identity, "0x1");
 }
 
 static void put_slot(const char *key, uint64_t updated_ms, uint32_t depth, uint64_t merged)

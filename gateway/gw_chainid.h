@@ -1,0 +1,26 @@
+/* gateway/gw_chainid.h: the chain identity of each network that configures
+ * none (no chain_id, Solana no genesis_hash), learned at start from the
+ * majority of its endpoints (policy/chainid.h) and kept in state, so the
+ * workers use it as if configured and a restart with endpoints down still
+ * knows it. Called by the master before the workers fork (gw_master.c) and
+ * by `sluice --check --connect` (main.c). */
+#ifndef GW_CHAINID_H
+#define GW_CHAINID_H
+
+#include <stdio.h>
+
+#include "gateway/gw_config.h"
+#include "state/state.h"
+
+/* Bounds the ask: the endpoints that have not answered by then say nothing. */
+#define GW_CHAINID_ASK_MS 3000
+
+/* Asks every endpoint of the networks that need it (not those whose
+ * identity st already keeps) and decides. 0: go on (learned and kept in st,
+ * or nobody answered: the workers learn it later from probes); -1: refuse,
+ * the endpoints disagree with no majority, and why (each endpoint's id and
+ * the id it gave, never a URL) is in why[0..cap). st NULL: nothing kept,
+ * each decision printed to report (--check --connect). */
+int gw_chainid_learn(const gw_config_t *cfg, state_t *st, FILE *report, char *why, size_t cap);
+
+#endif
