@@ -89,7 +89,7 @@ static void send_reply(gw_exec_t *x)
     }
     gw_cors_headers(req, x->h->cfg);
     if (x->h->cfg->server.access_log)
-        gw_access_log(req, x->net ? x->net->conf->name : NULL, &x->rpc, x->call, r->status, r->outcome,
+        gw_access_log(x->sock, 0, x->net ? x->net->conf->name : NULL, &x->rpc, x->call, r->status, r->outcome,
                       sl_now_us() - x->start_us, x->key);
     gw_exec_commit(x);
     if (r->nparts != 0)
@@ -225,6 +225,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     gw_req_t *g = h2o_mem_alloc_shared(&req->pool, sizeof(*g), gw_req_dispose);
     gw_exec_init(&g->x, h, &http_ops, &req->pool);
     g->req = req;
+    g->x.sock = req->conn->callbacks->get_socket(req->conn);
 
     if (!check_framing(g) || !check_head(g))
         return 0;
@@ -252,7 +253,6 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
                    : 0;
     g->x.body = req->entity.base;
     g->x.len = req->entity.len;
-    g->x.sock = req->conn->callbacks->get_socket(req->conn);
     gw_exec_run(&g->x);
     return 0;
 }

@@ -12,6 +12,7 @@
 
 #include "base/sl_log.h"
 #include "base/sl_time.h"
+#include "gateway/gw_access.h"
 #include "gateway/gw_rpc.h"
 
 #define CLOSE_WAIT_MS 5000        /* a close sluice starts: then the connection is reset */
@@ -183,6 +184,9 @@ static void ws_reply(gw_exec_t *x)
 {
     ws_msg_t *m = H2O_STRUCT_FROM_MEMBER(ws_msg_t, x, x);
     ws_conn_t *c = m->c;
+    if (c->w->srv->access_log)
+        gw_access_log(c->wc->sock, 1, c->net->conf->name, &x->rpc, x->call, x->reply.status, x->reply.outcome,
+                      sl_now_us() - x->start_us, x->key);
     gw_exec_commit(x);
     m->answered = 1;
     c->inflight--;

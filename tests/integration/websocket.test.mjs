@@ -136,6 +136,13 @@ test('bad messages get JSON-RPC errors and the socket stays usable; eth_subscrib
   assert.equal(ok.id, 4);
   assert.ok(Number(ok.result) >= 1000000);
   c.ws.close();
+  // one access line per message, marked as WebSocket, the client's address as over HTTP
+  await waitFor(() => s.accessLines().filter((l) => l.ws).length >= 4, { what: 'access lines' });
+  const lines = s.accessLines().filter((l) => l.ws);
+  assert.deepEqual(lines.map((l) => l.methods), [[], [''], ['eth_subscribe'], ['eth_blockNumber']]);
+  assert.equal(lines[3].client, '127.0.0.1');
+  assert.equal(lines[3].network, 'eth');
+  assert.equal(lines[3].upstream[0].endpoint, 'a');
 });
 
 test('limits are charged per message: over the tier, -32005 scope client at the call\'s id', async () => {
