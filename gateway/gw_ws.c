@@ -17,6 +17,7 @@
 
 #define CLOSE_WAIT_MS 5000        /* a close sluice starts: then the connection is reset */
 #define LOG_EVERY_MS 10000
+#define MAX_QUEUED_PONGS 4096     /* messages waiting when a ping comes: empty pongs weigh 0 bytes */
 
 #define WS_SUBSCRIBE_ERROR                                                                                        \
     "subscriptions are not served by this gateway yet; every other method works over this WebSocket"
@@ -237,8 +238,16 @@ static void on_ws_msg(h2o_websocket_conn_t *wc, const struct wslay_event_on_msg_
         return;
     }
     c->last_rx_ms = sl_now_ms();
-    if (arg->opcode == WSLAY_TEXT_FRAME || arg->opcode == WSLAY_BINARY_FRAME)
+    if (arg->opcode == WSLAY_TEXT_FRAME || arg->opcode == WSLAY_BINARY_FRAME) {
         msg_start(c, arg->msg, arg->msg_length);
+    } else if (arg->opcode == WSLAY_PING && !c->closing) {
+        /* wslay queues the pong itself: pings from a client that reads
+         * nothing would grow that queue without an answer of ours */
+        size_t queued = wslay_event_get_queued_msg_length(c->wc->ws_ctx);
+        if (queued > c->w->srv->ws_max_queued_bytes ||
+            wslay_event_get_queued_msg_count(c->wc->ws_ctx) > MAX_QUEUED_PONGS)
+            slow_close(c, queued);
+    }
 }
 
 /* Every tick: close a socket nothing came from for ws_idle_timeout_ms (a

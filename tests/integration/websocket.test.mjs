@@ -220,6 +220,23 @@ test('a client that does not read is closed with 1008 while another keeps being 
   await waitLog(s, /closed a WebSocket \(1008\) whose client does not read/);
 });
 
+test('a client that pings and never reads is closed with 1008 too (the pongs it never takes are bounded)', async () => {
+  const { s } = await gateway({ server: { ws_max_queued_bytes: 65536 } });
+  const c = openWs(`ws://127.0.0.1:${s.port}/eth`);
+  await c.opened;
+  c.ws._socket.pause();
+  const payload = Buffer.alloc(125, 7);
+  let sent = 0;
+  while (sent < 200000 && !/slow_reader"\} 1\n/.test(await metrics(s))) {
+    for (let i = 0; i < 5000; i++) c.ws.ping(payload);
+    sent += 5000;
+    await sleep(20);
+  }
+  assert.match(await metrics(s), /sluice_websocket_closed_total\{reason="slow_reader"\} 1\n/);
+  c.ws._socket.resume();
+  assert.equal((await c.closed).code, 1008);
+});
+
 test('a client leaving mid-call releases the call; shutdown closes sockets with 1001', async () => {
   const { a, s } = await gateway({ server: { shutdown_grace_ms: 8000 } });
   await a.setMode('slow', { delay_ms: 6000, method: 'eth_call' });
@@ -237,6 +254,24 @@ test('a client leaving mid-call releases the call; shutdown closes sockets with 
   assert.ok(Date.now() - t0 < 3000, `drain took ${Date.now() - t0} ms:\n${s.logs()}`);
   assert.doesNotMatch(s.logs(), /still in flight/);
   assert.equal((await stay.closed).code, 1001);
+});
+
+test('a reload closes the old workers\' sockets with 1001; a new socket is served by the new ones', async () => {
+  const { s } = await gateway({ workers: 2 });
+  const old = openWs(`ws://127.0.0.1:${s.wsPort ?? s.port}/eth`);
+  await old.opened;
+  old.send(call('eth_chainId', [], 1));
+  assert.equal((await old.next()).result, '0x1');
+  s.child.kill('SIGHUP');
+  const { code, reason } = await old.closed;
+  assert.equal(code, 1001);
+  assert.match(reason, /shutting down/);
+  await waitLog(s, /reload|reloaded/i, { timeoutMs: 10000 });
+  const fresh = openWs(`ws://127.0.0.1:${s.wsPort ?? s.port}/eth`);
+  await fresh.opened;
+  fresh.send(call('eth_chainId', [], 2));
+  assert.equal((await fresh.next()).result, '0x1');
+  fresh.ws.close();
 });
 
 test('port + 1 taken: a log line, WebSocket on the main port only; a set ws_listen that is taken stops the start', async () => {
