@@ -266,9 +266,12 @@ test('a reload closes the old workers\' sockets with 1001; a new socket is serve
   const { code, reason } = await old.closed;
   assert.equal(code, 1001);
   assert.match(reason, /shutting down/);
-  await waitLog(s, /reload|reloaded/i, { timeoutMs: 10000 });
-  const fresh = openWs(`ws://127.0.0.1:${s.wsPort ?? s.port}/eth`);
-  await fresh.opened;
+  // an upgrade that reaches an old worker between its accept and its drain
+  // gets 503 "shutting down: connect again": a client connects again
+  const fresh = await waitFor(async () => {
+    const t = openWs(`ws://127.0.0.1:${s.wsPort ?? s.port}/eth`);
+    try { await t.opened; return t; } catch (e) { assert.equal(e.status, 503); return null; }
+  }, { what: 'a socket on the new workers' });
   fresh.send(call('eth_chainId', [], 2));
   assert.equal((await fresh.next()).result, '0x1');
   fresh.ws.close();
