@@ -13,6 +13,7 @@
 #include "base/sl_log.h"
 #include "base/sl_time.h"
 #include "gateway/gw_access.h"
+#include "gateway/gw_cors.h"
 #include "gateway/gw_rpc.h"
 
 #define CLOSE_WAIT_MS 5000        /* a close sluice starts: then the connection is reset */
@@ -297,6 +298,8 @@ int gw_ws_accept(gw_ws_t *w, h2o_req_t *req, const char *client_key, gw_exec_t *
     }
     if (req->version >= 0x200)
         return refuse(w, x, 400, "WebSocket needs HTTP/1.1");
+    if (!gw_cors_ws_allowed(req, w->h->cfg))
+        return refuse(w, x, 403, "this Origin may not open a WebSocket here (server.cors_origins)");
     gw_exec_caller(x, ident, sizeof(ident));
     if (w->nconns >= w->srv->ws_max_connections)
         return refuse(w, x, 503, "too many WebSocket connections open (server.ws_max_connections)");

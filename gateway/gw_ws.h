@@ -9,7 +9,8 @@
  * budget, pressure, pool/), and answered with one text message. A
  * notification alone gets no answer, as HTTP gets 204.
  *
- * Bounds, each per worker: server.ws_max_connections sockets, and
+ * A browser's upgrade (it carries Origin) needs an origin server.cors_origins
+ * allows (403 otherwise). Bounds, each per worker: server.ws_max_connections sockets, and
  * ws_max_connections_per_identity per key or client address (the upgrade
  * is refused with 503 / 429); a message at most server.max_body_bytes
  * (wslay closes with 1009); ws_max_inflight calls in flight per socket

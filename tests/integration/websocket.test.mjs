@@ -194,6 +194,18 @@ test('bounds: message size (1009), calls in flight per socket, connections per i
   assert.equal((await c.closed).code, 1009);
 });
 
+test('a browser\'s upgrade needs an origin server.cors_origins allows; other clients send none', async () => {
+  const { s } = await gateway({ server: { cors_origins: '["https://app.example"]' } });
+  const evil = new WebSocket(`ws://127.0.0.1:${s.port}/eth`, { origin: 'https://evil.example' });
+  const status = await new Promise((r) => { evil.on('unexpected-response', (q, res) => r(res.statusCode)); evil.on('open', () => r(101)); });
+  assert.equal(status, 403);
+  for (const origin of ['https://app.example', undefined]) {
+    const c = new WebSocket(`ws://127.0.0.1:${s.port}/eth`, origin ? { origin } : {});
+    await new Promise((r, j) => { c.on('open', r); c.on('unexpected-response', (q, res) => j(new Error(`${res.statusCode}`))); });
+    c.close();
+  }
+});
+
 test('a client that does not read is closed with 1008 while another keeps being served', async () => {
   const { a, s } = await gateway({ server: { ws_max_queued_bytes: 65536 } });
   await a.setMode('huge', { size: 1 << 20, method: 'eth_call' });
