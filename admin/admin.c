@@ -35,20 +35,29 @@ uint64_t admin_parse_u64(const char *p, size_t n, uint64_t dflt)
     return sl_parse_u64(p, n, UINT64_MAX, &v) == SL_OK ? v : dflt;
 }
 
-uint64_t admin_query_u64(h2o_req_t *req, const char *name, uint64_t dflt)
+const char *admin_query_value(h2o_req_t *req, const char *name, size_t *len)
 {
     if (req->query_at == SIZE_MAX)
-        return dflt;
+        return NULL;
     const char *q = req->path.base + req->query_at + 1, *end = req->path.base + req->path.len;
     size_t nlen = strlen(name);
     while (q < end) {
         const char *amp = memchr(q, '&', (size_t)(end - q));
         const char *stop = amp ? amp : end;
-        if ((size_t)(stop - q) > nlen && memcmp(q, name, nlen) == 0 && q[nlen] == '=')
-            return admin_parse_u64(q + nlen + 1, (size_t)(stop - q - nlen - 1), dflt);
+        if ((size_t)(stop - q) > nlen && memcmp(q, name, nlen) == 0 && q[nlen] == '=') {
+            *len = (size_t)(stop - q - nlen - 1);
+            return q + nlen + 1;
+        }
         q = stop + 1;
     }
-    return dflt;
+    return NULL;
+}
+
+uint64_t admin_query_u64(h2o_req_t *req, const char *name, uint64_t dflt)
+{
+    size_t len;
+    const char *v = admin_query_value(req, name, &len);
+    return v != NULL ? admin_parse_u64(v, len, dflt) : dflt;
 }
 
 static int route_healthz(admin_t *a, h2o_req_t *req)
@@ -88,6 +97,7 @@ static const admin_route_t routes[] = {
     {"GET", "/admin/events", ADMIN_ROUTE_AUTH, admin_route_events},
     {"GET", "/admin/events/stream", ADMIN_ROUTE_AUTH, admin_route_stream},
     {"POST", "/admin/reload", ADMIN_ROUTE_AUTH, admin_route_reload},
+    {"POST", "/admin/cache/purge", ADMIN_ROUTE_AUTH, admin_route_cache_purge},
 };
 
 const admin_route_t *admin_routes(size_t *n)

@@ -47,6 +47,7 @@ typedef struct admin_conf {
     const char *cluster_host;     /* this host's name in the cluster, NULL without cluster: */
     uint32_t max_streams;         /* event streams open at once in this worker; more get 503 */
     uint32_t heartbeat_ms;        /* the event stream's heartbeat, unless ?heartbeat_ms= says (>= 1000) */
+    struct state_cache *cache;    /* this process's handle on the response cache; NULL: off */
 } admin_conf_t;
 
 typedef struct admin admin_t;

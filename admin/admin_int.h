@@ -116,6 +116,8 @@ int admin_send_text(h2o_req_t *req, int status, const char *content_type, const 
 void admin_iso_time(uint64_t ms, char out[32]);
 /* A query parameter's value as an unsigned number, or dflt. */
 uint64_t admin_query_u64(h2o_req_t *req, const char *name, uint64_t dflt);
+/* A query parameter's raw value (*len bytes, not decoded), or NULL. */
+const char *admin_query_value(h2o_req_t *req, const char *name, size_t *len);
 /* p[0..n) as a decimal u64; dflt if empty, not all digits or too large. */
 uint64_t admin_parse_u64(const char *p, size_t n, uint64_t dflt);
 
@@ -174,6 +176,12 @@ struct state_cluster_mode_rec;
 cJSON *admin_cluster_scope_json(admin_t *a, const struct state_cluster_mode_rec *m);
 /* GET /admin/networks and the pressure series of /metrics (admin_networks.c). */
 int admin_route_networks(admin_t *a, h2o_req_t *req);
+
+/* admin_cache.c: the response cache's lookups, credits saved, store
+ * figures, and its purge. */
+cJSON *admin_cache_network_json(admin_t *a, const pool_network_conf_t *net);
+void admin_cache_metrics(admin_t *a, sl_buf_t *b);
+int admin_route_cache_purge(admin_t *a, h2o_req_t *req);
 void admin_networks_metrics(admin_t *a, sl_buf_t *b, const admin_ep_view_t *v, size_t n);
 
 /* The JSON object of one event (shared by the feed and the stream). */

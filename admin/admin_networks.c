@@ -180,8 +180,11 @@ int admin_route_networks(admin_t *a, h2o_req_t *req)
     admin_net_view_t *nv = sl_xcalloc(a->conf.nnetworks ? a->conf.nnetworks : 1, sizeof(*nv));
     collect(a, nv, v, n, now);
     cJSON *arr = cJSON_CreateArray();
-    for (size_t i = 0; i < a->conf.nnetworks; i++)
-        cJSON_AddItemToArray(arr, network_json(&nv[i], v, n, now));
+    for (size_t i = 0; i < a->conf.nnetworks; i++) {
+        cJSON *o = network_json(&nv[i], v, n, now);
+        cJSON_AddItemToObject(o, "cache", admin_cache_network_json(a, &a->conf.networks[i]));
+        cJSON_AddItemToArray(arr, o);
+    }
     free(nv);
     admin_view_free(v, n);
     return admin_send_json(req, 200, arr);
@@ -205,6 +208,27 @@ static double gauge(const admin_net_view_t *x, gauge_value_t g)
     case G_WAITS: return (double)x->sum.waits;
     }
     return 0;
+}
+
+/* eth_getLogs splitting (gateway/gw_logsplit.c), per Ethereum network. */
+static void logs_metrics(sl_buf_t *b, const admin_conf_t *conf, const admin_net_view_t *nv)
+{
+    static const struct {
+        const char *name, *help;
+    } series[] = {
+        {"sluice_logs_splits_total", "eth_getLogs calls served by sub-calls over narrower ranges."},
+        {"sluice_logs_split_subcalls_total", "Sub-calls those sent (halvings after a refusal included)."},
+        {"sluice_logs_split_refused_total", "eth_getLogs calls refused with -32005: more sub-calls than max_logs_split."},
+    };
+    for (size_t s = 0; s < 3; s++) {
+        sl_buf_printf(b, "# HELP %s %s\n# TYPE %s counter\n", series[s].name, series[s].help, series[s].name);
+        for (size_t i = 0; i < conf->nnetworks; i++) {
+            const state_pressure_slot_rec_t *x = &nv[i].sum;
+            uint64_t v = s == 0 ? x->logs_splits : s == 1 ? x->logs_subcalls : x->logs_refused;
+            if (nv[i].net->chain == POLICY_CHAIN_ETHEREUM)
+                sl_buf_printf(b, "%s{network=\"%s\"} %llu\n", series[s].name, nv[i].net->name, (unsigned long long)v);
+        }
+    }
 }
 
 void admin_networks_metrics(admin_t *a, sl_buf_t *b, const admin_ep_view_t *v, size_t n)
@@ -234,5 +258,6 @@ void admin_networks_metrics(admin_t *a, sl_buf_t *b, const admin_ep_view_t *v, s
             if (nv[i].net->pressure.enabled)
                 sl_buf_printf(b, "%s{network=\"%s\"} %g\n", series[s].name, nv[i].net->name, gauge(&nv[i], series[s].value));
     }
+    logs_metrics(b, &a->conf, nv);
     free(nv);
 }

@@ -406,6 +406,7 @@ static const gw_cfg_field_t root_fields[] = {
     {"server", GW_CFG_FN, .fn = section_server},
     {"admin", GW_CFG_FN, .fn = section_admin},
     {"state", GW_CFG_FN, .fn = section_state},
+    {"cache", GW_CFG_FN, .fn = gw_cfg_cache},
     {"log", GW_CFG_FN, .fn = section_log},
     {"networks", GW_CFG_FN, .fn = gw_cfg_networks, .required = 1},
     {"tiers", GW_CFG_FN, .fn = gw_cfg_tiers},
@@ -452,6 +453,8 @@ static gw_config_t *config_new(const char *name)
     cfg->admin.max_streams = GW_DEFAULT_ADMIN_MAX_STREAMS;
     cfg->admin.heartbeat_ms = GW_DEFAULT_ADMIN_HEARTBEAT_MS;
     cfg->state.path = sl_xstrdup(GW_DEFAULT_STATE_PATH);
+    cfg->cache.enabled = 1;
+    cfg->cache.max_mb = GW_DEFAULT_CACHE_MB;
     cfg->state.map_size_mb = GW_DEFAULT_MAP_SIZE_MB;
     cfg->state.refresh_ms = 50;
     cfg->state.flush_ms = 100;
@@ -474,6 +477,7 @@ sl_err_t gw_config_load_string(const char *yaml, size_t len, const char *name, g
     gw_config_t *cfg = config_new(name);
     gw_cfg_map_decode(&c, yaml_document_get_root_node(&doc), root_fields, NFIELDS(root_fields), cfg);
     gw_cfg_check_keys(&c, cfg);
+    gw_cfg_cache_finish(cfg);
     /* one address gets a share, so others still find room; at least 8 (a
      * browser opens six to a host) */
     uint32_t share = cfg->server.max_connections / 4 < 8 ? 8 : cfg->server.max_connections / 4;
@@ -537,6 +541,7 @@ void gw_config_destroy(gw_config_t *cfg)
     free(cfg->admin.listen);
     free(cfg->admin.token);
     free(cfg->state.path);
+    free(cfg->cache.path);
     for (size_t i = 0; i < cfg->nnetworks; i++)
         gw_cfg_network_dispose(&cfg->networks[i]);
     free(cfg->networks);

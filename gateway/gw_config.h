@@ -43,6 +43,7 @@
 #define GW_DEFAULT_MAX_HEADER_LINE_BYTES 8192
 #define GW_DEFAULT_MAX_HEADER_BYTES 32768
 #define GW_DEFAULT_MAP_SIZE_MB 256
+#define GW_DEFAULT_CACHE_MB 256
 #define GW_DEFAULT_EVENT_MAX_COUNT 10000
 #define GW_DEFAULT_EVENT_MAX_AGE_HOURS (24 * 7)
 
@@ -124,6 +125,13 @@ typedef struct gw_state_conf {
     uint32_t max_limit_cells;     /* client-limit cells kept at most (0: 2,048 per MB of the map) */
 } gw_state_conf_t;
 
+typedef struct gw_cache_conf {
+    int enabled;              /* 1 (the default): answers that cannot change are kept */
+    char *path;               /* the cache's LMDB folder (default: state.path + "-cache") */
+    uint32_t max_mb;          /* its map's size (256) */
+    int unfinalized;          /* cache.unfinalized: head */
+} gw_cache_conf_t;
+
 typedef struct gw_log_conf {
     int level;                /* sl_log_level_t */
     int json;                 /* 1: JSON lines, 0: text */
@@ -134,6 +142,7 @@ typedef struct gw_config {
     gw_server_conf_t server;
     gw_admin_conf_t admin;
     gw_state_conf_t state;
+    gw_cache_conf_t cache;
     gw_log_conf_t log;
     pool_network_conf_t *networks;
     size_t nnetworks;

@@ -163,6 +163,13 @@ void gw_cfg_net_chain_dispose(pool_network_conf_t *net);
 /* GW_CFG_FN for a network's pressure: key; target is the pool_network_conf_t. */
 void gw_cfg_net_pressure(gw_cfg_t *c, yaml_node_t *node, void *target);
 
+/* ---- gw_config_cache.c ---- */
+
+/* GW_CFG_FN for the top-level "cache" key; target is the gw_config_t. */
+void gw_cfg_cache(gw_cfg_t *c, yaml_node_t *node, void *target);
+/* cache.path's default, once state.path is known. */
+void gw_cfg_cache_finish(gw_config_t *cfg);
+
 /* ---- gw_config_cluster.c ---- */
 
 /* GW_CFG_FN for the top-level "cluster" key; target is the gw_config_t. */

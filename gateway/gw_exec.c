@@ -28,6 +28,8 @@ void gw_exec_dispose(gw_exec_t *x)
     gw_limit_wait_cancel(&x->limit_wait);
     pool_call_release(x->call); /* done with it, or the client went away before its answer */
     x->call = NULL;
+    gw_logsplit_dispose(x->split);
+    x->split = NULL;
     if (x->have_reply)
         gw_reply_dispose(&x->reply);
     else
@@ -73,13 +75,17 @@ static void reply(gw_exec_t *x)
 static size_t exec_sent_held(const gw_held_entry_t *e);
 static void refuse_buffered(gw_exec_t *x, gw_buffered_verdict_t v, size_t held);
 
-static void on_call_done(pool_call_t *call, void *data)
+/* The reply, once the call and its eth_getLogs sub-calls are done (also
+ * gw_logsplit's callback). */
+static void finish(void *data)
 {
     gw_exec_t *x = data;
     size_t held;
-    x->call_done = 1;
-    if (!gw_buffered_keep(&x->h->buffered, &x->held, pool_call_held(call), exec_sent_held, &held)) {
-        pool_call_release(call); /* its bytes go now, not after a refusal nobody needs them for */
+    if (!x->call_done || gw_logsplit_pending(x->split))
+        return;
+    size_t call_held = (x->call != NULL ? pool_call_held(x->call) : 0) + gw_logsplit_held(x->split);
+    if (!gw_buffered_keep(&x->h->buffered, &x->held, call_held, exec_sent_held, &held)) {
+        pool_call_release(x->call); /* its bytes go now, not after a refusal nobody needs them for */
         x->call = NULL;
         refuse_buffered(x, GW_BUFFERED_SHARE, held);
         return;
@@ -87,6 +93,16 @@ static void on_call_done(pool_call_t *call, void *data)
     gw_reply_build(&x->reply, x->body, &x->rpc, x->items, x->item_member, x->nitems, x->call);
     gw_stats_count_request(x->h->stats, x->net->index, &x->rpc, x->items, x->item_member, x->nitems);
     reply(x);
+}
+
+static void on_call_done(pool_call_t *call, void *data)
+{
+    gw_exec_t *x = data;
+    (void)call;
+    x->call_done = 1;
+    if (x->split != NULL && gw_logsplit_settle(x->split))
+        return; /* a refused eth_getLogs went on in halves: finish runs when they are done */
+    finish(x);
 }
 
 /* Collects the members that go upstream; returns their number. */
@@ -114,6 +130,7 @@ static size_t collect_items(gw_exec_t *x)
         it->params = m->params.len ? (wire_span_t){m->params.off - m->raw.off, m->params.len} : (wire_span_t){0, 0};
         it->method = m->method;
         it->cheap = m->cheap;
+        it->no_cache = x->no_cache;
         it->name = m->name;
         it->name_len = (uint32_t)strlen(m->name);
         x->item_member[k++] = (uint32_t)i;
@@ -251,7 +268,7 @@ static size_t shed(gw_exec_t *x)
 size_t gw_exec_held(const gw_held_entry_t *e)
 {
     const gw_exec_t *x = (const gw_exec_t *)((const char *)e - offsetof(gw_exec_t, held));
-    return x->charged + (x->call != NULL ? pool_call_held(x->call) : 0);
+    return x->charged + (x->call != NULL ? pool_call_held(x->call) : 0) + gw_logsplit_held(x->split);
 }
 
 /* ... counting only a reply being written (what waits for its client). */
@@ -326,5 +343,14 @@ static void forward(gw_exec_t *x)
         return;
     }
     uint64_t owner = net->conf->pressure.enabled ? caller_owner(x) : 0;
-    x->call = pool_call_start(net->pool_net, x->items, x->nitems, x->rpc.kind == GW_RPC_BATCH, owner, on_call_done, x);
+    pool_item_t *items = x->items;
+    size_t nitems = x->nitems;
+    if ((x->split = gw_logsplit_take(net->pool_net, x->items, x->nitems, owner, finish, x)) != NULL)
+        items = gw_logsplit_rest(x->split, &nitems);
+    if (nitems == 0) { /* every member went into sub-calls or was refused */
+        x->call_done = 1;
+        finish(x);
+        return;
+    }
+    x->call = pool_call_start(net->pool_net, items, nitems, x->rpc.kind == GW_RPC_BATCH, owner, on_call_done, x);
 }

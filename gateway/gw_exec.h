@@ -21,6 +21,7 @@
 #include "gateway/gw_handler.h"
 #include "gateway/gw_held.h"
 #include "gateway/gw_limit.h"
+#include "gateway/gw_logsplit.h"
 #include "gateway/gw_reply.h"
 #include "gateway/gw_rpc.h"
 
@@ -49,6 +50,7 @@ struct gw_exec {
     h2o_socket_t *sock;           /* its connection, for resets of stalled writers */
     const char *subscribe_error;  /* gw_rpc_limits_t's; NULL: the HTTP message */
     const char *refuse_message;   /* non-NULL: answered 503 / -32005 with it once parsed (at its id) */
+    uint8_t no_cache;             /* Cache-Control: no-cache: the response cache is not looked in */
     /* the call: */
     gw_rpc_request_t rpc;
     pool_item_t *items;
@@ -56,6 +58,7 @@ struct gw_exec {
     size_t nitems;
     pool_call_t *call;
     int call_done;
+    gw_logsplit_t *split;         /* eth_getLogs split into sub-calls (NULL: none) */
     gw_reply_t reply;
     int have_reply;
     uint64_t start_us;

@@ -47,11 +47,37 @@ static h2o_iovec_t hdr_rl_reset = {H2O_STRLIT("x-ratelimit-reset")};
 static h2o_iovec_t hdr_rl_window = {H2O_STRLIT("x-ratelimit-window")};
 static h2o_iovec_t hdr_rl_bucket = {H2O_STRLIT("x-ratelimit-bucket")};
 static h2o_iovec_t hdr_pressure = {H2O_STRLIT("x-sluice-pressure")};
+static h2o_iovec_t hdr_cache = {H2O_STRLIT("x-sluice-cache")};
 static const h2o_iovec_t pressure_values[POLICY_PRESSURE_LEVEL_COUNT] = {
     [POLICY_PRESSURE_OK] = {H2O_STRLIT("ok")},
     [POLICY_PRESSURE_ELEVATED] = {H2O_STRLIT("elevated")},
     [POLICY_PRESSURE_CRITICAL] = {H2O_STRLIT("critical")},
 };
+
+/* X-Sluice-Cache: hit (every member that went on was answered from the
+ * cache), bypass (the client said no-cache, or the cache is off), miss. */
+static const char *cache_outcome(const gw_exec_t *x)
+{
+    if (x->no_cache || !x->h->cfg->cache.enabled)
+        return "bypass";
+    for (size_t i = 0; i < x->nitems; i++)
+        if (!x->items[i].cached)
+            return "miss";
+    return "hit";
+}
+
+/* 1 if the request says Cache-Control: no-cache (or no-store). */
+static int asks_no_cache(h2o_req_t *req)
+{
+    ssize_t at = -1;
+    while ((at = h2o_find_header(&req->headers, H2O_TOKEN_CACHE_CONTROL, at)) != -1) {
+        h2o_iovec_t v = req->headers.entries[at].value;
+        if (h2o_contains_token(v.base, v.len, H2O_STRLIT("no-cache"), ',') ||
+            h2o_contains_token(v.base, v.len, H2O_STRLIT("no-store"), ','))
+            return 1;
+    }
+    return 0;
+}
 
 /* gw_exec_ops_t.reply: the headers, the access line, the body. */
 static void send_reply(gw_exec_t *x)
@@ -71,6 +97,10 @@ static void send_reply(gw_exec_t *x)
             sl_http_header_u64(req, &hdr_hedges, pool_call_hedges(x->call));
         if (pool_call_coalesced(x->call))
             sl_http_header_u64(req, &hdr_coalesced, 1);
+    }
+    if (x->nitems != 0) {
+        const char *c = cache_outcome(x);
+        sl_http_header_iov(req, &hdr_cache, c, strlen(c));
     }
     if (r->retry_after_s != 0)
         sl_http_header_u64(req, &hdr_retry_after, r->retry_after_s);
@@ -253,6 +283,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
                    : 0;
     g->x.body = req->entity.base;
     g->x.len = req->entity.len;
+    g->x.no_cache = (uint8_t)asks_no_cache(req);
     gw_exec_run(&g->x);
     return 0;
 }

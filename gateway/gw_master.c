@@ -22,6 +22,7 @@
 #include "gateway/gw_master_int.h"
 #include "gateway/gw_reload.h"
 #include "gateway/gw_worker.h"
+#include "state/state_cache.h"
 #include "state/state_cluster.h"
 
 
@@ -439,6 +440,21 @@ static void cluster_leave(master_t *m)
         sl_log_info("cluster: host %s left the cluster", cfg->cluster.host);
 }
 
+/* The response cache opens (its folder made) before the workers do, so a
+ * problem is said once; a cache that cannot open leaves sluice running
+ * without it (answers go upstream), as the README says. */
+static void cache_check(const gw_config_t *cfg)
+{
+    state_cache_t *c = NULL;
+    if (!cfg->cache.enabled)
+        return;
+    if (state_cache_open(&(state_cache_conf_t){cfg->cache.path, cfg->cache.max_mb}, &c) != SL_OK) {
+        sl_log_warn("cache: cannot open %s: sluice runs without its response cache", cfg->cache.path);
+        return;
+    }
+    state_cache_close(c);
+}
+
 static int master_init(master_t *m, const gw_config_t *cfg)
 {
     memset(m, 0, sizeof(*m));
@@ -472,6 +488,7 @@ static int master_init(master_t *m, const gw_config_t *cfg)
     }
     if (cluster_check(m) != 0)
         return -1;
+    cache_check(cfg);
     m->hk = gw_housekeep_create(cfg, m->state, SLOT_BANKS * m->n);
     sigset_t set;
     sigemptyset(&set);

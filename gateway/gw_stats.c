@@ -11,6 +11,7 @@
 
 typedef struct net_counters {
     state_counters_slot_t c;      /* key: state_key_requests, this worker's slot */
+    state_counters_slot_t cache;  /* key: state_key_cache: lookups per method, hit or miss */
     const policy_method_t *table; /* the chain's method table */
     size_t nmethods;              /* its length; index nmethods = any other method */
 } net_counters_t;
@@ -50,6 +51,9 @@ gw_stats_t *gw_stats_create(const gw_config_t *cfg, state_t *st, unsigned slot)
         state_key_requests(c->c.key, sizeof(c->c.key), cfg->networks[i].name, slot);
         c->table = policy_method_table(cfg->networks[i].chain, &c->nmethods);
         state_counters_slot_load(&c->c, snapshot ? st : NULL, (uint32_t)((c->nmethods + 1) * STATE_REQ_OUTCOME_COUNT));
+        state_key_cache(c->cache.key, sizeof(c->cache.key), cfg->networks[i].name, slot);
+        state_counters_slot_load(&c->cache, snapshot ? st : NULL,
+                                 (uint32_t)((c->nmethods + 1) * STATE_CACHE_COUNTER_COUNT));
     }
     state_key_server(s->srv.key, sizeof(s->srv.key), slot);
     state_counters_slot_load(&s->srv, snapshot ? st : NULL, STATE_SRV_COUNT);
@@ -80,20 +84,31 @@ void gw_stats_destroy(gw_stats_t *s)
 {
     if (s == NULL)
         return;
-    for (size_t i = 0; i < s->n; i++)
+    for (size_t i = 0; i < s->n; i++) {
         state_counters_slot_dispose(&s->nets[i].c);
+        state_counters_slot_dispose(&s->nets[i].cache);
+    }
     free(s->nets);
     state_counters_slot_dispose(&s->srv);
     free(s->deg);
     free(s);
 }
 
+static size_t method_index(const net_counters_t *c, const policy_method_t *m)
+{
+    return m != NULL && m >= c->table && m < c->table + c->nmethods ? (size_t)(m - c->table) : c->nmethods;
+}
+
 static void count(net_counters_t *c, const policy_method_t *m, state_req_outcome_t o)
 {
-    size_t mi = c->nmethods;
-    if (m != NULL && m >= c->table && m < c->table + c->nmethods)
-        mi = (size_t)(m - c->table);
-    state_counters_slot_add(&c->c, mi * STATE_REQ_OUTCOME_COUNT + o, 1);
+    state_counters_slot_add(&c->c, method_index(c, m) * STATE_REQ_OUTCOME_COUNT + o, 1);
+}
+
+static void count_cache(net_counters_t *c, const policy_method_t *m, const pool_item_t *it)
+{
+    if (it->cached || it->cache_miss)
+        state_counters_slot_add(&c->cache, method_index(c, m) * STATE_CACHE_COUNTER_COUNT +
+                                               (it->cached ? STATE_CACHE_HIT : STATE_CACHE_MISS), 1);
 }
 
 void gw_stats_count_request(gw_stats_t *s, size_t net_index, const gw_rpc_request_t *rpc, const pool_item_t *items,
@@ -110,6 +125,8 @@ void gw_stats_count_request(gw_stats_t *s, size_t net_index, const gw_rpc_reques
     for (size_t i = 0; i < rpc->nmembers; i++) {
         const gw_member_t *m = &rpc->members[i];
         const pool_item_t *it = k < nitems && item_member[k] == i ? &items[k++] : NULL;
+        if (it != NULL)
+            count_cache(c, m->method, it);
         if (m->status == GW_MEMBER_INVALID)
             count(c, NULL, STATE_REQ_INVALID);
         else if (m->status == GW_MEMBER_BLOCKED)
@@ -127,12 +144,12 @@ void gw_stats_flush(gw_stats_t *s)
 {
     if (s == NULL || s->st == NULL)
         return;
-    /* every network, the server counters and the degraded parts */
-    const char **keys = sl_xmalloc((s->n + 2) * sizeof(*keys));
-    const state_counters_rec_t **recs = sl_xmalloc((s->n + 2) * sizeof(*recs));
+    /* every network (requests, cache lookups), the server counters and the degraded parts */
+    const char **keys = sl_xmalloc((2 * s->n + 2) * sizeof(*keys));
+    const state_counters_rec_t **recs = sl_xmalloc((2 * s->n + 2) * sizeof(*recs));
     size_t n = 0;
-    for (size_t i = 0; i <= s->n; i++) {
-        state_counters_slot_t *c = i < s->n ? &s->nets[i].c : &s->srv;
+    for (size_t i = 0; i <= 2 * s->n; i++) {
+        state_counters_slot_t *c = i < s->n ? &s->nets[i].c : i < 2 * s->n ? &s->nets[i - s->n].cache : &s->srv;
         if (!c->dirty)
             continue;
         keys[n] = c->key;
@@ -152,7 +169,7 @@ void gw_stats_flush(gw_stats_t *s)
     }
     if (n > 0 && state_counters_put(s->st, keys, recs, n) == SL_OK) {
         for (size_t i = 0; i < s->n; i++)
-            s->nets[i].c.dirty = 0;
+            s->nets[i].c.dirty = s->nets[i].cache.dirty = 0;
         s->srv.dirty = 0;
         if (deg_dirty) {
             s->deg->n = deg.n;

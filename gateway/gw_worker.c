@@ -22,6 +22,7 @@
 #include "gateway/gw_ws.h"
 #include "pool/pool.h"
 #include "state/state.h"
+#include "state/state_cache.h"
 #include "state/state_cluster.h"
 #include "state/state_key.h"
 
@@ -45,6 +46,7 @@ typedef struct worker {
     gw_handler_t *handler;
     pool_t *pool;
     state_t *state;
+    state_cache_t *cache;         /* the response cache; NULL: off (or it could not open) */
     gw_stats_t *stats;
     gw_limit_t *limit;
     state_cluster_t *cluster;     /* NULL without cluster: */
@@ -209,6 +211,9 @@ static int worker_setup(worker_t *w)
                                    cfg->state.event_max_age_hours * 3600, cfg->state.max_limit_cells},
                    &w->state) != SL_OK)
         return -1;
+    if (cfg->cache.enabled &&
+        state_cache_open(&(state_cache_conf_t){cfg->cache.path, cfg->cache.max_mb}, &w->cache) != SL_OK)
+        w->cache = NULL; /* the master said why at start; answers just go upstream */
     if (cfg->has_cluster)
         w->cluster = state_cluster_create(&cfg->cluster, w->ctx.loop, &w->ctx.receivers.hostinfo_getaddr, w->state);
     pool_params_t pp = {
@@ -223,6 +228,8 @@ static int worker_setup(worker_t *w)
         .refresh_ms = cfg->state.refresh_ms,
         .flush_ms = cfg->state.flush_ms,
         .budget = &w->budget,
+        .cache = w->cache,
+        .cache_unfinalized = (uint8_t)cfg->cache.unfinalized,
     };
     if (pool_create(&pp, &w->pool) != SL_OK)
         return -1;
@@ -258,7 +265,8 @@ static int worker_setup(worker_t *w)
                                               .data = w,
                                               .cluster_host = cfg->has_cluster ? cfg->cluster.host : NULL,
                                               .max_streams = cfg->admin.max_streams,
-                                              .heartbeat_ms = cfg->admin.heartbeat_ms});
+                                              .heartbeat_ms = cfg->admin.heartbeat_ms,
+                                              .cache = w->cache});
         h2o_context_init(&w->admin_ctx, w->ctx.loop, &w->admin_conf);
         w->admin_accept = (h2o_accept_ctx_t){.ctx = &w->admin_ctx, .hosts = w->admin_conf.hosts};
         if (start_listener(w, w->args->admin_fd, &w->admin_accept, 0) != 0)
@@ -393,9 +401,10 @@ int gw_worker_main(const gw_worker_args_t *args)
     sl_log_flush_final(ACCESS_FINAL_WAIT_MS);
     count_access_dropped(&w);
     gw_stats_flush(w.stats);
-    if (w.handler->inflight == 0) /* else calls still reference the pool: just exit */
+    if (w.handler->inflight == 0) { /* else calls still reference the pool: just exit */
         pool_destroy(w.pool);
-    else
+        state_cache_close(w.cache);
+    } else
         pool_close_idle(w.pool);
     gw_ws_destroy(w.handler->ws);
     gw_conns_destroy(w.conns);

@@ -151,6 +151,8 @@ static void item_verdict(judge_t *j, size_t i, policy_verdict_t v, uint32_t retr
     uint32_t ms = retry_ms != 0 ? retry_ms : f->retry_after_ms;
     if (v == POLICY_VERDICT_SUCCESS && object && null_behind(f, it))
         v = POLICY_VERDICT_MISSING_DATA;
+    if (v == POLICY_VERDICT_SUCCESS && object && it->off_range)
+        v = POLICY_VERDICT_TRANSIENT; /* a wrong answer: never given, the endpoint counted as failed */
     note_outcome(j, verdict_outcome[v]);
     switch (v) {
     case POLICY_VERDICT_ALREADY_KNOWN: /* the node has it: the broadcast succeeded */

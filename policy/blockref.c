@@ -207,6 +207,15 @@ static int read_value(const char *buf, wire_span_t v, shape_t shape, policy_bloc
     return 0;
 }
 
+sl_err_t policy_blockref_number(const char *buf, wire_span_t v, uint64_t *n)
+{
+    policy_blockref_t ref;
+    if (!read_value(buf, v, SHAPE_NUM_TAG, &ref) || ref.kind != POLICY_BLOCKREF_NUMBER)
+        return SL_ERR_PARSE;
+    *n = ref.number;
+    return SL_OK;
+}
+
 /* ---- eth_getLogs -------------------------------------------------------- */
 
 typedef struct filter {

@@ -75,6 +75,12 @@ typedef struct policy_blockref_call {
 SL_MUST_CHECK sl_err_t policy_blockref_extract(policy_chain_t chain, const char *method, size_t mlen,
                                                const char *buf, wire_span_t params, policy_blockref_call_t *out);
 
+/* The block number a value of an answer holds (a receipt's "blockNumber", a
+ * Solana transaction's "slot"), read as a block param's number is ("0x1b4",
+ * a decimal string or a JSON number). SL_ERR_PARSE for anything else (null:
+ * a pending transaction; a tag; a hash). */
+SL_MUST_CHECK sl_err_t policy_blockref_number(const char *buf, wire_span_t v, uint64_t *n);
+
 /* "latest", "pending", ... ; "unknown" past the enum. */
 const char *policy_block_tag_name(policy_block_tag_t tag);
 

@@ -18,14 +18,17 @@ static const struct {
     const char *profile;
     uint32_t blocks;
 } default_blocks[] = {
-    /* Alchemy's refusal names the plan's cap: "You can make eth_getLogs
-     * requests with up to a 500 block range" (BobTheBuidler/dank_mids #772,
-     * 2025; the free tier's cap in Ethereum clients' fallbacks, e.g.
-     * hyperlane-monorepo #6746). The older wording offers "up to a 2K block
-     * range and no limit on the response size" (ethers.js #4703, 2024) on
-     * paid plans: the lower one is taken so no plan refuses the sub-calls;
-     * an endpoint on a larger plan sets its own max_logs_blocks. */
-    {"alchemy", 500},
+    /* Alchemy: a free-tier key takes 10 blocks per eth_getLogs
+     * (../shared/reference/providers.md, table B1: "10-block free-tier
+     * getLogs cap", deterministic over 50,358 hits,
+     * EspressoSystems/espresso-network PR #4838; Alchemy's eth_getLogs
+     * page: Free 10, Pay As You Go unlimited on Ethereum, Base, Optimism,
+     * Arbitrum, Polygon and 10,000 on other chains). Its refusals have named
+     * other plans' caps, "up to a 500 block range" (BobTheBuidler/dank_mids
+     * #772) and "up to a 2K block range" (ethers.js #4703). The lowest is
+     * taken so no plan refuses the sub-calls; a paid endpoint sets its own
+     * max_logs_blocks (0 on Ethereum: no limit). */
+    {"alchemy", 10},
     /* a provider sluice knows nothing of (self-hosted geth: --rpc.rangelimit
      * is 0 by default, no limit): one call, and a refusal in any vendor's
      * words (POLICY_VERDICT_F_LOGS_RANGE) is what says otherwise */

@@ -2,7 +2,7 @@
  * as sub-ranges sent apart and one answer put back together.
  *
  * Providers cap the blocks one eth_getLogs may span (Infura and QuickNode
- * 10,000, Alchemy 500 on some plans) and word the refusal each their own way
+ * 10,000, Alchemy 10 on its free tier) and word the refusal each their own way
  * (policy/verdict.h, POLICY_VERDICT_F_LOGS_RANGE). A range wider than the
  * endpoint's max_logs_blocks is planned as consecutive sub-ranges of at most
  * that many blocks, at most max_logs_split of them (a wider call is refused

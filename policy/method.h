@@ -29,6 +29,15 @@ typedef enum policy_priority {
     POLICY_PRIO_CRITICAL,       /* confirmations: shed last */
 } policy_priority_t;
 
+/* How a method's answer can go stale: the response cache's column
+ * (policy/cache.h decides per call from it). */
+typedef enum policy_cache_kind {
+    POLICY_CACHE_NONE,          /* never kept: it answers about now */
+    POLICY_CACHE_STATIC,        /* the chain's constants: the same answer for ever */
+    POLICY_CACHE_BLOCK,         /* names a block (policy/blockref.h): kept when the block cannot change */
+    POLICY_CACHE_TX,            /* a transaction by hash: kept once its answer shows a finalized block */
+} policy_cache_kind_t;
+
 typedef struct policy_method {
     const char *name;
     policy_method_class_t cls;
@@ -38,6 +47,7 @@ typedef struct policy_method {
                                    A conservative allowlist: nothing that executes code or scans */
     uint8_t solo;               /* 1: never shares an upstream call with identical calls in flight
                                    (the rows for methods no table knows: what they do is unknown) */
+    uint8_t cache;              /* policy_cache_kind_t */
 } policy_method_t;
 
 /* Looks up name[0..len) in the chain's table. A method not in the table gets

@@ -94,6 +94,8 @@ sl_err_t pool_create(const pool_params_t *p, pool_t **out)
     pool_transport_init(&pool->t, p->loop, p->getaddr_receiver, p->max_response_bytes, p->budget, p->transport);
     pool->loop = p->loop;
     pool->state = p->state;
+    pool->cache = p->cache;
+    pool->cache_unfinalized = p->cache_unfinalized;
     pool->slot = p->slot;
     pool->nworkers = p->nworkers ? p->nworkers : 1;
     pool->refresh_ms = p->refresh_ms ? p->refresh_ms : 50;

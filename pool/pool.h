@@ -28,7 +28,10 @@ typedef struct pool_call pool_call_t;
 
 #define POOL_MAX_ATTEMPT_LOG 16
 
-/* Why an attempt failed, as one table (name, message, flags). AMBIG: the
+/* Why an attempt failed on its way (transport, HTTP framing, size), as one
+ * table (name, message, flags). An answer that came back whole is judged by
+ * policy/verdict.h instead (rate limits, errors, a wrong id, a member
+ * missing from a batch): those have a verdict, not a failure here. AMBIG: the
  * request may have reached the upstream. TIMEOUT: counts towards "every
  * attempt timed out". LOCAL: sluice could not make the attempt for want of
  * its own resources (socket() or connect() said EMFILE, ENFILE, ENOMEM,
@@ -45,12 +48,6 @@ typedef struct pool_call pool_call_t;
     X(ATTEMPT_TIMEOUT, POOL_FAIL_F_AMBIG | POOL_FAIL_F_TIMEOUT, TIMEOUT, "answer not complete within attempt_ms") \
     X(BAD_HTTP, POOL_FAIL_F_AMBIG, MALFORMED, "malformed HTTP answer")                                \
     X(TOO_LARGE, POOL_FAIL_F_AMBIG, MALFORMED, "answer larger than server.max_response_bytes")        \
-    X(HTTP_STATUS, 0, HTTP_ERROR, "HTTP error status")                                                \
-    X(RATE_LIMITED, 0, RATE_LIMITED, "rate limited")                                                  \
-    X(BAD_JSON, POOL_FAIL_F_AMBIG, MALFORMED, "answer is not a valid JSON-RPC response")              \
-    X(WRONG_ID, POOL_FAIL_F_AMBIG, MALFORMED, "answer carries the wrong id")                          \
-    X(RPC_ERROR, 0, HTTP_ERROR, "JSON-RPC error")                                                     \
-    X(MISSING, 0, MALFORMED, "answer missing from the batch")                                       \
     X(LOCAL, POOL_FAIL_F_LOCAL, LOCAL, "sluice is out of local resources (file descriptors, memory or temp space)")
 
 #define POOL_FAIL_F_AMBIG 0x1
@@ -104,6 +101,7 @@ typedef struct pool_item {
     const policy_method_t *method;
     uint8_t cheap;                /* a cheap read, params considered (policy_method_call_cheap):
                                    never slow by nature, so hedged, and its timeouts are the endpoint's */
+    uint8_t no_cache;             /* the client said Cache-Control: no-cache: not looked up in the cache */
     const char *name;             /* the method name (for its credit cost) */
     uint32_t name_len;
 
@@ -113,7 +111,9 @@ typedef struct pool_item {
     const char *answer;           /* ANSWERED: the response object */
     uint32_t answer_len;
     wire_span_t answer_id;      /* id value inside answer, relative to answer */
-    int16_t endpoint;             /* index of the endpoint that answered, -1 if none */
+    int16_t endpoint;             /* index of the endpoint that answered, -1 if none (or the cache) */
+    uint8_t cached;               /* ANSWERED from the response cache (pool_cache_call.c) */
+    uint8_t cache_miss;           /* looked up in the cache and not found: it went upstream */
     uint32_t retry_after_ms;      /* RATE_LIMITED: the earliest time an endpoint frees up */
     uint8_t fail_seen;            /* bit per POOL_FAIL_F_* kind of failure + private bits */
     uint8_t rate_limited;         /* attempts answered with a rate limit */
@@ -159,6 +159,8 @@ typedef struct pool_params {
     uint32_t flush_ms;            /* counter flush period; 0 = never */
     sl_budget_t *budget;          /* answer bytes held, charged while read and kept (may be NULL) */
     const struct pool_transport_ops *transport; /* NULL: sockets (unit tests script their own) */
+    struct state_cache *cache;    /* the response cache (state/state_cache.h); NULL: off */
+    uint8_t cache_unfinalized;    /* cache.unfinalized: head (policy/cache.h) */
 } pool_params_t;
 
 SL_MUST_CHECK sl_err_t pool_create(const pool_params_t *params, pool_t **out);

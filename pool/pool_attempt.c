@@ -73,6 +73,8 @@ static void gather(pool_call_t *call, const pool_exchange_t *ex, policy_attempt_
     f->status = ex->head.status;
     f->retry_after_ms = pool_http_retry_after_ms(&ex->head);
     pool_answer_facts(call, f, fi, objs);
+    if (call->nsent == 1)
+        fi[0].off_range = (uint8_t)pool_chain_logs_off_range(call, objs[0].ans, objs[0].len);
 }
 
 #define SMALL 4

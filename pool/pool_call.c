@@ -13,6 +13,10 @@
  *   pressure  start: the call counts in the depth; enter: one riding on
  *             another's upstream call leaves it, one going upstream holds
  *             again; stop: its settle time and try.
+ *   cache     offer: items whose answer cannot change are answered from
+ *             the response cache (all of them: the call rides on nothing,
+ *             answered from the loop); done: an answer that may be kept is
+ *             stored; stop: the plans go.
  *   merge     offer: a confirmation poll joins a merged poll; stop: leaves.
  *   coalesce  offer: an identical read in flight answers this one too;
  *             stop: the group's waiters get the answer, or the group is
@@ -30,7 +34,7 @@
  * in order and the first taker wins; chain gates before credit, so a
  * skipped endpoint is charged nothing. A new satellite is a file and a row. */
 static const pool_call_row_t *const rows[] = {
-    &pool_pressure_row, &pool_merge_row,  &pool_coalesce_row, &pool_hedge_row,
+    &pool_pressure_row, &pool_cache_row,  &pool_merge_row, &pool_coalesce_row, &pool_hedge_row,
     &pool_chain_row,    &pool_credit_row, &pool_held_row,
 };
 #define NROWS (sizeof(rows) / sizeof(rows[0]))
@@ -238,6 +242,7 @@ static pool_call_t *call_create(pool_network_t *net, pool_item_t *items, size_t 
         items[i].state = POOL_ITEM_PENDING; /* the initial state, not a transition */
         items[i].endpoint = -1;
         items[i].answer = NULL;
+        items[i].cached = items[i].cache_miss = 0;
     }
     h2o_timeout_link(net->pool->loop, &net->request_timeout, &call->deadline);
     const pool_call_row_t *r;

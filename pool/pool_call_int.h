@@ -7,6 +7,7 @@
 #define POOL_CALL_INT_H
 
 #include "pool/pool_net.h"
+#include "pool/pool_cache_call.h"
 #include "pool/pool_chain_call.h"
 #include "pool/pool_coalesce.h"
 #include "pool/pool_hedge.h"
@@ -92,7 +93,7 @@ typedef struct pool_call_row {
     void (*net_dispose)(pool_network_t *net);
 } pool_call_row_t;
 
-extern const pool_call_row_t pool_pressure_row, pool_merge_row, pool_coalesce_row, pool_hedge_row, pool_chain_row,
+extern const pool_call_row_t pool_pressure_row, pool_cache_row, pool_merge_row, pool_coalesce_row, pool_hedge_row, pool_chain_row,
     pool_credit_row, pool_held_row;
 
 /* One client call walking the plan (pool_call.c); answers applied to its
@@ -146,6 +147,7 @@ struct pool_call {
     pool_coalesce_call_t coalesce;
     pool_held_call_t held;
     pool_chain_call_t chain;
+    pool_cache_call_t cache;
 };
 
 /* One finished attempt of a call (pool_attempt.c, pool_answer.c, pool_held.c):

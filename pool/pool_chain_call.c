@@ -13,16 +13,23 @@
 
 #include "base/sl_time.h"
 #include "policy/blockref.h"
+#include "policy/logsplit.h"
 #include "pool/pool_call_int.h"
 
 /* Adds what one read item names to *c. */
-static void note_item(pool_chain_call_t *c, policy_chain_t chain, const pool_item_t *it)
+static void note_item(pool_chain_call_t *c, policy_chain_t chain, const pool_item_t *it, int single)
 {
     wire_span_t params;
     policy_blockref_call_t ref;
     if (it->name == NULL || !pool_item_params(it, &params) ||
         policy_blockref_extract(chain, it->name, it->name_len, it->raw, params, &ref) != SL_OK)
         memset(&ref, 0, sizeof(ref)); /* routed as naming no block: the node answers the mistake */
+    if (single && ref.from.kind == POLICY_BLOCKREF_NUMBER && ref.at.kind == POLICY_BLOCKREF_NUMBER &&
+        ref.from.number <= ref.at.number && ref.at.number - ref.from.number < UINT64_MAX) {
+        c->logs_from = ref.from.number; /* from is only set for eth_getLogs */
+        c->logs_to = ref.at.number;
+        c->logs_span = ref.at.number - ref.from.number + 1;
+    }
     if (ref.has_min_context && (!c->has_block || ref.min_context_slot > c->block)) {
         c->has_block = 1;
         c->block = ref.min_context_slot;
@@ -51,9 +58,9 @@ static void row_start(pool_call_t *call)
     for (size_t i = 0; i < call->nitems; i++) {
         if (!call->items[i].method->retry_safe)
             return; /* a call carrying a write goes wherever the plan says */
-        note_item(&c, call->net->conf->chain, &call->items[i]);
+        note_item(&c, call->net->conf->chain, &call->items[i], call->nitems == 1);
     }
-    c.gated = c.latest || c.has_block;
+    c.gated = c.latest || c.has_block || c.logs_span > 0;
     call->chain = c;
 }
 
@@ -67,6 +74,9 @@ static int fits(const pool_call_t *call, int ep, uint64_t usable)
 {
     const pool_chain_call_t *c = &call->chain;
     const policy_chainview_t *v = &call->net->chain;
+    uint32_t logs_max = call->net->endpoints[ep].conf->max_logs_blocks;
+    if (c->logs_span > 0 && logs_max != 0 && c->logs_span > logs_max)
+        return 0; /* a range wider than it takes: refused there, while another may take it */
     if (c->latest && !policy_chainview_latest_ok(v, (uint32_t)ep, (policy_head_kind_t)c->kind, max_lag(call->net),
                                                  usable))
         return 0;
@@ -111,6 +121,16 @@ int pool_chain_null_is_behind(const pool_call_t *call, int ep)
         return 0;
     uint64_t among = net->nendpoints == 64 ? UINT64_MAX : (UINT64_C(1) << net->nendpoints) - 1;
     return policy_chainview_null_is_behind(&net->chain, (uint32_t)ep, call->chain.block, among);
+}
+
+int pool_chain_logs_off_range(const pool_call_t *call, const char *ans, uint32_t len)
+{
+    wire_envelope_t env;
+    if (call->chain.logs_span == 0 || ans == NULL || wire_envelope_scan(ans, len, &env) != SL_OK ||
+        env.result.len == 0)
+        return 0;
+    policy_logs_range_t r = {call->chain.logs_from, call->chain.logs_to};
+    return policy_logsplit_check(ans, env.result, r) == SL_ERR_RANGE;
 }
 
 static void row_started(pool_call_t *call, int ep, int is_write)

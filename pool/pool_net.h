@@ -132,6 +132,9 @@ typedef struct pool_pressure {
     policy_roll_t try_roll;       /* tries and refusals */
     uint64_t try_v[POLICY_ROLL_SLOTS][2];
     uint64_t polls_merged, calls_saved, waits;
+    uint64_t logs[3];             /* eth_getLogs splits, sub-calls, refusals (pool/pool_logs.h) */
+    uint64_t logs_event_ms;       /* the last logs_split_refused event (pool_logs_refused) */
+    uint64_t logs_held;           /* ... refusals since, not in an event yet */
     state_pressure_slot_rec_t *others; /* the other workers' slots summed (last snapshot) */
     state_pressure_slot_rec_t *written; /* what this worker last flushed */
     char slot_key[STATE_KEY_MAX]; /* state_key_pressure_slot: this worker's inputs */
@@ -171,6 +174,8 @@ struct pool_network {
     size_t ncoalesce;
 };
 
+#define POOL_CACHE_FLUSH_MS 1000
+
 struct pool {
     pool_transport_t t;           /* loop, resolver, budget, delays, the exchange operations */
     h2o_loop_t *loop;             /* t.loop */
@@ -178,6 +183,8 @@ struct pool {
     size_t nnetworks;
     h2o_timeout_t zero_timeout;   /* deferred callbacks */
     state_t *state;               /* NULL: no shared state (unit tests) */
+    struct state_cache *cache;    /* the response cache; NULL: off */
+    uint8_t cache_unfinalized;    /* cache.unfinalized: head */
     uint32_t slot;                /* this worker's stats slot (1-based worker index) */
     uint32_t nworkers;            /* slots 1..nworkers (pressure inputs are summed over them) */
     /* The hook the call layer installs: a snapshot of net's shared records
@@ -186,6 +193,7 @@ struct pool {
     h2o_timeout_t tick_timeout;   /* snapshot refresh / flush / probes */
     h2o_timeout_entry_t tick;
     uint64_t last_flush_ms;
+    uint64_t last_cache_flush_ms; /* the response cache's hits marked recent (every POOL_CACHE_FLUSH_MS) */
     uint32_t refresh_ms;
     uint32_t flush_ms;
 };

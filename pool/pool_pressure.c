@@ -48,6 +48,9 @@ void pool_pressure_load(pool_network_t *net)
     pr->polls_merged = pr->written->polls_merged;
     pr->calls_saved = pr->written->calls_saved;
     pr->waits = pr->written->waits;
+    pr->logs[0] = pr->written->logs_splits;
+    pr->logs[1] = pr->written->logs_subcalls;
+    pr->logs[2] = pr->written->logs_refused;
 }
 
 void pool_pressure_dispose(pool_network_t *net)
@@ -101,6 +104,9 @@ static void own_slot(pool_network_t *net, uint64_t mono, state_pressure_slot_rec
     r->polls_merged = pr->polls_merged;
     r->calls_saved = pr->calls_saved;
     r->waits = pr->waits;
+    r->logs_splits = pr->logs[0];
+    r->logs_subcalls = pr->logs[1];
+    r->logs_refused = pr->logs[2];
     for (size_t i = 0; i < net->nendpoints && i < STATE_PRESSURE_MAX_EP; i++) {
         uint64_t rate[POOL_RATE_COUNT];
         own_rates(&net->endpoints[i], mono, rate);
@@ -134,7 +140,8 @@ void pool_pressure_flush(pool_t *pool, uint64_t now)
     for (size_t k = 0; k < nn; k++) {
         pool_network_t *net = &pool->networks[k];
         pool_pressure_t *pr = &net->pressure;
-        if (!net->conf->pressure.enabled)
+        /* without pressure, the slot is written only for the eth_getLogs counters (pool/pool_logs.h) */
+        if (!net->conf->pressure.enabled && (pr->logs[0] | pr->logs[1] | pr->logs[2]) == 0)
             continue;
         state_pressure_slot_rec_t *r = sl_xmalloc(sizeof(*r));
         own_slot(net, mono, r);

@@ -11,6 +11,7 @@
 #include "base/sl_log.h"
 #include "base/sl_time.h"
 #include "pool/pool_net.h"
+#include "state/state_cache.h"
 #include "state/state_key.h"
 
 void pool_tick_refresh(pool_t *pool)
@@ -131,6 +132,11 @@ static void on_tick(h2o_timeout_entry_t *entry)
     if (pool->flush_ms != 0 && mono - pool->last_flush_ms >= pool->flush_ms) {
         flush_stats(pool);
         pool->last_flush_ms = mono;
+    }
+    if (pool->cache != NULL && mono - pool->last_cache_flush_ms >= POOL_CACHE_FLUSH_MS) {
+        if (state_cache_flush(pool->cache) != SL_OK)
+            sl_log_warn("cache: the entries hit could not be marked recent (they may be evicted sooner)");
+        pool->last_cache_flush_ms = mono;
     }
     for (size_t k = 0; k < pool->nnetworks; k++)
         for (size_t i = 0; i < pool->networks[k].nendpoints; i++) {

@@ -37,7 +37,7 @@ sl_err_t state_lmdb_err(const char *what, int rc)
 }
 
 /* mkdir -p */
-static sl_err_t make_dirs(const char *path)
+sl_err_t state_make_dirs(const char *path)
 {
     struct stat sb;
     if (stat(path, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
@@ -103,7 +103,7 @@ static sl_err_t open_dbs(state_t *st)
 
 sl_err_t state_open(const state_conf_t *conf, state_t **out)
 {
-    sl_err_t err = make_dirs(conf->path);
+    sl_err_t err = state_make_dirs(conf->path);
     if (err != SL_OK)
         return err;
     state_t *st = sl_xcalloc(1, sizeof(*st));

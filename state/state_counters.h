@@ -41,4 +41,12 @@ void state_counters_slot_touch(state_counters_slot_t *s);
 
 void state_counters_slot_dispose(state_counters_slot_t *s);
 
+/* The response cache's counters per method in a "cache/<network>/<slot>"
+ * record: (method index) * STATE_CACHE_COUNTER_COUNT + one of these. */
+typedef enum state_cache_counter {
+    STATE_CACHE_HIT,              /* answered from the cache */
+    STATE_CACHE_MISS,             /* looked up, not there: it went upstream */
+    STATE_CACHE_COUNTER_COUNT
+} state_cache_counter_t;
+
 #endif

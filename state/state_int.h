@@ -43,6 +43,9 @@ struct state {
     char host[STATE_HOST_MAX + 1];  /* cluster: this host's name, given to the events it appends */
 };
 
+/* Creates the folder path and its parents (as mkdir -p); SL_ERR_IO if one
+ * cannot be made or path is a file. */
+sl_err_t state_make_dirs(const char *path);
 /* Converts an LMDB return code, logging what failed. */
 sl_err_t state_lmdb_err(const char *what, int rc);
 void state_note_corrupt(state_t *st, const char *db, const char *key, sl_err_t err);

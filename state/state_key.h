@@ -19,6 +19,8 @@ size_t state_key_stats(char *out, size_t cap, const char *network, const char *e
 size_t state_key_per_method(char *out, size_t cap, const char *network, const char *endpoint, unsigned slot);
 /* stats: "req/<network>/<slot>", one worker's per-request counters */
 size_t state_key_requests(char *out, size_t cap, const char *network, unsigned slot);
+/* stats: "cache/<network>/<slot>", one worker's response-cache lookups per method */
+size_t state_key_cache(char *out, size_t cap, const char *network, unsigned slot);
 /* ledgers: "<network>/<endpoint>/<window>", a credit window's ledger */
 size_t state_key_ledger(char *out, size_t cap, const char *network, const char *endpoint, const char *window);
 /* limits: "<identity>/<bucket>/<window>", a client-limit cell */

@@ -75,6 +75,9 @@ static void add_slot(state_pressure_slot_rec_t *sum, const state_pressure_slot_r
     sum->polls_merged += s->polls_merged;
     sum->calls_saved += s->calls_saved;
     sum->waits += s->waits;
+    sum->logs_splits += s->logs_splits;
+    sum->logs_subcalls += s->logs_subcalls;
+    sum->logs_refused += s->logs_refused;
     if (!fresh)
         return; /* a worker that stopped flushing: its window and depth are not current */
     sum->depth += s->depth;

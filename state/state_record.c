@@ -161,9 +161,12 @@ static const state_field_t pressure_slot_fields[] = {
     F(state_pressure_slot_rec_t, ep_calls_milli, STATE_F_U64_ARRAY, STATE_PRESSURE_MAX_EP),
     F(state_pressure_slot_rec_t, ep_billed_milli, STATE_F_U64_ARRAY, STATE_PRESSURE_MAX_EP),
     F(state_pressure_slot_rec_t, ep_throughput_milli, STATE_F_U64_ARRAY, STATE_PRESSURE_MAX_EP),
+    F_SINCE(state_pressure_slot_rec_t, logs_splits, STATE_F_U64, 1, 2),
+    F_SINCE(state_pressure_slot_rec_t, logs_subcalls, STATE_F_U64, 1, 2),
+    F_SINCE(state_pressure_slot_rec_t, logs_refused, STATE_F_U64, 1, 2),
 };
 
-const state_schema_t state_pressure_slot_schema = {"pressure_slot", 1, pressure_slot_fields,
+const state_schema_t state_pressure_slot_schema = {"pressure_slot", 2, pressure_slot_fields,
                                                    sizeof(pressure_slot_fields) / sizeof(pressure_slot_fields[0])};
 
 const state_schema_t state_network_schema = {"network", 1, network_fields,

@@ -111,7 +111,9 @@ extern const state_schema_t state_endpoint_schema;
     X(CLUSTER_RESTORED, "cluster_restored")                                               \
     X(ENDPOINT_DEMOTED, "endpoint_demoted")                                               \
     X(ENDPOINT_RATE_LIMIT_ENDED, "endpoint_rate_limit_ended")                             \
-    X(ENDPOINT_WRONG_CHAIN, "endpoint_wrong_chain")
+    X(ENDPOINT_WRONG_CHAIN, "endpoint_wrong_chain")                                       \
+    X(CACHE_PURGED, "cache_purged")                                                       \
+    X(LOGS_SPLIT_REFUSED, "logs_split_refused")
 
 typedef enum state_event_kind {
 #define STATE_EVENT_ENUM_(name, str) STATE_EVENT_##name,
@@ -312,6 +314,10 @@ typedef struct state_pressure_slot_rec {
     uint64_t ep_calls_milli[STATE_PRESSURE_MAX_EP];      /* per endpoint (config order): calls/s */
     uint64_t ep_billed_milli[STATE_PRESSURE_MAX_EP];     /* billed credits/s */
     uint64_t ep_throughput_milli[STATE_PRESSURE_MAX_EP]; /* throughput credits/s */
+    /* version 2: eth_getLogs splitting (pool/pool_logs.h) */
+    uint64_t logs_splits;                         /* client calls served by sub-calls */
+    uint64_t logs_subcalls;                       /* sub-calls sent */
+    uint64_t logs_refused;                        /* calls refused with -32005 past max_logs_split */
 } state_pressure_slot_rec_t;
 
 extern const state_schema_t state_pressure_slot_schema;

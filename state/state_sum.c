@@ -60,6 +60,8 @@ void state_counters_sum(state_t *st, state_counters_kind_t kind, const char *net
         char key[STATE_KEY_MAX];
         if (kind == STATE_COUNTERS_PER_METHOD)
             state_key_per_method(key, sizeof(key), network, endpoint, slot);
+        else if (kind == STATE_COUNTERS_CACHE)
+            state_key_cache(key, sizeof(key), network, slot);
         else
             state_key_requests(key, sizeof(key), network, slot);
         if (state_counters_get(st, key, rec) == SL_OK && rec->n == want)

@@ -27,6 +27,7 @@ void state_stats_sum(state_t *st, const char *network, const char *endpoint, uns
 typedef enum state_counters_kind {
     STATE_COUNTERS_PER_METHOD,    /* "pm/<network>/<endpoint>/<slot>" */
     STATE_COUNTERS_REQUESTS,      /* "req/<network>/<slot>" (endpoint unused) */
+    STATE_COUNTERS_CACHE,         /* "cache/<network>/<slot>" (endpoint unused) */
 } state_counters_kind_t;
 
 /* Adds up the counters records of the slots into sum->v[0..want) (sum->n =

@@ -15,7 +15,7 @@
 
 local bodies = {
   eth_blockNumber = '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}',
-  eth_getLogs = '{"jsonrpc":"2.0","id":1,"method":"eth_getLogs","params":[{"fromBlock":"0xf4200","toBlock":"0xf4240"}]}',
+  eth_getLogs = '{"jsonrpc":"2.0","id":1,"method":"eth_getLogs","params":[{"fromBlock":"0xf4200","toBlock":"latest"}]}',
   eth_getTransactionReceipt = '{"jsonrpc":"2.0","id":1,"method":"eth_getTransactionReceipt","params":["0x1111111111111111111111111111111111111111111111111111111111111111"]}',
 }
 

@@ -229,7 +229,7 @@ machine_ticks() { awk '/^cpu / { print $2 + $3 + $4, $9 }' /proc/stat; }
 rpc_body() {
     case "$1" in
         eth_blockNumber) echo '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}' ;;
-        eth_getLogs) echo '{"jsonrpc":"2.0","id":1,"method":"eth_getLogs","params":[{"fromBlock":"0xf4200","toBlock":"0xf4240"}]}' ;;
+        eth_getLogs) echo '{"jsonrpc":"2.0","id":1,"method":"eth_getLogs","params":[{"fromBlock":"0xf4200","toBlock":"latest"}]}' ;;
         eth_getTransactionReceipt) echo '{"jsonrpc":"2.0","id":1,"method":"eth_getTransactionReceipt","params":["0x1111111111111111111111111111111111111111111111111111111111111111"]}' ;;
     esac
 }

@@ -143,6 +143,10 @@ Test(config, minimal_gets_defaults)
     cr_assert_null(cfg->admin.token);
     cr_assert_str_eq(cfg->state.path, GW_DEFAULT_STATE_PATH);
     cr_assert_eq(cfg->state.map_size_mb, GW_DEFAULT_MAP_SIZE_MB);
+    cr_assert_eq(cfg->cache.enabled, 1, "the cache is on by default");
+    cr_assert_eq(cfg->cache.max_mb, GW_DEFAULT_CACHE_MB);
+    cr_assert_eq(cfg->cache.unfinalized, 0);
+    cr_assert_str_eq(cfg->cache.path, GW_DEFAULT_STATE_PATH "-cache");
     cr_assert_eq(cfg->log.level, SL_LOG_INFO);
     cr_assert_eq(cfg->log.json, 0);
     cr_assert_eq(cfg->ntiers, 0);
@@ -160,6 +164,21 @@ Test(config, minimal_gets_defaults)
     cr_assert_eq(n->endpoints[0].tier, POOL_TIER_PRIMARY);
     cr_assert_str_eq(n->endpoints[0].cost_profile, "flat");
     cr_assert_eq(n->endpoints[0].yaml_line, 4);
+    gw_config_destroy(cfg);
+}
+
+Test(config, cache_section)
+{
+    gw_config_t *cfg = config_load_ok("state: { path: /tmp/s }\ncache: { max_mb: 64, unfinalized: head }\n"
+                                      "networks:\n  eth:\n    endpoints: [\"http://h\"]\n");
+    cr_expect_eq(cfg->cache.enabled, 1);
+    cr_expect_eq(cfg->cache.max_mb, 64);
+    cr_expect_eq(cfg->cache.unfinalized, 1);
+    cr_expect_str_eq(cfg->cache.path, "/tmp/s-cache", "beside the state folder");
+    gw_config_destroy(cfg);
+    cfg = config_load_ok("cache: { enabled: false, path: /var/c }\nnetworks:\n  eth:\n    endpoints: [\"http://h\"]\n");
+    cr_expect_eq(cfg->cache.enabled, 0);
+    cr_expect_str_eq(cfg->cache.path, "/var/c");
     gw_config_destroy(cfg);
 }
 

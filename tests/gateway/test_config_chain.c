@@ -41,7 +41,7 @@ Test(config_chain, defaults)
     cr_expect_eq(eth->consensus.nmethods, 0);
     cr_expect_null(eth->consensus.methods);
     /* max_logs_blocks: the cost profile's (policy/logsplit.c), unless given */
-    cr_expect_eq(eth->endpoints[0].max_logs_blocks, 500);
+    cr_expect_eq(eth->endpoints[0].max_logs_blocks, 10);
     cr_expect_eq(eth->endpoints[1].max_logs_blocks, 10000);
     cr_expect_eq(eth->endpoints[2].max_logs_blocks, 2000);
     cr_expect_eq(eth->endpoints[3].max_logs_blocks, 0); /* flat: no limit */

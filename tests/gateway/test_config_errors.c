@@ -42,6 +42,12 @@ static const bad_case_t bad_cases[] = {
      "contradicts pressure.shed.high: never", 1},
     {PR "      critcal: 0.9\n", 5, "networks.eth.pressure.critcal", "did you mean 'critical'?", 1},
 
+    {"cache: { unfinalized: maybe }\n" NET, 1, "cache.unfinalized", "off or head (got 'maybe')", 1},
+    {"cache: { max_mb: 0 }\n" NET, 1, "cache.max_mb", "between 1 and 1048576", 1},
+    {"cache: { path: \"\" }\n" NET, 1, "cache.path", "must not be empty", 1},
+    {"cache: { redis: true }\n" NET, 1, "cache.redis", "not available yet", 1},
+    {"cache: { enabeld: false }\n" NET, 1, "cache.enabeld", "did you mean 'enabled'?", 1},
+
     {"", 0, "", "no configuration (file is empty)", 1},
     {"# nothing but a comment\n", 0, "", "no configuration (file is empty)", 1},
     {"networks: [\n", 2, "", "YAML syntax error", 1},

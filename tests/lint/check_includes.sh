@@ -76,7 +76,7 @@ pool_layer() {   # a pool/ file's name without extension -> its layer
             pool_link_int) echo transport ;;
         pool_net | pool_endpoint | pool_health | pool_rank | pool_demote | pool_probe | pool_tick | pool_credit | \
             pool_credit_cluster | pool_pressure | pool_chain | pool_chainid) echo net ;;
-        pool_hedge | pool_coalesce | pool_merge | pool_held | pool_chain_call) echo "sat:${1#pool_}" ;;
+        pool_hedge | pool_coalesce | pool_merge | pool_held | pool_chain_call | pool_cache_call) echo "sat:${1#pool_}" ;;
         pool_pressure_call | pool_share) echo sat:pressure ;;
         pool_credit_call) echo sat:credit ;;
         *) echo call ;;
@@ -94,7 +94,7 @@ pool_allowed() { # layer -> the pool/ headers its files may include
 }
 
 # the call layer's header gathers the endpoint state and the satellites' per-call structs
-SATELLITE_HEADERS="pool_chain_call.h pool_coalesce.h pool_hedge.h pool_held.h pool_merge.h pool_pressure.h"
+SATELLITE_HEADERS="pool_cache_call.h pool_chain_call.h pool_coalesce.h pool_hedge.h pool_held.h pool_merge.h pool_pressure.h"
 
 check_pool() {
     local tree=$1 bad=0 f base layer line inc h

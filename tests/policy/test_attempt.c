@@ -20,6 +20,7 @@ static const policy_method_t m_write = {"eth_sendRawTransaction", POLICY_CLASS_W
 #define READ {.method = &m_read, .cheap = 1, .pending = 1}
 #define HEAVY {.method = &m_heavy, .pending = 1}
 #define BEHIND_READ {.method = &m_read, .cheap = 1, .pending = 1, .null_behind = 1}
+#define OFF_RANGE {.method = &m_heavy, .pending = 1, .off_range = 1}
 #define WRITE {.method = &m_write, .pending = 1}
 #define WRITE_TX {.method = &m_write, .pending = 1, .has_txid = 1}
 #define ITEMS(...)                                                                                    \
@@ -130,6 +131,9 @@ static const attempt_case_t cases[] = {
      .want = {REC(OK, 0)}, .items = {I_ANSWER(SUCCESS)}},
     {"a value for a block from a lagging endpoint is still the answer", {.status = 200, ITEMS(BEHIND_READ)}, RESULT,
      .want = {REC(OK, 0)}, .items = {I_ANSWER(SUCCESS)}},
+    {"logs outside the range asked for (an endpoint ignoring it): a failed attempt, never the answer",
+     {.status = 200, ITEMS(OFF_RANGE)}, OBJ("\"result\":[]"), .want = {OUT(HTTP_ERROR), REC(HTTP_ERROR, 1)},
+     .items = {I_NEXT(0)}},
     {"missing data of a write: ambiguous", {.status = 200, ITEMS(WRITE)}, ERROR(-32000, "header not found"),
      .want = {OUT(MISSING_DATA), REC(MISSING_DATA, 0)}, .items = {I_KEPT(FAIL_AMBIGUOUS, MISSING_DATA)}},
     {"already known: answered with the transaction id", {.status = 200, ITEMS(WRITE_TX)},

@@ -235,7 +235,7 @@ Test(logsplit, default_blocks_table)
     }
     cr_expect_eq(policy_logsplit_default_blocks("infura"), 10000);
     cr_expect_eq(policy_logsplit_default_blocks("quicknode"), 10000);
-    cr_expect_eq(policy_logsplit_default_blocks("alchemy"), 500);
+    cr_expect_eq(policy_logsplit_default_blocks("alchemy"), 10);
     cr_expect_eq(policy_logsplit_default_blocks("flat"), 0);
     cr_expect_eq(policy_logsplit_default_blocks("nobody"), 0);
     cr_expect_eq(policy_logsplit_default_blocks(NULL), 0);

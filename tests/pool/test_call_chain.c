@@ -4,6 +4,8 @@
  * fit endpoint fails, and the head eth_blockNumber is answered with. */
 #include "tests/pool/scripted.h"
 
+#include "pool/pool_logs.h"
+
 #include <criterion/parameterized.h>
 
 #define BN "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"eth_blockNumber\",\"params\":[]}"
@@ -145,4 +147,69 @@ Test(call_chain, a_fit_endpoint_that_is_full_leaves_the_call_to_the_others)
     cr_assert_eq(sc.natt, 1, "an attempt, not an 'unavailable' without one");
     cr_expect_eq(sc_att(0)->ep, 0);
     sc_ep(1)->link.inflight = 0;
+}
+
+/* eth_getLogs over 0x1..0x7d0 (2,000 blocks) */
+#define LOGS_2000 "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"eth_getLogs\",\"params\":[{\"fromBlock\":\"0x1\",\"toBlock\":\"0x7d0\"}]}"
+#define LOG_AT(n) "{\"blockNumber\":\"" n "\",\"logIndex\":\"0x0\"}"
+
+/* two endpoints that have every block, e0 taking max_logs_blocks blocks */
+static void open_logs(uint32_t e0_blocks, uint32_t e1_blocks)
+{
+    sc_conf(2);
+    sc.eps[0].max_logs_blocks = e0_blocks;
+    sc.eps[1].max_logs_blocks = e1_blocks;
+    sc_open();
+    pool_chain_observe_head(sc_ep(0), POLICY_HEAD_LATEST, 5000, 1);
+    pool_chain_observe_head(sc_ep(1), POLICY_HEAD_LATEST, 5000, 1);
+}
+
+Test(call_chain, get_logs_skips_an_endpoint_whose_max_logs_blocks_is_below_its_span)
+{
+    open_logs(1000, 2000);
+    sc_start_one(&c, LOGS_2000, 0);
+    cr_assert_eq(sc.natt, 1);
+    cr_expect_eq(sc_att(0)->ep, 1, "e0 takes 1,000 blocks, the call spans 2,000");
+}
+
+Test(call_chain, get_logs_within_every_limit_follows_the_plan)
+{
+    open_logs(2000, 0);
+    sc_start_one(&c, LOGS_2000, 0);
+    cr_expect_eq(sc_att(0)->ep, 0);
+}
+
+Test(call_chain, get_logs_answered_outside_its_range_goes_to_the_next_endpoint)
+{
+    open_logs(0, 0);
+    sc_start_one(&c, LOGS_2000, 0);
+    cr_assert_eq(sc_att(0)->ep, 0);
+    /* e0 ignored the range: a log of block 0x1388 */
+    sc_reply(0, 200, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":[" LOG_AT("0x5") "," LOG_AT("0x1388") "]}");
+    sc_wait_attempts(2);
+    cr_expect_eq(sc_att(1)->ep, 1, "a wrong answer is a failed attempt");
+    const char *good = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":[" LOG_AT("0x5") "," LOG_AT("0x7d0") "]}";
+    sc_reply(1, 200, good);
+    sc_wait_done(&c.done);
+    sc_expect_answer(&c.item, 1, good);
+}
+
+Test(call_chain, get_logs_split_size_is_the_widest_usable_endpoints)
+{
+    open_logs(1000, 2000);
+    cr_expect_eq(pool_logs_blocks(sc.net), 2000);
+    sc_close();
+    open_logs(1000, 0);
+    cr_expect_eq(pool_logs_blocks(sc.net), 0, "one endpoint takes any range: nothing is split before a refusal");
+}
+
+Test(call_chain, get_logs_tags_resolve_from_the_view)
+{
+    open_logs(1000, 1000);
+    uint64_t n = 0;
+    cr_expect_eq(pool_logs_resolve(sc.net, POLICY_TAG_LATEST, &n), SL_OK);
+    cr_expect_eq(n, 5000);
+    cr_expect_eq(pool_logs_resolve(sc.net, POLICY_TAG_EARLIEST, &n), SL_OK);
+    cr_expect_eq(n, 0);
+    cr_expect_eq(pool_logs_resolve(sc.net, POLICY_TAG_FINALIZED, &n), SL_ERR_NOT_FOUND, "no finalized head reported");
 }

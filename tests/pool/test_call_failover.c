@@ -236,7 +236,7 @@ Test(call_failover, a_member_missing_from_the_batch_answer_is_asked_of_the_next_
     cr_assert_eq(sc.natt, 2);
     sc_expect_sent(1, 1, "[" BN7_AS0 "]");
     cr_expect_eq(b.items[0].failures, 1, "missing from the batch");
-    cr_expect_eq(b.items[0].fail_seen, 0, "a member missing is not ambiguous (POOL_FAIL_MISSING has no flag)");
+    cr_expect_eq(b.items[0].fail_seen, 0, "a member missing is not ambiguous: the upstream answered without it");
     sc_reply(1, 200, "[{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":\"0x10\"}]");
     sc_wait_done(&b.done);
     sc_expect_answer(&b.items[0], 1, "{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":\"0x10\"}");

@@ -1,0 +1,67 @@
+/* gateway/gw_config_cache.c: the top-level cache: section (the response
+ * cache, policy/cache.h and state/state_cache.h).
+ *
+ *   cache:
+ *     enabled: true           on by default: only answers that cannot change are kept
+ *     path: ./var/sluice-cache   default: the state folder's path + "-cache"
+ *     max_mb: 256             the cache's LMDB map; the least recently used bytes go first
+ *     unfinalized: off        head: also keep answers above finalized, keyed by block hash */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gateway/gw_config_int.h"
+
+#define NFIELDS(t) (sizeof(t) / sizeof((t)[0]))
+
+static void cache_unfinalized(gw_cfg_t *c, yaml_node_t *n, void *target)
+{
+    gw_cache_conf_t *cc = target;
+    char *v = NULL;
+    if (gw_cfg_str(c, n, &v) != SL_OK)
+        return;
+    if (strcmp(v, "off") == 0)
+        cc->unfinalized = 0;
+    else if (strcmp(v, "head") == 0)
+        cc->unfinalized = 1;
+    else
+        gw_cfg_error(c, gw_cfg_line(n), "cache.unfinalized is off or head (got '%s')", v);
+    free(v);
+}
+
+static void cache_redis(gw_cfg_t *c, yaml_node_t *n, void *target)
+{
+    (void)target;
+    gw_cfg_error(c, gw_cfg_line(n), "cache.redis (a second tier shared by the hosts of a cluster) is not "
+                                    "available yet: each host keeps its own cache");
+}
+
+static const gw_cfg_field_t cache_fields[] = {
+    {"enabled", GW_CFG_BOOL, offsetof(gw_cache_conf_t, enabled)},
+    {"path", GW_CFG_STR, offsetof(gw_cache_conf_t, path)},
+    {"max_mb", GW_CFG_U32, offsetof(gw_cache_conf_t, max_mb), 1, 1048576},
+    {"unfinalized", GW_CFG_FN, .fn = cache_unfinalized},
+    {"redis", GW_CFG_FN, .fn = cache_redis},
+};
+
+void gw_cfg_cache(gw_cfg_t *c, yaml_node_t *n, void *target)
+{
+    gw_cache_conf_t *cc = &((gw_config_t *)target)->cache;
+    gw_cfg_map_decode(c, n, cache_fields, NFIELDS(cache_fields), cc);
+    if (cc->path != NULL && cc->path[0] == '\0') {
+        size_t mark = gw_cfg_push(c, "path");
+        gw_cfg_error(c, gw_cfg_line(gw_cfg_get(c, n, "path")), "cache.path must not be empty");
+        gw_cfg_pop(c, mark);
+    }
+}
+
+void gw_cfg_cache_finish(gw_config_t *cfg)
+{
+    gw_cache_conf_t *cc = &cfg->cache;
+    if (cc->path != NULL)
+        return;
+    size_t n = strlen(cfg->state.path) + sizeof("-cache");
+    cc->path = sl_xmalloc(n);
+    snprintf(cc->path, n, "%s-cache", cfg->state.path);
+}

@@ -1,0 +1,45 @@
+/* gateway/gw_logsplit.h: a client's eth_getLogs over more blocks than the
+ * network's endpoints take, served as sub-calls and answered as one.
+ *
+ * The handler (gw_handler.c) hands the forwarded items of a request to
+ * gw_logsplit_take before it starts its pool call: each eth_getLogs wider
+ * than the endpoints take is taken out and split (its sub-calls start at
+ * once) or refused with -32005; the others stay for the request's own call
+ * (gw_logsplit_rest). When that call settled, gw_logsplit_settle puts its
+ * answers back and splits what every endpoint refused as too wide. The
+ * reply is built when both are done. The rules: gw_logsplit.c's header. */
+#ifndef GW_LOGSPLIT_H
+#define GW_LOGSPLIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pool/pool.h"
+
+/* Sub-calls of one request in flight at once (a batch's eth_getLogs together). */
+#define GW_LOGSPLIT_INFLIGHT 4
+
+typedef struct gw_logsplit gw_logsplit_t;
+typedef void (*gw_logsplit_cb)(void *data);
+
+/* NULL when no item of items[0..n) is an eth_getLogs over a range (the
+ * request goes on as before). Else the split's state: taken items are
+ * answered in place once their sub-calls are done (cb(data) runs from the
+ * loop when the last one is, never from this call). */
+gw_logsplit_t *gw_logsplit_take(pool_network_t *net, pool_item_t *items, size_t n, uint64_t owner,
+                                gw_logsplit_cb cb, void *data);
+/* The items left for the request's own call (the split's copies), *n of them (0: no call). */
+pool_item_t *gw_logsplit_rest(gw_logsplit_t *s, size_t *n);
+/* The request's call settled the rest: copies them back into items (the
+ * array given to take); an eth_getLogs among them that every endpoint
+ * refused as too wide is split in halves. 1 if sub-calls are pending (cb
+ * runs when they are done), else 0. */
+int gw_logsplit_settle(gw_logsplit_t *s);
+/* 1 while sub-calls are pending. NULL: 0. */
+int gw_logsplit_pending(const gw_logsplit_t *s);
+/* Answer bytes the split holds (sub-answers and merged answers). NULL: 0. */
+size_t gw_logsplit_held(const gw_logsplit_t *s);
+/* Stops the sub-calls still running and frees everything (NULL: nothing). */
+void gw_logsplit_dispose(gw_logsplit_t *s);
+
+#endif
