@@ -116,6 +116,26 @@ test('@solana/web3.js: a plain call through sluice, and its derived WebSocket UR
   c.ws.close();
 });
 
+test('the HTTP path\'s features hold over a socket: a wide eth_getLogs is split and answered as one unlimited node would', async () => {
+  const args = ['--block', '30000', '--block-time-ms', '0', '--logs-per-block', '2'];
+  const lim = await startFake({ name: 'lim', args: [...args, '--logs-limit', '1000', '--logs-vendor', 'infura'] });
+  const full = await startFake({ name: 'full', args });
+  started.push(lim, full);
+  const s = await startSluice({ workers: 1, networks: { eth: { lines: ['ranking: { probe_interval_ms: 200 }'],
+    endpoints: [{ id: 'lim', url: lim.url, max_logs_blocks: 1000 }] } } });
+  started.push(s);
+  await waitFor(async () => (await adminGet(s, '/admin/endpoints')).json.every((e) => Number(e.head) === 30000),
+    { timeoutMs: 8000, what: 'the probe saw the head' });
+  const q = call('eth_getLogs', [{ address: '0x2222222222222222222222222222222222222222', fromBlock: '0x4e20', toBlock: '0x55f0' }], 5);
+  const want = (await post(full.url, q)).text;
+  const c = openWs(`ws://127.0.0.1:${s.port}/eth`);
+  await c.opened;
+  const got = await new Promise((r) => { c.ws.once('message', (d) => r(d.toString())); c.send(q); });
+  assert.equal(got, want); // 2,000 blocks through two 1,000-block sub-calls, byte for byte
+  assert.ok((await lim.stats()).methods.eth_getLogs >= 2);
+  c.ws.close();
+});
+
 test('bad messages get JSON-RPC errors and the socket stays usable; eth_subscribe is refused plainly', async () => {
   const { s } = await gateway();
   const c = openWs(`ws://127.0.0.1:${s.port}/eth`);
