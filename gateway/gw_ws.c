@@ -361,7 +361,7 @@ void gw_ws_shutdown(gw_ws_t *w)
     w->draining = 1;
     for (h2o_linklist_t *l = w->conns.next; l != &w->conns; l = l->next) {
         ws_conn_t *c = H2O_STRUCT_FROM_MEMBER(ws_conn_t, link, l);
-        if (c->inflight == 0 && c->wc->sock != NULL)
+        if (c->inflight == 0) /* a socket still being upgraded sends it once its 101 is out */
             conn_close(c, 1001, "server shutting down");
         else
             c->close_when_done = 1;
