@@ -1,4 +1,4 @@
-/* admin/admin.h: the operator's listener (default 127.0.0.1:8546).
+/* admin/admin.h: the operator's listener (default 127.0.0.1:8550).
  *
  *   GET  /                               the operator page (HTML; no auth, holds no data)
  *   GET  /healthz                        process up (no auth)
@@ -31,7 +31,7 @@
 
 typedef struct admin_conf {
     const char *token;            /* NULL: no authentication (loopback only, enforced by config) */
-    const char *listen;           /* admin.listen as configured, "127.0.0.1:8546" */
+    const char *listen;           /* admin.listen as configured, "127.0.0.1:8550" */
     const char *bound;            /* the address as bound, with the real port */
     const pool_network_conf_t *networks;
     size_t nnetworks;

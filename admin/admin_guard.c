@@ -3,12 +3,12 @@
  * Without a token the listener is loopback-only (the config enforces it), so
  * what is left to fear is a browser on the same machine:
  *  - DNS rebinding: a page on evil.example whose name now resolves to
- *    127.0.0.1 reaches the listener with "Host: evil.example:8546". Only the
+ *    127.0.0.1 reaches the listener with "Host: evil.example:8550". Only the
  *    listener's own host, localhost, 127.0.0.1 and [::1] are answered (with
  *    any port or none: an ssh tunnel's local port is not the listener's);
  *    any other Host, or none, gets 421 Misdirected Request.
  *  - cross-site writes: any page may send a "simple" POST (no preflight) to
- *    http://127.0.0.1:8546, but a browser always says where it comes from.
+ *    http://127.0.0.1:8550, but a browser always says where it comes from.
  *    A request other than GET or HEAD whose Origin is not this listener's
  *    own (http://<Host>, which the operator page's same-origin fetches send)
  *    gets 403, and one whose content type is not application/json gets 415

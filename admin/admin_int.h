@@ -27,7 +27,7 @@ typedef struct admin_guard {
     size_t nslots;
 } admin_guard_t;
 
-/* listen: admin.listen as configured; bound: the address as bound ("[::1]:8546"). */
+/* listen: admin.listen as configured; bound: the address as bound ("[::1]:8550"). */
 void admin_guard_init(admin_guard_t *g, const char *listen, const char *bound);
 /* 1 if a Host value names this listener (any port, or none). */
 int admin_guard_host_ok(const admin_guard_t *g, const char *host, size_t len);

@@ -220,6 +220,18 @@ static const struct {
     [STATE_SRV_ADMIN_RESERVE] = {"sluice_admin_reserve_accepts_total", "counter", NULL,
                                  "Admin connections accepted on the descriptor kept for them while the worker was "
                                  "out of descriptors (EMFILE)."},
+    [STATE_SRV_WS_CONNECTIONS] = {"sluice_websocket_connections", "gauge", NULL, "WebSocket connections open."},
+    [STATE_SRV_WS_MESSAGES_IN] = {"sluice_websocket_messages_total", "counter", "direction=\"in\"",
+                                  "WebSocket messages: client calls and batches in, answers out."},
+    [STATE_SRV_WS_MESSAGES_OUT] = {"sluice_websocket_messages_total", "counter", "direction=\"out\"", NULL},
+    [STATE_SRV_WS_SLOW_CLOSES] = {"sluice_websocket_closed_total", "counter", "reason=\"slow_reader\"",
+                                  "WebSocket connections sluice closed: 1008 for answers queued past "
+                                  "server.ws_max_queued_bytes (a client that does not read), or nothing received, "
+                                  "pongs included, for server.ws_idle_timeout_ms."},
+    [STATE_SRV_WS_IDLE_CLOSES] = {"sluice_websocket_closed_total", "counter", "reason=\"idle\"", NULL},
+    [STATE_SRV_WS_REFUSED] = {"sluice_websocket_refused_total", "counter", NULL,
+                              "WebSocket upgrades refused at server.ws_max_connections or "
+                              "server.ws_max_connections_per_identity."},
 };
 
 static void server_limits(admin_t *a, sl_buf_t *b)

@@ -3,12 +3,12 @@
 # local fake providers (healthy, slow, rate-limiting) plus a Solana one.
 # Ctrl-C stops everything.
 #
-#   deploy/demo.sh            listen on 127.0.0.1:8545, admin on 127.0.0.1:8546
+#   deploy/demo.sh            listen on 127.0.0.1:8545 (WebSocket also on :8546), admin on 127.0.0.1:8550
 #   SLUICE_PORT=9545 deploy/demo.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 port=${SLUICE_PORT:-8545}
-admin_port=${SLUICE_ADMIN_PORT:-8546}
+admin_port=${SLUICE_ADMIN_PORT:-8550}
 
 deploy/install-deps.sh --build
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -69,6 +69,9 @@ Try, in another terminal:
   curl -s -H 'content-type: application/json' \\
        -d '{"jsonrpc":"2.0","id":1,"method":"getSlot"}' http://127.0.0.1:${port}/solana
   curl -s http://127.0.0.1:${admin_port}/healthz
+  open http://127.0.0.1:${admin_port}/ for the operator page
+WebSocket clients (JSON-RPC calls; subscriptions are not served yet):
+  ws://127.0.0.1:${port}/eth and ws://127.0.0.1:$((port + 1))/eth (the port + 1 listener)
 Watch X-Sluice-Endpoint and X-Sluice-Attempts: the rate-limited endpoint is skipped.
 
 TXT

@@ -8,9 +8,9 @@
 #   deploy/install-deps.sh --runtime  what the sluice binary needs at run time
 set -euo pipefail
 
-runtime=(libh2o-evloop0.13 libssl3 libcjson1 libyaml-0-2 liblmdb0 libmsgpackc2 libhiredis0.14 ca-certificates)
+runtime=(libh2o-evloop0.13 libssl3 libcjson1 libyaml-0-2 liblmdb0 libmsgpackc2 libhiredis0.14 libwslay1 ca-certificates)
 build=(build-essential cmake pkg-config
-       libh2o-evloop-dev libssl-dev libcjson-dev libyaml-dev liblmdb-dev libmsgpack-dev libhiredis-dev)
+       libh2o-evloop-dev libwslay-dev libssl-dev libcjson-dev libyaml-dev liblmdb-dev libmsgpack-dev libhiredis-dev)
 test=(libcriterion-dev clang libclang-rt-14-dev
       openssl curl procps util-linux lmdb-utils wrk nginx-light docker-compose git chromium
       podman podman-compose runc netavark aardvark-dns iptables debootstrap

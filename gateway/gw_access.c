@@ -44,6 +44,7 @@ typedef struct access_fields {
     const char *outcome;
     uint64_t latency_us;
     const gw_key_conf_t *key;
+    int websocket;                /* a WebSocket message, not an HTTP request */
 } access_fields_t;
 
 static void append_json(sl_buf_t *b, const char *s)
@@ -70,10 +71,10 @@ static void append_ipv4(sl_buf_t *b, const struct in_addr *a)
     put(b, tmp, (size_t)(p - tmp));
 }
 
-static void append_client(sl_buf_t *b, h2o_req_t *req)
+static void append_client(sl_buf_t *b, h2o_socket_t *sock)
 {
     struct sockaddr_storage ss;
-    socklen_t len = req->conn->callbacks->get_peername(req->conn, (struct sockaddr *)&ss);
+    socklen_t len = sock != NULL ? h2o_socket_getpeername(sock, (struct sockaddr *)&ss) : 0;
     LIT(b, ",\"client\":");
     if (len != 0 && ss.ss_family == AF_INET) {
         append_ipv4(b, &((struct sockaddr_in *)&ss)->sin_addr);
@@ -161,7 +162,7 @@ static void append_status(sl_buf_t *b, const access_fields_t *f)
 }
 
 /* One line; compact keeps it short whatever the methods and URLs are. */
-static void format_line(sl_buf_t *b, h2o_req_t *req, const access_fields_t *f, const char *ts, int compact)
+static void format_line(sl_buf_t *b, h2o_socket_t *sock, const access_fields_t *f, const char *ts, int compact)
 {
     sl_buf_reset(b);
     append_head(b, f, ts);
@@ -169,7 +170,9 @@ static void format_line(sl_buf_t *b, h2o_req_t *req, const access_fields_t *f, c
     append_status(b, f);
     if (f->call != NULL)
         append_endpoints(b, f->call, compact);
-    append_client(b, req);
+    append_client(b, sock);
+    if (f->websocket)
+        LIT(b, ",\"ws\":true");
     if (f->key != NULL) {
         LIT(b, ",\"key\":");
         append_json(b, f->key->name);
@@ -179,16 +182,17 @@ static void format_line(sl_buf_t *b, h2o_req_t *req, const access_fields_t *f, c
     sl_buf_append_char(b, '}'); /* and the NUL */
 }
 
-void gw_access_log(h2o_req_t *req, const char *network, const gw_rpc_request_t *rpc, const pool_call_t *call,
-                   int status, const char *outcome, uint64_t latency_us, const gw_key_conf_t *key)
+void gw_access_log(h2o_socket_t *sock, int websocket, const char *network, const gw_rpc_request_t *rpc,
+                   const pool_call_t *call, int status, const char *outcome, uint64_t latency_us,
+                   const gw_key_conf_t *key)
 {
     static sl_buf_t line; /* per worker process, reused */
-    const access_fields_t f = {network, rpc, call, status, outcome, latency_us, key};
+    const access_fields_t f = {network, rpc, call, status, outcome, latency_us, key, websocket};
     char ts[32];
     sl_log_timestamp(ts);
-    format_line(&line, req, &f, ts, 0);
+    format_line(&line, sock, &f, ts, 0);
     if (line.len > SL_LOG_ACCESS_LINE_MAX)
-        format_line(&line, req, &f, ts, 1);
+        format_line(&line, sock, &f, ts, 1);
     if (line.len > SL_LOG_ACCESS_LINE_MAX) { /* names at their limits and escaped: the head alone */
         sl_buf_reset(&line);
         append_head(&line, &f, ts);

@@ -118,6 +118,19 @@ static void server_listen(gw_cfg_t *c, yaml_node_t *n, void *target)
     read_listen(c, n, &((gw_server_conf_t *)target)->listen, 0);
 }
 
+/* "off", or an address ("not set" is the main port + 1, best effort). */
+static void server_ws_listen(gw_cfg_t *c, yaml_node_t *n, void *target)
+{
+    gw_server_conf_t *srv = target;
+    char *s = NULL;
+    if (gw_cfg_str(c, n, &s) != SL_OK)
+        return;
+    srv->ws_listen_off = strcmp(s, "off") == 0;
+    free(s);
+    if (!srv->ws_listen_off)
+        read_listen(c, n, &srv->ws_listen, 0);
+}
+
 static void server_workers(gw_cfg_t *c, yaml_node_t *n, void *target)
 {
     char *s = NULL;
@@ -214,6 +227,14 @@ static const gw_cfg_field_t server_fields[] = {
     {"max_connections_per_address", GW_CFG_U32, offsetof(gw_server_conf_t, max_connections_per_address), 1,
      1000000},
     {"first_request_timeout_ms", GW_CFG_U32, offsetof(gw_server_conf_t, first_request_timeout_ms), 100, 3600000},
+    {"ws_listen", GW_CFG_FN, .fn = server_ws_listen},
+    {"ws_max_connections", GW_CFG_U32, offsetof(gw_server_conf_t, ws_max_connections), 1, 1000000},
+    {"ws_max_connections_per_identity", GW_CFG_U32, offsetof(gw_server_conf_t, ws_max_connections_per_identity), 1,
+     1000000},
+    {"ws_max_queued_bytes", GW_CFG_SIZE, offsetof(gw_server_conf_t, ws_max_queued_bytes), 4096, UINT64_C(1) << 32},
+    {"ws_max_inflight", GW_CFG_U32, offsetof(gw_server_conf_t, ws_max_inflight), 1, 100000},
+    {"ws_ping_interval_ms", GW_CFG_U32, offsetof(gw_server_conf_t, ws_ping_interval_ms), 0, 3600000},
+    {"ws_idle_timeout_ms", GW_CFG_U32, offsetof(gw_server_conf_t, ws_idle_timeout_ms), 1000, 86400000},
 };
 
 
@@ -313,6 +334,24 @@ static void check_server(gw_cfg_t *c, yaml_node_t *n, gw_server_conf_t *srv, uin
         server_error(c, n, server_given(given, "max_header_line_bytes") ? "max_header_line_bytes" : "max_header_bytes",
                      "max_header_line_bytes (%llu) must not exceed max_header_bytes (%llu)",
                      srv->max_header_line_bytes, srv->max_header_bytes);
+    /* a live peer answers a ping within the idle timeout: pings must come first */
+    if (srv->ws_ping_interval_ms != 0 && srv->ws_idle_timeout_ms <= srv->ws_ping_interval_ms)
+        server_error(c, n, server_given(given, "ws_idle_timeout_ms") ? "ws_idle_timeout_ms" : "ws_ping_interval_ms",
+                     "ws_idle_timeout_ms (%llu) must be above ws_ping_interval_ms (%llu): a client answers pings "
+                     "with pongs, and those keep it open", srv->ws_idle_timeout_ms, srv->ws_ping_interval_ms);
+    if (srv->ws_max_connections_per_identity > srv->ws_max_connections &&
+        !server_given(given, "ws_max_connections_per_identity"))
+        srv->ws_max_connections_per_identity = srv->ws_max_connections; /* the default, within a lower cap */
+    if (srv->ws_max_connections_per_identity > srv->ws_max_connections)
+        server_error(c, n, "ws_max_connections_per_identity", "%llu is above server.ws_max_connections (%llu)",
+                     srv->ws_max_connections_per_identity, srv->ws_max_connections);
+    if (srv->ws_listen != NULL && srv->listen != NULL && strcmp(srv->ws_listen, srv->listen) == 0) {
+        size_t mark = gw_cfg_push(c, "ws_listen");
+        gw_cfg_error(c, gw_cfg_line(gw_cfg_get(c, n, "ws_listen")),
+                     "ws_listen is server.listen itself (%s): the main port serves WebSocket already; use another "
+                     "port, or off", srv->listen);
+        gw_cfg_pop(c, mark);
+    }
 }
 
 static void section_server(gw_cfg_t *c, yaml_node_t *n, void *target)
@@ -401,6 +440,12 @@ static gw_config_t *config_new(const char *name)
         .max_header_line_bytes = GW_DEFAULT_MAX_HEADER_LINE_BYTES,
         .max_header_bytes = GW_DEFAULT_MAX_HEADER_BYTES,
         .first_request_timeout_ms = GW_DEFAULT_FIRST_REQUEST_TIMEOUT_MS,
+        .ws_max_connections = GW_DEFAULT_WS_MAX_CONNECTIONS,
+        .ws_max_connections_per_identity = GW_DEFAULT_WS_MAX_PER_IDENTITY,
+        .ws_max_queued_bytes = GW_DEFAULT_WS_MAX_QUEUED_BYTES,
+        .ws_max_inflight = GW_DEFAULT_WS_MAX_INFLIGHT,
+        .ws_ping_interval_ms = GW_DEFAULT_WS_PING_INTERVAL_MS,
+        .ws_idle_timeout_ms = GW_DEFAULT_WS_IDLE_TIMEOUT_MS,
     };
     cfg->server.cors_origins[0] = sl_xstrdup("*");
     cfg->admin.listen = sl_xstrdup(GW_DEFAULT_ADMIN_LISTEN);
@@ -490,6 +535,7 @@ void gw_config_destroy(gw_config_t *cfg)
         return;
     free(cfg->file);
     free(cfg->server.listen);
+    free(cfg->server.ws_listen);
     gw_cfg_strv_free(cfg->server.cors_origins, cfg->server.ncors_origins);
     gw_cfg_strv_free(cfg->server.trusted_proxies, cfg->server.ntrusted_proxies);
     free(cfg->admin.listen);

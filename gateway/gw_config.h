@@ -18,7 +18,13 @@
 #include "state/state_cluster.h"
 
 #define GW_DEFAULT_LISTEN "0.0.0.0:8545"
-#define GW_DEFAULT_ADMIN_LISTEN "127.0.0.1:8546"
+#define GW_DEFAULT_ADMIN_LISTEN "127.0.0.1:8550"
+#define GW_DEFAULT_WS_MAX_CONNECTIONS 1024
+#define GW_DEFAULT_WS_MAX_PER_IDENTITY 64
+#define GW_DEFAULT_WS_MAX_QUEUED_BYTES (8 * 1024 * 1024)
+#define GW_DEFAULT_WS_MAX_INFLIGHT 64
+#define GW_DEFAULT_WS_PING_INTERVAL_MS 20000
+#define GW_DEFAULT_WS_IDLE_TIMEOUT_MS 60000
 #define GW_DEFAULT_STATE_PATH "./var/sluice"
 #define GW_DEFAULT_MAX_BODY_BYTES (1024 * 1024)
 #define GW_DEFAULT_MAX_BATCH 100
@@ -86,6 +92,15 @@ typedef struct gw_server_conf {
     uint32_t ipv6_prefix;     /* IPv6 callers are limited per /ipv6_prefix network (64) */
     uint32_t max_connections_per_address; /* per worker; default: a quarter of max_connections, >= 8 */
     uint32_t first_request_timeout_ms; /* over 3/4 of max_connections: a new connection's first request */
+    /* WebSocket (gw_ws.h): the second listener and the bounds of each socket */
+    char *ws_listen;          /* NULL: listen's port + 1 when it is free (else the main port only) */
+    int ws_listen_off;        /* ws_listen: off (no second listener; the main port still upgrades) */
+    uint32_t ws_max_connections; /* WebSocket connections open at once, per worker */
+    uint32_t ws_max_connections_per_identity; /* per worker, per key or client address */
+    size_t ws_max_queued_bytes; /* answers waiting for a client that does not read them: past it, close 1008 */
+    uint32_t ws_max_inflight; /* calls in flight per connection; more get -32005 at once */
+    uint32_t ws_ping_interval_ms; /* a ping this often (0: none) */
+    uint32_t ws_idle_timeout_ms; /* nothing received, pongs included, for this long: close */
 } gw_server_conf_t;
 
 typedef struct gw_admin_conf {

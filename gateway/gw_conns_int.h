@@ -7,7 +7,7 @@
 #include "gateway/gw_conns.h"
 #include "gateway/gw_peers.h"
 
-#define MAX_LISTENERS 2
+#define MAX_LISTENERS 3
 #define ACCEPTS_PER_EVENT 32
 #define LOG_EVERY_MS 10000        /* at most one line per kind of trouble per 10 s */
 #define SWEEP_MIN_MS 50

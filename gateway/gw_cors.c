@@ -25,6 +25,11 @@ static const char *allowed_origin(h2o_req_t *req, const gw_config_t *cfg)
     return NULL;
 }
 
+int gw_cors_ws_allowed(h2o_req_t *req, const gw_config_t *cfg)
+{
+    return h2o_find_header_by_str(&req->headers, H2O_STRLIT("origin"), -1) < 0 || allowed_origin(req, cfg) != NULL;
+}
+
 void gw_cors_headers(h2o_req_t *req, const gw_config_t *cfg)
 {
     const char *origin = allowed_origin(req, cfg);

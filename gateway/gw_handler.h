@@ -1,9 +1,10 @@
-/* gateway/gw_handler.h: the client-facing h2o handler, POST /{network}[/{key}].
+/* gateway/gw_handler.h: the client-facing h2o handler, POST /{network}[/{key}]
+ * and GET with Upgrade: websocket on the same paths.
  *
  * One gw_handler_t per worker. It routes, checks the HTTP envelope
- * (method, content type), parses the JSON-RPC body (gw_rpc), answers what it
- * can itself (invalid and blocked members), hands the rest to pool/ and
- * writes the answer (gw_reply) and one access-log line. */
+ * (method, content type), identifies the caller, and hands the body to
+ * gw_exec (parse, limits, pool/, reply), then writes the answer with its
+ * headers and one access-log line; a WebSocket handshake goes to gw_ws. */
 #ifndef GW_HANDLER_H
 #define GW_HANDLER_H
 
@@ -27,6 +28,8 @@ typedef struct gw_net {
     size_t nblocked;
 } gw_net_t;
 
+typedef struct gw_ws gw_ws_t;
+
 typedef struct gw_handler {
     h2o_handler_t super;          /* first: h2o calls on_req with this pointer */
     const gw_config_t *cfg;
@@ -39,6 +42,7 @@ typedef struct gw_handler {
     uint64_t inflight;            /* requests being handled (drain waits for 0) */
     uint64_t served;
     sl_log_limit_t log_head, log_framing; /* refusals are logged at most every 10 s */
+    gw_ws_t *ws;                  /* WebSocket connections (gw_ws.h); NULL: upgrades are not served */
 } gw_handler_t;
 
 /* Registers the handler on path "/" of hostconf; nets must outlive it. New

@@ -62,8 +62,9 @@ sl_err_t gw_listen_resolve(const char *hostport, gw_listen_addr_t *out)
 }
 
 /* Binds without SO_REUSEPORT, then lets go: with SO_REUSEPORT alone a second
- * sluice (same user) would silently share the port and half the traffic. */
-static int probe_free(gw_listen_addr_t *addr)
+ * sluice (same user) would silently share the port and half the traffic.
+ * quiet: the failure is the caller's to tell (errno is kept). */
+static int probe_free(gw_listen_addr_t *addr, int quiet)
 {
     int fd = socket(addr->sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
     if (fd < 0)
@@ -73,8 +74,13 @@ static int probe_free(gw_listen_addr_t *addr)
     if (addr->sa.ss_family == AF_INET6)
         setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof(on));
     if (bind(fd, (struct sockaddr *)&addr->sa, addr->salen) != 0) {
-        sl_log_error("cannot bind %s: %s", addr->text, strerror(errno));
+        int e = errno;
+        if (!quiet)
+            sl_log_error("cannot bind %s: %s", addr->text, strerror(e));
         rc = -1;
+        close(fd);
+        errno = e;
+        return rc;
     } else {
         socklen_t len = sizeof(addr->sa);
         getsockname(fd, (struct sockaddr *)&addr->sa, &len);
@@ -86,9 +92,29 @@ static int probe_free(gw_listen_addr_t *addr)
 
 int gw_listen_reserve(gw_listen_addr_t *addr)
 {
-    if (probe_free(addr) != 0)
+    if (probe_free(addr, 0) != 0)
         return -1;
     return gw_listen_bind(addr, 0);
+}
+
+int gw_listen_try_reserve(gw_listen_addr_t *addr)
+{
+    if (probe_free(addr, 1) != 0)
+        return -1;
+    return gw_listen_bind(addr, 0);
+}
+
+int gw_listen_next_port(const gw_listen_addr_t *addr, gw_listen_addr_t *out)
+{
+    *out = *addr;
+    in_port_t *port = out->sa.ss_family == AF_INET ? &((struct sockaddr_in *)&out->sa)->sin_port
+                                                   : &((struct sockaddr_in6 *)&out->sa)->sin6_port;
+    unsigned p = ntohs(*port);
+    if (p == 0 || p >= 65535)
+        return -1;
+    *port = htons((in_port_t)(p + 1));
+    format_addr(out);
+    return 0;
 }
 
 int gw_listen_bind(gw_listen_addr_t *addr, int listen_backlog)

@@ -29,6 +29,14 @@ SL_MUST_CHECK sl_err_t gw_listen_resolve(const char *hostport, gw_listen_addr_t 
  * binds without listening. Returns the fd, or -1 (logged). */
 int gw_listen_reserve(gw_listen_addr_t *addr);
 
+/* gw_listen_reserve without a log line when the address is taken: -1 with
+ * errno set (EADDRINUSE...), for an address sluice only tries. */
+int gw_listen_try_reserve(gw_listen_addr_t *addr);
+
+/* out = addr with the next port (the WebSocket listener's default: the
+ * main port + 1). Returns -1 when addr's port is 0 or 65535. */
+int gw_listen_next_port(const gw_listen_addr_t *addr, gw_listen_addr_t *out);
+
 /* Binds a SO_REUSEPORT socket to addr; listen_backlog > 0 also listens.
  * When addr's port is 0, it is updated to the port the kernel chose.
  * Returns the fd, or -1 (logged). */

@@ -43,6 +43,9 @@ static int open_listeners(master_t *m, unsigned i)
     if (m->args.has_admin && m->listen_fds[1][i] < 0 &&
         (m->listen_fds[1][i] = gw_listen_bind(&addr, LISTEN_BACKLOG)) < 0)
         return -1;
+    addr = m->args.ws_addr;
+    if (m->args.has_ws && m->listen_fds[2][i] < 0 && (m->listen_fds[2][i] = gw_listen_bind(&addr, LISTEN_BACKLOG)) < 0)
+        return -1;
     return 0;
 }
 
@@ -51,9 +54,10 @@ static void close_listeners(master_t *m)
     for (unsigned i = 0; i < MAX_WORKERS; i++) {
         gw_master_close_fd(&m->listen_fds[0][i]);
         gw_master_close_fd(&m->listen_fds[1][i]);
+        gw_master_close_fd(&m->listen_fds[2][i]);
     }
-    gw_master_close_fd(&m->reserve_fds[0]);
-    gw_master_close_fd(&m->reserve_fds[1]);
+    for (int k = 0; k < 3; k++)
+        gw_master_close_fd(&m->reserve_fds[k]);
 }
 
 /* In the child: every descriptor but its own sockets goes. */
@@ -65,11 +69,11 @@ static void close_inherited(master_t *m, unsigned i)
             close(m->slots[k].ready_fd);
         if (m->fresh[k].ready_fd >= 0)
             close(m->fresh[k].ready_fd);
-        for (int j = 0; j < 2; j++)
+        for (int j = 0; j < 3; j++)
             if (k != i && m->listen_fds[j][k] >= 0)
                 close(m->listen_fds[j][k]);
     }
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < 3; k++)
         if (m->reserve_fds[k] >= 0)
             close(m->reserve_fds[k]);
 }
@@ -106,6 +110,7 @@ pid_t gw_master_spawn(master_t *m, worker_slot_t *s, unsigned i, const gw_config
         args.slot = s->stats_slot;
         args.main_fd = m->listen_fds[0][i];
         args.admin_fd = m->listen_fds[1][i];
+        args.ws_fd = m->listen_fds[2][i];
         args.ready_fd = pipefd[1];
         _exit(gw_worker_main(&args));
     }
@@ -362,6 +367,36 @@ static int reserve(const char *listen, gw_listen_addr_t *addr, int *fd)
     return *fd < 0 ? -1 : 0;
 }
 
+/* The second listener, for WebSocket clients (the main one upgrades too):
+ * server.ws_listen, which must bind like any listener; unset, the main
+ * port + 1 when it is free (geth's 8545/8546 and Solana's port + 1), else
+ * a log line and the main port only; off, none. */
+static int reserve_ws(master_t *m)
+{
+    const gw_server_conf_t *srv = &m->cfg->server;
+    if (srv->ws_listen_off)
+        return 0;
+    if (srv->ws_listen != NULL) {
+        if (reserve(srv->ws_listen, &m->args.ws_addr, &m->reserve_fds[2]) != 0)
+            return -1;
+        m->args.has_ws = 1;
+        return 0;
+    }
+    if (gw_listen_next_port(&m->args.main_addr, &m->args.ws_addr) != 0) {
+        sl_log_info("WebSocket: served on the main port only (its port + 1 does not exist); set server.ws_listen "
+                    "for a second listener");
+        return 0;
+    }
+    if ((m->reserve_fds[2] = gw_listen_try_reserve(&m->args.ws_addr)) < 0) {
+        sl_log_warn("WebSocket: %s (server.listen's port + 1, the default of server.ws_listen) cannot be bound (%s): "
+                    "WebSocket is served on the main port %s only; set server.ws_listen to choose another port, "
+                    "or off", m->args.ws_addr.text, strerror(errno), m->args.main_addr.text);
+        return 0;
+    }
+    m->args.has_ws = 1;
+    return 0;
+}
+
 #define CLUSTER_PROBE_MS 2000
 
 /* With cluster:, one look at Redis before the workers start: a wrong
@@ -426,11 +461,11 @@ static int master_init(master_t *m, const gw_config_t *cfg)
     memset(m, 0, sizeof(*m));
     m->cfg = cfg;
     m->sigfd = -1;
-    m->reserve_fds[0] = m->reserve_fds[1] = -1;
+    m->reserve_fds[0] = m->reserve_fds[1] = m->reserve_fds[2] = -1;
     for (unsigned i = 0; i < MAX_WORKERS; i++) {
         m->slots[i].ready_fd = m->fresh[i].ready_fd = -1;
         m->slots[i].stats_slot = i + 1;
-        m->listen_fds[0][i] = m->listen_fds[1][i] = -1;
+        m->listen_fds[0][i] = m->listen_fds[1][i] = m->listen_fds[2][i] = -1;
     }
     m->n = cfg->server.workers < MAX_WORKERS ? cfg->server.workers : MAX_WORKERS;
     m->args.cfg = cfg;
@@ -444,6 +479,8 @@ static int master_init(master_t *m, const gw_config_t *cfg)
             return -1;
         m->args.has_admin = 1;
     }
+    if (reserve_ws(m) != 0)
+        return -1;
     state_conf_t sc = {cfg->state.path, cfg->state.map_size_mb, cfg->state.event_max_count,
                        cfg->state.event_max_age_hours * 3600, cfg->state.max_limit_cells};
     if (state_open(&sc, &m->state) != SL_OK) {
@@ -485,8 +522,9 @@ int gw_master_run(const gw_config_t *cfg)
         sl_log_error("a worker failed to start (see above)");
         goto fail;
     }
-    sl_log_info("sluice %s listening on http://%s with %u worker(s); admin API %s%s", SLUICE_VERSION,
-                m->args.main_addr.text, m->n, m->args.has_admin ? "on http://" : "off",
+    sl_log_info("sluice %s listening on http://%s with %u worker(s); WebSocket %s%s; admin API %s%s", SLUICE_VERSION,
+                m->args.main_addr.text, m->n, m->args.has_ws ? "also on ws://" : "on the main port only",
+                m->args.has_ws ? m->args.ws_addr.text : "", m->args.has_admin ? "on http://" : "off",
                 m->args.has_admin ? m->args.admin_addr.text : "");
     supervise(m);
     cluster_leave(m);

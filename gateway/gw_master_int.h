@@ -61,11 +61,11 @@ typedef struct master {
     const gw_config_t *cfg;       /* the running configuration */
     gw_config_t *owned;           /* cfg once a reload loaded it (the master frees it) */
     gw_worker_args_t args;
-    int reserve_fds[2];           /* bound, not listening: keeps the ports ours */
-    /* listening sockets, one per worker index (main, admin): the master keeps
+    int reserve_fds[3];           /* bound, not listening: keeps the ports ours */
+    /* listening sockets, one per worker index (main, admin, WebSocket): the master keeps
      * them, so a worker that restarts or is replaced by a reload takes over
      * the same socket and no queued connection is lost */
-    int listen_fds[2][MAX_WORKERS];
+    int listen_fds[3][MAX_WORKERS];
     int sigfd;
     worker_slot_t slots[MAX_WORKERS];
     worker_slot_t fresh[MAX_WORKERS]; /* a reload's new workers, until all of them accept */

@@ -64,7 +64,9 @@ static void parse_member(const char *body, wire_span_t m, const gw_rpc_limits_t 
     } else if (policy_method_match(lim->blocked, lim->nblocked, mb->name, nlen)) {
         mb->error = "this method is not allowed by the gateway";
     } else if (mb->method->cls == POLICY_CLASS_SUBSCRIBE) {
-        mb->error = "subscriptions need a WebSocket connection; this gateway serves JSON-RPC over HTTP";
+        mb->error = lim->subscribe_error != NULL
+                        ? lim->subscribe_error
+                        : "subscriptions need a WebSocket connection; this gateway serves JSON-RPC over HTTP";
     } else {
         mb->status = GW_MEMBER_FORWARD;
         mb->error = NULL;

@@ -52,6 +52,7 @@ typedef struct gw_rpc_limits {
     size_t nblocked;
     const policy_method_t *overrides; /* the network's methods: rows */
     size_t noverrides;
+    const char *subscribe_error;  /* a subscription's -32601 message; NULL: the HTTP one */
 } gw_rpc_limits_t;
 
 typedef struct gw_rpc_request {

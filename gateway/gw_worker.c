@@ -19,6 +19,7 @@
 #include "gateway/gw_handler.h"
 #include "policy/credit.h"
 #include "gateway/gw_reload.h"
+#include "gateway/gw_ws.h"
 #include "pool/pool.h"
 #include "state/state.h"
 #include "state/state_cache.h"
@@ -237,9 +238,14 @@ static int worker_setup(worker_t *w)
     w->stats = gw_stats_create(cfg, w->state, w->args->slot);
     w->limit = gw_limit_create(cfg, w->state);
     w->handler = gw_handler_register(host, cfg, w->pool, w->stats, w->limit, &w->budget);
+    w->handler->ws = gw_ws_create(w->handler, w->ctx.loop, &cfg->server, w->stats);
     w->conns = gw_conns_create(w->ctx.loop, &cfg->server, cfg->admin.max_connections, w->stats);
     w->accept = (h2o_accept_ctx_t){.ctx = &w->ctx, .hosts = w->conf.hosts};
     if (start_listener(w, w->args->main_fd, &w->accept, 1) != 0)
+        return -1;
+    /* the second listener serves the same handler: WebSocket, and plain
+     * HTTP as the main one does (a client told "port + 1" may POST there) */
+    if (w->args->has_ws && start_listener(w, w->args->ws_fd, &w->accept, 1) != 0)
         return -1;
 
     if (w->args->has_admin) {
@@ -311,6 +317,7 @@ static void worker_drain(worker_t *w)
     shutdown_ctx(&w->ctx);
     if (w->args->has_admin)
         shutdown_ctx(&w->admin_ctx);
+    gw_ws_shutdown(w->handler->ws); /* 1001 once each socket's calls are answered */
     uint64_t start = sl_now_ms(), deadline = start + cfg->server.shutdown_grace_ms;
     uint64_t waiting = w->handler->inflight;
     if (waiting > 0)
@@ -323,7 +330,8 @@ static void worker_drain(worker_t *w)
             served = w->handler->served;
             quiet_since = now;
         }
-        if (w->handler->inflight == 0 && (now - quiet_since >= DRAIN_LINGER_MS || open_connections(w) == 0))
+        if (w->handler->inflight == 0 && gw_ws_open(w->handler->ws) == 0 &&
+            (now - quiet_since >= DRAIN_LINGER_MS || open_connections(w) == 0))
             break;
         if (now >= deadline) {
             sl_log_warn("grace period over with %llu request(s) still in flight",
@@ -398,6 +406,7 @@ int gw_worker_main(const gw_worker_args_t *args)
         state_cache_close(w.cache);
     } else
         pool_close_idle(w.pool);
+    gw_ws_destroy(w.handler->ws);
     gw_conns_destroy(w.conns);
     gw_limit_destroy(w.limit);
     gw_stats_destroy(w.stats);

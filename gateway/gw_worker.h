@@ -20,9 +20,12 @@ typedef struct gw_worker_args {
     unsigned nslots;              /* slots 1..nslots hold every worker's counters */
     int main_fd;                  /* listening sockets, made by the master */
     int admin_fd;                 /* -1 without an admin listener */
+    int ws_fd;                    /* -1 without a second (WebSocket) listener */
     gw_listen_addr_t main_addr;
     gw_listen_addr_t admin_addr;
+    gw_listen_addr_t ws_addr;
     int has_admin;
+    int has_ws;
     int ready_fd;                 /* written once when the worker accepts, then closed */
 } gw_worker_args_t;
 

@@ -143,6 +143,13 @@ int main(int argc, char **argv)
         return 1;
     if (check) {
         printf("%s: configuration OK (%zu network(s))\n", path, cfg->nnetworks);
+        const gw_server_conf_t *srv = &cfg->server;
+        printf("listeners: http://%s; WebSocket on it and %s%s; admin %s%s\n", srv->listen,
+               srv->ws_listen_off ? "no second listener (ws_listen: off)"
+               : srv->ws_listen != NULL ? "ws://"
+                                         : "its port + 1 when free",
+               srv->ws_listen_off || srv->ws_listen == NULL ? "" : srv->ws_listen,
+               cfg->admin.listen != NULL ? "http://" : "off", cfg->admin.listen != NULL ? cfg->admin.listen : "");
         int rc = connect ? check_connect(cfg, path) : 0;
         gw_config_destroy(cfg);
         return rc;

@@ -386,7 +386,13 @@ static inline uint64_t state_slot_rate_milli(const state_pressure_slot_rec_t *r,
     X(EVICTED, "evicted", 0)                                 /* waiting on the client, closed for another */ \
     X(FIRST_REQUEST_TIMEOUTS, "first_request_timeouts", 0)   /* closed: no request in time */                \
     X(ADMIN_CONNECTIONS, "admin_connections", 1)             /* admin connections open */                    \
-    X(ADMIN_RESERVE, "admin_reserve", 0)                     /* admin accepts on the spare descriptor */
+    X(ADMIN_RESERVE, "admin_reserve", 0)                     /* admin accepts on the spare descriptor */ \
+    X(WS_CONNECTIONS, "ws_connections", 1)                   /* WebSocket connections open */                \
+    X(WS_MESSAGES_IN, "ws_messages_in", 0)                   /* client messages (calls, batches) */          \
+    X(WS_MESSAGES_OUT, "ws_messages_out", 0)                 /* answers sent over WebSocket */               \
+    X(WS_SLOW_CLOSES, "ws_slow_closes", 0)                   /* closed 1008: did not read its answers */     \
+    X(WS_IDLE_CLOSES, "ws_idle_closes", 0)                   /* closed: nothing received, pongs included */  \
+    X(WS_REFUSED, "ws_refused", 0)                           /* upgrades refused at a connection cap */
 
 typedef enum state_srv_counter {
 #define STATE_SRV_ENUM_(name, str, gauge) STATE_SRV_##name,

@@ -32,7 +32,7 @@ deploy/install-deps.sh
 
 # ---- 1. podman's configuration, for this run only ----
 . tests/deploy/podman_env.sh
-export SLUICE_PORT=$(free_port) SLUICE_ADMIN_PORT=$(free_port) SLUICE_ADMIN_TOKEN=$token
+export SLUICE_PORT=$(free_port) SLUICE_WS_PORT=$(free_port) SLUICE_ADMIN_PORT=$(free_port) SLUICE_ADMIN_TOKEN=$token
 # podman-compose 1.0.3 knows no profiles: "up sluice" starts the default
 # stack (sluice and the fakes it depends on), not the cluster profile
 trap podman_cleanup EXIT

@@ -405,6 +405,31 @@ Test(config, unreadable_file)
     gw_config_errors_dispose(&errs);
 }
 
+Test(config, websocket_defaults_and_keys)
+{
+    gw_config_t *cfg = config_load_ok(NET);
+    cr_assert_str_eq(cfg->admin.listen, "127.0.0.1:8550"); /* 8546 is the WebSocket port now */
+    cr_assert_null(cfg->server.ws_listen);                /* the main port + 1, best effort */
+    cr_assert_eq(cfg->server.ws_listen_off, 0);
+    cr_assert_eq(cfg->server.ws_max_connections, GW_DEFAULT_WS_MAX_CONNECTIONS);
+    cr_assert_eq(cfg->server.ws_max_connections_per_identity, GW_DEFAULT_WS_MAX_PER_IDENTITY);
+    cr_assert_eq(cfg->server.ws_max_queued_bytes, GW_DEFAULT_WS_MAX_QUEUED_BYTES);
+    cr_assert_eq(cfg->server.ws_max_inflight, GW_DEFAULT_WS_MAX_INFLIGHT);
+    cr_assert_eq(cfg->server.ws_ping_interval_ms, GW_DEFAULT_WS_PING_INTERVAL_MS);
+    cr_assert_eq(cfg->server.ws_idle_timeout_ms, GW_DEFAULT_WS_IDLE_TIMEOUT_MS);
+    gw_config_destroy(cfg);
+    cfg = config_load_ok("server: { ws_listen: off }\n" NET);
+    cr_assert_null(cfg->server.ws_listen);
+    cr_assert_eq(cfg->server.ws_listen_off, 1);
+    gw_config_destroy(cfg);
+    cfg = config_load_ok("server: { ws_listen: \"[::1]:9546\", ws_max_connections: 10, ws_ping_interval_ms: 0, "
+                         "ws_idle_timeout_ms: 1000, ws_max_queued_bytes: 1048576 }\n" NET);
+    cr_assert_str_eq(cfg->server.ws_listen, "[::1]:9546");
+    cr_assert_eq(cfg->server.ws_max_connections_per_identity, 10, "the default, within a lower cap");
+    cr_assert_eq(cfg->server.ws_max_queued_bytes, 1024 * 1024);
+    gw_config_destroy(cfg);
+}
+
 Test(config, admin_off_and_loopback_names)
 {
     gw_config_t *cfg = config_load_ok("admin: { listen: off }\n" NET);

@@ -187,8 +187,10 @@ export async function startSluice(config, { env, wrap = [] } = {}) {
   const port = Number(match[2]);
   const adminMatch = out.stderr.match(/admin API on http:\/\/([\d.]+):(\d+)/);
   const adminPort = adminMatch ? Number(adminMatch[2]) : undefined;
+  const wsMatch = out.stderr.match(/WebSocket also on ws:\/\/([\d.]+):(\d+)/);
+  const wsPort = wsMatch ? Number(wsMatch[2]) : undefined; // the second listener, when it bound
   return {
-    child, port, dir, file, exited, statePath,
+    child, port, wsPort, dir, file, exited, statePath,
     url: (net = 'eth') => `http://127.0.0.1:${port}/${net}`,
     base: `http://127.0.0.1:${port}`,
     admin: adminPort ? `http://127.0.0.1:${adminPort}` : undefined,

@@ -1,0 +1,374 @@
+/* gateway/gw_ws.c: JSON-RPC over WebSocket (gw_ws.h): the sockets of one
+ * worker, their messages through gw_exec, and their bounds. Writes are
+ * never made from inside a message's own path: an answer is queued in
+ * wslay and a zero timer (on_flush) lets h2o write it, so a socket is
+ * freed only from h2o's callbacks or a timer of its own. */
+#include "gateway/gw_ws.h"
+
+#include <string.h>
+#include <sys/socket.h>
+
+#include <h2o/websocket.h>
+
+#include "base/sl_log.h"
+#include "base/sl_time.h"
+#include "gateway/gw_access.h"
+#include "gateway/gw_cors.h"
+#include "gateway/gw_rpc.h"
+
+#define CLOSE_WAIT_MS 5000        /* a close sluice starts: then the connection is reset */
+#define LOG_EVERY_MS 10000
+#define MAX_QUEUED_PONGS 4096     /* messages waiting when a ping comes: empty pongs weigh 0 bytes */
+
+#define WS_SUBSCRIBE_ERROR                                                                                        \
+    "subscriptions are not served by this gateway yet; every other method works over this WebSocket"
+
+struct gw_ws {
+    gw_handler_t *h;
+    const gw_server_conf_t *srv;
+    gw_stats_t *stats;
+    h2o_loop_t *loop;
+    h2o_linklist_t conns;         /* ws_conn_t, oldest first */
+    size_t nconns;
+    int draining;
+    h2o_timeout_t zero_timeout;   /* on_flush */
+    h2o_timeout_t tick_timeout;   /* on_tick: pings and the idle check */
+    h2o_timeout_t close_timeout;  /* on_close_wait */
+    sl_log_limit_t log_slow;
+};
+
+typedef struct ws_conn {
+    gw_ws_t *w;
+    h2o_websocket_conn_t *wc;     /* its sock is NULL until the 101 is written */
+    h2o_linklist_t link;          /* in w->conns */
+    gw_net_t *net;
+    const gw_key_conf_t *key;
+    char ip[GW_EXEC_IP_MAX];
+    char ident[GW_EXEC_IDENT_MAX]; /* "key:<name>" / "ip:<address>": the per-identity cap */
+    h2o_linklist_t msgs;          /* ws_msg_t not freed yet */
+    uint32_t inflight;            /* of them, not answered yet */
+    uint64_t last_rx_ms;          /* any frame from the client, pongs included */
+    h2o_timeout_entry_t flush, tick, close_wait;
+    int closing;                  /* a close frame is queued: nothing more is answered */
+    int close_when_done;          /* shutdown: close with 1001 when inflight reaches 0 */
+} ws_conn_t;
+
+typedef struct ws_msg {
+    gw_exec_t x;
+    ws_conn_t *c;
+    h2o_linklist_t link;          /* in c->msgs */
+    int answered;                 /* queued in wslay (or nothing to send): free at the next flush */
+    h2o_mem_pool_t mem;           /* the body and the parse */
+} ws_msg_t;
+
+static void msg_free(ws_msg_t *m)
+{
+    if (!m->answered)
+        m->c->inflight--;
+    h2o_linklist_unlink(&m->link);
+    gw_exec_dispose(&m->x);
+    h2o_mem_clear_pool(&m->mem);
+    free(m);
+}
+
+static void unlink_timer(h2o_timeout_entry_t *e)
+{
+    if (h2o_timeout_is_linked(e))
+        h2o_timeout_unlink(e);
+}
+
+/* The socket is gone (closed by either side, or the upgrade failed): its
+ * calls are released, whatever state they are in. */
+static void conn_gone(ws_conn_t *c)
+{
+    gw_ws_t *w = c->w;
+    while (!h2o_linklist_is_empty(&c->msgs))
+        msg_free(H2O_STRUCT_FROM_MEMBER(ws_msg_t, link, c->msgs.next));
+    unlink_timer(&c->flush);
+    unlink_timer(&c->tick);
+    unlink_timer(&c->close_wait);
+    h2o_linklist_unlink(&c->link);
+    w->nconns--;
+    gw_stats_srv_set(w->stats, STATE_SRV_WS_CONNECTIONS, w->nconns);
+    h2o_websocket_close(c->wc);
+    free(c);
+}
+
+static void flush_soon(ws_conn_t *c)
+{
+    if (!h2o_timeout_is_linked(&c->flush))
+        h2o_timeout_link(c->w->loop, &c->w->zero_timeout, &c->flush);
+}
+
+/* Queues a close frame (code, reason) after the answers already queued;
+ * the client has CLOSE_WAIT_MS to answer it. */
+static void conn_close(ws_conn_t *c, uint16_t code, const char *reason)
+{
+    if (c->closing)
+        return;
+    c->closing = 1;
+    wslay_event_queue_close(c->wc->ws_ctx, code, (const uint8_t *)reason, strlen(reason));
+    h2o_timeout_link(c->w->loop, &c->w->close_timeout, &c->close_wait);
+    flush_soon(c);
+}
+
+/* The client did not answer a close in time (or does not read at all):
+ * reset, so the kernel drops what it could not deliver; h2o's read or write
+ * then fails and conn_gone runs. */
+static void on_close_wait(h2o_timeout_entry_t *e)
+{
+    ws_conn_t *c = H2O_STRUCT_FROM_MEMBER(ws_conn_t, close_wait, e);
+    if (c->wc->sock == NULL)
+        return;
+    int fd = h2o_socket_get_fd(c->wc->sock);
+    struct linger lg = {1, 0};
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+    shutdown(fd, SHUT_RDWR);
+}
+
+/* Frees the answered messages and lets h2o write what wslay queued. May
+ * free c (h2o_websocket_proceed closes a finished socket). */
+static void on_flush(h2o_timeout_entry_t *e)
+{
+    ws_conn_t *c = H2O_STRUCT_FROM_MEMBER(ws_conn_t, flush, e);
+    h2o_linklist_t *n = c->msgs.next;
+    while (n != &c->msgs) {
+        ws_msg_t *m = H2O_STRUCT_FROM_MEMBER(ws_msg_t, link, n);
+        n = n->next;
+        if (m->answered)
+            msg_free(m);
+    }
+    if (c->wc->sock != NULL)
+        h2o_websocket_proceed(c->wc);
+}
+
+/* Answers queued for a client that does not read them, past the bound:
+ * close with 1008 (policy violation) and count it. */
+static void slow_close(ws_conn_t *c, size_t queued)
+{
+    gw_ws_t *w = c->w;
+    uint64_t held;
+    char tail[SL_LOG_HELD_MAX];
+    gw_stats_srv_add(w->stats, STATE_SRV_WS_SLOW_CLOSES, 1);
+    if (sl_log_limit_pass(&w->log_slow, sl_now_ms(), LOG_EVERY_MS, &held))
+        sl_log_warn("closed a WebSocket (1008) whose client does not read its answers: %zu bytes queued "
+                    "(server.ws_max_queued_bytes %zu)%s", queued, w->srv->ws_max_queued_bytes,
+                    sl_log_held_text(held, tail));
+    conn_close(c, 1008, "answers queued past server.ws_max_queued_bytes: the client does not read them");
+}
+
+/* One text message with the reply's bytes (copied by wslay). */
+static void send_text(ws_conn_t *c, const gw_reply_t *r)
+{
+    size_t queued = wslay_event_get_queued_msg_length(c->wc->ws_ctx);
+    if (queued > 0 && queued + r->len > c->w->srv->ws_max_queued_bytes) {
+        slow_close(c, queued + r->len);
+        return;
+    }
+    sl_buf_t joined;
+    sl_buf_init(&joined);
+    const char *bytes = r->body;
+    if (r->nparts != 0) {
+        sl_buf_reserve_exact(&joined, r->len);
+        for (size_t i = 0; i < r->nparts; i++)
+            sl_buf_append(&joined, r->parts[i].base, r->parts[i].len);
+        bytes = joined.base;
+    }
+    struct wslay_event_msg msg = {WSLAY_TEXT_FRAME, (const uint8_t *)bytes, r->len};
+    if (wslay_event_queue_msg(c->wc->ws_ctx, &msg) == 0)
+        gw_stats_srv_add(c->w->stats, STATE_SRV_WS_MESSAGES_OUT, 1);
+    sl_buf_dispose(&joined);
+}
+
+/* gw_exec_ops_t.reply: the answer goes into wslay's queue now; the message
+ * is freed at the next flush (gw_exec may still read it on return). */
+static void ws_reply(gw_exec_t *x)
+{
+    ws_msg_t *m = H2O_STRUCT_FROM_MEMBER(ws_msg_t, x, x);
+    ws_conn_t *c = m->c;
+    if (c->w->srv->access_log)
+        gw_access_log(c->wc->sock, 1, c->net->conf->name, &x->rpc, x->call, x->reply.status, x->reply.outcome,
+                      sl_now_us() - x->start_us, x->key);
+    gw_exec_commit(x);
+    m->answered = 1;
+    c->inflight--;
+    if (x->reply.len > 0 && !c->closing)
+        send_text(c, &x->reply);
+    if (c->close_when_done && c->inflight == 0)
+        conn_close(c, 1001, "server shutting down");
+    flush_soon(c);
+}
+
+static const gw_exec_ops_t ws_ops = {.reply = ws_reply};
+
+static void msg_start(ws_conn_t *c, const uint8_t *data, size_t len)
+{
+    gw_ws_t *w = c->w;
+    if (c->closing || w->draining)
+        return; /* the close frame is on its way */
+    gw_stats_srv_add(w->stats, STATE_SRV_WS_MESSAGES_IN, 1);
+    ws_msg_t *m = sl_xcalloc(1, sizeof(*m));
+    h2o_mem_init_pool(&m->mem);
+    char *body = h2o_mem_alloc_pool(&m->mem, len + 1);
+    memcpy(body, data, len);
+    body[len] = '\0';
+    gw_exec_init(&m->x, w->h, &ws_ops, &m->mem);
+    m->c = c;
+    h2o_linklist_insert(&c->msgs, &m->link);
+    c->inflight++;
+    gw_exec_t *x = &m->x;
+    x->net = c->net;
+    x->key = c->key;
+    memcpy(x->ip, c->ip, sizeof(x->ip));
+    x->sock = c->wc->sock;
+    x->body = body;
+    x->len = len;
+    x->subscribe_error = WS_SUBSCRIBE_ERROR;
+    if (c->inflight > w->srv->ws_max_inflight)
+        x->refuse_message = "too many calls in flight on this WebSocket (server.ws_max_inflight): wait for answers";
+    gw_exec_run(x);
+}
+
+/* h2o's message callback: arg NULL when the socket is gone. Pings are
+ * answered and closes completed by wslay itself. */
+static void on_ws_msg(h2o_websocket_conn_t *wc, const struct wslay_event_on_msg_recv_arg *arg)
+{
+    ws_conn_t *c = wc->data;
+    if (arg == NULL) {
+        conn_gone(c);
+        return;
+    }
+    c->last_rx_ms = sl_now_ms();
+    if (arg->opcode == WSLAY_TEXT_FRAME || arg->opcode == WSLAY_BINARY_FRAME) {
+        msg_start(c, arg->msg, arg->msg_length);
+    } else if (arg->opcode == WSLAY_PING && !c->closing) {
+        /* wslay queues the pong itself: pings from a client that reads
+         * nothing would grow that queue without an answer of ours */
+        size_t queued = wslay_event_get_queued_msg_length(c->wc->ws_ctx);
+        if (queued > c->w->srv->ws_max_queued_bytes ||
+            wslay_event_get_queued_msg_count(c->wc->ws_ctx) > MAX_QUEUED_PONGS)
+            slow_close(c, queued);
+    }
+}
+
+/* Every tick: close a socket nothing came from for ws_idle_timeout_ms (a
+ * dead peer, or one that does not answer pings), else ping it. */
+static void on_tick(h2o_timeout_entry_t *e)
+{
+    ws_conn_t *c = H2O_STRUCT_FROM_MEMBER(ws_conn_t, tick, e);
+    gw_ws_t *w = c->w;
+    h2o_timeout_link(w->loop, &w->tick_timeout, &c->tick);
+    if (c->wc->sock == NULL || c->closing)
+        return;
+    if (sl_now_ms() - c->last_rx_ms >= w->srv->ws_idle_timeout_ms) {
+        gw_stats_srv_add(w->stats, STATE_SRV_WS_IDLE_CLOSES, 1);
+        conn_close(c, 1001, "idle: nothing received within server.ws_idle_timeout_ms");
+        return;
+    }
+    if (w->srv->ws_ping_interval_ms != 0) {
+        struct wslay_event_msg ping = {WSLAY_PING, NULL, 0};
+        if (wslay_event_queue_msg(c->wc->ws_ctx, &ping) == 0)
+            flush_soon(c);
+    }
+}
+
+/* Sockets of the same caller open in this worker. */
+static size_t count_ident(const gw_ws_t *w, const char *ident)
+{
+    size_t n = 0;
+    for (h2o_linklist_t *l = w->conns.next; l != &w->conns; l = l->next)
+        n += strcmp(H2O_STRUCT_FROM_MEMBER(ws_conn_t, link, l)->ident, ident) == 0;
+    return n;
+}
+
+/* Refuses an upgrade at a cap; 0 (handled). */
+static int refuse(gw_ws_t *w, gw_exec_t *x, int status, const char *message)
+{
+    gw_stats_srv_add(w->stats, STATE_SRV_WS_REFUSED, 1);
+    gw_exec_refuse(x, status, GW_RPC_LIMIT_EXCEEDED, message);
+    return 0;
+}
+
+int gw_ws_accept(gw_ws_t *w, h2o_req_t *req, const char *client_key, gw_exec_t *x)
+{
+    char ident[GW_EXEC_IDENT_MAX];
+    if (w->draining) {
+        gw_exec_refuse(x, 503, GW_RPC_LIMIT_EXCEEDED, "shutting down: connect again");
+        return 0;
+    }
+    if (req->version >= 0x200)
+        return refuse(w, x, 400, "WebSocket needs HTTP/1.1");
+    if (!gw_cors_ws_allowed(req, w->h->cfg))
+        return refuse(w, x, 403, "this Origin may not open a WebSocket here (server.cors_origins)");
+    gw_exec_caller(x, ident, sizeof(ident));
+    if (w->nconns >= w->srv->ws_max_connections)
+        return refuse(w, x, 503, "too many WebSocket connections open (server.ws_max_connections)");
+    if (count_ident(w, ident) >= w->srv->ws_max_connections_per_identity)
+        return refuse(w, x, 429, "too many WebSocket connections for this caller "
+                                 "(server.ws_max_connections_per_identity)");
+    ws_conn_t *c = sl_xcalloc(1, sizeof(*c));
+    c->w = w;
+    c->net = x->net;
+    c->key = x->key;
+    memcpy(c->ip, x->ip, sizeof(c->ip));
+    memcpy(c->ident, ident, sizeof(c->ident));
+    h2o_linklist_init_anchor(&c->msgs);
+    c->flush.cb = on_flush;
+    c->tick.cb = on_tick;
+    c->close_wait.cb = on_close_wait;
+    c->last_rx_ms = sl_now_ms();
+    h2o_linklist_insert(&w->conns, &c->link);
+    w->nconns++;
+    gw_stats_srv_set(w->stats, STATE_SRV_WS_CONNECTIONS, w->nconns);
+    c->wc = h2o_upgrade_to_websocket(req, client_key, c, on_ws_msg);
+    wslay_event_config_set_max_recv_msg_length(c->wc->ws_ctx, w->srv->max_body_bytes);
+    h2o_timeout_link(w->loop, &w->tick_timeout, &c->tick);
+    return 0;
+}
+
+gw_ws_t *gw_ws_create(gw_handler_t *h, h2o_loop_t *loop, const gw_server_conf_t *srv, gw_stats_t *stats)
+{
+    gw_ws_t *w = sl_xcalloc(1, sizeof(*w));
+    w->h = h;
+    w->srv = srv;
+    w->stats = stats;
+    w->loop = loop;
+    h2o_linklist_init_anchor(&w->conns);
+    /* without pings the tick only checks for idle sockets: a quarter of the timeout */
+    uint32_t tick = srv->ws_ping_interval_ms != 0 ? srv->ws_ping_interval_ms : srv->ws_idle_timeout_ms / 4;
+    h2o_timeout_init(loop, &w->zero_timeout, 0);
+    h2o_timeout_init(loop, &w->tick_timeout, tick);
+    h2o_timeout_init(loop, &w->close_timeout, CLOSE_WAIT_MS);
+    return w;
+}
+
+void gw_ws_destroy(gw_ws_t *w)
+{
+    if (w == NULL)
+        return;
+    /* sockets still open keep their timers: take them off the loop's lists */
+    for (h2o_linklist_t *l = w->conns.next; l != &w->conns; l = l->next) {
+        ws_conn_t *c = H2O_STRUCT_FROM_MEMBER(ws_conn_t, link, l);
+        unlink_timer(&c->flush);
+        unlink_timer(&c->tick);
+        unlink_timer(&c->close_wait);
+    }
+    free(w);
+}
+
+void gw_ws_shutdown(gw_ws_t *w)
+{
+    w->draining = 1;
+    for (h2o_linklist_t *l = w->conns.next; l != &w->conns; l = l->next) {
+        ws_conn_t *c = H2O_STRUCT_FROM_MEMBER(ws_conn_t, link, l);
+        if (c->inflight == 0) /* a socket still being upgraded sends it once its 101 is out */
+            conn_close(c, 1001, "server shutting down");
+        else
+            c->close_when_done = 1;
+    }
+}
+
+size_t gw_ws_open(const gw_ws_t *w)
+{
+    return w->nconns;
+}
