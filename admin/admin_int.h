@@ -76,6 +76,7 @@ typedef struct admin_ep_view {
     int demoted;                  /* last in the plan until rec.demoted_until_ms */
     const char *excluded;         /* why not usable, or NULL */
     char wrong_chain[96];         /* "wrong chain (want 0x1)", excluded's text for a wrong-chain endpoint */
+    char ahead[96];               /* "head ahead of every other endpoint by N", excluded's text then */
     int position;                 /* 1-based place in the plan, 0 if excluded */
     state_stats_rec_t ranked;     /* the freshest worker's ranking fields */
     int has_ranked;

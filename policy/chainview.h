@@ -97,11 +97,27 @@ uint64_t policy_chainview_head(const policy_chainview_t *v, policy_head_kind_t k
 /* The head to answer eth_blockNumber (getSlot at a commitment) with, given
  * the value the endpoint that took the call answered (0: none): the higher of
  * it and the usable endpoints' head, which becomes the floor. A value below
- * the floor means no usable endpoint is at the floor any more: it is
- * answered as it is (a head no usable endpoint has would send the client to
- * a block nobody serves), *regressed is set, and the floor stays. */
+ * the floor by at most `hold` is this view being behind a head served
+ * elsewhere (another worker's or host's view saw the next block first; the
+ * floor came through state/): the floor is served, as the block is a
+ * moment away for these endpoints too. Further below, no usable endpoint is
+ * near the floor any more: the value is answered as it is (a head no usable
+ * endpoint has would send the client to a block nobody serves), *regressed
+ * is set, and the floor stays. */
 uint64_t policy_chainview_serve_head(policy_chainview_t *v, policy_head_kind_t kind, uint64_t answered,
-                                     uint64_t usable, int *regressed);
+                                     uint64_t usable, uint64_t hold, int *regressed);
+
+/* A head nobody confirms. The endpoint of mask whose head of this kind is
+ * more than max_lead ahead of every other endpoint of mask that reported
+ * one (a node on a fork or another chain, a broken one, a liar): its bit,
+ * and *lead (may be NULL) by how much it leads the next. It is trusted again
+ * once another endpoint comes within max_lead of it (confirms it). With
+ * fewer than two endpoints of mask known there is nothing to compare: 0,
+ * the single endpoint is believed. Two endpoints far ahead together confirm
+ * each other. The caller leaves the bit out of the masks it routes and
+ * serves heads with (policy_chainview_head, serve_head, latest_ok). */
+uint64_t policy_chainview_implausible(const policy_chainview_t *v, policy_head_kind_t kind, uint64_t max_lead,
+                                      uint64_t mask, uint64_t *lead);
 
 /* 1 if ep may take a `latest` read (or one naming no block): its head of
  * this kind is within max_lag of the usable endpoints' head, or unknown (no

@@ -7,7 +7,11 @@
  * (pool_chain_call.c), which shares what a served head taught (the floor,
  * the answering endpoint's head) before the next worker serves one. The
  * view itself decides (policy/chainview.h). */
+#include <inttypes.h>
+#include <stdio.h>
+
 #include "base/sl_log.h"
+#include "base/sl_time.h"
 #include "pool/pool_net.h"
 
 void pool_chain_init(pool_network_t *net)
@@ -33,6 +37,71 @@ void pool_chain_observe_head(pool_endpoint_t *ep, policy_head_kind_t kind, uint6
     }
 }
 
+/* max_head_lead in the view's terms (0: the rule is off). */
+static uint64_t head_lead(const pool_network_t *net)
+{
+    return net->conf->max_head_lead != 0 ? net->conf->max_head_lead : UINT64_MAX;
+}
+
+/* The usable mask, the implausible head's bit and by how much it leads. */
+static uint64_t usable_lead(pool_network_t *net, uint64_t now_ms, uint64_t *implausible, uint64_t *lead)
+{
+    uint64_t mask = 0;
+    for (size_t i = 0; i < net->nendpoints && i < POLICY_CHAINVIEW_MAX_ENDPOINTS; i++)
+        if (pool_health_usable(&net->endpoints[i], now_ms) && !pool_demoted(&net->endpoints[i], now_ms))
+            mask |= UINT64_C(1) << i;
+    /* latest heads: every kind feeds them (a slot finalized is processed) */
+    uint64_t bad = policy_chainview_implausible(&net->chain, POLICY_HEAD_LATEST, head_lead(net), mask, lead);
+    if (implausible != NULL)
+        *implausible = bad;
+    return mask & ~bad;
+}
+
+uint64_t pool_chain_usable_why(pool_network_t *net, uint64_t now_ms, uint64_t *implausible)
+{
+    return usable_lead(net, now_ms, implausible, NULL);
+}
+
+uint64_t pool_chain_usable(pool_network_t *net, uint64_t now_ms)
+{
+    return pool_chain_usable_why(net, now_ms, NULL);
+}
+
+/* ep's head became implausible (bad) or is confirmed again: logged, and
+ * one event from worker 1 (each worker sees the same heads at its tick). */
+static void implausible_note(pool_endpoint_t *ep, int bad, uint64_t lead)
+{
+    pool_network_t *net = ep->net;
+    char why[160];
+    if (bad)
+        snprintf(why, sizeof(why), "head %" PRIu64 " ahead of every other endpoint by %" PRIu64 " (max_head_lead %u)",
+                 net->chain.ep[ep->index].head[POLICY_HEAD_LATEST], lead, net->conf->max_head_lead);
+    else
+        snprintf(why, sizeof(why), "head %" PRIu64 " confirmed by another endpoint, or no longer ahead",
+                 net->chain.ep[ep->index].head[POLICY_HEAD_LATEST]);
+    sl_log_warn("endpoint %s/%s: %s", net->conf->name, ep->conf->id, why);
+    if (net->pool->state == NULL || net->pool->slot != 1)
+        return;
+    state_event_t ev;
+    state_event_init(&ev, STATE_EVENT_ENDPOINT_HEAD_IMPLAUSIBLE, net->conf->name, ep->conf->id, sl_shared_ms());
+    ev.to = (uint8_t)bad;
+    snprintf(ev.reason, sizeof(ev.reason), "%s", why);
+    if (state_event_append(net->pool->state, &ev) != SL_OK)
+        sl_log_warn("endpoint %s/%s: could not record endpoint_head_implausible", net->conf->name, ep->conf->id);
+}
+
+static void implausible_check(pool_network_t *net, uint64_t now_ms)
+{
+    uint64_t bad, lead;
+    uint64_t usable = usable_lead(net, now_ms, &bad, &lead);
+    bad |= net->head_implausible & ~(usable | bad); /* out of the plan: judged again when back */
+    uint64_t changed = bad ^ net->head_implausible;
+    net->head_implausible = bad;
+    for (size_t i = 0; i < net->nendpoints && i < 64 && changed != 0; i++)
+        if (changed >> i & 1)
+            implausible_note(&net->endpoints[i], (int)(bad >> i & 1), lead);
+}
+
 void pool_chain_refresh(pool_network_t *net, uint64_t now_ms)
 {
     policy_head_kind_t kind = pool_chain_probe_kind(net);
@@ -44,15 +113,7 @@ void pool_chain_refresh(pool_network_t *net, uint64_t now_ms)
         ep->chain_fed_ms = r->head_at_ms;
         pool_chain_observe_head(ep, kind, r->head, now_ms);
     }
-}
-
-uint64_t pool_chain_usable(pool_network_t *net, uint64_t now_ms)
-{
-    uint64_t mask = 0;
-    for (size_t i = 0; i < net->nendpoints && i < POLICY_CHAINVIEW_MAX_ENDPOINTS; i++)
-        if (pool_health_usable(&net->endpoints[i], now_ms) && !pool_demoted(&net->endpoints[i], now_ms))
-            mask |= UINT64_C(1) << i;
-    return mask;
+    implausible_check(net, now_ms);
 }
 
 void pool_chain_sync(pool_network_t *net, uint64_t now_ms)

@@ -86,6 +86,8 @@ typedef struct pool_network_conf {
     uint32_t max_lag_blocks;      /* latest reads only to endpoints this close to the head (2) */
     uint32_t max_lag_slots;       /* Solana's, in slots (10) */
     uint32_t max_logs_split;      /* eth_getLogs sub-calls at most (20); a wider call gets -32005 */
+    uint32_t max_head_lead;       /* a head further ahead of every other endpoint's is not trusted
+                                     (blocks: 128, slots: 500; 0 = off) */
     policy_consensus_conf_t consensus; /* consensus:; nmethods 0 = off */
 } pool_network_conf_t;
 

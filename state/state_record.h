@@ -111,7 +111,8 @@ extern const state_schema_t state_endpoint_schema;
     X(CLUSTER_RESTORED, "cluster_restored")                                               \
     X(ENDPOINT_DEMOTED, "endpoint_demoted")                                               \
     X(ENDPOINT_RATE_LIMIT_ENDED, "endpoint_rate_limit_ended")                             \
-    X(ENDPOINT_WRONG_CHAIN, "endpoint_wrong_chain")
+    X(ENDPOINT_WRONG_CHAIN, "endpoint_wrong_chain")                                       \
+    X(ENDPOINT_HEAD_IMPLAUSIBLE, "endpoint_head_implausible")
 
 typedef enum state_event_kind {
 #define STATE_EVENT_ENUM_(name, str) STATE_EVENT_##name,
@@ -167,6 +168,7 @@ enum {
     STATE_EXCLUDED_DNS_FAILED,    /* its host name does not resolve */
     STATE_EXCLUDED_DNS_TIMEOUT,   /* its host name's lookup did not answer in time */
     STATE_EXCLUDED_WRONG_CHAIN,   /* its eth_chainId (genesis hash) is not the network's */
+    STATE_EXCLUDED_HEAD_AHEAD,    /* its head leads every other by more than max_head_lead */
     STATE_EXCLUDED_COUNT
 };
 
