@@ -176,6 +176,8 @@ cJSON *admin_cluster_scope_json(admin_t *a, const struct state_cluster_mode_rec 
 /* GET /admin/networks and the pressure series of /metrics (admin_networks.c). */
 int admin_route_networks(admin_t *a, h2o_req_t *req);
 void admin_networks_metrics(admin_t *a, sl_buf_t *b, const admin_ep_view_t *v, size_t n);
+/* admin_chain_metrics.c: the floor of heads served, heads nobody confirms. */
+void admin_chain_metrics(admin_t *a, sl_buf_t *b, const admin_ep_view_t *v, size_t n);
 
 /* The JSON object of one event (shared by the feed and the stream). */
 cJSON *admin_event_json(const state_event_t *ev);

@@ -13,6 +13,12 @@
 #include "base/sl_log.h"
 #include "base/sl_time.h"
 #include "pool/pool_net.h"
+#include "state/state_cluster.h"
+
+/* How often worker 1 merges the host's floor of heads served with the
+ * cluster's: the bound on a cross-host floor's staleness when a raise
+ * message was missed. */
+#define POOL_CHAIN_FLOOR_SYNC_MS 1000
 
 void pool_chain_init(pool_network_t *net)
 {
@@ -102,6 +108,22 @@ static void implausible_check(pool_network_t *net, uint64_t now_ms)
             implausible_note(&net->endpoints[i], (int)(bad >> i & 1), lead);
 }
 
+/* Worker 1, every POOL_CHAIN_FLOOR_SYNC_MS: the host's floor to the cluster
+ * and the cluster's back into LMDB (a raise message missed, a host that
+ * served alone while Redis was away). */
+static void floor_sync(pool_network_t *net, uint64_t now_ms)
+{
+    state_t *st = net->pool->state;
+    state_cluster_t *cl = st != NULL ? state_cluster_of(st) : NULL;
+    if (cl == NULL || net->pool->slot != 1 || now_ms - net->floor_synced_ms < POOL_CHAIN_FLOOR_SYNC_MS)
+        return;
+    net->floor_synced_ms = now_ms;
+    uint64_t floor[STATE_CHAIN_KINDS] = {0};
+    for (size_t k = 0; k < STATE_CHAIN_KINDS && k < POLICY_HEAD_KIND_COUNT; k++)
+        floor[k] = net->chain.floor[k] > net->chain_shared[k] ? net->chain.floor[k] : net->chain_shared[k];
+    (void)state_cluster_floor_raise(cl, net->conf->name, floor);
+}
+
 void pool_chain_refresh(pool_network_t *net, uint64_t now_ms)
 {
     policy_head_kind_t kind = pool_chain_probe_kind(net);
@@ -114,6 +136,7 @@ void pool_chain_refresh(pool_network_t *net, uint64_t now_ms)
         pool_chain_observe_head(ep, kind, r->head, now_ms);
     }
     implausible_check(net, now_ms);
+    floor_sync(net, now_ms);
 }
 
 void pool_chain_sync(pool_network_t *net, uint64_t now_ms)
@@ -184,4 +207,7 @@ void pool_chain_publish(pool_endpoint_t *ep, policy_head_kind_t kind, uint64_t a
     }
     for (size_t k = 0; k < STATE_CHAIN_KINDS && k < POLICY_HEAD_KIND_COUNT; k++)
         net->chain_shared[k] = merged.floor[k];
+    /* the other hosts: through Redis, before this answer leaves (the raise
+     * reaches them in one round trip; state_cluster_floor.c) */
+    (void)state_cluster_floor_raise(state_cluster_of(st), net->conf->name, merged.floor);
 }
