@@ -118,6 +118,7 @@ static void floor_sync(pool_network_t *net, uint64_t now_ms)
     if (cl == NULL || net->pool->slot != 1 || now_ms - net->floor_synced_ms < POOL_CHAIN_FLOOR_SYNC_MS)
         return;
     net->floor_synced_ms = now_ms;
+    pool_chain_sync(net, now_ms); /* what every worker of the host served (raised while Redis was away too) */
     uint64_t floor[STATE_CHAIN_KINDS] = {0};
     for (size_t k = 0; k < STATE_CHAIN_KINDS && k < POLICY_HEAD_KIND_COUNT; k++)
         floor[k] = net->chain.floor[k] > net->chain_shared[k] ? net->chain.floor[k] : net->chain_shared[k];
