@@ -56,8 +56,12 @@ static uint64_t usable_lead(pool_network_t *net, uint64_t now_ms, uint64_t *impl
     for (size_t i = 0; i < net->nendpoints && i < POLICY_CHAINVIEW_MAX_ENDPOINTS; i++)
         if (pool_health_usable(&net->endpoints[i], now_ms) && !pool_demoted(&net->endpoints[i], now_ms))
             mask |= UINT64_C(1) << i;
-    /* latest heads: every kind feeds them (a slot finalized is processed) */
-    uint64_t bad = policy_chainview_implausible(&net->chain, POLICY_HEAD_LATEST, head_lead(net), mask, lead);
+    /* the kind probes measure (every endpoint's fresh), and latest, which
+     * head answers set too (Solana's getSlot at processed) */
+    policy_head_kind_t kind = pool_chain_probe_kind(net);
+    uint64_t bad = policy_chainview_implausible(&net->chain, kind, head_lead(net), mask, lead);
+    if (kind != POLICY_HEAD_LATEST)
+        bad |= policy_chainview_implausible(&net->chain, POLICY_HEAD_LATEST, head_lead(net), mask, NULL);
     if (implausible != NULL)
         *implausible = bad;
     return mask & ~bad;
@@ -81,10 +85,10 @@ static void implausible_note(pool_endpoint_t *ep, int bad, uint64_t lead)
     char why[160];
     if (bad)
         snprintf(why, sizeof(why), "head %" PRIu64 " ahead of every other endpoint by %" PRIu64 " (max_head_lead %u)",
-                 net->chain.ep[ep->index].head[POLICY_HEAD_LATEST], lead, net->conf->max_head_lead);
+                 net->chain.ep[ep->index].head[pool_chain_probe_kind(net)], lead, net->conf->max_head_lead);
     else
         snprintf(why, sizeof(why), "head %" PRIu64 " confirmed by another endpoint, or no longer ahead",
-                 net->chain.ep[ep->index].head[POLICY_HEAD_LATEST]);
+                 net->chain.ep[ep->index].head[pool_chain_probe_kind(net)]);
     sl_log_warn("endpoint %s/%s: %s", net->conf->name, ep->conf->id, why);
     if (net->pool->state == NULL || net->pool->slot != 1)
         return;
