@@ -155,7 +155,7 @@ void pool_chain_sync(pool_network_t *net, uint64_t now_ms)
     if (st == NULL || state_read_begin(st) != SL_OK)
         return;
     state_chain_rec_t shared;
-    if (state_chain_get(st, net->conf->name, &shared) == SL_OK)
+    if (state_chain_get_seen(st, net->conf->name, &net->chain_seen, &shared) == SL_OK)
         for (size_t k = 0; k < STATE_CHAIN_KINDS && k < POLICY_HEAD_KIND_COUNT; k++)
             if (shared.floor[k] > net->chain.floor[k])
                 net->chain.floor[k] = net->chain_shared[k] = shared.floor[k];

@@ -157,6 +157,7 @@ struct pool_network {
     uint64_t best_head;           /* highest fresh head among the endpoints */
     policy_chainview_t chain;     /* this worker's chain view (pool_chain.c): heads and the floor served */
     uint64_t chain_shared[POLICY_HEAD_KIND_COUNT]; /* the shared floor as last read or raised */
+    state_chain_seen_t chain_seen; /* the shared floor's record as last read (pool_chain_sync) */
     uint64_t head_implausible;    /* endpoints whose head nobody confirms, as the tick last saw (pool_chain.c) */
     uint64_t floor_synced_ms;     /* the floor last pushed to and pulled from the cluster (worker 1) */
     char chain_want[POLICY_CHAINID_MAX]; /* chain_id / genesis_hash configured, normal form ("": not checked) */

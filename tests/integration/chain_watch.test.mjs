@@ -82,7 +82,7 @@ function backwards(wire) {
   return out;
 }
 
-function assertMonotonic({ emitted, wire, errors }, what, polls = 60) {
+function assertMonotonic({ emitted, wire, errors }, what, polls = 40) {
   assert.deepEqual(errors, [], `${what}: no poll failed`);
   assert.ok(wire.length >= polls, `${what}: many polls (${wire.length})`);
   assert.deepEqual(backwards(wire), [], `${what}: no eth_blockNumber answer below an earlier one`);
@@ -152,7 +152,7 @@ test('a provider that jumps to a head nobody confirms: clients never see it, lat
   console.log(`polls ${seen.wire.length}, heads ${Math.min(...nums)}..${Math.max(...nums)}, answered by`,
     JSON.stringify(byEndpoint(seen.wire)), 'latest reads by', JSON.stringify(reads));
   assert.ok(Math.max(...nums) < TOP + 200, 'no client saw the lying head');
-  assertMonotonic(seen, 'lying head', 30);
+  assertMonotonic(seen, 'lying head', 20);
   assert.equal(reads.x ?? 0, 0, 'no latest read answered by x');
   assert.equal((await x.stats()).methods.eth_getBalance ?? 0, 0, 'none sent to x');
   const m = (await adminGet(s, '/metrics')).text;
@@ -198,8 +198,8 @@ test('two hosts of a cluster, a client alternating between them: eth_blockNumber
     const perHost = [0, 1].map((h) => seen.wire.filter((x) => x.host === h).length);
     console.log(`polls ${seen.wire.length} (per host ${perHost}), heads ${Math.min(...nums)}..${Math.max(...nums)},`,
       'answered by', JSON.stringify(byEndpoint(seen.wire)));
-    assert.ok(perHost[0] > 20 && perHost[1] > 20, 'both hosts answered');
-    assertMonotonic(seen, 'two hosts', 50);
+    assert.ok(perHost[0] > 15 && perHost[1] > 15, 'both hosts answered');
+    assertMonotonic(seen, 'two hosts', 35);
     // step by step: an endpoint other than h2's first choice jumps 5 blocks
     // ahead; h1's probes see it and h1 serves it; h2's view has not seen it,
     // its first choice (5 behind, within ranking.max_lag) answers there:
