@@ -113,7 +113,7 @@ uint64_t policy_chainview_head(const policy_chainview_t *v, policy_head_kind_t k
 }
 
 uint64_t policy_chainview_serve_head(policy_chainview_t *v, policy_head_kind_t kind, uint64_t answered,
-                                     uint64_t usable, uint64_t hold, int *regressed)
+                                     uint64_t usable, uint64_t known, uint64_t hold, int *regressed)
 {
     *regressed = 0;
     if ((unsigned)kind >= POLICY_HEAD_KIND_COUNT)
@@ -122,8 +122,8 @@ uint64_t policy_chainview_serve_head(policy_chainview_t *v, policy_head_kind_t k
     uint64_t serve = answered > head ? answered : head;
     if (serve >= v->floor[kind])
         v->floor[kind] = serve;
-    else if (v->floor[kind] - serve <= hold)
-        serve = v->floor[kind];
+    else if (v->floor[kind] - serve <= hold && policy_chainview_head(v, kind, known & ~usable) < v->floor[kind])
+        serve = v->floor[kind]; /* nobody this view knows reached it: it came from another view */
     else
         *regressed = 1;
     return serve;

@@ -72,6 +72,15 @@ uint64_t pool_chain_usable_why(pool_network_t *net, uint64_t now_ms, uint64_t *i
     return usable_lead(net, now_ms, implausible, NULL);
 }
 
+uint64_t pool_chain_known(const pool_network_t *net)
+{
+    uint64_t mask = 0;
+    for (size_t i = 0; i < net->nendpoints && i < POLICY_CHAINVIEW_MAX_ENDPOINTS; i++)
+        if (!net->endpoints[i].wrong_chain)
+            mask |= UINT64_C(1) << i;
+    return mask;
+}
+
 uint64_t pool_chain_usable(pool_network_t *net, uint64_t now_ms)
 {
     return pool_chain_usable_why(net, now_ms, NULL);

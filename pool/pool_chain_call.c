@@ -200,11 +200,12 @@ static int row_done(pool_call_t *call, pool_exchange_t *ex)
         uint64_t bad;
         uint64_t usable = pool_chain_usable_why(net, now, &bad) & ~failed_here;
         /* a head nobody confirms is not served; a floor another worker or
-         * host served is held while this view's head is within
-         * ranking.max_lag of it (further behind, an endpoint is out of
-         * every plan: the floor's endpoint is gone, not this view late) */
+         * host served, that no endpoint this view knows has reached, is
+         * held while this view's head is within ranking.max_lag of it
+         * (further behind, an endpoint is out of every plan) */
         uint64_t head = policy_chainview_serve_head(&net->chain, kind, (bad >> ep & 1) ? 0 : answered, usable,
-                                                    net->conf->ranking.max_lag, &regressed);
+                                                    pool_chain_known(net) & ~bad, net->conf->ranking.max_lag,
+                                                    &regressed);
         pool_chain_publish(&net->endpoints[ep], kind, answered, now);
         if (head != answered)
             serve(call, it, head);

@@ -322,6 +322,8 @@ void pool_chain_observe_head(pool_endpoint_t *ep, policy_head_kind_t kind, uint6
  * *implausible, which may be NULL; policy_chainview_implausible). */
 uint64_t pool_chain_usable_why(pool_network_t *net, uint64_t now_ms, uint64_t *implausible);
 uint64_t pool_chain_usable(pool_network_t *net, uint64_t now_ms);
+/* The endpoints whose heads count at all: on the network's chain (usable or not). */
+uint64_t pool_chain_known(const pool_network_t *net);
 /* Before a head is served: the floor the other workers served, read now
  * (the endpoints' shared heads come with the tick's snapshot). No shared
  * state: nothing. */
