@@ -51,6 +51,7 @@ static cJSON *score_json(const admin_ep_view_t *v)
         [STATE_EXCLUDED_DNS_FAILED] = ADMIN_DNS_FAILED,
         [STATE_EXCLUDED_DNS_TIMEOUT] = ADMIN_DNS_TIMEOUT,
         [STATE_EXCLUDED_WRONG_CHAIN] = "wrong chain",
+        [STATE_EXCLUDED_HEAD_AHEAD] = "head ahead of every other endpoint",
     };
     cJSON *sc = cJSON_CreateObject();
     cJSON_AddNumberToObject(sc, "cost", v->ranked.score_milli / 1000.0);

@@ -76,6 +76,7 @@ typedef struct admin_ep_view {
     int demoted;                  /* last in the plan until rec.demoted_until_ms */
     const char *excluded;         /* why not usable, or NULL */
     char wrong_chain[96];         /* "wrong chain (want 0x1)", excluded's text for a wrong-chain endpoint */
+    char ahead[96];               /* "head ahead of every other endpoint by N", excluded's text then */
     int position;                 /* 1-based place in the plan, 0 if excluded */
     state_stats_rec_t ranked;     /* the freshest worker's ranking fields */
     int has_ranked;
@@ -183,6 +184,8 @@ cJSON *admin_cache_network_json(admin_t *a, const pool_network_conf_t *net);
 void admin_cache_metrics(admin_t *a, sl_buf_t *b);
 int admin_route_cache_purge(admin_t *a, h2o_req_t *req);
 void admin_networks_metrics(admin_t *a, sl_buf_t *b, const admin_ep_view_t *v, size_t n);
+/* admin_chain_metrics.c: the floor of heads served, heads nobody confirms. */
+void admin_chain_metrics(admin_t *a, sl_buf_t *b, const admin_ep_view_t *v, size_t n);
 
 /* The JSON object of one event (shared by the feed and the stream). */
 cJSON *admin_event_json(const state_event_t *ev);

@@ -116,6 +116,25 @@ static void view_one(admin_t *a, admin_ep_view_t *v, uint64_t now)
     v->demoted = v->rec.demoted_until_ms > now;
 }
 
+/* An endpoint whose head the workers do not trust (pool_chain.c): excluded,
+ * saying by how much it leads the others' heads (the shared records'). */
+static void head_ahead(admin_ep_view_t *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!v[i].has_ranked || v[i].ranked.excluded != STATE_EXCLUDED_HEAD_AHEAD || v[i].excluded != NULL)
+            continue;
+        uint64_t next = 0;
+        for (size_t j = 0; j < n; j++)
+            if (j != i && v[j].rec.head > next && v[j].rec.head <= v[i].rec.head)
+                next = v[j].rec.head;
+        snprintf(v[i].ahead, sizeof(v[i].ahead), "head ahead of every other endpoint by %" PRIu64,
+                 v[i].rec.head - next);
+        v[i].excluded = v[i].ahead;
+        v[i].usable = 0;
+        v[i].position = 0;
+    }
+}
+
 admin_ep_view_t *admin_view_collect(admin_t *a, size_t *n)
 {
     size_t total = 0;
@@ -148,6 +167,7 @@ admin_ep_view_t *admin_view_collect(admin_t *a, size_t *n)
             else
                 v[k].position = v[k].usable ? ++position : 0;
         }
+        head_ahead(&v[k - a->conf.networks[i].nendpoints], a->conf.networks[i].nendpoints);
     }
     free(sum);
     if (snapshot)

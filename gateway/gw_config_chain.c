@@ -6,6 +6,8 @@
  *   max_lag_slots: 10                  Solana's
  *   max_logs_split: 20                 eth_getLogs sub-calls at most
  *   chain_probe_ms: 30000              safe, finalized and the head's hashes, this often (0: never)
+ *   max_head_lead: 128                 a head further ahead of every other is not trusted
+ *                                      (blocks; Solana: slots, 500; 0: off)
  *   consensus: { methods: [eth_getTransactionCount], quorum: 2, of: 3 }
  *   endpoints[].max_logs_blocks: 1000  blocks per eth_getLogs (default: the cost profile's)
  *
@@ -48,6 +50,15 @@ _Static_assert(POOL_MAX_ENDPOINTS <= POLICY_CONSENSUS_MAX, "consensus cannot ask
 #define GW_DEFAULT_CHAIN_PROBE_MS 30000
 /* max_logs_blocks not given: the cost profile decides, once it is known */
 #define GW_LOGS_BLOCKS_UNSET UINT32_MAX
+/* A lying or forked endpoint's head, however far ahead, must not become the
+ * network's (policy_chainview_implausible). Honest providers are within
+ * ranking.max_lag of each other (8 blocks, 150 slots); one further behind
+ * is stalled, and with two endpoints only the rule cannot tell a stalled
+ * partner from a liar: the lead is wide enough that a stall of that size is
+ * rare (128 blocks: 25 min of Ethereum, 4 min of Base; 500 slots: 3 min). */
+#define GW_DEFAULT_MAX_HEAD_LEAD_BLOCKS 128
+#define GW_DEFAULT_MAX_HEAD_LEAD_SLOTS 500
+#define GW_HEAD_LEAD_UNSET UINT32_MAX
 
 void gw_cfg_net_chain_defaults(pool_network_conf_t *net)
 {
@@ -55,6 +66,7 @@ void gw_cfg_net_chain_defaults(pool_network_conf_t *net)
     net->max_lag_slots = GW_DEFAULT_MAX_LAG_SLOTS;
     net->max_logs_split = GW_DEFAULT_MAX_LOGS_SPLIT;
     net->chain_probe_ms = GW_DEFAULT_CHAIN_PROBE_MS;
+    net->max_head_lead = GW_HEAD_LEAD_UNSET; /* its unit is the chain's: set once the chain is known */
 }
 
 void gw_cfg_ep_chain_defaults(pool_endpoint_conf_t *ep)
@@ -257,6 +269,9 @@ void gw_cfg_net_chain_check(gw_cfg_t *c, yaml_node_t *n, pool_network_conf_t *ne
 {
     if (n == NULL || n->type != YAML_MAPPING_NODE)
         return; /* already reported by the mapping decoder */
+    if (net->max_head_lead == GW_HEAD_LEAD_UNSET)
+        net->max_head_lead = net->chain == POLICY_CHAIN_SOLANA ? GW_DEFAULT_MAX_HEAD_LEAD_SLOTS
+                                                               : GW_DEFAULT_MAX_HEAD_LEAD_BLOCKS;
     wrong_chain_keys(c, n, net);
     endpoint_logs_blocks(c, n, net);
     consensus_check(c, n, net);

@@ -256,6 +256,7 @@ static const field_t network_fields[] = {
     {"max_lag_slots", F_U32, NET(max_lag_slots)},
     {"max_logs_split", F_U32, NET(max_logs_split)},
     {"chain_probe_ms", F_U32, NET(chain_probe_ms)},
+    {"max_head_lead", F_U32, NET(max_head_lead)},
     {"consensus", F_FN, .fn = consensus_differs},
     {"endpoint order", F_FN, .fn = endpoint_order_differs},
 };

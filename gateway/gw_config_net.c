@@ -446,6 +446,7 @@ static const gw_cfg_field_t network_fields[] = {
     {"max_lag_slots", GW_CFG_U32, offsetof(pool_network_conf_t, max_lag_slots), 0, 1000000},
     {"max_logs_split", GW_CFG_U32, offsetof(pool_network_conf_t, max_logs_split), 1, 1000},
     {"chain_probe_ms", GW_CFG_U32, offsetof(pool_network_conf_t, chain_probe_ms), 0, 3600000},
+    {"max_head_lead", GW_CFG_U32, offsetof(pool_network_conf_t, max_head_lead), 0, 1000000000},
     {"consensus", GW_CFG_FN, .fn = gw_cfg_net_consensus},
     {"endpoints", GW_CFG_FN, .fn = net_endpoints, .required = 1},
 };

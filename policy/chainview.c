@@ -113,7 +113,7 @@ uint64_t policy_chainview_head(const policy_chainview_t *v, policy_head_kind_t k
 }
 
 uint64_t policy_chainview_serve_head(policy_chainview_t *v, policy_head_kind_t kind, uint64_t answered,
-                                     uint64_t usable, int *regressed)
+                                     uint64_t usable, uint64_t known, uint64_t hold, int *regressed)
 {
     *regressed = 0;
     if ((unsigned)kind >= POLICY_HEAD_KIND_COUNT)
@@ -122,9 +122,40 @@ uint64_t policy_chainview_serve_head(policy_chainview_t *v, policy_head_kind_t k
     uint64_t serve = answered > head ? answered : head;
     if (serve >= v->floor[kind])
         v->floor[kind] = serve;
+    else if (v->floor[kind] - serve <= hold && policy_chainview_head(v, kind, known & ~usable) < v->floor[kind])
+        serve = v->floor[kind]; /* nobody this view knows reached it: it came from another view */
     else
         *regressed = 1;
     return serve;
+}
+
+uint64_t policy_chainview_implausible(const policy_chainview_t *v, policy_head_kind_t kind, uint64_t max_lead,
+                                      uint64_t mask, uint64_t *lead)
+{
+    uint64_t top = 0, next = 0;
+    uint32_t at = 0, known = 0;
+    if (lead != NULL)
+        *lead = 0;
+    if ((unsigned)kind >= POLICY_HEAD_KIND_COUNT)
+        return 0;
+    for (uint32_t i = 0; i < v->nendpoints; i++) {
+        uint64_t h = v->ep[i].head[kind];
+        if (!in_mask(mask, i) || h == 0)
+            continue;
+        known++;
+        if (h > top) {
+            next = top;
+            top = h;
+            at = i;
+        } else if (h > next) {
+            next = h;
+        }
+    }
+    if (known < 2 || top - next <= max_lead)
+        return 0;
+    if (lead != NULL)
+        *lead = top - next;
+    return UINT64_C(1) << at;
 }
 
 int policy_chainview_latest_ok(const policy_chainview_t *v, uint32_t ep, policy_head_kind_t kind, uint32_t max_lag,

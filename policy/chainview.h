@@ -97,11 +97,30 @@ uint64_t policy_chainview_head(const policy_chainview_t *v, policy_head_kind_t k
 /* The head to answer eth_blockNumber (getSlot at a commitment) with, given
  * the value the endpoint that took the call answered (0: none): the higher of
  * it and the usable endpoints' head, which becomes the floor. A value below
- * the floor means no usable endpoint is at the floor any more: it is
+ * the floor means either that this view is behind a head served elsewhere
+ * (another worker's or host's view saw the next block first; the floor came
+ * through state/) or that the endpoint at the floor is gone. This view
+ * cannot tell the first from its own heads when none of the endpoints of
+ * `known` (those whose heads count: on the chain, plausible) is at the floor:
+ * then, within `hold` of the floor, the floor is served, the block a moment
+ * away for these endpoints too. Otherwise (an endpoint of known at the floor
+ * is not usable now: it is gone, or further below than hold) the value is
  * answered as it is (a head no usable endpoint has would send the client to
  * a block nobody serves), *regressed is set, and the floor stays. */
 uint64_t policy_chainview_serve_head(policy_chainview_t *v, policy_head_kind_t kind, uint64_t answered,
-                                     uint64_t usable, int *regressed);
+                                     uint64_t usable, uint64_t known, uint64_t hold, int *regressed);
+
+/* A head nobody confirms. The endpoint of mask whose head of this kind is
+ * more than max_lead ahead of every other endpoint of mask that reported
+ * one (a node on a fork or another chain, a broken one, a liar): its bit,
+ * and *lead (may be NULL) by how much it leads the next. It is trusted again
+ * once another endpoint comes within max_lead of it (confirms it). With
+ * fewer than two endpoints of mask known there is nothing to compare: 0,
+ * the single endpoint is believed. Two endpoints far ahead together confirm
+ * each other. The caller leaves the bit out of the masks it routes and
+ * serves heads with (policy_chainview_head, serve_head, latest_ok). */
+uint64_t policy_chainview_implausible(const policy_chainview_t *v, policy_head_kind_t kind, uint64_t max_lead,
+                                      uint64_t mask, uint64_t *lead);
 
 /* 1 if ep may take a `latest` read (or one naming no block): its head of
  * this kind is within max_lag of the usable endpoints' head, or unknown (no

@@ -7,8 +7,18 @@
  * (pool_chain_call.c), which shares what a served head taught (the floor,
  * the answering endpoint's head) before the next worker serves one. The
  * view itself decides (policy/chainview.h). */
+#include <inttypes.h>
+#include <stdio.h>
+
 #include "base/sl_log.h"
+#include "base/sl_time.h"
 #include "pool/pool_net.h"
+#include "state/state_cluster.h"
+
+/* How often worker 1 merges the host's floor of heads served with the
+ * cluster's: the bound on a cross-host floor's staleness when a raise
+ * message was missed. */
+#define POOL_CHAIN_FLOOR_SYNC_MS 1000
 
 void pool_chain_init(pool_network_t *net)
 {
@@ -33,6 +43,101 @@ void pool_chain_observe_head(pool_endpoint_t *ep, policy_head_kind_t kind, uint6
     }
 }
 
+/* max_head_lead in the view's terms (0: the rule is off). */
+static uint64_t head_lead(const pool_network_t *net)
+{
+    return net->conf->max_head_lead != 0 ? net->conf->max_head_lead : UINT64_MAX;
+}
+
+/* The usable mask, the implausible head's bit and by how much it leads. */
+static uint64_t usable_lead(pool_network_t *net, uint64_t now_ms, uint64_t *implausible, uint64_t *lead)
+{
+    uint64_t mask = 0;
+    for (size_t i = 0; i < net->nendpoints && i < POLICY_CHAINVIEW_MAX_ENDPOINTS; i++)
+        if (pool_health_usable(&net->endpoints[i], now_ms) && !pool_demoted(&net->endpoints[i], now_ms))
+            mask |= UINT64_C(1) << i;
+    /* the kind probes measure (every endpoint's fresh), and latest, which
+     * head answers set too (Solana's getSlot at processed) */
+    policy_head_kind_t kind = pool_chain_probe_kind(net);
+    uint64_t bad = policy_chainview_implausible(&net->chain, kind, head_lead(net), mask, lead);
+    if (kind != POLICY_HEAD_LATEST)
+        bad |= policy_chainview_implausible(&net->chain, POLICY_HEAD_LATEST, head_lead(net), mask, NULL);
+    if (implausible != NULL)
+        *implausible = bad;
+    return mask & ~bad;
+}
+
+uint64_t pool_chain_usable_why(pool_network_t *net, uint64_t now_ms, uint64_t *implausible)
+{
+    return usable_lead(net, now_ms, implausible, NULL);
+}
+
+uint64_t pool_chain_known(const pool_network_t *net)
+{
+    uint64_t mask = 0;
+    for (size_t i = 0; i < net->nendpoints && i < POLICY_CHAINVIEW_MAX_ENDPOINTS; i++)
+        if (!net->endpoints[i].wrong_chain)
+            mask |= UINT64_C(1) << i;
+    return mask;
+}
+
+uint64_t pool_chain_usable(pool_network_t *net, uint64_t now_ms)
+{
+    return pool_chain_usable_why(net, now_ms, NULL);
+}
+
+/* ep's head became implausible (bad) or is confirmed again: logged, and
+ * one event from worker 1 (each worker sees the same heads at its tick). */
+static void implausible_note(pool_endpoint_t *ep, int bad, uint64_t lead)
+{
+    pool_network_t *net = ep->net;
+    char why[160];
+    if (bad)
+        snprintf(why, sizeof(why), "head %" PRIu64 " ahead of every other endpoint by %" PRIu64 " (max_head_lead %u)",
+                 net->chain.ep[ep->index].head[pool_chain_probe_kind(net)], lead, net->conf->max_head_lead);
+    else
+        snprintf(why, sizeof(why), "head %" PRIu64 " confirmed by another endpoint, or no longer ahead",
+                 net->chain.ep[ep->index].head[pool_chain_probe_kind(net)]);
+    sl_log_warn("endpoint %s/%s: %s", net->conf->name, ep->conf->id, why);
+    if (net->pool->state == NULL || net->pool->slot != 1)
+        return;
+    state_event_t ev;
+    state_event_init(&ev, STATE_EVENT_ENDPOINT_HEAD_IMPLAUSIBLE, net->conf->name, ep->conf->id, sl_shared_ms());
+    ev.to = (uint8_t)bad;
+    snprintf(ev.reason, sizeof(ev.reason), "%s", why);
+    if (state_event_append(net->pool->state, &ev) != SL_OK)
+        sl_log_warn("endpoint %s/%s: could not record endpoint_head_implausible", net->conf->name, ep->conf->id);
+}
+
+static void implausible_check(pool_network_t *net, uint64_t now_ms)
+{
+    uint64_t bad, lead;
+    uint64_t usable = usable_lead(net, now_ms, &bad, &lead);
+    bad |= net->head_implausible & ~(usable | bad); /* out of the plan: judged again when back */
+    uint64_t changed = bad ^ net->head_implausible;
+    net->head_implausible = bad;
+    for (size_t i = 0; i < net->nendpoints && i < 64 && changed != 0; i++)
+        if (changed >> i & 1)
+            implausible_note(&net->endpoints[i], (int)(bad >> i & 1), lead);
+}
+
+/* Worker 1, every POOL_CHAIN_FLOOR_SYNC_MS: the host's floor to the cluster
+ * and the cluster's back into LMDB (a raise message missed, a host that
+ * served alone while Redis was away). */
+static void floor_sync(pool_network_t *net, uint64_t now_ms)
+{
+    state_t *st = net->pool->state;
+    state_cluster_t *cl = st != NULL ? state_cluster_of(st) : NULL;
+    if (cl == NULL || net->pool->slot != 1 || now_ms - net->floor_synced_ms < POOL_CHAIN_FLOOR_SYNC_MS)
+        return;
+    net->floor_synced_ms = now_ms;
+    pool_chain_sync(net, now_ms); /* what every worker of the host served (raised while Redis was away too) */
+    uint64_t floor[STATE_CHAIN_KINDS] = {0};
+    for (size_t k = 0; k < STATE_CHAIN_KINDS && k < POLICY_HEAD_KIND_COUNT; k++)
+        floor[k] = net->chain.floor[k] > net->chain_shared[k] ? net->chain.floor[k] : net->chain_shared[k];
+    (void)state_cluster_floor_raise(cl, net->conf->name, floor);
+}
+
 void pool_chain_refresh(pool_network_t *net, uint64_t now_ms)
 {
     policy_head_kind_t kind = pool_chain_probe_kind(net);
@@ -45,15 +150,8 @@ void pool_chain_refresh(pool_network_t *net, uint64_t now_ms)
         ep->chain_fed_ms = r->head_at_ms;
         pool_chain_observe_head(ep, kind, r->head, now_ms);
     }
-}
-
-uint64_t pool_chain_usable(pool_network_t *net, uint64_t now_ms)
-{
-    uint64_t mask = 0;
-    for (size_t i = 0; i < net->nendpoints && i < POLICY_CHAINVIEW_MAX_ENDPOINTS; i++)
-        if (pool_health_usable(&net->endpoints[i], now_ms) && !pool_demoted(&net->endpoints[i], now_ms))
-            mask |= UINT64_C(1) << i;
-    return mask;
+    implausible_check(net, now_ms);
+    floor_sync(net, now_ms);
 }
 
 void pool_chain_sync(pool_network_t *net, uint64_t now_ms)
@@ -67,7 +165,7 @@ void pool_chain_sync(pool_network_t *net, uint64_t now_ms)
     if (st == NULL || state_read_begin(st) != SL_OK)
         return;
     state_chain_rec_t shared;
-    if (state_chain_get(st, net->conf->name, &shared) == SL_OK)
+    if (state_chain_get_seen(st, net->conf->name, &net->chain_seen, &shared) == SL_OK)
         for (size_t k = 0; k < STATE_CHAIN_KINDS && k < POLICY_HEAD_KIND_COUNT; k++)
             if (shared.floor[k] > net->chain.floor[k])
                 net->chain.floor[k] = net->chain_shared[k] = shared.floor[k];
@@ -124,4 +222,7 @@ void pool_chain_publish(pool_endpoint_t *ep, policy_head_kind_t kind, uint64_t a
     }
     for (size_t k = 0; k < STATE_CHAIN_KINDS && k < POLICY_HEAD_KIND_COUNT; k++)
         net->chain_shared[k] = merged.floor[k];
+    /* the other hosts: through Redis, before this answer leaves (the raise
+     * reaches them in one round trip; state_cluster_floor.c) */
+    (void)state_cluster_floor_raise(state_cluster_of(st), net->conf->name, merged.floor);
 }

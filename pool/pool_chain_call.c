@@ -69,16 +69,18 @@ static uint32_t max_lag(const pool_network_t *net)
     return net->conf->chain == POLICY_CHAIN_SOLANA ? net->conf->max_lag_slots : net->conf->max_lag_blocks;
 }
 
-/* 1 if endpoint ep has what the call names, as far as the view knows. */
-static int fits(const pool_call_t *call, int ep, uint64_t usable)
+/* 1 if endpoint ep has what the call names, as far as the view knows: a
+ * head nobody confirms (bit in implausible) is no `latest` to read. */
+static int fits(const pool_call_t *call, int ep, uint64_t usable, uint64_t implausible)
 {
     const pool_chain_call_t *c = &call->chain;
     const policy_chainview_t *v = &call->net->chain;
     uint32_t logs_max = call->net->endpoints[ep].conf->max_logs_blocks;
     if (c->logs_span > 0 && logs_max != 0 && c->logs_span > logs_max)
         return 0; /* a range wider than it takes: refused there, while another may take it */
-    if (c->latest && !policy_chainview_latest_ok(v, (uint32_t)ep, (policy_head_kind_t)c->kind, max_lag(call->net),
-                                                 usable))
+    if (c->latest && ((implausible >> ep & 1) || !policy_chainview_latest_ok(v, (uint32_t)ep,
+                                                                             (policy_head_kind_t)c->kind,
+                                                                             max_lag(call->net), usable)))
         return 0;
     return !c->has_block || policy_chainview_block_ok(v, (uint32_t)ep, c->block, usable);
 }
@@ -103,11 +105,12 @@ static pool_gate_t row_gate(pool_call_t *call, int ep, int may_wait)
     pool_network_t *net = call->net;
     if (!call->chain.gated || net->nendpoints > POLICY_CHAINVIEW_MAX_ENDPOINTS)
         return POOL_GATE_GO;
-    uint64_t usable = pool_chain_usable(net, sl_shared_ms());
-    if (fits(call, ep, usable))
+    uint64_t bad;
+    uint64_t usable = pool_chain_usable_why(net, sl_shared_ms(), &bad);
+    if (fits(call, ep, usable, bad))
         return POOL_GATE_GO;
     for (size_t j = 0; j < net->nendpoints; j++)
-        if ((int)j != ep && still_open(call, j, usable) && fits(call, (int)j, usable)) {
+        if ((int)j != ep && still_open(call, j, usable) && fits(call, (int)j, usable, bad)) {
             call->tried[ep] = 1;
             return POOL_GATE_SKIP;
         }
@@ -214,8 +217,15 @@ static int row_done(pool_call_t *call, pool_exchange_t *ex)
          * one to vouch for a head (a killed node's breaker may not be open yet) */
         uint64_t failed_here = call->chain.sent_to & ~(UINT64_C(1) << ep);
         int regressed = 0;
-        uint64_t head = policy_chainview_serve_head(&net->chain, kind, answered,
-                                                    pool_chain_usable(net, now) & ~failed_here, &regressed);
+        uint64_t bad;
+        uint64_t usable = pool_chain_usable_why(net, now, &bad) & ~failed_here;
+        /* a head nobody confirms is not served; a floor another worker or
+         * host served, that no endpoint this view knows has reached, is
+         * held while this view's head is within ranking.max_lag of it
+         * (further behind, an endpoint is out of every plan) */
+        uint64_t head = policy_chainview_serve_head(&net->chain, kind, (bad >> ep & 1) ? 0 : answered, usable,
+                                                    pool_chain_known(net) & ~bad, net->conf->ranking.max_lag,
+                                                    &regressed);
         pool_chain_publish(&net->endpoints[ep], kind, answered, now);
         if (head != answered)
             serve(call, it, head);

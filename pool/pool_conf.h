@@ -88,6 +88,8 @@ typedef struct pool_network_conf {
     uint32_t max_logs_split;      /* eth_getLogs sub-calls at most (20); a wider call gets -32005 */
     uint32_t chain_probe_ms;      /* safe, finalized and the latest block's hashes, asked this often
                                      (30000; pool_chainprobe.c); 0 = never */
+    uint32_t max_head_lead;       /* a head further ahead of every other endpoint's is not trusted
+                                     (blocks: 128, slots: 500; 0 = off) */
     policy_consensus_conf_t consensus; /* consensus:; nmethods 0 = off */
 } pool_network_conf_t;
 

@@ -174,6 +174,9 @@ struct pool_network {
     uint64_t best_head;           /* highest fresh head among the endpoints */
     policy_chainview_t chain;     /* this worker's chain view (pool_chain.c): heads and the floor served */
     uint64_t chain_shared[POLICY_HEAD_KIND_COUNT]; /* the shared floor as last read or raised */
+    state_chain_seen_t chain_seen; /* the shared floor's record as last read (pool_chain_sync) */
+    uint64_t head_implausible;    /* endpoints whose head nobody confirms, as the tick last saw (pool_chain.c) */
+    uint64_t floor_synced_ms;     /* the floor last pushed to and pulled from the cluster (worker 1) */
     char chain_want[POLICY_CHAINID_MAX]; /* chain_id / genesis_hash configured or learned, normal form
                                             ("": not checked, or not learned yet) */
     uint8_t chain_learn;          /* no identity configured: learned (gateway/gw_chainid.c, pool_chainid.c) */
@@ -326,7 +329,10 @@ int pool_rank_parse_head(const char *body, size_t len, uint64_t *head);
  * seen in answers are shared with the other workers (state_chain_*, the
  * endpoint records) when a head is served. */
 void pool_chain_init(pool_network_t *net);
-/* After a snapshot: feeds each endpoint's probe head that is new since the last feed. */
+/* After a snapshot: feeds each endpoint's probe head that is new since the
+ * last feed; notes which heads are implausible now (head_implausible, for
+ * the ranking and admin/), with an endpoint_head_implausible event of each
+ * change (worker 1). */
 void pool_chain_refresh(pool_network_t *net, uint64_t now_ms);
 /* The head kind a probe measures: Ethereum's latest; Solana's getSlot
  * without a commitment reads the finalized slot. */
@@ -335,8 +341,13 @@ policy_head_kind_t pool_chain_probe_kind(const pool_network_t *net);
 void pool_chain_observe_head(pool_endpoint_t *ep, policy_head_kind_t kind, uint64_t height, uint64_t now_ms);
 /* The mask (bit i: endpoint i) of the endpoints the plan may use now and
  * that are not demoted: one whose cheap reads just timed out or were reset
- * (a node killed before its breaker opened) vouches for no head. */
+ * (a node killed before its breaker opened) vouches for no head; nor does
+ * one whose head leads every other by more than max_head_lead (its bit in
+ * *implausible, which may be NULL; policy_chainview_implausible). */
+uint64_t pool_chain_usable_why(pool_network_t *net, uint64_t now_ms, uint64_t *implausible);
 uint64_t pool_chain_usable(pool_network_t *net, uint64_t now_ms);
+/* The endpoints whose heads count at all: on the network's chain (usable or not). */
+uint64_t pool_chain_known(const pool_network_t *net);
 /* Before a head is served: the floor the other workers served, read now
  * (the endpoints' shared heads come with the tick's snapshot). No shared
  * state: nothing. */

@@ -48,8 +48,8 @@ static uint64_t best_head(pool_network_t *net, uint64_t now, uint64_t fresh_ms)
     uint64_t best = 0;
     for (size_t i = 0; i < net->nendpoints; i++) {
         const state_endpoint_rec_t *r = &net->endpoints[i].health.shared;
-        if (net->endpoints[i].wrong_chain)
-            continue; /* another chain's head measures nothing here */
+        if (net->endpoints[i].wrong_chain || (net->head_implausible >> i & 1))
+            continue; /* another chain's head, or one nobody confirms, measures nothing here */
         if (r->head_at_ms != 0 && now - r->head_at_ms <= fresh_ms && r->head > best)
             best = r->head;
     }
@@ -84,6 +84,8 @@ static void score_endpoint(pool_network_t *net, pool_endpoint_t *ep, uint64_t no
     if (r->head_at_ms != 0 && now - r->head_at_ms <= fresh_ms && net->best_head >= r->head)
         in.lag = (int64_t)(net->best_head - r->head);
     policy_score_compute(conf, &in, median, &ep->health.score);
+    if (ep->index < 64 && (net->head_implausible >> ep->index & 1))
+        ep->health.score.excluded = "head ahead of every other endpoint"; /* last in the plan */
 }
 
 /* Applies stickiness: moves the current primary back to the front unless the
@@ -125,6 +127,8 @@ static void publish(pool_endpoint_t *ep, uint32_t rank)
     state_stats_rec_t *s = &ep->health.stats;
     const policy_score_t *sc = &ep->health.score;
     uint8_t excluded = sc->excluded == NULL ? 0 : sc->lag >= 0 && sc->lag > (int64_t)ep->net->conf->ranking.max_lag ? 1 : 2;
+    if (ep->index < 64 && (ep->net->head_implausible >> ep->index & 1))
+        excluded = STATE_EXCLUDED_HEAD_AHEAD;
     if (pool_endpoint_dns_excluded(ep) != STATE_EXCLUDED_NO)
         excluded = pool_endpoint_dns_excluded(ep); /* the reason /admin/endpoints gives */
     uint64_t score = (uint64_t)(sc->cost * 1000);

@@ -169,6 +169,19 @@ SL_MUST_CHECK sl_err_t state_network_update(state_t *st, const char *network, co
 /* The network's record, inside a snapshot (state_read_begin). Zeroed and
  * SL_ERR_NOT_FOUND when no worker raised it yet. */
 SL_MUST_CHECK sl_err_t state_chain_get(state_t *st, const char *network, state_chain_rec_t *rec);
+/* A reader's last look at one network's record: its key, and the record's
+ * bytes with what they decoded to. Zeroed before the first read. */
+typedef struct state_chain_seen {
+    char key[96];                 /* "chain/<network>", built at the first read */
+    uint8_t raw[64];              /* the bytes last decoded ... */
+    uint32_t len;                 /* ... this many (0: none) */
+    state_chain_rec_t rec;        /* ... and the record they are */
+} state_chain_seen_t;
+/* state_chain_get for a reader that asks often (each head served): the
+ * record is decoded only when its bytes differ from those *seen holds
+ * (the floor moves once per new head; most reads find it as it was). */
+SL_MUST_CHECK sl_err_t state_chain_get_seen(state_t *st, const char *network, state_chain_seen_t *seen,
+                                            state_chain_rec_t *rec);
 /* Raises the record's floors to at least floor[] (merged by max, one write
  * transaction, nothing written when nothing rises); *merged gets the record
  * as it stands after. */

@@ -6,7 +6,8 @@
  * a worker about to serve eth_blockNumber reads it in a fresh snapshot (one
  * a tick old could let two workers serve heads apart), and raises it in one
  * write transaction when it serves a higher head: at most once per new block
- * and worker, never per request. */
+ * and worker, never per request. The read decodes the record only when its
+ * bytes changed since the reader's last look (state_chain_get_seen). */
 #include <string.h>
 
 #include "state/state_int.h"
@@ -20,6 +21,36 @@ sl_err_t state_chain_get(state_t *st, const char *network, state_chain_rec_t *re
         return SL_ERR_STATE;
     state_key_chain(key, sizeof(key), network);
     return state_rec_get(st, st->rtxn, STATE_DB_META, "chain", key, &state_chain_schema, rec, sizeof(*rec));
+}
+
+sl_err_t state_chain_get_seen(state_t *st, const char *network, state_chain_seen_t *seen, state_chain_rec_t *rec)
+{
+    memset(rec, 0, sizeof(*rec));
+    if (st->rtxn == NULL)
+        return SL_ERR_STATE;
+    if (seen->key[0] == '\0')
+        state_key_chain(seen->key, sizeof(seen->key), network);
+    MDB_val k = {strlen(seen->key), seen->key}, v;
+    int rc = mdb_get(st->rtxn, st->dbi[STATE_DB_META], &k, &v);
+    if (rc != MDB_SUCCESS)
+        return rc == MDB_NOTFOUND ? SL_ERR_NOT_FOUND : state_lmdb_err("get", rc);
+    if (seen->len != 0 && v.mv_size == seen->len && memcmp(v.mv_data, seen->raw, seen->len) == 0) {
+        *rec = seen->rec;
+        return SL_OK;
+    }
+    seen->len = 0;
+    sl_err_t err = state_record_decode(&state_chain_schema, v.mv_data, v.mv_size, rec);
+    if (err != SL_OK) {
+        memset(rec, 0, sizeof(*rec));
+        state_note_corrupt(st, "chain", seen->key, err);
+        return err;
+    }
+    if (v.mv_size <= sizeof(seen->raw)) {
+        memcpy(seen->raw, v.mv_data, v.mv_size);
+        seen->len = (uint32_t)v.mv_size;
+        seen->rec = *rec;
+    }
+    return SL_OK;
 }
 
 sl_err_t state_chain_raise(state_t *st, const char *network, const uint64_t floor[STATE_CHAIN_KINDS],

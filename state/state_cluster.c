@@ -138,6 +138,8 @@ static void on_message(void *data, redisReply *reply)
         return;
     else if (reply->element[2]->len == 1 && reply->element[2]->str[0] == 'x')
         state_cluster_events_told(cl);
+    else if (reply->element[2]->len > 2 && reply->element[2]->str[0] == 'f')
+        state_cluster_floor_message(cl, reply->element[2]->str, reply->element[2]->len);
     else
         state_cluster_ep_message(cl, reply->element[2]->str, reply->element[2]->len);
 }

@@ -212,6 +212,15 @@ void state_cluster_ledger_unsynced_key(char *out, size_t cap, const char *key);
  * cluster): the credit windows are bounded with it. */
 uint64_t state_cluster_now_ms(const state_cluster_t *cl);
 
+/* ---- the floor of heads served (state_cluster_floor.c) ---- */
+/* Raises the network's floor of heads served (state_chain_rec_t) in Redis
+ * to at least floor[] (per head kind) and publishes it when it rose: every
+ * host's workers raise their host's copy in LMDB on hearing it, within one
+ * Redis round trip. The cluster's floor, when the script answers, raises
+ * this host's copy too (floor[] all 0 only reads it). Asynchronous; 0 if
+ * sent, -1 if the link is not up (the host's floor stands alone then). */
+int state_cluster_floor_raise(state_cluster_t *cl, const char *network, const uint64_t floor[STATE_CHAIN_KINDS]);
+
 /* Commands this worker has sent to Redis (for the benchmark's count). */
 uint64_t state_cluster_commands(const state_cluster_t *cl);
 /* Writes this worker's count of Redis commands to its slot ("cluster/<slot>"

@@ -89,6 +89,7 @@ typedef enum state_script {
     STATE_SCRIPT_GCRA,            /* a client-limit lease */
     STATE_SCRIPT_CREDITS,         /* a credit lease */
     STATE_SCRIPT_LEDGERS,         /* credit ledgers merged with the host's copies */
+    STATE_SCRIPT_FLOOR,           /* a network's floor of heads served: the highest, published */
     STATE_SCRIPT_COUNT
 } state_script_t;
 
@@ -200,6 +201,10 @@ void state_cluster_ep_resync(state_cluster_t *cl);
  * the question was sent (the caller must not append them), 0 if not. */
 int state_cluster_level_report(state_cluster_t *cl, const char *network, uint8_t level, const state_event_t *events,
                                size_t n);
+
+/* state_cluster_floor.c: a message "f <network> <floors>" of the channel:
+ * another worker or host raised a network's floor of heads served. */
+void state_cluster_floor_message(state_cluster_t *cl, const char *msg, size_t len);
 
 /* state_cluster_events.c: ships this host's events, tails the others'. */
 void state_cluster_events_tick(state_cluster_t *cl, uint64_t now_ms);

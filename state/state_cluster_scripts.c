@@ -281,6 +281,27 @@ static const char ledgers_lua[] =
     "end\n"
     "return out\n";
 
+/* KEYS[1] a network's floor of heads served (a hash: k0 latest, k1 safe,
+ * k2 finalized); ARGV channel, network, then a floor per kind. Each field
+ * becomes the higher of the two (never lower: the floor only rises); when
+ * one rose, "f <network> <k0> <k1> <k2>" goes to the channel. Returns the
+ * floors as decimal strings. Heights are below 2^53 (Lua's numbers). */
+static const char floor_lua[] =
+    "local out, rose = {}, false\n"
+    "for i = 3, #ARGV do\n"
+    "  local f = 'k' .. (i - 3)\n"
+    "  local cur = tonumber(redis.call('HGET', KEYS[1], f) or '0') or 0\n"
+    "  local want = tonumber(ARGV[i]) or 0\n"
+    "  if want > cur then\n"
+    "    redis.call('HSET', KEYS[1], f, string.format('%.0f', want))\n"
+    "    cur = want\n"
+    "    rose = true\n"
+    "  end\n"
+    "  out[i - 2] = string.format('%.0f', cur)\n"
+    "end\n"
+    "if rose then redis.call('PUBLISH', ARGV[1], 'f ' .. ARGV[2] .. ' ' .. table.concat(out, ' ')) end\n"
+    "return out\n";
+
 static const struct {
     const char *name;
     const char *source;
@@ -293,6 +314,7 @@ static const struct {
     [STATE_SCRIPT_GCRA] = {"gcra", gcra_lua},
     [STATE_SCRIPT_CREDITS] = {"credits", credits_lua},
     [STATE_SCRIPT_LEDGERS] = {"ledgers", ledgers_lua},
+    [STATE_SCRIPT_FLOOR] = {"floor", floor_lua},
 };
 
 const char *state_script_source(state_script_t s)

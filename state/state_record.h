@@ -123,7 +123,8 @@ extern const state_schema_t state_endpoint_schema;
     X(CACHE_PURGED, "cache_purged")                                                       \
     X(LOGS_SPLIT_REFUSED, "logs_split_refused")                                           \
     X(ENDPOINT_DISAGREED, "endpoint_disagreed")                                           \
-    X(REORG, "reorg")
+    X(REORG, "reorg")                                                                     \
+    X(ENDPOINT_HEAD_IMPLAUSIBLE, "endpoint_head_implausible")
 
 typedef enum state_event_kind {
 #define STATE_EVENT_ENUM_(name, str) STATE_EVENT_##name,
@@ -179,6 +180,7 @@ enum {
     STATE_EXCLUDED_DNS_FAILED,    /* its host name does not resolve */
     STATE_EXCLUDED_DNS_TIMEOUT,   /* its host name's lookup did not answer in time */
     STATE_EXCLUDED_WRONG_CHAIN,   /* its eth_chainId (genesis hash) is not the network's */
+    STATE_EXCLUDED_HEAD_AHEAD,    /* its head leads every other by more than max_head_lead */
     STATE_EXCLUDED_COUNT
 };
 

@@ -49,6 +49,9 @@ Test(config_chain, defaults)
     cr_expect_eq(sol->endpoints[0].max_logs_blocks, 0);
     cr_expect_eq(eth->chain_probe_ms, 30000);
     cr_expect_eq(sol->chain_probe_ms, 30000);
+    /* max_head_lead in the chain's unit */
+    cr_expect_eq(eth->max_head_lead, 128);
+    cr_expect_eq(sol->max_head_lead, 500);
     gw_config_destroy(cfg);
 }
 
@@ -59,6 +62,7 @@ Test(config_chain, every_key)
                                "    chain_id: 1\n"
                                "    max_lag_blocks: 0\n"
                                "    max_logs_split: 50\n"
+                               "    max_head_lead: 0\n"
                                "    consensus: { methods: [eth_getTransactionCount, eth_call], quorum: 2, of: 3 }\n"
                                "    endpoints:\n"
                                "      - { url: \"http://127.0.0.1:1\", max_logs_blocks: 0 }\n"
@@ -75,6 +79,7 @@ Test(config_chain, every_key)
                                "    genesis_hash: " GENESIS "\n"
                                "    max_lag_slots: 25\n"
                                "    chain_probe_ms: 0\n"
+                               "    max_head_lead: 2000\n"
                                "    endpoints: [\"http://127.0.0.1:6\"]\n");
     const pool_network_conf_t *eth = net_of(cfg, "eth");
     cr_expect(eth->has_chain_id);
@@ -82,6 +87,7 @@ Test(config_chain, every_key)
     cr_expect_eq(eth->max_lag_blocks, 0);
     cr_expect_eq(eth->max_logs_split, 50);
     cr_expect_eq(net_of(cfg, "sol")->chain_probe_ms, 0, "0: the chain probe is off");
+    cr_expect_eq(eth->max_head_lead, 0);
     cr_expect_eq(eth->consensus.nmethods, 2);
     cr_expect_str_eq(eth->consensus.methods[1], "eth_call");
     cr_expect_eq(eth->consensus.quorum, 2);
@@ -92,6 +98,7 @@ Test(config_chain, every_key)
     const pool_network_conf_t *sol = net_of(cfg, "sol");
     cr_expect_str_eq(sol->genesis_hash, GENESIS);
     cr_expect_eq(sol->max_lag_slots, 25);
+    cr_expect_eq(sol->max_head_lead, 2000);
     gw_config_destroy(cfg);
 }
 

@@ -115,27 +115,105 @@ Test(chainview, served_head_never_goes_backwards)
     view_at(&v, 3, 100, 102, 101);
     int reg;
     /* an endpoint behind answers: the usable head is served */
-    cr_expect_eq(policy_chainview_serve_head(&v, LATEST, 100, ALL, &reg), 102);
+    cr_expect_eq(policy_chainview_serve_head(&v, LATEST, 100, ALL, ALL, 0, &reg), 102);
     cr_expect(!reg);
     cr_expect_eq(v.floor[LATEST], 102);
     /* an answer ahead of the view raises it */
-    cr_expect_eq(policy_chainview_serve_head(&v, LATEST, 104, ALL, &reg), 104);
+    cr_expect_eq(policy_chainview_serve_head(&v, LATEST, 104, ALL, ALL, 0, &reg), 104);
     cr_expect_eq(v.floor[LATEST], 104);
     /* the endpoint at 104 was endpoint 1 and it is still usable: no lower answer */
     head(&v, 1, LATEST, 104);
-    cr_expect_eq(policy_chainview_serve_head(&v, LATEST, 101, ALL, &reg), 104);
+    cr_expect_eq(policy_chainview_serve_head(&v, LATEST, 101, ALL, ALL, 0, &reg), 104);
     cr_expect(!reg);
     /* endpoint 1 becomes unusable: nobody usable is at the floor; the truth is
      * served and flagged, the floor stays */
     uint64_t without1 = 1u << 0 | 1u << 2;
-    cr_expect_eq(policy_chainview_serve_head(&v, LATEST, 101, without1, &reg), 101);
+    cr_expect_eq(policy_chainview_serve_head(&v, LATEST, 101, without1, ALL, 0, &reg), 101);
     cr_expect(reg);
     cr_expect_eq(v.floor[LATEST], 104);
     /* floors are per kind (Solana getSlot per commitment) */
     head(&v, 0, FINAL, 60);
-    cr_expect_eq(policy_chainview_serve_head(&v, FINAL, 0, ALL, &reg), 60);
+    cr_expect_eq(policy_chainview_serve_head(&v, FINAL, 0, ALL, ALL, 0, &reg), 60);
     cr_expect_eq(v.floor[FINAL], 60);
-    cr_expect_eq(policy_chainview_serve_head(&v, POLICY_HEAD_KIND_COUNT, 7, ALL, &reg), 7);
+    cr_expect_eq(policy_chainview_serve_head(&v, POLICY_HEAD_KIND_COUNT, 7, ALL, ALL, 0, &reg), 7);
+}
+
+/* A floor served elsewhere (another worker, another host) that this view's
+ * endpoints are a block or two short of is held, not gone below. */
+Test(chainview, a_floor_from_elsewhere_within_hold_is_served)
+{
+    policy_chainview_t v;
+    view_at(&v, 3, 100, 99, 98);
+    int reg;
+    v.floor[LATEST] = 102; /* another host served 102 */
+    cr_expect_eq(policy_chainview_serve_head(&v, LATEST, 99, ALL, ALL, 2, &reg), 102);
+    cr_expect(!reg);
+    /* three below is more than the hold: nobody near the floor, the truth */
+    v.floor[LATEST] = 103;
+    cr_expect_eq(policy_chainview_serve_head(&v, LATEST, 99, ALL, ALL, 2, &reg), 100);
+    cr_expect(reg);
+    cr_expect_eq(v.floor[LATEST], 103);
+    /* the endpoints catch up: the floor moves on */
+    head(&v, 0, LATEST, 104);
+    cr_expect_eq(policy_chainview_serve_head(&v, LATEST, 0, ALL, ALL, 2, &reg), 104);
+    cr_expect_eq(v.floor[LATEST], 104);
+    /* the endpoint this view saw at the floor is gone (not usable): within
+     * the hold or not, the truth of those left is served */
+    uint64_t without0 = 1u << 1 | 1u << 2;
+    cr_expect_eq(policy_chainview_serve_head(&v, LATEST, 0, without0, ALL, 8, &reg), 99);
+    cr_expect(reg);
+    cr_expect_eq(v.floor[LATEST], 104);
+    /* ... unless its head does not count (implausible, another chain) */
+    cr_expect_eq(policy_chainview_serve_head(&v, LATEST, 0, without0, without0, 8, &reg), 104);
+    cr_expect(!reg);
+}
+
+Test(chainview, a_head_far_ahead_of_every_other_is_implausible)
+{
+    policy_chainview_t v;
+    uint64_t lead;
+    view_at(&v, 4, 100, 99, 1000000000);
+    cr_expect_eq(policy_chainview_implausible(&v, LATEST, 64, ALL, &lead), 1u << 2);
+    cr_expect_eq(lead, 1000000000 - 100);
+    /* the served head leaves it out: the honest head is served, not 10^9 */
+    uint64_t trusted = ALL & ~policy_chainview_implausible(&v, LATEST, 64, ALL, NULL);
+    int reg;
+    cr_expect_eq(policy_chainview_serve_head(&v, LATEST, 0, trusted, trusted, 2, &reg), 100);
+    cr_expect_eq(v.floor[LATEST], 100);
+    cr_expect(!policy_chainview_latest_ok(&v, 1, LATEST, 2, ALL), "with it trusted, honest 99 is 'behind'");
+    cr_expect(policy_chainview_latest_ok(&v, 1, LATEST, 2, trusted));
+    /* 1,000 ahead is as implausible; 64 ahead is within the lead */
+    head(&v, 2, LATEST, 1100);
+    cr_expect_eq(policy_chainview_implausible(&v, LATEST, 64, ALL, &lead), 1u << 2);
+    cr_expect_eq(lead, 1000);
+    head(&v, 2, LATEST, 164);
+    cr_expect_eq(policy_chainview_implausible(&v, LATEST, 64, ALL, &lead), 0);
+    cr_expect_eq(lead, 0);
+    /* a legitimately fast endpoint a few blocks ahead is the head */
+    head(&v, 2, LATEST, 103);
+    cr_expect_eq(policy_chainview_implausible(&v, LATEST, 64, ALL, NULL), 0);
+    cr_expect_eq(policy_chainview_head(&v, LATEST, ALL), 103);
+    /* another endpoint confirms the far head: trusted */
+    head(&v, 2, LATEST, 5000);
+    head(&v, 3, LATEST, 4990);
+    cr_expect_eq(policy_chainview_implausible(&v, LATEST, 64, ALL, NULL), 0);
+    /* only the endpoints of the mask compare: 3 unusable, 2 is alone ahead again */
+    cr_expect_eq(policy_chainview_implausible(&v, LATEST, 64, ALL & ~(1u << 3), NULL), 1u << 2);
+}
+
+Test(chainview, a_single_endpoint_cannot_be_implausible)
+{
+    policy_chainview_t v;
+    view_at(&v, 3, 1000000000, 0, 0);
+    cr_expect_eq(policy_chainview_implausible(&v, LATEST, 64, ALL, NULL), 0, "nothing to compare with");
+    /* endpoints with no head yet do not count */
+    view_at(&v, 3, 1000000000, 0, 0);
+    head(&v, 2, FINAL, 5);
+    cr_expect_eq(policy_chainview_implausible(&v, LATEST, 64, ALL, NULL), 0);
+    cr_expect_eq(policy_chainview_implausible(&v, POLICY_HEAD_KIND_COUNT, 64, ALL, NULL), 0);
+    /* per kind: finalized compares finalized heads */
+    head(&v, 0, FINAL, 1000);
+    cr_expect_eq(policy_chainview_implausible(&v, FINAL, 64, ALL, NULL), 1u << 0);
 }
 
 /* The issue's test, in miniature: 200 eth_blockNumber calls over three
@@ -153,7 +231,7 @@ Test(chainview, two_hundred_calls_over_three_endpoints)
             heads[(seed >> 40) % 3]++; /* the chain moves on, unevenly */
         head(&v, ep, LATEST, heads[ep]);
         int reg;
-        uint64_t served = policy_chainview_serve_head(&v, LATEST, heads[ep], ALL, &reg);
+        uint64_t served = policy_chainview_serve_head(&v, LATEST, heads[ep], ALL, ALL, 0, &reg);
         cr_assert_geq(served, last, "call %d went from %llu to %llu", call, (unsigned long long)last,
                       (unsigned long long)served);
         cr_assert(!reg);

@@ -239,3 +239,32 @@ Test(cluster, records_round_trip)
     cr_expect_eq(memcmp(&c, &d, sizeof(c)), 0);
     sl_buf_dispose(&b);
 }
+
+/* A floor message of the channel raises the host's copy of a network's
+ * floor of heads served, never lowers it, and garbage changes nothing. */
+Test(cluster, floor_messages_raise_the_hosts_copy)
+{
+    state_t *st = open_tmp();
+    state_cluster_t cl = {.st = st};
+    state_chain_rec_t rec;
+    static const char up[] = "f eth 2000010 2000000 1999990";
+    state_cluster_floor_message(&cl, up, sizeof(up) - 1);
+    cr_assert_eq(state_read_begin(st), SL_OK);
+    cr_assert_eq(state_chain_get(st, "eth", &rec), SL_OK);
+    state_read_end(st);
+    cr_expect_eq(rec.floor[0], 2000010);
+    cr_expect_eq(rec.floor[1], 2000000);
+    cr_expect_eq(rec.floor[2], 1999990);
+    static const char down[] = "f eth 2000001 2000005 0";
+    state_cluster_floor_message(&cl, down, sizeof(down) - 1);
+    static const char *const bad[] = {"f", "f eth", "f eth 1 2", "f eth x y z", "e 1 eth/a\n", "f  9 9 9"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        state_cluster_floor_message(&cl, bad[i], strlen(bad[i]));
+    cr_assert_eq(state_read_begin(st), SL_OK);
+    cr_assert_eq(state_chain_get(st, "eth", &rec), SL_OK);
+    state_read_end(st);
+    cr_expect_eq(rec.floor[0], 2000010, "never lowered");
+    cr_expect_eq(rec.floor[1], 2000005, "raised where higher");
+    cr_expect_eq(rec.floor[2], 1999990);
+    close_tmp(st);
+}

@@ -1219,6 +1219,37 @@ Test(state, chain_identity_learned_once_and_reorg_reported_once)
     cr_expect_str_eq(rec.identity, "0x1");
 }
 
+/* The reader that asks at each head served decodes only a changed record,
+ * and sees every change. */
+Test(state, chain_floor_read_again_only_when_changed)
+{
+    open_default();
+    state_chain_seen_t seen;
+    memset(&seen, 0, sizeof(seen));
+    state_chain_rec_t rec, merged;
+    cr_assert_eq(state_read_begin(st), SL_OK);
+    cr_expect_eq(state_chain_get_seen(st, "eth", &seen, &rec), SL_ERR_NOT_FOUND);
+    state_read_end(st);
+    cr_assert_eq(state_chain_raise(st, "eth", (const uint64_t[]){100, 70, 40}, 5, &merged), SL_OK);
+    cr_assert_eq(state_read_begin(st), SL_OK);
+    cr_assert_eq(state_chain_get_seen(st, "eth", &seen, &rec), SL_OK);
+    cr_expect_eq(rec.floor[0], 100);
+    cr_expect_gt(seen.len, 0, "the bytes kept");
+    cr_expect_str_eq(seen.key, "chain/eth");
+    /* the same bytes: what they decoded to, without decoding */
+    seen.rec.floor[2] = 41;
+    cr_assert_eq(state_chain_get_seen(st, "eth", &seen, &rec), SL_OK);
+    cr_expect_eq(rec.floor[2], 41, "from the kept record");
+    state_read_end(st);
+    cr_assert_eq(state_chain_raise(st, "eth", (const uint64_t[]){101, 0, 0}, 6, &merged), SL_OK);
+    cr_assert_eq(state_read_begin(st), SL_OK);
+    cr_assert_eq(state_chain_get_seen(st, "eth", &seen, &rec), SL_OK);
+    cr_expect_eq(rec.floor[0], 101, "a change is decoded");
+    cr_expect_eq(rec.floor[2], 40);
+    cr_expect_eq(rec.updated_ms, 6);
+    state_read_end(st);
+}
+
 static void put_slot(const char *key, uint64_t updated_ms, uint32_t depth, uint64_t merged)
 {
     state_pressure_slot_rec_t *r = calloc(1, sizeof(*r));
