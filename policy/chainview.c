@@ -19,10 +19,16 @@ static int in_mask(uint64_t mask, uint32_t i)
 
 /* ---- the ring ------------------------------------------------------------ */
 
-const uint8_t *policy_chainview_hash_at(const policy_chainview_t *v, uint64_t n)
+const uint8_t *policy_chainview_held_at(const policy_chainview_t *v, uint64_t n)
 {
     const policy_chainview_slot_t *s = &v->ring[n % RING];
     return s->used && s->height == n ? s->hash : NULL;
+}
+
+const uint8_t *policy_chainview_hash_at(const policy_chainview_t *v, uint64_t n)
+{
+    const policy_chainview_slot_t *s = &v->ring[n % RING];
+    return s->used && s->linked && s->height == n ? s->hash : NULL;
 }
 
 static void ring_put(policy_chainview_t *v, uint64_t n, const uint8_t *hash)
@@ -30,7 +36,15 @@ static void ring_put(policy_chainview_t *v, uint64_t n, const uint8_t *hash)
     policy_chainview_slot_t *s = &v->ring[n % RING];
     s->height = n;
     s->used = 1;
+    s->linked = 1;
     memcpy(s->hash, hash, 32);
+}
+
+static void ring_unlink_below(policy_chainview_t *v, uint64_t n)
+{
+    for (size_t i = 0; i < RING; i++)
+        if (v->ring[i].height < n)
+            v->ring[i].linked = 0;
 }
 
 /* A hash at height n that differs from the ring's: a reorg as deep as the
@@ -57,8 +71,8 @@ static void ring_observe(policy_chainview_t *v, uint64_t ep_head, const policy_c
 {
     uint64_t h = obs->height;
     int parent = obs->parent != NULL && h > 0;
-    int held_differs = differs(policy_chainview_hash_at(v, h), obs->hash);
-    int parent_differs = parent && differs(policy_chainview_hash_at(v, h - 1), obs->parent);
+    int held_differs = differs(policy_chainview_held_at(v, h), obs->hash);
+    int parent_differs = parent && differs(policy_chainview_held_at(v, h - 1), obs->parent);
     if (ep_head < v->ring_top) {
         out->forked = held_differs || parent_differs;
         return;
@@ -67,6 +81,15 @@ static void ring_observe(policy_chainview_t *v, uint64_t ep_head, const policy_c
         reorg_at(v, h, out);
     if (parent_differs)
         reorg_at(v, h - 1, out);
+    /* The ring vouches only for a run of heights linked parent to child up to
+     * the tip: below a parent that changed (a fork of unknown depth), or below
+     * a tip not linked to what the ring held (heights went by unseen, one of
+     * them may have been replaced), it stops vouching; readers then find no
+     * hash there (the response cache keys by these hashes: pool_cache_call.c),
+     * while a reorg is still told by comparing with what was held. Blocks read
+     * again from the tip's endpoint (a walk below a reorg) are vouched anew. */
+    if (parent_differs || (parent && h >= v->ring_top && policy_chainview_hash_at(v, h - 1) == NULL))
+        ring_unlink_below(v, h - 1);
     if (parent)
         ring_put(v, h - 1, obs->parent);
     ring_put(v, h, obs->hash);

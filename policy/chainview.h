@@ -46,6 +46,9 @@ typedef struct policy_chainview_slot {
     uint64_t height;
     uint8_t hash[32];
     uint8_t used;
+    uint8_t linked;               /* vouched for: on the run linked parent to child up to the tip
+                                     (a slot below a fork of unknown depth, or below heights that
+                                     went by unseen, is kept to tell a reorg's depth, not given out) */
 } policy_chainview_slot_t;
 
 typedef struct policy_chainview {
@@ -152,7 +155,12 @@ int policy_chainview_null_is_behind(const policy_chainview_t *v, uint32_t ep, ui
 SL_MUST_CHECK sl_err_t policy_chainview_resolve(const policy_chainview_t *v, policy_block_tag_t tag, uint64_t usable,
                                                 uint64_t *n);
 
-/* The hash the ring holds for height n, or NULL. */
+/* What the ring holds at height n, vouched for or not (what a new hash is
+ * compared with to tell a reorg and its depth), or NULL. */
+const uint8_t *policy_chainview_held_at(const policy_chainview_t *v, uint64_t n);
+
+/* The hash the ring vouches for at height n (on the linked run up to the
+ * tip), or NULL: what a reader may key by (the response cache). */
 const uint8_t *policy_chainview_hash_at(const policy_chainview_t *v, uint64_t n);
 
 /* The head kind a Solana commitment reads (DEFAULT is finalized, as the node's). */

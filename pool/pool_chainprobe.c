@@ -138,7 +138,7 @@ static void block_observe(pool_endpoint_t *ep, uint64_t height, const uint8_t *h
     policy_chainview_t *v = &ep->net->chain;
     uint8_t before[2][32] = {{0}};
     for (int k = 0; k < 2 && (uint64_t)k <= height; k++) {
-        const uint8_t *held = policy_chainview_hash_at(v, height - (uint64_t)k);
+        const uint8_t *held = policy_chainview_held_at(v, height - (uint64_t)k);
         if (held != NULL)
             memcpy(before[k], held, 32);
     }
@@ -224,7 +224,7 @@ static int walk_start(pool_endpoint_t *ep)
     sl_buf_append_char(b, '[');
     size_t n = 0;
     for (uint64_t h = ep->walk_low - 1; h > 0 && h + POOL_CHAIN_WALK >= ep->walk_low; h--) {
-        if (policy_chainview_hash_at(&ep->net->chain, h) == NULL)
+        if (policy_chainview_held_at(&ep->net->chain, h) == NULL)
             continue;
         sl_buf_printf(b, "%s{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"eth_getBlockByNumber\","
                          "\"params\":[\"0x%" PRIx64 "\",false]}", n++ ? "," : "", h);

@@ -4,7 +4,7 @@
 // providers counting what reaches them.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startFake, startSluice, post, call, sleep, adminGet, adminPost, events } from '../lib/harness.mjs';
+import { startFake, startSluice, post, call, sleep, adminGet, adminPost, events, waitFor } from '../lib/harness.mjs';
 
 const started = [];
 after(async () => { await Promise.all(started.map((p) => p.stop())); });
@@ -179,4 +179,81 @@ test('a cache filled far past cache.max_mb stays under it, and the client limits
   const codes = [];
   for (let i = 0; i < 6; i++) codes.push((await post(limited.url('eth'), call('eth_getBlockByHash', [hash, false], i))).status);
   assert.deepEqual(codes, [200, 200, 200, 429, 429, 429], 'hits count against the client\'s limit as any call does');
+});
+
+// The fake's chain moved by hand: /_control/chain (head, advance, reorg).
+const chainCtl = async (f, body) => (await fetch(`http://127.0.0.1:${f.port}/_control/chain`,
+  { method: 'POST', body: JSON.stringify(body) })).json();
+const hex = (n) => '0x' + n.toString(16);
+
+async function withChainProbe(cacheLine) {
+  const f = await startFake({ name: 'f', args: ['--block', String(HEAD), '--block-time-ms', '0'] });
+  started.push(f);
+  const s = await startSluice({ cache: true, workers: 2, extra: cacheLine,
+    networks: { eth: { lines: ['hedge: { enabled: false }', 'chain_probe_ms: 100', 'ranking: { probe_interval_ms: 100 }'],
+      endpoints: [{ id: 'f', url: f.url }] } } });
+  started.push(s);
+  await waitFor(async () => (await adminGet(s, '/admin/networks')).json[0].finalized !== null,
+    { what: 'the chain probe reported finalized' });
+  await sleep(250); // both workers' ticks fed it to their views
+  return { f, s };
+}
+
+test('a finalized block by number is kept; one above finalized is not (unfinalized: off)', async () => {
+  const { s } = await withChainProbe('cache: { unfinalized: off }');
+  const fin = (await adminGet(s, '/admin/networks')).json[0].finalized;
+  assert.equal(fin, HEAD - 64, 'the fake finalizes 64 blocks below its head');
+  const below = hex(fin - 36), above = hex(HEAD - 3);
+  const seen = [];
+  for (let i = 0; i < 4; i++) {
+    const r = await postFresh(s.url('eth'), call('eth_getBlockByNumber', [below, false], i));
+    assert.equal(r.json.result.number, below);
+    seen.push(r.headers.get('x-sluice-cache'));
+  }
+  assert.deepEqual(seen, ['miss', 'hit', 'hit', 'hit']);
+  for (let i = 0; i < 3; i++) {
+    const r = await postFresh(s.url('eth'), call('eth_getBlockByNumber', [above, false], i));
+    assert.equal(r.headers.get('x-sluice-cache'), 'miss', 'above finalized: never kept by default');
+  }
+  // a receipt of an unknown transaction is null: never kept
+  for (let i = 0; i < 2; i++) {
+    const r = await post(s.url('eth'), call('eth_getTransactionReceipt', ['0x' + '12'.repeat(32)], i));
+    assert.equal(r.json.result, null);
+    assert.equal(r.headers.get('x-sluice-cache'), 'miss');
+  }
+});
+
+test('unfinalized: head keeps a recent block under its hash and never serves it after a reorg', async () => {
+  const { f, s } = await withChainProbe('cache: { unfinalized: head }');
+  // walk the head on block by block, so the probes see each height's hash
+  for (let i = 0; i < 8; i++) {
+    await chainCtl(f, { advance: 1 });
+    await sleep(250);
+  }
+  const head = (await chainCtl(f, {})).head;
+  let h, before;
+  for (const back of [3, 4, 5, 6]) { // a height the ring holds: the second read is a hit
+    const a = await postFresh(s.url('eth'), call('eth_getBlockByNumber', [hex(head - back), false]));
+    const b = await postFresh(s.url('eth'), call('eth_getBlockByNumber', [hex(head - back), false]));
+    if (b.headers.get('x-sluice-cache') === 'hit') { h = head - back; before = a.json.result.hash; break; }
+  }
+  assert.ok(h !== undefined, 'a block above finalized was kept under its hash');
+  await chainCtl(f, { reorg: 8 });
+  const direct = await post(f.url, call('eth_getBlockByNumber', [hex(h), false]));
+  const after = direct.json.result.hash;
+  assert.notEqual(after, before, 'the reorg replaced the block');
+  // until the probe sees the new hashes the old entry may be found; once it has, never again
+  await waitFor(async () => (await adminGet(s, '/admin/networks')).json[0].reorgs >= 1, { what: 'the reorg seen' });
+  await sleep(250);
+  for (let i = 0; i < 6; i++) {
+    const r = await postFresh(s.url('eth'), call('eth_getBlockByNumber', [hex(h), false], i));
+    assert.equal(r.json.result.hash, after, `read ${i} after the reorg: ${r.headers.get('x-sluice-cache')}`);
+  }
+  // a latest read is kept only while the head is the same block
+  const bal = () => postFresh(s.url('eth'), call('eth_getBalance', ['0x' + '00'.repeat(20), 'latest']));
+  await bal();
+  assert.equal((await bal()).headers.get('x-sluice-cache'), 'hit');
+  await chainCtl(f, { advance: 1 });
+  await sleep(300);
+  assert.equal((await bal()).headers.get('x-sluice-cache'), 'miss', 'the head moved: the entry is not found');
 });

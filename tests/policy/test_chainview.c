@@ -387,3 +387,28 @@ Test(chainview, plain_data_of_fixed_size)
     memcpy(&b, &a, sizeof a);
     cr_expect_eq(memcmp(policy_chainview_hash_at(&b, 10), policy_chainview_hash_at(&a, 10), 32), 0);
 }
+
+/* The ring vouches only for heights linked parent to child up to the tip:
+ * what a reader keys by (the response cache) is never a hash of a block a
+ * reorg of unknown depth may have replaced. */
+Test(chainview, the_ring_vouches_only_for_the_linked_run_up_to_the_tip)
+{
+    policy_chainview_t v;
+    one_branch(&v); /* branch 1 up to 105, each height seen */
+    uint8_t want[32];
+    cr_expect_eq(memcmp(policy_chainview_hash_at(&v, 103), hash_of(1, 103, want), 32), 0);
+    /* a new tip at 106 whose parent is not the ring's 105: a fork of unknown depth */
+    policy_chainview_change_t c = tip(&v, 1, 106, 2, 2);
+    cr_expect_eq(c.reorg_height, 105);
+    cr_expect_not_null(policy_chainview_hash_at(&v, 106));
+    cr_expect_not_null(policy_chainview_hash_at(&v, 105), "the tip's parent is the tip's word");
+    cr_expect_null(policy_chainview_hash_at(&v, 104), "below it the ring no longer vouches");
+    cr_expect_not_null(policy_chainview_held_at(&v, 104), "but still holds it, to tell the depth");
+    /* reading 104 again from the tip vouches for it anew */
+    block(&v, 1, 104, 2);
+    cr_expect_eq(memcmp(policy_chainview_hash_at(&v, 104), hash_of(2, 104, want), 32), 0);
+    /* heights gone by unseen: a tip at 110 not linked to 106 */
+    tip(&v, 1, 110, 2, 2);
+    cr_expect_null(policy_chainview_hash_at(&v, 106));
+    cr_expect_not_null(policy_chainview_hash_at(&v, 109));
+}
