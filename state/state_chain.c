@@ -53,34 +53,6 @@ sl_err_t state_chain_get_seen(state_t *st, const char *network, state_chain_seen
     return SL_OK;
 }
 
-sl_err_t state_chain_raise(state_t *st, const char *network, const uint64_t floor[STATE_CHAIN_KINDS],
-                           uint64_t now_ms, state_chain_rec_t *merged)
-{
-    char key[96];
-    MDB_txn *txn;
-    state_key_chain(key, sizeof(key), network);
-    int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
-    if (rc != MDB_SUCCESS)
-        return state_lmdb_err("begin", rc);
-    sl_err_t err = state_rec_get(st, txn, STATE_DB_META, "chain", key, &state_chain_schema, merged, sizeof(*merged));
-    if (err != SL_OK && err != SL_ERR_NOT_FOUND) {
-        mdb_txn_abort(txn);
-        return err;
-    }
-    int rises = 0;
-    for (size_t k = 0; k < STATE_CHAIN_KINDS; k++)
-        if (floor[k] > merged->floor[k]) {
-            merged->floor[k] = floor[k];
-            rises = 1;
-        }
-    if (!rises) {
-        mdb_txn_abort(txn);
-        return SL_OK;
-    }
-    merged->updated_ms = now_ms;
-    return state_txn_finish(st, txn, STATE_DB_META, key, &state_chain_schema, merged, NULL, 0, "put chain");
-}
-
 /* One write transaction on the network's record: fn changes it (returns 1)
  * or leaves it (0: nothing written). */
 typedef int (*chain_change_fn)(state_chain_rec_t *rec, void *ctx);
@@ -103,6 +75,32 @@ static sl_err_t chain_change(state_t *st, const char *network, chain_change_fn f
         return SL_OK;
     }
     return state_txn_finish(st, txn, STATE_DB_META, key, &state_chain_schema, rec, NULL, 0, "put chain");
+}
+
+typedef struct raise_ctx {
+    const uint64_t *floor;
+    uint64_t now_ms;
+} raise_ctx_t;
+
+static int raise_cb(state_chain_rec_t *rec, void *arg)
+{
+    raise_ctx_t *c = arg;
+    int rises = 0;
+    for (size_t k = 0; k < STATE_CHAIN_KINDS; k++)
+        if (c->floor[k] > rec->floor[k]) {
+            rec->floor[k] = c->floor[k];
+            rises = 1;
+        }
+    if (rises)
+        rec->updated_ms = c->now_ms;
+    return rises;
+}
+
+sl_err_t state_chain_raise(state_t *st, const char *network, const uint64_t floor[STATE_CHAIN_KINDS],
+                           uint64_t now_ms, state_chain_rec_t *merged)
+{
+    raise_ctx_t c = {floor, now_ms};
+    return chain_change(st, network, raise_cb, &c, merged);
 }
 
 typedef struct learn_ctx {
