@@ -23,6 +23,7 @@
 #include "base/sl_log.h"
 #include "base/sl_time.h"
 #include "pool/pool_net.h"
+#include "wire/txid.h"
 
 #define BLOCK(id, tag)                                                                                  \
     "{\"jsonrpc\":\"2.0\",\"id\":" #id ",\"method\":\"eth_getBlockByNumber\",\"params\":[\"" tag "\",false]}"
@@ -61,15 +62,6 @@ static int hash_parse(const char *text, uint8_t out[32])
     return 1;
 }
 
-static void hash_hex(const uint8_t h[32], char out[67])
-{
-    static const char digits[] = "0123456789abcdef";
-    out[0] = '0';
-    out[1] = 'x';
-    for (size_t i = 0; i < 32; i++) {
-        out[2 + 2 * i] = digits[h[i] >> 4];
-        out[3 + 2 * i] = digits[h[i] & 15];
-    }
     out[66] = '\0';
 }
 
@@ -160,10 +152,10 @@ static void reorg_report(pool_endpoint_t *ep, uint64_t tip, const uint8_t tip_ha
     uint64_t top = net->chain.ring_top > tip ? net->chain.ring_top : tip;
     uint32_t depth = (uint32_t)(top - low + 1);
     char tip_hex[67], old_hex[67], new_hex[67];
-    hash_hex(tip_hash, tip_hex);
-    hash_hex(old, old_hex);
+    wire_hash_hex(tip_hash, tip_hex);
+    wire_hash_hex(old, old_hex);
     const uint8_t *now_at = policy_chainview_hash_at(&net->chain, low);
-    hash_hex(now_at != NULL ? now_at : tip_hash, new_hex);
+    wire_hash_hex(now_at != NULL ? now_at : tip_hash, new_hex);
     int first = 0;
     if (net->pool->state == NULL ||
         state_chain_reorg(net->pool->state, net->conf->name, tip, tip_hex, depth, &first) != SL_OK || !first)
@@ -278,9 +270,9 @@ static void fresh_done(pool_endpoint_t *ep, const chain_answer_t *a)
     }
     uint64_t tip = a->height[POLICY_HEAD_LATEST];
     w->hash_height = tip;
-    hash_hex(a->hash, w->head_hash);
+    wire_hash_hex(a->hash, w->head_hash);
     if (a->has_parent)
-        hash_hex(a->parent, w->head_parent);
+        wire_hash_hex(a->parent, w->head_parent);
     ep->walk_low = 0;
     block_observe(ep, tip, a->hash, a->has_parent ? a->parent : NULL, 1, &ep->walk_low, ep->walk_old);
     if (ep->walk_low == 0) {

@@ -128,7 +128,6 @@ void wire_keccak256(const void *data, size_t len, uint8_t out[32])
 
 sl_err_t wire_eth_tx_hash(const char *hex, size_t len, char out[67])
 {
-    static const char digits[] = "0123456789abcdef";
     out[0] = '\0';
     if (len >= 2 && hex[0] == '0' && (hex[1] == 'x' || hex[1] == 'X')) {
         hex += 2;
@@ -153,14 +152,20 @@ sl_err_t wire_eth_tx_hash(const char *hex, size_t len, char out[67])
     }
     uint8_t hash[32];
     keccak_final(&k, hash);
+    wire_hash_hex(hash, out);
+    return SL_OK;
+}
+
+void wire_hash_hex(const uint8_t h[32], char out[67])
+{
+    static const char hexd[] = "0123456789abcdef";
     out[0] = '0';
     out[1] = 'x';
     for (size_t i = 0; i < 32; i++) {
-        out[2 + 2 * i] = digits[hash[i] >> 4];
-        out[3 + 2 * i] = digits[hash[i] & 0xf];
+        out[2 + 2 * i] = hexd[h[i] >> 4];
+        out[3 + 2 * i] = hexd[h[i] & 0xf];
     }
     out[66] = '\0';
-    return SL_OK;
 }
 
 /* ---- base58 -------------------------------------------------------------- */

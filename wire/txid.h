@@ -13,6 +13,9 @@
 
 #include "base/sl_err.h"
 
+/* A 32-byte hash as "0x" + 64 lower-case hex digits + NUL. */
+void wire_hash_hex(const uint8_t h[32], char out[67]);
+
 /* Keccak-256 (the pre-standard padding Ethereum uses, not SHA3-256). */
 void wire_keccak256(const void *data, size_t len, uint8_t out[32]);
 
