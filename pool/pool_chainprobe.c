@@ -62,9 +62,6 @@ static int hash_parse(const char *text, uint8_t out[32])
     return 1;
 }
 
-    out[66] = '\0';
-}
-
 /* A height: a JSON number (Solana) or a hex string (Ethereum). */
 static int height_parse(const char *buf, wire_span_t v, uint64_t *out)
 {
