@@ -114,14 +114,12 @@ static int bound(pool_network_t *net, const policy_blockref_t *b, uint64_t *n)
 
 /* The item's range as numbers; 0 for a blockHash filter, a tag the view
  * cannot resolve, or params that do not read as a filter. */
-static int range_of(pool_network_t *net, const pool_item_t *it, policy_logs_range_t *r)
+static int range_of(pool_network_t *net, pool_item_t *it, policy_logs_range_t *r)
 {
-    policy_blockref_call_t ref;
-    if (policy_blockref_extract(pool_network_conf(net)->chain, it->name, it->name_len, it->raw, it->params, &ref) !=
-            SL_OK ||
-        ref.at.kind == POLICY_BLOCKREF_HASH)
+    const policy_blockref_call_t *ref = pool_item_blockref(it, pool_network_conf(net)->chain);
+    if (ref == NULL || ref->at.kind == POLICY_BLOCKREF_HASH)
         return 0;
-    return bound(net, &ref.from, &r->from) && bound(net, &ref.at, &r->to);
+    return bound(net, &ref->from, &r->from) && bound(net, &ref->at, &r->to);
 }
 
 /* Makes job's answer the client's item's (id 0 at LEAD_LEN). The item

@@ -18,6 +18,7 @@
 #include "base/sl_err.h"
 #include "wire/envelope.h"
 #include "policy/chainid.h"
+#include "policy/blockref.h"
 #include "policy/method.h"
 #include "policy/verdict.h"
 #include "pool/pool_conf.h"
@@ -104,6 +105,8 @@ typedef struct pool_item {
     uint8_t cheap;                /* a cheap read, params considered (policy_method_call_cheap):
                                    never slow by nature, so hedged, and its timeouts are the endpoint's */
     uint8_t no_cache;             /* the client said Cache-Control: no-cache: not looked up in the cache */
+    uint8_t blockref_read;        /* 0 (the gateway's zero): blockref not read yet; pool_item_blockref's memo */
+    policy_blockref_call_t blockref; /* what the call names, once read (pool_item_blockref) */
     const char *name;             /* the method name (for its credit cost) */
     uint32_t name_len;
 
@@ -190,6 +193,13 @@ const pool_network_conf_t *pool_network_conf(const pool_network_t *net);
  * attempt log included) until pool_call_release. */
 pool_call_t *pool_call_start(pool_network_t *net, pool_item_t *items, size_t n, int batch, uint64_t owner,
                              pool_call_cb cb, void *data);
+/* What item it names (policy/blockref.h) on chain, read from its params on
+ * the first ask and kept in the item: the gateway's split, the chain row
+ * and the cache row each ask, and a filter is read once. NULL when the
+ * params do not read (routed as naming no block: the node answers the
+ * call's mistake). */
+const policy_blockref_call_t *pool_item_blockref(pool_item_t *it, policy_chain_t chain);
+
 /* Frees the call and the answer bytes its items point to (NULL: nothing).
  * Before its callback ran (the client went away), the call stops first:
  * open exchanges are closed and the callback never runs. */

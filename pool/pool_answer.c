@@ -39,6 +39,20 @@ void pool_item_settle(pool_item_t *it, pool_item_state_t to)
     it->state = to;
 }
 
+const policy_blockref_call_t *pool_item_blockref(pool_item_t *it, policy_chain_t chain)
+{
+    enum { UNREAD, READ, UNREADABLE };
+    if (it->blockref_read == UNREAD) {
+        wire_span_t params;
+        it->blockref_read = it->name != NULL && pool_item_params(it, &params) &&
+                                    policy_blockref_extract(chain, it->name, it->name_len, it->raw, params,
+                                                            &it->blockref) == SL_OK
+                                ? READ
+                                : UNREADABLE;
+    }
+    return it->blockref_read == READ ? &it->blockref : NULL;
+}
+
 int pool_item_params(const pool_item_t *it, wire_span_t *params)
 {
     if (it->params.len != 0) {

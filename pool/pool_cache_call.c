@@ -83,19 +83,17 @@ static void key_of(const pool_call_t *call, const pool_item_t *it, const policy_
 }
 
 /* The plan of item it over heads; 0 if it has none (or no key can be made). */
-static int plan_item(pool_call_t *call, const pool_item_t *it, policy_cache_heads_t heads, pool_cache_item_t *out)
+static int plan_item(pool_call_t *call, pool_item_t *it, policy_cache_heads_t heads, pool_cache_item_t *out)
 {
     pool_network_t *net = call->net;
-    policy_blockref_call_t ref;
-    wire_span_t params;
     if (it->method->cache == POLICY_CACHE_NONE || it->no_cache || it->name == NULL)
         return 0;
-    memset(&ref, 0, sizeof(ref));
-    if (it->method->cache != POLICY_CACHE_STATIC && /* a constant names no block: nothing to read */
-        (!pool_item_params(it, &params) ||
-         policy_blockref_extract(net->conf->chain, it->name, it->name_len, it->raw, params, &ref) != SL_OK))
+    static const policy_blockref_call_t none; /* a constant names no block: nothing to read */
+    const policy_blockref_call_t *ref = it->method->cache == POLICY_CACHE_STATIC ? &none
+                                                                                 : pool_item_blockref(it, net->conf->chain);
+    if (ref == NULL)
         return 0; /* the node answers the call's mistake, and nobody keeps it */
-    policy_cache_plan(net->conf->chain, it->method, &ref, heads, net->pool->cache_unfinalized, &out->plan);
+    policy_cache_plan(net->conf->chain, it->method, ref, heads, net->pool->cache_unfinalized, &out->plan);
     if (out->plan.plan == POLICY_CACHE_SKIP)
         return 0;
     const uint8_t *hash = NULL;

@@ -17,13 +17,11 @@
 #include "pool/pool_call_int.h"
 
 /* Adds what one read item names to *c. */
-static void note_item(pool_chain_call_t *c, policy_chain_t chain, const pool_item_t *it, int single)
+static void note_item(pool_chain_call_t *c, policy_chain_t chain, pool_item_t *it, int single)
 {
-    wire_span_t params;
-    policy_blockref_call_t ref;
-    if (it->name == NULL || !pool_item_params(it, &params) ||
-        policy_blockref_extract(chain, it->name, it->name_len, it->raw, params, &ref) != SL_OK)
-        memset(&ref, 0, sizeof(ref)); /* routed as naming no block: the node answers the mistake */
+    static const policy_blockref_call_t none; /* routed as naming no block: the node answers the mistake */
+    const policy_blockref_call_t *read = pool_item_blockref(it, chain);
+    policy_blockref_call_t ref = read != NULL ? *read : none;
     if (single && ref.from.kind == POLICY_BLOCKREF_NUMBER && ref.at.kind == POLICY_BLOCKREF_NUMBER &&
         ref.from.number <= ref.at.number && ref.at.number - ref.from.number < UINT64_MAX) {
         c->logs_from = ref.from.number; /* from is only set for eth_getLogs */
@@ -162,16 +160,12 @@ static int is_head_method(policy_chain_t chain, const pool_item_t *it)
 }
 
 /* The head kind a head method's item reads: Solana's getSlot at its commitment. */
-static policy_head_kind_t head_kind(policy_chain_t chain, const pool_item_t *it)
+static policy_head_kind_t head_kind(policy_chain_t chain, pool_item_t *it)
 {
-    wire_span_t params;
-    policy_blockref_call_t ref;
     if (chain != POLICY_CHAIN_SOLANA)
         return POLICY_HEAD_LATEST;
-    if (!pool_item_params(it, &params) ||
-        policy_blockref_extract(chain, it->name, it->name_len, it->raw, params, &ref) != SL_OK)
-        ref.commitment = POLICY_COMMITMENT_DEFAULT;
-    return policy_chainview_kind_of(ref.commitment);
+    const policy_blockref_call_t *ref = pool_item_blockref(it, chain);
+    return policy_chainview_kind_of(ref != NULL ? ref->commitment : POLICY_COMMITMENT_DEFAULT);
 }
 
 /* Makes {"jsonrpc":"2.0","id":0,"result":<head>} the item's answer (the
