@@ -12,7 +12,9 @@
  * excepted) holds at most server.max_connections_per_address of them: past
  * it a new connection is closed at accept. A connection accepted while over
  * 3/4 of max_connections are open must send its first whole request within
- * server.first_request_timeout_ms.
+ * server.first_request_timeout_ms. On TLS (server.tls) the same bounds
+ * hold from the accept, before the handshake, and h2o closes a handshake
+ * not finished within first_request_timeout_ms (gw_worker.c sets it).
  *
  * When accept fails for want of descriptors or kernel memory (EMFILE,
  * ENFILE, ENOBUFS, ENOMEM) a listener stops reading for GW_CONNS_PAUSE_MS

@@ -45,6 +45,10 @@ static int load(SSL_CTX *ctx, const char *cert_file, const char *key_file, char 
     }
     ERR_clear_error();
     if (SSL_CTX_use_PrivateKey_file(ctx, key_file, SSL_FILETYPE_PEM) != 1) {
+        if (ERR_GET_REASON(ERR_peek_error()) == X509_R_KEY_VALUES_MISMATCH) {
+            snprintf(err, errlen, "key_file %s is not the key of cert_file %s", key_file, cert_file);
+            return 0;
+        }
         snprintf(err, errlen, "key_file %s: not a PEM private key (or encrypted): %s", key_file, ssl_reason());
         return 0;
     }

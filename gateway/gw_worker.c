@@ -437,6 +437,7 @@ int gw_worker_main(const gw_worker_args_t *args)
         pool_close_idle(w.pool);
     gw_ws_destroy(w.handler->ws);
     gw_conns_destroy(w.conns);
+    SSL_CTX_free(w.ssl_ctx); /* connections still open hold their own reference */
     gw_limit_destroy(w.limit);
     gw_stats_destroy(w.stats);
     state_cluster_destroy(w.cluster);
