@@ -26,12 +26,14 @@
 typedef struct gw_req {
     gw_exec_t x;
     h2o_req_t *req;
+    gw_conns_req_t busy;          /* its connection does not give way meanwhile */
 } gw_req_t;
 
 #define REFUSAL_LOG_EVERY_MS 10000
 
 static void gw_req_dispose(void *p)
 {
+    gw_conns_req_end(&((gw_req_t *)p)->busy);
     gw_exec_dispose(&((gw_req_t *)p)->x);
 }
 
@@ -259,6 +261,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     gw_exec_init(&g->x, h, &http_ops, &req->pool);
     g->req = req;
     g->x.sock = req->conn->callbacks->get_socket(req->conn);
+    g->busy = (gw_conns_req_t){0};
+    gw_conns_req_begin(g->x.sock, &g->busy);
     gw_stats_srv_add(h->stats, req->version >= 0x200                                  ? STATE_SRV_REQ_H2
                                : g->x.sock != NULL && h2o_socket_get_ssl_protocol_version(g->x.sock) != NULL
                                    ? STATE_SRV_REQ_HTTP1_TLS

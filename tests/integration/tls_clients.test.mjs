@@ -229,3 +229,41 @@ test('a client that never sends its ClientHello is closed within first_request_t
   assert.equal((await httpsPost(s.port, call('eth_chainId'))).json.result, '0x1');
   assert.ok(await metricValue(s, 'sluice_client_connections_closed_total{reason="per_address"}') >= 1);
 });
+
+test('an HTTP/2 connection whose calls are being answered never gives way at max_connections (it reads meanwhile)', async () => {
+  const slow = await startFake({ name: 'slow', args: ['--mode', 'slow', '--method', 'eth_blockNumber', '--delay-ms', '1500'] });
+  started.push(slow);
+  const s = await startSluice({
+    workers: 1,
+    server: { tls: tlsLine(pair), max_connections: 2, max_connections_per_address: 2 },
+    networks: { eth: { lines: ['ranking: { probe_interval_ms: 0 }'], endpoints: [{ id: 'slow', url: slow.url }] } },
+  });
+  started.push(s);
+  const client = http2.connect(`https://127.0.0.1:${s.port}`, { ca: readFileSync(pair.cert) });
+  client.on('error', () => {});
+  try {
+    const pending = new Promise((resolve, reject) => {
+      const req = client.request({ ':method': 'POST', ':path': '/eth', 'content-type': 'application/json' });
+      let text = '';
+      req.on('data', (d) => { text += d; });
+      req.on('end', () => resolve(JSON.parse(text)));
+      req.on('error', reject);
+      req.end(JSON.stringify(call('eth_blockNumber')));
+    });
+    await sleep(300); // the call is upstream now
+    // two more connections arrive while the worker is full: the h2 one must not be closed for them
+    const others = [];
+    for (let i = 0; i < 2; i++) {
+      // from other addresses: the per-address cap is not what closes anything here
+      others.push(tls.connect({ host: '127.0.0.1', port: s.port, rejectUnauthorized: false, ALPNProtocols: ['http/1.1'],
+        localAddress: `127.0.0.${2 + i}` }));
+      others.at(-1).on('error', () => {});
+      await sleep(100);
+    }
+    const answer = await pending;
+    assert.match(answer.result, /^0x/);
+    // the idle one went for the newcomer instead
+    assert.equal(await metricValue(s, 'sluice_client_connections_closed_total{reason="evicted_idle"}'), 1);
+    others.forEach((o) => o.destroy());
+  } finally { client.close(); }
+});
