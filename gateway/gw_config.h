@@ -71,7 +71,7 @@ typedef struct gw_key_conf {
 typedef struct gw_tls_conf {
     char *cert_file;          /* PEM, the leaf then its chain; NULL: plain TCP */
     char *key_file;           /* PEM, unencrypted */
-    int http2;                /* offer h2 by ALPN (1) */
+    int http2;                /* offer h2 by ALPN (0: HTTP/1.1 only) */
     char fingerprint[65];     /* SHA-256 of the certificate as loaded by the check (hex) */
 } gw_tls_conf_t;
 

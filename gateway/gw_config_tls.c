@@ -5,7 +5,8 @@
  * Both files are loaded here (gw_tls.h), so --check, a start and a reload
  * refuse a missing, unreadable or mismatched pair with the file's name and
  * line, never its content. The certificate's fingerprint is kept for the
- * reload's diff: a file replaced in place shows as a change. */
+ * reload's diff: a file replaced in place shows as a change. HTTP/2 is
+ * off unless http2: true. */
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +26,7 @@ void gw_cfg_server_tls(gw_cfg_t *c, yaml_node_t *n, void *target)
 {
     gw_tls_conf_t *tls = &((gw_server_conf_t *)target)->tls;
     gw_cfg_tls_dispose(tls);
-    tls->http2 = 1;
+    tls->http2 = 0; /* opt-in: see gw_worker.c tls_setup on what an h2 connection may hold */
     size_t before = c->errs->count;
     gw_cfg_map_decode(c, n, tls_fields, NFIELDS(tls_fields), tls);
     if (c->errs->count == before && tls->cert_file != NULL && tls->key_file != NULL) {

@@ -31,7 +31,7 @@ before(async () => {
 });
 after(async () => { await Promise.all(started.map((p) => p.stop())); });
 
-const tlsLine = (p) => `{ cert_file: "${p.cert}", key_file: "${p.key}" }`;
+const tlsLine = (p, http2 = true) => `{ cert_file: "${p.cert}", key_file: "${p.key}"${http2 ? ', http2: true' : ''} }`;
 
 async function gateway(server = {}, p = pair) {
   const s = await startSluice({
@@ -266,4 +266,18 @@ test('an HTTP/2 connection whose calls are being answered never gives way at max
     assert.equal(await metricValue(s, 'sluice_client_connections_closed_total{reason="evicted_idle"}'), 1);
     others.forEach((o) => o.destroy());
   } finally { client.close(); }
+});
+
+test('HTTP/2 is off unless server.tls.http2: true: curl --http2 then gets HTTP/1.1', async () => {
+  const s = await startSluice({
+    workers: 1,
+    server: { tls: tlsLine(pair, false) },
+    networks: { eth: { lines: ['ranking: { probe_interval_ms: 0 }'], endpoints: [{ id: 'a', url: upstream.url }] } },
+  });
+  started.push(s);
+  assert.match(s.logs(), /listening on https:\/\/127\.0\.0\.1:\d+ with 1 worker\(s\) \(TLS\);/);
+  const out = spawnSync('curl', ['-sk', '--http2', '-o', '/dev/null', '-w', '%{http_version} %{http_code}',
+    '-H', 'content-type: application/json', '-d', JSON.stringify(call('eth_chainId')), `https://127.0.0.1:${s.port}/eth`],
+  { encoding: 'utf8' }).stdout;
+  assert.equal(out, '1.1 200');
 });
