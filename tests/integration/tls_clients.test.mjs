@@ -281,3 +281,15 @@ test('HTTP/2 is off unless server.tls.http2: true: curl --http2 then gets HTTP/1
   { encoding: 'utf8' }).stdout;
   assert.equal(out, '1.1 200');
 });
+
+test('server.tls added by a reload: the same port speaks TLS from then on', async () => {
+  const s = await startSluice({
+    workers: 1,
+    networks: { eth: { lines: ['ranking: { probe_interval_ms: 0 }'], endpoints: [{ id: 'a', url: upstream.url }] } },
+  });
+  started.push(s);
+  writeFileSync(s.file, readFileSync(s.file, 'utf8').replace(/^server:\n/m, `server:\n  tls: ${tlsLine(pair)}\n`));
+  s.child.kill('SIGHUP');
+  const r = await waitFor(() => httpsPost(s.port, call('eth_chainId')).catch(() => undefined), { what: 'https after the reload' });
+  assert.deepEqual([r.status, r.json.result], [200, '0x1']);
+});
