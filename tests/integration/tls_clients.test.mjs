@@ -215,15 +215,16 @@ test('a client that never sends its ClientHello is closed within first_request_t
   for (let i = 0; i < 4; i++) silent.push(await open());
   // a fifth from the same address is closed at accept, before any handshake
   const fifth = await open();
-  assert.ok(await fifth.closed < 400, 'the fifth connection is closed at once');
+  const fifthMs = await fifth.closed;
+  assert.ok(fifthMs < 400, `the fifth connection is closed at once (${fifthMs} ms)`);
   // the four silent ones go at the handshake timeout, not at the idle timeout (10 s)
   const times = await Promise.all(silent.map((c) => c.closed));
-  for (const ms of times) assert.ok(ms >= 400 && ms < 2500, `closed after ${ms} ms`);
+  for (const ms of times) assert.ok(ms >= 400 && ms < 4000, `closed after ${ms} ms`);
   // a handshake begun and never finished (a ClientHello's first bytes) goes the same way
   const partial = await open();
   partial.sock.write(Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00, 0x01]));
   const ms = await partial.closed;
-  assert.ok(ms >= 400 && ms < 2500, `partial handshake closed after ${ms} ms`);
+  assert.ok(ms >= 400 && ms < 4000, `partial handshake closed after ${ms} ms`);
   // the seats are free again
   await sleep(50);
   assert.equal((await httpsPost(s.port, call('eth_chainId'))).json.result, '0x1');
@@ -250,7 +251,8 @@ test('an HTTP/2 connection whose calls are being answered never gives way at max
       req.on('error', reject);
       req.end(JSON.stringify(call('eth_blockNumber')));
     });
-    await sleep(300); // the call is upstream now
+    // the call is upstream now (a loaded machine may take a while to get it there)
+    await waitFor(async () => ((await slow.stats()).methods?.eth_blockNumber ?? 0) >= 1, { what: 'the call upstream' });
     // two more connections arrive while the worker is full: the h2 one must not be closed for them
     const others = [];
     for (let i = 0; i < 2; i++) {
