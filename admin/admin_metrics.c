@@ -232,6 +232,11 @@ static const struct {
     [STATE_SRV_WS_REFUSED] = {"sluice_websocket_refused_total", "counter", NULL,
                               "WebSocket upgrades refused at server.ws_max_connections or "
                               "server.ws_max_connections_per_identity."},
+    [STATE_SRV_REQ_HTTP1] = {"sluice_client_requests_total", "counter", "protocol=\"http1\"",
+                             "Client HTTP requests by protocol: HTTP/1.x plain, HTTP/1.x on TLS (server.tls), "
+                             "HTTP/2 (on TLS, by ALPN). WebSocket upgrades count as the HTTP/1.1 request they are."},
+    [STATE_SRV_REQ_HTTP1_TLS] = {"sluice_client_requests_total", "counter", "protocol=\"http1_tls\"", NULL},
+    [STATE_SRV_REQ_H2] = {"sluice_client_requests_total", "counter", "protocol=\"h2\"", NULL},
 };
 
 static void server_limits(admin_t *a, sl_buf_t *b)

@@ -235,6 +235,7 @@ static const gw_cfg_field_t server_fields[] = {
     {"ws_max_inflight", GW_CFG_U32, offsetof(gw_server_conf_t, ws_max_inflight), 1, 100000},
     {"ws_ping_interval_ms", GW_CFG_U32, offsetof(gw_server_conf_t, ws_ping_interval_ms), 0, 3600000},
     {"ws_idle_timeout_ms", GW_CFG_U32, offsetof(gw_server_conf_t, ws_idle_timeout_ms), 1000, 86400000},
+    {"tls", GW_CFG_FN, .fn = gw_cfg_server_tls},
 };
 
 
@@ -536,6 +537,7 @@ void gw_config_destroy(gw_config_t *cfg)
     free(cfg->file);
     free(cfg->server.listen);
     free(cfg->server.ws_listen);
+    gw_cfg_tls_dispose(&cfg->server.tls);
     gw_cfg_strv_free(cfg->server.cors_origins, cfg->server.ncors_origins);
     gw_cfg_strv_free(cfg->server.trusted_proxies, cfg->server.ntrusted_proxies);
     free(cfg->admin.listen);

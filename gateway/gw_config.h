@@ -67,6 +67,14 @@ typedef struct gw_key_conf {
     int yaml_line;
 } gw_key_conf_t;
 
+/* server.tls (gw_config_tls.c, gw_tls.h). */
+typedef struct gw_tls_conf {
+    char *cert_file;          /* PEM, the leaf then its chain; NULL: plain TCP */
+    char *key_file;           /* PEM, unencrypted */
+    int http2;                /* offer h2 by ALPN (0: HTTP/1.1 only) */
+    char fingerprint[65];     /* SHA-256 of the certificate as loaded by the check (hex) */
+} gw_tls_conf_t;
+
 typedef struct gw_server_conf {
     char *listen;             /* "host:port"; host may be "0.0.0.0", "[::]", a name */
     uint32_t workers;         /* "auto" = number of online CPUs */
@@ -101,6 +109,7 @@ typedef struct gw_server_conf {
     uint32_t ws_max_inflight; /* calls in flight per connection; more get -32005 at once */
     uint32_t ws_ping_interval_ms; /* a ping this often (0: none) */
     uint32_t ws_idle_timeout_ms; /* nothing received, pongs included, for this long: close */
+    gw_tls_conf_t tls;        /* server.tls: both client listeners speak TLS when cert_file is set */
 } gw_server_conf_t;
 
 typedef struct gw_admin_conf {

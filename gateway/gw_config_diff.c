@@ -152,6 +152,12 @@ static const field_t settings[] = {
     {"server.ws_max_inflight", F_U32, CFG(server.ws_max_inflight)},
     {"server.ws_ping_interval_ms", F_U32, CFG(server.ws_ping_interval_ms)},
     {"server.ws_idle_timeout_ms", F_U32, CFG(server.ws_idle_timeout_ms)},
+    /* new workers load the files: a certificate replaced in place is a change too */
+    {"server.tls.cert_file", F_STR, CFG(server.tls.cert_file), .show = 1},
+    {"server.tls.key_file", F_STR, CFG(server.tls.key_file), .show = 1},
+    {"server.tls.http2", F_INT, CFG(server.tls.http2)},
+    {"server.tls (certificate)", F_MEM, CFG(server.tls.fingerprint), sizeof(((gw_config_t *)0)->server.tls.fingerprint),
+     .show = 0},
     {"admin.token", F_STR, CFG(admin.token)},
     {"admin.max_connections", F_U32, CFG(admin.max_connections)},
     {"admin.max_streams", F_U32, CFG(admin.max_streams)},

@@ -163,6 +163,13 @@ void gw_cfg_net_chain_dispose(pool_network_conf_t *net);
 /* GW_CFG_FN for a network's pressure: key; target is the pool_network_conf_t. */
 void gw_cfg_net_pressure(gw_cfg_t *c, yaml_node_t *node, void *target);
 
+/* ---- gw_config_tls.c ---- */
+
+/* GW_CFG_FN for server.tls; target is the gw_server_conf_t. Loads the
+ * files (an error names the file, never its content). */
+void gw_cfg_server_tls(gw_cfg_t *c, yaml_node_t *node, void *target);
+void gw_cfg_tls_dispose(gw_tls_conf_t *tls);
+
 /* ---- gw_config_cache.c ---- */
 
 /* GW_CFG_FN for the top-level "cache" key; target is the gw_config_t. */

@@ -115,10 +115,30 @@ static void resume_full(gw_conns_t *c)
     }
 }
 
+static void unlink_reqs(gw_conn_t *k)
+{
+    while (!h2o_linklist_is_empty(&k->reqs))
+        h2o_linklist_unlink(k->reqs.next);
+}
+
+void gw_conns_req_begin(h2o_socket_t *sock, gw_conns_req_t *r)
+{
+    gw_conn_t *k = gw_conns_tracked(sock);
+    if (k != NULL && !h2o_linklist_is_linked(&r->link))
+        h2o_linklist_insert(&k->reqs, &r->link);
+}
+
+void gw_conns_req_end(gw_conns_req_t *r)
+{
+    if (h2o_linklist_is_linked(&r->link))
+        h2o_linklist_unlink(&r->link);
+}
+
 /* The connection is gone: its record, its counts and maybe a paused listener. */
 void gw_conns_forget(gw_conn_t *k)
 {
     gw_conns_t *c = k->owner;
+    unlink_reqs(k);
     h2o_linklist_unlink(&k->link);
     if (h2o_timeout_is_linked(&k->first_request))
         h2o_timeout_unlink(&k->first_request);
@@ -173,10 +193,12 @@ static void conn_close_soon(gw_conn_t *k, int hard)
 
 /* 1 if the connection waits on its client: h2o reads it and writes nothing
  * (kept alive with no request, or a request not yet whole), or it lingers
- * after its answer. Such a connection may give way to a new one. */
+ * after its answer; and no request of it is being answered (an HTTP/2
+ * connection reads while its calls are upstream). Such a connection may
+ * give way to a new one. */
 static int waits_on_client(gw_conn_t *k)
 {
-    if (k->resetting)
+    if (k->resetting || !h2o_linklist_is_empty(&k->reqs))
         return 0;
     return k->lingering || (h2o_socket_is_reading(k->sock) && !h2o_socket_is_writing(k->sock));
 }
@@ -224,6 +246,7 @@ static void track(gw_conns_t *c, h2o_socket_t *sock, int admin, const uint8_t *p
     k->sock = sock;
     k->admin = admin;
     k->linger_fd = -1;
+    h2o_linklist_init_anchor(&k->reqs);
     k->first_request.cb = on_first_request;
     sock->on_close.cb = on_conn_close;
     sock->on_close.data = k;
@@ -466,6 +489,7 @@ static void forget_all(h2o_linklist_t *list)
 {
     while (!h2o_linklist_is_empty(list)) {
         gw_conn_t *k = H2O_STRUCT_FROM_MEMBER(gw_conn_t, link, list->next);
+        unlink_reqs(k);
         if (h2o_timeout_is_linked(&k->first_request))
             h2o_timeout_unlink(&k->first_request);
         if (k->lingering) {

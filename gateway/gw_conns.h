@@ -12,7 +12,9 @@
  * excepted) holds at most server.max_connections_per_address of them: past
  * it a new connection is closed at accept. A connection accepted while over
  * 3/4 of max_connections are open must send its first whole request within
- * server.first_request_timeout_ms.
+ * server.first_request_timeout_ms. On TLS (server.tls) the same bounds
+ * hold from the accept, before the handshake, and h2o closes a handshake
+ * not finished within first_request_timeout_ms (gw_worker.c sets it).
  *
  * When accept fails for want of descriptors or kernel memory (EMFILE,
  * ENFILE, ENOBUFS, ENOMEM) a listener stops reading for GW_CONNS_PAUSE_MS
@@ -78,6 +80,19 @@ uint64_t gw_conns_stalled_ms(h2o_socket_t *sock, uint64_t now_ms);
  * frees its request and answer) and counts it in STATE_SRV_STALLED_RESETS.
  * Returns 1, or 0 for a socket not tracked or already being reset. */
 int gw_conns_reset_stalled(h2o_socket_t *sock);
+/* A request being answered on a connection: while one is open the
+ * connection never gives way at max_connections nor to the first-request
+ * timeout, even though h2o reads it meanwhile (HTTP/2 does, for its other
+ * streams; HTTP/1 stops reading). Zeroed by its owner; begin links it to
+ * the tracked connection of sock (nothing for one not tracked), end
+ * unlinks it (again: nothing). A connection that goes first unlinks its
+ * requests, so either may outlive the other. */
+typedef struct gw_conns_req {
+    h2o_linklist_t link;
+} gw_conns_req_t;
+void gw_conns_req_begin(h2o_socket_t *sock, gw_conns_req_t *r);
+void gw_conns_req_end(gw_conns_req_t *r);
+
 /* Client connections open now (those being closed included). */
 size_t gw_conns_open(const gw_conns_t *c);
 

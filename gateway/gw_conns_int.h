@@ -49,6 +49,7 @@ typedef struct gw_conn {
     uint64_t linger_since_ms;
     uint64_t linger_bytes;        /* dropped so far */
     h2o_timeout_entry_t linger_idle;
+    h2o_linklist_t reqs;          /* gw_conns_req_t being answered: not waiting on its client */
 } gw_conn_t;
 
 struct gw_conns {

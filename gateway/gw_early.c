@@ -90,7 +90,7 @@ static void early_setup(h2o_filter_t *self, h2o_req_t *req, h2o_ostream_t **slot
         os->super.do_send = early_send;
         os->filter = (const early_filter_t *)self;
         slot = &os->super.next;
-        if (!req->http1_is_persistent)
+        if (req->version < 0x200 && !req->http1_is_persistent) /* HTTP/2: the connection serves on */
             gw_conns_linger(req->conn->callbacks->get_socket(req->conn));
     }
     h2o_setup_next_ostream(req, slot);

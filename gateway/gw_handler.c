@@ -26,12 +26,14 @@
 typedef struct gw_req {
     gw_exec_t x;
     h2o_req_t *req;
+    gw_conns_req_t busy;          /* its connection does not give way meanwhile */
 } gw_req_t;
 
 #define REFUSAL_LOG_EVERY_MS 10000
 
 static void gw_req_dispose(void *p)
 {
+    gw_conns_req_end(&((gw_req_t *)p)->busy);
     gw_exec_dispose(&((gw_req_t *)p)->x);
 }
 
@@ -219,7 +221,8 @@ static int check_head(gw_req_t *g)
         sl_log_warn("refused a request head of %zu bytes (longest line %zu) with %d%s", v.total, v.longest, v.status,
                     sl_log_held_text(held, tail));
     g->req->http1_is_persistent = 0;
-    gw_conns_linger(g->req->conn->callbacks->get_socket(g->req->conn)); /* a body may follow the head */
+    if (g->req->version < 0x200) /* HTTP/2: the stream ends, its connection serves on */
+        gw_conns_linger(g->req->conn->callbacks->get_socket(g->req->conn)); /* a body may follow the head */
     return http_error(g, v.status, GW_RPC_INVALID_REQUEST, v.message);
 }
 
@@ -233,6 +236,8 @@ static int check_framing(gw_req_t *g)
     h2o_req_t *req = g->req;
     if (req->entity.base == NULL)
         return 1; /* neither header: no length to disagree on */
+    if (req->version >= 0x200)
+        return 1; /* HTTP/2 frames carry their lengths; the input holds frames, not a head */
     h2o_socket_t *sock = req->conn->callbacks->get_socket(req->conn);
     if (sock == NULL || sock->input == NULL)
         return 1;
@@ -256,6 +261,13 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     gw_exec_init(&g->x, h, &http_ops, &req->pool);
     g->req = req;
     g->x.sock = req->conn->callbacks->get_socket(req->conn);
+    g->busy = (gw_conns_req_t){0};
+    gw_conns_req_begin(g->x.sock, &g->busy);
+    gw_stats_srv_add(h->stats, req->version >= 0x200                                  ? STATE_SRV_REQ_H2
+                               : g->x.sock != NULL && h2o_socket_get_ssl_protocol_version(g->x.sock) != NULL
+                                   ? STATE_SRV_REQ_HTTP1_TLS
+                                   : STATE_SRV_REQ_HTTP1,
+                     1);
 
     if (!check_framing(g) || !check_head(g))
         return 0;

@@ -522,8 +522,11 @@ int gw_master_run(const gw_config_t *cfg)
         sl_log_error("a worker failed to start (see above)");
         goto fail;
     }
-    sl_log_info("sluice %s listening on http://%s with %u worker(s); WebSocket %s%s; admin API %s%s", SLUICE_VERSION,
-                m->args.main_addr.text, m->n, m->args.has_ws ? "also on ws://" : "on the main port only",
+    int tls = m->cfg->server.tls.cert_file != NULL;
+    sl_log_info("sluice %s listening on %s%s with %u worker(s)%s; WebSocket %s%s; admin API %s%s", SLUICE_VERSION,
+                tls ? "https://" : "http://", m->args.main_addr.text, m->n,
+                !tls ? "" : m->cfg->server.tls.http2 ? " (TLS, HTTP/2 by ALPN)" : " (TLS)",
+                m->args.has_ws ? (tls ? "also on wss://" : "also on ws://") : "on the main port only",
                 m->args.has_ws ? m->args.ws_addr.text : "", m->args.has_admin ? "on http://" : "off",
                 m->args.has_admin ? m->args.admin_addr.text : "");
     supervise(m);

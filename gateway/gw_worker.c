@@ -19,6 +19,7 @@
 #include "gateway/gw_handler.h"
 #include "policy/credit.h"
 #include "gateway/gw_reload.h"
+#include "gateway/gw_tls.h"
 #include "gateway/gw_ws.h"
 #include "pool/pool.h"
 #include "state/state.h"
@@ -41,6 +42,7 @@ typedef struct worker {
     h2o_context_t admin_ctx;
     h2o_accept_ctx_t accept;
     h2o_accept_ctx_t admin_accept;
+    SSL_CTX *ssl_ctx;             /* server.tls, both client listeners; NULL: plain TCP */
     gw_conns_t *conns;            /* both listeners, the client connections */
     sl_budget_t budget;           /* answer bytes held (server.max_buffered_bytes) */
     gw_handler_t *handler;
@@ -154,6 +156,35 @@ static void globalconf_init(h2o_globalconf_t *conf, size_t max_body, uint32_t id
     conf->http1.upgrade_to_http2 = 0;
 }
 
+/* server.tls: the context both client listeners accept with, and the
+ * bounds of a TLS connection. A handshake (from the accept, ClientHello
+ * included) has first_request_timeout_ms to finish, whatever the load:
+ * h2o closes it then. HTTP/2 (by ALPN) keeps an idle connection as long
+ * as HTTP/1.1 does and runs at most GW_H2_MAX_STREAMS requests at once per
+ * connection. HTTP/2 is opt-in (server.tls.http2): h2o 2.2.5 announces 100
+ * streams and a 16 MiB window per stream whatever is set here, and buffers
+ * each stream's body up to max_body_bytes, so one h2 connection may hold
+ * 100 request bodies (measured: +56 MB RSS from one connection with 100
+ * streams of 960 KiB never ended) where an HTTP/1 one holds one. The files were checked with the configuration; this load
+ * can still fail (replaced since): the worker does not start, and a
+ * reload fails with the running workers serving. */
+#define GW_H2_MAX_STREAMS 32
+static int tls_setup(worker_t *w, const gw_server_conf_t *srv)
+{
+    char why[512];
+    if (srv->tls.cert_file == NULL)
+        return 0;
+    w->ssl_ctx = gw_tls_server_ctx(srv->tls.cert_file, srv->tls.key_file, srv->tls.http2, why, sizeof(why));
+    if (w->ssl_ctx == NULL) {
+        sl_log_error("server.tls: %s", why);
+        return -1;
+    }
+    w->conf.handshake_timeout = srv->first_request_timeout_ms;
+    w->conf.http2.idle_timeout = srv->idle_timeout_ms;
+    w->conf.http2.max_concurrent_requests_per_connection = GW_H2_MAX_STREAMS;
+    return 0;
+}
+
 static void on_shared_change(void *data)
 {
     pool_refresh(((worker_t *)data)->pool);
@@ -206,6 +237,8 @@ static int worker_setup(worker_t *w)
     globalconf_init(&w->conf, cfg->server.max_body_bytes, cfg->server.idle_timeout_ms);
     h2o_hostconf_t *host = h2o_config_register_host(&w->conf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
     gw_early_register(host, &cfg->server);
+    if (tls_setup(w, &cfg->server) != 0)
+        return -1;
     h2o_context_init(&w->ctx, h2o_evloop_create(), &w->conf);
     if (state_open(&(state_conf_t){cfg->state.path, cfg->state.map_size_mb, cfg->state.event_max_count,
                                    cfg->state.event_max_age_hours * 3600, cfg->state.max_limit_cells},
@@ -240,7 +273,7 @@ static int worker_setup(worker_t *w)
     w->handler = gw_handler_register(host, cfg, w->pool, w->stats, w->limit, &w->budget);
     w->handler->ws = gw_ws_create(w->handler, w->ctx.loop, &cfg->server, w->stats);
     w->conns = gw_conns_create(w->ctx.loop, &cfg->server, cfg->admin.max_connections, w->stats);
-    w->accept = (h2o_accept_ctx_t){.ctx = &w->ctx, .hosts = w->conf.hosts};
+    w->accept = (h2o_accept_ctx_t){.ctx = &w->ctx, .hosts = w->conf.hosts, .ssl_ctx = w->ssl_ctx};
     if (start_listener(w, w->args->main_fd, &w->accept, 1) != 0)
         return -1;
     /* the second listener serves the same handler: WebSocket, and plain
@@ -408,6 +441,7 @@ int gw_worker_main(const gw_worker_args_t *args)
         pool_close_idle(w.pool);
     gw_ws_destroy(w.handler->ws);
     gw_conns_destroy(w.conns);
+    SSL_CTX_free(w.ssl_ctx); /* connections still open hold their own reference */
     gw_limit_destroy(w.limit);
     gw_stats_destroy(w.stats);
     state_cluster_destroy(w.cluster);

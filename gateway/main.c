@@ -144,12 +144,16 @@ int main(int argc, char **argv)
     if (check) {
         printf("%s: configuration OK (%zu network(s))\n", path, cfg->nnetworks);
         const gw_server_conf_t *srv = &cfg->server;
-        printf("listeners: http://%s; WebSocket on it and %s%s; admin %s%s\n", srv->listen,
+        int tls = srv->tls.cert_file != NULL;
+        printf("listeners: %s%s; WebSocket on it and %s%s; admin %s%s\n", tls ? "https://" : "http://", srv->listen,
                srv->ws_listen_off ? "no second listener (ws_listen: off)"
-               : srv->ws_listen != NULL ? "ws://"
+               : srv->ws_listen != NULL ? (tls ? "wss://" : "ws://")
                                          : "its port + 1 when free",
                srv->ws_listen_off || srv->ws_listen == NULL ? "" : srv->ws_listen,
                cfg->admin.listen != NULL ? "http://" : "off", cfg->admin.listen != NULL ? cfg->admin.listen : "");
+        if (tls)
+            printf("tls: %s (certificate sha256 %s), HTTP/2 by ALPN %s\n", srv->tls.cert_file, srv->tls.fingerprint,
+                   srv->tls.http2 ? "on" : "off");
         int rc = connect ? check_connect(cfg, path) : 0;
         gw_config_destroy(cfg);
         return rc;

@@ -394,7 +394,10 @@ static inline uint64_t state_slot_rate_milli(const state_pressure_slot_rec_t *r,
     X(WS_MESSAGES_OUT, "ws_messages_out", 0)                 /* answers sent over WebSocket */               \
     X(WS_SLOW_CLOSES, "ws_slow_closes", 0)                   /* closed 1008: did not read its answers */     \
     X(WS_IDLE_CLOSES, "ws_idle_closes", 0)                   /* closed: nothing received, pongs included */  \
-    X(WS_REFUSED, "ws_refused", 0)                           /* upgrades refused at a connection cap */
+    X(WS_REFUSED, "ws_refused", 0)                           /* upgrades refused at a connection cap */      \
+    X(REQ_HTTP1, "req_http1", 0)                             /* client requests over HTTP/1.x, plain */      \
+    X(REQ_HTTP1_TLS, "req_http1_tls", 0)                     /* ... over HTTP/1.x on TLS */                  \
+    X(REQ_H2, "req_h2", 0)                                   /* ... over HTTP/2 (TLS, by ALPN) */
 
 typedef enum state_srv_counter {
 #define STATE_SRV_ENUM_(name, str, gauge) STATE_SRV_##name,

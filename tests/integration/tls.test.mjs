@@ -2,35 +2,20 @@
 // TLS 1.3 where h2o 2.2.5's own name check never runs.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
-import path from 'node:path';
+import { spawnSync } from 'node:child_process';
 import { startFake, startSluice, post, call, tempDir, waitLog } from '../lib/harness.mjs';
+import { certMaker } from '../lib/certs.mjs';
 
 let dir, ca, good, wrongName, noIpSan, untrusted;
 const fakes = [];
 
-function openssl(...args) {
-  execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
-}
-
-// A CA and leaf certificates signed by it (or, for `untrusted`, by another CA).
-function makeCert(name, san, caName = 'ca') {
-  writeFileSync(path.join(dir, `${name}.ext`), `subjectAltName=${san}\nbasicConstraints=CA:FALSE\n`);
-  openssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${name}`);
-  openssl('x509', '-req', '-in', `${name}.csr`, '-CA', `${caName}.pem`, '-CAkey', `${caName}.key`, '-CAcreateserial',
-    '-out', `${name}.pem`, '-days', '2', '-extfile', `${name}.ext`);
-  return { cert: path.join(dir, `${name}.pem`), key: path.join(dir, `${name}.key`) };
-}
-
-function makeCa(name) {
-  openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.pem`,
-    '-days', '2', '-subj', `/CN=${name}`);
-  return path.join(dir, `${name}.pem`);
-}
+let certs;
+const makeCert = (name, san, caName) => certs.cert(name, san, caName);
+const makeCa = (name) => certs.ca(name);
 
 before(async () => {
   dir = tempDir('sluice-tls-');
+  certs = certMaker(dir);
   ca = makeCa('ca');
   makeCa('otherca');
   good = await startFake({ name: 'good', tls: makeCert('good', 'DNS:localhost,IP:127.0.0.1') });

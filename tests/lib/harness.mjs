@@ -183,11 +183,11 @@ export async function startSluice(config, { env, wrap = [] } = {}) {
   writeFileSync(file, text);
   const [bin, ...argv] = [...wrap, SLUICE_BIN, '-c', file];
   const { child, out, match, exited } = await spawnUntil(bin, argv,
-    { pattern: /listening on http:\/\/([\d.]+):(\d+) .*admin API (?:off|on http:\/\/[\d.]+:\d+)/, stream: 'stderr', env });
+    { pattern: /listening on https?:\/\/([\d.]+):(\d+) .*admin API (?:off|on http:\/\/[\d.]+:\d+)/, stream: 'stderr', env });
   const port = Number(match[2]);
   const adminMatch = out.stderr.match(/admin API on http:\/\/([\d.]+):(\d+)/);
   const adminPort = adminMatch ? Number(adminMatch[2]) : undefined;
-  const wsMatch = out.stderr.match(/WebSocket also on ws:\/\/([\d.]+):(\d+)/);
+  const wsMatch = out.stderr.match(/WebSocket also on wss?:\/\/([\d.]+):(\d+)/);
   const wsPort = wsMatch ? Number(wsMatch[2]) : undefined; // the second listener, when it bound
   return {
     child, port, wsPort, dir, file, exited, statePath,
