@@ -136,8 +136,12 @@ static int row_offer(pool_call_t *call)
     if (!enabled(call))
         return 0;
     pool_network_t *net = call->net;
+    size_t n = call->nitems < CACHE_ITEMS_MAX ? call->nitems : CACHE_ITEMS_MAX, hits = 0, marked = 0;
+    for (size_t i = 0; i < n; i++)
+        marked += call->items[i].method->cache != POLICY_CACHE_NONE && !call->items[i].no_cache;
+    if (marked == 0)
+        return 0; /* most calls: no heads to read, no plan to make */
     policy_cache_heads_t heads = network_heads(net);
-    size_t n = call->nitems < CACHE_ITEMS_MAX ? call->nitems : CACHE_ITEMS_MAX, hits = 0;
     for (size_t i = 0; i < n; i++) {
         pool_item_t *it = &call->items[i];
         pool_cache_item_t plan;
