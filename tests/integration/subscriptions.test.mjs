@@ -1,0 +1,292 @@
+// Subscriptions over the client WebSocket, served from polling through the
+// pool (gateway/gw_sub*.c, policy/headtrack.c): viem's webSocket()
+// watchBlocks and ethers' WebSocketProvider on('block') get every height
+// exactly once, in order, while the head jumps by several blocks; a reorg
+// re-sends the replaced heights with their new hashes; eth_subscribe logs
+// gets every log once per (blockHash, logIndex), and a replaced block's logs
+// again with removed: true; the first of two endpoints killed mid-stream
+// leaves no gap; 1,000 subscribers share one source (the fake's call counts);
+// unsubscribe, the bounds, newPendingTransactions' refusal; Solana's
+// onSlotChange through the derived port + 1 URL and signatureSubscribe.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import bs58 from 'bs58';
+import WebSocket from 'ws';
+import { WebSocketProvider } from 'ethers';
+import { createPublicClient, webSocket } from 'viem';
+import { Connection } from '@solana/web3.js';
+import { startFake, startSluice, post, call, sleep, waitFor, adminGet, workerPids } from '../lib/harness.mjs';
+
+const started = [];
+after(async () => { await Promise.all(started.map((p) => p.stop())); });
+
+const POLL_MS = 100;
+const FROZEN = ['--block', '1000', '--block-time-ms', '0'];
+
+async function fake(name, { chain = 'ethereum', args = [] } = {}) {
+  const f = await startFake({ name, chain, args: [...FROZEN, ...args] });
+  started.push(f);
+  f.chain = async (body) => (await fetch(`${f.url}/_control/chain`, { method: 'POST', body: JSON.stringify(body) })).json();
+  return f;
+}
+
+async function gateway(fakes, { chain = 'ethereum', net = 'eth', server = {} } = {}) {
+  const s = await startSluice({ workers: 1, server, networks: { [net]: { chain,
+    lines: [`ranking: { probe_interval_ms: ${POLL_MS} }`], endpoints: fakes.map((f) => ({ id: f.name, url: f.url })) } } });
+  started.push(s);
+  return s;
+}
+
+// A raw socket: every message kept; next(pred) resolves with the next one that matches.
+function openWs(url) {
+  const ws = new WebSocket(url);
+  const seen = [], waiters = [];
+  ws.on('message', (d) => {
+    const m = JSON.parse(d.toString());
+    m.at = performance.now();
+    seen.push(m);
+    for (const w of [...waiters]) if (w.pred(m)) { waiters.splice(waiters.indexOf(w), 1); w.resolve(m); }
+  });
+  const opened = new Promise((r, j) => { ws.on('open', r); ws.on('error', j); });
+  const next = (pred, ms = 5000) => {
+    const have = seen.find((m) => !m.taken && pred(m));
+    if (have) { have.taken = true; return Promise.resolve(have); }
+    return new Promise((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error('no such message')), ms);
+      waiters.push({ pred, resolve: (m) => { clearTimeout(t); m.taken = true; resolve(m); } });
+    });
+  };
+  const rpc = (method, params, id) => { ws.send(JSON.stringify(call(method, params, id))); return next((m) => m.id === id); };
+  const notes = (sub) => seen.filter((m) => m.params && m.params.subscription === sub).map((m) => m.params.result);
+  return { ws, opened, next, rpc, notes, seen };
+}
+
+// /metrics is fed by the workers' counter flush: a moment behind
+const waitMetric = (s, re) => waitFor(async () => re.test((await adminGet(s, '/metrics')).text), { what: String(re) });
+const num = (h) => Number(BigInt(h));
+const consecutive = (xs) => xs.every((x, i) => i === 0 || x === xs[i - 1] + 1);
+
+test('viem watchBlocks: every height once, in order, while the head jumps; a reorg re-sends the replaced heights', async () => {
+  const a = await fake('a');
+  const s = await gateway([a]);
+  // a raw subscriber beside viem, from the start: it will see the reorg as a node tells it
+  const c = openWs(`ws://127.0.0.1:${s.port}/eth`);
+  await c.opened;
+  const sub = (await c.rpc('eth_subscribe', ['newHeads'], 1)).result;
+  assert.match(sub, /^0x[0-9a-f]{32}$/);
+  const client = createPublicClient({ transport: webSocket(`ws://127.0.0.1:${s.port}/eth`) });
+  const blocks = [];
+  const unwatch = client.watchBlocks({ onBlock: (b) => blocks.push(b), onError: (e) => blocks.push(e) });
+  const numbers = [];
+  const unwatchN = client.watchBlockNumber({ onBlockNumber: (n) => numbers.push(Number(n)), onError: (e) => numbers.push(e) });
+  // viem joins the raw subscriber's source: it hears the heads from the next one on
+  await waitMetric(s, /sluice_subscriptions\{kind="newHeads"\} 3\b/);
+  await waitFor(() => c.notes(sub).length >= 1, { what: 'the raw subscriber\'s first head' });
+  assert.equal(num(c.notes(sub)[0].number), 1000);
+  for (const k of [1, 3, 5, 2]) {
+    const head = (await a.chain({ advance: k })).head;
+    await waitFor(() => numbers.at(-1) === head && blocks.some((b) => Number(b.number) === head), { what: `block ${head}` });
+  }
+  await sleep(3 * POLL_MS);
+  // watchBlockNumber reads the notifications as they come: 1001..1011, once each, in order
+  const ns = Array.from({ length: 11 }, (_, i) => 1001 + i);
+  assert.deepEqual(numbers, ns);
+  // watchBlocks fetches each block it is told of (eth_getBlockByNumber, answered as they come back):
+  // every one once; each links to the one before
+  blocks.sort((x, y) => Number(x.number) - Number(y.number));
+  assert.deepEqual(blocks.map((b) => Number(b.number)), ns);
+  for (let i = 1; i < blocks.length; i++) assert.equal(blocks[i].parentHash, blocks[i - 1].hash);
+  unwatch();
+  unwatchN();
+  await (await client.transport.getRpcClient()).close();
+
+  // the raw subscriber got the same heights; then 1010 and 1011 are replaced, new hashes
+  assert.deepEqual(c.notes(sub).map((h) => num(h.number)), [1000, ...ns]);
+  const old = c.notes(sub).at(-1);
+  assert.equal(num(old.number), 1011);
+  assert.equal(old.transactions, undefined);
+  await a.chain({ reorg: 2 }); // 1010, 1011 replaced
+  const r = await a.chain({ advance: 1 }); // head 1012
+  await waitFor(() => c.notes(sub).some((h) => num(h.number) === 1012), { what: 'the new head' });
+  const after = c.notes(sub).slice(12);
+  assert.deepEqual(after.map((h) => num(h.number)), [1010, 1011, 1012]);
+  assert.notEqual(after[1].hash, old.hash);
+  assert.equal(after[2].hash, r.hash);
+  assert.equal(after[1].parentHash, after[0].hash);
+  assert.equal(after[0].parentHash, blocks[8].hash); // 1009 was kept
+  // 1010 was sent again over the one sent (1011 refetched after it): one reorged, 12 + 1 backfilled
+  await waitMetric(s, /sluice_subscription_heights_total\{how="reorged"\} 1\b/);
+  await waitMetric(s, /sluice_subscriptions\{kind="newHeads"\} 1\b/);
+  c.ws.close();
+});
+
+test('ethers WebSocketProvider on("block"), and the first of two endpoints killed mid-stream: no gap', async () => {
+  const a = await fake('a'), b = await fake('b');
+  const s = await gateway([a, b]);
+  const provider = new WebSocketProvider(`ws://127.0.0.1:${s.port}/eth`);
+  const seen = [];
+  await provider.on('block', (n) => seen.push(n));
+  const both = async (body) => { await a.chain(body).catch(() => {}); return b.chain(body); };
+  await waitFor(() => seen.length >= 1, { what: 'the first block' });
+  for (const k of [2, 4]) {
+    const head = (await both({ advance: k })).head;
+    await waitFor(() => seen.at(-1) === head, { what: `block ${head}` });
+  }
+  await a.stop('SIGKILL');
+  for (const k of [1, 3]) {
+    const head = (await both({ advance: k })).head;
+    await waitFor(() => seen.at(-1) === head, { timeoutMs: 15000, what: `block ${head} after the kill` });
+  }
+  assert.ok(consecutive(seen), `gap or repeat: ${seen}`);
+  assert.equal(seen[0], 1000);
+  assert.equal(seen.at(-1), 1010);
+  await provider.destroy();
+});
+
+test('eth_subscribe logs: every log once per (blockHash, logIndex), in block order; a replaced block\'s logs again with removed: true', async () => {
+  const a = await fake('a', { args: ['--logs-per-block', '2'] });
+  const s = await gateway([a]);
+  const c = openWs(`ws://127.0.0.1:${s.port}/eth`);
+  await c.opened;
+  const filter = { address: '0x2222222222222222222222222222222222222222',
+    topics: ['0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef'] };
+  const sub = (await c.rpc('eth_subscribe', ['logs', filter], 1)).result;
+  await waitFor(() => c.notes(sub).length >= 2, { what: 'the head block\'s logs' });
+  await a.chain({ advance: 3 });
+  await waitFor(() => c.notes(sub).length >= 8, { what: 'logs of 1001..1003' });
+  await a.chain({ reorg: 1 });
+  await waitFor(() => c.notes(sub).length >= 12, { what: 'the reorg\'s logs' });
+  await sleep(3 * POLL_MS);
+  const logs = c.notes(sub);
+  assert.equal(logs.length, 12);
+  const live = logs.slice(0, 8);
+  assert.deepEqual(live.map((l) => num(l.blockNumber)), [1000, 1000, 1001, 1001, 1002, 1002, 1003, 1003]);
+  assert.equal(new Set(live.map((l) => `${l.blockHash}/${l.logIndex}`)).size, 8);
+  assert.ok(live.every((l) => l.removed === false));
+  const [r1, r0, n0, n1] = logs.slice(8);
+  assert.deepEqual([r1, r0].map((l) => [l.blockHash, l.logIndex, l.removed]),
+    [[live[7].blockHash, live[7].logIndex, true], [live[6].blockHash, live[6].logIndex, true]]);
+  assert.equal(num(n0.blockNumber), 1003);
+  assert.notEqual(n0.blockHash, live[6].blockHash);
+  assert.deepEqual([n0.logIndex, n1.logIndex, n0.removed], ['0x0', '0x1', false]);
+  await waitMetric(s, /sluice_subscription_logs_total 12\b/);
+  // a bad filter is refused at the call, the socket stays
+  const bad = await c.rpc('eth_subscribe', ['logs', { address: '0x12' }], 2);
+  assert.equal(bad.error.code, -32602);
+  const pend = await c.rpc('eth_subscribe', ['newPendingTransactions'], 3);
+  assert.equal(pend.error.code, -32601);
+  assert.match(pend.error.message, /no.*WebSocket upstream|none is configured/);
+  const other = await c.rpc('eth_subscribe', ['syncing'], 4);
+  assert.equal(other.error.code, -32602);
+  c.ws.close();
+});
+
+test('1,000 subscribers on 4 sockets share one source; unsubscribe; the source stops with its last subscriber', async () => {
+  const a = await fake('a');
+  const s = await gateway([a]);
+  const [pid] = await workerPids(s.child.pid);
+  const rss = () => Number(readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+)/)[1]);
+  const socks = await Promise.all([0, 1, 2, 3].map(async () => { const c = openWs(`ws://127.0.0.1:${s.port}/eth`); await c.opened; return c; }));
+  await sleep(200);
+  const before = rss();
+  const subs = [];
+  for (let i = 0; i < 1000; i++) subs.push(socks[i % 4].rpc('eth_subscribe', ['newHeads'], 100 + i));
+  const ids = (await Promise.all(subs)).map((m) => m.result);
+  assert.equal(new Set(ids).size, 1000);
+  await sleep(3 * POLL_MS);
+  const afterSubs = rss();
+  await a.reset();
+  const t0 = performance.now();
+  const head = (await a.chain({ advance: 1 })).head;
+  await waitFor(() => ids.every((id, i) => socks[i % 4].notes(id).some((h) => num(h.number) === head)),
+    { what: 'every subscriber got the new head' });
+  const delays = socks.map((c) => c.seen.find((m) => m.params && num(m.params.result.number) === head).at - t0);
+  await sleep(5 * POLL_MS);
+  const calls = (await a.stats()).methods.eth_getBlockByNumber || 0;
+  // one source: a poll of the latest per interval (not 1,000 of them)
+  assert.ok(calls <= 12, `eth_getBlockByNumber ${calls} times in ~${6 * POLL_MS} ms`);
+  console.log(`# RSS of the worker: ${before} kB with 4 sockets, ${afterSubs} kB with 1,000 newHeads subscribers ` +
+    `(${afterSubs - before} kB); head change to notification: ${Math.round(Math.min(...delays))}-${Math.round(Math.max(...delays))} ms ` +
+    `(poll interval ${POLL_MS} ms); ${calls} upstream calls for 1,000 subscribers`);
+  // unsubscribe: true once, then false; only the socket's own ids
+  assert.equal((await socks[0].rpc('eth_unsubscribe', [ids[0]], 1)).result, true);
+  assert.equal((await socks[0].rpc('eth_unsubscribe', [ids[0]], 2)).result, false);
+  assert.equal((await socks[0].rpc('eth_unsubscribe', [ids[1]], 3)).result, false); // socket 1's
+  await waitMetric(s, /sluice_subscriptions\{kind="newHeads"\} 999\b/);
+  // every socket closed: the source stops polling
+  for (const c of socks) c.ws.close();
+  await waitFor(async () => /sluice_subscriptions\{kind="newHeads"\} 0\b/.test((await adminGet(s, '/metrics')).text),
+    { what: 'subscriptions gone' });
+  await a.reset();
+  await sleep(5 * POLL_MS);
+  assert.equal((await a.stats()).methods.eth_getBlockByNumber || 0, 0);
+});
+
+test('bounds: subscriptions per connection and per identity get -32005', async () => {
+  const a = await fake('a');
+  const s = await gateway([a], { server: { ws_max_subscriptions_per_connection: 3, ws_max_subscriptions_per_identity: 5 } });
+  const c1 = openWs(`ws://127.0.0.1:${s.port}/eth`), c2 = openWs(`ws://127.0.0.1:${s.port}/eth`);
+  await c1.opened; await c2.opened;
+  const mine = [];
+  for (let i = 1; i <= 3; i++) mine.push((await c1.rpc('eth_subscribe', ['newHeads'], i)).result);
+  assert.ok(mine.every((id) => /^0x/.test(id)));
+  const over = await c1.rpc('eth_subscribe', ['newHeads'], 4);
+  assert.equal(over.error.code, -32005);
+  assert.match(over.error.message, /ws_max_subscriptions_per_connection/);
+  for (let i = 1; i <= 2; i++) assert.ok((await c2.rpc('eth_subscribe', ['newHeads'], i)).result);
+  const over2 = await c2.rpc('eth_subscribe', ['newHeads'], 3);
+  assert.equal(over2.error.code, -32005);
+  assert.match(over2.error.message, /ws_max_subscriptions_per_identity/);
+  // one ends: room again
+  assert.equal((await c1.rpc('eth_unsubscribe', [mine[0]], 5)).result, true);
+  assert.ok((await c2.rpc('eth_subscribe', ['newHeads'], 6)).result);
+  await waitMetric(s, /sluice_subscriptions_refused_total 2\b/);
+  c1.ws.close(); c2.ws.close();
+});
+
+test('Solana: onSlotChange through the derived port + 1 URL; signatureSubscribe notifies once and ends', async () => {
+  const a = await fake('a', { chain: 'solana' });
+  const s = await gateway([a], { chain: 'solana', net: 'solana' });
+  const connection = new Connection(`http://127.0.0.1:${s.port}/solana`, 'confirmed');
+  assert.equal(connection._rpcWsEndpoint, `ws://127.0.0.1:${s.port + 1}/solana`);
+  const slots = [];
+  const id = connection.onSlotChange((info) => slots.push(info));
+  await waitFor(() => slots.length >= 1, { what: 'the first slot' });
+  await a.chain({ advance: 3 });
+  await waitFor(() => slots.at(-1).slot === 1003, { what: 'slot 1003' });
+  const ns = slots.map((x) => x.slot);
+  assert.ok(consecutive(ns), `slots ${ns}`);
+  assert.ok(slots.every((x) => x.parent === x.slot - 1 && x.root <= x.slot));
+  await connection.removeSlotChangeListener(id);
+
+  const c = openWs(`ws://127.0.0.1:${s.wsPort}/solana`);
+  await c.opened;
+  // the fake's signature of a transaction it cannot decode: base58 of SHA-512 of the text
+  const tx = 'not a transaction';
+  const sig = bs58.encode(createHash('sha512').update(tx).digest());
+  const sub = (await c.rpc('signatureSubscribe', [sig, { commitment: 'confirmed' }], 1)).result;
+  assert.equal(typeof sub, 'number');
+  await sleep(3 * POLL_MS);
+  assert.equal(c.notes(sub).length, 0); // not landed yet
+  const sent = await post(s.url('solana'), call('sendTransaction', [tx]));
+  assert.equal(sent.json.result, sig);
+  const got = await c.next((m) => m.method === 'signatureNotification');
+  assert.equal(got.params.subscription, sub);
+  assert.deepEqual(got.params.result.value, { err: null });
+  assert.equal(got.params.result.context.slot, 1003);
+  await sleep(3 * POLL_MS);
+  assert.equal(c.notes(sub).length, 1); // once, then the subscription is over
+  assert.equal((await c.rpc('signatureUnsubscribe', [sub], 2)).result, false);
+  // web3.js confirms the next one (it subscribes, and the fake has it at once)
+  const tx2 = 'another one';
+  const sig2 = (await post(s.url('solana'), call('sendTransaction', [tx2]))).json.result;
+  const bh = await connection.getLatestBlockhash();
+  const conf = await connection.confirmTransaction({ signature: sig2, ...bh }, 'confirmed');
+  assert.equal(conf.value.err, null);
+  c.ws.close();
+  // web3.js keeps its socket and reconnects forever: not past this test
+  connection._rpcWebSocket.reconnect = false;
+  connection._rpcWebSocket.close();
+});
