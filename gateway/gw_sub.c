@@ -23,6 +23,7 @@ struct gw_sub_reg {
     h2o_linklist_t clients;       /* gw_sub_client_t with subscriptions or not */
     h2o_linklist_t sources;       /* gw_sub_source_t running */
     h2o_linklist_t follows;       /* gw_sub_follow.c's followers */
+    h2o_linklist_t finished;      /* sources finished, waiting to be reaped */
     h2o_timeout_t zero;           /* reaps finished sources */
     h2o_timeout_t timeouts[MAX_TIMEOUTS];
     uint32_t timeout_ms[MAX_TIMEOUTS];
@@ -38,6 +39,8 @@ typedef struct gw_sub {
     char id[ID_MAX];              /* as written in JSON: "\"0x…\"" or digits */
 } gw_sub_t;
 
+static void source_free(gw_sub_source_t *src);
+
 gw_sub_reg_t *gw_sub_create(h2o_loop_t *loop, const gw_server_conf_t *srv, gw_stats_t *stats)
 {
     gw_sub_reg_t *r = sl_xcalloc(1, sizeof(*r));
@@ -47,6 +50,7 @@ gw_sub_reg_t *gw_sub_create(h2o_loop_t *loop, const gw_server_conf_t *srv, gw_st
     h2o_linklist_init_anchor(&r->clients);
     h2o_linklist_init_anchor(&r->sources);
     h2o_linklist_init_anchor(&r->follows);
+    h2o_linklist_init_anchor(&r->finished);
     h2o_timeout_init(loop, &r->zero, 0);
     return r;
 }
@@ -55,6 +59,8 @@ void gw_sub_destroy(gw_sub_reg_t *r)
 {
     if (r == NULL)
         return;
+    while (!h2o_linklist_is_empty(&r->finished))
+        source_free(H2O_STRUCT_FROM_MEMBER(gw_sub_source_t, link, r->finished.next));
     gw_sub_follow_dispose_all(r);
     h2o_timeout_dispose(r->loop, &r->zero);
     for (size_t i = 0; i < r->ntimeouts; i++)
@@ -120,6 +126,8 @@ static void source_free(gw_sub_source_t *src)
 {
     if (h2o_timeout_is_linked(&src->reap))
         h2o_timeout_unlink(&src->reap);
+    if (h2o_linklist_is_linked(&src->link))
+        h2o_linklist_unlink(&src->link);
     src->kind->stop(src);
     free(src->key);
     free(src);
@@ -161,14 +169,14 @@ static void sub_end(gw_sub_t *sub)
     src->nsubs--;
     gauge(r, src->kind->gauge, -1);
     free(sub);
-    if (src->nsubs == 0 && h2o_linklist_is_linked(&src->link)) {
-        h2o_linklist_unlink(&src->link);
-        source_free(src);
-    }
+    if (src->nsubs == 0)
+        source_free(src); /* (a finished source has no subscriptions left to end) */
 }
 
 void gw_sub_client_dispose(gw_sub_client_t *c)
 {
+    if (!h2o_linklist_is_linked(&c->link))
+        return; /* disposed already (the worker's teardown, then the socket's close) */
     while (!h2o_linklist_is_empty(&c->subs))
         sub_end(H2O_STRUCT_FROM_MEMBER(gw_sub_t, client_link, c->subs.next));
     h2o_linklist_unlink(&c->link);
@@ -199,6 +207,7 @@ void gw_sub_finish(gw_sub_source_t *src)
     gw_sub_reg_t *r = src->reg;
     if (h2o_linklist_is_linked(&src->link))
         h2o_linklist_unlink(&src->link); /* a new subscriber starts a new source */
+    h2o_linklist_insert(&r->finished, &src->link);
     while (!h2o_linklist_is_empty(&src->subs)) {
         gw_sub_t *sub = H2O_STRUCT_FROM_MEMBER(gw_sub_t, source_link, src->subs.next);
         h2o_linklist_unlink(&sub->client_link);

@@ -20,8 +20,9 @@
  * for ws_idle_timeout_ms closes it. A socket that closes releases its
  * calls in flight (pool_call_release: no callback). A close sluice starts
  * waits 5 s for the client's close frame, then resets the connection.
- * Subscription methods get -32601: not served yet (the chain view serves
- * them next). Worker-local, one event loop. */
+ * Subscription calls, alone in a message, are served by gw_sub.h (its
+ * notifications go through the same bounded queue); inside a batch they
+ * get -32601. Worker-local, one event loop. */
 #ifndef GW_WS_H
 #define GW_WS_H
 
