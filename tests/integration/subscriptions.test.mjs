@@ -16,7 +16,7 @@ import bs58 from 'bs58';
 import WebSocket from 'ws';
 import { WebSocketProvider } from 'ethers';
 import { createPublicClient, webSocket } from 'viem';
-import { Connection } from '@solana/web3.js';
+import { Connection, PublicKey } from '@solana/web3.js';
 import { startFake, startSluice, post, call, sleep, waitFor, adminGet, workerPids } from '../lib/harness.mjs';
 
 const started = [];
@@ -246,7 +246,7 @@ test('bounds: subscriptions per connection and per identity get -32005', async (
   c1.ws.close(); c2.ws.close();
 });
 
-test('Solana: onSlotChange through the derived port + 1 URL; signatureSubscribe notifies once and ends', async () => {
+test('Solana: onSlotChange through the derived port + 1 URL; signatureSubscribe notifies once and ends; onAccountChange', async () => {
   const a = await fake('a', { chain: 'solana' });
   const s = await gateway([a], { chain: 'solana', net: 'solana' });
   const connection = new Connection(`http://127.0.0.1:${s.port}/solana`, 'confirmed');
@@ -285,6 +285,21 @@ test('Solana: onSlotChange through the derived port + 1 URL; signatureSubscribe 
   const bh = await connection.getLatestBlockhash();
   const conf = await connection.confirmTransaction({ signature: sig2, ...bh }, 'confirmed');
   assert.equal(conf.value.err, null);
+  // accountSubscribe: the fake's Clock sysvar holds the slot; a notification when it changes
+  const clock = new PublicKey('SysvarC1ock11111111111111111111111111111111');
+  const changes = [];
+  const acc = connection.onAccountChange(clock, (info, ctx) => changes.push({ slot: ctx.slot, data: info.data }), 'confirmed');
+  await waitMetric(s, /sluice_subscriptions\{kind="account"\} 1\b/);
+  await sleep(3 * POLL_MS);
+  assert.equal(changes.length, 0); // where it stands is not a change
+  for (const k of [2, 1]) {
+    const head = (await a.chain({ advance: k })).head;
+    await waitFor(() => changes.length && changes.at(-1).slot === head, { what: `the clock at ${head}` });
+    assert.equal(changes.at(-1).data.readBigUInt64LE(0), BigInt(head));
+  }
+  await sleep(3 * POLL_MS);
+  assert.deepEqual(changes.map((x) => x.slot), [1005, 1006]);
+  await connection.removeAccountChangeListener(acc);
   c.ws.close();
   // web3.js keeps its socket and reconnects forever: not past this test
   connection._rpcWebSocket.reconnect = false;
