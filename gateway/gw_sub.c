@@ -10,6 +10,8 @@
 #include <sys/random.h>
 
 #include "base/sl_log.h"
+#include "gateway/gw_identity.h"
+#include "gateway/gw_refuse.h"
 #include "gateway/gw_rpc.h"
 
 #define MAX_TIMEOUTS 8
@@ -108,12 +110,14 @@ static void gauge(gw_sub_reg_t *r, state_srv_counter_t g, int delta)
     gw_stats_srv_set(r->stats, g, r->open[g]);
 }
 
-void gw_sub_client_init(gw_sub_client_t *c, gw_sub_reg_t *r, gw_net_t *net, const char *ident,
-                        gw_sub_send_fn send)
+void gw_sub_client_init(gw_sub_client_t *c, gw_sub_reg_t *r, gw_handler_t *h, gw_net_t *net,
+                        const gw_key_conf_t *key, const char *ident, gw_sub_send_fn send)
 {
     memset(c, 0, sizeof(*c));
     c->reg = r;
+    c->h = h;
     c->net = net;
+    c->key = key;
     snprintf(c->ident, sizeof(c->ident), "%s", ident);
     c->send = send;
     h2o_linklist_init_anchor(&c->subs);
@@ -360,6 +364,27 @@ static void unsubscribe(gw_sub_client_t *c, const char *method, const cJSON *par
     answer(c, body, id, sub != NULL ? "true" : "false");
 }
 
+/* Charges the call to the caller's rate limit, as one standard call over
+ * HTTP is; 0 after answering the refusal. A charge waiting for a lease
+ * from Redis (cluster:) is let through, as gw_exec_admit_refusal does. */
+static int admitted(gw_sub_client_t *c, const char *body, wire_span_t id)
+{
+    const gw_tier_conf_t *tier = c->h != NULL ? gw_identity_tier(c->h->cfg, c->key) : NULL;
+    gw_limit_result_t lim;
+    if (tier == NULL || c->h->limit == NULL)
+        return 1;
+    gw_limit_charge(c->h->limit, tier, c->ident, POLICY_BUCKET_STANDARD, 1, &lim);
+    if (lim.said != POLICY_LEASE_NO)
+        return 1;
+    gw_reply_t r;
+    memset(&r, 0, sizeof(r));
+    sl_buf_init(&r.out);
+    gw_refuse_limited(&r, body, id, &lim);
+    c->send(c, r.body, r.len);
+    sl_buf_dispose(&r.out);
+    return 0;
+}
+
 /* The kind a subscribe call names, or NULL (*unsub set for an unsubscribe
  * method of the chain; *unknown set for eth_subscribe of another name). */
 static const gw_sub_kind_t *kind_of(policy_chain_t chain, const char *method, const cJSON *params, int *unsub,
@@ -403,6 +428,10 @@ int gw_sub_message(gw_sub_client_t *c, const char *body, size_t len)
     if (k == NULL && !unsub && !unknown) {
         cJSON_Delete(params);
         return 0; /* not ours: gw_exec answers it (-32601 for a method of another chain) */
+    }
+    if (!admitted(c, body, env.id)) {
+        cJSON_Delete(params);
+        return 1; /* over the caller's rate limit: answered */
     }
     if (env.params.len != 0 && !cJSON_IsArray(params))
         error(c, body, env.id, -32602, "invalid params: expected an array");

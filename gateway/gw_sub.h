@@ -12,7 +12,8 @@
  * subscriber goes (unsubscribe, or its socket closes). Bounds:
  * server.ws_max_subscriptions_per_connection and
  * server.ws_max_subscriptions_per_identity (per worker, per key or client
- * address), -32005 past them. Notifications go out through the client's
+ * address), -32005 past them; each call is charged to the caller's rate
+ * limit as one standard call (-32005 at its limit). Notifications go out through the client's
  * send (the socket's bounded queue). The kinds are rows of gw_sub_kinds.c
  * (gw_sub_int.h). Worker-local, one event loop. */
 #ifndef GW_SUB_H
@@ -36,7 +37,9 @@ typedef void (*gw_sub_send_fn)(gw_sub_client_t *c, const char *bytes, size_t len
 
 struct gw_sub_client {
     gw_sub_reg_t *reg;
+    gw_handler_t *h;              /* its limits (h->limit may be NULL) */
     gw_net_t *net;
+    const gw_key_conf_t *key;     /* NULL: anonymous */
     char ident[GW_EXEC_IDENT_MAX]; /* "key:<name>" / "ip:<address>": the per-identity bound */
     gw_sub_send_fn send;
     h2o_linklist_t subs;          /* gw_sub_t, oldest first */
@@ -49,8 +52,9 @@ gw_sub_reg_t *gw_sub_create(h2o_loop_t *loop, const gw_server_conf_t *srv, gw_st
 /* Every client must be disposed of first. */
 void gw_sub_destroy(gw_sub_reg_t *r);
 
-void gw_sub_client_init(gw_sub_client_t *c, gw_sub_reg_t *r, gw_net_t *net, const char *ident,
-                        gw_sub_send_fn send);
+/* ident is gw_exec_caller's: whose limits a subscription call is charged to. */
+void gw_sub_client_init(gw_sub_client_t *c, gw_sub_reg_t *r, gw_handler_t *h, gw_net_t *net,
+                        const gw_key_conf_t *key, const char *ident, gw_sub_send_fn send);
 /* The socket is gone: its subscriptions end (sources without subscribers stop). */
 void gw_sub_client_dispose(gw_sub_client_t *c);
 

@@ -114,7 +114,7 @@ static void consider(gw_sub_follow_t *f, const header_t *hd)
         int replaced = policy_headtrack_record(&f->track, hd->height, hd->hash);
         if (replaced)
             gw_stats_srv_add(gw_sub_stats(f->r), STATE_SRV_SUB_REORGED, 1);
-        else if (f->fetching != 0)
+        else if (f->fetching != 0 && hd->height < f->head) /* the head itself is no backfill */
             gw_stats_srv_add(gw_sub_stats(f->r), STATE_SRV_SUB_BACKFILLED, 1);
         tell(f, hd, replaced);
         return;

@@ -32,8 +32,8 @@ async function fake(name, { chain = 'ethereum', args = [] } = {}) {
   return f;
 }
 
-async function gateway(fakes, { chain = 'ethereum', net = 'eth', server = {} } = {}) {
-  const s = await startSluice({ workers: 1, server, networks: { [net]: { chain,
+async function gateway(fakes, { chain = 'ethereum', net = 'eth', server = {}, extra = '' } = {}) {
+  const s = await startSluice({ workers: 1, server, extra, networks: { [net]: { chain,
     lines: [`ranking: { probe_interval_ms: ${POLL_MS} }`], endpoints: fakes.map((f) => ({ id: f.name, url: f.url })) } } });
   started.push(s);
   return s;
@@ -244,6 +244,44 @@ test('bounds: subscriptions per connection and per identity get -32005', async (
   assert.ok((await c2.rpc('eth_subscribe', ['newHeads'], 6)).result);
   await waitMetric(s, /sluice_subscriptions_refused_total 2\b/);
   c1.ws.close(); c2.ws.close();
+});
+
+test('subscription calls are charged to the caller\'s rate limit, one standard call each', async () => {
+  const a = await fake('a');
+  const s = await gateway([a], { extra: 'tiers: { anonymous: { per_second: 3 } }' });
+  const c = openWs(`ws://127.0.0.1:${s.port}/eth`);
+  await c.opened;
+  for (let i = 1; i <= 6; i++) c.ws.send(JSON.stringify(call('eth_subscribe', ['newHeads'], i)));
+  const got = [];
+  for (let i = 1; i <= 6; i++) got.push(await c.next((m) => m.id === i));
+  const refused = got.filter((m) => m.error);
+  assert.equal(refused.length, 3, JSON.stringify(got));
+  for (const m of refused) {
+    assert.equal(m.error.code, -32005);
+    assert.equal(m.error.data.scope, 'client');
+  }
+  c.ws.close();
+});
+
+// A head more than 128 heights on: sent from the head, the heights between counted as skipped
+test('a gap wider than the backfill bound goes on from the head and is counted', async () => {
+  const a = await fake('a');
+  const s = await gateway([a]);
+  const c = openWs(`ws://127.0.0.1:${s.port}/eth`);
+  await c.opened;
+  const sub = (await c.rpc('eth_subscribe', ['newHeads'], 1)).result;
+  await waitFor(() => c.notes(sub).length >= 1, { what: 'the head' });
+  await a.chain({ advance: 2 });
+  await waitFor(() => c.notes(sub).length >= 3, { what: '1001, 1002' });
+  await a.chain({ advance: 200 });
+  await waitFor(() => c.notes(sub).some((h) => num(h.number) === 1202), { what: '1202' });
+  await a.chain({ advance: 1 });
+  await waitFor(() => c.notes(sub).some((h) => num(h.number) === 1203), { what: '1203' });
+  assert.deepEqual(c.notes(sub).map((h) => num(h.number)), [1000, 1001, 1002, 1202, 1203]);
+  await waitMetric(s, /sluice_subscription_heights_total\{how="skipped"\} 199\b/);
+  await waitMetric(s, /sluice_subscription_heights_total\{how="backfilled"\} 1\b/); // 1001 (1002 was the head)
+  assert.match(s.logs(), /newHeads went on from the head 1202, 199 heights behind the last sent were skipped/);
+  c.ws.close();
 });
 
 test('Solana: onSlotChange through the derived port + 1 URL; signatureSubscribe notifies once and ends; onAccountChange', async () => {
