@@ -12,6 +12,7 @@
 #include "gateway/gw_sub_int.h"
 
 #define LOGS_KEPT 64                /* blocks whose logs are kept, to send them again as removed */
+#define LOGS_KEPT_BYTES (2u << 20)  /* ... at most this much of them per source (the oldest go first) */
 #define LOGS_QUEUE 256              /* headers waiting for their logs */
 #define MAX_TRIES 5                 /* a block's logs asked this often, then given up (logged) */
 
@@ -68,6 +69,7 @@ typedef struct eth_logs {
     logs_block_t queue[LOGS_QUEUE]; /* waiting for their logs, oldest first */
     size_t qhead, qlen;
     logs_block_t sent[LOGS_KEPT];  /* at height % LOGS_KEPT */
+    size_t kept;                  /* bytes of sent[].logs */
     gw_sub_call_t call;
     h2o_timeout_entry_t retry;
 } eth_logs_t;
@@ -169,6 +171,29 @@ static void send_logs(eth_logs_t *g, const char *logs, int removed)
 
 static void pump(eth_logs_t *g);
 
+static void forget(eth_logs_t *g, logs_block_t *s)
+{
+    if (s->logs != NULL)
+        g->kept -= strlen(s->logs);
+    free(s->logs);
+    s->logs = NULL;
+}
+
+/* Room for len more bytes of kept logs: the oldest blocks' go (a reorg
+ * that deep finds them gone: their logs are not sent again as removed). */
+static void keep_room(eth_logs_t *g, size_t len)
+{
+    while (g->kept > 0 && g->kept + len > LOGS_KEPT_BYTES) {
+        logs_block_t *oldest = NULL;
+        for (size_t i = 0; i < LOGS_KEPT; i++)
+            if (g->sent[i].logs != NULL && (oldest == NULL || g->sent[i].height < oldest->height))
+                oldest = &g->sent[i];
+        if (oldest == NULL)
+            return;
+        forget(g, oldest);
+    }
+}
+
 static void on_logs(gw_sub_call_t *c, void *data)
 {
     eth_logs_t *g = data;
@@ -193,8 +218,10 @@ static void on_logs(gw_sub_call_t *c, void *data)
         return;
     }
     logs_block_t *s = &g->sent[b->height % LOGS_KEPT];
-    free(s->logs);
+    forget(g, s);
     *s = *b;
+    keep_room(g, len);
+    g->kept += len;
     s->logs = sl_xmalloc(len + 1);
     memcpy(s->logs, res, len);
     s->logs[len] = '\0';
@@ -236,8 +263,7 @@ static void undo_from(eth_logs_t *g, uint64_t from)
         logs_block_t *s = &g->sent[(from + k) % LOGS_KEPT];
         if (s->logs != NULL && s->height >= from && s->height < from + LOGS_KEPT) {
             send_logs(g, s->logs, 1);
-            free(s->logs);
-            s->logs = NULL;
+            forget(g, s);
         }
     }
     while (g->qlen > 0 && g->queue[(g->qhead + g->qlen - 1) % LOGS_QUEUE].height >= from &&
@@ -284,7 +310,7 @@ void gw_sub_eth_logs_stop(gw_sub_source_t *src)
         h2o_timeout_unlink(&g->retry);
     gw_sub_call_dispose(&g->call);
     for (size_t i = 0; i < LOGS_KEPT; i++)
-        free(g->sent[i].logs);
+        forget(g, &g->sent[i]);
     free(g->filter);
     free(g);
 }
