@@ -224,6 +224,32 @@ test('1,000 subscribers on 4 sockets share one source; unsubscribe; the source s
   assert.equal((await a.stats()).methods.eth_getBlockByNumber || 0, 0);
 });
 
+test('a subscriber that does not read its notifications is closed with 1008; the others keep receiving', async () => {
+  const a = await fake('a');
+  const s = await gateway([a], { server: { ws_max_queued_bytes: 65536 } });
+  const slow = openWs(`ws://127.0.0.1:${s.port}/eth`), other = openWs(`ws://127.0.0.1:${s.port}/eth`);
+  await slow.opened; await other.opened;
+  const closed = new Promise((r) => slow.ws.on('close', (code) => r(code)));
+  await Promise.all(Array.from({ length: 1000 }, (_, i) => slow.rpc('eth_subscribe', ['newHeads'], i + 1)));
+  const sub = (await other.rpc('eth_subscribe', ['newHeads'], 1)).result; // joins the source: from the next head on
+  await waitFor(() => slow.seen.some((m) => m.method), { what: 'the head' });
+  slow.ws._socket.pause(); // reads nothing from now on
+  let head = 1000;
+  await waitFor(async () => {
+    head = (await a.chain({ advance: 1 })).head;
+    await waitFor(() => other.notes(sub).some((h) => num(h.number) === head), { what: `block ${head}` });
+    return /sluice_websocket_closed_total\{reason="slow_reader"\} 1\b/.test((await adminGet(s, '/metrics')).text);
+  }, { timeoutMs: 30000, intervalMs: 1, what: 'the slow subscriber closed' });
+  slow.ws._socket.resume();
+  assert.equal(await closed, 1008);
+  head = (await a.chain({ advance: 2 })).head;
+  await waitFor(() => other.notes(sub).some((h) => num(h.number) === head), { what: `block ${head}` });
+  const ns = other.notes(sub).map((h) => num(h.number));
+  assert.deepEqual(ns, Array.from({ length: head - 1000 }, (_, i) => 1001 + i));
+  await waitMetric(s, /sluice_subscriptions\{kind="newHeads"\} 1\b/); // the slow one's 1,000 ended with its socket
+  other.ws.close();
+});
+
 test('bounds: subscriptions per connection and per identity get -32005', async () => {
   const a = await fake('a');
   const s = await gateway([a], { server: { ws_max_subscriptions_per_connection: 3, ws_max_subscriptions_per_identity: 5 } });
