@@ -10,6 +10,7 @@
 #include <sys/random.h>
 
 #include "base/sl_log.h"
+#include "base/sl_time.h"
 #include "gateway/gw_identity.h"
 #include "gateway/gw_refuse.h"
 #include "gateway/gw_rpc.h"
@@ -22,6 +23,7 @@ struct gw_sub_reg {
     h2o_loop_t *loop;
     const gw_server_conf_t *srv;
     gw_stats_t *stats;
+    state_t *st;                  /* events (NULL: none) */
     h2o_linklist_t clients;       /* gw_sub_client_t with subscriptions or not */
     h2o_linklist_t sources;       /* gw_sub_source_t running */
     h2o_linklist_t follows;       /* gw_sub_follow.c's followers */
@@ -43,9 +45,10 @@ typedef struct gw_sub {
 
 static void source_free(gw_sub_source_t *src);
 
-gw_sub_reg_t *gw_sub_create(h2o_loop_t *loop, const gw_server_conf_t *srv, gw_stats_t *stats)
+gw_sub_reg_t *gw_sub_create(h2o_loop_t *loop, const gw_server_conf_t *srv, gw_stats_t *stats, state_t *st)
 {
     gw_sub_reg_t *r = sl_xcalloc(1, sizeof(*r));
+    r->st = st;
     r->loop = loop;
     r->srv = srv;
     r->stats = stats;
@@ -78,6 +81,22 @@ h2o_loop_t *gw_sub_loop(const gw_sub_reg_t *r)
 gw_stats_t *gw_sub_stats(const gw_sub_reg_t *r)
 {
     return r->stats;
+}
+
+void gw_sub_source_changed(gw_sub_reg_t *r, const gw_net_t *net, const char *kind, const char *from,
+                           const char *to, uint64_t backfilled)
+{
+    state_event_t ev;
+    sl_log_info("network %s: the %s source moved from endpoint %s to %s (polling; %" PRIu64
+                " heights backfilled while on %s)", net->conf->name, kind, from, to, backfilled, from);
+    if (r->st == NULL)
+        return;
+    state_event_init(&ev, STATE_EVENT_SUBSCRIPTION_SOURCE_CHANGED, net->conf->name, to, sl_wall_ms());
+    snprintf(ev.reason, sizeof(ev.reason), "%s subscriptions: polled through %s, was %s (%" PRIu64
+             " heights backfilled while on it)", kind, to, from, backfilled);
+    ev.count = backfilled;
+    if (state_event_append(r->st, &ev) != SL_OK)
+        sl_log_warn("state: could not record the subscription_source_changed event");
 }
 
 h2o_linklist_t *gw_sub_follows(gw_sub_reg_t *r)

@@ -47,8 +47,8 @@ struct gw_sub_client {
     uint32_t nsubs;
 };
 
-/* srv and stats (may be NULL) must outlive the result. */
-gw_sub_reg_t *gw_sub_create(h2o_loop_t *loop, const gw_server_conf_t *srv, gw_stats_t *stats);
+/* srv, stats and st (each may be NULL: no counters, no events) must outlive the result. */
+gw_sub_reg_t *gw_sub_create(h2o_loop_t *loop, const gw_server_conf_t *srv, gw_stats_t *stats, state_t *st);
 /* Every client must be disposed of first. */
 void gw_sub_destroy(gw_sub_reg_t *r);
 

@@ -85,6 +85,29 @@ void gw_sub_call_start(gw_sub_call_t *c, gw_net_t *net, size_t n, const char *co
     sl->call = pool_call_start(net->pool_net, sl->items, sl->n, sl->n > 1, 0, on_done, c);
 }
 
+const char *gw_sub_call_endpoint(const gw_sub_call_t *c, size_t i)
+{
+    const gw_sub_call_slot_t *sl = &c->slot[c->cur];
+    if (!c->done || i >= sl->n || sl->call == NULL || sl->items[i].endpoint < 0)
+        return NULL;
+    return pool_call_endpoint_id(sl->call, sl->items[i].endpoint);
+}
+
+int gw_sub_call_failed_at(const gw_sub_call_t *c, const char *id)
+{
+    const gw_sub_call_slot_t *sl = &c->slot[c->cur];
+    size_t n = 0;
+    if (!c->done || sl->call == NULL)
+        return 0;
+    const pool_attempt_rec_t *log = pool_call_log(sl->call, &n);
+    for (size_t i = 0; i < n; i++) {
+        const char *at = log[i].endpoint >= 0 ? pool_call_endpoint_id(sl->call, log[i].endpoint) : NULL;
+        if (at != NULL && strcmp(at, id) == 0 && (log[i].fail != POOL_FAIL_NONE || log[i].http_status >= 400))
+            return 1;
+    }
+    return 0;
+}
+
 int gw_sub_call_busy(const gw_sub_call_t *c)
 {
     return c->slot[c->cur].call != NULL && !c->done;

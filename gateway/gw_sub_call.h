@@ -48,6 +48,10 @@ void gw_sub_call_start(gw_sub_call_t *c, gw_net_t *net, size_t n, const char *co
 /* After cb: call i's result as JSON text (*res, *len) and 1, or 0 when it
  * failed or answered an error (null is a result). */
 int gw_sub_call_result(const gw_sub_call_t *c, size_t i, const char **res, size_t *len);
+/* After cb: the id of the endpoint that answered call i, or NULL (none, or the cache). */
+const char *gw_sub_call_endpoint(const gw_sub_call_t *c, size_t i);
+/* After cb: 1 if an attempt of the call at endpoint id failed (a failover away from it). */
+int gw_sub_call_failed_at(const gw_sub_call_t *c, const char *id);
 /* 1 while a call is in flight. */
 int gw_sub_call_busy(const gw_sub_call_t *c);
 

@@ -34,6 +34,8 @@ typedef struct gw_sub_follow {
     uint64_t back;                /* a reorg's walk back: fetch this height next (0: none) */
     uint32_t fetches;             /* since the last tick: bounded, so endpoints that disagree cannot spin it */
     sl_log_limit_t log_skip;
+    char endpoint[64];            /* the endpoint its polls were last answered by ("": none yet) */
+    uint64_t backfilled;          /* heights backfilled while on it */
 } gw_sub_follow_t;
 
 /* A header read: its height, hashes and geth's newHeads form. */
@@ -114,8 +116,10 @@ static void consider(gw_sub_follow_t *f, const header_t *hd)
         int replaced = policy_headtrack_record(&f->track, hd->height, hd->hash);
         if (replaced)
             gw_stats_srv_add(gw_sub_stats(f->r), STATE_SRV_SUB_REORGED, 1);
-        else if (f->fetching != 0 && hd->height < f->head) /* the head itself is no backfill */
+        else if (f->fetching != 0 && hd->height < f->head) { /* the head itself is no backfill */
             gw_stats_srv_add(gw_sub_stats(f->r), STATE_SRV_SUB_BACKFILLED, 1);
+            f->backfilled++;
+        }
         tell(f, hd, replaced);
         return;
     }
@@ -163,12 +167,27 @@ static void step(gw_sub_follow_t *f)
         fetch(f, n);
 }
 
+/* The endpoint that answered a poll. A move away from one that failed in
+ * this call (a failover) is the operator's to know; a move the ranking
+ * made between healthy endpoints is not told. */
+static void note_endpoint(gw_sub_follow_t *f, const gw_sub_call_t *c)
+{
+    const char *ep = gw_sub_call_endpoint(c, 0);
+    if (ep == NULL || strcmp(ep, f->endpoint) == 0)
+        return;
+    if (f->endpoint[0] != '\0' && gw_sub_call_failed_at(c, f->endpoint))
+        gw_sub_source_changed(f->r, f->net, "newHeads/logs", f->endpoint, ep, f->backfilled);
+    snprintf(f->endpoint, sizeof(f->endpoint), "%s", ep);
+    f->backfilled = 0;
+}
+
 static void on_answer(gw_sub_call_t *c, void *data)
 {
     gw_sub_follow_t *f = data;
     const char *res;
     size_t len;
     header_t hd = {0};
+    note_endpoint(f, c);
     if (!gw_sub_call_result(c, 0, &res, &len) || !header_read(res, len, &hd))
         return; /* no answer, or a height not there yet: the next poll tries again */
     if (f->fetching == 0) {

@@ -58,6 +58,11 @@ void gw_sub_finish(gw_sub_source_t *src);
 
 h2o_loop_t *gw_sub_loop(const gw_sub_reg_t *r);
 gw_stats_t *gw_sub_stats(const gw_sub_reg_t *r);
+/* The endpoint a source's polls are answered by changed (failover): logged
+ * and a subscription_source_changed event (network, kind, from, to, the
+ * heights backfilled while on the one before). */
+void gw_sub_source_changed(gw_sub_reg_t *r, const gw_net_t *net, const char *kind, const char *from,
+                           const char *to, uint64_t backfilled);
 /* The poll interval of net's sources: its ranking.probe_interval_ms, else 1 s. */
 uint32_t gw_sub_poll_ms(const gw_net_t *net);
 /* A timeout list of the registry for period ms (created on first use). */

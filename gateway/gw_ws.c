@@ -350,7 +350,8 @@ int gw_ws_accept(gw_ws_t *w, h2o_req_t *req, const char *client_key, gw_exec_t *
     return 0;
 }
 
-gw_ws_t *gw_ws_create(gw_handler_t *h, h2o_loop_t *loop, const gw_server_conf_t *srv, gw_stats_t *stats)
+gw_ws_t *gw_ws_create(gw_handler_t *h, h2o_loop_t *loop, const gw_server_conf_t *srv, gw_stats_t *stats,
+                      state_t *st)
 {
     gw_ws_t *w = sl_xcalloc(1, sizeof(*w));
     w->h = h;
@@ -358,7 +359,7 @@ gw_ws_t *gw_ws_create(gw_handler_t *h, h2o_loop_t *loop, const gw_server_conf_t 
     w->stats = stats;
     w->loop = loop;
     h2o_linklist_init_anchor(&w->conns);
-    w->subs = gw_sub_create(loop, srv, stats);
+    w->subs = gw_sub_create(loop, srv, stats, st);
     /* without pings the tick only checks for idle sockets: a quarter of the timeout */
     uint32_t tick = srv->ws_ping_interval_ms != 0 ? srv->ws_ping_interval_ms : srv->ws_idle_timeout_ms / 4;
     h2o_timeout_init(loop, &w->zero_timeout, 0);

@@ -35,8 +35,9 @@
 #include "gateway/gw_handler.h"
 #include "gateway/gw_stats.h"
 
-/* srv and stats (may be NULL) must outlive the result. */
-gw_ws_t *gw_ws_create(gw_handler_t *h, h2o_loop_t *loop, const gw_server_conf_t *srv, gw_stats_t *stats);
+/* srv, stats and st (each may be NULL: no counters, no events) must outlive the result. */
+gw_ws_t *gw_ws_create(gw_handler_t *h, h2o_loop_t *loop, const gw_server_conf_t *srv, gw_stats_t *stats,
+                      state_t *st);
 /* Frees the table; sockets still open are left to the process exit. */
 void gw_ws_destroy(gw_ws_t *w);
 

@@ -124,7 +124,8 @@ extern const state_schema_t state_endpoint_schema;
     X(LOGS_SPLIT_REFUSED, "logs_split_refused")                                           \
     X(ENDPOINT_DISAGREED, "endpoint_disagreed")                                           \
     X(REORG, "reorg")                                                                     \
-    X(ENDPOINT_HEAD_IMPLAUSIBLE, "endpoint_head_implausible")
+    X(ENDPOINT_HEAD_IMPLAUSIBLE, "endpoint_head_implausible")                             \
+    X(SUBSCRIPTION_SOURCE_CHANGED, "subscription_source_changed")
 
 typedef enum state_event_kind {
 #define STATE_EVENT_ENUM_(name, str) STATE_EVENT_##name,

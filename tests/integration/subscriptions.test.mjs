@@ -17,7 +17,7 @@ import WebSocket from 'ws';
 import { WebSocketProvider } from 'ethers';
 import { createPublicClient, webSocket } from 'viem';
 import { Connection, PublicKey } from '@solana/web3.js';
-import { startFake, startSluice, post, call, sleep, waitFor, adminGet, workerPids } from '../lib/harness.mjs';
+import { startFake, startSluice, post, call, sleep, waitFor, adminGet, workerPids, events } from '../lib/harness.mjs';
 
 const started = [];
 after(async () => { await Promise.all(started.map((p) => p.stop())); });
@@ -142,6 +142,12 @@ test('ethers WebSocketProvider on("block"), and the first of two endpoints kille
   assert.ok(consecutive(seen), `gap or repeat: ${seen}`);
   assert.equal(seen[0], 1000);
   assert.equal(seen.at(-1), 1010);
+  // the operator is told the polls moved off the killed endpoint
+  await waitFor(async () => (await events(s)).some((e) => e.kind === 'subscription_source_changed'),
+    { what: 'the subscription_source_changed event' });
+  const ev = (await events(s)).find((e) => e.kind === 'subscription_source_changed');
+  assert.deepEqual([ev.network, ev.endpoint], ['eth', 'b']);
+  assert.match(ev.reason, /polled through b, was a/);
   await provider.destroy();
 });
 
