@@ -159,9 +159,17 @@ test('eth_subscribe logs: every log once per (blockHash, logIndex), in block ord
   const filter = { address: '0x2222222222222222222222222222222222222222',
     topics: ['0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef'] };
   const sub = (await c.rpc('eth_subscribe', ['logs', filter], 1)).result;
+  // ethers' provider.on(filter) subscribes the same way (its filter normalised to the same source)
+  const provider = new WebSocketProvider(`ws://127.0.0.1:${s.port}/eth`);
+  const viaEthers = [];
+  await provider.on(filter, (log) => viaEthers.push(log));
   await waitFor(() => c.notes(sub).length >= 2, { what: 'the head block\'s logs' });
   await a.chain({ advance: 3 });
   await waitFor(() => c.notes(sub).length >= 8, { what: 'logs of 1001..1003' });
+  await waitFor(() => viaEthers.length >= 6, { what: 'ethers got the logs of 1001..1003' });
+  assert.deepEqual(viaEthers.slice(-6).map((l) => [l.blockNumber, l.index]),
+    [[1001, 0], [1001, 1], [1002, 0], [1002, 1], [1003, 0], [1003, 1]]);
+  await provider.destroy();
   await a.chain({ reorg: 1 });
   await waitFor(() => c.notes(sub).length >= 12, { what: 'the reorg\'s logs' });
   await sleep(3 * POLL_MS);
@@ -177,7 +185,9 @@ test('eth_subscribe logs: every log once per (blockHash, logIndex), in block ord
   assert.equal(num(n0.blockNumber), 1003);
   assert.notEqual(n0.blockHash, live[6].blockHash);
   assert.deepEqual([n0.logIndex, n1.logIndex, n0.removed], ['0x0', '0x1', false]);
-  await waitMetric(s, /sluice_subscription_logs_total 12\b/);
+  // 12 to the raw subscriber, and those ethers shared while it was subscribed (one source for both)
+  await waitFor(async () => Number((await adminGet(s, '/metrics')).text.match(/sluice_subscription_logs_total (\d+)/)[1]) >= 18,
+    { what: 'logs counted' });
   // a bad filter is refused at the call, the socket stays
   const bad = await c.rpc('eth_subscribe', ['logs', { address: '0x12' }], 2);
   assert.equal(bad.error.code, -32602);
