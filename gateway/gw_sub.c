@@ -433,7 +433,9 @@ int gw_sub_message(gw_sub_client_t *c, const char *body, size_t len)
 {
     wire_envelope_t env;
     char method[GW_RPC_METHOD_MAX];
+    /* anything not a well-formed call is gw_exec's to answer (its errors are the HTTP path's) */
     if (wire_envelope_scan(body, len, &env) != SL_OK || env.method.len == 0 ||
+        env.jsonrpc.len != 5 || memcmp(body + env.jsonrpc.off, "\"2.0\"", 5) != 0 ||
         wire_json_string(body, env.method, method, sizeof(method)) != SL_OK)
         return 0;
     policy_chain_t chain = c->net->conf->chain;
@@ -448,9 +450,10 @@ int gw_sub_message(gw_sub_client_t *c, const char *body, size_t len)
         cJSON_Delete(params);
         return 0; /* not ours: gw_exec answers it (-32601 for a method of another chain) */
     }
-    if (!admitted(c, body, env.id)) {
+    if (env.id.len == 0 || !admitted(c, body, env.id)) {
         cJSON_Delete(params);
-        return 1; /* over the caller's rate limit: answered */
+        return 1; /* a notification gets no answer (and a subscription nobody could name is none);
+                     over the caller's rate limit: answered */
     }
     if (env.params.len != 0 && !cJSON_IsArray(params))
         error(c, body, env.id, -32602, "invalid params: expected an array");
