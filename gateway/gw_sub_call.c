@@ -62,6 +62,9 @@ static void fill_item(gw_sub_call_slot_t *sl, size_t i, const gw_net_t *net, con
     it->method = policy_method_lookup_in(net->conf->method_overrides, net->conf->nmethod_overrides, net->conf->chain,
                                          method, it->name_len);
     it->endpoint = -1;
+    /* a source follows the chain as it is now: "latest", and a height a reorg may have replaced,
+     * are never answered from the response cache */
+    it->no_cache = 1;
 }
 
 void gw_sub_call_start(gw_sub_call_t *c, gw_net_t *net, size_t n, const char *const *methods,

@@ -1,6 +1,7 @@
 /* gateway/gw_sub_call.h: one call a subscription source makes upstream,
  * through the pool (so failover, ranking, credits and the chain view's
- * routing apply), from a method name and its params as JSON text.
+ * routing apply), from a method name and its params as JSON text; never
+ * answered from the response cache (a source follows the chain as it is).
  *
  * Used by the sources of gateway/gw_sub_follow.c, gw_sub_eth.c and
  * gw_sub_sol.c. At most GW_SUB_CALL_MAX calls, sent as one batch when more

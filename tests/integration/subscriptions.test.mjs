@@ -32,8 +32,8 @@ async function fake(name, { chain = 'ethereum', args = [] } = {}) {
   return f;
 }
 
-async function gateway(fakes, { chain = 'ethereum', net = 'eth', server = {}, extra = '' } = {}) {
-  const s = await startSluice({ workers: 1, server, extra, networks: { [net]: { chain,
+async function gateway(fakes, { chain = 'ethereum', net = 'eth', server = {}, extra = '', cache = false } = {}) {
+  const s = await startSluice({ workers: 1, server, extra, cache, networks: { [net]: { chain,
     lines: [`ranking: { probe_interval_ms: ${POLL_MS} }`], endpoints: fakes.map((f) => ({ id: f.name, url: f.url })) } } });
   started.push(s);
   return s;
@@ -70,7 +70,7 @@ const consecutive = (xs) => xs.every((x, i) => i === 0 || x === xs[i - 1] + 1);
 
 test('viem watchBlocks: every height once, in order, while the head jumps; a reorg re-sends the replaced heights', async () => {
   const a = await fake('a');
-  const s = await gateway([a]);
+  const s = await gateway([a], { cache: true }); // the response cache on, as by default: polls go past it
   // a raw subscriber beside viem, from the start: it will see the reorg as a node tells it
   const c = openWs(`ws://127.0.0.1:${s.port}/eth`);
   await c.opened;
