@@ -246,15 +246,15 @@ void gw_sub_finish(gw_sub_source_t *src)
 
 /* ---- calls ---- */
 
+/* Answers a call; a notification (no id) gets none. */
 static void answer(gw_sub_client_t *c, const char *body, wire_span_t id, const char *result)
 {
+    if (id.len == 0)
+        return;
     sl_buf_t b;
     sl_buf_init(&b);
     sl_buf_append_str(&b, "{\"jsonrpc\":\"2.0\",\"id\":");
-    if (id.len != 0)
-        sl_buf_append(&b, body + id.off, id.len);
-    else
-        sl_buf_append_str(&b, "null");
+    sl_buf_append(&b, body + id.off, id.len);
     sl_buf_append_str(&b, ",\"result\":");
     sl_buf_append_str(&b, result);
     sl_buf_append_char(&b, '}');
@@ -264,6 +264,8 @@ static void answer(gw_sub_client_t *c, const char *body, wire_span_t id, const c
 
 static void error(gw_sub_client_t *c, const char *body, wire_span_t id, int code, const char *msg)
 {
+    if (id.len == 0)
+        return;
     sl_buf_t b;
     sl_buf_init(&b);
     gw_rpc_error(&b, body, id, code, msg, NULL);
@@ -450,10 +452,10 @@ int gw_sub_message(gw_sub_client_t *c, const char *body, size_t len)
         cJSON_Delete(params);
         return 0; /* not ours: gw_exec answers it (-32601 for a method of another chain) */
     }
-    if (env.id.len == 0 || !admitted(c, body, env.id)) {
+    if ((env.id.len == 0 && k != NULL) || !admitted(c, body, env.id)) {
         cJSON_Delete(params);
-        return 1; /* a notification gets no answer (and a subscription nobody could name is none);
-                     over the caller's rate limit: answered */
+        return 1; /* a subscribe notification is none (nobody could name it); over the caller's
+                     rate limit: answered */
     }
     if (env.params.len != 0 && !cJSON_IsArray(params))
         error(c, body, env.id, -32602, "invalid params: expected an array");

@@ -229,11 +229,15 @@ test('1,000 subscribers on 4 sockets share one source; unsubscribe; the source s
   console.log(`# RSS of the worker: ${before} kB with 4 sockets, ${afterSubs} kB with 1,000 newHeads subscribers ` +
     `(${afterSubs - before} kB); head change to notification: ${Math.round(Math.min(...delays))}-${Math.round(Math.max(...delays))} ms ` +
     `(poll interval ${POLL_MS} ms); ${calls} upstream calls for 1,000 subscribers`);
+  // an eth_unsubscribe notification (no id) is carried out, unanswered
+  socks[2].ws.send(JSON.stringify({ jsonrpc: '2.0', method: 'eth_unsubscribe', params: [ids[2]] }));
+  await waitMetric(s, /sluice_subscriptions\{kind="newHeads"\} 999\b/);
   // unsubscribe: true once, then false; only the socket's own ids
   assert.equal((await socks[0].rpc('eth_unsubscribe', [ids[0]], 1)).result, true);
   assert.equal((await socks[0].rpc('eth_unsubscribe', [ids[0]], 2)).result, false);
   assert.equal((await socks[0].rpc('eth_unsubscribe', [ids[1]], 3)).result, false); // socket 1's
-  await waitMetric(s, /sluice_subscriptions\{kind="newHeads"\} 999\b/);
+  await waitMetric(s, /sluice_subscriptions\{kind="newHeads"\} 998\b/);
+  assert.ok(!socks[2].seen.some((m) => m.id === null)); // nothing answered the notification
   // every socket closed: the source stops polling
   for (const c of socks) c.ws.close();
   await waitFor(async () => /sluice_subscriptions\{kind="newHeads"\} 0\b/.test((await adminGet(s, '/metrics')).text),
