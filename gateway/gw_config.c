@@ -476,9 +476,10 @@ sl_err_t gw_config_load_string(const char *yaml, size_t len, const char *name, g
         return SL_ERR_CONFIG;
     gw_cfg_t c = {.doc = &doc, .errs = errs, .path = SL_BUF_INIT};
     gw_config_t *cfg = config_new(name);
-    gw_cfg_map_decode(&c, yaml_document_get_root_node(&doc), root_fields, NFIELDS(root_fields), cfg);
+    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    gw_cfg_map_decode(&c, root, root_fields, NFIELDS(root_fields), cfg);
     gw_cfg_check_keys(&c, cfg);
-    gw_cfg_cache_finish(cfg);
+    gw_cfg_cache_finish(&c, root, cfg);
     /* one address gets a share, so others still find room; at least 8 (a
      * browser opens six to a host) */
     uint32_t share = cfg->server.max_connections / 4 < 8 ? 8 : cfg->server.max_connections / 4;

@@ -56,11 +56,34 @@ void gw_cfg_cache(gw_cfg_t *c, yaml_node_t *n, void *target)
     }
 }
 
-void gw_cfg_cache_finish(gw_config_t *cfg)
+/* Strips trailing slashes for a comparison ("./var/x/" is "./var/x"). */
+static size_t path_len(const char *p)
+{
+    size_t n = strlen(p);
+    while (n > 1 && p[n - 1] == '/')
+        n--;
+    return n;
+}
+
+void gw_cfg_cache_finish(gw_cfg_t *c, yaml_node_t *root, gw_config_t *cfg)
 {
     gw_cache_conf_t *cc = &cfg->cache;
-    if (cc->path != NULL)
+    if (cc->path != NULL) {
+        /* the cache's LMDB environment is its own: opened on the state's, it
+         * would be two environments on one file in each worker (LMDB's locks
+         * break), and a broken cache moved aside would take the state along */
+        size_t n = path_len(cc->path);
+        if (cc->enabled && n == path_len(cfg->state.path) && memcmp(cc->path, cfg->state.path, n) == 0) {
+            yaml_node_t *cn = gw_cfg_get(c, root, "cache");
+            size_t mark = gw_cfg_push(c, "cache");
+            gw_cfg_push(c, "path");
+            gw_cfg_error(c, gw_cfg_line(cn != NULL ? gw_cfg_get(c, cn, "path") : root),
+                         "cache.path must not be the state folder (state.path): the cache is an LMDB environment "
+                         "of its own; leave cache.path out for the default, state.path + \"-cache\"");
+            gw_cfg_pop(c, mark);
+        }
         return;
+    }
     size_t n = strlen(cfg->state.path) + sizeof("-cache");
     cc->path = sl_xmalloc(n);
     snprintf(cc->path, n, "%s-cache", cfg->state.path);

@@ -115,15 +115,15 @@ sl_err_t state_cache_open(const state_cache_conf_t *conf, state_cache_t **out)
         err = cache_err(c, conf->path, rc);
     else
         err = open_dbs(c);
-    MDB_stat st;
-    size_t psize = c->env != NULL && mdb_env_stat(c->env, &st) == MDB_SUCCESS ? st.ms_psize : 4096;
-    size_t room = c->map_bytes / 100 * STATE_CACHE_ENTRIES_PCT, floor = STATE_CACHE_HEADROOM_PAGES * psize;
-    c->high = room > floor ? room - floor / 2 : 0;
-    c->low = c->high > c->map_bytes / STATE_CACHE_EVICT_DIV ? c->high - c->map_bytes / STATE_CACHE_EVICT_DIV : 0;
-    if (err != SL_OK) {
+    if (err != SL_OK) { /* an env that did not open must not be asked anything (LMDB faults) */
         state_cache_close(c);
         return err;
     }
+    MDB_stat st;
+    size_t psize = mdb_env_stat(c->env, &st) == MDB_SUCCESS ? st.ms_psize : 4096;
+    size_t room = c->map_bytes / 100 * STATE_CACHE_ENTRIES_PCT, floor = STATE_CACHE_HEADROOM_PAGES * psize;
+    c->high = room > floor ? room - floor / 2 : 0;
+    c->low = c->high > c->map_bytes / STATE_CACHE_EVICT_DIV ? c->high - c->map_bytes / STATE_CACHE_EVICT_DIV : 0;
     *out = c;
     return SL_OK;
 }

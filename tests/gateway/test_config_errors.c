@@ -45,6 +45,7 @@ static const bad_case_t bad_cases[] = {
     {"cache: { unfinalized: maybe }\n" NET, 1, "cache.unfinalized", "off or head (got 'maybe')", 1},
     {"cache: { max_mb: 0 }\n" NET, 1, "cache.max_mb", "between 1 and 1048576", 1},
     {"cache: { path: \"\" }\n" NET, 1, "cache.path", "must not be empty", 1},
+    {"state: { path: ./var/s }\ncache:\n  path: ./var/s/\n" NET, 3, "cache.path", "must not be the state folder", 1},
     {"cache: { redis: true }\n" NET, 1, "cache.redis", "not available yet", 1},
     {"cache: { enabeld: false }\n" NET, 1, "cache.enabeld", "did you mean 'enabled'?", 1},
 
