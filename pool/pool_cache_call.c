@@ -118,7 +118,8 @@ static int serve_hit(pool_call_t *call, pool_item_t *it, sl_buf_t *b)
         return 0;
     memcpy(&h, b->base, sizeof(h));
     size_t len = b->len - sizeof(h);
-    if (h.format != ENTRY_FORMAT || (uint64_t)h.id_off + h.id_len > len || len > UINT32_MAX)
+    if (h.format != ENTRY_FORMAT || h.verdict >= POLICY_VERDICT_COUNT || (uint64_t)h.id_off + h.id_len > len ||
+        len > UINT32_MAX)
         return 0;
     const char *base = pool_call_keep(call, b);
     it->answer = base + sizeof(h);
