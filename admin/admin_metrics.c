@@ -133,6 +133,8 @@ static uint64_t gauge_drained(const admin_ep_view_t *v) { return v->rec.drained;
 static uint64_t gauge_usable(const admin_ep_view_t *v) { return (uint64_t)v->usable; }
 static uint64_t gauge_demoted(const admin_ep_view_t *v) { return (uint64_t)v->demoted; }
 static uint64_t count_demotions(const admin_ep_view_t *v) { return v->rec.demotions; }
+static uint64_t gauge_ws_state(const admin_ep_view_t *v) { return v->ep->ws_url != NULL ? v->rec.ws_state : 0; }
+static uint64_t count_ws_heads(const admin_ep_view_t *v) { return v->rec.ws_heads; }
 
 static void health(sl_buf_t *b, const admin_ep_view_t *v, size_t n)
 {
@@ -163,6 +165,11 @@ static void health(sl_buf_t *b, const admin_ep_view_t *v, size_t n)
          "1 while the endpoint is demoted: still usable, but tried last (timed out, or lost hedges in a row).",
          gauge_demoted},
         {"sluice_endpoint_demotions_total", "counter", "Times the endpoint was demoted.", count_demotions},
+        {"sluice_upstream_ws_state", "gauge",
+         "The endpoint's ws_url stream: 0 no ws_url (or not opened yet), 1 connecting, 2 connected, 3 down.",
+         gauge_ws_state},
+        {"sluice_upstream_ws_heads_total", "counter", "Heads received on the endpoint's ws_url stream.",
+         count_ws_heads},
     };
     for (size_t g = 0; g < sizeof(gauges) / sizeof(gauges[0]); g++) {
         help(b, gauges[g].name, gauges[g].type, gauges[g].text);
