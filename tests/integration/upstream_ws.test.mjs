@@ -22,14 +22,19 @@ const hex = (n) => '0x' + n.toString(16);
 const hashOf = (n) => '0x' + n.toString(16).padStart(64, '0');
 const SUB = '0x9ce59a13059e417087c02d3236a0b1cc';
 
-async function startUpstream({ tls } = {}) {
+// solana: getSlot answers the root (a finalized slot, as getSlot without a
+// commitment does) and slotSubscribe pushes { parent, root, slot }.
+async function startUpstream({ tls, solana } = {}) {
   const st = { head: 1000, stall: false, upgrades: 0, paths: [], socks: new Set() };
+  const ROOT_LAG = 32;
   const block = (n) => ({ number: hex(n), hash: hashOf(n), parentHash: hashOf(n - 1), timestamp: hex(1700000000 + n) });
   const answer = (m) => {
     switch (m.method) {
       case 'eth_chainId': return '0x1';
       case 'eth_blockNumber': return hex(st.head);
       case 'eth_getBlockByNumber': return block(st.head);
+      case 'getSlot': return st.head - ROOT_LAG;
+      case 'getGenesisHash': return '5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d';
       default: return null;
     }
   };
@@ -55,9 +60,9 @@ async function startUpstream({ tls } = {}) {
     ws.on('error', () => {});
     ws.on('message', (d) => {
       const m = JSON.parse(String(d));
-      if (m.method === 'eth_subscribe' && m.params?.[0] === 'newHeads') {
+      if ((m.method === 'eth_subscribe' && m.params?.[0] === 'newHeads') || m.method === 'slotSubscribe') {
         ws.subscribed = true;
-        ws.send(JSON.stringify({ jsonrpc: '2.0', id: m.id, result: SUB }));
+        ws.send(JSON.stringify({ jsonrpc: '2.0', id: m.id, result: solana ? 7 : SUB }));
       } else {
         ws.send(JSON.stringify({ jsonrpc: '2.0', id: m.id, result: answer(m) }));
       }
@@ -74,8 +79,10 @@ async function startUpstream({ tls } = {}) {
     advance(n = 1) {
       st.head += n;
       if (st.stall) return;
-      const note = JSON.stringify({ jsonrpc: '2.0', method: 'eth_subscription',
-        params: { subscription: SUB, result: block(st.head) } });
+      const note = JSON.stringify(solana
+        ? { jsonrpc: '2.0', method: 'slotNotification',
+          params: { subscription: 7, result: { parent: st.head - 1, root: st.head - ROOT_LAG, slot: st.head } } }
+        : { jsonrpc: '2.0', method: 'eth_subscription', params: { subscription: SUB, result: block(st.head) } });
       for (const s of subscribed()) s.send(note);
     },
     sendRaw(text) { for (const s of subscribed()) s.send(text); },
@@ -86,10 +93,10 @@ async function startUpstream({ tls } = {}) {
 
 const SLOW_PROBES = 'ranking: { probe_interval_ms: 60000 }';
 
-async function sluiceOn(up, { wsPath = '/', lines = [], workers = 2, tlsCa } = {}) {
+async function sluiceOn(up, { wsPath = '/', lines = [], workers = 2, tlsCa, chain } = {}) {
   const ep = { id: 'a', url: up.url, ws_url: `"${up.wsUrl(wsPath)}"` };
   if (tlsCa) ep.tls_ca_file = `"${tlsCa}"`;
-  const s = await startSluice({ workers, networks: { eth: { lines: [SLOW_PROBES, ...lines], endpoints: [ep] } } });
+  const s = await startSluice({ workers, networks: { eth: { chain, lines: [SLOW_PROBES, ...lines], endpoints: [ep] } } });
   started.push(s);
   return s;
 }
@@ -104,11 +111,11 @@ async function connected(s, up) {
 }
 
 // Advances the upstream and returns how long the network's head took to show it.
-async function headLatency(s, up) {
+async function headLatency(s, up, lag = 0) {
   const t0 = performance.now();
   up.advance();
-  await waitFor(async () => (await netHead(s)) === up.st.head, { timeoutMs: 2000, intervalMs: 5,
-    what: `head ${up.st.head} in /admin/networks` });
+  await waitFor(async () => (await netHead(s)) === up.st.head - lag, { timeoutMs: 2000, intervalMs: 5,
+    what: `head ${up.st.head - lag} in /admin/networks` });
   return performance.now() - t0;
 }
 
@@ -151,6 +158,19 @@ test('a wss:// upstream with a private CA feeds the head too', async () => {
   const ms = await headLatency(s, up);
   console.log('wss head latency ms', ms.toFixed(1));
   assert.ok(ms < 200, `head within 200 ms over wss (${ms})`);
+});
+
+test('Solana: slotSubscribe moves the network head (the root, as getSlot reads it)', async () => {
+  const up = await startUpstream({ solana: true });
+  started.push(up);
+  const s = await sluiceOn(up, { chain: 'solana' });
+  await connected(s, up);
+  await waitFor(async () => (await netHead(s)) === up.st.head - 32, { what: 'the first probe slot' });
+  const lat = [];
+  for (let i = 0; i < 5; i++) lat.push(await headLatency(s, up, 32));
+  console.log('solana slot latency ms, max', Math.max(...lat).toFixed(1));
+  assert.ok(Math.max(...lat) < 200);
+  assert.ok((await endpointA(s)).ws.heads_received >= 5);
 });
 
 test('a killed upstream socket: upstream_ws_lost, a reconnect, upstream_ws_connected, heads again', async () => {
