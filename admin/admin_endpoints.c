@@ -86,7 +86,8 @@ static cJSON *methods_json(const admin_ep_view_t *v)
 }
 
 /* The ws_url stream (pool/pool_wshead.c) as its holder last wrote it; null
- * without a ws_url. */
+ * without a ws_url. A holder whose claim ran out (its worker died, or a
+ * previous run's) holds nothing: down until another worker claims it. */
 static void add_ws(cJSON *o, const admin_ep_view_t *v, uint64_t now)
 {
     if (v->ep->ws_url == NULL) {
@@ -96,7 +97,10 @@ static void add_ws(cJSON *o, const admin_ep_view_t *v, uint64_t now)
     static const char *const states[] = {"connecting", "connecting", "connected", "down"};
     cJSON *ws = cJSON_AddObjectToObject(o, "ws");
     cJSON_AddStringToObject(ws, "url", v->ep->ws_url_redacted);
-    cJSON_AddStringToObject(ws, "state", states[v->rec.ws_state < 4 ? v->rec.ws_state : STATE_WS_DOWN]);
+    uint8_t state = v->rec.ws_state < 4 ? v->rec.ws_state : STATE_WS_DOWN;
+    if (state != STATE_WS_NONE && v->rec.ws_renew_ms < now)
+        state = STATE_WS_DOWN;
+    cJSON_AddStringToObject(ws, "state", states[state]);
     cJSON_AddNumberToObject(ws, "heads_received", (double)v->rec.ws_heads);
     if (v->rec.ws_head_at_ms != 0)
         cJSON_AddNumberToObject(ws, "last_head_ms_ago",

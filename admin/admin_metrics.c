@@ -12,6 +12,7 @@
 
 #include "admin/admin_int.h"
 #include "base/sl_buf.h"
+#include "base/sl_time.h"
 #include "policy/breaker.h"
 #include "policy/method.h"
 #include "state/state_key.h"
@@ -133,7 +134,12 @@ static uint64_t gauge_drained(const admin_ep_view_t *v) { return v->rec.drained;
 static uint64_t gauge_usable(const admin_ep_view_t *v) { return (uint64_t)v->usable; }
 static uint64_t gauge_demoted(const admin_ep_view_t *v) { return (uint64_t)v->demoted; }
 static uint64_t count_demotions(const admin_ep_view_t *v) { return v->rec.demotions; }
-static uint64_t gauge_ws_state(const admin_ep_view_t *v) { return v->ep->ws_url != NULL ? v->rec.ws_state : 0; }
+static uint64_t gauge_ws_state(const admin_ep_view_t *v)
+{
+    if (v->ep->ws_url == NULL || v->rec.ws_state == STATE_WS_NONE)
+        return 0;
+    return v->rec.ws_renew_ms < sl_shared_ms() ? STATE_WS_DOWN : v->rec.ws_state; /* a claim run out: down */
+}
 static uint64_t count_ws_heads(const admin_ep_view_t *v) { return v->rec.ws_heads; }
 
 static void health(sl_buf_t *b, const admin_ep_view_t *v, size_t n)

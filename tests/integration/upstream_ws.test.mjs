@@ -12,7 +12,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { readFileSync } from 'node:fs';
 import { WebSocketServer } from 'ws';
-import { startSluice, sleep, waitFor, adminGet, events, metricValue, tempDir } from '../lib/harness.mjs';
+import { startSluice, sleep, waitFor, adminGet, events, metricValue, tempDir, workerPids } from '../lib/harness.mjs';
 import { certMaker } from '../lib/certs.mjs';
 
 const started = [];
@@ -185,6 +185,20 @@ test('a killed upstream socket: upstream_ws_lost, a reconnect, upstream_ws_conne
   assert.match(lost.reason, /the upstream closed the socket/);
   await waitFor(async () => (await wsEvents(s, 'upstream_ws_connected')).length === 2, { what: 'connected again' });
   assert.equal(up.st.upgrades, 2);
+  await connected(s, up);
+  assert.ok(await headLatency(s, up) < 200);
+});
+
+test('the workers killed: the stream is down, then taken over once the dead holder\'s claim runs out', async () => {
+  const up = await startUpstream();
+  started.push(up);
+  const s = await sluiceOn(up);
+  await connected(s, up);
+  const t0 = performance.now();
+  for (const pid of await workerPids(s.child.pid)) process.kill(pid, 'SIGKILL');
+  await waitFor(async () => (await endpointA(s)).ws.state === 'down', { timeoutMs: 5000, what: 'shown down' });
+  await waitFor(() => up.st.upgrades === 2 && up.subscribed().length === 1, { timeoutMs: 8000, what: 'taken over' });
+  console.log('stream back after the workers were killed, ms', (performance.now() - t0).toFixed(0));
   await connected(s, up);
   assert.ok(await headLatency(s, up) < 200);
 });
