@@ -299,6 +299,8 @@ static const pool_ws_cbs_t ws_cbs = {on_ws_open, on_ws_message, on_ws_closed};
 
 static void stream_try(pool_wshead_t *w, uint64_t mono)
 {
+    if (pool_dns_pending(&w->link))
+        return; /* the host name's first lookup: tried again on the next tick */
     w->began_ms = mono;
     set_state(w, STATE_WS_CONNECTING);
     if (!w->holder)

@@ -74,7 +74,7 @@ async function startUpstream({ tls, solana } = {}) {
   return {
     st, port,
     url: `${tls ? 'https' : 'http'}://127.0.0.1:${port}`,
-    wsUrl: (p = '/') => `${tls ? 'wss' : 'ws'}://127.0.0.1:${port}${p}`,
+    wsUrl: (p = '/', host = '127.0.0.1') => `${tls ? 'wss' : 'ws'}://${host}:${port}${p}`,
     subscribed,
     advance(n = 1) {
       st.head += n;
@@ -93,8 +93,8 @@ async function startUpstream({ tls, solana } = {}) {
 
 const SLOW_PROBES = 'ranking: { probe_interval_ms: 60000 }';
 
-async function sluiceOn(up, { wsPath = '/', lines = [], workers = 2, tlsCa, chain } = {}) {
-  const ep = { id: 'a', url: up.url, ws_url: `"${up.wsUrl(wsPath)}"` };
+async function sluiceOn(up, { wsPath = '/', wsHost, lines = [], workers = 2, tlsCa, chain } = {}) {
+  const ep = { id: 'a', url: up.url, ws_url: `"${up.wsUrl(wsPath, wsHost)}"` };
   if (tlsCa) ep.tls_ca_file = `"${tlsCa}"`;
   const s = await startSluice({ workers, networks: { eth: { chain, lines: [SLOW_PROBES, ...lines], endpoints: [ep] } } });
   started.push(s);
@@ -146,18 +146,23 @@ test('the network head follows the upstream WebSocket within ~200 ms, probes a m
   assert.match(ev[0].reason, /subscribed to newHeads/);
 });
 
-test('a wss:// upstream with a private CA feeds the head too', async () => {
+test('a wss:// upstream by host name, with a private CA, feeds the head too', async () => {
   const dir = tempDir('sluice-wss-');
   const certs = certMaker(dir);
   const ca = certs.ca('ca');
   const up = await startUpstream({ tls: certs.cert('up', 'DNS:localhost,IP:127.0.0.1') });
   started.push(up);
-  const s = await sluiceOn(up, { tlsCa: ca });
+  const s = await sluiceOn(up, { tlsCa: ca, wsHost: 'localhost' }); // looked up, its name verified
   await connected(s, up);
   await waitFor(async () => (await netHead(s)) === up.st.head, { what: 'the first probe head' });
   const ms = await headLatency(s, up);
   console.log('wss head latency ms', ms.toFixed(1));
   assert.ok(ms < 200, `head within 200 ms over wss (${ms})`);
+  // without the CA the certificate is refused: the stream is down, and says why
+  const t = await sluiceOn(up, { wsHost: 'localhost' });
+  await waitFor(async () => (await wsEvents(t, 'upstream_ws_lost')).length === 1, { what: 'the refusal' });
+  assert.match((await wsEvents(t, 'upstream_ws_lost'))[0].reason, /the TLS handshake failed/);
+  assert.equal((await endpointA(t)).ws.state, 'down');
 });
 
 test('Solana: slotSubscribe moves the network head (the root, as getSlot reads it)', async () => {
