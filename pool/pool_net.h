@@ -21,6 +21,7 @@
 #include "policy/rolling.h"
 #include "policy/score.h"
 #include "policy/shape.h"
+#include "policy/wsstream.h"
 #include "state/state.h"
 #include "state/state_key.h"
 #include "state/state_lease.h"
@@ -394,14 +395,10 @@ void pool_chainprobe_observe_tip(pool_endpoint_t *ep, uint64_t height, const cha
  * slotSubscribe), each head into the view at once and into the shared
  * record, which the other workers' views read on their tick. A stream with
  * no head for ws_stall_ms, or silent past its pings, is closed and opened
- * again with backoff; the probes run as ever. upstream_ws_connected and
- * upstream_ws_lost events, rate-limited. */
+ * again with backoff (policy/wsstream.h decides when); the probes run as
+ * ever. upstream_ws_connected and upstream_ws_lost events, rate-limited. */
 #define POOL_WS_MAX_MESSAGE (256 * 1024) /* a newHeads header is ~1 KB; a larger message closes the stream */
 #define POOL_WS_CLAIM_MS 3000        /* a holder that stopped renewing is replaced after this */
-#define POOL_WS_PING_MS 10000        /* a ping this often ... */
-#define POOL_WS_SILENT_MS 15000      /* ... and a stream silent this long (no pong either) is closed */
-#define POOL_WS_BACKOFF_MIN_MS 250
-#define POOL_WS_BACKOFF_MAX_MS 30000
 #define POOL_WS_LOST_EVENT_MS 10000  /* upstream_ws_lost at most this often per endpoint and worker */
 void pool_wshead_init(pool_endpoint_t *ep);
 void pool_wshead_tick(pool_endpoint_t *ep, uint64_t now_ms);

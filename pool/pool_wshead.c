@@ -12,12 +12,12 @@
  * is an addition: the probes run as ever, and while it is down nothing
  * else changes.
  *
- * Deadlines are checked on the tick (~50 ms): the Upgrade and the
- * subscription's answer within connect + first byte; a head within
- * ws_stall_ms; some bytes (a pong at least) within POOL_WS_SILENT_MS of
- * each other. A stream that misses one, says something malformed, or
- * closes is reopened after a backoff with jitter (250 ms doubling to 30 s;
- * back to 250 ms once a stream gave a head). */
+ * Deadlines are checked on the tick (~50 ms), decided by policy/wsstream.h:
+ * the Upgrade and the subscription's answer within connect + first byte; a
+ * head within ws_stall_ms; some bytes (a pong at least) within
+ * POLICY_WS_SILENT_MS of each other. A stream that misses one, says
+ * something malformed, or closes is reopened after a backoff with jitter
+ * (250 ms doubling to 30 s; back to 250 ms once a stream gave a head). */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,8 +59,7 @@ static int is_solana(const pool_wshead_t *w)
 
 static uint32_t stall_ms(const pool_wshead_t *w)
 {
-    uint32_t ms = w->ep->net->conf->ws_stall_ms;
-    return ms != 0 ? ms : is_solana(w) ? 5000 : 60000;
+    return policy_ws_stall_ms(w->ep->net->conf->chain, w->ep->net->conf->ws_stall_ms);
 }
 
 /* ---- the shared record ----------------------------------------------------- */
@@ -166,9 +165,7 @@ static void stream_lost(pool_wshead_t *w, const char *why)
     int was_up = w->subscribed;
     pool_ws_close(&w->ws);
     w->subscribed = 0;
-    uint32_t b = w->backoff_ms ? w->backoff_ms : POOL_WS_BACKOFF_MIN_MS;
-    w->next_try_ms = mono + b / 2 + (uint32_t)rand() % (b / 2 + 1); /* jitter: half to all of it */
-    w->backoff_ms = b * 2 > POOL_WS_BACKOFF_MAX_MS ? POOL_WS_BACKOFF_MAX_MS : b * 2;
+    w->next_try_ms = mono + policy_ws_retry_ms(&w->backoff_ms, (uint32_t)random());
     if (w->holder)
         set_state(w, STATE_WS_DOWN);
     if (w->lost_event_ms != 0 && mono - w->lost_event_ms < POOL_WS_LOST_EVENT_MS) {
@@ -193,7 +190,6 @@ static void on_ws_closed(pool_ws_t *ws, const char *why)
 static void on_ws_open(pool_ws_t *ws)
 {
     pool_wshead_t *w = ws->data;
-    w->last_head_ms = w->ping_ms = sl_now_ms();
     int sol = is_solana(w);
     if (!pool_ws_send_text(ws, sol ? sol_sub : eth_sub, sol ? sizeof(sol_sub) - 1 : sizeof(eth_sub) - 1))
         stream_lost(w, "the subscription could not be sent");
@@ -203,6 +199,7 @@ static void on_ws_open(pool_ws_t *ws)
 static void subscribed(pool_wshead_t *w)
 {
     w->subscribed = 1;
+    w->last_head_ms = w->ping_ms = sl_now_ms(); /* the stall and the pings count from here */
     set_state(w, STATE_WS_CONNECTED);
     sl_log_info("endpoint %s/%s: WebSocket stream subscribed to %s", w->ep->net->conf->name, w->ep->conf->id,
                 is_solana(w) ? "slots" : "new heads");
@@ -314,22 +311,28 @@ static void stream_try(pool_wshead_t *w, uint64_t mono)
 static void stream_check(pool_wshead_t *w, uint64_t mono)
 {
     const pool_timeouts_t *t = &w->ep->net->conf->timeouts;
+    uint32_t handshake = t->connect_ms + t->first_byte_ms;
+    policy_ws_times_t times = {.began_ms = w->began_ms, .last_head_ms = w->last_head_ms,
+                               .last_rx_ms = w->ws.last_rx_ms, .ping_ms = w->ping_ms, .subscribed = w->subscribed};
     char why[96];
-    if (!w->subscribed) {
-        if (mono - w->began_ms > (uint64_t)t->connect_ms + t->first_byte_ms) {
-            snprintf(why, sizeof(why), "not subscribed within %" PRIu32 " ms", t->connect_ms + t->first_byte_ms);
-            stream_lost(w, why);
-        }
+    switch (policy_ws_check(&times, handshake, stall_ms(w), mono)) {
+    case POLICY_WS_FINE:
         return;
-    }
-    if (mono - w->last_head_ms > stall_ms(w)) {
-        snprintf(why, sizeof(why), "no head for %" PRIu32 " ms", stall_ms(w));
-        stream_lost(w, why);
-    } else if (mono - w->ws.last_rx_ms > POOL_WS_SILENT_MS) {
-        stream_lost(w, "no pong");
-    } else if (mono - w->ping_ms >= POOL_WS_PING_MS) {
+    case POLICY_WS_PING:
         w->ping_ms = mono;
         pool_ws_ping(&w->ws);
+        return;
+    case POLICY_WS_NOT_SUBSCRIBED:
+        snprintf(why, sizeof(why), "not subscribed within %" PRIu32 " ms", handshake);
+        stream_lost(w, why);
+        return;
+    case POLICY_WS_STALLED:
+        snprintf(why, sizeof(why), "no head for %" PRIu32 " ms", stall_ms(w));
+        stream_lost(w, why);
+        return;
+    case POLICY_WS_SILENT:
+        stream_lost(w, "no pong");
+        return;
     }
 }
 
