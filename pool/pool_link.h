@@ -199,6 +199,7 @@ typedef enum pool_ws_state {
     POOL_WS_CONNECTING,           /* TCP connect, then TLS */
     POOL_WS_UPGRADING,            /* the Upgrade request sent, its answer awaited */
     POOL_WS_OPEN,                 /* frames flow */
+    POOL_WS_STATE_COUNT
 } pool_ws_state_t;
 
 /* What the owner hears. A callback may close the socket (pool_ws_close). */

@@ -28,6 +28,27 @@ void pool_ws_accept_of(const char *key, char out[29])
     h2o_base64_encode(out, digest, 20, 0); /* SHA-1: 20 bytes, 28 characters and a NUL */
 }
 
+/* ---- the machine ---------------------------------------------------------- */
+
+/* edges[from][to]: connect (and TLS), the Upgrade, frames; closed from any. */
+static const uint8_t ws_edges[POOL_WS_STATE_COUNT][POOL_WS_STATE_COUNT] = {
+    [POOL_WS_CLOSED] = {[POOL_WS_CLOSED] = 1, [POOL_WS_CONNECTING] = 1},
+    [POOL_WS_CONNECTING] = {[POOL_WS_CLOSED] = 1, [POOL_WS_UPGRADING] = 1},
+    [POOL_WS_UPGRADING] = {[POOL_WS_CLOSED] = 1, [POOL_WS_OPEN] = 1},
+    [POOL_WS_OPEN] = {[POOL_WS_CLOSED] = 1},
+};
+
+/* The one writer of ws->state. */
+static void ws_enter(pool_ws_t *ws, pool_ws_state_t to)
+{
+    if ((unsigned)ws->state >= POOL_WS_STATE_COUNT || (unsigned)to >= POOL_WS_STATE_COUNT ||
+        !ws_edges[ws->state][to]) {
+        sl_log_error("bug: upstream WebSocket moved from state %d to %d", (int)ws->state, (int)to);
+        abort();
+    }
+    ws->state = to;
+}
+
 /* ---- closing ------------------------------------------------------------- */
 
 static void ws_teardown(pool_ws_t *ws)
@@ -40,7 +61,7 @@ static void ws_teardown(pool_ws_t *ws)
     ws->sock = NULL;
     sl_buf_dispose(&ws->out);
     sl_buf_dispose(&ws->writing);
-    ws->state = POOL_WS_CLOSED;
+    ws_enter(ws, POOL_WS_CLOSED);
     ws->close_pending = 0;
 }
 
@@ -219,7 +240,7 @@ static void ws_read_upgrade(pool_ws_t *ws)
         return;
     }
     wslay_event_config_set_max_recv_msg_length(ws->ctx, ws->max_message);
-    ws->state = POOL_WS_OPEN;
+    ws_enter(ws, POOL_WS_OPEN);
     ws->opened_ms = sl_now_ms();
     ws->cbs->open(ws);
     if (ws->state == POOL_WS_OPEN && ws->sock->input->size > 0)
@@ -280,7 +301,7 @@ static void ws_send_upgrade(pool_ws_t *ws)
     for (size_t i = 0; i < conf->nheaders; i++)
         sl_buf_printf(b, "%s: %s\r\n", conf->headers[i].name, conf->headers[i].value);
     sl_buf_append_str(b, "\r\n");
-    ws->state = POOL_WS_UPGRADING;
+    ws_enter(ws, POOL_WS_UPGRADING);
     h2o_socket_read_start(ws->sock, on_read);
     ws_flush(ws);
 }
@@ -332,7 +353,7 @@ const char *pool_ws_open(pool_ws_t *ws, pool_link_t *link, size_t max_message, c
         return "a socket could not be opened";
     }
     ws->sock->data = ws;
-    ws->state = POOL_WS_CONNECTING;
+    ws_enter(ws, POOL_WS_CONNECTING);
     ws->last_rx_ms = sl_now_ms();
     return NULL;
 }
