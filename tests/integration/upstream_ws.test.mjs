@@ -9,6 +9,8 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import net from 'node:net';
+import { createHash } from 'node:crypto';
 import https from 'node:https';
 import { readFileSync } from 'node:fs';
 import { WebSocketServer } from 'ws';
@@ -265,6 +267,49 @@ test('an oversized message does not crash sluice; the stream is reopened', async
   assert.match((await wsEvents(s, 'upstream_ws_lost'))[0].reason, /a message over the size limit/);
   await waitFor(() => up.st.upgrades === 2 && up.subscribed().length === 1, { what: 'reopened' });
   assert.ok(await headLatency(s, up) < 200, 'heads flow again');
+});
+
+// A WebSocket "server" that answers the Upgrade as told: a wrong
+// Sec-WebSocket-Accept, or no 101 at all.
+async function startBadUpgrade(answer) {
+  const st = { tries: 0 };
+  const server = net.createServer((c) => {
+    let head = '';
+    c.on('error', () => {});
+    c.on('data', (d) => {
+      head += d;
+      if (!head.includes('\r\n\r\n')) return;
+      st.tries++;
+      const key = head.match(/sec-websocket-key: *(\S+)/i)?.[1] ?? '';
+      c.write(answer(key));
+    });
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  return { st, port: server.address().port, stop: () => new Promise((r) => server.close(r)) };
+}
+
+const acceptOf = (key) => createHash('sha1').update(key + '258EAFA5-E914-47DA-95CA-C5AB0DC85B11').digest('base64');
+
+test('an Upgrade answered with a wrong Sec-WebSocket-Accept, or without 101, is refused and retried', async () => {
+  const up = await startUpstream();
+  started.push(up);
+  const cases = [
+    [(key) => `HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
+      `Sec-WebSocket-Accept: ${acceptOf(key + 'x')}\r\n\r\n`, /a wrong Sec-WebSocket-Accept/],
+    [() => 'HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n', /the Upgrade was refused \(not HTTP 101\)/],
+  ];
+  for (const [answer, why] of cases) {
+    const bad = await startBadUpgrade(answer);
+    started.push(bad);
+    const s = await startSluice({ workers: 1, networks: { eth: { lines: [SLOW_PROBES],
+      endpoints: [{ id: 'a', url: up.url, ws_url: `"ws://127.0.0.1:${bad.port}/"` }] } } });
+    started.push(s);
+    await waitFor(async () => (await wsEvents(s, 'upstream_ws_lost')).length === 1, { what: 'the refusal' });
+    assert.match((await wsEvents(s, 'upstream_ws_lost'))[0].reason, why);
+    assert.equal((await endpointA(s)).ws.state, 'down');
+    await waitFor(() => bad.st.tries >= 3, { what: 'tried again, with backoff' });
+    assert.equal((await wsEvents(s, 'upstream_ws_connected')).length, 0);
+  }
 });
 
 test('--check says what is wrong with a ws_url', async () => {
