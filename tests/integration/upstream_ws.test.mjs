@@ -12,9 +12,9 @@ import http from 'node:http';
 import net from 'node:net';
 import { createHash } from 'node:crypto';
 import https from 'node:https';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { WebSocketServer } from 'ws';
-import { startSluice, sleep, waitFor, adminGet, events, metricValue, tempDir, workerPids } from '../lib/harness.mjs';
+import { startSluice, sleep, waitFor, adminGet, adminPost, events, metricValue, tempDir, workerPids, renderConfig } from '../lib/harness.mjs';
 import { certMaker } from '../lib/certs.mjs';
 
 const started = [];
@@ -310,6 +310,24 @@ test('an Upgrade answered with a wrong Sec-WebSocket-Accept, or without 101, is 
     await waitFor(() => bad.st.tries >= 3, { what: 'tried again, with backoff' });
     assert.equal((await wsEvents(s, 'upstream_ws_connected')).length, 0);
   }
+});
+
+test('a ws_url added, then removed, by a reload', async () => {
+  const up = await startUpstream();
+  started.push(up);
+  const cfg = (ws) => ({ workers: 2, networks: { eth: { lines: [SLOW_PROBES],
+    endpoints: [{ id: 'a', url: up.url, ...(ws ? { ws_url: `"${up.wsUrl()}"` } : {}) }] } } });
+  const s = await startSluice(cfg(false));
+  started.push(s);
+  assert.equal((await endpointA(s)).ws, null);
+  writeFileSync(s.file, renderConfig({ statePath: s.statePath, ...cfg(true) }) + 'cache: { enabled: false }\n');
+  const r = await adminPost(s, '/admin/reload');
+  assert.equal(r.status, 200, JSON.stringify(r.json));
+  await connected(s, up);
+  assert.ok(await headLatency(s, up) < 200);
+  writeFileSync(s.file, renderConfig({ statePath: s.statePath, ...cfg(false) }) + 'cache: { enabled: false }\n');
+  assert.equal((await adminPost(s, '/admin/reload')).status, 200);
+  await waitFor(async () => (await endpointA(s)).ws === null && up.st.socks.size === 0, { what: 'the stream closed' });
 });
 
 test('--check says what is wrong with a ws_url', async () => {
