@@ -201,9 +201,9 @@ static void subscribed(pool_wshead_t *w)
     w->subscribed = 1;
     w->last_head_ms = w->ping_ms = sl_now_ms(); /* the stall and the pings count from here */
     set_state(w, STATE_WS_CONNECTED);
-    sl_log_info("endpoint %s/%s: WebSocket stream subscribed to %s", w->ep->net->conf->name, w->ep->conf->id,
-                is_solana(w) ? "slots" : "new heads");
-    if (w->lost_reported || w->lost_event_ms == 0) {
+    if (w->lost_reported || w->lost_event_ms == 0) { /* logged as its event is: not every reconnect */
+        sl_log_info("endpoint %s/%s: WebSocket stream subscribed to %s", w->ep->net->conf->name, w->ep->conf->id,
+                    is_solana(w) ? "slots" : "new heads");
         char reason[160];
         snprintf(reason, sizeof(reason), "%s: subscribed to %s", w->ep->conf->id,
                  is_solana(w) ? "slotSubscribe" : "newHeads");
