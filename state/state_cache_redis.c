@@ -95,8 +95,9 @@ static void on_mget(void *data, redisReply *reply)
 int state_cache_redis_get(state_cluster_t *cl, const char *network, const uint8_t (*keys)[STATE_CACHE_KEY_LEN],
                           size_t n, state_cache_redis_fn fn, void *data, state_cache_redis_get_t **out)
 {
-    if (!state_cluster_up(cl) || n == 0 || n > STATE_CACHE_REDIS_KEYS_MAX || strlen(network) >= STATE_KEY_MAX)
-        return -1;
+    if (!state_cluster_up(cl) || n == 0 || n > STATE_CACHE_REDIS_KEYS_MAX || strlen(network) >= STATE_KEY_MAX ||
+        cl->cmd.count >= STATE_CACHE_REDIS_BUSY)
+        return -1; /* a busy connection is left to the cluster's leases */
     char gk[GEN_KEY_MAX];
     char(*ek)[ENTRY_KEY_MAX] = sl_xmalloc(n * sizeof(*ek));
     const char *argv[2 + STATE_CACHE_REDIS_KEYS_MAX];

@@ -26,8 +26,10 @@
  * Everything runs on the worker's loop, on the cluster's command
  * connection (state_cluster.h); nothing blocks. Entries larger than
  * STATE_CACHE_REDIS_ENTRY_MAX stay local (a big value on the command
- * connection would hold up the cluster's leases behind it), and puts are
- * dropped while STATE_CACHE_REDIS_BUSY commands await replies. */
+ * connection would hold up the cluster's leases behind it), and lookups
+ * (a miss then) and puts are not sent while STATE_CACHE_REDIS_BUSY
+ * commands await replies on it: the cache never crowds the leases out of
+ * the connection's STATE_REDIS_MAX_PENDING. */
 #ifndef STATE_CACHE_REDIS_H
 #define STATE_CACHE_REDIS_H
 
@@ -72,7 +74,7 @@ typedef void (*state_cache_redis_fn)(void *data, const state_cache_redis_found_t
 /* Looks keys[0..n) of network up (n <= STATE_CACHE_REDIS_KEYS_MAX). 0 if
  * asked: fn runs once with the answer, unless the lookup is cancelled
  * first or the link is destroyed (then never); *out is the lookup until fn
- * runs. -1 if the link is not up or cannot take it (fn is not called). */
+ * runs. -1 if the link is not up or is busy (fn is not called). */
 int state_cache_redis_get(state_cluster_t *cl, const char *network, const uint8_t (*keys)[STATE_CACHE_KEY_LEN],
                           size_t n, state_cache_redis_fn fn, void *data, state_cache_redis_get_t **out);
 /* The caller stops waiting (its time ran out, or it went away): fn will
