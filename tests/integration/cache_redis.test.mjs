@@ -44,6 +44,9 @@ async function twoHosts({ cacheLine = 'cache: { redis: true, redis_wait_ms: 200 
   return { f, redis, a: hosts[0], b: hosts[1], fin };
 }
 
+// The fake's chain moved by hand: /_control/chain (head, advance, reorg).
+const chainCtl = async (f, body) => (await fetch(`http://127.0.0.1:${f.port}/_control/chain`,
+  { method: 'POST', body: JSON.stringify(body) })).json();
 const cacheBlock = async (s) => (await adminGet(s, '/admin/networks')).json.find((n) => n.network === 'eth').cache;
 
 test('a finalized block fetched by one host is a hit on the other, from Redis, then from its own store', { skip }, async () => {
@@ -134,6 +137,53 @@ test('a purge on one host makes the other miss too', { skip }, async () => {
   // and the answer b fetched is shared again, under the new generation
   assert.equal((await postFresh(a.url('eth'), q)).headers.get('x-sluice-cache'), 'hit');
   assert.equal(await methodCount(f, 'eth_getBlockByHash'), 2);
+});
+
+test('a Redis that stops answering (SIGSTOP) costs a miss at most cache.redis_wait_ms late, never a stall', { skip }, async () => {
+  const { f, redis, a, fin } = await twoHosts({ cacheLine: 'cache: { redis: true }' }); // the default wait: 10 ms
+  const blocks = [];
+  for (let i = 0; i < 6; i++) blocks.push((await post(a.url('eth'), call('eth_getBlockByNumber', [hex(fin - 30 - i), false]))).json.result.hash);
+  const base = await methodCount(f, 'eth_getBlockByHash');
+  redis.pause();
+  const took = [];
+  try {
+    for (const [i, hash] of blocks.entries()) {
+      const t0 = Date.now();
+      const r = await post(a.url('eth'), call('eth_getBlockByHash', [hash, false], i));
+      took.push(Date.now() - t0);
+      assert.equal(r.status, 200, r.text);
+      assert.equal(r.json.result.hash, hash);
+      assert.equal(r.headers.get('x-sluice-cache'), 'miss');
+    }
+  } finally {
+    redis.resume();
+  }
+  assert.equal(await methodCount(f, 'eth_getBlockByHash'), base + 6, 'each went upstream');
+  console.log(`misses with Redis stopped: ${took.join(', ')} ms`);
+  // the first ones waited for Redis (10 ms, on 5 ms ticks), then the link went down (timeout_ms): no wait at all
+  assert.ok(Math.max(...took) < 150, `no call waited long for a stopped Redis: ${took.join(', ')} ms`);
+  await sleep(400);
+  const cb = await cacheBlock(a);
+  assert.ok(cb.redis.timeouts >= 1, `a lookup past its wait counts as a timeout: ${JSON.stringify(cb)}`);
+});
+
+test('unfinalized answers (keyed by block hash) stay on their host: never sent to Redis', { skip }, async () => {
+  const { f, redis, a, b } = await twoHosts({ cacheLine: 'cache: { redis: true, redis_wait_ms: 200, unfinalized: head }' });
+  for (let i = 0; i < 8; i++) { // block by block, so the probes see each height's hash
+    await chainCtl(f, { advance: 1 });
+    await sleep(250);
+  }
+  const head = (await chainCtl(f, {})).head;
+  let h;
+  for (const back of [3, 4, 5, 6]) {
+    await postFresh(a.url('eth'), call('eth_getBlockByNumber', [hex(head - back), false]));
+    const again = await postFresh(a.url('eth'), call('eth_getBlockByNumber', [hex(head - back), false]));
+    if (again.headers.get('x-sluice-cache') === 'hit') { h = head - back; break; }
+  }
+  assert.ok(h !== undefined, 'host a kept a block above finalized under its hash');
+  assert.equal(redis.cli('--scan', '--pattern', 'sluice:cache:e:*'), '', 'nothing of it went to Redis');
+  const onB = await postFresh(b.url('eth'), call('eth_getBlockByNumber', [hex(h), false]));
+  assert.equal(onB.headers.get('x-sluice-cache'), 'miss', 'host b does not get it');
 });
 
 test('cache.redis: true without cluster: is refused by --check', async () => {
