@@ -23,7 +23,7 @@ const postFresh = (url, body, headers = {}) => post(url, body, { connection: 'cl
 async function twoHosts({ cacheLine = 'cache: { redis: true, redis_wait_ms: 200 }' } = {}) {
   const f = await startFake({ name: 'f', args: ['--block', String(HEAD), '--block-time-ms', '0'] });
   started.push(f);
-  const redis = await startRedis();
+  const redis = await startRedis({ extra: ['--maxmemory', '64mb', '--maxmemory-policy', 'volatile-lru'] });
   const hosts = [];
   for (const host of ['a', 'b']) {
     const s = await startSluice({ cache: true, workers: 2,
@@ -194,4 +194,25 @@ test('cache.redis: true without cluster: is refused by --check', async () => {
   const r = spawnSync(SLUICE_BIN, ['--check', '-c', file], { encoding: 'utf8' });
   assert.notEqual(r.status, 0);
   assert.match(r.stdout + r.stderr, /sluice\.yaml:2: cache\.redis: true needs a cluster: section/);
+});
+
+test('--check --connect says whether Redis bounds the cache (maxmemory, volatile-lru)', { skip }, async () => {
+  const f = await startFake({ name: 'f' });
+  started.push(f);
+  const bare = await startRedis();
+  const bounded = await startRedis({ extra: ['--maxmemory', '64mb', '--maxmemory-policy', 'volatile-lru'] });
+  const check = (redis) => {
+    const dir = tempDir();
+    const file = path.join(dir, 'sluice.yaml');
+    writeFileSync(file, `cache: { redis: true }\ncluster: { redis: "${redis.url()}", host: "c" }\n` +
+      `networks:\n  eth:\n    endpoints: ["${f.url}"]\nstate: { path: "${path.join(dir, 'state')}" }\n`);
+    return spawnSync(SLUICE_BIN, ['--check', '--connect', '-c', file], { encoding: 'utf8' });
+  };
+  const warned = check(bare);
+  assert.equal(warned.status, 0, 'a warning, not a refusal: ' + warned.stderr);
+  assert.match(warned.stderr, /warning: cache\.redis: Redis has no maxmemory .*set maxmemory and maxmemory-policy volatile-lru/);
+  const ok = check(bounded);
+  assert.equal(ok.status, 0, ok.stderr);
+  assert.match(ok.stdout, /cache\.redis: maxmemory 67108864 bytes, volatile-lru: only keys with an expiry are evicted/);
+  assert.doesNotMatch(ok.stderr, /warning/);
 });
