@@ -15,8 +15,18 @@ const HEAD = 5000;
 const methodCount = async (fake, m) => (await fake.stats()).methods[m] ?? 0;
 // sluice asks each endpoint its eth_chainId at start (chain identity: the
 // master, then each worker on its first tick): the calls counted are those
-// after these asks
-const startupAsks = async (fake) => { await sleep(300); return methodCount(fake, 'eth_chainId'); };
+// after these asks (the count once it has not moved for 400 ms: a busy
+// machine may run a worker's first tick late)
+const startupAsks = async (fake) => {
+  let last = -1, same = 0;
+  for (;;) {
+    const n = await methodCount(fake, 'eth_chainId');
+    same = n === last ? same + 1 : 0;
+    last = n;
+    if (same >= 4) return n;
+    await sleep(100);
+  }
+};
 
 async function oneEndpoint(extra = '', statePath) {
   const f = await startFake({ name: 'f', args: ['--block', String(HEAD), '--block-time-ms', '0'] });
