@@ -12,6 +12,7 @@
 #include "base/sl_log.h"
 #include "base/sl_secret.h"
 #include "gateway/gw_config_int.h"
+#include "state/state_cache_redis.h"
 
 #define GW_MAX_FILE_BYTES (16 * 1024 * 1024)
 
@@ -456,6 +457,8 @@ static gw_config_t *config_new(const char *name)
     cfg->state.path = sl_xstrdup(GW_DEFAULT_STATE_PATH);
     cfg->cache.enabled = 1;
     cfg->cache.max_mb = GW_DEFAULT_CACHE_MB;
+    cfg->cache.redis_ttl_s = STATE_CACHE_REDIS_DEFAULT_TTL_S;
+    cfg->cache.redis_wait_ms = STATE_CACHE_REDIS_DEFAULT_WAIT_MS;
     cfg->state.map_size_mb = GW_DEFAULT_MAP_SIZE_MB;
     cfg->state.refresh_ms = 50;
     cfg->state.flush_ms = 100;

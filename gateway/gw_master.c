@@ -419,6 +419,9 @@ static int cluster_check(master_t *m)
     } else {
         sl_log_info("cluster: host %s, Redis at %s (%s), prefix %s", cfg->cluster.host, cfg->cluster.url_shown, why,
                     cfg->cluster.prefix);
+        if (cfg->cache.enabled && cfg->cache.redis &&
+            state_cluster_probe_memory(&cfg->cluster, CLUSTER_PROBE_MS, why, sizeof(why)) == SL_ERR_INVALID)
+            sl_log_warn("cache: the Redis tier: %s", why);
     }
     state_set_host(m->state, cfg->cluster.host);
     if (state_cluster_mode_reset(m->state, sl_wall_ms()) != SL_OK)

@@ -117,8 +117,8 @@ typedef struct pool_item {
     uint32_t answer_len;
     wire_span_t answer_id;      /* id value inside answer, relative to answer */
     int16_t endpoint;             /* index of the endpoint that answered, -1 if none (or the cache) */
-    uint8_t cached;               /* ANSWERED from the response cache (pool_cache_call.c) */
-    uint8_t cache_miss;           /* looked up in the cache and not found: it went upstream */
+    uint8_t cached;               /* ANSWERED from the response cache (pool_cache_call.c): a POOL_CACHE_tier */
+    uint8_t cache_miss;           /* looked up in the cache and not found: it went upstream (POOL_CACHE_MISSED*) */
     uint32_t retry_after_ms;      /* RATE_LIMITED: the earliest time an endpoint frees up */
     uint8_t fail_seen;            /* bit per POOL_FAIL_F_* kind of failure + private bits */
     uint8_t rate_limited;         /* attempts answered with a rate limit */
@@ -128,6 +128,13 @@ typedef struct pool_item {
     uint8_t verify;               /* "nonce too low": a by-hash check is due (pool_write.c) */
     int16_t verify_ep;            /* ... at this endpoint */
 } pool_item_t;
+
+/* pool_item_t.cached: the tier that answered (0: none) */
+enum { POOL_CACHE_LOCAL = 1, POOL_CACHE_REDIS = 2 };
+/* pool_item_t.cache_miss: missed (0: not looked up); with cache.redis, why
+ * Redis did not answer it either: no entry there, or too late, or an error
+ * (Redis down or refusing) */
+enum { POOL_CACHE_MISSED = 1, POOL_CACHE_MISSED_TIMEOUT = 2, POOL_CACHE_MISSED_ERROR = 3 };
 
 /* One line of the attempt log, for errors and access logs. */
 enum {

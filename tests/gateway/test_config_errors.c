@@ -46,7 +46,9 @@ static const bad_case_t bad_cases[] = {
     {"cache: { max_mb: 0 }\n" NET, 1, "cache.max_mb", "between 1 and 1048576", 1},
     {"cache: { path: \"\" }\n" NET, 1, "cache.path", "must not be empty", 1},
     {"state: { path: ./var/s }\ncache:\n  path: ./var/s/\n" NET, 3, "cache.path", "must not be the state folder", 1},
-    {"cache: { redis: true }\n" NET, 1, "cache.redis", "not available yet", 1},
+    {"cache: { redis: true }\n" NET, 1, "cache.redis", "needs a cluster: section", 1},
+    {"cache:\n  redis_wait_ms: 0\n" NET, 2, "cache.redis_wait_ms", "between 1 and 1000", 1},
+    {"cache:\n  redis_ttl_s: 0\n" NET, 2, "cache.redis_ttl_s", "between 1 and 31536000", 1},
     {"cache: { enabeld: false }\n" NET, 1, "cache.enabeld", "did you mean 'enabled'?", 1},
 
     {"", 0, "", "no configuration (file is empty)", 1},
