@@ -391,7 +391,7 @@ void pool_chainprobe_observe_tip(pool_endpoint_t *ep, uint64_t height, const cha
 
 /* pool_wshead.c: heads from an endpoint's ws_url. One worker per host holds
  * the stream (claimed in the endpoint's shared record, renewed while it
- * lives, taken over when stale): eth_subscribe newHeads (Solana
+ * lives, taken over when stale or its pid is gone): eth_subscribe newHeads (Solana
  * slotSubscribe), each head into the view at once and into the shared
  * record, which the other workers' views read on their tick. A stream with
  * no head for ws_stall_ms, or silent past its pings, is closed and opened

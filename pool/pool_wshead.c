@@ -18,7 +18,9 @@
  * POLICY_WS_SILENT_MS of each other. A stream that misses one, says
  * something malformed, or closes is reopened after a backoff with jitter
  * (250 ms doubling to 30 s; back to 250 ms once a stream gave a head). */
+#include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -46,6 +48,7 @@ typedef struct pool_wshead {
     uint64_t last_head_ms;        /* monotonic: the last head (or the stream's opening) */
     uint64_t ping_ms;             /* monotonic: the last ping */
     uint64_t lost_event_ms;       /* monotonic: the last upstream_ws_lost event */
+    uint64_t alive_checked_ms;    /* monotonic: the holder's pid last looked for */
     uint32_t lost_held;           /* losses since, not in an event */
 } pool_wshead_t;
 
@@ -66,6 +69,7 @@ static uint32_t stall_ms(const pool_wshead_t *w)
 
 typedef struct share_ctx {
     uint32_t pid;
+    uint32_t dead;                /* a holder's pid found dead: its claim is void now */
     uint64_t now;
     int claim;                    /* claim or renew (fails if another live worker holds it) */
     int release;
@@ -81,7 +85,7 @@ static int share_cb(void *arg, state_endpoint_rec_t *rec, int exists, state_even
     (void)events;
     (void)nevents;
     int mine = rec->ws_pid == c->pid;
-    if (c->claim && !mine && rec->ws_pid != 0 && rec->ws_renew_ms > c->now)
+    if (c->claim && !mine && rec->ws_pid != 0 && rec->ws_renew_ms > c->now && rec->ws_pid != c->dead)
         return 0;
     if (!c->claim && !mine)
         return 0; /* no longer ours: the new holder writes */
@@ -350,6 +354,18 @@ void pool_wshead_init(pool_endpoint_t *ep)
     ep->wshead = w;
 }
 
+/* pid if the worker holding the stream is gone (a crash: the master starts
+ * another), so its claim need not run out first; 0 if it lives or was looked
+ * for within the last second. The claim is this host's: the pid is too. */
+static uint32_t holder_dead(pool_wshead_t *w, uint32_t pid)
+{
+    uint64_t mono = sl_now_ms();
+    if (mono - w->alive_checked_ms < 1000)
+        return 0;
+    w->alive_checked_ms = mono;
+    return kill((pid_t)pid, 0) != 0 && errno == ESRCH ? pid : 0;
+}
+
 void pool_wshead_tick(pool_endpoint_t *ep, uint64_t now_ms)
 {
     if (ep->wshead == NULL && ep->conf->ws_url != NULL && ep->net->pool->state != NULL)
@@ -360,9 +376,10 @@ void pool_wshead_tick(pool_endpoint_t *ep, uint64_t now_ms)
     const state_endpoint_rec_t *r = &ep->health.shared;
     uint32_t me = (uint32_t)getpid();
     if (!w->holder) {
-        if (r->ws_pid != 0 && r->ws_pid != me && r->ws_renew_ms > now_ms)
+        uint32_t dead = 0;
+        if (r->ws_pid != 0 && r->ws_pid != me && r->ws_renew_ms > now_ms && !(dead = holder_dead(w, r->ws_pid)))
             return; /* another worker of this host holds it */
-        share_ctx_t c = {.claim = 1, .state = STATE_WS_CONNECTING};
+        share_ctx_t c = {.claim = 1, .state = STATE_WS_CONNECTING, .dead = dead};
         if (!share(w, &c))
             return;
         w->holder = 1;
