@@ -124,6 +124,12 @@ static const bad_case_t bad_cases[] = {
      "networks.eth.blocked_methods[0]", "ending in '*'", 1},
     {"networks:\n  eth:\n    endpoints:\n      - ftp://h/\n", 4, "networks.eth.endpoints[0]",
      "invalid url: scheme must be http or https", 1},
+    {"networks:\n  eth:\n    endpoints:\n      - url: \"http://h\"\n        ws_url: \"https://h/\"\n", 5,
+     "networks.eth.endpoints[0].ws_url", "invalid ws_url: scheme must be ws or wss", 1},
+    {"networks:\n  eth:\n    endpoints:\n      - url: \"http://h\"\n        ws_url: \"wss://h:99999/\"\n", 5,
+     "networks.eth.endpoints[0].ws_url", "invalid ws_url: ", 1},
+    {"networks:\n  eth:\n    ws_stall_ms: 50\n    endpoints: [\"http://h\"]\n", 3, "networks.eth.ws_stall_ms",
+     "between 100 and 3600000", 1},
     {"networks:\n  eth:\n    endpoints:\n      - http://h/\n      - id: a\n", 5, "networks.eth.endpoints[1].url",
      "required key 'url' is missing", 1},
     {"networks:\n  eth:\n    endpoints:\n      - { id: a, url: \"http://h\" }\n      - url: \"http://i\"\n"
