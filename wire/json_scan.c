@@ -2,9 +2,13 @@
  * recursion. Nesting is a 128-bit stack of "object or array" bits.
  *
  * Most bytes of a large upstream answer are hex inside strings, so the hot
- * loop is skip_plain(): 16 bytes at a time with SSE2 (8 with plain integer
- * arithmetic elsewhere) until a byte that needs a closer look. */
+ * loop is next_special(): a bit scan in the mask of the current 64-byte
+ * block (wire/json_scan_simd.c classifies a block once, with AVX2 where the
+ * CPU has it) until a byte that needs a closer look. skip_plain(), 16 bytes
+ * at a time with SSE2 (8 with plain integer arithmetic elsewhere), is the
+ * scalar path, kept as the oracle. */
 #include "wire/json_scan.h"
+#include "wire/json_scan_int.h"
 
 #include <string.h>
 
@@ -63,6 +67,10 @@ void wire_scan_init(wire_scan_t *s, const char *buf, size_t off, size_t len)
     s->end = s->p + len;
     s->depth = 0;
     s->is_object[0] = s->is_object[1] = 0;
+    /* an empty block at the end: the first string loads one */
+    s->blk = s->end;
+    s->mask = ~0ull;
+    wire_json_path_fns(&s->classify, &s->run);
 }
 
 static inline __attribute__((always_inline)) void skip_ws(wire_scan_t *s)
@@ -125,6 +133,12 @@ static inline const uint8_t *skip_plain(const uint8_t *p, const uint8_t *end)
     while (p < end && plain[*p])
         p++;
     return p;
+}
+
+/* The first byte of [p, s->end) that is not plain, or s->end. */
+static inline __attribute__((always_inline)) const uint8_t *next_special(wire_scan_t *s, const uint8_t *p)
+{
+    return wire_json_find(p, s->end, &s->blk, &s->mask, s->classify);
 }
 
 /* Reads the four hex digits of a \u escape. If the input ends first, [*lo, *hi]
@@ -218,7 +232,7 @@ static inline __attribute__((always_inline)) sl_err_t scan_string(wire_scan_t *s
 {
     s->p++;
     for (;;) {
-        s->p = skip_plain(s->p, s->end);
+        s->p = s->classify ? next_special(s, s->p) : skip_plain(s->p, s->end);
         if (s->p == s->end)
             return SL_ERR_TRUNCATED;
         uint8_t c = *s->p;
@@ -361,6 +375,11 @@ static sl_err_t scan_value_start(wire_scan_t *s, int *inside)
 static sl_err_t scan_after_value(wire_scan_t *s, unsigned base, int *more)
 {
     while (s->depth > base) {
+        /* the members that follow while they are plain strings, in one go */
+        if (s->run && s->run(s, top_is_object(s))) {
+            *more = 1;
+            return SL_OK;
+        }
         skip_ws(s);
         if (s->p == s->end)
             return SL_ERR_TRUNCATED;
