@@ -82,23 +82,6 @@ static inline __attribute__((always_inline)) void skip_ws(wire_scan_t *s)
         s->p++;
 }
 
-static inline sl_err_t push(wire_scan_t *s, int is_object)
-{
-    if (s->depth >= WIRE_JSON_MAX_DEPTH)
-        return SL_ERR_TOO_DEEP;
-    uint64_t bit = 1ull << (s->depth & 63);
-    uint64_t *word = &s->is_object[s->depth >> 6];
-    *word = is_object ? *word | bit : *word & ~bit;
-    s->depth++;
-    return SL_OK;
-}
-
-static inline int top_is_object(const wire_scan_t *s)
-{
-    unsigned d = s->depth - 1;
-    return (int)(s->is_object[d >> 6] >> (d & 63) & 1);
-}
-
 /* Returns the first byte of [p, end) that is not plain, or end. */
 static inline const uint8_t *skip_plain(const uint8_t *p, const uint8_t *end)
 {
@@ -326,7 +309,7 @@ static inline __attribute__((always_inline)) sl_err_t scan_key(wire_scan_t *s)
 static sl_err_t open_container(wire_scan_t *s, int is_object, int *inside)
 {
     uint8_t close = is_object ? '}' : ']';
-    sl_err_t err = push(s, is_object);
+    sl_err_t err = wire_scan_push(s, is_object);
     if (err != SL_OK)
         return err;
     s->p++;
@@ -375,15 +358,19 @@ static sl_err_t scan_value_start(wire_scan_t *s, int *inside)
 static sl_err_t scan_after_value(wire_scan_t *s, unsigned base, int *more)
 {
     while (s->depth > base) {
-        /* the members that follow while they are plain strings, in one go */
-        if (s->run && s->run(s, top_is_object(s))) {
-            *more = 1;
-            return SL_OK;
+        /* what follows, while it is compact and simple, in one go */
+        if (s->run) {
+            if (s->run(s, base)) {
+                *more = 1;
+                return SL_OK;
+            }
+            if (s->depth == base) /* it closed the last container */
+                break;
         }
         skip_ws(s);
         if (s->p == s->end)
             return SL_ERR_TRUNCATED;
-        int is_object = top_is_object(s);
+        int is_object = wire_scan_top_is_object(s);
         uint8_t c = *s->p++;
         if (c == ',') {
             sl_err_t err = is_object ? scan_key(s) : SL_OK;
@@ -431,7 +418,7 @@ sl_err_t wire_scan_open(wire_scan_t *s, uint8_t open)
     sl_err_t err = expect_byte(s, open);
     if (err != SL_OK)
         return err;
-    return push(s, open == '{');
+    return wire_scan_push(s, open == '{');
 }
 
 sl_err_t wire_scan_next(wire_scan_t *s, int *first, int *more)
@@ -440,7 +427,7 @@ sl_err_t wire_scan_next(wire_scan_t *s, int *first, int *more)
     if (s->p == s->end)
         return SL_ERR_TRUNCATED;
     uint8_t c = *s->p;
-    if (c == (top_is_object(s) ? '}' : ']')) {
+    if (c == (wire_scan_top_is_object(s) ? '}' : ']')) {
         s->p++;
         s->depth--;
         *more = 0;

@@ -27,7 +27,7 @@ typedef struct wire_scan {
     const uint8_t *blk;
     uint64_t mask;
     uint64_t (*classify)(const uint8_t *p);
-    int (*run)(struct wire_scan *s, int is_object);
+    int (*run)(struct wire_scan *s, unsigned base);
 } wire_scan_t;
 
 /* How string bodies are skipped. Every path gives the same verdicts and

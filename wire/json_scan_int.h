@@ -12,14 +12,32 @@
  * Reads exactly p[0..64). */
 typedef uint64_t (*wire_json_block_fn)(const uint8_t *p);
 
-/* After a complete value inside a container (s->p just past it): consumes
- * the members that follow while they are plain strings written compactly,
- * ,"key":"value" in an object or ,"value" in an array. 1 if it stopped with
- * a value due at s->p (its separator, and in an object its key and ':',
- * consumed; the value is not a plain string); 0 if it stopped at the start
- * of anything else (whitespace, an escape, a byte >= 0x80, a closing
- * bracket, the end of the input), for the general loop. */
-typedef int (*wire_json_run_fn)(wire_scan_t *s, int is_object);
+/* After a complete value inside a container (s->p just past it, s->depth >
+ * base): consumes what follows while it is compact JSON made of plain
+ * strings (no whitespace, escapes or bytes >= 0x80), true, false, null and
+ * brackets: ,"key":"value" members, ,"value" items, closing brackets down
+ * to depth base, and opening ones followed by such a first member. 1 if it
+ * stopped with a value due at s->p (a number, say: whatever was before it
+ * consumed); 0 if it stopped after a value (at whitespace, an escape, the
+ * end of the input, anything invalid...), for the general loop. */
+typedef int (*wire_json_run_fn)(wire_scan_t *s, unsigned base);
+
+static inline sl_err_t wire_scan_push(wire_scan_t *s, int is_object)
+{
+    if (s->depth >= WIRE_JSON_MAX_DEPTH)
+        return SL_ERR_TOO_DEEP;
+    uint64_t bit = 1ull << (s->depth & 63);
+    uint64_t *word = &s->is_object[s->depth >> 6];
+    *word = is_object ? *word | bit : *word & ~bit;
+    s->depth++;
+    return SL_OK;
+}
+
+static inline int wire_scan_top_is_object(const wire_scan_t *s)
+{
+    unsigned d = s->depth - 1;
+    return (int)(s->is_object[d >> 6] >> (d & 63) & 1);
+}
 
 /* The functions of the path in use; both NULL for WIRE_JSON_PATH_SCALAR. */
 void wire_json_path_fns(wire_json_block_fn *classify, wire_json_run_fn *run);

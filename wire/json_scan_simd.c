@@ -98,33 +98,108 @@ __attribute__((noinline)) uint64_t wire_json_tail_mask(const uint8_t *p, const u
     return classify(tail) | ~0ull << n;
 }
 
+static inline __attribute__((always_inline)) uint32_t word4(const void *p)
+{
+    uint32_t w;
+    memcpy(&w, p, 4);
+    return w;
+}
+
+/* true, false or null at v, with at least 2 bytes left: its length, or 0. */
+static inline __attribute__((always_inline)) size_t run_literal(const uint8_t *v, size_t left)
+{
+    if (left < 4)
+        return 0;
+    uint32_t w = word4(v);
+    if (w == word4("true") || w == word4("null"))
+        return 4;
+    return left >= 5 && w == word4("fals") && v[4] == 'e' ? 5 : 0;
+}
+
+/* A value at v, if it is simple: a plain string, true, false or null, or
+ * an opening bracket with such a first member (entered: pushed, *obj is
+ * then the new container's kind). Returns where it stopped; *whole is 1 if
+ * that is after a whole value, 0 if a value is still due there (nothing
+ * consumed, or a bracket and its key). */
+static inline __attribute__((always_inline)) const uint8_t *run_value(wire_scan_t *s, const uint8_t *v, int *whole,
+                                                                      int *obj, const uint8_t **blk, uint64_t *mask,
+                                                                      wire_json_block_fn classify)
+{
+    const uint8_t *end = s->end, *q;
+    *whole = 0;
+    for (;;) {
+        size_t left = (size_t)(end - v), n;
+        if (left < 2)
+            return v;
+        switch (*v) {
+        case '"':
+            q = wire_json_find(v + 1, end, blk, mask, classify);
+            if (q == end || *q != '"')
+                return v;
+            *whole = 1;
+            return q + 1;
+        case 't':
+        case 'f':
+        case 'n':
+            if ((n = run_literal(v, left)) == 0)
+                return v;
+            *whole = 1;
+            return v + n;
+        case '{':
+            if (v[1] != '"' || s->depth >= WIRE_JSON_MAX_DEPTH)
+                return v;
+            q = wire_json_find(v + 2, end, blk, mask, classify);
+            if (end - q < 2 || q[0] != '"' || q[1] != ':')
+                return v;
+            (void)wire_scan_push(s, 1);
+            *obj = 1;
+            v = q + 2;
+            continue;
+        case '[':
+            if (v[1] != '"' || s->depth >= WIRE_JSON_MAX_DEPTH)
+                return v;
+            (void)wire_scan_push(s, 0);
+            *obj = 0;
+            v++;
+            continue;
+        default:
+            return v;
+        }
+    }
+}
+
 /* wire_json_run_fn, with the classifier inlined into each path's copy. */
-static inline __attribute__((always_inline)) int run_plain(wire_scan_t *s, int is_object, wire_json_block_fn classify)
+static inline __attribute__((always_inline)) int run_plain(wire_scan_t *s, unsigned base, wire_json_block_fn classify)
 {
     const uint8_t *p = s->p, *end = s->end, *blk = s->blk;
     uint64_t mask = s->mask;
-    const unsigned at = is_object ? 2 : 1; /* from the ',' or the key's closing quote to the value */
-    int due = 0;
-    for (;;) {
-        const uint8_t *q = p;
-        if (end - q < 2 || q[0] != ',')
-            break;
-        if (is_object) {
-            if (q[1] != '"')
+    int due = 0, obj = wire_scan_top_is_object(s);
+    while (p != end) {
+        const uint8_t *v = p + 1;
+        if (*p == ',') {
+            if (obj) {
+                if (end - p < 2 || p[1] != '"')
+                    break;
+                const uint8_t *q = wire_json_find(p + 2, end, &blk, &mask, classify);
+                if (end - q < 2 || q[0] != '"' || q[1] != ':')
+                    break;
+                v = q + 2;
+            }
+            int whole;
+            p = run_value(s, v, &whole, &obj, &blk, &mask, classify);
+            if (!whole) {
+                due = 1;
                 break;
-            q = wire_json_find(q + 2, end, &blk, &mask, classify);
-            if (end - q < 2 || q[0] != '"' || q[1] != ':')
+            }
+        } else if (*p == (obj ? '}' : ']')) {
+            s->depth--;
+            p++;
+            if (s->depth == base)
                 break;
-        }
-        if ((size_t)(end - q) <= at || q[at] != '"') {
-            p = q + at;
-            due = 1;
+            obj = wire_scan_top_is_object(s);
+        } else {
             break;
         }
-        q = wire_json_find(q + at + 1, end, &blk, &mask, classify);
-        if (q == end || *q != '"')
-            break;
-        p = q + 1;
     }
     s->p = p;
     s->blk = blk;
@@ -132,20 +207,20 @@ static inline __attribute__((always_inline)) int run_plain(wire_scan_t *s, int i
     return due;
 }
 
-static int run_swar(wire_scan_t *s, int is_object)
+static int run_swar(wire_scan_t *s, unsigned base)
 {
-    return run_plain(s, is_object, block_swar);
+    return run_plain(s, base, block_swar);
 }
 
 #ifdef JSON_SCAN_X86
-static int run_sse2(wire_scan_t *s, int is_object)
+static int run_sse2(wire_scan_t *s, unsigned base)
 {
-    return run_plain(s, is_object, block_sse2);
+    return run_plain(s, base, block_sse2);
 }
 
-__attribute__((target("avx2"))) static int run_avx2(wire_scan_t *s, int is_object)
+__attribute__((target("avx2"))) static int run_avx2(wire_scan_t *s, unsigned base)
 {
-    return run_plain(s, is_object, block_avx2);
+    return run_plain(s, base, block_avx2);
 }
 #endif
 
