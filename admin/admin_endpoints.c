@@ -85,6 +85,30 @@ static cJSON *methods_json(const admin_ep_view_t *v)
     return pm;
 }
 
+/* The ws_url stream (pool/pool_wshead.c) as its holder last wrote it; null
+ * without a ws_url. A holder whose claim ran out (its worker died, or a
+ * previous run's) holds nothing: down until another worker claims it. */
+static void add_ws(cJSON *o, const admin_ep_view_t *v, uint64_t now)
+{
+    if (v->ep->ws_url == NULL) {
+        cJSON_AddNullToObject(o, "ws");
+        return;
+    }
+    static const char *const states[] = {"connecting", "connecting", "connected", "down"};
+    cJSON *ws = cJSON_AddObjectToObject(o, "ws");
+    cJSON_AddStringToObject(ws, "url", v->ep->ws_url_redacted);
+    uint8_t state = v->rec.ws_state < 4 ? v->rec.ws_state : STATE_WS_DOWN;
+    if (state != STATE_WS_NONE && v->rec.ws_renew_ms < now)
+        state = STATE_WS_DOWN;
+    cJSON_AddStringToObject(ws, "state", states[state]);
+    cJSON_AddNumberToObject(ws, "heads_received", (double)v->rec.ws_heads);
+    if (v->rec.ws_head_at_ms != 0)
+        cJSON_AddNumberToObject(ws, "last_head_ms_ago",
+                                now > v->rec.ws_head_at_ms ? (double)(now - v->rec.ws_head_at_ms) : 0);
+    else
+        cJSON_AddNullToObject(ws, "last_head_ms_ago");
+}
+
 static cJSON *endpoint_json(const admin_ep_view_t *v, uint64_t now)
 {
     cJSON *o = cJSON_CreateObject();
@@ -118,6 +142,7 @@ static cJSON *endpoint_json(const admin_ep_view_t *v, uint64_t now)
     add_time(probe, "head_at", v->rec.head_at_ms);
     cJSON_AddNumberToObject(probe, "latency_ms", v->rec.probe_ewma_us / 1000.0);
     cJSON_AddNumberToObject(probe, "failures_in_a_row", v->rec.probe_failures);
+    add_ws(o, v, now);
     cJSON *lat = cJSON_AddObjectToObject(o, "latency_ms");
     cJSON_AddNumberToObject(lat, "ewma", v->ewma_ms);
     cJSON_AddNumberToObject(lat, "p90", v->p90_ms);

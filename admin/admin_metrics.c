@@ -12,6 +12,7 @@
 
 #include "admin/admin_int.h"
 #include "base/sl_buf.h"
+#include "base/sl_time.h"
 #include "policy/breaker.h"
 #include "policy/method.h"
 #include "state/state_key.h"
@@ -133,6 +134,13 @@ static uint64_t gauge_drained(const admin_ep_view_t *v) { return v->rec.drained;
 static uint64_t gauge_usable(const admin_ep_view_t *v) { return (uint64_t)v->usable; }
 static uint64_t gauge_demoted(const admin_ep_view_t *v) { return (uint64_t)v->demoted; }
 static uint64_t count_demotions(const admin_ep_view_t *v) { return v->rec.demotions; }
+static uint64_t gauge_ws_state(const admin_ep_view_t *v)
+{
+    if (v->ep->ws_url == NULL || v->rec.ws_state == STATE_WS_NONE)
+        return 0;
+    return v->rec.ws_renew_ms < sl_shared_ms() ? STATE_WS_DOWN : v->rec.ws_state; /* a claim run out: down */
+}
+static uint64_t count_ws_heads(const admin_ep_view_t *v) { return v->rec.ws_heads; }
 
 static void health(sl_buf_t *b, const admin_ep_view_t *v, size_t n)
 {
@@ -163,6 +171,11 @@ static void health(sl_buf_t *b, const admin_ep_view_t *v, size_t n)
          "1 while the endpoint is demoted: still usable, but tried last (timed out, or lost hedges in a row).",
          gauge_demoted},
         {"sluice_endpoint_demotions_total", "counter", "Times the endpoint was demoted.", count_demotions},
+        {"sluice_upstream_ws_state", "gauge",
+         "The endpoint's ws_url stream: 0 no ws_url (or not opened yet), 1 connecting, 2 connected, 3 down.",
+         gauge_ws_state},
+        {"sluice_upstream_ws_heads_total", "counter", "Heads received on the endpoint's ws_url stream.",
+         count_ws_heads},
     };
     for (size_t g = 0; g < sizeof(gauges) / sizeof(gauges[0]); g++) {
         help(b, gauges[g].name, gauges[g].type, gauges[g].text);

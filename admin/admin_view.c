@@ -135,6 +135,33 @@ static void head_ahead(admin_ep_view_t *v, size_t n)
     }
 }
 
+/* 1 if v has a place in its network's plan. */
+static int placed(const admin_ep_view_t *v)
+{
+    return v->usable && !(v->has_ranked && v->ranked.rank == 0); /* rank 0: out of the workers' plan */
+}
+
+/* Each usable endpoint's place among the network's usable ones: in the
+ * order of the rank the workers published (those without one after, in
+ * config order). Counted here, so the places are 1..n with no hole: a rank
+ * published before another endpoint was drained still says 2 for the one
+ * endpoint left until the workers publish again. */
+static void positions(admin_ep_view_t *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        v[i].position = 0;
+        if (!placed(&v[i]))
+            continue;
+        uint64_t key_i = v[i].has_ranked ? v[i].ranked.rank : UINT32_MAX + (uint64_t)i;
+        int before = 0;
+        for (size_t j = 0; j < n; j++) {
+            uint64_t key_j = v[j].has_ranked ? v[j].ranked.rank : UINT32_MAX + (uint64_t)j;
+            before += j != i && placed(&v[j]) && (key_j < key_i || (key_j == key_i && j < i));
+        }
+        v[i].position = before + 1;
+    }
+}
+
 admin_ep_view_t *admin_view_collect(admin_t *a, size_t *n)
 {
     size_t total = 0;
@@ -146,7 +173,6 @@ admin_ep_view_t *admin_view_collect(admin_t *a, size_t *n)
     size_t k = 0;
     state_pressure_slot_rec_t *sum = sl_xmalloc(sizeof(*sum));
     for (size_t i = 0; i < a->conf.nnetworks; i++) {
-        int position = 0;
         if (snapshot)
             state_pressure_slots_sum(a->conf.state, a->conf.networks[i].name, a->conf.nworkers, 0, now,
                                      INFLIGHT_FRESH_MS, sum);
@@ -161,13 +187,9 @@ admin_ep_view_t *admin_view_collect(admin_t *a, size_t *n)
                 view_one(a, &v[k], now);
             else
                 v[k].excluded = "shared state unreadable (see the log)"; /* /readyz says 503 */
-            /* the workers' own plan position when they published one */
-            if (v[k].has_ranked)
-                v[k].position = v[k].usable ? (int)v[k].ranked.rank : 0;
-            else
-                v[k].position = v[k].usable ? ++position : 0;
         }
         head_ahead(&v[k - a->conf.networks[i].nendpoints], a->conf.networks[i].nendpoints);
+        positions(&v[k - a->conf.networks[i].nendpoints], a->conf.networks[i].nendpoints);
     }
     free(sum);
     if (snapshot)

@@ -12,6 +12,7 @@
 #include "base/sl_log.h"
 #include "base/sl_secret.h"
 #include "gateway/gw_config_int.h"
+#include "state/state_cache_redis.h"
 
 #define GW_MAX_FILE_BYTES (16 * 1024 * 1024)
 
@@ -462,6 +463,8 @@ static gw_config_t *config_new(const char *name)
     cfg->state.path = sl_xstrdup(GW_DEFAULT_STATE_PATH);
     cfg->cache.enabled = 1;
     cfg->cache.max_mb = GW_DEFAULT_CACHE_MB;
+    cfg->cache.redis_ttl_s = STATE_CACHE_REDIS_DEFAULT_TTL_S;
+    cfg->cache.redis_wait_ms = STATE_CACHE_REDIS_DEFAULT_WAIT_MS;
     cfg->state.map_size_mb = GW_DEFAULT_MAP_SIZE_MB;
     cfg->state.refresh_ms = 50;
     cfg->state.flush_ms = 100;
@@ -482,9 +485,10 @@ sl_err_t gw_config_load_string(const char *yaml, size_t len, const char *name, g
         return SL_ERR_CONFIG;
     gw_cfg_t c = {.doc = &doc, .errs = errs, .path = SL_BUF_INIT};
     gw_config_t *cfg = config_new(name);
-    gw_cfg_map_decode(&c, yaml_document_get_root_node(&doc), root_fields, NFIELDS(root_fields), cfg);
+    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    gw_cfg_map_decode(&c, root, root_fields, NFIELDS(root_fields), cfg);
     gw_cfg_check_keys(&c, cfg);
-    gw_cfg_cache_finish(cfg);
+    gw_cfg_cache_finish(&c, root, cfg);
     /* one address gets a share, so others still find room; at least 8 (a
      * browser opens six to a host) */
     uint32_t share = cfg->server.max_connections / 4 < 8 ? 8 : cfg->server.max_connections / 4;

@@ -143,6 +143,9 @@ typedef struct gw_cache_conf {
     char *path;               /* the cache's LMDB folder (default: state.path + "-cache") */
     uint32_t max_mb;          /* its map's size (256) */
     int unfinalized;          /* cache.unfinalized: head */
+    int redis;                /* cache.redis: the cluster's Redis as a second tier (cluster: only) */
+    uint32_t redis_ttl_s;     /* an entry's expiry there (a day) */
+    uint32_t redis_wait_ms;   /* a lookup there unanswered this long is a miss (10) */
 } gw_cache_conf_t;
 
 typedef struct gw_log_conf {

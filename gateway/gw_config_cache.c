@@ -5,7 +5,10 @@
  *     enabled: true           on by default: only answers that cannot change are kept
  *     path: ./var/sluice-cache   default: the state folder's path + "-cache"
  *     max_mb: 256             the cache's LMDB map; the least recently used bytes go first
- *     unfinalized: off        head: also keep answers above finalized, keyed by block hash */
+ *     unfinalized: off        head: also keep answers above finalized, keyed by block hash
+ *     redis: false            true (cluster: only): the cluster's Redis as a second tier
+ *     redis_ttl_s: 86400      an entry's expiry in Redis
+ *     redis_wait_ms: 10       a lookup in Redis unanswered this long is a miss */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,19 +33,14 @@ static void cache_unfinalized(gw_cfg_t *c, yaml_node_t *n, void *target)
     free(v);
 }
 
-static void cache_redis(gw_cfg_t *c, yaml_node_t *n, void *target)
-{
-    (void)target;
-    gw_cfg_error(c, gw_cfg_line(n), "cache.redis (a second tier shared by the hosts of a cluster) is not "
-                                    "available yet: each host keeps its own cache");
-}
-
 static const gw_cfg_field_t cache_fields[] = {
     {"enabled", GW_CFG_BOOL, offsetof(gw_cache_conf_t, enabled)},
     {"path", GW_CFG_STR, offsetof(gw_cache_conf_t, path)},
     {"max_mb", GW_CFG_U32, offsetof(gw_cache_conf_t, max_mb), 1, 1048576},
     {"unfinalized", GW_CFG_FN, .fn = cache_unfinalized},
-    {"redis", GW_CFG_FN, .fn = cache_redis},
+    {"redis", GW_CFG_BOOL, offsetof(gw_cache_conf_t, redis)},
+    {"redis_ttl_s", GW_CFG_U32, offsetof(gw_cache_conf_t, redis_ttl_s), 1, 365 * 86400},
+    {"redis_wait_ms", GW_CFG_U32, offsetof(gw_cache_conf_t, redis_wait_ms), 1, 1000},
 };
 
 void gw_cfg_cache(gw_cfg_t *c, yaml_node_t *n, void *target)
@@ -54,13 +52,43 @@ void gw_cfg_cache(gw_cfg_t *c, yaml_node_t *n, void *target)
         gw_cfg_error(c, gw_cfg_line(gw_cfg_get(c, n, "path")), "cache.path must not be empty");
         gw_cfg_pop(c, mark);
     }
+    yaml_node_t *redis = gw_cfg_get(c, n, "redis");
+    if (cc->redis && gw_cfg_get(c, yaml_document_get_root_node(c->doc), "cluster") == NULL) {
+        size_t mark = gw_cfg_push(c, "redis");
+        gw_cfg_error(c, gw_cfg_line(redis), "true needs a cluster: section (the Redis tier is the "
+                                            "cluster's Redis, shared by its hosts)");
+        gw_cfg_pop(c, mark);
+    }
 }
 
-void gw_cfg_cache_finish(gw_config_t *cfg)
+/* Strips trailing slashes for a comparison ("./var/x/" is "./var/x"). */
+static size_t path_len(const char *p)
+{
+    size_t n = strlen(p);
+    while (n > 1 && p[n - 1] == '/')
+        n--;
+    return n;
+}
+
+void gw_cfg_cache_finish(gw_cfg_t *c, yaml_node_t *root, gw_config_t *cfg)
 {
     gw_cache_conf_t *cc = &cfg->cache;
-    if (cc->path != NULL)
+    if (cc->path != NULL) {
+        /* the cache's LMDB environment is its own: opened on the state's, it
+         * would be two environments on one file in each worker (LMDB's locks
+         * break), and a broken cache moved aside would take the state along */
+        size_t n = path_len(cc->path);
+        if (cc->enabled && n == path_len(cfg->state.path) && memcmp(cc->path, cfg->state.path, n) == 0) {
+            yaml_node_t *cn = gw_cfg_get(c, root, "cache");
+            size_t mark = gw_cfg_push(c, "cache");
+            gw_cfg_push(c, "path");
+            gw_cfg_error(c, gw_cfg_line(cn != NULL ? gw_cfg_get(c, cn, "path") : root),
+                         "cache.path must not be the state folder (state.path): the cache is an LMDB environment "
+                         "of its own; leave cache.path out for the default, state.path + \"-cache\"");
+            gw_cfg_pop(c, mark);
+        }
         return;
+    }
     size_t n = strlen(cfg->state.path) + sizeof("-cache");
     cc->path = sl_xmalloc(n);
     snprintf(cc->path, n, "%s-cache", cfg->state.path);

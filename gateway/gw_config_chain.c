@@ -6,6 +6,8 @@
  *   max_lag_slots: 10                  Solana's
  *   max_logs_split: 20                 eth_getLogs sub-calls at most
  *   chain_probe_ms: 30000              safe, finalized and the head's hashes, this often (0: never)
+ *   ws_stall_ms: 60000                 an endpoint's ws_url stream with no head this long is reopened
+ *                                      (Solana: 5000)
  *   max_head_lead: 128                 a head further ahead of every other is not trusted
  *                                      (blocks; Solana: slots, 500; 0: off)
  *   consensus: { methods: [eth_getTransactionCount], quorum: 2, of: 3 }

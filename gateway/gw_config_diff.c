@@ -264,6 +264,7 @@ static const field_t network_fields[] = {
     {"max_lag_slots", F_U32, NET(max_lag_slots)},
     {"max_logs_split", F_U32, NET(max_logs_split)},
     {"chain_probe_ms", F_U32, NET(chain_probe_ms)},
+    {"ws_stall_ms", F_U32, NET(ws_stall_ms)},
     {"max_head_lead", F_U32, NET(max_head_lead)},
     {"consensus", F_FN, .fn = consensus_differs},
     {"endpoint order", F_FN, .fn = endpoint_order_differs},
@@ -293,6 +294,7 @@ static int credits_differ(const void *a, const void *b)
 #define EP(member) offsetof(pool_endpoint_conf_t, member)
 static const field_t endpoint_fields[] = {
     {"url", F_STR, EP(url)},
+    {"ws_url", F_STR, EP(ws_url)},
     {"tls_ca_file", F_STR, EP(tls_ca_file)},
     {"headers", F_FN, .fn = headers_differ},
     {"max_inflight", F_U32, EP(max_inflight)},

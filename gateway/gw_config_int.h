@@ -174,8 +174,9 @@ void gw_cfg_tls_dispose(gw_tls_conf_t *tls);
 
 /* GW_CFG_FN for the top-level "cache" key; target is the gw_config_t. */
 void gw_cfg_cache(gw_cfg_t *c, yaml_node_t *node, void *target);
-/* cache.path's default, once state.path is known. */
-void gw_cfg_cache_finish(gw_config_t *cfg);
+/* cache.path's default, once state.path is known; a cache.path that is the
+ * state folder is refused. */
+void gw_cfg_cache_finish(gw_cfg_t *c, yaml_node_t *root, gw_config_t *cfg);
 
 /* ---- gw_config_cluster.c ---- */
 

@@ -60,6 +60,28 @@ static void ep_url(gw_cfg_t *c, yaml_node_t *n, void *target)
     set_str(&ep->url_redacted, wire_url_redact(s));
 }
 
+/* ws_url: the endpoint's WebSocket, a source of heads (pool/pool_wshead.c);
+ * registered and redacted as url is. */
+static void ep_ws_url(gw_cfg_t *c, yaml_node_t *n, void *target)
+{
+    pool_endpoint_conf_t *ep = target;
+    char *s = NULL;
+    if (gw_cfg_str(c, n, &s) != SL_OK)
+        return;
+    char *http = wire_url_ws_as_http(s);
+    if (http != NULL) {
+        wire_url_each_secret(http, add_secret, NULL);
+        const char *why = wire_url_parse_error(http);
+        if (why != NULL)
+            gw_cfg_error(c, gw_cfg_line(n), "invalid ws_url: %s", why);
+        free(http);
+    } else {
+        gw_cfg_error(c, gw_cfg_line(n), "invalid ws_url: scheme must be ws or wss");
+    }
+    set_str(&ep->ws_url, s);
+    set_str(&ep->ws_url_redacted, wire_url_redact_ws(s));
+}
+
 static void ep_tls_ca_file(gw_cfg_t *c, yaml_node_t *n, void *target)
 {
     char *s = NULL;
@@ -163,6 +185,7 @@ static void ep_credits(gw_cfg_t *c, yaml_node_t *n, void *target)
 static const gw_cfg_field_t endpoint_fields[] = {
     {"id", GW_CFG_FN, .fn = ep_id},
     {"url", GW_CFG_FN, .fn = ep_url, .required = 1},
+    {"ws_url", GW_CFG_FN, .fn = ep_ws_url},
     {"tls_ca_file", GW_CFG_FN, .fn = ep_tls_ca_file},
     {"headers", GW_CFG_FN, .fn = ep_headers},
     {"max_inflight", GW_CFG_U32, offsetof(pool_endpoint_conf_t, max_inflight), 1, 100000},
@@ -446,6 +469,7 @@ static const gw_cfg_field_t network_fields[] = {
     {"max_lag_slots", GW_CFG_U32, offsetof(pool_network_conf_t, max_lag_slots), 0, 1000000},
     {"max_logs_split", GW_CFG_U32, offsetof(pool_network_conf_t, max_logs_split), 1, 1000},
     {"chain_probe_ms", GW_CFG_U32, offsetof(pool_network_conf_t, chain_probe_ms), 0, 3600000},
+    {"ws_stall_ms", GW_CFG_U32, offsetof(pool_network_conf_t, ws_stall_ms), 100, 3600000},
     {"max_head_lead", GW_CFG_U32, offsetof(pool_network_conf_t, max_head_lead), 0, 1000000000},
     {"consensus", GW_CFG_FN, .fn = gw_cfg_net_consensus},
     {"endpoints", GW_CFG_FN, .fn = net_endpoints, .required = 1},
@@ -519,6 +543,8 @@ void gw_cfg_network_dispose(pool_network_conf_t *net)
         free(ep->id);
         free(ep->url);
         free(ep->url_redacted);
+        free(ep->ws_url);
+        free(ep->ws_url_redacted);
         free(ep->tls_ca_file);
         for (size_t h = 0; h < ep->nheaders; h++) {
             free(ep->headers[h].name);

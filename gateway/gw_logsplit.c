@@ -126,13 +126,8 @@ static int range_of(pool_network_t *net, pool_item_t *it, policy_logs_range_t *r
  * never went to pool/, so it is settled here, once. */
 static void answer_item(job_t *j, policy_verdict_t v)
 {
-    pool_item_t *it = &j->s->items[j->k];
-    it->state = POOL_ITEM_ANSWERED;
-    it->verdict = v;
-    it->answer = j->answer.base;
-    it->answer_len = (uint32_t)j->answer.len;
-    it->answer_id = (wire_span_t){LEAD_LEN, 1};
-    it->endpoint = -1;
+    pool_item_answer_outside(&j->s->items[j->k], v, j->answer.base, (uint32_t)j->answer.len,
+                             (wire_span_t){LEAD_LEN, 1});
 }
 
 /* The client's item answered with a JSON-RPC error of sluice's. */
@@ -344,15 +339,10 @@ static void part_failed(job_t *j, part_t *p)
     char msg[300], data[200];
     if (it->state == POOL_ITEM_ANSWERED && it->verdict != POLICY_VERDICT_SUCCESS) {
         /* the node's own error for the client's filter: given as the node gave it */
-        pool_item_t *ci = &j->s->items[j->k];
         sl_buf_reset(&j->answer);
         sl_buf_append(&j->answer, it->answer, it->answer_len);
-        ci->state = POOL_ITEM_ANSWERED;
-        ci->verdict = it->verdict;
-        ci->answer = j->answer.base;
-        ci->answer_len = (uint32_t)j->answer.len;
-        ci->answer_id = it->answer_id;
-        ci->endpoint = -1;
+        pool_item_answer_outside(&j->s->items[j->k], it->verdict, j->answer.base, (uint32_t)j->answer.len,
+                                 it->answer_id);
         return;
     }
     int limited = it->state == POOL_ITEM_FAILED && it->outcome == POOL_OUTCOME_RATE_LIMITED;

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -418,6 +419,9 @@ static int cluster_check(master_t *m)
     } else {
         sl_log_info("cluster: host %s, Redis at %s (%s), prefix %s", cfg->cluster.host, cfg->cluster.url_shown, why,
                     cfg->cluster.prefix);
+        if (cfg->cache.enabled && cfg->cache.redis &&
+            state_cluster_probe_memory(&cfg->cluster, CLUSTER_PROBE_MS, why, sizeof(why)) == SL_ERR_INVALID)
+            sl_log_warn("cache: the Redis tier: %s", why);
     }
     state_set_host(m->state, cfg->cluster.host);
     if (state_cluster_mode_reset(m->state, sl_wall_ms()) != SL_OK)
@@ -441,15 +445,34 @@ static void cluster_leave(master_t *m)
         sl_log_info("cluster: host %s left the cluster", cfg->cluster.host);
 }
 
+/* A cache whose data file does not open (broken, or another LMDB build's)
+ * holds nothing sluice cannot ask again: it is moved aside (one copy kept,
+ * for a post-mortem) so an empty cache can be made. 1 if it was. */
+static int cache_move_aside(const char *path)
+{
+    char from[PATH_MAX], to[PATH_MAX];
+    if (snprintf(from, sizeof(from), "%s/data.mdb", path) >= (int)sizeof(from) ||
+        snprintf(to, sizeof(to), "%s/data.mdb.broken", path) >= (int)sizeof(to) || access(from, F_OK) != 0)
+        return 0;
+    if (rename(from, to) != 0) {
+        sl_log_warn("cache: cannot move %s aside: %s", from, strerror(errno));
+        return 0;
+    }
+    sl_log_warn("cache: %s did not open: moved aside to %s; an empty cache is made", from, to);
+    return 1;
+}
+
 /* The response cache opens (its folder made) before the workers do, so a
- * problem is said once; a cache that cannot open leaves sluice running
- * without it (answers go upstream), as the README says. */
+ * problem is said once; a cache that still cannot open leaves sluice
+ * running without it (answers go upstream), as the README says. */
 static void cache_check(const gw_config_t *cfg)
 {
     state_cache_t *c = NULL;
+    const state_cache_conf_t conf = {cfg->cache.path, cfg->cache.max_mb};
     if (!cfg->cache.enabled)
         return;
-    if (state_cache_open(&(state_cache_conf_t){cfg->cache.path, cfg->cache.max_mb}, &c) != SL_OK) {
+    if (state_cache_open(&conf, &c) != SL_OK &&
+        (!cache_move_aside(cfg->cache.path) || state_cache_open(&conf, &c) != SL_OK)) {
         sl_log_warn("cache: cannot open %s: sluice runs without its response cache", cfg->cache.path);
         return;
     }

@@ -107,9 +107,16 @@ static void count(net_counters_t *c, const policy_method_t *m, state_req_outcome
 
 static void count_cache(net_counters_t *c, const policy_method_t *m, const pool_item_t *it)
 {
-    if (it->cached || it->cache_miss)
-        state_counters_slot_add(&c->cache, method_index(c, m) * STATE_CACHE_COUNTER_COUNT +
-                                               (it->cached ? STATE_CACHE_HIT : STATE_CACHE_MISS), 1);
+    size_t at = method_index(c, m) * STATE_CACHE_COUNTER_COUNT;
+    if (it->cached)
+        state_counters_slot_add(&c->cache, at + (it->cached == POOL_CACHE_REDIS ? STATE_CACHE_HIT_REDIS
+                                                                               : STATE_CACHE_HIT), 1);
+    else if (it->cache_miss)
+        state_counters_slot_add(&c->cache, at + STATE_CACHE_MISS, 1);
+    if (!it->cached && it->cache_miss == POOL_CACHE_MISSED_TIMEOUT)
+        state_counters_slot_add(&c->cache, at + STATE_CACHE_REDIS_TIMEOUT, 1);
+    else if (!it->cached && it->cache_miss == POOL_CACHE_MISSED_ERROR)
+        state_counters_slot_add(&c->cache, at + STATE_CACHE_REDIS_ERROR, 1);
 }
 
 void gw_stats_count_request(gw_stats_t *s, size_t net_index, const gw_rpc_request_t *rpc, const pool_item_t *items,

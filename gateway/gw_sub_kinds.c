@@ -4,7 +4,7 @@
 #include "gateway/gw_sub_int.h"
 
 #define NO_WS_UPSTREAM                                                                                         \
-    "newPendingTransactions is not served: it needs a WebSocket upstream and none is configured (sluice serves " \
+    "newPendingTransactions is not served: no WebSocket upstream is passed through for it (sluice serves "      \
     "subscriptions from polling)"
 #define SOL_NOT_YET "this Solana subscription is not served by this gateway yet (slot, root, signature and account are)"
 

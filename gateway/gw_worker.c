@@ -24,6 +24,7 @@
 #include "pool/pool.h"
 #include "state/state.h"
 #include "state/state_cache.h"
+#include "state/state_cache_redis.h"
 #include "state/state_cluster.h"
 #include "state/state_key.h"
 
@@ -249,6 +250,9 @@ static int worker_setup(worker_t *w)
         w->cache = NULL; /* the master said why at start; answers just go upstream */
     if (cfg->has_cluster)
         w->cluster = state_cluster_create(&cfg->cluster, w->ctx.loop, &w->ctx.receivers.hostinfo_getaddr, w->state);
+    if (w->cache != NULL && w->cluster != NULL && cfg->cache.redis)
+        state_cache_tier_set(w->cache, w->cluster,
+                             &(state_cache_redis_conf_t){cfg->cache.redis_ttl_s, cfg->cache.redis_wait_ms});
     pool_params_t pp = {
         .loop = w->ctx.loop,
         .getaddr_receiver = &w->ctx.receivers.hostinfo_getaddr,

@@ -108,6 +108,13 @@ static int check_connect(const gw_config_t *cfg, const char *path)
         return 1;
     }
     printf("%s: cluster.redis %s answers: %s\n", path, cfg->cluster.url_shown, why);
+    if (cfg->cache.enabled && cfg->cache.redis) {
+        err = state_cluster_probe_memory(&cfg->cluster, CONNECT_TIMEOUT_MS, why, sizeof(why));
+        if (err == SL_OK)
+            printf("%s: cache.redis: %s\n", path, why);
+        else /* a warning: the cache works, its bound is the operator's to set */
+            fprintf(stderr, "sluice: %s: warning: cache.redis: %s\n", path, why);
+    }
     return 0;
 }
 

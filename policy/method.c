@@ -342,6 +342,11 @@ int policy_method_match(const char *const *patterns, size_t n, const char *name,
 {
     for (size_t i = 0; i < n && patterns[i] != NULL; i++) {
         const char *p = patterns[i];
+        /* runs on every call against every pattern: a first byte that
+         * differs (no '*' there, a name not empty) rules one out without
+         * its strlen and memcmp */
+        if (p[0] != '\0' && p[0] != '*' && (len == 0 || p[0] != name[0]))
+            continue;
         size_t plen = strlen(p);
         if (plen > 0 && p[plen - 1] == '*') {
             if (len >= plen - 1 && memcmp(p, name, plen - 1) == 0)

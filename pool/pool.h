@@ -117,8 +117,8 @@ typedef struct pool_item {
     uint32_t answer_len;
     wire_span_t answer_id;      /* id value inside answer, relative to answer */
     int16_t endpoint;             /* index of the endpoint that answered, -1 if none (or the cache) */
-    uint8_t cached;               /* ANSWERED from the response cache (pool_cache_call.c) */
-    uint8_t cache_miss;           /* looked up in the cache and not found: it went upstream */
+    uint8_t cached;               /* ANSWERED from the response cache (pool_cache_call.c): a POOL_CACHE_tier */
+    uint8_t cache_miss;           /* looked up in the cache and not found: it went upstream (POOL_CACHE_MISSED*) */
     uint32_t retry_after_ms;      /* RATE_LIMITED: the earliest time an endpoint frees up */
     uint8_t fail_seen;            /* bit per POOL_FAIL_F_* kind of failure + private bits */
     uint8_t rate_limited;         /* attempts answered with a rate limit */
@@ -128,6 +128,13 @@ typedef struct pool_item {
     uint8_t verify;               /* "nonce too low": a by-hash check is due (pool_write.c) */
     int16_t verify_ep;            /* ... at this endpoint */
 } pool_item_t;
+
+/* pool_item_t.cached: the tier that answered (0: none) */
+enum { POOL_CACHE_LOCAL = 1, POOL_CACHE_REDIS = 2 };
+/* pool_item_t.cache_miss: missed (0: not looked up); with cache.redis, why
+ * Redis did not answer it either: no entry there, or too late, or an error
+ * (Redis down or refusing) */
+enum { POOL_CACHE_MISSED = 1, POOL_CACHE_MISSED_TIMEOUT = 2, POOL_CACHE_MISSED_ERROR = 3 };
 
 /* One line of the attempt log, for errors and access logs. */
 enum {
@@ -199,6 +206,14 @@ pool_call_t *pool_call_start(pool_network_t *net, pool_item_t *items, size_t n, 
  * params do not read (routed as naming no block: the node answers the
  * call's mistake). */
 const policy_blockref_call_t *pool_item_blockref(pool_item_t *it, policy_chain_t chain);
+
+/* Answers an item with an answer the gateway made (the merged result of a
+ * split eth_getLogs): a pending item, or one whose call is over and whose
+ * answer (a refusal) the gateway answers over; never a failed one. answer
+ * (its id at answer_id) must outlive the item; endpoint -1: no endpoint
+ * answered it as such. */
+void pool_item_answer_outside(pool_item_t *it, policy_verdict_t verdict, const char *answer, uint32_t answer_len,
+                              wire_span_t answer_id);
 
 /* Frees the call and the answer bytes its items point to (NULL: nothing).
  * Before its callback ran (the client went away), the call stops first:

@@ -39,6 +39,19 @@ void pool_item_settle(pool_item_t *it, pool_item_state_t to)
     it->state = to;
 }
 
+void pool_item_answer_outside(pool_item_t *it, policy_verdict_t verdict, const char *answer, uint32_t answer_len,
+                              wire_span_t answer_id)
+{
+    if (it->state == POOL_ITEM_ANSWERED) /* the call's answer (a refusal) is answered over */
+        it->state = POOL_ITEM_PENDING;
+    pool_item_settle(it, POOL_ITEM_ANSWERED);
+    it->verdict = verdict;
+    it->answer = answer;
+    it->answer_len = answer_len;
+    it->answer_id = answer_id;
+    it->endpoint = -1;
+}
+
 const policy_blockref_call_t *pool_item_blockref(pool_item_t *it, policy_chain_t chain)
 {
     enum { UNREAD, READ, UNREADABLE };

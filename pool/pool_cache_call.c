@@ -17,6 +17,7 @@
 #include "base/sl_time.h"
 #include "pool/pool_call_int.h"
 #include "state/state_cache.h"
+#include "state/state_cache_redis.h"
 #include "wire/json_compact.h"
 
 /* An entry's bytes: this header, then the answer object. */
@@ -110,15 +111,21 @@ static policy_cache_heads_t network_heads(pool_network_t *net)
                                   policy_chainview_head(&net->chain, POLICY_HEAD_FINALIZED, usable)};
 }
 
-/* Settles it with the entry in b (kept with the call); 0 if b is no entry. */
-static int serve_hit(pool_call_t *call, pool_item_t *it, sl_buf_t *b)
+/* Settles it with the entry in b (kept with the call), found in tier
+ * (POOL_CACHE_LOCAL or POOL_CACHE_REDIS); 0 if b is no entry. */
+static int serve_hit(pool_call_t *call, pool_item_t *it, sl_buf_t *b, uint8_t tier)
 {
     entry_head_t h;
     if (b->len < sizeof(h))
         return 0;
     memcpy(&h, b->base, sizeof(h));
     size_t len = b->len - sizeof(h);
-    if (h.format != ENTRY_FORMAT || (uint64_t)h.id_off + h.id_len > len || len > UINT32_MAX)
+    if (h.format != ENTRY_FORMAT || h.verdict >= POLICY_VERDICT_COUNT || (uint64_t)h.id_off + h.id_len > len ||
+        len > UINT32_MAX)
+        return 0;
+    wire_envelope_t env; /* Redis is shared: what comes from it is checked as an answer again */
+    if (tier == POOL_CACHE_REDIS && (wire_envelope_scan(b->base + sizeof(h), len, &env) != SL_OK ||
+                                     env.id.off != h.id_off || env.id.len != h.id_len))
         return 0;
     const char *base = pool_call_keep(call, b);
     it->answer = base + sizeof(h);
@@ -126,7 +133,8 @@ static int serve_hit(pool_call_t *call, pool_item_t *it, sl_buf_t *b)
     it->answer_id = (wire_span_t){h.id_off, h.id_len};
     it->verdict = (policy_verdict_t)h.verdict;
     it->endpoint = -1;
-    it->cached = 1;
+    it->cached = tier;
+    it->cache_miss = 0;
     pool_item_settle(it, POOL_ITEM_ANSWERED);
     return 1;
 }
@@ -152,14 +160,18 @@ static int row_offer(pool_call_t *call)
         call->cache.items[i] = plan;
         sl_buf_t b;
         sl_buf_init(&b);
-        if (state_cache_get(net->pool->cache, plan.key, &b) == SL_OK && serve_hit(call, it, &b)) {
+        if (state_cache_get(net->pool->cache, plan.key, &b) == SL_OK && serve_hit(call, it, &b, POOL_CACHE_LOCAL)) {
             hits++;
         } else {
             call->cache.pending |= UINT64_C(1) << i;
-            it->cache_miss = 1;
+            it->cache_miss = POOL_CACHE_MISSED;
+            if (plan.plan.plan != POLICY_CACHE_AT_HASH) /* those stay local (pool_cache_call.h) */
+                call->cache.remote |= UINT64_C(1) << i;
         }
         sl_buf_dispose(&b);
     }
+    if (state_cache_tier(net->pool->cache, NULL) == NULL)
+        call->cache.remote = 0;
     if (hits == 0 || hits < call->nitems)
         return 0;
     h2o_timeout_link(net->pool->loop, &net->pool->zero_timeout, &call->defer); /* answered from the loop */
@@ -197,7 +209,91 @@ static void keep_item(pool_call_t *call, pool_item_t *it, const pool_cache_item_
     /* a full or failing cache loses an entry, never an answer (the store counts its failures) */
     if (state_cache_put(net->pool->cache, c->key, net->conf->name, b.base, b.len, sl_shared_ms()) != SL_OK)
         sl_log_debug("cache: an answer of %s could not be kept", net->conf->name);
+    state_cache_redis_conf_t rc;
+    state_cluster_t *cl = state_cache_tier(net->pool->cache, &rc);
+    /* only with the generation this call's lookup read: without it, a purge may be missed */
+    if (cl != NULL && call->cache.gen_known && c->plan.plan != POLICY_CACHE_AT_HASH)
+        (void)state_cache_redis_put(cl, &rc, c->key, call->cache.gen, b.base, b.len);
     sl_buf_dispose(&b);
+}
+
+/* ---- the Redis tier ---- */
+
+/* Every item still asked of Redis gets miss (why: POOL_CACHE_MISSED_*). */
+static void remote_missed(pool_call_t *call, uint8_t why)
+{
+    for (uint64_t p = call->cache.remote; p != 0; p &= p - 1) {
+        pool_item_t *it = &call->items[__builtin_ctzll(p)];
+        if (it->state == POOL_ITEM_PENDING)
+            it->cache_miss = why;
+    }
+    call->cache.remote = 0;
+}
+
+/* Redis answered the lookup: its entries are served and kept locally. */
+static void on_remote(void *data, const state_cache_redis_found_t *r)
+{
+    pool_call_t *call = data;
+    pool_network_t *net = call->net;
+    call->cache.ask = NULL;
+    pool_delay_cancel(&call->cache.wait);
+    if (!r->ok) {
+        remote_missed(call, POOL_CACHE_MISSED_ERROR);
+        pool_call_next(call);
+        return;
+    }
+    call->cache.gen = r->gen;
+    call->cache.gen_known = 1;
+    size_t k = 0;
+    for (uint64_t p = call->cache.remote; p != 0 && k < r->n; p &= p - 1, k++) {
+        size_t i = (size_t)__builtin_ctzll(p);
+        pool_item_t *it = &call->items[i];
+        if (r->bytes[k] == NULL || it->state != POOL_ITEM_PENDING)
+            continue;
+        const uint8_t *key = call->cache.items[i].key;
+        if (state_cache_put(net->pool->cache, key, net->conf->name, r->bytes[k], r->len[k], sl_shared_ms()) != SL_OK)
+            sl_log_debug("cache: an answer of %s from Redis could not be kept", net->conf->name);
+        sl_buf_t b;
+        sl_buf_init(&b);
+        sl_buf_append(&b, r->bytes[k], r->len[k]);
+        if (serve_hit(call, it, &b, POOL_CACHE_REDIS))
+            call->cache.pending &= ~(UINT64_C(1) << i); /* found: nothing to keep */
+        sl_buf_dispose(&b);
+    }
+    call->cache.remote = 0;
+    pool_call_next(call); /* every item answered: the call settles; else it goes upstream */
+}
+
+static void on_remote_late(pool_delay_t *d)
+{
+    pool_call_t *call = H2O_STRUCT_FROM_MEMBER(pool_call_t, cache.wait, d);
+    state_cache_redis_cancel(call->cache.ask);
+    call->cache.ask = NULL;
+    remote_missed(call, POOL_CACHE_MISSED_TIMEOUT);
+    pool_call_next(call);
+}
+
+/* Before the call's first attempt: the items it missed locally are asked
+ * of Redis, and the call waits for the answer (at most redis_wait_ms). A
+ * hedge never waits (the lookup is over by then anyway). */
+static pool_gate_t row_gate(pool_call_t *call, int ep, int may_wait)
+{
+    (void)ep;
+    if (call->cache.remote == 0 || !may_wait || call->cache.ask != NULL)
+        return POOL_GATE_GO;
+    state_cache_redis_conf_t rc;
+    state_cluster_t *cl = state_cache_tier(call->net->pool->cache, &rc);
+    uint8_t keys[STATE_CACHE_REDIS_KEYS_MAX][STATE_CACHE_KEY_LEN];
+    size_t n = 0;
+    for (uint64_t p = call->cache.remote; p != 0 && n < STATE_CACHE_REDIS_KEYS_MAX; p &= p - 1)
+        memcpy(keys[n++], call->cache.items[__builtin_ctzll(p)].key, STATE_CACHE_KEY_LEN);
+    if (cl == NULL ||
+        state_cache_redis_get(cl, call->net->conf->name, keys, n, on_remote, call, &call->cache.ask) != 0) {
+        remote_missed(call, POOL_CACHE_MISSED_ERROR); /* Redis is down (or busy): a miss at once */
+        return POOL_GATE_GO;
+    }
+    pool_delay_add(&call->net->pool->t.delays, &call->cache.wait, rc.wait_ms, on_remote_late);
+    return POOL_GATE_WAIT;
 }
 
 static int row_done(pool_call_t *call, pool_exchange_t *ex)
@@ -217,6 +313,10 @@ static int row_done(pool_call_t *call, pool_exchange_t *ex)
 
 static void row_stop(pool_call_t *call, pool_call_stop_t why)
 {
+    state_cache_redis_cancel(call->cache.ask);
+    call->cache.ask = NULL;
+    call->cache.remote = 0;
+    pool_delay_cancel(&call->cache.wait);
     if (why != POOL_CALL_RELEASED)
         return;
     free(call->cache.items);
@@ -227,6 +327,7 @@ static void row_stop(pool_call_t *call, pool_call_stop_t why)
 const pool_call_row_t pool_cache_row = {
     .name = "cache",
     .offer = row_offer,
+    .gate = row_gate,
     .done = row_done,
     .stop = row_stop,
 };

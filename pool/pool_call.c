@@ -15,8 +15,10 @@
  *             again; stop: its settle time and try.
  *   cache     offer: items whose answer cannot change are answered from
  *             the response cache (all of them: the call rides on nothing,
- *             answered from the loop); done: an answer that may be kept is
- *             stored; stop: the plans go.
+ *             answered from the loop); gate: with cache.redis, the items
+ *             missed are looked up in Redis before the first attempt (the
+ *             call waits, bounded); done: an answer that may be kept is
+ *             stored; stop: the plans go (and a Redis lookup is dropped).
  *   merge     offer: a confirmation poll joins a merged poll; stop: leaves.
  *   coalesce  offer: an identical read in flight answers this one too;
  *             stop: the group's waiters get the answer, or the group is
@@ -35,7 +37,8 @@
  *             lease); stop: the wait is given up.
  *   held      stop: a held request-shaped penalty nobody settled counts.
  * Pressure comes first (a call rides only once counted); offers are tried
- * in order and the first taker wins; consensus gates first (its fan-out
+ * in order and the first taker wins; cache gates first (a Redis hit sends
+ * nothing and is charged nothing), then consensus (its fan-out
  * asks the others for each endpoint), chain before credit, so a skipped
  * endpoint is charged nothing. A new satellite is a file and a row. */
 static const pool_call_row_t *const rows[] = {

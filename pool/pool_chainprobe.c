@@ -368,3 +368,19 @@ void pool_chainprobe_dispose(pool_endpoint_t *ep)
     ep->chain_probing = ep->chain_walking = 0;
     sl_buf_dispose(&ep->chain_req);
 }
+
+void pool_chainprobe_observe_tip(pool_endpoint_t *ep, uint64_t height, const char *hash_hex, const char *parent_hex)
+{
+    uint8_t hash[32], parent[32], old[32] = {0};
+    if (ep->wrong_chain)
+        return;
+    if (hash_hex == NULL || !hash_parse(hash_hex, hash)) {
+        pool_chain_observe_head(ep, POLICY_HEAD_LATEST, height, sl_shared_ms());
+        return;
+    }
+    int has_parent = parent_hex != NULL && hash_parse(parent_hex, parent);
+    uint64_t low = 0;
+    block_observe(ep, height, hash, has_parent ? parent : NULL, 1, &low, old);
+    if (low != 0)
+        reorg_report(ep, height, hash, low, old);
+}

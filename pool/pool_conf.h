@@ -35,6 +35,9 @@ typedef struct pool_endpoint_conf {
     char *id;             /* unique within its network; [A-Za-z0-9_.-]{1,64} */
     char *url;            /* http:// or https://, expanded; secret: never logged */
     char *url_redacted;   /* what logs, errors and the admin API show */
+    char *ws_url;         /* ws:// or wss://, a source of heads (pool/pool_wshead.c); NULL = none;
+                             secret as url is */
+    char *ws_url_redacted;
     char *tls_ca_file;    /* PEM bundle for a private CA; NULL = system store */
     pool_header_t *headers;
     size_t nheaders;
@@ -88,6 +91,8 @@ typedef struct pool_network_conf {
     uint32_t max_logs_split;      /* eth_getLogs sub-calls at most (20); a wider call gets -32005 */
     uint32_t chain_probe_ms;      /* safe, finalized and the latest block's hashes, asked this often
                                      (30000; pool_chainprobe.c); 0 = never */
+    uint32_t ws_stall_ms;         /* a ws_url stream with no head this long is closed and reopened
+                                     (pool_wshead.c; 0 = the chain's default: 60000, Solana 5000) */
     uint32_t max_head_lead;       /* a head further ahead of every other endpoint's is not trusted
                                      (blocks: 128, slots: 500; 0 = off) */
     policy_consensus_conf_t consensus; /* consensus:; nmethods 0 = off */

@@ -289,3 +289,26 @@ uint32_t pool_http_retry_after_ms(const pool_http_head_t *h)
         s = 86400;
     return (uint32_t)s * 1000;
 }
+
+sl_err_t pool_http_parse_upgrade(const char *buf, size_t len, int *status, size_t *head_len, char *accept,
+                                 size_t accept_size)
+{
+    struct phr_header headers[POOL_HTTP_MAX_HEADERS];
+    size_t nheaders = POOL_HTTP_MAX_HEADERS;
+    const char *msg;
+    size_t msg_len;
+    int minor;
+    int ret = phr_parse_response(buf, len, &minor, status, &msg, &msg_len, headers, &nheaders, 0);
+    if (ret == -2)
+        return len > MAX_HEAD_BYTES ? SL_ERR_TOO_LARGE : SL_ERR_TRUNCATED;
+    if (ret < 0 || (size_t)ret > MAX_HEAD_BYTES)
+        return SL_ERR_PARSE;
+    *head_len = (size_t)ret;
+    accept[0] = '\0';
+    for (size_t i = 0; i < nheaders; i++)
+        if (header_is(&headers[i], "sec-websocket-accept") && headers[i].value_len < accept_size) {
+            memcpy(accept, headers[i].value, headers[i].value_len);
+            accept[headers[i].value_len] = '\0';
+        }
+    return SL_OK;
+}

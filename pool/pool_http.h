@@ -53,4 +53,11 @@ int64_t pool_http_date_delta(const char *date, int64_t now_s);
 /* An answer's Retry-After (seconds or an HTTP date), in ms capped at a day; 0 if none. */
 uint32_t pool_http_retry_after_ms(const pool_http_head_t *h);
 
+/* The head of an answer to a WebSocket Upgrade (pool_ws.c): its status
+ * (101 expected), length, and Sec-WebSocket-Accept value ("" if absent or
+ * longer than accept_size - 1). Errors as pool_http_parse_head's, but any
+ * status parses. */
+SL_MUST_CHECK sl_err_t pool_http_parse_upgrade(const char *buf, size_t len, int *status, size_t *head_len,
+                                               char *accept, size_t accept_size);
+
 #endif

@@ -182,4 +182,65 @@ void pool_exchange_cancel(pool_exchange_t *ex);
 void pool_exchange_body_dispose(pool_exchange_t *ex);
 void pool_budget_release(pool_transport_t *t, size_t bytes);
 
+/* ---- WebSocket client connections (pool_ws.c) ---------------------------
+ * A WebSocket to an upstream, beside the HTTP exchanges: one socket on
+ * h2o's loop, TLS as an https link has it (pool_tls.c's verifying context),
+ * an HTTP/1.1 Upgrade written here with its Sec-WebSocket-Accept checked,
+ * then frames by wslay's client context (nothing is framed by hand).
+ * Messages are bounded (max_message bytes: a larger one closes the socket
+ * with 1009). It knows no JSON-RPC and no deadline: its owner
+ * (pool_wshead.c) says what to send, reads what arrives, and decides on its
+ * tick when a socket has been quiet too long. */
+
+typedef struct pool_ws pool_ws_t;
+
+typedef enum pool_ws_state {
+    POOL_WS_CLOSED,               /* no socket */
+    POOL_WS_CONNECTING,           /* TCP connect, then TLS */
+    POOL_WS_UPGRADING,            /* the Upgrade request sent, its answer awaited */
+    POOL_WS_OPEN,                 /* frames flow */
+    POOL_WS_STATE_COUNT
+} pool_ws_state_t;
+
+/* What the owner hears. A callback may close the socket (pool_ws_close). */
+typedef struct pool_ws_cbs {
+    void (*open)(pool_ws_t *ws);                                   /* the Upgrade was accepted */
+    void (*message)(pool_ws_t *ws, const char *msg, size_t len);   /* one text or binary message */
+    void (*closed)(pool_ws_t *ws, const char *why);                /* the socket is gone (why: fixed text,
+                                                                      never the URL); not after pool_ws_close */
+} pool_ws_cbs_t;
+
+struct pool_ws {
+    pool_link_t *link;            /* the ws_url's link: addresses, TLS context, url (http form) */
+    const pool_ws_cbs_t *cbs;
+    void *data;
+    size_t max_message;
+    pool_ws_state_t state;
+    h2o_socket_t *sock;
+    struct wslay_event_context *ctx;
+    char key[32];                 /* Sec-WebSocket-Key sent (base64 of 16 random bytes) */
+    sl_buf_t out;                 /* bytes wslay produced, waiting for the socket */
+    sl_buf_t writing;             /* bytes h2o is writing now */
+    uint64_t last_rx_ms;          /* monotonic: the last bytes received (pongs included) */
+    uint64_t opened_ms;           /* monotonic: the Upgrade was accepted */
+    uint8_t in_callback;          /* inside wslay_event_recv: a close waits for its end */
+    uint8_t close_pending;
+    char close_why[64];
+};
+
+/* Opens a socket to link's next address (link->url: the ws_url in its
+ * http(s) form). Returns NULL, or why it could not start (no address yet,
+ * socket error): then no callback runs. */
+const char *pool_ws_open(pool_ws_t *ws, pool_link_t *link, size_t max_message, const pool_ws_cbs_t *cbs, void *data);
+/* Queues one text message (OPEN only); 0 if it could not be queued. */
+int pool_ws_send_text(pool_ws_t *ws, const char *msg, size_t len);
+/* Queues a ping (OPEN only). */
+void pool_ws_ping(pool_ws_t *ws);
+/* Closes the socket now, no callback. Harmless when CLOSED. */
+void pool_ws_close(pool_ws_t *ws);
+
+/* The Sec-WebSocket-Accept a server must answer key with (RFC 6455 4.2.2):
+ * base64(SHA-1(key + GUID)), NUL-terminated, into out[29]. */
+void pool_ws_accept_of(const char *key, char out[29]);
+
 #endif

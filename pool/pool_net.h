@@ -21,6 +21,7 @@
 #include "policy/rolling.h"
 #include "policy/score.h"
 #include "policy/shape.h"
+#include "policy/wsstream.h"
 #include "state/state.h"
 #include "state/state_key.h"
 #include "state/state_lease.h"
@@ -114,6 +115,7 @@ struct pool_endpoint {
     uint64_t walk_low;            /* ... the lowest height seen replaced, and its old hash */
     uint8_t walk_old[32];
     state_endpoint_rec_t walk_rec; /* what the probe will share once the walk is done */
+    struct pool_wshead *wshead;   /* the ws_url stream (pool_wshead.c); NULL without ws_url */
 };
 
 /* How the call layer counts into an endpoint's record of this worker: one
@@ -381,6 +383,26 @@ void pool_chainid_dispose(pool_endpoint_t *ep);
 void pool_chainprobe_tick(pool_endpoint_t *ep, uint64_t now_ms);
 void pool_chainprobe_feed(pool_endpoint_t *ep, uint64_t now_ms);
 void pool_chainprobe_dispose(pool_endpoint_t *ep);
+/* A head another source told (pool_wshead.c's stream): its height, and its
+ * hash and parent ("0x" + 64 hex digits; NULL or malformed: the height
+ * alone) into the view and its ring, a reorg it shows reported as the
+ * probe's are. */
+void pool_chainprobe_observe_tip(pool_endpoint_t *ep, uint64_t height, const char *hash_hex, const char *parent_hex);
+
+/* pool_wshead.c: heads from an endpoint's ws_url. One worker per host holds
+ * the stream (claimed in the endpoint's shared record, renewed while it
+ * lives, taken over when stale or its pid is gone): eth_subscribe newHeads (Solana
+ * slotSubscribe), each head into the view at once and into the shared
+ * record, which the other workers' views read on their tick. A stream with
+ * no head for ws_stall_ms, or silent past its pings, is closed and opened
+ * again with backoff (policy/wsstream.h decides when); the probes run as
+ * ever. upstream_ws_connected and upstream_ws_lost events, rate-limited. */
+#define POOL_WS_MAX_MESSAGE (256 * 1024) /* a newHeads header is ~1 KB; a larger message closes the stream */
+#define POOL_WS_CLAIM_MS 3000        /* a holder that stopped renewing is replaced after this */
+#define POOL_WS_LOST_EVENT_MS 10000  /* upstream_ws_lost at most this often per endpoint and worker */
+void pool_wshead_init(pool_endpoint_t *ep);
+void pool_wshead_tick(pool_endpoint_t *ep, uint64_t now_ms);
+void pool_wshead_dispose(pool_endpoint_t *ep);
 
 /* pool_endpoint.c */
 SL_MUST_CHECK sl_err_t pool_endpoint_init(pool_endpoint_t *ep, pool_network_t *net, int index,

@@ -13,6 +13,8 @@
 #include <string.h>
 
 #include "base/sl_log.h"
+#include "state/state_cache_redis.h"
+#include "state/state_cluster_int.h"
 #include "state/state_int.h"
 
 #define ENTRY_VERSION 1
@@ -42,6 +44,8 @@ struct state_cache {
                                    * noted since the flush, so a hot key is noted (and moved) once */
     state_cache_stats_t stats;
     uint64_t failures;            /* LMDB errors met (logged one in CACHE_LOG_EVERY) */
+    state_cluster_t *tier;        /* the Redis tier's link (state_cache_redis.h); NULL: none */
+    state_cache_redis_conf_t tier_conf;
 };
 
 /* Converts an LMDB return code for the cache: a full map says cache.max_mb,
@@ -115,17 +119,37 @@ sl_err_t state_cache_open(const state_cache_conf_t *conf, state_cache_t **out)
         err = cache_err(c, conf->path, rc);
     else
         err = open_dbs(c);
-    MDB_stat st;
-    size_t psize = c->env != NULL && mdb_env_stat(c->env, &st) == MDB_SUCCESS ? st.ms_psize : 4096;
-    size_t room = c->map_bytes / 100 * STATE_CACHE_ENTRIES_PCT, floor = STATE_CACHE_HEADROOM_PAGES * psize;
-    c->high = room > floor ? room - floor / 2 : 0;
-    c->low = c->high > c->map_bytes / STATE_CACHE_EVICT_DIV ? c->high - c->map_bytes / STATE_CACHE_EVICT_DIV : 0;
-    if (err != SL_OK) {
+    if (err != SL_OK) { /* an env that did not open must not be asked anything (LMDB faults) */
         state_cache_close(c);
         return err;
     }
+    MDB_stat st;
+    size_t psize = mdb_env_stat(c->env, &st) == MDB_SUCCESS ? st.ms_psize : 4096;
+    size_t room = c->map_bytes / 100 * STATE_CACHE_ENTRIES_PCT, floor = STATE_CACHE_HEADROOM_PAGES * psize;
+    c->high = room > floor ? room - floor / 2 : 0;
+    c->low = c->high > c->map_bytes / STATE_CACHE_EVICT_DIV ? c->high - c->map_bytes / STATE_CACHE_EVICT_DIV : 0;
     *out = c;
     return SL_OK;
+}
+
+/* The Redis tier is kept with the handle so that pool/ and admin/ reach it
+ * through the handle they already have (state_cache_redis.h). */
+void state_cache_tier_set(state_cache_t *c, state_cluster_t *cl, const state_cache_redis_conf_t *conf)
+{
+    c->tier = cl;
+    if (conf != NULL)
+        c->tier_conf = *conf;
+    if (cl != NULL)
+        cl->cache = c; /* another host's purge reaches this one's entries (state_cache_redis_message) */
+}
+
+state_cluster_t *state_cache_tier(const state_cache_t *c, state_cache_redis_conf_t *conf)
+{
+    if (c == NULL || c->tier == NULL)
+        return NULL;
+    if (conf != NULL)
+        *conf = c->tier_conf;
+    return c->tier;
 }
 
 void state_cache_close(state_cache_t *c)

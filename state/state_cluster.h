@@ -58,6 +58,15 @@ typedef struct state_cluster_conf {
 SL_MUST_CHECK sl_err_t state_cluster_probe(const state_cluster_conf_t *conf, uint32_t timeout_ms, char *why,
                                            size_t why_len);
 
+/* For cache.redis: whether Redis bounds its memory so that only keys with
+ * an expiry (the response cache's entries, the client-limit cells) are
+ * evicted. Blocking, within timeout_ms, like state_cluster_probe. SL_OK
+ * with why[] saying the bound and policy; SL_ERR_INVALID with why[] saying
+ * what to set (no maxmemory; a policy that never evicts or evicts any
+ * key); SL_ERR_IO or SL_ERR_PARSE when Redis could not be asked. */
+SL_MUST_CHECK sl_err_t state_cluster_probe_memory(const state_cluster_conf_t *conf, uint32_t timeout_ms, char *why,
+                                                  size_t why_len);
+
 /* The master, once its workers are gone after SIGTERM: takes this host out
  * of the hosts set, blocking within timeout_ms, so that the others stop
  * holding its share of the limits back at once (a host that vanishes

@@ -149,6 +149,7 @@ struct state_cluster {
     size_t nledgers;
     int ledger_sync_pending;
     uint64_t next_ledger_sync_ms;
+    struct state_cache *cache;    /* the response cache whose Redis tier this link is, NULL if none */
 };
 
 /* The shared part of an endpoint record as Redis holds it (and the host's
@@ -205,6 +206,11 @@ int state_cluster_level_report(state_cluster_t *cl, const char *network, uint8_t
 /* state_cluster_floor.c: a message "f <network> <floors>" of the channel:
  * another worker or host raised a network's floor of heads served. */
 void state_cluster_floor_message(state_cluster_t *cl, const char *msg, size_t len);
+
+/* state_cache_redis.c: a message "c <network>" of the channel: a host
+ * purged the network's response cache; the events worker purges this
+ * host's local tier too. */
+void state_cache_redis_message(state_cluster_t *cl, const char *msg, size_t len);
 
 /* state_cluster_events.c: ships this host's events, tails the others'. */
 void state_cluster_events_tick(state_cluster_t *cl, uint64_t now_ms);

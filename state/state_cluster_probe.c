@@ -196,3 +196,51 @@ sl_err_t state_cluster_leave(const state_cluster_conf_t *conf, uint32_t timeout_
     redisFree(c);
     return err;
 }
+
+/* The value of field in an INFO answer ("field:value\r\n"), into out. */
+static int info_field(const char *info, const char *field, char *out, size_t cap)
+{
+    size_t flen = strlen(field);
+    for (const char *p = info; (p = strstr(p, field)) != NULL; p += flen) {
+        if ((p != info && p[-1] != '\n') || p[flen] != ':')
+            continue;
+        size_t n = strcspn(p + flen + 1, "\r\n");
+        snprintf(out, cap, "%.*s", (int)(n < cap - 1 ? n : cap - 1), p + flen + 1);
+        return 1;
+    }
+    return 0;
+}
+
+sl_err_t state_cluster_probe_memory(const state_cluster_conf_t *conf, uint32_t timeout_ms, char *why, size_t why_len)
+{
+    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+    redisContext *c = redisConnectWithTimeout(conf->redis_host, conf->redis_port, tv);
+    if (c == NULL || c->err) {
+        sl_err_t err = say(why, why_len, SL_ERR_IO, "cannot connect: %s", c ? c->errstr : "out of memory");
+        redisFree(c);
+        return err;
+    }
+    redisSetTimeout(c, tv);
+    sl_err_t err = check_auth(c, conf, why, why_len);
+    redisReply *r = NULL;
+    const char *info[2] = {"INFO", "memory"};
+    if (err == SL_OK && (err = run(c, "INFO", &r, why, why_len, 2, info)) == SL_OK) {
+        char max[32] = "", policy[32] = "";
+        if (r->type != REDIS_REPLY_STRING || !info_field(r->str, "maxmemory", max, sizeof(max)) ||
+            !info_field(r->str, "maxmemory_policy", policy, sizeof(policy)))
+            err = say(why, why_len, SL_ERR_PARSE, "INFO memory does not say maxmemory and maxmemory_policy");
+        else if (strtoull(max, NULL, 10) == 0)
+            err = say(why, why_len, SL_ERR_INVALID, "Redis has no maxmemory (policy %s): the response cache's entries "
+                      "can fill its memory; set maxmemory and maxmemory-policy volatile-lru", policy);
+        else if (strncmp(policy, "volatile-", 9) != 0)
+            err = say(why, why_len, SL_ERR_INVALID, "maxmemory-policy is %s: %s; set volatile-lru", policy,
+                      strncmp(policy, "allkeys-", 8) == 0 ? "Redis may evict the cluster's own records"
+                                                          : "a full Redis refuses every write, the cluster's too");
+        else
+            say(why, why_len, SL_OK, "maxmemory %s bytes, %s: only keys with an expiry are evicted", max, policy);
+    }
+    if (r != NULL)
+        freeReplyObject(r);
+    redisFree(c);
+    return err;
+}

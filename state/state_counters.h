@@ -44,8 +44,11 @@ void state_counters_slot_dispose(state_counters_slot_t *s);
 /* The response cache's counters per method in a "cache/<network>/<slot>"
  * record: (method index) * STATE_CACHE_COUNTER_COUNT + one of these. */
 typedef enum state_cache_counter {
-    STATE_CACHE_HIT,              /* answered from the cache */
+    STATE_CACHE_HIT,              /* answered from the cache's local tier */
     STATE_CACHE_MISS,             /* looked up, not there: it went upstream */
+    STATE_CACHE_HIT_REDIS,        /* answered from the Redis tier (cache.redis) */
+    STATE_CACHE_REDIS_TIMEOUT,    /* a miss Redis did not answer in time (cache.redis_wait_ms) */
+    STATE_CACHE_REDIS_ERROR,      /* a miss Redis could not be asked about, or answered with an error */
     STATE_CACHE_COUNTER_COUNT
 } state_cache_counter_t;
 

@@ -40,13 +40,19 @@ static const state_field_t endpoint_fields[] = {
     F_SINCE(state_endpoint_rec_t, hash_height, STATE_F_U64, 1, 5),
     F_SINCE(state_endpoint_rec_t, head_hash, STATE_F_STR, sizeof(((state_endpoint_rec_t *)0)->head_hash), 5),
     F_SINCE(state_endpoint_rec_t, head_parent, STATE_F_STR, sizeof(((state_endpoint_rec_t *)0)->head_parent), 5),
+    F_SINCE(state_endpoint_rec_t, ws_pid, STATE_F_U32, 1, 6),
+    F_SINCE(state_endpoint_rec_t, ws_renew_ms, STATE_F_U64, 1, 6),
+    F_SINCE(state_endpoint_rec_t, ws_state, STATE_F_U8, 1, 6),
+    F_SINCE(state_endpoint_rec_t, ws_heads, STATE_F_U64, 1, 6),
+    F_SINCE(state_endpoint_rec_t, ws_head_at_ms, STATE_F_U64, 1, 6),
 };
 
 /* version 2: rl_backoff_ms (the rate-limit backoff doubles across workers);
  * version 3: the demotion (demoted_until_ms, demoted_cause, demotions);
  * version 4: the rate-limit episode (rl_since_ms, rl_last_until_ms, rl_marks);
- * version 5: the chain probe (safe, finalized, the latest block's hashes) */
-const state_schema_t state_endpoint_schema = {"endpoint", 5, endpoint_fields,
+ * version 5: the chain probe (safe, finalized, the latest block's hashes);
+ * version 6: the upstream WebSocket (holder, state, heads received) */
+const state_schema_t state_endpoint_schema = {"endpoint", 6, endpoint_fields,
                                               sizeof(endpoint_fields) / sizeof(endpoint_fields[0])};
 
 static const state_field_t cell_fields[] = {

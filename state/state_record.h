@@ -90,7 +90,17 @@ typedef struct state_endpoint_rec {
     uint64_t hash_height;         /* the block whose hashes follow (its latest when probed) */
     char head_hash[67];           /* "0x" + 64 hex digits, "" unknown */
     char head_parent[67];         /* its parentHash */
+    /* version 6: the upstream WebSocket (pool/pool_wshead.c), this host's */
+    uint32_t ws_pid;              /* the worker holding the stream ... */
+    uint64_t ws_renew_ms;         /* ... claimed until then (renewed while it lives) */
+    uint8_t ws_state;             /* STATE_WS_*: the stream as its holder last said */
+    uint64_t ws_heads;            /* heads it received, all holders together */
+    uint64_t ws_head_at_ms;       /* the last one, shared time; 0 = none */
 } state_endpoint_rec_t;
+
+/* ws_state of an endpoint record: no ws_url (or nobody holds it yet), the
+ * stream being opened, open and subscribed, closed until the next try. */
+enum { STATE_WS_NONE, STATE_WS_CONNECTING, STATE_WS_CONNECTED, STATE_WS_DOWN };
 
 extern const state_schema_t state_endpoint_schema;
 
@@ -125,6 +135,8 @@ extern const state_schema_t state_endpoint_schema;
     X(ENDPOINT_DISAGREED, "endpoint_disagreed")                                           \
     X(REORG, "reorg")                                                                     \
     X(ENDPOINT_HEAD_IMPLAUSIBLE, "endpoint_head_implausible")                             \
+    X(UPSTREAM_WS_CONNECTED, "upstream_ws_connected")                                     \
+    X(UPSTREAM_WS_LOST, "upstream_ws_lost")                                               \
     X(SUBSCRIPTION_SOURCE_CHANGED, "subscription_source_changed")
 
 typedef enum state_event_kind {

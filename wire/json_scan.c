@@ -2,9 +2,13 @@
  * recursion. Nesting is a 128-bit stack of "object or array" bits.
  *
  * Most bytes of a large upstream answer are hex inside strings, so the hot
- * loop is skip_plain(): 16 bytes at a time with SSE2 (8 with plain integer
- * arithmetic elsewhere) until a byte that needs a closer look. */
+ * loop is next_special(): a bit scan in the mask of the current 64-byte
+ * block (wire/json_scan_simd.c classifies a block once, with AVX2 where the
+ * CPU has it) until a byte that needs a closer look. skip_plain(), 16 bytes
+ * at a time with SSE2 (8 with plain integer arithmetic elsewhere), is the
+ * scalar path, kept as the oracle. */
 #include "wire/json_scan.h"
+#include "wire/json_scan_int.h"
 
 #include <string.h>
 
@@ -63,6 +67,10 @@ void wire_scan_init(wire_scan_t *s, const char *buf, size_t off, size_t len)
     s->end = s->p + len;
     s->depth = 0;
     s->is_object[0] = s->is_object[1] = 0;
+    /* an empty block at the end: the first string loads one */
+    s->blk = s->end;
+    s->mask = ~0ull;
+    wire_json_path_fns(&s->classify, &s->run);
 }
 
 static inline __attribute__((always_inline)) void skip_ws(wire_scan_t *s)
@@ -72,23 +80,6 @@ static inline __attribute__((always_inline)) void skip_ws(wire_scan_t *s)
         return;
     while (s->p < s->end && json_ws[*s->p])
         s->p++;
-}
-
-static inline sl_err_t push(wire_scan_t *s, int is_object)
-{
-    if (s->depth >= WIRE_JSON_MAX_DEPTH)
-        return SL_ERR_TOO_DEEP;
-    uint64_t bit = 1ull << (s->depth & 63);
-    uint64_t *word = &s->is_object[s->depth >> 6];
-    *word = is_object ? *word | bit : *word & ~bit;
-    s->depth++;
-    return SL_OK;
-}
-
-static inline int top_is_object(const wire_scan_t *s)
-{
-    unsigned d = s->depth - 1;
-    return (int)(s->is_object[d >> 6] >> (d & 63) & 1);
 }
 
 /* Returns the first byte of [p, end) that is not plain, or end. */
@@ -125,6 +116,12 @@ static inline const uint8_t *skip_plain(const uint8_t *p, const uint8_t *end)
     while (p < end && plain[*p])
         p++;
     return p;
+}
+
+/* The first byte of [p, s->end) that is not plain, or s->end. */
+static inline __attribute__((always_inline)) const uint8_t *next_special(wire_scan_t *s, const uint8_t *p)
+{
+    return wire_json_find(p, s->end, &s->blk, &s->mask, s->classify);
 }
 
 /* Reads the four hex digits of a \u escape. If the input ends first, [*lo, *hi]
@@ -218,7 +215,7 @@ static inline __attribute__((always_inline)) sl_err_t scan_string(wire_scan_t *s
 {
     s->p++;
     for (;;) {
-        s->p = skip_plain(s->p, s->end);
+        s->p = s->classify ? next_special(s, s->p) : skip_plain(s->p, s->end);
         if (s->p == s->end)
             return SL_ERR_TRUNCATED;
         uint8_t c = *s->p;
@@ -312,7 +309,7 @@ static inline __attribute__((always_inline)) sl_err_t scan_key(wire_scan_t *s)
 static sl_err_t open_container(wire_scan_t *s, int is_object, int *inside)
 {
     uint8_t close = is_object ? '}' : ']';
-    sl_err_t err = push(s, is_object);
+    sl_err_t err = wire_scan_push(s, is_object);
     if (err != SL_OK)
         return err;
     s->p++;
@@ -361,10 +358,19 @@ static sl_err_t scan_value_start(wire_scan_t *s, int *inside)
 static sl_err_t scan_after_value(wire_scan_t *s, unsigned base, int *more)
 {
     while (s->depth > base) {
+        /* what follows, while it is compact and simple, in one go */
+        if (s->run) {
+            if (s->run(s, base)) {
+                *more = 1;
+                return SL_OK;
+            }
+            if (s->depth == base) /* it closed the last container */
+                break;
+        }
         skip_ws(s);
         if (s->p == s->end)
             return SL_ERR_TRUNCATED;
-        int is_object = top_is_object(s);
+        int is_object = wire_scan_top_is_object(s);
         uint8_t c = *s->p++;
         if (c == ',') {
             sl_err_t err = is_object ? scan_key(s) : SL_OK;
@@ -412,7 +418,7 @@ sl_err_t wire_scan_open(wire_scan_t *s, uint8_t open)
     sl_err_t err = expect_byte(s, open);
     if (err != SL_OK)
         return err;
-    return push(s, open == '{');
+    return wire_scan_push(s, open == '{');
 }
 
 sl_err_t wire_scan_next(wire_scan_t *s, int *first, int *more)
@@ -421,7 +427,7 @@ sl_err_t wire_scan_next(wire_scan_t *s, int *first, int *more)
     if (s->p == s->end)
         return SL_ERR_TRUNCATED;
     uint8_t c = *s->p;
-    if (c == (top_is_object(s) ? '}' : ']')) {
+    if (c == (wire_scan_top_is_object(s) ? '}' : ']')) {
         s->p++;
         s->depth--;
         *more = 0;

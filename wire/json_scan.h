@@ -21,7 +21,36 @@ typedef struct wire_scan {
     const uint8_t *end;    /* one past the last byte that may be read */
     unsigned depth;        /* containers open */
     uint64_t is_object[2]; /* bit d: the container at depth d is an object, not an array */
+    /* the string loop's 64-byte block (wire/json_scan_simd.c): bit i of mask
+     * is set if blk[i] may not stand for itself in a string (bits past end
+     * are set too); classify and run are NULL on the scalar path */
+    const uint8_t *blk;
+    uint64_t mask;
+    uint64_t (*classify)(const uint8_t *p);
+    int (*run)(struct wire_scan *s, unsigned base);
 } wire_scan_t;
+
+/* How string bodies are skipped. Every path gives the same verdicts and
+ * spans; SCALAR (a byte loop, 16 bytes at a time with SSE2) is the oracle
+ * the others are fuzzed against (tests/fuzz/fuzz_scan_paths.c). DEFAULT:
+ * AVX2 if the CPU has it, else SSE2 on x86-64, else SWAR (64-bit integer
+ * arithmetic). SLUICE_JSON_SCAN=scalar (or swar, sse2, avx2) in the
+ * environment forces that path, if this CPU can take it. */
+typedef enum wire_json_path {
+    WIRE_JSON_PATH_DEFAULT,
+    WIRE_JSON_PATH_SCALAR,
+    WIRE_JSON_PATH_SWAR,
+    WIRE_JSON_PATH_SSE2,
+    WIRE_JSON_PATH_AVX2,
+} wire_json_path_t;
+
+/* The path scans started from now on take (never DEFAULT). */
+wire_json_path_t wire_json_scan_path(void);
+
+/* For tests and fuzzers, before any other thread scans: makes scans started
+ * from now on take path (DEFAULT: choose again). -1 if this CPU or build
+ * cannot run it (nothing changed). */
+int wire_json_scan_path_set(wire_json_path_t path);
 
 /* Kind of the value starting with a byte (WIRE_JSON_NONE if none can). */
 extern const uint8_t wire_json_value_kind[256];

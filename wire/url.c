@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "base/sl_buf.h"
 #include "base/sl_parse.h"
@@ -493,4 +494,35 @@ void wire_redis_url_dispose(wire_redis_url_t *u)
     free(u->password);
     free(u->host);
     memset(u, 0, sizeof(*u));
+}
+
+/* ---- WebSocket URLs ---- */
+
+char *wire_url_ws_as_http(const char *url)
+{
+    if (url == NULL)
+        return NULL;
+    int tls = strncasecmp(url, "wss://", 6) == 0;
+    if (!tls && strncasecmp(url, "ws://", 5) != 0)
+        return NULL;
+    sl_buf_t b = SL_BUF_INIT;
+    sl_buf_append_str(&b, tls ? "https://" : "http://");
+    sl_buf_append_str(&b, url + (tls ? 6 : 5));
+    return sl_buf_steal(&b, NULL);
+}
+
+char *wire_url_redact_ws(const char *url)
+{
+    char *http = wire_url_ws_as_http(url);
+    if (http == NULL)
+        return sl_xstrdup("<invalid url>");
+    char *red = wire_url_redact(http);
+    free(http);
+    if (strncmp(red, "http", 4) != 0)
+        return red;
+    sl_buf_t b = SL_BUF_INIT;
+    sl_buf_append_str(&b, "ws");
+    sl_buf_append_str(&b, red + 4);
+    free(red);
+    return sl_buf_steal(&b, NULL);
 }

@@ -50,6 +50,18 @@ char *wire_url_redact(const char *url);
  * NUL-terminated. Does nothing if url does not parse. */
 void wire_url_each_secret(const char *url, void (*fn)(const char *s, size_t n, void *arg), void *arg);
 
+/* ---- WebSocket URLs: ws:// and wss:// (an endpoint's ws_url) ----
+ * The same grammar as http(s) URLs with another scheme: ws is http, wss is
+ * https (RFC 6455 section 3). */
+
+/* url with ws:// turned into http:// and wss:// into https:// (heap; caller
+ * frees), or NULL if its scheme is neither (any case). */
+char *wire_url_ws_as_http(const char *url);
+
+/* wire_url_redact() of a ws(s) URL, its scheme kept ("wss://host/" and the hidden parts).
+ * "<invalid url>" if it is not one. */
+char *wire_url_redact_ws(const char *url);
+
 /* ---- Redis server URLs: redis://[[user]:password@]host[:port][/db] ---- */
 
 #define WIRE_REDIS_DEFAULT_PORT 6379

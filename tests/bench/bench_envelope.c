@@ -2,8 +2,12 @@
  * eth_getLogs-like answer, next to cJSON_Parse on the same bytes.
  *
  *   gcc -O2 -I. -I/usr/include/cjson tests/bench/bench_envelope.c \
- *       wire/envelope.c wire/json_scan.c base/sl_err.c -lcjson -o /tmp/bench_envelope
- *   /tmp/bench_envelope [iterations] [logs]
+ *       wire/envelope.c wire/json_scan.c wire/json_scan_simd.c base/sl_err.c -lcjson -o /tmp/bench_envelope
+ *   /tmp/bench_envelope [iterations] [logs | FILE]
+ *
+ * FILE: scan that file's bytes instead (an answer saved from the fake
+ * provider, say). SLUICE_JSON_SCAN=scalar|sse2 picks the scanner's path;
+ * under valgrind --tool=callgrind the instructions per byte follow.
  *
  * Not a CMake target: a number on a shared CI machine means little. */
 #include <cJSON.h>
@@ -14,6 +18,7 @@
 #include <time.h>
 
 #include "wire/envelope.h"
+#include "wire/json_scan.h"
 
 static char answer[1 << 20];
 
@@ -84,8 +89,20 @@ int main(int argc, char **argv)
 {
     unsigned iters = argc > 1 ? (unsigned)atoi(argv[1]) : 100000;
     unsigned nlogs = argc > 2 ? (unsigned)atoi(argv[2]) : 39; /* 28 KB */
-    size_t len = make_answer(nlogs);
-    printf("input: %u logs, %zu bytes, %u iterations\n", nlogs, len, iters);
+    size_t len;
+    if (argc > 2 && nlogs == 0) {
+        FILE *f = fopen(argv[2], "rb");
+        if (f == NULL) {
+            perror(argv[2]);
+            return 1;
+        }
+        len = fread(answer, 1, sizeof answer, f);
+        fclose(f);
+    } else {
+        len = make_answer(nlogs);
+    }
+    static const char *const paths[] = {"default", "scalar", "swar", "sse2", "avx2"};
+    printf("input: %zu bytes, %u iterations, path %s\n", len, iters, paths[wire_json_scan_path()]);
 
     wire_envelope_t env;
     if (wire_envelope_scan(answer, len, &env) != SL_OK) {

@@ -1,6 +1,6 @@
 -- tests/bench/post.lua: wrk script for tests/bench/run.sh.
 --
---   BENCH_METHOD=eth_blockNumber|eth_getLogs|eth_getTransactionReceipt
+--   BENCH_METHOD=eth_blockNumber|eth_getLogs|eth_getTransactionReceipt|eth_chainId
 --                                              which JSON-RPC call to POST (default eth_blockNumber)
 --   BENCH_DELAY_MS=N                           wait about N ms (uniformly N/2..3N/2) before every
 --                                              request (default 0: none); run.sh uses it to hold
@@ -17,6 +17,7 @@ local bodies = {
   eth_blockNumber = '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}',
   eth_getLogs = '{"jsonrpc":"2.0","id":1,"method":"eth_getLogs","params":[{"fromBlock":"0xf4200","toBlock":"latest"}]}',
   eth_getTransactionReceipt = '{"jsonrpc":"2.0","id":1,"method":"eth_getTransactionReceipt","params":["0x1111111111111111111111111111111111111111111111111111111111111111"]}',
+  eth_chainId = '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}',
 }
 
 local method = os.getenv("BENCH_METHOD") or "eth_blockNumber"

@@ -2,9 +2,11 @@
 # tests/bench/run.sh: sluice vs nginx vs a direct upstream, measured side by side with wrk in
 # interleaved rounds, plus worker RSS under 1,000 keep-alive clients and two failure cases
 # (a refused first endpoint, a rate-limited first endpoint), and what the pressure layer and
-# merged polls cost (with callgrind instruction counts). See tests/bench/README.md.
+# merged polls cost (with callgrind instruction counts), and answers from the response cache.
+# The headline is sluice with coalescing off (every request upstream, as through nginx).
+# See tests/bench/README.md.
 #
-# usage: tests/bench/run.sh [--quick] [--build] [--out DIR] [--phases main,features,pressure,refused,429,hung,rss]
+# usage: tests/bench/run.sh [--quick] [--build] [--out DIR] [--phases main,cache,features,pressure,refused,429,hung,rss]
 #   BENCH_SECONDS (5)  BENCH_ROUNDS (5)  BENCH_LOGS (45: eth_getLogs answer of ~20 KB)
 #   BENCH_RSS_CONNS (1000)  BENCH_RSS_SECONDS (6)  BENCH_SERVER_CPU (0)  BENCH_WRK_CPU (1)
 #   SLUICE_BIN, FAKEPROVIDER_BIN (default build/…)
@@ -23,7 +25,7 @@ WRK_CPU=${BENCH_WRK_CPU:-1}
 SLUICE_BIN=${SLUICE_BIN:-$ROOT/build/gateway/sluice}
 FP_BIN=${FAKEPROVIDER_BIN:-$ROOT/build/tests/fakeprovider/fakeprovider}
 OUT=""
-PHASES="main,features,pressure,refused,429,hung,rss"
+PHASES="main,cache,features,pressure,refused,429,hung,rss"
 BUILD=0
 
 while [ $# -gt 0 ]; do
@@ -32,7 +34,7 @@ while [ $# -gt 0 ]; do
         --build) BUILD=1 ;;
         --out) OUT=$2; shift ;;
         --phases) PHASES=$2; shift ;;
-        -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "run.sh: unknown argument $1 (try --help)" >&2; exit 2 ;;
     esac
     shift
@@ -231,6 +233,7 @@ rpc_body() {
         eth_blockNumber) echo '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}' ;;
         eth_getLogs) echo '{"jsonrpc":"2.0","id":1,"method":"eth_getLogs","params":[{"fromBlock":"0xf4200","toBlock":"latest"}]}' ;;
         eth_getTransactionReceipt) echo '{"jsonrpc":"2.0","id":1,"method":"eth_getTransactionReceipt","params":["0x1111111111111111111111111111111111111111111111111111111111111111"]}' ;;
+        eth_chainId) echo '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}' ;;
     esac
 }
 
@@ -369,6 +372,11 @@ U1="127.0.0.1:$PORT_up1"
 U2="127.0.0.1:$PORT_up2"
 
 WORKLOADS=(eth_blockNumber eth_getLogs)
+# the features of the headline sluice (and of the cache phase's): budgets and a tier large
+# enough never to refuse, so they cost their bookkeeping and nothing else (cost_profile flat:
+# one credit a call, and no eth_getLogs block limit to split the 20 KB call on)
+FEATURES_EP=", cost_profile: flat, credits: { per_second: 1000000000, per_month: 1000000000000 }"
+FEATURES_TOP="tiers: { anonymous: { per_second: 1000000000, per_minute: 1000000000 } }"
 CONCS=(64 8)
 
 if has_phase main || has_phase rss; then
@@ -378,8 +386,11 @@ if has_phase main || has_phase rss; then
     start_sluice sluicelog true "http://$U1" "http://$U2"
     # wrk sends one call over and over: with coalescing (the default) most of sluice's
     # answers come from another client's upstream answer, which nginx does not do. The
-    # same with coalescing off sends every request upstream, as nginx does.
-    NET_EXTRA="coalesce: { max_waiters: 0 }" start_sluice sluicelognc true "http://$U1" "http://$U2"
+    # headline target has coalescing off, so every request goes upstream as through nginx,
+    # and the features a deployment runs on: access log, health probes (on by default),
+    # a credit budget on each endpoint, a client tier checked on every call.
+    NET_EXTRA="coalesce: { max_waiters: 0 }" EP_EXTRA="$FEATURES_EP" TOP_EXTRA="$FEATURES_TOP" \
+        start_sluice sluicelognc true "http://$U1" "http://$U2"
     declare -A URL=([direct]="http://$U1/" [nginx]="http://127.0.0.1:$PORT_nginx/" [nginxlog]="http://127.0.0.1:$PORT_nginxlog/"
         [sluice]="http://127.0.0.1:$PORT_sluice/eth" [sluicelog]="http://127.0.0.1:$PORT_sluicelog/eth"
         [sluicelognc]="http://127.0.0.1:$PORT_sluicelognc/eth")
@@ -418,6 +429,38 @@ if has_phase main; then
     done
     : >"$TMP/sluicelog.log"
     : >"$TMP/sluicelognc.log"
+fi
+
+# ---------------------------------------------------------------- cache: answers from the response cache (issue 23)
+
+if has_phase cache; then
+    # sluice as the headline target (coalescing off, features on) with the response cache
+    # on (its default; written out here): after the first call, eth_chainId is answered
+    # from the cache. nginx + access log proxies the same call upstream every time.
+    [ -n "${PORT_nginxlog:-}" ] || start_nginx nginxlog "$U1" "$U2" log
+    NET_EXTRA="coalesce: { max_waiters: 0 }" EP_EXTRA="$FEATURES_EP" \
+        TOP_EXTRA="$FEATURES_TOP"$'\n'"cache: { enabled: true }" start_sluice cachesl true "http://$U1" "http://$U2"
+    declare -A CURL=([nginxlog]="http://127.0.0.1:$PORT_nginxlog/" [cachesl]="http://127.0.0.1:$PORT_cachesl/eth")
+    declare -A CPID=([nginxlog]=$PID_nginxlog [cachesl]=$PID_cachesl)
+    declare -A CLOG=([nginxlog]="$TMP/nginxlog/access.log" [cachesl]="$TMP/cachesl.log")
+    for t in nginxlog cachesl; do probe "$t" "${CURL[$t]}" eth_chainId; done
+    hit=$(curl -s -m 5 -D - -o /dev/null "${CURL[cachesl]}" -H 'Content-Type: application/json' \
+        -d "$(rpc_body eth_chainId)" | tr -d '\r' | awk -F': ' 'tolower($1) == "x-sluice-cache" { print $2 }')
+    [ "$hit" = hit ] || die "cache phase: sluice's second eth_chainId was not a cache hit (X-Sluice-Cache: $hit)"
+    log "cache phase: sluice (response cache hits) vs nginx + log (upstream), eth_chainId, c=64 and 8, $ROUNDS rounds"
+    for t in nginxlog cachesl; do
+        BENCH_METHOD=eth_chainId taskset -c "$WRK_CPU" wrk -t1 -c64 -d1s -s "$HERE/post.lua" "${CURL[$t]}" >/dev/null 2>&1
+    done
+    for r in $(seq 1 "$ROUNDS"); do
+        if [ $((r % 2)) = 1 ]; then order=(nginxlog cachesl); else order=(cachesl nginxlog); fi
+        for c in "${CONCS[@]}"; do
+            for t in "${order[@]}"; do
+                measure cache "$t" eth_chainId "$c" "$r" "${CURL[$t]}" "${CPID[$t]}" "$PORT_up1,$PORT_up2" "" "${CLOG[$t]}"
+                pause
+            done
+        done
+    done
+    : >"$TMP/cachesl.log"
 fi
 
 # ---------------------------------------------------------------- features: what each layer costs

@@ -12,9 +12,10 @@ from statistics import median
 out = sys.argv[1]
 runs = list(csv.DictReader(open(os.path.join(out, "runs.csv"))))
 NAMES = {"direct": "direct (1 upstream)", "nginx": "nginx", "nginxlog": "nginx + access log", "sluice": "sluice",
-         "sluicelog": "sluice + access log", "sluicelognc": "sluice + access log, coalescing off", "refused": "sluice [dead, up1]",
+         "sluicelog": "sluice + access log", "sluicelognc": "sluice, every request upstream (coalescing off; access log, probes, credits, a tier)", "refused": "sluice [dead, up1]",
          "healthy": "sluice [up1]", "one429": "sluice [429, ok1, ok2]", "no429": "sluice [ok1, ok2]",
-         "shung": "sluice [hung, ok1, ok2]", "shungnc": "sluice [hung, ok1, ok2], no coalescing", "nhung": "nginx [hung, ok1, ok2]", "shealthy": "sluice [ok1, ok2]"}
+         "shung": "sluice [hung, ok1, ok2]", "shungnc": "sluice [hung, ok1, ok2], no coalescing", "nhung": "nginx [hung, ok1, ok2]", "shealthy": "sluice [ok1, ok2]",
+         "cachesl": "sluice, answers from its response cache"}
 
 
 def f(r, k):
@@ -66,6 +67,34 @@ def paired_ratio(a_rows, b_rows, k, diff=False):
     return median(vals) if vals else None
 
 
+def ratio_range(a_rows, b_rows, k):
+    """"min–max" of the per-round ratios a/b: how far one round's ratio can stray"""
+    b = {r["round"]: f(r, k) for r in b_rows}
+    vals = [f(r, k) / b[r["round"]] for r in a_rows if r["round"] in b and b[r["round"]]]
+    return f"{min(vals):.2f}–{max(vals):.2f}" if vals else "—"
+
+
+def pair_table(title, intro, g, combos, a, b, direct=None):
+    """Side by side: target a against target b per workload and concurrency, paired per round."""
+    print(title + "\n")
+    print(intro + "\n")
+    print("| workload | c | req/s sluice | req/s nginx | req/s ratio (rounds) | CPU µs/req sluice | CPU µs/req nginx | "
+          "CPU/req ratio (rounds) | p99 ms sluice | p99 ms nginx | p99 added over direct ms, sluice | upstream req/req sluice |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for wl, c in combos:
+        sa, nb, d = g.get((wl, c, a)), g.get((wl, c, b)), g.get((wl, c, direct)) if direct else None
+        if not (sa and nb):
+            continue
+        added = (med(sa, 'p99_us') - med(d, 'p99_us')) / 1000 if d else None
+        print(f"| {wl} | {c} | {fmt(med(sa, 'rps'), 0)} | {fmt(med(nb, 'rps'), 0)} | "
+              f"**{fmt(paired_ratio(sa, nb, 'rps'), 2)}** ({ratio_range(sa, nb, 'rps')}) | "
+              f"{fmt(med(sa, 'proxy_us_per_req'), 1)} | {fmt(med(nb, 'proxy_us_per_req'), 1)} | "
+              f"**{fmt(paired_ratio(sa, nb, 'proxy_us_per_req'), 2)}** ({ratio_range(sa, nb, 'proxy_us_per_req')}) | "
+              f"{fmt(med(sa, 'p99_us') / 1000, 2)} | {fmt(med(nb, 'p99_us') / 1000, 2)} | {fmt(added, 2)} | "
+              f"{fmt(up_per_req(sa), 3)} |")
+    print()
+
+
 def env_lines():
     p = os.path.join(out, "env.txt")
     return open(p).read().strip().splitlines() if os.path.exists(p) else []
@@ -84,18 +113,25 @@ print()
 main = [r for r in runs if r["phase"] == "main"]
 if main:
     rounds = len({r["round"] for r in main})
-    print(f"### Throughput, latency and CPU ({rounds} interleaved rounds, medians)\n")
+    g = by(main, "workload", "conc", "target")
+    combos = []
+    for r in main:
+        if (r["workload"], r["conc"]) not in combos:
+            combos.append((r["workload"], r["conc"]))
+    if any(t == "sluicelognc" for (_, _, t) in g):
+        pair_table(f"### Every request upstream: sluice with coalescing off / nginx + access log ({rounds} interleaved "
+                   "rounds, medians of per-round ratios)",
+                   "The headline. sluice with `coalesce: { max_waiters: 0 }` and the features a deployment runs: "
+                   "access log, health probes, a credit budget on each endpoint, a client tier checked on every "
+                   "call. Every request goes upstream, as through nginx (*upstream req/req* 1.000). In brackets: "
+                   "the lowest and highest per-round ratio.", g, combos, "sluicelognc", "nginxlog", "direct")
+    print(f"### All targets: throughput, latency and CPU ({rounds} interleaved rounds, medians)\n")
     print("CPU µs/req is the proxy's own CPU (master + workers) per completed request; for *direct* it is "
           "the fake upstream's. *upstream µs/req* is the two fake upstreams' CPU behind the proxy.\n")
     print("*upstream req/req*: requests the upstreams got per answered request (below 1: coalesced).\n")
     print("| workload | c | target | req/s | spread | p50 ms | p99 ms | CPU µs/req | upstream µs/req | upstream req/req | resp B | non-2xx | errors |")
     print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    g = by(main, "workload", "conc", "target")
     order = ["direct", "nginx", "nginxlog", "sluice", "sluicelog", "sluicelognc"]
-    combos = []
-    for r in main:
-        if (r["workload"], r["conc"]) not in combos:
-            combos.append((r["workload"], r["conc"]))
     for wl, c in combos:
         for t in order:
             rows = g.get((wl, c, t))
@@ -107,7 +143,10 @@ if main:
                   f"{fmt(med(rows, 'proxy_us_per_req'), 1)} | {fmt(med(rows, 'upstream_us_per_req'), 1)} | "
                   f"{fmt(up_per_req(rows), 3)} | {fmt(med(rows, 'bytes_per_resp'), 0)} | {st} | {other} |")
     print()
-    print("### sluice / nginx (median of per-round ratios)\n")
+    print("### sluice with its defaults (coalescing on) / nginx (median of per-round ratios)\n")
+    print("Not like for like: wrk repeats one call, so with coalescing on most of sluice's answers are "
+          "another client's upstream answer (*upstream req/req* above), which nginx never does. The headline "
+          "is the table before.\n")
     print("| workload | c | req/s sluice/nginx | CPU/req sluice/nginx | req/s sluice+log/nginx | "
           "CPU/req sluice+log/nginx | access log cost µs/req | log bytes/req |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
@@ -136,22 +175,19 @@ if main:
                   f"{fmt(paired_ratio(nl, n, 'proxy_us_per_req', diff=True), 1) if n else '—'} | "
                   f"{fmt(paired_ratio(sl, s, 'proxy_us_per_req', diff=True), 1) if s else '—'} |")
         print()
-    if any(t == "sluicelognc" for (_, _, t) in g):
-        print("### every request upstream: sluice + log with coalescing off / nginx + log (median of per-round ratios)\n")
-        print("wrk repeats one call, so with coalescing on most of sluice's answers come from another "
-              "client's upstream answer. Here each request goes upstream, as through nginx.\n")
-        print("| workload | c | req/s | CPU/req | p99 ms sluice | p99 ms nginx | p99 added over direct ms, sluice | "
-              "upstream req/req sluice |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|")
-        for wl, c in combos:
-            nl, snc, d = g.get((wl, c, "nginxlog")), g.get((wl, c, "sluicelognc")), g.get((wl, c, "direct"))
-            if not (nl and snc):
-                continue
-            added = (med(snc, 'p99_us') - med(d, 'p99_us')) / 1000 if d else None
-            print(f"| {wl} | {c} | {fmt(paired_ratio(snc, nl, 'rps'), 2)} | {fmt(paired_ratio(snc, nl, 'proxy_us_per_req'), 2)} | "
-                  f"{fmt(med(snc, 'p99_us') / 1000, 2)} | {fmt(med(nl, 'p99_us') / 1000, 2)} | {fmt(added, 2)} | "
-                  f"{fmt(up_per_req(snc), 3)} |")
-        print()
+
+cache = [r for r in runs if r["phase"] == "cache"]
+if cache:
+    rounds = len({r["round"] for r in cache})
+    g = by(cache, "workload", "conc", "target")
+    combos = []
+    for r in cache:
+        if (r["workload"], r["conc"]) not in combos:
+            combos.append((r["workload"], r["conc"]))
+    pair_table(f"### Answers from the response cache: sluice / nginx + access log ({rounds} interleaved rounds)",
+               "`eth_chainId`: sluice as in the headline (coalescing off, the same features) answers it from its "
+               "response cache after the first call (*upstream req/req* ≈ 0); nginx proxies it upstream every time.",
+               g, combos, "cachesl", "nginxlog")
 
 feat = [r for r in runs if r["phase"] == "features"]
 if feat:

@@ -551,6 +551,23 @@ Test(config, url_path_secrets_registered)
     gw_config_destroy(cfg);
 }
 
+/* ws_url: its key registered and hidden as url's is, its scheme kept;
+ * ws_stall_ms read (0 when absent: the chain's default). */
+Test(config, ws_url_secrets_registered)
+{
+    gw_config_t *cfg = config_load_ok("networks:\n  eth:\n    ws_stall_ms: 3000\n    endpoints:\n"
+                                      "      - url: https://eth-mainnet.g.alchemy.com/v2/Qx7mK2pLw9Rz4Tn8Vb3Hc6Jd\n"
+                                      "        ws_url: wss://eth-mainnet.g.alchemy.com/v2/Ws5nB8qLe2Yt7Uk4Pz9Xa3Mf\n"
+                                      "      - url: http://127.0.0.1:8545\n");
+    const pool_network_conf_t *n = &cfg->networks[0];
+    cr_assert_str_eq(n->endpoints[0].ws_url, "wss://eth-mainnet.g.alchemy.com/v2/Ws5nB8qLe2Yt7Uk4Pz9Xa3Mf");
+    cr_assert_str_eq(n->endpoints[0].ws_url_redacted, "wss://eth-mainnet.g.alchemy.com/v2/***");
+    cr_assert(sl_secret_contains("Ws5nB8qLe2Yt7Uk4Pz9Xa3Mf", 24)); /* the ws_url's own key */
+    cr_assert_null(n->endpoints[1].ws_url);
+    cr_assert_eq(n->ws_stall_ms, 3000);
+    gw_config_destroy(cfg);
+}
+
 Test(config, errors_print_format)
 {
     gw_config_error_t items[] = {

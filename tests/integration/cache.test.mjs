@@ -4,7 +4,9 @@
 // providers counting what reaches them.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startFake, startSluice, post, call, sleep, adminGet, adminPost, events, waitFor } from '../lib/harness.mjs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { startFake, startSluice, post, call, sleep, adminGet, adminPost, events, waitFor, tempDir } from '../lib/harness.mjs';
 
 const started = [];
 after(async () => { await Promise.all(started.map((p) => p.stop())); });
@@ -13,8 +15,18 @@ const HEAD = 5000;
 const methodCount = async (fake, m) => (await fake.stats()).methods[m] ?? 0;
 // sluice asks each endpoint its eth_chainId at start (chain identity: the
 // master, then each worker on its first tick): the calls counted are those
-// after these asks
-const startupAsks = async (fake) => { await sleep(300); return methodCount(fake, 'eth_chainId'); };
+// after these asks (the count once it has not moved for 400 ms: a busy
+// machine may run a worker's first tick late)
+const startupAsks = async (fake) => {
+  let last = -1, same = 0;
+  for (;;) {
+    const n = await methodCount(fake, 'eth_chainId');
+    same = n === last ? same + 1 : 0;
+    last = n;
+    if (same >= 4) return n;
+    await sleep(100);
+  }
+};
 
 async function oneEndpoint(extra = '', statePath) {
   const f = await startFake({ name: 'f', args: ['--block', String(HEAD), '--block-time-ms', '0'] });
@@ -256,4 +268,40 @@ test('unfinalized: head keeps a recent block under its hash and never serves it 
   await chainCtl(f, { advance: 1 });
   await sleep(300);
   assert.equal((await bal()).headers.get('x-sluice-cache'), 'miss', 'the head moved: the entry is not found');
+});
+
+test('a broken cache file is moved aside and an empty cache made; a cache that cannot open at all leaves sluice serving', async () => {
+  const f = await startFake({ name: 'f', args: ['--block', String(HEAD), '--block-time-ms', '0'] });
+  started.push(f);
+  const dir = tempDir();
+  const cachePath = path.join(dir, 'cache');
+  mkdirSync(cachePath);
+  writeFileSync(path.join(cachePath, 'data.mdb'), Buffer.alloc(64 * 1024, 0x5a)); // not an LMDB file
+  const s = await startSluice({ cache: true, workers: 2, statePath: path.join(dir, 'state'),
+    extra: `cache: { path: "${cachePath}" }`, networks: { eth: { endpoints: [{ id: 'f', url: f.url }] } } });
+  started.push(s);
+  assert.match(s.logs(), /cache: .*data\.mdb did not open: moved aside to .*data\.mdb\.broken; an empty cache is made/);
+  assert.ok(existsSync(path.join(cachePath, 'data.mdb.broken')));
+  assert.equal(readFileSync(path.join(cachePath, 'data.mdb.broken')).length, 64 * 1024, 'the broken file is kept as it was');
+  // net_version: nobody asks it at start (eth_chainId is asked by each worker)
+  assert.equal((await postFresh(s.url('eth'), call('net_version'))).headers.get('x-sluice-cache'), 'miss');
+  const hit = await postFresh(s.url('eth'), call('net_version', [], 2));
+  assert.equal(hit.headers.get('x-sluice-cache'), 'hit', 'the new cache keeps answers');
+  assert.equal(hit.json.id, 2);
+  assert.equal(await methodCount(f, 'net_version'), 1);
+
+  // a cache folder that cannot be made (its parent is a file): sluice serves without it
+  const file = path.join(dir, 'a-file');
+  writeFileSync(file, 'x');
+  const s2 = await startSluice({ cache: true, workers: 1, statePath: path.join(dir, 'state2'),
+    extra: `cache: { path: "${file}/cache" }`, networks: { eth: { endpoints: [{ id: 'f', url: f.url }] } } });
+  started.push(s2);
+  assert.match(s2.logs(), /cache: cannot open .*a-file\/cache: sluice runs without its response cache/);
+  for (let i = 0; i < 2; i++) {
+    const r = await post(s2.url('eth'), call('net_version', [], i));
+    assert.equal(r.status, 200);
+    assert.equal(r.json.result, '1');
+    assert.equal(r.headers.get('x-sluice-cache'), 'miss');
+  }
+  assert.equal(await methodCount(f, 'net_version'), 3, 'every call went upstream');
 });

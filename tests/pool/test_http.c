@@ -8,6 +8,7 @@
 
 #include "base/sl_buf.h"
 #include "pool/pool_http.h"
+#include "pool/pool_link.h"
 
 /* ---- heads ------------------------------------------------------------- */
 
@@ -433,4 +434,27 @@ Test(http, stacked_codings)
         if (err == SL_OK && cases[i].err == SL_OK)
             cr_expect_eq(h.encoded, cases[i].encoded, "case %zu '%s': encoded", i, cases[i].in);
     }
+}
+
+/* The WebSocket Upgrade's answer head, and the Accept its key asks for
+ * (RFC 6455 section 1.3's own example). */
+Test(http, upgrade_head_and_accept)
+{
+    char accept[29];
+    pool_ws_accept_of("dGhlIHNhbXBsZSBub25jZQ==", accept);
+    cr_expect_str_eq(accept, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
+    static const char head[] = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                               "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n\x81\x02hi";
+    int status = 0;
+    size_t len = 0;
+    char got[64];
+    cr_assert_eq(pool_http_parse_upgrade(head, sizeof(head) - 1, &status, &len, got, sizeof(got)), SL_OK);
+    cr_expect_eq(status, 101);
+    cr_expect_eq(len, sizeof(head) - 1 - 4);
+    cr_expect_str_eq(got, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
+    cr_expect_eq(pool_http_parse_upgrade(head, 20, &status, &len, got, sizeof(got)), SL_ERR_TRUNCATED);
+    static const char refused[] = "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n";
+    cr_assert_eq(pool_http_parse_upgrade(refused, sizeof(refused) - 1, &status, &len, got, sizeof(got)), SL_OK);
+    cr_expect_eq(status, 403);
+    cr_expect_str_eq(got, "");
 }

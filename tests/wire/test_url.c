@@ -300,3 +300,27 @@ Test(redis_url, password_read_before_a_failure_stays)
     cr_expect_eq(u.tls, 1, "the scheme is known before the rest fails");
     wire_redis_url_dispose(&u);
 }
+
+/* ws_url: ws and wss are http and https for parsing, keep their scheme
+ * when shown, and anything else is no WebSocket URL. */
+Test(url, websocket_urls)
+{
+    char *h = wire_url_ws_as_http("wss://eth.example.com/v2/Zk3f9Qb27xLmN4pR8sT1vW6y");
+    cr_assert_str_eq(h, "https://eth.example.com/v2/Zk3f9Qb27xLmN4pR8sT1vW6y");
+    free(h);
+    h = wire_url_ws_as_http("WS://127.0.0.1:8546");
+    cr_assert_str_eq(h, "http://127.0.0.1:8546");
+    free(h);
+    cr_expect_null(wire_url_ws_as_http("https://eth.example.com/"));
+    cr_expect_null(wire_url_ws_as_http("wsx://eth.example.com/"));
+    cr_expect_null(wire_url_ws_as_http(NULL));
+    char *r = wire_url_redact_ws("wss://user:pw@eth.example.com/v2/Zk3f9Qb27xLmN4pR8sT1vW6y?api-key=abc123def456");
+    cr_expect_str_eq(r, "wss://***@eth.example.com/v2/***?api-key=***");
+    free(r);
+    r = wire_url_redact_ws("ws://127.0.0.1:8546/");
+    cr_expect_str_eq(r, "ws://127.0.0.1:8546/");
+    free(r);
+    r = wire_url_redact_ws("http://127.0.0.1/");
+    cr_expect_str_eq(r, "<invalid url>");
+    free(r);
+}
