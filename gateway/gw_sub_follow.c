@@ -1,6 +1,8 @@
 /* gateway/gw_sub_follow.c: the head follower of one network in a worker
  * (gw_sub_int.h), shared by its newHeads and logs sources: it polls the
- * latest header through the pool every poll interval, fetches the heights
+ * latest header through the pool every poll interval, and at once when the
+ * chain view's head (pool_network_head: an upstream WebSocket's heads, the
+ * probes', answers flowing) moves above the one polled; it fetches the heights
  * between by number (eth_getBlockByNumber(n, false): failover applies), at
  * most GW_SUB_MAX_BACKFILL of them, and walks back over a reorg from the
  * hashes. policy/headtrack.h decides what to fetch and what to send; this
@@ -18,6 +20,7 @@
 
 #define GW_SUB_MAX_BACKFILL 128
 #define LOG_EVERY_MS 10000
+#define WATCH_MS 20                 /* the chain view's head is looked at this often (a read) */
 #define MAX_FETCHES_PER_TICK (2 * GW_SUB_MAX_BACKFILL + 16)
 
 typedef struct gw_sub_follow {
@@ -29,6 +32,8 @@ typedef struct gw_sub_follow {
     gw_sub_call_t call;
     h2o_timeout_t *period;
     h2o_timeout_entry_t tick;
+    h2o_timeout_entry_t watch;    /* the chain view's head moved: poll now, not at the tick */
+    uint64_t view_head;           /* the chain view's head last looked at */
     uint64_t head;                /* the highest head the polls saw */
     uint64_t fetching;            /* the height of the call in flight (0: the latest) */
     uint64_t back;                /* a reorg's walk back: fetch this height next (0: none) */
@@ -212,6 +217,21 @@ static void on_tick(h2o_timeout_entry_t *e)
         fetch(f, 0);
 }
 
+/* The chain view learns heads between polls (an upstream WebSocket's at
+ * once, the probes', answers flowing): a head above the one polled wakes
+ * the poll. */
+static void on_watch(h2o_timeout_entry_t *e)
+{
+    gw_sub_follow_t *f = H2O_STRUCT_FROM_MEMBER(gw_sub_follow_t, watch, e);
+    h2o_timeout_link(gw_sub_loop(f->r), gw_sub_timeout(f->r, WATCH_MS), &f->watch);
+    uint64_t h = pool_network_head(f->net->pool_net);
+    if (h <= f->view_head)
+        return;
+    f->view_head = h;
+    if (h > f->head && !gw_sub_call_busy(&f->call))
+        fetch(f, 0);
+}
+
 void gw_sub_follow_listen(gw_sub_reg_t *r, gw_net_t *net, gw_sub_listener_t *l)
 {
     h2o_linklist_t *all = gw_sub_follows(r);
@@ -230,8 +250,11 @@ void gw_sub_follow_listen(gw_sub_reg_t *r, gw_net_t *net, gw_sub_listener_t *l)
         gw_sub_call_init(&f->call);
         f->period = gw_sub_timeout(r, gw_sub_poll_ms(net));
         f->tick.cb = on_tick;
+        f->watch.cb = on_watch;
+        f->view_head = pool_network_head(net->pool_net);
         h2o_linklist_insert(all, &f->link);
         h2o_timeout_link(gw_sub_loop(r), f->period, &f->tick);
+        h2o_timeout_link(gw_sub_loop(r), gw_sub_timeout(r, WATCH_MS), &f->watch);
         fetch(f, 0); /* the first header now, not a period from now */
     }
     l->f = f;
@@ -242,6 +265,8 @@ static void follow_free(gw_sub_follow_t *f)
 {
     if (h2o_timeout_is_linked(&f->tick))
         h2o_timeout_unlink(&f->tick);
+    if (h2o_timeout_is_linked(&f->watch))
+        h2o_timeout_unlink(&f->watch);
     gw_sub_call_dispose(&f->call);
     h2o_linklist_unlink(&f->link);
     free(f);

@@ -13,7 +13,8 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import bs58 from 'bs58';
-import WebSocket from 'ws';
+import http from 'node:http';
+import WebSocket, { WebSocketServer } from 'ws';
 import { WebSocketProvider } from 'ethers';
 import { createPublicClient, webSocket } from 'viem';
 import { Connection, PublicKey } from '@solana/web3.js';
@@ -274,6 +275,77 @@ test('a subscriber that does not read its notifications is closed with 1008; the
   assert.deepEqual(ns, Array.from({ length: head - 1000 }, (_, i) => 1001 + i));
   await waitMetric(s, /sluice_subscriptions\{kind="newHeads"\} 1\b/); // the slow one's 1,000 ended with its socket
   other.ws.close();
+});
+
+// An upstream with a WebSocket (ws_url): HTTP JSON-RPC for blocks by number, and a newHeads stream
+// pushed when the test advances its chain.
+async function wsUpstream() {
+  const st = { head: 1000 };
+  const hex = (n) => '0x' + n.toString(16);
+  const hashOf = (n) => '0x' + n.toString(16).padStart(64, '0');
+  const block = (n) => ({ number: hex(n), hash: hashOf(n), parentHash: hashOf(n - 1), timestamp: hex(1700000000 + n) });
+  const answer = (m) => {
+    if (m.method === 'eth_chainId') return '0x1';
+    if (m.method === 'eth_blockNumber') return hex(st.head);
+    if (m.method !== 'eth_getBlockByNumber') return null;
+    const n = m.params[0] === 'latest' ? st.head : Number(m.params[0]);
+    return n <= st.head ? block(n) : null;
+  };
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (d) => { body += d; });
+    req.on('end', () => {
+      const m = JSON.parse(body);
+      const out = Array.isArray(m) ? m.map((x) => ({ jsonrpc: '2.0', id: x.id, result: answer(x) }))
+        : { jsonrpc: '2.0', id: m.id, result: answer(m) };
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(out));
+    });
+  });
+  const socks = new Set();
+  new WebSocketServer({ server }).on('connection', (ws) => {
+    ws.on('error', () => {});
+    ws.on('close', () => socks.delete(ws));
+    ws.on('message', (d) => {
+      const m = JSON.parse(String(d));
+      if (m.method === 'eth_subscribe') socks.add(ws);
+      ws.send(JSON.stringify({ jsonrpc: '2.0', id: m.id, result: m.method === 'eth_subscribe' ? '0x1234' : answer(m) }));
+    });
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  const port = server.address().port;
+  started.push({ stop: () => { for (const s of socks) s.terminate(); return new Promise((r) => server.close(r)); } });
+  return {
+    url: `http://127.0.0.1:${port}`, wsUrl: `ws://127.0.0.1:${port}/`, socks,
+    advance(n) {
+      st.head += n;
+      const note = JSON.stringify({ jsonrpc: '2.0', method: 'eth_subscription', params: { subscription: '0x1234', result: block(st.head) } });
+      for (const s of socks) s.send(note);
+      return st.head;
+    },
+  };
+}
+
+test('with an endpoint\'s ws_url, a head from its stream wakes the polls: notifications at once, not at the interval', async () => {
+  const up = await wsUpstream();
+  const s = await startSluice({ workers: 1, networks: { eth: { lines: ['ranking: { probe_interval_ms: 60000 }'],
+    endpoints: [{ id: 'a', url: up.url, ws_url: `"${up.wsUrl}"` }] } } });
+  started.push(s);
+  await waitFor(() => up.socks.size === 1, { what: 'sluice subscribed upstream' });
+  const c = openWs(`ws://127.0.0.1:${s.port}/eth`);
+  await c.opened;
+  const sub = (await c.rpc('eth_subscribe', ['newHeads'], 1)).result;
+  await waitFor(() => c.notes(sub).length >= 1, { what: 'the head' });
+  const delays = [];
+  for (const k of [1, 3, 1]) {
+    const t0 = performance.now();
+    const head = up.advance(k);
+    const m = await c.next((x) => x.params && num(x.params.result.number) === head, 3000);
+    delays.push(m.at - t0);
+  }
+  assert.deepEqual(c.notes(sub).map((h) => num(h.number)), [1000, 1001, 1002, 1003, 1004, 1005]);
+  assert.ok(Math.max(...delays) < 1000, `delays ${delays} (the poll interval is 60 s)`);
+  console.log(`# with ws_url: head pushed upstream to notification ${delays.map(Math.round).join(', ')} ms (poll interval 60 s)`);
+  c.ws.close();
 });
 
 test('bounds: subscriptions per connection and per identity get -32005', async () => {
