@@ -245,6 +245,26 @@ static const struct {
     [STATE_SRV_WS_REFUSED] = {"sluice_websocket_refused_total", "counter", NULL,
                               "WebSocket upgrades refused at server.ws_max_connections or "
                               "server.ws_max_connections_per_identity."},
+    [STATE_SRV_SUBS_NEWHEADS] = {"sluice_subscriptions", "gauge", "kind=\"newHeads\"",
+                                 "Client subscriptions open over WebSocket, by kind."},
+    [STATE_SRV_SUBS_LOGS] = {"sluice_subscriptions", "gauge", "kind=\"logs\"", NULL},
+    [STATE_SRV_SUBS_SLOT] = {"sluice_subscriptions", "gauge", "kind=\"slot\"", NULL},
+    [STATE_SRV_SUBS_ROOT] = {"sluice_subscriptions", "gauge", "kind=\"root\"", NULL},
+    [STATE_SRV_SUBS_SIGNATURE] = {"sluice_subscriptions", "gauge", "kind=\"signature\"", NULL},
+    [STATE_SRV_SUBS_ACCOUNT] = {"sluice_subscriptions", "gauge", "kind=\"account\"", NULL},
+    [STATE_SRV_SUB_NOTIFICATIONS] = {"sluice_subscription_notifications_total", "counter", NULL,
+                                     "Subscription notifications sent to clients (one per subscriber)."},
+    [STATE_SRV_SUB_BACKFILLED] = {"sluice_subscription_heights_total", "counter", "how=\"backfilled\"",
+                                  "Heights a newHeads source fetched by number because the head moved by more "
+                                  "than one (backfilled), skipped past the backfill bound (128), or sent again "
+                                  "because a reorg replaced them."},
+    [STATE_SRV_SUB_SKIPPED] = {"sluice_subscription_heights_total", "counter", "how=\"skipped\"", NULL},
+    [STATE_SRV_SUB_REORGED] = {"sluice_subscription_heights_total", "counter", "how=\"reorged\"", NULL},
+    [STATE_SRV_SUB_LOGS_SENT] = {"sluice_subscription_logs_total", "counter", NULL,
+                                 "Logs a logs source notified (those sent again as removed included)."},
+    [STATE_SRV_SUB_REFUSED] = {"sluice_subscriptions_refused_total", "counter", NULL,
+                               "Subscribe calls refused at server.ws_max_subscriptions_per_connection or "
+                               "server.ws_max_subscriptions_per_identity."},
     [STATE_SRV_REQ_HTTP1] = {"sluice_client_requests_total", "counter", "protocol=\"http1\"",
                              "Client HTTP requests by protocol: HTTP/1.x plain, HTTP/1.x on TLS (server.tls), "
                              "HTTP/2 (on TLS, by ALPN). WebSocket upgrades count as the HTTP/1.1 request they are."},

@@ -275,7 +275,7 @@ static int worker_setup(worker_t *w)
     w->stats = gw_stats_create(cfg, w->state, w->args->slot);
     w->limit = gw_limit_create(cfg, w->state);
     w->handler = gw_handler_register(host, cfg, w->pool, w->stats, w->limit, &w->budget);
-    w->handler->ws = gw_ws_create(w->handler, w->ctx.loop, &cfg->server, w->stats);
+    w->handler->ws = gw_ws_create(w->handler, w->ctx.loop, &cfg->server, w->stats, w->state);
     w->conns = gw_conns_create(w->ctx.loop, &cfg->server, cfg->admin.max_connections, w->stats);
     w->accept = (h2o_accept_ctx_t){.ctx = &w->ctx, .hosts = w->conf.hosts, .ssl_ctx = w->ssl_ctx};
     if (start_listener(w, w->args->main_fd, &w->accept, 1) != 0)

@@ -15,13 +15,13 @@
 #include "gateway/gw_access.h"
 #include "gateway/gw_cors.h"
 #include "gateway/gw_rpc.h"
+#include "gateway/gw_sub.h"
 
 #define CLOSE_WAIT_MS 5000        /* a close sluice starts: then the connection is reset */
 #define LOG_EVERY_MS 10000
 #define MAX_QUEUED_PONGS 4096     /* messages waiting when a ping comes: empty pongs weigh 0 bytes */
 
-#define WS_SUBSCRIBE_ERROR                                                                                        \
-    "subscriptions are not served by this gateway yet; every other method works over this WebSocket"
+#define WS_SUBSCRIBE_ERROR "a subscription call is served alone in its message, not inside a batch"
 
 struct gw_ws {
     gw_handler_t *h;
@@ -35,6 +35,7 @@ struct gw_ws {
     h2o_timeout_t tick_timeout;   /* on_tick: pings and the idle check */
     h2o_timeout_t close_timeout;  /* on_close_wait */
     sl_log_limit_t log_slow;
+    gw_sub_reg_t *subs;           /* the worker's subscriptions */
 };
 
 typedef struct ws_conn {
@@ -46,6 +47,7 @@ typedef struct ws_conn {
     char ip[GW_EXEC_IP_MAX];
     char ident[GW_EXEC_IDENT_MAX]; /* "key:<name>" / "ip:<address>": the per-identity cap */
     h2o_linklist_t msgs;          /* ws_msg_t not freed yet */
+    gw_sub_client_t sub;          /* its subscriptions */
     uint32_t inflight;            /* of them, not answered yet */
     uint64_t last_rx_ms;          /* any frame from the client, pongs included */
     h2o_timeout_entry_t flush, tick, close_wait;
@@ -84,6 +86,7 @@ static void conn_gone(ws_conn_t *c)
     gw_ws_t *w = c->w;
     while (!h2o_linklist_is_empty(&c->msgs))
         msg_free(H2O_STRUCT_FROM_MEMBER(ws_msg_t, link, c->msgs.next));
+    gw_sub_client_dispose(&c->sub);
     unlink_timer(&c->flush);
     unlink_timer(&c->tick);
     unlink_timer(&c->close_wait);
@@ -157,14 +160,34 @@ static void slow_close(ws_conn_t *c, size_t queued)
     conn_close(c, 1008, "answers queued past server.ws_max_queued_bytes: the client does not read them");
 }
 
+/* One text message of bytes (copied by wslay), unless the client's queue
+ * is past its bound (then it is closed with 1008). */
+static void send_bytes(ws_conn_t *c, const char *bytes, size_t len)
+{
+    size_t queued = wslay_event_get_queued_msg_length(c->wc->ws_ctx);
+    if (queued > 0 && queued + len > c->w->srv->ws_max_queued_bytes) {
+        slow_close(c, queued + len);
+        return;
+    }
+    struct wslay_event_msg msg = {WSLAY_TEXT_FRAME, (const uint8_t *)bytes, len};
+    if (wslay_event_queue_msg(c->wc->ws_ctx, &msg) == 0)
+        gw_stats_srv_add(c->w->stats, STATE_SRV_WS_MESSAGES_OUT, 1);
+}
+
+/* gw_sub_send_fn: a subscription's answer or notification, written from
+ * the loop (flush_soon), as answers are. */
+static void sub_send(gw_sub_client_t *s, const char *bytes, size_t len)
+{
+    ws_conn_t *c = H2O_STRUCT_FROM_MEMBER(ws_conn_t, sub, s);
+    if (c->closing || c->wc->sock == NULL)
+        return;
+    send_bytes(c, bytes, len);
+    flush_soon(c);
+}
+
 /* One text message with the reply's bytes (copied by wslay). */
 static void send_text(ws_conn_t *c, const gw_reply_t *r)
 {
-    size_t queued = wslay_event_get_queued_msg_length(c->wc->ws_ctx);
-    if (queued > 0 && queued + r->len > c->w->srv->ws_max_queued_bytes) {
-        slow_close(c, queued + r->len);
-        return;
-    }
     sl_buf_t joined;
     sl_buf_init(&joined);
     const char *bytes = r->body;
@@ -174,9 +197,7 @@ static void send_text(ws_conn_t *c, const gw_reply_t *r)
             sl_buf_append(&joined, r->parts[i].base, r->parts[i].len);
         bytes = joined.base;
     }
-    struct wslay_event_msg msg = {WSLAY_TEXT_FRAME, (const uint8_t *)bytes, r->len};
-    if (wslay_event_queue_msg(c->wc->ws_ctx, &msg) == 0)
-        gw_stats_srv_add(c->w->stats, STATE_SRV_WS_MESSAGES_OUT, 1);
+    send_bytes(c, bytes, r->len);
     sl_buf_dispose(&joined);
 }
 
@@ -207,6 +228,8 @@ static void msg_start(ws_conn_t *c, const uint8_t *data, size_t len)
     if (c->closing || w->draining)
         return; /* the close frame is on its way */
     gw_stats_srv_add(w->stats, STATE_SRV_WS_MESSAGES_IN, 1);
+    if (gw_sub_message(&c->sub, (const char *)data, len))
+        return; /* a subscription call, answered */
     ws_msg_t *m = sl_xcalloc(1, sizeof(*m));
     h2o_mem_init_pool(&m->mem);
     char *body = h2o_mem_alloc_pool(&m->mem, len + 1);
@@ -313,6 +336,7 @@ int gw_ws_accept(gw_ws_t *w, h2o_req_t *req, const char *client_key, gw_exec_t *
     memcpy(c->ip, x->ip, sizeof(c->ip));
     memcpy(c->ident, ident, sizeof(c->ident));
     h2o_linklist_init_anchor(&c->msgs);
+    gw_sub_client_init(&c->sub, w->subs, w->h, c->net, c->key, ident, sub_send);
     c->flush.cb = on_flush;
     c->tick.cb = on_tick;
     c->close_wait.cb = on_close_wait;
@@ -326,7 +350,8 @@ int gw_ws_accept(gw_ws_t *w, h2o_req_t *req, const char *client_key, gw_exec_t *
     return 0;
 }
 
-gw_ws_t *gw_ws_create(gw_handler_t *h, h2o_loop_t *loop, const gw_server_conf_t *srv, gw_stats_t *stats)
+gw_ws_t *gw_ws_create(gw_handler_t *h, h2o_loop_t *loop, const gw_server_conf_t *srv, gw_stats_t *stats,
+                      state_t *st)
 {
     gw_ws_t *w = sl_xcalloc(1, sizeof(*w));
     w->h = h;
@@ -334,6 +359,7 @@ gw_ws_t *gw_ws_create(gw_handler_t *h, h2o_loop_t *loop, const gw_server_conf_t 
     w->stats = stats;
     w->loop = loop;
     h2o_linklist_init_anchor(&w->conns);
+    w->subs = gw_sub_create(loop, srv, stats, st);
     /* without pings the tick only checks for idle sockets: a quarter of the timeout */
     uint32_t tick = srv->ws_ping_interval_ms != 0 ? srv->ws_ping_interval_ms : srv->ws_idle_timeout_ms / 4;
     h2o_timeout_init(loop, &w->zero_timeout, 0);
@@ -352,7 +378,9 @@ void gw_ws_destroy(gw_ws_t *w)
         unlink_timer(&c->flush);
         unlink_timer(&c->tick);
         unlink_timer(&c->close_wait);
+        gw_sub_client_dispose(&c->sub);
     }
+    gw_sub_destroy(w->subs);
     free(w);
 }
 

@@ -20,8 +20,9 @@
  * for ws_idle_timeout_ms closes it. A socket that closes releases its
  * calls in flight (pool_call_release: no callback). A close sluice starts
  * waits 5 s for the client's close frame, then resets the connection.
- * Subscription methods get -32601: not served yet (the chain view serves
- * them next). Worker-local, one event loop. */
+ * Subscription calls, alone in a message, are served by gw_sub.h (its
+ * notifications go through the same bounded queue); inside a batch they
+ * get -32601. Worker-local, one event loop. */
 #ifndef GW_WS_H
 #define GW_WS_H
 
@@ -34,8 +35,9 @@
 #include "gateway/gw_handler.h"
 #include "gateway/gw_stats.h"
 
-/* srv and stats (may be NULL) must outlive the result. */
-gw_ws_t *gw_ws_create(gw_handler_t *h, h2o_loop_t *loop, const gw_server_conf_t *srv, gw_stats_t *stats);
+/* srv, stats and st (each may be NULL: no counters, no events) must outlive the result. */
+gw_ws_t *gw_ws_create(gw_handler_t *h, h2o_loop_t *loop, const gw_server_conf_t *srv, gw_stats_t *stats,
+                      state_t *st);
 /* Frees the table; sockets still open are left to the process exit. */
 void gw_ws_destroy(gw_ws_t *w);
 

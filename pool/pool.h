@@ -259,6 +259,11 @@ policy_pressure_level_t pool_network_pressure(const pool_network_t *net);
  * network's for an identity at its share of the depth in this worker, a
  * step lower for one under it; the network's for owner 0. */
 policy_pressure_level_t pool_network_pressure_for(const pool_network_t *net, uint64_t owner);
+/* The network's latest head (Solana: the probes' commitment) as this
+ * worker's chain view holds it now, among the endpoints on its chain: the
+ * probes', the answers', an upstream WebSocket stream's; 0 if none. A read,
+ * for gateway/gw_sub_follow.c to wake its poll when the head moves. */
+uint64_t pool_network_head(const pool_network_t *net);
 
 /* Worker shutdown: closes idle upstream connections. */
 void pool_close_idle(pool_t *pool);

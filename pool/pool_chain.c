@@ -81,6 +81,11 @@ uint64_t pool_chain_known(const pool_network_t *net)
     return mask;
 }
 
+uint64_t pool_network_head(const pool_network_t *net)
+{
+    return policy_chainview_head(&net->chain, pool_chain_probe_kind(net), pool_chain_known(net));
+}
+
 uint64_t pool_chain_usable(pool_network_t *net, uint64_t now_ms)
 {
     return pool_chain_usable_why(net, now_ms, NULL);

@@ -136,7 +136,8 @@ extern const state_schema_t state_endpoint_schema;
     X(REORG, "reorg")                                                                     \
     X(ENDPOINT_HEAD_IMPLAUSIBLE, "endpoint_head_implausible")                             \
     X(UPSTREAM_WS_CONNECTED, "upstream_ws_connected")                                     \
-    X(UPSTREAM_WS_LOST, "upstream_ws_lost")
+    X(UPSTREAM_WS_LOST, "upstream_ws_lost")                                               \
+    X(SUBSCRIPTION_SOURCE_CHANGED, "subscription_source_changed")
 
 typedef enum state_event_kind {
 #define STATE_EVENT_ENUM_(name, str) STATE_EVENT_##name,
@@ -407,6 +408,18 @@ static inline uint64_t state_slot_rate_milli(const state_pressure_slot_rec_t *r,
     X(WS_SLOW_CLOSES, "ws_slow_closes", 0)                   /* closed 1008: did not read its answers */     \
     X(WS_IDLE_CLOSES, "ws_idle_closes", 0)                   /* closed: nothing received, pongs included */  \
     X(WS_REFUSED, "ws_refused", 0)                           /* upgrades refused at a connection cap */      \
+    X(SUBS_NEWHEADS, "subs_newheads", 1)                     /* subscriptions open: eth newHeads */          \
+    X(SUBS_LOGS, "subs_logs", 1)                             /* ... eth logs */                              \
+    X(SUBS_SLOT, "subs_slot", 1)                             /* ... Solana slot */                           \
+    X(SUBS_ROOT, "subs_root", 1)                             /* ... Solana root */                           \
+    X(SUBS_SIGNATURE, "subs_signature", 1)                   /* ... Solana signature */                      \
+    X(SUBS_ACCOUNT, "subs_account", 1)                       /* ... Solana account */                        \
+    X(SUB_NOTIFICATIONS, "sub_notifications", 0)             /* subscription notifications sent */           \
+    X(SUB_BACKFILLED, "sub_backfilled", 0)                   /* heights fetched by number to fill a gap */   \
+    X(SUB_SKIPPED, "sub_skipped", 0)                         /* heights past the backfill bound, skipped */  \
+    X(SUB_REORGED, "sub_reorged", 0)                         /* heights sent again: a reorg replaced them */ \
+    X(SUB_LOGS_SENT, "sub_logs_sent", 0)                     /* logs notified (removed ones included) */     \
+    X(SUB_REFUSED, "sub_refused", 0)                         /* subscribes refused at a bound */             \
     X(REQ_HTTP1, "req_http1", 0)                             /* client requests over HTTP/1.x, plain */      \
     X(REQ_HTTP1_TLS, "req_http1_tls", 0)                     /* ... over HTTP/1.x on TLS */                  \
     X(REQ_H2, "req_h2", 0)                                   /* ... over HTTP/2 (TLS, by ALPN) */

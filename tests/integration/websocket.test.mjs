@@ -105,12 +105,15 @@ test('@solana/web3.js: a plain call through sluice, and its derived WebSocket UR
   await c.opened;
   c.send(call('getSlot', [], 1));
   assert.equal(typeof (await c.next()).result, 'number');
-  // a subscription is refused plainly: not served yet, the socket stays
+  // a subscription is served (tests/integration/subscriptions.test.mjs): an id of sluice's, then ended
   c.send(call('slotSubscribe', [], 2));
   const e = await c.next();
   assert.equal(e.id, 2);
-  assert.equal(e.error.code, -32601);
-  assert.match(e.error.message, /subscriptions are not served by this gateway yet/);
+  assert.equal(typeof e.result, 'number');
+  c.send(call('slotUnsubscribe', [e.result], 4));
+  let m;
+  do m = await c.next(); while (m.method === 'slotNotification');
+  assert.deepEqual([m.id, m.result], [4, true]);
   c.send(call('getSlot', [], 3));
   assert.equal((await c.next()).id, 3);
   c.ws.close();
@@ -136,7 +139,7 @@ test('the HTTP path\'s features hold over a socket: a wide eth_getLogs is split 
   c.ws.close();
 });
 
-test('bad messages get JSON-RPC errors and the socket stays usable; eth_subscribe is refused plainly', async () => {
+test('bad messages get JSON-RPC errors and the socket stays usable; eth_subscribe is answered with an id, inside a batch refused', async () => {
   const { s } = await gateway();
   const c = openWs(`ws://127.0.0.1:${s.port}/eth`);
   await c.opened;
@@ -149,14 +152,23 @@ test('bad messages get JSON-RPC errors and the socket stays usable; eth_subscrib
   c.send(call('eth_subscribe', ['newHeads'], 3));
   const sub = await c.next();
   assert.equal(sub.id, 3);
-  assert.equal(sub.error.code, -32601);
-  assert.match(sub.error.message, /not served by this gateway yet/);
+  assert.match(sub.result, /^0x[0-9a-f]{32}$/);
+  c.send(call('eth_unsubscribe', [sub.result], 5));
+  let un;
+  do un = await c.next(); while (un.method === 'eth_subscription');
+  assert.deepEqual([un.id, un.result], [5, true]);
+  // inside a batch a subscription is refused plainly (one per message)
+  c.send([call('eth_subscribe', ['newHeads'], 6)]);
+  const [inBatch] = await c.next();
+  assert.equal(inBatch.error.code, -32601);
+  assert.match(inBatch.error.message, /alone in its message/);
   c.send(call('eth_blockNumber', [], 4));
   const ok = await c.next();
   assert.equal(ok.id, 4);
   assert.ok(Number(ok.result) >= 1000000);
   c.ws.close();
   // one access line per message, marked as WebSocket, the client's address as over HTTP
+  // (subscription calls are answered by the registry, not the access-logged path: the batch is logged)
   await waitFor(() => s.accessLines().filter((l) => l.ws).length >= 4, { what: 'access lines' });
   const lines = s.accessLines().filter((l) => l.ws);
   assert.deepEqual(lines.map((l) => l.methods), [[], [''], ['eth_subscribe'], ['eth_blockNumber']]);

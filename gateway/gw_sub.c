@@ -1,0 +1,471 @@
+/* gateway/gw_sub.c: the subscription registry of one worker (gw_sub.h):
+ * subscribe and unsubscribe calls, sluice's ids, fan-in of sources, the
+ * bounds, and notifications out to each subscriber. */
+#include "gateway/gw_sub_int.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+
+#include "base/sl_log.h"
+#include "base/sl_time.h"
+#include "gateway/gw_identity.h"
+#include "gateway/gw_refuse.h"
+#include "gateway/gw_rpc.h"
+
+#define MAX_TIMEOUTS 8
+#define DEFAULT_POLL_MS 1000
+#define ID_MAX 40
+
+struct gw_sub_reg {
+    h2o_loop_t *loop;
+    const gw_server_conf_t *srv;
+    gw_stats_t *stats;
+    state_t *st;                  /* events (NULL: none) */
+    h2o_linklist_t clients;       /* gw_sub_client_t with subscriptions or not */
+    h2o_linklist_t sources;       /* gw_sub_source_t running */
+    h2o_linklist_t follows;       /* gw_sub_follow.c's followers */
+    h2o_linklist_t finished;      /* sources finished, waiting to be reaped */
+    h2o_timeout_t zero;           /* reaps finished sources */
+    h2o_timeout_t timeouts[MAX_TIMEOUTS];
+    uint32_t timeout_ms[MAX_TIMEOUTS];
+    size_t ntimeouts;
+    uint64_t open[STATE_SRV_COUNT]; /* gauges of the kinds */
+};
+
+typedef struct gw_sub {
+    gw_sub_client_t *c;
+    gw_sub_source_t *src;
+    h2o_linklist_t client_link;   /* in c->subs */
+    h2o_linklist_t source_link;   /* in src->subs */
+    char id[ID_MAX];              /* as written in JSON: "\"0x…\"" or digits */
+} gw_sub_t;
+
+static void source_free(gw_sub_source_t *src);
+
+gw_sub_reg_t *gw_sub_create(h2o_loop_t *loop, const gw_server_conf_t *srv, gw_stats_t *stats, state_t *st)
+{
+    gw_sub_reg_t *r = sl_xcalloc(1, sizeof(*r));
+    r->st = st;
+    r->loop = loop;
+    r->srv = srv;
+    r->stats = stats;
+    h2o_linklist_init_anchor(&r->clients);
+    h2o_linklist_init_anchor(&r->sources);
+    h2o_linklist_init_anchor(&r->follows);
+    h2o_linklist_init_anchor(&r->finished);
+    h2o_timeout_init(loop, &r->zero, 0);
+    return r;
+}
+
+void gw_sub_destroy(gw_sub_reg_t *r)
+{
+    if (r == NULL)
+        return;
+    while (!h2o_linklist_is_empty(&r->finished))
+        source_free(H2O_STRUCT_FROM_MEMBER(gw_sub_source_t, link, r->finished.next));
+    gw_sub_follow_dispose_all(r);
+    h2o_timeout_dispose(r->loop, &r->zero);
+    for (size_t i = 0; i < r->ntimeouts; i++)
+        h2o_timeout_dispose(r->loop, &r->timeouts[i]);
+    free(r);
+}
+
+h2o_loop_t *gw_sub_loop(const gw_sub_reg_t *r)
+{
+    return r->loop;
+}
+
+gw_stats_t *gw_sub_stats(const gw_sub_reg_t *r)
+{
+    return r->stats;
+}
+
+void gw_sub_source_changed(gw_sub_reg_t *r, const gw_net_t *net, const char *kind, const char *from,
+                           const char *to, uint64_t backfilled)
+{
+    state_event_t ev;
+    sl_log_info("network %s: the %s source moved from endpoint %s to %s (polling; %" PRIu64
+                " heights backfilled while on %s)", net->conf->name, kind, from, to, backfilled, from);
+    if (r->st == NULL)
+        return;
+    state_event_init(&ev, STATE_EVENT_SUBSCRIPTION_SOURCE_CHANGED, net->conf->name, to, sl_wall_ms());
+    snprintf(ev.reason, sizeof(ev.reason), "%s subscriptions: polled through %s, was %s (%" PRIu64
+             " heights backfilled while on it)", kind, to, from, backfilled);
+    ev.count = backfilled;
+    if (state_event_append(r->st, &ev) != SL_OK)
+        sl_log_warn("state: could not record the subscription_source_changed event");
+}
+
+h2o_linklist_t *gw_sub_follows(gw_sub_reg_t *r)
+{
+    return &r->follows;
+}
+
+uint32_t gw_sub_poll_ms(const gw_net_t *net)
+{
+    uint32_t ms = net->conf->ranking.probe_interval_ms;
+    return ms != 0 ? ms : DEFAULT_POLL_MS;
+}
+
+h2o_timeout_t *gw_sub_timeout(gw_sub_reg_t *r, uint32_t ms)
+{
+    for (size_t i = 0; i < r->ntimeouts; i++)
+        if (r->timeout_ms[i] == ms)
+            return &r->timeouts[i];
+    size_t i = r->ntimeouts < MAX_TIMEOUTS ? r->ntimeouts++ : MAX_TIMEOUTS - 1;
+    if (i == MAX_TIMEOUTS - 1 && r->timeout_ms[i] != 0)
+        return &r->timeouts[i]; /* more periods than lists: the last one's (networks rarely differ) */
+    r->timeout_ms[i] = ms;
+    h2o_timeout_init(r->loop, &r->timeouts[i], ms);
+    return &r->timeouts[i];
+}
+
+static void gauge(gw_sub_reg_t *r, state_srv_counter_t g, int delta)
+{
+    r->open[g] += (uint64_t)(int64_t)delta;
+    gw_stats_srv_set(r->stats, g, r->open[g]);
+}
+
+void gw_sub_client_init(gw_sub_client_t *c, gw_sub_reg_t *r, gw_handler_t *h, gw_net_t *net,
+                        const gw_key_conf_t *key, const char *ident, gw_sub_send_fn send)
+{
+    memset(c, 0, sizeof(*c));
+    c->reg = r;
+    c->h = h;
+    c->net = net;
+    c->key = key;
+    snprintf(c->ident, sizeof(c->ident), "%s", ident);
+    c->send = send;
+    h2o_linklist_init_anchor(&c->subs);
+    h2o_linklist_insert(&r->clients, &c->link);
+}
+
+/* ---- sources ---- */
+
+static void source_free(gw_sub_source_t *src)
+{
+    if (h2o_timeout_is_linked(&src->reap))
+        h2o_timeout_unlink(&src->reap);
+    if (h2o_linklist_is_linked(&src->link))
+        h2o_linklist_unlink(&src->link);
+    src->kind->stop(src);
+    free(src->key);
+    free(src);
+}
+
+static void on_reap(h2o_timeout_entry_t *e)
+{
+    source_free(H2O_STRUCT_FROM_MEMBER(gw_sub_source_t, reap, e));
+}
+
+/* The source with these params, or a new one started. */
+static gw_sub_source_t *source_get(gw_sub_reg_t *r, gw_net_t *net, const gw_sub_kind_t *k, const char *key)
+{
+    for (h2o_linklist_t *l = r->sources.next; l != &r->sources; l = l->next) {
+        gw_sub_source_t *s = H2O_STRUCT_FROM_MEMBER(gw_sub_source_t, link, l);
+        if (s->kind == k && s->net == net && strcmp(s->key, key) == 0)
+            return s;
+    }
+    gw_sub_source_t *s = sl_xcalloc(1, sizeof(*s));
+    s->reg = r;
+    s->kind = k;
+    s->net = net;
+    s->key = sl_xstrdup(key);
+    s->reap.cb = on_reap;
+    h2o_linklist_init_anchor(&s->subs);
+    h2o_linklist_insert(&r->sources, &s->link);
+    k->start(s);
+    return s;
+}
+
+/* Ends one subscription; its source stops with its last subscriber. */
+static void sub_end(gw_sub_t *sub)
+{
+    gw_sub_source_t *src = sub->src;
+    gw_sub_reg_t *r = src->reg;
+    h2o_linklist_unlink(&sub->client_link);
+    h2o_linklist_unlink(&sub->source_link);
+    sub->c->nsubs--;
+    src->nsubs--;
+    gauge(r, src->kind->gauge, -1);
+    free(sub);
+    if (src->nsubs == 0)
+        source_free(src); /* (a finished source has no subscriptions left to end) */
+}
+
+void gw_sub_client_dispose(gw_sub_client_t *c)
+{
+    if (!h2o_linklist_is_linked(&c->link))
+        return; /* disposed already (the worker's teardown, then the socket's close) */
+    while (!h2o_linklist_is_empty(&c->subs))
+        sub_end(H2O_STRUCT_FROM_MEMBER(gw_sub_t, client_link, c->subs.next));
+    h2o_linklist_unlink(&c->link);
+}
+
+void gw_sub_notify(gw_sub_source_t *src, const char *result, size_t len)
+{
+    sl_buf_t b;
+    sl_buf_init(&b);
+    for (h2o_linklist_t *l = src->subs.next; l != &src->subs; l = l->next) {
+        gw_sub_t *sub = H2O_STRUCT_FROM_MEMBER(gw_sub_t, source_link, l);
+        sl_buf_reset(&b);
+        sl_buf_append_str(&b, "{\"jsonrpc\":\"2.0\",\"method\":\"");
+        sl_buf_append_str(&b, src->kind->notification);
+        sl_buf_append_str(&b, "\",\"params\":{\"subscription\":");
+        sl_buf_append_str(&b, sub->id);
+        sl_buf_append_str(&b, ",\"result\":");
+        sl_buf_append(&b, result, len);
+        sl_buf_append_str(&b, "}}");
+        sub->c->send(sub->c, b.base, b.len);
+    }
+    gw_stats_srv_add(src->reg->stats, STATE_SRV_SUB_NOTIFICATIONS, src->nsubs);
+    sl_buf_dispose(&b);
+}
+
+void gw_sub_finish(gw_sub_source_t *src)
+{
+    gw_sub_reg_t *r = src->reg;
+    if (h2o_linklist_is_linked(&src->link))
+        h2o_linklist_unlink(&src->link); /* a new subscriber starts a new source */
+    h2o_linklist_insert(&r->finished, &src->link);
+    while (!h2o_linklist_is_empty(&src->subs)) {
+        gw_sub_t *sub = H2O_STRUCT_FROM_MEMBER(gw_sub_t, source_link, src->subs.next);
+        h2o_linklist_unlink(&sub->client_link);
+        h2o_linklist_unlink(&sub->source_link);
+        sub->c->nsubs--;
+        gauge(r, src->kind->gauge, -1);
+        free(sub);
+    }
+    src->nsubs = 0;
+    if (!h2o_timeout_is_linked(&src->reap))
+        h2o_timeout_link(r->loop, &r->zero, &src->reap);
+}
+
+/* ---- calls ---- */
+
+/* Answers a call; a notification (no id) gets none. */
+static void answer(gw_sub_client_t *c, const char *body, wire_span_t id, const char *result)
+{
+    if (id.len == 0)
+        return;
+    sl_buf_t b;
+    sl_buf_init(&b);
+    sl_buf_append_str(&b, "{\"jsonrpc\":\"2.0\",\"id\":");
+    sl_buf_append(&b, body + id.off, id.len);
+    sl_buf_append_str(&b, ",\"result\":");
+    sl_buf_append_str(&b, result);
+    sl_buf_append_char(&b, '}');
+    c->send(c, b.base, b.len);
+    sl_buf_dispose(&b);
+}
+
+static void error(gw_sub_client_t *c, const char *body, wire_span_t id, int code, const char *msg)
+{
+    if (id.len == 0)
+        return;
+    sl_buf_t b;
+    sl_buf_init(&b);
+    gw_rpc_error(&b, body, id, code, msg, NULL);
+    c->send(c, b.base, b.len);
+    sl_buf_dispose(&b);
+}
+
+static void new_id(gw_sub_id_form_t form, char *out)
+{
+    uint8_t rnd[16];
+    if (getrandom(rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
+        for (size_t i = 0; i < sizeof(rnd); i++)
+            rnd[i] = (uint8_t)random();
+    if (form == GW_SUB_ID_INT) {
+        uint64_t v = 0;
+        memcpy(&v, rnd, 6);
+        snprintf(out, ID_MAX, "%" PRIu64, (v & ((UINT64_C(1) << 48) - 1)) | 1); /* exact in a double */
+        return;
+    }
+    char *p = out;
+    p += sprintf(p, "\"0x");
+    for (size_t i = 0; i < sizeof(rnd); i++)
+        p += sprintf(p, "%02x", rnd[i]);
+    sprintf(p, "\"");
+}
+
+/* Subscriptions of the client's identity in this worker. */
+static size_t count_ident(const gw_sub_reg_t *r, const char *ident)
+{
+    size_t n = 0;
+    for (h2o_linklist_t *l = r->clients.next; l != &r->clients; l = l->next) {
+        const gw_sub_client_t *o = H2O_STRUCT_FROM_MEMBER(gw_sub_client_t, link, l);
+        if (strcmp(o->ident, ident) == 0)
+            n += o->nsubs;
+    }
+    return n;
+}
+
+/* The over-the-bound message, or NULL. */
+static const char *over_bound(const gw_sub_client_t *c)
+{
+    const gw_server_conf_t *srv = c->reg->srv;
+    if (c->nsubs >= srv->ws_max_subscriptions_per_connection)
+        return "too many subscriptions on this WebSocket (server.ws_max_subscriptions_per_connection): "
+               "unsubscribe first";
+    if (count_ident(c->reg, c->ident) >= srv->ws_max_subscriptions_per_identity)
+        return "too many subscriptions for this caller (server.ws_max_subscriptions_per_identity): "
+               "unsubscribe first";
+    return NULL;
+}
+
+static void subscribe(gw_sub_client_t *c, const gw_sub_kind_t *k, const cJSON *params, const char *body,
+                      wire_span_t id)
+{
+    if (k->normalise == NULL) {
+        error(c, body, id, GW_RPC_METHOD_NOT_FOUND, k->refusal);
+        return;
+    }
+    sl_buf_t key;
+    sl_buf_init(&key);
+    const char *bad = k->normalise(params, &key);
+    const char *over = bad == NULL ? over_bound(c) : NULL;
+    if (bad != NULL || over != NULL) {
+        if (over != NULL)
+            gw_stats_srv_add(c->reg->stats, STATE_SRV_SUB_REFUSED, 1);
+        error(c, body, id, bad != NULL ? -32602 : GW_RPC_LIMIT_EXCEEDED, bad != NULL ? bad : over);
+        sl_buf_dispose(&key);
+        return;
+    }
+    sl_buf_append_char(&key, '\0');
+    gw_sub_t *sub = sl_xcalloc(1, sizeof(*sub));
+    sub->c = c;
+    new_id(k->id_form, sub->id);
+    /* answered before the source may notify (its first call is never synchronous) */
+    answer(c, body, id, sub->id);
+    gw_sub_source_t *src = source_get(c->reg, c->net, k, key.base);
+    sub->src = src;
+    h2o_linklist_insert(&c->subs, &sub->client_link);
+    h2o_linklist_insert(&src->subs, &sub->source_link);
+    c->nsubs++;
+    src->nsubs++;
+    gauge(c->reg, k->gauge, +1);
+    sl_buf_dispose(&key);
+}
+
+/* The client's subscription whose id is the JSON value v (string or number). */
+static gw_sub_t *find_sub(gw_sub_client_t *c, const cJSON *v)
+{
+    char want[ID_MAX];
+    if (cJSON_IsString(v) && strlen(v->valuestring) < ID_MAX - 2)
+        snprintf(want, sizeof(want), "\"%s\"", v->valuestring);
+    else if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < 9007199254740992.0)
+        snprintf(want, sizeof(want), "%" PRIu64, (uint64_t)v->valuedouble);
+    else
+        return NULL;
+    for (h2o_linklist_t *l = c->subs.next; l != &c->subs; l = l->next) {
+        gw_sub_t *sub = H2O_STRUCT_FROM_MEMBER(gw_sub_t, client_link, l);
+        if (strcasecmp(sub->id, want) == 0)
+            return sub;
+    }
+    return NULL;
+}
+
+static void unsubscribe(gw_sub_client_t *c, const char *method, const cJSON *params, const char *body,
+                        wire_span_t id)
+{
+    const cJSON *v = cJSON_IsArray(params) ? cJSON_GetArrayItem(params, 0) : NULL;
+    if (v == NULL || cJSON_GetArraySize(params) != 1) {
+        error(c, body, id, -32602, "invalid params: expected [subscription id]");
+        return;
+    }
+    gw_sub_t *sub = find_sub(c, v);
+    if (sub != NULL && strcmp(sub->src->kind->unsubscribe, method) != 0)
+        sub = NULL; /* Solana: slotUnsubscribe ends only a slot subscription */
+    if (sub != NULL)
+        sub_end(sub);
+    answer(c, body, id, sub != NULL ? "true" : "false");
+}
+
+/* Charges the call to the caller's rate limit, as one standard call over
+ * HTTP is; 0 after answering the refusal. A charge waiting for a lease
+ * from Redis (cluster:) is let through, as gw_exec_admit_refusal does. */
+static int admitted(gw_sub_client_t *c, const char *body, wire_span_t id)
+{
+    const gw_tier_conf_t *tier = c->h != NULL ? gw_identity_tier(c->h->cfg, c->key) : NULL;
+    gw_limit_result_t lim;
+    if (tier == NULL || c->h->limit == NULL)
+        return 1;
+    gw_limit_charge(c->h->limit, tier, c->ident, POLICY_BUCKET_STANDARD, 1, &lim);
+    if (lim.said != POLICY_LEASE_NO)
+        return 1;
+    gw_reply_t r;
+    memset(&r, 0, sizeof(r));
+    sl_buf_init(&r.out);
+    gw_refuse_limited(&r, body, id, &lim);
+    c->send(c, r.body, r.len);
+    sl_buf_dispose(&r.out);
+    return 0;
+}
+
+/* The kind a subscribe call names, or NULL (*unsub set for an unsubscribe
+ * method of the chain; *unknown set for eth_subscribe of another name). */
+static const gw_sub_kind_t *kind_of(policy_chain_t chain, const char *method, const cJSON *params, int *unsub,
+                                    int *unknown)
+{
+    const cJSON *first = cJSON_IsArray(params) ? cJSON_GetArrayItem(params, 0) : NULL;
+    *unsub = 0;
+    *unknown = 0;
+    for (size_t i = 0; i < gw_sub_nkinds; i++) {
+        const gw_sub_kind_t *k = &gw_sub_kinds[i];
+        if (k->chain != chain)
+            continue;
+        if (strcmp(k->unsubscribe, method) == 0)
+            *unsub = 1;
+        if (strcmp(k->method, method) != 0)
+            continue;
+        if (strcmp(k->method, k->name) == 0) /* Solana: the method is the kind */
+            return k;
+        *unknown = 1;
+        if (cJSON_IsString(first) && strcmp(first->valuestring, k->name) == 0)
+            return k;
+    }
+    return NULL;
+}
+
+int gw_sub_message(gw_sub_client_t *c, const char *body, size_t len)
+{
+    wire_envelope_t env;
+    char method[GW_RPC_METHOD_MAX];
+    /* anything not a well-formed call is gw_exec's to answer (its errors are the HTTP path's) */
+    if (wire_envelope_scan(body, len, &env) != SL_OK || env.method.len == 0 ||
+        env.jsonrpc.len != 5 || memcmp(body + env.jsonrpc.off, "\"2.0\"", 5) != 0 ||
+        wire_json_string(body, env.method, method, sizeof(method)) != SL_OK)
+        return 0;
+    policy_chain_t chain = c->net->conf->chain;
+    int unsub, unknown;
+    /* a cheap look first: most messages are not subscription calls */
+    kind_of(chain, method, NULL, &unsub, &unknown);
+    if (!unsub && !unknown && strstr(method, "ubscribe") == NULL)
+        return 0;
+    cJSON *params = env.params.len != 0 ? cJSON_ParseWithLength(body + env.params.off, env.params.len) : NULL;
+    const gw_sub_kind_t *k = kind_of(chain, method, params, &unsub, &unknown);
+    if (k == NULL && !unsub && !unknown) {
+        cJSON_Delete(params);
+        return 0; /* not ours: gw_exec answers it (-32601 for a method of another chain) */
+    }
+    if ((env.id.len == 0 && k != NULL) || !admitted(c, body, env.id)) {
+        cJSON_Delete(params);
+        return 1; /* a subscribe notification is none (nobody could name it); over the caller's
+                     rate limit: answered */
+    }
+    if (env.params.len != 0 && !cJSON_IsArray(params))
+        error(c, body, env.id, -32602, "invalid params: expected an array");
+    else if (k != NULL)
+        subscribe(c, k, params, body, env.id);
+    else if (unsub)
+        unsubscribe(c, method, params, body, env.id);
+    else
+        error(c, body, env.id, -32602,
+              "invalid params: eth_subscribe serves \"newHeads\", \"logs\" and \"newPendingTransactions\"");
+    cJSON_Delete(params);
+    return 1;
+}

@@ -1,0 +1,59 @@
+/* gateway/gw_sub_call.h: one call a subscription source makes upstream,
+ * through the pool (so failover, ranking, credits and the chain view's
+ * routing apply), from a method name and its params as JSON text; never
+ * answered from the response cache (a source follows the chain as it is).
+ *
+ * Used by the sources of gateway/gw_sub_follow.c, gw_sub_eth.c and
+ * gw_sub_sol.c. At most GW_SUB_CALL_MAX calls, sent as one batch when more
+ * than one. Worker-local, one event loop. */
+#ifndef GW_SUB_CALL_H
+#define GW_SUB_CALL_H
+
+#include <stddef.h>
+
+#include "base/sl_buf.h"
+#include "gateway/gw_handler.h"
+
+#define GW_SUB_CALL_MAX 2
+
+typedef struct gw_sub_call gw_sub_call_t;
+typedef void (*gw_sub_call_cb)(gw_sub_call_t *c, void *data);
+
+typedef struct gw_sub_call_slot {
+    pool_call_t *call;            /* NULL: none */
+    size_t n;
+    pool_item_t items[GW_SUB_CALL_MAX];
+    sl_buf_t body[GW_SUB_CALL_MAX];
+} gw_sub_call_slot_t;
+
+/* Two slots: a call started from the previous one's callback takes the
+ * other, and the previous one is released once its callback returned. */
+struct gw_sub_call {
+    gw_sub_call_slot_t slot[2];
+    int cur;                      /* the slot of the call last started */
+    int done;                     /* it was answered: its items hold the answers */
+    int in_cb;                    /* inside its callback */
+    pool_call_t *stale;           /* released when the callback returns */
+    gw_sub_call_cb cb;
+    void *data;
+};
+
+void gw_sub_call_init(gw_sub_call_t *c);
+/* Frees what it holds; a call in flight is released (no callback). */
+void gw_sub_call_dispose(gw_sub_call_t *c);
+/* Starts methods[i](params[i]) for i < n (params: a JSON array's text); cb
+ * runs once from the event loop when every one is answered or failed. The
+ * previous call's answers are freed first. */
+void gw_sub_call_start(gw_sub_call_t *c, gw_net_t *net, size_t n, const char *const *methods,
+                       const char *const *params, gw_sub_call_cb cb, void *data);
+/* After cb: call i's result as JSON text (*res, *len) and 1, or 0 when it
+ * failed or answered an error (null is a result). */
+int gw_sub_call_result(const gw_sub_call_t *c, size_t i, const char **res, size_t *len);
+/* After cb: the id of the endpoint that answered call i, or NULL (none, or the cache). */
+const char *gw_sub_call_endpoint(const gw_sub_call_t *c, size_t i);
+/* After cb: 1 if an attempt of the call at endpoint id failed (a failover away from it). */
+int gw_sub_call_failed_at(const gw_sub_call_t *c, const char *id);
+/* 1 while a call is in flight. */
+int gw_sub_call_busy(const gw_sub_call_t *c);
+
+#endif

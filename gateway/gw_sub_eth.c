@@ -1,0 +1,316 @@
+/* gateway/gw_sub_eth.c: Ethereum's subscription kinds (rows of
+ * gw_sub_kinds.c): newHeads, the follower's headers as they are; logs,
+ * eth_getLogs of each header's block by its hash (so a log is of exactly
+ * the block sent: once per (blockHash, logIndex), in block order) with the
+ * client's address and topics, and the logs of a replaced block sent again
+ * with "removed": true. */
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gateway/gw_sub_call.h"
+#include "gateway/gw_sub_int.h"
+
+#define LOGS_KEPT 64                /* blocks whose logs are kept, to send them again as removed */
+#define LOGS_KEPT_BYTES (2u << 20)  /* ... at most this much of them per source (the oldest go first) */
+#define LOGS_QUEUE 256              /* headers waiting for their logs */
+#define MAX_TRIES 5                 /* a block's logs asked this often, then given up (logged) */
+
+/* ---- newHeads ---- */
+
+typedef struct eth_heads {
+    gw_sub_source_t *src;
+    gw_sub_listener_t l;
+} eth_heads_t;
+
+const char *gw_sub_eth_heads_params(const cJSON *params, sl_buf_t *key)
+{
+    if (cJSON_GetArraySize(params) > 1)
+        return "invalid params: newHeads takes no options";
+    sl_buf_append_str(key, "");
+    return NULL;
+}
+
+static void heads_on_header(gw_sub_listener_t *l, const gw_sub_header_t *hd)
+{
+    eth_heads_t *h = H2O_STRUCT_FROM_MEMBER(eth_heads_t, l, l);
+    gw_sub_notify(h->src, hd->json, hd->len);
+}
+
+void gw_sub_eth_heads_start(gw_sub_source_t *src)
+{
+    eth_heads_t *h = sl_xcalloc(1, sizeof(*h));
+    h->src = src;
+    h->l.on_header = heads_on_header;
+    src->impl = h;
+    gw_sub_follow_listen(src->reg, src->net, &h->l);
+}
+
+void gw_sub_eth_heads_stop(gw_sub_source_t *src)
+{
+    eth_heads_t *h = src->impl;
+    gw_sub_follow_unlisten(&h->l);
+    free(h);
+}
+
+/* ---- logs ---- */
+
+typedef struct logs_block {
+    uint64_t height;
+    uint8_t hash[32];
+    char *logs;                   /* the JSON array sent (NULL: none kept) */
+    uint8_t tries;
+} logs_block_t;
+
+typedef struct eth_logs {
+    gw_sub_source_t *src;
+    gw_sub_listener_t l;
+    char *filter;                 /* the members after blockHash: ,"address":…,"topics":… */
+    logs_block_t queue[LOGS_QUEUE]; /* waiting for their logs, oldest first */
+    size_t qhead, qlen;
+    logs_block_t sent[LOGS_KEPT];  /* at height % LOGS_KEPT */
+    size_t kept;                  /* bytes of sent[].logs */
+    gw_sub_call_t call;
+    h2o_timeout_entry_t retry;
+} eth_logs_t;
+
+static int lower_hex(cJSON *v, size_t want_len)
+{
+    if (!cJSON_IsString(v) || strlen(v->valuestring) != want_len || strncmp(v->valuestring, "0x", 2) != 0)
+        return 0;
+    for (char *p = v->valuestring + 2; *p; p++) {
+        if (!isxdigit((unsigned char)*p))
+            return 0;
+        *p = (char)tolower((unsigned char)*p);
+    }
+    return 1;
+}
+
+/* address: one or an array of 20-byte hex; topics: at most 4 of null, a
+ * 32-byte hex or an array of them. Lowercased in place. */
+static const char *check_filter(cJSON *address, cJSON *topics)
+{
+    if (address != NULL && !cJSON_IsNull(address)) {
+        if (cJSON_IsArray(address)) {
+            cJSON *a;
+            cJSON_ArrayForEach(a, address) if (!lower_hex(a, 42)) return "invalid params: address must be 20-byte hex";
+        } else if (!lower_hex(address, 42)) {
+            return "invalid params: address must be 20-byte hex or an array of them";
+        }
+    }
+    if (topics == NULL || cJSON_IsNull(topics))
+        return NULL;
+    if (!cJSON_IsArray(topics) || cJSON_GetArraySize(topics) > 4)
+        return "invalid params: topics must be an array of at most 4 positions";
+    cJSON *t, *o;
+    cJSON_ArrayForEach(t, topics)
+    {
+        if (cJSON_IsNull(t))
+            continue;
+        if (cJSON_IsArray(t)) {
+            cJSON_ArrayForEach(o, t) if (!cJSON_IsNull(o) && !lower_hex(o, 66)) return "invalid params: a topic must be 32-byte hex";
+        } else if (!lower_hex(t, 66)) {
+            return "invalid params: a topic must be 32-byte hex, null or an array of them";
+        }
+    }
+    return NULL;
+}
+
+const char *gw_sub_eth_logs_params(const cJSON *params, sl_buf_t *key)
+{
+    const cJSON *f = cJSON_GetArrayItem(params, 1);
+    if (cJSON_GetArraySize(params) > 2 || (f != NULL && !cJSON_IsObject(f) && !cJSON_IsNull(f)))
+        return "invalid params: logs takes one filter object {address, topics}";
+    cJSON *address = cJSON_IsObject(f) ? cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(f, "address"), 1) : NULL;
+    cJSON *topics = cJSON_IsObject(f) ? cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(f, "topics"), 1) : NULL;
+    const char *bad = check_filter(address, topics);
+    if (bad == NULL) {
+        if (address != NULL && !cJSON_IsNull(address)) {
+            char *s = cJSON_PrintUnformatted(address);
+            sl_buf_printf(key, ",\"address\":%s", s);
+            free(s);
+        }
+        if (topics != NULL && !cJSON_IsNull(topics)) {
+            char *s = cJSON_PrintUnformatted(topics);
+            sl_buf_printf(key, ",\"topics\":%s", s);
+            free(s);
+        }
+    }
+    cJSON_Delete(address);
+    cJSON_Delete(topics);
+    return bad;
+}
+
+/* Sends each log of the array text logs, with "removed" set as given. */
+static void send_logs(eth_logs_t *g, const char *logs, int removed)
+{
+    cJSON *arr = cJSON_Parse(logs), *log;
+    size_t n = 0;
+    if (removed) { /* newest first: undone in the reverse of their order */
+        for (int i = cJSON_GetArraySize(arr) - 1; i >= 0; i--) {
+            log = cJSON_GetArrayItem(arr, i);
+            cJSON_DeleteItemFromObjectCaseSensitive(log, "removed");
+            cJSON_AddBoolToObject(log, "removed", 1);
+            char *s = cJSON_PrintUnformatted(log);
+            gw_sub_notify(g->src, s, strlen(s));
+            free(s);
+            n++;
+        }
+    } else {
+        cJSON_ArrayForEach(log, arr)
+        {
+            char *s = cJSON_PrintUnformatted(log);
+            gw_sub_notify(g->src, s, strlen(s));
+            free(s);
+            n++;
+        }
+    }
+    cJSON_Delete(arr);
+    gw_stats_srv_add(gw_sub_stats(g->src->reg), STATE_SRV_SUB_LOGS_SENT, n * g->src->nsubs);
+}
+
+static void pump(eth_logs_t *g);
+
+static void forget(eth_logs_t *g, logs_block_t *s)
+{
+    if (s->logs != NULL)
+        g->kept -= strlen(s->logs);
+    free(s->logs);
+    s->logs = NULL;
+}
+
+/* Room for len more bytes of kept logs: the oldest blocks' go (a reorg
+ * that deep finds them gone: their logs are not sent again as removed). */
+static void keep_room(eth_logs_t *g, size_t len)
+{
+    while (g->kept > 0 && g->kept + len > LOGS_KEPT_BYTES) {
+        logs_block_t *oldest = NULL;
+        for (size_t i = 0; i < LOGS_KEPT; i++)
+            if (g->sent[i].logs != NULL && (oldest == NULL || g->sent[i].height < oldest->height))
+                oldest = &g->sent[i];
+        if (oldest == NULL)
+            return;
+        forget(g, oldest);
+    }
+}
+
+static void on_logs(gw_sub_call_t *c, void *data)
+{
+    eth_logs_t *g = data;
+    logs_block_t *b = &g->queue[g->qhead];
+    const char *res;
+    size_t len;
+    if (!gw_sub_call_result(c, 0, &res, &len) || len == 0 || res[0] != '[') {
+        const uint8_t *now = gw_sub_follow_hash(&g->l, b->height);
+        if ((now == NULL || memcmp(now, b->hash, 32) != 0 || ++b->tries >= MAX_TRIES) && g->qlen > 0) {
+            g->qhead = (g->qhead + 1) % LOGS_QUEUE; /* replaced meanwhile (its replacement is queued), or given up */
+            g->qlen--;
+        }
+        h2o_timeout_link(gw_sub_loop(g->src->reg), gw_sub_timeout(g->src->reg, gw_sub_poll_ms(g->src->net)),
+                         &g->retry);
+        return;
+    }
+    const uint8_t *now = gw_sub_follow_hash(&g->l, b->height);
+    if (now == NULL || memcmp(now, b->hash, 32) != 0) { /* replaced while asked: its replacement is queued */
+        g->qhead = (g->qhead + 1) % LOGS_QUEUE;
+        g->qlen--;
+        pump(g);
+        return;
+    }
+    logs_block_t *s = &g->sent[b->height % LOGS_KEPT];
+    forget(g, s);
+    *s = *b;
+    keep_room(g, len);
+    g->kept += len;
+    s->logs = sl_xmalloc(len + 1);
+    memcpy(s->logs, res, len);
+    s->logs[len] = '\0';
+    g->qhead = (g->qhead + 1) % LOGS_QUEUE;
+    g->qlen--;
+    send_logs(g, s->logs, 0);
+    pump(g);
+}
+
+static void on_retry(h2o_timeout_entry_t *e)
+{
+    pump(H2O_STRUCT_FROM_MEMBER(eth_logs_t, retry, e));
+}
+
+static void pump(eth_logs_t *g)
+{
+    if (g->qlen == 0 || gw_sub_call_busy(&g->call) || h2o_timeout_is_linked(&g->retry))
+        return;
+    const logs_block_t *b = &g->queue[g->qhead];
+    sl_buf_t p;
+    sl_buf_init(&p);
+    sl_buf_append_str(&p, "[{\"blockHash\":\"0x");
+    for (size_t i = 0; i < 32; i++)
+        sl_buf_printf(&p, "%02x", b->hash[i]);
+    sl_buf_append_char(&p, '"');
+    sl_buf_append_str(&p, g->filter);
+    sl_buf_append_str(&p, "}]");
+    sl_buf_append_char(&p, '\0');
+    const char *m = "eth_getLogs", *pp = p.base;
+    gw_sub_call_start(&g->call, g->src->net, 1, &m, &pp, on_logs, g);
+    sl_buf_dispose(&p);
+}
+
+/* A reorg replaced the heights from `from` up: their logs sent are undone
+ * (newest block first), their queued ones dropped. */
+static void undo_from(eth_logs_t *g, uint64_t from)
+{
+    for (size_t k = LOGS_KEPT; k-- > 0;) {
+        logs_block_t *s = &g->sent[(from + k) % LOGS_KEPT];
+        if (s->logs != NULL && s->height >= from && s->height < from + LOGS_KEPT) {
+            send_logs(g, s->logs, 1);
+            forget(g, s);
+        }
+    }
+    while (g->qlen > 0 && g->queue[(g->qhead + g->qlen - 1) % LOGS_QUEUE].height >= from &&
+           (g->qlen > 1 || !gw_sub_call_busy(&g->call)))
+        g->qlen--; /* the one being asked stays: its answer is dropped as replaced */
+}
+
+static void logs_on_header(gw_sub_listener_t *l, const gw_sub_header_t *hd)
+{
+    eth_logs_t *g = H2O_STRUCT_FROM_MEMBER(eth_logs_t, l, l);
+    if (hd->replaced)
+        undo_from(g, hd->height);
+    const logs_block_t *s = &g->sent[hd->height % LOGS_KEPT];
+    if (s->logs != NULL && s->height == hd->height && memcmp(s->hash, hd->hash, 32) == 0)
+        return; /* this block's logs went out already */
+    if (g->qlen == LOGS_QUEUE) { /* the oldest waiting is given up for the newest */
+        g->qhead = (g->qhead + 1) % LOGS_QUEUE;
+        g->qlen--;
+    }
+    logs_block_t *b = &g->queue[(g->qhead + g->qlen++) % LOGS_QUEUE];
+    memset(b, 0, sizeof(*b));
+    b->height = hd->height;
+    memcpy(b->hash, hd->hash, 32);
+    pump(g);
+}
+
+void gw_sub_eth_logs_start(gw_sub_source_t *src)
+{
+    eth_logs_t *g = sl_xcalloc(1, sizeof(*g));
+    g->src = src;
+    g->filter = sl_xstrdup(src->key);
+    g->l.on_header = logs_on_header;
+    g->retry.cb = on_retry;
+    gw_sub_call_init(&g->call);
+    src->impl = g;
+    gw_sub_follow_listen(src->reg, src->net, &g->l);
+}
+
+void gw_sub_eth_logs_stop(gw_sub_source_t *src)
+{
+    eth_logs_t *g = src->impl;
+    gw_sub_follow_unlisten(&g->l);
+    if (h2o_timeout_is_linked(&g->retry))
+        h2o_timeout_unlink(&g->retry);
+    gw_sub_call_dispose(&g->call);
+    for (size_t i = 0; i < LOGS_KEPT; i++)
+        forget(g, &g->sent[i]);
+    free(g->filter);
+    free(g);
+}

@@ -1,0 +1,113 @@
+/* gateway/gw_sub_int.h: inside the subscription registry (gateway/gw_sub.c):
+ * the kinds' table and the source a kind's file runs. Each kind is one row
+ * of gw_sub_kinds.c; a family of kinds is one file (gw_sub_eth.c,
+ * gw_sub_sol.c). For gateway/gw_sub*.c only. */
+#ifndef GW_SUB_INT_H
+#define GW_SUB_INT_H
+
+#include <cjson/cJSON.h>
+
+#include "gateway/gw_sub.h"
+
+typedef struct gw_sub_source gw_sub_source_t;
+
+typedef enum gw_sub_id_form {
+    GW_SUB_ID_HEX,                /* "0x" and 32 hex digits, a string (geth's) */
+    GW_SUB_ID_INT,                /* an integer (Solana's) */
+} gw_sub_id_form_t;
+
+typedef struct gw_sub_kind {
+    const char *name;             /* eth_subscribe's first param ("newHeads"), or the Solana method */
+    policy_chain_t chain;
+    const char *method;           /* "eth_subscribe", "slotSubscribe" */
+    const char *unsubscribe;      /* "eth_unsubscribe", "slotUnsubscribe" */
+    const char *notification;     /* "eth_subscription", "slotNotification" */
+    gw_sub_id_form_t id_form;
+    state_srv_counter_t gauge;    /* subscriptions of this kind open */
+    /* Checks the params after the kind's name (Ethereum) or all of them
+     * (Solana), and writes their normal form to key (equal keys share a
+     * source). Returns NULL, or the -32602 message. NULL function: the kind
+     * is refused with `refusal`. */
+    const char *(*normalise)(const cJSON *params, sl_buf_t *key);
+    const char *refusal;          /* -32601 message of a kind not served */
+    /* Starts the source (src->impl); stop frees it, any call in flight released. */
+    void (*start)(gw_sub_source_t *src);
+    void (*stop)(gw_sub_source_t *src);
+} gw_sub_kind_t;
+
+struct gw_sub_source {
+    gw_sub_reg_t *reg;
+    const gw_sub_kind_t *kind;
+    gw_net_t *net;
+    char *key;                    /* the normalised params */
+    h2o_linklist_t subs;          /* gw_sub_t of its subscribers */
+    h2o_linklist_t link;          /* in the registry's sources; unlinked once finished */
+    size_t nsubs;
+    void *impl;                   /* the kind's state */
+    h2o_timeout_entry_t reap;     /* a finished source stops from the loop, not its own callback */
+};
+
+extern const gw_sub_kind_t gw_sub_kinds[];
+extern const size_t gw_sub_nkinds;
+
+/* Sends result (JSON text) to every subscriber of src as a notification. */
+void gw_sub_notify(gw_sub_source_t *src, const char *result, size_t len);
+/* After a notify-once kind's notification (signatureSubscribe): every
+ * subscription of src ends, and src stops from the loop. */
+void gw_sub_finish(gw_sub_source_t *src);
+
+h2o_loop_t *gw_sub_loop(const gw_sub_reg_t *r);
+gw_stats_t *gw_sub_stats(const gw_sub_reg_t *r);
+/* The endpoint a source's polls are answered by changed (failover): logged
+ * and a subscription_source_changed event (network, kind, from, to, the
+ * heights backfilled while on the one before). */
+void gw_sub_source_changed(gw_sub_reg_t *r, const gw_net_t *net, const char *kind, const char *from,
+                           const char *to, uint64_t backfilled);
+/* The poll interval of net's sources: its ranking.probe_interval_ms, else 1 s. */
+uint32_t gw_sub_poll_ms(const gw_net_t *net);
+/* A timeout list of the registry for period ms (created on first use). */
+h2o_timeout_t *gw_sub_timeout(gw_sub_reg_t *r, uint32_t ms);
+
+/* gw_sub_follow.c: the head follower of a network, shared by its newHeads
+ * and logs sources. A listener hears every header once, in order, and a
+ * reorg as a new header for a height heard (replaced set). */
+typedef struct gw_sub_header {
+    uint64_t height;
+    const uint8_t *hash;          /* 32 bytes */
+    const char *json;             /* the header as geth's newHeads gives it */
+    size_t len;
+    int replaced;                 /* a height heard before, on the branch replaced */
+} gw_sub_header_t;
+
+typedef struct gw_sub_listener gw_sub_listener_t;
+struct gw_sub_listener {
+    void (*on_header)(gw_sub_listener_t *l, const gw_sub_header_t *hd);
+    h2o_linklist_t link;
+    struct gw_sub_follow *f;
+};
+
+void gw_sub_follow_listen(gw_sub_reg_t *r, gw_net_t *net, gw_sub_listener_t *l);
+void gw_sub_follow_unlisten(gw_sub_listener_t *l);
+/* The hash the follower sent at height, or NULL (not sent, replaced, or too old). */
+const uint8_t *gw_sub_follow_hash(const gw_sub_listener_t *l, uint64_t height);
+/* Registry teardown: followers left (none when every client went). */
+void gw_sub_follow_dispose_all(gw_sub_reg_t *r);
+h2o_linklist_t *gw_sub_follows(gw_sub_reg_t *r);
+
+/* The kinds' normalisers and sources (gw_sub_eth.c, gw_sub_sol.c). */
+const char *gw_sub_eth_heads_params(const cJSON *params, sl_buf_t *key);
+void gw_sub_eth_heads_start(gw_sub_source_t *src);
+void gw_sub_eth_heads_stop(gw_sub_source_t *src);
+const char *gw_sub_eth_logs_params(const cJSON *params, sl_buf_t *key);
+void gw_sub_eth_logs_start(gw_sub_source_t *src);
+void gw_sub_eth_logs_stop(gw_sub_source_t *src);
+const char *gw_sub_sol_slot_params(const cJSON *params, sl_buf_t *key);
+void gw_sub_sol_slot_start(gw_sub_source_t *src);
+void gw_sub_sol_root_start(gw_sub_source_t *src);
+const char *gw_sub_sol_signature_params(const cJSON *params, sl_buf_t *key);
+void gw_sub_sol_signature_start(gw_sub_source_t *src);
+const char *gw_sub_sol_account_params(const cJSON *params, sl_buf_t *key);
+void gw_sub_sol_account_start(gw_sub_source_t *src);
+void gw_sub_sol_stop(gw_sub_source_t *src);
+
+#endif

@@ -1,0 +1,297 @@
+/* gateway/gw_sub_sol.c: Solana's subscription kinds (rows of
+ * gw_sub_kinds.c), each a poll through the pool every poll interval:
+ * slotSubscribe (getSlot at processed and finalized: every slot between
+ * two polls, never backwards, as {"parent","root","slot"}), rootSubscribe
+ * (getSlot finalized), signatureSubscribe (getSignatureStatuses until the
+ * status reaches the commitment asked: one notification, then the
+ * subscription ends, as Solana ends it) and accountSubscribe (getAccountInfo:
+ * a notification when the account's value changes). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gateway/gw_sub_call.h"
+#include "gateway/gw_sub_int.h"
+
+#define MAX_SLOTS_PER_POLL 64      /* slots told one by one after a gap; past it, only the newest */
+#define B58 "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+
+typedef enum sol_kind { SOL_SLOT, SOL_ROOT, SOL_SIGNATURE, SOL_ACCOUNT } sol_kind_t;
+
+typedef struct sol_poll {
+    gw_sub_source_t *src;
+    sol_kind_t kind;
+    gw_sub_call_t call;
+    h2o_timeout_t *period;
+    h2o_timeout_entry_t tick;
+    uint64_t last;                /* slot / root last told (0: none) */
+    char *value;                  /* account: its value last read (NULL: not read yet) */
+    char params[256];             /* the call's params */
+    int level;                    /* signature: the commitment's rank (processed 0 .. finalized 2) */
+} sol_poll_t;
+
+static const char *const levels[] = {"processed", "confirmed", "finalized"};
+
+static int level_of(const char *s)
+{
+    for (int i = 0; i < 3; i++)
+        if (strcmp(s, levels[i]) == 0)
+            return i;
+    return -1;
+}
+
+static int is_b58(const char *s, size_t min, size_t max)
+{
+    size_t n = strlen(s);
+    return n >= min && n <= max && strspn(s, B58) == n;
+}
+
+/* The config object's commitment (finalized when absent); -1 when bad. */
+static int commitment(const cJSON *cfg)
+{
+    const cJSON *c = cJSON_IsObject(cfg) ? cJSON_GetObjectItemCaseSensitive(cfg, "commitment") : NULL;
+    if (c == NULL)
+        return 2;
+    return cJSON_IsString(c) ? level_of(c->valuestring) : -1;
+}
+
+const char *gw_sub_sol_slot_params(const cJSON *params, sl_buf_t *key)
+{
+    (void)key;
+    return cJSON_GetArraySize(params) == 0 ? NULL : "invalid params: this subscription takes none";
+}
+
+const char *gw_sub_sol_signature_params(const cJSON *params, sl_buf_t *key)
+{
+    const cJSON *sig = cJSON_GetArrayItem(params, 0), *cfg = cJSON_GetArrayItem(params, 1);
+    if (!cJSON_IsString(sig) || !is_b58(sig->valuestring, 64, 88) || cJSON_GetArraySize(params) > 2 ||
+        (cfg != NULL && !cJSON_IsObject(cfg)))
+        return "invalid params: expected [signature (base58), {commitment}]";
+    int lv = commitment(cfg);
+    if (lv < 0)
+        return "invalid params: commitment must be processed, confirmed or finalized";
+    sl_buf_printf(key, "%s|%d", sig->valuestring, lv);
+    return NULL;
+}
+
+const char *gw_sub_sol_account_params(const cJSON *params, sl_buf_t *key)
+{
+    static const char *const encodings[] = {"base58", "base64", "base64+zstd", "jsonParsed"};
+    const cJSON *pk = cJSON_GetArrayItem(params, 0), *cfg = cJSON_GetArrayItem(params, 1);
+    if (!cJSON_IsString(pk) || !is_b58(pk->valuestring, 32, 44) || cJSON_GetArraySize(params) > 2 ||
+        (cfg != NULL && !cJSON_IsObject(cfg)))
+        return "invalid params: expected [account (base58), {commitment, encoding}]";
+    int lv = commitment(cfg);
+    if (lv < 0)
+        return "invalid params: commitment must be processed, confirmed or finalized";
+    const cJSON *e = cJSON_IsObject(cfg) ? cJSON_GetObjectItemCaseSensitive(cfg, "encoding") : NULL;
+    const char *enc = "base58";
+    if (e != NULL) {
+        enc = NULL;
+        for (size_t i = 0; i < 4; i++)
+            if (cJSON_IsString(e) && strcmp(e->valuestring, encodings[i]) == 0)
+                enc = encodings[i];
+        if (enc == NULL)
+            return "invalid params: encoding must be base58, base64, base64+zstd or jsonParsed";
+    }
+    sl_buf_printf(key, "%s|%d|%s", pk->valuestring, lv, enc);
+    return NULL;
+}
+
+/* ---- answers ---- */
+
+static int read_u64(gw_sub_call_t *c, size_t i, uint64_t *out)
+{
+    const char *res;
+    size_t len;
+    char buf[32];
+    if (!gw_sub_call_result(c, i, &res, &len) || len == 0 || len >= sizeof(buf))
+        return 0;
+    memcpy(buf, res, len);
+    buf[len] = '\0';
+    char *end;
+    unsigned long long v = strtoull(buf, &end, 10);
+    if (*end != '\0' || buf[0] < '0' || buf[0] > '9')
+        return 0;
+    *out = v;
+    return 1;
+}
+
+static void slot_answer(sol_poll_t *p)
+{
+    uint64_t slot, root = 0;
+    char out[128];
+    if (!read_u64(&p->call, 0, &slot) || slot <= p->last)
+        return; /* never backwards */
+    (void)read_u64(&p->call, 1, &root);
+    uint64_t from = p->last == 0 || slot - p->last > MAX_SLOTS_PER_POLL ? slot : p->last + 1;
+    for (uint64_t s = from; s <= slot; s++) {
+        int n = snprintf(out, sizeof(out), "{\"parent\":%" PRIu64 ",\"root\":%" PRIu64 ",\"slot\":%" PRIu64 "}",
+                         s - 1, root < s ? root : s, s);
+        gw_sub_notify(p->src, out, (size_t)n);
+    }
+    p->last = slot;
+}
+
+static void root_answer(sol_poll_t *p)
+{
+    uint64_t root;
+    char out[32];
+    if (!read_u64(&p->call, 0, &root) || root <= p->last)
+        return;
+    p->last = root;
+    int n = snprintf(out, sizeof(out), "%" PRIu64, root);
+    gw_sub_notify(p->src, out, (size_t)n);
+}
+
+static void signature_answer(sol_poll_t *p)
+{
+    const char *res;
+    size_t len;
+    if (!gw_sub_call_result(&p->call, 0, &res, &len))
+        return;
+    cJSON *r = cJSON_ParseWithLength(res, len);
+    const cJSON *ctx = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "context"), "slot");
+    const cJSON *st = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r, "value"), 0);
+    if (cJSON_IsObject(st) && cJSON_IsNumber(ctx)) {
+        const cJSON *cs = cJSON_GetObjectItemCaseSensitive(st, "confirmationStatus");
+        int lv = cJSON_IsString(cs) ? level_of(cs->valuestring) : 2; /* none: rooted (older nodes) */
+        if (lv >= p->level) {
+            const cJSON *err = cJSON_GetObjectItemCaseSensitive(st, "err");
+            char *e = err != NULL ? cJSON_PrintUnformatted(err) : NULL;
+            char out[512];
+            int n = snprintf(out, sizeof(out), "{\"context\":{\"slot\":%.0f},\"value\":{\"err\":%s}}",
+                             ctx->valuedouble, e != NULL && strlen(e) < 400 ? e : "null");
+            free(e);
+            gw_sub_notify(p->src, out, (size_t)n);
+            gw_sub_finish(p->src); /* one notification, then the subscription ends */
+        }
+    }
+    cJSON_Delete(r);
+}
+
+static void account_answer(sol_poll_t *p)
+{
+    const char *res;
+    size_t len;
+    if (!gw_sub_call_result(&p->call, 0, &res, &len))
+        return;
+    cJSON *r = cJSON_ParseWithLength(res, len);
+    cJSON *v = cJSON_GetObjectItemCaseSensitive(r, "value");
+    char *text = v != NULL ? cJSON_PrintUnformatted(v) : NULL;
+    if (text != NULL) {
+        /* the first read is where it stands; a change after it is told (not an account gone: value null) */
+        if (p->value != NULL && strcmp(p->value, text) != 0 && !cJSON_IsNull(v)) {
+            char *all = cJSON_PrintUnformatted(r);
+            gw_sub_notify(p->src, all, strlen(all));
+            free(all);
+        }
+        free(p->value);
+        p->value = text;
+    }
+    cJSON_Delete(r);
+}
+
+static void on_answer(gw_sub_call_t *c, void *data)
+{
+    sol_poll_t *p = data;
+    (void)c;
+    switch (p->kind) {
+    case SOL_SLOT:
+        slot_answer(p);
+        return;
+    case SOL_ROOT:
+        root_answer(p);
+        return;
+    case SOL_SIGNATURE:
+        signature_answer(p);
+        return;
+    case SOL_ACCOUNT:
+        account_answer(p);
+        return;
+    }
+}
+
+static void poll_now(sol_poll_t *p)
+{
+    static const char *const get_slot[] = {"getSlot", "getSlot"};
+    static const char *const slot_params[] = {"[{\"commitment\":\"processed\"}]", "[{\"commitment\":\"finalized\"}]"};
+    const char *pp = p->params, *m;
+    switch (p->kind) {
+    case SOL_SLOT:
+        gw_sub_call_start(&p->call, p->src->net, 2, get_slot, slot_params, on_answer, p);
+        return;
+    case SOL_ROOT:
+        gw_sub_call_start(&p->call, p->src->net, 1, get_slot, &slot_params[1], on_answer, p);
+        return;
+    case SOL_SIGNATURE:
+        m = "getSignatureStatuses";
+        gw_sub_call_start(&p->call, p->src->net, 1, &m, &pp, on_answer, p);
+        return;
+    case SOL_ACCOUNT:
+        m = "getAccountInfo";
+        gw_sub_call_start(&p->call, p->src->net, 1, &m, &pp, on_answer, p);
+        return;
+    }
+}
+
+static void on_tick(h2o_timeout_entry_t *e)
+{
+    sol_poll_t *p = H2O_STRUCT_FROM_MEMBER(sol_poll_t, tick, e);
+    h2o_timeout_link(gw_sub_loop(p->src->reg), p->period, &p->tick);
+    if (!gw_sub_call_busy(&p->call))
+        poll_now(p);
+}
+
+static void start(gw_sub_source_t *src, sol_kind_t kind)
+{
+    sol_poll_t *p = sl_xcalloc(1, sizeof(*p));
+    p->src = src;
+    p->kind = kind;
+    gw_sub_call_init(&p->call);
+    p->period = gw_sub_timeout(src->reg, gw_sub_poll_ms(src->net));
+    p->tick.cb = on_tick;
+    src->impl = p;
+    /* the key is "<address>|<level>[|<encoding>]" (the normalisers'), checked already */
+    char addr[96] = "", enc[16] = "";
+    int lv = 2;
+    if (sscanf(src->key, "%95[^|]|%d|%15s", addr, &lv, enc) >= 2)
+        p->level = lv;
+    if (kind == SOL_SIGNATURE)
+        snprintf(p->params, sizeof(p->params), "[[\"%s\"],{\"searchTransactionHistory\":false}]", addr);
+    else if (kind == SOL_ACCOUNT)
+        snprintf(p->params, sizeof(p->params), "[\"%s\",{\"commitment\":\"%s\",\"encoding\":\"%s\"}]", addr,
+                 levels[lv], enc);
+    h2o_timeout_link(gw_sub_loop(src->reg), p->period, &p->tick);
+    poll_now(p);
+}
+
+void gw_sub_sol_slot_start(gw_sub_source_t *src)
+{
+    start(src, SOL_SLOT);
+}
+
+void gw_sub_sol_root_start(gw_sub_source_t *src)
+{
+    start(src, SOL_ROOT);
+}
+
+void gw_sub_sol_signature_start(gw_sub_source_t *src)
+{
+    start(src, SOL_SIGNATURE);
+}
+
+void gw_sub_sol_account_start(gw_sub_source_t *src)
+{
+    start(src, SOL_ACCOUNT);
+}
+
+void gw_sub_sol_stop(gw_sub_source_t *src)
+{
+    sol_poll_t *p = src->impl;
+    if (h2o_timeout_is_linked(&p->tick))
+        h2o_timeout_unlink(&p->tick);
+    gw_sub_call_dispose(&p->call);
+    free(p->value);
+    free(p);
+}

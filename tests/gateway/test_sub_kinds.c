@@ -1,0 +1,103 @@
+/* tests/gateway/test_sub_kinds.c: the table of subscription kinds
+ * (gateway/gw_sub_kinds.c): every row complete, none twice, each served
+ * kind with a source, each refused one with its message. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gateway/gw_sub_int.h"
+
+Test(sub_kinds, rows_are_complete)
+{
+    cr_assert_gt(gw_sub_nkinds, 0);
+    for (size_t i = 0; i < gw_sub_nkinds; i++) {
+        const gw_sub_kind_t *k = &gw_sub_kinds[i];
+        cr_expect(k->name && k->method && k->unsubscribe && k->notification, "row %zu", i);
+        if (k->normalise != NULL)
+            cr_expect(k->start != NULL && k->stop != NULL && k->refusal == NULL, "%s", k->name);
+        else
+            cr_expect(k->refusal != NULL && strlen(k->refusal) > 20, "%s", k->name);
+        /* Solana's method is the kind; Ethereum's kinds share eth_subscribe */
+        if (k->chain == POLICY_CHAIN_SOLANA)
+            cr_expect_str_eq(k->method, k->name);
+        else
+            cr_expect_str_eq(k->method, "eth_subscribe");
+        cr_expect(k->id_form == (k->chain == POLICY_CHAIN_SOLANA ? GW_SUB_ID_INT : GW_SUB_ID_HEX), "%s", k->name);
+    }
+}
+
+Test(sub_kinds, no_kind_twice)
+{
+    for (size_t i = 0; i < gw_sub_nkinds; i++)
+        for (size_t j = i + 1; j < gw_sub_nkinds; j++)
+            cr_expect(gw_sub_kinds[i].chain != gw_sub_kinds[j].chain ||
+                          strcmp(gw_sub_kinds[i].name, gw_sub_kinds[j].name) != 0,
+                      "%s twice", gw_sub_kinds[i].name);
+}
+
+Test(sub_kinds, the_kinds_the_issue_names)
+{
+    static const char *const want[] = {"newHeads", "logs", "newPendingTransactions", "slotSubscribe",
+                                       "rootSubscribe", "signatureSubscribe", "accountSubscribe",
+                                       "logsSubscribe", "programSubscribe"};
+    for (size_t w = 0; w < sizeof(want) / sizeof(want[0]); w++) {
+        int found = 0;
+        for (size_t i = 0; i < gw_sub_nkinds; i++)
+            found |= strcmp(gw_sub_kinds[i].name, want[w]) == 0;
+        cr_expect(found, "%s has no row", want[w]);
+    }
+}
+
+/* normalise(params) -> key, or the -32602 message */
+static const char *norm(const char *(*fn)(const cJSON *, sl_buf_t *), const char *json, char *key, size_t cap)
+{
+    cJSON *p = cJSON_Parse(json);
+    sl_buf_t b;
+    sl_buf_init(&b);
+    const char *bad = fn(p, &b);
+    snprintf(key, cap, "%.*s", (int)b.len, b.base != NULL ? b.base : "");
+    sl_buf_dispose(&b);
+    cJSON_Delete(p);
+    return bad;
+}
+
+Test(sub_kinds, logs_filters_normalise_to_one_key)
+{
+    char k1[512], k2[512];
+    cr_assert_null(norm(gw_sub_eth_logs_params,
+                        "[\"logs\",{\"address\":\"0xAbCd00000000000000000000000000000000EF12\","
+                        "\"topics\":[\"0xDDF252AD1BE2C89B69C2B068FC378DAA952BA7F163C4A11628F55A4DF523B3EF\",null]}]",
+                        k1, sizeof(k1)));
+    cr_assert_null(norm(gw_sub_eth_logs_params,
+                        "[\"logs\",{\"topics\":[\"0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef\",null],"
+                        "\"address\":\"0xabcd00000000000000000000000000000000ef12\"}]",
+                        k2, sizeof(k2)));
+    cr_expect_str_eq(k1, k2); /* case and member order do not make another source */
+    cr_expect_str_eq(k1, ",\"address\":\"0xabcd00000000000000000000000000000000ef12\","
+                         "\"topics\":[\"0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef\",null]");
+    cr_assert_null(norm(gw_sub_eth_logs_params, "[\"logs\"]", k1, sizeof(k1)));
+    cr_expect_str_eq(k1, "");
+}
+
+Test(sub_kinds, bad_params_are_refused)
+{
+    char k[512];
+    cr_expect_not_null(norm(gw_sub_eth_logs_params, "[\"logs\",{\"address\":\"0x12\"}]", k, sizeof(k)));
+    cr_expect_not_null(norm(gw_sub_eth_logs_params, "[\"logs\",{\"address\":\"0x12\\\"}]\"}]", k, sizeof(k)));
+    cr_expect_not_null(norm(gw_sub_eth_logs_params, "[\"logs\",{\"topics\":[1]}]", k, sizeof(k)));
+    cr_expect_not_null(norm(gw_sub_eth_logs_params, "[\"logs\",{\"topics\":[null,null,null,null,null]}]", k, sizeof(k)));
+    cr_expect_not_null(norm(gw_sub_eth_logs_params, "[\"logs\",5]", k, sizeof(k)));
+    cr_expect_not_null(norm(gw_sub_eth_heads_params, "[\"newHeads\",{}]", k, sizeof(k)));
+    cr_expect_not_null(norm(gw_sub_sol_slot_params, "[1]", k, sizeof(k)));
+    /* Solana: base58 only (no JSON can be smuggled into the poll's params), a known commitment */
+    cr_expect_not_null(norm(gw_sub_sol_signature_params, "[\"\\\"]}\"]", k, sizeof(k)));
+    cr_expect_not_null(norm(gw_sub_sol_account_params, "[\"0OIl\"]", k, sizeof(k)));
+    cr_expect_not_null(norm(gw_sub_sol_account_params,
+                            "[\"SysvarC1ock11111111111111111111111111111111\",{\"commitment\":\"max\"}]", k, sizeof(k)));
+    cr_expect_not_null(norm(gw_sub_sol_account_params,
+                            "[\"SysvarC1ock11111111111111111111111111111111\",{\"encoding\":\"hex\"}]", k, sizeof(k)));
+    cr_assert_null(norm(gw_sub_sol_account_params,
+                        "[\"SysvarC1ock11111111111111111111111111111111\",{\"encoding\":\"base64\",\"commitment\":\"confirmed\"}]",
+                        k, sizeof(k)));
+    cr_expect_str_eq(k, "SysvarC1ock11111111111111111111111111111111|1|base64");
+}
