@@ -109,6 +109,10 @@ static int breaker_cb(void *arg, state_endpoint_rec_t *rec, int exists, state_ev
     if (c->from == POLICY_BREAKER_HALF_OPEN && rec->probe_pid != (uint32_t)getpid())
         return 0;
     policy_breaker_t b = {(policy_breaker_state_t)rec->breaker, rec->since_ms, rec->cooldown_ms, rec->opened_at_ms};
+    /* the probe was found due on this worker's copy: on the record, another
+     * worker's probe may have failed since and opened it again (a new cooldown) */
+    if (c->to == POLICY_BREAKER_HALF_OPEN && !policy_breaker_probe_due(&b, c->now))
+        return 0;
     if (policy_breaker_transition(&b, &ep->net->conf->breaker, c->to, c->now) != SL_OK)
         return 0;
     rec->breaker = (uint8_t)b.state;
