@@ -171,27 +171,40 @@ sl_err_t state_cluster_probe(const state_cluster_conf_t *conf, uint32_t timeout_
     return err;
 }
 
-sl_err_t state_cluster_leave(const state_cluster_conf_t *conf, uint32_t timeout_ms, char *why, size_t why_len)
+/* A connection to the cluster's Redis, authenticated, with timeout_ms for
+ * every command; NULL (and *err, why said) when it cannot be had. */
+static redisContext *connect_authed(const state_cluster_conf_t *conf, uint32_t timeout_ms, char *why, size_t why_len,
+                                    sl_err_t *err)
 {
     struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
     redisContext *c = redisConnectWithTimeout(conf->redis_host, conf->redis_port, tv);
     if (c == NULL || c->err) {
-        sl_err_t err = say(why, why_len, SL_ERR_IO, "cannot connect: %s", c ? c->errstr : "out of memory");
+        *err = say(why, why_len, SL_ERR_IO, "cannot connect: %s", c ? c->errstr : "out of memory");
         redisFree(c);
-        return err;
+        return NULL;
     }
     redisSetTimeout(c, tv);
-    sl_err_t err = check_auth(c, conf, why, why_len);
-    if (err == SL_OK) {
-        char key[STATE_CLUSTER_PREFIX_MAX + 8];
-        snprintf(key, sizeof(key), "%shosts", conf->prefix);
-        const char *argv[3] = {"ZREM", key, conf->host};
-        redisReply *r;
-        if ((err = run(c, "ZREM", &r, why, why_len, 3, argv)) == SL_OK) {
-            if (r->type == REDIS_REPLY_ERROR)
-                err = say(why, why_len, SL_ERR_IO, "%s", r->str);
-            freeReplyObject(r);
-        }
+    if ((*err = check_auth(c, conf, why, why_len)) != SL_OK) {
+        redisFree(c);
+        return NULL;
+    }
+    return c;
+}
+
+sl_err_t state_cluster_leave(const state_cluster_conf_t *conf, uint32_t timeout_ms, char *why, size_t why_len)
+{
+    sl_err_t err;
+    redisContext *c = connect_authed(conf, timeout_ms, why, why_len, &err);
+    if (c == NULL)
+        return err;
+    char key[STATE_CLUSTER_PREFIX_MAX + 8];
+    snprintf(key, sizeof(key), "%shosts", conf->prefix);
+    const char *argv[3] = {"ZREM", key, conf->host};
+    redisReply *r;
+    if ((err = run(c, "ZREM", &r, why, why_len, 3, argv)) == SL_OK) {
+        if (r->type == REDIS_REPLY_ERROR)
+            err = say(why, why_len, SL_ERR_IO, "%s", r->str);
+        freeReplyObject(r);
     }
     redisFree(c);
     return err;
@@ -213,18 +226,13 @@ static int info_field(const char *info, const char *field, char *out, size_t cap
 
 sl_err_t state_cluster_probe_memory(const state_cluster_conf_t *conf, uint32_t timeout_ms, char *why, size_t why_len)
 {
-    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
-    redisContext *c = redisConnectWithTimeout(conf->redis_host, conf->redis_port, tv);
-    if (c == NULL || c->err) {
-        sl_err_t err = say(why, why_len, SL_ERR_IO, "cannot connect: %s", c ? c->errstr : "out of memory");
-        redisFree(c);
+    sl_err_t err;
+    redisContext *c = connect_authed(conf, timeout_ms, why, why_len, &err);
+    if (c == NULL)
         return err;
-    }
-    redisSetTimeout(c, tv);
-    sl_err_t err = check_auth(c, conf, why, why_len);
     redisReply *r = NULL;
     const char *info[2] = {"INFO", "memory"};
-    if (err == SL_OK && (err = run(c, "INFO", &r, why, why_len, 2, info)) == SL_OK) {
+    if ((err = run(c, "INFO", &r, why, why_len, 2, info)) == SL_OK) {
         char max[32] = "", policy[32] = "";
         if (r->type != REDIS_REPLY_STRING || !info_field(r->str, "maxmemory", max, sizeof(max)) ||
             !info_field(r->str, "maxmemory_policy", policy, sizeof(policy)))
