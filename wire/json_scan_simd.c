@@ -74,7 +74,12 @@ static inline __attribute__((always_inline)) uint64_t block_sse2(const uint8_t *
     return m;
 }
 
-__attribute__((target("avx2"), always_inline)) static inline uint64_t block_avx2(const uint8_t *p)
+/* not always_inline: its address is handed out (wire_json_path_fns), and an
+ * optimiser that specialises a caller on that address (a -O3 constprop clone
+ * of wire_json_tail_mask) must not be made to inline AVX2 code into a
+ * function built for the baseline: plain inline, it is inlined where the
+ * target matches (run_avx2) and called elsewhere */
+__attribute__((target("avx2"))) static inline uint64_t block_avx2(const uint8_t *p)
 {
     const __m256i quote = _mm256_set1_epi8('"'), bslash = _mm256_set1_epi8('\\');
     const __m256i space = _mm256_set1_epi8(0x20);

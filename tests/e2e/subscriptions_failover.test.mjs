@@ -58,15 +58,18 @@ test('viem and ethers over a socket: every block and every event once, in order,
   // watchBlockNumber hands on each notification's number as it comes;
   // watchBlocks fetches each block by number itself (getBlock, concurrently),
   // so its order is viem's, not sluice's: it is checked as exactly once
-  const unwatchNumbers = viem.watchBlockNumber({ onBlockNumber: (n) => viemNumbers.push(Number(n)), onError: (e) => errors.push(e) });
+  const toldAt = new Map(); // block number -> when watchBlockNumber had it
+  const unwatchNumbers = viem.watchBlockNumber({ onBlockNumber: (n) => { viemNumbers.push(Number(n)); toldAt.set(Number(n), Date.now()); },
+    onError: (e) => errors.push(e) });
   const unwatchBlocks = viem.watchBlocks({ onBlock: (b) => viemBlocks.push(Number(b.number)), onError: (e) => errors.push(e) });
   const unwatchEvents = viem.watchContractEvent({ address: pinger, abi: PING_ABI, eventName: 'Ping',
     onLogs: (ls) => logs.push(...ls), onError: (e) => errors.push(e) });
   await ethers.on('block', (n) => ethersBlocks.push(Number(n)));
 
-  const sent = [];
+  const sent = [], minedAt = new Map(); // tx hash -> when anvil had mined it (automine)
   const ping = async () => {
     const hash = await wallet.sendTransaction({ to: pinger, data: '0x' });
+    minedAt.set(hash, Date.now());
     sent.push(hash);
   };
   // every subscription is live once each client has had a notification
@@ -77,10 +80,12 @@ test('viem and ethers over a socket: every block and every event once, in order,
 
   const mineFor = async (ms) => { for (const end = Date.now() + ms; Date.now() < end;) { await ping(); await sleep(200); } };
   await mineFor(1500);
+  const killedAt = Date.now();
   p1.kill();
   await mineFor(2500);
   p1.resume();
   await mineFor(1000);
+  const stalledAt = Date.now();
   p2.stall();
   await mineFor(2500);
   p2.resume();
@@ -105,6 +110,14 @@ test('viem and ethers over a socket: every block and every event once, in order,
   assert.ok(first >= 0);
   assert.deepEqual(logs.map((l) => l.transactionHash), sent.slice(first), 'every Ping once, in order');
   assert.ok(logs.every((l) => l.removed === false && l.address.toLowerCase() === pinger.toLowerCase()));
+  // the figures: from a block mined to its notification, in all and across the kill
+  const delays = logs.map((l) => [minedAt.get(l.transactionHash), toldAt.get(Number(l.blockNumber)) - minedAt.get(l.transactionHash)]);
+  const pct = (xs, q) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))];
+  const all = delays.map(([, d]) => d);
+  const after = (t0) => delays.filter(([t]) => t >= t0 && t < t0 + 1500).map(([, d]) => d);
+  const said = (xs) => `median ${pct(xs, 0.5)} ms, max ${Math.max(...xs)} ms`;
+  console.log(`block mined -> newHeads at viem: ${said(all)} over ${all.length} blocks; in the 1.5 s after the kill: ` +
+    `${said(after(killedAt))}; after the stall: ${said(after(stalledAt))}`);
   const changed = (await events(sluice)).filter((e) => e.kind === 'subscription_source_changed');
   assert.ok(changed.some((e) => e.endpoint === 'b' && /was a/.test(e.reason)), `the kill moved the source: ${JSON.stringify(changed)}`);
 });
