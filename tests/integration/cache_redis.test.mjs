@@ -47,6 +47,9 @@ async function twoHosts({ cacheLine = 'cache: { redis: true, redis_wait_ms: 200 
 // The fake's chain moved by hand: /_control/chain (head, advance, reorg).
 const chainCtl = async (f, body) => (await fetch(`http://127.0.0.1:${f.port}/_control/chain`,
   { method: 'POST', body: JSON.stringify(body) })).json();
+// A kept answer is written to Redis after its client has it: another host
+// finds it a moment later (longer on a slow build: ASan).
+const written = () => sleep(300);
 const cacheBlock = async (s) => (await adminGet(s, '/admin/networks')).json.find((n) => n.network === 'eth').cache;
 
 test('a finalized block fetched by one host is a hit on the other, from Redis, then from its own store', { skip }, async () => {
@@ -56,6 +59,7 @@ test('a finalized block fetched by one host is a hit on the other, from Redis, t
   const first = await postFresh(a.url('eth'), byNumber);
   assert.equal(first.headers.get('x-sluice-cache'), 'miss', first.text);
   const hash = first.json.result.hash;
+  await written();
 
   const onB = await postFresh(b.url('eth'), call('eth_getBlockByNumber', [hex(n), false], 'b1'));
   assert.equal(onB.headers.get('x-sluice-cache'), 'hit', 'host b found host a\'s answer in Redis');
@@ -65,6 +69,7 @@ test('a finalized block fetched by one host is a hit on the other, from Redis, t
   // by hash: counted at the provider (its chain probe asks by number)
   const h1 = await postFresh(a.url('eth'), call('eth_getBlockByHash', [hash, false], 2));
   assert.equal(h1.headers.get('x-sluice-cache'), 'miss');
+  await written();
   for (let i = 0; i < 4; i++) {
     const r = await postFresh(b.url('eth'), call('eth_getBlockByHash', [hash, false], 10 + i));
     assert.equal(r.headers.get('x-sluice-cache'), 'hit', r.text);
@@ -123,6 +128,7 @@ test('a purge on one host makes the other miss too', { skip }, async () => {
   const hash = (await post(a.url('eth'), call('eth_getBlockByNumber', [hex(fin - 7), false]))).json.result.hash;
   const q = call('eth_getBlockByHash', [hash, false]);
   assert.equal((await postFresh(a.url('eth'), q)).headers.get('x-sluice-cache'), 'miss');
+  await written();
   for (let i = 0; i < 3; i++) assert.equal((await postFresh(b.url('eth'), q)).headers.get('x-sluice-cache'), 'hit');
   assert.equal(await methodCount(f, 'eth_getBlockByHash'), 1);
 
@@ -135,6 +141,7 @@ test('a purge on one host makes the other miss too', { skip }, async () => {
   assert.equal(onB.headers.get('x-sluice-cache'), 'miss', 'host b misses: neither its store nor Redis has it now');
   assert.equal(await methodCount(f, 'eth_getBlockByHash'), 2);
   // and the answer b fetched is shared again, under the new generation
+  await written();
   assert.equal((await postFresh(a.url('eth'), q)).headers.get('x-sluice-cache'), 'hit');
   assert.equal(await methodCount(f, 'eth_getBlockByHash'), 2);
 });
