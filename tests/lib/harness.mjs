@@ -186,10 +186,12 @@ export async function startSluice(config, { env, wrap = [] } = {}) {
   // WebSocket goes by default, may be another process's listener, and then
   // sluice rightly serves WebSocket on the main port only. Tests expect the
   // default's usual outcome: start again, a few times at most.
-  const kernelPicks = /listen: "127\.0\.0\.1:0"/.test(text) && !/ws_listen/.test(text);
-  // What a start did before it was started again (moved a broken cache
-  // aside, learned the chain) is in its log: logs() keeps those lines.
-  let child, out, match, exited, wsMatch, earlier = '';
+  // Only a sluice on a state of the harness's own is started again, on a
+  // fresh state: what the first start wrote (events, the chain learned, a
+  // cache) must not be seen twice by a test.
+  const ownState = typeof config === 'string' ? !/^state:/m.test(config) : config.statePath === undefined;
+  const kernelPicks = ownState && /listen: "127\.0\.0\.1:0"/.test(text) && !/ws_listen/.test(text);
+  let child, out, match, exited, wsMatch;
   for (let attempt = 0; ; attempt++) {
     ({ child, out, match, exited } = await spawnUntil(bin, argv,
       { pattern: /listening on https?:\/\/([\d.]+):(\d+) .*admin API (?:off|on http:\/\/[\d.]+:\d+)/, stream: 'stderr', env }));
@@ -197,7 +199,7 @@ export async function startSluice(config, { env, wrap = [] } = {}) {
     if (wsMatch || !kernelPicks || attempt === 9) break;
     child.kill('SIGKILL');
     await exited;
-    earlier += out.stderr;
+    for (const p of [statePath, statePath + '-cache']) rmSync(p, { recursive: true, force: true });
   }
   const port = Number(match[2]);
   const adminMatch = out.stderr.match(/admin API on http:\/\/([\d.]+):(\d+)/);
@@ -208,7 +210,7 @@ export async function startSluice(config, { env, wrap = [] } = {}) {
     url: (net = 'eth') => `http://127.0.0.1:${port}/${net}`,
     base: `http://127.0.0.1:${port}`,
     admin: adminPort ? `http://127.0.0.1:${adminPort}` : undefined,
-    logs: () => earlier + out.stderr,
+    logs: () => out.stderr,
     accessLines: () => out.stderr.split('\n').filter((l) => l.includes('"type":"access"')).map((l) => JSON.parse(l)),
     stop: async (sig = 'SIGTERM') => { child.kill(sig); return exited; },
   };
