@@ -252,6 +252,8 @@ static const struct {
     [STATE_SRV_SUBS_ROOT] = {"sluice_subscriptions", "gauge", "kind=\"root\"", NULL},
     [STATE_SRV_SUBS_SIGNATURE] = {"sluice_subscriptions", "gauge", "kind=\"signature\"", NULL},
     [STATE_SRV_SUBS_ACCOUNT] = {"sluice_subscriptions", "gauge", "kind=\"account\"", NULL},
+    [STATE_SRV_SUBS_SOL_LOGS] = {"sluice_subscriptions", "gauge", "kind=\"sol_logs\"", NULL},
+    [STATE_SRV_SUBS_PROGRAM] = {"sluice_subscriptions", "gauge", "kind=\"program\"", NULL},
     [STATE_SRV_SUB_NOTIFICATIONS] = {"sluice_subscription_notifications_total", "counter", NULL,
                                      "Subscription notifications sent to clients (one per subscriber)."},
     [STATE_SRV_SUB_BACKFILLED] = {"sluice_subscription_heights_total", "counter", "how=\"backfilled\"",

@@ -130,3 +130,9 @@ int gw_sub_call_result(const gw_sub_call_t *c, size_t i, const char **res, size_
     *len = env.result.len;
     return 1;
 }
+
+int gw_sub_call_too_large(const gw_sub_call_t *c, size_t i)
+{
+    const gw_sub_call_slot_t *sl = &c->slot[c->cur];
+    return c->done && i < sl->n && sl->items[i].outcome == POOL_OUTCOME_TOO_LARGE;
+}

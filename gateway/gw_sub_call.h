@@ -14,7 +14,9 @@
 #include "base/sl_buf.h"
 #include "gateway/gw_handler.h"
 
-#define GW_SUB_CALL_MAX 2
+/* 2 for slotSubscribe's pair; 33 for logsSubscribe's poll (its
+ * getSignaturesForAddress and up to 32 getTransaction, gw_sub_sol_logs.c) */
+#define GW_SUB_CALL_MAX 33
 
 typedef struct gw_sub_call gw_sub_call_t;
 typedef void (*gw_sub_call_cb)(gw_sub_call_t *c, void *data);
@@ -49,6 +51,9 @@ void gw_sub_call_start(gw_sub_call_t *c, gw_net_t *net, size_t n, const char *co
 /* After cb: call i's result as JSON text (*res, *len) and 1, or 0 when it
  * failed or answered an error (null is a result). */
 int gw_sub_call_result(const gw_sub_call_t *c, size_t i, const char **res, size_t *len);
+/* After cb: 1 if call i failed because its answer was over
+ * server.max_response_bytes. */
+int gw_sub_call_too_large(const gw_sub_call_t *c, size_t i);
 /* After cb: the id of the endpoint that answered call i, or NULL (none, or the cache). */
 const char *gw_sub_call_endpoint(const gw_sub_call_t *c, size_t i);
 /* After cb: 1 if an attempt of the call at endpoint id failed (a failover away from it). */

@@ -414,6 +414,8 @@ static inline uint64_t state_slot_rate_milli(const state_pressure_slot_rec_t *r,
     X(SUBS_ROOT, "subs_root", 1)                             /* ... Solana root */                           \
     X(SUBS_SIGNATURE, "subs_signature", 1)                   /* ... Solana signature */                      \
     X(SUBS_ACCOUNT, "subs_account", 1)                       /* ... Solana account */                        \
+    X(SUBS_SOL_LOGS, "subs_sol_logs", 1)                     /* ... Solana logs (mentions) */                \
+    X(SUBS_PROGRAM, "subs_program", 1)                       /* ... Solana program */                        \
     X(SUB_NOTIFICATIONS, "sub_notifications", 0)             /* subscription notifications sent */           \
     X(SUB_BACKFILLED, "sub_backfilled", 0)                   /* heights fetched by number to fill a gap */   \
     X(SUB_SKIPPED, "sub_skipped", 0)                         /* heights past the backfill bound, skipped */  \
