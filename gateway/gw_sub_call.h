@@ -24,8 +24,10 @@ typedef void (*gw_sub_call_cb)(gw_sub_call_t *c, void *data);
 typedef struct gw_sub_call_slot {
     pool_call_t *call;            /* NULL: none */
     size_t n;
-    pool_item_t items[GW_SUB_CALL_MAX];
-    sl_buf_t body[GW_SUB_CALL_MAX];
+    size_t cap;                   /* items and bodies allocated: the most this source asked (a slot
+                                     poll holds 2, not GW_SUB_CALL_MAX) */
+    pool_item_t *items;
+    sl_buf_t *body;
 } gw_sub_call_slot_t;
 
 /* Two slots: a call started from the previous one's callback takes the

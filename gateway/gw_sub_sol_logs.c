@@ -24,7 +24,7 @@
 #define TX_PER_POLL (GW_SUB_CALL_MAX - 1) /* getTransaction calls per poll (32) */
 #define SIGS_LIMIT 1000                   /* getSignaturesForAddress's limit (a node's most) */
 #define QUEUE_MAX 256                     /* signatures waiting for their transaction */
-#define SEEN_MAX 4096                     /* signatures queued before, remembered (hashes) */
+#define SEEN_MAX 2048                     /* signatures queued before, remembered (hashes): over a page and a queue */
 #define NULL_TRIES 30                     /* polls a listed transaction may read null before it is passed */
 #define SIG_MAX 90                        /* a signature's base58 (88) and a NUL */
 
