@@ -145,5 +145,15 @@ int gw_sub_call_result(const gw_sub_call_t *c, size_t i, const char **res, size_
 int gw_sub_call_too_large(const gw_sub_call_t *c, size_t i)
 {
     const gw_sub_call_slot_t *sl = &c->slot[c->cur];
-    return c->done && i < sl->n && sl->items[i].outcome == POOL_OUTCOME_TOO_LARGE;
+    size_t n = 0;
+    if (!c->done || i >= sl->n || sl->call == NULL)
+        return 0;
+    if (sl->items[i].outcome == POOL_OUTCOME_TOO_LARGE)
+        return 1;
+    /* an attempt refused as too large: the call may end otherwise (its endpoints tried, one by one) */
+    const pool_attempt_rec_t *log = pool_call_log(sl->call, &n);
+    for (size_t k = 0; k < n; k++)
+        if (log[k].fail == POOL_FAIL_TOO_LARGE)
+            return 1;
+    return 0;
 }

@@ -53,8 +53,8 @@ void gw_sub_call_start(gw_sub_call_t *c, gw_net_t *net, size_t n, const char *co
 /* After cb: call i's result as JSON text (*res, *len) and 1, or 0 when it
  * failed or answered an error (null is a result). */
 int gw_sub_call_result(const gw_sub_call_t *c, size_t i, const char **res, size_t *len);
-/* After cb: 1 if call i failed because its answer was over
- * server.max_response_bytes. */
+/* After cb: 1 if an answer of the call (i: its item, for the outcome) was
+ * over server.max_response_bytes. */
 int gw_sub_call_too_large(const gw_sub_call_t *c, size_t i);
 /* After cb: the id of the endpoint that answered call i, or NULL (none, or the cache). */
 const char *gw_sub_call_endpoint(const gw_sub_call_t *c, size_t i);

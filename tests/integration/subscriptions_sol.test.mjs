@@ -10,7 +10,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import WebSocket from 'ws';
 import { Connection, PublicKey } from '@solana/web3.js';
-import { startFake, startSluice, call, sleep, waitFor, adminGet } from '../lib/harness.mjs';
+import { startFake, startSluice, post, call, sleep, waitFor, adminGet } from '../lib/harness.mjs';
 
 const started = [];
 after(async () => { await Promise.all(started.map((p) => p.stop())); });
@@ -140,6 +140,27 @@ test('logsSubscribe: the first of two endpoints killed mid-stream loses no trans
   c.ws.close();
 });
 
+test('equal params share one source: two sockets, one poll upstream per interval, the same notifications', async () => {
+  const a = await fake('a');
+  const s = await gateway([a]);
+  const c1 = openWs(`ws://127.0.0.1:${s.wsPort}/solana`), c2 = openWs(`ws://127.0.0.1:${s.wsPort}/solana`);
+  await Promise.all([c1.opened, c2.opened]);
+  const s1 = (await c1.rpc('logsSubscribe', [{ mentions: [ADDR] }], 1)).result;
+  const s2 = (await c2.rpc('logsSubscribe', [{ mentions: [ADDR] }, { commitment: 'finalized' }], 1)).result;
+  assert.notEqual(s1, s2);
+  await sleep(3 * POLL_MS);
+  await a.reset();
+  await sleep(10 * POLL_MS);
+  const polls = (await a.stats()).methods.getSignaturesForAddress;
+  assert.ok(polls >= 5 && polls <= 14, `${polls} polls in 10 intervals`); // one source, not two
+  const sigs = (await a.sol({ mention: ADDR, count: 5 })).signatures;
+  await waitFor(() => c1.notes(s1).length === 5 && c2.notes(s2).length === 5, { what: 'five each' });
+  assert.deepEqual(c1.notes(s1).map((r) => r.value.signature), sigs);
+  assert.deepEqual(c2.notes(s2), c1.notes(s1));
+  c1.ws.close();
+  c2.ws.close();
+});
+
 test('bad params get -32602; "all" and "allWithVotes" say they need an endpoint with ws_url', async () => {
   const a = await fake('a');
   const s = await gateway([a]);
@@ -166,7 +187,7 @@ test('bad params get -32602; "all" and "allWithVotes" say they need an endpoint 
   c.ws.close();
 });
 
-test('onProgramAccountChange: a changed or new account once; unchanged ones never; filters apply; equal params share one source', async () => {
+test('onProgramAccountChange: a changed or new account once; unchanged ones never; filters apply', async () => {
   const a = await fake('a');
   const s = await gateway([a]);
   const b64 = (bytes) => Buffer.from(bytes).toString('base64');
@@ -218,5 +239,24 @@ test('a program whose accounts are too many to poll: the subscription ends with 
   await sleep(4 * POLL_MS);
   assert.equal(c.seen.filter((m) => m.id === null).length, 1);
   await c.rpc('programUnsubscribe', [sub2], 4);
+  c.ws.close();
+});
+
+test('programSubscribe: an answer over server.max_response_bytes ends the subscription the same way', async () => {
+  const a = await fake('a');
+  const s = await gateway([a], { max_response_bytes: 1024 * 1024 });
+  await a.sol({ program: PROGRAM, fill: 400, size: 3000 }); // ~1.6 MB of base64: over 1 MiB, under 4 MiB
+  const c = openWs(`ws://127.0.0.1:${s.wsPort}/solana`);
+  await c.opened;
+  const sub = (await c.rpc('programSubscribe', [PROGRAM, { encoding: 'base64' }], 1)).result;
+  const err = await c.next((m) => m.error && m.id === null, 10000);
+  assert.equal(err.error.code, -32005);
+  assert.match(err.error.message, /server\.max_response_bytes\) are too many to poll/);
+  assert.equal(err.error.data.subscription, sub);
+  await waitMetric(s, /sluice_subscriptions\{kind="program"\} 0\b/);
+  // ended at the first such answer: not polled on until the endpoint's breaker opens for everyone
+  await sleep(5 * POLL_MS);
+  assert.doesNotMatch(s.logs(), /breaker closed -> open/);
+  assert.equal((await post(s.url('solana'), call('getSlot', []))).json.result, 1000);
   c.ws.close();
 });
