@@ -128,5 +128,9 @@ int gw_sub_sol_level(const char *s);
 int gw_sub_sol_is_b58(const char *s, size_t min, size_t max);
 /* The config object's commitment (finalized when absent); -1 when bad. */
 int gw_sub_sol_commitment(const cJSON *cfg);
+struct gw_sub_call;
+/* After a poll's call c: endpoint (cap bytes) becomes the one that answered
+ * it; a failover away from the one before is told (gw_sub_source_changed). */
+void gw_sub_sol_note_endpoint(gw_sub_source_t *src, const struct gw_sub_call *c, char *endpoint, size_t cap);
 
 #endif

@@ -1,9 +1,12 @@
-/* gateway/gw_sub_sol_conf.c: the checks Solana's subscription normalisers
- * share (gw_sub_int.h): a commitment's rank, a base58 string's shape, the
- * config object's commitment. Called by gw_sub_sol.c, gw_sub_sol_logs.c
- * and gw_sub_sol_program.c. */
+/* gateway/gw_sub_sol_conf.c: what Solana's subscription sources share
+ * (gw_sub_int.h): the normalisers' checks (a commitment's rank, a base58
+ * string's shape, the config object's commitment) and the note of the
+ * endpoint a poll was answered by. Called by gw_sub_sol.c,
+ * gw_sub_sol_logs.c and gw_sub_sol_program.c. */
+#include <stdio.h>
 #include <string.h>
 
+#include "gateway/gw_sub_call.h"
 #include "gateway/gw_sub_int.h"
 
 #define B58 "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
@@ -30,4 +33,15 @@ int gw_sub_sol_commitment(const cJSON *cfg)
     if (c == NULL)
         return 2;
     return cJSON_IsString(c) ? gw_sub_sol_level(c->valuestring) : -1;
+}
+
+void gw_sub_sol_note_endpoint(gw_sub_source_t *src, const gw_sub_call_t *c, char *endpoint, size_t cap)
+{
+    const char *ep = gw_sub_call_endpoint(c, 0);
+    if (ep == NULL || strcmp(ep, endpoint) == 0)
+        return;
+    /* a move away from an endpoint that failed in this call is a failover; the ranking's moves are not told */
+    if (endpoint[0] != '\0' && gw_sub_call_failed_at(c, endpoint))
+        gw_sub_source_changed(src->reg, src->net, src->kind->name, endpoint, ep, 0);
+    snprintf(endpoint, cap, "%s", ep);
 }

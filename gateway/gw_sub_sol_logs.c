@@ -43,6 +43,7 @@ typedef struct logs_poll {
     uint64_t seen[SEEN_MAX];      /* a ring of hashes */
     size_t nseen;
     size_t nfetch;                /* getTransaction items in the call in flight */
+    char endpoint[64];            /* the endpoint the last poll was answered by */
     sl_buf_t params[GW_SUB_CALL_MAX];
 } logs_poll_t;
 
@@ -189,7 +190,7 @@ static void take_signatures(logs_poll_t *p)
 static void on_answer(gw_sub_call_t *c, void *data)
 {
     logs_poll_t *p = data;
-    (void)c;
+    gw_sub_sol_note_endpoint(p->src, c, p->endpoint, sizeof(p->endpoint));
     take_transactions(p);
     take_signatures(p);
 }

@@ -41,6 +41,7 @@ typedef struct program_poll {
     char *params;                 /* getProgramAccounts' params */
     int started;                  /* the first answer recorded */
     int over;                     /* ended (too large): no more polls */
+    char endpoint[64];            /* the endpoint the last poll was answered by */
     acct_table_t accounts;
 } program_poll_t;
 
@@ -226,6 +227,7 @@ static void on_answer(gw_sub_call_t *c, void *data)
     program_poll_t *p = data;
     const char *res;
     size_t len;
+    gw_sub_sol_note_endpoint(p->src, c, p->endpoint, sizeof(p->endpoint));
     if (gw_sub_call_too_large(c, 0) || (gw_sub_call_result(c, 0, &res, &len) && len > ANSWER_MAX)) {
         too_large(p);
         return;

@@ -10,7 +10,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import WebSocket from 'ws';
 import { Connection, PublicKey } from '@solana/web3.js';
-import { startFake, startSluice, post, call, sleep, waitFor, adminGet } from '../lib/harness.mjs';
+import { startFake, startSluice, post, call, sleep, waitFor, adminGet, events } from '../lib/harness.mjs';
 
 const started = [];
 after(async () => { await Promise.all(started.map((p) => p.stop())); });
@@ -140,6 +140,12 @@ test('logsSubscribe: the first of two endpoints killed mid-stream loses no trans
   await waitFor(() => c.notes(sub).length >= sigs.length, { what: `${sigs.length} transactions`, timeoutMs: 15000 });
   await sleep(4 * POLL_MS);
   assert.deepEqual(c.notes(sub).map((r) => r.value.signature), sigs);
+  // the operator is told the polls moved off the killed endpoint
+  await waitFor(async () => (await events(s)).some((e) => e.kind === 'subscription_source_changed'),
+    { what: 'the subscription_source_changed event' });
+  const ev = (await events(s)).find((e) => e.kind === 'subscription_source_changed');
+  assert.deepEqual([ev.network, ev.endpoint], ['solana', alive.name]);
+  assert.match(ev.reason, new RegExp(`logsSubscribe subscriptions: polled through ${alive.name}, was ${dead.name}`));
   c.ws.close();
 });
 
