@@ -111,6 +111,22 @@ test('onLogs through the derived URL: each transaction once, in order, none from
   closeWeb3(connection);
 });
 
+test('a burst over the 256 signatures held in memory waits upstream and all arrives, once, in order', async () => {
+  const a = await fake('a');
+  const s = await gateway([a]);
+  const c = openWs(`ws://127.0.0.1:${s.wsPort}/solana`);
+  await c.opened;
+  const sub = (await c.rpc('logsSubscribe', [{ mentions: [ADDR] }], 1)).result;
+  await sleep(4 * POLL_MS);
+  await a.reset();
+  const sigs = (await a.sol({ mention: ADDR, count: 600 })).signatures;
+  await waitFor(() => c.notes(sub).length >= 600, { what: '600 transactions', timeoutMs: 30000 });
+  await sleep(4 * POLL_MS);
+  assert.deepEqual(c.notes(sub).map((r) => r.value.signature), sigs);
+  assert.equal((await a.stats()).methods.getTransaction, 600); // each fetched once
+  c.ws.close();
+});
+
 test('logsSubscribe: the first of two endpoints killed mid-stream loses no transaction', async () => {
   const a = await fake('a'), b = await fake('b');
   const s = await gateway([a, b]);
