@@ -168,7 +168,7 @@ static void take_signatures(logs_poll_t *p)
     int n = cJSON_IsArray(list) ? cJSON_GetArraySize(list) : -1;
     if (n >= 0 && !p->started) {
         const cJSON *s = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(list, 0), "signature");
-        if (cJSON_IsString(s) && strlen(s->valuestring) < SIG_MAX) {
+        if (cJSON_IsString(s) && gw_sub_sol_is_b58(s->valuestring, 64, SIG_MAX - 1)) {
             snprintf(p->anchor, sizeof(p->anchor), "%s", s->valuestring);
             p->seen[p->nseen++ % SEEN_MAX] = sig_hash(s->valuestring);
         }
@@ -180,7 +180,9 @@ static void take_signatures(logs_poll_t *p)
     }
     for (int i = n - 1; p->started && i >= 0 && p->qn < QUEUE_MAX; i--) {
         const cJSON *s = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(list, i), "signature");
-        if (!cJSON_IsString(s) || strlen(s->valuestring) >= SIG_MAX || seen(p, sig_hash(s->valuestring)))
+        /* base58 only: a signature is written into JSON (the next poll's params, the notification) as is */
+        if (!cJSON_IsString(s) || !gw_sub_sol_is_b58(s->valuestring, 64, SIG_MAX - 1) ||
+            seen(p, sig_hash(s->valuestring)))
             continue;
         queue_push(p, s->valuestring);
     }
