@@ -4,8 +4,9 @@
  * answered from the response cache (a source follows the chain as it is).
  *
  * Used by the sources of gateway/gw_sub_follow.c, gw_sub_eth.c and
- * gw_sub_sol.c. At most GW_SUB_CALL_MAX calls, sent as one batch when more
- * than one. Worker-local, one event loop. */
+ * gw_sub_sol*.c. At most GW_SUB_CALL_MAX calls, sent as one batch when more
+ * than one; a call's items are allocated as its source needs them.
+ * Worker-local, one event loop. */
 #ifndef GW_SUB_CALL_H
 #define GW_SUB_CALL_H
 
