@@ -252,6 +252,8 @@ static const struct {
     [STATE_SRV_SUBS_ROOT] = {"sluice_subscriptions", "gauge", "kind=\"root\"", NULL},
     [STATE_SRV_SUBS_SIGNATURE] = {"sluice_subscriptions", "gauge", "kind=\"signature\"", NULL},
     [STATE_SRV_SUBS_ACCOUNT] = {"sluice_subscriptions", "gauge", "kind=\"account\"", NULL},
+    [STATE_SRV_SUBS_SOL_LOGS] = {"sluice_subscriptions", "gauge", "kind=\"sol_logs\"", NULL},
+    [STATE_SRV_SUBS_PROGRAM] = {"sluice_subscriptions", "gauge", "kind=\"program\"", NULL},
     [STATE_SRV_SUB_NOTIFICATIONS] = {"sluice_subscription_notifications_total", "counter", NULL,
                                      "Subscription notifications sent to clients (one per subscriber)."},
     [STATE_SRV_SUB_BACKFILLED] = {"sluice_subscription_heights_total", "counter", "how=\"backfilled\"",
@@ -265,6 +267,14 @@ static const struct {
     [STATE_SRV_SUB_REFUSED] = {"sluice_subscriptions_refused_total", "counter", NULL,
                                "Subscribe calls refused at server.ws_max_subscriptions_per_connection or "
                                "server.ws_max_subscriptions_per_identity."},
+    [STATE_SRV_SUB_CALLS_SOL_LOGS] = {"sluice_subscription_upstream_calls_total", "counter", "kind=\"sol_logs\"",
+                                      "Upstream calls of the polled Solana logsSubscribe sources "
+                                      "(getSignaturesForAddress and getTransaction) and programSubscribe sources "
+                                      "(getProgramAccounts), batch members counted one by one."},
+    [STATE_SRV_SUB_CALLS_PROGRAM] = {"sluice_subscription_upstream_calls_total", "counter", "kind=\"program\"", NULL},
+    [STATE_SRV_SUB_TX_SKIPPED] = {"sluice_subscription_transactions_skipped_total", "counter", NULL,
+                                  "Transactions a Solana logsSubscribe source could not tell: more than 1,000 new "
+                                  "between two polls (a node's page), or listed but unreadable for 30 polls."},
     [STATE_SRV_REQ_HTTP1] = {"sluice_client_requests_total", "counter", "protocol=\"http1\"",
                              "Client HTTP requests by protocol: HTTP/1.x plain, HTTP/1.x on TLS (server.tls), "
                              "HTTP/2 (on TLS, by ALPN). WebSocket upgrades count as the HTTP/1.1 request they are."},

@@ -225,6 +225,26 @@ void gw_sub_notify(gw_sub_source_t *src, const char *result, size_t len)
     sl_buf_dispose(&b);
 }
 
+void gw_sub_fail(gw_sub_source_t *src, const char *msg)
+{
+    sl_buf_t b;
+    sl_buf_init(&b);
+    for (h2o_linklist_t *l = src->subs.next; l != &src->subs; l = l->next) {
+        gw_sub_t *sub = H2O_STRUCT_FROM_MEMBER(gw_sub_t, source_link, l);
+        sl_buf_reset(&b);
+        sl_buf_append_str(&b, "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32005,\"message\":");
+        sl_buf_append_json_str(&b, msg, strlen(msg));
+        sl_buf_append_str(&b, ",\"data\":{\"subscription\":");
+        sl_buf_append_str(&b, sub->id);
+        sl_buf_append_str(&b, ",\"method\":\"");
+        sl_buf_append_str(&b, src->kind->method);
+        sl_buf_append_str(&b, "\"}}}");
+        sub->c->send(sub->c, b.base, b.len);
+    }
+    sl_buf_dispose(&b);
+    gw_sub_finish(src);
+}
+
 void gw_sub_finish(gw_sub_source_t *src)
 {
     gw_sub_reg_t *r = src->reg;

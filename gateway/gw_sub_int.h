@@ -52,6 +52,10 @@ extern const size_t gw_sub_nkinds;
 
 /* Sends result (JSON text) to every subscriber of src as a notification. */
 void gw_sub_notify(gw_sub_source_t *src, const char *result, size_t len);
+/* Ends every subscription of src with a JSON-RPC error (id null, code
+ * -32005, msg, data {subscription, method}) to each subscriber, then as
+ * gw_sub_finish. For a source that cannot go on (an answer over a bound). */
+void gw_sub_fail(gw_sub_source_t *src, const char *msg);
 /* After a notify-once kind's notification (signatureSubscribe): every
  * subscription of src ends, and src stops from the loop. */
 void gw_sub_finish(gw_sub_source_t *src);
@@ -109,5 +113,24 @@ void gw_sub_sol_signature_start(gw_sub_source_t *src);
 const char *gw_sub_sol_account_params(const cJSON *params, sl_buf_t *key);
 void gw_sub_sol_account_start(gw_sub_source_t *src);
 void gw_sub_sol_stop(gw_sub_source_t *src);
+const char *gw_sub_sol_logs_params(const cJSON *params, sl_buf_t *key);
+void gw_sub_sol_logs_start(gw_sub_source_t *src);
+void gw_sub_sol_logs_stop(gw_sub_source_t *src);
+const char *gw_sub_sol_program_params(const cJSON *params, sl_buf_t *key);
+void gw_sub_sol_program_start(gw_sub_source_t *src);
+void gw_sub_sol_program_stop(gw_sub_source_t *src);
+
+/* gw_sub_sol_conf.c: Solana's shared checks. Commitments by rank
+ * (processed 0, confirmed 1, finalized 2); a level's name, or -1. */
+extern const char *const gw_sub_sol_levels[3];
+int gw_sub_sol_level(const char *s);
+/* 1 if s is base58 of min..max characters. */
+int gw_sub_sol_is_b58(const char *s, size_t min, size_t max);
+/* The config object's commitment (finalized when absent); -1 when bad. */
+int gw_sub_sol_commitment(const cJSON *cfg);
+struct gw_sub_call;
+/* After a poll's call c: endpoint (cap bytes) becomes the one that answered
+ * it; a failover away from the one before is told (gw_sub_source_changed). */
+void gw_sub_sol_note_endpoint(gw_sub_source_t *src, const struct gw_sub_call *c, char *endpoint, size_t cap);
 
 #endif

@@ -14,7 +14,6 @@
 #include "gateway/gw_sub_int.h"
 
 #define MAX_SLOTS_PER_POLL 64      /* slots told one by one after a gap; past it, only the newest */
-#define B58 "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 
 typedef enum sol_kind { SOL_SLOT, SOL_ROOT, SOL_SIGNATURE, SOL_ACCOUNT } sol_kind_t;
 
@@ -30,31 +29,6 @@ typedef struct sol_poll {
     int level;                    /* signature: the commitment's rank (processed 0 .. finalized 2) */
 } sol_poll_t;
 
-static const char *const levels[] = {"processed", "confirmed", "finalized"};
-
-static int level_of(const char *s)
-{
-    for (int i = 0; i < 3; i++)
-        if (strcmp(s, levels[i]) == 0)
-            return i;
-    return -1;
-}
-
-static int is_b58(const char *s, size_t min, size_t max)
-{
-    size_t n = strlen(s);
-    return n >= min && n <= max && strspn(s, B58) == n;
-}
-
-/* The config object's commitment (finalized when absent); -1 when bad. */
-static int commitment(const cJSON *cfg)
-{
-    const cJSON *c = cJSON_IsObject(cfg) ? cJSON_GetObjectItemCaseSensitive(cfg, "commitment") : NULL;
-    if (c == NULL)
-        return 2;
-    return cJSON_IsString(c) ? level_of(c->valuestring) : -1;
-}
-
 const char *gw_sub_sol_slot_params(const cJSON *params, sl_buf_t *key)
 {
     (void)key;
@@ -64,10 +38,10 @@ const char *gw_sub_sol_slot_params(const cJSON *params, sl_buf_t *key)
 const char *gw_sub_sol_signature_params(const cJSON *params, sl_buf_t *key)
 {
     const cJSON *sig = cJSON_GetArrayItem(params, 0), *cfg = cJSON_GetArrayItem(params, 1);
-    if (!cJSON_IsString(sig) || !is_b58(sig->valuestring, 64, 88) || cJSON_GetArraySize(params) > 2 ||
+    if (!cJSON_IsString(sig) || !gw_sub_sol_is_b58(sig->valuestring, 64, 88) || cJSON_GetArraySize(params) > 2 ||
         (cfg != NULL && !cJSON_IsObject(cfg)))
         return "invalid params: expected [signature (base58), {commitment}]";
-    int lv = commitment(cfg);
+    int lv = gw_sub_sol_commitment(cfg);
     if (lv < 0)
         return "invalid params: commitment must be processed, confirmed or finalized";
     sl_buf_printf(key, "%s|%d", sig->valuestring, lv);
@@ -78,10 +52,10 @@ const char *gw_sub_sol_account_params(const cJSON *params, sl_buf_t *key)
 {
     static const char *const encodings[] = {"base58", "base64", "base64+zstd", "jsonParsed"};
     const cJSON *pk = cJSON_GetArrayItem(params, 0), *cfg = cJSON_GetArrayItem(params, 1);
-    if (!cJSON_IsString(pk) || !is_b58(pk->valuestring, 32, 44) || cJSON_GetArraySize(params) > 2 ||
+    if (!cJSON_IsString(pk) || !gw_sub_sol_is_b58(pk->valuestring, 32, 44) || cJSON_GetArraySize(params) > 2 ||
         (cfg != NULL && !cJSON_IsObject(cfg)))
         return "invalid params: expected [account (base58), {commitment, encoding}]";
-    int lv = commitment(cfg);
+    int lv = gw_sub_sol_commitment(cfg);
     if (lv < 0)
         return "invalid params: commitment must be processed, confirmed or finalized";
     const cJSON *e = cJSON_IsObject(cfg) ? cJSON_GetObjectItemCaseSensitive(cfg, "encoding") : NULL;
@@ -155,7 +129,7 @@ static void signature_answer(sol_poll_t *p)
     const cJSON *st = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r, "value"), 0);
     if (cJSON_IsObject(st) && cJSON_IsNumber(ctx)) {
         const cJSON *cs = cJSON_GetObjectItemCaseSensitive(st, "confirmationStatus");
-        int lv = cJSON_IsString(cs) ? level_of(cs->valuestring) : 2; /* none: rooted (older nodes) */
+        int lv = cJSON_IsString(cs) ? gw_sub_sol_level(cs->valuestring) : 2; /* none: rooted (older nodes) */
         if (lv >= p->level) {
             const cJSON *err = cJSON_GetObjectItemCaseSensitive(st, "err");
             char *e = err != NULL ? cJSON_PrintUnformatted(err) : NULL;
@@ -261,7 +235,7 @@ static void start(gw_sub_source_t *src, sol_kind_t kind)
         snprintf(p->params, sizeof(p->params), "[[\"%s\"],{\"searchTransactionHistory\":false}]", addr);
     else if (kind == SOL_ACCOUNT)
         snprintf(p->params, sizeof(p->params), "[\"%s\",{\"commitment\":\"%s\",\"encoding\":\"%s\"}]", addr,
-                 levels[lv], enc);
+                 gw_sub_sol_levels[lv], enc);
     h2o_timeout_link(gw_sub_loop(src->reg), p->period, &p->tick);
     poll_now(p);
 }

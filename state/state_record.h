@@ -414,12 +414,17 @@ static inline uint64_t state_slot_rate_milli(const state_pressure_slot_rec_t *r,
     X(SUBS_ROOT, "subs_root", 1)                             /* ... Solana root */                           \
     X(SUBS_SIGNATURE, "subs_signature", 1)                   /* ... Solana signature */                      \
     X(SUBS_ACCOUNT, "subs_account", 1)                       /* ... Solana account */                        \
+    X(SUBS_SOL_LOGS, "subs_sol_logs", 1)                     /* ... Solana logs (mentions) */                \
+    X(SUBS_PROGRAM, "subs_program", 1)                       /* ... Solana program */                        \
     X(SUB_NOTIFICATIONS, "sub_notifications", 0)             /* subscription notifications sent */           \
     X(SUB_BACKFILLED, "sub_backfilled", 0)                   /* heights fetched by number to fill a gap */   \
     X(SUB_SKIPPED, "sub_skipped", 0)                         /* heights past the backfill bound, skipped */  \
     X(SUB_REORGED, "sub_reorged", 0)                         /* heights sent again: a reorg replaced them */ \
     X(SUB_LOGS_SENT, "sub_logs_sent", 0)                     /* logs notified (removed ones included) */     \
     X(SUB_REFUSED, "sub_refused", 0)                         /* subscribes refused at a bound */             \
+    X(SUB_CALLS_SOL_LOGS, "sub_calls_sol_logs", 0)           /* upstream calls of Solana logs sources */     \
+    X(SUB_CALLS_PROGRAM, "sub_calls_program", 0)             /* ... of Solana program sources */             \
+    X(SUB_TX_SKIPPED, "sub_tx_skipped", 0)                   /* Solana logs: transactions passed, not told */ \
     X(REQ_HTTP1, "req_http1", 0)                             /* client requests over HTTP/1.x, plain */      \
     X(REQ_HTTP1_TLS, "req_http1_tls", 0)                     /* ... over HTTP/1.x on TLS */                  \
     X(REQ_H2, "req_h2", 0)                                   /* ... over HTTP/2 (TLS, by ALPN) */

@@ -357,5 +357,6 @@ int main(int argc, char **argv)
            srv.tls ? ", TLS" : "");
     run(&srv);
     shutdown_server(&srv);
+    fp_solw_dispose(&srv);
     return 0;
 }

@@ -386,11 +386,36 @@ const fp_method_t fp_sol_methods[] = {
     {"getHealth", get_health},
     {"getLatestBlockhash", latest_blockhash},
     {"getMinimumBalanceForRentExemption", rent_exemption},
+    {"getProgramAccounts", fp_solw_program_accounts},
     {"getRecentPrioritizationFees", get_prio_fees},
     {"getSignatureStatuses", signature_statuses},
+    {"getSignaturesForAddress", fp_solw_signatures},
     {"getSlot", get_slot},
+    {"getTransaction", fp_solw_transaction},
     {"getVersion", get_version},
     {"isBlockhashValid", blockhash_valid},
     {"sendTransaction", send_transaction},
 };
 const size_t fp_sol_method_count = sizeof fp_sol_methods / sizeof fp_sol_methods[0];
+
+/* ---- for fp_sol_watch.c ---- */
+
+size_t fp_sol_base58(const uint8_t *p, size_t n, char *dst)
+{
+    return base58_encode(p, n, dst);
+}
+
+bool fp_sol_base58_decode(const char *text, uint8_t *out, size_t cap, size_t *n)
+{
+    return base58_decode((fp_span_t){text, strlen(text)}, out, cap, n);
+}
+
+uint64_t fp_sol_call_slot(const fp_server_t *srv, const fp_call_t *call)
+{
+    return call_slot(srv, call);
+}
+
+void fp_sol_put_context(fp_buf_t *out, uint64_t slot)
+{
+    put_context(out, slot);
+}
