@@ -263,8 +263,20 @@ static const struct {
     [STATE_SRV_SUB_LOGS_SENT] = {"sluice_subscription_logs_total", "counter", NULL,
                                  "Logs a logs source notified (those sent again as removed included)."},
     [STATE_SRV_SUB_REFUSED] = {"sluice_subscriptions_refused_total", "counter", NULL,
-                               "Subscribe calls refused at server.ws_max_subscriptions_per_connection or "
-                               "server.ws_max_subscriptions_per_identity."},
+                               "Subscribe calls refused at server.ws_max_subscriptions_per_connection, "
+                               "server.ws_max_subscriptions_per_identity or server.ws_max_sources_per_identity."},
+    [STATE_SRV_SUB_POLLS_LOGS] = {"sluice_subscription_upstream_calls_total", "counter", "kind=\"logs\"",
+                                  "Upstream calls subscription sources made, by kind: logs (eth_getLogs, one per "
+                                  "block per network once more than 4 filters share it), account "
+                                  "(getMultipleAccounts, up to 100 accounts each), signature "
+                                  "(getSignatureStatuses, up to 256 each)."},
+    [STATE_SRV_SUB_POLLS_ACCOUNT] = {"sluice_subscription_upstream_calls_total", "counter", "kind=\"account\"",
+                                     NULL},
+    [STATE_SRV_SUB_POLLS_SIGNATURE] = {"sluice_subscription_upstream_calls_total", "counter",
+                                       "kind=\"signature\"", NULL},
+    [STATE_SRV_SUB_LOGS_SHARED] = {"sluice_subscription_logs_shared_networks", "gauge", NULL,
+                                   "Networks whose logs sources share one unfiltered eth_getLogs per block (more "
+                                   "than 4 distinct filters), in the worker that has the most.", 1},
     [STATE_SRV_REQ_HTTP1] = {"sluice_client_requests_total", "counter", "protocol=\"http1\"",
                              "Client HTTP requests by protocol: HTTP/1.x plain, HTTP/1.x on TLS (server.tls), "
                              "HTTP/2 (on TLS, by ALPN). WebSocket upgrades count as the HTTP/1.1 request they are."},
