@@ -15,6 +15,7 @@
 #include "base/sl_time.h"
 #include "policy/breaker.h"
 #include "policy/method.h"
+#include "state/state_counters.h"
 #include "state/state_key.h"
 #include "state/state_sum.h"
 
@@ -47,6 +48,37 @@ static void requests(admin_t *a, sl_buf_t *b)
 }
 
 #define LABELS "network=\"%s\",endpoint=\"%s\""
+
+/* What subscriptions cost upstream, per network and kind (gateway/gw_sub*.c,
+ * state_sub_counter_t): bounded per network, not per distinct subscription. */
+static void subscription_cost(admin_t *a, sl_buf_t *b)
+{
+    static const char *const kinds[] = {[STATE_SUB_POLLS_HEADS] = "heads", [STATE_SUB_POLLS_LOGS] = "logs",
+                                        [STATE_SUB_POLLS_SLOT] = "slot", [STATE_SUB_POLLS_ACCOUNT] = "account",
+                                        [STATE_SUB_POLLS_SIGNATURE] = "signature"};
+    state_counters_rec_t *sum = sl_xmalloc(sizeof(*sum));
+    sl_buf_t shared = SL_BUF_INIT;
+    help(b, "sluice_subscription_upstream_calls_total", "counter",
+         "Upstream calls subscription sources made, by network and kind: heads (the head follower's headers), "
+         "logs (eth_getLogs: one per block once more than 4 filters share it), slot (getSlot), account "
+         "(getMultipleAccounts, up to 100 accounts each), signature (getSignatureStatuses, up to 256 each).");
+    for (size_t i = 0; i < a->conf.nnetworks; i++) {
+        const char *name = a->conf.networks[i].name;
+        state_counters_sum(a->conf.state, STATE_COUNTERS_SUBS, name, NULL, a->conf.nworkers, STATE_SUB_COUNTER_COUNT,
+                           sum);
+        for (int k = 0; k < STATE_SUB_LOGS_SHARED; k++)
+            sl_buf_printf(b, "sluice_subscription_upstream_calls_total{network=\"%s\",kind=\"%s\"} %llu\n", name,
+                          kinds[k], (unsigned long long)sum->v[k]);
+        sl_buf_printf(&shared, "sluice_subscription_logs_shared{network=\"%s\"} %llu\n", name,
+                      (unsigned long long)sum->v[STATE_SUB_LOGS_SHARED]);
+    }
+    help(b, "sluice_subscription_logs_shared", "gauge",
+         "Workers in which the network's logs sources share one unfiltered eth_getLogs per block (more than 4 "
+         "distinct filters there); 0: each filter fetched on its own.");
+    sl_buf_append(b, shared.base, shared.len);
+    sl_buf_dispose(&shared);
+    free(sum);
+}
 
 static void attempts(sl_buf_t *b, const admin_ep_view_t *v, size_t n)
 {
@@ -265,18 +297,6 @@ static const struct {
     [STATE_SRV_SUB_REFUSED] = {"sluice_subscriptions_refused_total", "counter", NULL,
                                "Subscribe calls refused at server.ws_max_subscriptions_per_connection, "
                                "server.ws_max_subscriptions_per_identity or server.ws_max_sources_per_identity."},
-    [STATE_SRV_SUB_POLLS_LOGS] = {"sluice_subscription_upstream_calls_total", "counter", "kind=\"logs\"",
-                                  "Upstream calls subscription sources made, by kind: logs (eth_getLogs, one per "
-                                  "block per network once more than 4 filters share it), account "
-                                  "(getMultipleAccounts, up to 100 accounts each), signature "
-                                  "(getSignatureStatuses, up to 256 each)."},
-    [STATE_SRV_SUB_POLLS_ACCOUNT] = {"sluice_subscription_upstream_calls_total", "counter", "kind=\"account\"",
-                                     NULL},
-    [STATE_SRV_SUB_POLLS_SIGNATURE] = {"sluice_subscription_upstream_calls_total", "counter",
-                                       "kind=\"signature\"", NULL},
-    [STATE_SRV_SUB_LOGS_SHARED] = {"sluice_subscription_logs_shared_networks", "gauge", NULL,
-                                   "Networks whose logs sources share one unfiltered eth_getLogs per block (more "
-                                   "than 4 distinct filters), in the worker that has the most.", 1},
     [STATE_SRV_REQ_HTTP1] = {"sluice_client_requests_total", "counter", "protocol=\"http1\"",
                              "Client HTTP requests by protocol: HTTP/1.x plain, HTTP/1.x on TLS (server.tls), "
                              "HTTP/2 (on TLS, by ALPN). WebSocket upgrades count as the HTTP/1.1 request they are."},
@@ -349,6 +369,7 @@ int admin_route_metrics(admin_t *a, h2o_req_t *req)
     admin_ep_view_t *v = admin_view_collect(a, &n);
     if (state_read_begin(a->conf.state) == SL_OK) {
         requests(a, &b);
+        subscription_cost(a, &b);
         server_limits(a, &b);
         state_read_end(a->conf.state);
     }

@@ -317,7 +317,7 @@ static void pump(eth_logs_t *g)
     sl_buf_append_str(&p, "}]");
     sl_buf_append_char(&p, '\0');
     const char *m = "eth_getLogs", *pp = p.base;
-    gw_stats_srv_add(gw_sub_stats(g->src->reg), STATE_SRV_SUB_POLLS_LOGS, 1);
+    gw_stats_sub_add(gw_sub_stats(g->src->reg), g->src->net->index, STATE_SUB_POLLS_LOGS, 1);
     gw_sub_call_start(&g->call, g->src->net, 1, &m, &pp, on_logs, g);
     sl_buf_dispose(&p);
 }

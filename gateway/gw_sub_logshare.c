@@ -75,14 +75,14 @@ gw_sub_logshare_t *gw_sub_logshare_join(gw_sub_reg_t *r, gw_net_t *net)
         gw_sub_group_add(r, &s->g);
     }
     if (++s->nsources == GW_SUB_LOGS_SHARED_MIN + 1)
-        gw_stats_srv_add(gw_sub_stats(r), STATE_SRV_SUB_LOGS_SHARED, 1);
+        gw_stats_sub_add(gw_sub_stats(r), net->index, STATE_SUB_LOGS_SHARED, 1);
     return s;
 }
 
 void gw_sub_logshare_leave(gw_sub_logshare_t *s)
 {
     if (s->nsources-- == GW_SUB_LOGS_SHARED_MIN + 1)
-        gw_stats_srv_add(gw_sub_stats(s->reg), STATE_SRV_SUB_LOGS_SHARED, (uint64_t)-1);
+        gw_stats_sub_add(gw_sub_stats(s->reg), s->g.net->index, STATE_SUB_LOGS_SHARED, 0);
     if (s->nsources > 0)
         return;
     for (size_t i = 0; i < SHARE_BLOCKS; i++) { /* no waiter left: each source cancelled its own */
@@ -230,7 +230,7 @@ int gw_sub_logshare_ask(gw_sub_logshare_t *s, const uint8_t hash[32], gw_sub_log
     sl_buf_append_str(&p, "\"}]");
     sl_buf_append_char(&p, '\0');
     const char *m = "eth_getLogs", *pp = p.base;
-    gw_stats_srv_add(gw_sub_stats(s->reg), STATE_SRV_SUB_POLLS_LOGS, 1);
+    gw_stats_sub_add(gw_sub_stats(s->reg), s->g.net->index, STATE_SUB_POLLS_LOGS, 1);
     gw_sub_call_start(&b->call, s->g.net, 1, &m, &pp, on_block, b);
     sl_buf_dispose(&p);
     return 1;

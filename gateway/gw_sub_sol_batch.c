@@ -111,7 +111,7 @@ static void start_chunk(sol_batch_t *b, size_t k, h2o_linklist_t **at)
         const char *method = b->kind == GW_SUB_SOL_BATCH_ACCOUNT ? "getMultipleAccounts" : "getSignatureStatuses";
         const char *pp = p.base;
         int acc = b->kind == GW_SUB_SOL_BATCH_ACCOUNT;
-        gw_stats_srv_add(gw_sub_stats(b->reg), acc ? STATE_SRV_SUB_POLLS_ACCOUNT : STATE_SRV_SUB_POLLS_SIGNATURE, 1);
+        gw_stats_sub_add(gw_sub_stats(b->reg), b->g.net->index, acc ? STATE_SUB_POLLS_ACCOUNT : STATE_SUB_POLLS_SIGNATURE, 1);
         gw_sub_call_start(&ch->call, b->g.net, 1, &method, &pp, on_chunk, ch);
     }
     sl_buf_dispose(&p);

@@ -420,10 +420,6 @@ static inline uint64_t state_slot_rate_milli(const state_pressure_slot_rec_t *r,
     X(SUB_REORGED, "sub_reorged", 0)                         /* heights sent again: a reorg replaced them */ \
     X(SUB_LOGS_SENT, "sub_logs_sent", 0)                     /* logs notified (removed ones included) */     \
     X(SUB_REFUSED, "sub_refused", 0)                         /* subscribes refused at a bound */             \
-    X(SUB_POLLS_LOGS, "sub_polls_logs", 0)                   /* eth_getLogs a logs source made */            \
-    X(SUB_POLLS_ACCOUNT, "sub_polls_account", 0)             /* getMultipleAccounts of account polls */      \
-    X(SUB_POLLS_SIGNATURE, "sub_polls_signature", 0)         /* getSignatureStatuses of signature polls */   \
-    X(SUB_LOGS_SHARED, "sub_logs_shared", 1)                 /* networks whose logs are fetched shared */    \
     X(REQ_HTTP1, "req_http1", 0)                             /* client requests over HTTP/1.x, plain */      \
     X(REQ_HTTP1_TLS, "req_http1_tls", 0)                     /* ... over HTTP/1.x on TLS */                  \
     X(REQ_H2, "req_h2", 0)                                   /* ... over HTTP/2 (TLS, by ALPN) */

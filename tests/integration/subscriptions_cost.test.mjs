@@ -109,7 +109,7 @@ test('50 distinct logs filters: one eth_getLogs per block for all of them, each 
   const before = await sluiceCalls();
   // 4 blocks heard: one unfiltered call each (a failed one asked again at most)
   assert.ok(before >= 4 && before <= 5, `eth_getLogs ${before} for 4 blocks and 50 filters`);
-  assert.equal(await metric(s, /sluice_subscription_logs_shared_networks (\d+)/), 1);
+  await waitFor(async () => await metric(s, /sluice_subscription_logs_shared\{network="eth"\} (\d+)/) === 1, { what: 'shared in /metrics' });
   // what the provider answers each filter, block by block (asked before the reorg replaces the last)
   const expected = async (blockHash, f) => {
     const r = await post(a.url, call('eth_getLogs', [{ blockHash, ...f }]));
@@ -158,7 +158,7 @@ test('a few logs filters keep the filtered fetch (fewer bytes): one eth_getLogs 
   await waitFor(() => ids.every((id) => c.notes(id).some((l) => l.blockHash === moved.hash)), { what: 'the block\'s logs' });
   await sleep(3 * POLL_MS);
   assert.equal((await a.stats()).methods.eth_getLogs, 3);
-  assert.equal(await metric(s, /sluice_subscription_logs_shared_networks (\d+)/), 0);
+  assert.equal(await metric(s, /sluice_subscription_logs_shared\{network="eth"\} (\d+)/), 0);
   c.ws.close();
 });
 
@@ -194,7 +194,8 @@ test('300 distinct accountSubscribe: getMultipleAccounts, at most 3 calls a roun
   assert.equal(Buffer.from(clock[0].value.data[0], 'base64').readBigUInt64LE(0), BigInt(head));
   assert.equal(clock[0].value.owner, 'Sysvar1111111111111111111111111111111111111');
   assert.ok(ids.slice(1).every((id) => c.notes(id).length === 0));
-  assert.ok(await metric(s, /sluice_subscription_upstream_calls_total\{kind="account"\} (\d+)/) >= multi);
+  await waitFor(async () => await metric(s, /sluice_subscription_upstream_calls_total\{network="solana",kind="account"\} (\d+)/) >= multi,
+    { what: 'the account calls in /metrics' });
   c.ws.close();
 });
 
