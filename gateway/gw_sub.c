@@ -209,6 +209,22 @@ static gw_sub_source_t *source_get(gw_sub_reg_t *r, gw_net_t *net, const gw_sub_
     return s;
 }
 
+/* The source's creator left it: its charge (ws_max_sources_per_identity)
+ * moves to a subscriber still on it, its creator's if one is left. */
+static void source_hand_over(gw_sub_source_t *src)
+{
+    const char *next = NULL;
+    for (h2o_linklist_t *l = src->subs.next; l != &src->subs; l = l->next) {
+        const char *ident = H2O_STRUCT_FROM_MEMBER(gw_sub_t, source_link, l)->c->ident;
+        if (strcmp(ident, src->creator) == 0)
+            return;
+        if (next == NULL)
+            next = ident;
+    }
+    if (next != NULL)
+        snprintf(src->creator, sizeof(src->creator), "%s", next);
+}
+
 /* Ends one subscription; its source stops with its last subscriber. */
 static void sub_end(gw_sub_t *sub)
 {
@@ -219,9 +235,12 @@ static void sub_end(gw_sub_t *sub)
     sub->c->nsubs--;
     src->nsubs--;
     gauge(r, src->kind->gauge, -1);
+    int creators = strcmp(sub->c->ident, src->creator) == 0;
     free(sub);
     if (src->nsubs == 0)
         source_free(src); /* (a finished source has no subscriptions left to end) */
+    else if (creators)
+        source_hand_over(src);
 }
 
 void gw_sub_client_dispose(gw_sub_client_t *c)

@@ -255,6 +255,11 @@ test('server.ws_max_sources_per_identity: a caller\'s distinct sources are cappe
   assert.equal((await c1.rpc('eth_unsubscribe', [third], 7)).result, true);
   assert.ok((await c1.rpc('eth_subscribe', ['logs', f(3)], 8)).result, 'joins the second caller\'s source');
   assert.ok((await c1.rpc('eth_subscribe', ['logs', { topics: [TRANSFER] }], 9)).result);
-  await waitMetric(s, /sluice_subscriptions_refused_total 2\b/);
+  // a source the first caller started and the second joined: when the first leaves it, the second is charged
+  assert.equal((await c1.rpc('eth_subscribe', ['logs', { topics: [APPROVAL] }], 10)).error?.code, -32005);
+  assert.ok((await c2.rpc('eth_subscribe', ['logs', f(0)], 4)).result);
+  for (const id of [1, 5]) assert.equal((await c1.rpc('eth_unsubscribe', [c1.seen.find((m) => m.id === id).result], 20 + id)).result, true);
+  assert.ok((await c1.rpc('eth_subscribe', ['logs', { topics: [APPROVAL] }], 11)).result, 'room again: f(0) is the second caller\'s now');
+  await waitMetric(s, /sluice_subscriptions_refused_total 3\b/);
   c1.ws.close(); c2.ws.close();
 });
