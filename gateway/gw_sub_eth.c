@@ -19,6 +19,7 @@
 #define LOGS_KEPT_BYTES (2u << 20)  /* ... at most this much of them per source (the oldest go first) */
 #define LOGS_QUEUE 256              /* headers waiting for their logs */
 #define MAX_TRIES 5                 /* a block's logs asked this often, then given up (logged) */
+#define SHARED_TRIES 2              /* ... the first ones from the shared fetch, when the network has it */
 
 /* ---- newHeads ---- */
 
@@ -305,7 +306,9 @@ static void pump(eth_logs_t *g)
     if (g->qlen == 0 || asking(g) || h2o_timeout_is_linked(&g->retry))
         return;
     const logs_block_t *b = &g->queue[g->qhead];
-    if (gw_sub_logshare_shared(g->share) && gw_sub_logshare_ask(g->share, b->hash, &g->wait))
+    /* a block the shared fetch failed twice (an answer over server.max_response_bytes, say) is
+     * asked with the filter, as under the threshold */
+    if (b->tries < SHARED_TRIES && gw_sub_logshare_shared(g->share) && gw_sub_logshare_ask(g->share, b->hash, &g->wait))
         return;
     sl_buf_t p;
     sl_buf_init(&p);

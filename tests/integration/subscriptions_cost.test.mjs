@@ -162,6 +162,27 @@ test('a few logs filters keep the filtered fetch (fewer bytes): one eth_getLogs 
   c.ws.close();
 });
 
+test('a block whose unfiltered logs are over server.max_response_bytes: each source asks it with its filter', async () => {
+  const a = await fake('a', { args: ['--logs-per-block', '12', '--logs-varied', '1'] });
+  const s = await gateway([a], { server: { max_response_bytes: 3000 } }); // 12 logs: ~5.9 kB; 3 of them ~1.5 kB
+  const c = openWs(`ws://127.0.0.1:${s.port}/eth`);
+  await c.opened;
+  const fs = [[0, [TRANSFER]], [1, [APPROVAL]], [2, [TRANSFER]], [3, [APPROVAL]], [0, [[TRANSFER, APPROVAL]]]]
+    .map(([k, topics]) => ({ address: ADDR[k], topics }));
+  const ids = [];
+  for (let i = 0; i < fs.length; i++) ids.push((await c.rpc('eth_subscribe', ['logs', fs[i]], i + 1)).result);
+  await sleep(5 * POLL_MS);
+  const moved = await a.chain({ advance: 1 });
+  for (let i = 0; i < fs.length; i++) {
+    const want = (await post(a.url, call('eth_getLogs', [{ blockHash: moved.hash, ...fs[i] }]))).json.result;
+    assert.ok(want.length > 0);
+    await waitFor(() => c.notes(ids[i]).filter((l) => l.blockHash === moved.hash).length >= want.length,
+      { what: `the logs of ${JSON.stringify(fs[i])}` });
+    assert.deepEqual(c.notes(ids[i]).filter((l) => l.blockHash === moved.hash), want);
+  }
+  c.ws.close();
+});
+
 test('300 distinct accountSubscribe: getMultipleAccounts, at most 3 calls a round, no getAccountInfo', async () => {
   const a = await fake('a', { chain: 'solana' });
   const s = await gateway([a], { chain: 'solana', net: 'solana' });
