@@ -28,6 +28,7 @@ struct gw_sub_reg {
     h2o_linklist_t sources;       /* gw_sub_source_t running */
     h2o_linklist_t follows;       /* gw_sub_follow.c's followers */
     h2o_linklist_t finished;      /* sources finished, waiting to be reaped */
+    h2o_linklist_t groups;        /* gw_sub_group_t: work shared by a network's sources */
     h2o_timeout_t zero;           /* reaps finished sources */
     h2o_timeout_t timeouts[MAX_TIMEOUTS];
     uint32_t timeout_ms[MAX_TIMEOUTS];
@@ -56,6 +57,7 @@ gw_sub_reg_t *gw_sub_create(h2o_loop_t *loop, const gw_server_conf_t *srv, gw_st
     h2o_linklist_init_anchor(&r->sources);
     h2o_linklist_init_anchor(&r->follows);
     h2o_linklist_init_anchor(&r->finished);
+    h2o_linklist_init_anchor(&r->groups);
     h2o_timeout_init(loop, &r->zero, 0);
     return r;
 }
@@ -102,6 +104,21 @@ void gw_sub_source_changed(gw_sub_reg_t *r, const gw_net_t *net, const char *kin
 h2o_linklist_t *gw_sub_follows(gw_sub_reg_t *r)
 {
     return &r->follows;
+}
+
+gw_sub_group_t *gw_sub_group_find(gw_sub_reg_t *r, const char *tag, const gw_net_t *net, const char *key)
+{
+    for (h2o_linklist_t *l = r->groups.next; l != &r->groups; l = l->next) {
+        gw_sub_group_t *g = H2O_STRUCT_FROM_MEMBER(gw_sub_group_t, link, l);
+        if (g->net == net && strcmp(g->tag, tag) == 0 && strcmp(g->key, key) == 0)
+            return g;
+    }
+    return NULL;
+}
+
+void gw_sub_group_add(gw_sub_reg_t *r, gw_sub_group_t *g)
+{
+    h2o_linklist_insert(&r->groups, &g->link);
 }
 
 uint32_t gw_sub_poll_ms(const gw_net_t *net)
@@ -161,24 +178,51 @@ static void on_reap(h2o_timeout_entry_t *e)
     source_free(H2O_STRUCT_FROM_MEMBER(gw_sub_source_t, reap, e));
 }
 
-/* The source with these params, or a new one started. */
-static gw_sub_source_t *source_get(gw_sub_reg_t *r, gw_net_t *net, const gw_sub_kind_t *k, const char *key)
+/* The running source with these params, or NULL. */
+static gw_sub_source_t *source_find(gw_sub_reg_t *r, gw_net_t *net, const gw_sub_kind_t *k, const char *key)
 {
     for (h2o_linklist_t *l = r->sources.next; l != &r->sources; l = l->next) {
         gw_sub_source_t *s = H2O_STRUCT_FROM_MEMBER(gw_sub_source_t, link, l);
         if (s->kind == k && s->net == net && strcmp(s->key, key) == 0)
             return s;
     }
-    gw_sub_source_t *s = sl_xcalloc(1, sizeof(*s));
+    return NULL;
+}
+
+/* The source with these params, or a new one started (by creator). */
+static gw_sub_source_t *source_get(gw_sub_reg_t *r, gw_net_t *net, const gw_sub_kind_t *k, const char *key,
+                                   const char *creator)
+{
+    gw_sub_source_t *s = source_find(r, net, k, key);
+    if (s != NULL)
+        return s;
+    s = sl_xcalloc(1, sizeof(*s));
     s->reg = r;
     s->kind = k;
     s->net = net;
     s->key = sl_xstrdup(key);
+    snprintf(s->creator, sizeof(s->creator), "%s", creator);
     s->reap.cb = on_reap;
     h2o_linklist_init_anchor(&s->subs);
     h2o_linklist_insert(&r->sources, &s->link);
     k->start(s);
     return s;
+}
+
+/* The source's creator left it: its charge (ws_max_sources_per_identity)
+ * moves to a subscriber still on it, its creator's if one is left. */
+static void source_hand_over(gw_sub_source_t *src)
+{
+    const char *next = NULL;
+    for (h2o_linklist_t *l = src->subs.next; l != &src->subs; l = l->next) {
+        const char *ident = H2O_STRUCT_FROM_MEMBER(gw_sub_t, source_link, l)->c->ident;
+        if (strcmp(ident, src->creator) == 0)
+            return;
+        if (next == NULL)
+            next = ident;
+    }
+    if (next != NULL)
+        snprintf(src->creator, sizeof(src->creator), "%s", next);
 }
 
 /* Ends one subscription; its source stops with its last subscriber. */
@@ -191,9 +235,12 @@ static void sub_end(gw_sub_t *sub)
     sub->c->nsubs--;
     src->nsubs--;
     gauge(r, src->kind->gauge, -1);
+    int creators = strcmp(sub->c->ident, src->creator) == 0;
     free(sub);
     if (src->nsubs == 0)
         source_free(src); /* (a finished source has no subscriptions left to end) */
+    else if (creators)
+        source_hand_over(src);
 }
 
 void gw_sub_client_dispose(gw_sub_client_t *c)
@@ -324,8 +371,18 @@ static size_t count_ident(const gw_sub_reg_t *r, const char *ident)
     return n;
 }
 
-/* The over-the-bound message, or NULL. */
-static const char *over_bound(const gw_sub_client_t *c)
+/* Running sources the identity started in this worker. */
+static size_t count_sources(const gw_sub_reg_t *r, const char *ident)
+{
+    size_t n = 0;
+    for (h2o_linklist_t *l = r->sources.next; l != &r->sources; l = l->next)
+        n += strcmp(H2O_STRUCT_FROM_MEMBER(gw_sub_source_t, link, l)->creator, ident) == 0;
+    return n;
+}
+
+/* The over-the-bound message, or NULL. fresh: the subscription would
+ * start a new source (joining a running one costs no source). */
+static const char *over_bound(const gw_sub_client_t *c, int fresh)
 {
     const gw_server_conf_t *srv = c->reg->srv;
     if (c->nsubs >= srv->ws_max_subscriptions_per_connection)
@@ -334,6 +391,9 @@ static const char *over_bound(const gw_sub_client_t *c)
     if (count_ident(c->reg, c->ident) >= srv->ws_max_subscriptions_per_identity)
         return "too many subscriptions for this caller (server.ws_max_subscriptions_per_identity): "
                "unsubscribe first";
+    if (fresh && count_sources(c->reg, c->ident) >= srv->ws_max_sources_per_identity)
+        return "too many distinct subscriptions started by this caller (server.ws_max_sources_per_identity): "
+               "subscribe to what is already followed, or unsubscribe first";
     return NULL;
 }
 
@@ -347,7 +407,8 @@ static void subscribe(gw_sub_client_t *c, const gw_sub_kind_t *k, const cJSON *p
     sl_buf_t key;
     sl_buf_init(&key);
     const char *bad = k->normalise(params, &key);
-    const char *over = bad == NULL ? over_bound(c) : NULL;
+    sl_buf_append_char(&key, '\0');
+    const char *over = bad == NULL ? over_bound(c, source_find(c->reg, c->net, k, key.base) == NULL) : NULL;
     if (bad != NULL || over != NULL) {
         if (over != NULL)
             gw_stats_srv_add(c->reg->stats, STATE_SRV_SUB_REFUSED, 1);
@@ -355,13 +416,12 @@ static void subscribe(gw_sub_client_t *c, const gw_sub_kind_t *k, const cJSON *p
         sl_buf_dispose(&key);
         return;
     }
-    sl_buf_append_char(&key, '\0');
     gw_sub_t *sub = sl_xcalloc(1, sizeof(*sub));
     sub->c = c;
     new_id(k->id_form, sub->id);
     /* answered before the source may notify (its first call is never synchronous) */
     answer(c, body, id, sub->id);
-    gw_sub_source_t *src = source_get(c->reg, c->net, k, key.base);
+    gw_sub_source_t *src = source_get(c->reg, c->net, k, key.base, c->ident);
     sub->src = src;
     h2o_linklist_insert(&c->subs, &sub->client_link);
     h2o_linklist_insert(&src->subs, &sub->source_link);

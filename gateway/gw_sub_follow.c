@@ -144,6 +144,7 @@ static void fetch(gw_sub_follow_t *f, uint64_t height)
     if (height != 0 && f->fetches++ > MAX_FETCHES_PER_TICK)
         return; /* the next tick goes on */
     f->fetching = height;
+    gw_stats_sub_add(gw_sub_stats(f->r), f->net->index, STATE_SUB_POLLS_HEADS, 1);
     gw_sub_call_start(&f->call, f->net, 1, &m, &pp, on_answer, f);
 }
 

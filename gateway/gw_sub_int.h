@@ -45,7 +45,24 @@ struct gw_sub_source {
     size_t nsubs;
     void *impl;                   /* the kind's state */
     h2o_timeout_entry_t reap;     /* a finished source stops from the loop, not its own callback */
+    char creator[GW_EXEC_IDENT_MAX]; /* the identity whose subscribe started it (ws_max_sources_per_identity) */
 };
+
+/* Work a network's sources share in the worker (gw_sub_logshare.c's
+ * per-block logs, gw_sub_sol_batch.c's merged polls): the first member of
+ * each such struct, found by (tag, net, key); freed by its owner when its
+ * last source leaves. */
+typedef struct gw_sub_group {
+    h2o_linklist_t link;          /* in the registry's groups */
+    const char *tag;              /* the owner's static name ("logs", "account", "signature") */
+    gw_net_t *net;
+    char key[64];                 /* the owner's (an account poll's options object) */
+} gw_sub_group_t;
+
+/* The group of (tag, net, key), or NULL. */
+gw_sub_group_t *gw_sub_group_find(gw_sub_reg_t *r, const char *tag, const gw_net_t *net, const char *key);
+/* Links a new group g (its tag, net and key set) into r's groups. */
+void gw_sub_group_add(gw_sub_reg_t *r, gw_sub_group_t *g);
 
 extern const gw_sub_kind_t gw_sub_kinds[];
 extern const size_t gw_sub_nkinds;

@@ -4,14 +4,18 @@
  * two polls, never backwards, as {"parent","root","slot"}), rootSubscribe
  * (getSlot finalized), signatureSubscribe (getSignatureStatuses until the
  * status reaches the commitment asked: one notification, then the
- * subscription ends, as Solana ends it) and accountSubscribe (getAccountInfo:
- * a notification when the account's value changes). */
+ * subscription ends, as Solana ends it) and accountSubscribe (the account's
+ * value: a notification when it changes). Signatures and accounts are not
+ * polled one by one: every source of a network (with the same commitment
+ * and encoding, for accounts) is a member of one merged poll
+ * (gw_sub_sol_batch.c: getSignatureStatuses, getMultipleAccounts). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "gateway/gw_sub_call.h"
 #include "gateway/gw_sub_int.h"
+#include "gateway/gw_sub_sol_batch.h"
 
 #define MAX_SLOTS_PER_POLL 64      /* slots told one by one after a gap; past it, only the newest */
 
@@ -25,8 +29,9 @@ typedef struct sol_poll {
     h2o_timeout_entry_t tick;
     uint64_t last;                /* slot / root last told (0: none) */
     char *value;                  /* account: its value last read (NULL: not read yet) */
-    char params[256];             /* the call's params */
+    char params[256];             /* signature, account: the merged call's options */
     int level;                    /* signature: the commitment's rank (processed 0 .. finalized 2) */
+    gw_sub_sol_member_t member;   /* signature, account: in the network's merged poll */
 } sol_poll_t;
 
 const char *gw_sub_sol_slot_params(const cJSON *params, sl_buf_t *key)
@@ -118,12 +123,10 @@ static void root_answer(sol_poll_t *p)
     gw_sub_notify(p->src, out, (size_t)n);
 }
 
-static void signature_answer(sol_poll_t *p)
+/* The signature's status ({"context","value":[status]}, as getSignatureStatuses of it alone). */
+static void signature_answer(gw_sub_sol_member_t *m, const char *res, size_t len)
 {
-    const char *res;
-    size_t len;
-    if (!gw_sub_call_result(&p->call, 0, &res, &len))
-        return;
+    sol_poll_t *p = H2O_STRUCT_FROM_MEMBER(sol_poll_t, member, m);
     cJSON *r = cJSON_ParseWithLength(res, len);
     const cJSON *ctx = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "context"), "slot");
     const cJSON *st = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r, "value"), 0);
@@ -138,18 +141,17 @@ static void signature_answer(sol_poll_t *p)
                              ctx->valuedouble, e != NULL && strlen(e) < 400 ? e : "null");
             free(e);
             gw_sub_notify(p->src, out, (size_t)n);
+            m->done = 1;
             gw_sub_finish(p->src); /* one notification, then the subscription ends */
         }
     }
     cJSON_Delete(r);
 }
 
-static void account_answer(sol_poll_t *p)
+/* The account's value ({"context","value"}, as getAccountInfo's). */
+static void account_answer(gw_sub_sol_member_t *m, const char *res, size_t len)
 {
-    const char *res;
-    size_t len;
-    if (!gw_sub_call_result(&p->call, 0, &res, &len))
-        return;
+    sol_poll_t *p = H2O_STRUCT_FROM_MEMBER(sol_poll_t, member, m);
     cJSON *r = cJSON_ParseWithLength(res, len);
     cJSON *v = cJSON_GetObjectItemCaseSensitive(r, "value");
     char *text = v != NULL ? cJSON_PrintUnformatted(v) : NULL;
@@ -178,11 +180,8 @@ static void on_answer(gw_sub_call_t *c, void *data)
         root_answer(p);
         return;
     case SOL_SIGNATURE:
-        signature_answer(p);
-        return;
     case SOL_ACCOUNT:
-        account_answer(p);
-        return;
+        return; /* merged polls (gw_sub_sol_batch.c) */
     }
 }
 
@@ -190,7 +189,8 @@ static void poll_now(sol_poll_t *p)
 {
     static const char *const get_slot[] = {"getSlot", "getSlot"};
     static const char *const slot_params[] = {"[{\"commitment\":\"processed\"}]", "[{\"commitment\":\"finalized\"}]"};
-    const char *pp = p->params, *m;
+    if (p->kind == SOL_SLOT || p->kind == SOL_ROOT)
+        gw_stats_sub_add(gw_sub_stats(p->src->reg), p->src->net->index, STATE_SUB_POLLS_SLOT, 1);
     switch (p->kind) {
     case SOL_SLOT:
         gw_sub_call_start(&p->call, p->src->net, 2, get_slot, slot_params, on_answer, p);
@@ -199,13 +199,8 @@ static void poll_now(sol_poll_t *p)
         gw_sub_call_start(&p->call, p->src->net, 1, get_slot, &slot_params[1], on_answer, p);
         return;
     case SOL_SIGNATURE:
-        m = "getSignatureStatuses";
-        gw_sub_call_start(&p->call, p->src->net, 1, &m, &pp, on_answer, p);
-        return;
     case SOL_ACCOUNT:
-        m = "getAccountInfo";
-        gw_sub_call_start(&p->call, p->src->net, 1, &m, &pp, on_answer, p);
-        return;
+        return; /* merged polls (gw_sub_sol_batch.c) */
     }
 }
 
@@ -231,11 +226,19 @@ static void start(gw_sub_source_t *src, sol_kind_t kind)
     int lv = 2;
     if (sscanf(src->key, "%95[^|]|%d|%15s", addr, &lv, enc) >= 2)
         p->level = lv;
-    if (kind == SOL_SIGNATURE)
-        snprintf(p->params, sizeof(p->params), "[[\"%s\"],{\"searchTransactionHistory\":false}]", addr);
-    else if (kind == SOL_ACCOUNT)
-        snprintf(p->params, sizeof(p->params), "[\"%s\",{\"commitment\":\"%s\",\"encoding\":\"%s\"}]", addr,
-                 gw_sub_sol_levels[lv], enc);
+    if (kind == SOL_SIGNATURE || kind == SOL_ACCOUNT) {
+        snprintf(p->member.item, sizeof(p->member.item), "%s", addr);
+        p->member.cb = kind == SOL_SIGNATURE ? signature_answer : account_answer;
+        if (kind == SOL_ACCOUNT)
+            snprintf(p->params, sizeof(p->params), "{\"commitment\":\"%s\",\"encoding\":\"%s\"}",
+                     gw_sub_sol_levels[lv >= 0 && lv < 3 ? lv : 2], enc);
+        else
+            snprintf(p->params, sizeof(p->params), "{\"searchTransactionHistory\":false}");
+        gw_sub_sol_batch_join(src->reg, src->net,
+                              kind == SOL_ACCOUNT ? GW_SUB_SOL_BATCH_ACCOUNT : GW_SUB_SOL_BATCH_SIGNATURE, p->params,
+                              &p->member);
+        return;
+    }
     h2o_timeout_link(gw_sub_loop(src->reg), p->period, &p->tick);
     poll_now(p);
 }
@@ -265,6 +268,8 @@ void gw_sub_sol_stop(gw_sub_source_t *src)
     sol_poll_t *p = src->impl;
     if (h2o_timeout_is_linked(&p->tick))
         h2o_timeout_unlink(&p->tick);
+    if (p->member.batch != NULL)
+        gw_sub_sol_batch_leave(&p->member);
     gw_sub_call_dispose(&p->call);
     free(p->value);
     free(p);

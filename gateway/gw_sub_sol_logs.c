@@ -219,7 +219,7 @@ static void poll_now(logs_poll_t *p)
         methods[1 + i] = "getTransaction";
         params[1 + i] = b->base;
     }
-    gw_stats_srv_add(gw_sub_stats(p->src->reg), STATE_SRV_SUB_CALLS_SOL_LOGS, 1 + p->nfetch);
+    gw_stats_sub_add(gw_sub_stats(p->src->reg), p->src->net->index, STATE_SUB_POLLS_SOL_LOGS, (int64_t)(1 + p->nfetch));
     gw_sub_call_start(&p->call, p->src->net, 1 + p->nfetch, methods, params, on_answer, p);
 }
 

@@ -52,4 +52,18 @@ typedef enum state_cache_counter {
     STATE_CACHE_COUNTER_COUNT
 } state_cache_counter_t;
 
+/* What a network's subscriptions cost upstream, in a "subs/<network>/<slot>"
+ * record: one of these each. */
+typedef enum state_sub_counter {
+    STATE_SUB_POLLS_HEADS,        /* header polls of the head follower (newHeads, logs) */
+    STATE_SUB_POLLS_LOGS,         /* eth_getLogs of logs sources (shared or filtered) */
+    STATE_SUB_POLLS_SLOT,         /* getSlot of slot and root sources */
+    STATE_SUB_POLLS_ACCOUNT,      /* getMultipleAccounts of account sources */
+    STATE_SUB_POLLS_SIGNATURE,    /* getSignatureStatuses of signature sources */
+    STATE_SUB_POLLS_SOL_LOGS,     /* getSignaturesForAddress and getTransaction of Solana logs sources */
+    STATE_SUB_POLLS_PROGRAM,      /* getProgramAccounts of program sources */
+    STATE_SUB_LOGS_SHARED,        /* gauge: 1 while the network's logs are fetched shared */
+    STATE_SUB_COUNTER_COUNT
+} state_sub_counter_t;
+
 #endif

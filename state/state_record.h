@@ -422,8 +422,6 @@ static inline uint64_t state_slot_rate_milli(const state_pressure_slot_rec_t *r,
     X(SUB_REORGED, "sub_reorged", 0)                         /* heights sent again: a reorg replaced them */ \
     X(SUB_LOGS_SENT, "sub_logs_sent", 0)                     /* logs notified (removed ones included) */     \
     X(SUB_REFUSED, "sub_refused", 0)                         /* subscribes refused at a bound */             \
-    X(SUB_CALLS_SOL_LOGS, "sub_calls_sol_logs", 0)           /* upstream calls of Solana logs sources */     \
-    X(SUB_CALLS_PROGRAM, "sub_calls_program", 0)             /* ... of Solana program sources */             \
     X(SUB_TX_SKIPPED, "sub_tx_skipped", 0)                   /* Solana logs: transactions passed, not told */ \
     X(REQ_HTTP1, "req_http1", 0)                             /* client requests over HTTP/1.x, plain */      \
     X(REQ_HTTP1_TLS, "req_http1_tls", 0)                     /* ... over HTTP/1.x on TLS */                  \

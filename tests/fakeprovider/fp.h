@@ -363,6 +363,7 @@ struct fp_server {
     fp_fork_t forks[FP_MAX_FORKS];  /* reorgs on command, oldest first */
     size_t nforks;
     uint64_t logs_per_block;    /* > 0: eth_getLogs answers this many logs per block of its range */
+    bool logs_varied;           /* ... of varied addresses and topics, filtered by address and topics */
     uint64_t logs_limit;        /* > 0: an eth_getLogs over more blocks is refused ... */
     const fp_vendor_t *logs_vendor; /* ... in this vendor's words */
     const char *genesis_hash;   /* Solana getGenesisHash */

@@ -104,7 +104,7 @@ test('onLogs through the derived URL: each transaction once, in order, none from
   assert.equal(st.methods.getTransaction, 80);
   assert.ok(st.methods.getSignaturesForAddress >= 3);
   // the source's upstream calls, counted: 84 getTransaction and its getSignaturesForAddress polls
-  const calls = async () => Number(/sluice_subscription_upstream_calls_total\{kind="sol_logs"\} (\d+)/.exec((await adminGet(s, '/metrics')).text)?.[1] ?? 0);
+  const calls = async () => Number(/sluice_subscription_upstream_calls_total\{network="[^"]+",kind="sol_logs"\} (\d+)/.exec((await adminGet(s, '/metrics')).text)?.[1] ?? 0);
   await waitFor(async () => (await calls()) >= 84 + 10, { what: 'the calls counted' });
   await connection.removeOnLogsListener(id);
   await waitMetric(s, /sluice_subscriptions\{kind="sol_logs"\} 0\b/);
