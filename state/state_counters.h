@@ -52,4 +52,14 @@ typedef enum state_cache_counter {
     STATE_CACHE_COUNTER_COUNT
 } state_cache_counter_t;
 
+/* A network's WebSocket and subscription counters in a "subs/<network>/<slot>"
+ * record, STATE_SUBS_COUNTERS long: entry STATE_SRV_<name> is the network's
+ * share of that server counter (the WS_ and SUB ones are counted: sockets
+ * open, subscriptions open by kind, notifications, heights, logs, closes);
+ * entry STATE_SUBS_SOURCES + STATE_SRV_SUBS_<kind> is the sources (distinct
+ * upstream polls or streams) of that kind running. Gauges start at 0 with
+ * the worker, as the server's do. */
+#define STATE_SUBS_SOURCES STATE_SRV_COUNT
+#define STATE_SUBS_COUNTERS (2 * STATE_SRV_COUNT)
+
 #endif
