@@ -189,6 +189,39 @@ test('a client that does not read is closed with 1008 and counted on its network
   assert.equal(await closed, 1008);
 });
 
+test('the last subscription_source_changed of a network is in /admin/networks and on the page', async (t) => {
+  const a = await fake('a', 'ethereum'), b = await fake('b', 'ethereum'), c = await fake('c', 'solana');
+  const s = await startSluice({ workers: 1, networks: {
+    eth: { lines: [`ranking: { probe_interval_ms: ${POLL_MS} }`], endpoints: [{ id: 'a', url: a.url }, { id: 'b', url: b.url }] },
+    sol: { chain: 'solana', lines: [`ranking: { probe_interval_ms: ${POLL_MS} }`], endpoints: [{ id: 'c', url: c.url }] },
+  } });
+  started.push(s);
+  await b.setMode('slow', { delay_ms: 40 }); // the ranking puts a first: the polls go through a
+  const w = await openWs(`ws://127.0.0.1:${s.port}/eth`);
+  await w.call('eth_subscribe', ['newHeads']);
+  const both = async (body) => { await a.chain(body); return b.chain(body); };
+  await both({ advance: 2 });
+  await waitFor(() => w.notes() >= 3, { what: 'the heads before the kill' });
+  assert.equal((await networksDoc(s)).eth.subscriptions.last_source_change, null);
+  // a fails the polls' header fetches (its probes still answer): they fail over to b
+  await a.setMode('http500', { method: 'eth_getBlockByNumber' });
+  await both({ advance: 2 });
+  const ch = await waitFor(async () => (await networksDoc(s)).eth.subscriptions.last_source_change,
+    { timeoutMs: 15000, what: 'the source change' });
+  assert.equal(ch.to, 'b');
+  assert.match(ch.reason, /polled through b, was a/);
+  assert.ok(Math.abs(Date.parse(ch.time) - Date.now()) < 15000, ch.time);
+  assert.equal((await networksDoc(s)).sol.subscriptions.last_source_change, null, 'the other network has none');
+  if (needChromium(t)) {
+    const br = await launch();
+    browsers.push(br);
+    await br.goto(`${s.admin}/`);
+    await br.waitFor(`(document.querySelector('section[data-network="eth"] .subs') || { textContent: '' })
+      .textContent.includes('source moved to b')`, { what: 'the source change on the page' });
+  }
+  await w.close();
+});
+
 // ---- --check --connect and ws_url ----
 
 const KEY = 'Qx7wK2mZ9vB4nR8tL3pY6sD1';
