@@ -8,6 +8,7 @@
  *   sluice key new [--tier T] [--name N]   print a new client key and its config entry
  *   sluice --version */
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +95,17 @@ static int check_chain(const gw_config_t *cfg, const char *path)
     return 0;
 }
 
+/* The network's configured chain identity in normal form (chain_id, Solana
+ * genesis_hash), or NULL when none is configured. */
+static const char *configured_chain(const pool_network_conf_t *c, char out[POLICY_CHAINID_MAX])
+{
+    if (c->chain == POLICY_CHAIN_ETHEREUM && c->has_chain_id) {
+        snprintf(out, POLICY_CHAINID_MAX, "0x%" PRIx64, c->chain_id);
+        return out;
+    }
+    return c->chain == POLICY_CHAIN_SOLANA ? c->genesis_hash : NULL;
+}
+
 /* --check --connect: every ws_url opens (connect, TLS, the Upgrade, its
  * Sec-WebSocket-Accept) and answers one chain id call over the socket; a
  * failure names the network, the endpoint and the step, never the URL. */
@@ -107,17 +119,22 @@ static int check_ws(const gw_config_t *cfg, const char *path)
         return 1;
     }
     int rc = 0;
+    char want_buf[POLICY_CHAINID_MAX];
     for (size_t i = 0; i < n; i++)
         for (size_t e = 0; e < cfg->networks[i].nendpoints && e < POOL_MAX_ENDPOINTS; e++) {
             const pool_askws_t *x = &out[i * POOL_MAX_ENDPOINTS + e];
             const char *net = cfg->networks[i].name, *id = cfg->networks[i].endpoints[e].id;
+            const char *want = configured_chain(&cfg->networks[i], want_buf);
             if (!x->tried)
                 continue;
-            if (x->ok)
+            if (x->ok && (want == NULL || strcmp(want, x->text) == 0))
                 printf("network %s: endpoint %s: ws_url answers over WebSocket (chain %s)\n", net, id, x->text);
+            else if (x->ok)
+                fprintf(stderr, "sluice: %s: network %s: endpoint %s: ws_url is on chain %s, not the configured %s\n",
+                        path, net, id, x->text, want);
             else
                 fprintf(stderr, "sluice: %s: network %s: endpoint %s: ws_url: %s\n", path, net, id, x->text);
-            rc |= !x->ok;
+            rc |= !x->ok || (want != NULL && strcmp(want, x->text) != 0);
         }
     free(out);
     return rc;

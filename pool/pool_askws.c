@@ -210,13 +210,17 @@ static void askws_read(int fd, uint64_t deadline, size_t n, pool_askws_t *out)
 
 sl_err_t pool_ask_ws(const pool_network_conf_t *nets, size_t n, uint32_t timeout_ms, pool_askws_t *out)
 {
+    size_t tried = 0;
     memset(out, 0, n * POOL_MAX_ENDPOINTS * sizeof(*out));
     for (size_t i = 0; i < n; i++)
         for (size_t e = 0; e < nets[i].nendpoints && e < POOL_MAX_ENDPOINTS; e++)
             if (nets[i].endpoints[e].ws_url != NULL) {
                 out[i * POOL_MAX_ENDPOINTS + e].tried = 1;
                 snprintf(out[i * POOL_MAX_ENDPOINTS + e].text, POOL_ASKWS_TEXT, "no answer (the check's process)");
+                tried++;
             }
+    if (tried == 0)
+        return SL_OK; /* no ws_url: no process */
     int fds[2];
     if (pipe(fds) != 0)
         return SL_ERR_IO;

@@ -54,8 +54,9 @@ typedef enum state_cache_counter {
 
 /* A network's WebSocket and subscription counters in a "subs/<network>/<slot>"
  * record, STATE_SUBS_COUNTERS long: entry STATE_SRV_<name> is the network's
- * share of that server counter (the WS_ and SUB ones are counted: sockets
- * open, subscriptions open by kind, notifications, heights, logs, closes);
+ * share of that server counter (counted: WS_CONNECTIONS, WS_SLOW_CLOSES,
+ * WS_IDLE_CLOSES, the SUBS_<kind> gauges and every SUB_ counter; the other
+ * entries stay 0);
  * entry STATE_SUBS_SOURCES + STATE_SRV_SUBS_<kind> is the sources (distinct
  * upstream polls or streams) of that kind running. Gauges start at 0 with
  * the worker, as the server's do. */

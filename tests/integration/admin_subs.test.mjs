@@ -227,7 +227,7 @@ test('the last subscription_source_changed of a network is in /admin/networks an
 const KEY = 'Qx7wK2mZ9vB4nR8tL3pY6sD1';
 
 // An upstream speaking JSON-RPC over HTTP and over WebSocket on one port.
-async function wsUpstream() {
+async function wsUpstream(chainId = '0x1') {
   const server = http.createServer((req, res) => {
     let body = '';
     req.on('data', (d) => { body += d; });
@@ -240,7 +240,7 @@ async function wsUpstream() {
     paths.push(req.url);
     w.on('message', (d) => {
       const m = JSON.parse(String(d));
-      w.send(JSON.stringify({ jsonrpc: '2.0', id: m.id, result: m.method === 'eth_chainId' ? '0x1' : null }));
+      w.send(JSON.stringify({ jsonrpc: '2.0', id: m.id, result: m.method === 'eth_chainId' ? chainId : null }));
     });
   });
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
@@ -281,8 +281,8 @@ async function checkConnect(endpoints) {
 }
 
 test('--check --connect opens every ws_url and asks its chain over the socket; a ws_url that is no WebSocket fails, named', async () => {
-  const good = await wsUpstream(), plain = await plainHttp(), wrong = await wrongAccept();
-  started.push(good, plain, wrong);
+  const good = await wsUpstream(), plain = await plainHttp(), wrong = await wrongAccept(), goerli = await wsUpstream('0x5');
+  started.push(good, plain, wrong, goerli);
   const http1 = `http://127.0.0.1:${good.port}`;
   const ok = await checkConnect([{ id: 'good', url: http1, ws_url: `"ws://127.0.0.1:${good.port}/v2/${KEY}"` }]);
   assert.equal(ok.status, 0, ok.stdout + ok.stderr);
@@ -292,12 +292,14 @@ test('--check --connect opens every ws_url and asks its chain over the socket; a
   const bad = await checkConnect([{ id: 'good', url: http1, ws_url: `"ws://127.0.0.1:${good.port}/v2/${KEY}"` },
     { id: 'plain', url: http1, ws_url: `"ws://127.0.0.1:${plain.port}/v2/${KEY}"` },
     { id: 'wrongaccept', url: http1, ws_url: `"ws://127.0.0.1:${wrong.port}/v2/${KEY}"` },
-    { id: 'closed', url: http1, ws_url: '"ws://127.0.0.1:1/"' }]);
+    { id: 'closed', url: http1, ws_url: '"ws://127.0.0.1:1/"' },
+    { id: 'otherchain', url: http1, ws_url: `"ws://127.0.0.1:${goerli.port}/v2/${KEY}"` }]);
   assert.equal(bad.status, 1, bad.stdout + bad.stderr);
   assert.match(bad.stdout, /endpoint good: ws_url answers over WebSocket/);
   assert.match(bad.stderr, /network eth: endpoint plain: ws_url: the Upgrade was refused \(not HTTP 101\)/);
   assert.match(bad.stderr, /network eth: endpoint wrongaccept: ws_url: a wrong Sec-WebSocket-Accept/);
   assert.match(bad.stderr, /network eth: endpoint closed: ws_url: the connection failed/);
+  assert.match(bad.stderr, /network eth: endpoint otherchain: ws_url is on chain 0x5, not the configured 0x1/);
   assert.ok(!(bad.stdout + bad.stderr).includes(KEY), 'the key is shown nowhere');
   assert.ok(!(ok.stdout + ok.stderr).includes(KEY), 'the key is shown nowhere');
 });
