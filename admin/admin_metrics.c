@@ -67,13 +67,13 @@ static void subscription_cost(admin_t *a, sl_buf_t *b)
          "counted one by one.");
     for (size_t i = 0; i < a->conf.nnetworks; i++) {
         const char *name = a->conf.networks[i].name;
-        state_counters_sum(a->conf.state, STATE_COUNTERS_SUBS, name, NULL, a->conf.nworkers, STATE_SUB_COUNTER_COUNT,
-                           sum);
+        state_counters_sum(a->conf.state, STATE_COUNTERS_SUBS, name, NULL, a->conf.nworkers, STATE_SUBS_COUNTERS, sum);
+        const uint64_t *cost = &sum->v[STATE_SUBS_COST];
         for (int k = 0; k < STATE_SUB_LOGS_SHARED; k++)
             sl_buf_printf(b, "sluice_subscription_upstream_calls_total{network=\"%s\",kind=\"%s\"} %llu\n", name,
-                          kinds[k], (unsigned long long)sum->v[k]);
+                          kinds[k], (unsigned long long)cost[k]);
         sl_buf_printf(&shared, "sluice_subscription_logs_shared{network=\"%s\"} %llu\n", name,
-                      (unsigned long long)sum->v[STATE_SUB_LOGS_SHARED]);
+                      (unsigned long long)cost[STATE_SUB_LOGS_SHARED]);
     }
     help(b, "sluice_subscription_logs_shared", "gauge",
          "Workers in which the network's logs sources share one unfiltered eth_getLogs per block (more than 4 "
@@ -388,6 +388,7 @@ int admin_route_metrics(admin_t *a, h2o_req_t *req)
     admin_cluster_metrics(a, &b);
     admin_networks_metrics(a, &b, v, n);
     admin_cache_metrics(a, &b);
+    admin_subs_metrics(a, &b);
     admin_chain_metrics(a, &b, v, n);
     size_t used, size;
     state_usage(a->conf.state, &used, &size);

@@ -14,6 +14,7 @@
 #include "gateway/gw_identity.h"
 #include "gateway/gw_refuse.h"
 #include "gateway/gw_rpc.h"
+#include "state/state_counters.h"
 
 #define MAX_TIMEOUTS 8
 #define DEFAULT_POLL_MS 1000
@@ -140,10 +141,13 @@ h2o_timeout_t *gw_sub_timeout(gw_sub_reg_t *r, uint32_t ms)
     return &r->timeouts[i];
 }
 
-static void gauge(gw_sub_reg_t *r, state_srv_counter_t g, int delta)
+/* Subscriptions of src's kind open: the worker's total and the network's. */
+static void gauge(gw_sub_reg_t *r, const gw_sub_source_t *src, int delta)
 {
+    state_srv_counter_t g = src->kind->gauge;
     r->open[g] += (uint64_t)(int64_t)delta;
     gw_stats_srv_set(r->stats, g, r->open[g]);
+    gw_stats_net_add(r->stats, src->net->index, g, delta);
 }
 
 void gw_sub_client_init(gw_sub_client_t *c, gw_sub_reg_t *r, gw_handler_t *h, gw_net_t *net,
@@ -169,6 +173,7 @@ static void source_free(gw_sub_source_t *src)
     if (h2o_linklist_is_linked(&src->link))
         h2o_linklist_unlink(&src->link);
     src->kind->stop(src);
+    gw_stats_net_add(src->reg->stats, src->net->index, STATE_SUBS_SOURCES + src->kind->gauge, -1);
     free(src->key);
     free(src);
 }
@@ -205,6 +210,7 @@ static gw_sub_source_t *source_get(gw_sub_reg_t *r, gw_net_t *net, const gw_sub_
     s->reap.cb = on_reap;
     h2o_linklist_init_anchor(&s->subs);
     h2o_linklist_insert(&r->sources, &s->link);
+    gw_stats_net_add(r->stats, net->index, STATE_SUBS_SOURCES + k->gauge, 1);
     k->start(s);
     return s;
 }
@@ -234,7 +240,7 @@ static void sub_end(gw_sub_t *sub)
     h2o_linklist_unlink(&sub->source_link);
     sub->c->nsubs--;
     src->nsubs--;
-    gauge(r, src->kind->gauge, -1);
+    gauge(r, src, -1);
     int creators = strcmp(sub->c->ident, src->creator) == 0;
     free(sub);
     if (src->nsubs == 0)
@@ -268,7 +274,7 @@ void gw_sub_notify(gw_sub_source_t *src, const char *result, size_t len)
         sl_buf_append_str(&b, "}}");
         sub->c->send(sub->c, b.base, b.len);
     }
-    gw_stats_srv_add(src->reg->stats, STATE_SRV_SUB_NOTIFICATIONS, src->nsubs);
+    gw_stats_net_add(src->reg->stats, src->net->index, STATE_SRV_SUB_NOTIFICATIONS, src->nsubs);
     sl_buf_dispose(&b);
 }
 
@@ -303,7 +309,7 @@ void gw_sub_finish(gw_sub_source_t *src)
         h2o_linklist_unlink(&sub->client_link);
         h2o_linklist_unlink(&sub->source_link);
         sub->c->nsubs--;
-        gauge(r, src->kind->gauge, -1);
+        gauge(r, src, -1);
         free(sub);
     }
     src->nsubs = 0;
@@ -411,7 +417,7 @@ static void subscribe(gw_sub_client_t *c, const gw_sub_kind_t *k, const cJSON *p
     const char *over = bad == NULL ? over_bound(c, source_find(c->reg, c->net, k, key.base) == NULL) : NULL;
     if (bad != NULL || over != NULL) {
         if (over != NULL)
-            gw_stats_srv_add(c->reg->stats, STATE_SRV_SUB_REFUSED, 1);
+            gw_stats_net_add(c->reg->stats, c->net->index, STATE_SRV_SUB_REFUSED, 1);
         error(c, body, id, bad != NULL ? -32602 : GW_RPC_LIMIT_EXCEEDED, bad != NULL ? bad : over);
         sl_buf_dispose(&key);
         return;
@@ -427,7 +433,7 @@ static void subscribe(gw_sub_client_t *c, const gw_sub_kind_t *k, const cJSON *p
     h2o_linklist_insert(&src->subs, &sub->source_link);
     c->nsubs++;
     src->nsubs++;
-    gauge(c->reg, k->gauge, +1);
+    gauge(c->reg, src, +1);
     sl_buf_dispose(&key);
 }
 

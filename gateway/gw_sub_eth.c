@@ -214,7 +214,8 @@ static void send_logs(eth_logs_t *g, const char *logs, int removed)
         }
     }
     cJSON_Delete(arr);
-    gw_stats_srv_add(gw_sub_stats(g->src->reg), STATE_SRV_SUB_LOGS_SENT, n * g->src->nsubs);
+    gw_stats_net_add(gw_sub_stats(g->src->reg), g->src->net->index, STATE_SRV_SUB_LOGS_SENT,
+                     (int64_t)(n * g->src->nsubs));
 }
 
 static void pump(eth_logs_t *g);

@@ -120,9 +120,9 @@ static void consider(gw_sub_follow_t *f, const header_t *hd)
     case POLICY_HEADTRACK_EMIT: {
         int replaced = policy_headtrack_record(&f->track, hd->height, hd->hash);
         if (replaced)
-            gw_stats_srv_add(gw_sub_stats(f->r), STATE_SRV_SUB_REORGED, 1);
+            gw_stats_net_add(gw_sub_stats(f->r), f->net->index, STATE_SRV_SUB_REORGED, 1);
         else if (f->fetching != 0 && hd->height < f->head) { /* the head itself is no backfill */
-            gw_stats_srv_add(gw_sub_stats(f->r), STATE_SRV_SUB_BACKFILLED, 1);
+            gw_stats_net_add(gw_sub_stats(f->r), f->net->index, STATE_SRV_SUB_BACKFILLED, 1);
             f->backfilled++;
         }
         tell(f, hd, replaced);
@@ -162,7 +162,7 @@ static void step(gw_sub_follow_t *f)
     if (skipped != 0) {
         uint64_t held;
         char tail[SL_LOG_HELD_MAX];
-        gw_stats_srv_add(gw_sub_stats(f->r), STATE_SRV_SUB_SKIPPED, skipped);
+        gw_stats_net_add(gw_sub_stats(f->r), f->net->index, STATE_SRV_SUB_SKIPPED, (int64_t)skipped);
         if (sl_log_limit_pass(&f->log_skip, sl_now_ms(), LOG_EVERY_MS, &held))
             sl_log_warn("network %s: newHeads went on from the head %" PRIu64 ", %" PRIu64
                         " heights behind the last sent were skipped (more than %d to backfill)%s",

@@ -126,6 +126,8 @@ test('the network head follows the upstream WebSocket within ~200 ms, probes a m
   started.push(up);
   const s = await sluiceOn(up);
   await connected(s, up);
+  // the worker holding the stream is one of this sluice's workers
+  assert.ok((await workerPids(s.child.pid)).includes((await endpointA(s)).ws.holder_pid));
   await waitFor(async () => (await netHead(s)) === up.st.head, { what: 'the first probe head' });
   const lat = [];
   for (let i = 0; i < 10; i++) {
