@@ -20,7 +20,6 @@
 
 #define GW_SUB_MAX_BACKFILL 128
 #define LOG_EVERY_MS 10000
-#define WATCH_MS 20                 /* the chain view's head is looked at this often (a read) */
 #define MAX_FETCHES_PER_TICK (2 * GW_SUB_MAX_BACKFILL + 16)
 
 typedef struct gw_sub_follow {
@@ -224,7 +223,7 @@ static void on_tick(h2o_timeout_entry_t *e)
 static void on_watch(h2o_timeout_entry_t *e)
 {
     gw_sub_follow_t *f = H2O_STRUCT_FROM_MEMBER(gw_sub_follow_t, watch, e);
-    h2o_timeout_link(gw_sub_loop(f->r), gw_sub_timeout(f->r, WATCH_MS), &f->watch);
+    h2o_timeout_link(gw_sub_loop(f->r), gw_sub_timeout(f->r, GW_SUB_WATCH_MS), &f->watch);
     uint64_t h = pool_network_head(f->net->pool_net);
     if (h <= f->view_head)
         return;
@@ -255,7 +254,7 @@ void gw_sub_follow_listen(gw_sub_reg_t *r, gw_net_t *net, gw_sub_listener_t *l)
         f->view_head = pool_network_head(net->pool_net);
         h2o_linklist_insert(all, &f->link);
         h2o_timeout_link(gw_sub_loop(r), f->period, &f->tick);
-        h2o_timeout_link(gw_sub_loop(r), gw_sub_timeout(r, WATCH_MS), &f->watch);
+        h2o_timeout_link(gw_sub_loop(r), gw_sub_timeout(r, GW_SUB_WATCH_MS), &f->watch);
         fetch(f, 0); /* the first header now, not a period from now */
     }
     l->f = f;

@@ -86,6 +86,9 @@ void gw_sub_source_changed(gw_sub_reg_t *r, const gw_net_t *net, const char *kin
                            const char *to, uint64_t backfilled);
 /* The poll interval of net's sources: its ranking.probe_interval_ms, else 1 s. */
 uint32_t gw_sub_poll_ms(const gw_net_t *net);
+/* The chain view's head is looked at this often by the sources it wakes (a read). */
+#define GW_SUB_WATCH_MS 20
+
 /* A timeout list of the registry for period ms (created on first use). */
 h2o_timeout_t *gw_sub_timeout(gw_sub_reg_t *r, uint32_t ms);
 

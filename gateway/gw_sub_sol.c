@@ -8,7 +8,9 @@
  * value: a notification when it changes). Signatures and accounts are not
  * polled one by one: every source of a network (with the same commitment
  * and encoding, for accounts) is a member of one merged poll
- * (gw_sub_sol_batch.c: getSignatureStatuses, getMultipleAccounts). */
+ * (gw_sub_sol_batch.c: getSignatureStatuses, getMultipleAccounts). The
+ * slot and root polls are also woken when the chain view's head moves (an
+ * upstream WebSocket's slotSubscribe), so a ws_url gives slots at once. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -27,6 +29,8 @@ typedef struct sol_poll {
     gw_sub_call_t call;
     h2o_timeout_t *period;
     h2o_timeout_entry_t tick;
+    h2o_timeout_entry_t watch;    /* slot, root: the chain view's head moved: poll now, not at the tick */
+    uint64_t view_head;           /* the chain view's head last looked at */
     uint64_t last;                /* slot / root last told (0: none) */
     char *value;                  /* account: its value last read (NULL: not read yet) */
     char params[256];             /* signature, account: the merged call's options */
@@ -212,6 +216,21 @@ static void on_tick(h2o_timeout_entry_t *e)
         poll_now(p);
 }
 
+/* The chain view learns slots between polls (an upstream WebSocket's
+ * slotSubscribe at once, the probes'): a head above the one last looked at
+ * wakes the slot and root polls, as gw_sub_follow.c does for newHeads. */
+static void on_watch(h2o_timeout_entry_t *e)
+{
+    sol_poll_t *p = H2O_STRUCT_FROM_MEMBER(sol_poll_t, watch, e);
+    h2o_timeout_link(gw_sub_loop(p->src->reg), gw_sub_timeout(p->src->reg, GW_SUB_WATCH_MS), &p->watch);
+    uint64_t h = pool_network_head(p->src->net->pool_net);
+    if (h <= p->view_head)
+        return;
+    p->view_head = h;
+    if (!gw_sub_call_busy(&p->call))
+        poll_now(p);
+}
+
 static void start(gw_sub_source_t *src, sol_kind_t kind)
 {
     sol_poll_t *p = sl_xcalloc(1, sizeof(*p));
@@ -240,6 +259,9 @@ static void start(gw_sub_source_t *src, sol_kind_t kind)
         return;
     }
     h2o_timeout_link(gw_sub_loop(src->reg), p->period, &p->tick);
+    p->watch.cb = on_watch;
+    p->view_head = pool_network_head(src->net->pool_net);
+    h2o_timeout_link(gw_sub_loop(src->reg), gw_sub_timeout(src->reg, GW_SUB_WATCH_MS), &p->watch);
     poll_now(p);
 }
 
@@ -268,6 +290,8 @@ void gw_sub_sol_stop(gw_sub_source_t *src)
     sol_poll_t *p = src->impl;
     if (h2o_timeout_is_linked(&p->tick))
         h2o_timeout_unlink(&p->tick);
+    if (h2o_timeout_is_linked(&p->watch))
+        h2o_timeout_unlink(&p->watch);
     if (p->member.batch != NULL)
         gw_sub_sol_batch_leave(&p->member);
     gw_sub_call_dispose(&p->call);
