@@ -8,6 +8,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import https from 'node:https';
 import net from 'node:net';
 import { startFake, startSluice, call, adminPost, sleep } from '../lib/harness.mjs';
 
@@ -21,7 +22,7 @@ function request(url, { method = 'POST', headers = {}, body } = {}) {
     const h = { connection: 'close', ...headers };
     if (data !== undefined) h['content-length'] = Buffer.byteLength(data);
     if (data !== undefined && !('content-type' in h)) h['content-type'] = 'application/json';
-    const req = http.request(url, { method, agent: false, headers: h }, (res) => {
+    const req = (url.startsWith('https:') ? https : http).request(url, { method, agent: false, headers: h }, (res) => {
       let text = '';
       res.setEncoding('utf8');
       res.on('data', (d) => { text += d; });

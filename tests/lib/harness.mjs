@@ -14,6 +14,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
+// Set by tests/lib/tls_suite.sh (ctest's tls/<name>): every sluice started
+// here serves its clients over TLS with the certificate in this folder
+// (node trusts it: NODE_EXTRA_CA_CERTS), and its URLs are https://.
+const TLS_DIR = process.env.SLUICE_TEST_TLS_DIR;
 export const SRC = process.env.SLUICE_SRC || path.resolve(here, '../..');
 export const SLUICE_BIN = process.env.SLUICE_BIN || path.join(SRC, 'build/gateway/sluice');
 export const FAKE_BIN = process.env.FAKEPROVIDER_BIN || path.join(SRC, 'build/tests/fakeprovider/fakeprovider');
@@ -140,6 +144,7 @@ export function renderConfig({ workers = 2, networks, server = {}, admin = true,
   const lines = [];
   if (statePath) lines.push(`state: { path: "${statePath}" }`);
   const srv = { listen: '"127.0.0.1:0"', workers, ...server };
+  if (TLS_DIR && srv.tls === undefined) srv.tls = `{ cert_file: "${TLS_DIR}/cert.pem", key_file: "${TLS_DIR}/key.pem" }`;
   lines.push('server:');
   for (const [k, v] of Object.entries(srv)) lines.push(`  ${k}: ${v}`);
   if (typeof admin === 'string') lines.push(`admin: ${admin}`);
@@ -202,13 +207,19 @@ export async function startSluice(config, { env, wrap = [] } = {}) {
     for (const p of [statePath, statePath + '-cache']) rmSync(p, { recursive: true, force: true });
   }
   const port = Number(match[2]);
+  const scheme = /listening on https:/.test(match[0]) ? 'https' : 'http';
+  // the TLS suite (tls_suite.sh) runs only where its TLS took: a config the test wrote itself is its own
+  if (TLS_DIR && typeof config !== 'string' && config.server?.tls === undefined && scheme !== 'https') {
+    child.kill('SIGKILL');
+    throw new Error('SLUICE_TEST_TLS_DIR is set but sluice did not listen with TLS');
+  }
   const adminMatch = out.stderr.match(/admin API on http:\/\/([\d.]+):(\d+)/);
   const adminPort = adminMatch ? Number(adminMatch[2]) : undefined;
   const wsPort = wsMatch ? Number(wsMatch[2]) : undefined; // the second listener, when it bound
   return {
     child, port, wsPort, dir, file, exited, statePath,
-    url: (net = 'eth') => `http://127.0.0.1:${port}/${net}`,
-    base: `http://127.0.0.1:${port}`,
+    url: (net = 'eth') => `${scheme}://127.0.0.1:${port}/${net}`,
+    base: `${scheme}://127.0.0.1:${port}`,
     admin: adminPort ? `http://127.0.0.1:${adminPort}` : undefined,
     logs: () => out.stderr,
     accessLines: () => out.stderr.split('\n').filter((l) => l.includes('"type":"access"')).map((l) => JSON.parse(l)),
@@ -323,7 +334,7 @@ export function readAnswer(res, resolve, headers = res.headers) {
 // localAddress (e.g. 127.0.0.2: all of 127/8 is loopback) makes the caller
 // another address, so another identity.
 export async function postFresh(url, body, headers = {}, { localAddress } = {}) {
-  const http = await import('node:http');
+  const http = await import(url.startsWith('https:') ? 'node:https' : 'node:http');
   const data = typeof body === 'string' ? body : JSON.stringify(body);
   return new Promise((resolve, reject) => {
     const req = http.request(url, {
