@@ -265,6 +265,25 @@ static const struct {
     [STATE_SRV_SUB_REFUSED] = {"sluice_subscriptions_refused_total", "counter", NULL,
                                "Subscribe calls refused at server.ws_max_subscriptions_per_connection or "
                                "server.ws_max_subscriptions_per_identity."},
+    [STATE_SRV_SUBS_PENDING] = {"sluice_subscriptions", "gauge", "kind=\"newPendingTransactions\"", NULL},
+    [STATE_SRV_SUBS_SOL_LOGS] = {"sluice_subscriptions", "gauge", "kind=\"logs_solana\"", NULL},
+    [STATE_SRV_SUBS_PROGRAM] = {"sluice_subscriptions", "gauge", "kind=\"program\"", NULL},
+    [STATE_SRV_SUB_PASS_SOURCES] = {"sluice_subscription_passthrough_sources", "gauge", NULL,
+                                    "Passthrough subscription sources (newPendingTransactions, Solana logs and "
+                                    "program) running: one per distinct params per worker."},
+    [STATE_SRV_SUB_PASS_SOCKETS] = {"sluice_subscription_upstream_sockets", "gauge", NULL,
+                                    "Upstream WebSockets (ws_url) holding passthrough subscriptions."},
+    [STATE_SRV_SUB_PASS_WAITING] = {"sluice_subscription_passthrough_waiting", "gauge", NULL,
+                                    "Passthrough sources with no upstream subscription now (no usable ws "
+                                    "endpoint): their clients stay subscribed and resume when one is back."},
+    [STATE_SRV_SUB_PASS_RELAYED] = {"sluice_subscription_passthrough_relayed_total", "counter", NULL,
+                                    "Upstream notifications relayed by passthrough sources (each goes to every "
+                                    "subscriber of its source)."},
+    [STATE_SRV_SUB_PASS_FAILOVERS] = {"sluice_subscription_passthrough_failovers_total", "counter", NULL,
+                                      "Passthrough sources subscribed again at another endpoint after a loss."},
+    [STATE_SRV_SUB_PASS_UNSOURCED_MS] = {"sluice_subscription_passthrough_unsourced_ms_total", "counter", NULL,
+                                         "Milliseconds passthrough sources spent without an upstream "
+                                         "subscription (summed over sources)."},
     [STATE_SRV_REQ_HTTP1] = {"sluice_client_requests_total", "counter", "protocol=\"http1\"",
                              "Client HTTP requests by protocol: HTTP/1.x plain, HTTP/1.x on TLS (server.tls), "
                              "HTTP/2 (on TLS, by ALPN). WebSocket upgrades count as the HTTP/1.1 request they are."},

@@ -99,6 +99,11 @@ void gw_sub_source_changed(gw_sub_reg_t *r, const gw_net_t *net, const char *kin
         sl_log_warn("state: could not record the subscription_source_changed event");
 }
 
+state_t *gw_sub_state(const gw_sub_reg_t *r)
+{
+    return r->st;
+}
+
 h2o_linklist_t *gw_sub_follows(gw_sub_reg_t *r)
 {
     return &r->follows;
@@ -123,7 +128,7 @@ h2o_timeout_t *gw_sub_timeout(gw_sub_reg_t *r, uint32_t ms)
     return &r->timeouts[i];
 }
 
-static void gauge(gw_sub_reg_t *r, state_srv_counter_t g, int delta)
+void gw_sub_gauge(gw_sub_reg_t *r, state_srv_counter_t g, int delta)
 {
     r->open[g] += (uint64_t)(int64_t)delta;
     gw_stats_srv_set(r->stats, g, r->open[g]);
@@ -151,7 +156,10 @@ static void source_free(gw_sub_source_t *src)
         h2o_timeout_unlink(&src->reap);
     if (h2o_linklist_is_linked(&src->link))
         h2o_linklist_unlink(&src->link);
-    src->kind->stop(src);
+    if (src->pass)
+        gw_sub_pass_stop(src);
+    else
+        src->kind->stop(src);
     free(src->key);
     free(src);
 }
@@ -162,11 +170,12 @@ static void on_reap(h2o_timeout_entry_t *e)
 }
 
 /* The source with these params, or a new one started. */
-static gw_sub_source_t *source_get(gw_sub_reg_t *r, gw_net_t *net, const gw_sub_kind_t *k, const char *key)
+static gw_sub_source_t *source_get(gw_sub_reg_t *r, gw_net_t *net, const gw_sub_kind_t *k, const char *key,
+                                   int pass)
 {
     for (h2o_linklist_t *l = r->sources.next; l != &r->sources; l = l->next) {
         gw_sub_source_t *s = H2O_STRUCT_FROM_MEMBER(gw_sub_source_t, link, l);
-        if (s->kind == k && s->net == net && strcmp(s->key, key) == 0)
+        if (s->kind == k && s->net == net && s->pass == pass && strcmp(s->key, key) == 0)
             return s;
     }
     gw_sub_source_t *s = sl_xcalloc(1, sizeof(*s));
@@ -176,8 +185,12 @@ static gw_sub_source_t *source_get(gw_sub_reg_t *r, gw_net_t *net, const gw_sub_
     s->key = sl_xstrdup(key);
     s->reap.cb = on_reap;
     h2o_linklist_init_anchor(&s->subs);
+    s->pass = (uint8_t)pass;
     h2o_linklist_insert(&r->sources, &s->link);
-    k->start(s);
+    if (pass)
+        gw_sub_pass_start(s);
+    else
+        k->start(s);
     return s;
 }
 
@@ -190,7 +203,7 @@ static void sub_end(gw_sub_t *sub)
     h2o_linklist_unlink(&sub->source_link);
     sub->c->nsubs--;
     src->nsubs--;
-    gauge(r, src->kind->gauge, -1);
+    gw_sub_gauge(r, src->kind->gauge, -1);
     free(sub);
     if (src->nsubs == 0)
         source_free(src); /* (a finished source has no subscriptions left to end) */
@@ -236,7 +249,7 @@ void gw_sub_finish(gw_sub_source_t *src)
         h2o_linklist_unlink(&sub->client_link);
         h2o_linklist_unlink(&sub->source_link);
         sub->c->nsubs--;
-        gauge(r, src->kind->gauge, -1);
+        gw_sub_gauge(r, src->kind->gauge, -1);
         free(sub);
     }
     src->nsubs = 0;
@@ -317,16 +330,35 @@ static const char *over_bound(const gw_sub_client_t *c)
     return NULL;
 }
 
+/* 1: passed through (an endpoint with a ws_url is usable, or, for a kind
+ * without polling, one is configured: the source waits for it); 0: the
+ * row's start; -1: neither (refused). */
+static int served_by(const gw_sub_kind_t *k, gw_net_t *net)
+{
+    if (k->pass && (gw_sub_pass_usable(net) || (k->start == NULL && gw_sub_pass_configured(net))))
+        return 1;
+    return k->start != NULL && k->normalise != NULL ? 0 : -1;
+}
+
 static void subscribe(gw_sub_client_t *c, const gw_sub_kind_t *k, const cJSON *params, const char *body,
                       wire_span_t id)
 {
-    if (k->normalise == NULL) {
+    int pass = served_by(k, c->net);
+    if (pass < 0) {
         error(c, body, id, GW_RPC_METHOD_NOT_FOUND, k->refusal);
         return;
     }
     sl_buf_t key;
     sl_buf_init(&key);
-    const char *bad = k->normalise(params, &key);
+    const char *bad = (k->normalise != NULL ? k->normalise : gw_sub_pass_params)(params, &key);
+    if (bad == NULL && pass) { /* the source's key: the params the upstream is sent */
+        sl_buf_t up;
+        sl_buf_init(&up);
+        sl_buf_append_char(&key, '\0');
+        gw_sub_pass_upstream(k, params, key.base, &up);
+        sl_buf_dispose(&key);
+        key = up;
+    }
     const char *over = bad == NULL ? over_bound(c) : NULL;
     if (bad != NULL || over != NULL) {
         if (over != NULL)
@@ -341,13 +373,13 @@ static void subscribe(gw_sub_client_t *c, const gw_sub_kind_t *k, const cJSON *p
     new_id(k->id_form, sub->id);
     /* answered before the source may notify (its first call is never synchronous) */
     answer(c, body, id, sub->id);
-    gw_sub_source_t *src = source_get(c->reg, c->net, k, key.base);
+    gw_sub_source_t *src = source_get(c->reg, c->net, k, key.base, pass);
     sub->src = src;
     h2o_linklist_insert(&c->subs, &sub->client_link);
     h2o_linklist_insert(&src->subs, &sub->source_link);
     c->nsubs++;
     src->nsubs++;
-    gauge(c->reg, k->gauge, +1);
+    gw_sub_gauge(c->reg, k->gauge, +1);
     sl_buf_dispose(&key);
 }
 

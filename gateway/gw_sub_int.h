@@ -33,6 +33,9 @@ typedef struct gw_sub_kind {
     /* Starts the source (src->impl); stop frees it, any call in flight released. */
     void (*start)(gw_sub_source_t *src);
     void (*stop)(gw_sub_source_t *src);
+    /* Passed through to an endpoint's WebSocket (gw_sub_pass.c) where the
+     * network has a ws_url; else start (polling), else refusal. */
+    uint8_t pass;
 } gw_sub_kind_t;
 
 struct gw_sub_source {
@@ -44,6 +47,7 @@ struct gw_sub_source {
     h2o_linklist_t link;          /* in the registry's sources; unlinked once finished */
     size_t nsubs;
     void *impl;                   /* the kind's state */
+    uint8_t pass;                 /* served by gw_sub_pass.c, not the row's start */
     h2o_timeout_entry_t reap;     /* a finished source stops from the loop, not its own callback */
 };
 
@@ -63,6 +67,10 @@ gw_stats_t *gw_sub_stats(const gw_sub_reg_t *r);
  * heights backfilled while on the one before). */
 void gw_sub_source_changed(gw_sub_reg_t *r, const gw_net_t *net, const char *kind, const char *from,
                            const char *to, uint64_t backfilled);
+/* Events go to it (NULL: none). */
+state_t *gw_sub_state(const gw_sub_reg_t *r);
+/* Adds delta to the worker's gauge g. */
+void gw_sub_gauge(gw_sub_reg_t *r, state_srv_counter_t g, int delta);
 /* The poll interval of net's sources: its ranking.probe_interval_ms, else 1 s. */
 uint32_t gw_sub_poll_ms(const gw_net_t *net);
 /* A timeout list of the registry for period ms (created on first use). */
@@ -109,5 +117,19 @@ void gw_sub_sol_signature_start(gw_sub_source_t *src);
 const char *gw_sub_sol_account_params(const cJSON *params, sl_buf_t *key);
 void gw_sub_sol_account_start(gw_sub_source_t *src);
 void gw_sub_sol_stop(gw_sub_source_t *src);
+
+/* gw_sub_pass.c: the passthrough source. gw_sub_pass_params is the generic
+ * normaliser of a passthrough kind without its own (Solana: an array whose
+ * first member is a string or an object, printed canonically, at most 4 KB);
+ * gw_sub_pass_upstream writes the params the upstream is sent (the key of
+ * a passthrough source: equal params share it). */
+const char *gw_sub_pass_params(const cJSON *params, sl_buf_t *key);
+const char *gw_sub_pass_pending_params(const cJSON *params, sl_buf_t *key);
+void gw_sub_pass_upstream(const gw_sub_kind_t *k, const cJSON *params, const char *key, sl_buf_t *out);
+/* 1 if net has an endpoint with a ws_url usable now / configured at all. */
+int gw_sub_pass_usable(gw_net_t *net);
+int gw_sub_pass_configured(const gw_net_t *net);
+void gw_sub_pass_start(gw_sub_source_t *src);
+void gw_sub_pass_stop(gw_sub_source_t *src);
 
 #endif

@@ -1,0 +1,248 @@
+// Subscriptions passed through from an upstream's WebSocket (issue 22,
+// gateway/gw_sub_pass.c, pool/pool_wspass.c): newPendingTransactions and
+// Solana's logsSubscribe / programSubscribe are subscribed to at an endpoint
+// with a ws_url, and each notification's result goes to every client with
+// sluice's own id. The upstreams are small node servers in this file (the C
+// fake provider has no WebSocket): JSON-RPC over HTTP for the probes, the
+// `ws` package's server on the same port, counting subscribes and
+// unsubscribes and pushing what the test tells them to.
+// viem's watchPendingTransactions gets the hashes; two clients with the same
+// params share one upstream subscription; the endpoint holding it killed,
+// the subscription moves to the other one (subscription_source_changed) and
+// notifications resume; a network without ws_url refuses with -32601; bad
+// params get -32602; @solana/web3.js onLogs through the derived port + 1 URL.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import WebSocket, { WebSocketServer } from 'ws';
+import { createPublicClient, webSocket } from 'viem';
+import { Connection } from '@solana/web3.js';
+import { startSluice, call, sleep, waitFor, adminGet, events, metricValue } from '../lib/harness.mjs';
+
+const started = [];
+after(async () => { await Promise.all(started.map((p) => p.stop())); });
+
+const hex = (n) => '0x' + n.toString(16);
+const hashOf = (n) => '0x' + n.toString(16).padStart(64, '0');
+
+async function startUpstream(name, { solana = false } = {}) {
+  const st = { name, subs: new Map(), subscribes: [], unsubscribes: 0, socks: new Set(), next: 1 };
+  const answer = (m) => {
+    switch (m.method) {
+      case 'eth_chainId': return '0x1';
+      case 'eth_blockNumber': return hex(1000);
+      case 'eth_getBlockByNumber': return { number: hex(1000), hash: hashOf(1000), parentHash: hashOf(999), timestamp: hex(1700000000) };
+      case 'getSlot': return 1000;
+      case 'getGenesisHash': return '5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d';
+      case 'getHealth': return 'ok';
+      default: return null;
+    }
+  };
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (d) => { body += d; });
+    req.on('end', () => {
+      let m;
+      try { m = JSON.parse(body); } catch { res.writeHead(400).end(); return; }
+      const out = Array.isArray(m) ? m.map((x) => ({ jsonrpc: '2.0', id: x.id, result: answer(x) }))
+        : { jsonrpc: '2.0', id: m.id, result: answer(m) };
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(out));
+    });
+  });
+  const wss = new WebSocketServer({ server });
+  wss.on('connection', (ws) => {
+    st.socks.add(ws);
+    ws.on('close', () => st.socks.delete(ws));
+    ws.on('error', () => {});
+    ws.on('message', (d) => {
+      const m = JSON.parse(String(d));
+      const reply = (result) => ws.send(JSON.stringify({ jsonrpc: '2.0', id: m.id, result }));
+      if (m.method === 'eth_subscribe' && m.params?.[0] === 'newHeads') return reply('0x' + 'ab'.repeat(16));
+      if (m.method === 'slotSubscribe') return reply(999999);
+      if (m.method === 'eth_subscribe' || m.method === 'logsSubscribe' || m.method === 'programSubscribe') {
+        const id = solana ? st.next++ : '0x' + (st.next++).toString(16).padStart(32, '0');
+        st.subs.set(String(id), { ws, method: m.method, params: m.params });
+        st.subscribes.push({ method: m.method, params: m.params });
+        return reply(id);
+      }
+      if (/nsubscribe$/.test(m.method)) {
+        st.unsubscribes++;
+        return reply(st.subs.delete(String(m.params[0])));
+      }
+      return reply(answer(m));
+    });
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  const port = server.address().port;
+  const live = (pred) => [...st.subs.entries()].filter(([, s]) => s.ws.readyState === WebSocket.OPEN && pred(s));
+  return {
+    st, name,
+    url: `http://127.0.0.1:${port}`,
+    wsUrl: `"ws://127.0.0.1:${port}/"`,
+    live,
+    // pushes result to every live subscription matching pred, as method's notification
+    push(pred, method, result) {
+      for (const [id, s] of live(pred)) {
+        s.ws.send(JSON.stringify({ jsonrpc: '2.0', method, params: { subscription: solana ? Number(id) : id, result } }));
+      }
+    },
+    stop: () => { for (const s of st.socks) s.terminate(); server.closeAllConnections?.(); return new Promise((r) => server.close(r)); },
+  };
+}
+
+const pending = (s) => s.method === 'eth_subscribe' && s.params[0] === 'newPendingTransactions';
+
+async function gateway(ups, { chain = 'ethereum', net = 'eth', plain } = {}) {
+  const networks = { [net]: { chain, lines: ['ranking: { probe_interval_ms: 200 }'],
+    endpoints: ups.map((u) => ({ id: u.name, url: u.url, ws_url: u.wsUrl })) } };
+  if (plain) networks.plain = { chain, lines: ['ranking: { probe_interval_ms: 200 }'], endpoints: [{ id: 'p', url: plain.url }] };
+  const s = await startSluice({ workers: 1, networks });
+  started.push(s);
+  return s;
+}
+
+function openWs(url) {
+  const ws = new WebSocket(url);
+  const seen = [], waiters = [];
+  ws.on('message', (d) => {
+    const m = JSON.parse(d.toString());
+    seen.push(m);
+    for (const w of [...waiters]) if (w.pred(m)) { waiters.splice(waiters.indexOf(w), 1); w.resolve(m); }
+  });
+  const opened = new Promise((r, j) => { ws.on('open', r); ws.on('error', j); });
+  const next = (pred, ms = 5000) => {
+    const have = seen.find((m) => pred(m));
+    if (have) return Promise.resolve(have);
+    return new Promise((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error('no such message')), ms);
+      waiters.push({ pred, resolve: (m) => { clearTimeout(t); resolve(m); } });
+    });
+  };
+  const rpc = (method, params, id) => { ws.send(JSON.stringify(call(method, params, id))); return next((m) => m.id === id); };
+  const notes = (sub) => seen.filter((m) => m.params && m.params.subscription === sub).map((m) => m.params.result);
+  return { ws, opened, next, rpc, notes };
+}
+
+const txHash = (n) => '0x' + n.toString(16).padStart(64, 'f');
+
+test('newPendingTransactions: viem gets the hashes; one upstream subscription shared; failover to the second ws endpoint', async () => {
+  const a = await startUpstream('a');
+  const b = await startUpstream('b');
+  started.push(a, b);
+  const s = await gateway([a, b], { plain: a });
+  const client = createPublicClient({ transport: webSocket(`ws://127.0.0.1:${s.port}/eth`, { reconnect: false }) });
+  const got = [];
+  const unwatch = client.watchPendingTransactions({ onTransactions: (hs) => got.push(...hs), poll: false });
+  started.push({ stop: async () => { unwatch(); (await client.transport.getRpcClient()).close(); } });
+  const raw = openWs(`ws://127.0.0.1:${s.port}/eth`);
+  await raw.opened;
+  await waitFor(() => a.live(pending).length + b.live(pending).length === 1, { what: 'viem subscribed upstream' });
+  const sub = (await raw.rpc('eth_subscribe', ['newPendingTransactions'], 1)).result;
+  assert.match(sub, /^0x[0-9a-f]{32}$/);
+  const sub2 = (await raw.rpc('eth_subscribe', ['newPendingTransactions', false], 2)).result;
+  assert.notEqual(sub, sub2);
+  await sleep(200);
+  const all = () => [...a.st.subscribes, ...b.st.subscribes].filter(pending);
+  assert.equal(all().length, 1, 'three subscriptions with the same params: one upstream subscription');
+  const first = a.live(pending).length === 1 ? a : b;
+  const second = first === a ? b : a;
+  assert.notEqual(a.live(pending)[0]?.[0], sub, 'the client never sees the upstream id');
+
+  for (let i = 1; i <= 5; i++) first.push(pending, 'eth_subscription', txHash(i));
+  await waitFor(() => got.length === 5, { what: 'viem got 5 hashes' });
+  assert.deepEqual(got, [1, 2, 3, 4, 5].map(txHash));
+  await waitFor(() => raw.notes(sub).length === 5 && raw.notes(sub2).length === 5, { what: 'the raw subscriptions' });
+
+  // full transactions: other params, another upstream subscription
+  const full = (await raw.rpc('eth_subscribe', ['newPendingTransactions', true], 3)).result;
+  await waitFor(() => all().length === 2, { what: 'a second upstream subscription' });
+  assert.deepEqual(all()[1].params, ['newPendingTransactions', true]);
+  assert.equal((await raw.rpc('eth_unsubscribe', [full], 4)).result, true);
+  await waitFor(() => first.st.unsubscribes === 1, { what: 'the last subscriber gone: unsubscribed upstream' });
+  assert.equal(await metricValue(s, 'sluice_subscription_passthrough_sources'), 1);
+
+  // the endpoint holding it dies: the other one gets the subscription
+  await first.stop();
+  await waitFor(() => second.live(pending).length === 1, { what: 'subscribed again at the other endpoint' });
+  for (let i = 6; i <= 8; i++) second.push(pending, 'eth_subscription', txHash(i));
+  await waitFor(() => got.length === 8, { what: 'viem got 8 hashes' });
+  assert.deepEqual(got.slice(5), [6, 7, 8].map(txHash));
+  await waitFor(() => raw.notes(sub).length === 8, { what: 'the raw subscriber resumed' });
+  const ev = (await events(s)).filter((e) => e.kind === 'subscription_source_changed');
+  assert.ok(ev.some((e) => e.endpoint === second.name && e.reason.includes(`was ${first.name}`) &&
+    /not backfilled/.test(e.reason)), JSON.stringify(ev));
+  assert.ok(!ev.some((e) => /127\.0\.0\.1|ws:/.test(e.reason)), 'no URL in the event');
+  await waitFor(async () => (await metricValue(s, 'sluice_subscription_passthrough_failovers_total')) >= 1,
+    { what: 'the failover counted' });
+  await waitFor(async () => (await metricValue(s, 'sluice_subscription_passthrough_relayed_total')) === 8,
+    { what: 'the 8 notifications relayed counted once each' });
+
+  // a network without ws_url: refused clearly; bad params: -32602
+  const plain = openWs(`ws://127.0.0.1:${s.port}/plain`);
+  await plain.opened;
+  const refused = await plain.rpc('eth_subscribe', ['newPendingTransactions'], 1);
+  assert.equal(refused.error.code, -32601);
+  assert.match(refused.error.message, /needs an endpoint with ws_url/);
+  const bad = await raw.rpc('eth_subscribe', ['newPendingTransactions', { full: 1 }], 5);
+  assert.equal(bad.error.code, -32602);
+  const bad2 = await raw.rpc('eth_subscribe', ['newPendingTransactions', true, 1], 6);
+  assert.equal(bad2.error.code, -32602);
+
+  unwatch();
+  raw.ws.close();
+  plain.ws.close();
+  await waitFor(() => second.st.unsubscribes >= 1 || second.live(pending).length === 0, { what: 'unsubscribed at the end' });
+});
+
+test('every ws endpoint gone: the client stays subscribed, counted, and resumes when one is back', async () => {
+  const a = await startUpstream('a');
+  started.push(a);
+  const s = await gateway([a]);
+  const raw = openWs(`ws://127.0.0.1:${s.port}/eth`);
+  await raw.opened;
+  const sub = (await raw.rpc('eth_subscribe', ['newPendingTransactions'], 1)).result;
+  await waitFor(() => a.live(pending).length === 1, { what: 'subscribed upstream' });
+  for (const w of a.st.socks) w.terminate(); // the sockets die; the endpoint still answers HTTP
+  await waitFor(async () => (await metricValue(s, 'sluice_subscription_passthrough_failovers_total')) >= 1 ||
+    a.live(pending).length === 1, { what: 'subscribed again' });
+  await waitFor(() => a.live(pending).length === 1, { what: 'subscribed again at the same endpoint after its backoff' });
+  a.push(pending, 'eth_subscription', txHash(42));
+  await raw.next((m) => m.params?.subscription === sub && m.params.result === txHash(42));
+  await waitFor(async () => (await metricValue(s, 'sluice_subscription_passthrough_unsourced_ms_total')) > 0,
+    { what: 'the time without a source counted' });
+  raw.ws.close();
+});
+
+test('Solana: onLogs through the derived port + 1 URL is passed through; programSubscribe too', async () => {
+  const a = await startUpstream('a', { solana: true });
+  started.push(a);
+  const s = await gateway([a], { chain: 'solana', net: 'solana' });
+  const connection = new Connection(`http://127.0.0.1:${s.port}/solana`, 'confirmed');
+  assert.equal(connection._rpcWsEndpoint, `ws://127.0.0.1:${s.port + 1}/solana`);
+  const logs = [];
+  const id = connection.onLogs('all', (l) => logs.push(l), 'confirmed');
+  const isLogs = (x) => x.method === 'logsSubscribe';
+  await waitFor(() => a.live(isLogs).length === 1, { what: 'logsSubscribe upstream' });
+  assert.deepEqual(a.st.subscribes.find(isLogs).params, ['all', { commitment: 'confirmed' }]);
+  const value = { signature: '5'.repeat(88), err: null, logs: ['Program 11111111111111111111111111111111 invoke [1]'] };
+  a.push(isLogs, 'logsNotification', { context: { slot: 1001 }, value });
+  await waitFor(() => logs.length === 1, { what: 'onLogs called' });
+  assert.deepEqual(logs[0], value);
+
+  const raw = openWs(`ws://127.0.0.1:${s.port}/solana`);
+  await raw.opened;
+  const prog = (await raw.rpc('programSubscribe', ['11111111111111111111111111111111', { encoding: 'base64' }], 1)).result;
+  assert.equal(typeof prog, 'number');
+  const isProg = (x) => x.method === 'programSubscribe';
+  await waitFor(() => a.live(isProg).length === 1, { what: 'programSubscribe upstream' });
+  a.push(isProg, 'programNotification', { context: { slot: 1002 }, value: { pubkey: 'x', account: {} } });
+  await raw.next((m) => m.method === 'programNotification' && m.params.subscription === prog);
+  const bad = await raw.rpc('logsSubscribe', [5], 2);
+  assert.equal(bad.error.code, -32602);
+  await connection.removeOnLogsListener(id);
+  await waitFor(() => a.st.unsubscribes >= 1, { what: 'logsUnsubscribe upstream' });
+  raw.ws.close();
+  // web3.js keeps its socket and reconnects forever: not past this test
+  connection._rpcWebSocket.reconnect = false;
+  connection._rpcWebSocket.close();
+});
