@@ -17,7 +17,7 @@ import http from 'node:http';
 import WebSocket, { WebSocketServer } from 'ws';
 import { createPublicClient, webSocket } from 'viem';
 import { Connection } from '@solana/web3.js';
-import { startSluice, call, sleep, waitFor, adminGet, events, metricValue } from '../lib/harness.mjs';
+import { startSluice, call, sleep, waitFor, adminPost, events, metricValue } from '../lib/harness.mjs';
 
 const started = [];
 after(async () => { await Promise.all(started.map((p) => p.stop())); });
@@ -210,6 +210,29 @@ test('every ws endpoint gone: the client stays subscribed, counted, and resumes 
   await raw.next((m) => m.params?.subscription === sub && m.params.result === txHash(42));
   await waitFor(async () => (await metricValue(s, 'sluice_subscription_passthrough_unsourced_ms_total')) > 0,
     { what: 'the time without a source counted' });
+  const ev = (await events(s)).filter((e) => e.kind === 'subscription_source_changed');
+  assert.ok(ev.some((e) => e.endpoint === 'none' && /was a/.test(e.reason)), JSON.stringify(ev));
+  assert.ok(ev.some((e) => e.endpoint === 'a' && /was a/.test(e.reason)), JSON.stringify(ev));
+  raw.ws.close();
+});
+
+test('the endpoint holding the subscription drained: it moves to the other one', async () => {
+  const a = await startUpstream('a');
+  const b = await startUpstream('b');
+  started.push(a, b);
+  const s = await gateway([a, b]);
+  const raw = openWs(`ws://127.0.0.1:${s.port}/eth`);
+  await raw.opened;
+  const sub = (await raw.rpc('eth_subscribe', ['newPendingTransactions'], 1)).result;
+  await waitFor(() => a.live(pending).length + b.live(pending).length === 1, { what: 'subscribed upstream' });
+  const first = a.live(pending).length === 1 ? a : b;
+  const second = first === a ? b : a;
+  assert.equal((await adminPost(s, `/admin/endpoints/eth/${first.name}/drain`)).status, 200);
+  await waitFor(() => second.live(pending).length === 1, { what: 'subscribed at the other endpoint' });
+  second.push(pending, 'eth_subscription', txHash(7));
+  await raw.next((m) => m.params?.subscription === sub && m.params.result === txHash(7));
+  const ev = (await events(s)).filter((e) => e.kind === 'subscription_source_changed');
+  assert.ok(ev.some((e) => e.endpoint === second.name && e.reason.includes(`was ${first.name}`)), JSON.stringify(ev));
   raw.ws.close();
 });
 
