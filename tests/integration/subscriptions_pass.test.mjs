@@ -17,7 +17,7 @@ import http from 'node:http';
 import WebSocket, { WebSocketServer } from 'ws';
 import { createPublicClient, webSocket } from 'viem';
 import { Connection } from '@solana/web3.js';
-import { startSluice, call, sleep, waitFor, adminPost, events, metricValue } from '../lib/harness.mjs';
+import { startSluice, call, sleep, waitFor, adminGet, adminPost, events, metricValue } from '../lib/harness.mjs';
 
 const started = [];
 after(async () => { await Promise.all(started.map((p) => p.stop())); });
@@ -208,7 +208,9 @@ test('every ws endpoint gone: the client stays subscribed, counted, and resumes 
   await waitFor(() => a.live(pending).length === 1, { what: 'subscribed again at the same endpoint after its backoff' });
   a.push(pending, 'eth_subscription', txHash(42));
   await raw.next((m) => m.params?.subscription === sub && m.params.result === txHash(42));
-  await waitFor(async () => (await metricValue(s, 'sluice_subscription_passthrough_unsourced_ms_total')) > 0,
+  const unsourced = async () => Number((await adminGet(s, '/metrics')).text
+    .match(/^sluice_subscription_passthrough_unsourced_seconds_total ([\d.]+)$/m)?.[1]);
+  await waitFor(async () => (await unsourced()) > 0,
     { what: 'the time without a source counted' });
   const ev = (await events(s)).filter((e) => e.kind === 'subscription_source_changed');
   assert.ok(ev.some((e) => e.endpoint === 'none' && /was a/.test(e.reason)), JSON.stringify(ev));
