@@ -355,7 +355,7 @@ static void subscribe(gw_sub_client_t *c, const gw_sub_kind_t *k, const cJSON *p
         sl_buf_t up;
         sl_buf_init(&up);
         sl_buf_append_char(&key, '\0');
-        gw_sub_pass_upstream(k, params, key.base, &up);
+        bad = gw_sub_pass_upstream(k, params, key.base, &up);
         sl_buf_dispose(&key);
         key = up;
     }

@@ -122,10 +122,10 @@ void gw_sub_sol_stop(gw_sub_source_t *src);
  * normaliser of a passthrough kind without its own (Solana: an array whose
  * first member is a string or an object, printed canonically, at most 4 KB);
  * gw_sub_pass_upstream writes the params the upstream is sent (the key of
- * a passthrough source: equal params share it). */
+ * a passthrough source: equal params share it), or returns the -32602 message. */
 const char *gw_sub_pass_params(const cJSON *params, sl_buf_t *key);
 const char *gw_sub_pass_pending_params(const cJSON *params, sl_buf_t *key);
-void gw_sub_pass_upstream(const gw_sub_kind_t *k, const cJSON *params, const char *key, sl_buf_t *out);
+const char *gw_sub_pass_upstream(const gw_sub_kind_t *k, const cJSON *params, const char *key, sl_buf_t *out);
 /* 1 if net has an endpoint with a ws_url usable now / configured at all. */
 int gw_sub_pass_usable(gw_net_t *net);
 int gw_sub_pass_configured(const gw_net_t *net);

@@ -101,14 +101,13 @@ const char *gw_sub_pass_pending_params(const cJSON *params, sl_buf_t *key)
     return NULL;
 }
 
-void gw_sub_pass_upstream(const gw_sub_kind_t *k, const cJSON *params, const char *key, sl_buf_t *out)
+const char *gw_sub_pass_upstream(const gw_sub_kind_t *k, const cJSON *params, const char *key, sl_buf_t *out)
 {
-    if (k->chain == POLICY_CHAIN_ETHEREUM) {
+    if (k->chain == POLICY_CHAIN_ETHEREUM) { /* the kind's name, then what its normaliser kept */
         sl_buf_printf(out, "[\"%s\"%s%s]", k->name, key[0] != '\0' ? "," : "", key);
-        return;
+        return NULL;
     }
-    if (gw_sub_pass_params(params, out) != NULL) /* the row's own normaliser let it through: sent as given */
-        sl_buf_append_str(out, "[]");
+    return gw_sub_pass_params(params, out); /* after a row's own (stricter) normaliser too */
 }
 
 int gw_sub_pass_usable(gw_net_t *net)
