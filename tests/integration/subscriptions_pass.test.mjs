@@ -241,7 +241,7 @@ test('the endpoint holding the subscription drained: it moves to the other one',
 test('Solana: onLogs through the derived port + 1 URL is passed through; programSubscribe too', async () => {
   const a = await startUpstream('a', { solana: true });
   started.push(a);
-  const s = await gateway([a], { chain: 'solana', net: 'solana' });
+  const s = await gateway([a], { chain: 'solana', net: 'solana', plain: a });
   const connection = new Connection(`http://127.0.0.1:${s.port}/solana`, 'confirmed');
   assert.equal(connection._rpcWsEndpoint, `ws://127.0.0.1:${s.port + 1}/solana`);
   const logs = [];
@@ -264,6 +264,12 @@ test('Solana: onLogs through the derived port + 1 URL is passed through; program
   await raw.next((m) => m.method === 'programNotification' && m.params.subscription === prog);
   const bad = await raw.rpc('logsSubscribe', [5], 2);
   assert.equal(bad.error.code, -32602);
+  const plain = openWs(`ws://127.0.0.1:${s.port}/plain`);
+  await plain.opened;
+  const refused = await plain.rpc('logsSubscribe', ['all'], 1);
+  assert.equal(refused.error.code, -32601);
+  assert.match(refused.error.message, /needs an endpoint with ws_url/);
+  plain.ws.close();
   await connection.removeOnLogsListener(id);
   await waitFor(() => a.st.unsubscribes >= 1, { what: 'logsUnsubscribe upstream' });
   raw.ws.close();
