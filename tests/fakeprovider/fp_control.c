@@ -110,6 +110,7 @@ static const struct {
     {"/_control/mode", route_mode},
     {"/_control/reset", route_reset},
     {"/_control/stats", route_stats},
+    {"/_control/ws", fp_ws_route},
 };
 
 void fp_control_handle(fp_conn_t *c, const char *path, size_t path_len, const char *body,

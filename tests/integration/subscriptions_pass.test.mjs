@@ -2,10 +2,9 @@
 // gateway/gw_sub_pass.c, pool/pool_wspass.c): newPendingTransactions and
 // Solana's logsSubscribe / programSubscribe are subscribed to at an endpoint
 // with a ws_url, and each notification's result goes to every client with
-// sluice's own id. The upstreams are small node servers in this file (the C
-// fake provider has no WebSocket): JSON-RPC over HTTP for the probes, the
-// `ws` package's server on the same port, counting subscribes and
-// unsubscribes and pushing what the test tells them to.
+// sluice's own id. The upstreams are fake providers (real processes): their
+// WebSocket on the same port serves the subscriptions, and /_control/ws
+// pushes notifications, drops the sockets and counts subscribes.
 // viem's watchPendingTransactions gets the hashes; two clients with the same
 // params share one upstream subscription; the endpoint holding it killed,
 // the subscription moves to the other one (subscription_source_changed) and
@@ -13,11 +12,10 @@
 // params get -32602; @solana/web3.js onLogs through the derived port + 1 URL.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import http from 'node:http';
-import WebSocket, { WebSocketServer } from 'ws';
+import WebSocket from 'ws';
 import { createPublicClient, webSocket } from 'viem';
 import { Connection } from '@solana/web3.js';
-import { startSluice, call, sleep, waitFor, adminGet, adminPost, events, metricValue } from '../lib/harness.mjs';
+import { startFake, startSluice, call, sleep, waitFor, adminGet, adminPost, events, metricValue } from '../lib/harness.mjs';
 
 const started = [];
 after(async () => { await Promise.all(started.map((p) => p.stop())); });
@@ -25,72 +23,24 @@ after(async () => { await Promise.all(started.map((p) => p.stop())); });
 const hex = (n) => '0x' + n.toString(16);
 const hashOf = (n) => '0x' + n.toString(16).padStart(64, '0');
 
+// A fake provider (tests/fakeprovider, its WebSocket: fp_ws.c) and its
+// /_control/ws: pushes, drops, and what it was asked.
 async function startUpstream(name, { solana = false } = {}) {
-  const st = { name, subs: new Map(), subscribes: [], unsubscribes: 0, socks: new Set(), next: 1 };
-  const answer = (m) => {
-    switch (m.method) {
-      case 'eth_chainId': return '0x1';
-      case 'eth_blockNumber': return hex(1000);
-      case 'eth_getBlockByNumber': return { number: hex(1000), hash: hashOf(1000), parentHash: hashOf(999), timestamp: hex(1700000000) };
-      case 'getSlot': return 1000;
-      case 'getGenesisHash': return '5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d';
-      case 'getHealth': return 'ok';
-      default: return null;
-    }
-  };
-  const server = http.createServer((req, res) => {
-    let body = '';
-    req.on('data', (d) => { body += d; });
-    req.on('end', () => {
-      let m;
-      try { m = JSON.parse(body); } catch { res.writeHead(400).end(); return; }
-      const out = Array.isArray(m) ? m.map((x) => ({ jsonrpc: '2.0', id: x.id, result: answer(x) }))
-        : { jsonrpc: '2.0', id: m.id, result: answer(m) };
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(out));
-    });
-  });
-  const wss = new WebSocketServer({ server });
-  wss.on('connection', (ws) => {
-    st.socks.add(ws);
-    ws.on('close', () => st.socks.delete(ws));
-    ws.on('error', () => {});
-    ws.on('message', (d) => {
-      const m = JSON.parse(String(d));
-      const reply = (result) => ws.send(JSON.stringify({ jsonrpc: '2.0', id: m.id, result }));
-      if (m.method === 'eth_subscribe' && m.params?.[0] === 'newHeads') return reply('0x' + 'ab'.repeat(16));
-      if (m.method === 'slotSubscribe') return reply(999999);
-      if (m.method === 'eth_subscribe' || m.method === 'logsSubscribe' || m.method === 'programSubscribe') {
-        const id = solana ? st.next++ : '0x' + (st.next++).toString(16).padStart(32, '0');
-        st.subs.set(String(id), { ws, method: m.method, params: m.params });
-        st.subscribes.push({ method: m.method, params: m.params });
-        return reply(id);
-      }
-      if (/nsubscribe$/.test(m.method)) {
-        st.unsubscribes++;
-        return reply(st.subs.delete(String(m.params[0])));
-      }
-      return reply(answer(m));
-    });
-  });
-  await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  const port = server.address().port;
-  const live = (pred) => [...st.subs.entries()].filter(([, s]) => s.ws.readyState === WebSocket.OPEN && pred(s));
+  const f = await startFake({ name, chain: solana ? 'solana' : 'ethereum', args: ['--block', '1000', '--block-time-ms', '0'] });
+  const ctl = async (body) => (await fetch(`${f.url}/_control/ws`, { method: 'POST', body: body ? JSON.stringify(body) : '' })).json();
   return {
-    st, name,
-    url: `http://127.0.0.1:${port}`,
-    wsUrl: `"ws://127.0.0.1:${port}/"`,
-    live,
-    // pushes result to every live subscription matching pred, as method's notification
-    push(pred, method, result) {
-      for (const [id, s] of live(pred)) {
-        s.ws.send(JSON.stringify({ jsonrpc: '2.0', method, params: { subscription: solana ? Number(id) : id, result } }));
-      }
-    },
-    stop: () => { for (const s of st.socks) s.terminate(); server.closeAllConnections?.(); return new Promise((r) => server.close(r)); },
+    name, url: f.url,
+    wsUrl: `"${f.url.replace('http', 'ws')}/"`,
+    ctl,
+    live: async (kind) => (await ctl()).live[kind],
+    subscribes: async (kind) => (await ctl()).subscribes[kind],
+    unsubscribes: async () => (await ctl()).unsubscribes,
+    push: (kind, result) => ctl({ push: kind, result }),
+    drop: () => ctl({ drop: true }),
+    stop: () => f.stop(),
   };
 }
 
-const pending = (s) => s.method === 'eth_subscribe' && s.params[0] === 'newPendingTransactions';
 
 async function gateway(ups, { chain = 'ethereum', net = 'eth', plain } = {}) {
   const networks = { [net]: { chain, lines: ['ranking: { probe_interval_ms: 200 }'],
@@ -136,35 +86,36 @@ test('newPendingTransactions: viem gets the hashes; one upstream subscription sh
   started.push({ stop: async () => { unwatch(); (await client.transport.getRpcClient()).close(); } });
   const raw = openWs(`ws://127.0.0.1:${s.port}/eth`);
   await raw.opened;
-  await waitFor(() => a.live(pending).length + b.live(pending).length === 1, { what: 'viem subscribed upstream' });
+  const both = async () => (await a.live('pending')) + (await b.live('pending'));
+  await waitFor(async () => (await both()) === 1, { what: 'viem subscribed upstream' });
   const sub = (await raw.rpc('eth_subscribe', ['newPendingTransactions'], 1)).result;
   assert.match(sub, /^0x[0-9a-f]{32}$/);
   const sub2 = (await raw.rpc('eth_subscribe', ['newPendingTransactions', false], 2)).result;
   assert.notEqual(sub, sub2);
   await sleep(200);
-  const all = () => [...a.st.subscribes, ...b.st.subscribes].filter(pending);
-  assert.equal(all().length, 1, 'three subscriptions with the same params: one upstream subscription');
-  const first = a.live(pending).length === 1 ? a : b;
+  const all = async () => (await a.subscribes('pending')) + (await b.subscribes('pending'));
+  assert.equal(await all(), 1, 'three subscriptions with the same params: one upstream subscription');
+  const first = (await a.live('pending')) === 1 ? a : b;
   const second = first === a ? b : a;
-  assert.notEqual(a.live(pending)[0]?.[0], sub, 'the client never sees the upstream id');
+  assert.notEqual(sub, '0x00000000000000000000000000000001', 'the client never sees the upstream id');
 
-  for (let i = 1; i <= 5; i++) first.push(pending, 'eth_subscription', txHash(i));
+  for (let i = 1; i <= 5; i++) await first.push('pending', txHash(i));
   await waitFor(() => got.length === 5, { what: 'viem got 5 hashes' });
   assert.deepEqual(got, [1, 2, 3, 4, 5].map(txHash));
   await waitFor(() => raw.notes(sub).length === 5 && raw.notes(sub2).length === 5, { what: 'the raw subscriptions' });
 
   // full transactions: other params, another upstream subscription
   const full = (await raw.rpc('eth_subscribe', ['newPendingTransactions', true], 3)).result;
-  await waitFor(() => all().length === 2, { what: 'a second upstream subscription' });
-  assert.deepEqual(all()[1].params, ['newPendingTransactions', true]);
+  await waitFor(async () => (await all()) === 2, { what: 'a second upstream subscription' });
+  assert.deepEqual((await first.ctl()).last_params, ['newPendingTransactions', true]);
   assert.equal((await raw.rpc('eth_unsubscribe', [full], 4)).result, true);
-  await waitFor(() => first.st.unsubscribes === 1, { what: 'the last subscriber gone: unsubscribed upstream' });
+  await waitFor(async () => (await first.unsubscribes()) === 1, { what: 'the last subscriber gone: unsubscribed upstream' });
   assert.equal(await metricValue(s, 'sluice_subscription_passthrough_sources'), 1);
 
   // the endpoint holding it dies: the other one gets the subscription
   await first.stop();
-  await waitFor(() => second.live(pending).length === 1, { what: 'subscribed again at the other endpoint' });
-  for (let i = 6; i <= 8; i++) second.push(pending, 'eth_subscription', txHash(i));
+  await waitFor(async () => (await second.live('pending')) === 1, { what: 'subscribed again at the other endpoint' });
+  for (let i = 6; i <= 8; i++) await second.push('pending', txHash(i));
   await waitFor(() => got.length === 8, { what: 'viem got 8 hashes' });
   assert.deepEqual(got.slice(5), [6, 7, 8].map(txHash));
   await waitFor(() => raw.notes(sub).length === 8, { what: 'the raw subscriber resumed' });
@@ -191,7 +142,7 @@ test('newPendingTransactions: viem gets the hashes; one upstream subscription sh
   unwatch();
   raw.ws.close();
   plain.ws.close();
-  await waitFor(() => second.st.unsubscribes >= 1 || second.live(pending).length === 0, { what: 'unsubscribed at the end' });
+  await waitFor(async () => (await second.live('pending')) === 0, { what: 'unsubscribed at the end' });
 });
 
 test('every ws endpoint gone: the client stays subscribed, counted, and resumes when one is back', async () => {
@@ -201,12 +152,11 @@ test('every ws endpoint gone: the client stays subscribed, counted, and resumes 
   const raw = openWs(`ws://127.0.0.1:${s.port}/eth`);
   await raw.opened;
   const sub = (await raw.rpc('eth_subscribe', ['newPendingTransactions'], 1)).result;
-  await waitFor(() => a.live(pending).length === 1, { what: 'subscribed upstream' });
-  for (const w of a.st.socks) w.terminate(); // the sockets die; the endpoint still answers HTTP
-  await waitFor(async () => (await metricValue(s, 'sluice_subscription_passthrough_failovers_total')) >= 1 ||
-    a.live(pending).length === 1, { what: 'subscribed again' });
-  await waitFor(() => a.live(pending).length === 1, { what: 'subscribed again at the same endpoint after its backoff' });
-  a.push(pending, 'eth_subscription', txHash(42));
+  await waitFor(async () => (await a.live('pending')) === 1, { what: 'subscribed upstream' });
+  await a.drop(); // the sockets die; the endpoint still answers HTTP
+  await waitFor(async () => (await a.subscribes('pending')) === 2 && (await a.live('pending')) === 1,
+    { what: 'subscribed again at the same endpoint after its backoff' });
+  await a.push('pending', txHash(42));
   await raw.next((m) => m.params?.subscription === sub && m.params.result === txHash(42));
   const unsourced = async () => Number((await adminGet(s, '/metrics')).text
     .match(/^sluice_subscription_passthrough_unsourced_seconds_total ([\d.]+)$/m)?.[1]);
@@ -226,12 +176,12 @@ test('the endpoint holding the subscription drained: it moves to the other one',
   const raw = openWs(`ws://127.0.0.1:${s.port}/eth`);
   await raw.opened;
   const sub = (await raw.rpc('eth_subscribe', ['newPendingTransactions'], 1)).result;
-  await waitFor(() => a.live(pending).length + b.live(pending).length === 1, { what: 'subscribed upstream' });
-  const first = a.live(pending).length === 1 ? a : b;
+  await waitFor(async () => (await a.live('pending')) + (await b.live('pending')) === 1, { what: 'subscribed upstream' });
+  const first = (await a.live('pending')) === 1 ? a : b;
   const second = first === a ? b : a;
   assert.equal((await adminPost(s, `/admin/endpoints/eth/${first.name}/drain`)).status, 200);
-  await waitFor(() => second.live(pending).length === 1, { what: 'subscribed at the other endpoint' });
-  second.push(pending, 'eth_subscription', txHash(7));
+  await waitFor(async () => (await second.live('pending')) === 1, { what: 'subscribed at the other endpoint' });
+  await second.push('pending', txHash(7));
   await raw.next((m) => m.params?.subscription === sub && m.params.result === txHash(7));
   const ev = (await events(s)).filter((e) => e.kind === 'subscription_source_changed');
   assert.ok(ev.some((e) => e.endpoint === second.name && e.reason.includes(`was ${first.name}`)), JSON.stringify(ev));
@@ -243,14 +193,15 @@ test('Solana: onLogs through the derived port + 1 URL is passed through; program
   started.push(a);
   const s = await gateway([a], { chain: 'solana', net: 'solana', plain: a });
   const connection = new Connection(`http://127.0.0.1:${s.port}/solana`, 'confirmed');
+  // web3.js keeps its socket and reconnects forever: not past this test, even failed
+  started.unshift({ stop: async () => { connection._rpcWebSocket.reconnect = false; connection._rpcWebSocket.close(); } });
   assert.equal(connection._rpcWsEndpoint, `ws://127.0.0.1:${s.port + 1}/solana`);
   const logs = [];
   const id = connection.onLogs('all', (l) => logs.push(l), 'confirmed');
-  const isLogs = (x) => x.method === 'logsSubscribe';
-  await waitFor(() => a.live(isLogs).length === 1, { what: 'logsSubscribe upstream' });
-  assert.deepEqual(a.st.subscribes.find(isLogs).params, ['all', { commitment: 'confirmed' }]);
+  await waitFor(async () => (await a.live('logs')) === 1, { what: 'logsSubscribe upstream' });
+  assert.deepEqual((await a.ctl()).last_params, ['all', { commitment: 'confirmed' }]);
   const value = { signature: '5'.repeat(88), err: null, logs: ['Program 11111111111111111111111111111111 invoke [1]'] };
-  a.push(isLogs, 'logsNotification', { context: { slot: 1001 }, value });
+  await a.push('logs', { context: { slot: 1001 }, value });
   await waitFor(() => logs.length === 1, { what: 'onLogs called' });
   assert.deepEqual(logs[0], value);
 
@@ -258,9 +209,8 @@ test('Solana: onLogs through the derived port + 1 URL is passed through; program
   await raw.opened;
   const prog = (await raw.rpc('programSubscribe', ['11111111111111111111111111111111', { encoding: 'base64' }], 1)).result;
   assert.equal(typeof prog, 'number');
-  const isProg = (x) => x.method === 'programSubscribe';
-  await waitFor(() => a.live(isProg).length === 1, { what: 'programSubscribe upstream' });
-  a.push(isProg, 'programNotification', { context: { slot: 1002 }, value: { pubkey: 'x', account: {} } });
+  await waitFor(async () => (await a.live('program')) === 1, { what: 'programSubscribe upstream' });
+  await a.push('program', { context: { slot: 1002 }, value: { pubkey: 'x', account: {} } });
   await raw.next((m) => m.method === 'programNotification' && m.params.subscription === prog);
   const bad = await raw.rpc('logsSubscribe', [5], 2);
   assert.equal(bad.error.code, -32602);
@@ -271,9 +221,6 @@ test('Solana: onLogs through the derived port + 1 URL is passed through; program
   assert.match(refused.error.message, /needs an endpoint with ws_url/);
   plain.ws.close();
   await connection.removeOnLogsListener(id);
-  await waitFor(() => a.st.unsubscribes >= 1, { what: 'logsUnsubscribe upstream' });
+  await waitFor(async () => (await a.live('logs')) === 0 && (await a.unsubscribes()) >= 1, { what: 'logsUnsubscribe upstream' });
   raw.ws.close();
-  // web3.js keeps its socket and reconnects forever: not past this test
-  connection._rpcWebSocket.reconnect = false;
-  connection._rpcWebSocket.close();
 });
