@@ -124,9 +124,9 @@ static void on_call(fp_conn_t *c, const cJSON *m)
     }
     const cJSON *v = cJSON_GetArrayItem(params, 0);
     if (strstr(method->valuestring, "nsubscribe") != NULL && v != NULL) {
-        uint64_t want = cJSON_IsString(v) ? strtoull(v->valuestring + (strncmp(v->valuestring, "0x", 2) ? 0 : 2), NULL,
-                                                     cJSON_IsString(v) && strncmp(v->valuestring, "0x", 2) == 0 ? 16 : 10)
-                                          : (uint64_t)cJSON_GetNumberValue(v);
+        uint64_t want = (uint64_t)cJSON_GetNumberValue(v); /* Solana's; Ethereum's is "0x…" */
+        if (cJSON_IsString(v))
+            want = strncmp(v->valuestring, "0x", 2) == 0 ? strtoull(v->valuestring + 2, NULL, 16) : 0;
         for (size_t i = 0; i < c->ws_nsubs; i++)
             if (c->ws_subs[i].id == want && strcmp(kinds[c->ws_subs[i].kind][1], method->valuestring) == 0) {
                 srv->ws_unsubscribes++;
