@@ -113,8 +113,10 @@ test('newPendingTransactions: viem gets the hashes; one upstream subscription sh
   assert.equal(await metricValue(s, 'sluice_subscription_passthrough_sources'), 1);
 
   // the endpoint holding it dies: the other one gets the subscription
+  const t0 = performance.now();
   await first.stop();
-  await waitFor(async () => (await second.live('pending')) === 1, { what: 'subscribed again at the other endpoint' });
+  await waitFor(async () => (await second.live('pending')) === 1, { intervalMs: 5, what: 'subscribed again at the other endpoint' });
+  console.log('the holder killed -> subscribed at the other endpoint, ms:', (performance.now() - t0).toFixed(1));
   for (let i = 6; i <= 8; i++) await second.push('pending', txHash(i));
   await waitFor(() => got.length === 8, { what: 'viem got 8 hashes' });
   assert.deepEqual(got.slice(5), [6, 7, 8].map(txHash));
