@@ -18,6 +18,7 @@
 #define MAX_TIMEOUTS 8
 #define DEFAULT_POLL_MS 1000
 #define ID_MAX 40
+#define GW_SUB_PASS_PER_IDENTITY 64 /* distinct passthrough sources a caller holds (POOL_WSPASS_MAX_SUBS / 4) */
 
 struct gw_sub_reg {
     h2o_loop_t *loop;
@@ -169,16 +170,26 @@ static void on_reap(h2o_timeout_entry_t *e)
     source_free(H2O_STRUCT_FROM_MEMBER(gw_sub_source_t, reap, e));
 }
 
-/* The source with these params, or a new one started. */
-static gw_sub_source_t *source_get(gw_sub_reg_t *r, gw_net_t *net, const gw_sub_kind_t *k, const char *key,
-                                   int pass)
+/* The running source with these params, or NULL. */
+static gw_sub_source_t *source_find(gw_sub_reg_t *r, gw_net_t *net, const gw_sub_kind_t *k, const char *key,
+                                    int pass)
 {
     for (h2o_linklist_t *l = r->sources.next; l != &r->sources; l = l->next) {
         gw_sub_source_t *s = H2O_STRUCT_FROM_MEMBER(gw_sub_source_t, link, l);
         if (s->kind == k && s->net == net && s->pass == pass && strcmp(s->key, key) == 0)
             return s;
     }
-    gw_sub_source_t *s = sl_xcalloc(1, sizeof(*s));
+    return NULL;
+}
+
+/* The source with these params, or a new one started. */
+static gw_sub_source_t *source_get(gw_sub_reg_t *r, gw_net_t *net, const gw_sub_kind_t *k, const char *key,
+                                   int pass)
+{
+    gw_sub_source_t *s = source_find(r, net, k, key, pass);
+    if (s != NULL)
+        return s;
+    s = sl_xcalloc(1, sizeof(*s));
     s->reg = r;
     s->kind = k;
     s->net = net;
@@ -330,6 +341,27 @@ static const char *over_bound(const gw_sub_client_t *c)
     return NULL;
 }
 
+/* Distinct passthrough sources the caller's subscriptions hold in this
+ * worker: each is an upstream subscription, whose sockets have room for
+ * POOL_WSPASS_MAX_SUBS; one caller may not take them all. */
+static size_t count_ident_pass(const gw_sub_reg_t *r, const char *ident)
+{
+    size_t n = 0;
+    for (h2o_linklist_t *l = r->clients.next; l != &r->clients; l = l->next) {
+        const gw_sub_client_t *o = H2O_STRUCT_FROM_MEMBER(gw_sub_client_t, link, l);
+        if (strcmp(o->ident, ident) != 0)
+            continue;
+        for (h2o_linklist_t *m = o->subs.next; m != &o->subs; m = m->next) {
+            const gw_sub_t *sub = H2O_STRUCT_FROM_MEMBER(gw_sub_t, client_link, m);
+            int first = sub->src->pass; /* counted once: at its first subscription of this caller */
+            for (h2o_linklist_t *q = o->subs.next; first && q != m; q = q->next)
+                first = H2O_STRUCT_FROM_MEMBER(gw_sub_t, client_link, q)->src != sub->src;
+            n += first;
+        }
+    }
+    return n;
+}
+
 /* 1: passed through (an endpoint with a ws_url is usable, or, for a kind
  * without polling, one is configured: the source waits for it); 0: the
  * row's start; -1: neither (refused). */
@@ -356,10 +388,15 @@ static void subscribe(gw_sub_client_t *c, const gw_sub_kind_t *k, const cJSON *p
         sl_buf_init(&up);
         sl_buf_append_char(&key, '\0');
         bad = gw_sub_pass_upstream(k, params, key.base, &up);
+        sl_buf_append_char(&up, '\0'); /* (source_find reads it as a string) */
         sl_buf_dispose(&key);
         key = up;
     }
     const char *over = bad == NULL ? over_bound(c) : NULL;
+    if (bad == NULL && over == NULL && pass && source_find(c->reg, c->net, k, key.base, 1) == NULL &&
+        count_ident_pass(c->reg, c->ident) >= GW_SUB_PASS_PER_IDENTITY)
+        over = "too many distinct passed-through subscriptions for this caller (64 in a worker, each an upstream "
+               "subscription): share params or unsubscribe first";
     if (bad != NULL || over != NULL) {
         if (over != NULL)
             gw_stats_srv_add(c->reg->stats, STATE_SRV_SUB_REFUSED, 1);

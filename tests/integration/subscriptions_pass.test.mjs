@@ -216,6 +216,14 @@ test('Solana: onLogs through the derived port + 1 URL is passed through; program
   await raw.next((m) => m.method === 'programNotification' && m.params.subscription === prog);
   const bad = await raw.rpc('logsSubscribe', [5], 2);
   assert.equal(bad.error.code, -32602);
+  // one caller holds at most 64 distinct upstream subscriptions in a worker (the sockets' room is shared)
+  const mention = (i) => ['all', { commitment: 'confirmed', x: i }];
+  // (this caller, 127.0.0.1, holds two already: web3.js's onLogs and the programSubscribe)
+  for (let i = 0; i < 62; i++) assert.equal(typeof (await raw.rpc('logsSubscribe', mention(i), 100 + i)).result, 'number');
+  const over = await raw.rpc('logsSubscribe', mention(62), 200);
+  assert.equal(over.error?.code, -32005, JSON.stringify(over));
+  assert.match(over.error.message, /distinct passed-through subscriptions/);
+  assert.equal(typeof (await raw.rpc('logsSubscribe', mention(0), 201)).result, 'number', 'params already held: shared');
   const plain = openWs(`ws://127.0.0.1:${s.port}/plain`);
   await plain.opened;
   const refused = await plain.rpc('logsSubscribe', ['all'], 1);
@@ -223,6 +231,8 @@ test('Solana: onLogs through the derived port + 1 URL is passed through; program
   assert.match(refused.error.message, /needs an endpoint with ws_url/);
   plain.ws.close();
   await connection.removeOnLogsListener(id);
-  await waitFor(async () => (await a.live('logs')) === 0 && (await a.unsubscribes()) >= 1, { what: 'logsUnsubscribe upstream' });
-  raw.ws.close();
+  await waitFor(async () => (await a.unsubscribes()) >= 1, { what: 'logsUnsubscribe upstream' });
+  raw.ws.close(); // its 63 subscriptions end: unsubscribed upstream
+  await waitFor(async () => (await a.live('logs')) === 0 && (await a.live('program')) === 0,
+    { what: 'every upstream subscription gone' });
 });
