@@ -34,6 +34,7 @@ struct gw_sub_reg {
     uint32_t timeout_ms[MAX_TIMEOUTS];
     size_t ntimeouts;
     uint64_t open[STATE_SRV_COUNT]; /* gauges of the kinds */
+    uint64_t mark;                /* count_ident_pass's last generation */
 };
 
 typedef struct gw_sub {
@@ -344,19 +345,20 @@ static const char *over_bound(const gw_sub_client_t *c)
 /* Distinct passthrough sources the caller's subscriptions hold in this
  * worker: each is an upstream subscription, whose sockets have room for
  * POOL_WSPASS_MAX_SUBS; one caller may not take them all. */
-static size_t count_ident_pass(const gw_sub_reg_t *r, const char *ident)
+static size_t count_ident_pass(gw_sub_reg_t *r, const char *ident)
 {
     size_t n = 0;
+    uint64_t gen = ++r->mark;
     for (h2o_linklist_t *l = r->clients.next; l != &r->clients; l = l->next) {
         const gw_sub_client_t *o = H2O_STRUCT_FROM_MEMBER(gw_sub_client_t, link, l);
         if (strcmp(o->ident, ident) != 0)
             continue;
         for (h2o_linklist_t *m = o->subs.next; m != &o->subs; m = m->next) {
-            const gw_sub_t *sub = H2O_STRUCT_FROM_MEMBER(gw_sub_t, client_link, m);
-            int first = sub->src->pass; /* counted once: at its first subscription of this caller */
-            for (h2o_linklist_t *q = o->subs.next; first && q != m; q = q->next)
-                first = H2O_STRUCT_FROM_MEMBER(gw_sub_t, client_link, q)->src != sub->src;
-            n += first;
+            gw_sub_source_t *src = H2O_STRUCT_FROM_MEMBER(gw_sub_t, client_link, m)->src;
+            if (src->pass && src->mark != gen) { /* counted once: linear in the caller's subscriptions */
+                src->mark = gen;
+                n++;
+            }
         }
     }
     return n;

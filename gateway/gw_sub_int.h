@@ -48,6 +48,7 @@ struct gw_sub_source {
     size_t nsubs;
     void *impl;                   /* the kind's state */
     uint8_t pass;                 /* served by gw_sub_pass.c, not the row's start */
+    uint64_t mark;                /* gw_sub.c's counting of a caller's distinct sources */
     h2o_timeout_entry_t reap;     /* a finished source stops from the loop, not its own callback */
 };
 

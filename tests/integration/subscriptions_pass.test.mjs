@@ -107,10 +107,13 @@ test('newPendingTransactions: viem gets the hashes; one upstream subscription sh
   // full transactions: other params, another upstream subscription
   const full = (await raw.rpc('eth_subscribe', ['newPendingTransactions', true], 3)).result;
   await waitFor(async () => (await all()) === 2, { what: 'a second upstream subscription' });
-  assert.deepEqual((await first.ctl()).last_params, ['newPendingTransactions', true]);
+  const lastParams = [(await a.ctl()).last_params, (await b.ctl()).last_params]; // (at the plan's first now)
+  assert.ok(lastParams.some((p) => JSON.stringify(p) === '["newPendingTransactions",true]'), JSON.stringify(lastParams));
   assert.equal((await raw.rpc('eth_unsubscribe', [full], 4)).result, true);
-  await waitFor(async () => (await first.unsubscribes()) === 1, { what: 'the last subscriber gone: unsubscribed upstream' });
-  assert.equal(await metricValue(s, 'sluice_subscription_passthrough_sources'), 1);
+  await waitFor(async () => (await a.unsubscribes()) + (await b.unsubscribes()) === 1,
+    { what: 'the last subscriber gone: unsubscribed upstream' });
+  await waitFor(async () => (await metricValue(s, 'sluice_subscription_passthrough_sources')) === 1,
+    { what: 'one passthrough source left (the counters flush a moment behind)' });
 
   // the endpoint holding it dies: the other one gets the subscription
   const t0 = performance.now();
