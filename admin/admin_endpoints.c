@@ -101,6 +101,10 @@ static void add_ws(cJSON *o, const admin_ep_view_t *v, uint64_t now)
     if (state != STATE_WS_NONE && v->rec.ws_renew_ms < now)
         state = STATE_WS_DOWN;
     cJSON_AddStringToObject(ws, "state", states[state]);
+    if (state != STATE_WS_NONE && state != STATE_WS_DOWN && v->rec.ws_pid != 0)
+        cJSON_AddNumberToObject(ws, "holder_pid", v->rec.ws_pid); /* the worker holding the stream */
+    else
+        cJSON_AddNullToObject(ws, "holder_pid");
     cJSON_AddNumberToObject(ws, "heads_received", (double)v->rec.ws_heads);
     if (v->rec.ws_head_at_ms != 0)
         cJSON_AddNumberToObject(ws, "last_head_ms_ago",

@@ -184,6 +184,13 @@ cJSON *admin_cache_network_json(admin_t *a, const pool_network_conf_t *net);
 void admin_cache_metrics(admin_t *a, sl_buf_t *b);
 int admin_route_cache_purge(admin_t *a, h2o_req_t *req);
 void admin_networks_metrics(admin_t *a, sl_buf_t *b, const admin_ep_view_t *v, size_t n);
+/* admin_subs.c: client WebSockets and subscriptions per network. The
+ * newest events (a heap array, *n of them: the caller frees it), where
+ * admin_subs_network_json looks for the network's last
+ * subscription_source_changed. */
+state_event_t *admin_subs_recent_events(admin_t *a, size_t *n);
+cJSON *admin_subs_network_json(admin_t *a, const pool_network_conf_t *net, const state_event_t *evs, size_t nevs);
+void admin_subs_metrics(admin_t *a, sl_buf_t *b);
 /* admin_chain_metrics.c: the floor of heads served, heads nobody confirms. */
 void admin_chain_metrics(admin_t *a, sl_buf_t *b, const admin_ep_view_t *v, size_t n);
 

@@ -15,6 +15,7 @@
 #include "base/sl_time.h"
 #include "policy/breaker.h"
 #include "policy/method.h"
+#include "state/state_counters.h"
 #include "state/state_key.h"
 #include "state/state_sum.h"
 
@@ -47,6 +48,40 @@ static void requests(admin_t *a, sl_buf_t *b)
 }
 
 #define LABELS "network=\"%s\",endpoint=\"%s\""
+
+/* What subscriptions cost upstream, per network and kind (gateway/gw_sub*.c,
+ * state_sub_counter_t): bounded per network, not per distinct subscription. */
+static void subscription_cost(admin_t *a, sl_buf_t *b)
+{
+    static const char *const kinds[] = {[STATE_SUB_POLLS_HEADS] = "heads", [STATE_SUB_POLLS_LOGS] = "logs",
+                                        [STATE_SUB_POLLS_SLOT] = "slot", [STATE_SUB_POLLS_ACCOUNT] = "account",
+                                        [STATE_SUB_POLLS_SIGNATURE] = "signature",
+                                        [STATE_SUB_POLLS_SOL_LOGS] = "sol_logs", [STATE_SUB_POLLS_PROGRAM] = "program"};
+    state_counters_rec_t *sum = sl_xmalloc(sizeof(*sum));
+    sl_buf_t shared = SL_BUF_INIT;
+    help(b, "sluice_subscription_upstream_calls_total", "counter",
+         "Upstream calls subscription sources made, by network and kind: heads (the head follower's headers), "
+         "logs (eth_getLogs: one per block once more than 4 filters share it), slot (getSlot), account "
+         "(getMultipleAccounts, up to 100 accounts each), signature (getSignatureStatuses, up to 256 each), "
+         "sol_logs (getSignaturesForAddress and getTransaction), program (getProgramAccounts); batch members "
+         "counted one by one.");
+    for (size_t i = 0; i < a->conf.nnetworks; i++) {
+        const char *name = a->conf.networks[i].name;
+        state_counters_sum(a->conf.state, STATE_COUNTERS_SUBS, name, NULL, a->conf.nworkers, STATE_SUBS_COUNTERS, sum);
+        const uint64_t *cost = &sum->v[STATE_SUBS_COST];
+        for (int k = 0; k < STATE_SUB_LOGS_SHARED; k++)
+            sl_buf_printf(b, "sluice_subscription_upstream_calls_total{network=\"%s\",kind=\"%s\"} %llu\n", name,
+                          kinds[k], (unsigned long long)cost[k]);
+        sl_buf_printf(&shared, "sluice_subscription_logs_shared{network=\"%s\"} %llu\n", name,
+                      (unsigned long long)cost[STATE_SUB_LOGS_SHARED]);
+    }
+    help(b, "sluice_subscription_logs_shared", "gauge",
+         "Workers in which the network's logs sources share one unfiltered eth_getLogs per block (more than 4 "
+         "distinct filters there); 0: each filter fetched on its own.");
+    sl_buf_append(b, shared.base, shared.len);
+    sl_buf_dispose(&shared);
+    free(sum);
+}
 
 static void attempts(sl_buf_t *b, const admin_ep_view_t *v, size_t n)
 {
@@ -253,6 +288,9 @@ static const struct {
     [STATE_SRV_SUBS_ROOT] = {"sluice_subscriptions", "gauge", "kind=\"root\"", NULL},
     [STATE_SRV_SUBS_SIGNATURE] = {"sluice_subscriptions", "gauge", "kind=\"signature\"", NULL},
     [STATE_SRV_SUBS_ACCOUNT] = {"sluice_subscriptions", "gauge", "kind=\"account\"", NULL},
+    [STATE_SRV_SUBS_SOL_LOGS] = {"sluice_subscriptions", "gauge", "kind=\"sol_logs\"", NULL},
+    [STATE_SRV_SUBS_PROGRAM] = {"sluice_subscriptions", "gauge", "kind=\"program\"", NULL},
+    [STATE_SRV_SUBS_PENDING] = {"sluice_subscriptions", "gauge", "kind=\"newPendingTransactions\"", NULL},
     [STATE_SRV_SUB_NOTIFICATIONS] = {"sluice_subscription_notifications_total", "counter", NULL,
                                      "Subscription notifications sent to clients (one per subscriber)."},
     [STATE_SRV_SUB_BACKFILLED] = {"sluice_subscription_heights_total", "counter", "how=\"backfilled\"",
@@ -264,11 +302,11 @@ static const struct {
     [STATE_SRV_SUB_LOGS_SENT] = {"sluice_subscription_logs_total", "counter", NULL,
                                  "Logs a logs source notified (those sent again as removed included)."},
     [STATE_SRV_SUB_REFUSED] = {"sluice_subscriptions_refused_total", "counter", NULL,
-                               "Subscribe calls refused at server.ws_max_subscriptions_per_connection or "
-                               "server.ws_max_subscriptions_per_identity."},
-    [STATE_SRV_SUBS_PENDING] = {"sluice_subscriptions", "gauge", "kind=\"newPendingTransactions\"", NULL},
-    [STATE_SRV_SUBS_SOL_LOGS] = {"sluice_subscriptions", "gauge", "kind=\"logs_solana\"", NULL},
-    [STATE_SRV_SUBS_PROGRAM] = {"sluice_subscriptions", "gauge", "kind=\"program\"", NULL},
+                               "Subscribe calls refused at server.ws_max_subscriptions_per_connection, "
+                               "server.ws_max_subscriptions_per_identity or server.ws_max_sources_per_identity."},
+    [STATE_SRV_SUB_TX_SKIPPED] = {"sluice_subscription_transactions_skipped_total", "counter", NULL,
+                                  "Transactions a Solana logsSubscribe source could not tell: more than 1,000 new "
+                                  "between two polls (a node's page), or listed but unreadable for 30 polls."},
     [STATE_SRV_SUB_PASS_SOURCES] = {"sluice_subscription_passthrough_sources", "gauge", NULL,
                                     "Passthrough subscription sources (newPendingTransactions, Solana logs and "
                                     "program) running: one per distinct params per worker."},
@@ -359,6 +397,7 @@ int admin_route_metrics(admin_t *a, h2o_req_t *req)
     admin_ep_view_t *v = admin_view_collect(a, &n);
     if (state_read_begin(a->conf.state) == SL_OK) {
         requests(a, &b);
+        subscription_cost(a, &b);
         server_limits(a, &b);
         state_read_end(a->conf.state);
     }
@@ -369,6 +408,7 @@ int admin_route_metrics(admin_t *a, h2o_req_t *req)
     admin_cluster_metrics(a, &b);
     admin_networks_metrics(a, &b, v, n);
     admin_cache_metrics(a, &b);
+    admin_subs_metrics(a, &b);
     admin_chain_metrics(a, &b, v, n);
     size_t used, size;
     state_usage(a->conf.state, &used, &size);

@@ -6,7 +6,8 @@
  * endpoints' shared records, with the same policy functions the workers
  * use), the shed order, merged-poll counters and, per endpoint and budget
  * window, the capacity forecast. A JSON array, one object per network in
- * config order; its shape is documented in the README ("Backpressure"). */
+ * config order; its shape is documented in the README ("Backpressure"),
+ * with the cache's figures (admin_cache.c) and the subscriptions' (admin_subs.c). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -249,12 +250,16 @@ int admin_route_networks(admin_t *a, h2o_req_t *req)
     uint64_t now = sl_shared_ms();
     admin_net_view_t *nv = sl_xcalloc(a->conf.nnetworks ? a->conf.nnetworks : 1, sizeof(*nv));
     collect(a, nv, v, n, now);
+    size_t nevs;
+    state_event_t *evs = admin_subs_recent_events(a, &nevs);
     cJSON *arr = cJSON_CreateArray();
     for (size_t i = 0; i < a->conf.nnetworks; i++) {
         cJSON *o = network_json(&nv[i], v, n, now);
         cJSON_AddItemToObject(o, "cache", admin_cache_network_json(a, &a->conf.networks[i]));
+        cJSON_AddItemToObject(o, "subscriptions", admin_subs_network_json(a, &a->conf.networks[i], evs, nevs));
         cJSON_AddItemToArray(arr, o);
     }
+    free(evs);
     free(nv);
     admin_view_free(v, n);
     return admin_send_json(req, 200, arr);

@@ -12,6 +12,7 @@
 typedef struct net_counters {
     state_counters_slot_t c;      /* key: state_key_requests, this worker's slot */
     state_counters_slot_t cache;  /* key: state_key_cache: lookups per method, hit or miss */
+    state_counters_slot_t subs;   /* key: state_key_subs: WebSocket and subscription counters, their cost */
     const policy_method_t *table; /* the chain's method table */
     size_t nmethods;              /* its length; index nmethods = any other method */
 } net_counters_t;
@@ -40,6 +41,15 @@ static const state_req_outcome_t from_pool[] = {
     [POOL_OUTCOME_NO_CONSENSUS] = STATE_REQ_UPSTREAM_ERROR,
 };
 
+/* Whether entry k of a network's "subs/" record is a gauge: the network's
+ * share of a server gauge, its sources by kind, whether its logs are shared. */
+static int subs_gauge(size_t k)
+{
+    if (k < STATE_SUBS_SOURCES)
+        return state_srv_counter_is_gauge((state_srv_counter_t)k);
+    return k < STATE_SUBS_COST || k == STATE_SUBS_COST + STATE_SUB_LOGS_SHARED;
+}
+
 gw_stats_t *gw_stats_create(const gw_config_t *cfg, state_t *st, unsigned slot)
 {
     gw_stats_t *s = sl_xcalloc(1, sizeof(*s));
@@ -55,6 +65,12 @@ gw_stats_t *gw_stats_create(const gw_config_t *cfg, state_t *st, unsigned slot)
         state_key_cache(c->cache.key, sizeof(c->cache.key), cfg->networks[i].name, slot);
         state_counters_slot_load(&c->cache, snapshot ? st : NULL,
                                  (uint32_t)((c->nmethods + 1) * STATE_CACHE_COUNTER_COUNT));
+        state_key_subs(c->subs.key, sizeof(c->subs.key), cfg->networks[i].name, slot);
+        state_counters_slot_load(&c->subs, snapshot ? st : NULL, STATE_SUBS_COUNTERS);
+        for (size_t k = 0; k < STATE_SUBS_COUNTERS; k++) /* gauges: a previous worker's value is not this one's */
+            if (subs_gauge(k))
+                state_counters_slot_set(&c->subs, k, 0);
+        state_counters_slot_touch(&c->subs);
     }
     state_key_server(s->srv.key, sizeof(s->srv.key), slot);
     state_counters_slot_load(&s->srv, snapshot ? st : NULL, STATE_SRV_COUNT);
@@ -75,10 +91,30 @@ void gw_stats_srv_add(gw_stats_t *s, state_srv_counter_t c, uint64_t n)
         state_counters_slot_add(&s->srv, c, n);
 }
 
+void gw_stats_sub_add(gw_stats_t *s, size_t net_index, state_sub_counter_t c, int64_t n)
+{
+    if (s == NULL || net_index >= s->n)
+        return;
+    state_counters_slot_t *slot = &s->nets[net_index].subs;
+    if (c == STATE_SUB_LOGS_SHARED) /* a gauge: never below 0 */
+        state_counters_slot_set(slot, STATE_SUBS_COST + c, n > 0 ? 1 : 0);
+    else
+        state_counters_slot_add(slot, STATE_SUBS_COST + c, (uint64_t)n);
+}
+
 void gw_stats_srv_set(gw_stats_t *s, state_srv_counter_t c, uint64_t value)
 {
     if (s != NULL)
         state_counters_slot_set(&s->srv, c, value);
+}
+
+void gw_stats_net_add(gw_stats_t *s, size_t net_index, size_t i, int64_t delta)
+{
+    if (s == NULL || net_index >= s->n || i >= STATE_SUBS_COUNTERS)
+        return;
+    state_counters_slot_add(&s->nets[net_index].subs, i, (uint64_t)delta); /* wraps down for a gauge's -1 */
+    if (i < STATE_SRV_COUNT && !state_srv_counter_is_gauge((state_srv_counter_t)i))
+        state_counters_slot_add(&s->srv, i, (uint64_t)delta);
 }
 
 void gw_stats_destroy(gw_stats_t *s)
@@ -88,6 +124,7 @@ void gw_stats_destroy(gw_stats_t *s)
     for (size_t i = 0; i < s->n; i++) {
         state_counters_slot_dispose(&s->nets[i].c);
         state_counters_slot_dispose(&s->nets[i].cache);
+        state_counters_slot_dispose(&s->nets[i].subs);
     }
     free(s->nets);
     state_counters_slot_dispose(&s->srv);
@@ -152,12 +189,16 @@ void gw_stats_flush(gw_stats_t *s)
 {
     if (s == NULL || s->st == NULL)
         return;
-    /* every network (requests, cache lookups), the server counters and the degraded parts */
-    const char **keys = sl_xmalloc((2 * s->n + 2) * sizeof(*keys));
-    const state_counters_rec_t **recs = sl_xmalloc((2 * s->n + 2) * sizeof(*recs));
+    /* every network (requests, cache lookups, subscriptions), the server
+     * counters and the degraded parts */
+    const char **keys = sl_xmalloc((3 * s->n + 2) * sizeof(*keys));
+    const state_counters_rec_t **recs = sl_xmalloc((3 * s->n + 2) * sizeof(*recs));
     size_t n = 0;
-    for (size_t i = 0; i <= 2 * s->n; i++) {
-        state_counters_slot_t *c = i < s->n ? &s->nets[i].c : i < 2 * s->n ? &s->nets[i - s->n].cache : &s->srv;
+    for (size_t i = 0; i <= 3 * s->n; i++) {
+        state_counters_slot_t *c = i == 3 * s->n ? &s->srv
+                                   : i % 3 == 0  ? &s->nets[i / 3].c
+                                   : i % 3 == 1  ? &s->nets[i / 3].cache
+                                                 : &s->nets[i / 3].subs;
         if (!c->dirty)
             continue;
         keys[n] = c->key;
@@ -177,7 +218,7 @@ void gw_stats_flush(gw_stats_t *s)
     }
     if (n > 0 && state_counters_put(s->st, keys, recs, n) == SL_OK) {
         for (size_t i = 0; i < s->n; i++)
-            s->nets[i].c.dirty = s->nets[i].cache.dirty = 0;
+            s->nets[i].c.dirty = s->nets[i].cache.dirty = s->nets[i].subs.dirty = 0;
         s->srv.dirty = 0;
         if (deg_dirty) {
             s->deg->n = deg.n;

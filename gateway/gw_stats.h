@@ -10,6 +10,7 @@
 #include "gateway/gw_rpc.h"
 #include "pool/pool.h"
 #include "state/state.h"
+#include "state/state_counters.h"
 
 typedef struct gw_stats gw_stats_t;
 
@@ -24,6 +25,17 @@ void gw_stats_flush(gw_stats_t *s);
  * STATE_SRV_*: flushed with the request counters to "srv/<slot>". Gauges
  * start at 0 with the worker. s may be NULL (then nothing is counted). */
 void gw_stats_srv_add(gw_stats_t *s, state_srv_counter_t c, uint64_t n);
+/* A network's subscription cost (state_sub_counter_t): n more calls, or
+ * for STATE_SUB_LOGS_SHARED the gauge set (n > 0: shared). */
+void gw_stats_sub_add(gw_stats_t *s, size_t net_index, state_sub_counter_t c, int64_t n);
 void gw_stats_srv_set(gw_stats_t *s, state_srv_counter_t c, uint64_t value);
+
+/* The WebSocket and subscription counters of network net_index, flushed to
+ * "subs/<network>/<slot>" (state_counters.h, STATE_SUBS_*): entry i moves by
+ * delta (a gauge goes down by a negative one). A counter (i a STATE_SRV_*
+ * that is no gauge) is added to the worker's total too, as gw_stats_srv_add
+ * does, so the totals are the networks' sum; a gauge's total stays the
+ * caller's to set. s may be NULL. */
+void gw_stats_net_add(gw_stats_t *s, size_t net_index, size_t i, int64_t delta);
 
 #endif

@@ -14,6 +14,7 @@
 #include "gateway/gw_identity.h"
 #include "gateway/gw_refuse.h"
 #include "gateway/gw_rpc.h"
+#include "state/state_counters.h"
 
 #define MAX_TIMEOUTS 8
 #define DEFAULT_POLL_MS 1000
@@ -29,6 +30,7 @@ struct gw_sub_reg {
     h2o_linklist_t sources;       /* gw_sub_source_t running */
     h2o_linklist_t follows;       /* gw_sub_follow.c's followers */
     h2o_linklist_t finished;      /* sources finished, waiting to be reaped */
+    h2o_linklist_t groups;        /* gw_sub_group_t: work shared by a network's sources */
     h2o_timeout_t zero;           /* reaps finished sources */
     h2o_timeout_t timeouts[MAX_TIMEOUTS];
     uint32_t timeout_ms[MAX_TIMEOUTS];
@@ -58,6 +60,7 @@ gw_sub_reg_t *gw_sub_create(h2o_loop_t *loop, const gw_server_conf_t *srv, gw_st
     h2o_linklist_init_anchor(&r->sources);
     h2o_linklist_init_anchor(&r->follows);
     h2o_linklist_init_anchor(&r->finished);
+    h2o_linklist_init_anchor(&r->groups);
     h2o_timeout_init(loop, &r->zero, 0);
     return r;
 }
@@ -111,6 +114,21 @@ h2o_linklist_t *gw_sub_follows(gw_sub_reg_t *r)
     return &r->follows;
 }
 
+gw_sub_group_t *gw_sub_group_find(gw_sub_reg_t *r, const char *tag, const gw_net_t *net, const char *key)
+{
+    for (h2o_linklist_t *l = r->groups.next; l != &r->groups; l = l->next) {
+        gw_sub_group_t *g = H2O_STRUCT_FROM_MEMBER(gw_sub_group_t, link, l);
+        if (g->net == net && strcmp(g->tag, tag) == 0 && strcmp(g->key, key) == 0)
+            return g;
+    }
+    return NULL;
+}
+
+void gw_sub_group_add(gw_sub_reg_t *r, gw_sub_group_t *g)
+{
+    h2o_linklist_insert(&r->groups, &g->link);
+}
+
 uint32_t gw_sub_poll_ms(const gw_net_t *net)
 {
     uint32_t ms = net->conf->ranking.probe_interval_ms;
@@ -134,6 +152,15 @@ void gw_sub_gauge(gw_sub_reg_t *r, state_srv_counter_t g, int delta)
 {
     r->open[g] += (uint64_t)(int64_t)delta;
     gw_stats_srv_set(r->stats, g, r->open[g]);
+}
+
+/* Subscriptions of src's kind open: the worker's total and the network's. */
+static void gauge(gw_sub_reg_t *r, const gw_sub_source_t *src, int delta)
+{
+    state_srv_counter_t g = src->kind->gauge;
+    r->open[g] += (uint64_t)(int64_t)delta;
+    gw_stats_srv_set(r->stats, g, r->open[g]);
+    gw_stats_net_add(r->stats, src->net->index, g, delta);
 }
 
 void gw_sub_client_init(gw_sub_client_t *c, gw_sub_reg_t *r, gw_handler_t *h, gw_net_t *net,
@@ -162,6 +189,7 @@ static void source_free(gw_sub_source_t *src)
         gw_sub_pass_stop(src);
     else
         src->kind->stop(src);
+    gw_stats_net_add(src->reg->stats, src->net->index, STATE_SUBS_SOURCES + src->kind->gauge, -1);
     free(src->key);
     free(src);
 }
@@ -183,9 +211,10 @@ static gw_sub_source_t *source_find(gw_sub_reg_t *r, gw_net_t *net, const gw_sub
     return NULL;
 }
 
-/* The source with these params, or a new one started. */
+/* The source with these params, or a new one started (by creator): passed
+ * through (gw_sub_pass.c) or the row's start. */
 static gw_sub_source_t *source_get(gw_sub_reg_t *r, gw_net_t *net, const gw_sub_kind_t *k, const char *key,
-                                   int pass)
+                                   const char *creator, int pass)
 {
     gw_sub_source_t *s = source_find(r, net, k, key, pass);
     if (s != NULL)
@@ -195,15 +224,33 @@ static gw_sub_source_t *source_get(gw_sub_reg_t *r, gw_net_t *net, const gw_sub_
     s->kind = k;
     s->net = net;
     s->key = sl_xstrdup(key);
+    snprintf(s->creator, sizeof(s->creator), "%s", creator);
     s->reap.cb = on_reap;
     h2o_linklist_init_anchor(&s->subs);
-    s->pass = (uint8_t)pass;
     h2o_linklist_insert(&r->sources, &s->link);
+    s->pass = (uint8_t)pass;
+    gw_stats_net_add(r->stats, net->index, STATE_SUBS_SOURCES + k->gauge, 1);
     if (pass)
         gw_sub_pass_start(s);
     else
         k->start(s);
     return s;
+}
+
+/* The source's creator left it: its charge (ws_max_sources_per_identity)
+ * moves to a subscriber still on it, its creator's if one is left. */
+static void source_hand_over(gw_sub_source_t *src)
+{
+    const char *next = NULL;
+    for (h2o_linklist_t *l = src->subs.next; l != &src->subs; l = l->next) {
+        const char *ident = H2O_STRUCT_FROM_MEMBER(gw_sub_t, source_link, l)->c->ident;
+        if (strcmp(ident, src->creator) == 0)
+            return;
+        if (next == NULL)
+            next = ident;
+    }
+    if (next != NULL)
+        snprintf(src->creator, sizeof(src->creator), "%s", next);
 }
 
 /* Ends one subscription; its source stops with its last subscriber. */
@@ -215,10 +262,13 @@ static void sub_end(gw_sub_t *sub)
     h2o_linklist_unlink(&sub->source_link);
     sub->c->nsubs--;
     src->nsubs--;
-    gw_sub_gauge(r, src->kind->gauge, -1);
+    gauge(r, src, -1);
+    int creators = strcmp(sub->c->ident, src->creator) == 0;
     free(sub);
     if (src->nsubs == 0)
         source_free(src); /* (a finished source has no subscriptions left to end) */
+    else if (creators)
+        source_hand_over(src);
 }
 
 void gw_sub_client_dispose(gw_sub_client_t *c)
@@ -246,8 +296,28 @@ void gw_sub_notify(gw_sub_source_t *src, const char *result, size_t len)
         sl_buf_append_str(&b, "}}");
         sub->c->send(sub->c, b.base, b.len);
     }
-    gw_stats_srv_add(src->reg->stats, STATE_SRV_SUB_NOTIFICATIONS, src->nsubs);
+    gw_stats_net_add(src->reg->stats, src->net->index, STATE_SRV_SUB_NOTIFICATIONS, src->nsubs);
     sl_buf_dispose(&b);
+}
+
+void gw_sub_fail(gw_sub_source_t *src, const char *msg)
+{
+    sl_buf_t b;
+    sl_buf_init(&b);
+    for (h2o_linklist_t *l = src->subs.next; l != &src->subs; l = l->next) {
+        gw_sub_t *sub = H2O_STRUCT_FROM_MEMBER(gw_sub_t, source_link, l);
+        sl_buf_reset(&b);
+        sl_buf_append_str(&b, "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32005,\"message\":");
+        sl_buf_append_json_str(&b, msg, strlen(msg));
+        sl_buf_append_str(&b, ",\"data\":{\"subscription\":");
+        sl_buf_append_str(&b, sub->id);
+        sl_buf_append_str(&b, ",\"method\":\"");
+        sl_buf_append_str(&b, src->kind->method);
+        sl_buf_append_str(&b, "\"}}}");
+        sub->c->send(sub->c, b.base, b.len);
+    }
+    sl_buf_dispose(&b);
+    gw_sub_finish(src);
 }
 
 void gw_sub_finish(gw_sub_source_t *src)
@@ -261,7 +331,7 @@ void gw_sub_finish(gw_sub_source_t *src)
         h2o_linklist_unlink(&sub->client_link);
         h2o_linklist_unlink(&sub->source_link);
         sub->c->nsubs--;
-        gw_sub_gauge(r, src->kind->gauge, -1);
+        gauge(r, src, -1);
         free(sub);
     }
     src->nsubs = 0;
@@ -329,8 +399,18 @@ static size_t count_ident(const gw_sub_reg_t *r, const char *ident)
     return n;
 }
 
-/* The over-the-bound message, or NULL. */
-static const char *over_bound(const gw_sub_client_t *c)
+/* Running sources the identity started in this worker. */
+static size_t count_sources(const gw_sub_reg_t *r, const char *ident)
+{
+    size_t n = 0;
+    for (h2o_linklist_t *l = r->sources.next; l != &r->sources; l = l->next)
+        n += strcmp(H2O_STRUCT_FROM_MEMBER(gw_sub_source_t, link, l)->creator, ident) == 0;
+    return n;
+}
+
+/* The over-the-bound message, or NULL. fresh: the subscription would
+ * start a new source (joining a running one costs no source). */
+static const char *over_bound(const gw_sub_client_t *c, int fresh)
 {
     const gw_server_conf_t *srv = c->reg->srv;
     if (c->nsubs >= srv->ws_max_subscriptions_per_connection)
@@ -339,6 +419,9 @@ static const char *over_bound(const gw_sub_client_t *c)
     if (count_ident(c->reg, c->ident) >= srv->ws_max_subscriptions_per_identity)
         return "too many subscriptions for this caller (server.ws_max_subscriptions_per_identity): "
                "unsubscribe first";
+    if (fresh && count_sources(c->reg, c->ident) >= srv->ws_max_sources_per_identity)
+        return "too many distinct subscriptions started by this caller (server.ws_max_sources_per_identity): "
+               "subscribe to what is already followed, or unsubscribe first";
     return NULL;
 }
 
@@ -374,6 +457,25 @@ static int served_by(const gw_sub_kind_t *k, gw_net_t *net)
     return k->start != NULL && k->normalise != NULL ? 0 : -1;
 }
 
+/* The subscribe's params checked into key: for a passthrough, the params
+ * the upstream is sent. NULL or the -32602 message. */
+static const char *key_of(const gw_sub_kind_t *k, const cJSON *params, int pass, sl_buf_t *key)
+{
+    /* a kind that also polls has its polling's (stricter) normaliser: passed through, the generic one */
+    int own = k->normalise != NULL && !(pass && k->start != NULL);
+    const char *bad = (own ? k->normalise : gw_sub_pass_params)(params, key);
+    sl_buf_append_char(key, '\0');
+    if (bad != NULL || !pass)
+        return bad;
+    sl_buf_t up;
+    sl_buf_init(&up);
+    bad = gw_sub_pass_upstream(k, params, key->base, &up);
+    sl_buf_append_char(&up, '\0');
+    sl_buf_dispose(key);
+    *key = up;
+    return bad;
+}
+
 static void subscribe(gw_sub_client_t *c, const gw_sub_kind_t *k, const cJSON *params, const char *body,
                       wire_span_t id)
 {
@@ -384,41 +486,31 @@ static void subscribe(gw_sub_client_t *c, const gw_sub_kind_t *k, const cJSON *p
     }
     sl_buf_t key;
     sl_buf_init(&key);
-    const char *bad = (k->normalise != NULL ? k->normalise : gw_sub_pass_params)(params, &key);
-    if (bad == NULL && pass) { /* the source's key: the params the upstream is sent */
-        sl_buf_t up;
-        sl_buf_init(&up);
-        sl_buf_append_char(&key, '\0');
-        bad = gw_sub_pass_upstream(k, params, key.base, &up);
-        sl_buf_append_char(&up, '\0'); /* (source_find reads it as a string) */
-        sl_buf_dispose(&key);
-        key = up;
-    }
-    const char *over = bad == NULL ? over_bound(c) : NULL;
-    if (bad == NULL && over == NULL && pass && source_find(c->reg, c->net, k, key.base, 1) == NULL &&
-        count_ident_pass(c->reg, c->ident) >= GW_SUB_PASS_PER_IDENTITY)
+    const char *bad = key_of(k, params, pass, &key);
+    int fresh = bad == NULL && source_find(c->reg, c->net, k, key.base, pass) == NULL;
+    const char *over = bad == NULL ? over_bound(c, fresh) : NULL;
+    if (over == NULL && fresh && pass && count_ident_pass(c->reg, c->ident) >= GW_SUB_PASS_PER_IDENTITY)
         over = "too many distinct passed-through subscriptions for this caller (64 in a worker, each an upstream "
                "subscription): share params or unsubscribe first";
     if (bad != NULL || over != NULL) {
         if (over != NULL)
-            gw_stats_srv_add(c->reg->stats, STATE_SRV_SUB_REFUSED, 1);
+            gw_stats_net_add(c->reg->stats, c->net->index, STATE_SRV_SUB_REFUSED, 1);
         error(c, body, id, bad != NULL ? -32602 : GW_RPC_LIMIT_EXCEEDED, bad != NULL ? bad : over);
         sl_buf_dispose(&key);
         return;
     }
-    sl_buf_append_char(&key, '\0');
     gw_sub_t *sub = sl_xcalloc(1, sizeof(*sub));
     sub->c = c;
     new_id(k->id_form, sub->id);
     /* answered before the source may notify (its first call is never synchronous) */
     answer(c, body, id, sub->id);
-    gw_sub_source_t *src = source_get(c->reg, c->net, k, key.base, pass);
+    gw_sub_source_t *src = source_get(c->reg, c->net, k, key.base, c->ident, pass);
     sub->src = src;
     h2o_linklist_insert(&c->subs, &sub->client_link);
     h2o_linklist_insert(&src->subs, &sub->source_link);
     c->nsubs++;
     src->nsubs++;
-    gw_sub_gauge(c->reg, k->gauge, +1);
+    gauge(c->reg, src, +1);
     sl_buf_dispose(&key);
 }
 

@@ -13,7 +13,8 @@
  * subscriber goes (unsubscribe, or its socket closes). Bounds:
  * server.ws_max_subscriptions_per_connection and
  * server.ws_max_subscriptions_per_identity (per worker, per key or client
- * address), -32005 past them; each call is charged to the caller's rate
+ * address), server.ws_max_sources_per_identity (distinct sources an identity
+ * started that still run), -32005 past them; each call is charged to the caller's rate
  * limit as one standard call (-32005 at its limit). Notifications go out through the client's
  * send (the socket's bounded queue). The kinds are rows of gw_sub_kinds.c
  * (gw_sub_int.h). Worker-local, one event loop. */

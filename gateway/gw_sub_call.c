@@ -10,9 +10,6 @@
 void gw_sub_call_init(gw_sub_call_t *c)
 {
     memset(c, 0, sizeof(*c));
-    for (size_t k = 0; k < 2; k++)
-        for (size_t i = 0; i < GW_SUB_CALL_MAX; i++)
-            sl_buf_init(&c->slot[k].body[i]);
 }
 
 void gw_sub_call_dispose(gw_sub_call_t *c)
@@ -20,8 +17,13 @@ void gw_sub_call_dispose(gw_sub_call_t *c)
     for (size_t k = 0; k < 2; k++) {
         pool_call_release(c->slot[k].call);
         c->slot[k].call = NULL;
-        for (size_t i = 0; i < GW_SUB_CALL_MAX; i++)
+        for (size_t i = 0; i < c->slot[k].cap; i++)
             sl_buf_dispose(&c->slot[k].body[i]);
+        free(c->slot[k].items);
+        free(c->slot[k].body);
+        c->slot[k].items = NULL;
+        c->slot[k].body = NULL;
+        c->slot[k].cap = 0;
     }
     pool_call_release(c->stale);
     c->stale = NULL;
@@ -79,10 +81,19 @@ void gw_sub_call_start(gw_sub_call_t *c, gw_net_t *net, size_t n, const char *co
     gw_sub_call_slot_t *sl = &c->slot[c->cur];
     pool_call_release(sl->call);
     sl->call = NULL;
-    for (size_t i = 0; i < n && i < GW_SUB_CALL_MAX; i++)
+    if (n > GW_SUB_CALL_MAX)
+        n = GW_SUB_CALL_MAX;
+    if (sl->cap < n) { /* grown only while the slot holds no call */
+        sl->items = sl_xrealloc(sl->items, n * sizeof(*sl->items));
+        sl->body = sl_xrealloc(sl->body, n * sizeof(*sl->body));
+        for (size_t i = sl->cap; i < n; i++)
+            sl_buf_init(&sl->body[i]);
+        sl->cap = n;
+    }
+    for (size_t i = 0; i < n; i++)
         fill_item(sl, i, net, methods[i], params[i]);
     c->done = 0;
-    sl->n = n < GW_SUB_CALL_MAX ? n : GW_SUB_CALL_MAX;
+    sl->n = n;
     c->cb = cb;
     c->data = data;
     sl->call = pool_call_start(net->pool_net, sl->items, sl->n, sl->n > 1, 0, on_done, c);
@@ -129,4 +140,20 @@ int gw_sub_call_result(const gw_sub_call_t *c, size_t i, const char **res, size_
     *res = it->answer + env.result.off;
     *len = env.result.len;
     return 1;
+}
+
+int gw_sub_call_too_large(const gw_sub_call_t *c, size_t i)
+{
+    const gw_sub_call_slot_t *sl = &c->slot[c->cur];
+    size_t n = 0;
+    if (!c->done || i >= sl->n || sl->call == NULL)
+        return 0;
+    if (sl->items[i].outcome == POOL_OUTCOME_TOO_LARGE)
+        return 1;
+    /* an attempt refused as too large: the call may end otherwise (its endpoints tried, one by one) */
+    const pool_attempt_rec_t *log = pool_call_log(sl->call, &n);
+    for (size_t k = 0; k < n; k++)
+        if (log[k].fail == POOL_FAIL_TOO_LARGE)
+            return 1;
+    return 0;
 }

@@ -4,8 +4,9 @@
  * answered from the response cache (a source follows the chain as it is).
  *
  * Used by the sources of gateway/gw_sub_follow.c, gw_sub_eth.c and
- * gw_sub_sol.c. At most GW_SUB_CALL_MAX calls, sent as one batch when more
- * than one. Worker-local, one event loop. */
+ * gw_sub_sol*.c. At most GW_SUB_CALL_MAX calls, sent as one batch when more
+ * than one; a call's items are allocated as its source needs them.
+ * Worker-local, one event loop. */
 #ifndef GW_SUB_CALL_H
 #define GW_SUB_CALL_H
 
@@ -14,7 +15,9 @@
 #include "base/sl_buf.h"
 #include "gateway/gw_handler.h"
 
-#define GW_SUB_CALL_MAX 2
+/* 2 for slotSubscribe's pair; 33 for logsSubscribe's poll (its
+ * getSignaturesForAddress and up to 32 getTransaction, gw_sub_sol_logs.c) */
+#define GW_SUB_CALL_MAX 33
 
 typedef struct gw_sub_call gw_sub_call_t;
 typedef void (*gw_sub_call_cb)(gw_sub_call_t *c, void *data);
@@ -22,8 +25,10 @@ typedef void (*gw_sub_call_cb)(gw_sub_call_t *c, void *data);
 typedef struct gw_sub_call_slot {
     pool_call_t *call;            /* NULL: none */
     size_t n;
-    pool_item_t items[GW_SUB_CALL_MAX];
-    sl_buf_t body[GW_SUB_CALL_MAX];
+    size_t cap;                   /* items and bodies allocated: the most this source asked (a slot
+                                     poll holds 2, not GW_SUB_CALL_MAX) */
+    pool_item_t *items;
+    sl_buf_t *body;
 } gw_sub_call_slot_t;
 
 /* Two slots: a call started from the previous one's callback takes the
@@ -49,6 +54,9 @@ void gw_sub_call_start(gw_sub_call_t *c, gw_net_t *net, size_t n, const char *co
 /* After cb: call i's result as JSON text (*res, *len) and 1, or 0 when it
  * failed or answered an error (null is a result). */
 int gw_sub_call_result(const gw_sub_call_t *c, size_t i, const char **res, size_t *len);
+/* After cb: 1 if an answer of the call (i: its item, for the outcome) was
+ * over server.max_response_bytes. */
+int gw_sub_call_too_large(const gw_sub_call_t *c, size_t i);
 /* After cb: the id of the endpoint that answered call i, or NULL (none, or the cache). */
 const char *gw_sub_call_endpoint(const gw_sub_call_t *c, size_t i);
 /* After cb: 1 if an attempt of the call at endpoint id failed (a failover away from it). */

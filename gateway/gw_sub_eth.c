@@ -3,18 +3,23 @@
  * eth_getLogs of each header's block by its hash (so a log is of exactly
  * the block sent: once per (blockHash, logIndex), in block order) with the
  * client's address and topics, and the logs of a replaced block sent again
- * with "removed": true. */
+ * with "removed": true. Past GW_SUB_LOGS_SHARED_MIN distinct filters on a
+ * network, a block's logs come from one unfiltered eth_getLogs shared by
+ * every logs source (gw_sub_logshare.c), each filtered here by geth's rules
+ * (policy/logfilter.h). */
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "gateway/gw_sub_call.h"
 #include "gateway/gw_sub_int.h"
+#include "gateway/gw_sub_logshare.h"
 
 #define LOGS_KEPT 64                /* blocks whose logs are kept, to send them again as removed */
 #define LOGS_KEPT_BYTES (2u << 20)  /* ... at most this much of them per source (the oldest go first) */
 #define LOGS_QUEUE 256              /* headers waiting for their logs */
 #define MAX_TRIES 5                 /* a block's logs asked this often, then given up (logged) */
+#define SHARED_TRIES 2              /* ... the first ones from the shared fetch, when the network has it */
 
 /* ---- newHeads ---- */
 
@@ -72,6 +77,9 @@ typedef struct eth_logs {
     size_t kept;                  /* bytes of sent[].logs */
     gw_sub_call_t call;
     h2o_timeout_entry_t retry;
+    gw_sub_logshare_t *share;     /* the network's shared per-block fetch */
+    gw_sub_logs_wait_t wait;      /* asking it for the block at the queue's head */
+    policy_logfilter_t pf;        /* the filter, as bytes (for the shared fetch) */
 } eth_logs_t;
 
 static int lower_hex(cJSON *v, size_t want_len)
@@ -141,6 +149,46 @@ const char *gw_sub_eth_logs_params(const cJSON *params, sl_buf_t *key)
     return bad;
 }
 
+/* The hex strings of v (one or an array; an array holding a null, or
+ * none at all, is "any": n 0) as bytes of size each. */
+static void *hex_set(const cJSON *v, size_t size, size_t *n)
+{
+    const cJSON *x;
+    *n = 0;
+    if (cJSON_IsString(v)) {
+        uint8_t *out = sl_xmalloc(size);
+        *n = policy_logfilter_hex(v->valuestring, strlen(v->valuestring), out, size);
+        return out;
+    }
+    cJSON_ArrayForEach(x, v) if (!cJSON_IsString(x)) return NULL; /* a null in an OR: any */
+    uint8_t *out = sl_xcalloc((size_t)cJSON_GetArraySize(v) + 1, size);
+    cJSON_ArrayForEach(x, v) if (policy_logfilter_hex(x->valuestring, strlen(x->valuestring), out + *n * size, size))
+        (*n)++;
+    return out;
+}
+
+/* The normalised filter (the key: ,"address":…,"topics":…, checked) as bytes. */
+static void filter_bytes(policy_logfilter_t *f, const char *key)
+{
+    memset(f, 0, sizeof(*f));
+    sl_buf_t b;
+    sl_buf_init(&b);
+    sl_buf_append_char(&b, '{');
+    sl_buf_append_str(&b, key[0] == ',' ? key + 1 : key);
+    sl_buf_append_char(&b, '}');
+    cJSON *o = cJSON_ParseWithLength(b.base, b.len), *t;
+    sl_buf_dispose(&b);
+    f->addr = hex_set(cJSON_GetObjectItemCaseSensitive(o, "address"), 20, &f->naddr);
+    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(o, "topics"))
+    {
+        if (f->npos == POLICY_LOGFILTER_POSITIONS)
+            break;
+        policy_logfilter_pos_t *p = &f->pos[f->npos++];
+        p->v = cJSON_IsNull(t) ? NULL : hex_set(t, 32, &p->n);
+    }
+    cJSON_Delete(o);
+}
+
 /* Sends each log of the array text logs, with "removed" set as given. */
 static void send_logs(eth_logs_t *g, const char *logs, int removed)
 {
@@ -166,7 +214,8 @@ static void send_logs(eth_logs_t *g, const char *logs, int removed)
         }
     }
     cJSON_Delete(arr);
-    gw_stats_srv_add(gw_sub_stats(g->src->reg), STATE_SRV_SUB_LOGS_SENT, n * g->src->nsubs);
+    gw_stats_net_add(gw_sub_stats(g->src->reg), g->src->net->index, STATE_SRV_SUB_LOGS_SENT,
+                     (int64_t)(n * g->src->nsubs));
 }
 
 static void pump(eth_logs_t *g);
@@ -194,13 +243,17 @@ static void keep_room(eth_logs_t *g, size_t len)
     }
 }
 
-static void on_logs(gw_sub_call_t *c, void *data)
+/* A fetch is out for the block at the queue's head. */
+static int asking(const eth_logs_t *g)
 {
-    eth_logs_t *g = data;
+    return gw_sub_call_busy(&g->call) || gw_sub_logshare_waiting(&g->wait);
+}
+
+/* The logs of the block at the queue's head (res: a JSON array's text), or ok 0: the fetch failed. */
+static void got_logs(eth_logs_t *g, int ok, const char *res, size_t len)
+{
     logs_block_t *b = &g->queue[g->qhead];
-    const char *res;
-    size_t len;
-    if (!gw_sub_call_result(c, 0, &res, &len) || len == 0 || res[0] != '[') {
+    if (!ok || len == 0 || res[0] != '[') {
         const uint8_t *now = gw_sub_follow_hash(&g->l, b->height);
         if ((now == NULL || memcmp(now, b->hash, 32) != 0 || ++b->tries >= MAX_TRIES) && g->qlen > 0) {
             g->qhead = (g->qhead + 1) % LOGS_QUEUE; /* replaced meanwhile (its replacement is queued), or given up */
@@ -231,6 +284,19 @@ static void on_logs(gw_sub_call_t *c, void *data)
     pump(g);
 }
 
+static void on_logs(gw_sub_call_t *c, void *data)
+{
+    const char *res = NULL;
+    size_t len = 0;
+    int ok = gw_sub_call_result(c, 0, &res, &len);
+    got_logs(data, ok, res, len);
+}
+
+static void on_shared(gw_sub_logs_wait_t *w, const char *logs, size_t len)
+{
+    got_logs(H2O_STRUCT_FROM_MEMBER(eth_logs_t, wait, w), logs != NULL, logs, len);
+}
+
 static void on_retry(h2o_timeout_entry_t *e)
 {
     pump(H2O_STRUCT_FROM_MEMBER(eth_logs_t, retry, e));
@@ -238,9 +304,13 @@ static void on_retry(h2o_timeout_entry_t *e)
 
 static void pump(eth_logs_t *g)
 {
-    if (g->qlen == 0 || gw_sub_call_busy(&g->call) || h2o_timeout_is_linked(&g->retry))
+    if (g->qlen == 0 || asking(g) || h2o_timeout_is_linked(&g->retry))
         return;
     const logs_block_t *b = &g->queue[g->qhead];
+    /* a block the shared fetch failed twice (an answer over server.max_response_bytes, say) is
+     * asked with the filter, as under the threshold */
+    if (b->tries < SHARED_TRIES && gw_sub_logshare_shared(g->share) && gw_sub_logshare_ask(g->share, b->hash, &g->wait))
+        return;
     sl_buf_t p;
     sl_buf_init(&p);
     sl_buf_append_str(&p, "[{\"blockHash\":\"0x");
@@ -251,6 +321,7 @@ static void pump(eth_logs_t *g)
     sl_buf_append_str(&p, "}]");
     sl_buf_append_char(&p, '\0');
     const char *m = "eth_getLogs", *pp = p.base;
+    gw_stats_sub_add(gw_sub_stats(g->src->reg), g->src->net->index, STATE_SUB_POLLS_LOGS, 1);
     gw_sub_call_start(&g->call, g->src->net, 1, &m, &pp, on_logs, g);
     sl_buf_dispose(&p);
 }
@@ -267,7 +338,7 @@ static void undo_from(eth_logs_t *g, uint64_t from)
         }
     }
     while (g->qlen > 0 && g->queue[(g->qhead + g->qlen - 1) % LOGS_QUEUE].height >= from &&
-           (g->qlen > 1 || !gw_sub_call_busy(&g->call)))
+           (g->qlen > 1 || !asking(g)))
         g->qlen--; /* the one being asked stays: its answer is dropped as replaced */
 }
 
@@ -298,6 +369,10 @@ void gw_sub_eth_logs_start(gw_sub_source_t *src)
     g->l.on_header = logs_on_header;
     g->retry.cb = on_retry;
     gw_sub_call_init(&g->call);
+    filter_bytes(&g->pf, src->key);
+    g->wait.cb = on_shared;
+    g->wait.filter = &g->pf;
+    g->share = gw_sub_logshare_join(src->reg, src->net);
     src->impl = g;
     gw_sub_follow_listen(src->reg, src->net, &g->l);
 }
@@ -309,6 +384,11 @@ void gw_sub_eth_logs_stop(gw_sub_source_t *src)
     if (h2o_timeout_is_linked(&g->retry))
         h2o_timeout_unlink(&g->retry);
     gw_sub_call_dispose(&g->call);
+    gw_sub_logshare_cancel(&g->wait);
+    gw_sub_logshare_leave(g->share);
+    free((void *)g->pf.addr);
+    for (size_t i = 0; i < POLICY_LOGFILTER_POSITIONS; i++)
+        free((void *)g->pf.pos[i].v);
     for (size_t i = 0; i < LOGS_KEPT; i++)
         forget(g, &g->sent[i]);
     free(g->filter);

@@ -20,7 +20,6 @@
 
 #define GW_SUB_MAX_BACKFILL 128
 #define LOG_EVERY_MS 10000
-#define WATCH_MS 20                 /* the chain view's head is looked at this often (a read) */
 #define MAX_FETCHES_PER_TICK (2 * GW_SUB_MAX_BACKFILL + 16)
 
 typedef struct gw_sub_follow {
@@ -120,9 +119,9 @@ static void consider(gw_sub_follow_t *f, const header_t *hd)
     case POLICY_HEADTRACK_EMIT: {
         int replaced = policy_headtrack_record(&f->track, hd->height, hd->hash);
         if (replaced)
-            gw_stats_srv_add(gw_sub_stats(f->r), STATE_SRV_SUB_REORGED, 1);
+            gw_stats_net_add(gw_sub_stats(f->r), f->net->index, STATE_SRV_SUB_REORGED, 1);
         else if (f->fetching != 0 && hd->height < f->head) { /* the head itself is no backfill */
-            gw_stats_srv_add(gw_sub_stats(f->r), STATE_SRV_SUB_BACKFILLED, 1);
+            gw_stats_net_add(gw_sub_stats(f->r), f->net->index, STATE_SRV_SUB_BACKFILLED, 1);
             f->backfilled++;
         }
         tell(f, hd, replaced);
@@ -144,6 +143,7 @@ static void fetch(gw_sub_follow_t *f, uint64_t height)
     if (height != 0 && f->fetches++ > MAX_FETCHES_PER_TICK)
         return; /* the next tick goes on */
     f->fetching = height;
+    gw_stats_sub_add(gw_sub_stats(f->r), f->net->index, STATE_SUB_POLLS_HEADS, 1);
     gw_sub_call_start(&f->call, f->net, 1, &m, &pp, on_answer, f);
 }
 
@@ -161,7 +161,7 @@ static void step(gw_sub_follow_t *f)
     if (skipped != 0) {
         uint64_t held;
         char tail[SL_LOG_HELD_MAX];
-        gw_stats_srv_add(gw_sub_stats(f->r), STATE_SRV_SUB_SKIPPED, skipped);
+        gw_stats_net_add(gw_sub_stats(f->r), f->net->index, STATE_SRV_SUB_SKIPPED, (int64_t)skipped);
         if (sl_log_limit_pass(&f->log_skip, sl_now_ms(), LOG_EVERY_MS, &held))
             sl_log_warn("network %s: newHeads went on from the head %" PRIu64 ", %" PRIu64
                         " heights behind the last sent were skipped (more than %d to backfill)%s",
@@ -223,7 +223,7 @@ static void on_tick(h2o_timeout_entry_t *e)
 static void on_watch(h2o_timeout_entry_t *e)
 {
     gw_sub_follow_t *f = H2O_STRUCT_FROM_MEMBER(gw_sub_follow_t, watch, e);
-    h2o_timeout_link(gw_sub_loop(f->r), gw_sub_timeout(f->r, WATCH_MS), &f->watch);
+    h2o_timeout_link(gw_sub_loop(f->r), gw_sub_timeout(f->r, GW_SUB_WATCH_MS), &f->watch);
     uint64_t h = pool_network_head(f->net->pool_net);
     if (h <= f->view_head)
         return;
@@ -254,7 +254,7 @@ void gw_sub_follow_listen(gw_sub_reg_t *r, gw_net_t *net, gw_sub_listener_t *l)
         f->view_head = pool_network_head(net->pool_net);
         h2o_linklist_insert(all, &f->link);
         h2o_timeout_link(gw_sub_loop(r), f->period, &f->tick);
-        h2o_timeout_link(gw_sub_loop(r), gw_sub_timeout(r, WATCH_MS), &f->watch);
+        h2o_timeout_link(gw_sub_loop(r), gw_sub_timeout(r, GW_SUB_WATCH_MS), &f->watch);
         fetch(f, 0); /* the first header now, not a period from now */
     }
     l->f = f;

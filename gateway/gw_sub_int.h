@@ -50,13 +50,34 @@ struct gw_sub_source {
     uint8_t pass;                 /* served by gw_sub_pass.c, not the row's start */
     uint64_t mark;                /* gw_sub.c's counting of a caller's distinct sources */
     h2o_timeout_entry_t reap;     /* a finished source stops from the loop, not its own callback */
+    char creator[GW_EXEC_IDENT_MAX]; /* the identity whose subscribe started it (ws_max_sources_per_identity) */
 };
+
+/* Work a network's sources share in the worker (gw_sub_logshare.c's
+ * per-block logs, gw_sub_sol_batch.c's merged polls): the first member of
+ * each such struct, found by (tag, net, key); freed by its owner when its
+ * last source leaves. */
+typedef struct gw_sub_group {
+    h2o_linklist_t link;          /* in the registry's groups */
+    const char *tag;              /* the owner's static name ("logs", "account", "signature") */
+    gw_net_t *net;
+    char key[64];                 /* the owner's (an account poll's options object) */
+} gw_sub_group_t;
+
+/* The group of (tag, net, key), or NULL. */
+gw_sub_group_t *gw_sub_group_find(gw_sub_reg_t *r, const char *tag, const gw_net_t *net, const char *key);
+/* Links a new group g (its tag, net and key set) into r's groups. */
+void gw_sub_group_add(gw_sub_reg_t *r, gw_sub_group_t *g);
 
 extern const gw_sub_kind_t gw_sub_kinds[];
 extern const size_t gw_sub_nkinds;
 
 /* Sends result (JSON text) to every subscriber of src as a notification. */
 void gw_sub_notify(gw_sub_source_t *src, const char *result, size_t len);
+/* Ends every subscription of src with a JSON-RPC error (id null, code
+ * -32005, msg, data {subscription, method}) to each subscriber, then as
+ * gw_sub_finish. For a source that cannot go on (an answer over a bound). */
+void gw_sub_fail(gw_sub_source_t *src, const char *msg);
 /* After a notify-once kind's notification (signatureSubscribe): every
  * subscription of src ends, and src stops from the loop. */
 void gw_sub_finish(gw_sub_source_t *src);
@@ -74,6 +95,9 @@ state_t *gw_sub_state(const gw_sub_reg_t *r);
 void gw_sub_gauge(gw_sub_reg_t *r, state_srv_counter_t g, int delta);
 /* The poll interval of net's sources: its ranking.probe_interval_ms, else 1 s. */
 uint32_t gw_sub_poll_ms(const gw_net_t *net);
+/* The chain view's head is looked at this often by the sources it wakes (a read). */
+#define GW_SUB_WATCH_MS 20
+
 /* A timeout list of the registry for period ms (created on first use). */
 h2o_timeout_t *gw_sub_timeout(gw_sub_reg_t *r, uint32_t ms);
 
@@ -118,6 +142,25 @@ void gw_sub_sol_signature_start(gw_sub_source_t *src);
 const char *gw_sub_sol_account_params(const cJSON *params, sl_buf_t *key);
 void gw_sub_sol_account_start(gw_sub_source_t *src);
 void gw_sub_sol_stop(gw_sub_source_t *src);
+const char *gw_sub_sol_logs_params(const cJSON *params, sl_buf_t *key);
+void gw_sub_sol_logs_start(gw_sub_source_t *src);
+void gw_sub_sol_logs_stop(gw_sub_source_t *src);
+const char *gw_sub_sol_program_params(const cJSON *params, sl_buf_t *key);
+void gw_sub_sol_program_start(gw_sub_source_t *src);
+void gw_sub_sol_program_stop(gw_sub_source_t *src);
+
+/* gw_sub_sol_conf.c: Solana's shared checks. Commitments by rank
+ * (processed 0, confirmed 1, finalized 2); a level's name, or -1. */
+extern const char *const gw_sub_sol_levels[3];
+int gw_sub_sol_level(const char *s);
+/* 1 if s is base58 of min..max characters. */
+int gw_sub_sol_is_b58(const char *s, size_t min, size_t max);
+/* The config object's commitment (finalized when absent); -1 when bad. */
+int gw_sub_sol_commitment(const cJSON *cfg);
+struct gw_sub_call;
+/* After a poll's call c: endpoint (cap bytes) becomes the one that answered
+ * it; a failover away from the one before is told (gw_sub_source_changed). */
+void gw_sub_sol_note_endpoint(gw_sub_source_t *src, const struct gw_sub_call *c, char *endpoint, size_t cap);
 
 /* gw_sub_pass.c: the passthrough source. gw_sub_pass_params is the generic
  * normaliser of a passthrough kind without its own (Solana: an array whose

@@ -1,12 +1,11 @@
 /* gateway/gw_sub_kinds.c: the subscription kinds sluice serves (or refuses
  * clearly), one row each: a new kind is its functions in the family's file
- * (gw_sub_eth.c, gw_sub_sol.c) and one row here. Read by gw_sub.c. */
+ * (gw_sub_eth.c, gw_sub_sol*.c) and one row here. Read by gw_sub.c. */
 #include "gateway/gw_sub_int.h"
 
 #define NO_WS_UPSTREAM                                                                                         \
     "newPendingTransactions needs an endpoint with ws_url (it is passed through from an upstream's WebSocket; "  \
     "this network has none)"
-#define SOL_NO_WS "this Solana subscription needs an endpoint with ws_url on this network (it is passed through)"
 
 #define ETH(kname, norm, gauge_, start_, stop_, refusal_)                                                        \
     {.name = kname, .chain = POLICY_CHAIN_ETHEREUM, .method = "eth_subscribe", .unsubscribe = "eth_unsubscribe",  \
@@ -35,9 +34,11 @@ const gw_sub_kind_t gw_sub_kinds[] = {
         STATE_SRV_SUBS_ACCOUNT, gw_sub_sol_account_start, NULL),
     {.name = "logsSubscribe", .chain = POLICY_CHAIN_SOLANA, .method = "logsSubscribe",
      .unsubscribe = "logsUnsubscribe", .notification = "logsNotification", .id_form = GW_SUB_ID_INT,
-     .gauge = STATE_SRV_SUBS_SOL_LOGS, .refusal = SOL_NO_WS, .pass = 1},
+     .gauge = STATE_SRV_SUBS_SOL_LOGS, .normalise = gw_sub_sol_logs_params, .start = gw_sub_sol_logs_start,
+     .stop = gw_sub_sol_logs_stop, .pass = 1},
     {.name = "programSubscribe", .chain = POLICY_CHAIN_SOLANA, .method = "programSubscribe",
      .unsubscribe = "programUnsubscribe", .notification = "programNotification", .id_form = GW_SUB_ID_INT,
-     .gauge = STATE_SRV_SUBS_PROGRAM, .refusal = SOL_NO_WS, .pass = 1},
+     .gauge = STATE_SRV_SUBS_PROGRAM, .normalise = gw_sub_sol_program_params, .start = gw_sub_sol_program_start,
+     .stop = gw_sub_sol_program_stop, .pass = 1},
 };
 const size_t gw_sub_nkinds = sizeof(gw_sub_kinds) / sizeof(gw_sub_kinds[0]);

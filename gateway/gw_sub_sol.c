@@ -4,17 +4,22 @@
  * two polls, never backwards, as {"parent","root","slot"}), rootSubscribe
  * (getSlot finalized), signatureSubscribe (getSignatureStatuses until the
  * status reaches the commitment asked: one notification, then the
- * subscription ends, as Solana ends it) and accountSubscribe (getAccountInfo:
- * a notification when the account's value changes). */
+ * subscription ends, as Solana ends it) and accountSubscribe (the account's
+ * value: a notification when it changes). Signatures and accounts are not
+ * polled one by one: every source of a network (with the same commitment
+ * and encoding, for accounts) is a member of one merged poll
+ * (gw_sub_sol_batch.c: getSignatureStatuses, getMultipleAccounts). The
+ * slot and root polls are also woken when the chain view's head moves (an
+ * upstream WebSocket's slotSubscribe), so a ws_url gives slots at once. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "gateway/gw_sub_call.h"
 #include "gateway/gw_sub_int.h"
+#include "gateway/gw_sub_sol_batch.h"
 
 #define MAX_SLOTS_PER_POLL 64      /* slots told one by one after a gap; past it, only the newest */
-#define B58 "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 
 typedef enum sol_kind { SOL_SLOT, SOL_ROOT, SOL_SIGNATURE, SOL_ACCOUNT } sol_kind_t;
 
@@ -24,36 +29,14 @@ typedef struct sol_poll {
     gw_sub_call_t call;
     h2o_timeout_t *period;
     h2o_timeout_entry_t tick;
+    h2o_timeout_entry_t watch;    /* slot, root: the chain view's head moved: poll now, not at the tick */
+    uint64_t view_head;           /* the chain view's head last looked at */
     uint64_t last;                /* slot / root last told (0: none) */
     char *value;                  /* account: its value last read (NULL: not read yet) */
-    char params[256];             /* the call's params */
+    char params[256];             /* signature, account: the merged call's options */
     int level;                    /* signature: the commitment's rank (processed 0 .. finalized 2) */
+    gw_sub_sol_member_t member;   /* signature, account: in the network's merged poll */
 } sol_poll_t;
-
-static const char *const levels[] = {"processed", "confirmed", "finalized"};
-
-static int level_of(const char *s)
-{
-    for (int i = 0; i < 3; i++)
-        if (strcmp(s, levels[i]) == 0)
-            return i;
-    return -1;
-}
-
-static int is_b58(const char *s, size_t min, size_t max)
-{
-    size_t n = strlen(s);
-    return n >= min && n <= max && strspn(s, B58) == n;
-}
-
-/* The config object's commitment (finalized when absent); -1 when bad. */
-static int commitment(const cJSON *cfg)
-{
-    const cJSON *c = cJSON_IsObject(cfg) ? cJSON_GetObjectItemCaseSensitive(cfg, "commitment") : NULL;
-    if (c == NULL)
-        return 2;
-    return cJSON_IsString(c) ? level_of(c->valuestring) : -1;
-}
 
 const char *gw_sub_sol_slot_params(const cJSON *params, sl_buf_t *key)
 {
@@ -64,10 +47,10 @@ const char *gw_sub_sol_slot_params(const cJSON *params, sl_buf_t *key)
 const char *gw_sub_sol_signature_params(const cJSON *params, sl_buf_t *key)
 {
     const cJSON *sig = cJSON_GetArrayItem(params, 0), *cfg = cJSON_GetArrayItem(params, 1);
-    if (!cJSON_IsString(sig) || !is_b58(sig->valuestring, 64, 88) || cJSON_GetArraySize(params) > 2 ||
+    if (!cJSON_IsString(sig) || !gw_sub_sol_is_b58(sig->valuestring, 64, 88) || cJSON_GetArraySize(params) > 2 ||
         (cfg != NULL && !cJSON_IsObject(cfg)))
         return "invalid params: expected [signature (base58), {commitment}]";
-    int lv = commitment(cfg);
+    int lv = gw_sub_sol_commitment(cfg);
     if (lv < 0)
         return "invalid params: commitment must be processed, confirmed or finalized";
     sl_buf_printf(key, "%s|%d", sig->valuestring, lv);
@@ -78,10 +61,10 @@ const char *gw_sub_sol_account_params(const cJSON *params, sl_buf_t *key)
 {
     static const char *const encodings[] = {"base58", "base64", "base64+zstd", "jsonParsed"};
     const cJSON *pk = cJSON_GetArrayItem(params, 0), *cfg = cJSON_GetArrayItem(params, 1);
-    if (!cJSON_IsString(pk) || !is_b58(pk->valuestring, 32, 44) || cJSON_GetArraySize(params) > 2 ||
+    if (!cJSON_IsString(pk) || !gw_sub_sol_is_b58(pk->valuestring, 32, 44) || cJSON_GetArraySize(params) > 2 ||
         (cfg != NULL && !cJSON_IsObject(cfg)))
         return "invalid params: expected [account (base58), {commitment, encoding}]";
-    int lv = commitment(cfg);
+    int lv = gw_sub_sol_commitment(cfg);
     if (lv < 0)
         return "invalid params: commitment must be processed, confirmed or finalized";
     const cJSON *e = cJSON_IsObject(cfg) ? cJSON_GetObjectItemCaseSensitive(cfg, "encoding") : NULL;
@@ -144,18 +127,16 @@ static void root_answer(sol_poll_t *p)
     gw_sub_notify(p->src, out, (size_t)n);
 }
 
-static void signature_answer(sol_poll_t *p)
+/* The signature's status ({"context","value":[status]}, as getSignatureStatuses of it alone). */
+static void signature_answer(gw_sub_sol_member_t *m, const char *res, size_t len)
 {
-    const char *res;
-    size_t len;
-    if (!gw_sub_call_result(&p->call, 0, &res, &len))
-        return;
+    sol_poll_t *p = H2O_STRUCT_FROM_MEMBER(sol_poll_t, member, m);
     cJSON *r = cJSON_ParseWithLength(res, len);
     const cJSON *ctx = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "context"), "slot");
     const cJSON *st = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r, "value"), 0);
     if (cJSON_IsObject(st) && cJSON_IsNumber(ctx)) {
         const cJSON *cs = cJSON_GetObjectItemCaseSensitive(st, "confirmationStatus");
-        int lv = cJSON_IsString(cs) ? level_of(cs->valuestring) : 2; /* none: rooted (older nodes) */
+        int lv = cJSON_IsString(cs) ? gw_sub_sol_level(cs->valuestring) : 2; /* none: rooted (older nodes) */
         if (lv >= p->level) {
             const cJSON *err = cJSON_GetObjectItemCaseSensitive(st, "err");
             char *e = err != NULL ? cJSON_PrintUnformatted(err) : NULL;
@@ -164,18 +145,17 @@ static void signature_answer(sol_poll_t *p)
                              ctx->valuedouble, e != NULL && strlen(e) < 400 ? e : "null");
             free(e);
             gw_sub_notify(p->src, out, (size_t)n);
+            m->done = 1;
             gw_sub_finish(p->src); /* one notification, then the subscription ends */
         }
     }
     cJSON_Delete(r);
 }
 
-static void account_answer(sol_poll_t *p)
+/* The account's value ({"context","value"}, as getAccountInfo's). */
+static void account_answer(gw_sub_sol_member_t *m, const char *res, size_t len)
 {
-    const char *res;
-    size_t len;
-    if (!gw_sub_call_result(&p->call, 0, &res, &len))
-        return;
+    sol_poll_t *p = H2O_STRUCT_FROM_MEMBER(sol_poll_t, member, m);
     cJSON *r = cJSON_ParseWithLength(res, len);
     cJSON *v = cJSON_GetObjectItemCaseSensitive(r, "value");
     char *text = v != NULL ? cJSON_PrintUnformatted(v) : NULL;
@@ -204,11 +184,8 @@ static void on_answer(gw_sub_call_t *c, void *data)
         root_answer(p);
         return;
     case SOL_SIGNATURE:
-        signature_answer(p);
-        return;
     case SOL_ACCOUNT:
-        account_answer(p);
-        return;
+        return; /* merged polls (gw_sub_sol_batch.c) */
     }
 }
 
@@ -216,7 +193,8 @@ static void poll_now(sol_poll_t *p)
 {
     static const char *const get_slot[] = {"getSlot", "getSlot"};
     static const char *const slot_params[] = {"[{\"commitment\":\"processed\"}]", "[{\"commitment\":\"finalized\"}]"};
-    const char *pp = p->params, *m;
+    if (p->kind == SOL_SLOT || p->kind == SOL_ROOT)
+        gw_stats_sub_add(gw_sub_stats(p->src->reg), p->src->net->index, STATE_SUB_POLLS_SLOT, 1);
     switch (p->kind) {
     case SOL_SLOT:
         gw_sub_call_start(&p->call, p->src->net, 2, get_slot, slot_params, on_answer, p);
@@ -225,13 +203,8 @@ static void poll_now(sol_poll_t *p)
         gw_sub_call_start(&p->call, p->src->net, 1, get_slot, &slot_params[1], on_answer, p);
         return;
     case SOL_SIGNATURE:
-        m = "getSignatureStatuses";
-        gw_sub_call_start(&p->call, p->src->net, 1, &m, &pp, on_answer, p);
-        return;
     case SOL_ACCOUNT:
-        m = "getAccountInfo";
-        gw_sub_call_start(&p->call, p->src->net, 1, &m, &pp, on_answer, p);
-        return;
+        return; /* merged polls (gw_sub_sol_batch.c) */
     }
 }
 
@@ -239,6 +212,21 @@ static void on_tick(h2o_timeout_entry_t *e)
 {
     sol_poll_t *p = H2O_STRUCT_FROM_MEMBER(sol_poll_t, tick, e);
     h2o_timeout_link(gw_sub_loop(p->src->reg), p->period, &p->tick);
+    if (!gw_sub_call_busy(&p->call))
+        poll_now(p);
+}
+
+/* The chain view learns slots between polls (an upstream WebSocket's
+ * slotSubscribe at once, the probes'): a head above the one last looked at
+ * wakes the slot and root polls, as gw_sub_follow.c does for newHeads. */
+static void on_watch(h2o_timeout_entry_t *e)
+{
+    sol_poll_t *p = H2O_STRUCT_FROM_MEMBER(sol_poll_t, watch, e);
+    h2o_timeout_link(gw_sub_loop(p->src->reg), gw_sub_timeout(p->src->reg, GW_SUB_WATCH_MS), &p->watch);
+    uint64_t h = pool_network_head(p->src->net->pool_net);
+    if (h <= p->view_head)
+        return;
+    p->view_head = h;
     if (!gw_sub_call_busy(&p->call))
         poll_now(p);
 }
@@ -257,12 +245,23 @@ static void start(gw_sub_source_t *src, sol_kind_t kind)
     int lv = 2;
     if (sscanf(src->key, "%95[^|]|%d|%15s", addr, &lv, enc) >= 2)
         p->level = lv;
-    if (kind == SOL_SIGNATURE)
-        snprintf(p->params, sizeof(p->params), "[[\"%s\"],{\"searchTransactionHistory\":false}]", addr);
-    else if (kind == SOL_ACCOUNT)
-        snprintf(p->params, sizeof(p->params), "[\"%s\",{\"commitment\":\"%s\",\"encoding\":\"%s\"}]", addr,
-                 levels[lv], enc);
+    if (kind == SOL_SIGNATURE || kind == SOL_ACCOUNT) {
+        snprintf(p->member.item, sizeof(p->member.item), "%s", addr);
+        p->member.cb = kind == SOL_SIGNATURE ? signature_answer : account_answer;
+        if (kind == SOL_ACCOUNT)
+            snprintf(p->params, sizeof(p->params), "{\"commitment\":\"%s\",\"encoding\":\"%s\"}",
+                     gw_sub_sol_levels[lv >= 0 && lv < 3 ? lv : 2], enc);
+        else
+            snprintf(p->params, sizeof(p->params), "{\"searchTransactionHistory\":false}");
+        gw_sub_sol_batch_join(src->reg, src->net,
+                              kind == SOL_ACCOUNT ? GW_SUB_SOL_BATCH_ACCOUNT : GW_SUB_SOL_BATCH_SIGNATURE, p->params,
+                              &p->member);
+        return;
+    }
     h2o_timeout_link(gw_sub_loop(src->reg), p->period, &p->tick);
+    p->watch.cb = on_watch;
+    p->view_head = pool_network_head(src->net->pool_net);
+    h2o_timeout_link(gw_sub_loop(src->reg), gw_sub_timeout(src->reg, GW_SUB_WATCH_MS), &p->watch);
     poll_now(p);
 }
 
@@ -291,6 +290,10 @@ void gw_sub_sol_stop(gw_sub_source_t *src)
     sol_poll_t *p = src->impl;
     if (h2o_timeout_is_linked(&p->tick))
         h2o_timeout_unlink(&p->tick);
+    if (h2o_timeout_is_linked(&p->watch))
+        h2o_timeout_unlink(&p->watch);
+    if (p->member.batch != NULL)
+        gw_sub_sol_batch_leave(&p->member);
     gw_sub_call_dispose(&p->call);
     free(p->value);
     free(p);

@@ -16,6 +16,7 @@
 #include "gateway/gw_cors.h"
 #include "gateway/gw_rpc.h"
 #include "gateway/gw_sub.h"
+#include "wire/envelope.h"
 
 #define CLOSE_WAIT_MS 5000        /* a close sluice starts: then the connection is reset */
 #define LOG_EVERY_MS 10000
@@ -53,6 +54,8 @@ typedef struct ws_conn {
     h2o_timeout_entry_t flush, tick, close_wait;
     int closing;                  /* a close frame is queued: nothing more is answered */
     int close_when_done;          /* shutdown: close with 1001 when inflight reaches 0 */
+    uint8_t sub_call;             /* inside gw_sub_message: its first send is the call's answer */
+    uint8_t sub_error;            /* ... and that answer was a JSON-RPC error */
 } ws_conn_t;
 
 typedef struct ws_msg {
@@ -93,6 +96,7 @@ static void conn_gone(ws_conn_t *c)
     h2o_linklist_unlink(&c->link);
     w->nconns--;
     gw_stats_srv_set(w->stats, STATE_SRV_WS_CONNECTIONS, w->nconns);
+    gw_stats_net_add(w->stats, c->net->index, STATE_SRV_WS_CONNECTIONS, -1);
     h2o_websocket_close(c->wc);
     free(c);
 }
@@ -152,7 +156,7 @@ static void slow_close(ws_conn_t *c, size_t queued)
     gw_ws_t *w = c->w;
     uint64_t held;
     char tail[SL_LOG_HELD_MAX];
-    gw_stats_srv_add(w->stats, STATE_SRV_WS_SLOW_CLOSES, 1);
+    gw_stats_net_add(w->stats, c->net->index, STATE_SRV_WS_SLOW_CLOSES, 1);
     if (sl_log_limit_pass(&w->log_slow, sl_now_ms(), LOG_EVERY_MS, &held))
         sl_log_warn("closed a WebSocket (1008) whose client does not read its answers: %zu bytes queued "
                     "(server.ws_max_queued_bytes %zu)%s", queued, w->srv->ws_max_queued_bytes,
@@ -179,6 +183,11 @@ static void send_bytes(ws_conn_t *c, const char *bytes, size_t len)
 static void sub_send(gw_sub_client_t *s, const char *bytes, size_t len)
 {
     ws_conn_t *c = H2O_STRUCT_FROM_MEMBER(ws_conn_t, sub, s);
+    wire_envelope_t env;
+    if (c->sub_call) { /* the answer to the call: an error for the access line? */
+        c->sub_call = 0;
+        c->sub_error = wire_envelope_scan(bytes, len, &env) == SL_OK && env.error.len != 0;
+    }
     if (c->closing || c->wc->sock == NULL)
         return;
     send_bytes(c, bytes, len);
@@ -222,14 +231,35 @@ static void ws_reply(gw_exec_t *x)
 
 static const gw_exec_ops_t ws_ops = {.reply = ws_reply};
 
+/* The access line of a subscription call gw_sub answered (subscribe,
+ * unsubscribe): its method, status 200 as over HTTP, "ok" or "rpc_error". */
+static void access_sub(ws_conn_t *c, const char *body, size_t len, uint64_t start_us)
+{
+    wire_envelope_t env;
+    gw_member_t m = {0};
+    gw_rpc_request_t rpc = {.kind = GW_RPC_SINGLE, .members = &m, .nmembers = 1};
+    if (wire_envelope_scan(body, len, &env) != SL_OK || wire_json_string(body, env.method, m.name, sizeof(m.name)) != SL_OK)
+        return;
+    gw_access_log(c->wc->sock, 1, c->net->conf->name, &rpc, NULL, 200, c->sub_error ? "rpc_error" : "ok",
+                  sl_now_us() - start_us, c->key);
+}
+
 static void msg_start(ws_conn_t *c, const uint8_t *data, size_t len)
 {
     gw_ws_t *w = c->w;
     if (c->closing || w->draining)
         return; /* the close frame is on its way */
     gw_stats_srv_add(w->stats, STATE_SRV_WS_MESSAGES_IN, 1);
-    if (gw_sub_message(&c->sub, (const char *)data, len))
-        return; /* a subscription call, answered */
+    uint64_t start_us = sl_now_us();
+    c->sub_call = 1;
+    c->sub_error = 0;
+    int sub = gw_sub_message(&c->sub, (const char *)data, len);
+    c->sub_call = 0;
+    if (sub) { /* a subscription call, answered */
+        if (w->srv->access_log)
+            access_sub(c, (const char *)data, len, start_us);
+        return;
+    }
     ws_msg_t *m = sl_xcalloc(1, sizeof(*m));
     h2o_mem_init_pool(&m->mem);
     char *body = h2o_mem_alloc_pool(&m->mem, len + 1);
@@ -284,7 +314,7 @@ static void on_tick(h2o_timeout_entry_t *e)
     if (c->wc->sock == NULL || c->closing)
         return;
     if (sl_now_ms() - c->last_rx_ms >= w->srv->ws_idle_timeout_ms) {
-        gw_stats_srv_add(w->stats, STATE_SRV_WS_IDLE_CLOSES, 1);
+        gw_stats_net_add(w->stats, c->net->index, STATE_SRV_WS_IDLE_CLOSES, 1);
         conn_close(c, 1001, "idle: nothing received within server.ws_idle_timeout_ms");
         return;
     }
@@ -344,6 +374,7 @@ int gw_ws_accept(gw_ws_t *w, h2o_req_t *req, const char *client_key, gw_exec_t *
     h2o_linklist_insert(&w->conns, &c->link);
     w->nconns++;
     gw_stats_srv_set(w->stats, STATE_SRV_WS_CONNECTIONS, w->nconns);
+    gw_stats_net_add(w->stats, c->net->index, STATE_SRV_WS_CONNECTIONS, 1);
     c->wc = h2o_upgrade_to_websocket(req, client_key, c, on_ws_msg);
     wslay_event_config_set_max_recv_msg_length(c->wc->ws_ctx, w->srv->max_body_bytes);
     h2o_timeout_link(w->loop, &w->tick_timeout, &c->tick);

@@ -2,11 +2,13 @@
  *
  *   sluice -c sluice.yaml            run the gateway (foreground, logs on stderr)
  *   sluice --check -c sluice.yaml    validate the config; every error with its line
- *   sluice --check --connect -c F    ... and connect to the cluster's Redis and ask
- *                                    the endpoints their chain (gw_chainid.h)
+ *   sluice --check --connect -c F    ... and connect to the cluster's Redis, ask
+ *                                    the endpoints their chain (gw_chainid.h) and
+ *                                    try every ws_url (pool_askws.c)
  *   sluice key new [--tier T] [--name N]   print a new client key and its config entry
  *   sluice --version */
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +22,7 @@
 #include "gateway/gw_config.h"
 #include "gateway/gw_identity.h"
 #include "gateway/gw_master.h"
+#include "pool/pool.h"
 
 static void usage(FILE *out)
 {
@@ -27,7 +30,8 @@ static void usage(FILE *out)
                  "       sluice --check -c FILE  validate a configuration\n"
                  "       sluice --check --connect -c FILE\n"
                  "                               ... and test the connection to the cluster's Redis\n"
-                 "                               and ask the endpoints which chain they are on\n"
+                 "                               ask the endpoints which chain they are on, and\n"
+                 "                               open every ws_url and ask it the same over WebSocket\n"
                  "       sluice key new [--tier TIER] [--name NAME]\n"
                  "                               print a new client key and its config entry\n"
                  "       sluice --version\n");
@@ -91,11 +95,56 @@ static int check_chain(const gw_config_t *cfg, const char *path)
     return 0;
 }
 
-/* --check --connect: 0 if the cluster's Redis answers as it should and the
- * endpoints agree on their chain. */
+/* The network's configured chain identity in normal form (chain_id, Solana
+ * genesis_hash), or NULL when none is configured. */
+static const char *configured_chain(const pool_network_conf_t *c, char out[POLICY_CHAINID_MAX])
+{
+    if (c->chain == POLICY_CHAIN_ETHEREUM && c->has_chain_id) {
+        snprintf(out, POLICY_CHAINID_MAX, "0x%" PRIx64, c->chain_id);
+        return out;
+    }
+    return c->chain == POLICY_CHAIN_SOLANA ? c->genesis_hash : NULL;
+}
+
+/* --check --connect: every ws_url opens (connect, TLS, the Upgrade, its
+ * Sec-WebSocket-Accept) and answers one chain id call over the socket; a
+ * failure names the network, the endpoint and the step, never the URL. */
+static int check_ws(const gw_config_t *cfg, const char *path)
+{
+    size_t n = cfg->nnetworks;
+    pool_askws_t *out = calloc((n ? n : 1) * POOL_MAX_ENDPOINTS, sizeof(*out));
+    if (out == NULL || pool_ask_ws(cfg->networks, n, CONNECT_TIMEOUT_MS, out) != SL_OK) {
+        fprintf(stderr, "sluice: %s: could not try the ws_urls (no process)\n", path);
+        free(out);
+        return 1;
+    }
+    int rc = 0;
+    char want_buf[POLICY_CHAINID_MAX];
+    for (size_t i = 0; i < n; i++)
+        for (size_t e = 0; e < cfg->networks[i].nendpoints && e < POOL_MAX_ENDPOINTS; e++) {
+            const pool_askws_t *x = &out[i * POOL_MAX_ENDPOINTS + e];
+            const char *net = cfg->networks[i].name, *id = cfg->networks[i].endpoints[e].id;
+            const char *want = configured_chain(&cfg->networks[i], want_buf);
+            if (!x->tried)
+                continue;
+            if (x->ok && (want == NULL || strcmp(want, x->text) == 0))
+                printf("network %s: endpoint %s: ws_url answers over WebSocket (chain %s)\n", net, id, x->text);
+            else if (x->ok)
+                fprintf(stderr, "sluice: %s: network %s: endpoint %s: ws_url is on chain %s, not the configured %s\n",
+                        path, net, id, x->text, want);
+            else
+                fprintf(stderr, "sluice: %s: network %s: endpoint %s: ws_url: %s\n", path, net, id, x->text);
+            rc |= !x->ok || (want != NULL && strcmp(want, x->text) != 0);
+        }
+    free(out);
+    return rc;
+}
+
+/* --check --connect: 0 if the cluster's Redis answers as it should, the
+ * endpoints agree on their chain and every ws_url answers over WebSocket. */
 static int check_connect(const gw_config_t *cfg, const char *path)
 {
-    if (check_chain(cfg, path) != 0)
+    if (check_chain(cfg, path) != 0 || check_ws(cfg, path) != 0)
         return 1;
     if (!cfg->has_cluster) {
         printf("%s: no cluster: section, nothing to connect to\n", path);

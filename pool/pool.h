@@ -188,6 +188,21 @@ typedef char pool_ask_id_t[POLICY_CHAINID_MAX];
 SL_MUST_CHECK sl_err_t pool_ask_chain_ids(const pool_network_conf_t *nets, size_t n, const uint8_t *ask,
                                           uint32_t timeout_ms, pool_ask_id_t *ids);
 
+/* pool_askws.c: every endpoint's ws_url of nets[0..n) tried once
+ * (--check --connect): connect, TLS, the Upgrade and its
+ * Sec-WebSocket-Accept, then one eth_chainId (Solana getGenesisHash) over
+ * the socket, all within timeout_ms; in a child process, as
+ * pool_ask_chain_ids. out[network * POOL_MAX_ENDPOINTS + endpoint]: tried
+ * (it has a ws_url), ok, and text: the chain id in normal form, or why not
+ * (which step failed; never the URL). SL_ERR_IO: no child. */
+#define POOL_ASKWS_TEXT 160
+typedef struct pool_askws {
+    uint8_t tried, ok;
+    char text[POOL_ASKWS_TEXT];
+} pool_askws_t;
+SL_MUST_CHECK sl_err_t pool_ask_ws(const pool_network_conf_t *nets, size_t n, uint32_t timeout_ms,
+                                   pool_askws_t *out);
+
 pool_network_t *pool_network_find(pool_t *pool, const char *name, size_t len);
 const pool_network_conf_t *pool_network_conf(const pool_network_t *net);
 

@@ -281,6 +281,8 @@ int pool_merge_offer(pool_call_t *call)
                !eth_hash(it)) {
         return 0;
     }
+    if (solana && nsigs >= MERGE_SOL_MAX_SIGS)
+        return 0; /* full alone: nothing to merge it with (a merge sent with one member would resume it) */
     const char *o = opts.len ? it->raw + opts.off : NULL;
     pool_merge_t *g = find_merge(net, call, o, opts.len, nsigs);
     if (g == NULL) {

@@ -52,4 +52,32 @@ typedef enum state_cache_counter {
     STATE_CACHE_COUNTER_COUNT
 } state_cache_counter_t;
 
+/* What a network's subscriptions cost upstream: entries of the network's
+ * "subs/<network>/<slot>" record from STATE_SUBS_COST (below). */
+typedef enum state_sub_counter {
+    STATE_SUB_POLLS_HEADS,        /* header polls of the head follower (newHeads, logs) */
+    STATE_SUB_POLLS_LOGS,         /* eth_getLogs of logs sources (shared or filtered) */
+    STATE_SUB_POLLS_SLOT,         /* getSlot of slot and root sources */
+    STATE_SUB_POLLS_ACCOUNT,      /* getMultipleAccounts of account sources */
+    STATE_SUB_POLLS_SIGNATURE,    /* getSignatureStatuses of signature sources */
+    STATE_SUB_POLLS_SOL_LOGS,     /* getSignaturesForAddress and getTransaction of Solana logs sources */
+    STATE_SUB_POLLS_PROGRAM,      /* getProgramAccounts of program sources */
+    STATE_SUB_LOGS_SHARED,        /* gauge: 1 while the network's logs are fetched shared */
+    STATE_SUB_COUNTER_COUNT
+} state_sub_counter_t;
+
+/* A network's WebSocket and subscription counters in a "subs/<network>/<slot>"
+ * record, STATE_SUBS_COUNTERS long: entry STATE_SRV_<name> is the network's
+ * share of that server counter (counted: WS_CONNECTIONS, WS_SLOW_CLOSES,
+ * WS_IDLE_CLOSES, the SUBS_<kind> gauges and every SUB_ counter; the other
+ * entries stay 0);
+ * entry STATE_SUBS_SOURCES + STATE_SRV_SUBS_<kind> is the sources (distinct
+ * upstream polls or streams) of that kind running; entry STATE_SUBS_COST +
+ * STATE_SUB_<name> is what the subscriptions cost upstream (above). Gauges
+ * start at 0 with the worker, as the server's do. */
+#define STATE_SUBS_SOURCES STATE_SRV_COUNT
+#define STATE_SUBS_COST (2 * STATE_SRV_COUNT)
+#define STATE_SUBS_COUNTERS (2 * STATE_SRV_COUNT + STATE_SUB_COUNTER_COUNT)
+_Static_assert(STATE_SUBS_COUNTERS <= STATE_COUNTERS_MAX, "a subs/ record fits a counters record");
+
 #endif

@@ -32,6 +32,11 @@ size_t state_key_cache(char *out, size_t cap, const char *network, unsigned slot
     return fit(snprintf(out, cap, "cache/%s/%u", network, slot));
 }
 
+size_t state_key_subs(char *out, size_t cap, const char *network, unsigned slot)
+{
+    return fit(snprintf(out, cap, "subs/%s/%u", network, slot));
+}
+
 size_t state_key_ledger(char *out, size_t cap, const char *network, const char *endpoint, const char *window)
 {
     return fit(snprintf(out, cap, "%s/%s/%s", network, endpoint, window));

@@ -21,6 +21,8 @@ size_t state_key_per_method(char *out, size_t cap, const char *network, const ch
 size_t state_key_requests(char *out, size_t cap, const char *network, unsigned slot);
 /* stats: "cache/<network>/<slot>", one worker's response-cache lookups per method */
 size_t state_key_cache(char *out, size_t cap, const char *network, unsigned slot);
+/* stats: "subs/<network>/<slot>", one worker's WebSocket and subscription counters of a network */
+size_t state_key_subs(char *out, size_t cap, const char *network, unsigned slot);
 /* ledgers: "<network>/<endpoint>/<window>", a credit window's ledger */
 size_t state_key_ledger(char *out, size_t cap, const char *network, const char *endpoint, const char *window);
 /* limits: "<identity>/<bucket>/<window>", a client-limit cell */

@@ -414,15 +414,16 @@ static inline uint64_t state_slot_rate_milli(const state_pressure_slot_rec_t *r,
     X(SUBS_ROOT, "subs_root", 1)                             /* ... Solana root */                           \
     X(SUBS_SIGNATURE, "subs_signature", 1)                   /* ... Solana signature */                      \
     X(SUBS_ACCOUNT, "subs_account", 1)                       /* ... Solana account */                        \
+    X(SUBS_SOL_LOGS, "subs_sol_logs", 1)                     /* ... Solana logs (mentions) */                \
+    X(SUBS_PROGRAM, "subs_program", 1)                       /* ... Solana program */                        \
+    X(SUBS_PENDING, "subs_pending", 1)                       /* ... eth newPendingTransactions (passed) */   \
     X(SUB_NOTIFICATIONS, "sub_notifications", 0)             /* subscription notifications sent */           \
     X(SUB_BACKFILLED, "sub_backfilled", 0)                   /* heights fetched by number to fill a gap */   \
     X(SUB_SKIPPED, "sub_skipped", 0)                         /* heights past the backfill bound, skipped */  \
     X(SUB_REORGED, "sub_reorged", 0)                         /* heights sent again: a reorg replaced them */ \
     X(SUB_LOGS_SENT, "sub_logs_sent", 0)                     /* logs notified (removed ones included) */     \
     X(SUB_REFUSED, "sub_refused", 0)                         /* subscribes refused at a bound */             \
-    X(SUBS_PENDING, "subs_pending", 1)                       /* ... eth newPendingTransactions (passed) */   \
-    X(SUBS_SOL_LOGS, "subs_sol_logs", 1)                     /* ... Solana logs */                           \
-    X(SUBS_PROGRAM, "subs_program", 1)                       /* ... Solana program */                        \
+    X(SUB_TX_SKIPPED, "sub_tx_skipped", 0)                   /* Solana logs: transactions passed, not told */ \
     X(SUB_PASS_SOURCES, "sub_pass_sources", 1)               /* passthrough sources running */               \
     X(SUB_PASS_SOCKETS, "sub_pass_sockets", 1)               /* upstream sockets holding subscriptions */    \
     X(SUB_PASS_WAITING, "sub_pass_waiting", 1)               /* passthrough sources with no upstream now */  \

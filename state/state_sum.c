@@ -65,6 +65,8 @@ void state_counters_sum(state_t *st, state_counters_kind_t kind, const char *net
             state_key_per_method(key, sizeof(key), network, endpoint, slot);
         else if (kind == STATE_COUNTERS_CACHE)
             state_key_cache(key, sizeof(key), network, slot);
+        else if (kind == STATE_COUNTERS_SUBS)
+            state_key_subs(key, sizeof(key), network, slot);
         else
             state_key_requests(key, sizeof(key), network, slot);
         if (state_counters_get(st, key, rec) == SL_OK && rec->n == want)

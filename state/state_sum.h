@@ -28,6 +28,7 @@ typedef enum state_counters_kind {
     STATE_COUNTERS_PER_METHOD,    /* "pm/<network>/<endpoint>/<slot>" */
     STATE_COUNTERS_REQUESTS,      /* "req/<network>/<slot>" (endpoint unused) */
     STATE_COUNTERS_CACHE,         /* "cache/<network>/<slot>" (endpoint unused) */
+    STATE_COUNTERS_SUBS,          /* "subs/<network>/<slot>" (endpoint unused) */
 } state_counters_kind_t;
 
 /* Adds up the counters records of the slots into sum->v[0..want) (sum->n =

@@ -12,7 +12,7 @@ import { createPublicClient, createWalletClient, http, webSocket, keccak256, toH
 import { privateKeyToAccount } from 'viem/accounts';
 import { foundry } from 'viem/chains';
 import { WebSocketProvider } from 'ethers';
-import { startSluice, sleep, waitFor } from '../lib/harness.mjs';
+import { startSluice, sleep, waitFor, adminGet } from '../lib/harness.mjs';
 import { startAnvil, deployCode, DEV_KEY, CHAIN_ID, stopSluiceCleanly } from '../lib/e2e.mjs';
 import { startFaultProxy } from '../lib/faultproxy.mjs';
 
@@ -30,7 +30,7 @@ before(async () => {
     workers: 2,
     networks: {
       eth: {
-        lines: ['ranking: { probe_interval_ms: 100 }', 'timeouts: { connect_ms: 300, attempt_ms: 600, request_ms: 5000 }'],
+        lines: ['ranking: { probe_interval_ms: 100 }', 'demote_ms: 2000', 'timeouts: { connect_ms: 300, attempt_ms: 600, request_ms: 5000 }'],
         endpoints: [{ id: 'a', url: p1.url }, { id: 'b', url: p2.url }],
       },
     },
@@ -84,6 +84,16 @@ test('viem and ethers over a socket: every block and every event once, in order,
   p1.kill();
   await mineFor(2500);
   p1.resume();
+  // the stall is of the second endpoint alone: the first must be usable again
+  // (its breaker closed, not demoted), else the stall is an outage of both
+  const usable = async (id) => {
+    const ep = (await adminGet(sluice, '/admin/endpoints')).json.find((e) => e.id === id);
+    return ep.breaker.state === 'closed' && !ep.demoted;
+  };
+  const resumedAt = Date.now();
+  await waitFor(async () => { await ping(); await sleep(200); return usable('a'); },
+    { intervalMs: 0, timeoutMs: 20000, what: 'the first endpoint usable again' });
+  console.log(`the first endpoint was usable again ${Date.now() - resumedAt} ms after it came back`);
   await mineFor(1000);
   const stalledAt = Date.now();
   p2.stall();

@@ -151,6 +151,19 @@ extern const size_t fp_eth_method_count;
 extern const fp_method_t fp_sol_methods[];
 extern const size_t fp_sol_method_count;
 bool fp_sol_precheck(fp_server_t *srv, const fp_call_t *call, fp_buf_t *out);
+/* fp_sol.c's pieces for fp_sol_watch.c: base58 of p into dst (size >= 2n + 1);
+ * base58 text decoded (at most cap bytes); the slot a call reads at its
+ * commitment; {"context":{..,"slot":slot},"value": opened. */
+size_t fp_sol_base58(const uint8_t *p, size_t n, char *dst);
+bool fp_sol_base58_decode(const char *text, uint8_t *out, size_t cap, size_t *n);
+uint64_t fp_sol_call_slot(const fp_server_t *srv, const fp_call_t *call);
+void fp_sol_put_context(fp_buf_t *out, uint64_t slot);
+/* fp_sol_watch.c: transactions mentioning an address, program accounts. */
+const fp_rpc_error_t *fp_solw_signatures(fp_server_t *srv, const fp_call_t *call, fp_buf_t *out);
+const fp_rpc_error_t *fp_solw_transaction(fp_server_t *srv, const fp_call_t *call, fp_buf_t *out);
+const fp_rpc_error_t *fp_solw_program_accounts(fp_server_t *srv, const fp_call_t *call, fp_buf_t *out);
+int fp_solw_route(fp_server_t *srv, const char *body, size_t n, fp_buf_t *out);
+void fp_solw_dispose(fp_server_t *srv);
 
 /* ---- shared state: stats and the transaction store (fp_stats.c) ---- */
 
@@ -369,6 +382,7 @@ struct fp_server {
     fp_fork_t forks[FP_MAX_FORKS];  /* reorgs on command, oldest first */
     size_t nforks;
     uint64_t logs_per_block;    /* > 0: eth_getLogs answers this many logs per block of its range */
+    bool logs_varied;           /* ... of varied addresses and topics, filtered by address and topics */
     uint64_t logs_limit;        /* > 0: an eth_getLogs over more blocks is refused ... */
     const fp_vendor_t *logs_vendor; /* ... in this vendor's words */
     const char *genesis_hash;   /* Solana getGenesisHash */
@@ -383,6 +397,7 @@ struct fp_server {
     fp_mode_t mode;
     fp_stats_t stats;
     fp_txstore_t txs;
+    struct fp_solw *solw;       /* Solana mentions and program accounts (fp_sol_watch.c); NULL until used */
     uint64_t conns_open;
     uint64_t inflight;
     fp_conn_t **timers;         /* binary min-heap on timer_at */

@@ -109,6 +109,7 @@ static const struct {
     {"/_control/chain", fp_chain_route},
     {"/_control/mode", route_mode},
     {"/_control/reset", route_reset},
+    {"/_control/sol", fp_solw_route},
     {"/_control/stats", route_stats},
     {"/_control/ws", fp_ws_route},
 };

@@ -64,7 +64,7 @@ static void usage(void)
     fputs("usage: fakeprovider --listen HOST:PORT [--name NAME] [--chain ethereum|solana]\n"
           "         [--chain-id 0x1] [--block N] [--block-time-ms MS]\n"
           "         [--safe-depth N] [--finalized-depth N] [--genesis-hash BASE58]\n"
-          "         [--logs-per-block N] [--logs-limit N --logs-vendor VENDOR]\n"
+          "         [--logs-per-block N [--logs-varied 1]] [--logs-limit N --logs-vendor VENDOR]\n"
           "         [--tls-cert FILE --tls-key FILE] [--mode MODE] [--quiet]\n"
           "         [--count N] [--method M] [--retry-after S] [--backoff S] [--delay-ms MS]\n"
           "         [--size BYTES] [--code C] [--message TEXT] [--data JSON] [--behind N]\n"
@@ -117,6 +117,8 @@ static const char *cli_option(fp_server_t *srv, fp_cli_t *cli, const char *key, 
         return valid_name(v) && (srv->genesis_hash = v) != NULL ? NULL : "want a base58 hash";
     else if (strcmp(key, "logs-per-block") == 0)
         return parse_u64_text(v, &srv->logs_per_block) && srv->logs_per_block <= 10000 ? NULL : "want 0..10000";
+    else if (strcmp(key, "logs-varied") == 0)
+        return (srv->logs_varied = strcmp(v, "1") == 0) || strcmp(v, "0") == 0 ? NULL : "want 0 or 1";
     else if (strcmp(key, "logs-limit") == 0)
         return parse_u64_text(v, &srv->logs_limit) ? NULL : err;
     else if (strcmp(key, "logs-vendor") == 0)
@@ -357,5 +359,6 @@ int main(int argc, char **argv)
            srv.tls ? ", TLS" : "");
     run(&srv);
     shutdown_server(&srv);
+    fp_solw_dispose(&srv);
     return 0;
 }

@@ -202,13 +202,13 @@ static const fp_rpc_error_t *get_slot(fp_server_t *srv, const fp_call_t *call, f
 /* Every account is null, except the Clock sysvar: its data is the slot
  * (8 bytes, little-endian) at the call's commitment, so it changes with
  * every slot, as a node's does (what accountSubscribe tests watch). */
-static const fp_rpc_error_t *get_account_info(fp_server_t *srv, const fp_call_t *call,
-                                              fp_buf_t *out)
+/* The account pk's value at slot (Clock's data, else null). */
+static void put_account(const fp_call_t *call, fp_buf_t *out, fp_span_t pk, uint64_t slot)
 {
-    fp_span_t pk;
-    if (!fp_json_array_get(call->params, 0, &pk) || !fp_span_eq(pk, CLOCK_SYSVAR))
-        return with_context(srv, call, out, "null");
-    uint64_t slot = call_slot(srv, call);
+    if (!fp_span_eq(pk, CLOCK_SYSVAR)) {
+        fp_buf_puts(out, "null");
+        return;
+    }
     uint8_t data[8];
     char text[32];
     for (int i = 0; i < 8; i++)
@@ -218,13 +218,51 @@ static const fp_rpc_error_t *get_account_info(fp_server_t *srv, const fp_call_t 
         EVP_EncodeBlock((unsigned char *)text, data, sizeof data);
     else
         base58_encode(data, sizeof data, text);
-    put_context(out, slot);
     fp_buf_puts(out, "{\"data\":[\"");
     fp_buf_puts(out, text);
     fp_buf_puts(out, b64 ? "\",\"base64\"]" : "\",\"base58\"]");
     fp_buf_puts(out, ",\"executable\":false,\"lamports\":1169280,"
                      "\"owner\":\"Sysvar1111111111111111111111111111111111111\",\"rentEpoch\":18446744073709551615,"
-                     "\"space\":8}}");
+                     "\"space\":8}");
+}
+
+static const fp_rpc_error_t *get_account_info(fp_server_t *srv, const fp_call_t *call,
+                                              fp_buf_t *out)
+{
+    fp_span_t pk = {0};
+    (void)fp_json_array_get(call->params, 0, &pk); /* none: null, as before */
+    uint64_t slot = call_slot(srv, call);
+    put_context(out, slot);
+    put_account(call, out, pk, slot);
+    fp_buf_puts(out, "}");
+    return NULL;
+}
+
+/* A node takes at most 100 accounts per call. */
+#define MULTIPLE_ACCOUNTS_MAX 100
+static const fp_rpc_error_t err_too_many_accounts = {-32602, "Too many inputs provided; max 100"};
+
+static const fp_rpc_error_t *get_multiple_accounts(fp_server_t *srv, const fp_call_t *call,
+                                                   fp_buf_t *out)
+{
+    fp_span_t list, pk;
+    fp_json_iter_t it;
+    if (!fp_json_array_get(call->params, 0, &list) || !fp_json_iter_begin(&it, list, '['))
+        return &fp_err_invalid_params;
+    int n = 0;
+    while (fp_json_array_next(&it, &pk) == 1)
+        n++;
+    if (n > MULTIPLE_ACCOUNTS_MAX)
+        return &err_too_many_accounts;
+    uint64_t slot = call_slot(srv, call);
+    put_context(out, slot);
+    fp_buf_puts(out, "[");
+    fp_json_iter_begin(&it, list, '[');
+    for (int i = 0; fp_json_array_next(&it, &pk) == 1; i++) {
+        fp_buf_puts(out, i ? "," : "");
+        put_account(call, out, pk, slot);
+    }
+    fp_buf_puts(out, "]}");
     return NULL;
 }
 
@@ -386,11 +424,37 @@ const fp_method_t fp_sol_methods[] = {
     {"getHealth", get_health},
     {"getLatestBlockhash", latest_blockhash},
     {"getMinimumBalanceForRentExemption", rent_exemption},
+    {"getMultipleAccounts", get_multiple_accounts},
+    {"getProgramAccounts", fp_solw_program_accounts},
     {"getRecentPrioritizationFees", get_prio_fees},
     {"getSignatureStatuses", signature_statuses},
+    {"getSignaturesForAddress", fp_solw_signatures},
     {"getSlot", get_slot},
+    {"getTransaction", fp_solw_transaction},
     {"getVersion", get_version},
     {"isBlockhashValid", blockhash_valid},
     {"sendTransaction", send_transaction},
 };
 const size_t fp_sol_method_count = sizeof fp_sol_methods / sizeof fp_sol_methods[0];
+
+/* ---- for fp_sol_watch.c ---- */
+
+size_t fp_sol_base58(const uint8_t *p, size_t n, char *dst)
+{
+    return base58_encode(p, n, dst);
+}
+
+bool fp_sol_base58_decode(const char *text, uint8_t *out, size_t cap, size_t *n)
+{
+    return base58_decode((fp_span_t){text, strlen(text)}, out, cap, n);
+}
+
+uint64_t fp_sol_call_slot(const fp_server_t *srv, const fp_call_t *call)
+{
+    return call_slot(srv, call);
+}
+
+void fp_sol_put_context(fp_buf_t *out, uint64_t slot)
+{
+    put_context(out, slot);
+}

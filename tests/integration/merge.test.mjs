@@ -136,6 +136,24 @@ test('a merged call holds at most 256 signatures (the node\'s limit)', async () 
   assert.ok(n >= 2 && n <= 4, `${n} upstream calls for 300 signatures`);
 });
 
+test('one poll of 256 signatures (full alone) is answered, not merged: the worker lives', async () => {
+  // it once opened a merge, filled it, resumed itself inside the offer and
+  // aborted the worker (a call moved from SENDING back to RIDING)
+  const sol = await startFake({ name: 's', chain: 'solana' });
+  started.push(sol);
+  const s = await startSluice({ workers: 1, networks: { sol: { chain: 'solana', lines: [NOPROBE, WINDOW], endpoints: [{ id: 's', url: sol.url }] } } });
+  started.push(s);
+  const pids = await workerPids(s.child.pid);
+  assert.equal(pids.length, 1);
+  const sigs = Array.from({ length: 256 }, randomSig);
+  for (let i = 0; i < 3; i++) {
+    const r = await post(s.url('sol'), call('getSignatureStatuses', [sigs], i));
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.json.result.value.length, 256);
+  }
+  assert.deepEqual(await workerPids(s.child.pid), pids, 'no worker restarted');
+});
+
 test('eth_getTransactionReceipt polls go upstream as one batch', async () => {
   const eth = await startFake({ name: 'e' });
   started.push(eth);

@@ -13,7 +13,7 @@ import net from 'node:net';
 import { createHash } from 'node:crypto';
 import https from 'node:https';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { WebSocketServer } from 'ws';
+import { WebSocket, WebSocketServer } from 'ws';
 import { startSluice, sleep, waitFor, adminGet, adminPost, events, metricValue, tempDir, workerPids, renderConfig } from '../lib/harness.mjs';
 import { certMaker } from '../lib/certs.mjs';
 
@@ -126,6 +126,8 @@ test('the network head follows the upstream WebSocket within ~200 ms, probes a m
   started.push(up);
   const s = await sluiceOn(up);
   await connected(s, up);
+  // the worker holding the stream is one of this sluice's workers
+  assert.ok((await workerPids(s.child.pid)).includes((await endpointA(s)).ws.holder_pid));
   await waitFor(async () => (await netHead(s)) === up.st.head, { what: 'the first probe head' });
   const lat = [];
   for (let i = 0; i < 10; i++) {
@@ -178,6 +180,32 @@ test('Solana: slotSubscribe moves the network head (the root, as getSlot reads i
   console.log('solana slot latency ms, max', Math.max(...lat).toFixed(1));
   assert.ok(Math.max(...lat) < 200);
   assert.ok((await endpointA(s)).ws.heads_received >= 5);
+});
+
+test('Solana: a slot from the ws_url stream wakes a client slotSubscribe at once (the poll is a minute away)', async () => {
+  const up = await startUpstream({ solana: true });
+  started.push(up);
+  const s = await sluiceOn(up, { chain: 'solana', workers: 1 });
+  await connected(s, up);
+  const client = new WebSocket(`ws://127.0.0.1:${s.port}/eth`);
+  const slots = [];
+  client.on('message', (d) => {
+    const m = JSON.parse(String(d));
+    if (m.method === 'slotNotification') slots.push(m.params.result.slot);
+  });
+  await new Promise((r) => client.on('open', r));
+  client.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'slotSubscribe' }));
+  await waitFor(() => slots.includes(up.st.head - 32), { what: 'the first slot (the subscription\'s own poll)' });
+  const lat = [];
+  for (let i = 0; i < 5; i++) {
+    const t0 = performance.now();
+    up.advance();
+    await waitFor(() => slots.includes(up.st.head - 32), { timeoutMs: 3000, intervalMs: 2, what: `slot ${up.st.head - 32}` });
+    lat.push(performance.now() - t0);
+  }
+  client.close();
+  console.log(`# solana slot pushed upstream to slotNotification: ${lat.map(Math.round).join(', ')} ms (poll interval 60 s)`);
+  assert.deepEqual(slots, [...slots].sort((x, y) => x - y), 'never backwards');
 });
 
 test('a killed upstream socket: upstream_ws_lost, a reconnect, upstream_ws_connected, heads again', async () => {

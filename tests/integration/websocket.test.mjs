@@ -168,13 +168,15 @@ test('bad messages get JSON-RPC errors and the socket stays usable; eth_subscrib
   assert.ok(Number(ok.result) >= 1000000);
   c.ws.close();
   // one access line per message, marked as WebSocket, the client's address as over HTTP
-  // (subscription calls are answered by the registry, not the access-logged path: the batch is logged)
-  await waitFor(() => s.accessLines().filter((l) => l.ws).length >= 4, { what: 'access lines' });
+  // (subscription calls, answered by the registry, have their line too: subscribe, unsubscribe, then the batch)
+  await waitFor(() => s.accessLines().filter((l) => l.ws).length >= 6, { what: 'access lines' });
   const lines = s.accessLines().filter((l) => l.ws);
-  assert.deepEqual(lines.map((l) => l.methods), [[], [''], ['eth_subscribe'], ['eth_blockNumber']]);
-  assert.equal(lines[3].client, '127.0.0.1');
-  assert.equal(lines[3].network, 'eth');
-  assert.equal(lines[3].upstream[0].endpoint, 'a');
+  assert.deepEqual(lines.map((l) => l.methods), [[], [''], ['eth_subscribe'], ['eth_unsubscribe'], ['eth_subscribe'],
+    ['eth_blockNumber']]);
+  assert.deepEqual([lines[2].status, lines[2].outcome, lines[3].outcome], [200, 'ok', 'ok']);
+  assert.equal(lines[5].client, '127.0.0.1');
+  assert.equal(lines[5].network, 'eth');
+  assert.equal(lines[5].upstream[0].endpoint, 'a');
 });
 
 test('limits are charged per message: over the tier, -32005 scope client at the call\'s id', async () => {

@@ -1,0 +1,47 @@
+/* gateway/gw_sub_logshare.h: one unfiltered eth_getLogs per block shared
+ * by a network's logs sources once it has more than GW_SUB_LOGS_SHARED_MIN
+ * distinct filters (gw_sub_logshare.c); each source's filter is applied
+ * locally (policy/logfilter.h). Used by gw_sub_eth.c. Worker-local. */
+#ifndef GW_SUB_LOGSHARE_H
+#define GW_SUB_LOGSHARE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <h2o.h>
+
+#include "gateway/gw_sub.h"
+#include "policy/logfilter.h"
+
+/* Distinct logs filters of a network (in the worker) fetched each their own
+ * way; one more and the network's blocks are fetched once, unfiltered. */
+#define GW_SUB_LOGS_SHARED_MIN 4
+
+typedef struct gw_sub_logshare gw_sub_logshare_t;
+typedef struct gw_sub_logs_wait gw_sub_logs_wait_t;
+
+/* A source waiting for one block's logs: cb runs once from the event loop
+ * with the logs matching filter as a JSON array's text, or logs NULL when
+ * the fetch failed (the source retries as after a failed call). */
+struct gw_sub_logs_wait {
+    void (*cb)(gw_sub_logs_wait_t *w, const char *logs, size_t len);
+    const policy_logfilter_t *filter;
+    h2o_linklist_t link;          /* zeroed by its owner */
+    h2o_timeout_entry_t soon;     /* zeroed by its owner */
+    void *b;                      /* the block waited for (NULL: none) */
+    uint8_t hash[32];             /* its hash */
+};
+
+/* A logs source of net starts (joins its network's share) or stops. */
+gw_sub_logshare_t *gw_sub_logshare_join(gw_sub_reg_t *r, gw_net_t *net);
+/* w must not be waiting (gw_sub_logshare_cancel first). */
+void gw_sub_logshare_leave(gw_sub_logshare_t *s);
+/* 1 when the network's sources fetch shared (more than GW_SUB_LOGS_SHARED_MIN). */
+int gw_sub_logshare_shared(const gw_sub_logshare_t *s);
+/* Asks the logs of the block hash for w; 1: w->cb will run, 0: no room (a
+ * deep backlog on every kept block: the source fetches this one itself). */
+int gw_sub_logshare_ask(gw_sub_logshare_t *s, const uint8_t hash[32], gw_sub_logs_wait_t *w);
+int gw_sub_logshare_waiting(const gw_sub_logs_wait_t *w);
+void gw_sub_logshare_cancel(gw_sub_logs_wait_t *w);
+
+#endif
