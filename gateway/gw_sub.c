@@ -447,46 +447,17 @@ static size_t count_ident_pass(gw_sub_reg_t *r, const char *ident)
     return n;
 }
 
-/* 1: passed through (an endpoint with a ws_url is usable, or, for a kind
- * without polling, one is configured: the source waits for it); 0: the
- * row's start; -1: neither (refused). */
-static int served_by(const gw_sub_kind_t *k, gw_net_t *net)
-{
-    if (k->pass && (gw_sub_pass_usable(net) || (k->start == NULL && gw_sub_pass_configured(net))))
-        return 1;
-    return k->start != NULL && k->normalise != NULL ? 0 : -1;
-}
-
-/* The subscribe's params checked into key: for a passthrough, the params
- * the upstream is sent. NULL or the -32602 message. */
-static const char *key_of(const gw_sub_kind_t *k, const cJSON *params, int pass, sl_buf_t *key)
-{
-    /* a kind that also polls has its polling's (stricter) normaliser: passed through, the generic one */
-    int own = k->normalise != NULL && !(pass && k->start != NULL);
-    const char *bad = (own ? k->normalise : gw_sub_pass_params)(params, key);
-    sl_buf_append_char(key, '\0');
-    if (bad != NULL || !pass)
-        return bad;
-    sl_buf_t up;
-    sl_buf_init(&up);
-    bad = gw_sub_pass_upstream(k, params, key->base, &up);
-    sl_buf_append_char(&up, '\0');
-    sl_buf_dispose(key);
-    *key = up;
-    return bad;
-}
-
 static void subscribe(gw_sub_client_t *c, const gw_sub_kind_t *k, const cJSON *params, const char *body,
                       wire_span_t id)
 {
-    int pass = served_by(k, c->net);
+    int pass = gw_sub_pass_served_by(k, c->net);
     if (pass < 0) {
         error(c, body, id, GW_RPC_METHOD_NOT_FOUND, k->refusal);
         return;
     }
     sl_buf_t key;
     sl_buf_init(&key);
-    const char *bad = key_of(k, params, pass, &key);
+    const char *bad = gw_sub_pass_key(k, params, pass, &key);
     int fresh = bad == NULL && source_find(c->reg, c->net, k, key.base, pass) == NULL;
     const char *over = bad == NULL ? over_bound(c, fresh) : NULL;
     if (over == NULL && fresh && pass && count_ident_pass(c->reg, c->ident) >= GW_SUB_PASS_PER_IDENTITY)

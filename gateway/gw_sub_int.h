@@ -173,6 +173,12 @@ const char *gw_sub_pass_upstream(const gw_sub_kind_t *k, const cJSON *params, co
 /* 1 if net has an endpoint with a ws_url usable now / configured at all. */
 int gw_sub_pass_usable(gw_net_t *net);
 int gw_sub_pass_configured(const gw_net_t *net);
+/* How a subscribe of kind k on net is served: 1 passed through, 0 the row's
+ * start, -1 refused (the row's refusal). */
+int gw_sub_pass_served_by(const gw_sub_kind_t *k, gw_net_t *net);
+/* The params checked into key (NUL-terminated): a passthrough's is the
+ * params the upstream is sent. NULL or the -32602 message. */
+const char *gw_sub_pass_key(const gw_sub_kind_t *k, const cJSON *params, int pass, sl_buf_t *key);
 void gw_sub_pass_start(gw_sub_source_t *src);
 void gw_sub_pass_stop(gw_sub_source_t *src);
 

@@ -110,6 +110,35 @@ const char *gw_sub_pass_upstream(const gw_sub_kind_t *k, const cJSON *params, co
     return gw_sub_pass_params(params, out); /* after a row's own (stricter) normaliser too */
 }
 
+/* 1: passed through (an endpoint with a ws_url is usable, or, for a kind
+ * without polling, one is configured: the source waits for it); 0: the
+ * row's start; -1: neither (refused). */
+int gw_sub_pass_served_by(const gw_sub_kind_t *k, gw_net_t *net)
+{
+    if (k->pass && (gw_sub_pass_usable(net) || (k->start == NULL && gw_sub_pass_configured(net))))
+        return 1;
+    return k->start != NULL && k->normalise != NULL ? 0 : -1;
+}
+
+/* The subscribe's params checked into key: for a passthrough, the params
+ * the upstream is sent. NULL or the -32602 message. */
+const char *gw_sub_pass_key(const gw_sub_kind_t *k, const cJSON *params, int pass, sl_buf_t *key)
+{
+    /* a kind that also polls has its polling's (stricter) normaliser: passed through, the generic one */
+    int own = k->normalise != NULL && !(pass && k->start != NULL);
+    const char *bad = (own ? k->normalise : gw_sub_pass_params)(params, key);
+    sl_buf_append_char(key, '\0');
+    if (bad != NULL || !pass)
+        return bad;
+    sl_buf_t up;
+    sl_buf_init(&up);
+    bad = gw_sub_pass_upstream(k, params, key->base, &up);
+    sl_buf_append_char(&up, '\0');
+    sl_buf_dispose(key);
+    *key = up;
+    return bad;
+}
+
 int gw_sub_pass_usable(gw_net_t *net)
 {
     return pool_wsub_pick(net->pool_net) >= 0;
