@@ -225,6 +225,7 @@ static void health(sl_buf_t *b, const admin_ep_view_t *v, size_t n)
 static const struct {
     const char *name, *type, *labels, *text;
     int max;                      /* the highest worker's value, not the sum */
+    int ms;                       /* counted in ms, shown in seconds */
 } srv_rows[STATE_SRV_COUNT] = {
     [STATE_SRV_CONNECTIONS] = {"sluice_client_connections", "gauge", NULL, "Client connections open."},
     [STATE_SRV_ACCEPTED] = {"sluice_client_connections_accepted_total", "counter", NULL,
@@ -289,6 +290,7 @@ static const struct {
     [STATE_SRV_SUBS_ACCOUNT] = {"sluice_subscriptions", "gauge", "kind=\"account\"", NULL},
     [STATE_SRV_SUBS_SOL_LOGS] = {"sluice_subscriptions", "gauge", "kind=\"sol_logs\"", NULL},
     [STATE_SRV_SUBS_PROGRAM] = {"sluice_subscriptions", "gauge", "kind=\"program\"", NULL},
+    [STATE_SRV_SUBS_PENDING] = {"sluice_subscriptions", "gauge", "kind=\"newPendingTransactions\"", NULL},
     [STATE_SRV_SUB_NOTIFICATIONS] = {"sluice_subscription_notifications_total", "counter", NULL,
                                      "Subscription notifications sent to clients (one per subscriber)."},
     [STATE_SRV_SUB_BACKFILLED] = {"sluice_subscription_heights_total", "counter", "how=\"backfilled\"",
@@ -305,6 +307,22 @@ static const struct {
     [STATE_SRV_SUB_TX_SKIPPED] = {"sluice_subscription_transactions_skipped_total", "counter", NULL,
                                   "Transactions a Solana logsSubscribe source could not tell: more than 1,000 new "
                                   "between two polls (a node's page), or listed but unreadable for 30 polls."},
+    [STATE_SRV_SUB_PASS_SOURCES] = {"sluice_subscription_passthrough_sources", "gauge", NULL,
+                                    "Passthrough subscription sources (newPendingTransactions, Solana logs and "
+                                    "program) running: one per distinct params per worker."},
+    [STATE_SRV_SUB_PASS_SOCKETS] = {"sluice_subscription_upstream_sockets", "gauge", NULL,
+                                    "Upstream WebSockets (ws_url) holding passthrough subscriptions."},
+    [STATE_SRV_SUB_PASS_WAITING] = {"sluice_subscription_passthrough_waiting", "gauge", NULL,
+                                    "Passthrough sources with no upstream subscription now (no usable ws "
+                                    "endpoint): their clients stay subscribed and resume when one is back."},
+    [STATE_SRV_SUB_PASS_RELAYED] = {"sluice_subscription_passthrough_relayed_total", "counter", NULL,
+                                    "Upstream notifications relayed by passthrough sources (each goes to every "
+                                    "subscriber of its source)."},
+    [STATE_SRV_SUB_PASS_FAILOVERS] = {"sluice_subscription_passthrough_failovers_total", "counter", NULL,
+                                      "Passthrough sources subscribed again at another endpoint after a loss."},
+    [STATE_SRV_SUB_PASS_UNSOURCED_MS] = {"sluice_subscription_passthrough_unsourced_seconds_total", "counter", NULL,
+                                         "Seconds passthrough sources spent without an upstream subscription "
+                                         "(summed over sources).", .ms = 1},
     [STATE_SRV_REQ_HTTP1] = {"sluice_client_requests_total", "counter", "protocol=\"http1\"",
                              "Client HTTP requests by protocol: HTTP/1.x plain, HTTP/1.x on TLS (server.tls), "
                              "HTTP/2 (on TLS, by ALPN). WebSocket upgrades count as the HTTP/1.1 request they are."},
@@ -328,7 +346,9 @@ static void server_limits(admin_t *a, sl_buf_t *b)
     for (int k = 0; k < STATE_SRV_COUNT; k++) {
         if (srv_rows[k].text != NULL)
             help(b, srv_rows[k].name, srv_rows[k].type, srv_rows[k].text);
-        if (srv_rows[k].labels != NULL)
+        if (srv_rows[k].ms)
+            sl_buf_printf(b, "%s %.3f\n", srv_rows[k].name, (double)sum[k] / 1000.0);
+        else if (srv_rows[k].labels != NULL)
             sl_buf_printf(b, "%s{%s} %llu\n", srv_rows[k].name, srv_rows[k].labels, (unsigned long long)sum[k]);
         else
             sl_buf_printf(b, "%s %llu\n", srv_rows[k].name, (unsigned long long)sum[k]);

@@ -19,6 +19,7 @@
 #define MAX_TIMEOUTS 8
 #define DEFAULT_POLL_MS 1000
 #define ID_MAX 40
+#define GW_SUB_PASS_PER_IDENTITY 64 /* distinct passthrough sources a caller holds (POOL_WSPASS_MAX_SUBS / 4) */
 
 struct gw_sub_reg {
     h2o_loop_t *loop;
@@ -35,6 +36,7 @@ struct gw_sub_reg {
     uint32_t timeout_ms[MAX_TIMEOUTS];
     size_t ntimeouts;
     uint64_t open[STATE_SRV_COUNT]; /* gauges of the kinds */
+    uint64_t mark;                /* count_ident_pass's last generation */
 };
 
 typedef struct gw_sub {
@@ -102,6 +104,11 @@ void gw_sub_source_changed(gw_sub_reg_t *r, const gw_net_t *net, const char *kin
         sl_log_warn("state: could not record the subscription_source_changed event");
 }
 
+state_t *gw_sub_state(const gw_sub_reg_t *r)
+{
+    return r->st;
+}
+
 h2o_linklist_t *gw_sub_follows(gw_sub_reg_t *r)
 {
     return &r->follows;
@@ -141,6 +148,12 @@ h2o_timeout_t *gw_sub_timeout(gw_sub_reg_t *r, uint32_t ms)
     return &r->timeouts[i];
 }
 
+void gw_sub_gauge(gw_sub_reg_t *r, state_srv_counter_t g, int delta)
+{
+    r->open[g] += (uint64_t)(int64_t)delta;
+    gw_stats_srv_set(r->stats, g, r->open[g]);
+}
+
 /* Subscriptions of src's kind open: the worker's total and the network's. */
 static void gauge(gw_sub_reg_t *r, const gw_sub_source_t *src, int delta)
 {
@@ -172,7 +185,10 @@ static void source_free(gw_sub_source_t *src)
         h2o_timeout_unlink(&src->reap);
     if (h2o_linklist_is_linked(&src->link))
         h2o_linklist_unlink(&src->link);
-    src->kind->stop(src);
+    if (src->pass)
+        gw_sub_pass_stop(src);
+    else
+        src->kind->stop(src);
     gw_stats_net_add(src->reg->stats, src->net->index, STATE_SUBS_SOURCES + src->kind->gauge, -1);
     free(src->key);
     free(src);
@@ -184,21 +200,23 @@ static void on_reap(h2o_timeout_entry_t *e)
 }
 
 /* The running source with these params, or NULL. */
-static gw_sub_source_t *source_find(gw_sub_reg_t *r, gw_net_t *net, const gw_sub_kind_t *k, const char *key)
+static gw_sub_source_t *source_find(gw_sub_reg_t *r, gw_net_t *net, const gw_sub_kind_t *k, const char *key,
+                                    int pass)
 {
     for (h2o_linklist_t *l = r->sources.next; l != &r->sources; l = l->next) {
         gw_sub_source_t *s = H2O_STRUCT_FROM_MEMBER(gw_sub_source_t, link, l);
-        if (s->kind == k && s->net == net && strcmp(s->key, key) == 0)
+        if (s->kind == k && s->net == net && s->pass == pass && strcmp(s->key, key) == 0)
             return s;
     }
     return NULL;
 }
 
-/* The source with these params, or a new one started (by creator). */
+/* The source with these params, or a new one started (by creator): passed
+ * through (gw_sub_pass.c) or the row's start. */
 static gw_sub_source_t *source_get(gw_sub_reg_t *r, gw_net_t *net, const gw_sub_kind_t *k, const char *key,
-                                   const char *creator)
+                                   const char *creator, int pass)
 {
-    gw_sub_source_t *s = source_find(r, net, k, key);
+    gw_sub_source_t *s = source_find(r, net, k, key, pass);
     if (s != NULL)
         return s;
     s = sl_xcalloc(1, sizeof(*s));
@@ -210,8 +228,12 @@ static gw_sub_source_t *source_get(gw_sub_reg_t *r, gw_net_t *net, const gw_sub_
     s->reap.cb = on_reap;
     h2o_linklist_init_anchor(&s->subs);
     h2o_linklist_insert(&r->sources, &s->link);
+    s->pass = (uint8_t)pass;
     gw_stats_net_add(r->stats, net->index, STATE_SUBS_SOURCES + k->gauge, 1);
-    k->start(s);
+    if (pass)
+        gw_sub_pass_start(s);
+    else
+        k->start(s);
     return s;
 }
 
@@ -403,18 +425,44 @@ static const char *over_bound(const gw_sub_client_t *c, int fresh)
     return NULL;
 }
 
+/* Distinct passthrough sources the caller's subscriptions hold in this
+ * worker: each is an upstream subscription, whose sockets have room for
+ * POOL_WSPASS_MAX_SUBS; one caller may not take them all. */
+static size_t count_ident_pass(gw_sub_reg_t *r, const char *ident)
+{
+    size_t n = 0;
+    uint64_t gen = ++r->mark;
+    for (h2o_linklist_t *l = r->clients.next; l != &r->clients; l = l->next) {
+        const gw_sub_client_t *o = H2O_STRUCT_FROM_MEMBER(gw_sub_client_t, link, l);
+        if (strcmp(o->ident, ident) != 0)
+            continue;
+        for (h2o_linklist_t *m = o->subs.next; m != &o->subs; m = m->next) {
+            gw_sub_source_t *src = H2O_STRUCT_FROM_MEMBER(gw_sub_t, client_link, m)->src;
+            if (src->pass && src->mark != gen) { /* counted once: linear in the caller's subscriptions */
+                src->mark = gen;
+                n++;
+            }
+        }
+    }
+    return n;
+}
+
 static void subscribe(gw_sub_client_t *c, const gw_sub_kind_t *k, const cJSON *params, const char *body,
                       wire_span_t id)
 {
-    if (k->normalise == NULL) {
+    int pass = gw_sub_pass_served_by(k, c->net);
+    if (pass < 0) {
         error(c, body, id, GW_RPC_METHOD_NOT_FOUND, k->refusal);
         return;
     }
     sl_buf_t key;
     sl_buf_init(&key);
-    const char *bad = k->normalise(params, &key);
-    sl_buf_append_char(&key, '\0');
-    const char *over = bad == NULL ? over_bound(c, source_find(c->reg, c->net, k, key.base) == NULL) : NULL;
+    const char *bad = gw_sub_pass_key(k, params, pass, &key);
+    int fresh = bad == NULL && source_find(c->reg, c->net, k, key.base, pass) == NULL;
+    const char *over = bad == NULL ? over_bound(c, fresh) : NULL;
+    if (over == NULL && fresh && pass && count_ident_pass(c->reg, c->ident) >= GW_SUB_PASS_PER_IDENTITY)
+        over = "too many distinct passed-through subscriptions for this caller (64 in a worker, each an upstream "
+               "subscription): share params or unsubscribe first";
     if (bad != NULL || over != NULL) {
         if (over != NULL)
             gw_stats_net_add(c->reg->stats, c->net->index, STATE_SRV_SUB_REFUSED, 1);
@@ -427,7 +475,7 @@ static void subscribe(gw_sub_client_t *c, const gw_sub_kind_t *k, const cJSON *p
     new_id(k->id_form, sub->id);
     /* answered before the source may notify (its first call is never synchronous) */
     answer(c, body, id, sub->id);
-    gw_sub_source_t *src = source_get(c->reg, c->net, k, key.base, c->ident);
+    gw_sub_source_t *src = source_get(c->reg, c->net, k, key.base, c->ident, pass);
     sub->src = src;
     h2o_linklist_insert(&c->subs, &sub->client_link);
     h2o_linklist_insert(&src->subs, &sub->source_link);

@@ -1,5 +1,6 @@
 /* gateway/gw_sub.h: subscriptions over a client WebSocket, served from
- * polling through the pool, one registry per worker.
+ * polling through the pool, or passed through from an endpoint's WebSocket
+ * (the kinds that cannot be polled: gw_sub_pass.c), one registry per worker.
  *
  * gw_ws.c gives every socket a gw_sub_client_t and shows each message to
  * gw_sub_message first: a single call of a subscription method of the

@@ -33,6 +33,9 @@ typedef struct gw_sub_kind {
     /* Starts the source (src->impl); stop frees it, any call in flight released. */
     void (*start)(gw_sub_source_t *src);
     void (*stop)(gw_sub_source_t *src);
+    /* Passed through to an endpoint's WebSocket (gw_sub_pass.c) where the
+     * network has a ws_url; else start (polling), else refusal. */
+    uint8_t pass;
 } gw_sub_kind_t;
 
 struct gw_sub_source {
@@ -44,6 +47,8 @@ struct gw_sub_source {
     h2o_linklist_t link;          /* in the registry's sources; unlinked once finished */
     size_t nsubs;
     void *impl;                   /* the kind's state */
+    uint8_t pass;                 /* served by gw_sub_pass.c, not the row's start */
+    uint64_t mark;                /* gw_sub.c's counting of a caller's distinct sources */
     h2o_timeout_entry_t reap;     /* a finished source stops from the loop, not its own callback */
     char creator[GW_EXEC_IDENT_MAX]; /* the identity whose subscribe started it (ws_max_sources_per_identity) */
 };
@@ -84,6 +89,10 @@ gw_stats_t *gw_sub_stats(const gw_sub_reg_t *r);
  * heights backfilled while on the one before). */
 void gw_sub_source_changed(gw_sub_reg_t *r, const gw_net_t *net, const char *kind, const char *from,
                            const char *to, uint64_t backfilled);
+/* Events go to it (NULL: none). */
+state_t *gw_sub_state(const gw_sub_reg_t *r);
+/* Adds delta to the worker's gauge g. */
+void gw_sub_gauge(gw_sub_reg_t *r, state_srv_counter_t g, int delta);
 /* The poll interval of net's sources: its ranking.probe_interval_ms, else 1 s. */
 uint32_t gw_sub_poll_ms(const gw_net_t *net);
 /* The chain view's head is looked at this often by the sources it wakes (a read). */
@@ -152,5 +161,25 @@ struct gw_sub_call;
 /* After a poll's call c: endpoint (cap bytes) becomes the one that answered
  * it; a failover away from the one before is told (gw_sub_source_changed). */
 void gw_sub_sol_note_endpoint(gw_sub_source_t *src, const struct gw_sub_call *c, char *endpoint, size_t cap);
+
+/* gw_sub_pass.c: the passthrough source. gw_sub_pass_params is the generic
+ * normaliser of a passthrough kind without its own (Solana: an array whose
+ * first member is a string or an object, printed canonically, at most 4 KB);
+ * gw_sub_pass_upstream writes the params the upstream is sent (the key of
+ * a passthrough source: equal params share it), or returns the -32602 message. */
+const char *gw_sub_pass_params(const cJSON *params, sl_buf_t *key);
+const char *gw_sub_pass_pending_params(const cJSON *params, sl_buf_t *key);
+const char *gw_sub_pass_upstream(const gw_sub_kind_t *k, const cJSON *params, const char *key, sl_buf_t *out);
+/* 1 if net has an endpoint with a ws_url usable now / configured at all. */
+int gw_sub_pass_usable(gw_net_t *net);
+int gw_sub_pass_configured(const gw_net_t *net);
+/* How a subscribe of kind k on net is served: 1 passed through, 0 the row's
+ * start, -1 refused (the row's refusal). */
+int gw_sub_pass_served_by(const gw_sub_kind_t *k, gw_net_t *net);
+/* The params checked into key (NUL-terminated): a passthrough's is the
+ * params the upstream is sent. NULL or the -32602 message. */
+const char *gw_sub_pass_key(const gw_sub_kind_t *k, const cJSON *params, int pass, sl_buf_t *key);
+void gw_sub_pass_start(gw_sub_source_t *src);
+void gw_sub_pass_stop(gw_sub_source_t *src);
 
 #endif

@@ -4,8 +4,8 @@
 #include "gateway/gw_sub_int.h"
 
 #define NO_WS_UPSTREAM                                                                                         \
-    "newPendingTransactions is not served: no WebSocket upstream is passed through for it (sluice serves "      \
-    "subscriptions from polling)"
+    "newPendingTransactions needs an endpoint with ws_url (it is passed through from an upstream's WebSocket; "  \
+    "this network has none)"
 
 #define ETH(kname, norm, gauge_, start_, stop_, refusal_)                                                        \
     {.name = kname, .chain = POLICY_CHAIN_ETHEREUM, .method = "eth_subscribe", .unsubscribe = "eth_unsubscribe",  \
@@ -20,7 +20,10 @@ const gw_sub_kind_t gw_sub_kinds[] = {
     ETH("newHeads", gw_sub_eth_heads_params, STATE_SRV_SUBS_NEWHEADS, gw_sub_eth_heads_start, gw_sub_eth_heads_stop,
         NULL),
     ETH("logs", gw_sub_eth_logs_params, STATE_SRV_SUBS_LOGS, gw_sub_eth_logs_start, gw_sub_eth_logs_stop, NULL),
-    ETH("newPendingTransactions", NULL, STATE_SRV_SUBS_NEWHEADS, NULL, NULL, NO_WS_UPSTREAM),
+    {.name = "newPendingTransactions", .chain = POLICY_CHAIN_ETHEREUM, .method = "eth_subscribe",
+     .unsubscribe = "eth_unsubscribe", .notification = "eth_subscription", .id_form = GW_SUB_ID_HEX,
+     .gauge = STATE_SRV_SUBS_PENDING, .normalise = gw_sub_pass_pending_params, .refusal = NO_WS_UPSTREAM,
+     .pass = 1},
     SOL("slotSubscribe", "slotUnsubscribe", "slotNotification", gw_sub_sol_slot_params, STATE_SRV_SUBS_SLOT,
         gw_sub_sol_slot_start, NULL),
     SOL("rootSubscribe", "rootUnsubscribe", "rootNotification", gw_sub_sol_slot_params, STATE_SRV_SUBS_ROOT,
@@ -32,10 +35,10 @@ const gw_sub_kind_t gw_sub_kinds[] = {
     {.name = "logsSubscribe", .chain = POLICY_CHAIN_SOLANA, .method = "logsSubscribe",
      .unsubscribe = "logsUnsubscribe", .notification = "logsNotification", .id_form = GW_SUB_ID_INT,
      .gauge = STATE_SRV_SUBS_SOL_LOGS, .normalise = gw_sub_sol_logs_params, .start = gw_sub_sol_logs_start,
-     .stop = gw_sub_sol_logs_stop},
+     .stop = gw_sub_sol_logs_stop, .pass = 1},
     {.name = "programSubscribe", .chain = POLICY_CHAIN_SOLANA, .method = "programSubscribe",
      .unsubscribe = "programUnsubscribe", .notification = "programNotification", .id_form = GW_SUB_ID_INT,
      .gauge = STATE_SRV_SUBS_PROGRAM, .normalise = gw_sub_sol_program_params, .start = gw_sub_sol_program_start,
-     .stop = gw_sub_sol_program_stop},
+     .stop = gw_sub_sol_program_stop, .pass = 1},
 };
 const size_t gw_sub_nkinds = sizeof(gw_sub_kinds) / sizeof(gw_sub_kinds[0]);

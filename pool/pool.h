@@ -283,4 +283,38 @@ uint64_t pool_network_head(const pool_network_t *net);
 /* Worker shutdown: closes idle upstream connections. */
 void pool_close_idle(pool_t *pool);
 
+/* pool_wspass.c: subscriptions passed through to an endpoint's WebSocket
+ * (its ws_url), one socket per endpoint per worker shared by all of them,
+ * for the gateway's passthrough sources. The owner hears each notification's
+ * result (JSON text) and, once, that the subscription is lost (the socket
+ * died, stalled or went over a bound, the endpoint stopped being usable, or
+ * the upstream refused it): then the handle is gone. Bounds:
+ * POOL_WSPASS_MAX_SUBS per socket, POOL_WSPASS_MAX_MESSAGE per message,
+ * POOL_WSPASS_MAX_QUEUED bytes waiting to be written. */
+#define POOL_WSPASS_MAX_SUBS 256
+#define POOL_WSPASS_MAX_MESSAGE (1024 * 1024)
+#define POOL_WSPASS_MAX_QUEUED (1024 * 1024)
+typedef struct pool_wsub pool_wsub_t;
+typedef struct pool_wsub_cbs {
+    void (*notify)(void *data, const char *result, size_t len);
+    void (*lost)(void *data, const char *why); /* why: fixed text, never a URL */
+} pool_wsub_cbs_t;
+/* 1 if an endpoint of net has a ws_url. */
+int pool_wsub_configured(const pool_network_t *net);
+/* The first endpoint in net's plan order with a ws_url, usable, not in its
+ * backoff after a loss and with room; -1 if none. */
+int pool_wsub_pick(pool_network_t *net);
+/* The endpoint's id ("none" for -1). */
+const char *pool_wsub_endpoint_id(const pool_network_t *net, int endpoint);
+/* Sockets of this worker holding subscriptions. */
+size_t pool_wsub_sockets(const pool_network_t *net);
+/* Subscribes with method(params: a JSON array's text) at endpoint; unsubscribe
+ * is the method that ends it. NULL and *why if it could not start (no
+ * callback then). Callbacks run from the event loop, never from here. */
+pool_wsub_t *pool_wsub_open(pool_network_t *net, int endpoint, const char *method, const char *params,
+                            const char *unsubscribe, const pool_wsub_cbs_t *cbs, void *data, const char **why);
+/* Ends it (unsubscribed upstream); no callback after. */
+void pool_wsub_close(pool_wsub_t *w);
+
+
 #endif

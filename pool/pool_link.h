@@ -189,7 +189,7 @@ void pool_budget_release(pool_transport_t *t, size_t bytes);
  * then frames by wslay's client context (nothing is framed by hand).
  * Messages are bounded (max_message bytes: a larger one closes the socket
  * with 1009). It knows no JSON-RPC and no deadline: its owner
- * (pool_wshead.c) says what to send, reads what arrives, and decides on its
+ * (pool_wshead.c, pool_wspass.c) says what to send, reads what arrives, and decides on its
  * tick when a socket has been quiet too long. */
 
 typedef struct pool_ws pool_ws_t;

@@ -116,6 +116,7 @@ struct pool_endpoint {
     uint8_t walk_old[32];
     state_endpoint_rec_t walk_rec; /* what the probe will share once the walk is done */
     struct pool_wshead *wshead;   /* the ws_url stream (pool_wshead.c); NULL without ws_url */
+    struct pool_wspass *wspass;   /* the ws_url's subscriptions socket (pool_wspass.c); NULL: none yet */
 };
 
 /* How the call layer counts into an endpoint's record of this worker: one
@@ -403,6 +404,9 @@ void pool_chainprobe_observe_tip(pool_endpoint_t *ep, uint64_t height, const cha
 void pool_wshead_init(pool_endpoint_t *ep);
 void pool_wshead_tick(pool_endpoint_t *ep, uint64_t now_ms);
 void pool_wshead_dispose(pool_endpoint_t *ep);
+/* pool_wspass.c (API in pool.h): its sockets' deadlines, on the tick; dispose closes one. */
+void pool_wspass_tick(pool_endpoint_t *ep, uint64_t now_ms);
+void pool_wspass_dispose(pool_endpoint_t *ep);
 
 /* pool_endpoint.c */
 SL_MUST_CHECK sl_err_t pool_endpoint_init(pool_endpoint_t *ep, pool_network_t *net, int index,

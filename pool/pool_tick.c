@@ -144,6 +144,7 @@ static void on_tick(h2o_timeout_entry_t *entry)
             pool_chainid_tick(&pool->networks[k].endpoints[i], now);
             pool_chainprobe_tick(&pool->networks[k].endpoints[i], now);
             pool_wshead_tick(&pool->networks[k].endpoints[i], now);
+            pool_wspass_tick(&pool->networks[k].endpoints[i], now);
         }
     for (size_t k = 0; k < pool->nnetworks; k++)
         pool_rank_update(&pool->networks[k], now);
@@ -219,6 +220,7 @@ void pool_tick_dispose(pool_t *pool)
             pool_chainid_dispose(&pool->networks[k].endpoints[i]);
             pool_chainprobe_dispose(&pool->networks[k].endpoints[i]);
             pool_wshead_dispose(&pool->networks[k].endpoints[i]);
+            pool_wspass_dispose(&pool->networks[k].endpoints[i]);
         }
     if (pool->state != NULL && pool->tick.cb != NULL && pool->flush_ms != 0)
         flush_stats(pool);

@@ -1,8 +1,9 @@
 /* pool/pool_ws.c: a WebSocket client connection on an h2o socket
  * (pool/pool_link.h): connect, TLS, the Upgrade and its Accept check, then
  * wslay's client context for every frame (masking, fragments, control
- * frames, the close handshake, the message size bound). Its one user is the
- * upstream head stream (pool_wshead.c). */
+ * frames, the close handshake, the message size bound). Its users are the
+ * upstream head stream (pool_wshead.c) and the passed-through subscriptions
+ * (pool_wspass.c). */
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>

@@ -416,6 +416,7 @@ static inline uint64_t state_slot_rate_milli(const state_pressure_slot_rec_t *r,
     X(SUBS_ACCOUNT, "subs_account", 1)                       /* ... Solana account */                        \
     X(SUBS_SOL_LOGS, "subs_sol_logs", 1)                     /* ... Solana logs (mentions) */                \
     X(SUBS_PROGRAM, "subs_program", 1)                       /* ... Solana program */                        \
+    X(SUBS_PENDING, "subs_pending", 1)                       /* ... eth newPendingTransactions (passed) */   \
     X(SUB_NOTIFICATIONS, "sub_notifications", 0)             /* subscription notifications sent */           \
     X(SUB_BACKFILLED, "sub_backfilled", 0)                   /* heights fetched by number to fill a gap */   \
     X(SUB_SKIPPED, "sub_skipped", 0)                         /* heights past the backfill bound, skipped */  \
@@ -423,6 +424,12 @@ static inline uint64_t state_slot_rate_milli(const state_pressure_slot_rec_t *r,
     X(SUB_LOGS_SENT, "sub_logs_sent", 0)                     /* logs notified (removed ones included) */     \
     X(SUB_REFUSED, "sub_refused", 0)                         /* subscribes refused at a bound */             \
     X(SUB_TX_SKIPPED, "sub_tx_skipped", 0)                   /* Solana logs: transactions passed, not told */ \
+    X(SUB_PASS_SOURCES, "sub_pass_sources", 1)               /* passthrough sources running */               \
+    X(SUB_PASS_SOCKETS, "sub_pass_sockets", 1)               /* upstream sockets holding subscriptions */    \
+    X(SUB_PASS_WAITING, "sub_pass_waiting", 1)               /* passthrough sources with no upstream now */  \
+    X(SUB_PASS_RELAYED, "sub_pass_relayed", 0)               /* upstream notifications relayed */            \
+    X(SUB_PASS_FAILOVERS, "sub_pass_failovers", 0)           /* passthroughs moved to another endpoint */    \
+    X(SUB_PASS_UNSOURCED_MS, "sub_pass_unsourced_ms", 0)     /* ms passthrough sources had no upstream */    \
     X(REQ_HTTP1, "req_http1", 0)                             /* client requests over HTTP/1.x, plain */      \
     X(REQ_HTTP1_TLS, "req_http1_tls", 0)                     /* ... over HTTP/1.x on TLS */                  \
     X(REQ_H2, "req_h2", 0)                                   /* ... over HTTP/2 (TLS, by ALPN) */

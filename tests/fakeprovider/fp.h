@@ -210,6 +210,7 @@ typedef enum fp_conn_state {
     FP_CONN_HUNG,           /* "hang": in flight until the peer goes away */
     FP_CONN_MUTE,           /* "accept_hang": never read */
     FP_CONN_LINGERING,      /* error answer sent; draining input before closing */
+    FP_CONN_WS,             /* upgraded: WebSocket frames (fp_ws.c) */
     FP_CONN_STATE_COUNT
 } fp_conn_state_t;
 
@@ -237,7 +238,13 @@ typedef struct fp_http_req {
     bool is_get;
     bool keep_alive;
     bool expect_continue;
+    char ws_key[64];        /* Sec-WebSocket-Key ("": none) */
 } fp_http_req_t;
+
+typedef struct fp_ws_sub {
+    int kind;               /* fp_ws.c's row */
+    uint64_t id;
+} fp_ws_sub_t;
 
 typedef struct fp_conn {
     fp_server_t *srv;
@@ -265,6 +272,8 @@ typedef struct fp_conn {
     uint32_t events;            /* current epoll interest */
     uint64_t timer_at;
     size_t timer_idx;           /* index in srv->timers, SIZE_MAX = none */
+    fp_ws_sub_t *ws_subs;       /* upgraded: its subscriptions (fp_ws.c) */
+    size_t ws_nsubs;
     struct fp_conn *prev, *next;
 } fp_conn_t;
 
@@ -286,6 +295,16 @@ void fp_conn_close(fp_conn_t *c, bool reset);
 void fp_conn_reply(fp_conn_t *c, const fp_reply_t *r);
 /* Protocol error: answer status with a short body, drain input, close. */
 void fp_conn_fail(fp_conn_t *c, int status);
+/* Writes what is queued and waits for the socket if it must (a push from another connection's request). */
+void fp_conn_kick(fp_conn_t *c);
+/* The Upgrade was answered: frames from now on. */
+void fp_conn_to_ws(fp_conn_t *c);
+
+/* fp_ws.c: the WebSocket (subscriptions); /_control/ws pushes to them. */
+void fp_ws_accept(fp_conn_t *c, const char *key);
+int fp_ws_handle_next(fp_conn_t *c);
+void fp_ws_dispose(fp_conn_t *c);
+int fp_ws_route(fp_server_t *srv, const char *body, size_t n, fp_buf_t *out);
 
 /* fp_http.c: 1 = a complete request was handled, 0 = need more input,
  * -1 = the connection was failed (an error answer is queued). */
@@ -387,6 +406,9 @@ struct fp_server {
     fp_buf_t body;              /* scratch: the answer body being built */
     fp_buf_t idbuf;             /* scratch: rewritten ids (wrong_id) */
     fp_batch_t batch;
+    uint64_t ws_upgrades, ws_next_id, ws_unsubscribes;
+    uint64_t ws_subscribes[5];  /* per fp_ws.c row */
+    char ws_last_params[8192];   /* the last subscribe's params (JSON) */
 };
 
 uint64_t fp_server_head(const fp_server_t *srv);

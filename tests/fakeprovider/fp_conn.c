@@ -29,16 +29,18 @@ static const uint32_t state_events[FP_CONN_STATE_COUNT] = {
     [FP_CONN_HUNG] = EPOLLRDHUP,
     [FP_CONN_MUTE] = EPOLLRDHUP,
     [FP_CONN_LINGERING] = EPOLLIN,
+    [FP_CONN_WS] = EPOLLIN,
 };
 
 /* Allowed transitions: [from] is a bit set of the states it may move to. */
 #define BIT(s) (1u << (s))
 static const unsigned state_edges[FP_CONN_STATE_COUNT] = {
-    [FP_CONN_READING] = BIT(FP_CONN_ANSWERING) | BIT(FP_CONN_HUNG) | BIT(FP_CONN_LINGERING),
+    [FP_CONN_READING] = BIT(FP_CONN_ANSWERING) | BIT(FP_CONN_HUNG) | BIT(FP_CONN_LINGERING) | BIT(FP_CONN_WS),
     [FP_CONN_ANSWERING] = BIT(FP_CONN_READING),
     [FP_CONN_HUNG] = 0,
     [FP_CONN_MUTE] = 0,
     [FP_CONN_LINGERING] = 0,
+    [FP_CONN_WS] = 0,
 };
 
 /* The only writer of c->state. */
@@ -111,6 +113,7 @@ void fp_conn_close(fp_conn_t *c, bool reset)
     if (c->ssl)
         SSL_free(c->ssl);
     close(c->fd);   /* also removes it from the epoll set */
+    fp_ws_dispose(c);
     fp_buf_dispose(&c->in);
     fp_buf_dispose(&c->out);
     if (c->prev)
@@ -291,12 +294,52 @@ static bool drive_lingering(fp_conn_t *c)
     return n > 0 || c->eof;
 }
 
+/* Upgraded: frames in, answers and pushes out (fp_ws.c). */
+static bool drive_ws(fp_conn_t *c)
+{
+    if (c->close_after) { /* a close frame answered, or a frame we refuse */
+        if (c->out_off == c->out.len)
+            c->doom = FP_DOOM_CLOSE;
+        return false;
+    }
+    if (c->out_off == c->out.len)
+        c->out.len = c->out_off = c->out_limit = 0;
+    int r = fp_ws_handle_next(c);
+    if (r != 0) {
+        c->close_after = r < 0;
+        return true;
+    }
+    if (c->eof) {
+        c->doom = FP_DOOM_CLOSE;
+        return false;
+    }
+    if (!can_read(c))
+        return false;
+    ssize_t n = conn_read(c);
+    if (n < 0)
+        c->doom = FP_DOOM_CLOSE;
+    return n > 0 || c->eof;
+}
+
+void fp_conn_to_ws(fp_conn_t *c)
+{
+    conn_set_state(c, FP_CONN_WS);
+}
+
+void fp_conn_kick(fp_conn_t *c)
+{
+    if (conn_flush(c) < 0)
+        c->want_write = true; /* its next event finds it broken and closes it */
+    conn_update_events(c);
+}
+
 static bool drive_step(fp_conn_t *c)
 {
     switch (c->state) {
     case FP_CONN_READING: return drive_reading(c);
     case FP_CONN_ANSWERING: return drive_answering(c);
     case FP_CONN_LINGERING: return drive_lingering(c);
+    case FP_CONN_WS: return drive_ws(c);
     case FP_CONN_HUNG:
     case FP_CONN_MUTE:
     case FP_CONN_STATE_COUNT:

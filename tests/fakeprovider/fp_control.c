@@ -111,6 +111,7 @@ static const struct {
     {"/_control/reset", route_reset},
     {"/_control/sol", fp_solw_route},
     {"/_control/stats", route_stats},
+    {"/_control/ws", fp_ws_route},
 };
 
 void fp_control_handle(fp_conn_t *c, const char *path, size_t path_len, const char *body,

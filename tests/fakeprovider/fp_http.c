@@ -64,6 +64,16 @@ static int header_connection(fp_http_req_t *req, head_flags_t *f, const char *v,
     return 0;
 }
 
+static int header_ws_key(fp_http_req_t *req, head_flags_t *f, const char *v, size_t n)
+{
+    (void)f;
+    if (n == 0 || n >= sizeof req->ws_key)
+        return 400;
+    memcpy(req->ws_key, v, n);
+    req->ws_key[n] = '\0';
+    return 0;
+}
+
 static int header_expect(fp_http_req_t *req, head_flags_t *f, const char *v, size_t n)
 {
     (void)f;
@@ -79,6 +89,7 @@ static const struct {
     {"connection", header_connection},
     {"content-length", header_content_length},
     {"expect", header_expect},
+    {"sec-websocket-key", header_ws_key},
     {"transfer-encoding", header_transfer_encoding},
 };
 
@@ -255,6 +266,11 @@ static void dispatch(fp_conn_t *c, const char *start)
     const char *body = start + req->head_len;
     if (is_control_path(path, req->path_len)) {
         fp_control_handle(c, path, req->path_len, body, req->body_len);
+        return;
+    }
+    if (req->is_get && req->ws_key[0] != '\0') { /* the WebSocket (fp_ws.c) */
+        fp_ws_accept(c, req->ws_key);
+        fp_conn_to_ws(c);
         return;
     }
     if (req->is_get) {

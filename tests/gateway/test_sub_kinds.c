@@ -1,6 +1,7 @@
 /* tests/gateway/test_sub_kinds.c: the table of subscription kinds
  * (gateway/gw_sub_kinds.c): every row complete, none twice, each served
- * kind with a source, each refused one with its message. */
+ * kind with a source, each refused one with its message; the passthrough
+ * normalisers. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,9 +14,10 @@ Test(sub_kinds, rows_are_complete)
     for (size_t i = 0; i < gw_sub_nkinds; i++) {
         const gw_sub_kind_t *k = &gw_sub_kinds[i];
         cr_expect(k->name && k->method && k->unsubscribe && k->notification, "row %zu", i);
-        if (k->normalise != NULL)
-            cr_expect(k->start != NULL && k->stop != NULL && k->refusal == NULL, "%s", k->name);
-        else
+        if (k->start != NULL)
+            cr_expect(k->normalise != NULL && k->stop != NULL, "%s", k->name);
+        /* a kind without polling is passed through or refused, with its message */
+        if (k->start == NULL)
             cr_expect(k->refusal != NULL && strlen(k->refusal) > 20, "%s", k->name);
         /* Solana's method is the kind; Ethereum's kinds share eth_subscribe */
         if (k->chain == POLICY_CHAIN_SOLANA)
@@ -100,4 +102,33 @@ Test(sub_kinds, bad_params_are_refused)
                         "[\"SysvarC1ock11111111111111111111111111111111\",{\"encoding\":\"base64\",\"commitment\":\"confirmed\"}]",
                         k, sizeof(k)));
     cr_expect_str_eq(k, "SysvarC1ock11111111111111111111111111111111|1|base64");
+}
+
+Test(sub_kinds, passthrough_kinds_and_their_params)
+{
+    static const char *const pass[] = {"newPendingTransactions", "logsSubscribe", "programSubscribe"};
+    for (size_t w = 0; w < 3; w++)
+        for (size_t i = 0; i < gw_sub_nkinds; i++)
+            if (strcmp(gw_sub_kinds[i].name, pass[w]) == 0)
+                cr_expect(gw_sub_kinds[i].pass, "%s is passed through", pass[w]);
+    char k1[512], k2[512];
+    cr_assert_null(norm(gw_sub_pass_pending_params, "[\"newPendingTransactions\"]", k1, sizeof(k1)));
+    cr_assert_null(norm(gw_sub_pass_pending_params, "[\"newPendingTransactions\",false]", k2, sizeof(k2)));
+    cr_expect_str_eq(k1, k2); /* hashes either way: one source */
+    cr_assert_null(norm(gw_sub_pass_pending_params, "[\"newPendingTransactions\",true]", k1, sizeof(k1)));
+    cr_expect_str_eq(k1, "true");
+    cr_expect_not_null(norm(gw_sub_pass_pending_params, "[\"newPendingTransactions\",{}]", k1, sizeof(k1)));
+    cr_expect_not_null(norm(gw_sub_pass_pending_params, "[\"newPendingTransactions\",true,1]", k1, sizeof(k1)));
+    /* the generic one: canonical (members sorted), a string or object first, bounded */
+    cr_assert_null(norm(gw_sub_pass_params, "[{\"mentions\":[\"A\"]},{\"commitment\":\"confirmed\",\"a\":{\"z\":1,\"b\":2}}]",
+                        k1, sizeof(k1)));
+    cr_expect_str_eq(k1, "[{\"mentions\":[\"A\"]},{\"a\":{\"b\":2,\"z\":1},\"commitment\":\"confirmed\"}]");
+    cr_assert_null(norm(gw_sub_pass_params, "[{\"a\":{\"b\":2,\"z\":1},\"commitment\":\"confirmed\"}]", k2, sizeof(k2)));
+    cr_expect_not_null(norm(gw_sub_pass_params, "[]", k1, sizeof(k1)));
+    cr_expect_not_null(norm(gw_sub_pass_params, "[5]", k1, sizeof(k1)));
+    cr_expect_not_null(norm(gw_sub_pass_params, "[\"all\",5]", k1, sizeof(k1)));
+    cr_expect_not_null(norm(gw_sub_pass_params, "[\"all\",{},{}]", k1, sizeof(k1)));
+    char big[6000];
+    snprintf(big, sizeof(big), "[\"%05000d\"]", 0);
+    cr_expect_not_null(norm(gw_sub_pass_params, big, k1, sizeof(k1)));
 }

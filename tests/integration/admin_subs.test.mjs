@@ -97,8 +97,8 @@ test('/admin/networks and /metrics: sockets, subscriptions and sources by kind, 
   }, { what: 'notifications as the clients counted them' });
   const e = nets.eth.subscriptions, so = nets.sol.subscriptions;
   t.diagnostic(JSON.stringify({ eth: e, sol: so }));
-  assert.deepEqual(e.open, { newHeads: 2, logs: 1 });
-  assert.deepEqual(e.sources, { newHeads: 1, logs: 1 });
+  assert.deepEqual(e.open, { newHeads: 2, logs: 1, newPendingTransactions: 0 });
+  assert.deepEqual(e.sources, { newHeads: 1, logs: 1, newPendingTransactions: 0 });
   assert.equal(so.sockets, 1);
   assert.deepEqual(so.open, { slot: 1, root: 1, signature: 0, account: 0, sol_logs: 0, program: 0 });
   assert.deepEqual(so.sources, { slot: 1, root: 1, signature: 0, account: 0, sol_logs: 0, program: 0 });
@@ -160,7 +160,7 @@ test('/admin/networks and /metrics: sockets, subscriptions and sources by kind, 
     const n = await networksDoc(s);
     return n.eth.subscriptions.sockets === 0 && n.sol.subscriptions.sockets === 0 ? n : undefined;
   }, { what: 'every socket gone' });
-  assert.deepEqual(gone.eth.subscriptions.sources, { newHeads: 0, logs: 0 });
+  assert.deepEqual(gone.eth.subscriptions.sources, { newHeads: 0, logs: 0, newPendingTransactions: 0 });
   assert.deepEqual(gone.sol.subscriptions.open, { slot: 0, root: 0, signature: 0, account: 0, sol_logs: 0, program: 0 });
 });
 

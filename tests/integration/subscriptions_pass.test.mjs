@@ -1,0 +1,242 @@
+// Subscriptions passed through from an upstream's WebSocket (issue 22,
+// gateway/gw_sub_pass.c, pool/pool_wspass.c): newPendingTransactions and
+// Solana's logsSubscribe / programSubscribe are subscribed to at an endpoint
+// with a ws_url, and each notification's result goes to every client with
+// sluice's own id. The upstreams are fake providers (real processes): their
+// WebSocket on the same port serves the subscriptions, and /_control/ws
+// pushes notifications, drops the sockets and counts subscribes.
+// viem's watchPendingTransactions gets the hashes; two clients with the same
+// params share one upstream subscription; the endpoint holding it killed,
+// the subscription moves to the other one (subscription_source_changed) and
+// notifications resume; a network without ws_url refuses with -32601; bad
+// params get -32602; @solana/web3.js onLogs through the derived port + 1 URL.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import WebSocket from 'ws';
+import { createPublicClient, webSocket } from 'viem';
+import { Connection } from '@solana/web3.js';
+import { startFake, startSluice, call, sleep, waitFor, adminGet, adminPost, events, metricValue } from '../lib/harness.mjs';
+
+const started = [];
+after(async () => { await Promise.all(started.map((p) => p.stop())); });
+
+const hex = (n) => '0x' + n.toString(16);
+const hashOf = (n) => '0x' + n.toString(16).padStart(64, '0');
+
+// A fake provider (tests/fakeprovider, its WebSocket: fp_ws.c) and its
+// /_control/ws: pushes, drops, and what it was asked.
+async function startUpstream(name, { solana = false } = {}) {
+  const f = await startFake({ name, chain: solana ? 'solana' : 'ethereum', args: ['--block', '1000', '--block-time-ms', '0'] });
+  const ctl = async (body) => (await fetch(`${f.url}/_control/ws`, { method: 'POST', body: body ? JSON.stringify(body) : '' })).json();
+  return {
+    name, url: f.url,
+    wsUrl: `"${f.url.replace('http', 'ws')}/"`,
+    ctl,
+    live: async (kind) => (await ctl()).live[kind],
+    subscribes: async (kind) => (await ctl()).subscribes[kind],
+    unsubscribes: async () => (await ctl()).unsubscribes,
+    push: (kind, result) => ctl({ push: kind, result }),
+    drop: () => ctl({ drop: true }),
+    stop: () => f.stop(),
+  };
+}
+
+
+async function gateway(ups, { chain = 'ethereum', net = 'eth', plain } = {}) {
+  const networks = { [net]: { chain, lines: ['ranking: { probe_interval_ms: 200 }'],
+    endpoints: ups.map((u) => ({ id: u.name, url: u.url, ws_url: u.wsUrl })) } };
+  if (plain) networks.plain = { chain, lines: ['ranking: { probe_interval_ms: 200 }'], endpoints: [{ id: 'p', url: plain.url }] };
+  const s = await startSluice({ workers: 1, networks });
+  started.push(s);
+  return s;
+}
+
+function openWs(url) {
+  const ws = new WebSocket(url);
+  const seen = [], waiters = [];
+  ws.on('message', (d) => {
+    const m = JSON.parse(d.toString());
+    seen.push(m);
+    for (const w of [...waiters]) if (w.pred(m)) { waiters.splice(waiters.indexOf(w), 1); w.resolve(m); }
+  });
+  const opened = new Promise((r, j) => { ws.on('open', r); ws.on('error', j); });
+  const next = (pred, ms = 5000) => {
+    const have = seen.find((m) => pred(m));
+    if (have) return Promise.resolve(have);
+    return new Promise((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error('no such message')), ms);
+      waiters.push({ pred, resolve: (m) => { clearTimeout(t); resolve(m); } });
+    });
+  };
+  const rpc = (method, params, id) => { ws.send(JSON.stringify(call(method, params, id))); return next((m) => m.id === id); };
+  const notes = (sub) => seen.filter((m) => m.params && m.params.subscription === sub).map((m) => m.params.result);
+  return { ws, opened, next, rpc, notes };
+}
+
+const txHash = (n) => '0x' + n.toString(16).padStart(64, 'f');
+
+test('newPendingTransactions: viem gets the hashes; one upstream subscription shared; failover to the second ws endpoint', async () => {
+  const a = await startUpstream('a');
+  const b = await startUpstream('b');
+  started.push(a, b);
+  const s = await gateway([a, b], { plain: a });
+  const client = createPublicClient({ transport: webSocket(`ws://127.0.0.1:${s.port}/eth`, { reconnect: false }) });
+  const got = [];
+  const unwatch = client.watchPendingTransactions({ onTransactions: (hs) => got.push(...hs), poll: false });
+  started.push({ stop: async () => { unwatch(); (await client.transport.getRpcClient()).close(); } });
+  const raw = openWs(`ws://127.0.0.1:${s.port}/eth`);
+  await raw.opened;
+  const both = async () => (await a.live('pending')) + (await b.live('pending'));
+  await waitFor(async () => (await both()) === 1, { what: 'viem subscribed upstream' });
+  const sub = (await raw.rpc('eth_subscribe', ['newPendingTransactions'], 1)).result;
+  assert.match(sub, /^0x[0-9a-f]{32}$/);
+  const sub2 = (await raw.rpc('eth_subscribe', ['newPendingTransactions', false], 2)).result;
+  assert.notEqual(sub, sub2);
+  await sleep(200);
+  const all = async () => (await a.subscribes('pending')) + (await b.subscribes('pending'));
+  assert.equal(await all(), 1, 'three subscriptions with the same params: one upstream subscription');
+  const first = (await a.live('pending')) === 1 ? a : b;
+  const second = first === a ? b : a;
+  assert.notEqual(sub, '0x00000000000000000000000000000001', 'the client never sees the upstream id');
+
+  for (let i = 1; i <= 5; i++) await first.push('pending', txHash(i));
+  await waitFor(() => got.length === 5, { what: 'viem got 5 hashes' });
+  assert.deepEqual(got, [1, 2, 3, 4, 5].map(txHash));
+  await waitFor(() => raw.notes(sub).length === 5 && raw.notes(sub2).length === 5, { what: 'the raw subscriptions' });
+
+  // full transactions: other params, another upstream subscription
+  const full = (await raw.rpc('eth_subscribe', ['newPendingTransactions', true], 3)).result;
+  await waitFor(async () => (await all()) === 2, { what: 'a second upstream subscription' });
+  const lastParams = [(await a.ctl()).last_params, (await b.ctl()).last_params]; // (at the plan's first now)
+  assert.ok(lastParams.some((p) => JSON.stringify(p) === '["newPendingTransactions",true]'), JSON.stringify(lastParams));
+  assert.equal((await raw.rpc('eth_unsubscribe', [full], 4)).result, true);
+  await waitFor(async () => (await a.unsubscribes()) + (await b.unsubscribes()) === 1,
+    { what: 'the last subscriber gone: unsubscribed upstream' });
+  await waitFor(async () => (await metricValue(s, 'sluice_subscription_passthrough_sources')) === 1,
+    { what: 'one passthrough source left (the counters flush a moment behind)' });
+
+  // the endpoint holding it dies: the other one gets the subscription
+  const t0 = performance.now();
+  await first.stop();
+  await waitFor(async () => (await second.live('pending')) === 1, { intervalMs: 5, what: 'subscribed again at the other endpoint' });
+  console.log('the holder killed -> subscribed at the other endpoint, ms:', (performance.now() - t0).toFixed(1));
+  for (let i = 6; i <= 8; i++) await second.push('pending', txHash(i));
+  await waitFor(() => got.length === 8, { what: 'viem got 8 hashes' });
+  assert.deepEqual(got.slice(5), [6, 7, 8].map(txHash));
+  await waitFor(() => raw.notes(sub).length === 8, { what: 'the raw subscriber resumed' });
+  const ev = (await events(s)).filter((e) => e.kind === 'subscription_source_changed');
+  assert.ok(ev.some((e) => e.endpoint === second.name && e.reason.includes(`was ${first.name}`) &&
+    /not backfilled/.test(e.reason)), JSON.stringify(ev));
+  assert.ok(!ev.some((e) => /127\.0\.0\.1|ws:/.test(e.reason)), 'no URL in the event');
+  await waitFor(async () => (await metricValue(s, 'sluice_subscription_passthrough_failovers_total')) >= 1,
+    { what: 'the failover counted' });
+  await waitFor(async () => (await metricValue(s, 'sluice_subscription_passthrough_relayed_total')) === 8,
+    { what: 'the 8 notifications relayed counted once each' });
+
+  // a network without ws_url: refused clearly; bad params: -32602
+  const plain = openWs(`ws://127.0.0.1:${s.port}/plain`);
+  await plain.opened;
+  const refused = await plain.rpc('eth_subscribe', ['newPendingTransactions'], 1);
+  assert.equal(refused.error.code, -32601);
+  assert.match(refused.error.message, /needs an endpoint with ws_url/);
+  const bad = await raw.rpc('eth_subscribe', ['newPendingTransactions', { full: 1 }], 5);
+  assert.equal(bad.error.code, -32602);
+  const bad2 = await raw.rpc('eth_subscribe', ['newPendingTransactions', true, 1], 6);
+  assert.equal(bad2.error.code, -32602);
+
+  unwatch();
+  raw.ws.close();
+  plain.ws.close();
+  await waitFor(async () => (await second.live('pending')) === 0, { what: 'unsubscribed at the end' });
+});
+
+test('every ws endpoint gone: the client stays subscribed, counted, and resumes when one is back', async () => {
+  const a = await startUpstream('a');
+  started.push(a);
+  const s = await gateway([a]);
+  const raw = openWs(`ws://127.0.0.1:${s.port}/eth`);
+  await raw.opened;
+  const sub = (await raw.rpc('eth_subscribe', ['newPendingTransactions'], 1)).result;
+  await waitFor(async () => (await a.live('pending')) === 1, { what: 'subscribed upstream' });
+  await a.drop(); // the sockets die; the endpoint still answers HTTP
+  await waitFor(async () => (await a.subscribes('pending')) === 2 && (await a.live('pending')) === 1,
+    { what: 'subscribed again at the same endpoint after its backoff' });
+  await a.push('pending', txHash(42));
+  await raw.next((m) => m.params?.subscription === sub && m.params.result === txHash(42));
+  const unsourced = async () => Number((await adminGet(s, '/metrics')).text
+    .match(/^sluice_subscription_passthrough_unsourced_seconds_total ([\d.]+)$/m)?.[1]);
+  await waitFor(async () => (await unsourced()) > 0,
+    { what: 'the time without a source counted' });
+  const ev = (await events(s)).filter((e) => e.kind === 'subscription_source_changed');
+  assert.ok(ev.some((e) => e.endpoint === 'none' && /was a/.test(e.reason)), JSON.stringify(ev));
+  assert.ok(ev.some((e) => e.endpoint === 'a' && /was a/.test(e.reason)), JSON.stringify(ev));
+  raw.ws.close();
+});
+
+test('the endpoint holding the subscription drained: it moves to the other one', async () => {
+  const a = await startUpstream('a');
+  const b = await startUpstream('b');
+  started.push(a, b);
+  const s = await gateway([a, b]);
+  const raw = openWs(`ws://127.0.0.1:${s.port}/eth`);
+  await raw.opened;
+  const sub = (await raw.rpc('eth_subscribe', ['newPendingTransactions'], 1)).result;
+  await waitFor(async () => (await a.live('pending')) + (await b.live('pending')) === 1, { what: 'subscribed upstream' });
+  const first = (await a.live('pending')) === 1 ? a : b;
+  const second = first === a ? b : a;
+  assert.equal((await adminPost(s, `/admin/endpoints/eth/${first.name}/drain`)).status, 200);
+  await waitFor(async () => (await second.live('pending')) === 1, { what: 'subscribed at the other endpoint' });
+  await second.push('pending', txHash(7));
+  await raw.next((m) => m.params?.subscription === sub && m.params.result === txHash(7));
+  const ev = (await events(s)).filter((e) => e.kind === 'subscription_source_changed');
+  assert.ok(ev.some((e) => e.endpoint === second.name && e.reason.includes(`was ${first.name}`)), JSON.stringify(ev));
+  raw.ws.close();
+});
+
+test('Solana: onLogs through the derived port + 1 URL is passed through; programSubscribe too', async () => {
+  const a = await startUpstream('a', { solana: true });
+  started.push(a);
+  const s = await gateway([a], { chain: 'solana', net: 'solana', plain: a });
+  const connection = new Connection(`http://127.0.0.1:${s.port}/solana`, 'confirmed');
+  // web3.js keeps its socket and reconnects forever: not past this test, even failed
+  started.unshift({ stop: async () => { connection._rpcWebSocket.reconnect = false; connection._rpcWebSocket.close(); } });
+  assert.equal(connection._rpcWsEndpoint, `ws://127.0.0.1:${s.port + 1}/solana`);
+  const logs = [];
+  const id = connection.onLogs('all', (l) => logs.push(l), 'confirmed');
+  await waitFor(async () => (await a.live('logs')) === 1, { what: 'logsSubscribe upstream' });
+  assert.deepEqual((await a.ctl()).last_params, ['all', { commitment: 'confirmed' }]);
+  const value = { signature: '5'.repeat(88), err: null, logs: ['Program 11111111111111111111111111111111 invoke [1]'] };
+  await a.push('logs', { context: { slot: 1001 }, value });
+  await waitFor(() => logs.length === 1, { what: 'onLogs called' });
+  assert.deepEqual(logs[0], value);
+
+  const raw = openWs(`ws://127.0.0.1:${s.port}/solana`);
+  await raw.opened;
+  const prog = (await raw.rpc('programSubscribe', ['11111111111111111111111111111111', { encoding: 'base64' }], 1)).result;
+  assert.equal(typeof prog, 'number');
+  await waitFor(async () => (await a.live('program')) === 1, { what: 'programSubscribe upstream' });
+  await a.push('program', { context: { slot: 1002 }, value: { pubkey: 'x', account: {} } });
+  await raw.next((m) => m.method === 'programNotification' && m.params.subscription === prog);
+  const bad = await raw.rpc('logsSubscribe', [5], 2);
+  assert.equal(bad.error.code, -32602);
+  // one caller holds at most 64 distinct upstream subscriptions in a worker (the sockets' room is shared)
+  const mention = (i) => ['all', { commitment: 'confirmed', x: i }];
+  // (this caller, 127.0.0.1, holds two already: web3.js's onLogs and the programSubscribe)
+  for (let i = 0; i < 62; i++) assert.equal(typeof (await raw.rpc('logsSubscribe', mention(i), 100 + i)).result, 'number');
+  const over = await raw.rpc('logsSubscribe', mention(62), 200);
+  assert.equal(over.error?.code, -32005, JSON.stringify(over));
+  assert.match(over.error.message, /distinct passed-through subscriptions/);
+  assert.equal(typeof (await raw.rpc('logsSubscribe', mention(0), 201)).result, 'number', 'params already held: shared');
+  const plain = openWs(`ws://127.0.0.1:${s.port}/plain`);
+  await plain.opened;
+  // without ws_url, logsSubscribe is polled (gw_sub_sol_logs.c), which cannot follow "all"
+  const refused = await plain.rpc('logsSubscribe', ['all'], 1);
+  assert.equal(refused.error.code, -32602);
+  assert.match(refused.error.message, /ws_url/);
+  plain.ws.close();
+  await connection.removeOnLogsListener(id);
+  await waitFor(async () => (await a.unsubscribes()) >= 1, { what: 'logsUnsubscribe upstream' });
+  raw.ws.close(); // its 63 subscriptions end: unsubscribed upstream
+  await waitFor(async () => (await a.live('logs')) === 0 && (await a.live('program')) === 0,
+    { what: 'every upstream subscription gone' });
+});
