@@ -3,19 +3,11 @@
  *
  * The master's start (gateway/gw_chainid.c) and `sluice --check --connect`
  * need the answers before going on. The ask runs in a child process of its
- * own, on a short-lived h2o loop with the workers' transport (pool_link.h):
- * a host name is looked up on h2o's resolver threads, which must never
- * exist in the master that forks the workers (a forked worker would inherit
- * a resolver that counts threads it does not have). The child writes one
- * line per answer, "<network> <endpoint> <id>", to a pipe and exits; the
- * parent reads them until the pipe closes or the deadline passes. */
-#include <errno.h>
-#include <poll.h>
-#include <signal.h>
+ * own (pool_askchild.c: no resolver threads in the master that forks the
+ * workers); it writes one line per answer, "<network> <endpoint> <id>". */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/sl_time.h"
@@ -30,7 +22,7 @@ typedef struct ask_one {
     pool_exchange_t ex;
     const pool_network_conf_t *net;
     size_t inet, iep;
-    int fd;
+    const pool_askchild_t *c;
     size_t *pending;
 } ask_one_t;
 
@@ -47,36 +39,40 @@ static void on_answer(pool_exchange_t *ex)
         wire_json_string(body, env.result, text, sizeof(text)) == SL_OK &&
         policy_chainid_normalize(a->net->chain, text, strlen(text), id) == SL_OK) {
         int n = snprintf(line, sizeof(line), "%zu %zu %s\n", a->inet, a->iep, id);
-        if (n > 0 && write(a->fd, line, (size_t)n) != n)
-            _exit(3);
+        if (n > 0 && (size_t)n < sizeof(line))
+            pool_askchild_tell(a->c, line, (size_t)n);
     }
     pool_exchange_body_dispose(ex);
 }
 
+typedef struct ask_job {
+    const pool_network_conf_t *nets;
+    size_t n;
+    const uint8_t *ask;
+    uint32_t timeout_ms;
+    pool_ask_id_t *ids;
+} ask_job_t;
+
 /* The child: every question at once, answers as they come, until all are
- * in or the deadline passes. Never returns. */
-static void ask_child(const pool_network_conf_t *nets, size_t n, const uint8_t *ask, uint32_t timeout_ms, int fd)
+ * in or the deadline passes. */
+static void ask_child(pool_askchild_t *c, void *data)
 {
-    h2o_loop_t *loop = h2o_evloop_create();
-    h2o_multithread_queue_t *queue = h2o_multithread_create_queue(loop);
-    h2o_multithread_receiver_t getaddr;
-    h2o_multithread_register_receiver(queue, &getaddr, h2o_hostinfo_getaddr_receiver);
-    pool_transport_t t;
-    pool_transport_init(&t, loop, &getaddr, 1 << 20, NULL, &pool_transport_sockets);
+    const ask_job_t *j = data;
     size_t pending = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!ask[i])
+    for (size_t i = 0; i < j->n; i++) {
+        if (!j->ask[i])
             continue;
+        const pool_network_conf_t *net = &j->nets[i];
         pool_link_timers_t *tm = calloc(1, sizeof(*tm));
-        ask_one_t *all = calloc(nets[i].nendpoints, sizeof(*all));
+        ask_one_t *all = calloc(net->nendpoints, sizeof(*all));
         if (tm == NULL || all == NULL)
             _exit(2);
-        pool_link_timers_init(tm, &t, nets[i].name, &nets[i].timeouts);
-        int solana = nets[i].chain == POLICY_CHAIN_SOLANA;
-        for (size_t e = 0; e < nets[i].nendpoints; e++) {
+        pool_link_timers_init(tm, &c->t, net->name, &net->timeouts);
+        int solana = net->chain == POLICY_CHAIN_SOLANA;
+        for (size_t e = 0; e < net->nendpoints; e++) {
             ask_one_t *a = &all[e];
-            *a = (ask_one_t){.net = &nets[i], .inet = i, .iep = e, .fd = fd, .pending = &pending};
-            if (pool_link_init(&a->link, tm, (int)e, &nets[i].endpoints[e]) != SL_OK)
+            *a = (ask_one_t){.net = net, .inet = i, .iep = e, .c = c, .pending = &pending};
+            if (pool_link_init(&a->link, tm, (int)e, &net->endpoints[e]) != SL_OK)
                 continue;
             if (pool_exchange_start(&a->ex, &a->link, solana ? sol_ask : eth_ask,
                                     solana ? sizeof(sol_ask) - 1 : sizeof(eth_ask) - 1, 0, on_answer,
@@ -84,67 +80,25 @@ static void ask_child(const pool_network_conf_t *nets, size_t n, const uint8_t *
                 pending++;
         }
     }
-    uint64_t deadline = sl_now_ms() + timeout_ms;
+    uint64_t deadline = sl_now_ms() + j->timeout_ms;
     for (uint64_t now = sl_now_ms(); pending > 0 && now < deadline; now = sl_now_ms())
-        h2o_evloop_run(loop, (int32_t)(deadline - now));
-    _exit(0);
+        h2o_evloop_run(c->loop, (int32_t)(deadline - now));
 }
 
-/* Reads the child's lines until the pipe closes or the deadline passes. */
-static void ask_read(int fd, uint64_t deadline, size_t n, pool_ask_id_t *ids)
+/* One line of the child's: "<network> <endpoint> <id>". */
+static void ask_line(char *line, void *data)
 {
-    char buf[8192];
-    size_t have = 0;
-    for (;;) {
-        uint64_t now = sl_now_ms();
-        struct pollfd p = {fd, POLLIN, 0};
-        if (now >= deadline || poll(&p, 1, (int)(deadline - now)) <= 0)
-            break;
-        ssize_t r = read(fd, buf + have, sizeof(buf) - 1 - have);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        have += (size_t)r;
-        buf[have] = '\0';
-        char *line = buf, *nl;
-        while ((nl = strchr(line, '\n')) != NULL) {
-            *nl = '\0';
-            size_t inet, iep;
-            char id[POLICY_CHAINID_MAX];
-            if (sscanf(line, "%zu %zu %47s", &inet, &iep, id) == 3 && inet < n && iep < POOL_MAX_ENDPOINTS)
-                snprintf(ids[inet * POOL_MAX_ENDPOINTS + iep], sizeof(pool_ask_id_t), "%s", id);
-            line = nl + 1;
-        }
-        have = strlen(line);
-        memmove(buf, line, have);
-    }
+    const ask_job_t *j = data;
+    size_t inet, iep;
+    char id[POLICY_CHAINID_MAX];
+    if (sscanf(line, "%zu %zu %47s", &inet, &iep, id) == 3 && inet < j->n && iep < POOL_MAX_ENDPOINTS)
+        snprintf(j->ids[inet * POOL_MAX_ENDPOINTS + iep], sizeof(pool_ask_id_t), "%s", id);
 }
 
 sl_err_t pool_ask_chain_ids(const pool_network_conf_t *nets, size_t n, const uint8_t *ask, uint32_t timeout_ms,
                             pool_ask_id_t *ids)
 {
     memset(ids, 0, n * POOL_MAX_ENDPOINTS * sizeof(pool_ask_id_t));
-    int fds[2];
-    if (pipe(fds) != 0)
-        return SL_ERR_IO;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(fds[0]);
-        close(fds[1]);
-        return SL_ERR_IO;
-    }
-    if (pid == 0) {
-        close(fds[0]);
-        signal(SIGPIPE, SIG_IGN);
-        ask_child(nets, n, ask, timeout_ms, fds[1]);
-    }
-    close(fds[1]);
-    ask_read(fds[0], sl_now_ms() + timeout_ms + 1000, n, ids);
-    close(fds[0]);
-    kill(pid, SIGKILL); /* done or late: either way no longer needed */
-    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-        ;
-    return SL_OK;
+    ask_job_t job = {nets, n, ask, timeout_ms, ids};
+    return pool_askchild_run(ask_child, &job, timeout_ms, ask_line, &job);
 }

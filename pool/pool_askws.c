@@ -4,19 +4,14 @@
  * Each socket is pool_ws.c's client (connect, TLS, the Upgrade and its
  * Sec-WebSocket-Accept check, wslay's frames); once open it carries one
  * eth_chainId (Solana getGenesisHash) and the answer's id is the result.
- * As pool_ask.c, the sockets live in a child process on a short-lived h2o
- * loop (a host name is looked up on h2o's resolver threads, which must not
- * be left in the caller); the child writes one line per endpoint,
+ * As pool_ask.c, the sockets live in a child process of their own
+ * (pool_askchild.c); the child writes one line per endpoint,
  * "<network> <endpoint> <1|0> <id or why>", and exits at the deadline,
  * writing a line for each socket still waiting then. A why is pool_ws.c's
  * fixed text or one of this file's: never a URL. */
-#include <errno.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/sl_time.h"
@@ -36,7 +31,7 @@ typedef struct askws_one {
     pool_endpoint_conf_t conf;    /* the endpoint's, with the ws_url in its http form as url */
     const pool_network_conf_t *net;
     size_t inet, iep;
-    int fd;
+    const pool_askchild_t *c;
     int started, done;
     size_t *pending;
 } askws_one_t;
@@ -49,8 +44,8 @@ static void tell(askws_one_t *a, int ok, const char *text)
     a->done = 1;
     (*a->pending)--;
     int n = snprintf(line, sizeof(line), "%zu %zu %d %s\n", a->inet, a->iep, ok, text);
-    if (n > 0 && (size_t)n < sizeof(line) && write(a->fd, line, (size_t)n) != n)
-        _exit(3);
+    if (n > 0 && (size_t)n < sizeof(line))
+        pool_askchild_tell(a->c, line, (size_t)n);
 }
 
 static void on_open(pool_ws_t *ws)
@@ -120,16 +115,21 @@ static const char *stage_of(const askws_one_t *a)
     }
 }
 
+typedef struct askws_job {
+    const pool_network_conf_t *nets;
+    size_t n;
+    uint32_t timeout_ms;
+    pool_askws_t *out;
+} askws_job_t;
+
 /* The child: every socket at once until all have told or the deadline
- * passes. Never returns. */
-static void askws_child(const pool_network_conf_t *nets, size_t n, uint32_t timeout_ms, int fd)
+ * passes (a line then for each still waiting). */
+static void askws_child(pool_askchild_t *c, void *data)
 {
-    h2o_loop_t *loop = h2o_evloop_create();
-    h2o_multithread_queue_t *queue = h2o_multithread_create_queue(loop);
-    h2o_multithread_receiver_t getaddr;
-    h2o_multithread_register_receiver(queue, &getaddr, h2o_hostinfo_getaddr_receiver);
-    pool_transport_t t;
-    pool_transport_init(&t, loop, &getaddr, 1 << 20, NULL, &pool_transport_sockets);
+    const askws_job_t *j = data;
+    const pool_network_conf_t *nets = j->nets;
+    size_t n = j->n;
+    uint32_t timeout_ms = j->timeout_ms;
     size_t pending = 0, total = 0;
     for (size_t i = 0; i < n; i++)
         total += nets[i].nendpoints;
@@ -141,14 +141,14 @@ static void askws_child(const pool_network_conf_t *nets, size_t n, uint32_t time
         pool_link_timers_t *tm = calloc(1, sizeof(*tm));
         if (tm == NULL)
             _exit(2);
-        pool_link_timers_init(tm, &t, nets[i].name, &nets[i].timeouts);
+        pool_link_timers_init(tm, &c->t, nets[i].name, &nets[i].timeouts);
         for (size_t e = 0; e < nets[i].nendpoints; e++) {
             const pool_endpoint_conf_t *ep = &nets[i].endpoints[e];
             askws_one_t *a = &all[k];
             char *http = ep->ws_url != NULL ? wire_url_ws_as_http(ep->ws_url) : NULL;
             if (http == NULL)
                 continue;
-            *a = (askws_one_t){.net = &nets[i], .inet = i, .iep = e, .fd = fd, .pending = &pending, .conf = *ep};
+            *a = (askws_one_t){.net = &nets[i], .inet = i, .iep = e, .c = c, .pending = &pending, .conf = *ep};
             a->conf.url = http;
             a->conf.url_redacted = ep->ws_url_redacted;
             k++;
@@ -163,48 +163,26 @@ static void askws_child(const pool_network_conf_t *nets, size_t n, uint32_t time
     for (uint64_t now = sl_now_ms(); pending > 0 && now < deadline; now = sl_now_ms()) {
         size_t waiting = open_ready(all, k);
         uint64_t left = deadline - now;
-        h2o_evloop_run(loop, (int32_t)(waiting > 0 && left > RETRY_MS ? RETRY_MS : left));
+        h2o_evloop_run(c->loop, (int32_t)(waiting > 0 && left > RETRY_MS ? RETRY_MS : left));
     }
     for (size_t i = 0; i < k; i++) {
         char why[POOL_ASKWS_TEXT];
         snprintf(why, sizeof(why), "%s within %u ms", stage_of(&all[i]), (unsigned)timeout_ms);
         tell(&all[i], 0, why);
     }
-    _exit(0);
 }
 
-/* Reads the child's lines until the pipe closes or the deadline passes. */
-static void askws_read(int fd, uint64_t deadline, size_t n, pool_askws_t *out)
+/* One line of the child's: "<network> <endpoint> <1|0> <id or why>". */
+static void askws_line(char *line, void *data)
 {
-    char buf[16384];
-    size_t have = 0;
-    for (;;) {
-        uint64_t now = sl_now_ms();
-        struct pollfd p = {fd, POLLIN, 0};
-        if (now >= deadline || poll(&p, 1, (int)(deadline - now)) <= 0)
-            break;
-        ssize_t r = read(fd, buf + have, sizeof(buf) - 1 - have);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        have += (size_t)r;
-        buf[have] = '\0';
-        char *line = buf, *nl;
-        while ((nl = strchr(line, '\n')) != NULL) {
-            *nl = '\0';
-            size_t inet, iep;
-            int ok, at = 0;
-            if (sscanf(line, "%zu %zu %d %n", &inet, &iep, &ok, &at) == 3 && at > 0 && inet < n &&
-                iep < POOL_MAX_ENDPOINTS) {
-                pool_askws_t *x = &out[inet * POOL_MAX_ENDPOINTS + iep];
-                x->ok = ok == 1;
-                snprintf(x->text, sizeof(x->text), "%s", line + at);
-            }
-            line = nl + 1;
-        }
-        have = strlen(line);
-        memmove(buf, line, have);
+    const askws_job_t *j = data;
+    size_t inet, iep;
+    int ok, at = 0;
+    if (sscanf(line, "%zu %zu %d %n", &inet, &iep, &ok, &at) == 3 && at > 0 && inet < j->n &&
+        iep < POOL_MAX_ENDPOINTS) {
+        pool_askws_t *x = &j->out[inet * POOL_MAX_ENDPOINTS + iep];
+        x->ok = ok == 1;
+        snprintf(x->text, sizeof(x->text), "%s", line + at);
     }
 }
 
@@ -221,26 +199,6 @@ sl_err_t pool_ask_ws(const pool_network_conf_t *nets, size_t n, uint32_t timeout
             }
     if (tried == 0)
         return SL_OK; /* no ws_url: no process */
-    int fds[2];
-    if (pipe(fds) != 0)
-        return SL_ERR_IO;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(fds[0]);
-        close(fds[1]);
-        return SL_ERR_IO;
-    }
-    if (pid == 0) {
-        close(fds[0]);
-        signal(SIGPIPE, SIG_IGN);
-        askws_child(nets, n, timeout_ms, fds[1]);
-    }
-    close(fds[1]);
-    askws_read(fds[0], sl_now_ms() + timeout_ms + 1000, n, out);
-    close(fds[0]);
-    kill(pid, SIGKILL); /* done or late: either way no longer needed */
-    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-        ;
-    return SL_OK;
+    askws_job_t job = {nets, n, timeout_ms, out};
+    return pool_askchild_run(askws_child, &job, timeout_ms, askws_line, &job);
 }

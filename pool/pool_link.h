@@ -153,6 +153,25 @@ void pool_transport_dispose(pool_transport_t *t);
 void pool_link_timers_init(pool_link_timers_t *tm, pool_transport_t *t, const char *network,
                            const pool_timeouts_t *timeouts);
 void pool_link_timers_dispose(pool_link_timers_t *tm);
+/* pool_askchild.c: endpoints asked in a child process of its own, on a
+ * short-lived h2o loop with the workers' transport (h2o's resolver threads
+ * never exist in the caller). The body runs in the child with c and writes
+ * a line per answer (pool_askchild_tell, '\n' ended); it returns by its own
+ * deadline. The caller gets each line in on_line until the pipe closes or
+ * timeout_ms and one more second pass. SL_ERR_IO: no pipe or no fork. */
+typedef struct pool_askchild {
+    h2o_loop_t *loop;
+    h2o_multithread_receiver_t getaddr;
+    pool_transport_t t;
+    int fd;
+} pool_askchild_t;
+typedef void (*pool_askchild_body)(pool_askchild_t *c, void *data);
+typedef void (*pool_askchild_line)(char *line, void *data);
+SL_MUST_CHECK sl_err_t pool_askchild_run(pool_askchild_body body, void *body_data, uint32_t timeout_ms,
+                                         pool_askchild_line on_line, void *line_data);
+/* Writes len bytes of line to the caller; a failed write ends the child. */
+void pool_askchild_tell(const pool_askchild_t *c, const char *line, size_t len);
+
 /* The link of an endpoint: URL, TLS context, request prefix, the first
  * lookup of a host name (never blocking). Errors: SL_ERR_CONFIG (logged).
  * A link that failed half-way is still disposable. */
