@@ -19,6 +19,7 @@ import { WebSocketProvider } from 'ethers';
 import { createPublicClient, webSocket } from 'viem';
 import { Connection, PublicKey } from '@solana/web3.js';
 import { startFake, startSluice, post, call, sleep, waitFor, adminGet, workerPids, events } from '../lib/harness.mjs';
+import { openWs, waitMetric } from '../lib/wsclient.mjs';
 
 const started = [];
 after(async () => { await Promise.all(started.map((p) => p.stop())); });
@@ -40,32 +41,7 @@ async function gateway(fakes, { chain = 'ethereum', net = 'eth', server = {}, ex
   return s;
 }
 
-// A raw socket: every message kept; next(pred) resolves with the next one that matches.
-function openWs(url) {
-  const ws = new WebSocket(url);
-  const seen = [], waiters = [];
-  ws.on('message', (d) => {
-    const m = JSON.parse(d.toString());
-    m.at = performance.now();
-    seen.push(m);
-    for (const w of [...waiters]) if (w.pred(m)) { waiters.splice(waiters.indexOf(w), 1); w.resolve(m); }
-  });
-  const opened = new Promise((r, j) => { ws.on('open', r); ws.on('error', j); });
-  const next = (pred, ms = 5000) => {
-    const have = seen.find((m) => !m.taken && pred(m));
-    if (have) { have.taken = true; return Promise.resolve(have); }
-    return new Promise((resolve, reject) => {
-      const t = setTimeout(() => reject(new Error('no such message')), ms);
-      waiters.push({ pred, resolve: (m) => { clearTimeout(t); m.taken = true; resolve(m); } });
-    });
-  };
-  const rpc = (method, params, id) => { ws.send(JSON.stringify(call(method, params, id))); return next((m) => m.id === id); };
-  const notes = (sub) => seen.filter((m) => m.params && m.params.subscription === sub).map((m) => m.params.result);
-  return { ws, opened, next, rpc, notes, seen };
-}
 
-// /metrics is fed by the workers' counter flush: a moment behind
-const waitMetric = (s, re) => waitFor(async () => re.test((await adminGet(s, '/metrics')).text), { what: String(re) });
 const num = (h) => Number(BigInt(h));
 const consecutive = (xs) => xs.every((x, i) => i === 0 || x === xs[i - 1] + 1);
 

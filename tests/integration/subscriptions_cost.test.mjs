@@ -9,8 +9,8 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import bs58 from 'bs58';
-import WebSocket from 'ws';
 import { startFake, startSluice, post, call, sleep, waitFor, adminGet } from '../lib/harness.mjs';
+import { openWs, waitMetric } from '../lib/wsclient.mjs';
 
 const started = [];
 after(async () => { await Promise.all(started.map((p) => p.stop())); });
@@ -34,30 +34,8 @@ async function gateway(fakes, { chain = 'ethereum', net = 'eth', server = {}, ex
   return s;
 }
 
-function openWs(url) {
-  const ws = new WebSocket(url);
-  const seen = [], waiters = [];
-  ws.on('message', (d) => {
-    const m = JSON.parse(d.toString());
-    seen.push(m);
-    for (const w of [...waiters]) if (w.pred(m)) { waiters.splice(waiters.indexOf(w), 1); w.resolve(m); }
-  });
-  const opened = new Promise((r, j) => { ws.on('open', r); ws.on('error', j); });
-  const next = (pred, ms = 5000) => {
-    const have = seen.find((m) => !m.taken && pred(m));
-    if (have) { have.taken = true; return Promise.resolve(have); }
-    return new Promise((resolve, reject) => {
-      const t = setTimeout(() => reject(new Error('no such message')), ms);
-      waiters.push({ pred, resolve: (m) => { clearTimeout(t); m.taken = true; resolve(m); } });
-    });
-  };
-  const rpc = (method, params, id) => { ws.send(JSON.stringify(call(method, params, id))); return next((m) => m.id === id); };
-  const notes = (sub) => seen.filter((m) => m.params && m.params.subscription === sub).map((m) => m.params.result);
-  return { ws, opened, next, rpc, notes, seen };
-}
 
 const metric = async (s, re) => { const m = re.exec((await adminGet(s, '/metrics')).text); return m ? Number(m[1]) : NaN; };
-const waitMetric = (s, re) => waitFor(async () => re.test((await adminGet(s, '/metrics')).text), { what: String(re) });
 
 // the fake's --logs-varied shapes: 4 addresses, Transfer or Approval, a second topic 0..4, a third on some
 const ADDR = [0, 1, 2, 3].map((k) => `0x22222222222222222222222222222222222222${(0x20 + k).toString(16)}`);

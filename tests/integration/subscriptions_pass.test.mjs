@@ -12,10 +12,10 @@
 // params get -32602; @solana/web3.js onLogs through the derived port + 1 URL.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import WebSocket from 'ws';
 import { createPublicClient, webSocket } from 'viem';
 import { Connection } from '@solana/web3.js';
 import { startFake, startSluice, call, sleep, waitFor, adminGet, adminPost, events, metricValue } from '../lib/harness.mjs';
+import { openWs, waitMetric } from '../lib/wsclient.mjs';
 
 const started = [];
 after(async () => { await Promise.all(started.map((p) => p.stop())); });
@@ -51,27 +51,6 @@ async function gateway(ups, { chain = 'ethereum', net = 'eth', plain } = {}) {
   return s;
 }
 
-function openWs(url) {
-  const ws = new WebSocket(url);
-  const seen = [], waiters = [];
-  ws.on('message', (d) => {
-    const m = JSON.parse(d.toString());
-    seen.push(m);
-    for (const w of [...waiters]) if (w.pred(m)) { waiters.splice(waiters.indexOf(w), 1); w.resolve(m); }
-  });
-  const opened = new Promise((r, j) => { ws.on('open', r); ws.on('error', j); });
-  const next = (pred, ms = 5000) => {
-    const have = seen.find((m) => pred(m));
-    if (have) return Promise.resolve(have);
-    return new Promise((resolve, reject) => {
-      const t = setTimeout(() => reject(new Error('no such message')), ms);
-      waiters.push({ pred, resolve: (m) => { clearTimeout(t); resolve(m); } });
-    });
-  };
-  const rpc = (method, params, id) => { ws.send(JSON.stringify(call(method, params, id))); return next((m) => m.id === id); };
-  const notes = (sub) => seen.filter((m) => m.params && m.params.subscription === sub).map((m) => m.params.result);
-  return { ws, opened, next, rpc, notes };
-}
 
 const txHash = (n) => '0x' + n.toString(16).padStart(64, 'f');
 

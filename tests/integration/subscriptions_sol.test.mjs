@@ -8,9 +8,9 @@
 // too large to poll ends its subscription with the documented error.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import WebSocket from 'ws';
 import { Connection, PublicKey } from '@solana/web3.js';
 import { startFake, startSluice, post, call, sleep, waitFor, adminGet } from '../lib/harness.mjs';
+import { openWs, waitMetric } from '../lib/wsclient.mjs';
 
 const started = [];
 after(async () => { await Promise.all(started.map((p) => p.stop())); });
@@ -43,29 +43,7 @@ async function gateway(fakes, server = {}) {
   return s;
 }
 
-function openWs(url) {
-  const ws = new WebSocket(url);
-  const seen = [], waiters = [];
-  ws.on('message', (d) => {
-    const m = JSON.parse(d.toString());
-    seen.push(m);
-    for (const w of [...waiters]) if (w.pred(m)) { waiters.splice(waiters.indexOf(w), 1); w.resolve(m); }
-  });
-  const opened = new Promise((r, j) => { ws.on('open', r); ws.on('error', j); });
-  const next = (pred, ms = 5000) => {
-    const have = seen.find((m) => !m.taken && pred(m));
-    if (have) { have.taken = true; return Promise.resolve(have); }
-    return new Promise((resolve, reject) => {
-      const t = setTimeout(() => reject(new Error('no such message')), ms);
-      waiters.push({ pred, resolve: (m) => { clearTimeout(t); m.taken = true; resolve(m); } });
-    });
-  };
-  const rpc = (method, params, id) => { ws.send(JSON.stringify(call(method, params, id))); return next((m) => m.id === id); };
-  const notes = (sub) => seen.filter((m) => m.params && m.params.subscription === sub).map((m) => m.params.result);
-  return { ws, opened, next, rpc, notes, seen };
-}
 
-const waitMetric = (s, re) => waitFor(async () => re.test((await adminGet(s, '/metrics')).text), { what: String(re) });
 const closeWeb3 = (connection) => { connection._rpcWebSocket.reconnect = false; connection._rpcWebSocket.close(); };
 const k = (logs) => Number(/fp mention (\d+)/.exec(logs.logs[1])[1]);
 
