@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "gateway/gw_sub_int.h"
+#include "tests/lib/sub_norm.h"
 
 Test(sub_kinds, rows_are_complete)
 {
@@ -48,19 +49,6 @@ Test(sub_kinds, the_kinds_the_issue_names)
             found |= strcmp(gw_sub_kinds[i].name, want[w]) == 0;
         cr_expect(found, "%s has no row", want[w]);
     }
-}
-
-/* normalise(params) -> key, or the -32602 message */
-static const char *norm(const char *(*fn)(const cJSON *, sl_buf_t *), const char *json, char *key, size_t cap)
-{
-    cJSON *p = cJSON_Parse(json);
-    sl_buf_t b;
-    sl_buf_init(&b);
-    const char *bad = fn(p, &b);
-    snprintf(key, cap, "%.*s", (int)b.len, b.base != NULL ? b.base : "");
-    sl_buf_dispose(&b);
-    cJSON_Delete(p);
-    return bad;
 }
 
 Test(sub_kinds, logs_filters_normalise_to_one_key)

@@ -6,21 +6,10 @@
 #include <string.h>
 
 #include "gateway/gw_sub_int.h"
+#include "tests/lib/sub_norm.h"
 
 #define PK "SysvarC1ock11111111111111111111111111111111"
 #define TOKEN "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA"
-
-static const char *norm(const char *(*fn)(const cJSON *, sl_buf_t *), const char *json, char *key, size_t cap)
-{
-    cJSON *p = cJSON_Parse(json);
-    sl_buf_t b;
-    sl_buf_init(&b);
-    const char *bad = fn(p, &b);
-    snprintf(key, cap, "%.*s", (int)b.len, b.base != NULL ? b.base : "");
-    sl_buf_dispose(&b);
-    cJSON_Delete(p);
-    return bad;
-}
 
 Test(sub_sol_poll, logs_mentions_normalise)
 {
