@@ -465,6 +465,8 @@ static gw_config_t *config_new(const char *name)
     cfg->state.path = sl_xstrdup(GW_DEFAULT_STATE_PATH);
     cfg->cache.enabled = 1;
     cfg->cache.max_mb = GW_DEFAULT_CACHE_MB;
+    cfg->cache.max_entry_kb = GW_DEFAULT_CACHE_MAX_ENTRY_KB;
+    cfg->cache.caller_share_pct = GW_DEFAULT_CACHE_CALLER_SHARE_PCT;
     cfg->cache.redis_ttl_s = STATE_CACHE_REDIS_DEFAULT_TTL_S;
     cfg->cache.redis_wait_ms = STATE_CACHE_REDIS_DEFAULT_WAIT_MS;
     cfg->state.map_size_mb = GW_DEFAULT_MAP_SIZE_MB;

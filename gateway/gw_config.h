@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "base/sl_err.h"
+#include "policy/cacheadmit.h"
 #include "pool/pool_conf.h"
 #include "state/state_cluster.h"
 
@@ -47,6 +48,12 @@
 #define GW_DEFAULT_MAX_HEADER_BYTES 32768
 #define GW_DEFAULT_MAP_SIZE_MB 256
 #define GW_DEFAULT_CACHE_MB 256
+/* One answer is at most 1 MiB of the cache (and never more than a 64th of
+ * its map): three 56 MB eth_getLogs answers used to evict every other
+ * caller's entries and hold the worker 730 ms while written. A caller's
+ * insertions per minute, per worker: an eighth of the map. */
+#define GW_DEFAULT_CACHE_MAX_ENTRY_KB 1024
+#define GW_DEFAULT_CACHE_CALLER_SHARE_PCT 12
 #define GW_DEFAULT_EVENT_MAX_COUNT 10000
 #define GW_DEFAULT_EVENT_MAX_AGE_HOURS (24 * 7)
 
@@ -148,7 +155,13 @@ typedef struct gw_cache_conf {
     int redis;                /* cache.redis: the cluster's Redis as a second tier (cluster: only) */
     uint32_t redis_ttl_s;     /* an entry's expiry there (a day) */
     uint32_t redis_wait_ms;   /* a lookup there unanswered this long is a miss (10) */
+    uint32_t max_entry_kb;    /* an answer larger than this is never kept (1024; at most a 64th of the map) */
+    uint32_t caller_share_pct; /* a caller inserts at most this % of the map a minute, per worker (12) */
 } gw_cache_conf_t;
+
+/* What one answer and one caller may put in the cache (policy/cacheadmit.h),
+ * from the cache: section. */
+policy_cacheadmit_conf_t gw_cache_admit_conf(const gw_cache_conf_t *cc);
 
 typedef struct gw_log_conf {
     int level;                /* sl_log_level_t */

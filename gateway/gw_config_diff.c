@@ -169,6 +169,8 @@ static const field_t settings[] = {
     {"state.flush_ms", F_U32, CFG(state.flush_ms)},
     {"state.event_max_count", F_U32, CFG(state.event_max_count)},
     {"state.event_max_age_hours", F_U32, CFG(state.event_max_age_hours)},
+    {"cache.max_entry_kb", F_U32, CFG(cache.max_entry_kb)},
+    {"cache.caller_share_pct", F_U32, CFG(cache.caller_share_pct)},
     {"log.level", F_INT, CFG(log.level)},
     {"log.format", F_INT, CFG(log.json)},
     {"tiers", F_FN, .fn = tiers_differ},

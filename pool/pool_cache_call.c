@@ -228,6 +228,13 @@ static void keep_item(pool_call_t *call, pool_item_t *it, const pool_cache_item_
         (it->verdict != POLICY_VERDICT_SUCCESS && it->verdict != POLICY_VERDICT_DETERMINISTIC) ||
         !policy_cache_keep(net->conf->chain, &c->plan, &a, own.finalized))
         return;
+    policy_cacheadmit_verdict_t admit = policy_cacheadmit_judge(net->pool->admit, &net->pool->cache_admit, c->key,
+                                                                it->answer_len, call->owner, sl_now_ms());
+    if (admit != POLICY_CACHEADMIT_KEEP) {
+        sl_log_debug("cache: an answer of %s (%u bytes) not kept: %s", net->conf->name, it->answer_len,
+                     policy_cacheadmit_name(admit));
+        return;
+    }
     entry_head_t h = {.format = ENTRY_FORMAT, .verdict = (uint8_t)it->verdict, .id_off = env.id.off,
                       .id_len = env.id.len};
     sl_buf_t b;

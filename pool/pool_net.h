@@ -209,6 +209,8 @@ struct pool {
     state_t *state;               /* NULL: no shared state (unit tests) */
     struct state_cache *cache;    /* the response cache; NULL: off */
     uint8_t cache_unfinalized;    /* cache.unfinalized: head */
+    policy_cacheadmit_conf_t cache_admit; /* cache admission (policy/cacheadmit.h) ... */
+    policy_cacheadmit_t *admit;   /* ... and this worker's memory of it (NULL: no cache) */
     uint32_t slot;                /* this worker's stats slot (1-based worker index) */
     uint32_t nworkers;            /* slots 1..nworkers (pressure inputs are summed over them) */
     /* The hook the call layer installs: a snapshot of net's shared records
