@@ -107,7 +107,8 @@ static uint64_t net_height(const admin_net_view_t *x, const admin_ep_view_t *v, 
                 (kind == 0 && v[k].has_ranked && v[k].ranked.excluded == STATE_EXCLUDED_HEAD_AHEAD))
                 continue;
             uint64_t h = kind == 0 ? v[k].rec.head : kind == 1 ? v[k].rec.safe : v[k].rec.finalized;
-            if (kind != 0 && v[k].rec.head != 0 && h > v[k].rec.head)
+            /* the record's head is Ethereum's latest (Solana's: the finalized slot the probe reads) */
+            if (kind != 0 && x->net->chain == POLICY_CHAIN_ETHEREUM && v[k].rec.head != 0 && h > v[k].rec.head)
                 h = v[k].rec.head;
             if (h == 0)
                 continue;
