@@ -48,14 +48,18 @@ test('500 eth_blockNumber over HTTP, batches and WebSocket, from three moving pr
   const s = await sluiceOver([a, b, c]);
   await waitFor(async () => (await adminGet(s, '/admin/endpoints')).json.every((e) => e.head >= TOP - 2),
     { timeoutMs: 15000, what: 'the probes saw every head' });
-  // the top one: slow (hedged past), failing (failed over), healthy, in turn
+  // b and c a little slower: a, the top one, ranks first; then a is slow
+  // (hedged past), failing (failed over) and healthy in turn
+  await b.setMode('slow', { delay_ms: 8 });
+  await c.setMode('slow', { delay_ms: 8 });
   const faults = { stop: false };
   faults.done = (async () => {
-    const modes = [['slow', { delay_ms: 150, method: 'eth_blockNumber' }], ['http503', { count: 2 }], ['ok', {}],
-      ['slow', { delay_ms: 60 }], ['ok', {}]];
+    const modes = [['ok', {}, 400], ['slow', { delay_ms: 120, method: 'eth_blockNumber' }, 150], ['ok', {}, 300],
+      ['http503', { count: 1 }, 100], ['ok', {}, 300], ['slow', { delay_ms: 40 }, 150]];
     for (let i = 0; !faults.stop; i++) {
-      await a.setMode(modes[i % modes.length][0], modes[i % modes.length][1]);
-      await sleep(250);
+      const [mode, opts, ms] = modes[i % modes.length];
+      await a.setMode(mode, opts);
+      await sleep(ms);
     }
     await a.setMode('ok');
   })();
