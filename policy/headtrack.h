@@ -42,7 +42,8 @@ typedef enum policy_headtrack_verdict {
 void policy_headtrack_init(policy_headtrack_t *t);
 
 /* The next height to fetch towards head; 0 when caught up. The first
- * header is the head itself (a subscription starts now). More than
+ * header is the head itself (the follower records it unsent: subscriptions
+ * start after it, as geth's do). More than
  * max_backfill heights behind: start again from the head, and *skipped
  * (may be NULL) gets the heights jumped over (else 0). */
 uint64_t policy_headtrack_next(const policy_headtrack_t *t, uint64_t head, uint32_t max_backfill,
