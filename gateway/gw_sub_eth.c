@@ -6,7 +6,11 @@
  * with "removed": true. Past GW_SUB_LOGS_SHARED_MIN distinct filters on a
  * network, a block's logs come from one unfiltered eth_getLogs shared by
  * every logs source (gw_sub_logshare.c), each filtered here by geth's rules
- * (policy/logfilter.h). */
+ * (policy/logfilter.h). Every log once, in order, or an error naming the
+ * block: a failed fetch is asked again with backoff while the block is
+ * canonical, within server.ws_logs_retry_s; a reorg undoes every block kept
+ * above the fork, newest first; past a bound (give_up) the subscription
+ * ends with -32005 naming the first block not delivered. */
 #include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -477,6 +481,7 @@ static void logs_on_header(gw_sub_listener_t *l, const gw_sub_header_t *hd)
     if (g->failed)
         return;
     if (hd->deep) {
+        /* the fork is below this height, unseen: the client reads again from a final block */
         give_up(g, hd->height, hd->hash, "reorg", "a reorg deeper than the 128 blocks followed");
         return;
     }

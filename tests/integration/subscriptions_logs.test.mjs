@@ -150,15 +150,24 @@ function assertReorgTold(logs, live, from, to) {
   assert.ok(again.every((l) => l.removed === false && byHeight.get(num(l.blockNumber)) !== l.blockHash));
 }
 
-test('reorgs of depth 30 and 100 are told in full: every block undone, newest first, then the new branch', async () => {
+// a frozen chain at 1000 and a logs subscription that has had every log of 1001.. as the chain moves by steps
+async function followed(steps) {
   const a = await fake('a', ['--block-time-ms', '0']);
   const s = await gateway([a]);
   const { c, sub } = await subscribe(s);
   await sleep(3 * POLL_MS);
-  await a.chain({ advance: 110 });
-  await waitFor(() => c.notes(sub).length >= 110, { what: 'the logs of 1001..1110' });
-  const live = c.notes(sub);
-  assertOnceInOrder(live, 1001, 1110);
+  let head = 1000;
+  for (const k of steps) { // each under the follower's backfill bound (128)
+    head += k;
+    await a.chain({ advance: k });
+    await waitFor(() => c.notes(sub).length >= head - 1000, { what: `the logs of 1001..${head}` });
+  }
+  assertOnceInOrder(c.notes(sub), 1001, head);
+  return { a, s, c, sub };
+}
+
+test('reorgs of depth 30 and 100 are told in full: every block undone, newest first, then the new branch', async () => {
+  const { a, c, sub } = await followed([110]);
   for (const depth of [30, 100]) {
     const n = c.notes(sub).length;
     const before = c.notes(sub).filter((l) => !l.removed); // by height, the last sent wins
@@ -174,15 +183,7 @@ test('reorgs of depth 30 and 100 are told in full: every block undone, newest fi
 });
 
 test('a reorg deeper than the 128 blocks followed (150) ends the subscription clearly', async () => {
-  const a = await fake('a', ['--block-time-ms', '0']);
-  const s = await gateway([a]);
-  const { c, sub } = await subscribe(s);
-  await sleep(3 * POLL_MS);
-  await a.chain({ advance: 100 });
-  await waitFor(() => c.notes(sub).length >= 100, { what: 'the logs of 1001..1100' });
-  await a.chain({ advance: 60 });
-  await waitFor(() => c.notes(sub).length >= 160, { what: 'the logs of 1101..1160' });
-  assertOnceInOrder(c.notes(sub), 1001, 1160);
+  const { a, s, c } = await followed([100, 60]);
   await a.chain({ reorg: 150 });
   await waitFor(() => c.errors().length === 1, { what: 'the error notification' });
   const [err] = c.errors();
