@@ -104,11 +104,16 @@ test('viem watchBlocks: every height once, in order, while the head jumps; a reo
 test('ethers WebSocketProvider on("block"), and the first of two endpoints killed mid-stream: no gap', async () => {
   const a = await fake('a'), b = await fake('b');
   const s = await gateway([a, b]);
+  // the ranking puts a first: the polls go through a until it is killed, whenever that is
+  await b.setMode('slow', { delay_ms: 40 });
   const provider = new WebSocketProvider(`ws://127.0.0.1:${s.port}/eth`, 1, { staticNetwork: true }); // a notification before ethers knows its network throws in ethers
   const seen = [];
   await provider.on('block', (n) => seen.push(n));
   const both = async (body) => { await a.chain(body).catch(() => {}); return b.chain(body); };
-  await sleep(3 * POLL_MS); // the head it found (1000) is not sent: the first block after it is
+  // ethers subscribes in the background: the head its subscription found (1000) is not sent, the
+  // first block after it is
+  await waitMetric(s, /sluice_subscriptions\{kind="newHeads"\} 1\b/);
+  await sleep(3 * POLL_MS);
   for (const k of [2, 4]) {
     const head = (await both({ advance: k })).head;
     await waitFor(() => seen.at(-1) === head, { what: `block ${head}` });
@@ -142,6 +147,7 @@ test('eth_subscribe logs: every log once per (blockHash, logIndex), in block ord
   const provider = new WebSocketProvider(`ws://127.0.0.1:${s.port}/eth`, 1, { staticNetwork: true }); // a notification before ethers knows its network throws in ethers
   const viaEthers = [];
   await provider.on(filter, (log) => viaEthers.push(log));
+  await waitMetric(s, /sluice_subscriptions\{kind="logs"\} 2\b/); // ethers subscribes in the background
   await sleep(3 * POLL_MS);
   assert.equal(c.notes(sub).length, 0, 'the head block\'s logs are not sent: the first block after it\'s are');
   await a.chain({ advance: 3 });
