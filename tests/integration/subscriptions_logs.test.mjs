@@ -116,6 +116,25 @@ test('past server.ws_logs_retry_s: an error naming the first block not delivered
   c.ws.close();
 });
 
+test('the head more than 128 heights on: logs end naming the first block skipped; newHeads goes on from the head', async () => {
+  const a = await fake('a', ['--block-time-ms', '0']);
+  const s = await gateway([a]);
+  const { c, sub } = await subscribe(s);
+  const heads = (await c.rpc('eth_subscribe', ['newHeads'], 2)).result;
+  await sleep(3 * POLL_MS);
+  await a.chain({ advance: 2 });
+  await waitFor(() => c.notes(sub).length >= 2, { what: 'the logs of 1001, 1002' });
+  await a.chain({ advance: 200 });
+  await waitFor(() => c.errors().length === 1, { what: 'the error notification' });
+  const [err] = c.errors();
+  assert.deepEqual([err.error.code, err.error.data.reason, err.error.data.block], [-32005, 'behind', '0x3eb']);
+  assert.match(err.error.message, /the logs of block 1003 could not be delivered \(more than 128 heights behind the head\)/);
+  assert.deepEqual(c.notes(sub).map((l) => num(l.blockNumber)), [1001, 1002]);
+  await waitFor(() => c.notes(heads).some((h) => num(h.number) === 1202), { what: 'newHeads 1202' });
+  await waitMetric(s, /sluice_subscription_logs_skipped_total 1\b/);
+  c.ws.close();
+});
+
 test('newHeads and logs start with the first block after the subscription (geth), not the head they found', async () => {
   const a = await fake('a', ['--block-time-ms', '0']);
   const s = await gateway([a]);
