@@ -86,14 +86,20 @@ test('eth_getLogs failing 60 s at 1 s blocks: every log once, in order (server.w
   await outage(1000, 60000);
 });
 
-test('past server.ws_logs_retry_s: an error naming the first block not delivered; the socket\'s newHeads goes on', async () => {
+// a frozen chain, a socket with a logs and a newHeads subscription, both told 1001 and 1002
+async function logsAndHeads(server = {}) {
   const a = await fake('a', ['--block-time-ms', '0']);
-  const s = await gateway([a], { ws_logs_retry_s: 2 });
+  const s = await gateway([a], server);
   const { c, sub } = await subscribe(s);
   const heads = (await c.rpc('eth_subscribe', ['newHeads'], 2)).result;
   await sleep(3 * POLL_MS);
   await a.chain({ advance: 2 });
   await waitFor(() => c.notes(sub).length >= 2, { what: 'the logs of 1001, 1002' });
+  return { a, s, c, sub, heads };
+}
+
+test('past server.ws_logs_retry_s: an error naming the first block not delivered; the socket\'s newHeads goes on', async () => {
+  const { a, s, c, sub, heads } = await logsAndHeads({ ws_logs_retry_s: 2 });
   await a.mode({ mode: 'rpc_error', method: 'eth_getLogs' });
   const b1003 = await a.chain({ advance: 1 });
   await waitFor(() => c.errors().length === 1, { timeoutMs: 15000, what: 'the error notification' });
@@ -117,13 +123,7 @@ test('past server.ws_logs_retry_s: an error naming the first block not delivered
 });
 
 test('the head more than 128 heights on: logs end naming the first block skipped; newHeads goes on from the head', async () => {
-  const a = await fake('a', ['--block-time-ms', '0']);
-  const s = await gateway([a]);
-  const { c, sub } = await subscribe(s);
-  const heads = (await c.rpc('eth_subscribe', ['newHeads'], 2)).result;
-  await sleep(3 * POLL_MS);
-  await a.chain({ advance: 2 });
-  await waitFor(() => c.notes(sub).length >= 2, { what: 'the logs of 1001, 1002' });
+  const { a, s, c, sub, heads } = await logsAndHeads();
   await a.chain({ advance: 200 });
   await waitFor(() => c.errors().length === 1, { what: 'the error notification' });
   const [err] = c.errors();
