@@ -241,6 +241,7 @@ static const gw_cfg_field_t server_fields[] = {
     {"ws_max_sources_per_identity", GW_CFG_U32, offsetof(gw_server_conf_t, ws_max_sources_per_identity), 1, 1000000},
     {"ws_ping_interval_ms", GW_CFG_U32, offsetof(gw_server_conf_t, ws_ping_interval_ms), 0, 3600000},
     {"ws_idle_timeout_ms", GW_CFG_U32, offsetof(gw_server_conf_t, ws_idle_timeout_ms), 1000, 86400000},
+    {"ws_logs_retry_s", GW_CFG_U32, offsetof(gw_server_conf_t, ws_logs_retry_s), 1, 3600},
     {"tls", GW_CFG_FN, .fn = gw_cfg_server_tls},
 };
 
@@ -456,6 +457,7 @@ static gw_config_t *config_new(const char *name)
         .ws_max_sources_per_identity = GW_DEFAULT_WS_MAX_SOURCES_PER_IDENTITY,
         .ws_ping_interval_ms = GW_DEFAULT_WS_PING_INTERVAL_MS,
         .ws_idle_timeout_ms = GW_DEFAULT_WS_IDLE_TIMEOUT_MS,
+        .ws_logs_retry_s = GW_DEFAULT_WS_LOGS_RETRY_S,
     };
     cfg->server.cors_origins[0] = sl_xstrdup("*");
     cfg->admin.listen = sl_xstrdup(GW_DEFAULT_ADMIN_LISTEN);

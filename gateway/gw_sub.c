@@ -83,6 +83,11 @@ h2o_loop_t *gw_sub_loop(const gw_sub_reg_t *r)
     return r->loop;
 }
 
+const gw_server_conf_t *gw_sub_srv(const gw_sub_reg_t *r)
+{
+    return r->srv;
+}
+
 gw_stats_t *gw_sub_stats(const gw_sub_reg_t *r)
 {
     return r->stats;
@@ -300,7 +305,8 @@ void gw_sub_notify(gw_sub_source_t *src, const char *result, size_t len)
     sl_buf_dispose(&b);
 }
 
-void gw_sub_fail(gw_sub_source_t *src, const char *msg)
+/* Ends src's subscriptions with an error; extra: more members of data (",\"k\":v"), or "". */
+static void fail_with(gw_sub_source_t *src, const char *msg, const char *extra)
 {
     sl_buf_t b;
     sl_buf_init(&b);
@@ -313,11 +319,35 @@ void gw_sub_fail(gw_sub_source_t *src, const char *msg)
         sl_buf_append_str(&b, sub->id);
         sl_buf_append_str(&b, ",\"method\":\"");
         sl_buf_append_str(&b, src->kind->method);
-        sl_buf_append_str(&b, "\"}}}");
+        sl_buf_append_char(&b, '"');
+        sl_buf_append_str(&b, extra);
+        sl_buf_append_str(&b, "}}}");
         sub->c->send(sub->c, b.base, b.len);
     }
     sl_buf_dispose(&b);
     gw_sub_finish(src);
+}
+
+void gw_sub_fail(gw_sub_source_t *src, const char *msg)
+{
+    fail_with(src, msg, "");
+}
+
+void gw_sub_fail_block(gw_sub_source_t *src, const char *msg, const char *reason, uint64_t height,
+                       const uint8_t *hash)
+{
+    sl_buf_t x;
+    sl_buf_init(&x);
+    sl_buf_printf(&x, ",\"reason\":\"%s\",\"block\":\"0x%" PRIx64 "\"", reason, height);
+    if (hash != NULL) {
+        sl_buf_append_str(&x, ",\"blockHash\":\"0x");
+        for (size_t i = 0; i < 32; i++)
+            sl_buf_printf(&x, "%02x", hash[i]);
+        sl_buf_append_char(&x, '"');
+    }
+    sl_buf_append_char(&x, '\0');
+    fail_with(src, msg, x.base);
+    sl_buf_dispose(&x);
 }
 
 void gw_sub_finish(gw_sub_source_t *src)
