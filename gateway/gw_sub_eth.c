@@ -118,11 +118,14 @@ static void sort_unique(cJSON *arr)
     while (cJSON_GetArraySize(arr) > 0)
         v[k++] = cJSON_DetachItemFromArray(arr, 0);
     qsort(v, n, sizeof(*v), by_text);
+    const cJSON *kept = NULL; /* the last one put back (a repeat of it is freed) */
     for (size_t i = 0; i < n; i++) {
-        if (i > 0 && strcmp(v[i]->valuestring, v[i - 1]->valuestring) == 0)
+        if (kept != NULL && strcmp(v[i]->valuestring, kept->valuestring) == 0) {
             cJSON_Delete(v[i]);
-        else
+        } else {
             cJSON_AddItemToArray(arr, v[i]);
+            kept = v[i];
+        }
     }
     free(v);
 }

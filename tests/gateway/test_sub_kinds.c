@@ -95,7 +95,7 @@ Test(sub_kinds, logs_sets_sorted_unique_and_capped)
     static const char b[] = "\"0x00000000000000000000000000000000000000BB\"";
     char k1[512], k2[512];
     char json[512];
-    snprintf(json, sizeof(json), "[\"logs\",{\"address\":[%s,%s,%s],\"topics\":[[%s,%s]]}]", b, a, b,
+    snprintf(json, sizeof(json), "[\"logs\",{\"address\":[%s,%s,%s,%s],\"topics\":[[%s,%s]]}]", b, a, b, b,
              "\"0x" "02" "00000000000000000000000000000000000000000000000000000000000000\"",
              "\"0x" "01" "00000000000000000000000000000000000000000000000000000000000000\"");
     cr_assert_null(norm(gw_sub_eth_logs_params, json, k1, sizeof(k1)));
