@@ -387,13 +387,25 @@ static void answer(gw_sub_client_t *c, const char *body, wire_span_t id, const c
     sl_buf_dispose(&b);
 }
 
+/* data.reason of a refusal whose message is one of these (the same pointer) */
+static const struct {
+    const char *msg, *data;
+} error_data[] = {
+    {gw_sub_eth_logs_too_many_addresses, "{\"reason\":\"logs_filter_addresses\",\"limit\":1000}"},
+    {gw_sub_eth_logs_too_many_topics, "{\"reason\":\"logs_filter_topics\",\"limit\":100}"},
+};
+
 static void error(gw_sub_client_t *c, const char *body, wire_span_t id, int code, const char *msg)
 {
     if (id.len == 0)
         return;
+    const char *data = NULL;
+    for (size_t i = 0; i < sizeof(error_data) / sizeof(error_data[0]); i++)
+        if (msg == error_data[i].msg)
+            data = error_data[i].data;
     sl_buf_t b;
     sl_buf_init(&b);
-    gw_rpc_error(&b, body, id, code, msg, NULL);
+    gw_rpc_error(&b, body, id, code, msg, data);
     c->send(c, b.base, b.len);
     sl_buf_dispose(&b);
 }

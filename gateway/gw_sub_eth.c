@@ -14,6 +14,7 @@
 #include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/sl_log.h"
@@ -108,21 +109,61 @@ static int lower_hex(cJSON *v, size_t want_len)
     return 1;
 }
 
-/* address: one or an array of 20-byte hex; topics: at most 4 of null, a
- * 32-byte hex or an array of them. Lowercased in place. */
+const char gw_sub_eth_logs_too_many_addresses[] = "invalid params: a logs filter has at most 1000 addresses";
+const char gw_sub_eth_logs_too_many_topics[] = "invalid params: a logs filter has at most 100 topics at a position";
+
+static int by_text(const void *a, const void *b)
+{
+    return strcmp((*(cJSON *const *)a)->valuestring, (*(cJSON *const *)b)->valuestring);
+}
+
+/* An array of lowercased hex strings sorted and without duplicates, so
+ * that filters with the same members are one source (and its sets are
+ * ready for policy/logfilter's binary search). One holding a null ("any")
+ * is left as it is. */
+static void sort_unique(cJSON *arr)
+{
+    size_t n = (size_t)cJSON_GetArraySize(arr), k = 0;
+    cJSON *x;
+    cJSON_ArrayForEach(x, arr) if (!cJSON_IsString(x)) return;
+    if (n < 2)
+        return;
+    cJSON **v = sl_xmalloc(n * sizeof(*v));
+    while (cJSON_GetArraySize(arr) > 0)
+        v[k++] = cJSON_DetachItemFromArray(arr, 0);
+    qsort(v, n, sizeof(*v), by_text);
+    const cJSON *kept = NULL; /* the last one put back (a repeat of it is freed) */
+    for (size_t i = 0; i < n; i++) {
+        if (kept != NULL && strcmp(v[i]->valuestring, kept->valuestring) == 0) {
+            cJSON_Delete(v[i]);
+        } else {
+            cJSON_AddItemToArray(arr, v[i]);
+            kept = v[i];
+        }
+    }
+    free(v);
+}
+
+/* address: one or an array of at most POLICY_LOGFILTER_MAX_ADDRESSES
+ * 20-byte hex; topics: at most 4 of null, a 32-byte hex or an array of at
+ * most POLICY_LOGFILTER_MAX_ALTERNATIVES. Lowercased, sorted and without
+ * duplicates, in place. */
 static const char *check_filter(cJSON *address, cJSON *topics)
 {
     if (address != NULL && !cJSON_IsNull(address)) {
         if (cJSON_IsArray(address)) {
             cJSON *a;
+            if (cJSON_GetArraySize(address) > POLICY_LOGFILTER_MAX_ADDRESSES)
+                return gw_sub_eth_logs_too_many_addresses;
             cJSON_ArrayForEach(a, address) if (!lower_hex(a, 42)) return "invalid params: address must be 20-byte hex";
+            sort_unique(address);
         } else if (!lower_hex(address, 42)) {
             return "invalid params: address must be 20-byte hex or an array of them";
         }
     }
     if (topics == NULL || cJSON_IsNull(topics))
         return NULL;
-    if (!cJSON_IsArray(topics) || cJSON_GetArraySize(topics) > 4)
+    if (!cJSON_IsArray(topics) || cJSON_GetArraySize(topics) > POLICY_LOGFILTER_POSITIONS)
         return "invalid params: topics must be an array of at most 4 positions";
     cJSON *t, *o;
     cJSON_ArrayForEach(t, topics)
@@ -130,7 +171,10 @@ static const char *check_filter(cJSON *address, cJSON *topics)
         if (cJSON_IsNull(t))
             continue;
         if (cJSON_IsArray(t)) {
+            if (cJSON_GetArraySize(t) > POLICY_LOGFILTER_MAX_ALTERNATIVES)
+                return gw_sub_eth_logs_too_many_topics;
             cJSON_ArrayForEach(o, t) if (!cJSON_IsNull(o) && !lower_hex(o, 66)) return "invalid params: a topic must be 32-byte hex";
+            sort_unique(t);
         } else if (!lower_hex(t, 66)) {
             return "invalid params: a topic must be 32-byte hex, null or an array of them";
         }
@@ -178,6 +222,7 @@ static void *hex_set(const cJSON *v, size_t size, size_t *n)
     uint8_t *out = sl_xcalloc((size_t)cJSON_GetArraySize(v) + 1, size);
     cJSON_ArrayForEach(x, v) if (policy_logfilter_hex(x->valuestring, strlen(x->valuestring), out + *n * size, size))
         (*n)++;
+    *n = policy_logfilter_set_sort(out, size, *n); /* the key's order is text's: sorted here for the bytes' */
     return out;
 }
 

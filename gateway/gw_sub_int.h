@@ -151,6 +151,10 @@ void gw_sub_eth_heads_stop(gw_sub_source_t *src);
 const char *gw_sub_eth_logs_params(const cJSON *params, sl_buf_t *key);
 void gw_sub_eth_logs_start(gw_sub_source_t *src);
 void gw_sub_eth_logs_stop(gw_sub_source_t *src);
+/* The logs normaliser's refusals past a filter's caps (policy/logfilter.h):
+ * the message; the subscribe's error adds data.reason for them. */
+extern const char gw_sub_eth_logs_too_many_addresses[];
+extern const char gw_sub_eth_logs_too_many_topics[];
 const char *gw_sub_sol_slot_params(const cJSON *params, sl_buf_t *key);
 void gw_sub_sol_slot_start(gw_sub_source_t *src);
 void gw_sub_sol_root_start(gw_sub_source_t *src);
