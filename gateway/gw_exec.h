@@ -68,6 +68,7 @@ struct gw_exec {
     uint64_t owner;               /* the caller's identity hashed (0: not needed): its share of the depth */
     int sent;                     /* the reply is being written */
     gw_held_entry_t held;         /* under its caller in h->buffered, once admitted */
+    size_t reserved;              /* its share reserved at admission (gw_estimate.h); 0 once complete */
 };
 
 /* Zeroes x and counts it in h->inflight / h->served (gw_exec_dispose
