@@ -128,6 +128,14 @@ static int make_room(gw_buffered_t *b, size_t gate, uint64_t now_ms)
     return !over(used, gone, gate);
 }
 
+/* The share's rule: 1 if a caller holding held may have need more. */
+static int within_share(const gw_buffered_t *b, size_t held, size_t need)
+{
+    /* a share of 1 is the budget's own rule; a caller holding nothing may
+     * always have one call, whatever it is expected to hold */
+    return b->share >= b->budget->limit || held == 0 || (held < b->share && need <= b->share - held);
+}
+
 gw_buffered_verdict_t gw_buffered_admit(gw_buffered_t *b, const char *ident, size_t need, uint64_t now_ms,
                                         size_t *held)
 {
@@ -135,9 +143,7 @@ gw_buffered_verdict_t gw_buffered_admit(gw_buffered_t *b, const char *ident, siz
     if (b->budget == NULL)
         return GW_BUFFERED_ADMIT;
     *held = gw_held_of(b->held, ident);
-    /* a share of 1 is the budget's own rule; a caller holding nothing may
-     * always have one call, whatever it is expected to hold */
-    if (b->share < b->budget->limit && *held > 0 && (*held >= b->share || need > b->share - *held)) {
+    if (!within_share(b, *held, need)) {
         gw_stats_srv_add(b->stats, STATE_SRV_SHARE_REFUSED, 1);
         return GW_BUFFERED_SHARE;
     }

@@ -353,6 +353,45 @@ void gw_exec_run(gw_exec_t *x)
         forward(x);
 }
 
+/* Charges calls more upstream calls (eth_getLogs sub-calls past the one
+ * each item was charged as) to the caller's limits, in its standard bucket
+ * (eth_getLogs is no cheap read); 0 if they are refused (x->limit says
+ * why). cluster: a charge that must wait for Redis is let through (its
+ * lease is asked for, and the next call pays). */
+static int charge_more(gw_exec_t *x, uint32_t calls)
+{
+    const gw_tier_conf_t *tier = gw_identity_tier(x->h->cfg, x->key);
+    if (tier == NULL || calls == 0)
+        return 1;
+    char ident[GW_EXEC_IDENT_MAX];
+    gw_exec_caller(x, ident, sizeof(ident));
+    gw_limit_charge(x->h->limit, tier, ident, POLICY_BUCKET_STANDARD, calls, &x->limit);
+    return x->limit.said != POLICY_LEASE_NO;
+}
+
+static int split_charge(void *data, uint32_t calls)
+{
+    return charge_more(data, calls);
+}
+
+/* The split's plan charged to the caller's limits before any sub-call goes
+ * out (its share of answer bytes was reserved at admission): 429 for the
+ * whole request when the limit refuses them, else the sub-calls start.
+ * Returns 0 after answering. */
+static int split_charged(gw_exec_t *x)
+{
+    size_t jobs;
+    if (!charge_more(x, gw_logsplit_planned(x->split, &jobs))) {
+        gw_logsplit_dispose(x->split);
+        x->split = NULL;
+        gw_refuse_limited(&x->reply, body_of(x), single_id(x), &x->limit);
+        reply(x);
+        return 0;
+    }
+    gw_logsplit_start(x->split);
+    return 1;
+}
+
 /* The admitted call: shed by the pressure level, answered by sluice alone,
  * or sent upstream. */
 static void forward(gw_exec_t *x)
@@ -375,8 +414,12 @@ static void forward(gw_exec_t *x)
     uint64_t owner = net->conf->pressure.enabled ? caller_owner(x) : 0;
     pool_item_t *items = x->items;
     size_t nitems = x->nitems;
-    if ((x->split = gw_logsplit_take(net->pool_net, x->items, x->nitems, owner, finish, x)) != NULL)
+    x->split_hooks = (gw_logsplit_hooks_t){finish, split_charge, x->h->cfg->server.max_response_bytes};
+    if ((x->split = gw_logsplit_take(net->pool_net, x->items, x->nitems, owner, &x->split_hooks, x)) != NULL) {
+        if (!split_charged(x))
+            return;
         items = gw_logsplit_rest(x->split, &nitems);
+    }
     if (nitems == 0) { /* every member went into sub-calls or was refused */
         x->call_done = 1;
         finish(x);

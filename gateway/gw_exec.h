@@ -59,6 +59,7 @@ struct gw_exec {
     pool_call_t *call;
     int call_done;
     gw_logsplit_t *split;         /* eth_getLogs split into sub-calls (NULL: none) */
+    gw_logsplit_hooks_t split_hooks; /* what the split calls back (its charges, its reply) */
     gw_reply_t reply;
     int have_reply;
     uint64_t start_us;
