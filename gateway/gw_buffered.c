@@ -33,7 +33,7 @@ static size_t scan_default(const gw_server_conf_t *srv)
 }
 
 void gw_buffered_init(gw_buffered_t *b, const gw_server_conf_t *srv, sl_budget_t *budget, gw_stats_t *stats,
-                      gw_held_bytes_cb bytes)
+                      gw_held_bytes_cb bytes, gw_held_bytes_cb real)
 {
     /* a caller takes a slot only while a call of it is open, so one slot
      * per connection (HTTP/1.1: a call at a time each) is never full */
@@ -42,6 +42,7 @@ void gw_buffered_init(gw_buffered_t *b, const gw_server_conf_t *srv, sl_budget_t
     *b = (gw_buffered_t){
         .budget = budget,
         .held = gw_held_create(slots, bytes),
+        .real = real,
         .estimate = gw_estimate_create(scan_default(srv)),
         .stats = stats,
         .reserve = gw_buffered_reserve(srv),
@@ -142,7 +143,7 @@ gw_buffered_verdict_t gw_buffered_admit(gw_buffered_t *b, const char *ident, siz
     *held = 0;
     if (b->budget == NULL)
         return GW_BUFFERED_ADMIT;
-    *held = gw_held_of(b->held, ident);
+    *held = need <= GW_BUFFERED_SMALL ? gw_held_of_by(b->held, ident, b->real) : gw_held_of(b->held, ident);
     if (!within_share(b, *held, need)) {
         gw_stats_srv_add(b->stats, STATE_SRV_SHARE_REFUSED, 1);
         return GW_BUFFERED_SHARE;

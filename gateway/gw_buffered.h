@@ -13,7 +13,10 @@
  *   GW_BUFFERED_SHARE, whatever the others hold, so a burst of calls is
  *   refused up front, before its answers are read together; a caller that
  *   holds nothing is always admitted by this rule (a share of 1 leaves only
- *   the budget's rule);
+ *   the budget's rule). A small call (expected to hold GW_BUFFERED_SMALL or
+ *   less) is judged by the bytes the caller really holds, reservations
+ *   aside: its cost is small, and a caller's slow scans must not keep its
+ *   cheap reads out;
  * - reserve: the others are admitted while the worker holds less than the
  *   budget minus a reserve (a sixteenth of it or 4 MiB, whichever is larger,
  *   at most half of it). The reserve is room for the answers of calls
@@ -61,6 +64,7 @@ typedef enum gw_buffered_verdict {
 typedef struct gw_buffered {
     sl_budget_t *budget;          /* the worker's; NULL: no limit */
     gw_held_t *held;              /* callers' entries (owned) */
+    gw_held_bytes_cb real;        /* what an entry holds, its reservation aside */
     gw_estimate_t *estimate;      /* callers' recent answer sizes (owned) */
     gw_stats_t *stats;            /* may be NULL */
     size_t reserve;               /* kept for calls already admitted */
@@ -74,9 +78,10 @@ size_t gw_buffered_reserve(const gw_server_conf_t *srv);
 size_t gw_buffered_share(const gw_server_conf_t *srv);
 
 /* b's storage is the caller's; budget and stats must outlive it. The table
- * takes bytes to read what an entry holds and the socket it is written to. */
+ * takes bytes to read what an entry holds (its reservation included) and
+ * the socket it is written to; real reads what it holds in answers alone. */
 void gw_buffered_init(gw_buffered_t *b, const gw_server_conf_t *srv, sl_budget_t *budget, gw_stats_t *stats,
-                      gw_held_bytes_cb bytes);
+                      gw_held_bytes_cb bytes, gw_held_bytes_cb real);
 void gw_buffered_dispose(gw_buffered_t *b);
 
 /* The verdict for a new call of ident expected to hold need bytes (its

@@ -277,10 +277,16 @@ static size_t shed(gw_exec_t *x)
     return n;
 }
 
+size_t gw_exec_real(const gw_held_entry_t *e)
+{
+    const gw_exec_t *x = (const gw_exec_t *)((const char *)e - offsetof(gw_exec_t, held));
+    return x->charged + (x->call != NULL ? pool_call_held(x->call) : 0) + gw_logsplit_held(x->split);
+}
+
 size_t gw_exec_held(const gw_held_entry_t *e)
 {
     const gw_exec_t *x = (const gw_exec_t *)((const char *)e - offsetof(gw_exec_t, held));
-    size_t real = x->charged + (x->call != NULL ? pool_call_held(x->call) : 0) + gw_logsplit_held(x->split);
+    size_t real = gw_exec_real(e);
     return real > x->reserved ? real : x->reserved;
 }
 

@@ -89,9 +89,12 @@ void gw_exec_caller(const gw_exec_t *x, char *out, size_t cap);
 /* The carrier is about to write x->reply: the call's answers go when the
  * reply does not point into them, and the reply's bytes are charged. */
 void gw_exec_commit(gw_exec_t *x);
-/* What an admitted x holds (its reply's charged bytes and its call's
- * answers): the measure gw_handler_register gives gw_buffered. */
+/* What an admitted x holds: its reservation until its answer is complete,
+ * or more once it has read more (gw_exec_held), and its bytes alone (its
+ * reply's charged bytes and its call's answers: gw_exec_real); the
+ * measures gw_handler_register gives gw_buffered. */
 size_t gw_exec_held(const gw_held_entry_t *e);
+size_t gw_exec_real(const gw_held_entry_t *e);
 /* Frees what x holds; a call still running is released (no callback). */
 void gw_exec_dispose(gw_exec_t *x);
 

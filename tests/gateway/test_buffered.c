@@ -9,6 +9,7 @@
 
 typedef struct fake_req {
     size_t bytes;
+    size_t real;                  /* of bytes, what is not a reservation (the test with a reservation) */
     int sent;
     gw_held_entry_t e;
 } fake_req_t;
@@ -21,6 +22,11 @@ static const fake_req_t *req_of(const gw_held_entry_t *e)
 static size_t bytes_of(const gw_held_entry_t *e)
 {
     return req_of(e)->bytes;
+}
+
+static size_t real_of(const gw_held_entry_t *e)
+{
+    return req_of(e)->real;
 }
 
 static size_t sent_of(const gw_held_entry_t *e)
@@ -52,7 +58,7 @@ Test(buffered, admission_below_the_budget_less_its_reserve_and_below_the_callers
     gw_server_conf_t c = conf(64 * MiB, 0.25);
     sl_budget_t budget = {.limit = 64 * MiB};
     gw_buffered_t b;
-    gw_buffered_init(&b, &c, &budget, NULL, bytes_of);
+    gw_buffered_init(&b, &c, &budget, NULL, bytes_of, bytes_of);
     size_t held;
     cr_assert_eq(gw_buffered_admit(&b, "ip:a", 0, 0, &held), GW_BUFFERED_ADMIT);
     fake_req_t r1 = {.bytes = 15 * MiB};
@@ -78,7 +84,7 @@ Test(buffered, a_share_of_one_leaves_only_the_budget)
     gw_server_conf_t c = conf(64 * MiB, 1);
     sl_budget_t budget = {.limit = 64 * MiB, .used = 30 * MiB};
     gw_buffered_t b;
-    gw_buffered_init(&b, &c, &budget, NULL, bytes_of);
+    gw_buffered_init(&b, &c, &budget, NULL, bytes_of, bytes_of);
     fake_req_t r1 = {.bytes = 30 * MiB, .sent = 1}, r2 = {.bytes = 20 * MiB};
     gw_held_add(b.held, &r1.e, "ip:a");
     gw_held_add(b.held, &r2.e, "ip:a");
@@ -95,7 +101,7 @@ Test(buffered, a_complete_answer_is_kept_while_the_callers_other_answers_being_w
     gw_server_conf_t c = conf(64 * MiB, 0.25);
     sl_budget_t budget = {.limit = 64 * MiB};
     gw_buffered_t b;
-    gw_buffered_init(&b, &c, &budget, NULL, bytes_of);
+    gw_buffered_init(&b, &c, &budget, NULL, bytes_of, bytes_of);
     /* a burst: three calls admitted before any answer was read */
     fake_req_t r[3] = {{.bytes = 20 * MiB}, {.bytes = 20 * MiB}, {.bytes = 20 * MiB}};
     for (int i = 0; i < 3; i++)
@@ -123,7 +129,7 @@ Test(buffered, a_callers_share_is_reserved_at_admission_for_what_its_calls_are_e
     gw_server_conf_t c = conf(64 * MiB, 0.25);
     sl_budget_t budget = {.limit = 64 * MiB};
     gw_buffered_t b;
-    gw_buffered_init(&b, &c, &budget, NULL, bytes_of);
+    gw_buffered_init(&b, &c, &budget, NULL, bytes_of, bytes_of);
     size_t held;
     /* a caller holding nothing is admitted whatever its call is expected to hold */
     cr_assert_eq(gw_buffered_admit(&b, "ip:a", 40 * MiB, 0, &held), GW_BUFFERED_ADMIT);
@@ -145,7 +151,7 @@ Test(buffered, a_scan_of_unknown_size_reserves_half_the_lesser_of_the_answer_lim
     c.max_response_bytes = 32 * MiB;
     sl_budget_t budget = {.limit = 64 * MiB};
     gw_buffered_t b;
-    gw_buffered_init(&b, &c, &budget, NULL, bytes_of);
+    gw_buffered_init(&b, &c, &budget, NULL, bytes_of, bytes_of);
     const policy_method_t *logs = policy_method_lookup(POLICY_CHAIN_ETHEREUM, "eth_getLogs", 11);
     const policy_method_t *bn = policy_method_lookup(POLICY_CHAIN_ETHEREUM, "eth_blockNumber", 15);
     cr_assert_eq(gw_estimate_get(b.estimate, "ip:a", "eth_getLogs", logs), 8 * MiB);
@@ -158,5 +164,25 @@ Test(buffered, a_scan_of_unknown_size_reserves_half_the_lesser_of_the_answer_lim
     cr_assert_eq(gw_estimate_get(b.estimate, "ip:a", "eth_getLogs", logs), 15000);
     /* per caller: another's history is its own */
     cr_assert_eq(gw_estimate_get(b.estimate, "ip:b", "eth_getLogs", logs), 8 * MiB);
+    gw_buffered_dispose(&b);
+}
+
+Test(buffered, a_small_call_is_judged_by_the_bytes_the_caller_really_holds_not_its_reservations)
+{
+    gw_server_conf_t c = conf(64 * MiB, 0.25);
+    sl_budget_t budget = {.limit = 64 * MiB};
+    gw_buffered_t b;
+    gw_buffered_init(&b, &c, &budget, NULL, bytes_of, real_of);
+    fake_req_t scan = {.bytes = 16 * MiB, .real = 0}; /* a slow scan: its share reserved, nothing read */
+    gw_held_add(b.held, &scan.e, "ip:a");
+    size_t held;
+    cr_assert_eq(gw_buffered_admit(&b, "ip:a", GW_BUFFERED_SMALL, 0, &held), GW_BUFFERED_ADMIT,
+                 "the caller's cheap reads go on while its scan is out");
+    cr_assert_eq(held, 0);
+    cr_assert_eq(gw_buffered_admit(&b, "ip:a", GW_BUFFERED_SMALL + 1, 0, &held), GW_BUFFERED_SHARE);
+    cr_assert_eq(held, 16 * MiB);
+    scan.real = 16 * MiB; /* read, and not taken by its client */
+    cr_assert_eq(gw_buffered_admit(&b, "ip:a", GW_BUFFERED_SMALL, 0, &held), GW_BUFFERED_SHARE);
+    gw_held_remove(b.held, &scan.e);
     gw_buffered_dispose(&b);
 }
