@@ -40,6 +40,15 @@ static gw_server_conf_t conf(size_t limit, double share)
                               .max_connections = 100};
 }
 
+/* b over a budget of limit bytes with a share of 0.25; real: what an entry
+ * holds, its reservation aside */
+static void open_quarter(gw_buffered_t *b, sl_budget_t *budget, size_t limit, gw_held_bytes_cb real)
+{
+    gw_server_conf_t c = conf(limit, 0.25);
+    *budget = (sl_budget_t){.limit = limit};
+    gw_buffered_init(b, &c, budget, NULL, bytes_of, real);
+}
+
 Test(buffered, the_reserve_is_a_sixteenth_or_4_mib_at_most_half)
 {
     gw_server_conf_t c = conf(256 * MiB, 0.25);
@@ -55,10 +64,9 @@ Test(buffered, the_reserve_is_a_sixteenth_or_4_mib_at_most_half)
 
 Test(buffered, admission_below_the_budget_less_its_reserve_and_below_the_callers_share)
 {
-    gw_server_conf_t c = conf(64 * MiB, 0.25);
-    sl_budget_t budget = {.limit = 64 * MiB};
+    sl_budget_t budget;
     gw_buffered_t b;
-    gw_buffered_init(&b, &c, &budget, NULL, bytes_of, bytes_of);
+    open_quarter(&b, &budget, 64 * MiB, bytes_of);
     size_t held;
     cr_assert_eq(gw_buffered_admit(&b, "ip:a", 0, 0, &held), GW_BUFFERED_ADMIT);
     fake_req_t r1 = {.bytes = 15 * MiB};
@@ -98,10 +106,9 @@ Test(buffered, a_share_of_one_leaves_only_the_budget)
 
 Test(buffered, a_complete_answer_is_kept_while_the_callers_other_answers_being_written_are_under_its_share)
 {
-    gw_server_conf_t c = conf(64 * MiB, 0.25);
-    sl_budget_t budget = {.limit = 64 * MiB};
+    sl_budget_t budget;
     gw_buffered_t b;
-    gw_buffered_init(&b, &c, &budget, NULL, bytes_of, bytes_of);
+    open_quarter(&b, &budget, 64 * MiB, bytes_of);
     /* a burst: three calls admitted before any answer was read */
     fake_req_t r[3] = {{.bytes = 20 * MiB}, {.bytes = 20 * MiB}, {.bytes = 20 * MiB}};
     for (int i = 0; i < 3; i++)
@@ -126,10 +133,9 @@ Test(buffered, a_complete_answer_is_kept_while_the_callers_other_answers_being_w
 
 Test(buffered, a_callers_share_is_reserved_at_admission_for_what_its_calls_are_expected_to_hold)
 {
-    gw_server_conf_t c = conf(64 * MiB, 0.25);
-    sl_budget_t budget = {.limit = 64 * MiB};
+    sl_budget_t budget;
     gw_buffered_t b;
-    gw_buffered_init(&b, &c, &budget, NULL, bytes_of, bytes_of);
+    open_quarter(&b, &budget, 64 * MiB, bytes_of);
     size_t held;
     /* a caller holding nothing is admitted whatever its call is expected to hold */
     cr_assert_eq(gw_buffered_admit(&b, "ip:a", 40 * MiB, 0, &held), GW_BUFFERED_ADMIT);
@@ -169,10 +175,9 @@ Test(buffered, a_scan_of_unknown_size_reserves_half_the_lesser_of_the_answer_lim
 
 Test(buffered, a_small_call_is_judged_by_the_bytes_the_caller_really_holds_not_its_reservations)
 {
-    gw_server_conf_t c = conf(64 * MiB, 0.25);
-    sl_budget_t budget = {.limit = 64 * MiB};
+    sl_budget_t budget;
     gw_buffered_t b;
-    gw_buffered_init(&b, &c, &budget, NULL, bytes_of, real_of);
+    open_quarter(&b, &budget, 64 * MiB, real_of);
     fake_req_t scan = {.bytes = 16 * MiB, .real = 0}; /* a slow scan: its share reserved, nothing read */
     gw_held_add(b.held, &scan.e, "ip:a");
     size_t held;

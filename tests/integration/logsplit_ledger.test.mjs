@@ -6,20 +6,17 @@
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { startFake, startSluice, post, postFresh, call, sleep, waitFor, adminGet } from '../lib/harness.mjs';
+import { HEAD, hex, chainArgs, limited, filter as chainFilter } from '../lib/logchain.mjs';
 
 const started = [];
 after(async () => { await Promise.all(started.map((p) => p.stop())); });
 
-const HEAD = 30000;
-const hex = (n) => '0x' + n.toString(16);
-const ADDR = '0x2222222222222222222222222222222222222222';
-const chainArgs = ['--block', String(HEAD), '--block-time-ms', '0', '--logs-per-block', '2'];
-const filter = (from, to) => ({ address: ADDR, fromBlock: hex(from), toBlock: hex(to) });
+const filter = (from, to) => chainFilter(hex(from), hex(to));
 let a, b, u;
 
 before(async () => {
-  a = await startFake({ name: 'a', args: [...chainArgs, '--logs-limit', '1000', '--logs-vendor', 'infura'] });
-  b = await startFake({ name: 'b', args: [...chainArgs, '--logs-limit', '1000', '--logs-vendor', 'infura'] });
+  a = await limited('a');
+  b = await limited('b');
   u = await startFake({ name: 'u', args: chainArgs });
   started.push(a, b, u);
 });
