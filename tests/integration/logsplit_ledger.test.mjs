@@ -24,8 +24,8 @@ before(async () => {
 const logsCalls = async () => (await Promise.all([a, b].map(async (f) => (await f.stats()).methods.eth_getLogs ?? 0)))
   .reduce((x, y) => x + y, 0);
 
-async function gateway({ server = {}, extra = '' } = {}) {
-  const ep = (f) => ({ id: f.name, url: f.url, max_logs_blocks: 1000 });
+async function gateway({ server = {}, extra = '', blocks = 1000 } = {}) {
+  const ep = (f) => ({ id: f.name, url: f.url, max_logs_blocks: blocks });
   const s = await startSluice({ workers: 1, server, extra, networks: { eth: {
     lines: ['ranking: { probe_interval_ms: 200 }', 'hedge: { enabled: false }', 'pressure: { enabled: false }'],
     endpoints: [ep(a), ep(b)] } } });
@@ -35,30 +35,47 @@ async function gateway({ server = {}, extra = '' } = {}) {
   return s;
 }
 
+// A call from address `from` (127.0.0.x: each its own identity).
+const from = (s, addr, body) => postFresh(s.url('eth'), body, {}, { localAddress: addr });
+
 test('each sub-call is charged to the caller\'s rate limit: a 5/s tier pays 5 for a 5,000-block call', async () => {
   const s = await gateway({ extra: 'tiers: { anonymous: { per_second: 5 } }' });
   await Promise.all([a.reset(), b.reset()]);
-  const first = await post(s.url('eth'), call('eth_getLogs', [filter(1, 5000)], 1));
+  const first = await from(s, '127.0.0.1', call('eth_getLogs', [filter(1, 5000)], 1));
   assert.equal(first.status, 200, first.text.slice(0, 300));
   assert.equal(first.json.result.length, 10000);
   assert.equal(await logsCalls(), 5);
-  // 5 of 5 spent (one more back every 200 ms): the next 3 sub-calls do not
-  // fit (before: charged as 1, they went)
-  const second = await post(s.url('eth'), call('eth_getLogs', [filter(3001, 6000)], 2));
+  // its 5 are spent: 20 more sub-calls do not fit (before: charged as 1, they went)
+  const second = await from(s, '127.0.0.1', call('eth_getLogs', [filter(5001, 25000)], 2));
   assert.equal(second.status, 429, second.text.slice(0, 300));
   assert.equal(second.json.error.code, -32005);
   assert.equal(await logsCalls(), 5, 'refused before any of its sub-calls went out');
-  // a burst of 10 such calls: the limit, not the calls, decides what goes upstream
-  await sleep(1100);
-  await Promise.all([a.reset(), b.reset()]);
+  // another address: 6 sub-calls are more than a 5/s tier's burst, whatever the time
+  const six = await from(s, '127.0.0.3', call('eth_getLogs', [filter(1, 6000)], 3));
+  assert.equal(six.status, 429, six.text.slice(0, 300));
+  assert.equal(await logsCalls(), 5);
+  // a burst of 10 calls of 3 sub-calls from a fourth address: the limit, not the calls, decides what goes upstream
   const burst = await Promise.all(Array.from({ length: 10 },
-    (_, i) => post(s.url('eth'), call('eth_getLogs', [filter(1 + 3000 * i, 3000 * (i + 1))], i))));
+    (_, i) => from(s, '127.0.0.4', call('eth_getLogs', [filter(1 + 3000 * i, 3000 * (i + 1))], i))));
   const ok = burst.filter((r) => r.status === 200).length;
-  const upstream = await logsCalls();
+  const upstream = (await logsCalls()) - 5;
   assert.ok(ok >= 1 && ok <= 2, `${ok} of 10 served at 5/s (statuses ${burst.map((r) => r.status)})`);
   assert.equal(upstream, 3 * ok, `${upstream} sub-calls upstream for ${ok} calls served`);
   console.log(`figures (charge): 10 calls of 3 sub-calls at a 5/s tier: ${ok} served, ${upstream} upstream calls ` +
     '(before: 5 served, 15 upstream calls)');
+});
+
+test('halves sent after every endpoint refused a range are charged too: past the limit the call ends with -32005', async () => {
+  // configured for 2,000 blocks, the providers take 1,000: 3 parts planned (3 calls of a 4/min tier), the
+  // two of 2,000 refused everywhere, and their halves (2 calls each) no longer fit
+  const s = await gateway({ extra: 'tiers: { anonymous: { per_minute: 4 } }', blocks: 2000 });
+  await Promise.all([a.reset(), b.reset()]);
+  const r = await from(s, '127.0.0.5', call('eth_getLogs', [filter(1, 5000)], 'h'));
+  assert.equal(r.status, 200, r.text.slice(0, 300));
+  assert.equal(r.json.error?.code, -32005, r.text.slice(0, 300));
+  assert.equal(r.json.error.data.reason, 'rate_limited');
+  assert.equal(r.json.error.data.scope, 'logs_split');
+  assert.match(r.json.error.message, /charged to this caller's rate limit/);
 });
 
 test('a split whose merged answer passes max_response_bytes stops with -32005 naming the bound; another address is served', async () => {
