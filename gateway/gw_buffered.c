@@ -24,8 +24,16 @@ size_t gw_buffered_share(const gw_server_conf_t *srv)
     return (size_t)((double)srv->max_buffered_bytes * srv->max_buffered_share);
 }
 
+/* A scan of unknown size may answer up to max_response_bytes: half of that
+ * (or of the share, if less) lets a caller have two at once. */
+static size_t scan_default(const gw_server_conf_t *srv)
+{
+    size_t share = gw_buffered_share(srv), most = srv->max_response_bytes;
+    return (most < share ? most : share) / 2;
+}
+
 void gw_buffered_init(gw_buffered_t *b, const gw_server_conf_t *srv, sl_budget_t *budget, gw_stats_t *stats,
-                      gw_held_bytes_cb bytes)
+                      gw_held_bytes_cb bytes, gw_held_bytes_cb real)
 {
     /* a caller takes a slot only while a call of it is open, so one slot
      * per connection (HTTP/1.1: a call at a time each) is never full */
@@ -34,6 +42,8 @@ void gw_buffered_init(gw_buffered_t *b, const gw_server_conf_t *srv, sl_budget_t
     *b = (gw_buffered_t){
         .budget = budget,
         .held = gw_held_create(slots, bytes),
+        .real = real,
+        .estimate = gw_estimate_create(scan_default(srv)),
         .stats = stats,
         .reserve = gw_buffered_reserve(srv),
         .share = gw_buffered_share(srv),
@@ -45,6 +55,8 @@ void gw_buffered_dispose(gw_buffered_t *b)
 {
     gw_held_destroy(b->held);
     b->held = NULL;
+    gw_estimate_destroy(b->estimate);
+    b->estimate = NULL;
 }
 
 typedef struct candidate {
@@ -117,13 +129,22 @@ static int make_room(gw_buffered_t *b, size_t gate, uint64_t now_ms)
     return !over(used, gone, gate);
 }
 
-gw_buffered_verdict_t gw_buffered_admit(gw_buffered_t *b, const char *ident, uint64_t now_ms, size_t *held)
+/* The share's rule: 1 if a caller holding held may have need more. */
+static int within_share(const gw_buffered_t *b, size_t held, size_t need)
+{
+    /* a share of 1 is the budget's own rule; a caller holding nothing may
+     * always have one call, whatever it is expected to hold */
+    return b->share >= b->budget->limit || held == 0 || (held < b->share && need <= b->share - held);
+}
+
+gw_buffered_verdict_t gw_buffered_admit(gw_buffered_t *b, const char *ident, size_t need, uint64_t now_ms,
+                                        size_t *held)
 {
     *held = 0;
     if (b->budget == NULL)
         return GW_BUFFERED_ADMIT;
-    *held = gw_held_of(b->held, ident);
-    if (b->share < b->budget->limit && *held >= b->share) { /* a share of 1 is the budget's own rule */
+    *held = need <= GW_BUFFERED_SMALL ? gw_held_of_by(b->held, ident, b->real) : gw_held_of(b->held, ident);
+    if (!within_share(b, *held, need)) {
         gw_stats_srv_add(b->stats, STATE_SRV_SHARE_REFUSED, 1);
         return GW_BUFFERED_SHARE;
     }
@@ -147,17 +168,19 @@ int gw_buffered_keep(gw_buffered_t *b, const gw_held_entry_t *e, size_t answer, 
     return 0;
 }
 
-void gw_buffered_refusal(gw_buffered_t *b, gw_buffered_verdict_t v, size_t held, uint64_t now_ms, char *msg,
+void gw_buffered_refusal(gw_buffered_t *b, gw_buffered_verdict_t v, size_t held, size_t need, uint64_t now_ms, char *msg,
                          size_t msg_cap, char *data, size_t data_cap)
 {
     uint64_t logged;
     char tail[SL_LOG_HELD_MAX];
     if (v == GW_BUFFERED_SHARE) {
-        snprintf(msg, msg_cap, "this caller (API key, or client address) holds %zu answer bytes its connections "
-                 "have not taken, its share of what sluice may hold (server.max_buffered_share: %zu bytes); read "
-                 "those answers or retry in 1 s", held, b->share);
+        snprintf(msg, msg_cap, "this caller (API key, or client address) holds %zu answer bytes (read, or reserved "
+                 "for its calls in flight) and this call would need %zu more, past its share of what sluice may "
+                 "hold (server.max_buffered_share: %zu bytes); read those answers or retry in 1 s", held, need,
+                 b->share);
         snprintf(data, data_cap, "{\"scope\":\"gateway\",\"reason\":\"buffered_bytes_share\",\"retry_after_ms\":1000,"
-                 "\"limit_bytes\":%zu,\"share_bytes\":%zu,\"held_bytes\":%zu}", b->budget->limit, b->share, held);
+                 "\"limit_bytes\":%zu,\"share_bytes\":%zu,\"held_bytes\":%zu,\"need_bytes\":%zu}", b->budget->limit,
+                 b->share, held, need);
         return;
     }
     snprintf(msg, msg_cap, "sluice is holding as many answer bytes as server.max_buffered_bytes allows; retry in 1 s");

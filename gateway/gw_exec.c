@@ -73,7 +73,17 @@ static void reply(gw_exec_t *x)
 }
 
 static size_t exec_sent_held(const gw_held_entry_t *e);
-static void refuse_buffered(gw_exec_t *x, gw_buffered_verdict_t v, size_t held);
+static void refuse_buffered(gw_exec_t *x, gw_buffered_verdict_t v, size_t held, size_t need);
+
+/* A single call's answer size, for the caller's next estimate of its method. */
+static void remember_size(gw_exec_t *x, size_t bytes)
+{
+    if (x->rpc.kind != GW_RPC_SINGLE || x->nitems != 1)
+        return;
+    char ident[GW_HELD_IDENT_MAX];
+    gw_exec_caller(x, ident, sizeof(ident));
+    gw_estimate_put(x->h->buffered.estimate, ident, x->rpc.members[0].name, bytes);
+}
 
 /* The reply, once the call and its eth_getLogs sub-calls are done (also
  * gw_logsplit's callback). */
@@ -84,10 +94,12 @@ static void finish(void *data)
     if (!x->call_done || gw_logsplit_pending(x->split))
         return;
     size_t call_held = (x->call != NULL ? pool_call_held(x->call) : 0) + gw_logsplit_held(x->split);
+    x->reserved = 0; /* complete: what it holds is known */
+    remember_size(x, call_held);
     if (!gw_buffered_keep(&x->h->buffered, &x->held, call_held, exec_sent_held, &held)) {
         pool_call_release(x->call); /* its bytes go now, not after a refusal nobody needs them for */
         x->call = NULL;
-        refuse_buffered(x, GW_BUFFERED_SHARE, held);
+        refuse_buffered(x, GW_BUFFERED_SHARE, held, call_held);
         return;
     }
     gw_reply_build(&x->reply, x->body, &x->rpc, x->items, x->item_member, x->nitems, x->call);
@@ -265,10 +277,17 @@ static size_t shed(gw_exec_t *x)
     return n;
 }
 
-size_t gw_exec_held(const gw_held_entry_t *e)
+size_t gw_exec_real(const gw_held_entry_t *e)
 {
     const gw_exec_t *x = (const gw_exec_t *)((const char *)e - offsetof(gw_exec_t, held));
     return x->charged + (x->call != NULL ? pool_call_held(x->call) : 0) + gw_logsplit_held(x->split);
+}
+
+size_t gw_exec_held(const gw_held_entry_t *e)
+{
+    const gw_exec_t *x = (const gw_exec_t *)((const char *)e - offsetof(gw_exec_t, held));
+    size_t real = gw_exec_real(e);
+    return real > x->reserved ? real : x->reserved;
 }
 
 /* ... counting only a reply being written (what waits for its client). */
@@ -280,17 +299,32 @@ static size_t exec_sent_held(const gw_held_entry_t *e)
 
 /* 503 for a call refused for want of answer bytes: the worker's, or this
  * caller's share of them (v). */
-static void refuse_buffered(gw_exec_t *x, gw_buffered_verdict_t v, size_t held)
+static void refuse_buffered(gw_exec_t *x, gw_buffered_verdict_t v, size_t held, size_t need)
 {
-    char msg[240], data[240];
-    gw_buffered_refusal(&x->h->buffered, v, held, sl_now_ms(), msg, sizeof(msg), data, sizeof(data));
+    char msg[400], data[280];
+    gw_buffered_refusal(&x->h->buffered, v, held, need, sl_now_ms(), msg, sizeof(msg), data, sizeof(data));
     gw_refuse_buffered(&x->reply, body_of(x), single_id(x), msg, data);
     reply(x);
 }
 
-/* The worker's answer bytes and the caller's share of them (gw_buffered.h):
- * a refused call gets 503 (calls in flight go on); an admitted one is
- * counted under its caller until freed. Returns 0 after answering. */
+/* What the members going upstream are expected to hold (gw_estimate.h). */
+static size_t expected_bytes(const gw_exec_t *x, const char *ident)
+{
+    if (x->rpc.kind == GW_RPC_REJECT)
+        return 0;
+    size_t sum = 0;
+    for (size_t i = 0; i < x->rpc.nmembers; i++) {
+        const gw_member_t *m = &x->rpc.members[i];
+        if (m->status == GW_MEMBER_FORWARD)
+            sum += gw_estimate_get(x->h->buffered.estimate, ident, m->name, m->method);
+    }
+    return sum;
+}
+
+/* The worker's answer bytes and the caller's share of them (gw_buffered.h),
+ * reserved now for what the call is expected to hold: a refused call gets
+ * 503 (calls in flight go on); an admitted one is counted under its caller
+ * until freed. Returns 0 after answering. */
 static int within_budget(gw_exec_t *x)
 {
     gw_handler_t *h = x->h;
@@ -298,11 +332,13 @@ static int within_budget(gw_exec_t *x)
     size_t held;
     gw_exec_caller(x, ident, sizeof(ident));
     x->owner = sl_fnv1a_str(SL_FNV1A_OFFSET, ident) | 1; /* caller_owner's, computed once */
-    gw_buffered_verdict_t v = gw_buffered_admit(&h->buffered, ident, sl_now_ms(), &held);
+    size_t need = expected_bytes(x, ident);
+    gw_buffered_verdict_t v = gw_buffered_admit(&h->buffered, ident, need, sl_now_ms(), &held);
     if (v != GW_BUFFERED_ADMIT) {
-        refuse_buffered(x, v, held);
+        refuse_buffered(x, v, held, need);
         return 0;
     }
+    x->reserved = need;
     x->held.sock = x->sock;
     gw_held_add(h->buffered.held, &x->held, ident);
     return 1;
@@ -321,6 +357,45 @@ void gw_exec_run(gw_exec_t *x)
     }
     if (within_budget(x) && admit(x) == POLICY_LEASE_YES)
         forward(x);
+}
+
+/* Charges calls more upstream calls (eth_getLogs sub-calls past the one
+ * each item was charged as) to the caller's limits, in its standard bucket
+ * (eth_getLogs is no cheap read); 0 if they are refused (x->limit says
+ * why). cluster: a charge that must wait for Redis is let through (its
+ * lease is asked for, and the next call pays). */
+static int charge_more(gw_exec_t *x, uint32_t calls)
+{
+    const gw_tier_conf_t *tier = gw_identity_tier(x->h->cfg, x->key);
+    if (tier == NULL || calls == 0)
+        return 1;
+    char ident[GW_EXEC_IDENT_MAX];
+    gw_exec_caller(x, ident, sizeof(ident));
+    gw_limit_charge(x->h->limit, tier, ident, POLICY_BUCKET_STANDARD, calls, &x->limit);
+    return x->limit.said != POLICY_LEASE_NO;
+}
+
+static int split_charge(void *data, uint32_t calls)
+{
+    return charge_more(data, calls);
+}
+
+/* The split's plan charged to the caller's limits before any sub-call goes
+ * out (its share of answer bytes was reserved at admission): 429 for the
+ * whole request when the limit refuses them, else the sub-calls start.
+ * Returns 0 after answering. */
+static int split_charged(gw_exec_t *x)
+{
+    size_t jobs;
+    if (!charge_more(x, gw_logsplit_planned(x->split, &jobs))) {
+        gw_logsplit_dispose(x->split);
+        x->split = NULL;
+        gw_refuse_limited(&x->reply, body_of(x), single_id(x), &x->limit);
+        reply(x);
+        return 0;
+    }
+    gw_logsplit_start(x->split);
+    return 1;
 }
 
 /* The admitted call: shed by the pressure level, answered by sluice alone,
@@ -345,8 +420,12 @@ static void forward(gw_exec_t *x)
     uint64_t owner = net->conf->pressure.enabled ? caller_owner(x) : 0;
     pool_item_t *items = x->items;
     size_t nitems = x->nitems;
-    if ((x->split = gw_logsplit_take(net->pool_net, x->items, x->nitems, owner, finish, x)) != NULL)
+    x->split_hooks = (gw_logsplit_hooks_t){finish, split_charge, x->h->cfg->server.max_response_bytes};
+    if ((x->split = gw_logsplit_take(net->pool_net, x->items, x->nitems, owner, &x->split_hooks, x)) != NULL) {
+        if (!split_charged(x))
+            return;
         items = gw_logsplit_rest(x->split, &nitems);
+    }
     if (nitems == 0) { /* every member went into sub-calls or was refused */
         x->call_done = 1;
         finish(x);

@@ -59,6 +59,7 @@ struct gw_exec {
     pool_call_t *call;
     int call_done;
     gw_logsplit_t *split;         /* eth_getLogs split into sub-calls (NULL: none) */
+    gw_logsplit_hooks_t split_hooks; /* what the split calls back (its charges, its reply) */
     gw_reply_t reply;
     int have_reply;
     uint64_t start_us;
@@ -68,6 +69,7 @@ struct gw_exec {
     uint64_t owner;               /* the caller's identity hashed (0: not needed): its share of the depth */
     int sent;                     /* the reply is being written */
     gw_held_entry_t held;         /* under its caller in h->buffered, once admitted */
+    size_t reserved;              /* its share reserved at admission (gw_estimate.h); 0 once complete */
 };
 
 /* Zeroes x and counts it in h->inflight / h->served (gw_exec_dispose
@@ -87,9 +89,12 @@ void gw_exec_caller(const gw_exec_t *x, char *out, size_t cap);
 /* The carrier is about to write x->reply: the call's answers go when the
  * reply does not point into them, and the reply's bytes are charged. */
 void gw_exec_commit(gw_exec_t *x);
-/* What an admitted x holds (its reply's charged bytes and its call's
- * answers): the measure gw_handler_register gives gw_buffered. */
+/* What an admitted x holds: its reservation until its answer is complete,
+ * or more once it has read more (gw_exec_held), and its bytes alone (its
+ * reply's charged bytes and its call's answers: gw_exec_real); the
+ * measures gw_handler_register gives gw_buffered. */
 size_t gw_exec_held(const gw_held_entry_t *e);
+size_t gw_exec_real(const gw_held_entry_t *e);
 /* Frees what x holds; a call still running is released (no callback). */
 void gw_exec_dispose(gw_exec_t *x);
 

@@ -331,7 +331,7 @@ gw_handler_t *gw_handler_register(h2o_hostconf_t *hostconf, const gw_config_t *c
     h->stats = stats;
     h->limit = limit;
     h->budget = budget;
-    gw_buffered_init(&h->buffered, &cfg->server, budget, stats, gw_exec_held);
+    gw_buffered_init(&h->buffered, &cfg->server, budget, stats, gw_exec_held, gw_exec_real);
     nets_init(h, pool);
     return h;
 }

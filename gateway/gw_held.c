@@ -122,12 +122,12 @@ size_t gw_held_bytes(const gw_held_t *t, const gw_held_entry_t *e)
     return t->bytes(e);
 }
 
-static size_t slot_sum(const gw_held_t *t, int32_t i)
+static size_t slot_sum(const gw_held_t *t, int32_t i, gw_held_bytes_cb bytes)
 {
     const h2o_linklist_t *anchor = &t->slots[i].entries;
     size_t sum = 0;
     for (const h2o_linklist_t *n = anchor->next; n != anchor; n = n->next)
-        sum += t->bytes(H2O_STRUCT_FROM_MEMBER(gw_held_entry_t, link, n));
+        sum += bytes(H2O_STRUCT_FROM_MEMBER(gw_held_entry_t, link, n));
     return sum;
 }
 
@@ -143,12 +143,17 @@ size_t gw_held_others(const gw_held_t *t, const gw_held_entry_t *e, gw_held_byte
     return sum;
 }
 
-size_t gw_held_of(const gw_held_t *t, const char *ident)
+size_t gw_held_of_by(const gw_held_t *t, const char *ident, gw_held_bytes_cb bytes)
 {
     int32_t i = find(t, ident);
     if (i >= 0)
-        return slot_sum(t, i);
-    return t->free_head < 0 ? slot_sum(t, AGGREGATE) : 0;
+        return slot_sum(t, i, bytes);
+    return t->free_head < 0 ? slot_sum(t, AGGREGATE, bytes) : 0;
+}
+
+size_t gw_held_of(const gw_held_t *t, const char *ident)
+{
+    return gw_held_of_by(t, ident, t->bytes);
 }
 
 void gw_held_each(const gw_held_t *t, void (*fn)(gw_held_entry_t *e, void *arg), void *arg)

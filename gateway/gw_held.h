@@ -50,6 +50,8 @@ void gw_held_remove(gw_held_t *t, gw_held_entry_t *e);
 /* What ident's entries hold now: its slot's sum; when it has no slot and the
  * table is full, the aggregate's (where its next entry would go); else 0. */
 size_t gw_held_of(const gw_held_t *t, const char *ident);
+/* ... by the measure bytes (the table's own callback, or a narrower one). */
+size_t gw_held_of_by(const gw_held_t *t, const char *ident, gw_held_bytes_cb bytes);
 
 /* What the other entries of e's slot hold by the measure bytes (the
  * table's own callback, or a narrower one); 0 for an entry not in the table. */

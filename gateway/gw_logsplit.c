@@ -35,7 +35,17 @@
  * writes the bytes one unlimited node would have sent. A sub-call that
  * fails fails the client's call with a JSON-RPC error naming the sub-range;
  * one answered with a node's own error (bad params) gives the client that
- * error. The merged answer carries id 0, spliced with the client's id by
+ * error.
+ *
+ * The caller pays for each sub-call. The plan is made first and sent only
+ * by gw_logsplit_start, once the request has charged its sub-calls to the
+ * caller's limits and reserved its share of answer bytes for the jobs
+ * (gw_exec.c); halves sent later are charged as they go (hooks->charge),
+ * and a job whose caller is over its limit then ends with -32005
+ * (reason "rate_limited"). The bytes of a job's sub-answers are counted as
+ * they arrive: past hooks->max_bytes the job ends with -32005 (reason
+ * "max_response_bytes"), its sub-calls stopped and their bytes freed, so a
+ * merged answer is bounded as one upstream answer is. The merged answer carries id 0, spliced with the client's id by
  * gw_reply like any upstream answer. */
 #include "gateway/gw_logsplit.h"
 
@@ -77,6 +87,7 @@ struct job {
     part_t **parts;               /* in block order; room for max_split */
     size_t nparts;
     uint32_t issued, inflight;    /* sub-calls sent in all; in flight now */
+    size_t bytes;                 /* of the results done, the merge's size less its brackets */
     sl_buf_t answer;              /* the client's answer once done */
 };
 
@@ -84,8 +95,9 @@ struct gw_logsplit {
     pool_network_t *net;
     uint32_t max_split;
     uint64_t owner;
-    gw_logsplit_cb cb;
+    const gw_logsplit_hooks_t *hooks;
     void *data;
+    uint8_t started;              /* gw_logsplit_start was called: parts may be sent */
     pool_item_t *items;           /* the handler's */
     job_t *jobs;                  /* one per eth_getLogs item */
     size_t njobs;
@@ -159,6 +171,27 @@ static void refuse(job_t *j, uint32_t blocks)
     pool_logs_refused(s->net, j->whole.from, j->whole.to, blocks, s->max_split);
 }
 
+/* -32005 for a job whose caller's limits refused its next sub-calls. */
+static void refuse_limited(job_t *j)
+{
+    char msg[200];
+    snprintf(msg, sizeof(msg), "eth_getLogs was split into sub-calls, each charged to this caller's rate limit; "
+             "the limit refused the next ones after %" PRIu32, j->issued);
+    answer_error(j, -32005, msg, "{\"scope\":\"logs_split\",\"reason\":\"rate_limited\"}");
+}
+
+/* -32005 for a job whose sub-answers passed max_bytes. */
+static void refuse_bytes(job_t *j)
+{
+    char msg[300], data[200];
+    size_t limit = j->s->hooks->max_bytes;
+    snprintf(msg, sizeof(msg), "eth_getLogs was split into sub-calls whose answers passed %zu bytes, the most one "
+             "answer may have (server.max_response_bytes); ask for fewer blocks or a narrower filter", limit);
+    snprintf(data, sizeof(data), "{\"scope\":\"logs_split\",\"reason\":\"max_response_bytes\",\"limit_bytes\":%zu,"
+             "\"read_bytes\":%zu}", limit, j->bytes);
+    answer_error(j, -32005, msg, data);
+}
+
 static part_t *part_new(job_t *j, policy_logs_range_t r)
 {
     part_t *p = sl_xcalloc(1, sizeof(*p));
@@ -204,6 +237,8 @@ static void on_part_done(pool_call_t *call, void *data);
  * blocks, while fewer than GW_LOGSPLIT_INFLIGHT of the request are in flight. */
 static void pump(gw_logsplit_t *s)
 {
+    if (!s->started)
+        return;
     for (size_t k = 0; k < s->njobs && s->inflight < GW_LOGSPLIT_INFLIGHT; k++) {
         job_t *j = &s->jobs[k];
         for (size_t i = 0; j->live && i < j->nparts && s->inflight < GW_LOGSPLIT_INFLIGHT; i++) {
@@ -232,7 +267,7 @@ static void job_end(job_t *j)
         return;
     j->live = 0;
     if (--s->pending == 0)
-        s->cb(s->data); /* the request may build its reply: s is not touched after it */
+        s->hooks->done(s->data); /* the request may build its reply: s is not touched after it */
     else
         pump(s);
 }
@@ -285,6 +320,11 @@ static int halve(job_t *j, size_t i)
     if (span == 0 || j->issued + 2 > j->s->max_split) {
         uint32_t blocks = (uint32_t)((span + 2) / 2 > UINT32_MAX ? UINT32_MAX : (span + 2) / 2);
         refuse(j, blocks);
+        job_end(j);
+        return 0;
+    }
+    if (!j->s->hooks->charge(j->s->data, 2)) {
+        refuse_limited(j);
         job_end(j);
         return 0;
     }
@@ -372,6 +412,12 @@ static void on_part_done(pool_call_t *call, void *data)
         policy_logsplit_check(it->answer, env.result, p->r) == SL_OK) {
         p->state = PART_DONE;
         p->result = env.result;
+        j->bytes += env.result.len;
+        if (j->bytes > j->s->hooks->max_bytes) {
+            refuse_bytes(j);
+            job_end(j);
+            return;
+        }
     } else if (refused_as_too_wide(j->s->net, it)) {
         size_t i = 0;
         while (j->parts[i] != p)
@@ -423,7 +469,7 @@ static int take_one(gw_logsplit_t *s, job_t *j)
 }
 
 gw_logsplit_t *gw_logsplit_take(pool_network_t *net, pool_item_t *items, size_t n, uint64_t owner,
-                                gw_logsplit_cb cb, void *data)
+                                const gw_logsplit_hooks_t *hooks, void *data)
 {
     size_t nlogs = 0;
     if (pool_network_conf(net)->chain != POLICY_CHAIN_ETHEREUM)
@@ -434,7 +480,7 @@ gw_logsplit_t *gw_logsplit_take(pool_network_t *net, pool_item_t *items, size_t 
         return NULL;
     gw_logsplit_t *s = sl_xcalloc(1, sizeof(*s));
     *s = (gw_logsplit_t){.net = net, .max_split = pool_network_conf(net)->max_logs_split, .owner = owner,
-                         .cb = cb, .data = data, .items = items};
+                         .hooks = hooks, .data = data, .items = items};
     if (s->max_split == 0)
         s->max_split = 1;
     s->jobs = sl_xcalloc(nlogs, sizeof(*s->jobs));
@@ -452,6 +498,24 @@ gw_logsplit_t *gw_logsplit_take(pool_network_t *net, pool_item_t *items, size_t 
         s->rest_k[s->nrest++] = k;
     }
     return s;
+}
+
+uint32_t gw_logsplit_planned(const gw_logsplit_t *s, size_t *jobs)
+{
+    uint32_t more = 0;
+    *jobs = 0;
+    for (size_t i = 0; i < s->njobs; i++)
+        if (s->jobs[i].live) {
+            more += s->jobs[i].issued - 1;
+            (*jobs)++;
+        }
+    return more;
+}
+
+void gw_logsplit_start(gw_logsplit_t *s)
+{
+    s->started = 1;
+    pump(s);
 }
 
 pool_item_t *gw_logsplit_rest(gw_logsplit_t *s, size_t *n)
@@ -475,6 +539,8 @@ int gw_logsplit_settle(gw_logsplit_t *s)
             j->issued = 1;
             if (s->max_split < 3)
                 refuse(j, (uint32_t)((j->whole.to - j->whole.from + 2) / 2));
+            else if (!s->hooks->charge(s->data, 2))
+                refuse_limited(j);
             else if (job_start(j, halves, 2))
                 pool_logs_count(s->net, POOL_LOGS_SUBCALLS, 2);
         }

@@ -20,14 +20,33 @@
 #define GW_LOGSPLIT_INFLIGHT 4
 
 typedef struct gw_logsplit gw_logsplit_t;
-typedef void (*gw_logsplit_cb)(void *data);
+
+/* What the request gives its split. */
+typedef struct gw_logsplit_hooks {
+    /* the last sub-call is done: the request may build its reply (from the
+     * loop, never from a gw_logsplit_* call) */
+    void (*done)(void *data);
+    /* charges calls more upstream calls to the caller's limits (a range
+     * halved after every endpoint refused it): 1 if they may go, 0 if the
+     * caller is over its limit (the job then ends with -32005) */
+    int (*charge)(void *data, uint32_t calls);
+    size_t max_bytes;             /* a job's merged answer at most (server.max_response_bytes) */
+} gw_logsplit_hooks_t;
 
 /* NULL when no item of items[0..n) is an eth_getLogs over a range (the
- * request goes on as before). Else the split's state: taken items are
- * answered in place once their sub-calls are done (cb(data) runs from the
- * loop when the last one is, never from this call). */
+ * request goes on as before). Else the split's state, planned: nothing is
+ * sent until gw_logsplit_start, so the request can charge the caller for
+ * the plan first (gw_logsplit_planned) or drop it (gw_logsplit_dispose).
+ * Taken items are answered in place once their sub-calls are done.
+ * hooks and data must outlive the split. */
 gw_logsplit_t *gw_logsplit_take(pool_network_t *net, pool_item_t *items, size_t n, uint64_t owner,
-                                gw_logsplit_cb cb, void *data);
+                                const gw_logsplit_hooks_t *hooks, void *data);
+/* The plan: sub-calls that will go out past one per split item (what the
+ * caller's limits have not been charged yet: each item was charged as one
+ * call), and the items split (*jobs). */
+uint32_t gw_logsplit_planned(const gw_logsplit_t *s, size_t *jobs);
+/* Sends the plan's first sub-calls. */
+void gw_logsplit_start(gw_logsplit_t *s);
 /* The items left for the request's own call (the split's copies), *n of them (0: no call). */
 pool_item_t *gw_logsplit_rest(gw_logsplit_t *s, size_t *n);
 /* The request's call settled the rest: copies them back into items (the

@@ -65,6 +65,11 @@ static const policy_outcome_t shape_outcome[POLICY_SHAPE_COUNT] = {
     [POLICY_SHAPE_SLOW_CALL] = POLICY_OUTCOME_SLOW_CALL,
 };
 
+policy_outcome_t policy_attempt_unsettled_outcome(policy_shape_t shape)
+{
+    return (unsigned)shape < POLICY_SHAPE_COUNT ? shape_outcome[shape] : POLICY_OUTCOME_OK;
+}
+
 const char *policy_outcome_name(policy_outcome_t o)
 {
     return (unsigned)o < POLICY_OUTCOME_COUNT ? outcome_names[o] : "unknown";
@@ -452,7 +457,7 @@ static void decide_record(judge_t *j, int heavy)
     a->record_outcome = a->outcome;
     a->held = POLICY_HELD_KEEP;
     if (f->held != POLICY_SHAPE_NONE) {
-        policy_held_t h = f->held_here ? POLICY_HELD_ENDPOINT : policy_shape_settle(f->held, a->end, heavy);
+        policy_held_t h = f->held_here ? POLICY_HELD_UNSETTLED : policy_shape_settle(f->held, a->end, heavy);
         if (h == POLICY_HELD_REQUEST) {
             settle_request(j, f->held);
             return;

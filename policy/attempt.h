@@ -184,4 +184,12 @@ typedef struct policy_attempt_actions {
  * f->nitems entries; every other field of *a is overwritten. */
 void policy_attempt_decide(const policy_attempt_facts_t *f, policy_attempt_actions_t *a);
 
+/* What a penalty held as shape (not NONE) counts as when the call ends with
+ * nobody to settle it (one usable endpoint, the others drained or open, a
+ * cancel or the deadline): the shape's outcome, which is no verdict on the
+ * endpoint. A request-shaped failure never counts as the endpoint's by
+ * itself: the caller confirms with a cheap read of the endpoint (pool/'s
+ * confirm probe), whose failure counts as any probe's does. */
+policy_outcome_t policy_attempt_unsettled_outcome(policy_shape_t shape);
+
 #endif

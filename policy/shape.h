@@ -17,8 +17,12 @@
  *   - any other outcome: the held failure was the endpoint's and counts;
  *   - an attempt that says nothing about the request (a rate limit, a local
  *     resource failure): the penalty stays held.
- * A penalty still held when the call ends counts as usual: with no second
- * opinion, a hung or broken endpoint must still trip its breaker. Pure. */
+ * A penalty still held when the call ends (nobody could settle it: the
+ * last usable endpoint, a cancel, the deadline) never counts as the
+ * endpoint's by itself: it counts as its shape's outcome, and a cheap read
+ * of the endpoint confirms (policy_attempt_unsettled_outcome): a hung or
+ * broken endpoint fails that too and still trips its breaker, while slow
+ * calls alone cannot open the last usable endpoint's. Pure. */
 #ifndef POLICY_SHAPE_H
 #define POLICY_SHAPE_H
 
@@ -56,6 +60,8 @@ typedef enum policy_held {
     POLICY_HELD_KEEP,        /* no evidence either way: keep holding */
     POLICY_HELD_REQUEST,     /* the same failure again: request-shaped, nobody's fault */
     POLICY_HELD_ENDPOINT,    /* another outcome: the held failure was the endpoint's */
+    POLICY_HELD_UNSETTLED,   /* the same endpoint again proves nothing either way: released as a
+                                penalty nobody settled (policy_attempt_unsettled_outcome) */
 } policy_held_t;
 
 const char *policy_shape_name(policy_shape_t s);

@@ -6,26 +6,37 @@
  * provider for time, a call answered at id null) is not recorded against its
  * endpoint at once: the next endpoint's attempt settles it. The same failure
  * again spares both endpoints and ends the call with the shape's outcome;
- * anything else records the held failure as usual; a held penalty nobody
- * settled counts as usual too. Which of these an attempt calls for is
+ * anything else records the held failure as usual. A held penalty nobody
+ * settled (the call ended with no other endpoint to ask: the last usable
+ * one, a cancel, the deadline) is no verdict by itself: it counts as its
+ * shape's outcome and the endpoint is asked a cheap read at once
+ * (pool_probe_confirm), whose failure counts toward its breaker as any
+ * probe's. So five slow eth_getLogs cannot open the last usable endpoint's
+ * breaker, while an endpoint that is really down still fails its probes. Which of these an attempt calls for is
  * policy_attempt_decide's (policy/attempt.h); this file carries it out. */
 #include "base/sl_log.h"
 #include "pool/pool_call_int.h"
 
-/* Records the held penalty as its endpoint's; failover: the call went on
- * to another attempt after it (not so when the call stops with it held). */
-static void release(pool_call_t *call, int failover)
+/* Records the held penalty as its endpoint's (the call went on to another
+ * attempt after it: a failover). */
+static void release(pool_call_t *call)
 {
     if (call->held.ep < 0)
         return;
     pool_health_record(&call->net->endpoints[call->held.ep], (state_outcome_t)call->held.outcome,
-                       call->held.latency_us, failover);
+                       call->held.latency_us, 1);
     call->held.ep = -1;
 }
 
 void pool_held_release(pool_call_t *call)
 {
-    release(call, 0);
+    if (call->held.ep < 0)
+        return;
+    pool_endpoint_t *ep = &call->net->endpoints[call->held.ep];
+    state_outcome_t outcome = (state_outcome_t)policy_attempt_unsettled_outcome((policy_shape_t)call->held.shape);
+    pool_health_record(ep, outcome, call->held.latency_us, 0);
+    call->held.ep = -1;
+    pool_probe_confirm(ep);
 }
 
 void pool_held_carry(pool_call_t *call, int ep, const policy_attempt_actions_t *a, uint32_t latency_us)
@@ -37,7 +48,10 @@ void pool_held_carry(pool_call_t *call, int ep, const policy_attempt_actions_t *
     case POLICY_HELD_KEEP:
         break;
     case POLICY_HELD_ENDPOINT:
-        release(call, 1);
+        release(call);
+        break;
+    case POLICY_HELD_UNSETTLED: /* the same endpoint again: no second opinion */
+        pool_held_release(call);
         break;
     case POLICY_HELD_REQUEST: /* two endpoints failed the call the same way */
         pool_health_record(&eps[call->held.ep], outcome, call->held.latency_us, 1);

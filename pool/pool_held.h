@@ -13,8 +13,9 @@
  * the penalty held back from an earlier endpoint (a->held): released as
  * that endpoint's, or spared when the call proved the request's shape. */
 void pool_held_carry(pool_call_t *call, int ep, const policy_attempt_actions_t *a, uint32_t latency_us);
-/* Records a held penalty nobody settled as the endpoint's (no other endpoint
- * was tried: without a second opinion a fault must still count). */
+/* A held penalty nobody settled (no other endpoint was tried): counted as
+ * its shape's outcome, no verdict, and the endpoint asked a cheap read to
+ * confirm (pool_probe_confirm): a fault still counts, through the probe. */
 void pool_held_release(pool_call_t *call);
 
 /* What a call holds: a failure that may be the request's own, until the

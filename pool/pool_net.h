@@ -271,6 +271,11 @@ int pool_demoted(const pool_endpoint_t *ep, uint64_t now_ms);
 void pool_probe_tick(pool_endpoint_t *ep, uint64_t now_ms);
 /* Sends the half-open probe this worker claimed. */
 void pool_probe_send_breaker(pool_endpoint_t *ep);
+/* Sends a health probe (a cheap read) now, to confirm a request-shaped
+ * failure nobody settled (pool_held.c): its failure counts toward the
+ * breaker as any probe's. Not while one is under way in this worker, nor to
+ * an endpoint whose breaker is not closed, drained or rate-limited. */
+void pool_probe_confirm(pool_endpoint_t *ep);
 
 /* Per-method counters of an endpoint: the state/ layout (STATE_MC_*,
  * state_mc_index), method_index in the chain's table, its length for any

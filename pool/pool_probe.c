@@ -9,6 +9,9 @@
  *    that wins OPEN -> HALF_OPEN sends the one probe that decides whether it
  *    closes again. A claim whose owner died is taken over after
  *    breaker.probe_timeout_ms.
+ *  - the confirm probe: a health probe sent at once when a call ends with a
+ *    request-shaped failure nobody settled (pool_held.c), not claimed: the
+ *    endpoint's breaker hears of that failure only through this probe.
  * Probes are calls: a health probe that times out, resets, gets a 5xx or an
  * unreadable answer counts toward the breaker like any call (the prober's
  * window, and the shared count of probes failed in a row: breaker.consecutive
@@ -280,6 +283,15 @@ void pool_probe_send_breaker(pool_endpoint_t *ep)
 {
     if (!ep->health.probing)
         probe_send(ep, POOL_PROBE_BREAKER);
+}
+
+void pool_probe_confirm(pool_endpoint_t *ep)
+{
+    const state_endpoint_rec_t *r = &ep->health.shared;
+    if (ep->health.probing || r->breaker != POLICY_BREAKER_CLOSED || r->drained ||
+        sl_shared_ms() < r->rate_limited_until_ms)
+        return;
+    probe_send(ep, POOL_PROBE_HEALTH);
 }
 
 void pool_probe_tick(pool_endpoint_t *ep, uint64_t now)

@@ -11,17 +11,11 @@
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { startFake, startSluice, post, call, waitFor, adminGet, events, metricValue } from '../lib/harness.mjs';
+import { HEAD, hex, chainArgs, limited, filter } from '../lib/logchain.mjs';
 
 const started = [];
 after(async () => { await Promise.all(started.map((p) => p.stop())); });
 
-const HEAD = 30000;
-const hex = (n) => '0x' + n.toString(16);
-const ADDR = '0x2222222222222222222222222222222222222222';
-const chainArgs = ['--block', String(HEAD), '--block-time-ms', '0', '--logs-per-block', '2'];
-const limited = (name, vendor = 'infura') =>
-  startFake({ name, args: [...chainArgs, '--logs-limit', '1000', '--logs-vendor', vendor] });
-const filter = (from, to) => ({ address: ADDR, fromBlock: from, toBlock: to });
 const logsCalls = async (f) => (await f.stats()).methods.eth_getLogs ?? 0;
 
 let a, b, q, u, liar, h, s;

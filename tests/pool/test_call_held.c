@@ -4,8 +4,9 @@
  * settles it: the same failure again ends the call with the shape's outcome
  * and penalises neither; anything else makes the held failure the
  * endpoint's; a rate limit in between keeps it held; a penalty nobody
- * settled counts when the call ends. Read through each endpoint's outcome
- * counters (what its breaker and score are fed). */
+ * settled is no verdict by itself: it counts as its shape's outcome and a
+ * cheap read of the endpoint (the confirm probe) decides. Read through each
+ * endpoint's outcome counters (what its breaker and score are fed). */
 #include "tests/pool/scripted.h"
 
 /* heavy: not a cheap read, so slowness may be its own */
@@ -149,12 +150,38 @@ Test(call_held, different_shapes_do_not_settle_each_other)
     cr_expect_eq(outcome_at(1, STATE_OUTCOME_TIMEOUT), 1);
 }
 
-Test(call_held, with_one_endpoint_the_held_penalty_counts_at_the_end)
+/* The confirm probe sent after attempt i: a cheap read to endpoint ep. */
+static void expect_confirm(size_t i, int ep)
 {
+    cr_assert_eq(sc.natt, i + 1, "a confirm probe after the call (%zu attempts)", sc.natt);
+    sc_expect_sent(i, ep, BN);
+}
+
+Test(call_held, with_one_endpoint_the_held_penalty_is_no_verdict_until_a_cheap_read_confirms_it)
+{
+    sc_with_state();
     run(1, CALL, SC_ENDS(SC_FAILED(POOL_FAIL_FIRST_BYTE_TIMEOUT)));
     sc_wait_done(&c.done);
     sc_expect_failed(&c.item, POOL_OUTCOME_TIMEOUT);
-    cr_expect_eq(outcome_at(0, STATE_OUTCOME_TIMEOUT), 1, "no second opinion: it counts");
+    cr_expect_eq(outcome_at(0, STATE_OUTCOME_TIMEOUT), 0, "no second opinion: not the endpoint's by itself");
+    cr_expect_eq(outcome_at(0, STATE_OUTCOME_SLOW_CALL), 1);
+    cr_expect_eq(sc_ep(0)->health.window.consecutive, 0, "nothing toward its breaker");
+    expect_confirm(1, 0);
+    /* the endpoint is really down: its probe fails, and that counts */
+    sc_fail(1, POOL_FAIL_FIRST_BYTE_TIMEOUT);
+    cr_expect_eq(outcome_at(0, STATE_OUTCOME_TIMEOUT), 1, "the probe's failure is the endpoint's");
+    cr_expect_eq(sc_ep(0)->health.window.consecutive, 1);
+}
+
+Test(call_held, a_confirm_probe_that_answers_clears_the_endpoint)
+{
+    sc_with_state();
+    run(1, CALL, SC_ENDS(SC_FAILED(POOL_FAIL_FIRST_BYTE_TIMEOUT)));
+    sc_wait_done(&c.done);
+    expect_confirm(1, 0);
+    sc_reply(1, 200, BN_OK);
+    cr_expect_eq(outcome_at(0, STATE_OUTCOME_TIMEOUT), 0);
+    cr_expect_eq(sc_ep(0)->health.window.consecutive, 0);
 }
 
 Test(call_held, the_same_endpoint_twice_proves_nothing)
@@ -171,22 +198,25 @@ Test(call_held, the_same_endpoint_twice_proves_nothing)
     sc_fail(1, POOL_FAIL_FIRST_BYTE_TIMEOUT);
     sc_wait_done(&c.done);
     sc_expect_failed(&c.item, POOL_OUTCOME_TIMEOUT);
-    cr_expect_eq(outcome_at(0, STATE_OUTCOME_TIMEOUT), 2);
-    cr_expect_eq(outcome_at(0, STATE_OUTCOME_SLOW_CALL), 0);
+    cr_expect_eq(outcome_at(0, STATE_OUTCOME_TIMEOUT), 0, "the retry at the same endpoint settles nothing");
+    cr_expect_eq(outcome_at(0, STATE_OUTCOME_SLOW_CALL), 2, "neither was settled: no verdict");
+    expect_confirm(2, 0);
 }
 
-Test(call_held, a_cancel_with_a_penalty_held_counts_it)
+Test(call_held, a_cancel_with_a_penalty_held_asks_the_endpoint_a_cheap_read)
 {
     sc_open_n(2);
     sc_start_one(&c, CALL, 0);
     sc_fail(0, POOL_FAIL_FIRST_BYTE_TIMEOUT);
     cr_assert_eq(sc.natt, 2);
     sc_cancel_call(c.call);
-    cr_expect_eq(outcome_at(0, STATE_OUTCOME_TIMEOUT), 1);
+    cr_expect_eq(outcome_at(0, STATE_OUTCOME_TIMEOUT), 0);
+    cr_expect_eq(outcome_at(0, STATE_OUTCOME_SLOW_CALL), 1);
     cr_expect_eq(sc_ep(1)->health.stats.attempts, 0, "the cancelled attempt says nothing");
+    expect_confirm(2, 0);
 }
 
-Test(call_held, a_deadline_with_a_penalty_held_counts_it)
+Test(call_held, a_deadline_with_a_penalty_held_asks_the_endpoint_a_cheap_read)
 {
     sc_conf(2);
     sc.conf.timeouts.request_ms = 50;
@@ -195,7 +225,10 @@ Test(call_held, a_deadline_with_a_penalty_held_counts_it)
     sc_fail(0, POOL_FAIL_ATTEMPT_TIMEOUT);
     sc_wait_done(&c.done);
     sc_expect_failed(&c.item, POOL_OUTCOME_DEADLINE);
-    cr_expect_eq(outcome_at(0, STATE_OUTCOME_TIMEOUT), 1);
+    cr_expect_eq(outcome_at(0, STATE_OUTCOME_TIMEOUT), 0);
+    cr_expect_eq(outcome_at(0, STATE_OUTCOME_SLOW_CALL), 1);
+    cr_expect_eq(sc_att(sc.natt - 1)->ep, 0);
+    cr_expect_str_eq(sc_att(sc.natt - 1)->body, BN, "a confirm probe to endpoint 0");
 }
 
 Test(call_held, a_request_shaped_batch_fails_its_pending_members_and_keeps_the_answered)
