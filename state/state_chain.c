@@ -132,7 +132,9 @@ typedef struct reorg_ctx {
     uint64_t tip;
     const char *hash;
     uint32_t depth;
-    int first;
+    uint64_t now_ms;
+    uint32_t fold_ms;
+    state_chain_reorg_claim_t *claim;
 } reorg_ctx_t;
 
 static int reorg_cb(state_chain_rec_t *rec, void *arg)
@@ -144,16 +146,25 @@ static int reorg_cb(state_chain_rec_t *rec, void *arg)
     snprintf(rec->reorg_hash, sizeof(rec->reorg_hash), "%s", c->hash);
     rec->reorg_depth = c->depth;
     rec->reorgs++;
-    c->first = 1;
+    rec->reorgs_folded++;
+    c->claim->first = 1;
+    if (rec->reorg_event_ms == 0 || c->now_ms >= rec->reorg_event_ms + c->fold_ms || c->now_ms < rec->reorg_event_ms) {
+        c->claim->report = 1;
+        c->claim->folded = rec->reorgs_folded;
+        rec->reorgs_folded = 0;
+        rec->reorg_event_ms = c->now_ms;
+    }
     return 1;
 }
 
 sl_err_t state_chain_reorg(state_t *st, const char *network, uint64_t tip_height, const char *tip_hash,
-                           uint32_t depth, int *first)
+                           uint32_t depth, uint64_t now_ms, uint32_t fold_ms, state_chain_reorg_claim_t *claim)
 {
-    reorg_ctx_t c = {tip_height, tip_hash, depth, 0};
+    memset(claim, 0, sizeof(*claim));
+    reorg_ctx_t c = {tip_height, tip_hash, depth, now_ms, fold_ms, claim};
     state_chain_rec_t rec;
     sl_err_t err = chain_change(st, network, reorg_cb, &c, &rec);
-    *first = err == SL_OK && c.first;
+    if (err != SL_OK)
+        memset(claim, 0, sizeof(*claim));
     return err;
 }
