@@ -128,6 +128,35 @@ sl_err_t state_chain_learn(state_t *st, const char *network, const char *id, uin
     return err;
 }
 
+typedef struct relearn_ctx {
+    const char *from, *id;
+    uint64_t now_ms;
+    int swapped;
+} relearn_ctx_t;
+
+static int relearn_cb(state_chain_rec_t *rec, void *arg)
+{
+    relearn_ctx_t *c = arg;
+    if (strcmp(rec->identity, c->from) != 0 || strcmp(c->id, c->from) == 0 || c->id[0] == '\0' ||
+        strlen(c->id) >= sizeof(rec->identity))
+        return 0;
+    snprintf(rec->identity, sizeof(rec->identity), "%s", c->id);
+    rec->identity_at_ms = c->now_ms;
+    c->swapped = 1;
+    return 1;
+}
+
+sl_err_t state_chain_relearn(state_t *st, const char *network, const char *from, const char *id, uint64_t now_ms,
+                             int *swapped, char kept[STATE_CHAIN_ID_MAX])
+{
+    relearn_ctx_t c = {from, id, now_ms, 0};
+    state_chain_rec_t rec;
+    sl_err_t err = chain_change(st, network, relearn_cb, &c, &rec);
+    *swapped = err == SL_OK && c.swapped;
+    snprintf(kept, STATE_CHAIN_ID_MAX, "%s", err == SL_OK ? rec.identity : "");
+    return err;
+}
+
 typedef struct reorg_ctx {
     uint64_t tip;
     const char *hash;

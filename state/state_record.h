@@ -141,7 +141,8 @@ extern const state_schema_t state_endpoint_schema;
     X(UPSTREAM_WS_CONNECTED, "upstream_ws_connected")                                     \
     X(UPSTREAM_WS_LOST, "upstream_ws_lost")                                               \
     X(SUBSCRIPTION_SOURCE_CHANGED, "subscription_source_changed")                         \
-    X(UPSTREAM_WS_WRONG_CHAIN, "upstream_ws_wrong_chain")
+    X(UPSTREAM_WS_WRONG_CHAIN, "upstream_ws_wrong_chain")                                 \
+    X(CHAIN_RELEARNED, "chain_relearned")
 
 typedef enum state_event_kind {
 #define STATE_EVENT_ENUM_(name, str) STATE_EVENT_##name,

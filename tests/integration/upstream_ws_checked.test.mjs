@@ -1,13 +1,17 @@
 // One endpoint's word is not the chain's (issue 30, the upstream WebSocket
 // and learned-chain part): each upstream socket is asked its chain after the
-// Upgrade and refused when it is another than the network's; a
+// Upgrade and refused when it is another than the network's; a learned
+// chain that every endpoint now contradicts heals at the next start; a
 // pushed head that changes the ring is confirmed by an HTTP read first, and
 // reorg events are one a minute per network. Real sluice processes over fake
 // providers (tests/fakeprovider: --chain-id, its WebSocket, /_control/ws).
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { startFake, startSluice, post, call, sleep, waitFor, adminGet, events } from '../lib/harness.mjs';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { startFake, startSluice, renderConfig, tempDir, post, call, sleep, waitFor, adminGet, events, SLUICE_BIN } from '../lib/harness.mjs';
 import { openWs } from '../lib/wsclient.mjs';
 
 const started = [];
@@ -69,6 +73,79 @@ test('a ws_url on another chain is refused: never subscribed, its heads and pend
   assert.ok((await w.ctl()).upgrades >= 2, 'tried again after the backoff');
   assert.equal((await kinds(s, 'upstream_ws_wrong_chain')).filter((e) => e.endpoint === 'a').length <= 2, true,
     'one event per worker that tried it, not one per try');
+});
+
+function configFile(dir, endpoints) {
+  const file = path.join(dir, `sluice-${endpoints.map((e) => e.id).join('')}.yaml`);
+  writeFileSync(file, renderConfig({ workers: 1, statePath: path.join(dir, 'state'),
+    networks: { eth: { lines: ['ranking: { probe_interval_ms: 300 }'], endpoints } } }));
+  return file;
+}
+
+test('a learned chain heals: 2 of 3 URLs on the wrong chain at the first start, fixed later: re-learned, served again', async () => {
+  const right = [await upstream('r1'), await upstream('r2'), await upstream('r3')];
+  const wrong = [await upstream('x1', ['--chain-id', '0x5']), await upstream('x2', ['--chain-id', '0x5'])];
+  const dir = tempDir();
+  const statePath = path.join(dir, 'state');
+  const first = await startSluice({ workers: 1, statePath, networks: { eth: {
+    lines: ['ranking: { probe_interval_ms: 300 }'],
+    endpoints: [{ id: 'a', url: wrong[0].url }, { id: 'b', url: wrong[1].url }, { id: 'c', url: right[0].url }] } } });
+  started.push(first);
+  assert.equal((await networkView(first)).chain_id, '0x5', 'the majority of the first start: the wrong chain, learned');
+  await first.stop();
+  started.splice(started.indexOf(first), 1);
+
+  // the URLs fixed: --check --connect says the kept chain will be re-learned
+  const fixed = [{ id: 'a', url: right[1].url }, { id: 'b', url: right[2].url }, { id: 'c', url: right[0].url }];
+  const check = spawnSync(SLUICE_BIN, ['--check', '--connect', '-c', configFile(dir, fixed)], { encoding: 'utf8', timeout: 20000 });
+  console.log('check:', check.stdout.trim().split('\n').filter((l) => /chain/.test(l)).join(' | '));
+  assert.equal(check.status, 0, check.stdout + check.stderr);
+  assert.match(check.stdout, /network eth: chain 0x5 was learned earlier and is kept in state, but every endpoint that answers now says 0x1 \(a gave 0x1, b gave 0x1, c gave 0x1\): it is re-learned at start/);
+
+  const again = await startSluice({ workers: 1, statePath, networks: { eth: {
+    lines: ['ranking: { probe_interval_ms: 300 }'], endpoints: fixed } } });
+  started.push(again);
+  assert.match(again.logs(), /network eth: chain 0x5 learned earlier; every endpoint that answers now says 0x1 \(a gave 0x1, b gave 0x1, c gave 0x1\): re-learned/);
+  const line = again.logs().split('\n').find((l) => /re-learned/.test(l));
+  assert.doesNotMatch(line, /127\.0\.0\.1|http/, 'endpoints named by id, never URL');
+  const ev = (await kinds(again, 'chain_relearned'))[0];
+  assert.ok(ev, 'the chain_relearned event');
+  assert.match(ev.reason, /chain 0x5 learned earlier; every endpoint that answers now says 0x1/);
+  const net = await networkView(again);
+  assert.equal(net.chain_id, '0x1');
+  assert.equal(net.chain_id_source, 'learned');
+  const r = await waitFor(async () => { const x = await post(again.url('eth'), call('eth_blockNumber', [], 1)); return x.status === 200 && x; },
+    { timeoutMs: 5000, what: 'served again' });
+  assert.equal(Number(BigInt(r.json.result)), TOP);
+  // a second restart: nothing to heal, one event in all
+  await again.stop();
+  started.splice(started.indexOf(again), 1);
+  const third = await startSluice({ workers: 1, statePath, networks: { eth: {
+    lines: ['ranking: { probe_interval_ms: 300 }'], endpoints: fixed } } });
+  started.push(third);
+  assert.match(third.logs(), /network eth: chain 0x1 \(learned earlier from its endpoints, kept in state\)/);
+  assert.equal((await kinds(third, 'chain_relearned')).length, 1, 'the one event, kept in the log');
+});
+
+test('a learned chain heals from the probes: every endpoint moved to another chain while running', async () => {
+  const wrong = [await upstream('y1', ['--chain-id', '0x5']), await upstream('y2', ['--chain-id', '0x5'])];
+  const right = [await upstream('z1'), await upstream('z2')];
+  const statePath = path.join(tempDir(), 'state');
+  const conf = (ups) => ({ workers: 1, statePath, networks: { eth: { lines: ['ranking: { probe_interval_ms: 300 }'],
+    endpoints: ups.map((u, i) => ({ id: 'ab'[i], url: u.url })) } } });
+  const s = await startSluice(conf(wrong));
+  started.push(s);
+  assert.equal((await networkView(s)).chain_id, '0x5');
+  // the URLs fixed by a reload (SIGHUP): both endpoints now answer 0x1
+  writeFileSync(s.file, renderConfig(conf(right)) + 'cache: { enabled: false }\n');
+  s.child.kill('SIGHUP');
+  const ev = await waitFor(async () => (await kinds(s, 'chain_relearned'))[0], { timeoutMs: 10000, what: 'chain_relearned from the probes' });
+  console.log('relearned at run time:', ev.reason);
+  assert.match(ev.reason, /chain 0x5 learned earlier; every endpoint that answers now says 0x1 \(2 of 2 endpoints, from the probes\)/);
+  await waitFor(async () => (await networkView(s)).chain_id === '0x1', { what: 'the network shows 0x1' });
+  const r = await waitFor(async () => { const x = await post(s.url('eth'), call('eth_blockNumber', [], 1)); return x.status === 200 && x; },
+    { timeoutMs: 5000, what: 'served again' });
+  assert.equal(Number(BigInt(r.json.result)), TOP);
 });
 
 const rnd = (i) => '0x' + createHash('sha256').update(`forged ${i}`).digest('hex');

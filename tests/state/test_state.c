@@ -1250,6 +1250,24 @@ Test(state, chain_reorg_events_folded_per_minute)
     cr_expect_eq(rec.reorgs_folded, 0);
 }
 
+/* The learned identity is replaced only from the one the caller saw: the
+ * first worker swaps it, the others find it swapped. */
+Test(state, chain_identity_relearned_once)
+{
+    open_default();
+    char kept[STATE_CHAIN_ID_MAX];
+    int swapped = 0;
+    cr_assert_eq(state_chain_learn(st, "eth", "0x5", 5, kept), SL_OK);
+    cr_assert_eq(state_chain_relearn(st, "eth", "0x5", "0x1", 6, &swapped, kept), SL_OK);
+    cr_expect_eq(swapped, 1);
+    cr_expect_str_eq(kept, "0x1");
+    cr_assert_eq(state_chain_relearn(st, "eth", "0x5", "0x1", 7, &swapped, kept), SL_OK);
+    cr_expect_eq(swapped, 0, "a second worker: swapped already");
+    cr_expect_str_eq(kept, "0x1");
+    cr_assert_eq(state_chain_relearn(st, "eth", "0x1", "", 8, &swapped, kept), SL_OK);
+    cr_expect_eq(swapped, 0, "never to nothing");
+    cr_expect_str_eq(kept, "0x1");
+}
 
 /* The reader that asks at each head served decodes only a changed record,
  * and sees every change. */
