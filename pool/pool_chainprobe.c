@@ -437,8 +437,10 @@ int pool_chainprobe_unconfirmed(const pool_endpoint_t *ep, uint64_t height, cons
 {
     const policy_chainview_t *v = &ep->net->chain;
     uint8_t hash[32], parent[32];
-    if (v->ring_top == 0 || hash_hex == NULL || !hash_parse(hash_hex, hash))
-        return 0; /* nothing held to differ from, or a height alone (it moves no hash) */
+    if (v->ring_top == 0)
+        return 0; /* nothing held to differ from */
+    if (hash_hex == NULL || !hash_parse(hash_hex, hash))
+        return 1; /* a height alone, where the ring holds hashes: whether it is there is read */
     const uint8_t *held = policy_chainview_held_at(v, height);
     if (held != NULL && memcmp(held, hash, 32) != 0)
         return 1; /* another block at a height held */

@@ -403,8 +403,9 @@ void pool_chainprobe_dispose(pool_endpoint_t *ep);
 void pool_chainprobe_observe_tip(pool_endpoint_t *ep, uint64_t height, const char *hash_hex, const char *parent_hex);
 /* 1 if a pushed head would move the ring other than by one block on what it
  * holds (another hash at a height held, a parent that is not the hash held
- * below it, or a gap): pool_wshead.c confirms such a head by an HTTP read
- * before observe_tip. 0 for a head that extends the ring, or an empty ring. */
+ * below it, a gap, or no hash at all): pool_wshead.c confirms such a head by
+ * an HTTP read before observe_tip. 0 for a head that extends the ring, or
+ * an empty ring. */
 int pool_chainprobe_unconfirmed(const pool_endpoint_t *ep, uint64_t height, const char *hash_hex, const char *parent_hex);
 
 /* pool_wshead.c: heads from an endpoint's ws_url. One worker per host holds

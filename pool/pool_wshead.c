@@ -341,7 +341,7 @@ static void on_confirm_done(pool_exchange_t *ex)
     pool_exchange_body_dispose(ex);
     if (got[0] == '\0')
         return; /* the read failed: the head is dropped, the stream not blamed */
-    if (strcasecmp(got, w->confirm_hash) == 0) {
+    if (strcasecmp(got, w->confirm_hash) == 0 || (w->confirm_hash[0] == '\0' && strcmp(got, "null") != 0)) {
         head_feed(w, w->confirm_height, w->confirm_hash, w->confirm_parent);
         return;
     }

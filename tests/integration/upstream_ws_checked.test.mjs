@@ -170,9 +170,10 @@ test('3,000 forged pushed heads: dropped unconfirmed, the ring and head unmoved,
   for (let i = 0; i < 3000; i += 50) {
     await Promise.all(Array.from({ length: 50 }, (_, k) => {
       const n = i + k;
-      // another block at the height held, or a child of a block nobody has
-      const forged = n % 2 ? { number: real.number, hash: rnd(n), parentHash: real.parentHash }
-        : { number: '0x' + (TOP + 1 + (n % 7)).toString(16), hash: rnd(n), parentHash: rnd(n + 1e6) };
+      // another block at the height held, a child of a block nobody has, or a height alone
+      const forged = n % 10 === 0 ? { number: '0x' + (TOP + 50).toString(16) }
+        : n % 2 ? { number: real.number, hash: rnd(n), parentHash: real.parentHash }
+          : { number: '0x' + (TOP + 1 + (n % 7)).toString(16), hash: rnd(n), parentHash: rnd(n + 1e6) };
       return a.push('heads', forged).then((r) => { sent += r.sent ?? 0; });
     }));
   }
