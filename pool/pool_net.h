@@ -419,6 +419,7 @@ int pool_chainprobe_unconfirmed(const pool_endpoint_t *ep, uint64_t height, cons
 #define POOL_WS_MAX_MESSAGE (256 * 1024) /* a newHeads header is ~1 KB; a larger message closes the stream */
 #define POOL_WS_CLAIM_MS 3000        /* a holder that stopped renewing is replaced after this */
 #define POOL_WS_LOST_EVENT_MS 10000  /* upstream_ws_lost at most this often per endpoint and worker */
+#define POOL_WS_CONFIRM_MS 250       /* a pushed head's HTTP confirmation at most this often per stream */
 void pool_wshead_init(pool_endpoint_t *ep);
 void pool_wshead_tick(pool_endpoint_t *ep, uint64_t now_ms);
 void pool_wshead_dispose(pool_endpoint_t *ep);

@@ -59,6 +59,7 @@ typedef struct pool_wshead {
        read over HTTP at its height before it is believed */
     pool_exchange_t confirm;
     uint8_t confirming;           /* the read is out: other such heads meanwhile are dropped */
+    uint64_t confirm_at_ms;       /* monotonic: the last read started */
     uint64_t confirm_height;
     char confirm_hash[67], confirm_parent[67];
     char confirm_req[128];
@@ -295,13 +296,16 @@ static void on_confirm_done(pool_exchange_t *ex);
 
 /* A pushed head that would reorg the ring (or leave a gap in it) is not
  * believed on the stream's word: the endpoint's url is read at that height
- * (eth_getBlockByNumber) first. One read at a time; such heads meanwhile
- * are dropped (the next real block is pushed anyway). */
+ * (eth_getBlockByNumber) first. One read at a time and one per
+ * POOL_WS_CONFIRM_MS; such heads meanwhile are dropped (the next real block
+ * is pushed anyway, and its parent then tells). */
 static void confirm_start(pool_wshead_t *w, uint64_t height, const char *hash, const char *parent)
 {
     pool_endpoint_t *ep = w->ep;
-    if (w->confirming)
-        return;
+    uint64_t mono = sl_now_ms();
+    if (w->confirming || mono - w->confirm_at_ms < POOL_WS_CONFIRM_MS)
+        return; /* one read at a time, and a stream of such heads costs one read per POOL_WS_CONFIRM_MS */
+    w->confirm_at_ms = mono;
     w->confirm_height = height;
     snprintf(w->confirm_hash, sizeof(w->confirm_hash), "%s", hash);
     snprintf(w->confirm_parent, sizeof(w->confirm_parent), "%s", parent);
@@ -339,9 +343,11 @@ static void on_confirm_done(pool_exchange_t *ex)
     w->confirming = 0;
     confirm_read(ex, got);
     pool_exchange_body_dispose(ex);
-    if (got[0] == '\0')
-        return; /* the read failed: the head is dropped, the stream not blamed */
-    if (strcasecmp(got, w->confirm_hash) == 0 || (w->confirm_hash[0] == '\0' && strcmp(got, "null") != 0)) {
+    /* the read failed, or the url has no block there (yet: its backend may be
+       behind the socket's node): the head is dropped, the stream not blamed */
+    if (got[0] == '\0' || strcmp(got, "null") == 0)
+        return;
+    if (strcasecmp(got, w->confirm_hash) == 0 || w->confirm_hash[0] == '\0') {
         head_feed(w, w->confirm_height, w->confirm_hash, w->confirm_parent);
         return;
     }

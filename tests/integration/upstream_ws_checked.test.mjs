@@ -171,8 +171,8 @@ test('3,000 forged pushed heads: dropped unconfirmed, the ring and head unmoved,
     await Promise.all(Array.from({ length: 50 }, (_, k) => {
       const n = i + k;
       // another block at the height held, a child of a block nobody has, or a height alone
-      const forged = n % 10 === 0 ? { number: '0x' + (TOP + 50).toString(16) }
-        : n % 2 ? { number: real.number, hash: rnd(n), parentHash: real.parentHash }
+      const forged = n % 10 === 5 ? { number: '0x' + (TOP + 50).toString(16) }
+        : n % 2 === 0 ? { number: real.number, hash: rnd(n), parentHash: real.parentHash }
           : { number: '0x' + (TOP + 1 + (n % 7)).toString(16), hash: rnd(n), parentHash: rnd(n + 1e6) };
       return a.push('heads', forged).then((r) => { sent += r.sent ?? 0; });
     }));
@@ -191,10 +191,18 @@ test('3,000 forged pushed heads: dropped unconfirmed, the ring and head unmoved,
   assert.ok(ws.heads_unconfirmed >= 1, JSON.stringify(ws));
   assert.ok(evs.some((e) => e.kind === 'upstream_ws_lost' && /that its url does not confirm/.test(e.reason)), 'the stream distrusted: closed');
 
+  // a height alone (no hash) is read first too: no block there, dropped
+  await subscribed();
+  await sleep(300);
+  assert.equal((await a.push('heads', { number: '0x' + (TOP + 50).toString(16) })).sent, 1);
+  await sleep(500);
+  assert.equal((await networkView(s)).head, TOP, 'a forged height alone did not move the head');
+
   // real reorgs, pushed and confirmed by the HTTP read: the ring moves, each
   // is counted, one reorg event (the minute's; the others folded into the next)
   for (let r = 1; r <= 3; r++) {
     await subscribed();
+    await sleep(300); // a confirmation read at most every 250 ms per stream
     const c = await chainCmd(a, { reorg: 1 });
     const nb = await block(a, TOP);
     assert.equal(nb.hash, c.hash);
