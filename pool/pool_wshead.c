@@ -326,7 +326,7 @@ static void confirm_read(const pool_exchange_t *ex, char out[80])
         wire_envelope_scan(body, pool_exchange_len(ex), &env) != SL_OK || env.error.len != 0 || env.result.len == 0)
         return;
     if (wire_json_kind(body, env.result) == WIRE_JSON_NULL) {
-        snprintf(out, 80, "null"); /* no block at that height: the pushed one is not the endpoint's */
+        snprintf(out, 80, "null"); /* no block at that height (yet) */
         return;
     }
     wire_span_t h = wire_json_kind(body, env.result) == WIRE_JSON_OBJECT ? wire_json_member(body, env.result, "hash")
