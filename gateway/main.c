@@ -105,8 +105,8 @@ static void print_cache(const gw_config_t *cfg)
 }
 
 /* --check --connect: the endpoints of networks with no chain_id agree on
- * one, or on another than the one the state folder keeps (read, never
- * written: only when the folder is there already). */
+ * one, or on another than the one the state folder keeps (opened only when
+ * it is there already; the chain is read, never re-learned here). */
 static int check_chain(const gw_config_t *cfg, const char *path)
 {
     char why[2048];
