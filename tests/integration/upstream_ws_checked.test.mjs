@@ -75,6 +75,21 @@ test('a ws_url on another chain is refused: never subscribed, its heads and pend
     'one event per worker that tried it, not one per try');
 });
 
+test('Solana: a ws_url on another cluster (another genesis hash) is refused the same way', async () => {
+  const OTHER = '4uhcVJyU9pJkvQyS88uRDiswHXSCkY3zQawwpjk2NsNY'; // testnet's
+  const a = await startFake({ name: 'sa', chain: 'solana', args: ['--block', '5000', '--block-time-ms', '0'] });
+  const w = await startFake({ name: 'sw', chain: 'solana', args: ['--block', '5000', '--block-time-ms', '0', '--genesis-hash', OTHER] });
+  started.push(a, w);
+  const s = await startSluice({ workers: 1, networks: { eth: { chain: 'solana',
+    lines: ['ranking: { probe_interval_ms: 500 }'], endpoints: [{ id: 'a', url: a.url, ws_url: `"${w.url.replace('http', 'ws')}/"` }] } } });
+  started.push(s);
+  const ev = await waitFor(async () => (await kinds(s, 'upstream_ws_wrong_chain'))[0], { timeoutMs: 8000, what: 'upstream_ws_wrong_chain' });
+  assert.match(ev.reason, new RegExp(`wrong chain: ${OTHER} \\(want 5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d\\)`));
+  assert.equal((await endpointsView(s)).a.ws.state, 'wrong_chain');
+  const wr = await (await fetch(`${w.url}/_control/ws`, { method: 'POST', body: '' })).json();
+  assert.equal(wr.subscribes.slot, 0, 'never subscribed to slots');
+});
+
 function configFile(dir, endpoints) {
   const file = path.join(dir, `sluice-${endpoints.map((e) => e.id).join('')}.yaml`);
   writeFileSync(file, renderConfig({ workers: 1, statePath: path.join(dir, 'state'),
