@@ -266,6 +266,10 @@ const char *pool_ws_open(pool_ws_t *ws, pool_link_t *link, size_t max_message, c
  * why naming both; one that is no chain id closes it too. Call right after
  * pool_ws_open; want "" (the network's chain not known yet) asks nothing. */
 void pool_ws_check_chain(pool_ws_t *ws, int chain, const char *want);
+/* 1 if the socket is open or opening and was asked about another chain
+ * than want (the network's chain was learned or re-learned since): its
+ * owner closes it, to be asked again. */
+int pool_ws_chain_stale(const pool_ws_t *ws, const char *want);
 /* Queues one text message (OPEN only); 0 if it could not be queued. */
 int pool_ws_send_text(pool_ws_t *ws, const char *msg, size_t len);
 /* Queues a ping (OPEN only). */

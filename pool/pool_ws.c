@@ -177,6 +177,11 @@ void pool_ws_check_chain(pool_ws_t *ws, int chain, const char *want)
     snprintf(ws->want, sizeof(ws->want), "%s", want != NULL ? want : "");
 }
 
+int pool_ws_chain_stale(const pool_ws_t *ws, const char *want)
+{
+    return ws->state != POOL_WS_CLOSED && strcmp(ws->want, want != NULL ? want : "") != 0;
+}
+
 /* Inside wslay's callback: the socket fails once it returns. */
 static void ws_fail_later(pool_ws_t *ws, const char *why)
 {

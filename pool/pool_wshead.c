@@ -532,8 +532,12 @@ void pool_wshead_tick(pool_endpoint_t *ep, uint64_t now_ms)
     }
     uint64_t mono = sl_now_ms();
     if (w->ws.state == POOL_WS_CLOSED) {
-        if (mono >= w->next_try_ms)
+        if (mono >= w->next_try_ms && !pool_chainid_pending(ep->net))
             stream_try(w, mono);
+        return;
+    }
+    if (pool_ws_chain_stale(&w->ws, ep->net->chain_want)) {
+        stream_lost(w, "the network's chain changed since it opened (asked again)");
         return;
     }
     stream_check(w, mono);

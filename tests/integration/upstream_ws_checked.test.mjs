@@ -142,25 +142,34 @@ test('a learned chain heals: 2 of 3 URLs on the wrong chain at the first start, 
   assert.equal((await kinds(third, 'chain_relearned')).length, 1, 'the one event, kept in the log');
 });
 
-test('a learned chain heals from the probes: every endpoint moved to another chain while running', async () => {
+test('a learned chain heals from the probes: every endpoint moved to another chain while running; a ws_url left on the old one is refused then', async () => {
   const wrong = [await upstream('y1', ['--chain-id', '0x5']), await upstream('y2', ['--chain-id', '0x5'])];
   const right = [await upstream('z1'), await upstream('z2')];
   const statePath = path.join(tempDir(), 'state');
+  // a's ws_url stays on y1 (the old chain) when its url is fixed
   const conf = (ups) => ({ workers: 1, statePath, networks: { eth: { lines: ['ranking: { probe_interval_ms: 300 }'],
-    endpoints: ups.map((u, i) => ({ id: 'ab'[i], url: u.url })) } } });
+    endpoints: ups.map((u, i) => ({ id: 'ab'[i], url: u.url, ...(i === 0 ? { ws_url: wrong[0].wsUrl } : {}) })) } } });
   const s = await startSluice(conf(wrong));
   started.push(s);
   assert.equal((await networkView(s)).chain_id, '0x5');
-  // the URLs fixed by a reload (SIGHUP): both endpoints now answer 0x1
+  await waitFor(async () => (await endpointsView(s)).a.ws?.state === 'connected', { what: "a's ws_url accepted on 0x5" });
+  // the URLs fixed by a reload (SIGHUP): both endpoints now answer 0x1, slowly
+  // enough that the new worker's ws_url stream is open (on 0x5) before the heal
+  for (const z of right) await z.setMode('slow', { delay_ms: 2500, method: 'eth_chainId' });
   writeFileSync(s.file, renderConfig(conf(right)) + 'cache: { enabled: false }\n');
   s.child.kill('SIGHUP');
-  const ev = await waitFor(async () => (await kinds(s, 'chain_relearned'))[0], { timeoutMs: 10000, what: 'chain_relearned from the probes' });
+  const ev = await waitFor(async () => (await kinds(s, 'chain_relearned'))[0], { timeoutMs: 15000, what: 'chain_relearned from the probes' });
+  console.log("a's ws when the chain healed:", (await endpointsView(s)).a.ws.state);
   console.log('relearned at run time:', ev.reason);
   assert.match(ev.reason, /chain 0x5 learned earlier; every endpoint that answers now says 0x1 \(2 of 2 endpoints, from the probes\)/);
   await waitFor(async () => (await networkView(s)).chain_id === '0x1', { what: 'the network shows 0x1' });
   const r = await waitFor(async () => { const x = await post(s.url('eth'), call('eth_blockNumber', [], 1)); return x.status === 200 && x; },
     { timeoutMs: 5000, what: 'served again' });
   assert.equal(Number(BigInt(r.json.result)), TOP);
+  // the socket accepted on the old chain is asked again, and refused now
+  const refused = await waitFor(async () => (await kinds(s, 'upstream_ws_wrong_chain'))[0], { timeoutMs: 8000, what: "a's ws_url refused on the new chain" });
+  assert.match(refused.reason, /wrong chain: 0x5 \(want 0x1\)/);
+  await waitFor(async () => (await endpointsView(s)).a.ws.state === 'wrong_chain', { what: "a's ws shown wrong_chain" });
 });
 
 const rnd = (i) => '0x' + createHash('sha256').update(`forged ${i}`).digest('hex');
