@@ -194,11 +194,6 @@ void pool_chainid_tick(pool_endpoint_t *ep, uint64_t now_ms)
         ep->id_probing = 1;
 }
 
-int pool_chainid_pending(const pool_network_t *net)
-{
-    return net->chain_want[0] == '\0' && net->conf->ranking.probe_interval_ms != 0;
-}
-
 void pool_chainid_dispose(pool_endpoint_t *ep)
 {
     if (ep->id_probing)

@@ -379,10 +379,6 @@ void pool_chain_publish(pool_endpoint_t *ep, policy_head_kind_t kind, uint64_t a
 #define POOL_CHAINID_EVERY 10
 void pool_chainid_init(pool_network_t *net);
 void pool_chainid_tick(pool_endpoint_t *ep, uint64_t now_ms);
-/* 1 while the network's chain is to be learned (none configured or kept
- * yet, probes on): an upstream WebSocket is not opened until it is known,
- * so that its chain can be asked (pool_ws_check_chain). */
-int pool_chainid_pending(const pool_network_t *net);
 void pool_chainid_dispose(pool_endpoint_t *ep);
 
 /* pool_chainprobe.c: the chain probe. Every chain_probe_ms one worker per

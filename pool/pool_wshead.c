@@ -532,7 +532,7 @@ void pool_wshead_tick(pool_endpoint_t *ep, uint64_t now_ms)
     }
     uint64_t mono = sl_now_ms();
     if (w->ws.state == POOL_WS_CLOSED) {
-        if (mono >= w->next_try_ms && !pool_chainid_pending(ep->net))
+        if (mono >= w->next_try_ms)
             stream_try(w, mono);
         return;
     }

@@ -268,7 +268,7 @@ int pool_wsub_pick(pool_network_t *net)
         pool_endpoint_t *ep = &net->endpoints[net->order[i]];
         pool_wspass_t *s = ep->conf->ws_url != NULL ? sock_of(ep) : NULL;
         if (s != NULL && s->link_ok && mono >= s->retry_at_ms && s->live < POOL_WSPASS_MAX_SUBS &&
-            !pool_dns_pending(&s->link) && !pool_chainid_pending(net))
+            !pool_dns_pending(&s->link))
             return ep->index;
     }
     return -1;
@@ -298,7 +298,6 @@ pool_wsub_t *pool_wsub_open(pool_network_t *net, int endpoint, const char *metho
                                                                            : NULL;
     *why = s == NULL || !s->link_ok         ? "the endpoint has no usable ws_url"
            : s->live >= POOL_WSPASS_MAX_SUBS ? "the endpoint's subscription socket is full"
-           : pool_chainid_pending(net)       ? "the network's chain is not learned yet"
                                              : NULL;
     if (*why != NULL)
         return NULL;
