@@ -94,10 +94,10 @@ static void add_ws(cJSON *o, const admin_ep_view_t *v, uint64_t now)
         cJSON_AddNullToObject(o, "ws");
         return;
     }
-    static const char *const states[] = {"connecting", "connecting", "connected", "down"};
+    static const char *const states[STATE_WS_COUNT] = {"connecting", "connecting", "connected", "down", "wrong_chain"};
     cJSON *ws = cJSON_AddObjectToObject(o, "ws");
     cJSON_AddStringToObject(ws, "url", v->ep->ws_url_redacted);
-    uint8_t state = v->rec.ws_state < 4 ? v->rec.ws_state : STATE_WS_DOWN;
+    uint8_t state = v->rec.ws_state < STATE_WS_COUNT ? v->rec.ws_state : STATE_WS_DOWN;
     if (state != STATE_WS_NONE && v->rec.ws_renew_ms < now)
         state = STATE_WS_DOWN;
     cJSON_AddStringToObject(ws, "state", states[state]);
@@ -106,6 +106,7 @@ static void add_ws(cJSON *o, const admin_ep_view_t *v, uint64_t now)
     else
         cJSON_AddNullToObject(ws, "holder_pid");
     cJSON_AddNumberToObject(ws, "heads_received", (double)v->rec.ws_heads);
+    cJSON_AddNumberToObject(ws, "heads_unconfirmed", (double)v->rec.ws_unconfirmed); /* dropped: HTTP said otherwise */
     if (v->rec.ws_head_at_ms != 0)
         cJSON_AddNumberToObject(ws, "last_head_ms_ago",
                                 now > v->rec.ws_head_at_ms ? (double)(now - v->rec.ws_head_at_ms) : 0);

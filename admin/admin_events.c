@@ -50,12 +50,15 @@ cJSON *admin_event_json(const state_event_t *ev)
         cJSON_AddNumberToObject(o, "previous_level_ms", (double)ev->duration_ms);
         cJSON_AddNumberToObject(o, "depth", (double)ev->count);
     }
-    if (ev->kind == STATE_EVENT_REORG)
+    int reorg = ev->kind == STATE_EVENT_REORG;
+    if (reorg) {
         cJSON_AddNumberToObject(o, "depth", (double)ev->count); /* height and hashes: in reason */
+        cJSON_AddNumberToObject(o, "reorgs", (double)(ev->duration_ms ? ev->duration_ms : 1)); /* folded into it */
+    }
     cJSON_AddStringToObject(o, "reason", ev->reason);
     if (ev->kind == STATE_EVENT_BREAKER_CLOSED)
         cJSON_AddNumberToObject(o, "open_for_ms", (double)ev->duration_ms);
-    else if (ev->duration_ms != 0 && !pressure)
+    else if (ev->duration_ms != 0 && !pressure && !reorg)
         cJSON_AddNumberToObject(o, "duration_ms", (double)ev->duration_ms);
     if (ev->count != 0 && !pressure)
         cJSON_AddNumberToObject(o, "count", (double)ev->count);

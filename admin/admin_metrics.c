@@ -176,6 +176,7 @@ static uint64_t gauge_ws_state(const admin_ep_view_t *v)
     return v->rec.ws_renew_ms < sl_shared_ms() ? STATE_WS_DOWN : v->rec.ws_state; /* a claim run out: down */
 }
 static uint64_t count_ws_heads(const admin_ep_view_t *v) { return v->rec.ws_heads; }
+static uint64_t count_ws_unconfirmed(const admin_ep_view_t *v) { return v->rec.ws_unconfirmed; }
 
 static void health(sl_buf_t *b, const admin_ep_view_t *v, size_t n)
 {
@@ -207,10 +208,14 @@ static void health(sl_buf_t *b, const admin_ep_view_t *v, size_t n)
          gauge_demoted},
         {"sluice_endpoint_demotions_total", "counter", "Times the endpoint was demoted.", count_demotions},
         {"sluice_upstream_ws_state", "gauge",
-         "The endpoint's ws_url stream: 0 no ws_url (or not opened yet), 1 connecting, 2 connected, 3 down.",
+         "The endpoint's ws_url stream: 0 no ws_url (or not opened yet), 1 connecting, 2 connected, 3 down, "
+         "4 refused (its socket is on another chain).",
          gauge_ws_state},
         {"sluice_upstream_ws_heads_total", "counter", "Heads received on the endpoint's ws_url stream.",
          count_ws_heads},
+        {"sluice_upstream_ws_heads_unconfirmed_total", "counter",
+         "Heads pushed on the endpoint's ws_url stream that an HTTP read of their height did not confirm (dropped).",
+         count_ws_unconfirmed},
     };
     for (size_t g = 0; g < sizeof(gauges) / sizeof(gauges[0]); g++) {
         help(b, gauges[g].name, gauges[g].type, gauges[g].text);

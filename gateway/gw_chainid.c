@@ -2,7 +2,8 @@
  * configure none (gw_chainid.h). The ask is pool/'s (pool_ask_chain_ids),
  * the decision policy/'s (policy_chainid_decide); this file says what each
  * decision means at start: a majority is kept in state, a split refuses the
- * start naming each endpoint's answer, silence starts anyway. */
+ * start naming each endpoint's answer, silence starts anyway; a kept chain
+ * that every endpoint answering now contradicts is re-learned. */
 #include "gateway/gw_chainid.h"
 
 #include <stdlib.h>
@@ -23,18 +24,16 @@ static int needs_learning(const pool_network_conf_t *c)
     return c->chain == POLICY_CHAIN_SOLANA ? c->genesis_hash == NULL : !c->has_chain_id;
 }
 
-/* 1 if st keeps an identity for the network (logged). */
-static int kept_already(state_t *st, const pool_network_conf_t *c)
+/* The identity st keeps for the network into kept ("" none). */
+static void kept_of(state_t *st, const pool_network_conf_t *c, char kept[STATE_CHAIN_ID_MAX])
 {
+    kept[0] = '\0';
     if (st == NULL || state_read_begin(st) != SL_OK)
-        return 0;
+        return;
     state_chain_rec_t rec;
-    int kept = state_chain_get(st, c->name, &rec) == SL_OK && rec.identity[0] != '\0';
+    if (state_chain_get(st, c->name, &rec) == SL_OK)
+        snprintf(kept, STATE_CHAIN_ID_MAX, "%s", rec.identity);
     state_read_end(st);
-    if (kept)
-        sl_log_info("network %s: chain %s (learned earlier from its endpoints, kept in state)", c->name,
-                    rec.identity);
-    return kept;
 }
 
 /* "a gave 0x1, b gave 0x5, c did not answer" */
@@ -94,28 +93,81 @@ static int decide(const pool_network_conf_t *c, const pool_ask_id_t *ids, state_
     return rc;
 }
 
+/* A network that keeps an identity: it stands, unless every endpoint that
+ * answers now says another (policy_chainid_heal): then it is re-learned,
+ * with a chain_relearned event (st written only when report is NULL: the
+ * master's start; --check --connect says what the start will do). */
+static void decide_kept(const pool_network_conf_t *c, const pool_ask_id_t *ids, const char *kept, state_t *st,
+                        FILE *report)
+{
+    const char *each[POOL_MAX_ENDPOINTS];
+    size_t n = c->nendpoints < POOL_MAX_ENDPOINTS ? c->nendpoints : POOL_MAX_ENDPOINTS;
+    for (size_t e = 0; e < n; e++)
+        each[e] = ids[e][0] != '\0' ? ids[e] : NULL;
+    const char *to = policy_chainid_heal(kept, each, n);
+    if (to == NULL) {
+        if (report != NULL)
+            fprintf(report, "network %s: chain %s (learned earlier from its endpoints, kept in state)\n", c->name, kept);
+        sl_log_info("network %s: chain %s (learned earlier from its endpoints, kept in state)", c->name, kept);
+        return;
+    }
+    sl_buf_t b = {0};
+    answers(c, ids, &b);
+    const char *said = b.base != NULL ? b.base : "";
+    if (report != NULL) {
+        fprintf(report, "network %s: chain %s was learned earlier and is kept in state, but every endpoint that "
+                        "answers now says %s (%s): it is re-learned at start\n", c->name, kept, to, said);
+        sl_buf_dispose(&b);
+        return;
+    }
+    char now[STATE_CHAIN_ID_MAX] = "";
+    int swapped = 0;
+    if (state_chain_relearn(st, c->name, kept, to, sl_shared_ms(), &swapped, now) != SL_OK) {
+        sl_log_warn("network %s: could not keep the chain re-learned in state", c->name);
+    } else if (swapped) {
+        state_event_t ev;
+        state_event_init(&ev, STATE_EVENT_CHAIN_RELEARNED, c->name, "", sl_shared_ms());
+        snprintf(ev.reason, sizeof(ev.reason), "chain %s learned earlier; every endpoint that answers now says %s (%s): "
+                 "re-learned", kept, now, said);
+        sl_log_warn("network %s: %s", c->name, ev.reason);
+        if (state_event_append(st, &ev) != SL_OK)
+            sl_log_warn("network %s: could not record chain_relearned", c->name);
+    }
+    sl_buf_dispose(&b);
+}
+
 int gw_chainid_learn(const gw_config_t *cfg, state_t *st, FILE *report, char *why, size_t cap)
 {
     size_t n = cfg->nnetworks, asked = 0;
     uint8_t *ask = calloc(n ? n : 1, 1);
     pool_ask_id_t *ids = calloc((n ? n : 1) * POOL_MAX_ENDPOINTS, sizeof(pool_ask_id_t));
-    if (ask == NULL || ids == NULL) {
+    char (*kept)[STATE_CHAIN_ID_MAX] = calloc(n ? n : 1, sizeof(*kept));
+    if (ask == NULL || ids == NULL || kept == NULL) {
         free(ask);
         free(ids);
+        free(kept);
         snprintf(why, cap, "out of memory");
         return -1;
     }
-    for (size_t i = 0; i < n; i++)
-        asked += ask[i] = needs_learning(&cfg->networks[i]) && !kept_already(st, &cfg->networks[i]);
+    for (size_t i = 0; i < n; i++) {
+        kept_of(st, &cfg->networks[i], kept[i]); /* asked too: a kept chain the endpoints all left heals */
+        asked += ask[i] = (uint8_t)needs_learning(&cfg->networks[i]);
+    }
     int rc = 0;
     if (asked > 0 && pool_ask_chain_ids(cfg->networks, n, ask, GW_CHAINID_ASK_MS, ids) != SL_OK) {
         sl_log_warn("could not ask the endpoints their chain id (no process): the chain is learned from the probes");
         asked = 0;
     }
-    for (size_t i = 0; i < n && asked > 0 && rc == 0; i++)
-        if (ask[i])
-            rc = decide(&cfg->networks[i], &ids[i * POOL_MAX_ENDPOINTS], st, report, why, cap);
+    for (size_t i = 0; i < n && asked > 0 && rc == 0; i++) {
+        if (!ask[i])
+            continue;
+        if (kept[i][0] != '\0')
+            decide_kept(&cfg->networks[i], &ids[i * POOL_MAX_ENDPOINTS], kept[i], st, report);
+        else
+            rc = decide(&cfg->networks[i], &ids[i * POOL_MAX_ENDPOINTS], report != NULL ? NULL : st, report, why, cap);
+    }
     free(ask);
     free(ids);
+    free(kept);
     return rc;
 }

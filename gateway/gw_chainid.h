@@ -15,12 +15,14 @@
 /* Bounds the ask: the endpoints that have not answered by then say nothing. */
 #define GW_CHAINID_ASK_MS 3000
 
-/* Asks every endpoint of the networks that need it (not those whose
- * identity st already keeps) and decides. 0: go on (learned and kept in st,
- * or nobody answered: the workers learn it later from probes); -1: refuse,
- * the endpoints disagree with no majority, and why (each endpoint's id and
- * the id it gave, never a URL) is in why[0..cap). st NULL: nothing kept,
- * each decision printed to report (--check --connect). */
+/* Asks every endpoint of the networks that need it and decides. 0: go on
+ * (learned and kept in st, or nobody answered: the workers learn it later
+ * from probes; an identity st keeps stands, or is re-learned when every
+ * endpoint that answers now says another, with a chain_relearned event);
+ * -1: refuse, the endpoints disagree with no majority and st keeps none,
+ * and why (each endpoint's id and the id it gave, never a URL) is in
+ * why[0..cap). report non-NULL (--check --connect): st (NULL: none) is only
+ * read, and each decision printed to report. */
 int gw_chainid_learn(const gw_config_t *cfg, state_t *st, FILE *report, char *why, size_t cap);
 
 #endif

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <openssl/rand.h>
 
@@ -103,11 +104,21 @@ static void print_cache(const gw_config_t *cfg)
                           : "final answers only (at or below finalized, as two endpoints report it)");
 }
 
-/* --check --connect: the endpoints of networks with no chain_id agree on one. */
+/* --check --connect: the endpoints of networks with no chain_id agree on
+ * one, or on another than the one the state folder keeps (opened only when
+ * it is there already; the chain is read, never re-learned here). */
 static int check_chain(const gw_config_t *cfg, const char *path)
 {
     char why[2048];
-    if (gw_chainid_learn(cfg, NULL, stdout, why, sizeof(why)) != 0) {
+    state_t *st = NULL;
+    state_conf_t sc = {cfg->state.path, cfg->state.map_size_mb, cfg->state.event_max_count,
+                       cfg->state.event_max_age_hours * 3600, cfg->state.max_limit_cells};
+    if (cfg->state.path != NULL && access(cfg->state.path, F_OK) == 0 && state_open(&sc, &st) != SL_OK)
+        st = NULL;
+    int rc = gw_chainid_learn(cfg, st, stdout, why, sizeof(why));
+    if (st != NULL)
+        state_close(st);
+    if (rc != 0) {
         fprintf(stderr, "sluice: %s: %s\n", path, why);
         return 1;
     }

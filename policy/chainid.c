@@ -95,6 +95,25 @@ policy_chainid_decision_t policy_chainid_decide(const char *configured, const ch
     return POLICY_CHAINID_AGREED;
 }
 
+const char *policy_chainid_heal(const char *kept, const char *const *ids, size_t n)
+{
+    const char *to = NULL;
+    size_t answered = 0;
+    if (kept == NULL || kept[0] == '\0')
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (ids[i] == NULL)
+            continue;
+        if (to != NULL && strcmp(ids[i], to) != 0)
+            return NULL; /* not every one that answers agrees */
+        to = ids[i];
+        answered++;
+    }
+    if (to == NULL || strcmp(to, kept) == 0 || (answered < 2 && n != 1))
+        return NULL;
+    return to;
+}
+
 void policy_chainid_excluded(char *out, size_t cap, const char *got, const char *want)
 {
     snprintf(out, cap, "wrong chain: %s (want %s)", got, want);

@@ -41,6 +41,13 @@ typedef enum policy_chainid_decision {
 policy_chainid_decision_t policy_chainid_decide(const char *configured, const char *const *ids, size_t n,
                                                 const char **want, uint64_t *wrong);
 
+/* A learned identity heals: kept (normal form) was learned from the
+ * endpoints earlier (a first start with most URLs on another chain learns
+ * that one), and now every endpoint that answers (ids[i] not NULL) says one
+ * other id, with at least 2 answering, or n == 1. Returns that id (one of
+ * ids), else NULL: kept stands. A configured identity never heals. */
+const char *policy_chainid_heal(const char *kept, const char *const *ids, size_t n);
+
 /* "wrong chain: 0x5 (want 0x1)", what /admin/endpoints shows as `excluded`,
  * NUL-terminated in out[0..cap). */
 void policy_chainid_excluded(char *out, size_t cap, const char *got, const char *want);

@@ -8,7 +8,8 @@
  * every worker ends on the same). An endpoint on another chain (a testnet
  * key, a moved path) would answer clients with another chain's data, and
  * its higher head would become the one every other endpoint is measured by.
- * Each worker asks on its own exchange, beside the health probe, so no
+ * A learned chain heals when every endpoint that answers now says another
+ * (chainid_heal). Each worker asks on its own exchange, beside the health probe, so no
  * shared record is needed for the exclusion; worker 1 alone records the
  * event, so a change is one event. */
 #include <inttypes.h>
@@ -70,6 +71,17 @@ static void chainid_note(pool_endpoint_t *ep, const char *id)
         sl_log_warn("endpoint %s/%s: could not record endpoint_wrong_chain", net->conf->name, ep->conf->id);
 }
 
+/* Every endpoint that answered is judged by the network's chain again. */
+static void rejudge(pool_network_t *net)
+{
+    for (size_t i = 0; i < net->nendpoints && i < POOL_MAX_ENDPOINTS; i++)
+        if (net->endpoints[i].chain_id[0] != '\0') {
+            char id[POLICY_CHAINID_MAX];
+            snprintf(id, sizeof(id), "%s", net->endpoints[i].chain_id);
+            chainid_note(&net->endpoints[i], id);
+        }
+}
+
 /* Not learned yet: once more than half of the endpoints agree, the
  * identity is theirs (kept in state: the first worker's stands), and every
  * endpoint that answered is judged by it. */
@@ -91,12 +103,42 @@ static void chainid_learn(pool_network_t *net)
         return;
     snprintf(net->chain_want, sizeof(net->chain_want), "%s", kept);
     sl_log_info("network %s: chain %s learned from its endpoints (%zu of %zu agree)", net->conf->name, kept, votes, n);
-    for (size_t i = 0; i < n; i++)
-        if (net->endpoints[i].chain_id[0] != '\0') {
-            char id[POLICY_CHAINID_MAX];
-            snprintf(id, sizeof(id), "%s", net->endpoints[i].chain_id);
-            chainid_note(&net->endpoints[i], id);
-        }
+    rejudge(net);
+}
+
+/* A learned chain that every endpoint answering now contradicts heals
+ * (policy_chainid_heal: the URLs were fixed after a first start learned
+ * the wrong chain's majority): re-learned in state, the first worker to
+ * swap it recording chain_relearned, every other taking the one kept, and
+ * every endpoint judged again. A configured chain never heals. */
+static void chainid_heal(pool_network_t *net)
+{
+    const char *ids[POOL_MAX_ENDPOINTS];
+    size_t n = net->nendpoints < POOL_MAX_ENDPOINTS ? net->nendpoints : POOL_MAX_ENDPOINTS, answered = 0;
+    if (!net->chain_learn || net->pool->state == NULL)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        ids[i] = net->endpoints[i].chain_id[0] != '\0' ? net->endpoints[i].chain_id : NULL;
+        answered += ids[i] != NULL;
+    }
+    const char *to = policy_chainid_heal(net->chain_want, ids, n);
+    char from[POLICY_CHAINID_MAX], kept[STATE_CHAIN_ID_MAX] = "";
+    int swapped = 0;
+    snprintf(from, sizeof(from), "%s", net->chain_want);
+    if (to == NULL || state_chain_relearn(net->pool->state, net->conf->name, from, to, sl_shared_ms(), &swapped, kept) !=
+                          SL_OK || kept[0] == '\0')
+        return;
+    snprintf(net->chain_want, sizeof(net->chain_want), "%s", kept);
+    if (swapped) {
+        state_event_t ev;
+        state_event_init(&ev, STATE_EVENT_CHAIN_RELEARNED, net->conf->name, "", sl_shared_ms());
+        snprintf(ev.reason, sizeof(ev.reason), "chain %s learned earlier; every endpoint that answers now says %s "
+                 "(%zu of %zu endpoints, from the probes): re-learned", from, kept, answered, n);
+        sl_log_warn("network %s: %s", net->conf->name, ev.reason);
+        if (state_event_append(net->pool->state, &ev) != SL_OK)
+            sl_log_warn("network %s: could not record chain_relearned", net->conf->name);
+    }
+    rejudge(net);
 }
 
 static void on_id_probe_done(pool_exchange_t *ex)
@@ -113,6 +155,8 @@ static void on_id_probe_done(pool_exchange_t *ex)
         policy_chainid_normalize(ep->net->conf->chain, text, strlen(text), id) == SL_OK) {
         if (ep->net->chain_want[0] != '\0') {
             chainid_note(ep, id);
+            if (ep->wrong_chain)
+                chainid_heal(ep->net);
         } else {
             snprintf(ep->chain_id, sizeof(ep->chain_id), "%s", id);
             chainid_learn(ep->net);

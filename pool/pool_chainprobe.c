@@ -13,7 +13,8 @@
  * POOL_CHAIN_WALK, in one batch), so the one `reorg` event has the depth the
  * ring can tell. The event is claimed in the network's chain record by the
  * new tip (state_chain_reorg): whichever workers see the reorg, through
- * their own probe or the shared record (feed), it is reported once. An
+ * their own probe or the shared record (feed), it is counted once, and
+ * events are at most one a minute per network, carrying the count folded. An
  * answer that is not one counts for nothing: the health probe judges the
  * endpoint. */
 #include <inttypes.h>
@@ -142,7 +143,11 @@ static void block_observe(pool_endpoint_t *ep, uint64_t height, const uint8_t *h
     memcpy(old, before[height - change.reorg_height < 2 ? height - change.reorg_height : 0], 32);
 }
 
-/* A reorg down to low that led to tip: one event, whichever worker claims it first. */
+/* A reorg down to low that led to tip: counted once, whichever worker claims
+ * it first; an event and a warning at most once per POOL_REORG_EVENT_MS per
+ * network, with the reorgs folded into it since the last one (a stream
+ * pushing a new hash every block would otherwise rotate every other event
+ * out of the bounded log). */
 static void reorg_report(pool_endpoint_t *ep, uint64_t tip, const uint8_t tip_hash[32], uint64_t low,
                          const uint8_t old[32])
 {
@@ -154,15 +159,27 @@ static void reorg_report(pool_endpoint_t *ep, uint64_t tip, const uint8_t tip_ha
     wire_hash_hex(old, old_hex);
     const uint8_t *now_at = policy_chainview_hash_at(&net->chain, low);
     wire_hash_hex(now_at != NULL ? now_at : tip_hash, new_hex);
-    int first = 0;
+    state_chain_reorg_claim_t claim;
     if (net->pool->state == NULL ||
-        state_chain_reorg(net->pool->state, net->conf->name, tip, tip_hex, depth, &first) != SL_OK || !first)
+        state_chain_reorg(net->pool->state, net->conf->name, tip, tip_hex, depth, sl_shared_ms(),
+                          POOL_REORG_EVENT_MS, &claim) != SL_OK || !claim.first)
         return;
+    if (!claim.report) {
+        sl_log_debug("network %s: reorg of depth %" PRIu32 " at height %" PRIu64 " (seen at %s): folded into the next "
+                     "reorg event", net->conf->name, depth, low, ep->conf->id);
+        return;
+    }
     state_event_t ev;
     state_event_init(&ev, STATE_EVENT_REORG, net->conf->name, ep->conf->id, sl_shared_ms());
     ev.count = depth;
+    ev.duration_ms = claim.folded;
     snprintf(ev.reason, sizeof(ev.reason), "reorg of depth %" PRIu32 " at height %" PRIu64 ": %s replaced by %s",
              depth, low, old_hex, new_hex);
+    if (claim.folded > 1) {
+        size_t n = strlen(ev.reason);
+        snprintf(ev.reason + n, sizeof(ev.reason) - n, " (%" PRIu64 " reorgs since the last reorg event, this one included)",
+                 claim.folded);
+    }
     sl_log_warn("network %s: %s (seen at %s)", net->conf->name, ev.reason, ep->conf->id);
     if (state_event_append(net->pool->state, &ev) != SL_OK)
         sl_log_warn("network %s: could not record the reorg event", net->conf->name);
@@ -414,4 +431,21 @@ void pool_chainprobe_observe_tip(pool_endpoint_t *ep, uint64_t height, const cha
     block_observe(ep, height, hash, has_parent ? parent : NULL, 1, &low, old);
     if (low != 0)
         reorg_report(ep, height, hash, low, old);
+}
+
+int pool_chainprobe_unconfirmed(const pool_endpoint_t *ep, uint64_t height, const char *hash_hex, const char *parent_hex)
+{
+    const policy_chainview_t *v = &ep->net->chain;
+    uint8_t hash[32], parent[32];
+    if (v->ring_top == 0)
+        return 0; /* nothing held to differ from */
+    if (hash_hex == NULL || !hash_parse(hash_hex, hash))
+        return 1; /* a height alone, where the ring holds hashes: whether it is there is read */
+    const uint8_t *held = policy_chainview_held_at(v, height);
+    if (held != NULL && memcmp(held, hash, 32) != 0)
+        return 1; /* another block at a height held */
+    const uint8_t *below = height > 0 ? policy_chainview_held_at(v, height - 1) : NULL;
+    if (below == NULL)
+        return held == NULL; /* a gap above (or below) what the ring holds: its parent cannot be checked */
+    return parent_hex == NULL || !hash_parse(parent_hex, parent) || memcmp(below, parent, 32) != 0;
 }

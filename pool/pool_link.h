@@ -206,6 +206,9 @@ void pool_budget_release(pool_transport_t *t, size_t bytes);
  * h2o's loop, TLS as an https link has it (pool_tls.c's verifying context),
  * an HTTP/1.1 Upgrade written here with its Sec-WebSocket-Accept checked,
  * then frames by wslay's client context (nothing is framed by hand).
+ * Asked to (pool_ws_check_chain), it asks the socket its chain once the
+ * Upgrade is accepted, before the owner hears it open: a ws_url on another
+ * chain than its network's is refused there, whoever owns it.
  * Messages are bounded (max_message bytes: a larger one closes the socket
  * with 1009). It knows no JSON-RPC and no deadline: its owner
  * (pool_wshead.c, pool_wspass.c) says what to send, reads what arrives, and decides on its
@@ -217,6 +220,7 @@ typedef enum pool_ws_state {
     POOL_WS_CLOSED,               /* no socket */
     POOL_WS_CONNECTING,           /* TCP connect, then TLS */
     POOL_WS_UPGRADING,            /* the Upgrade request sent, its answer awaited */
+    POOL_WS_CHECKING,             /* the Upgrade accepted, the socket's chain asked (pool_ws_check_chain) */
     POOL_WS_OPEN,                 /* frames flow */
     POOL_WS_STATE_COUNT
 } pool_ws_state_t;
@@ -244,13 +248,28 @@ struct pool_ws {
     uint64_t opened_ms;           /* monotonic: the Upgrade was accepted */
     uint8_t in_callback;          /* inside wslay_event_recv: a close waits for its end */
     uint8_t close_pending;
+    uint8_t chain;                /* policy_chain_t of want */
+    uint8_t wrong_chain;          /* closed because its chain is not want (why says which it is) */
     char close_why[64];
+    const char *fail_why;         /* a failure inside wslay's callback: told once it returns */
+    char want[48];                /* the network's chain, normal form (POLICY_CHAINID_MAX); "": not asked */
+    char refused[128];            /* why a chain answer was refused */
 };
 
 /* Opens a socket to link's next address (link->url: the ws_url in its
  * http(s) form). Returns NULL, or why it could not start (no address yet,
  * socket error): then no callback runs. */
 const char *pool_ws_open(pool_ws_t *ws, pool_link_t *link, size_t max_message, const pool_ws_cbs_t *cbs, void *data);
+/* Once the Upgrade is accepted, asks the socket its chain (eth_chainId;
+ * Solana getGenesisHash) before open is called: an answer that is not want
+ * (normal form, policy/chainid.h) closes the socket with wrong_chain set and
+ * why naming both; one that is no chain id closes it too. Call right after
+ * pool_ws_open; want "" (the network's chain not known yet) asks nothing. */
+void pool_ws_check_chain(pool_ws_t *ws, int chain, const char *want);
+/* 1 if the socket is open or opening and was asked about another chain
+ * than want (the network's chain was learned or re-learned since): its
+ * owner closes it, to be asked again. */
+int pool_ws_chain_stale(const pool_ws_t *ws, const char *want);
 /* Queues one text message (OPEN only); 0 if it could not be queued. */
 int pool_ws_send_text(pool_ws_t *ws, const char *msg, size_t len);
 /* Queues a ping (OPEN only). */

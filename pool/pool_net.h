@@ -390,10 +390,11 @@ void pool_chainid_dispose(pool_endpoint_t *ep);
  * host (claimed in the shared record, as the health probe) asks an endpoint
  * its safe and finalized heads and, on Ethereum, its latest block's hash and
  * parent; a reorg the view then shows is read deeper (the blocks below it,
- * up to POOL_CHAIN_WALK) and reported once (state_chain_reorg: one `reorg`
- * event whichever workers see it); then the answer is shared in the
+ * up to POOL_CHAIN_WALK) and counted once (state_chain_reorg: one `reorg`
+ * event whichever workers see it, at most one per POOL_REORG_EVENT_MS); then the answer is shared in the
  * endpoint's record, which every worker's view is fed from (feed). */
 #define POOL_CHAIN_WALK 16
+#define POOL_REORG_EVENT_MS 60000    /* a `reorg` event at most this often per network; the rest folded into it */
 void pool_chainprobe_tick(pool_endpoint_t *ep, uint64_t now_ms);
 /* With cache.unfinalized: head, worker 1 asks for the new head's block
  * (hash and parent, for the ring) once per height the head reaches. */
@@ -405,6 +406,12 @@ void pool_chainprobe_dispose(pool_endpoint_t *ep);
  * alone) into the view and its ring, a reorg it shows reported as the
  * probe's are. */
 void pool_chainprobe_observe_tip(pool_endpoint_t *ep, uint64_t height, const char *hash_hex, const char *parent_hex);
+/* 1 if a pushed head would move the ring other than by one block on what it
+ * holds (another hash at a height held, a parent that is not the hash held
+ * below it, a gap, or no hash at all): pool_wshead.c confirms such a head by
+ * an HTTP read before observe_tip. 0 for a head that extends the ring, or
+ * an empty ring. */
+int pool_chainprobe_unconfirmed(const pool_endpoint_t *ep, uint64_t height, const char *hash_hex, const char *parent_hex);
 
 /* pool_wshead.c: heads from an endpoint's ws_url. One worker per host holds
  * the stream (claimed in the endpoint's shared record, renewed while it
@@ -417,6 +424,7 @@ void pool_chainprobe_observe_tip(pool_endpoint_t *ep, uint64_t height, const cha
 #define POOL_WS_MAX_MESSAGE (256 * 1024) /* a newHeads header is ~1 KB; a larger message closes the stream */
 #define POOL_WS_CLAIM_MS 3000        /* a holder that stopped renewing is replaced after this */
 #define POOL_WS_LOST_EVENT_MS 10000  /* upstream_ws_lost at most this often per endpoint and worker */
+#define POOL_WS_CONFIRM_MS 250       /* a pushed head's HTTP confirmation at most this often per stream */
 void pool_wshead_init(pool_endpoint_t *ep);
 void pool_wshead_tick(pool_endpoint_t *ep, uint64_t now_ms);
 void pool_wshead_dispose(pool_endpoint_t *ep);

@@ -15,7 +15,10 @@
 #include "base/sl_log.h"
 #include "base/sl_secret.h"
 #include "base/sl_time.h"
+#include "policy/chainid.h"
 #include "pool/pool_link_int.h"
+#include "wire/envelope.h"
+#include "wire/json_scan.h"
 
 static const char ws_guid[] = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 
@@ -35,7 +38,8 @@ void pool_ws_accept_of(const char *key, char out[29])
 static const uint8_t ws_edges[POOL_WS_STATE_COUNT][POOL_WS_STATE_COUNT] = {
     [POOL_WS_CLOSED] = {[POOL_WS_CLOSED] = 1, [POOL_WS_CONNECTING] = 1},
     [POOL_WS_CONNECTING] = {[POOL_WS_CLOSED] = 1, [POOL_WS_UPGRADING] = 1},
-    [POOL_WS_UPGRADING] = {[POOL_WS_CLOSED] = 1, [POOL_WS_OPEN] = 1},
+    [POOL_WS_UPGRADING] = {[POOL_WS_CLOSED] = 1, [POOL_WS_CHECKING] = 1, [POOL_WS_OPEN] = 1},
+    [POOL_WS_CHECKING] = {[POOL_WS_CLOSED] = 1, [POOL_WS_OPEN] = 1},
     [POOL_WS_OPEN] = {[POOL_WS_CLOSED] = 1},
 };
 
@@ -64,6 +68,7 @@ static void ws_teardown(pool_ws_t *ws)
     sl_buf_dispose(&ws->writing);
     ws_enter(ws, POOL_WS_CLOSED);
     ws->close_pending = 0;
+    ws->fail_why = NULL;
 }
 
 void pool_ws_close(pool_ws_t *ws)
@@ -160,6 +165,63 @@ void pool_ws_ping(pool_ws_t *ws)
         ws_flush(ws);
 }
 
+/* ---- the socket's chain ----------------------------------------------------- */
+
+/* A string id no owner's numeric ids can meet. */
+static const char eth_chain_ask[] = "{\"jsonrpc\":\"2.0\",\"id\":\"sluice-chain\",\"method\":\"eth_chainId\",\"params\":[]}";
+static const char sol_chain_ask[] = "{\"jsonrpc\":\"2.0\",\"id\":\"sluice-chain\",\"method\":\"getGenesisHash\"}";
+
+void pool_ws_check_chain(pool_ws_t *ws, int chain, const char *want)
+{
+    ws->chain = (uint8_t)chain;
+    snprintf(ws->want, sizeof(ws->want), "%s", want != NULL ? want : "");
+}
+
+int pool_ws_chain_stale(const pool_ws_t *ws, const char *want)
+{
+    return ws->state != POOL_WS_CLOSED && strcmp(ws->want, want != NULL ? want : "") != 0;
+}
+
+/* Inside wslay's callback: the socket fails once it returns. */
+static void ws_fail_later(pool_ws_t *ws, const char *why)
+{
+    ws->fail_why = why;
+    ws->close_pending = 1;
+}
+
+static void ws_chain_ask(pool_ws_t *ws)
+{
+    int sol = ws->chain == POLICY_CHAIN_SOLANA;
+    struct wslay_event_msg m = {WSLAY_TEXT_FRAME, (const uint8_t *)(sol ? sol_chain_ask : eth_chain_ask),
+                                sol ? sizeof(sol_chain_ask) - 1 : sizeof(eth_chain_ask) - 1};
+    if (wslay_event_queue_msg(ws->ctx, &m) != 0)
+        ws_fail_later(ws, "the chain question could not be sent");
+}
+
+/* The answer to ws_chain_ask: open if it is the network's chain. Other
+ * messages before it (none is subscribed yet) are not ours: ignored. */
+static void ws_chain_answer(pool_ws_t *ws, const char *msg, size_t len)
+{
+    wire_envelope_t env;
+    char text[128], id[POLICY_CHAINID_MAX];
+    if (wire_envelope_scan(msg, len, &env) != SL_OK || env.id.len != sizeof("\"sluice-chain\"") - 1 ||
+        memcmp(msg + env.id.off, "\"sluice-chain\"", env.id.len) != 0)
+        return;
+    if (env.error.len != 0 || env.result.len == 0 || wire_json_string(msg, env.result, text, sizeof(text)) != SL_OK ||
+        policy_chainid_normalize((policy_chain_t)ws->chain, text, strlen(text), id) != SL_OK) {
+        ws_fail_later(ws, "its chain was asked and the answer is not a chain id");
+        return;
+    }
+    if (strcmp(id, ws->want) != 0) {
+        policy_chainid_excluded(ws->refused, sizeof(ws->refused), id, ws->want);
+        ws->wrong_chain = 1;
+        ws_fail_later(ws, ws->refused);
+        return;
+    }
+    ws_enter(ws, POOL_WS_OPEN);
+    ws->cbs->open(ws);
+}
+
 /* ---- reading ------------------------------------------------------------- */
 
 static ssize_t wslay_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags, void *user)
@@ -183,7 +245,11 @@ static void wslay_msg(wslay_event_context_ptr ctx, const struct wslay_event_on_m
     pool_ws_t *ws = user;
     if (ws->close_pending)
         return;
-    if (arg->opcode == WSLAY_TEXT_FRAME || arg->opcode == WSLAY_BINARY_FRAME)
+    if (arg->opcode != WSLAY_TEXT_FRAME && arg->opcode != WSLAY_BINARY_FRAME)
+        return;
+    if (ws->state == POOL_WS_CHECKING)
+        ws_chain_answer(ws, (const char *)arg->msg, arg->msg_length);
+    else
         ws->cbs->message(ws, (const char *)arg->msg, arg->msg_length);
 }
 
@@ -194,7 +260,10 @@ static void ws_read_frames(pool_ws_t *ws)
     int r = wslay_event_recv(ws->ctx);
     ws->in_callback = 0;
     if (ws->close_pending) {
+        const char *why = ws->fail_why;
         ws_teardown(ws);
+        if (why != NULL)
+            ws->cbs->closed(ws, why);
         return;
     }
     if (r != 0) {
@@ -241,10 +310,20 @@ static void ws_read_upgrade(pool_ws_t *ws)
         return;
     }
     wslay_event_config_set_max_recv_msg_length(ws->ctx, ws->max_message);
-    ws_enter(ws, POOL_WS_OPEN);
     ws->opened_ms = sl_now_ms();
-    ws->cbs->open(ws);
-    if (ws->state == POOL_WS_OPEN && ws->sock->input->size > 0)
+    if (ws->want[0] != '\0') {
+        ws_enter(ws, POOL_WS_CHECKING);
+        ws_chain_ask(ws);
+        if (ws->close_pending) {
+            ws_fail(ws, ws->fail_why);
+            return;
+        }
+        ws_flush(ws);
+    } else {
+        ws_enter(ws, POOL_WS_OPEN);
+        ws->cbs->open(ws);
+    }
+    if ((ws->state == POOL_WS_OPEN || ws->state == POOL_WS_CHECKING) && ws->sock->input->size > 0)
         ws_read_frames(ws);
 }
 
@@ -252,13 +331,15 @@ static void on_read(h2o_socket_t *sock, const char *err)
 {
     pool_ws_t *ws = sock->data;
     if (err != NULL) {
-        ws_fail(ws, ws->state == POOL_WS_OPEN ? "the upstream closed the socket" : "the socket closed during the Upgrade");
+        ws_fail(ws, ws->state == POOL_WS_OPEN       ? "the upstream closed the socket"
+                    : ws->state == POOL_WS_CHECKING ? "the socket closed while its chain was asked"
+                                                    : "the socket closed during the Upgrade");
         return;
     }
     ws->last_rx_ms = sl_now_ms();
     if (ws->state == POOL_WS_UPGRADING)
         ws_read_upgrade(ws);
-    else if (ws->state == POOL_WS_OPEN)
+    else if (ws->state == POOL_WS_OPEN || ws->state == POOL_WS_CHECKING)
         ws_read_frames(ws);
 }
 

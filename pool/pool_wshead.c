@@ -6,7 +6,10 @@
  * ws_url one worker per host (the holder, claimed in the endpoint's shared
  * record and renewed every tick it lives) keeps a stream subscribed to
  * newHeads (Solana: slotSubscribe) and feeds each head to its own view at
- * once, as a probe answer would be (Ethereum: with its hash, into the ring),
+ * once, as a probe answer would be (Ethereum: with its hash, into the ring;
+ * a head that would reorg the ring or leave a gap in it is read over HTTP
+ * at its height first, and dropped, counted and the stream closed when the
+ * read does not confirm it: one endpoint's socket is not the chain's word),
  * and to the shared record, from which every other worker's view takes it
  * at its next tick (pool_chain_refresh, pool_chainprobe_feed). The stream
  * is an addition: the probes run as ever, and while it is down nothing
@@ -23,6 +26,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "base/sl_log.h"
@@ -41,6 +45,7 @@ typedef struct pool_wshead {
     uint8_t subscribed;           /* the subscription was confirmed */
     uint8_t state;                /* STATE_WS_*, as last written to the shared record */
     uint8_t lost_reported;        /* the last loss had its event (a connect after it gets one) */
+    uint8_t refused_reported;     /* the socket's wrong chain had its event (again after a connect) */
     uint64_t renewed_ms;          /* shared time: the claim last renewed */
     uint64_t began_ms;            /* monotonic: this try started */
     uint64_t next_try_ms;         /* monotonic: the next try */
@@ -50,6 +55,14 @@ typedef struct pool_wshead {
     uint64_t lost_event_ms;       /* monotonic: the last upstream_ws_lost event */
     uint64_t alive_checked_ms;    /* monotonic: the holder's pid last looked for */
     uint32_t lost_held;           /* losses since, not in an event */
+    /* a pushed head that would move the ring otherwise than by one block,
+       read over HTTP at its height before it is believed */
+    pool_exchange_t confirm;
+    uint8_t confirming;           /* the read is out: other such heads meanwhile are dropped */
+    uint64_t confirm_at_ms;       /* monotonic: the last read started */
+    uint64_t confirm_height;
+    char confirm_hash[67], confirm_parent[67];
+    char confirm_req[128];
 } pool_wshead_t;
 
 static const char eth_sub[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"eth_subscribe\",\"params\":[\"newHeads\"]}";
@@ -76,6 +89,7 @@ typedef struct share_ctx {
     int state;                    /* STATE_WS_*, or -1: unchanged */
     uint64_t head;                /* a head to write (0: none) */
     const char *hash, *parent;
+    int unconfirmed;              /* a pushed head the HTTP read did not confirm: counted */
 } share_ctx_t;
 
 static int share_cb(void *arg, state_endpoint_rec_t *rec, int exists, state_event_t *events, size_t *nevents)
@@ -99,6 +113,7 @@ static int share_cb(void *arg, state_endpoint_rec_t *rec, int exists, state_even
     rec->ws_renew_ms = c->now + POOL_WS_CLAIM_MS;
     if (c->state >= 0)
         rec->ws_state = (uint8_t)c->state;
+    rec->ws_unconfirmed += (uint64_t)c->unconfirmed;
     if (c->head != 0) {
         rec->head = c->head;
         rec->head_at_ms = c->now;
@@ -186,9 +201,34 @@ static void stream_lost(pool_wshead_t *w, const char *why)
     w->lost_reported = 1;
 }
 
+/* The socket answered another chain than the network's (pool_ws_check_chain):
+ * its heads would move the view to another chain's, so it is closed before
+ * subscribing and tried again after the backoff, as a lost one is; one
+ * event and warning until a socket is subscribed again. */
+static void stream_refused(pool_wshead_t *w, const char *why)
+{
+    pool_endpoint_t *ep = w->ep;
+    pool_ws_close(&w->ws);
+    w->subscribed = 0;
+    w->next_try_ms = sl_now_ms() + policy_ws_retry_ms(&w->backoff_ms, (uint32_t)random());
+    if (w->holder)
+        set_state(w, STATE_WS_WRONG_CHAIN);
+    if (w->refused_reported)
+        return;
+    char reason[200];
+    snprintf(reason, sizeof(reason), "%s: ws_url refused: %s (heads come from the probes)", ep->conf->id, why);
+    sl_log_warn("endpoint %s/%s: WebSocket refused: %s", ep->net->conf->name, ep->conf->id, why);
+    ws_event(w, STATE_EVENT_UPSTREAM_WS_WRONG_CHAIN, reason, 0);
+    w->refused_reported = 1;
+    w->lost_reported = 1; /* the next subscription is told */
+}
+
 static void on_ws_closed(pool_ws_t *ws, const char *why)
 {
-    stream_lost(ws->data, why);
+    if (ws->wrong_chain)
+        stream_refused(ws->data, why);
+    else
+        stream_lost(ws->data, why);
 }
 
 static void on_ws_open(pool_ws_t *ws)
@@ -213,6 +253,7 @@ static void subscribed(pool_wshead_t *w)
                  is_solana(w) ? "slotSubscribe" : "newHeads");
         ws_event(w, STATE_EVENT_UPSTREAM_WS_CONNECTED, reason, 0);
         w->lost_reported = 0;
+        w->refused_reported = 0;
         if (w->lost_event_ms == 0)
             w->lost_event_ms = 1; /* the first connect reported; later ones follow a reported loss */
     }
@@ -233,7 +274,96 @@ static int height_of(const char *buf, wire_span_t v, uint64_t *out)
     return *end == '\0' && *out > 0;
 }
 
-/* One head of the stream into this worker's view and the shared record. */
+/* A head the stream or its confirmation gave: into this worker's view and
+ * the shared record. */
+static void head_share(pool_wshead_t *w, uint64_t height, const char *hash, const char *parent)
+{
+    share_ctx_t c = {.state = -1, .head = height, .hash = strlen(hash) == 66 ? hash : NULL,
+                     .parent = strlen(parent) == 66 ? parent : NULL};
+    if (!share(w, &c)) {
+        w->holder = 0;
+        pool_ws_close(&w->ws);
+    }
+}
+
+static void head_feed(pool_wshead_t *w, uint64_t height, const char *hash, const char *parent)
+{
+    pool_chainprobe_observe_tip(w->ep, height, hash[0] ? hash : NULL, parent[0] ? parent : NULL);
+    head_share(w, height, hash, parent);
+}
+
+static void on_confirm_done(pool_exchange_t *ex);
+
+/* A pushed head that would reorg the ring (or leave a gap in it) is not
+ * believed on the stream's word: the endpoint's url is read at that height
+ * (eth_getBlockByNumber) first. One read at a time and one per
+ * POOL_WS_CONFIRM_MS; such heads meanwhile are dropped (the next real block
+ * is pushed anyway, and its parent then tells). */
+static void confirm_start(pool_wshead_t *w, uint64_t height, const char *hash, const char *parent)
+{
+    pool_endpoint_t *ep = w->ep;
+    uint64_t mono = sl_now_ms();
+    if (w->confirming || mono - w->confirm_at_ms < POOL_WS_CONFIRM_MS)
+        return; /* one read at a time, and a stream of such heads costs one read per POOL_WS_CONFIRM_MS */
+    w->confirm_at_ms = mono;
+    w->confirm_height = height;
+    snprintf(w->confirm_hash, sizeof(w->confirm_hash), "%s", hash);
+    snprintf(w->confirm_parent, sizeof(w->confirm_parent), "%s", parent);
+    int n = snprintf(w->confirm_req, sizeof(w->confirm_req), "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+                     "\"eth_getBlockByNumber\",\"params\":[\"0x%" PRIx64 "\",false]}", height);
+    if (ep->net->pool->t.ops->start(&w->confirm, &ep->link, w->confirm_req, (size_t)n, 0, on_confirm_done, w) ==
+        POOL_FAIL_NONE)
+        w->confirming = 1;
+}
+
+/* The read's block hash into out ("": no answer that says one). */
+static void confirm_read(const pool_exchange_t *ex, char out[80])
+{
+    const char *body = pool_exchange_bytes(ex);
+    wire_envelope_t env;
+    out[0] = '\0';
+    if (ex->fail != POOL_FAIL_NONE || ex->head.status < 200 || ex->head.status >= 300 ||
+        wire_envelope_scan(body, pool_exchange_len(ex), &env) != SL_OK || env.error.len != 0 || env.result.len == 0)
+        return;
+    if (wire_json_kind(body, env.result) == WIRE_JSON_NULL) {
+        snprintf(out, 80, "null"); /* no block at that height (yet) */
+        return;
+    }
+    wire_span_t h = wire_json_kind(body, env.result) == WIRE_JSON_OBJECT ? wire_json_member(body, env.result, "hash")
+                                                                        : (wire_span_t){0};
+    if (h.len == 0 || wire_json_string(body, h, out, 80) != SL_OK)
+        out[0] = '\0';
+}
+
+static void on_confirm_done(pool_exchange_t *ex)
+{
+    pool_wshead_t *w = ex->data;
+    pool_endpoint_t *ep = w->ep;
+    char got[80];
+    w->confirming = 0;
+    confirm_read(ex, got);
+    pool_exchange_body_dispose(ex);
+    /* the read failed, or the url has no block there (yet: its backend may be
+       behind the socket's node): the head is dropped, the stream not blamed */
+    if (got[0] == '\0' || strcmp(got, "null") == 0)
+        return;
+    if (strcasecmp(got, w->confirm_hash) == 0 || w->confirm_hash[0] == '\0') {
+        head_feed(w, w->confirm_height, w->confirm_hash, w->confirm_parent);
+        return;
+    }
+    share_ctx_t c = {.state = -1, .unconfirmed = 1};
+    if (!share(w, &c))
+        w->holder = 0;
+    char why[160];
+    snprintf(why, sizeof(why), "a pushed head at height %" PRIu64 " that its url does not confirm (dropped; the stream "
+             "is distrusted)", w->confirm_height);
+    sl_log_debug("endpoint %s/%s: %s", ep->net->conf->name, ep->conf->id, why);
+    if (w->ws.state != POOL_WS_CLOSED)
+        stream_lost(w, why);
+}
+
+/* One head of the stream: Ethereum's with its hash, confirmed first when
+ * it would move the ring otherwise than by one block. */
 static void head_seen(pool_wshead_t *w, const char *buf, wire_span_t result)
 {
     pool_endpoint_t *ep = w->ep;
@@ -247,26 +377,26 @@ static void head_seen(pool_wshead_t *w, const char *buf, wire_span_t result)
         return;
     }
     w->last_head_ms = sl_now_ms();
-    w->backoff_ms = 0;
     if (sol) {
+        w->backoff_ms = 0;
         uint64_t now = sl_shared_ms();
         pool_chain_observe_head(ep, pool_chain_probe_kind(ep->net), height, now);
         if (pool_chain_probe_kind(ep->net) != POLICY_HEAD_LATEST)
             pool_chain_observe_head(ep, POLICY_HEAD_LATEST, slot, now);
-    } else {
-        wire_span_t h = wire_json_member(buf, result, "hash"), p = wire_json_member(buf, result, "parentHash");
-        if (h.len == 0 || wire_json_string(buf, h, hash, sizeof(hash)) != SL_OK)
-            hash[0] = '\0';
-        if (p.len == 0 || wire_json_string(buf, p, parent, sizeof(parent)) != SL_OK)
-            parent[0] = '\0';
-        pool_chainprobe_observe_tip(ep, height, hash[0] ? hash : NULL, parent[0] ? parent : NULL);
+        head_share(w, height, "", "");
+        return;
     }
-    share_ctx_t c = {.state = -1, .head = height, .hash = !sol && strlen(hash) == 66 ? hash : NULL,
-                     .parent = strlen(parent) == 66 ? parent : NULL};
-    if (!share(w, &c)) {
-        w->holder = 0;
-        pool_ws_close(&w->ws);
+    wire_span_t h = wire_json_member(buf, result, "hash"), p = wire_json_member(buf, result, "parentHash");
+    if (h.len == 0 || wire_json_string(buf, h, hash, sizeof(hash)) != SL_OK || strlen(hash) != 66)
+        hash[0] = '\0';
+    if (p.len == 0 || wire_json_string(buf, p, parent, sizeof(parent)) != SL_OK || strlen(parent) != 66)
+        parent[0] = '\0';
+    if (pool_chainprobe_unconfirmed(ep, height, hash[0] ? hash : NULL, parent[0] ? parent : NULL)) {
+        confirm_start(w, height, hash, parent);
+        return;
     }
+    w->backoff_ms = 0; /* a head that extends the ring: the stream is good */
+    head_feed(w, height, hash, parent);
 }
 
 static void on_ws_message(pool_ws_t *ws, const char *msg, size_t len)
@@ -309,6 +439,8 @@ static void stream_try(pool_wshead_t *w, uint64_t mono)
     const char *why = pool_ws_open(&w->ws, &w->link, POOL_WS_MAX_MESSAGE, &ws_cbs, w);
     if (why != NULL)
         stream_lost(w, why);
+    else
+        pool_ws_check_chain(&w->ws, w->ep->net->conf->chain, w->ep->net->chain_want);
 }
 
 /* The deadlines of an open or opening stream. */
@@ -404,6 +536,10 @@ void pool_wshead_tick(pool_endpoint_t *ep, uint64_t now_ms)
             stream_try(w, mono);
         return;
     }
+    if (pool_ws_chain_stale(&w->ws, ep->net->chain_want)) {
+        stream_lost(w, "the network's chain changed since it opened (asked again)");
+        return;
+    }
     stream_check(w, mono);
 }
 
@@ -413,6 +549,9 @@ void pool_wshead_dispose(pool_endpoint_t *ep)
     if (w == NULL)
         return;
     pool_ws_close(&w->ws);
+    if (w->confirming)
+        ep->net->pool->t.ops->cancel(&w->confirm);
+    w->confirming = 0;
     if (w->holder) {
         share_ctx_t c = {.release = 1, .state = -1};
         (void)share(w, &c);

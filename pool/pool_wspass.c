@@ -12,7 +12,8 @@
  * the next tick, its unsubscribes written.
  *
  * Lost, every subscription of the socket told (lost) and the handle freed:
- * the socket closed or failed, a message over POOL_WSPASS_MAX_MESSAGE,
+ * the socket closed or failed, its chain not the network's (asked after the
+ * Upgrade, before any subscribe: pool_ws_check_chain), a message over POOL_WSPASS_MAX_MESSAGE,
  * bytes queued past POOL_WSPASS_MAX_QUEUED (the upstream does not read), the
  * Upgrade or a subscribe not answered within connect + first byte, nothing
  * at all (not even a pong) for POLICY_WS_SILENT_MS, no message for the
@@ -306,6 +307,7 @@ pool_wsub_t *pool_wsub_open(pool_network_t *net, int endpoint, const char *metho
             s->retry_at_ms = sl_now_ms() + policy_ws_retry_ms(&s->backoff_ms, (uint32_t)random());
             return NULL;
         }
+        pool_ws_check_chain(&s->ws, net->conf->chain, net->chain_want); /* another chain's never subscribed */
         s->began_ms = s->last_msg_ms = s->ping_ms = sl_now_ms();
     }
     pool_wsub_t *w = sl_xcalloc(1, sizeof(*w));
@@ -401,6 +403,10 @@ void pool_wspass_tick(pool_endpoint_t *ep, uint64_t now_ms)
     }
     if (queued_over(s)) {
         sock_lost(s, "bytes queued past the bound (the upstream does not read)");
+        return;
+    }
+    if (pool_ws_chain_stale(&s->ws, ep->net->chain_want)) {
+        sock_lost(s, "the network's chain changed since it opened (asked again)");
         return;
     }
     const char *v = sock_verdict(s, sl_now_ms(), why, sizeof(why));

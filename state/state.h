@@ -191,12 +191,31 @@ SL_MUST_CHECK sl_err_t state_chain_raise(state_t *st, const char *network, const
  * kept already; kept gets the one kept, which every worker then uses. */
 SL_MUST_CHECK sl_err_t state_chain_learn(state_t *st, const char *network, const char *id, uint64_t now_ms,
                                          char kept[STATE_CHAIN_ID_MAX]);
+/* Replaces the learned identity from (a normal form) by id: every endpoint
+ * that answers now agrees on id (gateway/gw_chainid.c at start,
+ * pool/pool_chainid.c from the probes). *swapped is 1 for the one caller
+ * that changed it (it reports the change), 0 if the identity kept was not
+ * from any more (another worker swapped it first); kept gets the one kept. */
+SL_MUST_CHECK sl_err_t state_chain_relearn(state_t *st, const char *network, const char *from, const char *id,
+                                           uint64_t now_ms, int *swapped, char kept[STATE_CHAIN_ID_MAX]);
+
+/* What a reorg's claim decided (state_chain_reorg). */
+typedef struct state_chain_reorg_claim {
+    int first;                    /* this caller claimed that tip first: the reorg is counted */
+    int report;                   /* ... and a `reorg` event is due (none in the last fold_ms) */
+    uint64_t folded;              /* reorgs counted since the last event, this one included when it reports */
+} state_chain_reorg_claim_t;
+
 /* Claims the report of a reorg of depth heights that led to the tip at
- * tip_height with hash tip_hash ("0x..."): *first is 1 for the first worker
- * to claim that tip (it reports the reorg; reorgs and the depth are counted
- * in the record), 0 for every other. One write transaction; a reorg is rare. */
+ * tip_height with hash tip_hash ("0x..."): claim->first is 1 for the first
+ * worker to claim that tip (reorgs and the depth are counted in the record),
+ * 0 for every other. Events are bounded per network: report is 1 when no
+ * event was reported within fold_ms before now_ms (shared time); a reorg
+ * within it is folded into the next report's count. One write transaction;
+ * a reorg is rare. */
 SL_MUST_CHECK sl_err_t state_chain_reorg(state_t *st, const char *network, uint64_t tip_height, const char *tip_hash,
-                                         uint32_t depth, int *first);
+                                         uint32_t depth, uint64_t now_ms, uint32_t fold_ms,
+                                         state_chain_reorg_claim_t *claim);
 
 /* ---- pressure: the level of a network and the workers' slots ---- */
 /* Inside a snapshot: the level record of network (zeroed, SL_ERR_NOT_FOUND,

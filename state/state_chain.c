@@ -128,11 +128,42 @@ sl_err_t state_chain_learn(state_t *st, const char *network, const char *id, uin
     return err;
 }
 
+typedef struct relearn_ctx {
+    const char *from, *id;
+    uint64_t now_ms;
+    int swapped;
+} relearn_ctx_t;
+
+static int relearn_cb(state_chain_rec_t *rec, void *arg)
+{
+    relearn_ctx_t *c = arg;
+    if (strcmp(rec->identity, c->from) != 0 || strcmp(c->id, c->from) == 0 || c->id[0] == '\0' ||
+        strlen(c->id) >= sizeof(rec->identity))
+        return 0;
+    snprintf(rec->identity, sizeof(rec->identity), "%s", c->id);
+    rec->identity_at_ms = c->now_ms;
+    c->swapped = 1;
+    return 1;
+}
+
+sl_err_t state_chain_relearn(state_t *st, const char *network, const char *from, const char *id, uint64_t now_ms,
+                             int *swapped, char kept[STATE_CHAIN_ID_MAX])
+{
+    relearn_ctx_t c = {from, id, now_ms, 0};
+    state_chain_rec_t rec;
+    sl_err_t err = chain_change(st, network, relearn_cb, &c, &rec);
+    *swapped = err == SL_OK && c.swapped;
+    snprintf(kept, STATE_CHAIN_ID_MAX, "%s", err == SL_OK ? rec.identity : "");
+    return err;
+}
+
 typedef struct reorg_ctx {
     uint64_t tip;
     const char *hash;
     uint32_t depth;
-    int first;
+    uint64_t now_ms;
+    uint32_t fold_ms;
+    state_chain_reorg_claim_t *claim;
 } reorg_ctx_t;
 
 static int reorg_cb(state_chain_rec_t *rec, void *arg)
@@ -144,16 +175,25 @@ static int reorg_cb(state_chain_rec_t *rec, void *arg)
     snprintf(rec->reorg_hash, sizeof(rec->reorg_hash), "%s", c->hash);
     rec->reorg_depth = c->depth;
     rec->reorgs++;
-    c->first = 1;
+    rec->reorgs_folded++;
+    c->claim->first = 1;
+    if (rec->reorg_event_ms == 0 || c->now_ms >= rec->reorg_event_ms + c->fold_ms || c->now_ms < rec->reorg_event_ms) {
+        c->claim->report = 1;
+        c->claim->folded = rec->reorgs_folded;
+        rec->reorgs_folded = 0;
+        rec->reorg_event_ms = c->now_ms;
+    }
     return 1;
 }
 
 sl_err_t state_chain_reorg(state_t *st, const char *network, uint64_t tip_height, const char *tip_hash,
-                           uint32_t depth, int *first)
+                           uint32_t depth, uint64_t now_ms, uint32_t fold_ms, state_chain_reorg_claim_t *claim)
 {
-    reorg_ctx_t c = {tip_height, tip_hash, depth, 0};
+    memset(claim, 0, sizeof(*claim));
+    reorg_ctx_t c = {tip_height, tip_hash, depth, now_ms, fold_ms, claim};
     state_chain_rec_t rec;
     sl_err_t err = chain_change(st, network, reorg_cb, &c, &rec);
-    *first = err == SL_OK && c.first;
+    if (err != SL_OK)
+        memset(claim, 0, sizeof(*claim));
     return err;
 }

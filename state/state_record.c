@@ -45,14 +45,16 @@ static const state_field_t endpoint_fields[] = {
     F_SINCE(state_endpoint_rec_t, ws_state, STATE_F_U8, 1, 6),
     F_SINCE(state_endpoint_rec_t, ws_heads, STATE_F_U64, 1, 6),
     F_SINCE(state_endpoint_rec_t, ws_head_at_ms, STATE_F_U64, 1, 6),
+    F_SINCE(state_endpoint_rec_t, ws_unconfirmed, STATE_F_U64, 1, 7),
 };
 
 /* version 2: rl_backoff_ms (the rate-limit backoff doubles across workers);
  * version 3: the demotion (demoted_until_ms, demoted_cause, demotions);
  * version 4: the rate-limit episode (rl_since_ms, rl_last_until_ms, rl_marks);
  * version 5: the chain probe (safe, finalized, the latest block's hashes);
- * version 6: the upstream WebSocket (holder, state, heads received) */
-const state_schema_t state_endpoint_schema = {"endpoint", 6, endpoint_fields,
+ * version 6: the upstream WebSocket (holder, state, heads received);
+ * version 7: the pushed heads not confirmed (ws_unconfirmed) */
+const state_schema_t state_endpoint_schema = {"endpoint", 7, endpoint_fields,
                                               sizeof(endpoint_fields) / sizeof(endpoint_fields[0])};
 
 static const state_field_t cell_fields[] = {
@@ -168,10 +170,13 @@ static const state_field_t chain_fields[] = {
     F_SINCE(state_chain_rec_t, reorg_hash, STATE_F_STR, sizeof(((state_chain_rec_t *)0)->reorg_hash), 2),
     F_SINCE(state_chain_rec_t, reorg_depth, STATE_F_U32, 1, 2),
     F_SINCE(state_chain_rec_t, reorgs, STATE_F_U64, 1, 2),
+    F_SINCE(state_chain_rec_t, reorg_event_ms, STATE_F_U64, 1, 3),
+    F_SINCE(state_chain_rec_t, reorgs_folded, STATE_F_U64, 1, 3),
 };
 
-/* version 2: the learned identity and the last reorg reported */
-const state_schema_t state_chain_schema = {"chain", 2, chain_fields, sizeof(chain_fields) / sizeof(chain_fields[0])};
+/* version 2: the learned identity and the last reorg reported;
+ * version 3: the last reorg event's time and the reorgs folded since */
+const state_schema_t state_chain_schema = {"chain", 3, chain_fields, sizeof(chain_fields) / sizeof(chain_fields[0])};
 
 static const state_field_t pressure_slot_fields[] = {
     F(state_pressure_slot_rec_t, pid, STATE_F_U32, 1),

@@ -96,11 +96,14 @@ typedef struct state_endpoint_rec {
     uint8_t ws_state;             /* STATE_WS_*: the stream as its holder last said */
     uint64_t ws_heads;            /* heads it received, all holders together */
     uint64_t ws_head_at_ms;       /* the last one, shared time; 0 = none */
+    /* version 7 */
+    uint64_t ws_unconfirmed;      /* pushed heads its url's HTTP read did not confirm (dropped) */
 } state_endpoint_rec_t;
 
 /* ws_state of an endpoint record: no ws_url (or nobody holds it yet), the
- * stream being opened, open and subscribed, closed until the next try. */
-enum { STATE_WS_NONE, STATE_WS_CONNECTING, STATE_WS_CONNECTED, STATE_WS_DOWN };
+ * stream being opened, open and subscribed, closed until the next try,
+ * refused (closed until the next try) because its socket is on another chain. */
+enum { STATE_WS_NONE, STATE_WS_CONNECTING, STATE_WS_CONNECTED, STATE_WS_DOWN, STATE_WS_WRONG_CHAIN, STATE_WS_COUNT };
 
 extern const state_schema_t state_endpoint_schema;
 
@@ -137,7 +140,9 @@ extern const state_schema_t state_endpoint_schema;
     X(ENDPOINT_HEAD_IMPLAUSIBLE, "endpoint_head_implausible")                             \
     X(UPSTREAM_WS_CONNECTED, "upstream_ws_connected")                                     \
     X(UPSTREAM_WS_LOST, "upstream_ws_lost")                                               \
-    X(SUBSCRIPTION_SOURCE_CHANGED, "subscription_source_changed")
+    X(SUBSCRIPTION_SOURCE_CHANGED, "subscription_source_changed")                         \
+    X(UPSTREAM_WS_WRONG_CHAIN, "upstream_ws_wrong_chain")                                 \
+    X(CHAIN_RELEARNED, "chain_relearned")
 
 typedef enum state_event_kind {
 #define STATE_EVENT_ENUM_(name, str) STATE_EVENT_##name,
@@ -158,7 +163,8 @@ typedef struct state_event {
                                      tag of the admin request that asked (0: SIGHUP) */
     uint8_t to;
     char reason[512];             /* config events list every change or error in it */
-    uint64_t duration_ms;         /* breaker_closed: how long it was open; failover: the interval */
+    uint64_t duration_ms;         /* breaker_closed: how long it was open; failover: the interval;
+                                     reorg: the reorgs it tells (those folded into it included) */
     uint64_t count;               /* failover: how many; redundancy_low: usable endpoints */
     uint32_t pid;                 /* the process that observed it */
     /* version 2, for cluster: */
@@ -333,6 +339,9 @@ typedef struct state_chain_rec {
     char reorg_hash[STATE_CHAIN_HASH_MAX]; /* its hash, "0x..." */
     uint32_t reorg_depth;         /* heights replaced */
     uint64_t reorgs;              /* reorgs reported on the network, ever */
+    /* version 3: reorg events bounded (state_chain_reorg's fold_ms) */
+    uint64_t reorg_event_ms;      /* shared time of the last reorg event */
+    uint64_t reorgs_folded;       /* reorgs counted since it, in no event yet */
 } state_chain_rec_t;
 
 extern const state_schema_t state_chain_schema;

@@ -6,8 +6,10 @@
  * subscription ({"push":"pending","result":"0x…"}, "logs", "program"),
  * drops every WebSocket ({"drop":true}: shut down, the HTTP side stays), and
  * reports the subscribes and unsubscribes received, the subscriptions live
- * and the last subscribe's params (newHeads' and slotSubscribe's aside); any other call on the
- * socket is answered null. Frames: text, ping, close; client frames must be
+ * and the last subscribe's params (newHeads' and slotSubscribe's aside);
+ * eth_chainId and getGenesisHash are answered as over HTTP (sluice asks a
+ * socket its chain before subscribing); any other call on the socket is
+ * answered null. Frames: text, ping, close; client frames must be
  * masked; a message over FP_WS_MAX bytes closes the socket. */
 #include "fp.h"
 
@@ -99,7 +101,7 @@ static void on_call(fp_conn_t *c, const cJSON *m)
     const cJSON *method = cJSON_GetObjectItemCaseSensitive(m, "method");
     const cJSON *params = cJSON_GetObjectItemCaseSensitive(m, "params");
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(m, "id");
-    char res[64];
+    char res[96];
     if (!cJSON_IsString(method)) {
         answer(c, id, "null");
         return;
@@ -137,7 +139,13 @@ static void on_call(fp_conn_t *c, const cJSON *m)
         answer(c, id, "false");
         return;
     }
-    answer(c, id, "null");
+    if (strcmp(method->valuestring, "eth_chainId") == 0)
+        snprintf(res, sizeof res, "\"0x%" PRIx64 "\"", srv->chain_id);
+    else if (strcmp(method->valuestring, "getGenesisHash") == 0)
+        snprintf(res, sizeof res, "\"%s\"", srv->genesis_hash);
+    else
+        snprintf(res, sizeof res, "null");
+    answer(c, id, res);
 }
 
 /* The next frame in c->in: 1 handled, 0 need more, -1 close the socket. */

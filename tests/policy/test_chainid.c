@@ -82,6 +82,22 @@ Test(chainid, no_majority_refuses)
     cr_expect_str_eq(want, "0x1");
 }
 
+Test(chainid, a_learned_chain_heals_when_every_answer_agrees)
+{
+    const char *fixed[] = {"0x1", "0x1", "0x1"}, *one_down[] = {"0x1", NULL, "0x1"};
+    const char *split[] = {"0x1", "0x5", "0x1"}, *alone[] = {NULL, "0x1", NULL}, *same[] = {"0x5", "0x5", NULL};
+    const char *single[] = {"0x1"}, *none[] = {NULL, NULL};
+    cr_expect_str_eq(policy_chainid_heal("0x5", fixed, 3), "0x1", "every URL fixed");
+    cr_expect_str_eq(policy_chainid_heal("0x5", one_down, 3), "0x1", "two answering agree, one silent");
+    cr_expect_null(policy_chainid_heal("0x5", split, 3), "one answer for the kept chain: it stands");
+    cr_expect_null(policy_chainid_heal("0x5", alone, 3), "one answer of three is not enough");
+    cr_expect_null(policy_chainid_heal("0x5", same, 3), "they agree with what is kept");
+    cr_expect_str_eq(policy_chainid_heal("0x5", single, 1), "0x1", "the only endpoint configured");
+    cr_expect_null(policy_chainid_heal("0x5", none, 2), "nobody answers");
+    cr_expect_null(policy_chainid_heal("", fixed, 3), "nothing kept: learned, not healed");
+    cr_expect_null(policy_chainid_heal(NULL, fixed, 3));
+}
+
 Test(chainid, excluded_reason)
 {
     char out[64];

@@ -719,7 +719,7 @@ static const garbage_case_t garbage_cases[] = {
     /* version (2, the endpoint record's) and breaker decode, then a string where since_ms belongs */
     {"partly valid", "\x9b\x02\x02\xa1x\x00\x00\x00\x00\x00\x00\x00\x93\x00\x00\x00", 16, SL_ERR_CORRUPT},
     {"truncated", "\x9b\x02\x02\x00", 4, SL_ERR_CORRUPT},
-    {"another version", "\x9b\x07\x02\x00\x00\x00\x00\x00\x00\x00\x00\x93\x00\x00\x00", 15, SL_ERR_VERSION},
+    {"another version", "\x9b\x08\x02\x00\x00\x00\x00\x00\x00\x00\x00\x93\x00\x00\x00", 15, SL_ERR_VERSION},
     /* version 1 had 15 fields (no rl_backoff_ms): 10 of them is no version-1 record */
     {"version 1, truncated", "\x9b\x01\x02\x00\x00\x00\x00\x00\x00\x00\x00\x93\x00\x00\x00", 15, SL_ERR_CORRUPT},
 };
@@ -1203,13 +1203,17 @@ Test(state, chain_identity_learned_once_and_reorg_reported_once)
     state_chain_rec_t merged, rec;
     cr_assert_eq(state_chain_raise(st, "eth", (const uint64_t[]){100, 0, 0}, 7, &merged), SL_OK);
     cr_expect_str_eq(merged.identity, "0x1", "a raise keeps the identity");
-    int first = 0;
-    cr_assert_eq(state_chain_reorg(st, "eth", 100, "0xab", 3, &first), SL_OK);
-    cr_expect_eq(first, 1);
-    cr_assert_eq(state_chain_reorg(st, "eth", 100, "0xab", 2, &first), SL_OK);
-    cr_expect_eq(first, 0, "another worker seeing the same new tip");
-    cr_assert_eq(state_chain_reorg(st, "eth", 100, "0xcd", 1, &first), SL_OK);
-    cr_expect_eq(first, 1, "another reorg of the same height");
+    state_chain_reorg_claim_t c;
+    cr_assert_eq(state_chain_reorg(st, "eth", 100, "0xab", 3, 1000, 60000, &c), SL_OK);
+    cr_expect_eq(c.first, 1);
+    cr_expect_eq(c.report, 1, "the first reorg is reported");
+    cr_expect_eq(c.folded, 1);
+    cr_assert_eq(state_chain_reorg(st, "eth", 100, "0xab", 2, 1001, 60000, &c), SL_OK);
+    cr_expect_eq(c.first, 0, "another worker seeing the same new tip");
+    cr_expect_eq(c.report, 0);
+    cr_assert_eq(state_chain_reorg(st, "eth", 100, "0xcd", 1, 1002, 60000, &c), SL_OK);
+    cr_expect_eq(c.first, 1, "another reorg of the same height");
+    cr_expect_eq(c.report, 0, "counted, but within the minute: folded");
     cr_assert_eq(state_read_begin(st), SL_OK);
     cr_assert_eq(state_chain_get(st, "eth", &rec), SL_OK);
     state_read_end(st);
@@ -1217,6 +1221,52 @@ Test(state, chain_identity_learned_once_and_reorg_reported_once)
     cr_expect_eq(rec.reorg_depth, 1);
     cr_expect_eq(rec.floor[0], 100);
     cr_expect_str_eq(rec.identity, "0x1");
+}
+
+/* A thousand reorgs in a minute are counted, and told by one event a minute
+ * carrying the count folded into it. */
+Test(state, chain_reorg_events_folded_per_minute)
+{
+    open_default();
+    state_chain_reorg_claim_t c;
+    char hash[16];
+    int reports = 0;
+    for (int i = 0; i < 1000; i++) {
+        snprintf(hash, sizeof(hash), "0x%d", i);
+        cr_assert_eq(state_chain_reorg(st, "eth", 100 + (uint64_t)i, hash, 1, 5000 + (uint64_t)i * 50, 60000, &c),
+                     SL_OK);
+        cr_expect_eq(c.first, 1);
+        reports += c.report;
+    }
+    cr_expect_eq(reports, 1, "49.95 s of reorgs: the first one's event only");
+    cr_assert_eq(state_chain_reorg(st, "eth", 5000, "0xff", 2, 65000, 60000, &c), SL_OK);
+    cr_expect_eq(c.report, 1, "a minute after the last event");
+    cr_expect_eq(c.folded, 1000, "999 folded since, and this one");
+    cr_assert_eq(state_read_begin(st), SL_OK);
+    state_chain_rec_t rec;
+    cr_assert_eq(state_chain_get(st, "eth", &rec), SL_OK);
+    state_read_end(st);
+    cr_expect_eq(rec.reorgs, 1001, "every reorg counted");
+    cr_expect_eq(rec.reorgs_folded, 0);
+}
+
+/* The learned identity is replaced only from the one the caller saw: the
+ * first worker swaps it, the others find it swapped. */
+Test(state, chain_identity_relearned_once)
+{
+    open_default();
+    char kept[STATE_CHAIN_ID_MAX];
+    int swapped = 0;
+    cr_assert_eq(state_chain_learn(st, "eth", "0x5", 5, kept), SL_OK);
+    cr_assert_eq(state_chain_relearn(st, "eth", "0x5", "0x1", 6, &swapped, kept), SL_OK);
+    cr_expect_eq(swapped, 1);
+    cr_expect_str_eq(kept, "0x1");
+    cr_assert_eq(state_chain_relearn(st, "eth", "0x5", "0x1", 7, &swapped, kept), SL_OK);
+    cr_expect_eq(swapped, 0, "a second worker: swapped already");
+    cr_expect_str_eq(kept, "0x1");
+    cr_assert_eq(state_chain_relearn(st, "eth", "0x1", "", 8, &swapped, kept), SL_OK);
+    cr_expect_eq(swapped, 0, "never to nothing");
+    cr_expect_str_eq(kept, "0x1");
 }
 
 /* The reader that asks at each head served decodes only a changed record,
