@@ -239,6 +239,8 @@ static const gw_cfg_field_t server_fields[] = {
     {"ws_max_subscriptions_per_identity", GW_CFG_U32, offsetof(gw_server_conf_t, ws_max_subscriptions_per_identity), 1,
      10000000},
     {"ws_max_sources_per_identity", GW_CFG_U32, offsetof(gw_server_conf_t, ws_max_sources_per_identity), 1, 1000000},
+    {"ws_max_polled_sources_per_identity", GW_CFG_U32, offsetof(gw_server_conf_t, ws_max_polled_sources_per_identity),
+     0, 100000},
     {"ws_ping_interval_ms", GW_CFG_U32, offsetof(gw_server_conf_t, ws_ping_interval_ms), 0, 3600000},
     {"ws_idle_timeout_ms", GW_CFG_U32, offsetof(gw_server_conf_t, ws_idle_timeout_ms), 1000, 86400000},
     {"tls", GW_CFG_FN, .fn = gw_cfg_server_tls},
@@ -454,6 +456,7 @@ static gw_config_t *config_new(const char *name)
         .ws_max_subscriptions_per_connection = GW_DEFAULT_WS_MAX_SUBS_PER_CONNECTION,
         .ws_max_subscriptions_per_identity = GW_DEFAULT_WS_MAX_SUBS_PER_IDENTITY,
         .ws_max_sources_per_identity = GW_DEFAULT_WS_MAX_SOURCES_PER_IDENTITY,
+        .ws_max_polled_sources_per_identity = GW_DEFAULT_WS_MAX_POLLED_SOURCES_PER_IDENTITY,
         .ws_ping_interval_ms = GW_DEFAULT_WS_PING_INTERVAL_MS,
         .ws_idle_timeout_ms = GW_DEFAULT_WS_IDLE_TIMEOUT_MS,
     };

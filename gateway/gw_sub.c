@@ -20,6 +20,7 @@
 #define DEFAULT_POLL_MS 1000
 #define ID_MAX 40
 #define GW_SUB_PASS_PER_IDENTITY 64 /* distinct passthrough sources a caller holds (POOL_WSPASS_MAX_SUBS / 4) */
+#define GW_SUB_PASS_SHARE_DIV 4     /* ... and at most a quarter of the room left and its own */
 
 struct gw_sub_reg {
     h2o_loop_t *loop;
@@ -357,13 +358,14 @@ static void answer(gw_sub_client_t *c, const char *body, wire_span_t id, const c
     sl_buf_dispose(&b);
 }
 
-static void error(gw_sub_client_t *c, const char *body, wire_span_t id, int code, const char *msg)
+static void error(gw_sub_client_t *c, const char *body, wire_span_t id, int code, const char *msg,
+                  const char *data)
 {
     if (id.len == 0)
         return;
     sl_buf_t b;
     sl_buf_init(&b);
-    gw_rpc_error(&b, body, id, code, msg, NULL);
+    gw_rpc_error(&b, body, id, code, msg, data);
     c->send(c, b.base, b.len);
     sl_buf_dispose(&b);
 }
@@ -399,18 +401,23 @@ static size_t count_ident(const gw_sub_reg_t *r, const char *ident)
     return n;
 }
 
-/* Running sources the identity started in this worker. */
-static size_t count_sources(const gw_sub_reg_t *r, const char *ident)
+/* Running sources the identity started in this worker (polled: only
+ * those polling upstream on their own). */
+static size_t count_sources(const gw_sub_reg_t *r, const char *ident, int polled)
 {
     size_t n = 0;
-    for (h2o_linklist_t *l = r->sources.next; l != &r->sources; l = l->next)
-        n += strcmp(H2O_STRUCT_FROM_MEMBER(gw_sub_source_t, link, l)->creator, ident) == 0;
+    for (h2o_linklist_t *l = r->sources.next; l != &r->sources; l = l->next) {
+        const gw_sub_source_t *src = H2O_STRUCT_FROM_MEMBER(gw_sub_source_t, link, l);
+        n += strcmp(src->creator, ident) == 0 && (!polled || (src->kind->own_poll && !src->pass));
+    }
     return n;
 }
 
 /* The over-the-bound message, or NULL. fresh: the subscription would
- * start a new source (joining a running one costs no source). */
-static const char *over_bound(const gw_sub_client_t *c, int fresh)
+ * start a new source (joining a running one costs no source); polled: a
+ * source that polls upstream on its own every interval, forever, which the
+ * caller's rate limit never sees, so its number is bounded per caller. */
+static const char *over_bound(const gw_sub_client_t *c, int fresh, int polled, const char **reason)
 {
     const gw_server_conf_t *srv = c->reg->srv;
     if (c->nsubs >= srv->ws_max_subscriptions_per_connection)
@@ -419,9 +426,15 @@ static const char *over_bound(const gw_sub_client_t *c, int fresh)
     if (count_ident(c->reg, c->ident) >= srv->ws_max_subscriptions_per_identity)
         return "too many subscriptions for this caller (server.ws_max_subscriptions_per_identity): "
                "unsubscribe first";
-    if (fresh && count_sources(c->reg, c->ident) >= srv->ws_max_sources_per_identity)
+    if (fresh && count_sources(c->reg, c->ident, 0) >= srv->ws_max_sources_per_identity)
         return "too many distinct subscriptions started by this caller (server.ws_max_sources_per_identity): "
                "subscribe to what is already followed, or unsubscribe first";
+    if (fresh && polled && count_sources(c->reg, c->ident, 1) >= srv->ws_max_polled_sources_per_identity) {
+        *reason = "polled_sources";
+        return "too many distinct polled programSubscribe / logsSubscribe started by this caller (each polls the "
+               "provider every interval: server.ws_max_polled_sources_per_identity): subscribe to what is already "
+               "followed, or unsubscribe first";
+    }
     return NULL;
 }
 
@@ -447,26 +460,54 @@ static size_t count_ident_pass(gw_sub_reg_t *r, const char *ident)
     return n;
 }
 
+/* Whether a new passthrough source of the caller's may start: NULL, or the
+ * -32005 message with *reason. The sockets' room is shared by every caller
+ * of the worker, so a caller's share of it is a fraction of what is left
+ * (counting its own): four callers cannot fill it, and a newcomer still finds
+ * room. No room at all refuses rather than answer an id that would wait for
+ * a socket and deliver nothing. */
+static const char *pass_refusal(gw_sub_client_t *c, const char **reason)
+{
+    size_t sockets, room = pool_wsub_room(c->net->pool_net, &sockets), mine = count_ident_pass(c->reg, c->ident);
+    /* no socket whose address is good: the source waits for one, only the cap applies */
+    size_t share = sockets == 0 ? GW_SUB_PASS_PER_IDENTITY : (room + mine) / GW_SUB_PASS_SHARE_DIV;
+    if (room == 0 && sockets > 0) {
+        *reason = "passthrough_room";
+        return "no room for another upstream subscription: every socket of the network's ws_url endpoints "
+               "holds its 256; subscribe to params already followed, or retry later";
+    }
+    if (mine >= GW_SUB_PASS_PER_IDENTITY || mine >= (share > 0 ? share : 1)) {
+        *reason = "passthrough_share";
+        return "too many distinct passed-through subscriptions for this caller (at most 64 in a worker and a "
+               "quarter of the upstream sockets' room left, each an upstream subscription): share params or "
+               "unsubscribe first";
+    }
+    return NULL;
+}
+
 static void subscribe(gw_sub_client_t *c, const gw_sub_kind_t *k, const cJSON *params, const char *body,
                       wire_span_t id)
 {
     int pass = gw_sub_pass_served_by(k, c->net);
     if (pass < 0) {
-        error(c, body, id, GW_RPC_METHOD_NOT_FOUND, k->refusal);
+        error(c, body, id, GW_RPC_METHOD_NOT_FOUND, k->refusal, NULL);
         return;
     }
     sl_buf_t key;
     sl_buf_init(&key);
-    const char *bad = gw_sub_pass_key(k, params, pass, &key);
+    const char *bad = gw_sub_pass_key(k, params, pass, &key), *reason = NULL, *over = NULL;
     int fresh = bad == NULL && source_find(c->reg, c->net, k, key.base, pass) == NULL;
-    const char *over = bad == NULL ? over_bound(c, fresh) : NULL;
-    if (over == NULL && fresh && pass && count_ident_pass(c->reg, c->ident) >= GW_SUB_PASS_PER_IDENTITY)
-        over = "too many distinct passed-through subscriptions for this caller (64 in a worker, each an upstream "
-               "subscription): share params or unsubscribe first";
+    if (bad == NULL)
+        over = over_bound(c, fresh, k->own_poll && !pass, &reason);
+    if (over == NULL && fresh && pass)
+        over = pass_refusal(c, &reason);
     if (bad != NULL || over != NULL) {
+        char data[64];
         if (over != NULL)
             gw_stats_net_add(c->reg->stats, c->net->index, STATE_SRV_SUB_REFUSED, 1);
-        error(c, body, id, bad != NULL ? -32602 : GW_RPC_LIMIT_EXCEEDED, bad != NULL ? bad : over);
+        snprintf(data, sizeof(data), "{\"reason\":\"%s\"}", reason != NULL ? reason : "");
+        error(c, body, id, bad != NULL ? -32602 : GW_RPC_LIMIT_EXCEEDED, bad != NULL ? bad : over,
+              reason != NULL ? data : NULL);
         sl_buf_dispose(&key);
         return;
     }
@@ -508,7 +549,7 @@ static void unsubscribe(gw_sub_client_t *c, const char *method, const cJSON *par
 {
     const cJSON *v = cJSON_IsArray(params) ? cJSON_GetArrayItem(params, 0) : NULL;
     if (v == NULL || cJSON_GetArraySize(params) != 1) {
-        error(c, body, id, -32602, "invalid params: expected [subscription id]");
+        error(c, body, id, -32602, "invalid params: expected [subscription id]", NULL);
         return;
     }
     gw_sub_t *sub = find_sub(c, v);
@@ -592,14 +633,14 @@ int gw_sub_message(gw_sub_client_t *c, const char *body, size_t len)
                      rate limit: answered */
     }
     if (env.params.len != 0 && !cJSON_IsArray(params))
-        error(c, body, env.id, -32602, "invalid params: expected an array");
+        error(c, body, env.id, -32602, "invalid params: expected an array", NULL);
     else if (k != NULL)
         subscribe(c, k, params, body, env.id);
     else if (unsub)
         unsubscribe(c, method, params, body, env.id);
     else
         error(c, body, env.id, -32602,
-              "invalid params: eth_subscribe serves \"newHeads\", \"logs\" and \"newPendingTransactions\"");
+              "invalid params: eth_subscribe serves \"newHeads\", \"logs\" and \"newPendingTransactions\"", NULL);
     cJSON_Delete(params);
     return 1;
 }
