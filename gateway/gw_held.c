@@ -119,7 +119,7 @@ void gw_held_remove(gw_held_t *t, gw_held_entry_t *e)
 
 size_t gw_held_bytes(const gw_held_t *t, const gw_held_entry_t *e)
 {
-    return t->bytes(e);
+    return e->bytes != NULL ? e->bytes(e) : t->bytes(e);
 }
 
 static size_t slot_sum(const gw_held_t *t, int32_t i)
@@ -127,7 +127,7 @@ static size_t slot_sum(const gw_held_t *t, int32_t i)
     const h2o_linklist_t *anchor = &t->slots[i].entries;
     size_t sum = 0;
     for (const h2o_linklist_t *n = anchor->next; n != anchor; n = n->next)
-        sum += t->bytes(H2O_STRUCT_FROM_MEMBER(gw_held_entry_t, link, n));
+        sum += gw_held_bytes(t, H2O_STRUCT_FROM_MEMBER(gw_held_entry_t, link, n));
     return sum;
 }
 
@@ -138,8 +138,10 @@ size_t gw_held_others(const gw_held_t *t, const gw_held_entry_t *e, gw_held_byte
     const h2o_linklist_t *anchor = &t->slots[e->slot - 1].entries;
     size_t sum = 0;
     for (const h2o_linklist_t *n = anchor->next; n != anchor; n = n->next)
-        if (n != &e->link)
-            sum += bytes(H2O_STRUCT_FROM_MEMBER(gw_held_entry_t, link, n));
+        if (n != &e->link) {
+            const gw_held_entry_t *o = H2O_STRUCT_FROM_MEMBER(gw_held_entry_t, link, n);
+            sum += o->bytes != NULL ? o->bytes(o) : bytes(o);
+        }
     return sum;
 }
 
