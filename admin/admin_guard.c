@@ -19,14 +19,17 @@
  *
  * Failed authentication is throttled per client address (IPv6 per /64, what
  * one host usually gets): ADMIN_AUTH_BURST failures at once, then one per
- * ADMIN_AUTH_WINDOW_US / ADMIN_AUTH_BURST, as GCRA. While an address is over
- * it gets 429 with Retry-After and its token is not even compared, the
- * correct one included. The table is per worker and bounded: when it is full
- * the entry closest to its full allowance again is reused. So an attacker
- * with many addresses can push its own entries out (a token of 16+ bytes is
- * out of reach of guessing anyway), but failures from other addresses never
- * lock out an operator's address: no global lockout, which would hand
- * anyone a way to shut the operator out. */
+ * ADMIN_AUTH_WINDOW_US / ADMIN_AUTH_BURST, as GCRA. The token is always
+ * compared and the correct one always passes: one address is every operator
+ * behind a proxy or a bastion, and refusing the right token there would let
+ * anyone who reaches the listener through it lock them all out with ten
+ * wrong guesses. An address over its allowance gets 429 with Retry-After for
+ * a wrong token instead of 401. That does not slow a guesser (a wrong guess
+ * is told apart from the right one either way): a token of 16+ bytes is what
+ * keeps guessing out of reach; the throttle keeps the answers, the log (one
+ * line per address going over) and the work per failure bounded. The table
+ * is per worker and bounded: when it is full the entry closest to its full
+ * allowance again is reused. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <string.h>
@@ -240,6 +243,8 @@ int admin_guard_auth(admin_t *a, h2o_req_t *req, int (*authorized)(admin_t *a, h
     uint8_t key[16];
     char who[INET6_ADDRSTRLEN];
     client_key(req, key, who, sizeof(who));
+    if (authorized(a, req))
+        return 0; /* before the throttle: the right token is never refused */
     uint64_t now = sl_now_us();
     uint64_t wait_us = admin_guard_auth_wait_us(&a->guard, key, now);
     if (wait_us != 0) {
@@ -249,13 +254,11 @@ int admin_guard_auth(admin_t *a, h2o_req_t *req, int (*authorized)(admin_t *a, h
         return refuse(req, 429, H2O_STRLIT("{\"error\":\"too many failed authentications from this address; retry "
                                            "after the Retry-After delay\"}"));
     }
-    if (authorized(a, req))
-        return 0;
     /* never the presented credential: a near miss of the real token would
      * give most of it away, and the scrub only knows the exact one */
     if (admin_guard_auth_failed(&a->guard, key, now))
-        sl_log_warn("admin: %u failed authentications from %s; refusing it for a while (429)", ADMIN_AUTH_BURST,
-                    who);
+        sl_log_warn("admin: %u failed authentications from %s; wrong tokens from it get 429 for a while",
+                    ADMIN_AUTH_BURST, who);
     h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_WWW_AUTHENTICATE, NULL,
                    H2O_STRLIT("Bearer realm=\"sluice admin\""));
     return refuse(req, 401, H2O_STRLIT("{\"error\":\"missing or wrong bearer token\"}"));

@@ -301,6 +301,11 @@ static const struct {
     [STATE_SRV_SUB_REORGED] = {"sluice_subscription_heights_total", "counter", "how=\"reorged\"", NULL},
     [STATE_SRV_SUB_LOGS_SENT] = {"sluice_subscription_logs_total", "counter", NULL,
                                  "Logs a logs source notified (those sent again as removed included)."},
+    [STATE_SRV_SUB_LOGS_SKIPPED] = {"sluice_subscription_logs_skipped_total", "counter", NULL,
+                                    "Logs subscriptions ended with an error naming the first block whose logs "
+                                    "they could not deliver (eth_getLogs failing past server.ws_logs_retry_s, "
+                                    "more than 256 blocks waiting, 128 heights behind, or a reorg deeper than "
+                                    "the blocks kept). One per subscription ended."},
     [STATE_SRV_SUB_REFUSED] = {"sluice_subscriptions_refused_total", "counter", NULL,
                                "Subscribe calls refused at server.ws_max_subscriptions_per_connection, "
                                "server.ws_max_subscriptions_per_identity or server.ws_max_sources_per_identity."},

@@ -91,20 +91,39 @@ static cJSON *endpoints_json(const admin_net_view_t *x, const admin_ep_view_t *v
     return arr;
 }
 
-/* The network's head (kind 0), safe (1) or finalized (2): the highest of
- * its usable endpoints' (shared records), else of any; 0 unknown. */
+/* The network's head (kind 0), safe (1) or finalized (2), as the workers
+ * take it (policy/chainview.h): the head the highest of its usable
+ * endpoints' whose head is not an unconfirmed lead; safe and finalized the
+ * second-highest when two or more report one (what another endpoint
+ * confirms), each at most its endpoint's own head. Shared records; with
+ * none usable, the same over every endpoint; 0 unknown. */
 static uint64_t net_height(const admin_net_view_t *x, const admin_ep_view_t *v, size_t n, int kind)
 {
-    uint64_t usable = 0, any = 0;
-    for (size_t k = 0; k < n; k++) {
-        if (v[k].net != x->net)
-            continue;
-        uint64_t h = kind == 0 ? v[k].rec.head : kind == 1 ? v[k].rec.safe : v[k].rec.finalized;
-        any = h > any ? h : any;
-        if (v[k].usable && h > usable)
-            usable = h;
+    for (int pass = 0; pass < 2; pass++) {
+        uint64_t top = 0, next = 0;
+        size_t known = 0;
+        for (size_t k = 0; k < n; k++) {
+            if (v[k].net != x->net || (pass == 0 && !v[k].usable) ||
+                (kind == 0 && v[k].has_ranked && v[k].ranked.excluded == STATE_EXCLUDED_HEAD_AHEAD))
+                continue;
+            uint64_t h = kind == 0 ? v[k].rec.head : kind == 1 ? v[k].rec.safe : v[k].rec.finalized;
+            /* the record's head is Ethereum's latest (Solana's: the finalized slot the probe reads) */
+            if (kind != 0 && x->net->chain == POLICY_CHAIN_ETHEREUM && v[k].rec.head != 0 && h > v[k].rec.head)
+                h = v[k].rec.head;
+            if (h == 0)
+                continue;
+            known++;
+            if (h > top) {
+                next = top;
+                top = h;
+            } else if (h > next) {
+                next = h;
+            }
+        }
+        if (known != 0)
+            return kind != 0 && known >= 2 ? next : top;
     }
-    return usable != 0 ? usable : any;
+    return 0;
 }
 
 /* head, safe, finalized (null: unknown); served_head: the floor
@@ -132,9 +151,9 @@ static void add_heads(cJSON *o, const admin_net_view_t *x, const admin_ep_view_t
 static void chain_metrics(sl_buf_t *b, const admin_net_view_t *nv, size_t nnets, const admin_ep_view_t *v, size_t n)
 {
     static const char *const heads[3][2] = {
-        {"sluice_chain_head", "The network's head: the highest head of its usable endpoints."},
-        {"sluice_chain_safe", "The network's safe block (Solana: confirmed slot), from the chain probe."},
-        {"sluice_chain_finalized", "The network's finalized block (slot), from the chain probe."},
+        {"sluice_chain_head", "The network's head: the highest head of its usable endpoints, unconfirmed leads left out."},
+        {"sluice_chain_safe", "The network's safe block (Solana: confirmed slot), as a second endpoint confirms it."},
+        {"sluice_chain_finalized", "The network's finalized block (slot), as a second endpoint confirms it."},
     };
     for (int kind = 0; kind < 3; kind++) {
         sl_buf_printf(b, "# HELP %s %s\n# TYPE %s gauge\n", heads[kind][0], heads[kind][1], heads[kind][0]);

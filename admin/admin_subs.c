@@ -108,6 +108,7 @@ cJSON *admin_subs_network_json(admin_t *a, const pool_network_conf_t *net, const
     }
     cJSON_AddNumberToObject(o, "notifications", (double)v[STATE_SRV_SUB_NOTIFICATIONS]);
     cJSON_AddNumberToObject(o, "logs_sent", (double)v[STATE_SRV_SUB_LOGS_SENT]);
+    cJSON_AddNumberToObject(o, "logs_skipped", (double)v[STATE_SRV_SUB_LOGS_SKIPPED]);
     cJSON *h = cJSON_AddObjectToObject(o, "heights");
     cJSON_AddNumberToObject(h, "backfilled", (double)v[STATE_SRV_SUB_BACKFILLED]);
     cJSON_AddNumberToObject(h, "skipped", (double)v[STATE_SRV_SUB_SKIPPED]);
@@ -145,6 +146,9 @@ static const subs_series_t series[] = {
     {"sluice_subscription_heights_by_network_total", NULL, NULL, STATE_SRV_SUB_REORGED, "how=\"reorged\"", 0},
     {"sluice_subscription_logs_by_network_total", "counter", "Logs notified (removed ones included), per network.",
      STATE_SRV_SUB_LOGS_SENT, NULL, 0},
+    {"sluice_subscription_logs_skipped_by_network_total", "counter",
+     "Logs subscriptions ended with an error naming a block whose logs they could not deliver, per network.",
+     STATE_SRV_SUB_LOGS_SKIPPED, NULL, 0},
     {"sluice_websocket_closed_by_network_total", "counter",
      "Client WebSockets sluice closed: slow_reader (1008, its answers queued past the bound) or idle.",
      STATE_SRV_WS_SLOW_CLOSES, "reason=\"slow_reader\"", 0},

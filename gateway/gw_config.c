@@ -243,6 +243,7 @@ static const gw_cfg_field_t server_fields[] = {
      0, 100000},
     {"ws_ping_interval_ms", GW_CFG_U32, offsetof(gw_server_conf_t, ws_ping_interval_ms), 0, 3600000},
     {"ws_idle_timeout_ms", GW_CFG_U32, offsetof(gw_server_conf_t, ws_idle_timeout_ms), 1000, 86400000},
+    {"ws_logs_retry_s", GW_CFG_U32, offsetof(gw_server_conf_t, ws_logs_retry_s), 1, 3600},
     {"tls", GW_CFG_FN, .fn = gw_cfg_server_tls},
 };
 
@@ -459,6 +460,7 @@ static gw_config_t *config_new(const char *name)
         .ws_max_polled_sources_per_identity = GW_DEFAULT_WS_MAX_POLLED_SOURCES_PER_IDENTITY,
         .ws_ping_interval_ms = GW_DEFAULT_WS_PING_INTERVAL_MS,
         .ws_idle_timeout_ms = GW_DEFAULT_WS_IDLE_TIMEOUT_MS,
+        .ws_logs_retry_s = GW_DEFAULT_WS_LOGS_RETRY_S,
     };
     cfg->server.cors_origins[0] = sl_xstrdup("*");
     cfg->admin.listen = sl_xstrdup(GW_DEFAULT_ADMIN_LISTEN);
@@ -468,6 +470,8 @@ static gw_config_t *config_new(const char *name)
     cfg->state.path = sl_xstrdup(GW_DEFAULT_STATE_PATH);
     cfg->cache.enabled = 1;
     cfg->cache.max_mb = GW_DEFAULT_CACHE_MB;
+    cfg->cache.max_entry_kb = GW_DEFAULT_CACHE_MAX_ENTRY_KB;
+    cfg->cache.caller_share_pct = GW_DEFAULT_CACHE_CALLER_SHARE_PCT;
     cfg->cache.redis_ttl_s = STATE_CACHE_REDIS_DEFAULT_TTL_S;
     cfg->cache.redis_wait_ms = STATE_CACHE_REDIS_DEFAULT_WAIT_MS;
     cfg->state.map_size_mb = GW_DEFAULT_MAP_SIZE_MB;

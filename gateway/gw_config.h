@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "base/sl_err.h"
+#include "policy/cacheadmit.h"
 #include "pool/pool_conf.h"
 #include "state/state_cluster.h"
 
@@ -29,6 +30,7 @@
 #define GW_DEFAULT_WS_MAX_POLLED_SOURCES_PER_IDENTITY 16
 #define GW_DEFAULT_WS_PING_INTERVAL_MS 20000
 #define GW_DEFAULT_WS_IDLE_TIMEOUT_MS 60000
+#define GW_DEFAULT_WS_LOGS_RETRY_S 120
 #define GW_DEFAULT_STATE_PATH "./var/sluice"
 #define GW_DEFAULT_MAX_BODY_BYTES (1024 * 1024)
 #define GW_DEFAULT_MAX_BATCH 100
@@ -48,6 +50,12 @@
 #define GW_DEFAULT_MAX_HEADER_BYTES 32768
 #define GW_DEFAULT_MAP_SIZE_MB 256
 #define GW_DEFAULT_CACHE_MB 256
+/* One answer is at most 1 MiB of the cache (and never more than a 64th of
+ * its map): three 56 MB eth_getLogs answers used to evict every other
+ * caller's entries and hold the worker 730 ms while written. A caller's
+ * insertions per minute, per worker: an eighth of the map. */
+#define GW_DEFAULT_CACHE_MAX_ENTRY_KB 1024
+#define GW_DEFAULT_CACHE_CALLER_SHARE_PCT 12
 #define GW_DEFAULT_EVENT_MAX_COUNT 10000
 #define GW_DEFAULT_EVENT_MAX_AGE_HOURS (24 * 7)
 
@@ -116,6 +124,7 @@ typedef struct gw_server_conf {
     uint32_t ws_max_sources_per_identity; /* distinct subscription sources one identity started (per worker) */
     uint32_t ws_max_polled_sources_per_identity; /* of them, sources each polling upstream on its own */
     uint32_t ws_ping_interval_ms; /* a ping this often (0: none) */
+    uint32_t ws_logs_retry_s;     /* a logs subscription retries a block's eth_getLogs this long, then ends */
     uint32_t ws_idle_timeout_ms; /* nothing received, pongs included, for this long: close */
     gw_tls_conf_t tls;        /* server.tls: both client listeners speak TLS when cert_file is set */
 } gw_server_conf_t;
@@ -150,7 +159,13 @@ typedef struct gw_cache_conf {
     int redis;                /* cache.redis: the cluster's Redis as a second tier (cluster: only) */
     uint32_t redis_ttl_s;     /* an entry's expiry there (a day) */
     uint32_t redis_wait_ms;   /* a lookup there unanswered this long is a miss (10) */
+    uint32_t max_entry_kb;    /* an answer larger than this is never kept (1024; at most a 64th of the map) */
+    uint32_t caller_share_pct; /* a caller inserts at most this % of the map a minute, per worker (12) */
 } gw_cache_conf_t;
+
+/* What one answer and one caller may put in the cache (policy/cacheadmit.h),
+ * from the cache: section. */
+policy_cacheadmit_conf_t gw_cache_admit_conf(const gw_cache_conf_t *cc);
 
 typedef struct gw_log_conf {
     int level;                /* sl_log_level_t */

@@ -8,7 +8,9 @@
  *     unfinalized: off        head: also keep answers above finalized, keyed by block hash
  *     redis: false            true (cluster: only): the cluster's Redis as a second tier
  *     redis_ttl_s: 86400      an entry's expiry in Redis
- *     redis_wait_ms: 10       a lookup in Redis unanswered this long is a miss */
+ *     redis_wait_ms: 10       a lookup in Redis unanswered this long is a miss
+ *     max_entry_kb: 1024      an answer larger than this is never kept (nor over a 64th of the map)
+ *     caller_share_pct: 12    a caller inserts at most this % of the map a minute (per worker; 100: no share) */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,7 +43,26 @@ static const gw_cfg_field_t cache_fields[] = {
     {"redis", GW_CFG_BOOL, offsetof(gw_cache_conf_t, redis)},
     {"redis_ttl_s", GW_CFG_U32, offsetof(gw_cache_conf_t, redis_ttl_s), 1, 365 * 86400},
     {"redis_wait_ms", GW_CFG_U32, offsetof(gw_cache_conf_t, redis_wait_ms), 1, 1000},
+    {"max_entry_kb", GW_CFG_U32, offsetof(gw_cache_conf_t, max_entry_kb), 1, 1048576},
+    {"caller_share_pct", GW_CFG_U32, offsetof(gw_cache_conf_t, caller_share_pct), 1, 100},
 };
+
+/* Answers over this are kept on their second ask (policy/cacheadmit.h):
+ * a read's few KB at once, a one-off block of logs not. */
+#define CACHE_LARGE_BYTES (64u << 10)
+#define CACHE_SHARE_WINDOW_MS 60000u
+
+policy_cacheadmit_conf_t gw_cache_admit_conf(const gw_cache_conf_t *cc)
+{
+    uint64_t map = (uint64_t)cc->max_mb << 20;
+    uint64_t entry = (uint64_t)cc->max_entry_kb << 10;
+    return (policy_cacheadmit_conf_t){
+        .max_entry = entry < map / 64 ? entry : map / 64,
+        .large = CACHE_LARGE_BYTES,
+        .share_bytes = cc->caller_share_pct >= 100 ? 0 : map * cc->caller_share_pct / 100,
+        .window_ms = CACHE_SHARE_WINDOW_MS,
+    };
+}
 
 void gw_cfg_cache(gw_cfg_t *c, yaml_node_t *n, void *target)
 {

@@ -156,6 +156,7 @@ static const field_t settings[] = {
     {"server.ws_max_polled_sources_per_identity", F_U32, CFG(server.ws_max_polled_sources_per_identity)},
     {"server.ws_ping_interval_ms", F_U32, CFG(server.ws_ping_interval_ms)},
     {"server.ws_idle_timeout_ms", F_U32, CFG(server.ws_idle_timeout_ms)},
+    {"server.ws_logs_retry_s", F_U32, CFG(server.ws_logs_retry_s)},
     /* new workers load the files: a certificate replaced in place is a change too */
     {"server.tls.cert_file", F_STR, CFG(server.tls.cert_file), .show = 1},
     {"server.tls.key_file", F_STR, CFG(server.tls.key_file), .show = 1},
@@ -170,6 +171,8 @@ static const field_t settings[] = {
     {"state.flush_ms", F_U32, CFG(state.flush_ms)},
     {"state.event_max_count", F_U32, CFG(state.event_max_count)},
     {"state.event_max_age_hours", F_U32, CFG(state.event_max_age_hours)},
+    {"cache.max_entry_kb", F_U32, CFG(cache.max_entry_kb)},
+    {"cache.caller_share_pct", F_U32, CFG(cache.caller_share_pct)},
     {"log.level", F_INT, CFG(log.level)},
     {"log.format", F_INT, CFG(log.json)},
     {"tiers", F_FN, .fn = tiers_differ},

@@ -84,6 +84,11 @@ h2o_loop_t *gw_sub_loop(const gw_sub_reg_t *r)
     return r->loop;
 }
 
+const gw_server_conf_t *gw_sub_srv(const gw_sub_reg_t *r)
+{
+    return r->srv;
+}
+
 gw_stats_t *gw_sub_stats(const gw_sub_reg_t *r)
 {
     return r->stats;
@@ -301,7 +306,8 @@ void gw_sub_notify(gw_sub_source_t *src, const char *result, size_t len)
     sl_buf_dispose(&b);
 }
 
-void gw_sub_fail(gw_sub_source_t *src, const char *msg)
+/* Ends src's subscriptions with an error; extra: more members of data (",\"k\":v"), or "". */
+static void fail_with(gw_sub_source_t *src, const char *msg, const char *extra)
 {
     sl_buf_t b;
     sl_buf_init(&b);
@@ -314,11 +320,35 @@ void gw_sub_fail(gw_sub_source_t *src, const char *msg)
         sl_buf_append_str(&b, sub->id);
         sl_buf_append_str(&b, ",\"method\":\"");
         sl_buf_append_str(&b, src->kind->method);
-        sl_buf_append_str(&b, "\"}}}");
+        sl_buf_append_char(&b, '"');
+        sl_buf_append_str(&b, extra);
+        sl_buf_append_str(&b, "}}}");
         sub->c->send(sub->c, b.base, b.len);
     }
     sl_buf_dispose(&b);
     gw_sub_finish(src);
+}
+
+void gw_sub_fail(gw_sub_source_t *src, const char *msg)
+{
+    fail_with(src, msg, "");
+}
+
+void gw_sub_fail_block(gw_sub_source_t *src, const char *msg, const char *reason, uint64_t height,
+                       const uint8_t *hash)
+{
+    sl_buf_t x;
+    sl_buf_init(&x);
+    sl_buf_printf(&x, ",\"reason\":\"%s\",\"block\":\"0x%" PRIx64 "\"", reason, height);
+    if (hash != NULL) {
+        sl_buf_append_str(&x, ",\"blockHash\":\"0x");
+        for (size_t i = 0; i < 32; i++)
+            sl_buf_printf(&x, "%02x", hash[i]);
+        sl_buf_append_char(&x, '"');
+    }
+    sl_buf_append_char(&x, '\0');
+    fail_with(src, msg, x.base);
+    sl_buf_dispose(&x);
 }
 
 void gw_sub_finish(gw_sub_source_t *src)
@@ -358,11 +388,37 @@ static void answer(gw_sub_client_t *c, const char *body, wire_span_t id, const c
     sl_buf_dispose(&b);
 }
 
-static void error(gw_sub_client_t *c, const char *body, wire_span_t id, int code, const char *msg,
-                  const char *data)
+/* Refusals with a data.reason (error_data below). */
+static const char pass_room_msg[] =
+    "no room for another upstream subscription: every socket of the network's ws_url endpoints holds its 256; "
+    "subscribe to params already followed, or retry later";
+static const char pass_share_msg[] =
+    "too many distinct passed-through subscriptions for this caller (at most 64 in a worker and a quarter of the "
+    "upstream sockets' room left, each an upstream subscription): share params or unsubscribe first";
+static const char polled_sources_msg[] =
+    "too many distinct polled programSubscribe / logsSubscribe started by this caller (each polls the provider "
+    "every interval: server.ws_max_polled_sources_per_identity): subscribe to what is already followed, or "
+    "unsubscribe first";
+
+/* data.reason of a refusal whose message is one of these (the same pointer) */
+static const struct {
+    const char *msg, *data;
+} error_data[] = {
+    {gw_sub_eth_logs_too_many_addresses, "{\"reason\":\"logs_filter_addresses\",\"limit\":1000}"},
+    {gw_sub_eth_logs_too_many_topics, "{\"reason\":\"logs_filter_topics\",\"limit\":100}"},
+    {pass_room_msg, "{\"reason\":\"passthrough_room\"}"},
+    {pass_share_msg, "{\"reason\":\"passthrough_share\"}"},
+    {polled_sources_msg, "{\"reason\":\"polled_sources\"}"},
+};
+
+static void error(gw_sub_client_t *c, const char *body, wire_span_t id, int code, const char *msg)
 {
     if (id.len == 0)
         return;
+    const char *data = NULL;
+    for (size_t i = 0; i < sizeof(error_data) / sizeof(error_data[0]); i++)
+        if (msg == error_data[i].msg)
+            data = error_data[i].data;
     sl_buf_t b;
     sl_buf_init(&b);
     gw_rpc_error(&b, body, id, code, msg, data);
@@ -417,7 +473,7 @@ static size_t count_sources(const gw_sub_reg_t *r, const char *ident, int polled
  * start a new source (joining a running one costs no source); polled: a
  * source that polls upstream on its own every interval, forever, which the
  * caller's rate limit never sees, so its number is bounded per caller. */
-static const char *over_bound(const gw_sub_client_t *c, int fresh, int polled, const char **reason)
+static const char *over_bound(const gw_sub_client_t *c, int fresh, int polled)
 {
     const gw_server_conf_t *srv = c->reg->srv;
     if (c->nsubs >= srv->ws_max_subscriptions_per_connection)
@@ -429,12 +485,8 @@ static const char *over_bound(const gw_sub_client_t *c, int fresh, int polled, c
     if (fresh && count_sources(c->reg, c->ident, 0) >= srv->ws_max_sources_per_identity)
         return "too many distinct subscriptions started by this caller (server.ws_max_sources_per_identity): "
                "subscribe to what is already followed, or unsubscribe first";
-    if (fresh && polled && count_sources(c->reg, c->ident, 1) >= srv->ws_max_polled_sources_per_identity) {
-        *reason = "polled_sources";
-        return "too many distinct polled programSubscribe / logsSubscribe started by this caller (each polls the "
-               "provider every interval: server.ws_max_polled_sources_per_identity): subscribe to what is already "
-               "followed, or unsubscribe first";
-    }
+    if (fresh && polled && count_sources(c->reg, c->ident, 1) >= srv->ws_max_polled_sources_per_identity)
+        return polled_sources_msg;
     return NULL;
 }
 
@@ -461,27 +513,20 @@ static size_t count_ident_pass(gw_sub_reg_t *r, const char *ident)
 }
 
 /* Whether a new passthrough source of the caller's may start: NULL, or the
- * -32005 message with *reason. The sockets' room is shared by every caller
+ * -32005 message. The sockets' room is shared by every caller
  * of the worker, so a caller's share of it is a fraction of what is left
  * (counting its own): four callers cannot fill it, and a newcomer still finds
  * room. No room at all refuses rather than answer an id that would wait for
  * a socket and deliver nothing. */
-static const char *pass_refusal(gw_sub_client_t *c, const char **reason)
+static const char *pass_refusal(gw_sub_client_t *c)
 {
     size_t sockets, room = pool_wsub_room(c->net->pool_net, &sockets), mine = count_ident_pass(c->reg, c->ident);
     /* no socket whose address is good: the source waits for one, only the cap applies */
     size_t share = sockets == 0 ? GW_SUB_PASS_PER_IDENTITY : (room + mine) / GW_SUB_PASS_SHARE_DIV;
-    if (room == 0 && sockets > 0) {
-        *reason = "passthrough_room";
-        return "no room for another upstream subscription: every socket of the network's ws_url endpoints "
-               "holds its 256; subscribe to params already followed, or retry later";
-    }
-    if (mine >= GW_SUB_PASS_PER_IDENTITY || mine >= (share > 0 ? share : 1)) {
-        *reason = "passthrough_share";
-        return "too many distinct passed-through subscriptions for this caller (at most 64 in a worker and a "
-               "quarter of the upstream sockets' room left, each an upstream subscription): share params or "
-               "unsubscribe first";
-    }
+    if (room == 0 && sockets > 0)
+        return pass_room_msg;
+    if (mine >= GW_SUB_PASS_PER_IDENTITY || mine >= (share > 0 ? share : 1))
+        return pass_share_msg;
     return NULL;
 }
 
@@ -490,24 +535,20 @@ static void subscribe(gw_sub_client_t *c, const gw_sub_kind_t *k, const cJSON *p
 {
     int pass = gw_sub_pass_served_by(k, c->net);
     if (pass < 0) {
-        error(c, body, id, GW_RPC_METHOD_NOT_FOUND, k->refusal, NULL);
+        error(c, body, id, GW_RPC_METHOD_NOT_FOUND, k->refusal);
         return;
     }
     sl_buf_t key;
     sl_buf_init(&key);
-    const char *bad = gw_sub_pass_key(k, params, pass, &key), *reason = NULL, *over = NULL;
+    const char *bad = gw_sub_pass_key(k, params, pass, &key);
     int fresh = bad == NULL && source_find(c->reg, c->net, k, key.base, pass) == NULL;
-    if (bad == NULL)
-        over = over_bound(c, fresh, k->own_poll && !pass, &reason);
+    const char *over = bad == NULL ? over_bound(c, fresh, k->own_poll && !pass) : NULL;
     if (over == NULL && fresh && pass)
-        over = pass_refusal(c, &reason);
+        over = pass_refusal(c);
     if (bad != NULL || over != NULL) {
-        char data[64];
         if (over != NULL)
             gw_stats_net_add(c->reg->stats, c->net->index, STATE_SRV_SUB_REFUSED, 1);
-        snprintf(data, sizeof(data), "{\"reason\":\"%s\"}", reason != NULL ? reason : "");
-        error(c, body, id, bad != NULL ? -32602 : GW_RPC_LIMIT_EXCEEDED, bad != NULL ? bad : over,
-              reason != NULL ? data : NULL);
+        error(c, body, id, bad != NULL ? -32602 : GW_RPC_LIMIT_EXCEEDED, bad != NULL ? bad : over);
         sl_buf_dispose(&key);
         return;
     }
@@ -549,7 +590,7 @@ static void unsubscribe(gw_sub_client_t *c, const char *method, const cJSON *par
 {
     const cJSON *v = cJSON_IsArray(params) ? cJSON_GetArrayItem(params, 0) : NULL;
     if (v == NULL || cJSON_GetArraySize(params) != 1) {
-        error(c, body, id, -32602, "invalid params: expected [subscription id]", NULL);
+        error(c, body, id, -32602, "invalid params: expected [subscription id]");
         return;
     }
     gw_sub_t *sub = find_sub(c, v);
@@ -633,14 +674,14 @@ int gw_sub_message(gw_sub_client_t *c, const char *body, size_t len)
                      rate limit: answered */
     }
     if (env.params.len != 0 && !cJSON_IsArray(params))
-        error(c, body, env.id, -32602, "invalid params: expected an array", NULL);
+        error(c, body, env.id, -32602, "invalid params: expected an array");
     else if (k != NULL)
         subscribe(c, k, params, body, env.id);
     else if (unsub)
         unsubscribe(c, method, params, body, env.id);
     else
         error(c, body, env.id, -32602,
-              "invalid params: eth_subscribe serves \"newHeads\", \"logs\" and \"newPendingTransactions\"", NULL);
+              "invalid params: eth_subscribe serves \"newHeads\", \"logs\" and \"newPendingTransactions\"");
     cJSON_Delete(params);
     return 1;
 }

@@ -6,20 +6,29 @@
  * with "removed": true. Past GW_SUB_LOGS_SHARED_MIN distinct filters on a
  * network, a block's logs come from one unfiltered eth_getLogs shared by
  * every logs source (gw_sub_logshare.c), each filtered here by geth's rules
- * (policy/logfilter.h). */
+ * (policy/logfilter.h). Every log once, in order, or an error naming the
+ * block: a failed fetch is asked again with backoff while the block is
+ * canonical, within server.ws_logs_retry_s; a reorg undoes every block kept
+ * above the fork, newest first; past a bound (give_up) the subscription
+ * ends with -32005 naming the first block not delivered. */
 #include <ctype.h>
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "base/sl_log.h"
+#include "base/sl_time.h"
 
 #include "gateway/gw_sub_call.h"
 #include "gateway/gw_sub_int.h"
 #include "gateway/gw_sub_logshare.h"
 
-#define LOGS_KEPT 64                /* blocks whose logs are kept, to send them again as removed */
-#define LOGS_KEPT_BYTES (2u << 20)  /* ... at most this much of them per source (the oldest go first) */
-#define LOGS_QUEUE 256              /* headers waiting for their logs */
-#define MAX_TRIES 5                 /* a block's logs asked this often, then given up (logged) */
-#define SHARED_TRIES 2              /* ... the first ones from the shared fetch, when the network has it */
+#define LOGS_KEPT GW_SUB_FOLLOW_KEPT /* blocks whose logs are kept, to undo them: as deep as the follower sees */
+#define LOGS_KEPT_BYTES (2u << 20)  /* ... at most this much of them per source (a reorg below ends it) */
+#define LOGS_QUEUE 256              /* headers waiting for their logs (one more ends the subscription) */
+#define RETRY_MAX_MS 4000           /* a failed block's retries back off up to this; server.ws_logs_retry_s ends them */
+#define SOLO_WAIT_MS 50             /* a source waiting for one of the network's GW_SUB_LOGS_SOLO_MAX filtered fetches */
 
 /* ---- newHeads ---- */
 
@@ -64,7 +73,9 @@ typedef struct logs_block {
     uint64_t height;
     uint8_t hash[32];
     char *logs;                   /* the JSON array sent (NULL: none kept) */
-    uint8_t tries;
+    uint8_t tries;                /* failed fetches */
+    uint8_t too_large;            /* the shared answer was over server.max_response_bytes: asked filtered */
+    uint64_t first_fail_ms;       /* its first failed fetch (0: none) */
 } logs_block_t;
 
 typedef struct eth_logs {
@@ -80,6 +91,10 @@ typedef struct eth_logs {
     gw_sub_logshare_t *share;     /* the network's shared per-block fetch */
     gw_sub_logs_wait_t wait;      /* asking it for the block at the queue's head */
     policy_logfilter_t pf;        /* the filter, as bytes (for the shared fetch) */
+    uint64_t last_sent;           /* the highest height whose logs went out, on the branch followed */
+    uint64_t kept_from;           /* every block sent from this height up is in sent[] (undoable) */
+    uint8_t solo;                 /* holds one of the share's filtered fetches */
+    uint8_t failed;               /* ended (gw_sub_fail_block): waits to be stopped */
 } eth_logs_t;
 
 static int lower_hex(cJSON *v, size_t want_len)
@@ -94,21 +109,61 @@ static int lower_hex(cJSON *v, size_t want_len)
     return 1;
 }
 
-/* address: one or an array of 20-byte hex; topics: at most 4 of null, a
- * 32-byte hex or an array of them. Lowercased in place. */
+const char gw_sub_eth_logs_too_many_addresses[] = "invalid params: a logs filter has at most 1000 addresses";
+const char gw_sub_eth_logs_too_many_topics[] = "invalid params: a logs filter has at most 100 topics at a position";
+
+static int by_text(const void *a, const void *b)
+{
+    return strcmp((*(cJSON *const *)a)->valuestring, (*(cJSON *const *)b)->valuestring);
+}
+
+/* An array of lowercased hex strings sorted and without duplicates, so
+ * that filters with the same members are one source (and its sets are
+ * ready for policy/logfilter's binary search). One holding a null ("any")
+ * is left as it is. */
+static void sort_unique(cJSON *arr)
+{
+    size_t n = (size_t)cJSON_GetArraySize(arr), k = 0;
+    cJSON *x;
+    cJSON_ArrayForEach(x, arr) if (!cJSON_IsString(x)) return;
+    if (n < 2)
+        return;
+    cJSON **v = sl_xmalloc(n * sizeof(*v));
+    while (cJSON_GetArraySize(arr) > 0)
+        v[k++] = cJSON_DetachItemFromArray(arr, 0);
+    qsort(v, n, sizeof(*v), by_text);
+    const cJSON *kept = NULL; /* the last one put back (a repeat of it is freed) */
+    for (size_t i = 0; i < n; i++) {
+        if (kept != NULL && strcmp(v[i]->valuestring, kept->valuestring) == 0) {
+            cJSON_Delete(v[i]);
+        } else {
+            cJSON_AddItemToArray(arr, v[i]);
+            kept = v[i];
+        }
+    }
+    free(v);
+}
+
+/* address: one or an array of at most POLICY_LOGFILTER_MAX_ADDRESSES
+ * 20-byte hex; topics: at most 4 of null, a 32-byte hex or an array of at
+ * most POLICY_LOGFILTER_MAX_ALTERNATIVES. Lowercased, sorted and without
+ * duplicates, in place. */
 static const char *check_filter(cJSON *address, cJSON *topics)
 {
     if (address != NULL && !cJSON_IsNull(address)) {
         if (cJSON_IsArray(address)) {
             cJSON *a;
+            if (cJSON_GetArraySize(address) > POLICY_LOGFILTER_MAX_ADDRESSES)
+                return gw_sub_eth_logs_too_many_addresses;
             cJSON_ArrayForEach(a, address) if (!lower_hex(a, 42)) return "invalid params: address must be 20-byte hex";
+            sort_unique(address);
         } else if (!lower_hex(address, 42)) {
             return "invalid params: address must be 20-byte hex or an array of them";
         }
     }
     if (topics == NULL || cJSON_IsNull(topics))
         return NULL;
-    if (!cJSON_IsArray(topics) || cJSON_GetArraySize(topics) > 4)
+    if (!cJSON_IsArray(topics) || cJSON_GetArraySize(topics) > POLICY_LOGFILTER_POSITIONS)
         return "invalid params: topics must be an array of at most 4 positions";
     cJSON *t, *o;
     cJSON_ArrayForEach(t, topics)
@@ -116,7 +171,10 @@ static const char *check_filter(cJSON *address, cJSON *topics)
         if (cJSON_IsNull(t))
             continue;
         if (cJSON_IsArray(t)) {
+            if (cJSON_GetArraySize(t) > POLICY_LOGFILTER_MAX_ALTERNATIVES)
+                return gw_sub_eth_logs_too_many_topics;
             cJSON_ArrayForEach(o, t) if (!cJSON_IsNull(o) && !lower_hex(o, 66)) return "invalid params: a topic must be 32-byte hex";
+            sort_unique(t);
         } else if (!lower_hex(t, 66)) {
             return "invalid params: a topic must be 32-byte hex, null or an array of them";
         }
@@ -164,6 +222,7 @@ static void *hex_set(const cJSON *v, size_t size, size_t *n)
     uint8_t *out = sl_xcalloc((size_t)cJSON_GetArraySize(v) + 1, size);
     cJSON_ArrayForEach(x, v) if (policy_logfilter_hex(x->valuestring, strlen(x->valuestring), out + *n * size, size))
         (*n)++;
+    *n = policy_logfilter_set_sort(out, size, *n); /* the key's order is text's: sorted here for the bytes' */
     return out;
 }
 
@@ -220,16 +279,20 @@ static void send_logs(eth_logs_t *g, const char *logs, int removed)
 
 static void pump(eth_logs_t *g);
 
-static void forget(eth_logs_t *g, logs_block_t *s)
+/* The logs of s are let go: a reorg reaching its height can no longer undo it. */
+static void forget(eth_logs_t *g, logs_block_t *s, int evicted)
 {
-    if (s->logs != NULL)
+    if (s->logs != NULL) {
         g->kept -= strlen(s->logs);
+        if (evicted && s->height + 1 > g->kept_from)
+            g->kept_from = s->height + 1;
+    }
     free(s->logs);
     s->logs = NULL;
 }
 
 /* Room for len more bytes of kept logs: the oldest blocks' go (a reorg
- * that deep finds them gone: their logs are not sent again as removed). */
+ * that deep ends the subscription: undo_from). */
 static void keep_room(eth_logs_t *g, size_t len)
 {
     while (g->kept > 0 && g->kept + len > LOGS_KEPT_BYTES) {
@@ -239,7 +302,7 @@ static void keep_room(eth_logs_t *g, size_t len)
                 oldest = &g->sent[i];
         if (oldest == NULL)
             return;
-        forget(g, oldest);
+        forget(g, oldest, 1);
     }
 }
 
@@ -249,52 +312,142 @@ static int asking(const eth_logs_t *g)
     return gw_sub_call_busy(&g->call) || gw_sub_logshare_waiting(&g->wait);
 }
 
-/* The logs of the block at the queue's head (res: a JSON array's text), or ok 0: the fetch failed. */
-static void got_logs(eth_logs_t *g, int ok, const char *res, size_t len)
+/* Nothing more is asked (a call in flight is left to gw_sub_eth_logs_stop:
+ * this may run inside its callback). */
+static void stop_work(eth_logs_t *g)
+{
+    if (h2o_timeout_is_linked(&g->retry))
+        h2o_timeout_unlink(&g->retry);
+    gw_sub_logshare_cancel(&g->wait);
+    if (g->solo)
+        gw_sub_logshare_solo_release(g->share);
+    g->solo = 0;
+}
+
+/* The subscription cannot keep its promise (every log once, in order):
+ * it ends with an error naming the first block not delivered, a log line
+ * and the counter. Its socket's other subscriptions go on. */
+static void give_up(eth_logs_t *g, uint64_t height, const uint8_t *hash, const char *reason, const char *why)
+{
+    if (g->failed)
+        return;
+    g->failed = 1;
+    stop_work(g);
+    char msg[256];
+    snprintf(msg, sizeof(msg), "logs subscription ended: the logs of block %" PRIu64 " could not be delivered (%s); "
+             "subscribe again and read from that block with eth_getLogs", height, why);
+    sl_log_warn("network %s: a logs source ended at block %" PRIu64 " (%s), %zu subscription(s) told",
+                g->src->net->conf->name, height, why, g->src->nsubs);
+    gw_stats_net_add(gw_sub_stats(g->src->reg), g->src->net->index, STATE_SRV_SUB_LOGS_SKIPPED,
+                     (int64_t)g->src->nsubs);
+    gw_sub_fail_block(g->src, msg, reason, height, hash);
+}
+
+typedef enum { CANONICAL, REPLACED, UNKNOWN } canon_t;
+
+/* Whether b is still on the branch the follower follows. */
+static canon_t canon(const eth_logs_t *g, const logs_block_t *b)
+{
+    const uint8_t *now = gw_sub_follow_hash(&g->l, b->height);
+    if (now != NULL)
+        return memcmp(now, b->hash, 32) == 0 ? CANONICAL : REPLACED;
+    /* above the follower's last: dropped by a reorg to a shorter branch, its replacement comes */
+    return b->height > gw_sub_follow_last(&g->l) ? REPLACED : UNKNOWN;
+}
+
+static void dequeue(eth_logs_t *g)
+{
+    g->qhead = (g->qhead + 1) % LOGS_QUEUE;
+    g->qlen--;
+}
+
+/* The wait before asking a block again after its tries-th failure:
+ * doubling from the poll interval, at most RETRY_MAX_MS. */
+static uint32_t backoff_ms(const eth_logs_t *g, unsigned tries)
+{
+    uint32_t ms = gw_sub_poll_ms(g->src->net);
+    for (unsigned i = 1; i < tries && ms < RETRY_MAX_MS; i++)
+        ms *= 2;
+    return ms < RETRY_MAX_MS ? ms : RETRY_MAX_MS;
+}
+
+/* The fetch of the block at the queue's head failed: asked again with
+ * backoff while it is canonical and within server.ws_logs_retry_s. */
+static void fetch_failed(eth_logs_t *g, int too_large)
 {
     logs_block_t *b = &g->queue[g->qhead];
-    if (!ok || len == 0 || res[0] != '[') {
-        const uint8_t *now = gw_sub_follow_hash(&g->l, b->height);
-        if ((now == NULL || memcmp(now, b->hash, 32) != 0 || ++b->tries >= MAX_TRIES) && g->qlen > 0) {
-            g->qhead = (g->qhead + 1) % LOGS_QUEUE; /* replaced meanwhile (its replacement is queued), or given up */
-            g->qlen--;
-        }
-        h2o_timeout_link(gw_sub_loop(g->src->reg), gw_sub_timeout(g->src->reg, gw_sub_poll_ms(g->src->net)),
-                         &g->retry);
+    uint64_t now = sl_now_ms();
+    switch (canon(g, b)) {
+    case REPLACED: /* its replacement is queued */
+        dequeue(g);
+        pump(g);
+        return;
+    case UNKNOWN:
+        give_up(g, b->height, b->hash, "behind", "more than 128 blocks behind the head");
+        return;
+    case CANONICAL:
+        break;
+    }
+    if (b->first_fail_ms == 0)
+        b->first_fail_ms = now;
+    uint32_t limit_s = gw_sub_srv(g->src->reg)->ws_logs_retry_s;
+    if (now - b->first_fail_ms >= (uint64_t)limit_s * 1000) {
+        char why[96];
+        snprintf(why, sizeof(why), "eth_getLogs failed for %u s, server.ws_logs_retry_s", limit_s);
+        give_up(g, b->height, b->hash, "retries", why);
         return;
     }
-    const uint8_t *now = gw_sub_follow_hash(&g->l, b->height);
-    if (now == NULL || memcmp(now, b->hash, 32) != 0) { /* replaced while asked: its replacement is queued */
-        g->qhead = (g->qhead + 1) % LOGS_QUEUE;
-        g->qlen--;
+    if (too_large)
+        b->too_large = 1;
+    if (b->tries < UINT8_MAX)
+        b->tries++;
+    h2o_timeout_link(gw_sub_loop(g->src->reg), gw_sub_timeout(g->src->reg, backoff_ms(g, b->tries)), &g->retry);
+}
+
+/* The logs of the block at the queue's head (res: a JSON array's text), or ok 0: the fetch failed. */
+static void got_logs(eth_logs_t *g, int ok, int too_large, const char *res, size_t len)
+{
+    if (g->failed || g->qlen == 0)
+        return;
+    logs_block_t *b = &g->queue[g->qhead];
+    if (!ok || len == 0 || res[0] != '[') {
+        fetch_failed(g, too_large);
+        return;
+    }
+    if (canon(g, b) == REPLACED) { /* replaced while asked: its replacement is queued */
+        dequeue(g);
         pump(g);
         return;
     }
     logs_block_t *s = &g->sent[b->height % LOGS_KEPT];
-    forget(g, s);
+    forget(g, s, 1);
     *s = *b;
     keep_room(g, len);
     g->kept += len;
     s->logs = sl_xmalloc(len + 1);
     memcpy(s->logs, res, len);
     s->logs[len] = '\0';
-    g->qhead = (g->qhead + 1) % LOGS_QUEUE;
-    g->qlen--;
+    g->last_sent = b->height;
+    dequeue(g);
     send_logs(g, s->logs, 0);
     pump(g);
 }
 
 static void on_logs(gw_sub_call_t *c, void *data)
 {
+    eth_logs_t *g = data;
     const char *res = NULL;
     size_t len = 0;
     int ok = gw_sub_call_result(c, 0, &res, &len);
-    got_logs(data, ok, res, len);
+    if (g->solo)
+        gw_sub_logshare_solo_release(g->share);
+    g->solo = 0;
+    got_logs(g, ok, gw_sub_call_too_large(c, 0), res, len);
 }
 
 static void on_shared(gw_sub_logs_wait_t *w, const char *logs, size_t len)
 {
-    got_logs(H2O_STRUCT_FROM_MEMBER(eth_logs_t, wait, w), logs != NULL, logs, len);
+    got_logs(H2O_STRUCT_FROM_MEMBER(eth_logs_t, wait, w), logs != NULL, w->too_large, logs, len);
 }
 
 static void on_retry(h2o_timeout_entry_t *e)
@@ -302,14 +455,30 @@ static void on_retry(h2o_timeout_entry_t *e)
     pump(H2O_STRUCT_FROM_MEMBER(eth_logs_t, retry, e));
 }
 
+/* Past the threshold a block's logs come from the shared fetch; asked with
+ * the filter only when the shared answer was too large (or the share has
+ * no room), and then at most GW_SUB_LOGS_SOLO_MAX sources at a time: a
+ * failing provider is not asked once per filter. 1: the source waits. */
+static int pump_shared(eth_logs_t *g, const logs_block_t *b)
+{
+    if (!gw_sub_logshare_shared(g->share))
+        return 0;
+    if (!b->too_large && gw_sub_logshare_ask(g->share, b->hash, &g->wait))
+        return 1;
+    if (gw_sub_logshare_solo_acquire(g->share)) {
+        g->solo = 1;
+        return 0;
+    }
+    h2o_timeout_link(gw_sub_loop(g->src->reg), gw_sub_timeout(g->src->reg, SOLO_WAIT_MS), &g->retry);
+    return 1;
+}
+
 static void pump(eth_logs_t *g)
 {
-    if (g->qlen == 0 || asking(g) || h2o_timeout_is_linked(&g->retry))
+    if (g->failed || g->qlen == 0 || asking(g) || h2o_timeout_is_linked(&g->retry))
         return;
     const logs_block_t *b = &g->queue[g->qhead];
-    /* a block the shared fetch failed twice (an answer over server.max_response_bytes, say) is
-     * asked with the filter, as under the threshold */
-    if (b->tries < SHARED_TRIES && gw_sub_logshare_shared(g->share) && gw_sub_logshare_ask(g->share, b->hash, &g->wait))
+    if (pump_shared(g, b))
         return;
     sl_buf_t p;
     sl_buf_init(&p);
@@ -326,33 +495,54 @@ static void pump(eth_logs_t *g)
     sl_buf_dispose(&p);
 }
 
-/* A reorg replaced the heights from `from` up: their logs sent are undone
- * (newest block first), their queued ones dropped. */
-static void undo_from(eth_logs_t *g, uint64_t from)
+/* A reorg replaced the heights from `from` up: every block sent there is
+ * undone, newest first, its logs again with removed: true; their queued
+ * ones are dropped. A block sent there whose logs are no longer kept
+ * cannot be undone: the subscription ends (0). */
+static int undo_from(eth_logs_t *g, uint64_t from, const uint8_t *hash)
 {
-    for (size_t k = LOGS_KEPT; k-- > 0;) {
-        logs_block_t *s = &g->sent[(from + k) % LOGS_KEPT];
-        if (s->logs != NULL && s->height >= from && s->height < from + LOGS_KEPT) {
+    if (g->last_sent >= from && from < g->kept_from) {
+        give_up(g, from, hash, "reorg", "a reorg deeper than the blocks whose logs are kept");
+        return 0;
+    }
+    for (uint64_t h = g->last_sent; h >= from && h > 0; h--) {
+        logs_block_t *s = &g->sent[h % LOGS_KEPT];
+        if (s->logs != NULL && s->height == h) {
             send_logs(g, s->logs, 1);
-            forget(g, s);
+            forget(g, s, 0);
         }
     }
+    if (g->last_sent >= from)
+        g->last_sent = from - 1;
     while (g->qlen > 0 && g->queue[(g->qhead + g->qlen - 1) % LOGS_QUEUE].height >= from &&
            (g->qlen > 1 || !asking(g)))
         g->qlen--; /* the one being asked stays: its answer is dropped as replaced */
+    return 1;
 }
 
 static void logs_on_header(gw_sub_listener_t *l, const gw_sub_header_t *hd)
 {
     eth_logs_t *g = H2O_STRUCT_FROM_MEMBER(eth_logs_t, l, l);
-    if (hd->replaced)
-        undo_from(g, hd->height);
+    if (g->failed)
+        return;
+    if (hd->deep) {
+        /* the fork is below this height, unseen: the client reads again from a final block */
+        give_up(g, hd->height, hd->hash, "reorg", "a reorg deeper than the 128 blocks followed");
+        return;
+    }
+    if (hd->gap != 0) {
+        give_up(g, hd->height - hd->gap, NULL, "behind", "more than 128 heights behind the head");
+        return;
+    }
+    if (hd->replaced && !undo_from(g, hd->height, hd->hash))
+        return;
     const logs_block_t *s = &g->sent[hd->height % LOGS_KEPT];
     if (s->logs != NULL && s->height == hd->height && memcmp(s->hash, hd->hash, 32) == 0)
         return; /* this block's logs went out already */
-    if (g->qlen == LOGS_QUEUE) { /* the oldest waiting is given up for the newest */
-        g->qhead = (g->qhead + 1) % LOGS_QUEUE;
-        g->qlen--;
+    if (g->qlen == LOGS_QUEUE) {
+        const logs_block_t *oldest = &g->queue[g->qhead];
+        give_up(g, oldest->height, oldest->hash, "queue", "more than 256 blocks waiting for their logs");
+        return;
     }
     logs_block_t *b = &g->queue[(g->qhead + g->qlen++) % LOGS_QUEUE];
     memset(b, 0, sizeof(*b));
@@ -381,16 +571,14 @@ void gw_sub_eth_logs_stop(gw_sub_source_t *src)
 {
     eth_logs_t *g = src->impl;
     gw_sub_follow_unlisten(&g->l);
-    if (h2o_timeout_is_linked(&g->retry))
-        h2o_timeout_unlink(&g->retry);
+    stop_work(g);
     gw_sub_call_dispose(&g->call);
-    gw_sub_logshare_cancel(&g->wait);
     gw_sub_logshare_leave(g->share);
     free((void *)g->pf.addr);
     for (size_t i = 0; i < POLICY_LOGFILTER_POSITIONS; i++)
         free((void *)g->pf.pos[i].v);
     for (size_t i = 0; i < LOGS_KEPT; i++)
-        forget(g, &g->sent[i]);
+        forget(g, &g->sent[i], 0);
     free(g->filter);
     free(g);
 }

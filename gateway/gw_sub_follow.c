@@ -6,7 +6,11 @@
  * between by number (eth_getBlockByNumber(n, false): failover applies), at
  * most GW_SUB_MAX_BACKFILL of them, and walks back over a reorg from the
  * hashes. policy/headtrack.h decides what to fetch and what to send; this
- * file makes the calls and tells the listeners. */
+ * file makes the calls and tells the listeners. A listener hears the blocks
+ * after the head when it joined (geth's semantics): the first header a new
+ * follower reads is recorded, not told. A walk back that reaches below the
+ * ring is told `deep`, a skip past the backfill bound as the next header's
+ * `gap`: a logs source cannot go on over either (gw_sub_eth.c). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -19,6 +23,7 @@
 #include "policy/headtrack.h"
 
 #define GW_SUB_MAX_BACKFILL 128
+_Static_assert(GW_SUB_FOLLOW_KEPT == POLICY_HEADTRACK_RING, "gw_sub_int.h names the ring's depth");
 #define LOG_EVERY_MS 10000
 #define MAX_FETCHES_PER_TICK (2 * GW_SUB_MAX_BACKFILL + 16)
 
@@ -40,6 +45,7 @@ typedef struct gw_sub_follow {
     sl_log_limit_t log_skip;
     char endpoint[64];            /* the endpoint its polls were last answered by ("": none yet) */
     uint64_t backfilled;          /* heights backfilled while on it */
+    uint64_t gap;                 /* heights skipped below the next header told (the backfill bound) */
 } gw_sub_follow_t;
 
 /* A header read: its height, hashes and geth's newHeads form. */
@@ -96,35 +102,43 @@ static int header_read(const char *res, size_t len, header_t *hd)
     return ok;
 }
 
-static void tell(gw_sub_follow_t *f, const header_t *hd, int replaced)
+static void tell(gw_sub_follow_t *f, const header_t *hd, int replaced, int deep)
 {
-    gw_sub_header_t h = {hd->height, hd->hash, hd->json, strlen(hd->json), replaced};
+    gw_sub_header_t h = {hd->height, hd->hash, hd->json, strlen(hd->json), replaced, deep, replaced ? 0 : f->gap};
+    if (!replaced)
+        f->gap = 0;
     h2o_linklist_t *l = f->listeners.next;
     while (l != &f->listeners) {
         gw_sub_listener_t *li = H2O_STRUCT_FROM_MEMBER(gw_sub_listener_t, link, l);
         l = l->next;
-        li->on_header(li, &h);
+        if (replaced || hd->height > li->from) /* a block there before it joined is not its to hear */
+            li->on_header(li, &h);
     }
 }
 
 /* Judges a fetched header: sends it, walks back, or lets it be. */
 static void consider(gw_sub_follow_t *f, const header_t *hd)
 {
-    switch (policy_headtrack_judge(&f->track, hd->height, hd->hash, hd->parent)) {
+    policy_headtrack_verdict_t v = policy_headtrack_judge(&f->track, hd->height, hd->hash, hd->parent);
+    switch (v) {
     case POLICY_HEADTRACK_DUP:
         return;
     case POLICY_HEADTRACK_BACK:
         f->back = hd->height - 1;
         return;
-    case POLICY_HEADTRACK_EMIT: {
+    case POLICY_HEADTRACK_EMIT:
+    case POLICY_HEADTRACK_DEEP: {
+        int first = f->track.last == 0;
         int replaced = policy_headtrack_record(&f->track, hd->height, hd->hash);
+        if (first)
+            return; /* the head when the first subscriber came: the subscriptions start after it */
         if (replaced)
             gw_stats_net_add(gw_sub_stats(f->r), f->net->index, STATE_SRV_SUB_REORGED, 1);
         else if (f->fetching != 0 && hd->height < f->head) { /* the head itself is no backfill */
             gw_stats_net_add(gw_sub_stats(f->r), f->net->index, STATE_SRV_SUB_BACKFILLED, 1);
             f->backfilled++;
         }
-        tell(f, hd, replaced);
+        tell(f, hd, replaced, replaced && v == POLICY_HEADTRACK_DEEP);
         return;
     }
     }
@@ -162,6 +176,7 @@ static void step(gw_sub_follow_t *f)
         uint64_t held;
         char tail[SL_LOG_HELD_MAX];
         gw_stats_net_add(gw_sub_stats(f->r), f->net->index, STATE_SRV_SUB_SKIPPED, (int64_t)skipped);
+        f->gap = skipped; /* told with the head's header: a logs source cannot go on over it */
         if (sl_log_limit_pass(&f->log_skip, sl_now_ms(), LOG_EVERY_MS, &held))
             sl_log_warn("network %s: newHeads went on from the head %" PRIu64 ", %" PRIu64
                         " heights behind the last sent were skipped (more than %d to backfill)%s",
@@ -258,6 +273,7 @@ void gw_sub_follow_listen(gw_sub_reg_t *r, gw_net_t *net, gw_sub_listener_t *l)
         fetch(f, 0); /* the first header now, not a period from now */
     }
     l->f = f;
+    l->from = f->head > f->track.last ? f->head : f->track.last;
     h2o_linklist_insert(&f->listeners, &l->link);
 }
 
@@ -288,6 +304,11 @@ void gw_sub_follow_dispose_all(gw_sub_reg_t *r)
     h2o_linklist_t *all = gw_sub_follows(r);
     while (!h2o_linklist_is_empty(all))
         follow_free(H2O_STRUCT_FROM_MEMBER(gw_sub_follow_t, link, all->next));
+}
+
+uint64_t gw_sub_follow_last(const gw_sub_listener_t *l)
+{
+    return l->f != NULL ? l->f->track.last : 0;
 }
 
 const uint8_t *gw_sub_follow_hash(const gw_sub_listener_t *l, uint64_t height)

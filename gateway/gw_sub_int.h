@@ -81,11 +81,17 @@ void gw_sub_notify(gw_sub_source_t *src, const char *result, size_t len);
  * -32005, msg, data {subscription, method}) to each subscriber, then as
  * gw_sub_finish. For a source that cannot go on (an answer over a bound). */
 void gw_sub_fail(gw_sub_source_t *src, const char *msg);
+/* As gw_sub_fail, for a source that could not deliver block height (its
+ * hash, may be NULL): data also names the block ("block", hex) and why
+ * ("reason", a short word). */
+void gw_sub_fail_block(gw_sub_source_t *src, const char *msg, const char *reason, uint64_t height,
+                       const uint8_t *hash);
 /* After a notify-once kind's notification (signatureSubscribe): every
  * subscription of src ends, and src stops from the loop. */
 void gw_sub_finish(gw_sub_source_t *src);
 
 h2o_loop_t *gw_sub_loop(const gw_sub_reg_t *r);
+const gw_server_conf_t *gw_sub_srv(const gw_sub_reg_t *r);
 gw_stats_t *gw_sub_stats(const gw_sub_reg_t *r);
 /* The endpoint a source's polls are answered by changed (failover): logged
  * and a subscription_source_changed event (network, kind, from, to, the
@@ -113,19 +119,30 @@ typedef struct gw_sub_header {
     const char *json;             /* the header as geth's newHeads gives it */
     size_t len;
     int replaced;                 /* a height heard before, on the branch replaced */
+    int deep;                     /* replaced, and the fork is below what the follower keeps: heights
+                                     under this one may have been replaced unheard */
+    uint64_t gap;                 /* heights skipped just below this one (over the backfill bound) */
 } gw_sub_header_t;
 
+/* A listener hears the headers after the head when it joined (geth's
+ * semantics: the first notification is the first block after the
+ * subscription), and any replacement. */
 typedef struct gw_sub_listener gw_sub_listener_t;
 struct gw_sub_listener {
     void (*on_header)(gw_sub_listener_t *l, const gw_sub_header_t *hd);
     h2o_linklist_t link;
     struct gw_sub_follow *f;
+    uint64_t from;                /* heights up to this one were there before it joined: not told */
 };
 
 void gw_sub_follow_listen(gw_sub_reg_t *r, gw_net_t *net, gw_sub_listener_t *l);
 void gw_sub_follow_unlisten(gw_sub_listener_t *l);
 /* The hash the follower sent at height, or NULL (not sent, replaced, or too old). */
 const uint8_t *gw_sub_follow_hash(const gw_sub_listener_t *l, uint64_t height);
+/* The highest height sent on the branch the follower is on (0: none). */
+uint64_t gw_sub_follow_last(const gw_sub_listener_t *l);
+/* Heights the follower keeps the hashes of (POLICY_HEADTRACK_RING): a reorg deeper is told deep. */
+#define GW_SUB_FOLLOW_KEPT 128
 /* Registry teardown: followers left (none when every client went). */
 void gw_sub_follow_dispose_all(gw_sub_reg_t *r);
 h2o_linklist_t *gw_sub_follows(gw_sub_reg_t *r);
@@ -137,6 +154,10 @@ void gw_sub_eth_heads_stop(gw_sub_source_t *src);
 const char *gw_sub_eth_logs_params(const cJSON *params, sl_buf_t *key);
 void gw_sub_eth_logs_start(gw_sub_source_t *src);
 void gw_sub_eth_logs_stop(gw_sub_source_t *src);
+/* The logs normaliser's refusals past a filter's caps (policy/logfilter.h):
+ * the message; the subscribe's error adds data.reason for them. */
+extern const char gw_sub_eth_logs_too_many_addresses[];
+extern const char gw_sub_eth_logs_too_many_topics[];
 const char *gw_sub_sol_slot_params(const cJSON *params, sl_buf_t *key);
 void gw_sub_sol_slot_start(gw_sub_source_t *src);
 void gw_sub_sol_root_start(gw_sub_source_t *src);

@@ -36,6 +36,7 @@ typedef struct share_block {
     share_log_t *logs;
     size_t nlogs;
     gw_sub_call_t call;
+    int too_large;                /* the failed answer was over server.max_response_bytes */
     h2o_linklist_t waiting;       /* gw_sub_logs_wait_t */
     uint64_t used;                /* the least recently used is replaced */
 } share_block_t;
@@ -44,6 +45,7 @@ struct gw_sub_logshare {
     gw_sub_group_t g;
     gw_sub_reg_t *reg;
     size_t nsources;
+    size_t solo;                  /* sources asking with their own filter now (GW_SUB_LOGS_SOLO_MAX) */
     uint64_t clock;
     share_block_t blocks[SHARE_BLOCKS];
 };
@@ -142,6 +144,7 @@ static void deliver(share_block_t *b, gw_sub_logs_wait_t *w)
     if (b->state == B_READY)
         filtered(b, w->filter, &out);
     w->b = NULL;
+    w->too_large = (uint8_t)(b->state != B_READY && b->too_large);
     w->cb(w, b->state == B_READY ? out.base : NULL, out.len);
     sl_buf_dispose(&out);
 }
@@ -161,6 +164,7 @@ static void on_block(gw_sub_call_t *c, void *data)
         b->state = B_READY;
     } else {
         b->state = B_EMPTY; /* each waiter retries as it does after a failed call of its own */
+        b->too_large = gw_sub_call_too_large(c, 0);
     }
     cJSON_Delete(arr);
     b->delivering = 1;
@@ -183,6 +187,7 @@ static void on_soon(h2o_timeout_entry_t *e)
         return;
     }
     w->b = NULL; /* its block was replaced meanwhile: asked again */
+    w->too_large = 0;
     if (!gw_sub_logshare_ask(b->s, w->hash, w))
         w->cb(w, NULL, 0);
 }
@@ -199,8 +204,10 @@ static share_block_t *slot_for(gw_sub_logshare_t *s, const uint8_t hash[32])
         if (b->state != B_ASKING && !b->delivering && (lru == NULL || b->used < lru->used))
             lru = b;
     }
-    if (lru != NULL)
+    if (lru != NULL) {
         block_clear(lru);
+        lru->too_large = 0;
+    }
     return lru;
 }
 
@@ -234,6 +241,19 @@ int gw_sub_logshare_ask(gw_sub_logshare_t *s, const uint8_t hash[32], gw_sub_log
     gw_sub_call_start(&b->call, s->g.net, 1, &m, &pp, on_block, b);
     sl_buf_dispose(&p);
     return 1;
+}
+
+int gw_sub_logshare_solo_acquire(gw_sub_logshare_t *s)
+{
+    if (s->solo >= GW_SUB_LOGS_SOLO_MAX)
+        return 0;
+    s->solo++;
+    return 1;
+}
+
+void gw_sub_logshare_solo_release(gw_sub_logshare_t *s)
+{
+    s->solo--;
 }
 
 int gw_sub_logshare_waiting(const gw_sub_logs_wait_t *w)

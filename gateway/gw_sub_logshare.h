@@ -22,7 +22,9 @@ typedef struct gw_sub_logs_wait gw_sub_logs_wait_t;
 
 /* A source waiting for one block's logs: cb runs once from the event loop
  * with the logs matching filter as a JSON array's text, or logs NULL when
- * the fetch failed (the source retries as after a failed call). */
+ * the fetch failed (the source asks the share again after its backoff:
+ * the sources that failed together ask together, one call; with too_large
+ * set it asks with its filter instead). */
 struct gw_sub_logs_wait {
     void (*cb)(gw_sub_logs_wait_t *w, const char *logs, size_t len);
     const policy_logfilter_t *filter;
@@ -30,6 +32,7 @@ struct gw_sub_logs_wait {
     h2o_timeout_entry_t soon;     /* zeroed by its owner */
     void *b;                      /* the block waited for (NULL: none) */
     uint8_t hash[32];             /* its hash */
+    uint8_t too_large;            /* with logs NULL: the answer was over server.max_response_bytes */
 };
 
 /* A logs source of net starts (joins its network's share) or stops. */
@@ -42,6 +45,12 @@ int gw_sub_logshare_shared(const gw_sub_logshare_t *s);
  * deep backlog on every kept block: the source fetches this one itself). */
 int gw_sub_logshare_ask(gw_sub_logshare_t *s, const uint8_t hash[32], gw_sub_logs_wait_t *w);
 int gw_sub_logshare_waiting(const gw_sub_logs_wait_t *w);
+/* Shared, a source asks a block with its own filter only when the shared
+ * answer was too large, and at most this many sources of a network at a
+ * time: acquire (1: go on, 0: wait and try again), release when answered. */
+#define GW_SUB_LOGS_SOLO_MAX 4
+int gw_sub_logshare_solo_acquire(gw_sub_logshare_t *s);
+void gw_sub_logshare_solo_release(gw_sub_logshare_t *s);
 void gw_sub_logshare_cancel(gw_sub_logs_wait_t *w);
 
 #endif

@@ -267,6 +267,7 @@ static int worker_setup(worker_t *w)
         .budget = &w->budget,
         .cache = w->cache,
         .cache_unfinalized = (uint8_t)cfg->cache.unfinalized,
+        .cache_admit = gw_cache_admit_conf(&cfg->cache),
     };
     if (pool_create(&pp, &w->pool) != SL_OK)
         return -1;

@@ -22,6 +22,13 @@
 #define LOG_EVERY_MS 10000
 #define MAX_QUEUED_PONGS 4096     /* messages waiting when a ping comes: empty pongs weigh 0 bytes */
 #define RESYNC_MS 100             /* a socket's queue charged to the budget is looked at again this often */
+/* wslay keeps a heap chunk per frame of a message being received, and its
+ * bound (max_body_bytes) counts payload only: 1-byte continuation frames
+ * cost ~94 bytes of worker memory per byte sent (8 sockets took a worker to
+ * 757 MB). So frames per message are bounded too (close 1009), and a
+ * message is given a time to be finished, whatever else (pings) comes. */
+#define WS_MAX_FRAGMENTS 1024
+#define WS_MAX_MESSAGE_MS 10000
 
 #define WS_SUBSCRIBE_ERROR "a subscription call is served alone in its message, not inside a batch"
 
@@ -37,7 +44,9 @@ struct gw_ws {
     h2o_timeout_t tick_timeout;   /* on_tick: pings and the idle check */
     h2o_timeout_t close_timeout;  /* on_close_wait */
     h2o_timeout_t resync_timeout; /* on_resync */
+    h2o_timeout_t message_timeout; /* on_unfinished: WS_MAX_MESSAGE_MS */
     sl_log_limit_t log_slow;
+    sl_log_limit_t log_message;   /* message_refused */
     gw_sub_reg_t *subs;           /* the worker's subscriptions */
 };
 
@@ -56,6 +65,8 @@ typedef struct ws_conn {
     h2o_timeout_entry_t flush, tick, close_wait, resync;
     gw_held_entry_t held;         /* its queue, in its caller's share (gw_held.h) */
     size_t charged;               /* of its queue, charged to the worker's budget */
+    h2o_timeout_entry_t unfinished; /* linked while a message is being received */
+    uint32_t fragments;           /* frames of that message so far */
     int closing;                  /* a close frame is queued: nothing more is answered */
     int close_when_done;          /* shutdown: close with 1001 when inflight reaches 0 */
     uint8_t sub_call;             /* inside gw_sub_message: its first send is the call's answer */
@@ -144,6 +155,7 @@ static void conn_gone(ws_conn_t *c)
         sl_budget_release(w->h->budget, c->charged);
     c->charged = 0;
     gw_held_remove(w->h->buffered.held, &c->held);
+    unlink_timer(&c->unfinished);
     h2o_linklist_unlink(&c->link);
     w->nconns--;
     gw_stats_srv_set(w->stats, STATE_SRV_WS_CONNECTIONS, w->nconns);
@@ -182,6 +194,51 @@ static void on_close_wait(h2o_timeout_entry_t *e)
     struct linger lg = {1, 0};
     setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
     shutdown(fd, SHUT_RDWR);
+}
+
+/* A client that sends a message sluice will not finish receiving: the
+ * close goes out, and what the client still sends is read and dropped
+ * (wslay's no-buffering mode keeps no chunk of data frames) until it
+ * answers the close or CLOSE_WAIT_MS pass. Not reading at all would close
+ * the socket on unread bytes: a reset, which loses the close frame and its
+ * code for the client. */
+static void message_refused(ws_conn_t *c, uint16_t code, const char *reason)
+{
+    uint64_t held;
+    char tail[SL_LOG_HELD_MAX];
+    unlink_timer(&c->unfinished);
+    if (c->closing)
+        return;
+    if (sl_log_limit_pass(&c->w->log_message, sl_now_ms(), LOG_EVERY_MS, &held))
+        sl_log_warn("closed a WebSocket (%u) of %s: %s%s", code, c->ident, reason, sl_log_held_text(held, tail));
+    conn_close(c, code, reason);
+    wslay_event_config_set_no_buffering(c->wc->ws_ctx, 1);
+}
+
+static void on_unfinished(h2o_timeout_entry_t *e)
+{
+    message_refused(H2O_STRUCT_FROM_MEMBER(ws_conn_t, unfinished, e), 1008,
+                    "a message was left unfinished for 10 s");
+}
+
+/* wslay's frame-start callback (user: the h2o connection): counts the
+ * frames of the message being received and starts its clock. Control
+ * frames (ping, pong, close) may come between its frames and are not
+ * counted. */
+static void on_frame_start(wslay_event_context_ptr ctx, const struct wslay_event_on_frame_recv_start_arg *arg,
+                           void *user)
+{
+    ws_conn_t *c = ((h2o_websocket_conn_t *)user)->data;
+    (void)ctx;
+    if (arg->opcode >= 0x8)
+        return;
+    if (arg->opcode != WSLAY_CONTINUATION_FRAME) {
+        c->fragments = 0;
+        unlink_timer(&c->unfinished);
+        h2o_timeout_link(c->w->loop, &c->w->message_timeout, &c->unfinished);
+    }
+    if (++c->fragments > WS_MAX_FRAGMENTS)
+        message_refused(c, 1009, "a message in more than 1024 frames");
 }
 
 /* Frees the answered messages and lets h2o write what wslay queued. May
@@ -394,6 +451,8 @@ static void on_ws_msg(h2o_websocket_conn_t *wc, const struct wslay_event_on_msg_
     }
     c->last_rx_ms = sl_now_ms();
     if (arg->opcode == WSLAY_TEXT_FRAME || arg->opcode == WSLAY_BINARY_FRAME) {
+        unlink_timer(&c->unfinished); /* whole: its frames are freed on return */
+        c->fragments = 0;
         msg_start(c, arg->msg, arg->msg_length);
     } else if (arg->opcode == WSLAY_PING && !c->closing) {
         /* wslay queues the pong itself: pings from a client that reads
@@ -474,6 +533,7 @@ int gw_ws_accept(gw_ws_t *w, h2o_req_t *req, const char *client_key, gw_exec_t *
     c->resync.cb = on_resync;
     c->held.bytes = held_bytes;
     gw_held_add(w->h->buffered.held, &c->held, ident);
+    c->unfinished.cb = on_unfinished;
     c->last_rx_ms = sl_now_ms();
     h2o_linklist_insert(&w->conns, &c->link);
     w->nconns++;
@@ -481,6 +541,8 @@ int gw_ws_accept(gw_ws_t *w, h2o_req_t *req, const char *client_key, gw_exec_t *
     gw_stats_net_add(w->stats, c->net->index, STATE_SRV_WS_CONNECTIONS, 1);
     c->wc = h2o_upgrade_to_websocket(req, client_key, c, on_ws_msg);
     wslay_event_config_set_max_recv_msg_length(c->wc->ws_ctx, w->srv->max_body_bytes);
+    c->wc->ws_callbacks.on_frame_recv_start_callback = on_frame_start; /* h2o's own callbacks kept */
+    wslay_event_config_set_callbacks(c->wc->ws_ctx, &c->wc->ws_callbacks);
     h2o_timeout_link(w->loop, &w->tick_timeout, &c->tick);
     return 0;
 }
@@ -501,6 +563,7 @@ gw_ws_t *gw_ws_create(gw_handler_t *h, h2o_loop_t *loop, const gw_server_conf_t 
     h2o_timeout_init(loop, &w->tick_timeout, tick);
     h2o_timeout_init(loop, &w->close_timeout, CLOSE_WAIT_MS);
     h2o_timeout_init(loop, &w->resync_timeout, RESYNC_MS);
+    h2o_timeout_init(loop, &w->message_timeout, WS_MAX_MESSAGE_MS);
     return w;
 }
 
@@ -515,6 +578,7 @@ void gw_ws_destroy(gw_ws_t *w)
         unlink_timer(&c->tick);
         unlink_timer(&c->close_wait);
         unlink_timer(&c->resync);
+        unlink_timer(&c->unfinished);
         gw_sub_client_dispose(&c->sub);
     }
     gw_sub_destroy(w->subs);

@@ -84,6 +84,25 @@ static int load(const char *path, gw_config_t **cfg)
 
 #define CONNECT_TIMEOUT_MS 2000
 
+/* --check: what the response cache keeps, and what cache.unfinalized: head
+ * costs upstream (README, "The response cache"). */
+static void print_cache(const gw_config_t *cfg)
+{
+    const gw_cache_conf_t *c = &cfg->cache;
+    if (!c->enabled) {
+        printf("cache: off\n");
+        return;
+    }
+    policy_cacheadmit_conf_t admit = gw_cache_admit_conf(c);
+    printf("cache: %u MB, answers up to %llu KiB (over 64 KiB on their second ask), a caller's insertions %u%% of it "
+           "a minute; %s\n",
+           c->max_mb, (unsigned long long)(admit.max_entry >> 10), c->caller_share_pct,
+           c->unfinalized ? "unfinalized: head: above finalized, keyed by the head's hash; worker 1 of each host reads "
+                            "each new head's block (one eth_getBlockByNumber per block per host), and nothing is "
+                            "served from it while the head is above the last block read"
+                          : "final answers only (at or below finalized, as two endpoints report it)");
+}
+
 /* --check --connect: the endpoints of networks with no chain_id agree on one. */
 static int check_chain(const gw_config_t *cfg, const char *path)
 {
@@ -210,6 +229,7 @@ int main(int argc, char **argv)
         if (tls)
             printf("tls: %s (certificate sha256 %s), HTTP/2 by ALPN %s\n", srv->tls.cert_file, srv->tls.fingerprint,
                    srv->tls.http2 ? "on" : "off");
+        print_cache(cfg);
         int rc = connect ? check_connect(cfg, path) : 0;
         gw_config_destroy(cfg);
         return rc;

@@ -50,6 +50,7 @@ static void block_plan(const policy_blockref_call_t *ref, policy_cache_heads_t h
     if (highest_number(ref, &hi)) {
         if (heads.finalized != 0 && hi <= heads.finalized) {
             out->plan = POLICY_CACHE_FINAL;
+            out->height = hi;
         } else if (unfinalized && heads.latest != 0 && hi <= heads.latest) {
             out->plan = POLICY_CACHE_AT_HASH;
             out->height = hi;
@@ -88,7 +89,7 @@ void policy_cache_plan(policy_chain_t chain, const policy_method_t *m, const pol
 
 /* The block a transaction's answer puts it in: Ethereum's "blockNumber"
  * (null while pending), Solana's "slot". */
-static int answer_block(policy_chain_t chain, const policy_cache_answer_t *a, uint64_t *n)
+int policy_cache_answer_block(policy_chain_t chain, const policy_cache_answer_t *a, uint64_t *n)
 {
     wire_span_t v = wire_json_member(a->buf, a->result, chain == POLICY_CHAIN_SOLANA ? "slot" : "blockNumber");
     return v.len != 0 && policy_blockref_number(a->buf, v, n) == SL_OK;
@@ -106,5 +107,5 @@ int policy_cache_keep(policy_chain_t chain, const policy_cache_call_t *c, const 
     if (c->plan != POLICY_CACHE_BY_ANSWER)
         return 1;
     uint64_t n;
-    return finalized != 0 && answer_block(chain, a, &n) && n <= finalized;
+    return finalized != 0 && policy_cache_answer_block(chain, a, &n) && n <= finalized;
 }

@@ -42,7 +42,8 @@ typedef struct policy_cache_heads {
 
 typedef struct policy_cache_call {
     policy_cache_plan_t plan;
-    uint64_t height;              /* AT_HASH: the block whose hash keys the entry */
+    uint64_t height;              /* AT_HASH: the block whose hash keys the entry; FINAL: the
+                                     highest block it names by number (0: by hash, or none) */
 } policy_cache_call_t;
 
 /* The plan for a call of m naming ref (from policy_blockref_extract) on
@@ -61,6 +62,10 @@ typedef struct policy_cache_answer {
  * chain view's finalized height now). */
 int policy_cache_keep(policy_chain_t chain, const policy_cache_call_t *c, const policy_cache_answer_t *a,
                       uint64_t finalized);
+
+/* 1 and *n: the block a transaction's answer puts it in (Ethereum's
+ * "blockNumber", Solana's "slot"); 0 while it has none (pending). */
+int policy_cache_answer_block(policy_chain_t chain, const policy_cache_answer_t *a, uint64_t *n);
 
 const char *policy_cache_plan_name(policy_cache_plan_t p);
 

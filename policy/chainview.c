@@ -136,7 +136,7 @@ uint64_t policy_chainview_head(const policy_chainview_t *v, policy_head_kind_t k
 }
 
 uint64_t policy_chainview_serve_head(policy_chainview_t *v, policy_head_kind_t kind, uint64_t answered,
-                                     uint64_t usable, uint64_t known, uint64_t hold, int *regressed)
+                                     uint64_t usable, uint64_t hold, int *regressed)
 {
     *regressed = 0;
     if ((unsigned)kind >= POLICY_HEAD_KIND_COUNT)
@@ -145,40 +145,100 @@ uint64_t policy_chainview_serve_head(policy_chainview_t *v, policy_head_kind_t k
     uint64_t serve = answered > head ? answered : head;
     if (serve >= v->floor[kind])
         v->floor[kind] = serve;
-    else if (v->floor[kind] - serve <= hold && policy_chainview_head(v, kind, known & ~usable) < v->floor[kind])
-        serve = v->floor[kind]; /* nobody this view knows reached it: it came from another view */
+    else if (v->floor[kind] - serve <= hold)
+        serve = v->floor[kind];
     else
         *regressed = 1;
     return serve;
 }
 
-uint64_t policy_chainview_implausible(const policy_chainview_t *v, policy_head_kind_t kind, uint64_t max_lead,
-                                      uint64_t mask, uint64_t *lead)
+/* What endpoint i says its head of this kind is, as evidence counts it: a
+ * safe or finalized height at most its own latest head (when known). */
+static uint64_t said(const policy_chainview_t *v, uint32_t i, policy_head_kind_t kind)
 {
-    uint64_t top = 0, next = 0;
-    uint32_t at = 0, known = 0;
+    uint64_t h = v->ep[i].head[kind], latest = v->ep[i].head[POLICY_HEAD_LATEST];
+    return kind != POLICY_HEAD_LATEST && latest != 0 && h > latest ? latest : h;
+}
+
+/* The two highest heads of this kind in mask (0 when absent), how many
+ * endpoints report one, and the highest's endpoint. */
+typedef struct top_two {
+    uint64_t top, next;
+    uint32_t known, at;
+} top_two_t;
+
+static top_two_t top_two(const policy_chainview_t *v, policy_head_kind_t kind, uint64_t mask)
+{
+    top_two_t t = {0, 0, 0, 0};
+    for (uint32_t i = 0; i < v->nendpoints; i++) {
+        uint64_t h = said(v, i, kind);
+        if (!in_mask(mask, i) || h == 0)
+            continue;
+        t.known++;
+        if (h > t.top) {
+            t.next = t.top;
+            t.top = h;
+            t.at = i;
+        } else if (h > t.next) {
+            t.next = h;
+        }
+    }
+    return t;
+}
+
+uint64_t policy_chainview_agreed(const policy_chainview_t *v, policy_head_kind_t kind, uint64_t mask)
+{
+    if ((unsigned)kind >= POLICY_HEAD_KIND_COUNT)
+        return 0;
+    top_two_t t = top_two(v, kind, mask);
+    return t.known >= 2 ? t.next : t.top;
+}
+
+uint64_t policy_chainview_final(const policy_chainview_t *v, uint64_t mask, uint64_t margin)
+{
+    uint64_t fin = policy_chainview_agreed(v, POLICY_HEAD_FINALIZED, mask);
+    uint64_t latest = policy_chainview_agreed(v, POLICY_HEAD_LATEST, mask);
+    if (latest == 0)
+        return fin;
+    uint64_t cap = latest > margin ? latest - margin : 0;
+    return fin < cap ? fin : cap;
+}
+
+int policy_chainview_final_confirmed(const policy_chainview_t *v, uint64_t mask, uint64_t n)
+{
+    uint32_t at_or_above = 0;
+    for (uint32_t i = 0; i < v->nendpoints; i++)
+        at_or_above += in_mask(mask, i) && said(v, i, POLICY_HEAD_FINALIZED) >= n && n > 0;
+    return at_or_above >= 2;
+}
+
+/* The endpoint of mask leading every other by more than max_lead, when at
+ * least min_known report a head of this kind. */
+static uint64_t lone_lead(const policy_chainview_t *v, policy_head_kind_t kind, uint64_t max_lead, uint64_t mask,
+                          uint32_t min_known, uint64_t *lead)
+{
     if (lead != NULL)
         *lead = 0;
     if ((unsigned)kind >= POLICY_HEAD_KIND_COUNT)
         return 0;
-    for (uint32_t i = 0; i < v->nendpoints; i++) {
-        uint64_t h = v->ep[i].head[kind];
-        if (!in_mask(mask, i) || h == 0)
-            continue;
-        known++;
-        if (h > top) {
-            next = top;
-            top = h;
-            at = i;
-        } else if (h > next) {
-            next = h;
-        }
-    }
-    if (known < 2 || top - next <= max_lead)
+    top_two_t t = top_two(v, kind, mask);
+    if (t.known < min_known || t.top - t.next <= max_lead)
         return 0;
     if (lead != NULL)
-        *lead = top - next;
-    return UINT64_C(1) << at;
+        *lead = t.top - t.next;
+    return UINT64_C(1) << t.at;
+}
+
+uint64_t policy_chainview_implausible(const policy_chainview_t *v, policy_head_kind_t kind, uint64_t max_lead,
+                                      uint64_t mask, uint64_t *lead)
+{
+    return lone_lead(v, kind, max_lead, mask, 2, lead);
+}
+
+uint64_t policy_chainview_unconfirmed(const policy_chainview_t *v, policy_head_kind_t kind, uint64_t max_lag,
+                                      uint64_t mask, uint64_t *lead)
+{
+    return lone_lead(v, kind, max_lag, mask, 3, lead);
 }
 
 int policy_chainview_latest_ok(const policy_chainview_t *v, uint32_t ep, policy_head_kind_t kind, uint32_t max_lag,
@@ -223,7 +283,10 @@ sl_err_t policy_chainview_resolve(const policy_chainview_t *v, policy_block_tag_
         *n = 0;
         return SL_OK;
     }
-    uint64_t h = policy_chainview_head(v, kinds[tag], usable);
+    /* latest is the usable endpoints' (a lead nobody confirms is out of
+     * usable); safe and finalized the height another endpoint confirms */
+    uint64_t h = kinds[tag] == POLICY_HEAD_LATEST ? policy_chainview_head(v, kinds[tag], usable)
+                                                  : policy_chainview_agreed(v, kinds[tag], usable);
     if (h == 0)
         return SL_ERR_NOT_FOUND;
     *n = h;

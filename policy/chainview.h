@@ -98,20 +98,50 @@ void policy_chainview_observe(policy_chainview_t *v, uint32_t ep, const policy_c
 uint64_t policy_chainview_head(const policy_chainview_t *v, policy_head_kind_t kind, uint64_t mask);
 
 /* The head to answer eth_blockNumber (getSlot at a commitment) with, given
- * the value the endpoint that took the call answered (0: none): the higher of
- * it and the usable endpoints' head, which becomes the floor. A value below
- * the floor means either that this view is behind a head served elsewhere
- * (another worker's or host's view saw the next block first; the floor came
- * through state/) or that the endpoint at the floor is gone. This view
- * cannot tell the first from its own heads when none of the endpoints of
- * `known` (those whose heads count: on the chain, plausible) is at the floor:
- * then, within `hold` of the floor, the floor is served, the block a moment
- * away for these endpoints too. Otherwise (an endpoint of known at the floor
- * is not usable now: it is gone, or further below than hold) the value is
- * answered as it is (a head no usable endpoint has would send the client to
- * a block nobody serves), *regressed is set, and the floor stays. */
+ * the value the endpoint that took the call answered (0: none, or one the
+ * caller does not trust): the higher of it and the usable endpoints' head,
+ * which becomes the floor. Whoever answered (a first attempt, a hedge, a
+ * failover), the client never gets less than the floor while the usable
+ * endpoints' head is within `hold` of it: the floor is served then (the
+ * endpoint that set it may have died or been hedged away; a block or two is
+ * a moment away for the others, and the floor may come from another worker
+ * or host). Only when every usable endpoint is further below than hold is
+ * the value answered as it is (a head no usable endpoint comes near would
+ * send the client to a block nobody serves): *regressed is set and the
+ * floor stays. The caller keeps unconfirmed heads out of `usable` and out of
+ * `answered` (policy_chainview_unconfirmed), so a lie never sets the floor. */
 uint64_t policy_chainview_serve_head(policy_chainview_t *v, policy_head_kind_t kind, uint64_t answered,
-                                     uint64_t usable, uint64_t known, uint64_t hold, int *regressed);
+                                     uint64_t usable, uint64_t hold, int *regressed);
+
+/* The head of this kind the endpoints of mask agree on: with two or more
+ * reporting one, the second-highest (a height another endpoint has reached:
+ * one endpoint's word is not the chain's); with one, its own; 0 if none.
+ * An endpoint's safe or finalized counts at most as high as its own latest
+ * head (a finalized above the node's own head is no fact). What safe and
+ * finalized mean for the network (tags, the response cache's keep rule). */
+uint64_t policy_chainview_agreed(const policy_chainview_t *v, policy_head_kind_t kind, uint64_t mask);
+
+/* The network's finalized height (Solana: the finalized slot) for what is
+ * kept as final: policy_chainview_agreed's, and at least margin below the
+ * agreed latest head, so that a single endpoint reporting finalized = head
+ * (a dev node, a misconfigured one, a liar) never makes the tip final. */
+uint64_t policy_chainview_final(const policy_chainview_t *v, uint64_t mask, uint64_t margin);
+
+/* 1 if at least two endpoints of mask report a finalized height at or above
+ * n: a height final on more than one endpoint's word (what may go to a
+ * tier other hosts read). */
+int policy_chainview_final_confirmed(const policy_chainview_t *v, uint64_t mask, uint64_t n);
+
+/* A lead nobody confirms. The endpoint of mask whose head of this kind is
+ * more than max_lag ahead of every other endpoint of mask that reported one,
+ * when at least three report (two can each be the one that is wrong: a
+ * laggard and a liar look alike; then only max_head_lead tells,
+ * policy_chainview_implausible): its bit, and *lead (may be NULL) by how
+ * much it leads the next. Its head is not the network's, it takes no
+ * `latest` read nor a write while another endpoint is there, and its
+ * answers set no floor. */
+uint64_t policy_chainview_unconfirmed(const policy_chainview_t *v, policy_head_kind_t kind, uint64_t max_lag,
+                                      uint64_t mask, uint64_t *lead);
 
 /* A head nobody confirms. The endpoint of mask whose head of this kind is
  * more than max_lead ahead of every other endpoint of mask that reported

@@ -50,6 +50,8 @@ policy_headtrack_verdict_t policy_headtrack_judge(const policy_headtrack_t *t, u
     const uint8_t *below = policy_headtrack_hash(t, height - 1);
     if (below != NULL && memcmp(below, parent, POLICY_HEADTRACK_HASH) != 0)
         return POLICY_HEADTRACK_BACK;
+    if (below == NULL && sent != NULL && height > 1)
+        return POLICY_HEADTRACK_DEEP; /* the parent sent fell out of the ring: the fork is unseen */
     return POLICY_HEADTRACK_EMIT;
 }
 

@@ -6,7 +6,8 @@
  * policy_headtrack_next which height to fetch, and shows each fetched header
  * to policy_headtrack_judge: EMIT (send it, then policy_headtrack_record),
  * BACK (its parent is not the hash sent one height below: the branch sent
- * was replaced, fetch that height again, walking back to the fork), or DUP
+ * was replaced, fetch that height again, walking back to the fork), DEEP
+ * (a walk back reached the bottom of the ring before the fork), or DUP
  * (sent already, or too old to tell). A ring of the last
  * POLICY_HEADTRACK_RING hashes sent is the memory, so a walk back is at
  * most that deep. Pure: no clocks, no allocation, no I/O. */
@@ -33,12 +34,16 @@ typedef enum policy_headtrack_verdict {
     POLICY_HEADTRACK_DUP,         /* nothing to send */
     POLICY_HEADTRACK_BACK,        /* fetch height - 1 again: the branch sent there was replaced */
     POLICY_HEADTRACK_EMIT,        /* send it (a new height, or a replacement of one sent) */
+    POLICY_HEADTRACK_DEEP,        /* send it, but it replaces one sent and its parent is older than the
+                                     ring: the fork is deeper than the walk back can reach, heights
+                                     below it may have been replaced unseen */
 } policy_headtrack_verdict_t;
 
 void policy_headtrack_init(policy_headtrack_t *t);
 
 /* The next height to fetch towards head; 0 when caught up. The first
- * header is the head itself (a subscription starts now). More than
+ * header is the head itself (the follower records it unsent: subscriptions
+ * start after it, as geth's do). More than
  * max_backfill heights behind: start again from the head, and *skipped
  * (may be NULL) gets the heights jumped over (else 0). */
 uint64_t policy_headtrack_next(const policy_headtrack_t *t, uint64_t head, uint32_t max_backfill,

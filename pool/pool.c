@@ -96,6 +96,11 @@ sl_err_t pool_create(const pool_params_t *p, pool_t **out)
     pool->state = p->state;
     pool->cache = p->cache;
     pool->cache_unfinalized = p->cache_unfinalized;
+    pool->cache_admit = p->cache_admit;
+    if (p->cache != NULL) {
+        pool->admit = sl_xcalloc(1, sizeof(*pool->admit));
+        policy_cacheadmit_init(pool->admit);
+    }
     pool->slot = p->slot;
     pool->nworkers = p->nworkers ? p->nworkers : 1;
     pool->refresh_ms = p->refresh_ms ? p->refresh_ms : 50;
@@ -124,6 +129,7 @@ void pool_destroy(pool_t *pool)
     for (size_t i = 0; i < pool->nnetworks; i++)
         network_dispose(&pool->networks[i]);
     free(pool->networks);
+    free(pool->admit);
     h2o_timeout_dispose(pool->loop, &pool->zero_timeout);
     pool_transport_dispose(&pool->t);
     free(pool);

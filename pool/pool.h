@@ -19,6 +19,7 @@
 #include "wire/envelope.h"
 #include "policy/chainid.h"
 #include "policy/blockref.h"
+#include "policy/cacheadmit.h"
 #include "policy/method.h"
 #include "policy/verdict.h"
 #include "pool/pool_conf.h"
@@ -173,6 +174,7 @@ typedef struct pool_params {
     const struct pool_transport_ops *transport; /* NULL: sockets (unit tests script their own) */
     struct state_cache *cache;    /* the response cache (state/state_cache.h); NULL: off */
     uint8_t cache_unfinalized;    /* cache.unfinalized: head (policy/cache.h) */
+    policy_cacheadmit_conf_t cache_admit; /* what one answer and one caller may put in it */
 } pool_params_t;
 
 SL_MUST_CHECK sl_err_t pool_create(const pool_params_t *params, pool_t **out);

@@ -98,17 +98,25 @@ static int plan_item(pool_call_t *call, pool_item_t *it, policy_cache_heads_t he
     if (out->plan.plan == POLICY_CACHE_SKIP)
         return 0;
     const uint8_t *hash = NULL;
-    if (out->plan.plan == POLICY_CACHE_AT_HASH && (hash = policy_chainview_hash_at(&net->chain, out->plan.height)) == NULL)
+    /* a head above the ring's top may have replaced any block below it: no
+     * hash is vouched for until the new head's block is read
+     * (pool_chainprobe_tip_tick) */
+    if (out->plan.plan == POLICY_CACHE_AT_HASH &&
+        (heads.latest > net->chain.ring_top || (hash = policy_chainview_hash_at(&net->chain, out->plan.height)) == NULL))
         return 0; /* no hash known at that height: nothing to key it by */
     key_of(call, it, &out->plan, hash, out->key);
     return 1;
 }
 
+/* The network's heads for the cache: latest as routing sees it (a lead
+ * nobody confirms is out of usable), finalized as the endpoints agree on it
+ * (policy_chainview_final: never one endpoint's word, never the tip). */
 static policy_cache_heads_t network_heads(pool_network_t *net)
 {
     uint64_t usable = pool_chain_usable(net, sl_shared_ms());
-    return (policy_cache_heads_t){policy_chainview_head(&net->chain, POLICY_HEAD_LATEST, usable),
-                                  policy_chainview_head(&net->chain, POLICY_HEAD_FINALIZED, usable)};
+    return (policy_cache_heads_t){
+        policy_chainview_head(&net->chain, POLICY_HEAD_LATEST, usable),
+        policy_chainview_final(&net->chain, usable, pool_chain_max_lag(net))};
 }
 
 /* Settles it with the entry in b (kept with the call), found in tier
@@ -178,6 +186,19 @@ static int row_offer(pool_call_t *call)
     return 1;
 }
 
+/* 1 if two endpoints of the network report a finalized height at or above
+ * the one the entry is final at (its plan's height; BY_ANSWER: the block its
+ * answer shows). */
+static int final_confirmed(pool_network_t *net, const pool_cache_item_t *c, const policy_cache_answer_t *a)
+{
+    uint64_t n = c->plan.height;
+    if (c->plan.plan == POLICY_CACHE_BY_ANSWER && !policy_cache_answer_block(net->conf->chain, a, &n))
+        return 0;
+    if (n == 0)
+        return 1; /* named by hash, or the genesis: final on anybody's word */
+    return policy_chainview_final_confirmed(&net->chain, pool_chain_known(net), n);
+}
+
 /* The answer of item it (answered by an endpoint) under plan c: stored if
  * that endpoint's heights give the same plan and the keep rule agrees. */
 static void keep_item(pool_call_t *call, pool_item_t *it, const pool_cache_item_t *c)
@@ -185,8 +206,15 @@ static void keep_item(pool_call_t *call, pool_item_t *it, const pool_cache_item_
     pool_network_t *net = call->net;
     if (it->endpoint < 0 || (size_t)it->endpoint >= net->nendpoints || it->endpoint >= POLICY_CHAINVIEW_MAX_ENDPOINTS)
         return;
+    /* the answering endpoint's own heights, no further than the network's:
+     * an endpoint that says its height is final does not make it so */
     const policy_chainview_ep_t *e = &net->chain.ep[it->endpoint];
+    policy_cache_heads_t net_heads = network_heads(net);
     policy_cache_heads_t own = {e->head[POLICY_HEAD_LATEST], e->head[POLICY_HEAD_FINALIZED]};
+    if (own.latest > net_heads.latest)
+        own.latest = net_heads.latest;
+    if (own.finalized > net_heads.finalized)
+        own.finalized = net_heads.finalized;
     pool_cache_item_t again;
     if (!plan_item(call, it, own, &again) || again.plan.plan != c->plan.plan ||
         memcmp(again.key, c->key, sizeof(again.key)) != 0)
@@ -200,6 +228,13 @@ static void keep_item(pool_call_t *call, pool_item_t *it, const pool_cache_item_
         (it->verdict != POLICY_VERDICT_SUCCESS && it->verdict != POLICY_VERDICT_DETERMINISTIC) ||
         !policy_cache_keep(net->conf->chain, &c->plan, &a, own.finalized))
         return;
+    policy_cacheadmit_verdict_t admit = policy_cacheadmit_judge(net->pool->admit, &net->pool->cache_admit, c->key,
+                                                                it->answer_len, call->owner, sl_now_ms());
+    if (admit != POLICY_CACHEADMIT_KEEP) {
+        sl_log_debug("cache: an answer of %s (%u bytes) not kept: %s", net->conf->name, it->answer_len,
+                     policy_cacheadmit_name(admit));
+        return;
+    }
     entry_head_t h = {.format = ENTRY_FORMAT, .verdict = (uint8_t)it->verdict, .id_off = env.id.off,
                       .id_len = env.id.len};
     sl_buf_t b;
@@ -211,8 +246,11 @@ static void keep_item(pool_call_t *call, pool_item_t *it, const pool_cache_item_
         sl_log_debug("cache: an answer of %s could not be kept", net->conf->name);
     state_cache_redis_conf_t rc;
     state_cluster_t *cl = state_cache_tier(net->pool->cache, &rc);
-    /* only with the generation this call's lookup read: without it, a purge may be missed */
-    if (cl != NULL && call->cache.gen_known && c->plan.plan != POLICY_CACHE_AT_HASH)
+    /* only with the generation this call's lookup read: without it, a purge
+     * may be missed; and only what two endpoints say is final (other hosts
+     * read it for a day), unless the network has one endpoint to ask */
+    if (cl != NULL && call->cache.gen_known && c->plan.plan != POLICY_CACHE_AT_HASH &&
+        (net->nendpoints == 1 || final_confirmed(net, c, &a)))
         (void)state_cache_redis_put(cl, &rc, c->key, call->cache.gen, b.base, b.len);
     sl_buf_dispose(&b);
 }

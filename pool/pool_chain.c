@@ -49,8 +49,31 @@ static uint64_t head_lead(const pool_network_t *net)
     return net->conf->max_head_lead != 0 ? net->conf->max_head_lead : UINT64_MAX;
 }
 
-/* The usable mask, the implausible head's bit and by how much it leads. */
-static uint64_t usable_lead(pool_network_t *net, uint64_t now_ms, uint64_t *implausible, uint64_t *lead)
+uint32_t pool_chain_max_lag(const pool_network_t *net)
+{
+    return net->conf->chain == POLICY_CHAIN_SOLANA ? net->conf->max_lag_slots : net->conf->max_lag_blocks;
+}
+
+/* The endpoints whose head of kind nobody confirms among mask: a lead over
+ * every other of more than max_lag (with three or more to compare: the
+ * routing rule) or of more than max_head_lead (with two: the event's).
+ * *loud (may be NULL) gets the latter and *lead its lead. */
+static uint64_t lone_heads(pool_network_t *net, policy_head_kind_t kind, uint64_t mask, uint64_t *loud, uint64_t *lead)
+{
+    uint64_t far = policy_chainview_implausible(&net->chain, kind, head_lead(net), mask, lead);
+    uint64_t near_lead = 0;
+    uint64_t near = policy_chainview_unconfirmed(&net->chain, kind, pool_chain_max_lag(net), mask, &near_lead);
+    if (lead != NULL && far == 0)
+        *lead = near_lead;
+    if (loud != NULL)
+        *loud |= far;
+    return far | near;
+}
+
+/* The usable mask, the unconfirmed heads' bits (*loud: the implausible
+ * ones) and by how much one leads. */
+static uint64_t usable_lead(pool_network_t *net, uint64_t now_ms, uint64_t *implausible, uint64_t *loud,
+                            uint64_t *lead)
 {
     uint64_t mask = 0;
     for (size_t i = 0; i < net->nendpoints && i < POLICY_CHAINVIEW_MAX_ENDPOINTS; i++)
@@ -59,9 +82,9 @@ static uint64_t usable_lead(pool_network_t *net, uint64_t now_ms, uint64_t *impl
     /* the kind probes measure (every endpoint's fresh), and latest, which
      * head answers set too (Solana's getSlot at processed) */
     policy_head_kind_t kind = pool_chain_probe_kind(net);
-    uint64_t bad = policy_chainview_implausible(&net->chain, kind, head_lead(net), mask, lead);
+    uint64_t bad = lone_heads(net, kind, mask, loud, lead);
     if (kind != POLICY_HEAD_LATEST)
-        bad |= policy_chainview_implausible(&net->chain, POLICY_HEAD_LATEST, head_lead(net), mask, NULL);
+        bad |= lone_heads(net, POLICY_HEAD_LATEST, mask, loud, NULL);
     if (implausible != NULL)
         *implausible = bad;
     return mask & ~bad;
@@ -69,7 +92,7 @@ static uint64_t usable_lead(pool_network_t *net, uint64_t now_ms, uint64_t *impl
 
 uint64_t pool_chain_usable_why(pool_network_t *net, uint64_t now_ms, uint64_t *implausible)
 {
-    return usable_lead(net, now_ms, implausible, NULL);
+    return usable_lead(net, now_ms, implausible, NULL, NULL);
 }
 
 uint64_t pool_chain_known(const pool_network_t *net)
@@ -91,24 +114,33 @@ uint64_t pool_chain_usable(pool_network_t *net, uint64_t now_ms)
     return pool_chain_usable_why(net, now_ms, NULL);
 }
 
-/* ep's head became implausible (bad) or is confirmed again: logged, and
- * one event from worker 1 (each worker sees the same heads at its tick). */
-static void implausible_note(pool_endpoint_t *ep, int bad, uint64_t lead)
+/* ep's head became unconfirmed (bad) or is confirmed again: logged; an
+ * endpoint_head_implausible event (worker 1: each worker sees the same
+ * heads at its tick) when the lead passes max_head_lead or falls back. */
+static void implausible_note(pool_endpoint_t *ep, int bad, int loud, int tell, uint64_t lead)
 {
     pool_network_t *net = ep->net;
-    char why[160];
-    if (bad)
+    uint64_t h = net->chain.ep[ep->index].head[pool_chain_probe_kind(net)];
+    char why[192];
+    if (bad && loud)
         snprintf(why, sizeof(why), "head %" PRIu64 " ahead of every other endpoint by %" PRIu64 " (max_head_lead %u)",
-                 net->chain.ep[ep->index].head[pool_chain_probe_kind(net)], lead, net->conf->max_head_lead);
+                 h, lead, net->conf->max_head_lead);
+    else if (bad)
+        snprintf(why, sizeof(why),
+                 "head %" PRIu64 " ahead of every other endpoint by %" PRIu64
+                 ", unconfirmed (max_lag %u): no latest reads or writes while others agree",
+                 h, lead, pool_chain_max_lag(net));
     else
-        snprintf(why, sizeof(why), "head %" PRIu64 " confirmed by another endpoint, or no longer ahead",
-                 net->chain.ep[ep->index].head[pool_chain_probe_kind(net)]);
-    sl_log_warn("endpoint %s/%s: %s", net->conf->name, ep->conf->id, why);
-    if (net->pool->state == NULL || net->pool->slot != 1)
+        snprintf(why, sizeof(why), "head %" PRIu64 " confirmed by another endpoint, or no longer ahead", h);
+    if (tell)
+        sl_log_warn("endpoint %s/%s: %s", net->conf->name, ep->conf->id, why);
+    else
+        sl_log_info("endpoint %s/%s: %s", net->conf->name, ep->conf->id, why);
+    if (!tell || net->pool->state == NULL || net->pool->slot != 1)
         return;
     state_event_t ev;
     state_event_init(&ev, STATE_EVENT_ENDPOINT_HEAD_IMPLAUSIBLE, net->conf->name, ep->conf->id, sl_shared_ms());
-    ev.to = (uint8_t)bad;
+    ev.to = (uint8_t)loud;
     snprintf(ev.reason, sizeof(ev.reason), "%s", why);
     if (state_event_append(net->pool->state, &ev) != SL_OK)
         sl_log_warn("endpoint %s/%s: could not record endpoint_head_implausible", net->conf->name, ep->conf->id);
@@ -116,14 +148,19 @@ static void implausible_note(pool_endpoint_t *ep, int bad, uint64_t lead)
 
 static void implausible_check(pool_network_t *net, uint64_t now_ms)
 {
-    uint64_t bad, lead;
-    uint64_t usable = usable_lead(net, now_ms, &bad, &lead);
-    bad |= net->head_implausible & ~(usable | bad); /* out of the plan: judged again when back */
-    uint64_t changed = bad ^ net->head_implausible;
+    uint64_t bad, loud = 0, lead;
+    uint64_t usable = usable_lead(net, now_ms, &bad, &loud, &lead);
+    /* out of the plan: judged again when back */
+    bad |= net->head_implausible & ~(usable | bad);
+    loud |= net->head_loud & ~(usable | bad | loud);
+    loud &= bad;
+    uint64_t changed = bad ^ net->head_implausible, changed_loud = loud ^ net->head_loud;
     net->head_implausible = bad;
-    for (size_t i = 0; i < net->nendpoints && i < 64 && changed != 0; i++)
-        if (changed >> i & 1)
-            implausible_note(&net->endpoints[i], (int)(bad >> i & 1), lead);
+    net->head_loud = loud;
+    for (size_t i = 0; i < net->nendpoints && i < 64 && (changed | changed_loud) != 0; i++)
+        if ((changed | changed_loud) >> i & 1)
+            implausible_note(&net->endpoints[i], (int)(bad >> i & 1), (int)(loud >> i & 1),
+                             (int)(changed_loud >> i & 1), lead);
 }
 
 /* Worker 1, every POOL_CHAIN_FLOOR_SYNC_MS: the host's floor to the cluster

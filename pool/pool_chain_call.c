@@ -62,11 +62,6 @@ static void row_start(pool_call_t *call)
     call->chain = c;
 }
 
-static uint32_t max_lag(const pool_network_t *net)
-{
-    return net->conf->chain == POLICY_CHAIN_SOLANA ? net->conf->max_lag_slots : net->conf->max_lag_blocks;
-}
-
 /* 1 if endpoint ep has what the call names, as far as the view knows: a
  * head nobody confirms (bit in implausible) is no `latest` to read. */
 static int fits(const pool_call_t *call, int ep, uint64_t usable, uint64_t implausible)
@@ -78,7 +73,7 @@ static int fits(const pool_call_t *call, int ep, uint64_t usable, uint64_t impla
         return 0; /* a range wider than it takes: refused there, while another may take it */
     if (c->latest && ((implausible >> ep & 1) || !policy_chainview_latest_ok(v, (uint32_t)ep,
                                                                              (policy_head_kind_t)c->kind,
-                                                                             max_lag(call->net), usable)))
+                                                                             pool_chain_max_lag(call->net), usable)))
         return 0;
     return !c->has_block || policy_chainview_block_ok(v, (uint32_t)ep, c->block, usable);
 }
@@ -213,13 +208,19 @@ static int row_done(pool_call_t *call, pool_exchange_t *ex)
         int regressed = 0;
         uint64_t bad;
         uint64_t usable = pool_chain_usable_why(net, now, &bad) & ~failed_here;
-        /* a head nobody confirms is not served; a floor another worker or
-         * host served, that no endpoint this view knows has reached, is
-         * held while this view's head is within ranking.max_lag of it
-         * (further behind, an endpoint is out of every plan) */
-        uint64_t head = policy_chainview_serve_head(&net->chain, kind, (bad >> ep & 1) ? 0 : answered, usable,
-                                                    pool_chain_known(net) & ~bad, net->conf->ranking.max_lag,
-                                                    &regressed);
+        uint64_t hold = net->conf->ranking.max_lag;
+        /* a head nobody confirms is not served, nor one from outside the
+         * plan (a demoted endpoint's hedge) that no usable head comes near;
+         * a floor another worker or host served, or one set by an endpoint
+         * now gone or hedged away, is held while the usable endpoints' head
+         * is within ranking.max_lag of it (further behind, an endpoint is
+         * out of every plan) */
+        uint64_t trusted = answered, known = policy_chainview_head(&net->chain, kind, usable);
+        if (known != 0 && ((bad >> ep & 1) || (!(usable >> ep & 1) && answered > known + hold)))
+            trusted = 0;
+        uint64_t head = policy_chainview_serve_head(&net->chain, kind, trusted, usable, hold, &regressed);
+        if (head == 0)
+            head = answered; /* nothing known to set against it */
         pool_chain_publish(&net->endpoints[ep], kind, answered, now);
         if (head != answered)
             serve(call, it, head);

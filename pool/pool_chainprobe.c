@@ -30,6 +30,7 @@
 #define SLOT(id, c) "{\"jsonrpc\":\"2.0\",\"id\":" #id ",\"method\":\"getSlot\",\"params\":[{\"commitment\":\"" c "\"}]}"
 static const char eth_req[] = "[" BLOCK(1, "latest") "," BLOCK(2, "safe") "," BLOCK(3, "finalized") "]";
 static const char sol_req[] = "[" SLOT(2, "confirmed") "," SLOT(3, "finalized") "]";
+static const char tip_req[] = "[" BLOCK(1, "latest") "]";
 
 /* What one answer said, by head kind (the batch's ids 1..3). */
 typedef struct chain_answer {
@@ -339,6 +340,36 @@ void pool_chainprobe_tick(pool_endpoint_t *ep, uint64_t now_ms)
                                 solana ? sizeof(sol_req) - 1 : sizeof(eth_req) - 1, 0, on_chain_done,
                                 ep) == POOL_FAIL_NONE)
         ep->chain_probing = 1;
+}
+
+/* cache.unfinalized: head keys answers by the hashes the ring vouches for,
+ * and the pool's cache row serves none while the head is above the ring's
+ * top (a block there may have replaced one below). So with it on, worker 1
+ * asks for the new head's block once per height the head reaches (one
+ * eth_getBlockByNumber per block per host: 20 CU on Alchemy), from a usable
+ * endpoint at that head, through the chain probe's exchange: its hashes
+ * feed the ring and are shared like the probe's, a reorg they show is read
+ * deeper and reported as the probe's would be. */
+void pool_chainprobe_tip_tick(pool_network_t *net, uint64_t now_ms)
+{
+    if (!net->pool->cache_unfinalized || net->pool->slot != 1 || net->pool->state == NULL ||
+        net->conf->chain != POLICY_CHAIN_ETHEREUM || net->conf->chain_probe_ms == 0)
+        return;
+    uint64_t usable = pool_chain_usable(net, now_ms);
+    uint64_t head = policy_chainview_head(&net->chain, POLICY_HEAD_LATEST, usable);
+    if (head == 0 || head <= net->chain.ring_top || head == net->tip_asked)
+        return;
+    for (size_t i = 0; i < net->nendpoints && i < POLICY_CHAINVIEW_MAX_ENDPOINTS; i++) {
+        pool_endpoint_t *ep = &net->endpoints[i];
+        if (!(usable >> i & 1) || ep->chain_probing || ep->wrong_chain || net->chain.ep[i].head[POLICY_HEAD_LATEST] < head)
+            continue;
+        if (net->pool->t.ops->start(&ep->chain_probe, &ep->link, tip_req, sizeof(tip_req) - 1, 0, on_chain_done, ep) !=
+            POOL_FAIL_NONE)
+            continue;
+        ep->chain_probing = 1;
+        net->tip_asked = head;
+        return;
+    }
 }
 
 void pool_chainprobe_feed(pool_endpoint_t *ep, uint64_t now_ms)

@@ -179,6 +179,8 @@ struct pool_network {
     uint64_t chain_shared[POLICY_HEAD_KIND_COUNT]; /* the shared floor as last read or raised */
     state_chain_seen_t chain_seen; /* the shared floor's record as last read (pool_chain_sync) */
     uint64_t head_implausible;    /* endpoints whose head nobody confirms, as the tick last saw (pool_chain.c) */
+    uint64_t head_loud;           /* ... of them, those past max_head_lead (the event's) */
+    uint64_t tip_asked;           /* the head whose block worker 1 last asked for (pool_chainprobe_tip_tick) */
     uint64_t floor_synced_ms;     /* the floor last pushed to and pulled from the cluster (worker 1) */
     char chain_want[POLICY_CHAINID_MAX]; /* chain_id / genesis_hash configured or learned, normal form
                                             ("": not checked, or not learned yet) */
@@ -207,6 +209,8 @@ struct pool {
     state_t *state;               /* NULL: no shared state (unit tests) */
     struct state_cache *cache;    /* the response cache; NULL: off */
     uint8_t cache_unfinalized;    /* cache.unfinalized: head */
+    policy_cacheadmit_conf_t cache_admit; /* cache admission (policy/cacheadmit.h) ... */
+    policy_cacheadmit_t *admit;   /* ... and this worker's memory of it (NULL: no cache) */
     uint32_t slot;                /* this worker's stats slot (1-based worker index) */
     uint32_t nworkers;            /* slots 1..nworkers (pressure inputs are summed over them) */
     /* The hook the call layer installs: a snapshot of net's shared records
@@ -345,10 +349,14 @@ void pool_chain_observe_head(pool_endpoint_t *ep, policy_head_kind_t kind, uint6
 /* The mask (bit i: endpoint i) of the endpoints the plan may use now and
  * that are not demoted: one whose cheap reads just timed out or were reset
  * (a node killed before its breaker opened) vouches for no head; nor does
- * one whose head leads every other by more than max_head_lead (its bit in
- * *implausible, which may be NULL; policy_chainview_implausible). */
+ * one whose head leads every other by more than max_lag_blocks (slots)
+ * with three or more to compare, or by more than max_head_lead with two
+ * (its bit in *implausible, which may be NULL; policy_chainview_unconfirmed,
+ * policy_chainview_implausible). */
 uint64_t pool_chain_usable_why(pool_network_t *net, uint64_t now_ms, uint64_t *implausible);
 uint64_t pool_chain_usable(pool_network_t *net, uint64_t now_ms);
+/* max_lag_blocks, or max_lag_slots on Solana. */
+uint32_t pool_chain_max_lag(const pool_network_t *net);
 /* The endpoints whose heads count at all: on the network's chain (usable or not). */
 uint64_t pool_chain_known(const pool_network_t *net);
 /* Before a head is served: the floor the other workers served, read now
@@ -382,6 +390,9 @@ void pool_chainid_dispose(pool_endpoint_t *ep);
  * endpoint's record, which every worker's view is fed from (feed). */
 #define POOL_CHAIN_WALK 16
 void pool_chainprobe_tick(pool_endpoint_t *ep, uint64_t now_ms);
+/* With cache.unfinalized: head, worker 1 asks for the new head's block
+ * (hash and parent, for the ring) once per height the head reaches. */
+void pool_chainprobe_tip_tick(pool_network_t *net, uint64_t now_ms);
 void pool_chainprobe_feed(pool_endpoint_t *ep, uint64_t now_ms);
 void pool_chainprobe_dispose(pool_endpoint_t *ep);
 /* A head another source told (pool_wshead.c's stream): its height, and its

@@ -147,6 +147,8 @@ static void on_tick(h2o_timeout_entry_t *entry)
             pool_wspass_tick(&pool->networks[k].endpoints[i], now);
         }
     for (size_t k = 0; k < pool->nnetworks; k++)
+        pool_chainprobe_tip_tick(&pool->networks[k], now);
+    for (size_t k = 0; k < pool->nnetworks; k++)
         pool_rank_update(&pool->networks[k], now);
     for (size_t k = 0; k < pool->nnetworks; k++)
         pool->refreshed(&pool->networks[k]);

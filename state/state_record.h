@@ -422,6 +422,7 @@ static inline uint64_t state_slot_rate_milli(const state_pressure_slot_rec_t *r,
     X(SUB_SKIPPED, "sub_skipped", 0)                         /* heights past the backfill bound, skipped */  \
     X(SUB_REORGED, "sub_reorged", 0)                         /* heights sent again: a reorg replaced them */ \
     X(SUB_LOGS_SENT, "sub_logs_sent", 0)                     /* logs notified (removed ones included) */     \
+    X(SUB_LOGS_SKIPPED, "sub_logs_skipped", 0)               /* logs subscriptions ended: a block undelivered */ \
     X(SUB_REFUSED, "sub_refused", 0)                         /* subscribes refused at a bound */             \
     X(SUB_TX_SKIPPED, "sub_tx_skipped", 0)                   /* Solana logs: transactions passed, not told */ \
     X(SUB_PASS_SOURCES, "sub_pass_sources", 1)               /* passthrough sources running */               \

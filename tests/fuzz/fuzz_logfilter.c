@@ -6,7 +6,9 @@
  * them, 0-4 positions (an empty set: any), a log of 0-5 topics. Oracle for
  * the match: geth's filterLogs written out plainly here (address in the set
  * or no set; no more positions than topics; each non-empty position holds
- * the topic). For the hex decoder: what it accepts re-encodes to the input,
+ * the topic), the sets sorted first by policy_logfilter_set_sort, which
+ * must leave them ascending, unique and holding the same members. For
+ * the hex decoder: what it accepts re-encodes to the input,
  * case aside, and it never writes past n bytes. */
 #include <ctype.h>
 #include <stdint.h>
@@ -52,6 +54,24 @@ static int oracle(uint8_t naddr, const uint8_t *addr, uint8_t la, uint8_t npos, 
     return 1;
 }
 
+/* policy_logfilter_set_sort over v (n values of size bytes, each one byte
+ * repeated: bytes[i]), checked: ascending, unique, the same members. */
+static size_t sorted(void *v, size_t size, uint8_t n, const uint8_t *bytes)
+{
+    const uint8_t *p = v;
+    size_t m = policy_logfilter_set_sort(v, size, n);
+    CHECK(m <= n && (m > 0) == (n > 0));
+    for (size_t i = 1; i < m; i++)
+        CHECK(p[(i - 1) * size] < p[i * size]);
+    for (uint8_t i = 0; i < n; i++) {
+        int in = 0;
+        for (size_t j = 0; j < m; j++)
+            in |= p[j * size] == bytes[i] && p[j * size + size - 1] == bytes[i];
+        CHECK(in);
+    }
+    return m;
+}
+
 static void fuzz_match(reader_t *r)
 {
     uint8_t a[3][20], t[4][3][32], lt[5][32], la[20];
@@ -64,7 +84,7 @@ static void fuzz_match(reader_t *r)
         memset(a[i], addr[i], 20);
     }
     f.addr = (const uint8_t(*)[20])a;
-    f.naddr = naddr;
+    f.naddr = sorted(a, 20, naddr, addr);
     f.npos = npos;
     for (uint8_t k = 0; k < npos; k++) {
         nset[k] = next(r) % 4;
@@ -72,7 +92,7 @@ static void fuzz_match(reader_t *r)
             sets[k][j] = next(r) % 4;
             memset(t[k][j], sets[k][j], 32);
         }
-        f.pos[k] = (policy_logfilter_pos_t){(const uint8_t(*)[32])t[k], nset[k]};
+        f.pos[k] = (policy_logfilter_pos_t){(const uint8_t(*)[32])t[k], sorted(t[k], 32, nset[k], sets[k])};
     }
     uint8_t lab = next(r) % 4;
     memset(la, lab, 20);

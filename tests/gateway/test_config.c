@@ -421,14 +421,16 @@ Test(config, websocket_defaults_and_keys)
     cr_assert_eq(cfg->server.ws_max_polled_sources_per_identity, GW_DEFAULT_WS_MAX_POLLED_SOURCES_PER_IDENTITY);
     cr_assert_eq(cfg->server.ws_ping_interval_ms, GW_DEFAULT_WS_PING_INTERVAL_MS);
     cr_assert_eq(cfg->server.ws_idle_timeout_ms, GW_DEFAULT_WS_IDLE_TIMEOUT_MS);
+    cr_assert_eq(cfg->server.ws_logs_retry_s, 120, "a 60 s eth_getLogs outage at 1 s blocks loses nothing");
     gw_config_destroy(cfg);
     cfg = config_load_ok("server: { ws_listen: off }\n" NET);
     cr_assert_null(cfg->server.ws_listen);
     cr_assert_eq(cfg->server.ws_listen_off, 1);
     gw_config_destroy(cfg);
     cfg = config_load_ok("server: { ws_listen: \"[::1]:9546\", ws_max_connections: 10, ws_ping_interval_ms: 0, "
-                         "ws_idle_timeout_ms: 1000, ws_max_queued_bytes: 1048576 }\n" NET);
+                         "ws_idle_timeout_ms: 1000, ws_max_queued_bytes: 1048576, ws_logs_retry_s: 5 }\n" NET);
     cr_assert_str_eq(cfg->server.ws_listen, "[::1]:9546");
+    cr_assert_eq(cfg->server.ws_logs_retry_s, 5);
     cr_assert_eq(cfg->server.ws_max_connections_per_identity, 10, "the default, within a lower cap");
     cr_assert_eq(cfg->server.ws_max_queued_bytes, 1024 * 1024);
     gw_config_destroy(cfg);

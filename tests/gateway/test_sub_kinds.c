@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "gateway/gw_sub_int.h"
+#include "policy/logfilter.h"
 #include "tests/lib/sub_norm.h"
 
 Test(sub_kinds, rows_are_complete)
@@ -67,6 +68,54 @@ Test(sub_kinds, logs_filters_normalise_to_one_key)
                          "\"topics\":[\"0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef\",null]");
     cr_assert_null(norm(gw_sub_eth_logs_params, "[\"logs\"]", k1, sizeof(k1)));
     cr_expect_str_eq(k1, "");
+}
+
+/* The logs normaliser's verdict on a filter of n distinct values written
+ * by fmt (from 0 up) between open and close. */
+static const char *logs_of(int n, const char *open, const char *fmt, const char *close)
+{
+    static char key[64];
+    sl_buf_t b;
+    sl_buf_init(&b);
+    sl_buf_printf(&b, "[\"logs\",%s", open);
+    for (int i = 0; i < n; i++) {
+        if (i > 0)
+            sl_buf_append_char(&b, ',');
+        sl_buf_printf(&b, fmt, i);
+    }
+    sl_buf_printf(&b, "%s]", close);
+    const char *bad = norm(gw_sub_eth_logs_params, b.base, key, sizeof(key));
+    sl_buf_dispose(&b);
+    return bad;
+}
+
+Test(sub_kinds, logs_sets_sorted_unique_and_capped)
+{
+    static const char a[] = "\"0x00000000000000000000000000000000000000aa\"";
+    static const char b[] = "\"0x00000000000000000000000000000000000000BB\"";
+    char k1[512], k2[512];
+    char json[512];
+    snprintf(json, sizeof(json), "[\"logs\",{\"address\":[%s,%s,%s,%s],\"topics\":[[%s,%s]]}]", b, a, b, b,
+             "\"0x" "02" "00000000000000000000000000000000000000000000000000000000000000\"",
+             "\"0x" "01" "00000000000000000000000000000000000000000000000000000000000000\"");
+    cr_assert_null(norm(gw_sub_eth_logs_params, json, k1, sizeof(k1)));
+    cr_expect_str_eq(k1, ",\"address\":[\"0x00000000000000000000000000000000000000aa\","
+                         "\"0x00000000000000000000000000000000000000bb\"],\"topics\":[["
+                         "\"0x0100000000000000000000000000000000000000000000000000000000000000\","
+                         "\"0x0200000000000000000000000000000000000000000000000000000000000000\"]]");
+    snprintf(json, sizeof(json), "[\"logs\",{\"address\":[%s,%s],\"topics\":[[%s,%s]]}]", a, b,
+             "\"0x" "01" "00000000000000000000000000000000000000000000000000000000000000\"",
+             "\"0x" "02" "00000000000000000000000000000000000000000000000000000000000000\"");
+    cr_assert_null(norm(gw_sub_eth_logs_params, json, k2, sizeof(k2)));
+    cr_expect_str_eq(k1, k2, "order, case and repeats do not make another source");
+
+    /* the caps: 1,000 addresses and 100 topics at a position pass, one more does not */
+    cr_expect_null(logs_of(POLICY_LOGFILTER_MAX_ADDRESSES, "{\"address\":[", "\"0x%040x\"", "]}"));
+    cr_expect_eq(logs_of(POLICY_LOGFILTER_MAX_ADDRESSES + 1, "{\"address\":[", "\"0x%040x\"", "]}"),
+                 gw_sub_eth_logs_too_many_addresses);
+    cr_expect_null(logs_of(POLICY_LOGFILTER_MAX_ALTERNATIVES, "{\"topics\":[null,[", "\"0x%064x\"", "]]}"));
+    cr_expect_eq(logs_of(POLICY_LOGFILTER_MAX_ALTERNATIVES + 1, "{\"topics\":[null,[", "\"0x%064x\"", "]]}"),
+                 gw_sub_eth_logs_too_many_topics);
 }
 
 Test(sub_kinds, bad_params_are_refused)

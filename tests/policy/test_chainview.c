@@ -54,6 +54,18 @@ static policy_chainview_change_t block(policy_chainview_t *v, uint32_t ep, uint6
     return c;
 }
 
+/* Serves a head answer; it must be at least last (what call `call` got before). */
+static uint64_t serve_in_order(policy_chainview_t *v, uint64_t answered, uint64_t usable, uint64_t hold, uint64_t last,
+                               int call)
+{
+    int reg;
+    uint64_t served = policy_chainview_serve_head(v, LATEST, answered, usable, hold, &reg);
+    cr_assert_geq(served, last, "call %d went from %llu to %llu", call, (unsigned long long)last,
+                  (unsigned long long)served);
+    cr_assert(!reg);
+    return served;
+}
+
 Test(chainview, init_and_bounds)
 {
     policy_chainview_t v;
@@ -115,27 +127,30 @@ Test(chainview, served_head_never_goes_backwards)
     view_at(&v, 3, 100, 102, 101);
     int reg;
     /* an endpoint behind answers: the usable head is served */
-    cr_expect_eq(policy_chainview_serve_head(&v, LATEST, 100, ALL, ALL, 0, &reg), 102);
+    cr_expect_eq(policy_chainview_serve_head(&v, LATEST, 100, ALL, 0, &reg), 102);
     cr_expect(!reg);
     cr_expect_eq(v.floor[LATEST], 102);
     /* an answer ahead of the view raises it */
-    cr_expect_eq(policy_chainview_serve_head(&v, LATEST, 104, ALL, ALL, 0, &reg), 104);
+    cr_expect_eq(policy_chainview_serve_head(&v, LATEST, 104, ALL, 0, &reg), 104);
     cr_expect_eq(v.floor[LATEST], 104);
     /* the endpoint at 104 was endpoint 1 and it is still usable: no lower answer */
     head(&v, 1, LATEST, 104);
-    cr_expect_eq(policy_chainview_serve_head(&v, LATEST, 101, ALL, ALL, 0, &reg), 104);
+    cr_expect_eq(policy_chainview_serve_head(&v, LATEST, 101, ALL, 2, &reg), 104);
     cr_expect(!reg);
-    /* endpoint 1 becomes unusable: nobody usable is at the floor; the truth is
-     * served and flagged, the floor stays */
+    /* endpoint 1 dies (or was hedged away): the others are within the hold
+     * of the floor, which is served */
     uint64_t without1 = 1u << 0 | 1u << 2;
-    cr_expect_eq(policy_chainview_serve_head(&v, LATEST, 101, without1, ALL, 0, &reg), 101);
+    cr_expect_eq(policy_chainview_serve_head(&v, LATEST, 101, without1, 8, &reg), 104);
+    cr_expect(!reg);
+    /* further below than the hold: the truth, flagged, the floor stays */
+    cr_expect_eq(policy_chainview_serve_head(&v, LATEST, 101, without1, 2, &reg), 101);
     cr_expect(reg);
     cr_expect_eq(v.floor[LATEST], 104);
     /* floors are per kind (Solana getSlot per commitment) */
     head(&v, 0, FINAL, 60);
-    cr_expect_eq(policy_chainview_serve_head(&v, FINAL, 0, ALL, ALL, 0, &reg), 60);
+    cr_expect_eq(policy_chainview_serve_head(&v, FINAL, 0, ALL, 0, &reg), 60);
     cr_expect_eq(v.floor[FINAL], 60);
-    cr_expect_eq(policy_chainview_serve_head(&v, POLICY_HEAD_KIND_COUNT, 7, ALL, ALL, 0, &reg), 7);
+    cr_expect_eq(policy_chainview_serve_head(&v, POLICY_HEAD_KIND_COUNT, 7, ALL, 0, &reg), 7);
 }
 
 /* A floor served elsewhere (another worker, another host) that this view's
@@ -146,26 +161,100 @@ Test(chainview, a_floor_from_elsewhere_within_hold_is_served)
     view_at(&v, 3, 100, 99, 98);
     int reg;
     v.floor[LATEST] = 102; /* another host served 102 */
-    cr_expect_eq(policy_chainview_serve_head(&v, LATEST, 99, ALL, ALL, 2, &reg), 102);
+    cr_expect_eq(policy_chainview_serve_head(&v, LATEST, 99, ALL, 2, &reg), 102);
     cr_expect(!reg);
     /* three below is more than the hold: nobody near the floor, the truth */
     v.floor[LATEST] = 103;
-    cr_expect_eq(policy_chainview_serve_head(&v, LATEST, 99, ALL, ALL, 2, &reg), 100);
+    cr_expect_eq(policy_chainview_serve_head(&v, LATEST, 99, ALL, 2, &reg), 100);
     cr_expect(reg);
     cr_expect_eq(v.floor[LATEST], 103);
     /* the endpoints catch up: the floor moves on */
     head(&v, 0, LATEST, 104);
-    cr_expect_eq(policy_chainview_serve_head(&v, LATEST, 0, ALL, ALL, 2, &reg), 104);
+    cr_expect_eq(policy_chainview_serve_head(&v, LATEST, 0, ALL, 2, &reg), 104);
     cr_expect_eq(v.floor[LATEST], 104);
-    /* the endpoint this view saw at the floor is gone (not usable): within
-     * the hold or not, the truth of those left is served */
+    /* the endpoint this view saw at the floor is gone (not usable): the
+     * others are within the hold, the floor is served */
     uint64_t without0 = 1u << 1 | 1u << 2;
-    cr_expect_eq(policy_chainview_serve_head(&v, LATEST, 0, without0, ALL, 8, &reg), 99);
-    cr_expect(reg);
-    cr_expect_eq(v.floor[LATEST], 104);
-    /* ... unless its head does not count (implausible, another chain) */
-    cr_expect_eq(policy_chainview_serve_head(&v, LATEST, 0, without0, without0, 8, &reg), 104);
+    cr_expect_eq(policy_chainview_serve_head(&v, LATEST, 0, without0, 8, &reg), 104);
     cr_expect(!reg);
+}
+
+/* Three endpoints one block apart, the top one sometimes hedged away or
+ * failing (left out of usable for that call), answers from any of them:
+ * what is served never goes down. */
+Test(chainview, hedges_and_failovers_never_serve_less)
+{
+    policy_chainview_t v;
+    policy_chainview_init(&v, 3);
+    uint64_t top = 1000, seed = 7, last = 0;
+    for (int call = 0; call < 500; call++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        if ((seed >> 20) % 3 == 0)
+            top++;
+        for (uint32_t i = 0; i < 3; i++)
+            head(&v, i, LATEST, top - i);
+        uint32_t ep = (uint32_t)(seed >> 33) % 3;
+        uint64_t usable = (seed >> 40) % 2 ? ALL : (ALL & ~1u); /* the top one hedged away */
+        last = serve_in_order(&v, top - ep, usable, 8, last, call);
+    }
+}
+
+/* One endpoint's word is not the chain's: with three or more, a lead over
+ * every other by more than max_lag is unconfirmed; with two, only
+ * max_head_lead tells (a laggard and a liar look alike). */
+Test(chainview, a_lone_lead_past_max_lag_is_unconfirmed)
+{
+    policy_chainview_t v;
+    uint64_t lead;
+    view_at(&v, 3, 100, 100, 109);
+    cr_expect_eq(policy_chainview_unconfirmed(&v, LATEST, 2, ALL, &lead), 1u << 2);
+    cr_expect_eq(lead, 9);
+    cr_expect_eq(policy_chainview_implausible(&v, LATEST, 128, ALL, NULL), 0, "the event's rule is wider");
+    uint64_t trusted = ALL & ~policy_chainview_unconfirmed(&v, LATEST, 2, ALL, NULL);
+    int reg;
+    cr_expect_eq(policy_chainview_serve_head(&v, LATEST, 0, trusted, 8, &reg), 100);
+    cr_expect(policy_chainview_latest_ok(&v, 0, LATEST, 2, trusted));
+    /* within max_lag: a fast honest endpoint, believed */
+    head(&v, 2, LATEST, 102);
+    cr_expect_eq(policy_chainview_unconfirmed(&v, LATEST, 2, ALL, NULL), 0);
+    /* two endpoints: nothing to tell a liar from a laggard at this margin */
+    head(&v, 2, LATEST, 109);
+    cr_expect_eq(policy_chainview_unconfirmed(&v, LATEST, 2, 1u << 0 | 1u << 2, NULL), 0);
+    /* two far ahead together confirm each other */
+    view_at(&v, 4, 100, 109, 109);
+    cr_expect_eq(policy_chainview_unconfirmed(&v, LATEST, 2, ALL, NULL), 0);
+}
+
+/* safe and finalized are what another endpoint confirms, never the max,
+ * and never above an endpoint's own head; what is kept as final is below
+ * the agreed head by a margin. */
+Test(chainview, finality_by_quorum)
+{
+    policy_chainview_t v;
+    view_at(&v, 3, 1000, 1000, 1000);
+    head(&v, 0, FINAL, 936);
+    head(&v, 1, FINAL, 936);
+    head(&v, 2, FINAL, 1000); /* a dev node, a misconfigured one, a liar */
+    cr_expect_eq(policy_chainview_agreed(&v, FINAL, ALL), 936);
+    cr_expect_eq(policy_chainview_final(&v, ALL, 2), 936);
+    cr_expect(policy_chainview_final_confirmed(&v, ALL, 936));
+    cr_expect(!policy_chainview_final_confirmed(&v, ALL, 937), "only the liar says 937 is final");
+    uint64_t n;
+    cr_expect_eq(policy_chainview_resolve(&v, POLICY_TAG_FINALIZED, ALL, &n), SL_OK);
+    cr_expect_eq(n, 936);
+    /* alone, it is believed, but never to the tip */
+    cr_expect_eq(policy_chainview_agreed(&v, FINAL, 1u << 2), 1000);
+    cr_expect_eq(policy_chainview_final(&v, 1u << 2, 2), 998);
+    cr_expect(!policy_chainview_final_confirmed(&v, 1u << 2, 900), "one endpoint's word");
+    /* a finalized above the endpoint's own head counts as its head */
+    head(&v, 2, FINAL, 5000);
+    cr_expect_eq(policy_chainview_agreed(&v, FINAL, 1u << 1 | 1u << 2), 936);
+    cr_expect_eq(policy_chainview_agreed(&v, FINAL, 1u << 2), 1000);
+    /* nobody reports one */
+    view_at(&v, 2, 10, 10, 0);
+    cr_expect_eq(policy_chainview_agreed(&v, FINAL, ALL), 0);
+    cr_expect_eq(policy_chainview_final(&v, ALL, 2), 0);
+    cr_expect_eq(policy_chainview_agreed(&v, POLICY_HEAD_KIND_COUNT, ALL), 0);
 }
 
 Test(chainview, a_head_far_ahead_of_every_other_is_implausible)
@@ -178,7 +267,7 @@ Test(chainview, a_head_far_ahead_of_every_other_is_implausible)
     /* the served head leaves it out: the honest head is served, not 10^9 */
     uint64_t trusted = ALL & ~policy_chainview_implausible(&v, LATEST, 64, ALL, NULL);
     int reg;
-    cr_expect_eq(policy_chainview_serve_head(&v, LATEST, 0, trusted, trusted, 2, &reg), 100);
+    cr_expect_eq(policy_chainview_serve_head(&v, LATEST, 0, trusted, 2, &reg), 100);
     cr_expect_eq(v.floor[LATEST], 100);
     cr_expect(!policy_chainview_latest_ok(&v, 1, LATEST, 2, ALL), "with it trusted, honest 99 is 'behind'");
     cr_expect(policy_chainview_latest_ok(&v, 1, LATEST, 2, trusted));
@@ -230,12 +319,7 @@ Test(chainview, two_hundred_calls_over_three_endpoints)
         if ((seed >> 20) % 4 == 0)
             heads[(seed >> 40) % 3]++; /* the chain moves on, unevenly */
         head(&v, ep, LATEST, heads[ep]);
-        int reg;
-        uint64_t served = policy_chainview_serve_head(&v, LATEST, heads[ep], ALL, ALL, 0, &reg);
-        cr_assert_geq(served, last, "call %d went from %llu to %llu", call, (unsigned long long)last,
-                      (unsigned long long)served);
-        cr_assert(!reg);
-        last = served;
+        last = serve_in_order(&v, heads[ep], ALL, 0, last, call);
     }
 }
 

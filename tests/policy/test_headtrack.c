@@ -104,7 +104,10 @@ Test(headtrack, too_old_to_tell)
         show(&t, h, 0, 0);
     cr_expect_null(policy_headtrack_hash(&t, 1001));
     cr_expect_eq(policy_headtrack_judge(&t, 1001, H(1001, 3), H(1000, 3)), POLICY_HEADTRACK_DUP);
-    /* a walk back stops at the ring's end: the oldest height held is sent */
+    /* a walk back stops at the ring's end: the oldest height held is sent, told as deep (the fork
+     * below it is unseen: a logs subscription cannot undo what it cannot see) */
     uint64_t low = t.last - POLICY_HEADTRACK_RING + 1;
-    cr_expect_eq(policy_headtrack_judge(&t, low, H(low, 3), H(low - 1, 3)), POLICY_HEADTRACK_EMIT);
+    cr_expect_eq(policy_headtrack_judge(&t, low, H(low, 3), H(low - 1, 3)), POLICY_HEADTRACK_DEEP);
+    /* one height above, its parent held: a walk back that finds the fork is no deep one */
+    cr_expect_eq(policy_headtrack_judge(&t, low + 1, H(low + 1, 3), H(low, 0)), POLICY_HEADTRACK_EMIT);
 }

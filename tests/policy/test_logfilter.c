@@ -104,6 +104,40 @@ Test(logfilter, address_and_topics_both_apply)
     cr_expect_not(match(&f, A1, other, 1));
 }
 
+Test(logfilter, set_sort_orders_and_drops_duplicates)
+{
+    uint8_t a[5][20] = {{3}, {1}, {3}, {2}, {1}};
+    cr_assert_eq(policy_logfilter_set_sort(a, 20, 5), 3);
+    cr_expect(a[0][0] == 1 && a[1][0] == 2 && a[2][0] == 3);
+    uint8_t t[3][32] = {{0, 9}, {0, 1}, {0, 9}};
+    cr_assert_eq(policy_logfilter_set_sort(t, 32, 3), 2);
+    cr_expect(t[0][1] == 1 && t[1][1] == 9);
+    cr_expect_eq(policy_logfilter_set_sort(t, 32, 0), 0);
+}
+
+/* the cap's worth of addresses, sorted: each member found, non-members not
+ * (those between, before and after every member) */
+Test(logfilter, many_addresses_by_binary_search)
+{
+    static uint8_t set[POLICY_LOGFILTER_MAX_ADDRESSES][20];
+    for (size_t i = 0; i < POLICY_LOGFILTER_MAX_ADDRESSES; i++) { /* members: even values, shuffled */
+        size_t v = (i * 7919) % POLICY_LOGFILTER_MAX_ADDRESSES * 2 + 2;
+        set[i][18] = (uint8_t)(v >> 8);
+        set[i][19] = (uint8_t)v;
+    }
+    policy_logfilter_t f;
+    memset(&f, 0, sizeof(f));
+    f.addr = set;
+    f.naddr = policy_logfilter_set_sort(set, 20, POLICY_LOGFILTER_MAX_ADDRESSES);
+    cr_assert_eq(f.naddr, POLICY_LOGFILTER_MAX_ADDRESSES, "7919 is prime to 1000: no duplicates");
+    for (size_t v = 0; v <= 2 * POLICY_LOGFILTER_MAX_ADDRESSES + 1; v++) {
+        uint8_t a[20] = {0};
+        a[18] = (uint8_t)(v >> 8);
+        a[19] = (uint8_t)v;
+        cr_expect_eq(match(&f, a, NULL, 0), v >= 2 && v % 2 == 0, "address ...%04zx", v);
+    }
+}
+
 Test(logfilter, hex)
 {
     uint8_t out[20];
