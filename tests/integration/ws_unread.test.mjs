@@ -23,6 +23,7 @@ test('one caller\'s unread sockets are held to its share; another client is serv
     lines: ['ranking: { probe_interval_ms: 100 }'], endpoints: [{ id: 'a', url: a.url }] } } });
   started.push(s);
   const [pid] = await workerPids(s.child.pid);
+  const sanitized = readFileSync(`/proc/${pid}/maps`, 'utf8').includes('libasan'); // its quarantine holds freed memory
   const rss = () => Number(readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+)/)[1]) * 1024;
   // one caller (127.0.0.1): 32 sockets x 16 logs subscriptions, none read
   const socks = [];
@@ -50,8 +51,9 @@ test('one caller\'s unread sockets are held to its share; another client is serv
     `another client's slowest call ${worst.toFixed(0)} ms; ${closed} sockets closed as slow readers`);
   // the share is 16 MiB (a quarter of 64): queues, their copies in flight and h2o's buffers stay well under
   // what 32 sockets x 8 MiB (ws_max_queued_bytes each) took before
-  assert.ok(peak - before < 120 * 1048576, `worker RSS grew ${((peak - before) / 1048576).toFixed(0)} MB`);
+  if (!sanitized) // before: 8 -> 307 MB here
+    assert.ok(peak - before < 120 * 1048576, `worker RSS grew ${((peak - before) / 1048576).toFixed(0)} MB`);
   assert.ok(closed >= 1, 'the largest queues closed');
-  assert.ok(worst < 1000, `another client waited ${worst.toFixed(0)} ms`);
+  assert.ok(worst < (sanitized ? 3000 : 1000), `another client waited ${worst.toFixed(0)} ms`);
   for (const c of socks) c.ws.terminate();
 });
