@@ -338,6 +338,7 @@ static const struct {
                              "HTTP/2 (on TLS, by ALPN). WebSocket upgrades count as the HTTP/1.1 request they are."},
     [STATE_SRV_REQ_HTTP1_TLS] = {"sluice_client_requests_total", "counter", "protocol=\"http1_tls\"", NULL},
     [STATE_SRV_REQ_H2] = {"sluice_client_requests_total", "counter", "protocol=\"h2\"", NULL},
+    [STATE_SRV_RAPID_RESETS] = {"sluice_client_connections_closed_total", "counter", "reason=\"rapid_reset\"", NULL},
 };
 
 static void server_limits(admin_t *a, sl_buf_t *b)

@@ -27,6 +27,7 @@
 #define GW_DEFAULT_WS_MAX_SUBS_PER_CONNECTION 1024
 #define GW_DEFAULT_WS_MAX_SUBS_PER_IDENTITY 4096
 #define GW_DEFAULT_WS_MAX_SOURCES_PER_IDENTITY 1024
+#define GW_DEFAULT_WS_MAX_POLLED_SOURCES_PER_IDENTITY 16
 #define GW_DEFAULT_WS_PING_INTERVAL_MS 20000
 #define GW_DEFAULT_WS_IDLE_TIMEOUT_MS 60000
 #define GW_DEFAULT_WS_LOGS_RETRY_S 120
@@ -121,6 +122,7 @@ typedef struct gw_server_conf {
     uint32_t ws_max_subscriptions_per_connection; /* subscriptions open on one socket; more get -32005 */
     uint32_t ws_max_subscriptions_per_identity; /* per worker, per key or client address */
     uint32_t ws_max_sources_per_identity; /* distinct subscription sources one identity started (per worker) */
+    uint32_t ws_max_polled_sources_per_identity; /* of them, sources each polling upstream on its own */
     uint32_t ws_ping_interval_ms; /* a ping this often (0: none) */
     uint32_t ws_logs_retry_s;     /* a logs subscription retries a block's eth_getLogs this long, then ends */
     uint32_t ws_idle_timeout_ms; /* nothing received, pongs included, for this long: close */

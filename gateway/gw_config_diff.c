@@ -153,6 +153,7 @@ static const field_t settings[] = {
     {"server.ws_max_subscriptions_per_connection", F_U32, CFG(server.ws_max_subscriptions_per_connection)},
     {"server.ws_max_subscriptions_per_identity", F_U32, CFG(server.ws_max_subscriptions_per_identity)},
     {"server.ws_max_sources_per_identity", F_U32, CFG(server.ws_max_sources_per_identity)},
+    {"server.ws_max_polled_sources_per_identity", F_U32, CFG(server.ws_max_polled_sources_per_identity)},
     {"server.ws_ping_interval_ms", F_U32, CFG(server.ws_ping_interval_ms)},
     {"server.ws_idle_timeout_ms", F_U32, CFG(server.ws_idle_timeout_ms)},
     {"server.ws_logs_retry_s", F_U32, CFG(server.ws_logs_retry_s)},

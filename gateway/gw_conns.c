@@ -390,6 +390,36 @@ int gw_conns_reset_stalled(h2o_socket_t *sock)
     return 1;
 }
 
+void gw_conns_h2_call_begin(h2o_socket_t *sock)
+{
+    gw_conn_t *k = gw_conns_tracked(sock);
+    if (k != NULL)
+        k->h2_calls++;
+}
+
+void gw_conns_h2_call_reset(h2o_socket_t *sock)
+{
+    gw_conn_t *k = gw_conns_tracked(sock);
+    uint64_t held;
+    char tail[SL_LOG_HELD_MAX];
+    if (k == NULL || k->resetting || k->lingering)
+        return;
+    k->h2_resets++;
+    if (k->h2_resets < RAPID_RESETS_MIN || k->h2_resets * 2 <= k->h2_calls)
+        return;
+    /* Linux goes on delivering what arrives after SHUT_RD, and with every
+     * stream reset h2o may have nothing to write that would fail: first
+     * dissolve the association (a RST to the peer, whose next frames then
+     * meet a RST too), so h2o's next read fails as well */
+    struct sockaddr unspec = {.sa_family = AF_UNSPEC};
+    (void)connect(h2o_socket_get_fd(k->sock), &unspec, sizeof(unspec));
+    conn_close_soon(k, 1);
+    gw_stats_srv_add(k->owner->stats, STATE_SRV_RAPID_RESETS, 1);
+    if (sl_log_limit_pass(&k->owner->log_rapid, sl_now_ms(), LOG_EVERY_MS, &held))
+        sl_log_warn("reset an HTTP/2 client connection that reset %u of its %u calls before their answers "
+                    "(rapid reset)%s", k->h2_resets, k->h2_calls, sl_log_held_text(held, tail));
+}
+
 static void on_sweep(h2o_timeout_entry_t *entry)
 {
     gw_conns_t *c = H2O_STRUCT_FROM_MEMBER(gw_conns_t, sweep, entry);

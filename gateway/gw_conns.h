@@ -93,6 +93,16 @@ typedef struct gw_conns_req {
 void gw_conns_req_begin(h2o_socket_t *sock, gw_conns_req_t *r);
 void gw_conns_req_end(gw_conns_req_t *r);
 
+/* The HTTP/2 rapid-reset guard (h2o 2.2.5 has none): begin counts a call
+ * run on the connection of sock; reset, one whose stream the client reset
+ * before its answer (tearing down the work sluice started for it). A
+ * connection with at least 100 calls reset, more than half of its calls, is
+ * reset (counted in STATE_SRV_RAPID_RESETS, logged at most every 10 s).
+ * reset must only be called while the connection is open (its
+ * gw_conns_req_t still linked); a socket not tracked is ignored. */
+void gw_conns_h2_call_begin(h2o_socket_t *sock);
+void gw_conns_h2_call_reset(h2o_socket_t *sock);
+
 /* Client connections open now (those being closed included). */
 size_t gw_conns_open(const gw_conns_t *c);
 

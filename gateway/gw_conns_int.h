@@ -19,6 +19,9 @@
 #define LINGER_MAX_MS 10000
 #define LINGER_IDLE_MS 2000
 #define LINGER_MAX_BYTES (64u * 1024 * 1024)
+/* HTTP/2 rapid reset: a connection with this many calls reset before their
+ * answer, more than half of its calls, is reset (gw_conns_h2_call_reset). */
+#define RAPID_RESETS_MIN 100
 
 typedef struct gw_listener {
     gw_conns_t *owner;
@@ -50,6 +53,7 @@ typedef struct gw_conn {
     uint64_t linger_bytes;        /* dropped so far */
     h2o_timeout_entry_t linger_idle;
     h2o_linklist_t reqs;          /* gw_conns_req_t being answered: not waiting on its client */
+    uint32_t h2_calls, h2_resets; /* HTTP/2 calls run, and of them reset before their answer */
 } gw_conn_t;
 
 struct gw_conns {
@@ -72,7 +76,7 @@ struct gw_conns {
     h2o_timeout_t sweep_timeout;  /* a quarter of write_timeout_ms, within [50, 1000] */
     h2o_timeout_t linger_timeout; /* LINGER_IDLE_MS */
     h2o_timeout_entry_t sweep;
-    sl_log_limit_t log_full, log_error, log_stall, log_evict;
+    sl_log_limit_t log_full, log_error, log_stall, log_evict, log_rapid;
 };
 
 /* Forgets k (its socket is gone): counts, the per-address count, the spare

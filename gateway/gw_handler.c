@@ -27,14 +27,20 @@ typedef struct gw_req {
     gw_exec_t x;
     h2o_req_t *req;
     gw_conns_req_t busy;          /* its connection does not give way meanwhile */
+    uint8_t h2_running;           /* an HTTP/2 call run and not answered yet */
 } gw_req_t;
 
 #define REFUSAL_LOG_EVERY_MS 10000
 
+/* Freed with its request: an HTTP/2 call still running was reset by its
+ * client (a closed connection unlinks busy first: nothing to count then). */
 static void gw_req_dispose(void *p)
 {
-    gw_conns_req_end(&((gw_req_t *)p)->busy);
-    gw_exec_dispose(&((gw_req_t *)p)->x);
+    gw_req_t *g = p;
+    if (g->h2_running && h2o_linklist_is_linked(&g->busy.link))
+        gw_conns_h2_call_reset(g->x.sock);
+    gw_conns_req_end(&g->busy);
+    gw_exec_dispose(&g->x);
 }
 
 /* The names of the headers every answer carries (see sl_http_header_iov). */
@@ -124,6 +130,7 @@ static void send_reply(gw_exec_t *x)
         gw_access_log(x->sock, 0, x->net ? x->net->conf->name : NULL, &x->rpc, x->call, r->status, r->outcome,
                       sl_now_us() - x->start_us, x->key);
     gw_exec_commit(x);
+    g->h2_running = 0;
     if (r->nparts != 0)
         sl_http_send_parts(req, r->status, "application/json", r->parts, r->nparts, r->len);
     else
@@ -296,6 +303,10 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     g->x.body = req->entity.base;
     g->x.len = req->entity.len;
     g->x.no_cache = (uint8_t)asks_no_cache(req);
+    if (req->version >= 0x200) {
+        g->h2_running = 1;
+        gw_conns_h2_call_begin(g->x.sock);
+    }
     gw_exec_run(&g->x);
     return 0;
 }

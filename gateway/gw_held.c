@@ -119,7 +119,13 @@ void gw_held_remove(gw_held_t *t, gw_held_entry_t *e)
 
 size_t gw_held_bytes(const gw_held_t *t, const gw_held_entry_t *e)
 {
-    return t->bytes(e);
+    return e->bytes != NULL ? e->bytes(e) : t->bytes(e);
+}
+
+/* An entry's bytes: its own measure (a WebSocket's queue), else the one given. */
+static size_t held_bytes_by(const gw_held_entry_t *e, gw_held_bytes_cb bytes)
+{
+    return e->bytes != NULL ? e->bytes(e) : bytes(e);
 }
 
 static size_t slot_sum(const gw_held_t *t, int32_t i, gw_held_bytes_cb bytes)
@@ -127,7 +133,7 @@ static size_t slot_sum(const gw_held_t *t, int32_t i, gw_held_bytes_cb bytes)
     const h2o_linklist_t *anchor = &t->slots[i].entries;
     size_t sum = 0;
     for (const h2o_linklist_t *n = anchor->next; n != anchor; n = n->next)
-        sum += bytes(H2O_STRUCT_FROM_MEMBER(gw_held_entry_t, link, n));
+        sum += held_bytes_by(H2O_STRUCT_FROM_MEMBER(gw_held_entry_t, link, n), bytes);
     return sum;
 }
 
@@ -138,8 +144,9 @@ size_t gw_held_others(const gw_held_t *t, const gw_held_entry_t *e, gw_held_byte
     const h2o_linklist_t *anchor = &t->slots[e->slot - 1].entries;
     size_t sum = 0;
     for (const h2o_linklist_t *n = anchor->next; n != anchor; n = n->next)
-        if (n != &e->link)
-            sum += bytes(H2O_STRUCT_FROM_MEMBER(gw_held_entry_t, link, n));
+        if (n != &e->link) {
+            sum += held_bytes_by(H2O_STRUCT_FROM_MEMBER(gw_held_entry_t, link, n), bytes);
+        }
     return sum;
 }
 

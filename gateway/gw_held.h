@@ -26,15 +26,19 @@
 
 typedef struct gw_held gw_held_t;
 
-/* Embedded in the owner's record (a request); zeroed by the owner first. */
-typedef struct gw_held_entry {
+typedef struct gw_held_entry gw_held_entry_t;
+/* The bytes an entry holds now. */
+typedef size_t (*gw_held_bytes_cb)(const gw_held_entry_t *e);
+
+/* Embedded in the owner's record (a request, a WebSocket); zeroed by the owner first. */
+struct gw_held_entry {
     h2o_linklist_t link;          /* in its slot's entries */
     int32_t slot;                 /* index + 1 of its slot; 0: not in the table */
     h2o_socket_t *sock;           /* the client connection its answer goes to (may be NULL) */
-} gw_held_entry_t;
-
-/* The bytes an entry holds now. */
-typedef size_t (*gw_held_bytes_cb)(const gw_held_entry_t *e);
+    /* NULL: the table's callback. Set: this entry's bytes by every measure
+     * (a WebSocket's queue, all of it waiting for its client). */
+    gw_held_bytes_cb bytes;
+};
 
 /* A table of at most nslots callers (the aggregate slot besides). */
 gw_held_t *gw_held_create(size_t nslots, gw_held_bytes_cb bytes);

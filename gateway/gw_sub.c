@@ -20,6 +20,7 @@
 #define DEFAULT_POLL_MS 1000
 #define ID_MAX 40
 #define GW_SUB_PASS_PER_IDENTITY 64 /* distinct passthrough sources a caller holds (POOL_WSPASS_MAX_SUBS / 4) */
+#define GW_SUB_PASS_SHARE_DIV 4     /* ... and at most a quarter of the room left and its own */
 
 struct gw_sub_reg {
     h2o_loop_t *loop;
@@ -387,12 +388,27 @@ static void answer(gw_sub_client_t *c, const char *body, wire_span_t id, const c
     sl_buf_dispose(&b);
 }
 
+/* Refusals with a data.reason (error_data below). */
+static const char pass_room_msg[] =
+    "no room for another upstream subscription: every socket of the network's ws_url endpoints holds its 256; "
+    "subscribe to params already followed, or retry later";
+static const char pass_share_msg[] =
+    "too many distinct passed-through subscriptions for this caller (at most 64 in a worker and a quarter of the "
+    "upstream sockets' room left, each an upstream subscription): share params or unsubscribe first";
+static const char polled_sources_msg[] =
+    "too many distinct polled programSubscribe / logsSubscribe started by this caller (each polls the provider "
+    "every interval: server.ws_max_polled_sources_per_identity): subscribe to what is already followed, or "
+    "unsubscribe first";
+
 /* data.reason of a refusal whose message is one of these (the same pointer) */
 static const struct {
     const char *msg, *data;
 } error_data[] = {
     {gw_sub_eth_logs_too_many_addresses, "{\"reason\":\"logs_filter_addresses\",\"limit\":1000}"},
     {gw_sub_eth_logs_too_many_topics, "{\"reason\":\"logs_filter_topics\",\"limit\":100}"},
+    {pass_room_msg, "{\"reason\":\"passthrough_room\"}"},
+    {pass_share_msg, "{\"reason\":\"passthrough_share\"}"},
+    {polled_sources_msg, "{\"reason\":\"polled_sources\"}"},
 };
 
 static void error(gw_sub_client_t *c, const char *body, wire_span_t id, int code, const char *msg)
@@ -441,18 +457,23 @@ static size_t count_ident(const gw_sub_reg_t *r, const char *ident)
     return n;
 }
 
-/* Running sources the identity started in this worker. */
-static size_t count_sources(const gw_sub_reg_t *r, const char *ident)
+/* Running sources the identity started in this worker (polled: only
+ * those polling upstream on their own). */
+static size_t count_sources(const gw_sub_reg_t *r, const char *ident, int polled)
 {
     size_t n = 0;
-    for (h2o_linklist_t *l = r->sources.next; l != &r->sources; l = l->next)
-        n += strcmp(H2O_STRUCT_FROM_MEMBER(gw_sub_source_t, link, l)->creator, ident) == 0;
+    for (h2o_linklist_t *l = r->sources.next; l != &r->sources; l = l->next) {
+        const gw_sub_source_t *src = H2O_STRUCT_FROM_MEMBER(gw_sub_source_t, link, l);
+        n += strcmp(src->creator, ident) == 0 && (!polled || (src->kind->own_poll && !src->pass));
+    }
     return n;
 }
 
 /* The over-the-bound message, or NULL. fresh: the subscription would
- * start a new source (joining a running one costs no source). */
-static const char *over_bound(const gw_sub_client_t *c, int fresh)
+ * start a new source (joining a running one costs no source); polled: a
+ * source that polls upstream on its own every interval, forever, which the
+ * caller's rate limit never sees, so its number is bounded per caller. */
+static const char *over_bound(const gw_sub_client_t *c, int fresh, int polled)
 {
     const gw_server_conf_t *srv = c->reg->srv;
     if (c->nsubs >= srv->ws_max_subscriptions_per_connection)
@@ -461,9 +482,11 @@ static const char *over_bound(const gw_sub_client_t *c, int fresh)
     if (count_ident(c->reg, c->ident) >= srv->ws_max_subscriptions_per_identity)
         return "too many subscriptions for this caller (server.ws_max_subscriptions_per_identity): "
                "unsubscribe first";
-    if (fresh && count_sources(c->reg, c->ident) >= srv->ws_max_sources_per_identity)
+    if (fresh && count_sources(c->reg, c->ident, 0) >= srv->ws_max_sources_per_identity)
         return "too many distinct subscriptions started by this caller (server.ws_max_sources_per_identity): "
                "subscribe to what is already followed, or unsubscribe first";
+    if (fresh && polled && count_sources(c->reg, c->ident, 1) >= srv->ws_max_polled_sources_per_identity)
+        return polled_sources_msg;
     return NULL;
 }
 
@@ -489,6 +512,24 @@ static size_t count_ident_pass(gw_sub_reg_t *r, const char *ident)
     return n;
 }
 
+/* Whether a new passthrough source of the caller's may start: NULL, or the
+ * -32005 message. The sockets' room is shared by every caller
+ * of the worker, so a caller's share of it is a fraction of what is left
+ * (counting its own): four callers cannot fill it, and a newcomer still finds
+ * room. No room at all refuses rather than answer an id that would wait for
+ * a socket and deliver nothing. */
+static const char *pass_refusal(gw_sub_client_t *c)
+{
+    size_t sockets, room = pool_wsub_room(c->net->pool_net, &sockets), mine = count_ident_pass(c->reg, c->ident);
+    /* no socket whose address is good: the source waits for one, only the cap applies */
+    size_t share = sockets == 0 ? GW_SUB_PASS_PER_IDENTITY : (room + mine) / GW_SUB_PASS_SHARE_DIV;
+    if (room == 0 && sockets > 0)
+        return pass_room_msg;
+    if (mine >= GW_SUB_PASS_PER_IDENTITY || mine >= (share > 0 ? share : 1))
+        return pass_share_msg;
+    return NULL;
+}
+
 static void subscribe(gw_sub_client_t *c, const gw_sub_kind_t *k, const cJSON *params, const char *body,
                       wire_span_t id)
 {
@@ -501,10 +542,9 @@ static void subscribe(gw_sub_client_t *c, const gw_sub_kind_t *k, const cJSON *p
     sl_buf_init(&key);
     const char *bad = gw_sub_pass_key(k, params, pass, &key);
     int fresh = bad == NULL && source_find(c->reg, c->net, k, key.base, pass) == NULL;
-    const char *over = bad == NULL ? over_bound(c, fresh) : NULL;
-    if (over == NULL && fresh && pass && count_ident_pass(c->reg, c->ident) >= GW_SUB_PASS_PER_IDENTITY)
-        over = "too many distinct passed-through subscriptions for this caller (64 in a worker, each an upstream "
-               "subscription): share params or unsubscribe first";
+    const char *over = bad == NULL ? over_bound(c, fresh, k->own_poll && !pass) : NULL;
+    if (over == NULL && fresh && pass)
+        over = pass_refusal(c);
     if (bad != NULL || over != NULL) {
         if (over != NULL)
             gw_stats_net_add(c->reg->stats, c->net->index, STATE_SRV_SUB_REFUSED, 1);

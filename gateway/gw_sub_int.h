@@ -36,6 +36,9 @@ typedef struct gw_sub_kind {
     /* Passed through to an endpoint's WebSocket (gw_sub_pass.c) where the
      * network has a ws_url; else start (polling), else refusal. */
     uint8_t pass;
+    /* Polled, each source makes its own upstream calls every interval
+     * (nothing merges them): counted against ws_max_polled_sources_per_identity. */
+    uint8_t own_poll;
 } gw_sub_kind_t;
 
 struct gw_sub_source {

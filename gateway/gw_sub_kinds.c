@@ -35,10 +35,10 @@ const gw_sub_kind_t gw_sub_kinds[] = {
     {.name = "logsSubscribe", .chain = POLICY_CHAIN_SOLANA, .method = "logsSubscribe",
      .unsubscribe = "logsUnsubscribe", .notification = "logsNotification", .id_form = GW_SUB_ID_INT,
      .gauge = STATE_SRV_SUBS_SOL_LOGS, .normalise = gw_sub_sol_logs_params, .start = gw_sub_sol_logs_start,
-     .stop = gw_sub_sol_logs_stop, .pass = 1},
+     .stop = gw_sub_sol_logs_stop, .pass = 1, .own_poll = 1},
     {.name = "programSubscribe", .chain = POLICY_CHAIN_SOLANA, .method = "programSubscribe",
      .unsubscribe = "programUnsubscribe", .notification = "programNotification", .id_form = GW_SUB_ID_INT,
      .gauge = STATE_SRV_SUBS_PROGRAM, .normalise = gw_sub_sol_program_params, .start = gw_sub_sol_program_start,
-     .stop = gw_sub_sol_program_stop, .pass = 1},
+     .stop = gw_sub_sol_program_stop, .pass = 1, .own_poll = 1},
 };
 const size_t gw_sub_nkinds = sizeof(gw_sub_kinds) / sizeof(gw_sub_kinds[0]);

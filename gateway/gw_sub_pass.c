@@ -110,12 +110,21 @@ const char *gw_sub_pass_upstream(const gw_sub_kind_t *k, const cJSON *params, co
     return gw_sub_pass_params(params, out); /* after a row's own (stricter) normaliser too */
 }
 
+/* 1 if net has endpoints with a ws_url and every one's socket is full. */
+static int pass_full(gw_net_t *net)
+{
+    size_t sockets;
+    return pool_wsub_room(net->pool_net, &sockets) == 0 && sockets > 0;
+}
+
 /* 1: passed through (an endpoint with a ws_url is usable, or, for a kind
- * without polling, one is configured: the source waits for it); 0: the
- * row's start; -1: neither (refused). */
+ * without polling, one is configured: the source waits for it; or every
+ * socket is full: params held are shared, new ones refused, not polled); 0:
+ * the row's start; -1: neither (refused). */
 int gw_sub_pass_served_by(const gw_sub_kind_t *k, gw_net_t *net)
 {
-    if (k->pass && (gw_sub_pass_usable(net) || (k->start == NULL && gw_sub_pass_configured(net))))
+    if (k->pass && (gw_sub_pass_usable(net) || (k->start == NULL && gw_sub_pass_configured(net)) ||
+                    pass_full(net)))
         return 1;
     return k->start != NULL && k->normalise != NULL ? 0 : -1;
 }

@@ -21,6 +21,7 @@
 #define CLOSE_WAIT_MS 5000        /* a close sluice starts: then the connection is reset */
 #define LOG_EVERY_MS 10000
 #define MAX_QUEUED_PONGS 4096     /* messages waiting when a ping comes: empty pongs weigh 0 bytes */
+#define RESYNC_MS 100             /* a socket's queue charged to the budget is looked at again this often */
 /* wslay keeps a heap chunk per frame of a message being received, and its
  * bound (max_body_bytes) counts payload only: 1-byte continuation frames
  * cost ~94 bytes of worker memory per byte sent (8 sockets took a worker to
@@ -42,6 +43,7 @@ struct gw_ws {
     h2o_timeout_t zero_timeout;   /* on_flush */
     h2o_timeout_t tick_timeout;   /* on_tick: pings and the idle check */
     h2o_timeout_t close_timeout;  /* on_close_wait */
+    h2o_timeout_t resync_timeout; /* on_resync */
     h2o_timeout_t message_timeout; /* on_unfinished: WS_MAX_MESSAGE_MS */
     sl_log_limit_t log_slow;
     sl_log_limit_t log_message;   /* message_refused */
@@ -60,7 +62,9 @@ typedef struct ws_conn {
     gw_sub_client_t sub;          /* its subscriptions */
     uint32_t inflight;            /* of them, not answered yet */
     uint64_t last_rx_ms;          /* any frame from the client, pongs included */
-    h2o_timeout_entry_t flush, tick, close_wait;
+    h2o_timeout_entry_t flush, tick, close_wait, resync;
+    gw_held_entry_t held;         /* its queue, in its caller's share (gw_held.h) */
+    size_t charged;               /* of its queue, charged to the worker's budget */
     h2o_timeout_entry_t unfinished; /* linked while a message is being received */
     uint32_t fragments;           /* frames of that message so far */
     int closing;                  /* a close frame is queued: nothing more is answered */
@@ -93,6 +97,48 @@ static void unlink_timer(h2o_timeout_entry_t *e)
         h2o_timeout_unlink(e);
 }
 
+/* What the socket's queue holds (wslay's, not yet taken by h2o). */
+static size_t queued_bytes(const ws_conn_t *c)
+{
+    return c->wc != NULL && c->wc->ws_ctx != NULL ? wslay_event_get_queued_msg_length(c->wc->ws_ctx) : 0;
+}
+
+/* gw_held_bytes_cb: a socket closing does not count against its caller's
+ * share (nothing more is queued to it and it goes within CLOSE_WAIT_MS);
+ * the budget still counts it until then. */
+static size_t held_bytes(const gw_held_entry_t *e)
+{
+    const ws_conn_t *c = H2O_STRUCT_FROM_MEMBER(ws_conn_t, held, e);
+    return c->closing ? 0 : queued_bytes(c);
+}
+
+static void on_resync(h2o_timeout_entry_t *e);
+
+/* The worker's budget charged with what the queue holds now; looked at
+ * again every RESYNC_MS while it holds something (h2o drains it as the
+ * client reads, without telling us). */
+static void charge_sync(ws_conn_t *c, size_t queued)
+{
+    sl_budget_t *b = c->w->h->budget;
+    if (b == NULL)
+        return;
+    if (queued > c->charged)
+        sl_budget_charge(b, queued - c->charged);
+    else
+        sl_budget_release(b, c->charged - queued);
+    c->charged = queued;
+    if (c->held.sock == NULL && c->wc->sock != NULL)
+        c->held.sock = c->wc->sock; /* the stalled-writer resets may pick it (gw_buffered.h) */
+    if (queued > 0 && !h2o_timeout_is_linked(&c->resync))
+        h2o_timeout_link(c->w->loop, &c->w->resync_timeout, &c->resync);
+}
+
+static void on_resync(h2o_timeout_entry_t *e)
+{
+    ws_conn_t *c = H2O_STRUCT_FROM_MEMBER(ws_conn_t, resync, e);
+    charge_sync(c, queued_bytes(c));
+}
+
 /* The socket is gone (closed by either side, or the upgrade failed): its
  * calls are released, whatever state they are in. */
 static void conn_gone(ws_conn_t *c)
@@ -104,6 +150,11 @@ static void conn_gone(ws_conn_t *c)
     unlink_timer(&c->flush);
     unlink_timer(&c->tick);
     unlink_timer(&c->close_wait);
+    unlink_timer(&c->resync);
+    if (w->h->budget != NULL)
+        sl_budget_release(w->h->budget, c->charged);
+    c->charged = 0;
+    gw_held_remove(w->h->buffered.held, &c->held);
     unlink_timer(&c->unfinished);
     h2o_linklist_unlink(&c->link);
     w->nconns--;
@@ -206,33 +257,83 @@ static void on_flush(h2o_timeout_entry_t *e)
         h2o_websocket_proceed(c->wc);
 }
 
-/* Answers queued for a client that does not read them, past the bound:
- * close with 1008 (policy violation) and count it. */
-static void slow_close(ws_conn_t *c, size_t queued)
+/* Answers queued for a client that does not read them, past a bound
+ * (named in the log): close with 1008 (policy violation) and count it. */
+static void slow_close(ws_conn_t *c, size_t queued, const char *bound)
 {
     gw_ws_t *w = c->w;
     uint64_t held;
     char tail[SL_LOG_HELD_MAX];
     gw_stats_net_add(w->stats, c->net->index, STATE_SRV_WS_SLOW_CLOSES, 1);
     if (sl_log_limit_pass(&w->log_slow, sl_now_ms(), LOG_EVERY_MS, &held))
-        sl_log_warn("closed a WebSocket (1008) whose client does not read its answers: %zu bytes queued "
-                    "(server.ws_max_queued_bytes %zu)%s", queued, w->srv->ws_max_queued_bytes,
-                    sl_log_held_text(held, tail));
+        sl_log_warn("closed a WebSocket (1008) whose client does not read its answers: %zu bytes queued (%s)%s",
+                    queued, bound, sl_log_held_text(held, tail));
     conn_close(c, 1008, "answers queued past server.ws_max_queued_bytes: the client does not read them");
 }
 
+/* The caller's socket (not closing) with the largest queue, or NULL. */
+static ws_conn_t *largest_of(gw_ws_t *w, const char *ident, size_t *queued)
+{
+    ws_conn_t *big = NULL;
+    *queued = 0;
+    for (h2o_linklist_t *l = w->conns.next; l != &w->conns; l = l->next) {
+        ws_conn_t *o = H2O_STRUCT_FROM_MEMBER(ws_conn_t, link, l);
+        size_t q = o->closing ? 0 : queued_bytes(o);
+        if (q > *queued && strcmp(o->ident, ident) == 0) {
+            big = o;
+            *queued = q;
+        }
+    }
+    return big;
+}
+
+/* Room for len more bytes on c in the worker's answer bytes
+ * (max_buffered_bytes) and its caller's share of them
+ * (max_buffered_share: its HTTP answers and all its sockets' queues
+ * together). Past the share the caller's largest queues are closed first,
+ * as slow readers, until len fits or none holds anything; past the budget a
+ * socket already behind is closed. 0 if c itself was closed. */
+static int make_room(ws_conn_t *c, size_t len)
+{
+    gw_buffered_t *b = &c->w->h->buffered;
+    size_t queued = queued_bytes(c), q;
+    if (b->budget == NULL)
+        return 1;
+    if (queued > 0 && b->budget->used + len > b->budget->limit) {
+        slow_close(c, queued + len, "server.max_buffered_bytes");
+        return 0;
+    }
+    if (b->share >= b->budget->limit) /* a share of 1: the budget's rule only */
+        return 1;
+    size_t held = gw_held_of(b->held, c->ident);
+    while (held + len > b->share) {
+        ws_conn_t *big = largest_of(c->w, c->ident, &q);
+        if (big == NULL)
+            return 1; /* its HTTP answers hold it: those are refused at admission */
+        slow_close(big, q, "this caller's server.max_buffered_share, its largest queue first");
+        held = held > q ? held - q : 0;
+        if (big == c)
+            return 0;
+    }
+    return 1;
+}
+
 /* One text message of bytes (copied by wslay), unless the client's queue
- * is past its bound (then it is closed with 1008). */
+ * is past its bound or there is no room for it (then a socket is closed
+ * with 1008, this one or its caller's largest). */
 static void send_bytes(ws_conn_t *c, const char *bytes, size_t len)
 {
-    size_t queued = wslay_event_get_queued_msg_length(c->wc->ws_ctx);
+    size_t queued = queued_bytes(c);
     if (queued > 0 && queued + len > c->w->srv->ws_max_queued_bytes) {
-        slow_close(c, queued + len);
+        slow_close(c, queued + len, "server.ws_max_queued_bytes");
         return;
     }
+    if (!make_room(c, len))
+        return;
     struct wslay_event_msg msg = {WSLAY_TEXT_FRAME, (const uint8_t *)bytes, len};
     if (wslay_event_queue_msg(c->wc->ws_ctx, &msg) == 0)
         gw_stats_srv_add(c->w->stats, STATE_SRV_WS_MESSAGES_OUT, 1);
+    charge_sync(c, queued_bytes(c));
 }
 
 /* gw_sub_send_fn: a subscription's answer or notification, written from
@@ -359,7 +460,7 @@ static void on_ws_msg(h2o_websocket_conn_t *wc, const struct wslay_event_on_msg_
         size_t queued = wslay_event_get_queued_msg_length(c->wc->ws_ctx);
         if (queued > c->w->srv->ws_max_queued_bytes ||
             wslay_event_get_queued_msg_count(c->wc->ws_ctx) > MAX_QUEUED_PONGS)
-            slow_close(c, queued);
+            slow_close(c, queued, "server.ws_max_queued_bytes");
     }
 }
 
@@ -429,6 +530,9 @@ int gw_ws_accept(gw_ws_t *w, h2o_req_t *req, const char *client_key, gw_exec_t *
     c->flush.cb = on_flush;
     c->tick.cb = on_tick;
     c->close_wait.cb = on_close_wait;
+    c->resync.cb = on_resync;
+    c->held.bytes = held_bytes;
+    gw_held_add(w->h->buffered.held, &c->held, ident);
     c->unfinished.cb = on_unfinished;
     c->last_rx_ms = sl_now_ms();
     h2o_linklist_insert(&w->conns, &c->link);
@@ -458,6 +562,7 @@ gw_ws_t *gw_ws_create(gw_handler_t *h, h2o_loop_t *loop, const gw_server_conf_t 
     h2o_timeout_init(loop, &w->zero_timeout, 0);
     h2o_timeout_init(loop, &w->tick_timeout, tick);
     h2o_timeout_init(loop, &w->close_timeout, CLOSE_WAIT_MS);
+    h2o_timeout_init(loop, &w->resync_timeout, RESYNC_MS);
     h2o_timeout_init(loop, &w->message_timeout, WS_MAX_MESSAGE_MS);
     return w;
 }
@@ -472,6 +577,7 @@ void gw_ws_destroy(gw_ws_t *w)
         unlink_timer(&c->flush);
         unlink_timer(&c->tick);
         unlink_timer(&c->close_wait);
+        unlink_timer(&c->resync);
         unlink_timer(&c->unfinished);
         gw_sub_client_dispose(&c->sub);
     }

@@ -306,6 +306,13 @@ int pool_wsub_configured(const pool_network_t *net);
 /* The first endpoint in net's plan order with a ws_url, usable, not in its
  * backoff after a loss and with room; -1 if none. */
 int pool_wsub_pick(pool_network_t *net);
+/* Upstream subscriptions net's ws endpoints have room for now: per socket
+ * POOL_WSPASS_MAX_SUBS less those it holds, over the endpoints with a
+ * ws_url whose address is good (one in its backoff after a loss counts: its
+ * room comes back); *sockets gets how many such endpoints there are. 0 with
+ * sockets: every one is full (a new subscription would wait and get nothing,
+ * so the gateway refuses it). */
+size_t pool_wsub_room(pool_network_t *net, size_t *sockets);
 /* The endpoint's id ("none" for -1). */
 const char *pool_wsub_endpoint_id(const pool_network_t *net, int endpoint);
 /* Sockets of this worker holding subscriptions. */

@@ -48,8 +48,9 @@ static void log_local(pool_link_t *link, const char *what)
  * send, read the body, go idle, and from idle send again. Closing is not a
  * state: the connection is destroyed from any of them. */
 static const uint8_t conn_edges[POOL_CONN_STATE_COUNT][POOL_CONN_STATE_COUNT] = {
-    [POOL_CONN_CONNECTING] = {[POOL_CONN_HANDSHAKE] = 1, [POOL_CONN_SENDING] = 1},
-    [POOL_CONN_HANDSHAKE] = {[POOL_CONN_SENDING] = 1},
+    /* to idle: open, but the exchange it was for was cancelled before its request (pool_conn_unsent) */
+    [POOL_CONN_CONNECTING] = {[POOL_CONN_HANDSHAKE] = 1, [POOL_CONN_SENDING] = 1, [POOL_CONN_IDLE] = 1},
+    [POOL_CONN_HANDSHAKE] = {[POOL_CONN_SENDING] = 1, [POOL_CONN_IDLE] = 1},
     [POOL_CONN_SENDING] = {[POOL_CONN_BODY] = 1},
     [POOL_CONN_BODY] = {[POOL_CONN_IDLE] = 1},
     [POOL_CONN_IDLE] = {[POOL_CONN_SENDING] = 1},
@@ -103,20 +104,35 @@ static void on_idle_read(h2o_socket_t *sock, const char *err)
     conn_destroy(sock->data);
 }
 
-static void conn_make_idle(pool_conn_t *c)
+/* Puts c on its link's idle list (most recent first) with the idle timer;
+ * 0 if the list is full (c is then closed). */
+static int idle_insert(pool_conn_t *c)
 {
     pool_link_t *link = c->link;
+    if (h2o_linklist_is_linked(&c->idle_link)) { /* opened while waiting there */
+        h2o_linklist_unlink(&c->idle_link);
+        link->nidle--;
+    }
+    if (h2o_timeout_is_linked(&c->idle_timer))
+        h2o_timeout_unlink(&c->idle_timer);
     if (link->nidle >= POOL_MAX_IDLE_PER_ENDPOINT) {
         conn_destroy(c);
-        return;
+        return 0;
     }
-    conn_enter(c, POOL_CONN_IDLE);
-    c->ex = NULL;
     c->idle_since_ms = sl_now_ms();
-    h2o_linklist_insert(link->idle.next, &c->idle_link); /* most recent first */
+    h2o_linklist_insert(link->idle.next, &c->idle_link);
     link->nidle++;
     h2o_timeout_link(conn_transport(c)->loop, &conn_transport(c)->idle_timeout, &c->idle_timer);
-    h2o_socket_read_start(c->sock, on_idle_read);
+    return 1;
+}
+
+static void conn_make_idle(pool_conn_t *c)
+{
+    if (c->state != POOL_CONN_IDLE) /* an idle one taken and given back unsent stays idle */
+        conn_enter(c, POOL_CONN_IDLE);
+    c->ex = NULL;
+    if (idle_insert(c))
+        h2o_socket_read_start(c->sock, on_idle_read);
 }
 
 static void on_write_done(h2o_socket_t *sock, const char *err)
@@ -158,6 +174,14 @@ static void on_handshake(h2o_socket_t *sock, const char *err)
 {
     pool_conn_t *c = sock->data;
     pool_exchange_t *ex = c->ex;
+    if (ex == NULL) { /* its exchange was cancelled meanwhile */
+        int ok = err == NULL || (err == h2o_socket_error_ssl_cert_name_mismatch && c->link->url.host_is_ip);
+        if (ok)
+            conn_make_idle(c);
+        else
+            conn_destroy(c);
+        return;
+    }
     /* For an IP-literal upstream h2o's own name check (it runs under TLS 1.2
      * only) ignores IP SANs. Our SSL_CTX verifies the peer, IP included
      * (X509_VERIFY_PARAM_set1_ip_asc), during the handshake: a handshake that
@@ -179,7 +203,10 @@ static void on_connect(h2o_socket_t *sock, const char *err)
     pool_conn_t *c = sock->data;
     if (err != NULL) {
         pool_link_addr_failed(c->link);
-        pool_exchange_finish(c->ex, POOL_FAIL_CONNECT);
+        if (c->ex != NULL)
+            pool_exchange_finish(c->ex, POOL_FAIL_CONNECT);
+        else
+            conn_destroy(c);
         return;
     }
     if (c->link->ssl_ctx != NULL) {
@@ -187,7 +214,10 @@ static void on_connect(h2o_socket_t *sock, const char *err)
         h2o_socket_ssl_handshake(sock, c->link->ssl_ctx, c->link->url.host, on_handshake);
         return;
     }
-    pool_conn_send(c);
+    if (c->ex != NULL)
+        pool_conn_send(c);
+    else
+        conn_make_idle(c);
 }
 
 /* Upstream answers are read into buffers this large from the first byte.
@@ -500,6 +530,31 @@ void pool_conn_put_back(pool_conn_t *c, int reusable)
         conn_make_idle(c);
     else
         conn_destroy(c);
+}
+
+void pool_conn_unsent(pool_conn_t *c)
+{
+    c->ex = NULL;
+    switch (c->state) {
+    case POOL_CONN_IDLE:
+        conn_make_idle(c);
+        return;
+    case POOL_CONN_CONNECTING:
+    case POOL_CONN_HANDSHAKE:
+        if (c->sock == NULL) { /* waiting for the address: no connection yet */
+            conn_destroy(c);
+            return;
+        }
+        /* on the idle list while it opens: the next exchange takes it rather than open another (it
+         * sends once open); the idle timeout bounds a connect or handshake nobody waits for */
+        (void)idle_insert(c);
+        return;
+    case POOL_CONN_SENDING:
+    case POOL_CONN_BODY:
+    case POOL_CONN_STATE_COUNT:
+        conn_destroy(c); /* asked already: not reusable until its answer, which nobody reads */
+        return;
+    }
 }
 
 void pool_link_close_idle(pool_link_t *link)

@@ -30,14 +30,32 @@ static void on_attempt_timeout(h2o_timeout_entry_t *entry)
     pool_exchange_finish(ex, connecting ? connect_fail(ex->conn) : POOL_FAIL_ATTEMPT_TIMEOUT);
 }
 
-/* Ends the exchange: the connection goes back to the pool when reusable. */
-void pool_exchange_finish(pool_exchange_t *ex, pool_fail_t fail)
+static void unlink_timers(pool_exchange_t *ex)
 {
-    pool_conn_t *c = ex->conn;
     if (h2o_timeout_is_linked(&ex->phase_timer))
         h2o_timeout_unlink(&ex->phase_timer);
     if (h2o_timeout_is_linked(&ex->attempt_timer))
         h2o_timeout_unlink(&ex->attempt_timer);
+    if (h2o_timeout_is_linked(&ex->send_soon))
+        h2o_timeout_unlink(&ex->send_soon);
+}
+
+/* A kept-alive connection's request goes out a loop turn after the call
+ * took the connection: a client stream reset in the same read as its
+ * request (HTTP/2 rapid reset) cancels the exchange before anything is
+ * written, and the connection stays pooled (pool_conn_unsent) instead of
+ * being closed with an answer nobody reads. */
+static void on_send_soon(h2o_timeout_entry_t *entry)
+{
+    pool_exchange_t *ex = H2O_STRUCT_FROM_MEMBER(pool_exchange_t, send_soon, entry);
+    pool_conn_send(ex->conn);
+}
+
+/* Ends the exchange: the connection goes back to the pool when reusable. */
+void pool_exchange_finish(pool_exchange_t *ex, pool_fail_t fail)
+{
+    pool_conn_t *c = ex->conn;
+    unlink_timers(ex);
     ex->fail = fail;
     ex->latency_us = (uint32_t)(sl_now_us() - ex->started_us);
     ex->conn = NULL;
@@ -67,6 +85,7 @@ pool_fail_t pool_exchange_start(pool_exchange_t *ex, pool_link_t *link, const ch
     ex->is_write = is_write;
     ex->phase_timer.cb = on_phase_timeout;
     ex->attempt_timer.cb = on_attempt_timeout;
+    ex->send_soon.cb = on_send_soon;
     ex->started_us = sl_now_us();
     ex->bufs[0] = h2o_iovec_init(link->prefix.base, link->prefix.len);
     size_t n = sl_u64_str(ex->clen, len);
@@ -84,7 +103,8 @@ pool_fail_t pool_exchange_start(pool_exchange_t *ex, pool_link_t *link, const ch
     h2o_timeout_link(tm->t->loop, &tm->attempt, &ex->attempt_timer);
     if (c->state == POOL_CONN_IDLE) {
         ex->reused = 1;
-        pool_conn_send(c);
+        h2o_socket_read_stop(c->sock); /* its idle reader would free it under us; the send reads again */
+        h2o_timeout_link(tm->t->loop, &tm->t->zero_timeout, &ex->send_soon);
     } else {
         h2o_timeout_link(tm->t->loop, &tm->connect, &ex->phase_timer);
     }
@@ -95,12 +115,12 @@ void pool_exchange_cancel(pool_exchange_t *ex)
 {
     if (ex->conn == NULL)
         return;
-    if (h2o_timeout_is_linked(&ex->phase_timer))
-        h2o_timeout_unlink(&ex->phase_timer);
-    if (h2o_timeout_is_linked(&ex->attempt_timer))
-        h2o_timeout_unlink(&ex->attempt_timer);
+    unlink_timers(ex);
     ex->conn->ex = NULL;
-    pool_conn_put_back(ex->conn, 0);
+    if (ex->sent)
+        pool_conn_put_back(ex->conn, 0);
+    else
+        pool_conn_unsent(ex->conn);
     ex->conn = NULL;
     ex->link->inflight--;
     pool_exchange_body_dispose(ex);

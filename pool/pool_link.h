@@ -53,6 +53,7 @@ struct pool_transport {
     size_t max_response_bytes;
     sl_budget_t *budget;          /* NULL: answers are not accounted (unit tests) */
     h2o_timeout_t idle_timeout;
+    h2o_timeout_t zero_timeout;   /* a request on a kept-alive connection is written a loop turn later */
     pool_delays_t delays;
     /* The hook the call layer installs: one of link's slots freed up (an
      * exchange ended, or the answer bytes it held were let go). */
@@ -118,6 +119,7 @@ struct pool_exchange {
     void *data;
     h2o_timeout_entry_t phase_timer;   /* connect, then first byte */
     h2o_timeout_entry_t attempt_timer;
+    h2o_timeout_entry_t send_soon; /* a kept-alive connection's request, written at the next loop turn */
     uint64_t started_us;
 
     /* result */

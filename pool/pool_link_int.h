@@ -47,6 +47,11 @@ pool_conn_t *pool_conn_take(pool_link_t *link, int is_write, pool_fail_t *fail);
 void pool_conn_send(pool_conn_t *c);
 /* After an exchange: keep c for the next one (reusable) or close it. */
 void pool_conn_put_back(pool_conn_t *c, int reusable);
+/* An exchange cancelled before its request was written (nothing was asked
+ * of the upstream): c is kept. An idle one goes back to the idle list; one
+ * connecting or in its TLS handshake goes idle once open (closed if that
+ * takes past the idle timeout); one still waiting for its address is dropped. */
+void pool_conn_unsent(pool_conn_t *c);
 /* The link's first lookup ended: connections waiting for it connect now,
  * or fail with POOL_FAIL_DNS if no address is known. */
 void pool_conn_dns_done(pool_link_t *link);

@@ -24,12 +24,14 @@ void pool_transport_init(pool_transport_t *t, h2o_loop_t *loop, h2o_multithread_
     t->budget = budget;
     t->slot_freed = slot_freed_nobody;
     h2o_timeout_init(loop, &t->idle_timeout, POOL_IDLE_TIMEOUT_MS);
+    h2o_timeout_init(loop, &t->zero_timeout, 0);
     pool_delays_init(&t->delays, loop);
 }
 
 void pool_transport_dispose(pool_transport_t *t)
 {
     h2o_timeout_dispose(t->loop, &t->idle_timeout);
+    h2o_timeout_dispose(t->loop, &t->zero_timeout);
     pool_delays_dispose(&t->delays);
 }
 

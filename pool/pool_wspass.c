@@ -267,11 +267,28 @@ int pool_wsub_pick(pool_network_t *net)
     for (size_t i = 0; i < net->norder; i++) {
         pool_endpoint_t *ep = &net->endpoints[net->order[i]];
         pool_wspass_t *s = ep->conf->ws_url != NULL ? sock_of(ep) : NULL;
+        /* a socket already opening waits for its address itself: only a closed one must not be picked
+         * while the name is looked up (its open would fail) */
         if (s != NULL && s->link_ok && mono >= s->retry_at_ms && s->live < POOL_WSPASS_MAX_SUBS &&
-            !pool_dns_pending(&s->link))
+            (s->ws.state != POOL_WS_CLOSED || !pool_dns_pending(&s->link)))
             return ep->index;
     }
     return -1;
+}
+
+size_t pool_wsub_room(pool_network_t *net, size_t *sockets)
+{
+    size_t room = 0;
+    *sockets = 0;
+    for (size_t i = 0; i < net->nendpoints; i++) {
+        pool_endpoint_t *ep = &net->endpoints[i];
+        pool_wspass_t *s = ep->conf->ws_url != NULL ? sock_of(ep) : NULL;
+        if (s == NULL || !s->link_ok)
+            continue;
+        (*sockets)++;
+        room += s->live < POOL_WSPASS_MAX_SUBS ? POOL_WSPASS_MAX_SUBS - s->live : 0;
+    }
+    return room;
 }
 
 const char *pool_wsub_endpoint_id(const pool_network_t *net, int endpoint)

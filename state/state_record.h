@@ -442,7 +442,8 @@ static inline uint64_t state_slot_rate_milli(const state_pressure_slot_rec_t *r,
     X(SUB_PASS_UNSOURCED_MS, "sub_pass_unsourced_ms", 0)     /* ms passthrough sources had no upstream */    \
     X(REQ_HTTP1, "req_http1", 0)                             /* client requests over HTTP/1.x, plain */      \
     X(REQ_HTTP1_TLS, "req_http1_tls", 0)                     /* ... over HTTP/1.x on TLS */                  \
-    X(REQ_H2, "req_h2", 0)                                   /* ... over HTTP/2 (TLS, by ALPN) */
+    X(REQ_H2, "req_h2", 0)                                   /* ... over HTTP/2 (TLS, by ALPN) */            \
+    X(RAPID_RESETS, "rapid_resets", 0)                       /* h2 connections closed: streams mostly reset */
 
 typedef enum state_srv_counter {
 #define STATE_SRV_ENUM_(name, str, gauge) STATE_SRV_##name,

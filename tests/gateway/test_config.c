@@ -418,6 +418,7 @@ Test(config, websocket_defaults_and_keys)
     cr_assert_eq(cfg->server.ws_max_subscriptions_per_connection, GW_DEFAULT_WS_MAX_SUBS_PER_CONNECTION);
     cr_assert_eq(cfg->server.ws_max_subscriptions_per_identity, GW_DEFAULT_WS_MAX_SUBS_PER_IDENTITY);
     cr_assert_eq(cfg->server.ws_max_sources_per_identity, GW_DEFAULT_WS_MAX_SOURCES_PER_IDENTITY);
+    cr_assert_eq(cfg->server.ws_max_polled_sources_per_identity, GW_DEFAULT_WS_MAX_POLLED_SOURCES_PER_IDENTITY);
     cr_assert_eq(cfg->server.ws_ping_interval_ms, GW_DEFAULT_WS_PING_INTERVAL_MS);
     cr_assert_eq(cfg->server.ws_idle_timeout_ms, GW_DEFAULT_WS_IDLE_TIMEOUT_MS);
     cr_assert_eq(cfg->server.ws_logs_retry_s, 120, "a 60 s eth_getLogs outage at 1 s blocks loses nothing");

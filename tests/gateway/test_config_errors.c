@@ -102,6 +102,8 @@ static const bad_case_t bad_cases[] = {
      "between 1 and 10000000", 1},
     {"server: { ws_max_sources_per_identity: 0 }\n" NET, 1, "server.ws_max_sources_per_identity",
      "between 1 and 1000000", 1},
+    {"server: { ws_max_polled_sources_per_identity: 100001 }\n" NET, 1, "server.ws_max_polled_sources_per_identity",
+     "between 0 and 100000", 1},
     {"admin: { listen: \"0.0.0.0:8546\" }\n" NET, 1, "admin.listen", "non-loopback address needs admin.token", 1},
     {"admin: { token: \"\" }\n" NET, 1, "admin.token", "admin.token must be at least 16 bytes (it has 0)", 1},
     {"admin:\n  listen: \"127.0.0.1:8546\"\n  token: \"change-me\"\n" NET, 3, "admin.token",

@@ -219,3 +219,50 @@ test('Solana: onLogs through the derived port + 1 URL is passed through; program
   await waitFor(async () => (await a.live('logs')) === 0 && (await a.live('program')) === 0,
     { what: 'every upstream subscription gone' });
 });
+
+test('the sockets\' room: a caller\'s share is a quarter of what is left; no room left is -32005, never a silent id', async () => {
+  // issue 31: four callers x 64 distinct subscriptions filled the endpoint's
+  // socket (256) and a fifth got an id that delivered nothing
+  const a = await startUpstream('a', { solana: true });
+  started.push(a);
+  const s = await gateway([a], { chain: 'solana', net: 'solana' });
+  const mention = (i, j) => ['all', { commitment: 'confirmed', x: i * 1000 + j }];
+  const counts = [], socks = [];
+  let roomRefusal;
+  // the socket open first (while its address is being looked up, a new source would be polled)
+  const warm = openWs(`ws://127.0.0.1:${s.port}/solana`, { localAddress: '127.0.0.9' });
+  await warm.opened;
+  assert.equal(typeof (await warm.rpc('logsSubscribe', mention(999, 0), 1)).result, 'number');
+  await waitFor(async () => (await a.live('logs')) === 1, { what: 'the upstream socket open' });
+  assert.equal((await warm.rpc('logsUnsubscribe', [warm.seen.find((m) => m.id === 1).result], 2)).result, true);
+  await waitFor(async () => (await a.live('logs')) === 0, { what: 'unsubscribed' });
+  for (let i = 0; i < 40 && roomRefusal === undefined; i++) {
+    const c = openWs(`ws://127.0.0.1:${s.port}/solana`, { localAddress: `127.0.0.${10 + i}` });
+    socks.push(c);
+    await c.opened;
+    let n = 0;
+    for (;;) {
+      const r = await c.rpc('logsSubscribe', mention(i, n), 1000 + n);
+      if (typeof r.result === 'number') { n++; continue; }
+      assert.equal(r.error?.code, -32005, JSON.stringify(r));
+      if (r.error.data?.reason === 'passthrough_room') roomRefusal = r;
+      else assert.equal(r.error.data?.reason, 'passthrough_share', JSON.stringify(r));
+      break;
+    }
+    counts.push(n);
+  }
+  assert.ok(roomRefusal, `the room never ran out: ${counts}`);
+  assert.deepEqual(counts.slice(0, 5), [64, 48, 36, 27, 20], String(counts)); // a quarter of what is left
+  assert.equal(counts.reduce((x, y) => x + y, 0), 256, String(counts));
+  assert.match(roomRefusal.error.message, /no room for another upstream subscription/);
+  // every id given is an upstream subscription, none waits for a socket
+  await waitFor(async () => (await a.live('logs')) === 256, { what: '256 upstream subscriptions' });
+  // params someone holds are still shared when the room is gone
+  const last = socks[socks.length - 1];
+  assert.equal(typeof (await last.rpc('logsSubscribe', mention(0, 0), 1)).result, 'number');
+  // room freed by an unsubscribe is there again
+  socks[0].ws.close();
+  await waitFor(async () => (await a.live('logs')) === 193, { what: 'the first caller\'s 63 not shared unsubscribed' });
+  assert.equal(typeof (await last.rpc('logsSubscribe', mention(99, 0), 2)).result, 'number');
+  for (const c of [warm, ...socks]) c.ws.close();
+});

@@ -259,3 +259,36 @@ test('programSubscribe: an answer over server.max_response_bytes ends the subscr
   assert.equal((await post(s.url('solana'), call('getSlot', []))).json.result, 1000);
   c.ws.close();
 });
+
+test('server.ws_max_polled_sources_per_identity: polled programSubscribe / logsSubscribe are capped per caller (each polls every interval)', async () => {
+  // issue 31: each distinct polled source costs one upstream poll per interval
+  // forever and was charged once (300 of them: 150 getProgramAccounts a second)
+  const a = await fake('a');
+  const s = await gateway([a], { ws_max_polled_sources_per_identity: 3 });
+  const c = openWs(`ws://127.0.0.1:${s.wsPort}/solana`);
+  const other = openWs(`ws://127.0.0.1:${s.wsPort}/solana`, { localAddress: '127.0.0.21' });
+  await c.opened; await other.opened;
+  const prog = (n) => [PROGRAM, { encoding: 'base64', filters: [{ dataSize: n }] }];
+  for (let n = 1; n <= 3; n++) assert.equal(typeof (await c.rpc('programSubscribe', prog(n), n)).result, 'number');
+  const over = await c.rpc('programSubscribe', prog(4), 4);
+  assert.equal(over.error?.code, -32005, JSON.stringify(over));
+  assert.equal(over.error.data?.reason, 'polled_sources');
+  assert.match(over.error.message, /server\.ws_max_polled_sources_per_identity/);
+  const logs = await c.rpc('logsSubscribe', [{ mentions: [ADDR] }], 5);
+  assert.equal(logs.error?.data?.reason, 'polled_sources', 'polled logs count too');
+  // params already polled are joined at no cost; accounts are merged polls: not counted
+  assert.equal(typeof (await c.rpc('programSubscribe', prog(1), 6)).result, 'number');
+  assert.equal(typeof (await c.rpc('accountSubscribe', [ACC1, { encoding: 'base64' }], 7)).result, 'number');
+  // another caller has its own
+  assert.equal(typeof (await other.rpc('programSubscribe', prog(4), 1)).result, 'number');
+  // the upstream sees 4 polls per interval (3 + 1), not one per subscription
+  await sleep(3 * POLL_MS);
+  const before = (await a.stats()).methods.getProgramAccounts ?? 0;
+  await sleep(20 * POLL_MS);
+  const polls = ((await a.stats()).methods.getProgramAccounts ?? 0) - before;
+  assert.ok(polls <= 4 * 20 + 8, `getProgramAccounts ${polls} in 20 intervals`);
+  // one unsubscribed (its only subscriber): room again
+  assert.equal((await c.rpc('programUnsubscribe', [c.seen.find((m) => m.id === 2).result], 8)).result, true);
+  assert.equal(typeof (await c.rpc('logsSubscribe', [{ mentions: [ADDR] }], 9)).result, 'number');
+  c.ws.close(); other.ws.close();
+});

@@ -6,8 +6,9 @@
 import { WebSocket } from 'ws';
 import { call, waitFor, adminGet } from './harness.mjs';
 
-export function openWs(url) {
-  const ws = new WebSocket(url);
+// opts go to ws's WebSocket (localAddress: another 127.0.0.x, another caller).
+export function openWs(url, opts) {
+  const ws = new WebSocket(url, opts);
   const seen = [], waiters = [];
   ws.on('message', (d) => {
     const m = JSON.parse(d.toString());

@@ -54,6 +54,9 @@ Test(fsm, conn_edges)
         cr_expect(!pool_conn_edge_allowed((pool_conn_state_t)s, (pool_conn_state_t)s));
     }
     cr_expect(!pool_conn_edge_allowed(POOL_CONN_SENDING, POOL_CONN_IDLE));
+    /* open, its exchange cancelled before the request (pool_conn_unsent) */
+    cr_expect(pool_conn_edge_allowed(POOL_CONN_CONNECTING, POOL_CONN_IDLE));
+    cr_expect(pool_conn_edge_allowed(POOL_CONN_HANDSHAKE, POOL_CONN_IDLE));
     cr_expect(!pool_conn_edge_allowed(POOL_CONN_IDLE, POOL_CONN_BODY));
     cr_expect(!pool_conn_edge_allowed(POOL_CONN_IDLE, POOL_CONN_HANDSHAKE));
     /* out of range */
