@@ -161,7 +161,8 @@ test('the operator sees hits, misses and credits saved, and can purge (with an e
 test('a cache filled far past cache.max_mb stays under it, and the client limits still hold', async () => {
   const f = await startFake({ name: 'f', args: ['--block', String(HEAD), '--block-time-ms', '0'] });
   started.push(f);
-  const s = await startSluice({ cache: true, workers: 2, extra: 'cache: { max_mb: 1 }\ntiers:\n  anonymous: { per_second: 100000 }',
+  // one caller fills the cache on purpose: its share of insertions (cache.caller_share_pct) is lifted
+  const s = await startSluice({ cache: true, workers: 2, extra: 'cache: { max_mb: 1, caller_share_pct: 100 }\ntiers:\n  anonymous: { per_second: 100000 }',
     networks: { eth: { lines: ['hedge: { enabled: false }'], endpoints: [{ id: 'f', url: f.url }] } } });
   started.push(s);
   // ~1,500 blocks by hash of ~700 bytes each: about three times what 1 MB holds once LMDB's pages are counted
