@@ -173,6 +173,7 @@ export function renderConfig({ workers = 2, networks, server = {}, admin = true,
 // that must see every call reach the upstreams (it counts upstream calls, or
 // injects faults a cached answer would hide) says `cache: false` in the config
 // object, with the reason beside it; a YAML text says `cache:` itself.
+// (`cache: true`, which the cache tests still say, is the default.)
 // Resolves when the master says every worker listens. `wrap` is a command
 // that execs sluice in the same process (same pid), e.g. ['prlimit', '--nofile=64:64', '--'] or
 // ['unshare', '-m', 'sh', '-c', '... exec "$0" "$@"'].
