@@ -13,7 +13,7 @@ import { createPublicClient, createWalletClient, http, parseEther } from 'viem';
 import { privateKeyToAccount, generatePrivateKey } from 'viem/accounts';
 import { foundry } from 'viem/chains';
 import { JsonRpcProvider, Wallet, parseEther as ethersParseEther } from 'ethers';
-import { startSluice, post, call, waitFor, sleep } from '../lib/harness.mjs';
+import { startSluice, post, call, waitFor, sleep, adminGet } from '../lib/harness.mjs';
 import { startAnvil, rpc, DEV_KEY, DEV_ADDRESS, CHAIN_ID, stopSluiceCleanly } from '../lib/e2e.mjs';
 
 let A, B, sluice, url;
@@ -208,4 +208,9 @@ test('after the kill: an ethers transfer lands on B and tx.wait() finds it', asy
   assert.ok(await rpc(B.url, 'eth_getTransactionByHash', [tx.hash]));
   const sender = await ethersBatched.getBalance(DEV_ADDRESS);
   assert.ok(sender < INITIAL - parseEther('2.75') && sender > INITIAL - parseEther('2.76'), `sender ${sender}`);
+});
+
+test('the clients ran on sluice\'s defaults: the response cache answered their constant calls', async () => {
+  const net = (await adminGet(sluice, '/admin/networks')).json.find((n) => n.network === 'eth');
+  assert.ok(net.cache && net.cache.hits > 0, JSON.stringify(net.cache));
 });

@@ -35,7 +35,7 @@ async function twoEndpoints({ probes = true, ...extra } = {}) {
 }
 
 test('GET /admin/endpoints: one object per endpoint, merged across workers, URLs redacted', async () => {
-  const { s } = await twoEndpoints();
+  const { s } = await twoEndpoints({ cache: false }); // counts eth_chainId's upstream requests: a cache hit reaches none
   for (let i = 0; i < 40; i++) await post(s.url('eth'), call('eth_chainId', [], i));
   await sleep(300); // counters are flushed every ~100 ms
   const r = await adminGet(s, '/admin/endpoints');
@@ -65,7 +65,7 @@ test('more than 256 endpoints: the last ones\' counters reach the admin view too
   const many = (prefix, n) => Array.from({ length: n }, (_, i) => ({ id: `${prefix}${i}`, url: a.url }));
   for (const net of ['n1', 'n2', 'n3', 'n4']) networks[net] = { lines: ['ranking: { probe_interval_ms: 0 }'], endpoints: many('e', 64) };
   networks.last = { lines: ['ranking: { probe_interval_ms: 0 }'], endpoints: many('z', 2) }; // the 257th and 258th
-  const s = await startSluice({ workers: 1, networks });
+  const s = await startSluice({ workers: 1, networks, cache: false }); // counts upstream requests: a cache hit reaches none
   started.push(s);
   for (let i = 0; i < 5; i++) assert.equal((await post(s.url('last'), call('eth_chainId', [], i))).status, 200);
   await sleep(300); // counters are flushed every ~100 ms
@@ -76,7 +76,7 @@ test('more than 256 endpoints: the last ones\' counters reach the admin view too
 });
 
 test('drain and undrain: no traffic while drained, events, survives in shared state', async () => {
-  const { a, b, s } = await twoEndpoints();
+  const { a, b, s } = await twoEndpoints({ cache: false }); // eth_chainId's route is watched: a cache hit has none
   let r = await adminPost(s, '/admin/endpoints/eth/a/drain');
   assert.equal(r.status, 200);
   assert.equal(r.json.changed, true);
@@ -177,7 +177,7 @@ test('SSE: many concurrent subscribers all get the event, and heartbeats flow', 
 
 test('GET /metrics: Prometheus text with requests, attempts, breaker and in-flight series', async () => {
   // probes off: a health probe could take the one 500 meant for a client call
-  const { a, s } = await twoEndpoints({ probes: false });
+  const { a, s } = await twoEndpoints({ probes: false, cache: false }); // the 500 must meet an eth_chainId: a cache hit steps around it
   await a.setMode('http500', { count: 1 });
   for (let i = 0; i < 5; i++) await post(s.url('eth'), call('eth_chainId', [], i));
   await post(s.url('eth'), call('debug_traceTransaction', ['0x00'], 9));
@@ -240,8 +240,9 @@ test('kill -9 of the whole gateway: events, breaker state and drains survive; st
   await adminPost(s, '/admin/endpoints/eth/b/drain');
   await a.setMode('http500');
   // breaker windows are per worker: enough calls that one worker sees two in a row
+  // (eth_blockNumber: the cache never answers it, so each call meets a)
   for (let i = 0; i < 8 && !(await events(s)).some((e) => e.kind === 'breaker_opened'); i++)
-    await post(s.url('eth'), call('eth_chainId'));
+    await post(s.url('eth'), call('eth_blockNumber'));
   // one worker dies: the master clears the reader slot it left behind
   const first = await workerPids(s.child.pid);
   process.kill(first[0], 'SIGKILL');
@@ -278,6 +279,7 @@ test('a breaker value that is no state is repaired to closed with an event, not 
   // no probes and no failures: nothing but the repair ever writes a's record
   const s = await startSluice({
     workers: 2,
+    cache: false, // eth_chainId's route is watched: a cache hit has none
     networks: { eth: { lines: ['ranking: { probe_interval_ms: 0 }'], endpoints: [{ id: 'a', url: a.url }, { id: 'b', url: b.url }] } },
   });
   started.push(s);

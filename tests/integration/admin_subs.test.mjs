@@ -270,7 +270,7 @@ async function checkConnect(endpoints) {
   const dir = tempDir();
   const file = path.join(dir, 'sluice.yaml');
   writeFileSync(file, renderConfig({ statePath: path.join(dir, 'state'), networks: {
-    eth: { lines: ['chain_id: 1'], endpoints } } }) + 'cache: { enabled: false }\n');
+    eth: { lines: ['chain_id: 1'], endpoints } } }));
   return new Promise((resolve) => {
     // not spawnSync: the upstreams answering the check live in this process's event loop
     const child = spawn(SLUICE_BIN, ['--check', '--connect', '-c', file]);

@@ -14,6 +14,7 @@ test('a failing endpoint: one breaker_opened, one probe per cooldown across work
   const a = await startFake({ name: 'a' }), b = await startFake({ name: 'b' });
   started.push(a, b);
   const s = await startSluice({
+    cache: false, // the 30 identical calls must each reach a: the cache would fetch them once
     workers: 2,
     networks: {
       eth: {
@@ -84,6 +85,7 @@ test('a hanging endpoint (accepts, never answers) trips the breaker', async () =
   const a = await startFake({ name: 'a' }), b = await startFake({ name: 'b' });
   started.push(a, b);
   const s = await startSluice({
+    cache: false, // each eth_chainId must meet the hung endpoint: the first answer, cached, would step around it
     workers: 1,
     networks: {
       eth: {
@@ -135,6 +137,7 @@ test('a 429 marks the endpoint for Retry-After, then it is used again', async ()
   started.push(a, b);
   // health probes off: a probe could take the one 429 meant for the client call
   const s = await startSluice({
+    cache: false, // eth_chainId's route is watched and a's requests counted: a cache hit has neither
     workers: 2,
     networks: { eth: { lines: ['ranking: { probe_interval_ms: 0 }'], endpoints: [{ id: 'a', url: a.url }, { id: 'b', url: b.url }] } },
   });

@@ -240,8 +240,9 @@ const view = async (s, id) => (await adminGet(s, '/admin/endpoints')).json.find(
 function twoEndpoints(a, b, url, host, breaker = 'breaker: { consecutive: 3, cooldown_ms: 1500, max_cooldown_ms: 8000 }') {
   return {
     workers: 2,
-    // no coalescing: each identical call must reach the failing endpoint (20 at
+    // no coalescing, no cache: each identical call must reach the failing endpoint (20 at
     // once were one upstream call per worker: 2 failures where the breaker wants 3)
+    cache: false,
     networks: { eth: { lines: [breaker, 'ranking: { probe_interval_ms: 0 }', 'coalesce: { max_waiters: 0 }'],
       endpoints: [{ id: 'a', url: a.url }, { id: 'b', url: b.url }] } },
     extra: clusterLine(url, host),
@@ -426,7 +427,8 @@ test('an endpoint with credits.per_second: 20 gets at most 20/s from both hosts 
   const fake = await startFake({ name: 'f' });
   const redis = await startRedis();
   const conf = (host) => ({ workers: 2,
-    // every call counted at the provider: no coalescing of identical reads
+    // every call counted at the provider: no coalescing of identical reads, no cache
+    cache: false,
     networks: { eth: { lines: ['ranking: { probe_interval_ms: 0 }', 'coalesce: { max_waiters: 0 }'],
       endpoints: [{ id: 'a', url: fake.url, cost_profile: 'flat', credits: '{ per_second: 20 }' }] } },
     extra: clusterLine(redis.url(), host) });

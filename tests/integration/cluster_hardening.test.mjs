@@ -171,6 +171,7 @@ test('credits: a host cut off spends its share of what it last saw left; the con
   const redis = await startRedis();
   const proxy = await redisProxy(redis.port);
   const conf = (url, host) => ({ workers: 2,
+    cache: false, // every eth_chainId spends credits at the provider: a cache hit spends none
     networks: { eth: { lines: ['ranking: { probe_interval_ms: 0 }', 'coalesce: { max_waiters: 0 }', 'pressure: { enabled: false }'],
       endpoints: [{ id: 'a', url: fake.url, cost_profile: 'flat', credits: '{ per_day: 200 }' }] } },
     extra: clusterLine(url, host) });

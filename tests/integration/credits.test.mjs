@@ -41,6 +41,7 @@ for (const workers of [2, 4]) {
     const a = await startFake({ name: 'a' }), b = await startFake({ name: 'b' });
     started.push(a, b);
     const s = await startSluice({
+      cache: false, // every eth_chainId spends a's credits: a cache hit spends none
       workers,
       networks: { eth: { lines: [NOPROBE, EACH], endpoints: [
         { id: 'a', url: a.url, cost_profile: 'flat', credits: '{ per_minute: 150 }' }, { id: 'b', url: b.url }] } },
@@ -88,6 +89,7 @@ test('per_second and per_month together: the month is charged what was spent, pl
   const a = await startFake({ name: 'a' }), b = await startFake({ name: 'b' });
   started.push(a, b);
   const s = await startSluice({
+    cache: false, // every eth_chainId spends a's credits: a cache hit spends none
     workers: 2,
     networks: { eth: { lines: [NOPROBE, EACH], endpoints: [
       { id: 'a', url: a.url, cost_profile: 'flat', credits: '{ per_second: 1000, per_month: 100000 }' }, { id: 'b', url: b.url }] } },
@@ -152,6 +154,7 @@ test('out of credits on A: traffic moves to B without a single call reaching A; 
   const a = await startFake({ name: 'a' }), b = await startFake({ name: 'b' });
   started.push(a, b);
   const s = await startSluice({
+    cache: false, // every eth_chainId must meet the budget and be counted at a: a cache hit does neither
     workers: 2,
     networks: {
       eth: { lines: [NOPROBE], endpoints: [

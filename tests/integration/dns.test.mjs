@@ -26,6 +26,7 @@ test('an unresolvable host is an endpoint failure, visible and retried; the heal
   started.push(good);
   // RFC 6761: .invalid never resolves
   const s = await startSluice({
+    cache: false, // eth_chainId's route and attempts are watched: a cache hit has neither
     workers: 2,
     networks: {
       eth: { lines: ['ranking: { probe_interval_ms: 0 }'],
@@ -129,7 +130,8 @@ test('startup does not wait for a hanging resolver; the endpoint is usable once 
       endpoints: [{ id: 'named', url: `http://${NAME}:${named.port}/` }, { id: 'good', url: good.url }] },
   };
   // the harness gives sluice 15 s to say it listens: far less than glibc's wait
-  const s = await startSluice({ workers: 2, networks }, { wrap });
+  // eth_chainId's route is watched: a cache hit has none
+  const s = await startSluice({ cache: false, workers: 2, networks }, { wrap });
   started.push(s);
   for (let i = 0; i < 3; i++) {
     const r = await post(s.url('eth'), call('eth_chainId', [], i));

@@ -18,6 +18,7 @@ before(async () => {
   started.push(fake);
   // the default max_body_bytes (1 MiB): the 1.2 MB call is over it
   sluice = await startSluice({
+    cache: false, // each request is told apart by the upstream calls it makes: a cache hit makes none
     workers: 1,
     networks: { eth: { lines: ['ranking: { probe_interval_ms: 0 }'], endpoints: [{ id: 'a', url: fake.url }] } },
   });

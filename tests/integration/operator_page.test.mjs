@@ -35,7 +35,7 @@ async function gateway(a, b, admin) {
       eth: {
         // a long cooldown keeps the breaker open for the whole test; health
         // probes off, so the only traffic is the test's; every call reaches
-        // the provider (30 identical eth_chainId at once would otherwise be
+        // the provider (30 identical eth_blockNumber at once would otherwise be
         // coalesced into one per worker: too few failures to open a breaker)
         lines: ['breaker: { consecutive: 3, cooldown_ms: 60000 }', 'ranking: { probe_interval_ms: 0 }',
           'coalesce: { max_waiters: 0 }'],
@@ -108,12 +108,16 @@ test('with a token: login, plan order, breaker in the timeline within 2 s, drain
   await br.waitFor(`document.querySelector('tr[data-network="eth"] td[data-pressure]').dataset.pressure ===
     ${JSON.stringify(networks.json[0].level)}`, { what: 'the level /admin/networks says' });
   assert.ok(br.requests.some((r) => new URL(r.url).pathname === '/admin/networks' && r.headers.Authorization === `Bearer ${TOKEN}`));
-  // the cache column: this sluice runs with cache: { enabled: false } (the harness's default)
-  assert.equal(await br.evaluate(`document.querySelector('tr[data-network="eth"] td[data-cache]').dataset.cache`), 'off');
+  // the cache column: the cache is on (sluice's default) and the 4 eth_chainId after the first were hits
+  assert.ok(networks.json[0].cache.hits >= 1, JSON.stringify(networks.json[0].cache));
+  assert.equal(await br.evaluate(`document.querySelector('tr[data-network="eth"] td[data-cache]').dataset.cache`), 'on');
+  assert.match(await br.evaluate(`document.querySelector('tr[data-network="eth"] td[data-cache]').textContent`),
+    /\d+ hits · \d+ misses/);
 
   // a fails: its breaker opens; the page shows it within 2 s of the event
   await a.setMode('http500');
-  await Promise.all(Array.from({ length: 30 }, (_, i) => post(s.url('eth'), call('eth_chainId', [], i))));
+  // (eth_blockNumber: the cache never answers it, so every call meets the failing endpoint)
+  await Promise.all(Array.from({ length: 30 }, (_, i) => post(s.url('eth'), call('eth_blockNumber', [], i))));
   const opened = await waitFor(async () => (await events(s, 0, TOKEN)).find((e) => e.kind === 'breaker_opened' && e.endpoint === 'a'),
     { what: 'breaker_opened of a' });
   await br.waitFor(`document.querySelector('#timeline li[data-kind="breaker_opened"][data-endpoint="eth/a"]') !== null`,
@@ -161,7 +165,7 @@ test('with a token: login, plan order, breaker in the timeline within 2 s, drain
   // (again until it is: the workers may not have seen the undrain yet, and then nothing reaches b)
   await b.setMode('reset');
   await waitFor(async () => {
-    await post(s.url('eth'), call('eth_chainId', [], 'reset'));
+    await post(s.url('eth'), call('eth_blockNumber', [], 'reset')); // never a cache hit: it reaches b
     return (await adminGet(s, '/admin/endpoints', TOKEN)).json.find((e) => e.id === 'b').demoted;
   }, { what: 'b demoted', timeoutMs: 5000, intervalMs: 100 });
   await b.setMode('ok');

@@ -186,7 +186,8 @@ test('too many refusals (429s and budget skips) elevate the level', async () => 
       endpoints: [{ id: 'a', url: a.url, cost_profile: 'flat', credits: '{ per_minute: 5 }' }] } },
   });
   started.push(s);
-  for (let i = 0; i < 25; i++) await post(s.url('eth'), call('eth_chainId', [], i));
+  // eth_blockNumber: the cache never answers it, so every call meets the endpoint
+  for (let i = 0; i < 25; i++) await post(s.url('eth'), call('eth_blockNumber', [], i));
   // the admin view reads the slots the worker flushes every ~100 ms
   let last;
   const v = await waitFor(async () => { const x = last = await networkView(s); return x.level === 'elevated' && x.refusals >= 15 && x; },
@@ -276,11 +277,12 @@ test('settle times far over their baseline elevate the level', async () => {
   started.push(a);
   const s = await startSluice({ workers: 1, networks: { eth: { lines: [NOPROBE], endpoints: [{ id: 'a', url: a.url }] } } });
   started.push(s);
-  for (let i = 0; i < 30; i++) await post(s.url('eth'), call('eth_chainId', [], i));
+  // eth_blockNumber: the cache never answers it, so every call meets the endpoint
+  for (let i = 0; i < 30; i++) await post(s.url('eth'), call('eth_blockNumber', [], i));
   await waitFor(async () => (await networkView(s)).settle_baseline_ms > 0, { what: 'a baseline' });
   assert.equal((await networkView(s)).level, 'ok');
   await a.setMode('slow', { delay_ms: 150 });
-  await Promise.all(Array.from({ length: 8 }, async () => { for (let i = 0; i < 4; i++) await post(s.url('eth'), call('eth_chainId')); }));
+  await Promise.all(Array.from({ length: 8 }, async () => { for (let i = 0; i < 4; i++) await post(s.url('eth'), call('eth_blockNumber')); }));
   await waitFor(async () => (await networkView(s)).level === 'elevated', { what: 'elevated by slowness' });
   const v = await networkView(s);
   assert.ok(v.settle_p90_ms > 3 * v.settle_baseline_ms, JSON.stringify(v));

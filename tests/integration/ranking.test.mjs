@@ -23,7 +23,8 @@ test('a slow endpoint is demoted within seconds and promoted back when it recove
   await b.setMode('slow', { delay_ms: 60 }); // b is the slower, steady alternative
   // the ranking by latency, observed through X-Sluice-Endpoint: hedged reads
   // would show b's answers before the ranking moves (hedge.test.mjs tests those)
-  const s = await startSluice({ workers: 2, networks: { eth: { lines: [FAST, 'hedge: { enabled: false }'], endpoints: [{ id: 'a', url: a.url }, { id: 'b', url: b.url }] } } });
+  // eth_chainId's route is watched: a cache hit has none
+  const s = await startSluice({ cache: false, workers: 2, networks: { eth: { lines: [FAST, 'hedge: { enabled: false }'], endpoints: [{ id: 'a', url: a.url }, { id: 'b', url: b.url }] } } });
   started.push(s);
   await sleep(800);
   assert.equal((await post(s.url('eth'), call('eth_chainId'))).headers.get('x-sluice-endpoint'), 'a');
@@ -49,7 +50,8 @@ test('a lagging endpoint (old head) is excluded from the plan', async () => {
   const a = await startFake({ name: 'a' }), b = await startFake({ name: 'b' });
   started.push(a, b);
   await a.setMode('lag', { behind: 100 });
-  const s = await startSluice({ workers: 2, networks: { eth: { lines: [FAST], endpoints: [{ id: 'a', url: a.url }, { id: 'b', url: b.url }] } } });
+  // eth_chainId's route and a's calls are watched: a cache hit has neither
+  const s = await startSluice({ cache: false, workers: 2, networks: { eth: { lines: [FAST], endpoints: [{ id: 'a', url: a.url }, { id: 'b', url: b.url }] } } });
   started.push(s);
   await waitFor(async () => (await endpointsView(s)).a.score?.excluded === 'far behind the head',
     { timeoutMs: 5000, what: 'a excluded' });
@@ -105,6 +107,7 @@ test('pinning: a receipt poll right after a send goes to the accepting endpoint,
   started.push(a, b);
   await b.setMode('slow', { delay_ms: 60 }); // a is clearly the better endpoint
   const s = await startSluice({
+    cache: false, // eth_chainId's route is watched: a cache hit has none
     workers: 2,
     networks: { eth: { lines: [FAST, 'pin: { window_ms: 3000 }'], endpoints: [{ id: 'a', url: a.url }, { id: 'b', url: b.url }] } },
   });

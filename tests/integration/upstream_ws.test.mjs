@@ -350,12 +350,12 @@ test('a ws_url added, then removed, by a reload', async () => {
   const s = await startSluice(cfg(false));
   started.push(s);
   assert.equal((await endpointA(s)).ws, null);
-  writeFileSync(s.file, renderConfig({ statePath: s.statePath, ...cfg(true) }) + 'cache: { enabled: false }\n');
+  writeFileSync(s.file, renderConfig({ statePath: s.statePath, ...cfg(true) }));
   const r = await adminPost(s, '/admin/reload');
   assert.equal(r.status, 200, JSON.stringify(r.json));
   await connected(s, up);
   assert.ok(await headLatency(s, up) < 200);
-  writeFileSync(s.file, renderConfig({ statePath: s.statePath, ...cfg(false) }) + 'cache: { enabled: false }\n');
+  writeFileSync(s.file, renderConfig({ statePath: s.statePath, ...cfg(false) }));
   assert.equal((await adminPost(s, '/admin/reload')).status, 200);
   await waitFor(async () => (await endpointA(s)).ws === null && up.st.socks.size === 0, { what: 'the stream closed' });
 });

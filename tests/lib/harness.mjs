@@ -169,10 +169,11 @@ export function renderConfig({ workers = 2, networks, server = {}, admin = true,
 }
 
 // Starts sluice on a config (YAML text or the object renderConfig takes).
-// The response cache is on in sluice by default; here it is off unless the
-// config has a cache: section or the object says `cache: true`, because most
-// tests send the same constant call (eth_chainId) to watch what the upstreams
-// do with it: an answer from the cache would hide them.
+// Sluice runs on its defaults, the response cache on, as users run it. A test
+// that must see every call reach the upstreams (it counts upstream calls, or
+// injects faults a cached answer would hide) says `cache: false` in the config
+// object, with the reason beside it; a YAML text says `cache:` itself.
+// (`cache: true`, which the cache tests still say, is the default.)
 // Resolves when the master says every worker listens. `wrap` is a command
 // that execs sluice in the same process (same pid), e.g. ['prlimit', '--nofile=64:64', '--'] or
 // ['unshare', '-m', 'sh', '-c', '... exec "$0" "$@"'].
@@ -181,7 +182,7 @@ export async function startSluice(config, { env, wrap = [] } = {}) {
   const file = path.join(dir, 'sluice.yaml');
   let statePath = path.join(dir, 'state'); // every sluice its own shared state
   let text = typeof config === 'string' ? config : renderConfig({ statePath, ...config });
-  if (!/^cache:/m.test(text) && config.cache !== true) text += 'cache: { enabled: false }\n';
+  if (typeof config !== 'string' && config.cache === false && !/^cache:/m.test(text)) text += 'cache: { enabled: false }\n';
   const given = text.match(/^state:\s*\{\s*path:\s*"([^"]+)"/m);
   if (given) statePath = given[1];
   else text += `state: { path: "${statePath}" }\n`;

@@ -21,75 +21,76 @@
 # not the transport's inside, and a satellite no other satellite's header
 # (its own comes with pool/pool_call_int.h, the call layer's one header).
 #
-# `--self-test` runs the check on a copy of the tree with one forbidden include
-# planted per room and fails unless every plant is caught.
+# `--self-test` runs the check once on a copy of the tree with one forbidden
+# include planted per room and per pool/ layer rule, and fails unless exactly
+# the planted lines are reported.
 set -euo pipefail
 
-allowed() {   # room -> space-separated rooms it may include
-    case "$1" in
-        base) echo "base" ;;
-        wire) echo "base wire" ;;
-        policy) echo "base wire policy" ;;
-        state) echo "base state" ;;
-        pool) echo "base wire policy state pool" ;;
-        admin) echo "base wire policy state admin" ;;
-        gateway) echo "base wire policy state pool admin gateway" ;;
-    esac
-}
+# room -> space-separated rooms it may include
+declare -A ALLOWED=(
+    [base]="base"
+    [wire]="base wire"
+    [policy]="base wire policy"
+    [state]="base state"
+    [pool]="base wire policy state pool"
+    [admin]="base wire policy state admin"
+    [gateway]="base wire policy state pool admin gateway"
+)
 # single headers a room may include from an otherwise closed room
 exception() { [ "$1" = admin ] && [ "$2" = pool/pool_conf.h ]; }
 
 ROOMS="base wire policy state pool admin gateway"
+INCLUDE_RE='^[[:space:]]*#[[:space:]]*include[[:space:]]*"'
 
+# Every lookup below is a variable or a case, never a $(...) subshell, and each
+# room is one grep: the self-test and the lint itself then take well under a
+# second rather than a fork per include line (seconds on a busy 2-core machine).
 check() {
     local tree=$1 bad=0 room f line inc target
     for room in $ROOMS; do
         [ -d "$tree/$room" ] || continue
-        for f in "$tree/$room"/*.c "$tree/$room"/*.h; do
-            [ -e "$f" ] || continue
-            while IFS=: read -r line inc; do
-                inc=${inc#*\"}; inc=${inc%%\"*}
-                target=${inc%%/*}
-                [ "$target" = "$inc" ] && continue            # same-folder include without a room
-                case " $ROOMS " in *" $target "*) ;; *) continue ;; esac
-                case "$inc" in
-                    *_int.h) if [ "$target" != "$room" ]; then
-                                 echo "${f#"$tree"/}:$line: \"$inc\" is internal to $target/"
-                                 bad=1
-                             fi
-                             continue ;;
-                esac
-                case " $(allowed "$room") " in *" $target "*) continue ;; esac
-                exception "$room" "$inc" && continue
-                echo "${f#"$tree"/}:$line: $room/ must not include \"$inc\""
-                bad=1
-            done < <(grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$f" || true)
-        done
+        while IFS=: read -r f line inc; do
+            inc=${inc#*\"}; inc=${inc%%\"*}
+            target=${inc%%/*}
+            [ "$target" = "$inc" ] && continue            # same-folder include without a room
+            case " $ROOMS " in *" $target "*) ;; *) continue ;; esac
+            case "$inc" in
+                *_int.h) if [ "$target" != "$room" ]; then
+                             echo "${f#"$tree"/}:$line: \"$inc\" is internal to $target/"
+                             bad=1
+                         fi
+                         continue ;;
+            esac
+            case " ${ALLOWED[$room]} " in *" $target "*) continue ;; esac
+            exception "$room" "$inc" && continue
+            echo "${f#"$tree"/}:$line: $room/ must not include \"$inc\""
+            bad=1
+        done < <(grep -Hn "$INCLUDE_RE" "$tree/$room"/*.[ch] 2>/dev/null || true)
     done
     check_pool "$tree" || bad=1
     return $bad
 }
 
-pool_layer() {   # a pool/ file's name without extension -> its layer
+pool_layer() {   # a pool/ file's name without extension -> its layer, in LAYER
     case "$1" in
         pool_conn | pool_dns | pool_exchange | pool_transport | pool_tls | pool_http | pool_delay | pool_link | \
-            pool_link_int | pool_ask | pool_askchild | pool_ws) echo transport ;;
+            pool_link_int | pool_ask | pool_askchild | pool_ws) LAYER=transport ;;
         pool_net | pool_endpoint | pool_health | pool_rank | pool_demote | pool_probe | pool_tick | pool_credit | \
-            pool_credit_cluster | pool_pressure | pool_chain | pool_chainid | pool_chainprobe | pool_wshead | pool_wspass) echo net ;;
-        pool_hedge | pool_coalesce | pool_merge | pool_held | pool_chain_call | pool_cache_call | pool_consensus) echo "sat:${1#pool_}" ;;
-        pool_pressure_call | pool_share) echo sat:pressure ;;
-        pool_credit_call) echo sat:credit ;;
-        *) echo call ;;
+            pool_credit_cluster | pool_pressure | pool_chain | pool_chainid | pool_chainprobe | pool_wshead | pool_wspass) LAYER=net ;;
+        pool_hedge | pool_coalesce | pool_merge | pool_held | pool_chain_call | pool_cache_call | pool_consensus) LAYER="sat:${1#pool_}" ;;
+        pool_pressure_call | pool_share) LAYER=sat:pressure ;;
+        pool_credit_call) LAYER=sat:credit ;;
+        *) LAYER=call ;;
     esac
 }
 
-pool_allowed() { # layer -> the pool/ headers its files may include
-    local common="pool.h pool_conf.h pool_delay.h pool_http.h pool_link.h"
+POOL_COMMON="pool.h pool_conf.h pool_delay.h pool_http.h pool_link.h"
+pool_allowed() { # layer -> the pool/ headers its files may include, in POOL_ALLOWED
     case "$1" in
-        transport) echo "$common pool_link_int.h" ;;
-        net) echo "$common pool_net.h" ;;
-        call) echo "$common pool_call_int.h" ;;
-        sat:*) echo "$common pool_call_int.h pool_${1#sat:}.h" ;;
+        transport) POOL_ALLOWED="$POOL_COMMON pool_link_int.h" ;;
+        net) POOL_ALLOWED="$POOL_COMMON pool_net.h" ;;
+        call) POOL_ALLOWED="$POOL_COMMON pool_call_int.h" ;;
+        sat:*) POOL_ALLOWED="$POOL_COMMON pool_call_int.h pool_${1#sat:}.h" ;;
     esac
 }
 
@@ -97,59 +98,63 @@ pool_allowed() { # layer -> the pool/ headers its files may include
 SATELLITE_HEADERS="pool_cache_call.h pool_chain_call.h pool_coalesce.h pool_consensus.h pool_hedge.h pool_held.h pool_merge.h pool_pressure.h"
 
 check_pool() {
-    local tree=$1 bad=0 f base layer line inc h
-    for f in "$tree"/pool/*.c "$tree"/pool/*.h; do
-        [ -e "$f" ] || continue
-        base=$(basename "$f")
+    local tree=$1 bad=0 f base line inc h LAYER POOL_ALLOWED
+    [ -d "$tree/pool" ] || return 0
+    while IFS=: read -r f line inc; do
+        base=${f##*/}
         base=${base%.*}
-        layer=$(pool_layer "$base")
-        while IFS=: read -r line inc; do
-            inc=${inc#*\"}; inc=${inc%%\"*}
-            case "$inc" in pool/*) h=${inc#pool/} ;; *) continue ;; esac
-            [ "$h" = "$base.h" ] && continue
-            if [ "$base" = pool_call_int ]; then
-                case " pool_net.h $SATELLITE_HEADERS " in *" $h "*) continue ;; esac
-            fi
-            case " $(pool_allowed "$layer") " in *" $h "*) continue ;; esac
-            echo "${f#"$tree"/}:$line: a pool/ $layer file must not include \"$inc\""
-            bad=1
-        done < <(grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$f" || true)
-    done
+        inc=${inc#*\"}; inc=${inc%%\"*}
+        case "$inc" in pool/*) h=${inc#pool/} ;; *) continue ;; esac
+        [ "$h" = "$base.h" ] && continue
+        if [ "$base" = pool_call_int ]; then
+            case " pool_net.h $SATELLITE_HEADERS " in *" $h "*) continue ;; esac
+        fi
+        pool_layer "$base"
+        pool_allowed "$LAYER"
+        case " $POOL_ALLOWED " in *" $h "*) continue ;; esac
+        echo "${f#"$tree"/}:$line: a pool/ $LAYER file must not include \"$inc\""
+        bad=1
+    done < <(grep -Hn "$INCLUDE_RE" "$tree"/pool/*.[ch] 2>/dev/null || true)
     return $bad
 }
 
+# Plants every forbidden include at once in a copy of the tree and runs the
+# check once: it must report exactly the planted lines (file and line number),
+# no more (the copy is clean before) and no fewer.
 self_test() {
-    local src=$1 tmp plant room victim caught=0 want=0
+    local src=$1 tmp plant room victim want="" got
     tmp=$(mktemp -d)
     trap 'rm -rf "$tmp"' RETURN
     for room in $ROOMS; do
         [ -d "$src/$room" ] && mkdir -p "$tmp/$room" && cp "$src/$room"/*.[ch] "$tmp/$room/" 2>/dev/null || true
     done
     check "$tmp" >/dev/null || { echo "self-test: the clean copy already fails"; return 1; }
-    # one forbidden include per room (gateway may include anything)
+    # one forbidden include per room (gateway may include anything),
+    # and inside pool/ one per rule between its layers
     for plant in "base:wire/envelope.h" "wire:policy/verdict.h" "policy:pool/pool.h" "state:policy/breaker.h" \
-                 "pool:gateway/gw_rpc.h" "admin:pool/pool.h" "gateway:pool/pool_call_int.h"; do
-        room=${plant%%:*}
-        victim=$(ls "$tmp/$room"/*.c | head -n 1)
-        want=$((want + 1))
-        cp "$victim" "$victim.orig"
+                 "pool:gateway/gw_rpc.h" "admin:pool/pool.h" "gateway:pool/pool_call_int.h" \
+                 "pool/pool_conn.c:pool/pool_call_int.h" "pool/pool_dns.c:pool/pool_net.h" \
+                 "pool/pool_health.c:pool/pool_call_int.h" "pool/pool_call.c:pool/pool_link_int.h" \
+                 "pool/pool_hedge.c:pool/pool_coalesce.h" "pool/pool_merge.c:pool/pool_held.h"; do
+        victim=${plant%%:*}
+        case "$victim" in
+            */*) victim="$tmp/$victim" ;;
+            *) victim=$(ls "$tmp/$victim"/*.c | head -n 1) ;;
+        esac
         printf '#include "%s"\n' "${plant#*:}" >>"$victim"
-        if ! check "$tmp" >/dev/null; then caught=$((caught + 1)); else echo "self-test: missed $plant"; fi
-        mv "$victim.orig" "$victim"
+        want+="${victim#"$tmp"/}:$(wc -l <"$victim") ${plant#*:}"$'\n'
     done
-    # and inside pool/: one plant per rule between its layers
-    for plant in "pool_conn.c:pool/pool_call_int.h" "pool_dns.c:pool/pool_net.h" "pool_health.c:pool/pool_call_int.h" \
-                 "pool_call.c:pool/pool_link_int.h" "pool_hedge.c:pool/pool_coalesce.h" \
-                 "pool_merge.c:pool/pool_held.h"; do
-        victim="$tmp/pool/${plant%%:*}"
-        want=$((want + 1))
-        cp "$victim" "$victim.orig"
-        printf '#include "%s"\n' "${plant#*:}" >>"$victim"
-        if ! check "$tmp" >/dev/null; then caught=$((caught + 1)); else echo "self-test: missed $plant"; fi
-        mv "$victim.orig" "$victim"
-    done
-    echo "self-test: $caught of $want planted includes caught"
-    [ "$caught" -eq "$want" ]
+    got=$(check "$tmp" || true)
+    got=$(printf '%s\n' "$got" | sed -E 's/^([^:]+:[0-9]+):.*"([^"]+)".*$/\1 \2/' | sort)
+    want=$(printf '%s' "$want" | sort)
+    if [ "$got" != "$want" ]; then
+        echo "self-test: the check reported"
+        printf '%s\n' "$got"
+        echo "self-test: but the planted includes are"
+        printf '%s\n' "$want"
+        return 1
+    fi
+    echo "self-test: $(printf '%s\n' "$want" | wc -l) planted includes caught, nothing else reported"
 }
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
