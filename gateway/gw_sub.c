@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/random.h>
 
 #include "base/sl_log.h"
 #include "base/sl_time.h"
@@ -18,7 +17,6 @@
 
 #define MAX_TIMEOUTS 8
 #define DEFAULT_POLL_MS 1000
-#define ID_MAX 40
 #define GW_SUB_PASS_PER_IDENTITY 64 /* distinct passthrough sources a caller holds (POOL_WSPASS_MAX_SUBS / 4) */
 #define GW_SUB_PASS_SHARE_DIV 4     /* ... and at most a quarter of the room left and its own */
 
@@ -45,7 +43,7 @@ typedef struct gw_sub {
     gw_sub_source_t *src;
     h2o_linklist_t client_link;   /* in c->subs */
     h2o_linklist_t source_link;   /* in src->subs */
-    char id[ID_MAX];              /* as written in JSON: "\"0x…\"" or digits */
+    char id[GW_SUB_ID_MAX];              /* as written in JSON: "\"0x…\"" or digits */
 } gw_sub_t;
 
 static void source_free(gw_sub_source_t *src);
@@ -372,79 +370,6 @@ void gw_sub_finish(gw_sub_source_t *src)
 
 /* ---- calls ---- */
 
-/* Answers a call; a notification (no id) gets none. */
-static void answer(gw_sub_client_t *c, const char *body, wire_span_t id, const char *result)
-{
-    if (id.len == 0)
-        return;
-    sl_buf_t b;
-    sl_buf_init(&b);
-    sl_buf_append_str(&b, "{\"jsonrpc\":\"2.0\",\"id\":");
-    sl_buf_append(&b, body + id.off, id.len);
-    sl_buf_append_str(&b, ",\"result\":");
-    sl_buf_append_str(&b, result);
-    sl_buf_append_char(&b, '}');
-    c->send(c, b.base, b.len);
-    sl_buf_dispose(&b);
-}
-
-/* Refusals with a data.reason (error_data below). */
-static const char pass_room_msg[] =
-    "no room for another upstream subscription: every socket of the network's ws_url endpoints holds its 256; "
-    "subscribe to params already followed, or retry later";
-static const char pass_share_msg[] =
-    "too many distinct passed-through subscriptions for this caller (at most 64 in a worker and a quarter of the "
-    "upstream sockets' room left, each an upstream subscription): share params or unsubscribe first";
-static const char polled_sources_msg[] =
-    "too many distinct polled programSubscribe / logsSubscribe started by this caller (each polls the provider "
-    "every interval: server.ws_max_polled_sources_per_identity): subscribe to what is already followed, or "
-    "unsubscribe first";
-
-/* data.reason of a refusal whose message is one of these (the same pointer) */
-static const struct {
-    const char *msg, *data;
-} error_data[] = {
-    {gw_sub_eth_logs_too_many_addresses, "{\"reason\":\"logs_filter_addresses\",\"limit\":1000}"},
-    {gw_sub_eth_logs_too_many_topics, "{\"reason\":\"logs_filter_topics\",\"limit\":100}"},
-    {pass_room_msg, "{\"reason\":\"passthrough_room\"}"},
-    {pass_share_msg, "{\"reason\":\"passthrough_share\"}"},
-    {polled_sources_msg, "{\"reason\":\"polled_sources\"}"},
-};
-
-static void error(gw_sub_client_t *c, const char *body, wire_span_t id, int code, const char *msg)
-{
-    if (id.len == 0)
-        return;
-    const char *data = NULL;
-    for (size_t i = 0; i < sizeof(error_data) / sizeof(error_data[0]); i++)
-        if (msg == error_data[i].msg)
-            data = error_data[i].data;
-    sl_buf_t b;
-    sl_buf_init(&b);
-    gw_rpc_error(&b, body, id, code, msg, data);
-    c->send(c, b.base, b.len);
-    sl_buf_dispose(&b);
-}
-
-static void new_id(gw_sub_id_form_t form, char *out)
-{
-    uint8_t rnd[16];
-    if (getrandom(rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
-        for (size_t i = 0; i < sizeof(rnd); i++)
-            rnd[i] = (uint8_t)random();
-    if (form == GW_SUB_ID_INT) {
-        uint64_t v = 0;
-        memcpy(&v, rnd, 6);
-        snprintf(out, ID_MAX, "%" PRIu64, (v & ((UINT64_C(1) << 48) - 1)) | 1); /* exact in a double */
-        return;
-    }
-    char *p = out;
-    p += sprintf(p, "\"0x");
-    for (size_t i = 0; i < sizeof(rnd); i++)
-        p += sprintf(p, "%02x", rnd[i]);
-    sprintf(p, "\"");
-}
-
 /* Subscriptions of the client's identity in this worker. */
 static size_t count_ident(const gw_sub_reg_t *r, const char *ident)
 {
@@ -486,7 +411,7 @@ static const char *over_bound(const gw_sub_client_t *c, int fresh, int polled)
         return "too many distinct subscriptions started by this caller (server.ws_max_sources_per_identity): "
                "subscribe to what is already followed, or unsubscribe first";
     if (fresh && polled && count_sources(c->reg, c->ident, 1) >= srv->ws_max_polled_sources_per_identity)
-        return polled_sources_msg;
+        return gw_sub_polled_sources_msg;
     return NULL;
 }
 
@@ -524,9 +449,9 @@ static const char *pass_refusal(gw_sub_client_t *c)
     /* no socket whose address is good: the source waits for one, only the cap applies */
     size_t share = sockets == 0 ? GW_SUB_PASS_PER_IDENTITY : (room + mine) / GW_SUB_PASS_SHARE_DIV;
     if (room == 0 && sockets > 0)
-        return pass_room_msg;
+        return gw_sub_pass_room_msg;
     if (mine >= GW_SUB_PASS_PER_IDENTITY || mine >= (share > 0 ? share : 1))
-        return pass_share_msg;
+        return gw_sub_pass_share_msg;
     return NULL;
 }
 
@@ -535,7 +460,7 @@ static void subscribe(gw_sub_client_t *c, const gw_sub_kind_t *k, const cJSON *p
 {
     int pass = gw_sub_pass_served_by(k, c->net);
     if (pass < 0) {
-        error(c, body, id, GW_RPC_METHOD_NOT_FOUND, k->refusal);
+        gw_sub_reply_error(c, body, id, GW_RPC_METHOD_NOT_FOUND, k->refusal);
         return;
     }
     sl_buf_t key;
@@ -548,15 +473,15 @@ static void subscribe(gw_sub_client_t *c, const gw_sub_kind_t *k, const cJSON *p
     if (bad != NULL || over != NULL) {
         if (over != NULL)
             gw_stats_net_add(c->reg->stats, c->net->index, STATE_SRV_SUB_REFUSED, 1);
-        error(c, body, id, bad != NULL ? -32602 : GW_RPC_LIMIT_EXCEEDED, bad != NULL ? bad : over);
+        gw_sub_reply_error(c, body, id, bad != NULL ? -32602 : GW_RPC_LIMIT_EXCEEDED, bad != NULL ? bad : over);
         sl_buf_dispose(&key);
         return;
     }
     gw_sub_t *sub = sl_xcalloc(1, sizeof(*sub));
     sub->c = c;
-    new_id(k->id_form, sub->id);
+    gw_sub_new_id(k->id_form, sub->id);
     /* answered before the source may notify (its first call is never synchronous) */
-    answer(c, body, id, sub->id);
+    gw_sub_reply(c, body, id, sub->id);
     gw_sub_source_t *src = source_get(c->reg, c->net, k, key.base, c->ident, pass);
     sub->src = src;
     h2o_linklist_insert(&c->subs, &sub->client_link);
@@ -570,8 +495,8 @@ static void subscribe(gw_sub_client_t *c, const gw_sub_kind_t *k, const cJSON *p
 /* The client's subscription whose id is the JSON value v (string or number). */
 static gw_sub_t *find_sub(gw_sub_client_t *c, const cJSON *v)
 {
-    char want[ID_MAX];
-    if (cJSON_IsString(v) && strlen(v->valuestring) < ID_MAX - 2)
+    char want[GW_SUB_ID_MAX];
+    if (cJSON_IsString(v) && strlen(v->valuestring) < GW_SUB_ID_MAX - 2)
         snprintf(want, sizeof(want), "\"%s\"", v->valuestring);
     else if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < 9007199254740992.0)
         snprintf(want, sizeof(want), "%" PRIu64, (uint64_t)v->valuedouble);
@@ -590,7 +515,7 @@ static void unsubscribe(gw_sub_client_t *c, const char *method, const cJSON *par
 {
     const cJSON *v = cJSON_IsArray(params) ? cJSON_GetArrayItem(params, 0) : NULL;
     if (v == NULL || cJSON_GetArraySize(params) != 1) {
-        error(c, body, id, -32602, "invalid params: expected [subscription id]");
+        gw_sub_reply_error(c, body, id, -32602, "invalid params: expected [subscription id]");
         return;
     }
     gw_sub_t *sub = find_sub(c, v);
@@ -598,7 +523,7 @@ static void unsubscribe(gw_sub_client_t *c, const char *method, const cJSON *par
         sub = NULL; /* Solana: slotUnsubscribe ends only a slot subscription */
     if (sub != NULL)
         sub_end(sub);
-    answer(c, body, id, sub != NULL ? "true" : "false");
+    gw_sub_reply(c, body, id, sub != NULL ? "true" : "false");
 }
 
 /* Charges the call to the caller's rate limit, as one standard call over
@@ -674,13 +599,13 @@ int gw_sub_message(gw_sub_client_t *c, const char *body, size_t len)
                      rate limit: answered */
     }
     if (env.params.len != 0 && !cJSON_IsArray(params))
-        error(c, body, env.id, -32602, "invalid params: expected an array");
+        gw_sub_reply_error(c, body, env.id, -32602, "invalid params: expected an array");
     else if (k != NULL)
         subscribe(c, k, params, body, env.id);
     else if (unsub)
         unsubscribe(c, method, params, body, env.id);
     else
-        error(c, body, env.id, -32602,
+        gw_sub_reply_error(c, body, env.id, -32602,
               "invalid params: eth_subscribe serves \"newHeads\", \"logs\" and \"newPendingTransactions\"");
     cJSON_Delete(params);
     return 1;

@@ -158,6 +158,19 @@ void gw_sub_eth_logs_stop(gw_sub_source_t *src);
  * the message; the subscribe's error adds data.reason for them. */
 extern const char gw_sub_eth_logs_too_many_addresses[];
 extern const char gw_sub_eth_logs_too_many_topics[];
+
+/* gw_sub_reply.c: a call's answer (result: JSON text) and its error (a
+ * refusal below, or one of the logs normaliser's, gets its data.reason);
+ * a call without an id (a notification) gets neither. */
+#define GW_SUB_ID_MAX 40          /* a subscription id as written in JSON, with its NUL */
+void gw_sub_reply(gw_sub_client_t *c, const char *body, wire_span_t id, const char *result);
+void gw_sub_reply_error(gw_sub_client_t *c, const char *body, wire_span_t id, int code, const char *msg);
+/* A new id of that form into out (GW_SUB_ID_MAX bytes), from getrandom(). */
+void gw_sub_new_id(gw_sub_id_form_t form, char *out);
+/* The bounds' refusals that carry a data.reason (-32005). */
+extern const char gw_sub_pass_room_msg[];
+extern const char gw_sub_pass_share_msg[];
+extern const char gw_sub_polled_sources_msg[];
 const char *gw_sub_sol_slot_params(const cJSON *params, sl_buf_t *key);
 void gw_sub_sol_slot_start(gw_sub_source_t *src);
 void gw_sub_sol_root_start(gw_sub_source_t *src);
