@@ -14,6 +14,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startFake, startSluice, post, call, sleep, waitFor, adminGet, events } from '../lib/harness.mjs';
 import { openWs } from '../lib/wsclient.mjs';
+import { startRedis, redisAvailable } from '../lib/redis.mjs';
 
 const started = [];
 after(async () => { await Promise.all(started.map((p) => p.stop())); });
@@ -173,3 +174,43 @@ test('a provider reporting finalized = head makes nothing final: after a reorg o
   const e = (await adminGet(s, '/admin/networks')).json;
   console.log('network', JSON.stringify(e.find?.((y) => y.name === 'eth')?.finalized ?? e));
 });
+
+test('with cache.redis, one endpoint\'s finalized = head reaches no other host: after a reorg the second host serves the new block',
+  { skip: redisAvailable() ? false : 'redis-server is not installed' }, async () => {
+    const x = await frozen('x', TOP, ['--finalized-depth', '0']);
+    const a = await frozen('a', TOP), b = await frozen('b', TOP);
+    const redis = await startRedis();
+    const hosts = [];
+    for (const host of ['h1', 'h2']) {
+      const s = await startSluice({ workers: 2, extra: `cache: { redis: true, redis_wait_ms: 200 }\ncluster: { redis: "${redis.url()}", host: "${host}" }`,
+        networks: { eth: { lines: ['chain_probe_ms: 1000'], endpoints: [x, a, b].map((f) => ({ id: f.name, url: f.url })) } } });
+      started.push(s);
+      hosts.push(s);
+    }
+    for (const s of hosts) {
+      await waitFor(async () => ((await adminGet(s, '/readyz')).json?.cluster || {}).mode === 'shared',
+        { timeoutMs: 15000, what: 'the cluster shared' });
+      await waitFor(async () => (await adminGet(s, '/admin/endpoints')).json.every((e) => e.finalized > 0),
+        { timeoutMs: 15000, what: 'every finalized height known' });
+    }
+    await sleep(2500); // the workers' views take the finalized heights from the shared records at their tick
+    await a.setMode('slow', { delay_ms: 300, method: 'eth_getBlockByNumber' });
+    await b.setMode('slow', { delay_ms: 300, method: 'eth_getBlockByNumber' });
+    const n = `0x${(TOP - 1).toString(16)}`;
+    const old = [];
+    for (let i = 0; i < 4; i++) {
+      const r = await post(hosts[0].url('eth'), call('eth_getBlockByNumber', [n, false], i));
+      old.push([r.json.result.hash, r.headers.get('x-sluice-endpoint')]);
+    }
+    assert.ok(old.some((o) => o[1] === 'x'), `x answered the block on h1 (${JSON.stringify(old)})`);
+    await sleep(300); // a kept answer is written to Redis after its client has it
+    await a.setMode('ok');
+    await b.setMode('ok');
+    for (const f of [x, a, b]) await chain(f, { reorg: 3 });
+    const want = (await post(a.url, call('eth_getBlockByNumber', [n, false]))).json.result.hash;
+    assert.notEqual(want, old[0][0], 'the reorg replaced the block');
+    for (let i = 0; i < 3; i++) {
+      const r = await post(hosts[1].url('eth'), call('eth_getBlockByNumber', [n, false], i));
+      assert.equal(r.json.result.hash, want, `h2 serves the new block (cache ${r.headers.get('x-sluice-cache')})`);
+    }
+  });
