@@ -152,7 +152,7 @@ static void implausible_check(pool_network_t *net, uint64_t now_ms)
     uint64_t usable = usable_lead(net, now_ms, &bad, &loud, &lead);
     /* out of the plan: judged again when back */
     bad |= net->head_implausible & ~(usable | bad);
-    loud |= net->head_loud & ~(usable | bad | loud);
+    loud |= net->head_loud & ~usable;
     loud &= bad;
     uint64_t changed = bad ^ net->head_implausible, changed_loud = loud ^ net->head_loud;
     net->head_implausible = bad;
