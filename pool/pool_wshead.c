@@ -63,6 +63,12 @@ typedef struct pool_wshead {
     uint64_t confirm_height;
     char confirm_hash[67], confirm_parent[67];
     char confirm_req[128];
+    /* the newest such head that came while a read was out or too soon after
+       one: read next (a reorg's heads come together; the last tells it) */
+    uint8_t pending;
+    uint64_t pending_height;
+    char pending_hash[67], pending_parent[67];
+    pool_delay_t confirm_later;   /* the pending head's read, once POOL_WS_CONFIRM_MS has passed */
 } pool_wshead_t;
 
 static const char eth_sub[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"eth_subscribe\",\"params\":[\"newHeads\"]}";
@@ -184,6 +190,8 @@ static void stream_lost(pool_wshead_t *w, const char *why)
     int was_up = w->subscribed;
     pool_ws_close(&w->ws);
     w->subscribed = 0;
+    w->pending = 0; /* a head of the stream that ended: the next one starts afresh */
+    pool_delay_cancel(&w->confirm_later);
     w->next_try_ms = mono + policy_ws_retry_ms(&w->backoff_ms, (uint32_t)random());
     if (w->holder)
         set_state(w, STATE_WS_DOWN);
@@ -294,17 +302,36 @@ static void head_feed(pool_wshead_t *w, uint64_t height, const char *hash, const
 
 static void on_confirm_done(pool_exchange_t *ex);
 
+static void on_confirm_later(pool_delay_t *d);
+
+/* Keeps the head as the one to read next (the newest wins); its read starts
+ * when the one out is done, or once POOL_WS_CONFIRM_MS has passed. */
+static void confirm_defer(pool_wshead_t *w, uint64_t height, const char *hash, const char *parent, uint64_t wait_ms)
+{
+    if (!w->pending || height >= w->pending_height) {
+        w->pending = 1;
+        w->pending_height = height;
+        snprintf(w->pending_hash, sizeof(w->pending_hash), "%s", hash);
+        snprintf(w->pending_parent, sizeof(w->pending_parent), "%s", parent);
+    }
+    if (!w->confirming && !h2o_linklist_is_linked(&w->confirm_later.link))
+        pool_delay_add(&w->ep->net->pool->t.delays, &w->confirm_later, (uint32_t)wait_ms, on_confirm_later);
+}
+
 /* A pushed head that would reorg the ring (or leave a gap in it) is not
  * believed on the stream's word: the endpoint's url is read at that height
  * (eth_getBlockByNumber) first. One read at a time and one per
- * POOL_WS_CONFIRM_MS; such heads meanwhile are dropped (the next real block
- * is pushed anyway, and its parent then tells). */
+ * POOL_WS_CONFIRM_MS; such heads meanwhile wait, the newest only, for the
+ * next read (a reorg pushes its heads together: the last one tells it). */
 static void confirm_start(pool_wshead_t *w, uint64_t height, const char *hash, const char *parent)
 {
     pool_endpoint_t *ep = w->ep;
     uint64_t mono = sl_now_ms();
-    if (w->confirming || mono - w->confirm_at_ms < POOL_WS_CONFIRM_MS)
+    if (w->confirming || mono - w->confirm_at_ms < POOL_WS_CONFIRM_MS) {
+        confirm_defer(w, height, hash, parent,
+                      w->confirming ? POOL_WS_CONFIRM_MS : POOL_WS_CONFIRM_MS - (mono - w->confirm_at_ms));
         return; /* one read at a time, and a stream of such heads costs one read per POOL_WS_CONFIRM_MS */
+    }
     w->confirm_at_ms = mono;
     w->confirm_height = height;
     snprintf(w->confirm_hash, sizeof(w->confirm_hash), "%s", hash);
@@ -335,6 +362,16 @@ static void confirm_read(const pool_exchange_t *ex, char out[80])
         out[0] = '\0';
 }
 
+/* The pending head's turn. */
+static void on_confirm_later(pool_delay_t *d)
+{
+    pool_wshead_t *w = H2O_STRUCT_FROM_MEMBER(pool_wshead_t, confirm_later, d);
+    if (!w->pending || w->confirming || w->ws.state == POOL_WS_CLOSED)
+        return;
+    w->pending = 0;
+    confirm_start(w, w->pending_height, w->pending_hash, w->pending_parent);
+}
+
 static void on_confirm_done(pool_exchange_t *ex)
 {
     pool_wshead_t *w = ex->data;
@@ -343,6 +380,8 @@ static void on_confirm_done(pool_exchange_t *ex)
     w->confirming = 0;
     confirm_read(ex, got);
     pool_exchange_body_dispose(ex);
+    if (w->pending && !h2o_linklist_is_linked(&w->confirm_later.link)) /* the next read after the window */
+        pool_delay_add(&ep->net->pool->t.delays, &w->confirm_later, POOL_WS_CONFIRM_MS, on_confirm_later);
     /* the read failed, or the url has no block there (yet: its backend may be
        behind the socket's node): the head is dropped, the stream not blamed */
     if (got[0] == '\0' || strcmp(got, "null") == 0)
@@ -552,6 +591,8 @@ void pool_wshead_dispose(pool_endpoint_t *ep)
     if (w->confirming)
         ep->net->pool->t.ops->cancel(&w->confirm);
     w->confirming = 0;
+    pool_delay_cancel(&w->confirm_later);
+    w->pending = 0;
     if (w->holder) {
         share_ctx_t c = {.release = 1, .state = -1};
         (void)share(w, &c);
