@@ -32,6 +32,24 @@ const frozen = (name, head, more = []) => fake(name, ['--block', String(head), '
 const num = (r) => Number(BigInt(r.result));
 const endpoint = async (s, id) => (await adminGet(s, '/admin/endpoints')).json.find((e) => e.id === id);
 
+// Asks block n of url four times: [hash, answering endpoint, cache] each.
+async function askBlock(url, n) {
+  const out = [];
+  for (let i = 0; i < 4; i++) {
+    const r = await post(url, call('eth_getBlockByNumber', [n, false], i));
+    out.push([r.json.result.hash, r.headers.get('x-sluice-endpoint'), r.headers.get('x-sluice-cache')]);
+  }
+  return out;
+}
+
+// The honest ones healthy again, a reorg of 3 on every provider: block n's new hash.
+async function reorgEverywhere(x, a, b, n) {
+  await a.setMode('ok');
+  await b.setMode('ok');
+  for (const f of [x, a, b]) await chain(f, { reorg: 3 });
+  return (await post(a.url, call('eth_getBlockByNumber', [n, false]))).json.result.hash;
+}
+
 async function sluiceOver(fakes, lines = []) {
   const s = await startSluice({ cache: true, workers: 2,
     networks: { eth: { lines, endpoints: fakes.map((f) => ({ id: f.name, url: f.url })) } } });
@@ -154,18 +172,11 @@ test('a provider reporting finalized = head makes nothing final: after a reorg o
   await a.setMode('slow', { delay_ms: 300, method: 'eth_getBlockByNumber' });
   await b.setMode('slow', { delay_ms: 300, method: 'eth_getBlockByNumber' });
   const n = `0x${(TOP - 1).toString(16)}`;
-  const before = [];
   await sleep(2500); // the workers' views take the finalized heights from the shared records at their tick
-  for (let i = 0; i < 4; i++) {
-    const r = await post(s.url('eth'), call('eth_getBlockByNumber', [n, false], i));
-    before.push([r.json.result.hash, r.headers.get('x-sluice-endpoint'), r.headers.get('x-sluice-cache')]);
-  }
+  const before = await askBlock(s.url('eth'), n);
   console.log('before the reorg', JSON.stringify(before));
   assert.ok(before.some((x) => x[1] === 'x'), 'x answered the block');
-  await a.setMode('ok');
-  await b.setMode('ok');
-  for (const f of [x, a, b]) await chain(f, { reorg: 3 });
-  const want = (await post(a.url, call('eth_getBlockByNumber', [n, false]))).json.result.hash;
+  const want = await reorgEverywhere(x, a, b, n);
   assert.notEqual(want, before[0][0], 'the reorg replaced the block');
   for (let i = 0; i < 4; i++) {
     const r = await post(s.url('eth'), call('eth_getBlockByNumber', [n, false], i));
@@ -197,17 +208,10 @@ test('with cache.redis, one endpoint\'s finalized = head reaches no other host: 
     await a.setMode('slow', { delay_ms: 300, method: 'eth_getBlockByNumber' });
     await b.setMode('slow', { delay_ms: 300, method: 'eth_getBlockByNumber' });
     const n = `0x${(TOP - 1).toString(16)}`;
-    const old = [];
-    for (let i = 0; i < 4; i++) {
-      const r = await post(hosts[0].url('eth'), call('eth_getBlockByNumber', [n, false], i));
-      old.push([r.json.result.hash, r.headers.get('x-sluice-endpoint')]);
-    }
+    const old = await askBlock(hosts[0].url('eth'), n);
     assert.ok(old.some((o) => o[1] === 'x'), `x answered the block on h1 (${JSON.stringify(old)})`);
     await sleep(300); // a kept answer is written to Redis after its client has it
-    await a.setMode('ok');
-    await b.setMode('ok');
-    for (const f of [x, a, b]) await chain(f, { reorg: 3 });
-    const want = (await post(a.url, call('eth_getBlockByNumber', [n, false]))).json.result.hash;
+    const want = await reorgEverywhere(x, a, b, n);
     assert.notEqual(want, old[0][0], 'the reorg replaced the block');
     for (let i = 0; i < 3; i++) {
       const r = await post(hosts[1].url('eth'), call('eth_getBlockByNumber', [n, false], i));
