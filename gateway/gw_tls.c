@@ -92,3 +92,14 @@ void gw_tls_fingerprint(SSL_CTX *ctx, char out[65])
     for (unsigned i = 0; i < len && i < 32; i++)
         snprintf(out + 2 * i, 3, "%02x", md[i]);
 }
+
+int gw_tls_check(const char *cert_file, const char *key_file, int http2, char fingerprint[65], char *why,
+                 size_t whylen)
+{
+    SSL_CTX *ctx = gw_tls_server_ctx(cert_file, key_file, http2, why, whylen);
+    if (ctx == NULL)
+        return -1;
+    gw_tls_fingerprint(ctx, fingerprint);
+    SSL_CTX_free(ctx);
+    return 0;
+}

@@ -1,9 +1,10 @@
 /* gateway/gw_tls.h: the clients' TLS (server.tls): the server SSL_CTX of a
  * certificate chain and its key, HTTP/2 offered by ALPN beside HTTP/1.1.
  *
- * Loaded by the configuration check (gw_config_tls.c: --check, start,
+ * Loaded by the configuration check (gw_tls_check, wired into config/ by
+ * server/main.c: --check, start,
  * every reload) to prove the files load, and by each worker for its
- * listeners (gw_worker.c). A reload starts new workers, so a certificate
+ * listeners (srv_worker.c). A reload starts new workers, so a certificate
  * replaced on disk is served after SIGHUP even when no key changed. */
 #ifndef GW_TLS_H
 #define GW_TLS_H
@@ -21,5 +22,10 @@ SSL_CTX *gw_tls_server_ctx(const char *cert_file, const char *key_file, int http
 /* The SHA-256 fingerprint of ctx's certificate, as 64 hex digits, into out
  * (65 bytes); "" if it has none. */
 void gw_tls_fingerprint(SSL_CTX *ctx, char out[65]);
+
+/* cfg_tls_check_fn (config/cfg.h): loads the pair once, keeps its
+ * fingerprint, frees it. */
+int gw_tls_check(const char *cert_file, const char *key_file, int http2, char fingerprint[65], char *why,
+                 size_t whylen);
 
 #endif

@@ -22,7 +22,7 @@
 set -euo pipefail
 export LC_ALL=C
 
-ROOMS="base wire policy state pool admin gateway"
+ROOMS="base wire policy state pool admin config sub gateway server"
 DOC=docs/architecture.md
 
 # The names of the document, one per line with its first line number:

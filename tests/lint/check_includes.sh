@@ -8,7 +8,10 @@
 #   state/    base, state           (remembers: knows no HTTP, no decisions)
 #   pool/     base, wire, policy, state, pool        (knows no client, no operator)
 #   admin/    base, wire, policy, state, admin, and of pool/ only pool/pool_conf.h
-#   gateway/  anything
+#   config/   base, wire, policy, state, config, and of pool/ only pool/pool_conf.h
+#   sub/      base, wire, policy, state, pool, sub    (knows no client edge)
+#   gateway/  base, wire, policy, state, pool, admin, config, sub, gateway (never server/)
+#   server/   anything: it wires the rooms
 #
 # and in every room: a `*_int.h` header is for its own folder (and tests) only.
 #
@@ -34,12 +37,15 @@ declare -A ALLOWED=(
     [state]="base state"
     [pool]="base wire policy state pool"
     [admin]="base wire policy state admin"
-    [gateway]="base wire policy state pool admin gateway"
+    [config]="base wire policy state config"
+    [sub]="base wire policy state pool sub"
+    [gateway]="base wire policy state pool admin config sub gateway"
+    [server]="base wire policy state pool admin config sub gateway server"
 )
 # single headers a room may include from an otherwise closed room
-exception() { [ "$1" = admin ] && [ "$2" = pool/pool_conf.h ]; }
+exception() { case "$1" in admin | config) [ "$2" = pool/pool_conf.h ] ;; *) return 1 ;; esac; }
 
-ROOMS="base wire policy state pool admin gateway"
+ROOMS="base wire policy state pool admin config sub gateway server"
 INCLUDE_RE='^[[:space:]]*#[[:space:]]*include[[:space:]]*"'
 
 # Every lookup below is a variable or a case, never a $(...) subshell, and each
@@ -80,6 +86,7 @@ pool_layer() {   # a pool/ file's name without extension -> its layer, in LAYER
         pool_hedge | pool_coalesce | pool_merge | pool_held | pool_chain_call | pool_cache_call | pool_consensus) LAYER="sat:${1#pool_}" ;;
         pool_pressure_call | pool_share) LAYER=sat:pressure ;;
         pool_credit_call) LAYER=sat:credit ;;
+        pool_split) LAYER=compound ;;
         *) LAYER=call ;;
     esac
 }
@@ -91,6 +98,7 @@ pool_allowed() { # layer -> the pool/ headers its files may include, in POOL_ALL
         net) POOL_ALLOWED="$POOL_COMMON pool_net.h" ;;
         call) POOL_ALLOWED="$POOL_COMMON pool_call_int.h" ;;
         sat:*) POOL_ALLOWED="$POOL_COMMON pool_call_int.h pool_${1#sat:}.h" ;;
+        compound) POOL_ALLOWED="$POOL_COMMON pool_logs.h" ;; # calls made of calls: the public door only
     esac
 }
 
@@ -129,10 +137,12 @@ self_test() {
         [ -d "$src/$room" ] && mkdir -p "$tmp/$room" && cp "$src/$room"/*.[ch] "$tmp/$room/" 2>/dev/null || true
     done
     check "$tmp" >/dev/null || { echo "self-test: the clean copy already fails"; return 1; }
-    # one forbidden include per room (gateway may include anything),
+    # one forbidden include per room (server may include anything),
     # and inside pool/ one per rule between its layers
     for plant in "base:wire/envelope.h" "wire:policy/verdict.h" "policy:pool/pool.h" "state:policy/breaker.h" \
                  "pool:gateway/gw_rpc.h" "admin:pool/pool.h" "gateway:pool/pool_call_int.h" \
+                 "gateway:server/srv_master.h" "sub:gateway/gw_exec.h" "config:pool/pool.h" \
+                 "pool/pool_split.c:pool/pool_call_int.h" \
                  "pool/pool_conn.c:pool/pool_call_int.h" "pool/pool_dns.c:pool/pool_net.h" \
                  "pool/pool_health.c:pool/pool_call_int.h" "pool/pool_call.c:pool/pool_link_int.h" \
                  "pool/pool_hedge.c:pool/pool_coalesce.h" "pool/pool_merge.c:pool/pool_held.h"; do
