@@ -73,7 +73,7 @@ static void early_send(h2o_ostream_t *self, h2o_req_t *req, h2o_iovec_t *bufs, s
         snprintf(msg, sizeof(msg), "%s", a->message);
     sl_buf_t out;
     sl_buf_init(&out);
-    gw_rpc_error(&out, "", (wire_span_t){0, 0}, GW_RPC_INVALID_REQUEST, msg, NULL);
+    wire_rpc_error(&out, "", (wire_span_t){0, 0}, WIRE_RPC_INVALID_REQUEST, msg, NULL);
     h2o_iovec_t json = h2o_strdup(&req->pool, out.base, out.len);
     sl_buf_dispose(&out);
     req->res.content_length = json.len;

@@ -103,7 +103,7 @@ static void finish(void *data)
         return;
     }
     gw_reply_build(&x->reply, x->body, &x->rpc, x->items, x->item_member, x->nitems, x->call);
-    gw_stats_count_request(x->h->stats, x->net->index, &x->rpc, x->items, x->item_member, x->nitems);
+    gw_stats_count_request(x->h->stats, x->net->sub.index, &x->rpc, x->items, x->item_member, x->nitems);
     reply(x);
 }
 
@@ -255,13 +255,13 @@ static uint64_t caller_owner(gw_exec_t *x)
  * confirmation poll); returns how many. */
 static size_t shed(gw_exec_t *x)
 {
-    const policy_pressure_conf_t *pc = &x->net->conf->pressure;
+    const policy_pressure_conf_t *pc = &x->net->sub.conf->pressure;
     if (!pc->enabled || x->rpc.kind == GW_RPC_REJECT)
         return 0;
-    if (pool_network_pressure(x->net->pool_net) == POLICY_PRESSURE_OK)
+    if (pool_network_pressure(x->net->sub.pool_net) == POLICY_PRESSURE_OK)
         return 0;
     /* the caller's level: the network's for one at its share of the depth, a step lower below it */
-    policy_pressure_level_t level = pool_network_pressure_for(x->net->pool_net, caller_owner(x));
+    policy_pressure_level_t level = pool_network_pressure_for(x->net->sub.pool_net, caller_owner(x));
     if (level == POLICY_PRESSURE_OK)
         return 0;
     size_t n = 0;
@@ -347,8 +347,8 @@ static int within_budget(gw_exec_t *x)
 void gw_exec_run(gw_exec_t *x)
 {
     const gw_net_t *net = x->net;
-    gw_rpc_limits_t lim = {x->h->cfg->server.max_batch, net->conf->chain, net->blocked, net->nblocked,
-                           net->conf->method_overrides, net->conf->nmethod_overrides, x->subscribe_error};
+    gw_rpc_limits_t lim = {x->h->cfg->server.max_batch, net->sub.conf->chain, net->blocked, net->nblocked,
+                           net->sub.conf->method_overrides, net->sub.conf->nmethod_overrides, x->subscribe_error};
     gw_rpc_parse(body_of(x), x->len, &lim, pool_alloc, x->mem, &x->rpc);
     if (x->refuse_message != NULL) {
         gw_refuse_buffered(&x->reply, body_of(x), single_id(x), x->refuse_message, "{\"scope\":\"connection\"}");
@@ -413,15 +413,15 @@ static void forward(gw_exec_t *x)
             x->reply.outcome = "shed";
             x->reply.retry_after_s = (x->rpc.shed_retry_ms + 999) / 1000;
         }
-        gw_stats_count_request(x->h->stats, net->index, &x->rpc, NULL, NULL, 0);
+        gw_stats_count_request(x->h->stats, net->sub.index, &x->rpc, NULL, NULL, 0);
         reply(x);
         return;
     }
-    uint64_t owner = net->conf->pressure.enabled ? caller_owner(x) : 0;
+    uint64_t owner = net->sub.conf->pressure.enabled ? caller_owner(x) : 0;
     pool_item_t *items = x->items;
     size_t nitems = x->nitems;
     x->split_hooks = (pool_split_hooks_t){finish, split_charge, x->h->cfg->server.max_response_bytes};
-    if ((x->split = pool_split_take(net->pool_net, x->items, x->nitems, owner, &x->split_hooks, x)) != NULL) {
+    if ((x->split = pool_split_take(net->sub.pool_net, x->items, x->nitems, owner, &x->split_hooks, x)) != NULL) {
         if (!split_charged(x))
             return;
         items = pool_split_rest(x->split, &nitems);
@@ -431,5 +431,5 @@ static void forward(gw_exec_t *x)
         finish(x);
         return;
     }
-    x->call = pool_call_start(net->pool_net, items, nitems, x->rpc.kind == GW_RPC_BATCH, owner, on_call_done, x);
+    x->call = pool_call_start(net->sub.pool_net, items, nitems, x->rpc.kind == GW_RPC_BATCH, owner, on_call_done, x);
 }

@@ -113,8 +113,8 @@ static void send_reply(gw_exec_t *x)
     if (r->retry_after_s != 0)
         sl_http_header_u64(req, &hdr_retry_after, r->retry_after_s);
     /* the level flows back on every answer: a read of what the last snapshot left */
-    if (x->net != NULL && x->net->conf->pressure.enabled) {
-        const h2o_iovec_t *v = &pressure_values[pool_network_pressure(x->net->pool_net)];
+    if (x->net != NULL && x->net->sub.conf->pressure.enabled) {
+        const h2o_iovec_t *v = &pressure_values[pool_network_pressure(x->net->sub.pool_net)];
         sl_http_header_iov(req, &hdr_pressure, v->base, v->len);
     }
     if (x->limit.limited) {
@@ -127,7 +127,7 @@ static void send_reply(gw_exec_t *x)
     }
     gw_cors_headers(req, x->h->cfg);
     if (x->h->cfg->server.access_log)
-        gw_access_log(x->sock, 0, x->net ? x->net->conf->name : NULL, &x->rpc, x->call, r->status, r->outcome,
+        gw_access_log(x->sock, 0, x->net ? x->net->sub.conf->name : NULL, &x->rpc, x->call, r->status, r->outcome,
                       sl_now_us() - x->start_us, x->key);
     gw_exec_commit(x);
     g->h2_running = 0;
@@ -183,7 +183,7 @@ static int split_path(h2o_iovec_t path, h2o_iovec_t *net, h2o_iovec_t *seg)
 static gw_net_t *find_net(gw_handler_t *h, h2o_iovec_t name)
 {
     for (size_t i = 0; i < h->nnets; i++)
-        if (strlen(h->nets[i].conf->name) == name.len && memcmp(h->nets[i].conf->name, name.base, name.len) == 0)
+        if (strlen(h->nets[i].sub.conf->name) == name.len && memcmp(h->nets[i].sub.conf->name, name.base, name.len) == 0)
             return &h->nets[i];
     return NULL;
 }
@@ -206,7 +206,7 @@ static int identify(gw_req_t *g, h2o_iovec_t seg)
         }
     }
     if (gw_identity_resolve(g->x.h->cfg, key, len, &g->x.key) == GW_IDENTITY_UNKNOWN_KEY)
-        return gw_exec_admit_refusal(&g->x) ? http_error(g, 401, GW_RPC_INVALID_REQUEST, "unknown API key") : 0;
+        return gw_exec_admit_refusal(&g->x) ? http_error(g, 401, WIRE_RPC_INVALID_REQUEST, "unknown API key") : 0;
     return 1;
 }
 
@@ -230,7 +230,7 @@ static int check_head(gw_req_t *g)
     g->req->http1_is_persistent = 0;
     if (g->req->version < 0x200) /* HTTP/2: the stream ends, its connection serves on */
         gw_conns_linger(g->req->conn->callbacks->get_socket(g->req->conn)); /* a body may follow the head */
-    return http_error(g, v.status, GW_RPC_INVALID_REQUEST, v.message);
+    return http_error(g, v.status, WIRE_RPC_INVALID_REQUEST, v.message);
 }
 
 /* 400 for a request whose body length two headers disagree on
@@ -258,7 +258,7 @@ static int check_framing(gw_req_t *g)
                     sl_log_held_text(held, tail));
     req->http1_is_persistent = 0;
     gw_conns_linger(sock);
-    return http_error(g, 400, GW_RPC_INVALID_REQUEST, gw_framing_message(verdict));
+    return http_error(g, 400, WIRE_RPC_INVALID_REQUEST, gw_framing_message(verdict));
 }
 
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
@@ -280,7 +280,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         return 0;
     h2o_iovec_t netname, seg;
     if (!split_path(req->path_normalized, &netname, &seg) || (g->x.net = find_net(h, netname)) == NULL)
-        return http_error(g, 404, GW_RPC_INVALID_REQUEST, "unknown network: use POST /{network} with a network "
+        return http_error(g, 404, WIRE_RPC_INVALID_REQUEST, "unknown network: use POST /{network} with a network "
                                                           "from the configuration");
     gw_identity_client_ip(req, h->cfg, g->x.ip);
     const char *ws_key;
@@ -292,13 +292,13 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     }
     if (!h2o_memis(req->method.base, req->method.len, H2O_STRLIT("POST"))) {
         h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_ALLOW, NULL, H2O_STRLIT("POST, OPTIONS"));
-        return http_error(g, 405, GW_RPC_INVALID_REQUEST, "method not allowed: JSON-RPC takes POST");
+        return http_error(g, 405, WIRE_RPC_INVALID_REQUEST, "method not allowed: JSON-RPC takes POST");
     }
     if (!identify(g, seg))
         return 0;
     if (!is_json_content_type(req))
         return gw_exec_admit_refusal(&g->x)
-                   ? http_error(g, 415, GW_RPC_INVALID_REQUEST, "unsupported content type: send application/json")
+                   ? http_error(g, 415, WIRE_RPC_INVALID_REQUEST, "unsupported content type: send application/json")
                    : 0;
     g->x.body = req->entity.base;
     g->x.len = req->entity.len;
@@ -318,14 +318,14 @@ static void nets_init(gw_handler_t *h, pool_t *pool)
     h->nets = sl_xcalloc(cfg->nnetworks, sizeof(*h->nets));
     for (size_t i = 0; i < cfg->nnetworks; i++) {
         gw_net_t *n = &h->nets[i];
-        n->index = i;
-        n->conf = &cfg->networks[i];
-        n->pool_net = pool_network_find(pool, n->conf->name, strlen(n->conf->name));
-        if (n->conf->blocked_methods != NULL) {
-            n->blocked = (const char *const *)n->conf->blocked_methods;
-            n->nblocked = n->conf->nblocked_methods;
+        n->sub.index = i;
+        n->sub.conf = &cfg->networks[i];
+        n->sub.pool_net = pool_network_find(pool, n->sub.conf->name, strlen(n->sub.conf->name));
+        if (n->sub.conf->blocked_methods != NULL) {
+            n->blocked = (const char *const *)n->sub.conf->blocked_methods;
+            n->nblocked = n->sub.conf->nblocked_methods;
         } else {
-            n->blocked = policy_method_default_blocked(n->conf->chain);
+            n->blocked = policy_method_default_blocked(n->sub.conf->chain);
             for (n->nblocked = 0; n->blocked[n->nblocked] != NULL; n->nblocked++)
                 ;
         }

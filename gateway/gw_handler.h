@@ -19,11 +19,10 @@
 #include "gateway/gw_limit.h"
 #include "gateway/gw_stats.h"
 #include "pool/pool.h"
+#include "sub/sub.h"
 
 typedef struct gw_net {
-    size_t index;                 /* in the config's network list */
-    const pool_network_conf_t *conf;
-    pool_network_t *pool_net;
+    sub_net_t sub;                /* index, conf, pool_net: the network as sub/ knows it too */
     const char *const *blocked;   /* patterns: the config's or the chain's default */
     size_t nblocked;
 } gw_net_t;

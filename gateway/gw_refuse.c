@@ -19,7 +19,7 @@ void gw_refuse_limited(gw_reply_t *r, const char *body, wire_span_t id, const gw
              lim->limit, lim->window_s, policy_bucket_name(lim->bucket), lim->retry_after_s);
     snprintf(data, sizeof(data), "{\"scope\":\"client\",\"retry_after_ms\":%llu,\"bucket\":\"%s\",\"limit\":%u,\"window_s\":%u}",
              (unsigned long long)lim->retry_after_ms, policy_bucket_name(lim->bucket), lim->limit, lim->window_s);
-    gw_rpc_error(&r->out, body, id, GW_RPC_LIMIT_EXCEEDED, msg, data);
+    wire_rpc_error(&r->out, body, id, WIRE_RPC_LIMIT_EXCEEDED, msg, data);
     set_body(r);
 }
 
@@ -28,7 +28,7 @@ void gw_refuse_buffered(gw_reply_t *r, const char *body, wire_span_t id, const c
     r->status = 503;
     r->outcome = "overloaded";
     r->retry_after_s = 1;
-    gw_rpc_error(&r->out, body, id, GW_RPC_LIMIT_EXCEEDED, msg, data);
+    wire_rpc_error(&r->out, body, id, WIRE_RPC_LIMIT_EXCEEDED, msg, data);
     set_body(r);
 }
 
@@ -36,6 +36,6 @@ void gw_refuse_http(gw_reply_t *r, int status, int code, const char *message)
 {
     r->status = status;
     r->outcome = "refused";
-    gw_rpc_error(&r->out, "", (wire_span_t){0, 0}, code, message, NULL);
+    wire_rpc_error(&r->out, "", (wire_span_t){0, 0}, code, message, NULL);
     set_body(r);
 }

@@ -21,37 +21,37 @@ typedef struct outcome_row {
 
 static const outcome_row_t outcomes[] = {
     [POOL_OUTCOME_OK] = {200, 0, "ok", ""},
-    [POOL_OUTCOME_RATE_LIMITED] = {429, GW_RPC_LIMIT_EXCEEDED, "rate_limited",
+    [POOL_OUTCOME_RATE_LIMITED] = {429, WIRE_RPC_LIMIT_EXCEEDED, "rate_limited",
                                    "upstream rate limit: every endpoint refused this call with a rate limit; "
                                    "retry after the Retry-After delay, or add capacity (an API-keyed provider)"},
-    [POOL_OUTCOME_TIMEOUT] = {504, GW_RPC_INTERNAL_ERROR, "timeout",
+    [POOL_OUTCOME_TIMEOUT] = {504, WIRE_RPC_INTERNAL_ERROR, "timeout",
                               "upstream timeout: no endpoint answered in time"},
-    [POOL_OUTCOME_AMBIGUOUS_WRITE] = {502, GW_RPC_INTERNAL_ERROR, "ambiguous_write",
+    [POOL_OUTCOME_AMBIGUOUS_WRITE] = {502, WIRE_RPC_INTERNAL_ERROR, "ambiguous_write",
                                       "the transaction may have reached an endpoint before the attempt failed, so "
                                       "sluice did not send it anywhere else; look it up by hash before sending it "
                                       "again"},
-    [POOL_OUTCOME_UNAVAILABLE] = {503, GW_RPC_INTERNAL_ERROR, "unavailable",
+    [POOL_OUTCOME_UNAVAILABLE] = {503, WIRE_RPC_INTERNAL_ERROR, "unavailable",
                                   "no upstream endpoint is available right now"},
-    [POOL_OUTCOME_UPSTREAM_ERROR] = {502, GW_RPC_INTERNAL_ERROR, "upstream_error",
+    [POOL_OUTCOME_UPSTREAM_ERROR] = {502, WIRE_RPC_INTERNAL_ERROR, "upstream_error",
                                      "upstream error: every endpoint failed"},
-    [POOL_OUTCOME_DEADLINE] = {504, GW_RPC_INTERNAL_ERROR, "timeout",
+    [POOL_OUTCOME_DEADLINE] = {504, WIRE_RPC_INTERNAL_ERROR, "timeout",
                                "upstream timeout: the request deadline (timeouts.request_ms) ran out"},
     /* request-shaped (policy/shape.h): two endpoints failed it the same way, neither is blamed */
-    [POOL_OUTCOME_TOO_LARGE] = {502, GW_RPC_INTERNAL_ERROR, "too_large",
+    [POOL_OUTCOME_TOO_LARGE] = {502, WIRE_RPC_INTERNAL_ERROR, "too_large",
                                 "the answer is larger than server.max_response_bytes (%zu bytes) at two "
                                 "endpoints: ask for less (a narrower block range, fewer batch members) or raise "
                                 "the limit"},
-    [POOL_OUTCOME_ID_UNANSWERABLE] = {200, GW_RPC_INVALID_REQUEST, "id_unanswerable",
+    [POOL_OUTCOME_ID_UNANSWERABLE] = {200, WIRE_RPC_INVALID_REQUEST, "id_unanswerable",
                                       "invalid request: two upstream endpoints could not read this call and "
                                       "answered it without its id (check its id and params)"},
-    [POOL_OUTCOME_SLOW_CALL] = {504, GW_RPC_INTERNAL_ERROR, "slow_call",
+    [POOL_OUTCOME_SLOW_CALL] = {504, WIRE_RPC_INTERNAL_ERROR, "slow_call",
                                 "upstream timeout: this call took too long at two endpoints (it outlived "
                                 "timeouts.attempt_ms, or the provider gave up on it for time): narrow it "
                                 "(block range, tracer, block count) or raise the timeout"},
-    [POOL_OUTCOME_LOCAL] = {503, GW_RPC_INTERNAL_ERROR, "local_error",
+    [POOL_OUTCOME_LOCAL] = {503, WIRE_RPC_INTERNAL_ERROR, "local_error",
                             "sluice is short of its own resources (file descriptors, memory or temp space); "
                             "no endpoint is at fault: retry shortly"},
-    [POOL_OUTCOME_NO_CONSENSUS] = {502, GW_RPC_INTERNAL_ERROR, "no_consensus",
+    [POOL_OUTCOME_NO_CONSENSUS] = {502, WIRE_RPC_INTERNAL_ERROR, "no_consensus",
                                    "no consensus: the endpoints asked gave different answers and no quorum agreed "
                                    "(data.groups: the endpoints behind each answer)"},
 };
@@ -126,7 +126,7 @@ static void append_failure(sl_buf_t *out, const char *body, const gw_member_t *m
     sl_buf_append_char(&data, ',');
     append_attempts(&data, call);
     sl_buf_append_char(&data, '}');
-    gw_rpc_error(out, body, m->id, row->code, message, data.base);
+    wire_rpc_error(out, body, m->id, row->code, message, data.base);
     sl_buf_dispose(&data);
 }
 
@@ -168,25 +168,25 @@ static void append_shed(gw_reply_t *r, const char *body, const gw_rpc_request_t 
              level, prio);
     snprintf(data, sizeof(data), "{\"scope\":\"pressure\",\"level\":\"%s\",\"priority\":\"%s\",\"retry_after_ms\":%u}",
              level, prio, rpc->shed_retry_ms);
-    gw_rpc_error(&r->out, body, m->id, GW_RPC_LIMIT_EXCEEDED, msg, data);
+    wire_rpc_error(&r->out, body, m->id, WIRE_RPC_LIMIT_EXCEEDED, msg, data);
 }
 
 static void append_member(gw_reply_t *r, const char *body, const gw_rpc_request_t *rpc, const gw_member_t *m,
                           const pool_item_t *it, const pool_call_t *call)
 {
     if (m->status == GW_MEMBER_INVALID) {
-        gw_rpc_error(&r->out, body, m->id, GW_RPC_INVALID_REQUEST, m->error, NULL);
+        wire_rpc_error(&r->out, body, m->id, WIRE_RPC_INVALID_REQUEST, m->error, NULL);
     } else if (m->status == GW_MEMBER_BLOCKED) {
-        char msg[GW_RPC_METHOD_MAX + 160];
+        char msg[WIRE_RPC_METHOD_MAX + 160];
         snprintf(msg, sizeof(msg), "%s: %s", m->name, m->error);
-        gw_rpc_error(&r->out, body, m->id, GW_RPC_METHOD_NOT_FOUND, msg, NULL);
+        wire_rpc_error(&r->out, body, m->id, WIRE_RPC_METHOD_NOT_FOUND, msg, NULL);
     } else if (m->status == GW_MEMBER_SHED) {
         append_shed(r, body, rpc, m);
     } else if (it->state == POOL_ITEM_ANSWERED) {
         size_t from = r->out.len;
         gw_rpc_splice_id(&r->out, it->answer, it->answer_len, it->answer_id, body, m->id);
         if (answer_leaks(it) && !scrub_from(&r->out, from))
-            gw_rpc_error(&r->out, body, m->id, GW_RPC_INTERNAL_ERROR,
+            wire_rpc_error(&r->out, body, m->id, WIRE_RPC_INTERNAL_ERROR,
                          "the upstream's error quoted a credential of sluice's and is withheld", NULL);
     } else {
         append_failure(&r->out, body, m, it, call);
@@ -325,7 +325,7 @@ void gw_reply_build(gw_reply_t *r, const char *body, const gw_rpc_request_t *rpc
     r->status = 200;
     r->outcome = "ok";
     if (rpc->kind == GW_RPC_REJECT) {
-        gw_rpc_error(&r->out, body, (wire_span_t){0, 0}, rpc->reject_code, rpc->reject_msg, NULL);
+        wire_rpc_error(&r->out, body, (wire_span_t){0, 0}, rpc->reject_code, rpc->reject_msg, NULL);
         r->outcome = "invalid";
     } else if (rpc->kind == GW_RPC_SINGLE) {
         build_single(r, body, rpc, nitems ? &items[0] : NULL, call);

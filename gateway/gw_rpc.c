@@ -90,15 +90,15 @@ static void parse_batch(const char *body, size_t len, const gw_rpc_limits_t *lim
         char msg[128];
         snprintf(msg, sizeof(msg), "invalid request: a batch may hold at most %u calls (server.max_batch)",
                  lim->max_batch);
-        reject(out, GW_RPC_INVALID_REQUEST, msg);
+        reject(out, WIRE_RPC_INVALID_REQUEST, msg);
         return;
     }
     if (err != SL_OK) { /* validated already; only a depth or size problem can land here */
-        reject(out, GW_RPC_PARSE_ERROR, "parse error: the body is not valid JSON");
+        reject(out, WIRE_RPC_PARSE_ERROR, "parse error: the body is not valid JSON");
         return;
     }
     if (n == 0) {
-        reject(out, GW_RPC_INVALID_REQUEST, "invalid request: empty batch");
+        reject(out, WIRE_RPC_INVALID_REQUEST, "invalid request: empty batch");
         return;
     }
     out->kind = GW_RPC_BATCH;
@@ -116,11 +116,11 @@ void gw_rpc_parse(const char *body, size_t len, const gw_rpc_limits_t *lim, gw_r
     wire_span_t value;
     sl_err_t err = wire_json_validate(body, len, &kind, &value);
     if (err == SL_ERR_TOO_DEEP) {
-        reject(out, GW_RPC_PARSE_ERROR, "parse error: JSON nested too deeply");
+        reject(out, WIRE_RPC_PARSE_ERROR, "parse error: JSON nested too deeply");
         return;
     }
     if (err != SL_OK) {
-        reject(out, GW_RPC_PARSE_ERROR,
+        reject(out, WIRE_RPC_PARSE_ERROR,
                err == SL_ERR_TRUNCATED ? "parse error: the body ends before the JSON does"
                                        : "parse error: the body is not valid JSON");
         return;
@@ -130,30 +130,13 @@ void gw_rpc_parse(const char *body, size_t len, const gw_rpc_limits_t *lim, gw_r
         return;
     }
     if (kind != WIRE_JSON_OBJECT) {
-        reject(out, GW_RPC_INVALID_REQUEST, "invalid request: expected a JSON object or an array of them");
+        reject(out, WIRE_RPC_INVALID_REQUEST, "invalid request: expected a JSON object or an array of them");
         return;
     }
     out->kind = GW_RPC_SINGLE;
     out->nmembers = 1;
     out->members = alloc(alloc_ctx, sizeof(*out->members));
     parse_member(body, value, lim, &out->members[0]);
-}
-
-void gw_rpc_error(sl_buf_t *out, const char *body, wire_span_t id, int code, const char *message,
-                  const char *data_json)
-{
-    sl_buf_append_str(out, "{\"jsonrpc\":\"2.0\",\"id\":");
-    if (id.len != 0)
-        sl_buf_append(out, body + id.off, id.len);
-    else
-        sl_buf_append_str(out, "null");
-    sl_buf_printf(out, ",\"error\":{\"code\":%d,\"message\":", code);
-    sl_buf_append_json_str(out, message, strlen(message));
-    if (data_json != NULL) {
-        sl_buf_append_str(out, ",\"data\":");
-        sl_buf_append_str(out, data_json);
-    }
-    sl_buf_append_str(out, "}}");
 }
 
 void gw_rpc_splice_id(sl_buf_t *out, const char *answer, size_t len, wire_span_t answer_id, const char *body,

@@ -11,14 +11,8 @@
 
 #include "base/sl_buf.h"
 #include "wire/envelope.h"
+#include "wire/rpc_error.h" /* the error object every reply writes */
 #include "policy/method.h"
-
-#define GW_RPC_PARSE_ERROR -32700
-#define GW_RPC_INVALID_REQUEST -32600
-#define GW_RPC_METHOD_NOT_FOUND -32601
-#define GW_RPC_INTERNAL_ERROR -32603
-#define GW_RPC_LIMIT_EXCEEDED -32005
-#define GW_RPC_METHOD_MAX 128
 
 typedef enum gw_rpc_kind {
     GW_RPC_SINGLE,            /* one request object */
@@ -41,7 +35,7 @@ typedef struct gw_member {
     uint8_t notification;         /* a valid request without "id": gets no answer */
     uint8_t cheap;                /* a cheap read with these params (policy_method_call_cheap) */
     const policy_method_t *method; /* FORWARD and BLOCKED */
-    char name[GW_RPC_METHOD_MAX]; /* method name ("" if absent or not a string) */
+    char name[WIRE_RPC_METHOD_MAX]; /* method name ("" if absent or not a string) */
     const char *error;            /* INVALID / BLOCKED: the message (static, or in name's storage) */
 } gw_member_t;
 
@@ -74,10 +68,6 @@ typedef void *(*gw_rpc_alloc_fn)(void *ctx, size_t size);
 void gw_rpc_parse(const char *body, size_t len, const gw_rpc_limits_t *lim, gw_rpc_alloc_fn alloc, void *alloc_ctx,
                   gw_rpc_request_t *out);
 
-/* Appends {"jsonrpc":"2.0","id":<id>,"error":{"code":..,"message":..[,"data":<data_json>]}}.
- * id is the span in body (len 0 writes null); data_json is raw JSON or NULL. */
-void gw_rpc_error(sl_buf_t *out, const char *body, wire_span_t id, int code, const char *message,
-                  const char *data_json);
 
 /* Appends answer[0..len) with its id (span answer_id) replaced by the
  * client's id bytes (body, span id). */

@@ -15,7 +15,7 @@
 #include "gateway/gw_access.h"
 #include "gateway/gw_cors.h"
 #include "gateway/gw_rpc.h"
-#include "sub/sub.h"
+#include "gateway/gw_ws_sub.h"
 #include "wire/envelope.h"
 
 #define CLOSE_WAIT_MS 5000        /* a close sluice starts: then the connection is reset */
@@ -159,7 +159,7 @@ static void conn_gone(ws_conn_t *c)
     h2o_linklist_unlink(&c->link);
     w->nconns--;
     gw_stats_srv_set(w->stats, STATE_SRV_WS_CONNECTIONS, w->nconns);
-    gw_stats_net_add(w->stats, c->net->index, STATE_SRV_WS_CONNECTIONS, -1);
+    gw_stats_net_add(w->stats, c->net->sub.index, STATE_SRV_WS_CONNECTIONS, -1);
     h2o_websocket_close(c->wc);
     free(c);
 }
@@ -264,7 +264,7 @@ static void slow_close(ws_conn_t *c, size_t queued, const char *bound)
     gw_ws_t *w = c->w;
     uint64_t held;
     char tail[SL_LOG_HELD_MAX];
-    gw_stats_net_add(w->stats, c->net->index, STATE_SRV_WS_SLOW_CLOSES, 1);
+    gw_stats_net_add(w->stats, c->net->sub.index, STATE_SRV_WS_SLOW_CLOSES, 1);
     if (sl_log_limit_pass(&w->log_slow, sl_now_ms(), LOG_EVERY_MS, &held))
         sl_log_warn("closed a WebSocket (1008) whose client does not read its answers: %zu bytes queued (%s)%s",
                     queued, bound, sl_log_held_text(held, tail));
@@ -336,6 +336,13 @@ static void send_bytes(ws_conn_t *c, const char *bytes, size_t len)
     charge_sync(c, queued_bytes(c));
 }
 
+/* sub_admit_fn: the caller's rate limit (gw_ws_sub.c). */
+static int sub_admit(sub_client_t *s, const char *body, wire_span_t id)
+{
+    ws_conn_t *c = H2O_STRUCT_FROM_MEMBER(ws_conn_t, sub, s);
+    return gw_ws_sub_admit(c->w->h, c->key, s, body, id);
+}
+
 /* sub_send_fn: a subscription's answer or notification, written from
  * the loop (flush_soon), as answers are. */
 static void sub_send(sub_client_t *s, const char *bytes, size_t len)
@@ -375,7 +382,7 @@ static void ws_reply(gw_exec_t *x)
     ws_msg_t *m = H2O_STRUCT_FROM_MEMBER(ws_msg_t, x, x);
     ws_conn_t *c = m->c;
     if (c->w->srv->access_log)
-        gw_access_log(c->wc->sock, 1, c->net->conf->name, &x->rpc, x->call, x->reply.status, x->reply.outcome,
+        gw_access_log(c->wc->sock, 1, c->net->sub.conf->name, &x->rpc, x->call, x->reply.status, x->reply.outcome,
                       sl_now_us() - x->start_us, x->key);
     gw_exec_commit(x);
     m->answered = 1;
@@ -398,7 +405,7 @@ static void access_sub(ws_conn_t *c, const char *body, size_t len, uint64_t star
     gw_rpc_request_t rpc = {.kind = GW_RPC_SINGLE, .members = &m, .nmembers = 1};
     if (wire_envelope_scan(body, len, &env) != SL_OK || wire_json_string(body, env.method, m.name, sizeof(m.name)) != SL_OK)
         return;
-    gw_access_log(c->wc->sock, 1, c->net->conf->name, &rpc, NULL, 200, c->sub_error ? "rpc_error" : "ok",
+    gw_access_log(c->wc->sock, 1, c->net->sub.conf->name, &rpc, NULL, 200, c->sub_error ? "rpc_error" : "ok",
                   sl_now_us() - start_us, c->key);
 }
 
@@ -474,7 +481,7 @@ static void on_tick(h2o_timeout_entry_t *e)
     if (c->wc->sock == NULL || c->closing)
         return;
     if (sl_now_ms() - c->last_rx_ms >= w->srv->ws_idle_timeout_ms) {
-        gw_stats_net_add(w->stats, c->net->index, STATE_SRV_WS_IDLE_CLOSES, 1);
+        gw_stats_net_add(w->stats, c->net->sub.index, STATE_SRV_WS_IDLE_CLOSES, 1);
         conn_close(c, 1001, "idle: nothing received within server.ws_idle_timeout_ms");
         return;
     }
@@ -498,7 +505,7 @@ static size_t count_ident(const gw_ws_t *w, const char *ident)
 static int refuse(gw_ws_t *w, gw_exec_t *x, int status, const char *message)
 {
     gw_stats_srv_add(w->stats, STATE_SRV_WS_REFUSED, 1);
-    gw_exec_refuse(x, status, GW_RPC_LIMIT_EXCEEDED, message);
+    gw_exec_refuse(x, status, WIRE_RPC_LIMIT_EXCEEDED, message);
     return 0;
 }
 
@@ -506,7 +513,7 @@ int gw_ws_accept(gw_ws_t *w, h2o_req_t *req, const char *client_key, gw_exec_t *
 {
     char ident[GW_EXEC_IDENT_MAX];
     if (w->draining) {
-        gw_exec_refuse(x, 503, GW_RPC_LIMIT_EXCEEDED, "shutting down: connect again");
+        gw_exec_refuse(x, 503, WIRE_RPC_LIMIT_EXCEEDED, "shutting down: connect again");
         return 0;
     }
     if (req->version >= 0x200)
@@ -526,7 +533,7 @@ int gw_ws_accept(gw_ws_t *w, h2o_req_t *req, const char *client_key, gw_exec_t *
     memcpy(c->ip, x->ip, sizeof(c->ip));
     memcpy(c->ident, ident, sizeof(c->ident));
     h2o_linklist_init_anchor(&c->msgs);
-    sub_client_init(&c->sub, w->subs, w->h, c->net, c->key, ident, sub_send);
+    sub_client_init(&c->sub, w->subs, &c->net->sub, ident, sub_send, sub_admit);
     c->flush.cb = on_flush;
     c->tick.cb = on_tick;
     c->close_wait.cb = on_close_wait;
@@ -538,7 +545,7 @@ int gw_ws_accept(gw_ws_t *w, h2o_req_t *req, const char *client_key, gw_exec_t *
     h2o_linklist_insert(&w->conns, &c->link);
     w->nconns++;
     gw_stats_srv_set(w->stats, STATE_SRV_WS_CONNECTIONS, w->nconns);
-    gw_stats_net_add(w->stats, c->net->index, STATE_SRV_WS_CONNECTIONS, 1);
+    gw_stats_net_add(w->stats, c->net->sub.index, STATE_SRV_WS_CONNECTIONS, 1);
     c->wc = h2o_upgrade_to_websocket(req, client_key, c, on_ws_msg);
     wslay_event_config_set_max_recv_msg_length(c->wc->ws_ctx, w->srv->max_body_bytes);
     c->wc->ws_callbacks.on_frame_recv_start_callback = on_frame_start; /* h2o's own callbacks kept */
@@ -556,7 +563,7 @@ gw_ws_t *gw_ws_create(gw_handler_t *h, h2o_loop_t *loop, const cfg_server_conf_t
     w->stats = stats;
     w->loop = loop;
     h2o_linklist_init_anchor(&w->conns);
-    w->subs = sub_create(loop, srv, stats, st);
+    w->subs = gw_ws_sub_create(loop, srv, stats, st);
     /* without pings the tick only checks for idle sockets: a quarter of the timeout */
     uint32_t tick = srv->ws_ping_interval_ms != 0 ? srv->ws_ping_interval_ms : srv->ws_idle_timeout_ms / 4;
     h2o_timeout_init(loop, &w->zero_timeout, 0);

@@ -24,7 +24,7 @@ typedef struct pool_split pool_split_t;
 /* What the request gives its split. */
 typedef struct pool_split_hooks {
     /* the last sub-call is done: the request may build its reply (from the
-     * loop, never from a gw_logsplit_* call) */
+     * loop, never from a pool_split_* call) */
     void (*done)(void *data);
     /* charges calls more upstream calls to the caller's limits (a range
      * halved after every endpoint refused it): 1 if they may go, 0 if the

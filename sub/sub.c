@@ -10,10 +10,8 @@
 
 #include "base/sl_log.h"
 #include "base/sl_time.h"
-#include "gateway/gw_identity.h"
-#include "gateway/gw_refuse.h"
-#include "gateway/gw_rpc.h"
 #include "state/state_counters.h"
+#include "wire/rpc_error.h"
 
 #define MAX_TIMEOUTS 8
 #define DEFAULT_POLL_MS 1000
@@ -22,8 +20,8 @@
 
 struct sub_reg {
     h2o_loop_t *loop;
-    const cfg_server_conf_t *srv;
-    gw_stats_t *stats;
+    sub_limits_t limits;
+    sub_counters_t counters;
     state_t *st;                  /* events (NULL: none) */
     h2o_linklist_t clients;       /* sub_client_t with subscriptions or not */
     h2o_linklist_t sources;       /* sub_source_t running */
@@ -48,13 +46,14 @@ typedef struct sub {
 
 static void source_free(sub_source_t *src);
 
-sub_reg_t *sub_create(h2o_loop_t *loop, const cfg_server_conf_t *srv, gw_stats_t *stats, state_t *st)
+sub_reg_t *sub_create(h2o_loop_t *loop, const sub_limits_t *limits, const sub_counters_t *counters, state_t *st)
 {
     sub_reg_t *r = sl_xcalloc(1, sizeof(*r));
     r->st = st;
     r->loop = loop;
-    r->srv = srv;
-    r->stats = stats;
+    r->limits = *limits;
+    if (counters != NULL)
+        r->counters = *counters;
     h2o_linklist_init_anchor(&r->clients);
     h2o_linklist_init_anchor(&r->sources);
     h2o_linklist_init_anchor(&r->follows);
@@ -82,17 +81,36 @@ h2o_loop_t *sub_loop(const sub_reg_t *r)
     return r->loop;
 }
 
-const cfg_server_conf_t *sub_srv(const sub_reg_t *r)
+const sub_limits_t *sub_limits(const sub_reg_t *r)
 {
-    return r->srv;
+    return &r->limits;
 }
 
-gw_stats_t *sub_stats(const sub_reg_t *r)
+void sub_count_srv(const sub_reg_t *r, state_srv_counter_t c, uint64_t n)
 {
-    return r->stats;
+    if (r->counters.srv_add != NULL)
+        r->counters.srv_add(r->counters.ctx, c, n);
 }
 
-void sub_source_changed(sub_reg_t *r, const gw_net_t *net, const char *kind, const char *from,
+void sub_count_srv_set(const sub_reg_t *r, state_srv_counter_t c, uint64_t value)
+{
+    if (r->counters.srv_set != NULL)
+        r->counters.srv_set(r->counters.ctx, c, value);
+}
+
+void sub_count_cost(const sub_reg_t *r, size_t net, state_sub_counter_t c, int64_t n)
+{
+    if (r->counters.cost_add != NULL)
+        r->counters.cost_add(r->counters.ctx, net, c, n);
+}
+
+void sub_count_net(const sub_reg_t *r, size_t net, size_t i, int64_t delta)
+{
+    if (r->counters.net_add != NULL)
+        r->counters.net_add(r->counters.ctx, net, i, delta);
+}
+
+void sub_source_changed(sub_reg_t *r, const sub_net_t *net, const char *kind, const char *from,
                            const char *to, uint64_t backfilled)
 {
     state_event_t ev;
@@ -118,7 +136,7 @@ h2o_linklist_t *sub_follows(sub_reg_t *r)
     return &r->follows;
 }
 
-sub_group_t *sub_group_find(sub_reg_t *r, const char *tag, const gw_net_t *net, const char *key)
+sub_group_t *sub_group_find(sub_reg_t *r, const char *tag, const sub_net_t *net, const char *key)
 {
     for (h2o_linklist_t *l = r->groups.next; l != &r->groups; l = l->next) {
         sub_group_t *g = H2O_STRUCT_FROM_MEMBER(sub_group_t, link, l);
@@ -133,7 +151,7 @@ void sub_group_add(sub_reg_t *r, sub_group_t *g)
     h2o_linklist_insert(&r->groups, &g->link);
 }
 
-uint32_t sub_poll_ms(const gw_net_t *net)
+uint32_t sub_poll_ms(const sub_net_t *net)
 {
     uint32_t ms = net->conf->ranking.probe_interval_ms;
     return ms != 0 ? ms : DEFAULT_POLL_MS;
@@ -155,7 +173,7 @@ h2o_timeout_t *sub_timeout(sub_reg_t *r, uint32_t ms)
 void sub_gauge(sub_reg_t *r, state_srv_counter_t g, int delta)
 {
     r->open[g] += (uint64_t)(int64_t)delta;
-    gw_stats_srv_set(r->stats, g, r->open[g]);
+    sub_count_srv_set(r, g, r->open[g]);
 }
 
 /* Subscriptions of src's kind open: the worker's total and the network's. */
@@ -163,20 +181,19 @@ static void gauge(sub_reg_t *r, const sub_source_t *src, int delta)
 {
     state_srv_counter_t g = src->kind->gauge;
     r->open[g] += (uint64_t)(int64_t)delta;
-    gw_stats_srv_set(r->stats, g, r->open[g]);
-    gw_stats_net_add(r->stats, src->net->index, g, delta);
+    sub_count_srv_set(r, g, r->open[g]);
+    sub_count_net(r, src->net->index, g, delta);
 }
 
-void sub_client_init(sub_client_t *c, sub_reg_t *r, gw_handler_t *h, gw_net_t *net,
-                        const cfg_key_conf_t *key, const char *ident, sub_send_fn send)
+void sub_client_init(sub_client_t *c, sub_reg_t *r, sub_net_t *net, const char *ident, sub_send_fn send,
+                     sub_admit_fn admit)
 {
     memset(c, 0, sizeof(*c));
     c->reg = r;
-    c->h = h;
     c->net = net;
-    c->key = key;
     snprintf(c->ident, sizeof(c->ident), "%s", ident);
     c->send = send;
+    c->admit = admit;
     h2o_linklist_init_anchor(&c->subs);
     h2o_linklist_insert(&r->clients, &c->link);
 }
@@ -193,7 +210,7 @@ static void source_free(sub_source_t *src)
         sub_pass_stop(src);
     else
         src->kind->stop(src);
-    gw_stats_net_add(src->reg->stats, src->net->index, STATE_SUBS_SOURCES + src->kind->gauge, -1);
+    sub_count_net(src->reg, src->net->index, STATE_SUBS_SOURCES + src->kind->gauge, -1);
     free(src->key);
     free(src);
 }
@@ -204,7 +221,7 @@ static void on_reap(h2o_timeout_entry_t *e)
 }
 
 /* The running source with these params, or NULL. */
-static sub_source_t *source_find(sub_reg_t *r, gw_net_t *net, const sub_kind_t *k, const char *key,
+static sub_source_t *source_find(sub_reg_t *r, sub_net_t *net, const sub_kind_t *k, const char *key,
                                     int pass)
 {
     for (h2o_linklist_t *l = r->sources.next; l != &r->sources; l = l->next) {
@@ -217,7 +234,7 @@ static sub_source_t *source_find(sub_reg_t *r, gw_net_t *net, const sub_kind_t *
 
 /* The source with these params, or a new one started (by creator): passed
  * through (sub_pass.c) or the row's start. */
-static sub_source_t *source_get(sub_reg_t *r, gw_net_t *net, const sub_kind_t *k, const char *key,
+static sub_source_t *source_get(sub_reg_t *r, sub_net_t *net, const sub_kind_t *k, const char *key,
                                    const char *creator, int pass)
 {
     sub_source_t *s = source_find(r, net, k, key, pass);
@@ -233,7 +250,7 @@ static sub_source_t *source_get(sub_reg_t *r, gw_net_t *net, const sub_kind_t *k
     h2o_linklist_init_anchor(&s->subs);
     h2o_linklist_insert(&r->sources, &s->link);
     s->pass = (uint8_t)pass;
-    gw_stats_net_add(r->stats, net->index, STATE_SUBS_SOURCES + k->gauge, 1);
+    sub_count_net(r, net->index, STATE_SUBS_SOURCES + k->gauge, 1);
     if (pass)
         sub_pass_start(s);
     else
@@ -300,7 +317,7 @@ void sub_notify(sub_source_t *src, const char *result, size_t len)
         sl_buf_append_str(&b, "}}");
         sub->c->send(sub->c, b.base, b.len);
     }
-    gw_stats_net_add(src->reg->stats, src->net->index, STATE_SRV_SUB_NOTIFICATIONS, src->nsubs);
+    sub_count_net(src->reg, src->net->index, STATE_SRV_SUB_NOTIFICATIONS, src->nsubs);
     sl_buf_dispose(&b);
 }
 
@@ -400,17 +417,17 @@ static size_t count_sources(const sub_reg_t *r, const char *ident, int polled)
  * caller's rate limit never sees, so its number is bounded per caller. */
 static const char *over_bound(const sub_client_t *c, int fresh, int polled)
 {
-    const cfg_server_conf_t *srv = c->reg->srv;
-    if (c->nsubs >= srv->ws_max_subscriptions_per_connection)
+    const sub_limits_t *lim = &c->reg->limits;
+    if (c->nsubs >= lim->per_connection)
         return "too many subscriptions on this WebSocket (server.ws_max_subscriptions_per_connection): "
                "unsubscribe first";
-    if (count_ident(c->reg, c->ident) >= srv->ws_max_subscriptions_per_identity)
+    if (count_ident(c->reg, c->ident) >= lim->per_identity)
         return "too many subscriptions for this caller (server.ws_max_subscriptions_per_identity): "
                "unsubscribe first";
-    if (fresh && count_sources(c->reg, c->ident, 0) >= srv->ws_max_sources_per_identity)
+    if (fresh && count_sources(c->reg, c->ident, 0) >= lim->sources_per_identity)
         return "too many distinct subscriptions started by this caller (server.ws_max_sources_per_identity): "
                "subscribe to what is already followed, or unsubscribe first";
-    if (fresh && polled && count_sources(c->reg, c->ident, 1) >= srv->ws_max_polled_sources_per_identity)
+    if (fresh && polled && count_sources(c->reg, c->ident, 1) >= lim->polled_sources_per_identity)
         return sub_polled_sources_msg;
     return NULL;
 }
@@ -460,7 +477,7 @@ static void subscribe(sub_client_t *c, const sub_kind_t *k, const cJSON *params,
 {
     int pass = sub_pass_served_by(k, c->net);
     if (pass < 0) {
-        sub_reply_error(c, body, id, GW_RPC_METHOD_NOT_FOUND, k->refusal);
+        sub_reply_error(c, body, id, WIRE_RPC_METHOD_NOT_FOUND, k->refusal);
         return;
     }
     sl_buf_t key;
@@ -472,8 +489,8 @@ static void subscribe(sub_client_t *c, const sub_kind_t *k, const cJSON *params,
         over = pass_refusal(c);
     if (bad != NULL || over != NULL) {
         if (over != NULL)
-            gw_stats_net_add(c->reg->stats, c->net->index, STATE_SRV_SUB_REFUSED, 1);
-        sub_reply_error(c, body, id, bad != NULL ? -32602 : GW_RPC_LIMIT_EXCEEDED, bad != NULL ? bad : over);
+            sub_count_net(c->reg, c->net->index, STATE_SRV_SUB_REFUSED, 1);
+        sub_reply_error(c, body, id, bad != NULL ? -32602 : WIRE_RPC_LIMIT_EXCEEDED, bad != NULL ? bad : over);
         sl_buf_dispose(&key);
         return;
     }
@@ -526,27 +543,6 @@ static void unsubscribe(sub_client_t *c, const char *method, const cJSON *params
     sub_reply(c, body, id, sub != NULL ? "true" : "false");
 }
 
-/* Charges the call to the caller's rate limit, as one standard call over
- * HTTP is; 0 after answering the refusal. A charge waiting for a lease
- * from Redis (cluster:) is let through, as gw_exec_admit_refusal does. */
-static int admitted(sub_client_t *c, const char *body, wire_span_t id)
-{
-    const cfg_tier_conf_t *tier = c->h != NULL ? gw_identity_tier(c->h->cfg, c->key) : NULL;
-    gw_limit_result_t lim;
-    if (tier == NULL || c->h->limit == NULL)
-        return 1;
-    gw_limit_charge(c->h->limit, tier, c->ident, POLICY_BUCKET_STANDARD, 1, &lim);
-    if (lim.said != POLICY_LEASE_NO)
-        return 1;
-    gw_reply_t r;
-    memset(&r, 0, sizeof(r));
-    sl_buf_init(&r.out);
-    gw_refuse_limited(&r, body, id, &lim);
-    c->send(c, r.body, r.len);
-    sl_buf_dispose(&r.out);
-    return 0;
-}
-
 /* The kind a subscribe call names, or NULL (*unsub set for an unsubscribe
  * method of the chain; *unknown set for eth_subscribe of another name). */
 static const sub_kind_t *kind_of(policy_chain_t chain, const char *method, const cJSON *params, int *unsub,
@@ -575,7 +571,7 @@ static const sub_kind_t *kind_of(policy_chain_t chain, const char *method, const
 int sub_message(sub_client_t *c, const char *body, size_t len)
 {
     wire_envelope_t env;
-    char method[GW_RPC_METHOD_MAX];
+    char method[WIRE_RPC_METHOD_MAX];
     /* anything not a well-formed call is gw_exec's to answer (its errors are the HTTP path's) */
     if (wire_envelope_scan(body, len, &env) != SL_OK || env.method.len == 0 ||
         env.jsonrpc.len != 5 || memcmp(body + env.jsonrpc.off, "\"2.0\"", 5) != 0 ||
@@ -593,7 +589,7 @@ int sub_message(sub_client_t *c, const char *body, size_t len)
         cJSON_Delete(params);
         return 0; /* not ours: gw_exec answers it (-32601 for a method of another chain) */
     }
-    if ((env.id.len == 0 && k != NULL) || !admitted(c, body, env.id)) {
+    if ((env.id.len == 0 && k != NULL) || (c->admit != NULL && !c->admit(c, body, env.id))) {
         cJSON_Delete(params);
         return 1; /* a subscribe notification is none (nobody could name it); over the caller's
                      rate limit: answered */

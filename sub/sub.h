@@ -26,37 +26,71 @@
 
 #include <h2o.h>
 
-#include "config/cfg.h"
-#include "gateway/gw_exec.h"
-#include "gateway/gw_handler.h"
-#include "gateway/gw_stats.h"
+#include "pool/pool.h"
+#include "state/state.h"
+#include "state/state_counters.h"
+#include "wire/envelope.h"
 
 typedef struct sub_reg sub_reg_t;
 typedef struct sub_client sub_client_t;
 
+#define SUB_IDENT_MAX 96 /* a caller's identity with its NUL ("key:<name>" / "ip:<address>") */
+
+/* One network as sub/ knows it: the gateway's view of it (sub_net_t) holds
+ * this and adds what only the client edge asks (its blocked methods). */
+typedef struct sub_net {
+    size_t index;                 /* in the config's network list: the counters' network */
+    const pool_network_conf_t *conf;
+    pool_network_t *pool_net;
+} sub_net_t;
+
+/* The bounds of server: (cfg_server_conf_t's ws_* keys), copied at create. */
+typedef struct sub_limits {
+    uint32_t per_connection;      /* server.ws_max_subscriptions_per_connection */
+    uint32_t per_identity;        /* server.ws_max_subscriptions_per_identity */
+    uint32_t sources_per_identity; /* server.ws_max_sources_per_identity */
+    uint32_t polled_sources_per_identity; /* server.ws_max_polled_sources_per_identity */
+    uint32_t logs_retry_s;        /* server.ws_logs_retry_s */
+} sub_limits_t;
+
+/* Where sub/ counts, by state/'s counters (state_counters.h): the worker's
+ * request counters (gateway/gw_stats.h), which flush them to state/. Any
+ * member may be NULL. */
+typedef struct sub_counters {
+    void *ctx;
+    void (*srv_add)(void *ctx, state_srv_counter_t c, uint64_t n);      /* the worker's total */
+    void (*srv_set)(void *ctx, state_srv_counter_t c, uint64_t value);  /* a gauge's total */
+    void (*cost_add)(void *ctx, size_t net, state_sub_counter_t c, int64_t n); /* upstream calls */
+    void (*net_add)(void *ctx, size_t net, size_t i, int64_t delta);    /* STATE_SUBS_* / STATE_SRV_* of a network */
+} sub_counters_t;
+
 /* Queues bytes (one text message) for the client; copies them. */
 typedef void (*sub_send_fn)(sub_client_t *c, const char *bytes, size_t len);
 
+/* Charges a subscription call to the caller's rate limit, as one standard
+ * call over HTTP is: 1 to go on, 0 after answering the refusal itself (by
+ * c->send). The client edge's (gateway/), which knows the caller's tier. */
+typedef int (*sub_admit_fn)(sub_client_t *c, const char *body, wire_span_t id);
+
 struct sub_client {
     sub_reg_t *reg;
-    gw_handler_t *h;              /* its limits (h->limit may be NULL) */
-    gw_net_t *net;
-    const cfg_key_conf_t *key;     /* NULL: anonymous */
-    char ident[GW_EXEC_IDENT_MAX]; /* "key:<name>" / "ip:<address>": the per-identity bound */
+    sub_net_t *net;
+    char ident[SUB_IDENT_MAX];    /* "key:<name>" / "ip:<address>": the per-identity bound */
     sub_send_fn send;
+    sub_admit_fn admit;           /* NULL: every call admitted */
     h2o_linklist_t subs;          /* sub_t, oldest first */
     h2o_linklist_t link;          /* in the registry's clients */
     uint32_t nsubs;
 };
 
-/* srv, stats and st (each may be NULL: no counters, no events) must outlive the result. */
-sub_reg_t *sub_create(h2o_loop_t *loop, const cfg_server_conf_t *srv, gw_stats_t *stats, state_t *st);
+/* counters and st (st may be NULL: no events) are copied / must outlive the result. */
+sub_reg_t *sub_create(h2o_loop_t *loop, const sub_limits_t *limits, const sub_counters_t *counters, state_t *st);
 /* Every client must be disposed of first. */
 void sub_destroy(sub_reg_t *r);
 
-/* ident is gw_exec_caller's: whose limits a subscription call is charged to. */
-void sub_client_init(sub_client_t *c, sub_reg_t *r, gw_handler_t *h, gw_net_t *net,
-                        const cfg_key_conf_t *key, const char *ident, sub_send_fn send);
+/* ident is the client edge's: whose bounds a subscription counts in. */
+void sub_client_init(sub_client_t *c, sub_reg_t *r, sub_net_t *net, const char *ident, sub_send_fn send,
+                     sub_admit_fn admit);
 /* The socket is gone: its subscriptions end (sources without subscribers stop). */
 void sub_client_dispose(sub_client_t *c);
 

@@ -42,7 +42,7 @@ static void on_done(pool_call_t *call, void *data)
 }
 
 /* One item: {"jsonrpc":"2.0","id":1,"method":"<m>","params":<p>} */
-static void fill_item(sub_call_slot_t *sl, size_t i, const gw_net_t *net, const char *method, const char *params)
+static void fill_item(sub_call_slot_t *sl, size_t i, const sub_net_t *net, const char *method, const char *params)
 {
     sl_buf_t *b = &sl->body[i];
     sl_buf_reset(b);
@@ -69,7 +69,7 @@ static void fill_item(sub_call_slot_t *sl, size_t i, const gw_net_t *net, const 
     it->no_cache = 1;
 }
 
-void sub_call_start(sub_call_t *c, gw_net_t *net, size_t n, const char *const *methods,
+void sub_call_start(sub_call_t *c, sub_net_t *net, size_t n, const char *const *methods,
                        const char *const *params, sub_call_cb cb, void *data)
 {
     if (c->in_cb) { /* the call whose callback runs is freed once it returns */

@@ -4,7 +4,7 @@
  * answered from the response cache (a source follows the chain as it is).
  *
  * Used by the sources of sub/sub_follow.c, sub_eth.c and
- * gw_sub_sol*.c. At most SUB_CALL_MAX calls, sent as one batch when more
+ * sub_sol*.c. At most SUB_CALL_MAX calls, sent as one batch when more
  * than one; a call's items are allocated as its source needs them.
  * Worker-local, one event loop. */
 #ifndef SUB_CALL_H
@@ -13,7 +13,7 @@
 #include <stddef.h>
 
 #include "base/sl_buf.h"
-#include "gateway/gw_handler.h"
+#include "sub/sub.h"
 
 /* 2 for slotSubscribe's pair; 33 for logsSubscribe's poll (its
  * getSignaturesForAddress and up to 32 getTransaction, sub_sol_logs.c) */
@@ -49,7 +49,7 @@ void sub_call_dispose(sub_call_t *c);
 /* Starts methods[i](params[i]) for i < n (params: a JSON array's text); cb
  * runs once from the event loop when every one is answered or failed. The
  * previous call's answers are freed first. */
-void sub_call_start(sub_call_t *c, gw_net_t *net, size_t n, const char *const *methods,
+void sub_call_start(sub_call_t *c, sub_net_t *net, size_t n, const char *const *methods,
                        const char *const *params, sub_call_cb cb, void *data);
 /* After cb: call i's result as JSON text (*res, *len) and 1, or 0 when it
  * failed or answered an error (null is a result). */

@@ -273,7 +273,7 @@ static void send_logs(eth_logs_t *g, const char *logs, int removed)
         }
     }
     cJSON_Delete(arr);
-    gw_stats_net_add(sub_stats(g->src->reg), g->src->net->index, STATE_SRV_SUB_LOGS_SENT,
+    sub_count_net(g->src->reg, g->src->net->index, STATE_SRV_SUB_LOGS_SENT,
                      (int64_t)(n * g->src->nsubs));
 }
 
@@ -338,7 +338,7 @@ static void give_up(eth_logs_t *g, uint64_t height, const uint8_t *hash, const c
              "subscribe again and read from that block with eth_getLogs", height, why);
     sl_log_warn("network %s: a logs source ended at block %" PRIu64 " (%s), %zu subscription(s) told",
                 g->src->net->conf->name, height, why, g->src->nsubs);
-    gw_stats_net_add(sub_stats(g->src->reg), g->src->net->index, STATE_SRV_SUB_LOGS_SKIPPED,
+    sub_count_net(g->src->reg, g->src->net->index, STATE_SRV_SUB_LOGS_SKIPPED,
                      (int64_t)g->src->nsubs);
     sub_fail_block(g->src, msg, reason, height, hash);
 }
@@ -390,7 +390,7 @@ static void fetch_failed(eth_logs_t *g, int too_large)
     }
     if (b->first_fail_ms == 0)
         b->first_fail_ms = now;
-    uint32_t limit_s = sub_srv(g->src->reg)->ws_logs_retry_s;
+    uint32_t limit_s = sub_limits(g->src->reg)->logs_retry_s;
     if (now - b->first_fail_ms >= (uint64_t)limit_s * 1000) {
         char why[96];
         snprintf(why, sizeof(why), "eth_getLogs failed for %u s, server.ws_logs_retry_s", limit_s);
@@ -490,7 +490,7 @@ static void pump(eth_logs_t *g)
     sl_buf_append_str(&p, "}]");
     sl_buf_append_char(&p, '\0');
     const char *m = "eth_getLogs", *pp = p.base;
-    gw_stats_sub_add(sub_stats(g->src->reg), g->src->net->index, STATE_SUB_POLLS_LOGS, 1);
+    sub_count_cost(g->src->reg, g->src->net->index, STATE_SUB_POLLS_LOGS, 1);
     sub_call_start(&g->call, g->src->net, 1, &m, &pp, on_logs, g);
     sl_buf_dispose(&p);
 }

@@ -29,7 +29,7 @@ _Static_assert(SUB_FOLLOW_KEPT == POLICY_HEADTRACK_RING, "sub_int.h names the ri
 
 typedef struct sub_follow {
     sub_reg_t *r;
-    gw_net_t *net;
+    sub_net_t *net;
     h2o_linklist_t link;          /* in the registry's followers */
     h2o_linklist_t listeners;     /* sub_listener_t */
     policy_headtrack_t track;
@@ -133,9 +133,9 @@ static void consider(sub_follow_t *f, const header_t *hd)
         if (first)
             return; /* the head when the first subscriber came: the subscriptions start after it */
         if (replaced)
-            gw_stats_net_add(sub_stats(f->r), f->net->index, STATE_SRV_SUB_REORGED, 1);
+            sub_count_net(f->r, f->net->index, STATE_SRV_SUB_REORGED, 1);
         else if (f->fetching != 0 && hd->height < f->head) { /* the head itself is no backfill */
-            gw_stats_net_add(sub_stats(f->r), f->net->index, STATE_SRV_SUB_BACKFILLED, 1);
+            sub_count_net(f->r, f->net->index, STATE_SRV_SUB_BACKFILLED, 1);
             f->backfilled++;
         }
         tell(f, hd, replaced, replaced && v == POLICY_HEADTRACK_DEEP);
@@ -157,7 +157,7 @@ static void fetch(sub_follow_t *f, uint64_t height)
     if (height != 0 && f->fetches++ > MAX_FETCHES_PER_TICK)
         return; /* the next tick goes on */
     f->fetching = height;
-    gw_stats_sub_add(sub_stats(f->r), f->net->index, STATE_SUB_POLLS_HEADS, 1);
+    sub_count_cost(f->r, f->net->index, STATE_SUB_POLLS_HEADS, 1);
     sub_call_start(&f->call, f->net, 1, &m, &pp, on_answer, f);
 }
 
@@ -175,7 +175,7 @@ static void step(sub_follow_t *f)
     if (skipped != 0) {
         uint64_t held;
         char tail[SL_LOG_HELD_MAX];
-        gw_stats_net_add(sub_stats(f->r), f->net->index, STATE_SRV_SUB_SKIPPED, (int64_t)skipped);
+        sub_count_net(f->r, f->net->index, STATE_SRV_SUB_SKIPPED, (int64_t)skipped);
         f->gap = skipped; /* told with the head's header: a logs source cannot go on over it */
         if (sl_log_limit_pass(&f->log_skip, sl_now_ms(), LOG_EVERY_MS, &held))
             sl_log_warn("network %s: newHeads went on from the head %" PRIu64 ", %" PRIu64
@@ -247,7 +247,7 @@ static void on_watch(h2o_timeout_entry_t *e)
         fetch(f, 0);
 }
 
-void sub_follow_listen(sub_reg_t *r, gw_net_t *net, sub_listener_t *l)
+void sub_follow_listen(sub_reg_t *r, sub_net_t *net, sub_listener_t *l)
 {
     h2o_linklist_t *all = sub_follows(r);
     sub_follow_t *f = NULL;

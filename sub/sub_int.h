@@ -44,7 +44,7 @@ typedef struct sub_kind {
 struct sub_source {
     sub_reg_t *reg;
     const sub_kind_t *kind;
-    gw_net_t *net;
+    sub_net_t *net;
     char *key;                    /* the normalised params */
     h2o_linklist_t subs;          /* sub_t of its subscribers */
     h2o_linklist_t link;          /* in the registry's sources; unlinked once finished */
@@ -53,7 +53,7 @@ struct sub_source {
     uint8_t pass;                 /* served by sub_pass.c, not the row's start */
     uint64_t mark;                /* sub.c's counting of a caller's distinct sources */
     h2o_timeout_entry_t reap;     /* a finished source stops from the loop, not its own callback */
-    char creator[GW_EXEC_IDENT_MAX]; /* the identity whose subscribe started it (ws_max_sources_per_identity) */
+    char creator[SUB_IDENT_MAX]; /* the identity whose subscribe started it (ws_max_sources_per_identity) */
 };
 
 /* Work a network's sources share in the worker (sub_logshare.c's
@@ -63,12 +63,12 @@ struct sub_source {
 typedef struct sub_group {
     h2o_linklist_t link;          /* in the registry's groups */
     const char *tag;              /* the owner's static name ("logs", "account", "signature") */
-    gw_net_t *net;
+    sub_net_t *net;
     char key[64];                 /* the owner's (an account poll's options object) */
 } sub_group_t;
 
 /* The group of (tag, net, key), or NULL. */
-sub_group_t *sub_group_find(sub_reg_t *r, const char *tag, const gw_net_t *net, const char *key);
+sub_group_t *sub_group_find(sub_reg_t *r, const char *tag, const sub_net_t *net, const char *key);
 /* Links a new group g (its tag, net and key set) into r's groups. */
 void sub_group_add(sub_reg_t *r, sub_group_t *g);
 
@@ -91,19 +91,23 @@ void sub_fail_block(sub_source_t *src, const char *msg, const char *reason, uint
 void sub_finish(sub_source_t *src);
 
 h2o_loop_t *sub_loop(const sub_reg_t *r);
-const cfg_server_conf_t *sub_srv(const sub_reg_t *r);
-gw_stats_t *sub_stats(const sub_reg_t *r);
+const sub_limits_t *sub_limits(const sub_reg_t *r);
+/* Counting through the registry's sub_counters_t (sub.h), where it has one. */
+void sub_count_srv(const sub_reg_t *r, state_srv_counter_t c, uint64_t n);
+void sub_count_srv_set(const sub_reg_t *r, state_srv_counter_t c, uint64_t value);
+void sub_count_cost(const sub_reg_t *r, size_t net, state_sub_counter_t c, int64_t n);
+void sub_count_net(const sub_reg_t *r, size_t net, size_t i, int64_t delta);
 /* The endpoint a source's polls are answered by changed (failover): logged
  * and a subscription_source_changed event (network, kind, from, to, the
  * heights backfilled while on the one before). */
-void sub_source_changed(sub_reg_t *r, const gw_net_t *net, const char *kind, const char *from,
+void sub_source_changed(sub_reg_t *r, const sub_net_t *net, const char *kind, const char *from,
                            const char *to, uint64_t backfilled);
 /* Events go to it (NULL: none). */
 state_t *sub_state(const sub_reg_t *r);
 /* Adds delta to the worker's gauge g. */
 void sub_gauge(sub_reg_t *r, state_srv_counter_t g, int delta);
 /* The poll interval of net's sources: its ranking.probe_interval_ms, else 1 s. */
-uint32_t sub_poll_ms(const gw_net_t *net);
+uint32_t sub_poll_ms(const sub_net_t *net);
 /* The chain view's head is looked at this often by the sources it wakes (a read). */
 #define SUB_WATCH_MS 20
 
@@ -135,7 +139,7 @@ struct sub_listener {
     uint64_t from;                /* heights up to this one were there before it joined: not told */
 };
 
-void sub_follow_listen(sub_reg_t *r, gw_net_t *net, sub_listener_t *l);
+void sub_follow_listen(sub_reg_t *r, sub_net_t *net, sub_listener_t *l);
 void sub_follow_unlisten(sub_listener_t *l);
 /* The hash the follower sent at height, or NULL (not sent, replaced, or too old). */
 const uint8_t *sub_follow_hash(const sub_listener_t *l, uint64_t height);
@@ -208,11 +212,11 @@ const char *sub_pass_params(const cJSON *params, sl_buf_t *key);
 const char *sub_pass_pending_params(const cJSON *params, sl_buf_t *key);
 const char *sub_pass_upstream(const sub_kind_t *k, const cJSON *params, const char *key, sl_buf_t *out);
 /* 1 if net has an endpoint with a ws_url usable now / configured at all. */
-int sub_pass_usable(gw_net_t *net);
-int sub_pass_configured(const gw_net_t *net);
+int sub_pass_usable(sub_net_t *net);
+int sub_pass_configured(const sub_net_t *net);
 /* How a subscribe of kind k on net is served: 1 passed through, 0 the row's
  * start, -1 refused (the row's refusal). */
-int sub_pass_served_by(const sub_kind_t *k, gw_net_t *net);
+int sub_pass_served_by(const sub_kind_t *k, sub_net_t *net);
 /* The params checked into key (NUL-terminated): a passthrough's is the
  * params the upstream is sent. NULL or the -32602 message. */
 const char *sub_pass_key(const sub_kind_t *k, const cJSON *params, int pass, sl_buf_t *key);

@@ -1,6 +1,6 @@
 /* sub/sub_kinds.c: the subscription kinds sluice serves (or refuses
  * clearly), one row each: a new kind is its functions in the family's file
- * (sub_eth.c, gw_sub_sol*.c) and one row here. Read by sub.c. */
+ * (sub_eth.c, sub_sol*.c) and one row here. Read by sub.c. */
 #include "sub/sub_int.h"
 
 #define NO_WS_UPSTREAM                                                                                         \

@@ -60,7 +60,7 @@ static void block_clear(share_block_t *b)
     b->state = B_EMPTY;
 }
 
-sub_logshare_t *sub_logshare_join(sub_reg_t *r, gw_net_t *net)
+sub_logshare_t *sub_logshare_join(sub_reg_t *r, sub_net_t *net)
 {
     sub_group_t *g = sub_group_find(r, "logs", net, "");
     sub_logshare_t *s = g != NULL ? H2O_STRUCT_FROM_MEMBER(sub_logshare_t, g, g) : NULL;
@@ -77,14 +77,14 @@ sub_logshare_t *sub_logshare_join(sub_reg_t *r, gw_net_t *net)
         sub_group_add(r, &s->g);
     }
     if (++s->nsources == SUB_LOGS_SHARED_MIN + 1)
-        gw_stats_sub_add(sub_stats(r), net->index, STATE_SUB_LOGS_SHARED, 1);
+        sub_count_cost(r, net->index, STATE_SUB_LOGS_SHARED, 1);
     return s;
 }
 
 void sub_logshare_leave(sub_logshare_t *s)
 {
     if (s->nsources-- == SUB_LOGS_SHARED_MIN + 1)
-        gw_stats_sub_add(sub_stats(s->reg), s->g.net->index, STATE_SUB_LOGS_SHARED, 0);
+        sub_count_cost(s->reg, s->g.net->index, STATE_SUB_LOGS_SHARED, 0);
     if (s->nsources > 0)
         return;
     for (size_t i = 0; i < SHARE_BLOCKS; i++) { /* no waiter left: each source cancelled its own */
@@ -237,7 +237,7 @@ int sub_logshare_ask(sub_logshare_t *s, const uint8_t hash[32], sub_logs_wait_t 
     sl_buf_append_str(&p, "\"}]");
     sl_buf_append_char(&p, '\0');
     const char *m = "eth_getLogs", *pp = p.base;
-    gw_stats_sub_add(sub_stats(s->reg), s->g.net->index, STATE_SUB_POLLS_LOGS, 1);
+    sub_count_cost(s->reg, s->g.net->index, STATE_SUB_POLLS_LOGS, 1);
     sub_call_start(&b->call, s->g.net, 1, &m, &pp, on_block, b);
     sl_buf_dispose(&p);
     return 1;

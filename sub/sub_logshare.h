@@ -36,7 +36,7 @@ struct sub_logs_wait {
 };
 
 /* A logs source of net starts (joins its network's share) or stops. */
-sub_logshare_t *sub_logshare_join(sub_reg_t *r, gw_net_t *net);
+sub_logshare_t *sub_logshare_join(sub_reg_t *r, sub_net_t *net);
 /* w must not be waiting (sub_logshare_cancel first). */
 void sub_logshare_leave(sub_logshare_t *s);
 /* 1 when the network's sources fetch shared (more than SUB_LOGS_SHARED_MIN). */

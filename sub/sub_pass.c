@@ -111,7 +111,7 @@ const char *sub_pass_upstream(const sub_kind_t *k, const cJSON *params, const ch
 }
 
 /* 1 if net has endpoints with a ws_url and every one's socket is full. */
-static int pass_full(gw_net_t *net)
+static int pass_full(sub_net_t *net)
 {
     size_t sockets;
     return pool_wsub_room(net->pool_net, &sockets) == 0 && sockets > 0;
@@ -121,7 +121,7 @@ static int pass_full(gw_net_t *net)
  * without polling, one is configured: the source waits for it; or every
  * socket is full: params held are shared, new ones refused, not polled); 0:
  * the row's start; -1: neither (refused). */
-int sub_pass_served_by(const sub_kind_t *k, gw_net_t *net)
+int sub_pass_served_by(const sub_kind_t *k, sub_net_t *net)
 {
     if (k->pass && (sub_pass_usable(net) || (k->start == NULL && sub_pass_configured(net)) ||
                     pass_full(net)))
@@ -148,12 +148,12 @@ const char *sub_pass_key(const sub_kind_t *k, const cJSON *params, int pass, sl_
     return bad;
 }
 
-int sub_pass_usable(gw_net_t *net)
+int sub_pass_usable(sub_net_t *net)
 {
     return pool_wsub_pick(net->pool_net) >= 0;
 }
 
-int sub_pass_configured(const gw_net_t *net)
+int sub_pass_configured(const sub_net_t *net)
 {
     return pool_wsub_configured(net->pool_net);
 }
@@ -162,7 +162,7 @@ int sub_pass_configured(const gw_net_t *net)
 
 static void sockets_gauge(pass_src_t *p)
 {
-    gw_stats_srv_set(sub_stats(p->src->reg), STATE_SRV_SUB_PASS_SOCKETS, pool_wsub_sockets(p->src->net->pool_net));
+    sub_count_srv_set(p->src->reg, STATE_SRV_SUB_PASS_SOCKETS, pool_wsub_sockets(p->src->net->pool_net));
 }
 
 static void changed_event(pass_src_t *p, const char *from, const char *to)
@@ -190,7 +190,7 @@ static void set_waiting(pass_src_t *p, int on)
     p->waiting = (uint8_t)on;
     sub_gauge(p->src->reg, STATE_SRV_SUB_PASS_WAITING, on ? +1 : -1);
     if (!on && p->unsourced_ms != 0) {
-        gw_stats_srv_add(sub_stats(p->src->reg), STATE_SRV_SUB_PASS_UNSOURCED_MS, sl_now_ms() - p->unsourced_ms);
+        sub_count_srv(p->src->reg, STATE_SRV_SUB_PASS_UNSOURCED_MS, sl_now_ms() - p->unsourced_ms);
         p->unsourced_ms = 0;
     }
 }
@@ -204,7 +204,7 @@ static void retry_in(pass_src_t *p, uint32_t ms)
 static void on_notify(void *data, const char *result, size_t len)
 {
     pass_src_t *p = data;
-    gw_stats_srv_add(sub_stats(p->src->reg), STATE_SRV_SUB_PASS_RELAYED, 1);
+    sub_count_srv(p->src->reg, STATE_SRV_SUB_PASS_RELAYED, 1);
     sub_notify(p->src, result, len);
 }
 
@@ -227,7 +227,7 @@ static const pool_wsub_cbs_t wsub_cbs = {on_notify, on_lost};
 /* Subscribes at the first usable ws endpoint, or waits a poll interval. */
 static void attach(pass_src_t *p)
 {
-    gw_net_t *net = p->src->net;
+    sub_net_t *net = p->src->net;
     const sub_kind_t *k = p->src->kind;
     int ep = pool_wsub_pick(net->pool_net);
     const char *why = "no endpoint with a usable ws_url";
@@ -247,7 +247,7 @@ static void attach(pass_src_t *p)
     }
     p->endpoint = ep;
     if (p->was >= 0) {
-        gw_stats_srv_add(sub_stats(p->src->reg), STATE_SRV_SUB_PASS_FAILOVERS, 1);
+        sub_count_srv(p->src->reg, STATE_SRV_SUB_PASS_FAILOVERS, 1);
         changed_event(p, pool_wsub_endpoint_id(net->pool_net, p->was), pool_wsub_endpoint_id(net->pool_net, ep));
     }
     p->told_none = 0;

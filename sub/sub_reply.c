@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "gateway/gw_rpc.h"
+#include "wire/rpc_error.h"
 
 /* Answers a call; a notification (no id) gets none. */
 void sub_reply(sub_client_t *c, const char *body, wire_span_t id, const char *result)
@@ -60,7 +60,7 @@ void sub_reply_error(sub_client_t *c, const char *body, wire_span_t id, int code
             data = error_data[i].data;
     sl_buf_t b;
     sl_buf_init(&b);
-    gw_rpc_error(&b, body, id, code, msg, data);
+    wire_rpc_error(&b, body, id, code, msg, data);
     c->send(c, b.base, b.len);
     sl_buf_dispose(&b);
 }

@@ -194,7 +194,7 @@ static void poll_now(sol_poll_t *p)
     static const char *const get_slot[] = {"getSlot", "getSlot"};
     static const char *const slot_params[] = {"[{\"commitment\":\"processed\"}]", "[{\"commitment\":\"finalized\"}]"};
     if (p->kind == SOL_SLOT || p->kind == SOL_ROOT)
-        gw_stats_sub_add(sub_stats(p->src->reg), p->src->net->index, STATE_SUB_POLLS_SLOT, 1);
+        sub_count_cost(p->src->reg, p->src->net->index, STATE_SUB_POLLS_SLOT, 1);
     switch (p->kind) {
     case SOL_SLOT:
         sub_call_start(&p->call, p->src->net, 2, get_slot, slot_params, on_answer, p);

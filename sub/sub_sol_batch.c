@@ -111,7 +111,7 @@ static void start_chunk(sol_batch_t *b, size_t k, h2o_linklist_t **at)
         const char *method = b->kind == SUB_SOL_BATCH_ACCOUNT ? "getMultipleAccounts" : "getSignatureStatuses";
         const char *pp = p.base;
         int acc = b->kind == SUB_SOL_BATCH_ACCOUNT;
-        gw_stats_sub_add(sub_stats(b->reg), b->g.net->index, acc ? STATE_SUB_POLLS_ACCOUNT : STATE_SUB_POLLS_SIGNATURE, 1);
+        sub_count_cost(b->reg, b->g.net->index, acc ? STATE_SUB_POLLS_ACCOUNT : STATE_SUB_POLLS_SIGNATURE, 1);
         sub_call_start(&ch->call, b->g.net, 1, &method, &pp, on_chunk, ch);
     }
     sl_buf_dispose(&p);
@@ -138,7 +138,7 @@ static void on_soon(h2o_timeout_entry_t *e)
     round_now(H2O_STRUCT_FROM_MEMBER(sol_batch_t, soon, e));
 }
 
-void sub_sol_batch_join(sub_reg_t *r, gw_net_t *net, sub_sol_batch_kind_t kind, const char *config,
+void sub_sol_batch_join(sub_reg_t *r, sub_net_t *net, sub_sol_batch_kind_t kind, const char *config,
                            sub_sol_member_t *m)
 {
     sub_group_t *g = sub_group_find(r, tags[kind], net, config);

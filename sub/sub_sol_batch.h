@@ -37,7 +37,7 @@ struct sub_sol_member {
 /* m (its cb and item set) joins the polls of net of its kind; config is the
  * calls' options object (account: commitment and encoding), the same for
  * every member of a batch. Polled soon, then every round. */
-void sub_sol_batch_join(sub_reg_t *r, gw_net_t *net, sub_sol_batch_kind_t kind, const char *config,
+void sub_sol_batch_join(sub_reg_t *r, sub_net_t *net, sub_sol_batch_kind_t kind, const char *config,
                            sub_sol_member_t *m);
 /* m leaves; the batch stops with its last member. */
 void sub_sol_batch_leave(sub_sol_member_t *m);

@@ -151,7 +151,7 @@ static void take_transactions(logs_poll_t *p)
                 return;
             sl_log_warn("network %s: logsSubscribe %s: transaction %s still unreadable after %d polls: passed",
                         p->src->net->conf->name, p->addr, queue_at(p, 0), NULL_TRIES);
-            gw_stats_srv_add(sub_stats(p->src->reg), STATE_SRV_SUB_TX_SKIPPED, 1);
+            sub_count_srv(p->src->reg, STATE_SRV_SUB_TX_SKIPPED, 1);
         }
         queue_pop(p);
     }
@@ -176,7 +176,7 @@ static void take_signatures(logs_poll_t *p)
     } else if (n >= SIGS_LIMIT) {
         sl_log_warn("network %s: logsSubscribe %s: %d signatures or more since the last poll: older ones may be "
                     "missed", p->src->net->conf->name, p->addr, n);
-        gw_stats_srv_add(sub_stats(p->src->reg), STATE_SRV_SUB_TX_SKIPPED, 1);
+        sub_count_srv(p->src->reg, STATE_SRV_SUB_TX_SKIPPED, 1);
     }
     for (int i = n - 1; p->started && i >= 0 && p->qn < QUEUE_MAX; i--) {
         const cJSON *s = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(list, i), "signature");
@@ -219,7 +219,7 @@ static void poll_now(logs_poll_t *p)
         methods[1 + i] = "getTransaction";
         params[1 + i] = b->base;
     }
-    gw_stats_sub_add(sub_stats(p->src->reg), p->src->net->index, STATE_SUB_POLLS_SOL_LOGS, (int64_t)(1 + p->nfetch));
+    sub_count_cost(p->src->reg, p->src->net->index, STATE_SUB_POLLS_SOL_LOGS, (int64_t)(1 + p->nfetch));
     sub_call_start(&p->call, p->src->net, 1 + p->nfetch, methods, params, on_answer, p);
 }
 

@@ -251,7 +251,7 @@ static void on_answer(sub_call_t *c, void *data)
 static void poll_now(program_poll_t *p)
 {
     const char *m = "getProgramAccounts", *pp = p->params;
-    gw_stats_sub_add(sub_stats(p->src->reg), p->src->net->index, STATE_SUB_POLLS_PROGRAM, 1);
+    sub_count_cost(p->src->reg, p->src->net->index, STATE_SUB_POLLS_PROGRAM, 1);
     sub_call_start(&p->call, p->src->net, 1, &m, &pp, on_answer, p);
 }
 

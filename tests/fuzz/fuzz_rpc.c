@@ -12,7 +12,7 @@
  *  - every FORWARD member re-scans alone as an envelope with "jsonrpc":"2.0",
  *    a method that decodes to the member's name and is neither reserved,
  *    blocked nor a subscription, and the same id; cJSON reads it alike;
- *  - every answer built with gw_rpc_error, gw_rpc_splice_id and (when
+ *  - every answer built with wire_rpc_error, gw_rpc_splice_id and (when
  *    nothing goes upstream) gw_reply_build is valid JSON carrying the
  *    client's id bytes, the code and the message.
  *
@@ -141,11 +141,11 @@ static void check_forward(const char *body, size_t len, const gw_rpc_limits_t *l
     } else {
         CHECK(m->notification && env.id.len == 0);
     }
-    char name[GW_RPC_METHOD_MAX];
+    char name[WIRE_RPC_METHOD_MAX];
     CHECK(wire_json_string(raw, env.method, name, sizeof name) == SL_OK);
     CHECK(strcmp(name, m->name) == 0);
     size_t nlen = strlen(m->name);
-    CHECK(nlen > 0 && nlen < GW_RPC_METHOD_MAX);
+    CHECK(nlen > 0 && nlen < WIRE_RPC_METHOD_MAX);
     CHECK(strncmp(m->name, "rpc.", 4) != 0);
     CHECK(!policy_method_match(lim->blocked, lim->nblocked, m->name, nlen));
     CHECK(m->method == policy_method_lookup(lim->chain, m->name, nlen));
@@ -200,16 +200,16 @@ static void check_local(const char *body, size_t len, const gw_member_t *m)
             check_value(body, len, m->id);
             CHECK(m->id.off > m->raw.off && m->id.off + m->id.len < m->raw.off + m->raw.len);
         }
-        gw_rpc_error(&out, body, m->id, GW_RPC_INVALID_REQUEST, m->error, NULL);
-        check_error_answer(body, m, &out, GW_RPC_INVALID_REQUEST, m->error);
+        wire_rpc_error(&out, body, m->id, WIRE_RPC_INVALID_REQUEST, m->error, NULL);
+        check_error_answer(body, m, &out, WIRE_RPC_INVALID_REQUEST, m->error);
     } else {
         CHECK(m->status == GW_MEMBER_BLOCKED);
-        CHECK(m->method != NULL && m->name[0] != '\0' && strlen(m->name) < GW_RPC_METHOD_MAX);
+        CHECK(m->method != NULL && m->name[0] != '\0' && strlen(m->name) < WIRE_RPC_METHOD_MAX);
         CHECK(m->notification == (m->id.len == 0));
-        char msg[GW_RPC_METHOD_MAX + 160];
+        char msg[WIRE_RPC_METHOD_MAX + 160];
         snprintf(msg, sizeof msg, "%s: %s", m->name, m->error);
-        gw_rpc_error(&out, body, m->id, GW_RPC_METHOD_NOT_FOUND, msg, "{\"k\":[1,\"x\"]}");
-        check_error_answer(body, m, &out, GW_RPC_METHOD_NOT_FOUND, msg);
+        wire_rpc_error(&out, body, m->id, WIRE_RPC_METHOD_NOT_FOUND, msg, "{\"k\":[1,\"x\"]}");
+        check_error_answer(body, m, &out, WIRE_RPC_METHOD_NOT_FOUND, msg);
     }
     sl_buf_dispose(&out);
 }
@@ -224,10 +224,10 @@ static void check_request(const char *body, size_t len, const gw_rpc_limits_t *l
     if (rpc->kind == GW_RPC_REJECT) {
         CHECK(rpc->nmembers == 0);
         CHECK(memchr(rpc->reject_msg, '\0', sizeof rpc->reject_msg) != NULL && rpc->reject_msg[0] != '\0');
-        if (rpc->reject_code == GW_RPC_PARSE_ERROR) {
+        if (rpc->reject_code == WIRE_RPC_PARSE_ERROR) {
             CHECK(verr != SL_OK);
         } else {
-            CHECK(rpc->reject_code == GW_RPC_INVALID_REQUEST && verr == SL_OK);
+            CHECK(rpc->reject_code == WIRE_RPC_INVALID_REQUEST && verr == SL_OK);
             CHECK(kind != WIRE_JSON_OBJECT);
             if (kind == WIRE_JSON_ARRAY) {
                 /* empty, or more than the limit */
@@ -238,7 +238,7 @@ static void check_request(const char *body, size_t len, const gw_rpc_limits_t *l
                 free(items);
             }
         }
-        gw_rpc_error(&out, body, (wire_span_t){0, 0}, rpc->reject_code, rpc->reject_msg, NULL);
+        wire_rpc_error(&out, body, (wire_span_t){0, 0}, rpc->reject_code, rpc->reject_msg, NULL);
         check_error_answer(body, NULL, &out, rpc->reject_code, rpc->reject_msg);
         sl_buf_dispose(&out);
         return;

@@ -4,7 +4,7 @@
  * kind, the reject code and message, and per member its status, id bytes,
  * notification flag, method name and error. For a handful of rows the row
  * also holds the exact answer the gateway sends for the members it answers
- * itself, built here with gw_rpc_error as gateway/gw_reply.c builds it, and
+ * itself, built here with wire_rpc_error as gateway/gw_reply.c builds it, and
  * checked against gw_reply_build too when no member goes upstream. */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -364,7 +364,7 @@ static gw_rpc_limits_t limits_of(const rpc_case_t *c)
 static void local_answer(sl_buf_t *out, const char *body, const gw_rpc_request_t *rpc)
 {
     if (rpc->kind == GW_RPC_REJECT) {
-        gw_rpc_error(out, body, (wire_span_t){0, 0}, rpc->reject_code, rpc->reject_msg, NULL);
+        wire_rpc_error(out, body, (wire_span_t){0, 0}, rpc->reject_code, rpc->reject_msg, NULL);
         return;
     }
     size_t written = 0;
@@ -376,11 +376,11 @@ static void local_answer(sl_buf_t *out, const char *body, const gw_rpc_request_t
             sl_buf_append_str(out, written ? "," : "[");
         written++;
         if (m->status == GW_MEMBER_INVALID) {
-            gw_rpc_error(out, body, m->id, GW_RPC_INVALID_REQUEST, m->error, NULL);
+            wire_rpc_error(out, body, m->id, WIRE_RPC_INVALID_REQUEST, m->error, NULL);
         } else {
-            char msg[GW_RPC_METHOD_MAX + 160];
+            char msg[WIRE_RPC_METHOD_MAX + 160];
             snprintf(msg, sizeof msg, "%s: %s", m->name, m->error);
-            gw_rpc_error(out, body, m->id, GW_RPC_METHOD_NOT_FOUND, msg, NULL);
+            wire_rpc_error(out, body, m->id, WIRE_RPC_METHOD_NOT_FOUND, msg, NULL);
         }
     }
     if (rpc->kind == GW_RPC_BATCH && written)
@@ -588,7 +588,7 @@ Test(rpc, allocates_through_the_callback)
     arena_free(&arena);
 }
 
-/* ---- gw_rpc_error ------------------------------------------------------ */
+/* ---- wire_rpc_error ------------------------------------------------------ */
 
 Test(rpc, error_object)
 {
@@ -618,7 +618,7 @@ Test(rpc, error_object)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         sl_buf_t out = SL_BUF_INIT;
         sl_buf_append_str(&out, "prefix:");
-        gw_rpc_error(&out, cases[i].body, cases[i].id, cases[i].code, cases[i].msg, cases[i].data);
+        wire_rpc_error(&out, cases[i].body, cases[i].id, cases[i].code, cases[i].msg, cases[i].data);
         cr_expect_str_eq(out.base + 7, cases[i].want, "case %zu", i);
         cr_expect_eq(memcmp(out.base, "prefix:", 7), 0, "case %zu: appends", i);
         wire_json_kind_t k;
