@@ -36,7 +36,10 @@ static void usage(FILE *out)
                  "                               open every ws_url and ask it the same over WebSocket\n"
                  "       sluice key new [--tier TIER] [--name NAME]\n"
                  "                               print a new client key and its config entry\n"
-                 "       sluice --version\n");
+                 "       sluice --version\n"
+                 "\n"
+                 "the manual is docs/ in the source tree: every configuration key in\n"
+                 "docs/reference/config.md, errors, metrics and events beside it\n");
 }
 
 static int key_new(int argc, char **argv)
