@@ -1,4 +1,4 @@
-/* pool/pool_conn.c: one upstream connection: connect, TLS, send, read the
+/* pool/pool_conn.c: one upstream connection: connect and TLS (pool_sock.c), send, read the
  * answer's head and body, keep-alive (pool_exchange.c is the exchange that
  * uses it).
  *
@@ -7,10 +7,8 @@
  * separate connect / first-byte / attempt deadlines, a cap on answer size, and
  * a keep-alive pool without locks (one per worker; h2o's socketpool ignores
  * its capacity and takes a mutex per operation). */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 
 #include "base/sl_log.h"
 #include "base/sl_time.h"
