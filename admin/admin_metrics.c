@@ -49,7 +49,7 @@ static void requests(admin_t *a, sl_buf_t *b)
 
 #define LABELS "network=\"%s\",endpoint=\"%s\""
 
-/* What subscriptions cost upstream, per network and kind (gateway/gw_sub*.c,
+/* What subscriptions cost upstream, per network and kind (gateway/sub*.c,
  * state_sub_counter_t): bounded per network, not per distinct subscription. */
 static void subscription_cost(admin_t *a, sl_buf_t *b)
 {

@@ -304,7 +304,7 @@ static double gauge(const admin_net_view_t *x, gauge_value_t g)
     return 0;
 }
 
-/* eth_getLogs splitting (gateway/gw_logsplit.c), per Ethereum network. */
+/* eth_getLogs splitting (pool/pool_split.c), per Ethereum network. */
 static void logs_metrics(sl_buf_t *b, const admin_conf_t *conf, const admin_net_view_t *nv)
 {
     static const struct {

@@ -96,6 +96,6 @@ WebSocket clients (JSON-RPC calls; subscriptions are not served yet):
 Watch X-Sluice-Endpoint and X-Sluice-Attempts: the rate-limited endpoint is skipped.
 
 TXT
-"$build/gateway/sluice" -c "$dir/sluice.yaml" &
+"$build/server/sluice" -c "$dir/sluice.yaml" &
 pids+=($!)
 wait "$!"

@@ -43,7 +43,7 @@ typedef struct access_fields {
     int status;
     const char *outcome;
     uint64_t latency_us;
-    const gw_key_conf_t *key;
+    const cfg_key_conf_t *key;
     int websocket;                /* a WebSocket message, not an HTTP request */
 } access_fields_t;
 
@@ -184,7 +184,7 @@ static void format_line(sl_buf_t *b, h2o_socket_t *sock, const access_fields_t *
 
 void gw_access_log(h2o_socket_t *sock, int websocket, const char *network, const gw_rpc_request_t *rpc,
                    const pool_call_t *call, int status, const char *outcome, uint64_t latency_us,
-                   const gw_key_conf_t *key)
+                   const cfg_key_conf_t *key)
 {
     static sl_buf_t line; /* per worker process, reused */
     const access_fields_t f = {network, rpc, call, status, outcome, latency_us, key, websocket};

@@ -12,27 +12,27 @@
 #define HELD_SLOTS_MAX 4096       /* callers tracked by name; the rest share the aggregate */
 #define HELD_SLOTS_MIN 64
 
-size_t gw_buffered_reserve(const gw_server_conf_t *srv)
+size_t gw_buffered_reserve(const cfg_server_conf_t *srv)
 {
     size_t r = srv->max_buffered_bytes / GW_BUFFERED_RESERVE_DIV;
     r = r > GW_BUFFERED_RESERVE_MIN ? r : GW_BUFFERED_RESERVE_MIN;
     return r < srv->max_buffered_bytes / 2 ? r : srv->max_buffered_bytes / 2;
 }
 
-size_t gw_buffered_share(const gw_server_conf_t *srv)
+size_t gw_buffered_share(const cfg_server_conf_t *srv)
 {
     return (size_t)((double)srv->max_buffered_bytes * srv->max_buffered_share);
 }
 
 /* A scan of unknown size may answer up to max_response_bytes: half of that
  * (or of the share, if less) lets a caller have two at once. */
-static size_t scan_default(const gw_server_conf_t *srv)
+static size_t scan_default(const cfg_server_conf_t *srv)
 {
     size_t share = gw_buffered_share(srv), most = srv->max_response_bytes;
     return (most < share ? most : share) / 2;
 }
 
-void gw_buffered_init(gw_buffered_t *b, const gw_server_conf_t *srv, sl_budget_t *budget, gw_stats_t *stats,
+void gw_buffered_init(gw_buffered_t *b, const cfg_server_conf_t *srv, sl_budget_t *budget, gw_stats_t *stats,
                       gw_held_bytes_cb bytes, gw_held_bytes_cb real)
 {
     /* a caller takes a slot only while a call of it is open, so one slot

@@ -46,7 +46,7 @@
 
 #include "base/sl_budget.h"
 #include "base/sl_log.h"
-#include "gateway/gw_config.h"
+#include "config/cfg.h"
 #include "gateway/gw_estimate.h"
 #include "gateway/gw_held.h"
 #include "gateway/gw_stats.h"
@@ -74,13 +74,13 @@ typedef struct gw_buffered {
 } gw_buffered_t;
 
 /* Sizes of the reserve and the share for srv (tests and the README's figures). */
-size_t gw_buffered_reserve(const gw_server_conf_t *srv);
-size_t gw_buffered_share(const gw_server_conf_t *srv);
+size_t gw_buffered_reserve(const cfg_server_conf_t *srv);
+size_t gw_buffered_share(const cfg_server_conf_t *srv);
 
 /* b's storage is the caller's; budget and stats must outlive it. The table
  * takes bytes to read what an entry holds (its reservation included) and
  * the socket it is written to; real reads what it holds in answers alone. */
-void gw_buffered_init(gw_buffered_t *b, const gw_server_conf_t *srv, sl_budget_t *budget, gw_stats_t *stats,
+void gw_buffered_init(gw_buffered_t *b, const cfg_server_conf_t *srv, sl_budget_t *budget, gw_stats_t *stats,
                       gw_held_bytes_cb bytes, gw_held_bytes_cb real);
 void gw_buffered_dispose(gw_buffered_t *b);
 

@@ -453,7 +453,7 @@ static void on_sweep(h2o_timeout_entry_t *entry)
         h2o_timeout_link(c->loop, &c->sweep_timeout, &c->sweep);
 }
 
-gw_conns_t *gw_conns_create(h2o_loop_t *loop, const gw_server_conf_t *srv, uint32_t admin_max, gw_stats_t *stats)
+gw_conns_t *gw_conns_create(h2o_loop_t *loop, const cfg_server_conf_t *srv, uint32_t admin_max, gw_stats_t *stats)
 {
     gw_conns_t *c = sl_xcalloc(1, sizeof(*c));
     c->loop = loop;

@@ -14,7 +14,7 @@
  * 3/4 of max_connections are open must send its first whole request within
  * server.first_request_timeout_ms. On TLS (server.tls) the same bounds
  * hold from the accept, before the handshake, and h2o closes a handshake
- * not finished within first_request_timeout_ms (gw_worker.c sets it).
+ * not finished within first_request_timeout_ms (srv_worker.c sets it).
  *
  * When accept fails for want of descriptors or kernel memory (EMFILE,
  * ENFILE, ENOBUFS, ENOMEM) a listener stops reading for GW_CONNS_PAUSE_MS
@@ -37,7 +37,7 @@
 
 #include <h2o.h>
 
-#include "gateway/gw_config.h"
+#include "config/cfg.h"
 #include "gateway/gw_stats.h"
 
 #define GW_CONNS_PAUSE_MS 100     /* accepting pauses this long after EMFILE and kin */
@@ -46,7 +46,7 @@ typedef struct gw_conns gw_conns_t;
 
 /* srv and stats (may be NULL) must outlive the result; admin_max is
  * admin.max_connections. */
-gw_conns_t *gw_conns_create(h2o_loop_t *loop, const gw_server_conf_t *srv, uint32_t admin_max, gw_stats_t *stats);
+gw_conns_t *gw_conns_create(h2o_loop_t *loop, const cfg_server_conf_t *srv, uint32_t admin_max, gw_stats_t *stats);
 /* Stops accepting; connections still open are left to the process exit. */
 void gw_conns_destroy(gw_conns_t *c);
 

@@ -58,7 +58,7 @@ typedef struct gw_conn {
 
 struct gw_conns {
     h2o_loop_t *loop;
-    const gw_server_conf_t *srv;
+    const cfg_server_conf_t *srv;
     uint32_t admin_max;           /* admin.max_connections */
     gw_stats_t *stats;
     gw_listener_t listeners[MAX_LISTENERS];

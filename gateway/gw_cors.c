@@ -9,7 +9,7 @@
     "X-RateLimit-Bucket, Retry-After, X-Sluice-Endpoint, X-Sluice-Attempts, X-Sluice-Pressure, X-Sluice-Hedges, X-Sluice-Coalesced"
 
 /* The allowed value to echo for this request's Origin, or NULL. */
-static const char *allowed_origin(h2o_req_t *req, const gw_config_t *cfg)
+static const char *allowed_origin(h2o_req_t *req, const cfg_t *cfg)
 {
     ssize_t i = h2o_find_header_by_str(&req->headers, H2O_STRLIT("origin"), -1);
     if (i < 0)
@@ -25,12 +25,12 @@ static const char *allowed_origin(h2o_req_t *req, const gw_config_t *cfg)
     return NULL;
 }
 
-int gw_cors_ws_allowed(h2o_req_t *req, const gw_config_t *cfg)
+int gw_cors_ws_allowed(h2o_req_t *req, const cfg_t *cfg)
 {
     return h2o_find_header_by_str(&req->headers, H2O_STRLIT("origin"), -1) < 0 || allowed_origin(req, cfg) != NULL;
 }
 
-void gw_cors_headers(h2o_req_t *req, const gw_config_t *cfg)
+void gw_cors_headers(h2o_req_t *req, const cfg_t *cfg)
 {
     const char *origin = allowed_origin(req, cfg);
     if (origin == NULL)
@@ -42,7 +42,7 @@ void gw_cors_headers(h2o_req_t *req, const gw_config_t *cfg)
                           H2O_STRLIT(EXPOSED));
 }
 
-void gw_cors_preflight(h2o_req_t *req, const gw_config_t *cfg)
+void gw_cors_preflight(h2o_req_t *req, const cfg_t *cfg)
 {
     h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_ALLOW, NULL, H2O_STRLIT("POST, OPTIONS"));
     if (allowed_origin(req, cfg) != NULL) {

@@ -6,15 +6,15 @@
 
 #include <h2o.h>
 
-#include "gateway/gw_config.h"
+#include "config/cfg.h"
 
 /* Adds Access-Control-Allow-Origin and -Expose-Headers if the Origin is allowed. */
-void gw_cors_headers(h2o_req_t *req, const gw_config_t *cfg);
+void gw_cors_headers(h2o_req_t *req, const cfg_t *cfg);
 /* 1 if a WebSocket upgrade may go on: no Origin (not a browser), or one
  * server.cors_origins allows. A browser opens a socket to any origin
  * without asking first, so the check is the server's. */
-int gw_cors_ws_allowed(h2o_req_t *req, const gw_config_t *cfg);
+int gw_cors_ws_allowed(h2o_req_t *req, const cfg_t *cfg);
 /* Answers an OPTIONS preflight (204). */
-void gw_cors_preflight(h2o_req_t *req, const gw_config_t *cfg);
+void gw_cors_preflight(h2o_req_t *req, const cfg_t *cfg);
 
 #endif

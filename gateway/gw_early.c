@@ -10,7 +10,7 @@
 
 typedef struct early_filter {
     h2o_filter_t super;           /* first: h2o calls on_setup_ostream with this pointer */
-    const gw_server_conf_t *srv;
+    const cfg_server_conf_t *srv;
 } early_filter_t;
 
 typedef struct early_ostream {
@@ -96,7 +96,7 @@ static void early_setup(h2o_filter_t *self, h2o_req_t *req, h2o_ostream_t **slot
     h2o_setup_next_ostream(req, slot);
 }
 
-void gw_early_register(h2o_hostconf_t *host, const gw_server_conf_t *srv)
+void gw_early_register(h2o_hostconf_t *host, const cfg_server_conf_t *srv)
 {
     early_filter_t *f = (early_filter_t *)h2o_create_filter(&host->fallback_path, sizeof(*f));
     f->super.on_setup_ostream = early_setup;

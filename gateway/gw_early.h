@@ -16,9 +16,9 @@
 #define GW_EARLY_H
 #include <h2o.h>
 
-#include "gateway/gw_config.h"
+#include "config/cfg.h"
 
 /* srv must outlive host. Call before h2o_context_init on host's config. */
-void gw_early_register(h2o_hostconf_t *host, const gw_server_conf_t *srv);
+void gw_early_register(h2o_hostconf_t *host, const cfg_server_conf_t *srv);
 
 #endif

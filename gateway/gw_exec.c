@@ -28,7 +28,7 @@ void gw_exec_dispose(gw_exec_t *x)
     gw_limit_wait_cancel(&x->limit_wait);
     pool_call_release(x->call); /* done with it, or the client went away before its answer */
     x->call = NULL;
-    gw_logsplit_dispose(x->split);
+    pool_split_dispose(x->split);
     x->split = NULL;
     if (x->have_reply)
         gw_reply_dispose(&x->reply);
@@ -86,14 +86,14 @@ static void remember_size(gw_exec_t *x, size_t bytes)
 }
 
 /* The reply, once the call and its eth_getLogs sub-calls are done (also
- * gw_logsplit's callback). */
+ * pool_split's callback). */
 static void finish(void *data)
 {
     gw_exec_t *x = data;
     size_t held;
-    if (!x->call_done || gw_logsplit_pending(x->split))
+    if (!x->call_done || pool_split_pending(x->split))
         return;
-    size_t call_held = (x->call != NULL ? pool_call_held(x->call) : 0) + gw_logsplit_held(x->split);
+    size_t call_held = (x->call != NULL ? pool_call_held(x->call) : 0) + pool_split_held(x->split);
     x->reserved = 0; /* complete: what it holds is known */
     remember_size(x, call_held);
     if (!gw_buffered_keep(&x->h->buffered, &x->held, call_held, exec_sent_held, &held)) {
@@ -112,7 +112,7 @@ static void on_call_done(pool_call_t *call, void *data)
     gw_exec_t *x = data;
     (void)call;
     x->call_done = 1;
-    if (x->split != NULL && gw_logsplit_settle(x->split))
+    if (x->split != NULL && pool_split_settle(x->split))
         return; /* a refused eth_getLogs went on in halves: finish runs when they are done */
     finish(x);
 }
@@ -198,7 +198,7 @@ static policy_lease_result_t admit(gw_exec_t *x)
 {
     char ident[GW_EXEC_IDENT_MAX] = "";
     uint32_t n = x->rpc.kind == GW_RPC_REJECT ? 1 : (uint32_t)x->rpc.nmembers;
-    const gw_tier_conf_t *tier = gw_identity_tier(x->h->cfg, x->key);
+    const cfg_tier_conf_t *tier = gw_identity_tier(x->h->cfg, x->key);
     policy_bucket_t bucket = choose_bucket(&x->rpc);
     if (tier != NULL)
         gw_exec_caller(x, ident, sizeof(ident));
@@ -216,7 +216,7 @@ static policy_lease_result_t admit(gw_exec_t *x)
 int gw_exec_admit_refusal(gw_exec_t *x)
 {
     char ident[GW_EXEC_IDENT_MAX] = "";
-    const gw_tier_conf_t *tier = x->h->cfg->anonymous_tier;
+    const cfg_tier_conf_t *tier = x->h->cfg->anonymous_tier;
     x->key = NULL;
     if (tier != NULL)
         gw_exec_caller(x, ident, sizeof(ident));
@@ -280,7 +280,7 @@ static size_t shed(gw_exec_t *x)
 size_t gw_exec_real(const gw_held_entry_t *e)
 {
     const gw_exec_t *x = (const gw_exec_t *)((const char *)e - offsetof(gw_exec_t, held));
-    return x->charged + (x->call != NULL ? pool_call_held(x->call) : 0) + gw_logsplit_held(x->split);
+    return x->charged + (x->call != NULL ? pool_call_held(x->call) : 0) + pool_split_held(x->split);
 }
 
 size_t gw_exec_held(const gw_held_entry_t *e)
@@ -366,7 +366,7 @@ void gw_exec_run(gw_exec_t *x)
  * lease is asked for, and the next call pays). */
 static int charge_more(gw_exec_t *x, uint32_t calls)
 {
-    const gw_tier_conf_t *tier = gw_identity_tier(x->h->cfg, x->key);
+    const cfg_tier_conf_t *tier = gw_identity_tier(x->h->cfg, x->key);
     if (tier == NULL || calls == 0)
         return 1;
     char ident[GW_EXEC_IDENT_MAX];
@@ -387,14 +387,14 @@ static int split_charge(void *data, uint32_t calls)
 static int split_charged(gw_exec_t *x)
 {
     size_t jobs;
-    if (!charge_more(x, gw_logsplit_planned(x->split, &jobs))) {
-        gw_logsplit_dispose(x->split);
+    if (!charge_more(x, pool_split_planned(x->split, &jobs))) {
+        pool_split_dispose(x->split);
         x->split = NULL;
         gw_refuse_limited(&x->reply, body_of(x), single_id(x), &x->limit);
         reply(x);
         return 0;
     }
-    gw_logsplit_start(x->split);
+    pool_split_start(x->split);
     return 1;
 }
 
@@ -420,11 +420,11 @@ static void forward(gw_exec_t *x)
     uint64_t owner = net->conf->pressure.enabled ? caller_owner(x) : 0;
     pool_item_t *items = x->items;
     size_t nitems = x->nitems;
-    x->split_hooks = (gw_logsplit_hooks_t){finish, split_charge, x->h->cfg->server.max_response_bytes};
-    if ((x->split = gw_logsplit_take(net->pool_net, x->items, x->nitems, owner, &x->split_hooks, x)) != NULL) {
+    x->split_hooks = (pool_split_hooks_t){finish, split_charge, x->h->cfg->server.max_response_bytes};
+    if ((x->split = pool_split_take(net->pool_net, x->items, x->nitems, owner, &x->split_hooks, x)) != NULL) {
         if (!split_charged(x))
             return;
-        items = gw_logsplit_rest(x->split, &nitems);
+        items = pool_split_rest(x->split, &nitems);
     }
     if (nitems == 0) { /* every member went into sub-calls or was refused */
         x->call_done = 1;

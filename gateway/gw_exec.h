@@ -21,7 +21,7 @@
 #include "gateway/gw_handler.h"
 #include "gateway/gw_held.h"
 #include "gateway/gw_limit.h"
-#include "gateway/gw_logsplit.h"
+#include "pool/pool_split.h"
 #include "gateway/gw_reply.h"
 #include "gateway/gw_rpc.h"
 
@@ -45,7 +45,7 @@ struct gw_exec {
     gw_net_t *net;
     const char *body;             /* the client's bytes, kept until gw_exec_dispose */
     size_t len;
-    const gw_key_conf_t *key;     /* NULL: anonymous */
+    const cfg_key_conf_t *key;     /* NULL: anonymous */
     char ip[GW_EXEC_IP_MAX];      /* the caller's address (gw_identity_client_ip) */
     h2o_socket_t *sock;           /* its connection, for resets of stalled writers */
     const char *subscribe_error;  /* gw_rpc_limits_t's; NULL: the HTTP message */
@@ -58,8 +58,8 @@ struct gw_exec {
     size_t nitems;
     pool_call_t *call;
     int call_done;
-    gw_logsplit_t *split;         /* eth_getLogs split into sub-calls (NULL: none) */
-    gw_logsplit_hooks_t split_hooks; /* what the split calls back (its charges, its reply) */
+    pool_split_t *split;         /* eth_getLogs split into sub-calls (NULL: none) */
+    pool_split_hooks_t split_hooks; /* what the split calls back (its charges, its reply) */
     gw_reply_t reply;
     int have_reply;
     uint64_t start_us;

@@ -313,7 +313,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 
 static void nets_init(gw_handler_t *h, pool_t *pool)
 {
-    const gw_config_t *cfg = h->cfg;
+    const cfg_t *cfg = h->cfg;
     h->nnets = cfg->nnetworks;
     h->nets = sl_xcalloc(cfg->nnetworks, sizeof(*h->nets));
     for (size_t i = 0; i < cfg->nnetworks; i++) {
@@ -332,7 +332,7 @@ static void nets_init(gw_handler_t *h, pool_t *pool)
     }
 }
 
-gw_handler_t *gw_handler_register(h2o_hostconf_t *hostconf, const gw_config_t *cfg, pool_t *pool, gw_stats_t *stats,
+gw_handler_t *gw_handler_register(h2o_hostconf_t *hostconf, const cfg_t *cfg, pool_t *pool, gw_stats_t *stats,
                                   gw_limit_t *limit, sl_budget_t *budget)
 {
     h2o_pathconf_t *pathconf = h2o_config_register_path(hostconf, "/", 0);

@@ -15,7 +15,7 @@
 #include "base/sl_budget.h"
 #include "gateway/gw_buffered.h"
 #include "base/sl_log.h"
-#include "gateway/gw_config.h"
+#include "config/cfg.h"
 #include "gateway/gw_limit.h"
 #include "gateway/gw_stats.h"
 #include "pool/pool.h"
@@ -32,7 +32,7 @@ typedef struct gw_ws gw_ws_t;
 
 typedef struct gw_handler {
     h2o_handler_t super;          /* first: h2o calls on_req with this pointer */
-    const gw_config_t *cfg;
+    const cfg_t *cfg;
     gw_net_t *nets;
     size_t nnets;
     gw_stats_t *stats;            /* request counters (may be NULL) */
@@ -48,7 +48,7 @@ typedef struct gw_handler {
 /* Registers the handler on path "/" of hostconf; nets must outlive it. New
  * calls are refused with 503 as gw_buffered.h says (the budget less its
  * reserve, the caller's share); replies are charged to budget. */
-gw_handler_t *gw_handler_register(h2o_hostconf_t *hostconf, const gw_config_t *cfg, pool_t *pool, gw_stats_t *stats,
+gw_handler_t *gw_handler_register(h2o_hostconf_t *hostconf, const cfg_t *cfg, pool_t *pool, gw_stats_t *stats,
                                   gw_limit_t *limit, sl_budget_t *budget);
 
 #endif

@@ -29,7 +29,7 @@ static size_t head_size(const h2o_req_t *req, size_t *request_line, size_t *long
     return total + crlf;
 }
 
-int gw_head_check(const h2o_req_t *req, const gw_server_conf_t *srv, gw_head_verdict_t *out)
+int gw_head_check(const h2o_req_t *req, const cfg_server_conf_t *srv, gw_head_verdict_t *out)
 {
     size_t line, longest;
     out->total = head_size(req, &line, &longest);

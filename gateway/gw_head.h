@@ -9,7 +9,7 @@
 
 #include <h2o.h>
 
-#include "gateway/gw_config.h"
+#include "config/cfg.h"
 
 typedef struct gw_head_verdict {
     int status;                   /* 414 (the request line), 431 (a header line, or all) */
@@ -19,6 +19,6 @@ typedef struct gw_head_verdict {
 } gw_head_verdict_t;
 
 /* 1 if req's head is within srv's limits; else 0 and *out says why. */
-int gw_head_check(const h2o_req_t *req, const gw_server_conf_t *srv, gw_head_verdict_t *out);
+int gw_head_check(const h2o_req_t *req, const cfg_server_conf_t *srv, gw_head_verdict_t *out);
 
 #endif

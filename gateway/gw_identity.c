@@ -25,8 +25,8 @@ void gw_identity_hash(const char *key, size_t len, char hex[65])
     hex[64] = '\0';
 }
 
-gw_identity_result_t gw_identity_resolve(const gw_config_t *cfg, const char *key, size_t len,
-                                         const gw_key_conf_t **out)
+gw_identity_result_t gw_identity_resolve(const cfg_t *cfg, const char *key, size_t len,
+                                         const cfg_key_conf_t **out)
 {
     *out = NULL;
     if (key == NULL || len == 0)
@@ -34,7 +34,7 @@ gw_identity_result_t gw_identity_resolve(const gw_config_t *cfg, const char *key
     char hex[65];
     gw_identity_hash(key, len, hex);
     /* compare against every entry, so timing says nothing about which matched */
-    const gw_key_conf_t *found = NULL;
+    const cfg_key_conf_t *found = NULL;
     for (size_t i = 0; i < cfg->nkeys; i++)
         if (CRYPTO_memcmp(hex, cfg->keys[i].sha256, 64) == 0)
             found = &cfg->keys[i];
@@ -197,7 +197,7 @@ void gw_identity_group(const char *addr, uint32_t prefix, char out[64])
 
 #define MAX_FORWARDED_LINES 16    /* more X-Forwarded-For lines than this: the first ones are not read */
 
-void gw_identity_client_ip(h2o_req_t *req, const gw_config_t *cfg, char out[64])
+void gw_identity_client_ip(h2o_req_t *req, const cfg_t *cfg, char out[64])
 {
     peer_ip(req, out);
     if (cfg->server.ntrusted_proxies != 0 && gw_identity_in_cidrs(out, cfg->server.trusted_proxies, cfg->server.ntrusted_proxies)) {
@@ -217,7 +217,7 @@ void gw_identity_client_ip(h2o_req_t *req, const gw_config_t *cfg, char out[64])
     }
 }
 
-const gw_tier_conf_t *gw_identity_tier(const gw_config_t *cfg, const gw_key_conf_t *key)
+const cfg_tier_conf_t *gw_identity_tier(const cfg_t *cfg, const cfg_key_conf_t *key)
 {
     return key != NULL ? key->tier_conf : cfg->anonymous_tier;
 }

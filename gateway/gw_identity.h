@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "gateway/gw_config.h"
+#include "config/cfg.h"
 
 #define GW_KEY_PREFIX "sl_"
 
@@ -21,8 +21,8 @@ typedef enum gw_identity_result {
 int gw_identity_is_key(const char *seg, size_t len);
 
 /* Resolves a key (NULL/0 = none); *key gets the config entry when known. */
-gw_identity_result_t gw_identity_resolve(const gw_config_t *cfg, const char *key, size_t len,
-                                         const gw_key_conf_t **out);
+gw_identity_result_t gw_identity_resolve(const cfg_t *cfg, const char *key, size_t len,
+                                         const cfg_key_conf_t **out);
 
 /* Writes the lower-case hex SHA-256 of key[0..len) into hex[65]. */
 void gw_identity_hash(const char *key, size_t len, char hex[65]);
@@ -40,7 +40,7 @@ void gw_identity_hash(const char *key, size_t len, char hex[65]);
  * an address stops the walk at the proxy that passed it on. IPv6 addresses
  * stand for their /server.ipv6_prefix network ("2001:db8:1:2::/64"), so
  * one host's many addresses are one caller; IPv4-mapped ones are IPv4. */
-void gw_identity_client_ip(h2o_req_t *req, const gw_config_t *cfg, char out[64]);
+void gw_identity_client_ip(h2o_req_t *req, const cfg_t *cfg, char out[64]);
 
 /* The walk itself, for tests: addr holds the peer's address and gets the
  * caller's (not yet grouped); values[0..n) are the X-Forwarded-For lines. */
@@ -60,6 +60,6 @@ int gw_identity_group_key(const struct sockaddr *sa, uint32_t prefix, uint8_t ou
 
 /* The tier for a key (its configured tier) or for anonymous callers (the
  * tier named "anonymous"); NULL when none is configured. */
-const gw_tier_conf_t *gw_identity_tier(const gw_config_t *cfg, const gw_key_conf_t *key);
+const cfg_tier_conf_t *gw_identity_tier(const cfg_t *cfg, const cfg_key_conf_t *key);
 
 #endif

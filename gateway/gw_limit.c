@@ -37,7 +37,7 @@ typedef struct lease {
 } lease_t;
 
 struct gw_limit {
-    const gw_config_t *cfg;
+    const cfg_t *cfg;
     state_t *st;
     lease_t *table;
     uint32_t nworkers;            /* a degraded worker enforces 1/nworkers of each limit */
@@ -48,7 +48,7 @@ struct gw_limit {
     state_lease_waiters_t waiters; /* gw_limit_wait_t waiting for a lease from Redis */
 };
 
-gw_limit_t *gw_limit_create(const gw_config_t *cfg, state_t *st)
+gw_limit_t *gw_limit_create(const cfg_t *cfg, state_t *st)
 {
     gw_limit_t *l = sl_xcalloc(1, sizeof(*l));
     l->cfg = cfg;
@@ -78,7 +78,7 @@ uint64_t gw_limit_failures(const gw_limit_t *l)
 /* The tier's limit per window for this bucket (0 = none). The cells count in
  * whole µs, so a window holds at most one call per µs of it: the limit is
  * capped there, and the headers say what is enforced. */
-static uint32_t window_limit(const gw_limit_t *l, const gw_tier_conf_t *tier, policy_bucket_t bucket, int w)
+static uint32_t window_limit(const gw_limit_t *l, const cfg_tier_conf_t *tier, policy_bucket_t bucket, int w)
 {
     uint32_t base = w == 0 ? tier->limits.per_second : w == 1 ? tier->limits.per_minute : tier->limits.per_day;
     uint64_t v = (uint64_t)base * (bucket == POLICY_BUCKET_READ ? l->cfg->server.read_multiplier : 1);
@@ -104,7 +104,7 @@ static lease_t *find(gw_limit_t *l, const char *identity, policy_bucket_t bucket
 }
 
 /* Fills the headers from the window closest to exhaustion. */
-static void describe(gw_limit_t *l, const gw_tier_conf_t *tier, policy_bucket_t bucket, const lease_t *e,
+static void describe(gw_limit_t *l, const cfg_tier_conf_t *tier, policy_bucket_t bucket, const lease_t *e,
                      uint64_t now, gw_limit_result_t *out)
 {
     double best = 2;
@@ -129,7 +129,7 @@ static void describe(gw_limit_t *l, const gw_tier_conf_t *tier, policy_bucket_t 
 
 typedef struct lease_ctx {
     gw_limit_t *l;
-    const gw_tier_conf_t *tier;
+    const cfg_tier_conf_t *tier;
     policy_bucket_t bucket;
     uint64_t now;
     uint32_t n, want, granted;
@@ -181,7 +181,7 @@ static int lease_cb(void *arg, void *recs, size_t nrecs, state_event_t *events, 
     return 1;
 }
 
-static uint32_t lease_size(gw_limit_t *l, const gw_tier_conf_t *tier, policy_bucket_t bucket, uint32_t n)
+static uint32_t lease_size(gw_limit_t *l, const cfg_tier_conf_t *tier, policy_bucket_t bucket, uint32_t n)
 {
     uint32_t smallest = UINT32_MAX;
     for (int w = 0; w < NWINDOWS; w++) {
@@ -196,7 +196,7 @@ static uint32_t lease_size(gw_limit_t *l, const gw_tier_conf_t *tier, policy_buc
 
 /* Leases from the shared cells: YES granted, NO refused, FALL the storage
  * failed (*err says how). */
-static policy_lease_result_t lease(gw_limit_t *l, const gw_tier_conf_t *tier, lease_t *e, uint32_t n, uint64_t now,
+static policy_lease_result_t lease(gw_limit_t *l, const cfg_tier_conf_t *tier, lease_t *e, uint32_t n, uint64_t now,
                                    sl_err_t *err)
 {
     char keys[NWINDOWS][160];
@@ -226,7 +226,7 @@ static policy_lease_result_t lease(gw_limit_t *l, const gw_tier_conf_t *tier, le
 /* Degraded: this worker's own GCRA cells, each holding its share of the
  * limit (rounded up), so the workers together admit about the limit
  * (at most workers - 1 more per window), never an unlimited number. */
-static policy_lease_result_t local_charge(gw_limit_t *l, const gw_tier_conf_t *tier, lease_t *e, uint32_t n,
+static policy_lease_result_t local_charge(gw_limit_t *l, const cfg_tier_conf_t *tier, lease_t *e, uint32_t n,
                                           uint64_t now)
 {
     uint64_t wait = 0;
@@ -256,7 +256,7 @@ static policy_lease_result_t local_charge(gw_limit_t *l, const gw_tier_conf_t *t
 }
 
 /* Headers of a degraded decision: the worker's share and its own cells. */
-static void describe_local(gw_limit_t *l, const gw_tier_conf_t *tier, const lease_t *e, uint64_t now,
+static void describe_local(gw_limit_t *l, const cfg_tier_conf_t *tier, const lease_t *e, uint64_t now,
                            gw_limit_result_t *out)
 {
     double best = 2;
@@ -329,7 +329,7 @@ static void on_cluster_lease(void *data, const state_cluster_lease_t *r)
 
 /* Asks Redis for a lease of e's caller (at least n calls): WAIT if asked,
  * FALL if it cannot be (the link is down). */
-static policy_lease_result_t cluster_ask(gw_limit_t *l, const gw_tier_conf_t *tier, lease_t *e, uint32_t n)
+static policy_lease_result_t cluster_ask(gw_limit_t *l, const cfg_tier_conf_t *tier, lease_t *e, uint32_t n)
 {
     char keys[NWINDOWS][STATE_KEY_MAX];
     state_cluster_cell_t cells[NWINDOWS];
@@ -360,7 +360,7 @@ static policy_lease_result_t cluster_ask(gw_limit_t *l, const gw_tier_conf_t *ti
 /* The rungs of the ladder (policy/lease.h) for one charge. */
 typedef struct charge {
     gw_limit_t *l;
-    const gw_tier_conf_t *tier;
+    const cfg_tier_conf_t *tier;
     lease_t *e;
     uint32_t n;
     uint64_t now;
@@ -435,7 +435,7 @@ void gw_limit_wait_cancel(gw_limit_wait_t *w)
     state_lease_wait_cancel(&w->wait);
 }
 
-void gw_limit_charge(gw_limit_t *l, const gw_tier_conf_t *tier, const char *identity, policy_bucket_t bucket,
+void gw_limit_charge(gw_limit_t *l, const cfg_tier_conf_t *tier, const char *identity, policy_bucket_t bucket,
                      uint32_t n, gw_limit_result_t *out)
 {
     memset(out, 0, sizeof(*out));

@@ -25,7 +25,7 @@
 
 #include <h2o.h>
 
-#include "gateway/gw_config.h"
+#include "config/cfg.h"
 #include "policy/lease.h"
 #include "policy/limiter.h"
 #include "state/state.h"
@@ -46,12 +46,12 @@ typedef struct gw_limit_result {
     uint64_t retry_after_ms;
 } gw_limit_result_t;
 
-gw_limit_t *gw_limit_create(const gw_config_t *cfg, state_t *st);
+gw_limit_t *gw_limit_create(const cfg_t *cfg, state_t *st);
 void gw_limit_destroy(gw_limit_t *l);
 
 /* Charges n calls of bucket to identity ("key:<name>" or "ip:<address>")
  * under tier (NULL: no limit). */
-void gw_limit_charge(gw_limit_t *l, const gw_tier_conf_t *tier, const char *identity, policy_bucket_t bucket,
+void gw_limit_charge(gw_limit_t *l, const cfg_tier_conf_t *tier, const char *identity, policy_bucket_t bucket,
                      uint32_t n, gw_limit_result_t *out);
 
 /* With cluster: the cells are in Redis and leased the same way; a charge

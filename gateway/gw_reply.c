@@ -196,7 +196,7 @@ static void append_member(gw_reply_t *r, const char *body, const gw_rpc_request_
 static void note_endpoint(gw_reply_t *r, const pool_call_t *call, int ep)
 {
     if (call == NULL || ep < 0)
-        return; /* answered by sluice (an eth_getLogs merged from sub-calls: gw_logsplit.c) */
+        return; /* answered by sluice (an eth_getLogs merged from sub-calls: pool_split.c) */
     const char *id = pool_call_endpoint_id(call, ep);
     if (id[0] == '\0') /* answered by no endpoint (from the cache) */
         return;

@@ -50,7 +50,7 @@ static int subs_gauge(size_t k)
     return k < STATE_SUBS_COST || k == STATE_SUBS_COST + STATE_SUB_LOGS_SHARED;
 }
 
-gw_stats_t *gw_stats_create(const gw_config_t *cfg, state_t *st, unsigned slot)
+gw_stats_t *gw_stats_create(const cfg_t *cfg, state_t *st, unsigned slot)
 {
     gw_stats_t *s = sl_xcalloc(1, sizeof(*s));
     s->st = st;

@@ -6,7 +6,7 @@
 #ifndef GW_STATS_H
 #define GW_STATS_H
 
-#include "gateway/gw_config.h"
+#include "config/cfg.h"
 #include "gateway/gw_rpc.h"
 #include "pool/pool.h"
 #include "state/state.h"
@@ -14,7 +14,7 @@
 
 typedef struct gw_stats gw_stats_t;
 
-gw_stats_t *gw_stats_create(const gw_config_t *cfg, state_t *st, unsigned slot);
+gw_stats_t *gw_stats_create(const cfg_t *cfg, state_t *st, unsigned slot);
 void gw_stats_destroy(gw_stats_t *s);
 /* Counts every member of a finished request on network net_index. */
 void gw_stats_count_request(gw_stats_t *s, size_t net_index, const gw_rpc_request_t *rpc, const pool_item_t *items,

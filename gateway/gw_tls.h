@@ -1,9 +1,9 @@
 /* gateway/gw_tls.h: the clients' TLS (server.tls): the server SSL_CTX of a
  * certificate chain and its key, HTTP/2 offered by ALPN beside HTTP/1.1.
  *
- * Loaded by the configuration check (gw_config_tls.c: --check, start,
+ * Loaded by the configuration check (cfg_tls.c: --check, start,
  * every reload) to prove the files load, and by each worker for its
- * listeners (gw_worker.c). A reload starts new workers, so a certificate
+ * listeners (srv_worker.c). A reload starts new workers, so a certificate
  * replaced on disk is served after SIGHUP even when no key changed. */
 #ifndef GW_TLS_H
 #define GW_TLS_H

@@ -15,7 +15,7 @@
 #include "gateway/gw_access.h"
 #include "gateway/gw_cors.h"
 #include "gateway/gw_rpc.h"
-#include "gateway/gw_sub.h"
+#include "sub/sub.h"
 #include "wire/envelope.h"
 
 #define CLOSE_WAIT_MS 5000        /* a close sluice starts: then the connection is reset */
@@ -34,7 +34,7 @@
 
 struct gw_ws {
     gw_handler_t *h;
-    const gw_server_conf_t *srv;
+    const cfg_server_conf_t *srv;
     gw_stats_t *stats;
     h2o_loop_t *loop;
     h2o_linklist_t conns;         /* ws_conn_t, oldest first */
@@ -47,7 +47,7 @@ struct gw_ws {
     h2o_timeout_t message_timeout; /* on_unfinished: WS_MAX_MESSAGE_MS */
     sl_log_limit_t log_slow;
     sl_log_limit_t log_message;   /* message_refused */
-    gw_sub_reg_t *subs;           /* the worker's subscriptions */
+    sub_reg_t *subs;           /* the worker's subscriptions */
 };
 
 typedef struct ws_conn {
@@ -55,11 +55,11 @@ typedef struct ws_conn {
     h2o_websocket_conn_t *wc;     /* its sock is NULL until the 101 is written */
     h2o_linklist_t link;          /* in w->conns */
     gw_net_t *net;
-    const gw_key_conf_t *key;
+    const cfg_key_conf_t *key;
     char ip[GW_EXEC_IP_MAX];
     char ident[GW_EXEC_IDENT_MAX]; /* "key:<name>" / "ip:<address>": the per-identity cap */
     h2o_linklist_t msgs;          /* ws_msg_t not freed yet */
-    gw_sub_client_t sub;          /* its subscriptions */
+    sub_client_t sub;          /* its subscriptions */
     uint32_t inflight;            /* of them, not answered yet */
     uint64_t last_rx_ms;          /* any frame from the client, pongs included */
     h2o_timeout_entry_t flush, tick, close_wait, resync;
@@ -69,7 +69,7 @@ typedef struct ws_conn {
     uint32_t fragments;           /* frames of that message so far */
     int closing;                  /* a close frame is queued: nothing more is answered */
     int close_when_done;          /* shutdown: close with 1001 when inflight reaches 0 */
-    uint8_t sub_call;             /* inside gw_sub_message: its first send is the call's answer */
+    uint8_t sub_call;             /* inside sub_message: its first send is the call's answer */
     uint8_t sub_error;            /* ... and that answer was a JSON-RPC error */
 } ws_conn_t;
 
@@ -146,7 +146,7 @@ static void conn_gone(ws_conn_t *c)
     gw_ws_t *w = c->w;
     while (!h2o_linklist_is_empty(&c->msgs))
         msg_free(H2O_STRUCT_FROM_MEMBER(ws_msg_t, link, c->msgs.next));
-    gw_sub_client_dispose(&c->sub);
+    sub_client_dispose(&c->sub);
     unlink_timer(&c->flush);
     unlink_timer(&c->tick);
     unlink_timer(&c->close_wait);
@@ -336,9 +336,9 @@ static void send_bytes(ws_conn_t *c, const char *bytes, size_t len)
     charge_sync(c, queued_bytes(c));
 }
 
-/* gw_sub_send_fn: a subscription's answer or notification, written from
+/* sub_send_fn: a subscription's answer or notification, written from
  * the loop (flush_soon), as answers are. */
-static void sub_send(gw_sub_client_t *s, const char *bytes, size_t len)
+static void sub_send(sub_client_t *s, const char *bytes, size_t len)
 {
     ws_conn_t *c = H2O_STRUCT_FROM_MEMBER(ws_conn_t, sub, s);
     wire_envelope_t env;
@@ -389,7 +389,7 @@ static void ws_reply(gw_exec_t *x)
 
 static const gw_exec_ops_t ws_ops = {.reply = ws_reply};
 
-/* The access line of a subscription call gw_sub answered (subscribe,
+/* The access line of a subscription call sub answered (subscribe,
  * unsubscribe): its method, status 200 as over HTTP, "ok" or "rpc_error". */
 static void access_sub(ws_conn_t *c, const char *body, size_t len, uint64_t start_us)
 {
@@ -411,7 +411,7 @@ static void msg_start(ws_conn_t *c, const uint8_t *data, size_t len)
     uint64_t start_us = sl_now_us();
     c->sub_call = 1;
     c->sub_error = 0;
-    int sub = gw_sub_message(&c->sub, (const char *)data, len);
+    int sub = sub_message(&c->sub, (const char *)data, len);
     c->sub_call = 0;
     if (sub) { /* a subscription call, answered */
         if (w->srv->access_log)
@@ -526,7 +526,7 @@ int gw_ws_accept(gw_ws_t *w, h2o_req_t *req, const char *client_key, gw_exec_t *
     memcpy(c->ip, x->ip, sizeof(c->ip));
     memcpy(c->ident, ident, sizeof(c->ident));
     h2o_linklist_init_anchor(&c->msgs);
-    gw_sub_client_init(&c->sub, w->subs, w->h, c->net, c->key, ident, sub_send);
+    sub_client_init(&c->sub, w->subs, w->h, c->net, c->key, ident, sub_send);
     c->flush.cb = on_flush;
     c->tick.cb = on_tick;
     c->close_wait.cb = on_close_wait;
@@ -547,7 +547,7 @@ int gw_ws_accept(gw_ws_t *w, h2o_req_t *req, const char *client_key, gw_exec_t *
     return 0;
 }
 
-gw_ws_t *gw_ws_create(gw_handler_t *h, h2o_loop_t *loop, const gw_server_conf_t *srv, gw_stats_t *stats,
+gw_ws_t *gw_ws_create(gw_handler_t *h, h2o_loop_t *loop, const cfg_server_conf_t *srv, gw_stats_t *stats,
                       state_t *st)
 {
     gw_ws_t *w = sl_xcalloc(1, sizeof(*w));
@@ -556,7 +556,7 @@ gw_ws_t *gw_ws_create(gw_handler_t *h, h2o_loop_t *loop, const gw_server_conf_t 
     w->stats = stats;
     w->loop = loop;
     h2o_linklist_init_anchor(&w->conns);
-    w->subs = gw_sub_create(loop, srv, stats, st);
+    w->subs = sub_create(loop, srv, stats, st);
     /* without pings the tick only checks for idle sockets: a quarter of the timeout */
     uint32_t tick = srv->ws_ping_interval_ms != 0 ? srv->ws_ping_interval_ms : srv->ws_idle_timeout_ms / 4;
     h2o_timeout_init(loop, &w->zero_timeout, 0);
@@ -579,9 +579,9 @@ void gw_ws_destroy(gw_ws_t *w)
         unlink_timer(&c->close_wait);
         unlink_timer(&c->resync);
         unlink_timer(&c->unfinished);
-        gw_sub_client_dispose(&c->sub);
+        sub_client_dispose(&c->sub);
     }
-    gw_sub_destroy(w->subs);
+    sub_destroy(w->subs);
     free(w);
 }
 

@@ -20,7 +20,7 @@
  * for ws_idle_timeout_ms closes it. A socket that closes releases its
  * calls in flight (pool_call_release: no callback). A close sluice starts
  * waits 5 s for the client's close frame, then resets the connection.
- * Subscription calls, alone in a message, are served by gw_sub.h (its
+ * Subscription calls, alone in a message, are served by sub.h (its
  * notifications go through the same bounded queue); inside a batch they
  * get -32601. Worker-local, one event loop. */
 #ifndef GW_WS_H
@@ -30,13 +30,13 @@
 
 #include <h2o.h>
 
-#include "gateway/gw_config.h"
+#include "config/cfg.h"
 #include "gateway/gw_exec.h"
 #include "gateway/gw_handler.h"
 #include "gateway/gw_stats.h"
 
 /* srv, stats and st (each may be NULL: no counters, no events) must outlive the result. */
-gw_ws_t *gw_ws_create(gw_handler_t *h, h2o_loop_t *loop, const gw_server_conf_t *srv, gw_stats_t *stats,
+gw_ws_t *gw_ws_create(gw_handler_t *h, h2o_loop_t *loop, const cfg_server_conf_t *srv, gw_stats_t *stats,
                       state_t *st);
 /* Frees the table; sockets still open are left to the process exit. */
 void gw_ws_destroy(gw_ws_t *w);

@@ -2,7 +2,7 @@
  * next, as plain data: every height exactly once, in order, and a reorg
  * told as a node tells it (a new header for a height already sent).
  *
- * The caller (gateway/gw_sub_follow.c) learns the network's head, asks
+ * The caller (sub/sub_follow.c) learns the network's head, asks
  * policy_headtrack_next which height to fetch, and shows each fetched header
  * to policy_headtrack_judge: EMIT (send it, then policy_headtrack_record),
  * BACK (its parent is not the hash sent one height below: the branch sent

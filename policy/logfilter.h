@@ -1,7 +1,7 @@
 /* policy/logfilter.h: does one log match an eth_subscribe("logs") /
  * eth_getLogs filter's address and topics, by geth's rules exactly.
  *
- * Used by gateway/gw_sub_logshare.c: once a network has many distinct logs
+ * Used by sub/sub_logshare.c: once a network has many distinct logs
  * filters, one unfiltered eth_getLogs per block serves them all and each
  * filter is applied here, locally; a log must match exactly when the
  * upstream, asked with the filter, would have answered it.

@@ -271,7 +271,7 @@ policy_pressure_level_t pool_network_pressure_for(const pool_network_t *net, uin
 /* The network's latest head (Solana: the probes' commitment) as this
  * worker's chain view holds it now, among the endpoints on its chain: the
  * probes', the answers', an upstream WebSocket stream's; 0 if none. A read,
- * for gateway/gw_sub_follow.c to wake its poll when the head moves. */
+ * for sub/sub_follow.c to wake its poll when the head moves. */
 uint64_t pool_network_head(const pool_network_t *net);
 
 /* Worker shutdown: closes idle upstream connections. */

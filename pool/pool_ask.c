@@ -1,7 +1,7 @@
 /* pool/pool_ask.c: every endpoint's chain identity, asked once and waited
  * for, before any worker exists (pool.h, pool_ask_chain_ids).
  *
- * The master's start (gateway/gw_chainid.c) and `sluice --check --connect`
+ * The master's start (server/srv_chainid.c) and `sluice --check --connect`
  * need the answers before going on. The ask runs in a child process of its
  * own (pool_askchild.c: no resolver threads in the master that forks the
  * workers); it writes one line per answer, "<network> <endpoint> <id>". */

@@ -2,7 +2,7 @@
  *
  * The network's identity is configured (chain_id, genesis_hash) or learned
  * from the endpoints' majority: by the master at start
- * (gateway/gw_chainid.c), kept in the network's chain record in state and
+ * (server/srv_chainid.c), kept in the network's chain record in state and
  * read here; or, when no endpoint answered then, here, once more than half
  * of the endpoints agree (state_chain_learn keeps the first one learned, so
  * every worker ends on the same). An endpoint on another chain (a testnet
@@ -43,7 +43,7 @@ void pool_chainid_init(pool_network_t *net)
         return;
     }
     if (policy_chainid_normalize(c->chain, text, strlen(text), net->chain_want) != SL_OK)
-        net->chain_want[0] = '\0'; /* gw_config checked it: cannot happen */
+        net->chain_want[0] = '\0'; /* cfg checked it: cannot happen */
 }
 
 /* ep reported id (normal form): excluded or back, with its event once per change. */

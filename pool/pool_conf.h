@@ -1,7 +1,7 @@
 /* pool/pool_conf.h: the configuration pool/ is handed (immutable after load).
  *
- * gateway/ fills these from YAML (gw_config); pool/ only reads them. Every
- * string is heap memory owned by the enclosing gw_config_t. */
+ * gateway/ fills these from YAML (cfg); pool/ only reads them. Every
+ * string is heap memory owned by the enclosing cfg_t. */
 #ifndef POOL_CONF_H
 #define POOL_CONF_H
 
@@ -82,7 +82,7 @@ typedef struct pool_network_conf {
                                      other this long (30000, policy/demote.h); 0 = off */
     uint32_t coalesce_max_waiters; /* identical reads riding one upstream call, at most (64); 0 = off */
     int yaml_line;
-    /* the chain view (policy/chainview.h); gateway/gw_config_chain.c fills these */
+    /* the chain view (policy/chainview.h); config/cfg_chain.c fills these */
     int has_chain_id;             /* chain_id: given (Ethereum); else learned from the endpoints' majority */
     uint64_t chain_id;
     char *genesis_hash;           /* genesis_hash: (Solana, base58); NULL = learned the same way */

@@ -1,5 +1,5 @@
 /* pool/pool_logs.c: a network's eth_getLogs facts for the gateway's
- * splitting (pool/pool_logs.h). Called by gateway/gw_logsplit.c once per
+ * splitting (pool/pool_logs.h). Called by pool/pool_split.c once per
  * client eth_getLogs. */
 #include "pool/pool_logs.h"
 

@@ -1,5 +1,5 @@
 /* pool/pool_logs.h: what the gateway's eth_getLogs splitting
- * (gateway/gw_logsplit.c) reads of a network: the block span its sub-calls
+ * (pool/pool_split.c) reads of a network: the block span its sub-calls
  * take and the numbers the chain view gives block tags. Reads only: the
  * sub-calls themselves are ordinary pool calls (pool_call_start). */
 #ifndef POOL_LOGS_H

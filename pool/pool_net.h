@@ -184,7 +184,7 @@ struct pool_network {
     uint64_t floor_synced_ms;     /* the floor last pushed to and pulled from the cluster (worker 1) */
     char chain_want[POLICY_CHAINID_MAX]; /* chain_id / genesis_hash configured or learned, normal form
                                             ("": not checked, or not learned yet) */
-    uint8_t chain_learn;          /* no identity configured: learned (gateway/gw_chainid.c, pool_chainid.c) */
+    uint8_t chain_learn;          /* no identity configured: learned (server/srv_chainid.c, pool_chainid.c) */
     pool_pressure_t pressure;
     struct pool_share *share;     /* each identity's part of the depth (pool_share.c) */
     h2o_linklist_t waiters;       /* confirmation polls waiting for a slot, oldest first */

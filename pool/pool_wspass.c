@@ -1,6 +1,6 @@
 /* pool/pool_wspass.c: subscriptions passed through to an endpoint's
  * WebSocket (ws_url), for the gateway's passthrough sources
- * (gateway/gw_sub_pass.c; the API is in pool/pool.h, pool_wsub_*).
+ * (sub/sub_pass.c; the API is in pool/pool.h, pool_wsub_*).
  *
  * One socket per endpoint per worker, opened when its first subscription
  * is asked for and shared by all of them (pool_ws.c is the socket: the

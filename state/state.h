@@ -192,7 +192,7 @@ SL_MUST_CHECK sl_err_t state_chain_raise(state_t *st, const char *network, const
 SL_MUST_CHECK sl_err_t state_chain_learn(state_t *st, const char *network, const char *id, uint64_t now_ms,
                                          char kept[STATE_CHAIN_ID_MAX]);
 /* Replaces the learned identity from (a normal form) by id: every endpoint
- * that answers now agrees on id (gateway/gw_chainid.c at start,
+ * that answers now agrees on id (server/srv_chainid.c at start,
  * pool/pool_chainid.c from the probes). *swapped is 1 for the one caller
  * that changed it (it reports the change), 0 if the identity kept was not
  * from any more (another worker swapped it first); kept gets the one kept. */

@@ -1,6 +1,6 @@
 /* state/state_chain.c: the heads served on a network, shared by the
  * workers' chain views (pool/pool_chain.c), its learned identity
- * (gateway/gw_chainid.c, pool/pool_chainid.c) and the last reorg reported.
+ * (server/srv_chainid.c, pool/pool_chainid.c) and the last reorg reported.
  *
  * "chain/<network>" in meta holds the floor of heads served to clients:
  * a worker about to serve eth_blockNumber reads it in a fresh snapshot (one

@@ -17,7 +17,7 @@ set -uo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-SLUICE_BIN=${SLUICE_BIN:-$ROOT/build/gateway/sluice}
+SLUICE_BIN=${SLUICE_BIN:-$ROOT/build/server/sluice}
 FP_BIN=${FAKEPROVIDER_BIN:-$ROOT/build/tests/fakeprovider/fakeprovider}
 N1=${CG_N1:-300}
 N2=${CG_N2:-1300}

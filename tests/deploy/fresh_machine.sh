@@ -84,7 +84,7 @@ say "/healthz on the admin listener: $health"
 
 # ---- 5. the README's own-configuration lines, same machine ----
 podman exec -w /root/sluice "$name" sh -c \
-    'cmake -S . -B build && cmake --build build -j && build/gateway/sluice --check -c var/demo/sluice.yaml' \
+    'cmake -S . -B build && cmake --build build -j && build/server/sluice --check -c var/demo/sluice.yaml' \
     >"$work/own.log" 2>&1 || { tail -30 "$work/own.log"; fail "the README's own-configuration lines"; }
 grep -q "tests not built" "$work/own.log" || fail "cmake did not say it left the tests out"
 say "README's own-configuration lines: built with no options (tests left out, said so), --check passed"

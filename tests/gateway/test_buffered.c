@@ -34,9 +34,9 @@ static size_t sent_of(const gw_held_entry_t *e)
     return req_of(e)->sent ? req_of(e)->bytes : 0;
 }
 
-static gw_server_conf_t conf(size_t limit, double share)
+static cfg_server_conf_t conf(size_t limit, double share)
 {
-    return (gw_server_conf_t){.max_buffered_bytes = limit, .max_buffered_share = share, .stalled_reset_ms = 0,
+    return (cfg_server_conf_t){.max_buffered_bytes = limit, .max_buffered_share = share, .stalled_reset_ms = 0,
                               .max_connections = 100};
 }
 
@@ -44,14 +44,14 @@ static gw_server_conf_t conf(size_t limit, double share)
  * holds, its reservation aside */
 static void open_quarter(gw_buffered_t *b, sl_budget_t *budget, size_t limit, gw_held_bytes_cb real)
 {
-    gw_server_conf_t c = conf(limit, 0.25);
+    cfg_server_conf_t c = conf(limit, 0.25);
     *budget = (sl_budget_t){.limit = limit};
     gw_buffered_init(b, &c, budget, NULL, bytes_of, real);
 }
 
 Test(buffered, the_reserve_is_a_sixteenth_or_4_mib_at_most_half)
 {
-    gw_server_conf_t c = conf(256 * MiB, 0.25);
+    cfg_server_conf_t c = conf(256 * MiB, 0.25);
     cr_assert_eq(gw_buffered_reserve(&c), 16 * MiB);
     cr_assert_eq(gw_buffered_share(&c), 64 * MiB);
     c = conf(64 * MiB, 0.25);
@@ -89,7 +89,7 @@ Test(buffered, admission_below_the_budget_less_its_reserve_and_below_the_callers
 
 Test(buffered, a_share_of_one_leaves_only_the_budget)
 {
-    gw_server_conf_t c = conf(64 * MiB, 1);
+    cfg_server_conf_t c = conf(64 * MiB, 1);
     sl_budget_t budget = {.limit = 64 * MiB, .used = 30 * MiB};
     gw_buffered_t b;
     gw_buffered_init(&b, &c, &budget, NULL, bytes_of, bytes_of);
@@ -153,7 +153,7 @@ Test(buffered, a_callers_share_is_reserved_at_admission_for_what_its_calls_are_e
 
 Test(buffered, a_scan_of_unknown_size_reserves_half_the_lesser_of_the_answer_limit_and_the_share)
 {
-    gw_server_conf_t c = conf(64 * MiB, 0.25);
+    cfg_server_conf_t c = conf(64 * MiB, 0.25);
     c.max_response_bytes = 32 * MiB;
     sl_budget_t budget = {.limit = 64 * MiB};
     gw_buffered_t b;

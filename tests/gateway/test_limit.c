@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "base/sl_log.h"
-#include "gateway/gw_config.h"
+#include "config/cfg.h"
 #include "gateway/gw_limit.h"
 #include "state/state.h"
 #include "state/state_key.h"
@@ -22,7 +22,7 @@
 /* ---- fixtures ---- */
 static char tmpdir[256], dbpath[300];
 static state_t *st;
-static gw_config_t *cfg;
+static cfg_t *cfg;
 static gw_limit_t *lim;
 
 static void open_all(size_t map_mb, const char *tiers)
@@ -47,7 +47,7 @@ static void teardown(void)
 {
     gw_limit_destroy(lim);
     state_close(st);
-    gw_config_destroy(cfg);
+    cfg_destroy(cfg);
     fake_clock_stop();
     temp_dir_remove(tmpdir);
 }

@@ -71,7 +71,7 @@ test('a 1,000-address filter matched in sluice (shared fetch) gets exactly its l
   const big = (await c.rpc('eth_subscribe', ['logs', { address: shuffled }], 1)).result;
   const same = (await c.rpc('eth_subscribe', ['logs', { address: [...members].reverse() }], 2)).result;
   assert.ok(big && same, 'both admitted');
-  // more than GW_SUB_LOGS_SHARED_MIN (4) distinct filters: the network's logs are fetched once and matched here
+  // more than SUB_LOGS_SHARED_MIN (4) distinct filters: the network's logs are fetched once and matched here
   const others = [{ address: ADDR[0] }, { address: ADDR[1] }, { topics: [TRANSFER] }, { address: [ADDR[3], ADDR[0]] }];
   for (let i = 0; i < others.length; i++) assert.ok((await c.rpc('eth_subscribe', ['logs', others[i]], 10 + i)).result);
   await waitMetric(s, /sluice_subscriptions\{kind="logs"\} 6\b/);

@@ -1,5 +1,5 @@
 // Subscriptions over the client WebSocket, served from polling through the
-// pool (gateway/gw_sub*.c, policy/headtrack.c): viem's webSocket()
+// pool (gateway/sub*.c, policy/headtrack.c): viem's webSocket()
 // watchBlocks and ethers' WebSocketProvider on('block') get every height
 // exactly once, in order, while the head jumps by several blocks; a reorg
 // re-sends the replaced heights with their new hashes; eth_subscribe logs

@@ -1,5 +1,5 @@
 // eth_subscribe("logs"): every log once, in order, or an error notification
-// naming the block (gateway/gw_sub_eth.c). Real processes: sluice and fake
+// naming the block (sub/sub_eth.c). Real processes: sluice and fake
 // providers whose chain moves, whose eth_getLogs fails for a while, and
 // which reorg on request. A block's logs are asked again with backoff while
 // it is canonical, within server.ws_logs_retry_s; past it the subscription

@@ -1,5 +1,5 @@
 // Subscriptions passed through from an upstream's WebSocket (issue 22,
-// gateway/gw_sub_pass.c, pool/pool_wspass.c): newPendingTransactions and
+// sub/sub_pass.c, pool/pool_wspass.c): newPendingTransactions and
 // Solana's logsSubscribe / programSubscribe are subscribed to at an endpoint
 // with a ws_url, and each notification's result goes to every client with
 // sluice's own id. The upstreams are fake providers (real processes): their
@@ -208,7 +208,7 @@ test('Solana: onLogs through the derived port + 1 URL is passed through; program
   assert.equal(typeof (await raw.rpc('logsSubscribe', mention(0), 201)).result, 'number', 'params already held: shared');
   const plain = openWs(`ws://127.0.0.1:${s.port}/plain`);
   await plain.opened;
-  // without ws_url, logsSubscribe is polled (gw_sub_sol_logs.c), which cannot follow "all"
+  // without ws_url, logsSubscribe is polled (sub_sol_logs.c), which cannot follow "all"
   const refused = await plain.rpc('logsSubscribe', ['all'], 1);
   assert.equal(refused.error.code, -32602);
   assert.match(refused.error.message, /ws_url/);

@@ -1,5 +1,5 @@
 // Solana's logsSubscribe ({"mentions":[address]}) and programSubscribe served
-// from polling (gateway/gw_sub_sol_logs.c, gw_sub_sol_program.c), with real
+// from polling (sub/sub_sol_logs.c, sub_sol_program.c), with real
 // processes: the gateway, fake Solana providers (their /_control/sol adds
 // transactions mentioning an address and sets program accounts) and
 // @solana/web3.js through the default derived WebSocket URL (port + 1).

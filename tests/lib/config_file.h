@@ -12,38 +12,38 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gateway/gw_config.h"
+#include "config/cfg.h"
 
 /* Loads yaml (its errors name it "test.yaml"); the test fails, logging each
  * error, unless it loads with none. The caller destroys the config. */
-static inline gw_config_t *config_load_ok(const char *yaml)
+static inline cfg_t *config_load_ok(const char *yaml)
 {
-    gw_config_t *cfg = NULL;
-    gw_config_errors_t errs;
-    sl_err_t err = gw_config_load_string(yaml, strlen(yaml), "test.yaml", &cfg, &errs);
+    cfg_t *cfg = NULL;
+    cfg_errors_t errs;
+    sl_err_t err = cfg_load_string(yaml, strlen(yaml), "test.yaml", &cfg, &errs);
     for (size_t i = 0; i < errs.count; i++)
         cr_log_error("%d: %s: %s", errs.items[i].line, errs.items[i].path, errs.items[i].message);
     cr_assert_eq(err, SL_OK, "%s", sl_err_name(err));
     cr_assert_eq(errs.count, 0);
     cr_assert_not_null(cfg);
-    gw_config_errors_dispose(&errs);
+    cfg_errors_dispose(&errs);
     return cfg;
 }
 
 /* Loads yaml, which must not load: the test fails unless it is
  * SL_ERR_CONFIG with no config and at least one error. *errs gets the
  * errors; the caller disposes them. */
-static inline void config_load_bad(const char *yaml, gw_config_errors_t *errs)
+static inline void config_load_bad(const char *yaml, cfg_errors_t *errs)
 {
-    gw_config_t *cfg = (gw_config_t *)1;
-    sl_err_t err = gw_config_load_string(yaml, strlen(yaml), "test.yaml", &cfg, errs);
+    cfg_t *cfg = (cfg_t *)1;
+    sl_err_t err = cfg_load_string(yaml, strlen(yaml), "test.yaml", &cfg, errs);
     cr_assert_eq(err, SL_ERR_CONFIG, "%s: %s", yaml, sl_err_name(err));
     cr_assert_null(cfg);
     cr_assert_gt(errs->count, 0);
 }
 
 /* path[cap] becomes a new file $TMPDIR/sluice-<name>-XXXXXX (/tmp without
- * TMPDIR) holding text (a config for gw_config_load, or a file a config
+ * TMPDIR) holding text (a config for cfg_load, or a file a config
  * names); the test fails if it cannot be written. The caller unlinks it. */
 static inline void config_file_write(char *path, size_t cap, const char *name, const char *text)
 {

@@ -19,7 +19,7 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 // (node trusts it: NODE_EXTRA_CA_CERTS), and its URLs are https://.
 const TLS_DIR = process.env.SLUICE_TEST_TLS_DIR;
 export const SRC = process.env.SLUICE_SRC || path.resolve(here, '../..');
-export const SLUICE_BIN = process.env.SLUICE_BIN || path.join(SRC, 'build/gateway/sluice');
+export const SLUICE_BIN = process.env.SLUICE_BIN || path.join(SRC, 'build/server/sluice');
 export const FAKE_BIN = process.env.FAKEPROVIDER_BIN || path.join(SRC, 'build/tests/fakeprovider/fakeprovider');
 
 const children = new Set();

@@ -1,5 +1,5 @@
 /* tests/lib/sub_norm.h: a subscription kind's normaliser run on JSON text
- * (gateway/gw_sub_int.h), for the kinds' unit tests: the key it writes goes
+ * (sub/sub_int.h), for the kinds' unit tests: the key it writes goes
  * to key (cap bytes), and its -32602 message (NULL when the params are good)
  * is returned. */
 #ifndef TESTS_LIB_SUB_NORM_H
@@ -7,7 +7,7 @@
 
 #include <stdio.h>
 
-#include "gateway/gw_sub_int.h"
+#include "sub/sub_int.h"
 
 static inline const char *norm(const char *(*fn)(const cJSON *, sl_buf_t *), const char *json, char *key, size_t cap)
 {

@@ -213,7 +213,7 @@ static inline const sc_attempt_t *sc_att(size_t i)
 /* ---- the pool ----------------------------------------------------------- */
 
 /* sc.conf: one Ethereum network "eth" of n endpoints e0..e(n-1), with the
- * defaults gateway/gw_config_net.c gives, except three that would act
+ * defaults config/cfg_net.c gives, except three that would act
  * behind a test's back: health probes (probe_interval_ms 0), hedges and
  * merged polls are off; the files that test them turn them on. Tweak
  * sc.conf and sc.eps, then sc_open(). */

@@ -1,0 +1,317 @@
+/* sub/sub_follow.c: the head follower of one network in a worker
+ * (sub_int.h), shared by its newHeads and logs sources: it polls the
+ * latest header through the pool every poll interval, and at once when the
+ * chain view's head (pool_network_head: an upstream WebSocket's heads, the
+ * probes', answers flowing) moves above the one polled; it fetches the heights
+ * between by number (eth_getBlockByNumber(n, false): failover applies), at
+ * most SUB_MAX_BACKFILL of them, and walks back over a reorg from the
+ * hashes. policy/headtrack.h decides what to fetch and what to send; this
+ * file makes the calls and tells the listeners. A listener hears the blocks
+ * after the head when it joined (geth's semantics): the first header a new
+ * follower reads is recorded, not told. A walk back that reaches below the
+ * ring is told `deep`, a skip past the backfill bound as the next header's
+ * `gap`: a logs source cannot go on over either (sub_eth.c). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/sl_log.h"
+#include "base/sl_parse.h"
+#include "base/sl_time.h"
+#include "sub/sub_call.h"
+#include "sub/sub_int.h"
+#include "policy/headtrack.h"
+
+#define SUB_MAX_BACKFILL 128
+_Static_assert(SUB_FOLLOW_KEPT == POLICY_HEADTRACK_RING, "sub_int.h names the ring's depth");
+#define LOG_EVERY_MS 10000
+#define MAX_FETCHES_PER_TICK (2 * SUB_MAX_BACKFILL + 16)
+
+typedef struct sub_follow {
+    sub_reg_t *r;
+    gw_net_t *net;
+    h2o_linklist_t link;          /* in the registry's followers */
+    h2o_linklist_t listeners;     /* sub_listener_t */
+    policy_headtrack_t track;
+    sub_call_t call;
+    h2o_timeout_t *period;
+    h2o_timeout_entry_t tick;
+    h2o_timeout_entry_t watch;    /* the chain view's head moved: poll now, not at the tick */
+    uint64_t view_head;           /* the chain view's head last looked at */
+    uint64_t head;                /* the highest head the polls saw */
+    uint64_t fetching;            /* the height of the call in flight (0: the latest) */
+    uint64_t back;                /* a reorg's walk back: fetch this height next (0: none) */
+    uint32_t fetches;             /* since the last tick: bounded, so endpoints that disagree cannot spin it */
+    sl_log_limit_t log_skip;
+    char endpoint[64];            /* the endpoint its polls were last answered by ("": none yet) */
+    uint64_t backfilled;          /* heights backfilled while on it */
+    uint64_t gap;                 /* heights skipped below the next header told (the backfill bound) */
+} sub_follow_t;
+
+/* A header read: its height, hashes and geth's newHeads form. */
+typedef struct header {
+    uint64_t height;
+    uint8_t hash[32], parent[32];
+    char *json;
+} header_t;
+
+static int hex32(const cJSON *v, uint8_t *out)
+{
+    if (!cJSON_IsString(v) || strlen(v->valuestring) != 66 || strncmp(v->valuestring, "0x", 2) != 0)
+        return 0;
+    for (size_t i = 0; i < 32; i++) {
+        int hi = sl_hex_digit(v->valuestring[2 + 2 * i]), lo = sl_hex_digit(v->valuestring[3 + 2 * i]);
+        if (hi < 0 || lo < 0)
+            return 0;
+        out[i] = (uint8_t)(hi << 4 | lo);
+    }
+    return 1;
+}
+
+static int hex_u64(const cJSON *v, uint64_t *out)
+{
+    if (!cJSON_IsString(v) || strncmp(v->valuestring, "0x", 2) != 0 || v->valuestring[2] == '\0' ||
+        strlen(v->valuestring) > 18)
+        return 0;
+    uint64_t n = 0;
+    for (const char *p = v->valuestring + 2; *p; p++) {
+        int d = sl_hex_digit(*p);
+        if (d < 0)
+            return 0;
+        n = n << 4 | (uint64_t)d;
+    }
+    *out = n;
+    return 1;
+}
+
+/* Reads a block (eth_getBlockByNumber's result) into hd, its body fields
+ * left out as geth's newHeads leaves them. 0: null or not a block. */
+static int header_read(const char *res, size_t len, header_t *hd)
+{
+    static const char *const body_fields[] = {"transactions", "uncles", "size", "totalDifficulty", "withdrawals"};
+    cJSON *b = cJSON_ParseWithLength(res, len);
+    int ok = cJSON_IsObject(b) && hex_u64(cJSON_GetObjectItemCaseSensitive(b, "number"), &hd->height) &&
+             hd->height != 0 && hex32(cJSON_GetObjectItemCaseSensitive(b, "hash"), hd->hash) &&
+             hex32(cJSON_GetObjectItemCaseSensitive(b, "parentHash"), hd->parent);
+    if (ok) {
+        for (size_t i = 0; i < sizeof(body_fields) / sizeof(body_fields[0]); i++)
+            cJSON_DeleteItemFromObjectCaseSensitive(b, body_fields[i]);
+        hd->json = cJSON_PrintUnformatted(b);
+    }
+    cJSON_Delete(b);
+    return ok;
+}
+
+static void tell(sub_follow_t *f, const header_t *hd, int replaced, int deep)
+{
+    sub_header_t h = {hd->height, hd->hash, hd->json, strlen(hd->json), replaced, deep, replaced ? 0 : f->gap};
+    if (!replaced)
+        f->gap = 0;
+    h2o_linklist_t *l = f->listeners.next;
+    while (l != &f->listeners) {
+        sub_listener_t *li = H2O_STRUCT_FROM_MEMBER(sub_listener_t, link, l);
+        l = l->next;
+        if (replaced || hd->height > li->from) /* a block there before it joined is not its to hear */
+            li->on_header(li, &h);
+    }
+}
+
+/* Judges a fetched header: sends it, walks back, or lets it be. */
+static void consider(sub_follow_t *f, const header_t *hd)
+{
+    policy_headtrack_verdict_t v = policy_headtrack_judge(&f->track, hd->height, hd->hash, hd->parent);
+    switch (v) {
+    case POLICY_HEADTRACK_DUP:
+        return;
+    case POLICY_HEADTRACK_BACK:
+        f->back = hd->height - 1;
+        return;
+    case POLICY_HEADTRACK_EMIT:
+    case POLICY_HEADTRACK_DEEP: {
+        int first = f->track.last == 0;
+        int replaced = policy_headtrack_record(&f->track, hd->height, hd->hash);
+        if (first)
+            return; /* the head when the first subscriber came: the subscriptions start after it */
+        if (replaced)
+            gw_stats_net_add(sub_stats(f->r), f->net->index, STATE_SRV_SUB_REORGED, 1);
+        else if (f->fetching != 0 && hd->height < f->head) { /* the head itself is no backfill */
+            gw_stats_net_add(sub_stats(f->r), f->net->index, STATE_SRV_SUB_BACKFILLED, 1);
+            f->backfilled++;
+        }
+        tell(f, hd, replaced, replaced && v == POLICY_HEADTRACK_DEEP);
+        return;
+    }
+    }
+}
+
+static void on_answer(sub_call_t *c, void *data);
+
+static void fetch(sub_follow_t *f, uint64_t height)
+{
+    char p[64];
+    if (height == 0)
+        snprintf(p, sizeof(p), "[\"latest\",false]");
+    else
+        snprintf(p, sizeof(p), "[\"0x%" PRIx64 "\",false]", height);
+    const char *m = "eth_getBlockByNumber", *pp = p;
+    if (height != 0 && f->fetches++ > MAX_FETCHES_PER_TICK)
+        return; /* the next tick goes on */
+    f->fetching = height;
+    gw_stats_sub_add(sub_stats(f->r), f->net->index, STATE_SUB_POLLS_HEADS, 1);
+    sub_call_start(&f->call, f->net, 1, &m, &pp, on_answer, f);
+}
+
+/* The next fetch towards the head, if any. */
+static void step(sub_follow_t *f)
+{
+    uint64_t skipped = 0, n;
+    if (f->back != 0) {
+        n = f->back;
+        f->back = 0;
+        fetch(f, n);
+        return;
+    }
+    n = policy_headtrack_next(&f->track, f->head, SUB_MAX_BACKFILL, &skipped);
+    if (skipped != 0) {
+        uint64_t held;
+        char tail[SL_LOG_HELD_MAX];
+        gw_stats_net_add(sub_stats(f->r), f->net->index, STATE_SRV_SUB_SKIPPED, (int64_t)skipped);
+        f->gap = skipped; /* told with the head's header: a logs source cannot go on over it */
+        if (sl_log_limit_pass(&f->log_skip, sl_now_ms(), LOG_EVERY_MS, &held))
+            sl_log_warn("network %s: newHeads went on from the head %" PRIu64 ", %" PRIu64
+                        " heights behind the last sent were skipped (more than %d to backfill)%s",
+                        f->net->conf->name, f->head, skipped, SUB_MAX_BACKFILL, sl_log_held_text(held, tail));
+        /* the head's header is fetched by number: the next one links to it */
+    }
+    if (n != 0)
+        fetch(f, n);
+}
+
+/* The endpoint that answered a poll. A move away from one that failed in
+ * this call (a failover) is the operator's to know; a move the ranking
+ * made between healthy endpoints is not told. */
+static void note_endpoint(sub_follow_t *f, const sub_call_t *c)
+{
+    const char *ep = sub_call_endpoint(c, 0);
+    if (ep == NULL || strcmp(ep, f->endpoint) == 0)
+        return;
+    if (f->endpoint[0] != '\0' && sub_call_failed_at(c, f->endpoint))
+        sub_source_changed(f->r, f->net, "newHeads/logs", f->endpoint, ep, f->backfilled);
+    snprintf(f->endpoint, sizeof(f->endpoint), "%s", ep);
+    f->backfilled = 0;
+}
+
+static void on_answer(sub_call_t *c, void *data)
+{
+    sub_follow_t *f = data;
+    const char *res;
+    size_t len;
+    header_t hd = {0};
+    note_endpoint(f, c);
+    if (!sub_call_result(c, 0, &res, &len) || !header_read(res, len, &hd))
+        return; /* no answer, or a height not there yet: the next poll tries again */
+    if (f->fetching == 0) {
+        if (hd.height > f->head)
+            f->head = hd.height;
+        /* the latest itself is judged when nothing lies between (else fetched in order) */
+        if (f->track.last == 0 || hd.height <= f->track.last + 1)
+            consider(f, &hd);
+    } else {
+        consider(f, &hd);
+    }
+    free(hd.json);
+    step(f);
+}
+
+static void on_tick(h2o_timeout_entry_t *e)
+{
+    sub_follow_t *f = H2O_STRUCT_FROM_MEMBER(sub_follow_t, tick, e);
+    h2o_timeout_link(sub_loop(f->r), f->period, &f->tick);
+    f->fetches = 0;
+    if (!sub_call_busy(&f->call))
+        fetch(f, 0);
+}
+
+/* The chain view learns heads between polls (an upstream WebSocket's at
+ * once, the probes', answers flowing): a head above the one polled wakes
+ * the poll. */
+static void on_watch(h2o_timeout_entry_t *e)
+{
+    sub_follow_t *f = H2O_STRUCT_FROM_MEMBER(sub_follow_t, watch, e);
+    h2o_timeout_link(sub_loop(f->r), sub_timeout(f->r, SUB_WATCH_MS), &f->watch);
+    uint64_t h = pool_network_head(f->net->pool_net);
+    if (h <= f->view_head)
+        return;
+    f->view_head = h;
+    if (h > f->head && !sub_call_busy(&f->call))
+        fetch(f, 0);
+}
+
+void sub_follow_listen(sub_reg_t *r, gw_net_t *net, sub_listener_t *l)
+{
+    h2o_linklist_t *all = sub_follows(r);
+    sub_follow_t *f = NULL;
+    for (h2o_linklist_t *n = all->next; n != all && f == NULL; n = n->next) {
+        sub_follow_t *o = H2O_STRUCT_FROM_MEMBER(sub_follow_t, link, n);
+        if (o->net == net)
+            f = o;
+    }
+    if (f == NULL) {
+        f = sl_xcalloc(1, sizeof(*f));
+        f->r = r;
+        f->net = net;
+        h2o_linklist_init_anchor(&f->listeners);
+        policy_headtrack_init(&f->track);
+        sub_call_init(&f->call);
+        f->period = sub_timeout(r, sub_poll_ms(net));
+        f->tick.cb = on_tick;
+        f->watch.cb = on_watch;
+        f->view_head = pool_network_head(net->pool_net);
+        h2o_linklist_insert(all, &f->link);
+        h2o_timeout_link(sub_loop(r), f->period, &f->tick);
+        h2o_timeout_link(sub_loop(r), sub_timeout(r, SUB_WATCH_MS), &f->watch);
+        fetch(f, 0); /* the first header now, not a period from now */
+    }
+    l->f = f;
+    l->from = f->head > f->track.last ? f->head : f->track.last;
+    h2o_linklist_insert(&f->listeners, &l->link);
+}
+
+static void follow_free(sub_follow_t *f)
+{
+    if (h2o_timeout_is_linked(&f->tick))
+        h2o_timeout_unlink(&f->tick);
+    if (h2o_timeout_is_linked(&f->watch))
+        h2o_timeout_unlink(&f->watch);
+    sub_call_dispose(&f->call);
+    h2o_linklist_unlink(&f->link);
+    free(f);
+}
+
+void sub_follow_unlisten(sub_listener_t *l)
+{
+    sub_follow_t *f = l->f;
+    if (f == NULL)
+        return;
+    h2o_linklist_unlink(&l->link);
+    l->f = NULL;
+    if (h2o_linklist_is_empty(&f->listeners))
+        follow_free(f);
+}
+
+void sub_follow_dispose_all(sub_reg_t *r)
+{
+    h2o_linklist_t *all = sub_follows(r);
+    while (!h2o_linklist_is_empty(all))
+        follow_free(H2O_STRUCT_FROM_MEMBER(sub_follow_t, link, all->next));
+}
+
+uint64_t sub_follow_last(const sub_listener_t *l)
+{
+    return l->f != NULL ? l->f->track.last : 0;
+}
+
+const uint8_t *sub_follow_hash(const sub_listener_t *l, uint64_t height)
+{
+    return l->f != NULL ? policy_headtrack_hash(&l->f->track, height) : NULL;
+}

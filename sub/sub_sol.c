@@ -1,0 +1,300 @@
+/* sub/sub_sol.c: Solana's subscription kinds (rows of
+ * sub_kinds.c), each a poll through the pool every poll interval:
+ * slotSubscribe (getSlot at processed and finalized: every slot between
+ * two polls, never backwards, as {"parent","root","slot"}), rootSubscribe
+ * (getSlot finalized), signatureSubscribe (getSignatureStatuses until the
+ * status reaches the commitment asked: one notification, then the
+ * subscription ends, as Solana ends it) and accountSubscribe (the account's
+ * value: a notification when it changes). Signatures and accounts are not
+ * polled one by one: every source of a network (with the same commitment
+ * and encoding, for accounts) is a member of one merged poll
+ * (sub_sol_batch.c: getSignatureStatuses, getMultipleAccounts). The
+ * slot and root polls are also woken when the chain view's head moves (an
+ * upstream WebSocket's slotSubscribe), so a ws_url gives slots at once. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sub/sub_call.h"
+#include "sub/sub_int.h"
+#include "sub/sub_sol_batch.h"
+
+#define MAX_SLOTS_PER_POLL 64      /* slots told one by one after a gap; past it, only the newest */
+
+typedef enum sol_kind { SOL_SLOT, SOL_ROOT, SOL_SIGNATURE, SOL_ACCOUNT } sol_kind_t;
+
+typedef struct sol_poll {
+    sub_source_t *src;
+    sol_kind_t kind;
+    sub_call_t call;
+    h2o_timeout_t *period;
+    h2o_timeout_entry_t tick;
+    h2o_timeout_entry_t watch;    /* slot, root: the chain view's head moved: poll now, not at the tick */
+    uint64_t view_head;           /* the chain view's head last looked at */
+    uint64_t last;                /* slot / root last told (0: none) */
+    char *value;                  /* account: its value last read (NULL: not read yet) */
+    char params[256];             /* signature, account: the merged call's options */
+    int level;                    /* signature: the commitment's rank (processed 0 .. finalized 2) */
+    sub_sol_member_t member;   /* signature, account: in the network's merged poll */
+} sol_poll_t;
+
+const char *sub_sol_slot_params(const cJSON *params, sl_buf_t *key)
+{
+    (void)key;
+    return cJSON_GetArraySize(params) == 0 ? NULL : "invalid params: this subscription takes none";
+}
+
+const char *sub_sol_signature_params(const cJSON *params, sl_buf_t *key)
+{
+    const cJSON *sig = cJSON_GetArrayItem(params, 0), *cfg = cJSON_GetArrayItem(params, 1);
+    if (!cJSON_IsString(sig) || !sub_sol_is_b58(sig->valuestring, 64, 88) || cJSON_GetArraySize(params) > 2 ||
+        (cfg != NULL && !cJSON_IsObject(cfg)))
+        return "invalid params: expected [signature (base58), {commitment}]";
+    int lv = sub_sol_commitment(cfg);
+    if (lv < 0)
+        return "invalid params: commitment must be processed, confirmed or finalized";
+    sl_buf_printf(key, "%s|%d", sig->valuestring, lv);
+    return NULL;
+}
+
+const char *sub_sol_account_params(const cJSON *params, sl_buf_t *key)
+{
+    static const char *const encodings[] = {"base58", "base64", "base64+zstd", "jsonParsed"};
+    const cJSON *pk = cJSON_GetArrayItem(params, 0), *cfg = cJSON_GetArrayItem(params, 1);
+    if (!cJSON_IsString(pk) || !sub_sol_is_b58(pk->valuestring, 32, 44) || cJSON_GetArraySize(params) > 2 ||
+        (cfg != NULL && !cJSON_IsObject(cfg)))
+        return "invalid params: expected [account (base58), {commitment, encoding}]";
+    int lv = sub_sol_commitment(cfg);
+    if (lv < 0)
+        return "invalid params: commitment must be processed, confirmed or finalized";
+    const cJSON *e = cJSON_IsObject(cfg) ? cJSON_GetObjectItemCaseSensitive(cfg, "encoding") : NULL;
+    const char *enc = "base58";
+    if (e != NULL) {
+        enc = NULL;
+        for (size_t i = 0; i < 4; i++)
+            if (cJSON_IsString(e) && strcmp(e->valuestring, encodings[i]) == 0)
+                enc = encodings[i];
+        if (enc == NULL)
+            return "invalid params: encoding must be base58, base64, base64+zstd or jsonParsed";
+    }
+    sl_buf_printf(key, "%s|%d|%s", pk->valuestring, lv, enc);
+    return NULL;
+}
+
+/* ---- answers ---- */
+
+static int read_u64(sub_call_t *c, size_t i, uint64_t *out)
+{
+    const char *res;
+    size_t len;
+    char buf[32];
+    if (!sub_call_result(c, i, &res, &len) || len == 0 || len >= sizeof(buf))
+        return 0;
+    memcpy(buf, res, len);
+    buf[len] = '\0';
+    char *end;
+    unsigned long long v = strtoull(buf, &end, 10);
+    if (*end != '\0' || buf[0] < '0' || buf[0] > '9')
+        return 0;
+    *out = v;
+    return 1;
+}
+
+static void slot_answer(sol_poll_t *p)
+{
+    uint64_t slot, root = 0;
+    char out[128];
+    if (!read_u64(&p->call, 0, &slot) || slot <= p->last)
+        return; /* never backwards */
+    (void)read_u64(&p->call, 1, &root);
+    uint64_t from = p->last == 0 || slot - p->last > MAX_SLOTS_PER_POLL ? slot : p->last + 1;
+    for (uint64_t s = from; s <= slot; s++) {
+        int n = snprintf(out, sizeof(out), "{\"parent\":%" PRIu64 ",\"root\":%" PRIu64 ",\"slot\":%" PRIu64 "}",
+                         s - 1, root < s ? root : s, s);
+        sub_notify(p->src, out, (size_t)n);
+    }
+    p->last = slot;
+}
+
+static void root_answer(sol_poll_t *p)
+{
+    uint64_t root;
+    char out[32];
+    if (!read_u64(&p->call, 0, &root) || root <= p->last)
+        return;
+    p->last = root;
+    int n = snprintf(out, sizeof(out), "%" PRIu64, root);
+    sub_notify(p->src, out, (size_t)n);
+}
+
+/* The signature's status ({"context","value":[status]}, as getSignatureStatuses of it alone). */
+static void signature_answer(sub_sol_member_t *m, const char *res, size_t len)
+{
+    sol_poll_t *p = H2O_STRUCT_FROM_MEMBER(sol_poll_t, member, m);
+    cJSON *r = cJSON_ParseWithLength(res, len);
+    const cJSON *ctx = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "context"), "slot");
+    const cJSON *st = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r, "value"), 0);
+    if (cJSON_IsObject(st) && cJSON_IsNumber(ctx)) {
+        const cJSON *cs = cJSON_GetObjectItemCaseSensitive(st, "confirmationStatus");
+        int lv = cJSON_IsString(cs) ? sub_sol_level(cs->valuestring) : 2; /* none: rooted (older nodes) */
+        if (lv >= p->level) {
+            const cJSON *err = cJSON_GetObjectItemCaseSensitive(st, "err");
+            char *e = err != NULL ? cJSON_PrintUnformatted(err) : NULL;
+            char out[512];
+            int n = snprintf(out, sizeof(out), "{\"context\":{\"slot\":%.0f},\"value\":{\"err\":%s}}",
+                             ctx->valuedouble, e != NULL && strlen(e) < 400 ? e : "null");
+            free(e);
+            sub_notify(p->src, out, (size_t)n);
+            m->done = 1;
+            sub_finish(p->src); /* one notification, then the subscription ends */
+        }
+    }
+    cJSON_Delete(r);
+}
+
+/* The account's value ({"context","value"}, as getAccountInfo's). */
+static void account_answer(sub_sol_member_t *m, const char *res, size_t len)
+{
+    sol_poll_t *p = H2O_STRUCT_FROM_MEMBER(sol_poll_t, member, m);
+    cJSON *r = cJSON_ParseWithLength(res, len);
+    cJSON *v = cJSON_GetObjectItemCaseSensitive(r, "value");
+    char *text = v != NULL ? cJSON_PrintUnformatted(v) : NULL;
+    if (text != NULL) {
+        /* the first read is where it stands; a change after it is told (not an account gone: value null) */
+        if (p->value != NULL && strcmp(p->value, text) != 0 && !cJSON_IsNull(v)) {
+            char *all = cJSON_PrintUnformatted(r);
+            sub_notify(p->src, all, strlen(all));
+            free(all);
+        }
+        free(p->value);
+        p->value = text;
+    }
+    cJSON_Delete(r);
+}
+
+static void on_answer(sub_call_t *c, void *data)
+{
+    sol_poll_t *p = data;
+    (void)c;
+    switch (p->kind) {
+    case SOL_SLOT:
+        slot_answer(p);
+        return;
+    case SOL_ROOT:
+        root_answer(p);
+        return;
+    case SOL_SIGNATURE:
+    case SOL_ACCOUNT:
+        return; /* merged polls (sub_sol_batch.c) */
+    }
+}
+
+static void poll_now(sol_poll_t *p)
+{
+    static const char *const get_slot[] = {"getSlot", "getSlot"};
+    static const char *const slot_params[] = {"[{\"commitment\":\"processed\"}]", "[{\"commitment\":\"finalized\"}]"};
+    if (p->kind == SOL_SLOT || p->kind == SOL_ROOT)
+        gw_stats_sub_add(sub_stats(p->src->reg), p->src->net->index, STATE_SUB_POLLS_SLOT, 1);
+    switch (p->kind) {
+    case SOL_SLOT:
+        sub_call_start(&p->call, p->src->net, 2, get_slot, slot_params, on_answer, p);
+        return;
+    case SOL_ROOT:
+        sub_call_start(&p->call, p->src->net, 1, get_slot, &slot_params[1], on_answer, p);
+        return;
+    case SOL_SIGNATURE:
+    case SOL_ACCOUNT:
+        return; /* merged polls (sub_sol_batch.c) */
+    }
+}
+
+static void on_tick(h2o_timeout_entry_t *e)
+{
+    sol_poll_t *p = H2O_STRUCT_FROM_MEMBER(sol_poll_t, tick, e);
+    h2o_timeout_link(sub_loop(p->src->reg), p->period, &p->tick);
+    if (!sub_call_busy(&p->call))
+        poll_now(p);
+}
+
+/* The chain view learns slots between polls (an upstream WebSocket's
+ * slotSubscribe at once, the probes'): a head above the one last looked at
+ * wakes the slot and root polls, as sub_follow.c does for newHeads. */
+static void on_watch(h2o_timeout_entry_t *e)
+{
+    sol_poll_t *p = H2O_STRUCT_FROM_MEMBER(sol_poll_t, watch, e);
+    h2o_timeout_link(sub_loop(p->src->reg), sub_timeout(p->src->reg, SUB_WATCH_MS), &p->watch);
+    uint64_t h = pool_network_head(p->src->net->pool_net);
+    if (h <= p->view_head)
+        return;
+    p->view_head = h;
+    if (!sub_call_busy(&p->call))
+        poll_now(p);
+}
+
+static void start(sub_source_t *src, sol_kind_t kind)
+{
+    sol_poll_t *p = sl_xcalloc(1, sizeof(*p));
+    p->src = src;
+    p->kind = kind;
+    sub_call_init(&p->call);
+    p->period = sub_timeout(src->reg, sub_poll_ms(src->net));
+    p->tick.cb = on_tick;
+    src->impl = p;
+    /* the key is "<address>|<level>[|<encoding>]" (the normalisers'), checked already */
+    char addr[96] = "", enc[16] = "";
+    int lv = 2;
+    if (sscanf(src->key, "%95[^|]|%d|%15s", addr, &lv, enc) >= 2)
+        p->level = lv;
+    if (kind == SOL_SIGNATURE || kind == SOL_ACCOUNT) {
+        snprintf(p->member.item, sizeof(p->member.item), "%s", addr);
+        p->member.cb = kind == SOL_SIGNATURE ? signature_answer : account_answer;
+        if (kind == SOL_ACCOUNT)
+            snprintf(p->params, sizeof(p->params), "{\"commitment\":\"%s\",\"encoding\":\"%s\"}",
+                     sub_sol_levels[lv >= 0 && lv < 3 ? lv : 2], enc);
+        else
+            snprintf(p->params, sizeof(p->params), "{\"searchTransactionHistory\":false}");
+        sub_sol_batch_join(src->reg, src->net,
+                              kind == SOL_ACCOUNT ? SUB_SOL_BATCH_ACCOUNT : SUB_SOL_BATCH_SIGNATURE, p->params,
+                              &p->member);
+        return;
+    }
+    h2o_timeout_link(sub_loop(src->reg), p->period, &p->tick);
+    p->watch.cb = on_watch;
+    p->view_head = pool_network_head(src->net->pool_net);
+    h2o_timeout_link(sub_loop(src->reg), sub_timeout(src->reg, SUB_WATCH_MS), &p->watch);
+    poll_now(p);
+}
+
+void sub_sol_slot_start(sub_source_t *src)
+{
+    start(src, SOL_SLOT);
+}
+
+void sub_sol_root_start(sub_source_t *src)
+{
+    start(src, SOL_ROOT);
+}
+
+void sub_sol_signature_start(sub_source_t *src)
+{
+    start(src, SOL_SIGNATURE);
+}
+
+void sub_sol_account_start(sub_source_t *src)
+{
+    start(src, SOL_ACCOUNT);
+}
+
+void sub_sol_stop(sub_source_t *src)
+{
+    sol_poll_t *p = src->impl;
+    if (h2o_timeout_is_linked(&p->tick))
+        h2o_timeout_unlink(&p->tick);
+    if (h2o_timeout_is_linked(&p->watch))
+        h2o_timeout_unlink(&p->watch);
+    if (p->member.batch != NULL)
+        sub_sol_batch_leave(&p->member);
+    sub_call_dispose(&p->call);
+    free(p->value);
+    free(p);
+}
