@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/sl_buf.h"
+#include "base/sl_hash.h"
 
 #define AGGREGATE 0
 
@@ -27,10 +28,8 @@ struct gw_held {
 
 static size_t bucket_of(const gw_held_t *t, const char *ident)
 {
-    uint64_t h = UINT64_C(1469598103934665603); /* FNV-1a, over what a slot keeps of ident */
-    const unsigned char *p = (const unsigned char *)ident;
-    for (size_t n = 0; n < GW_HELD_IDENT_MAX - 1 && *p != '\0'; n++, p++)
-        h = (h ^ *p) * UINT64_C(1099511628211);
+    /* over what a slot keeps of ident */
+    uint64_t h = sl_fnv1a(SL_FNV1A_OFFSET, ident, strnlen(ident, GW_HELD_IDENT_MAX - 1));
     return (size_t)(h & (t->nbuckets - 1));
 }
 

@@ -224,14 +224,6 @@ pool_call_t *pool_call_start(pool_network_t *net, pool_item_t *items, size_t n, 
  * call's mistake). */
 const policy_blockref_call_t *pool_item_blockref(pool_item_t *it, policy_chain_t chain);
 
-/* Answers an item with an answer the gateway made (the merged result of a
- * split eth_getLogs): a pending item, or one whose call is over and whose
- * answer (a refusal) the gateway answers over; never a failed one. answer
- * (its id at answer_id) must outlive the item; endpoint -1: no endpoint
- * answered it as such. */
-void pool_item_answer_outside(pool_item_t *it, policy_verdict_t verdict, const char *answer, uint32_t answer_len,
-                              wire_span_t answer_id);
-
 /* Frees the call and the answer bytes its items point to (NULL: nothing).
  * Before its callback ran (the client went away), the call stops first:
  * open exchanges are closed and the callback never runs. */

@@ -39,17 +39,38 @@ void pool_item_settle(pool_item_t *it, pool_item_state_t to)
     it->state = to;
 }
 
-void pool_item_answer_outside(pool_item_t *it, policy_verdict_t verdict, const char *answer, uint32_t answer_len,
-                              wire_span_t answer_id)
+void pool_item_answer_set(pool_item_t *it, const pool_item_answer_t *a)
 {
-    if (it->state == POOL_ITEM_ANSWERED) /* the call's answer (a refusal) is answered over */
+    if (a->over && it->state == POOL_ITEM_ANSWERED) /* the answer it has (a refusal) is answered over */
         it->state = POOL_ITEM_PENDING;
     pool_item_settle(it, POOL_ITEM_ANSWERED);
-    it->verdict = verdict;
-    it->answer = answer;
-    it->answer_len = answer_len;
-    it->answer_id = answer_id;
-    it->endpoint = -1;
+    it->verdict = a->verdict;
+    it->answer = a->answer;
+    it->answer_len = a->answer_len;
+    it->answer_id = a->answer_id;
+    it->endpoint = a->endpoint;
+}
+
+void pool_item_answer_copy(pool_item_t *it, const pool_item_t *from, const char *answer)
+{
+    it->outcome = from->outcome;
+    it->retry_after_ms = from->retry_after_ms;
+    it->fail_seen = from->fail_seen;
+    it->rate_limited = from->rate_limited;
+    it->failures = from->failures;
+    it->timeouts = from->timeouts;
+    it->local_failures = from->local_failures;
+    if (from->state == POOL_ITEM_ANSWERED) {
+        pool_item_answer_set(it, &(pool_item_answer_t){.verdict = from->verdict,
+                                                        .answer = answer,
+                                                        .answer_len = from->answer_len,
+                                                        .answer_id = from->answer_id,
+                                                        .endpoint = from->endpoint});
+        return;
+    }
+    it->verdict = from->verdict;
+    it->endpoint = from->endpoint;
+    pool_item_settle(it, POOL_ITEM_FAILED);
 }
 
 const policy_blockref_call_t *pool_item_blockref(pool_item_t *it, policy_chain_t chain)

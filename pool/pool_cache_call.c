@@ -136,14 +136,13 @@ static int serve_hit(pool_call_t *call, pool_item_t *it, sl_buf_t *b, uint8_t ti
                                      env.id.off != h.id_off || env.id.len != h.id_len))
         return 0;
     const char *base = pool_call_keep(call, b);
-    it->answer = base + sizeof(h);
-    it->answer_len = (uint32_t)len;
-    it->answer_id = (wire_span_t){h.id_off, h.id_len};
-    it->verdict = (policy_verdict_t)h.verdict;
-    it->endpoint = -1;
     it->cached = tier;
     it->cache_miss = 0;
-    pool_item_settle(it, POOL_ITEM_ANSWERED);
+    pool_item_answer_set(it, &(pool_item_answer_t){.verdict = (policy_verdict_t)h.verdict,
+                                                    .answer = base + sizeof(h),
+                                                    .answer_len = (uint32_t)len,
+                                                    .answer_id = {h.id_off, h.id_len},
+                                                    .endpoint = -1});
     return 1;
 }
 

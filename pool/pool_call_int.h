@@ -213,6 +213,26 @@ int pool_write_verify_body(pool_call_t *call, const pool_item_t *it, sl_buf_t *o
  * transition that is not an edge is a bug: logged, then abort(). */
 int pool_item_edge_allowed(pool_item_state_t from, pool_item_state_t to);
 void pool_item_settle(pool_item_t *it, pool_item_state_t to);
+/* The one door for an item's answer made or taken from elsewhere than its
+ * own attempts (the cache, a synthesized txid, a consensus vote, a merged or
+ * coalesced call's, the getLogs split's): the answer's fields, written
+ * together, and the item settled ANSWERED. answer must outlive the item
+ * (kept by the item's call, pool_call_keep, or in a shared body). */
+typedef struct pool_item_answer {
+    policy_verdict_t verdict;
+    const char *answer;
+    uint32_t answer_len;
+    wire_span_t answer_id;        /* the id value, relative to answer */
+    int16_t endpoint;             /* the endpoint that answered it, -1 if none as such */
+    uint8_t over;                 /* 1: the item may be answered already, and this answer replaces
+                                     that one (a refusal the split answers over); 0: it is pending */
+} pool_item_answer_t;
+void pool_item_answer_set(pool_item_t *it, const pool_item_answer_t *a);
+/* A pending item ends as from ended (coalesce, merge): answered, with answer
+ * (the caller's copy of from->answer, or from's own bytes if they outlive it
+ * too), or failed; its outcome, verdict, endpoint and attempt counts are
+ * from's either way. */
+void pool_item_answer_copy(pool_item_t *it, const pool_item_t *from, const char *answer);
 /* The params of it, relative to it->raw (len 0: none): the span the
  * gateway's parse found, else a scan of raw. 0 if raw does not scan. */
 int pool_item_params(const pool_item_t *it, wire_span_t *params);

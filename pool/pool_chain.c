@@ -226,11 +226,18 @@ static int raise_head_cb(void *arg, state_endpoint_rec_t *rec, int exists, state
     (void)exists;
     (void)events;
     (void)nevents;
-    if (rec->head >= c->head)
+    if (!pool_chain_head_write(rec, c->head, 0, c->now))
         return 0;
-    rec->head = c->head;
-    rec->head_at_ms = c->now;
     c->result = *rec;
+    return 1;
+}
+
+int pool_chain_head_write(state_endpoint_rec_t *rec, uint64_t head, int is_head, uint64_t now_ms)
+{
+    if (!is_head && head <= rec->head) /* as policy_chainview_observe: evidence of a block only raises */
+        return 0;
+    rec->head = head;
+    rec->head_at_ms = now_ms;
     return 1;
 }
 

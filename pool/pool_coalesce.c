@@ -188,7 +188,7 @@ static size_t pool_coalesce_shared_bytes(const pool_call_t *call)
 }
 
 /* A waiter's own copy of the leader's answer, charged like any answer. */
-static void copy_answer(pool_call_t *waiter, const pool_item_t *l)
+static const char *copy_answer(pool_call_t *waiter, const pool_item_t *l)
 {
     sl_buf_t b = SL_BUF_INIT;
     sl_buf_append(&b, l->answer, l->answer_len);
@@ -196,37 +196,26 @@ static void copy_answer(pool_call_t *waiter, const pool_item_t *l)
     if (pool->t.budget != NULL)
         sl_budget_charge(pool->t.budget, l->answer_len);
     waiter->charged += l->answer_len;
-    waiter->items[0].answer = pool_call_keep(waiter, &b);
+    return pool_call_keep(waiter, &b);
 }
 
 /* The waiter's item gets the leader's result; its answer is the leader's
  * shared body, or a copy. */
 static void copy_result(pool_call_t *waiter, pool_call_t *leader)
 {
-    pool_item_t *w = &waiter->items[0];
     const pool_item_t *l = &leader->items[0];
-    w->outcome = l->outcome;
-    w->verdict = l->verdict;
-    w->endpoint = l->endpoint;
-    w->retry_after_ms = l->retry_after_ms;
-    w->fail_seen = l->fail_seen;
-    w->rate_limited = l->rate_limited;
-    w->failures = l->failures;
-    w->timeouts = l->timeouts;
-    w->local_failures = l->local_failures;
+    const char *answer = NULL;
     if (l->state == POOL_ITEM_ANSWERED && l->answer != NULL) {
         pool_shared_body_t *sb = waiter->coalesce.shared == NULL ? share_answer(leader) : NULL;
         if (sb != NULL) {
             sb->refs++;
             waiter->coalesce.shared = sb;
-            w->answer = l->answer;
+            answer = l->answer;
         } else {
-            copy_answer(waiter, l);
+            answer = copy_answer(waiter, l);
         }
-        w->answer_len = l->answer_len;
-        w->answer_id = l->answer_id;
     }
-    pool_item_settle(w, l->state == POOL_ITEM_ANSWERED ? POOL_ITEM_ANSWERED : POOL_ITEM_FAILED);
+    pool_item_answer_copy(&waiter->items[0], l, answer);
     waiter->coalesce.answered = 1;
 }
 

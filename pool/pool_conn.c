@@ -1,4 +1,4 @@
-/* pool/pool_conn.c: one upstream connection: connect, TLS, send, read the
+/* pool/pool_conn.c: one upstream connection: connect and TLS (pool_sock.c), send, read the
  * answer's head and body, keep-alive (pool_exchange.c is the exchange that
  * uses it).
  *
@@ -7,10 +7,8 @@
  * separate connect / first-byte / attempt deadlines, a cap on answer size, and
  * a keep-alive pool without locks (one per worker; h2o's socketpool ignores
  * its capacity and takes a mutex per operation). */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 
 #include "base/sl_log.h"
 #include "base/sl_time.h"
@@ -18,31 +16,6 @@
 
 static void on_conn_read(h2o_socket_t *sock, const char *err);
 static void on_idle_read(h2o_socket_t *sock, const char *err);
-
-/* 1 if errno from socket() or connect() means this process ran short of its
- * own resources (descriptors, memory, local ports), not that the endpoint
- * refused or is unreachable. */
-static int errno_is_local(int e)
-{
-    return e == EMFILE || e == ENFILE || e == ENOMEM || e == ENOBUFS || e == EAGAIN || e == EADDRNOTAVAIL;
-}
-
-/* Logs a local resource failure: at most one line a second per worker (a
- * descriptor shortage fails every attempt at once), with how many since. */
-static void log_local(pool_link_t *link, const char *what)
-{
-    static uint64_t last_ms, suppressed;
-    uint64_t now = sl_now_ms();
-    if (last_ms != 0 && now - last_ms < 1000) {
-        suppressed++;
-        return;
-    }
-    sl_log_warn("endpoint %s/%s: %s (sluice's own resources; not counted against the endpoint; %llu more "
-                "since the last report)",
-                link->timers->network, link->conf->id, what, (unsigned long long)suppressed);
-    last_ms = now;
-    suppressed = 0;
-}
 
 /* edges[from][to] of a connection's machine: connect (and TLS handshake),
  * send, read the body, go idle, and from idle send again. Closing is not a
@@ -142,7 +115,7 @@ static void on_write_done(h2o_socket_t *sock, const char *err)
     if (ex == NULL)
         return;
     if (err == h2o_socket_error_out_of_memory) {
-        log_local(c->link, "no memory for the request");
+        pool_link_log_local(c->link, "no memory for the request");
         pool_exchange_finish(ex, POOL_FAIL_LOCAL);
         return;
     }
@@ -170,55 +143,29 @@ void pool_conn_send(pool_conn_t *c)
     h2o_socket_write(c->sock, ex->bufs, 3, on_write_done);
 }
 
-static void on_handshake(h2o_socket_t *sock, const char *err)
+static void conn_handshaking(void *owner)
 {
-    pool_conn_t *c = sock->data;
-    pool_exchange_t *ex = c->ex;
-    if (ex == NULL) { /* its exchange was cancelled meanwhile */
-        int ok = err == NULL || (err == h2o_socket_error_ssl_cert_name_mismatch && c->link->url.host_is_ip);
-        if (ok)
+    conn_enter(owner, POOL_CONN_HANDSHAKE);
+}
+
+static void conn_opened(void *owner, pool_fail_t fail)
+{
+    pool_conn_t *c = owner;
+    if (c->ex == NULL) { /* its exchange was cancelled meanwhile: kept if it opened */
+        if (fail == POOL_FAIL_NONE)
             conn_make_idle(c);
         else
             conn_destroy(c);
         return;
     }
-    /* For an IP-literal upstream h2o's own name check (it runs under TLS 1.2
-     * only) ignores IP SANs. Our SSL_CTX verifies the peer, IP included
-     * (X509_VERIFY_PARAM_set1_ip_asc), during the handshake: a handshake that
-     * got as far as h2o's check has passed OpenSSL's, so that one complaint
-     * is overruled. */
-    if (err == h2o_socket_error_ssl_cert_name_mismatch && c->link->url.host_is_ip)
-        err = NULL;
-    if (err != NULL) {
-        sl_log_warn("endpoint %s/%s: TLS handshake with %s failed: %s", c->link->timers->network, c->link->conf->id,
-                    c->link->conf->url_redacted, err);
-        pool_exchange_finish(ex, POOL_FAIL_TLS);
+    if (fail != POOL_FAIL_NONE) {
+        pool_exchange_finish(c->ex, fail);
         return;
     }
     pool_conn_send(c);
 }
 
-static void on_connect(h2o_socket_t *sock, const char *err)
-{
-    pool_conn_t *c = sock->data;
-    if (err != NULL) {
-        pool_link_addr_failed(c->link);
-        if (c->ex != NULL)
-            pool_exchange_finish(c->ex, POOL_FAIL_CONNECT);
-        else
-            conn_destroy(c);
-        return;
-    }
-    if (c->link->ssl_ctx != NULL) {
-        conn_enter(c, POOL_CONN_HANDSHAKE);
-        h2o_socket_ssl_handshake(sock, c->link->ssl_ctx, c->link->url.host, on_handshake);
-        return;
-    }
-    if (c->ex != NULL)
-        pool_conn_send(c);
-    else
-        conn_make_idle(c);
-}
+static const pool_sock_cbs_t conn_sock_cbs = {.handshaking = conn_handshaking, .done = conn_opened};
 
 /* Upstream answers are read into buffers this large from the first byte.
  * h2o starts a socket's buffer at 8 KB and doubles it as a read fills it,
@@ -402,7 +349,7 @@ static void on_conn_read(h2o_socket_t *sock, const char *err)
     if (err == h2o_socket_error_out_of_memory) {
         /* h2o keeps a large answer in a temp file (TMPDIR): none could be
          * made or grown, or memory ran out. Not the upstream's doing. */
-        log_local(c->link, "no room to buffer the answer (temp folder full or memory short)");
+        pool_link_log_local(c->link, "no room to buffer the answer (temp folder full or memory short)");
         pool_exchange_finish(ex, POOL_FAIL_LOCAL);
         return;
     }
@@ -442,10 +389,11 @@ static pool_conn_t *take_idle(pool_link_t *link, int is_write)
     return NULL;
 }
 
+/* sock is opening: its data is c->opening until pool_sock_connect's
+ * callback gives it back to c */
 static void conn_adopt(pool_conn_t *c, h2o_socket_t *sock)
 {
     c->sock = sock;
-    sock->data = c;
     h2o_buffer_set_prototype(&sock->input, conn_input_prototype());
 }
 
@@ -462,35 +410,20 @@ static pool_conn_t *conn_new(pool_link_t *link, h2o_socket_t *sock)
 
 static pool_conn_t *conn_connect(pool_link_t *link, pool_fail_t *fail)
 {
-    socklen_t alen;
-    const struct sockaddr *addr = pool_link_addr(link, &alen);
-    if (addr == NULL) {
-        if (pool_dns_pending(link)) {
-            /* the first lookup is under way (a worker that just started):
-             * wait for it, within connect_ms, rather than fail the attempt */
-            pool_conn_t *c = conn_new(link, NULL);
-            h2o_linklist_insert(&link->dns_waiting, &c->wait_link);
-            return c;
-        }
-        *fail = POOL_FAIL_DNS;
-        return NULL;
+    pool_conn_t *c = conn_new(link, NULL);
+    h2o_socket_t *sock = pool_sock_connect(&c->opening, link, &conn_sock_cbs, c, fail);
+    if (sock != NULL) {
+        conn_adopt(c, sock);
+        return c;
     }
-    errno = 0;
-    h2o_socket_t *sock = h2o_socket_connect(link->timers->t->loop, (struct sockaddr *)addr, alen, on_connect);
-    if (sock == NULL) {
-        int e = errno; /* from socket() or connect(): h2o returns NULL right after either */
-        if (errno_is_local(e)) {
-            char what[96];
-            snprintf(what, sizeof(what), "cannot open a connection: %s", strerror(e));
-            log_local(link, what);
-            *fail = POOL_FAIL_LOCAL;
-            return NULL;
-        }
-        pool_link_addr_failed(link);
-        *fail = POOL_FAIL_CONNECT;
-        return NULL;
+    if (*fail == POOL_FAIL_DNS && pool_dns_pending(link)) {
+        /* the first lookup is under way (a worker that just started):
+         * wait for it, within connect_ms, rather than fail the attempt */
+        h2o_linklist_insert(&link->dns_waiting, &c->wait_link);
+        return c;
     }
-    return conn_new(link, sock);
+    free(c);
+    return NULL;
 }
 
 void pool_conn_dns_done(pool_link_t *link)
@@ -502,16 +435,10 @@ void pool_conn_dns_done(pool_link_t *link)
     while (!h2o_linklist_is_empty(&ready)) {
         pool_conn_t *c = H2O_STRUCT_FROM_MEMBER(pool_conn_t, wait_link, ready.next);
         h2o_linklist_unlink(&c->wait_link);
-        socklen_t alen;
-        const struct sockaddr *addr = pool_link_addr(link, &alen);
-        if (addr == NULL) {
-            pool_exchange_finish(c->ex, POOL_FAIL_DNS);
-            continue;
-        }
-        h2o_socket_t *sock = h2o_socket_connect(link->timers->t->loop, (struct sockaddr *)addr, alen, on_connect);
+        pool_fail_t fail;
+        h2o_socket_t *sock = pool_sock_connect(&c->opening, link, &conn_sock_cbs, c, &fail);
         if (sock == NULL) {
-            pool_link_addr_failed(link);
-            pool_exchange_finish(c->ex, POOL_FAIL_CONNECT);
+            pool_exchange_finish(c->ex, fail);
             continue;
         }
         conn_adopt(c, sock);

@@ -191,12 +191,11 @@ static void answer_with(pool_call_t *call, const policy_consensus_outcome_t *o)
     pool_consensus_run_t *run = call->consensus.run;
     pool_item_t *it = &call->items[0];
     const cons_vote_t *w = &run->votes[o->winner];
-    it->verdict = w->verdict;
-    it->answer = w->obj;
-    it->answer_len = w->len;
-    it->answer_id = w->id;
-    it->endpoint = w->ep;
-    pool_item_settle(it, POOL_ITEM_ANSWERED);
+    pool_item_answer_set(it, &(pool_item_answer_t){.verdict = w->verdict,
+                                                    .answer = w->obj,
+                                                    .answer_len = w->len,
+                                                    .answer_id = w->id,
+                                                    .endpoint = w->ep});
     (void)pool_call_done(call, w->ex); /* the rows see the answer applied (a head answer feeds the chain view) */
     POOL_STAT_ADD(&call->net->endpoints[w->ep], consensus_agreed, 1);
     uint32_t agreeing = o->group_size[o->group_of[o->winner]];

@@ -216,6 +216,15 @@ void pool_budget_release(pool_transport_t *t, size_t bytes);
  * (pool_wshead.c, pool_wspass.c) says what to send, reads what arrives, and decides on its
  * tick when a socket has been quiet too long. */
 
+/* A connection being opened (pool_sock_connect, pool_link_int.h): held by
+ * its owner, read by the transport's connect and TLS callbacks only. */
+typedef struct pool_sock_cbs pool_sock_cbs_t;
+typedef struct pool_sock {
+    pool_link_t *link;
+    const pool_sock_cbs_t *cbs;
+    void *owner;
+} pool_sock_t;
+
 typedef struct pool_ws pool_ws_t;
 
 typedef enum pool_ws_state {
@@ -242,6 +251,7 @@ struct pool_ws {
     size_t max_message;
     pool_ws_state_t state;
     h2o_socket_t *sock;
+    pool_sock_t opening;          /* pool_sock_connect's, while CONNECTING */
     struct wslay_event_context *ctx;
     char key[32];                 /* Sec-WebSocket-Key sent (base64 of 16 random bytes) */
     sl_buf_t out;                 /* bytes wslay produced, waiting for the socket */

@@ -31,6 +31,7 @@ struct pool_conn {
     h2o_linklist_t wait_link;     /* in link->dns_waiting while its address is being looked up (sock NULL) */
     uint32_t requests;            /* served on this connection */
     pool_chunked_t chunked;
+    pool_sock_t opening;          /* pool_sock_connect's, while CONNECTING or HANDSHAKE */
 };
 
 /* pool_exchange.c: ends ex with fail (POOL_FAIL_NONE: answered): its
@@ -65,6 +66,29 @@ void pool_dns_dispose(pool_link_t *link);
 const struct sockaddr *pool_link_addr(pool_link_t *link, socklen_t *len);
 /* A connection to the next address failed: rotate. */
 void pool_link_addr_failed(pool_link_t *link);
+
+/* pool_sock.c: how the opening of a connection ended, for its owner (the
+ * pool_conn_t or pool_ws_t that holds the pool_sock_t). */
+struct pool_sock_cbs {
+    void (*handshaking)(void *owner); /* connected; the TLS handshake begins (may be NULL) */
+    /* once: POOL_FAIL_NONE (open, TLS done), POOL_FAIL_CONNECT (the address
+     * was rotated) or POOL_FAIL_TLS (logged); sock->data is owner again */
+    void (*done)(void *owner, pool_fail_t fail);
+};
+/* Connects to link's current address and, for an https link
+ * (link->ssl_ctx), runs the TLS handshake: an IP-literal host's certificate
+ * is checked by the context (pool_tls.c), so h2o's name check, which ignores
+ * IP SANs, is overruled for it. Returns the socket (its data is sk until
+ * cbs->done runs, then owner). NULL if none could be started, and no
+ * callback runs: *fail POOL_FAIL_DNS (no address known; pool_dns_pending says
+ * whether one is coming), POOL_FAIL_LOCAL (sluice's own resources, logged,
+ * the address kept) or POOL_FAIL_CONNECT (the address was rotated). */
+h2o_socket_t *pool_sock_connect(pool_sock_t *sk, pool_link_t *link, const pool_sock_cbs_t *cbs, void *owner,
+                                pool_fail_t *fail);
+/* Logs a failure for want of sluice's own resources: at most one line a
+ * second per worker (a descriptor shortage fails every attempt at once),
+ * with how many since. */
+void pool_link_log_local(pool_link_t *link, const char *what);
 
 /* pool_tls.c */
 SL_MUST_CHECK sl_err_t pool_tls_ctx_create(const wire_url_t *url, const char *ca_file, SSL_CTX **out);

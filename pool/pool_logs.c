@@ -70,3 +70,14 @@ void pool_logs_refused(pool_network_t *net, uint64_t from, uint64_t to, uint32_t
     if (state_event_append(net->pool->state, &ev) != SL_OK)
         sl_log_warn("network %s: could not record logs_split_refused", net->conf->name);
 }
+
+void pool_logs_answer(pool_item_t *it, policy_verdict_t verdict, const char *answer, uint32_t answer_len,
+                      wire_span_t answer_id)
+{
+    pool_item_answer_set(it, &(pool_item_answer_t){.verdict = verdict,
+                                                    .answer = answer,
+                                                    .answer_len = answer_len,
+                                                    .answer_id = answer_id,
+                                                    .endpoint = -1,
+                                                    .over = 1});
+}

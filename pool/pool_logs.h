@@ -40,4 +40,13 @@ void pool_logs_count(pool_network_t *net, pool_logs_counter_t c, uint64_t n);
 #define POOL_LOGS_EVENT_EVERY_MS 10000
 void pool_logs_refused(pool_network_t *net, uint64_t from, uint64_t to, uint32_t blocks, uint32_t max_split);
 
+/* Answers the client's item with the answer the split made (the merged
+ * logs, an error, a sub-call's own error): a pending item, or one whose
+ * call is over and whose answer (a refusal) is answered over; never a
+ * failed one. answer (its id at answer_id) must outlive the item; no
+ * endpoint answered it as such. Through the call layer's one door
+ * (pool_item_answer_set). */
+void pool_logs_answer(pool_item_t *it, policy_verdict_t verdict, const char *answer, uint32_t answer_len,
+                      wire_span_t answer_id);
+
 #endif

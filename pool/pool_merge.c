@@ -341,25 +341,13 @@ void pool_merge_leave(pool_call_t *call)
  * failure. */
 static void copy_item(pool_call_t *member, const pool_item_t *from)
 {
-    pool_item_t *it = &member->items[0];
-    it->endpoint = from->endpoint;
+    const char *answer = NULL;
     if (from->state == POOL_ITEM_ANSWERED) {
         sl_buf_t b = SL_BUF_INIT;
         sl_buf_append(&b, from->answer, from->answer_len);
-        it->answer = pool_call_keep(member, &b);
-        it->answer_len = from->answer_len;
-        it->answer_id = from->answer_id;
-        it->verdict = from->verdict;
-        pool_item_settle(it, POOL_ITEM_ANSWERED);
-        return;
+        answer = pool_call_keep(member, &b);
     }
-    it->outcome = from->outcome;
-    it->retry_after_ms = from->retry_after_ms;
-    it->fail_seen = from->fail_seen;
-    it->rate_limited = from->rate_limited;
-    it->failures = from->failures;
-    it->timeouts = from->timeouts;
-    pool_item_settle(it, POOL_ITEM_FAILED);
+    pool_item_answer_copy(&member->items[0], from, answer);
 }
 
 /* The "context" and "value" members of a getSignatureStatuses result, and
@@ -403,12 +391,12 @@ static void sol_answer(pool_call_t *member, const merge_slot_t *s, const char *a
     uint32_t id_off = (uint32_t)b.len;
     sl_buf_append(&b, it->raw + it->id.off, it->id.len); /* its own id, byte for byte */
     sl_buf_append_char(&b, '}');
-    it->answer_len = (uint32_t)b.len;
-    it->answer = pool_call_keep(member, &b);
-    it->answer_id = (wire_span_t){id_off, it->id.len};
-    it->verdict = POLICY_VERDICT_SUCCESS;
-    it->endpoint = (int16_t)endpoint;
-    pool_item_settle(it, POOL_ITEM_ANSWERED);
+    uint32_t len = (uint32_t)b.len;
+    pool_item_answer_set(it, &(pool_item_answer_t){.verdict = POLICY_VERDICT_SUCCESS,
+                                                    .answer = pool_call_keep(member, &b),
+                                                    .answer_len = len,
+                                                    .answer_id = {id_off, it->id.len},
+                                                    .endpoint = (int16_t)endpoint});
 }
 
 static void on_carrier_done(pool_call_t *carrier, void *data)

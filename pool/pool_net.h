@@ -349,6 +349,15 @@ void pool_chain_refresh(pool_network_t *net, uint64_t now_ms);
 /* The head kind a probe measures: Ethereum's latest; Solana's getSlot
  * without a commitment reads the finalized slot. */
 policy_head_kind_t pool_chain_probe_kind(const pool_network_t *net);
+/* The one writer of an endpoint record's shared head
+ * (state_endpoint_rec_t.head and head_at_ms), inside its writer's
+ * state_endpoint_update: policy/chainview.c's rule for an observation.
+ * is_head 1: the endpoint said this is its head (a probe's read, a pushed
+ * head) and it replaces the one kept, lower or not (a reorg, a node that fell
+ * back); 0: the endpoint has at least this block (a head served from it,
+ * which another worker's probe may have overtaken since): it only raises.
+ * Returns 1 if the record changed. */
+int pool_chain_head_write(state_endpoint_rec_t *rec, uint64_t head, int is_head, uint64_t now_ms);
 /* ep's head of kind is height now (a probe, an eth_blockNumber answer). */
 void pool_chain_observe_head(pool_endpoint_t *ep, policy_head_kind_t kind, uint64_t height, uint64_t now_ms);
 /* The mask (bit i: endpoint i) of the endpoints the plan may use now and

@@ -48,8 +48,7 @@ static int probe_result_cb(void *arg, state_endpoint_rec_t *rec, int exists, sta
     (void)events;
     (void)nevents;
     if (c->ok) {
-        rec->head = c->head;
-        rec->head_at_ms = c->now;
+        (void)pool_chain_head_write(rec, c->head, 1, c->now); /* its eth_blockNumber: the endpoint's head */
         rec->probe_failures = 0;
         uint64_t ewma = rec->probe_ewma_us == 0
                             ? c->latency_us

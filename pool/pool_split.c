@@ -138,8 +138,7 @@ static int range_of(pool_network_t *net, pool_item_t *it, policy_logs_range_t *r
  * never went to pool/, so it is settled here, once. */
 static void answer_item(job_t *j, policy_verdict_t v)
 {
-    pool_item_answer_outside(&j->s->items[j->k], v, j->answer.base, (uint32_t)j->answer.len,
-                             (wire_span_t){LEAD_LEN, 1});
+    pool_logs_answer(&j->s->items[j->k], v, j->answer.base, (uint32_t)j->answer.len, (wire_span_t){LEAD_LEN, 1});
 }
 
 /* The client's item answered with a JSON-RPC error of sluice's. */
@@ -381,8 +380,7 @@ static void part_failed(job_t *j, part_t *p)
         /* the node's own error for the client's filter: given as the node gave it */
         sl_buf_reset(&j->answer);
         sl_buf_append(&j->answer, it->answer, it->answer_len);
-        pool_item_answer_outside(&j->s->items[j->k], it->verdict, j->answer.base, (uint32_t)j->answer.len,
-                                 it->answer_id);
+        pool_logs_answer(&j->s->items[j->k], it->verdict, j->answer.base, (uint32_t)j->answer.len, it->answer_id);
         return;
     }
     int limited = it->state == POOL_ITEM_FAILED && it->outcome == POOL_OUTCOME_RATE_LIMITED;

@@ -80,12 +80,12 @@ void pool_write_synthesize(pool_call_t *call, pool_item_t *it, int ep, const cha
     sl_buf_append_str(&b, "0,\"result\":");
     sl_buf_append_json_str(&b, txid, strlen(txid));
     sl_buf_append_char(&b, '}');
-    it->answer_len = (uint32_t)b.len;
-    it->answer = pool_call_keep(call, &b);
-    pool_item_settle(it, POOL_ITEM_ANSWERED);
-    it->verdict = POLICY_VERDICT_SUCCESS;
-    it->answer_id = (wire_span_t){sizeof(head) - 1, 1};
-    it->endpoint = (int16_t)ep;
+    uint32_t len = (uint32_t)b.len;
+    pool_item_answer_set(it, &(pool_item_answer_t){.verdict = POLICY_VERDICT_SUCCESS,
+                                                    .answer = pool_call_keep(call, &b),
+                                                    .answer_len = len,
+                                                    .answer_id = {sizeof(head) - 1, 1},
+                                                    .endpoint = (int16_t)ep});
 }
 
 static void pin_key(const pool_call_t *call, const char *txid, char *key, size_t cap)

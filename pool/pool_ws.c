@@ -388,35 +388,16 @@ static void ws_send_upgrade(pool_ws_t *ws)
     ws_flush(ws);
 }
 
-static void on_handshake(h2o_socket_t *sock, const char *err)
+static void ws_opened(void *owner, pool_fail_t fail)
 {
-    pool_ws_t *ws = sock->data;
-    /* as pool_conn.c: our context checked the IP during the handshake */
-    if (err == h2o_socket_error_ssl_cert_name_mismatch && ws->link->url.host_is_ip)
-        err = NULL;
-    if (err != NULL) {
-        sl_log_warn("endpoint %s/%s: TLS handshake with %s failed: %s", ws->link->timers->network,
-                    ws->link->conf->id, ws->link->conf->url_redacted, err);
-        ws_fail(ws, "the TLS handshake failed");
-        return;
-    }
-    ws_send_upgrade(ws);
+    pool_ws_t *ws = owner;
+    if (fail == POOL_FAIL_NONE)
+        ws_send_upgrade(ws);
+    else
+        ws_fail(ws, fail == POOL_FAIL_TLS ? "the TLS handshake failed" : "the connection failed");
 }
 
-static void on_connect(h2o_socket_t *sock, const char *err)
-{
-    pool_ws_t *ws = sock->data;
-    if (err != NULL) {
-        pool_link_addr_failed(ws->link);
-        ws_fail(ws, "the connection failed");
-        return;
-    }
-    if (ws->link->ssl_ctx != NULL) {
-        h2o_socket_ssl_handshake(sock, ws->link->ssl_ctx, ws->link->url.host, on_handshake);
-        return;
-    }
-    ws_send_upgrade(ws);
-}
+static const pool_sock_cbs_t ws_sock_cbs = {.done = ws_opened};
 
 const char *pool_ws_open(pool_ws_t *ws, pool_link_t *link, size_t max_message, const pool_ws_cbs_t *cbs, void *data)
 {
@@ -425,16 +406,13 @@ const char *pool_ws_open(pool_ws_t *ws, pool_link_t *link, size_t max_message, c
     ws->cbs = cbs;
     ws->data = data;
     ws->max_message = max_message;
-    socklen_t alen;
-    const struct sockaddr *addr = pool_link_addr(link, &alen);
-    if (addr == NULL)
-        return pool_dns_pending(link) ? "its host name is being looked up" : "its host name does not resolve";
-    ws->sock = h2o_socket_connect(link->timers->t->loop, (struct sockaddr *)addr, alen, on_connect);
+    pool_fail_t fail;
+    ws->sock = pool_sock_connect(&ws->opening, link, &ws_sock_cbs, ws, &fail);
     if (ws->sock == NULL) {
-        pool_link_addr_failed(link);
+        if (fail == POOL_FAIL_DNS)
+            return pool_dns_pending(link) ? "its host name is being looked up" : "its host name does not resolve";
         return "a socket could not be opened";
     }
-    ws->sock->data = ws;
     ws_enter(ws, POOL_WS_CONNECTING);
     ws->last_rx_ms = sl_now_ms();
     return NULL;

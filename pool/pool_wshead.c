@@ -121,8 +121,7 @@ static int share_cb(void *arg, state_endpoint_rec_t *rec, int exists, state_even
         rec->ws_state = (uint8_t)c->state;
     rec->ws_unconfirmed += (uint64_t)c->unconfirmed;
     if (c->head != 0) {
-        rec->head = c->head;
-        rec->head_at_ms = c->now;
+        (void)pool_chain_head_write(rec, c->head, 1, c->now); /* a pushed head: the endpoint's own */
         rec->ws_heads++;
         rec->ws_head_at_ms = c->now;
         if (c->hash != NULL) { /* the other workers' rings, as the chain probe shares its tip */

@@ -8,21 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FP_METHODS_MAX 4096     /* distinct names counted; later ones share "(other)" */
+#include "base/sl_hash.h"
 
-static uint64_t hash_bytes(const char *p, size_t n)
-{
-    uint64_t h = 1469598103934665603ull;    /* FNV-1a */
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
-    return h;
-}
+#define FP_METHODS_MAX 4096     /* distinct names counted; later ones share "(other)" */
 
 static void index_insert(fp_stats_t *st, size_t i)
 {
     const char *name = st->methods[i].name;
     size_t mask = st->index_cap - 1;
-    size_t j = hash_bytes(name, strlen(name)) & mask;
+    size_t j = sl_fnv1a(SL_FNV1A_OFFSET, name, strlen(name)) & mask;
     while (st->method_index[j])
         j = (j + 1) & mask;
     st->method_index[j] = (uint32_t)i + 1;
@@ -55,7 +49,7 @@ void fp_stats_count_method(fp_stats_t *st, fp_span_t raw)
         raw = (fp_span_t){"(other)", 7};
     if (st->index_cap) {
         size_t mask = st->index_cap - 1;
-        for (size_t j = hash_bytes(raw.p, raw.n) & mask; st->method_index[j]; j = (j + 1) & mask) {
+        for (size_t j = sl_fnv1a(SL_FNV1A_OFFSET, raw.p, raw.n) & mask; st->method_index[j]; j = (j + 1) & mask) {
             fp_counter_t *e = &st->methods[st->method_index[j] - 1];
             if (strncmp(e->name, raw.p, raw.n) == 0 && e->name[raw.n] == '\0') {
                 e->n++;
@@ -86,7 +80,7 @@ void fp_stats_reset(fp_stats_t *st)
 static size_t tx_slot(const fp_txstore_t *ts, const char *key, size_t n)
 {
     size_t mask = ts->cap - 1;
-    size_t j = hash_bytes(key, n) & mask;
+    size_t j = sl_fnv1a(SL_FNV1A_OFFSET, key, n) & mask;
     while (ts->slots[j].key
            && !(strncmp(ts->slots[j].key, key, n) == 0 && ts->slots[j].key[n] == '\0'))
         j = (j + 1) & mask;

@@ -26,6 +26,7 @@
 #include <sys/types.h>
 
 #include "base/sl_buf.h"
+#include "base/sl_hash.h"
 #include "pool/pool_http.h"
 
 #define CHECK(cond) \
@@ -43,14 +44,6 @@ struct phr_chunked_decoder {
 ssize_t phr_decode_chunked(struct phr_chunked_decoder *decoder, char *buf, size_t *bufsz);
 
 static int skip_known;
-
-static uint64_t fnv1a(const uint8_t *p, size_t n)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ p[i]) * 1099511628211ull;
-    return h;
-}
 
 /* ---- heads -------------------------------------------------------------- */
 
@@ -91,7 +84,7 @@ static size_t check_head(const uint8_t *data, size_t size)
     CHECK(h.retry_after_s >= -1);
     CHECK(memchr(h.retry_after_date, '\0', sizeof h.retry_after_date) != NULL);
     if (h.retry_after_date[0] != '\0')
-        (void)pool_http_date_delta(h.retry_after_date, (int64_t)(fnv1a(data, size) >> 33));
+        (void)pool_http_date_delta(h.retry_after_date, (int64_t)(sl_fnv1a(SL_FNV1A_OFFSET, data, size) >> 33));
 
     /* the head alone is the same head */
     pool_http_head_t alone;
@@ -238,6 +231,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     size_t head_len = check_head(data, size);
-    check_chunked(data + head_len, size - head_len, fnv1a(data, size));
+    check_chunked(data + head_len, size - head_len, sl_fnv1a(SL_FNV1A_OFFSET, data, size));
     return 0;
 }
