@@ -6,7 +6,7 @@
  * endpoints' shared records, with the same policy functions the workers
  * use), the shed order, merged-poll counters and, per endpoint and budget
  * window, the capacity forecast. A JSON array, one object per network in
- * config order; its shape is documented in the README ("Backpressure"),
+ * config order; its shape is documented in docs/guide/backpressure.md,
  * with the cache's figures (admin_cache.c) and the subscriptions' (admin_subs.c). */
 #include <inttypes.h>
 #include <stdio.h>

@@ -48,7 +48,7 @@ _Static_assert(POOL_MAX_ENDPOINTS <= POLICY_CONSENSUS_MAX, "consensus cannot ask
 /* Ethereum's safe and finalized move once an epoch (6.4 min). The chain
  * probe is three eth_getBlockByNumber: at 30 s it costs 2 CU/s on Alchemy
  * (60 CU) against the head probe's 5 (eth_blockNumber, 10 CU every 2 s),
- * 8 credits/s on Infura against 40 (README, "The chain probe"). */
+ * 8 credits/s on Infura against 40 (docs/guide/chain.md, "The chain probe"). */
 #define CFG_DEFAULT_CHAIN_PROBE_MS 30000
 /* max_logs_blocks not given: the cost profile decides, once it is known */
 #define CFG_LOGS_BLOCKS_UNSET UINT32_MAX

@@ -73,7 +73,7 @@ typedef struct gw_buffered {
     sl_log_limit_t log_reset, log_full;
 } gw_buffered_t;
 
-/* Sizes of the reserve and the share for srv (tests and the README's figures). */
+/* Sizes of the reserve and the share for srv (tests and docs/operate/limits.md's figures). */
 size_t gw_buffered_reserve(const cfg_server_conf_t *srv);
 size_t gw_buffered_share(const cfg_server_conf_t *srv);
 

@@ -168,7 +168,7 @@ static const policy_cost_profile_t profiles[] = {
     {"infura", infura_eth, COUNT(infura_eth), NULL, 0, ONE(80), ONE(180), 1},
     {"quicknode", quicknode_eth, COUNT(quicknode_eth), quicknode_sol, COUNT(quicknode_sol), ONE(20), ONE(30), 0},
     /* Helius serves Solana only and publishes no Ethereum prices: an endpoint
-     * given this profile on another chain is charged 1 per call (README) */
+     * given this profile on another chain is charged 1 per call (docs/guide/budgets.md) */
     {"helius", NULL, 0, helius_sol, COUNT(helius_sol), ONE(1), ONE(1), 0},
     /* public or self-hosted nodes: count calls */
     {"flat", NULL, 0, NULL, 0, ONE(1), ONE(1), 0},

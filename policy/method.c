@@ -178,7 +178,7 @@ static const policy_method_t sol_methods[] = {
  * (or the operator's own) node. Read families (trace_*, txpool_*, erigon_*,
  * ots_*, ...) are not here; debug_* is, because beside its traces it holds
  * debug_setHead, profiling and file writes. `blocked_methods` replaces the
- * list per network. The README lists it (keep the two in step). */
+ * list per network. docs/guide/clients.md lists it (keep the two in step). */
 static const char *const eth_blocked[] = {
     "admin_*",    /* peers, node info, starting and stopping the RPC servers */
     "debug_*",    /* setHead, chaindbCompact, CPU/memory profiles written to disk */

@@ -21,7 +21,7 @@
  * once per POLICY_CONSENSUS_REPORT_MS from this worker. Such a call is never
  * hedged (the loop's started hook, which arms hedges, never runs for it).
  * A batch member is not compared: it goes with its batch like any read
- * (README, "Consensus"). */
+ * (docs/guide/chain.md, "Consensus"). */
 #include <stdlib.h>
 #include <string.h>
 

@@ -90,7 +90,7 @@ static int load(const char *path, cfg_t **cfg)
 #define CONNECT_TIMEOUT_MS 2000
 
 /* --check: what the response cache keeps, and what cache.unfinalized: head
- * costs upstream (README, "The response cache"). */
+ * costs upstream (docs/guide/cache.md). */
 static void print_cache(const cfg_t *cfg)
 {
     const cfg_cache_conf_t *c = &cfg->cache;

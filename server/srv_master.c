@@ -464,7 +464,7 @@ static int cache_move_aside(const char *path)
 
 /* The response cache opens (its folder made) before the workers do, so a
  * problem is said once; a cache that still cannot open leaves sluice
- * running without it (answers go upstream), as the README says. */
+ * running without it (answers go upstream), as docs/operate/cluster.md says. */
 static void cache_check(const cfg_t *cfg)
 {
     state_cache_t *c = NULL;

@@ -167,7 +167,7 @@ test('after the kill: reads come from B (its own chain), with the header to prov
   assert.equal(r.headers.get('x-sluice-endpoint'), 'b');
   assert.equal(r.json.id, 'after');
   // B has mined nothing, but the head served never goes backwards: A's last
-  // head (the floor) is held while B is within ranking.max_lag of it (README,
+  // head (the floor) is held while B is within ranking.max_lag of it (docs/guide/chain.md,
   // "The head never goes backwards")
   assert.equal(await rpc(B.url, 'eth_blockNumber'), '0x0');
   const floor = BigInt(r.json.result);

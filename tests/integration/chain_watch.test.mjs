@@ -215,7 +215,7 @@ test('two hosts of a cluster, a client alternating between them: eth_blockNumber
       await chain(jumper, { head: H + 2 });
       await waitFor(async () => Number(BigInt((await postFresh(hosts[0].url('eth'), call('eth_blockNumber'))).json.result)) === H + 2,
         { timeoutMs: 2000, intervalMs: 20, what: 'h1 serves the new head' });
-      // the guarantee is "once one Redis relay has passed" (README): the raise
+      // the guarantee is "once one Redis relay has passed" (docs/guide/chain.md): the raise
       // h1 sent before its answer reaches h2's workers through pub/sub, a
       // message their loops may take a moment after the client's next call
       await sleep(50);

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# tests/lint/check_doc_names.sh [TREE]: docs/architecture.md names only
-# identifiers that exist. Fails, naming line and name, for each one that
-# occurs as a whole word in no source file of the product (*.c, *.h in base
-# wire policy state pool admin gateway: the document describes the product;
-# a test helper is named by its file).
+# tests/lint/check_doc_names.sh [TREE]: the manual names only identifiers
+# that exist: docs/architecture.md, README.md and every page under docs/
+# (guide/, operate/, reference/, performance.md). Fails, naming file, line and
+# name, for each one that occurs as a whole word in no source file of the
+# product (*.c, *.h in every source room: the documents describe the product;
+# a test helper is named by its file). The user's pages (all but
+# docs/architecture.md) may also name what the scripts and tests under tests/
+# and deploy/ hold (an environment variable such as SLUICE_PORT, a test's
+# name) and the protocol names in PROTOCOL_NAMES.
 #
 # A name is a backticked span, outside fenced code blocks, that is a C
 # identifier (optionally written as a call, `name()`, or an array, `name[]`)
@@ -22,8 +26,17 @@
 set -euo pipefail
 export LC_ALL=C
 
-ROOMS="base wire policy state pool admin config sub gateway server"
+ROOMS="base wire policy state pool admin gateway config sub server"
 DOC=docs/architecture.md
+
+# every document checked, relative to the tree (the self-test plants in DOC)
+docs() {
+    local tree=$1 f
+    for f in "$tree/README.md" "$tree"/docs/*.md "$tree"/docs/*/*.md; do
+        [ -f "$f" ] && echo "${f#"$tree"/}"
+    done
+    return 0
+}
 
 # The names of the document, one per line with its first line number:
 # "LINE NAME", sorted by name.
@@ -52,14 +65,34 @@ source_words() {
     grep -rhoE --include='*.c' --include='*.h' '[A-Za-z_][A-Za-z0-9_]*' "${dirs[@]}" | sort -u
 }
 
+# Names of the protocols sluice speaks that no file of the repository spells.
+PROTOCOL_NAMES="RST_STREAM REFUSED_STREAM"
+
+# What the user's pages may name besides the product's words: the words of
+# the scripts, configs and tests under tests/ and deploy/, and PROTOCOL_NAMES.
+outside_words() {
+    local tree=$1 dirs=() d
+    for d in tests deploy; do [ -d "$tree/$d" ] && dirs+=("$tree/$d"); done
+    {
+        [ ${#dirs[@]} -eq 0 ] || grep -rhoIE --exclude-dir=node_modules '[A-Za-z_][A-Za-z0-9_]*' "${dirs[@]}"
+        printf '%s\n' $PROTOCOL_NAMES
+    } | sort -u
+}
+
 check() {
-    local tree=$1 missing
-    missing=$(join -1 2 -2 1 -v 1 -o 1.1,1.2 <(doc_names "$tree/$DOC") <(source_words "$tree") | sort -n)
-    [ -z "$missing" ] && return 0
-    while read -r line name; do
-        echo "$DOC:$line: \`$name\` is in no source file (a stale name?)"
-    done <<<"$missing"
-    return 1
+    local tree=$1 missing doc words all known bad=0
+    words=$(source_words "$tree")
+    all=$( (echo "$words"; outside_words "$tree") | sort -u)
+    for doc in $(docs "$tree"); do
+        if [ "$doc" = "$DOC" ]; then known=$words; else known=$all; fi
+        missing=$(join -1 2 -2 1 -v 1 -o 1.1,1.2 <(doc_names "$tree/$doc") <(echo "$known") | sort -n)
+        [ -z "$missing" ] && continue
+        while read -r line name; do
+            echo "$doc:$line: \`$name\` is in no source file (a stale name?)"
+        done <<<"$missing"
+        bad=1
+    done
+    return $bad
 }
 
 self_test() {
@@ -81,12 +114,15 @@ Planted: `pool_gone_function`, `zzgone()`, `GONE_CONSTANT_X`; never names: `pool
 `fenced_gone_name`
 ```
 PLANT
+    # a user's page: a gone name is reported, a protocol name is not
+    mkdir -p "$tmp/docs/guide"
+    printf 'Planted: `guide_gone_name`, and `RST_STREAM` (a protocol name).\n' >"$tmp/docs/guide/planted.md"
     # and a name the document uses, renamed in the code
     grep -qw state_lmdb_err "$tmp/$DOC" || { echo "self-test: the document no longer names state_lmdb_err"; return 1; }
     sed -i 's/\bstate_lmdb_err\b/state_lmdb_error_renamed/g' "$tmp"/state/*.[ch]
     if check "$tmp" >/dev/null; then echo "self-test: the planted copy passes"; return 1; fi
     got=$(check "$tmp" | sed -E 's/.*`(.*)`.*/\1/' | sort | tr '\n' ' ' || true)
-    want="GONE_CONSTANT_X pool_gone_function state_lmdb_err zzgone "
+    want="GONE_CONSTANT_X guide_gone_name pool_gone_function state_lmdb_err zzgone "
     echo "self-test: reported: $got"
     [ "$got" = "$want" ] || { echo "self-test: want exactly: $want"; return 1; }
 }
@@ -94,5 +130,5 @@ PLANT
 top=$(cd "$(dirname "$0")/../.." && pwd)
 case "${1:-}" in
     --self-test) self_test "${2:-$top}" ;;
-    *) check "${1:-$top}" && echo "doc names: every name in $DOC is in the sources" ;;
+    *) check "${1:-$top}" && echo "doc names: every name in README.md and docs/ is in the sources" ;;
 esac

@@ -178,7 +178,7 @@ static const doc_case_t doc_cases[] = {
     {"helius", SOL, "getMultipleAccounts", 1, 1},
     {"helius", SOL, "getLatestBlockhash", 1, 1},
     {"helius", SOL, "getSlot", 1, 1},
-    /* no table for the chain: the profile's default for every call (README) */
+    /* no table for the chain: the profile's default for every call (docs/guide/budgets.md) */
     {"helius", ETH, "eth_getLogs", 1, 1},
     {"helius", ETH, "eth_call", 1, 1},
     {"alchemy", SOL, "getProgramAccounts", 20, 20},
