@@ -82,7 +82,8 @@ int gw_scope_sub(gw_handler_t *h, const cfg_key_conf_t *key, sub_client_t *c, co
     if (s == NULL)
         return 1;
     /* sub/ read it already: a call with a string method */
-    if (wire_envelope_scan(body, len, &env) != SL_OK || wire_json_string(body, env.method, method, sizeof(method)) != SL_OK)
+    if (wire_envelope_scan(body, len, &env) != SL_OK ||
+        wire_json_string(body, env.method, method, sizeof(method)) != SL_OK)
         return 1;
     policy_access_reason_t r = policy_access_call(s, method, strlen(method), body + env.params.off, env.params.len,
                                                   msg, sizeof(msg));
