@@ -105,6 +105,9 @@ policy_access_reason_t policy_access_request(const policy_access_scope_t *s, con
     }
     if (s->norigins != 0 && origin != NULL && !policy_access_origin_listed(s, origin, origin_len)) {
         int n = origin_len > 200 ? 200 : (int)origin_len;
+        for (int i = 0; i < n; i++)
+            if ((unsigned char)origin[i] < 0x20 || (unsigned char)origin[i] > 0x7e)
+                n = 0; /* not an origin a browser sends: not echoed */
         snprintf(msg, cap, "origin not allowed: this key may not be used from Origin '%.*s'", n, origin);
         return POLICY_ACCESS_ORIGIN;
     }
