@@ -16,6 +16,7 @@ const sha = (k) => createHash('sha256').update(k).digest('hex');
 const PLAIN = 'sl_plainkey0123456789abcdefgh';
 const SCOPED = 'sl_scopedkey0123456789abcdefg';
 const NOSUB = 'sl_nosubkey0123456789abcdefgh';
+const TIGHT = 'sl_tightkey0123456789abcdefgh';
 const LISTED = '0x1111111111111111111111111111111111111111';
 const OTHER = '0x2222222222222222222222222222222222222222';
 const APP = 'https://app.example';
@@ -34,7 +35,7 @@ before(async () => {
     },
     extra: [
       'access: { anonymous: deny }',
-      'tiers: { pro: {} }',
+      'tiers: { pro: {}, tight: { per_minute: 3 } }',
       'keys:',
       `  - { sha256: "${sha(PLAIN)}", tier: pro, name: plain }`,
       `  - sha256: "${sha(SCOPED)}"`,
@@ -48,6 +49,11 @@ before(async () => {
       '    tier: pro',
       '    name: no-subs',
       '    methods: { deny: ["eth_subscribe"] }',
+      `  - sha256: "${sha(TIGHT)}"`,
+      '    tier: tight',
+      '    name: tight',
+      '    networks: [eth]',
+      '    methods: { deny: ["net_peerCount"] }',
     ].join('\n'),
   });
   started.push(s);
@@ -166,6 +172,15 @@ test('origins: the listed Origin admitted (and named by CORS), another 403 origi
   // an unscoped key keeps server.cors_origins
   const plain = await post(keyed('eth', PLAIN), call('eth_chainId'), { origin: 'https://other.example' });
   assert.equal(plain.headers.get('access-control-allow-origin'), 'https://other.example');
+});
+
+test('refusals are charged to the caller\'s rate limit (no free probing)', async () => {
+  refusal(await post(keyed('eth', TIGHT), call('net_peerCount')), 403, 'method_not_allowed');
+  refusal(await post(keyed('base', TIGHT), call('eth_chainId')), 403, 'network_not_allowed');
+  refusal(await post(keyed('eth', TIGHT), call('net_peerCount')), 403, 'method_not_allowed');
+  const r = await post(keyed('eth', TIGHT), call('net_peerCount'));
+  assert.equal(r.status, 429, r.text);
+  assert.equal(r.json.error.data.scope, 'client');
 });
 
 function openWs(url, headers = {}) {
