@@ -339,6 +339,15 @@ static const struct {
     [STATE_SRV_REQ_HTTP1_TLS] = {"sluice_client_requests_total", "counter", "protocol=\"http1_tls\"", NULL},
     [STATE_SRV_REQ_H2] = {"sluice_client_requests_total", "counter", "protocol=\"h2\"", NULL},
     [STATE_SRV_RAPID_RESETS] = {"sluice_client_connections_closed_total", "counter", "reason=\"rapid_reset\"", NULL},
+    [STATE_SRV_ACCESS_KEY_REQUIRED] = {"sluice_access_refusals_total", "counter", "reason=\"key_required\"",
+                                       "Calls refused by the access policy, by data.reason: without a key under "
+                                       "access.anonymous: deny (401), outside a key's networks, methods, contracts "
+                                       "or origins (403). A batch counts each refused member."},
+    [STATE_SRV_ACCESS_NETWORK] = {"sluice_access_refusals_total", "counter", "reason=\"network_not_allowed\"", NULL},
+    [STATE_SRV_ACCESS_METHOD] = {"sluice_access_refusals_total", "counter", "reason=\"method_not_allowed\"", NULL},
+    [STATE_SRV_ACCESS_CONTRACT] = {"sluice_access_refusals_total", "counter", "reason=\"contract_not_allowed\"",
+                                   NULL},
+    [STATE_SRV_ACCESS_ORIGIN] = {"sluice_access_refusals_total", "counter", "reason=\"origin_not_allowed\"", NULL},
 };
 
 static void server_limits(admin_t *a, sl_buf_t *b)

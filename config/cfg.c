@@ -421,6 +421,7 @@ static const cfg_field_t root_fields[] = {
     {"networks", CFG_FN, .fn = cfg_networks, .required = 1},
     {"tiers", CFG_FN, .fn = cfg_tiers},
     {"keys", CFG_FN, .fn = cfg_read_keys},
+    {"access", CFG_FN, .fn = cfg_read_access},
     {"cluster", CFG_FN, .fn = cfg_read_cluster},
 };
 
@@ -572,6 +573,7 @@ void cfg_destroy(cfg_t *cfg)
     for (size_t i = 0; i < cfg->nkeys; i++) {
         free(cfg->keys[i].tier);
         free(cfg->keys[i].name);
+        cfg_key_scope_dispose(&cfg->keys[i].scope);
     }
     free(cfg->keys);
     cfg_cluster_dispose(&cfg->cluster);

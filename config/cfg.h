@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "base/sl_err.h"
+#include "policy/access.h"
 #include "policy/cacheadmit.h"
 #include "pool/pool_conf.h"
 #include "state/state_cluster.h"
@@ -77,6 +78,8 @@ typedef struct cfg_key_conf {
     const cfg_tier_conf_t *tier_conf; /* that tier, resolved when the config is loaded */
     char *name;               /* shown in logs instead of the key */
     int yaml_line;
+    policy_access_scope_t scope; /* networks, methods, contracts, origins (issue 33); empty: unbounded */
+    int networks_line;        /* the networks: list's line, for cfg_check_keys */
 } cfg_key_conf_t;
 
 /* server.tls (cfg_tls.c; the pair checked by gw_tls_check, wired in by server/). */
@@ -184,6 +187,7 @@ typedef struct cfg {
     cfg_tier_conf_t *tiers;
     size_t ntiers;
     const cfg_tier_conf_t *anonymous_tier; /* the tier named "anonymous", or NULL */
+    int anonymous_deny;       /* access.anonymous: deny: a call without a key is 401 (default allow) */
     cfg_key_conf_t *keys;
     size_t nkeys;
     int has_cluster;          /* a cluster: section: records shared through Redis */

@@ -114,6 +114,24 @@ static int tiers_differ(const void *a, const void *b)
 }
 _Static_assert(sizeof(cfg_limit_conf_t) == 3 * sizeof(uint32_t), "cfg_limit_conf_t has padding");
 
+static int strv_differ(char **x, size_t nx, char **y, size_t ny)
+{
+    if (nx != ny)
+        return 1;
+    for (size_t i = 0; i < nx; i++)
+        if (strcmp(x[i], y[i]) != 0)
+            return 1;
+    return 0;
+}
+
+static int scope_differs(const policy_access_scope_t *x, const policy_access_scope_t *y)
+{
+    return strv_differ(x->networks, x->nnetworks, y->networks, y->nnetworks) ||
+           strv_differ(x->allow, x->nallow, y->allow, y->nallow) || strv_differ(x->deny, x->ndeny, y->deny, y->ndeny) ||
+           strv_differ(x->origins, x->norigins, y->origins, y->norigins) || x->ncontracts != y->ncontracts ||
+           (x->ncontracts != 0 && memcmp(x->contracts, y->contracts, x->ncontracts * 20) != 0);
+}
+
 static int keys_differ(const void *a, const void *b)
 {
     const cfg_t *x = a, *y = b;
@@ -121,7 +139,7 @@ static int keys_differ(const void *a, const void *b)
         return 1;
     for (size_t i = 0; i < x->nkeys; i++)
         if (strcmp(x->keys[i].sha256, y->keys[i].sha256) != 0 || str_differs(x->keys[i].tier, y->keys[i].tier) ||
-            str_differs(x->keys[i].name, y->keys[i].name))
+            str_differs(x->keys[i].name, y->keys[i].name) || scope_differs(&x->keys[i].scope, &y->keys[i].scope))
             return 1;
     return 0;
 }
@@ -177,6 +195,7 @@ static const field_t settings[] = {
     {"log.format", F_INT, CFG(log.json)},
     {"tiers", F_FN, .fn = tiers_differ},
     {"keys", F_FN, .fn = keys_differ},
+    {"access.anonymous", F_INT, CFG(anonymous_deny)},
     {"cluster", F_FN, .fn = cluster_differs, .restart = 1},
 };
 #undef CFG

@@ -137,6 +137,18 @@ int cfg_all_chars(const char *s, size_t n, const char *set);
 /* CFG_FN for the top-level tiers: and keys: keys; target is the cfg_t. */
 void cfg_tiers(cfg_loader_t *c, yaml_node_t *node, void *target);
 void cfg_read_keys(cfg_loader_t *c, yaml_node_t *node, void *target);
+/* CFG_FN for the top-level access: key; target is the cfg_t. */
+void cfg_read_access(cfg_loader_t *c, yaml_node_t *node, void *target);
+/* CFG_FN for a key's networks:, methods:, contracts: and origins:; target
+ * is the cfg_key_conf_t. */
+void cfg_key_networks(cfg_loader_t *c, yaml_node_t *node, void *target);
+void cfg_key_methods(cfg_loader_t *c, yaml_node_t *node, void *target);
+void cfg_key_contracts(cfg_loader_t *c, yaml_node_t *node, void *target);
+void cfg_key_origins(cfg_loader_t *c, yaml_node_t *node, void *target);
+/* Its networks name configured networks (errors at the list's line). */
+void cfg_key_scope_check(cfg_loader_t *c, const cfg_t *cfg, const cfg_key_conf_t *k);
+/* Frees what a key's scope holds (cfg_destroy). */
+void cfg_key_scope_dispose(policy_access_scope_t *s);
 /* After parsing: finds the anonymous tier and each key's tier (an unknown
  * tier is an error), and refuses a key hash listed twice. */
 void cfg_check_keys(cfg_loader_t *c, cfg_t *cfg);

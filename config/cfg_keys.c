@@ -63,6 +63,10 @@ static const cfg_field_t key_fields[] = {
     {"sha256", CFG_FN, .fn = key_sha256, .required = 1},
     {"tier", CFG_STR, offsetof(cfg_key_conf_t, tier), .required = 1},
     {"name", CFG_STR, offsetof(cfg_key_conf_t, name), .required = 1},
+    {"networks", CFG_FN, .fn = cfg_key_networks},
+    {"methods", CFG_FN, .fn = cfg_key_methods},
+    {"contracts", CFG_FN, .fn = cfg_key_contracts},
+    {"origins", CFG_FN, .fn = cfg_key_origins},
 };
 
 void cfg_read_keys(cfg_loader_t *c, yaml_node_t *n, void *target)
@@ -108,6 +112,7 @@ void cfg_check_keys(cfg_loader_t *c, cfg_t *cfg)
             if (strcmp(cfg->keys[j].sha256, k->sha256) == 0)
                 cfg_loader_error(c, k->yaml_line, "the same key hash is listed twice (first at line %d)",
                              cfg->keys[j].yaml_line);
+        cfg_key_scope_check(c, cfg, k);
         cfg_pop(c, mark);
     }
 }

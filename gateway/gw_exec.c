@@ -9,6 +9,7 @@
 #include "base/sl_time.h"
 #include "gateway/gw_identity.h"
 #include "gateway/gw_refuse.h"
+#include "gateway/gw_scope.h"
 
 void gw_exec_init(gw_exec_t *x, gw_handler_t *h, const gw_exec_ops_t *ops, h2o_mem_pool_t *mem)
 {
@@ -213,11 +214,11 @@ static policy_lease_result_t admit(gw_exec_t *x)
     return said;
 }
 
-int gw_exec_admit_refusal(gw_exec_t *x)
+/* One standard call of the caller's (gw_exec_caller), in tier: 1 to answer
+ * the refusal, 0 after answering 429. */
+static int charge_refusal(gw_exec_t *x, const cfg_tier_conf_t *tier)
 {
     char ident[GW_EXEC_IDENT_MAX] = "";
-    const cfg_tier_conf_t *tier = x->h->cfg->anonymous_tier;
-    x->key = NULL;
     if (tier != NULL)
         gw_exec_caller(x, ident, sizeof(ident));
     gw_limit_charge(x->h->limit, tier, ident, POLICY_BUCKET_STANDARD, 1, &x->limit);
@@ -230,6 +231,23 @@ int gw_exec_admit_refusal(gw_exec_t *x)
     gw_refuse_limited(&x->reply, "", (wire_span_t){0, 0}, &x->limit);
     reply(x);
     return 0;
+}
+
+int gw_exec_admit_refusal(gw_exec_t *x)
+{
+    x->key = NULL;
+    return charge_refusal(x, x->h->cfg->anonymous_tier);
+}
+
+int gw_exec_admit_denied(gw_exec_t *x)
+{
+    return charge_refusal(x, gw_identity_tier(x->h->cfg, x->key));
+}
+
+void gw_exec_refuse_denied(gw_exec_t *x, policy_access_reason_t reason, const char *message)
+{
+    gw_refuse_denied(&x->reply, "", (wire_span_t){0, 0}, reason, message);
+    reply(x);
 }
 
 void gw_exec_refuse(gw_exec_t *x, int status, int code, const char *message)
@@ -355,6 +373,7 @@ void gw_exec_run(gw_exec_t *x)
         reply(x);
         return;
     }
+    gw_scope_members(x); /* the key's scope, before any budget, limit or upstream */
     if (within_budget(x) && admit(x) == POLICY_LEASE_YES)
         forward(x);
 }

@@ -24,6 +24,7 @@
 #include "pool/pool_split.h"
 #include "gateway/gw_reply.h"
 #include "gateway/gw_rpc.h"
+#include "policy/access.h"
 
 #define GW_EXEC_IP_MAX 64
 #define GW_EXEC_IDENT_MAX 96
@@ -82,6 +83,12 @@ void gw_exec_run(gw_exec_t *x);
  * still costs one standard call of the caller's address. Returns 1 when the
  * carrier should answer its refusal, 0 after ops->reply answered 429. */
 int gw_exec_admit_refusal(gw_exec_t *x);
+/* A request outside its key's scope: as gw_exec_admit_refusal, charged to
+ * the caller as it is (the key's own tier when it has one). */
+int gw_exec_admit_denied(gw_exec_t *x);
+/* Refuses with the access reason (401 key_required, else 403) and message
+ * at id null; ops->reply runs. */
+void gw_exec_refuse_denied(gw_exec_t *x, policy_access_reason_t reason, const char *message);
 /* Refuses with status, code and message at id null; ops->reply runs. */
 void gw_exec_refuse(gw_exec_t *x, int status, int code, const char *message);
 /* "key:<name>" or "ip:<address>": whose limits the call counts against. */

@@ -20,6 +20,7 @@
 #include "gateway/gw_refuse.h"
 #include "gateway/gw_reply.h"
 #include "gateway/gw_rpc.h"
+#include "gateway/gw_scope.h"
 #include "gateway/gw_ws.h"
 
 /* One HTTP request: the call it carries (gw_exec.h) and h2o's request. */
@@ -125,7 +126,7 @@ static void send_reply(gw_exec_t *x)
         sl_http_header_u64(req, &hdr_rl_window, x->limit.window_s);
         sl_http_header_iov(req, &hdr_rl_bucket, bucket, strlen(bucket));
     }
-    gw_cors_headers(req, x->h->cfg);
+    gw_cors_headers(req, x->h->cfg, x->key);
     if (x->h->cfg->server.access_log)
         gw_access_log(x->sock, 0, x->net ? x->net->sub.conf->name : NULL, &x->rpc, x->call, r->status, r->outcome,
                       sl_now_us() - x->start_us, x->key);
@@ -285,16 +286,20 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     gw_identity_client_ip(req, h->cfg, g->x.ip);
     const char *ws_key;
     if (h->ws != NULL && h2o_is_websocket_handshake(req, &ws_key) == 0 && ws_key != NULL)
-        return identify(g, seg) ? gw_ws_accept(h->ws, req, ws_key, &g->x) : 0;
+        return identify(g, seg) && gw_scope_request(&g->x, req) ? gw_ws_accept(h->ws, req, ws_key, &g->x) : 0;
     if (h2o_memis(req->method.base, req->method.len, H2O_STRLIT("OPTIONS"))) {
-        gw_cors_preflight(req, h->cfg);
+        /* a preflight carries no X-API-Key: a key in the path names whose origins answer */
+        const cfg_key_conf_t *key = NULL;
+        if (seg.len > 0 && gw_identity_is_key(seg.base, seg.len))
+            (void)gw_identity_resolve(h->cfg, seg.base, seg.len, &key);
+        gw_cors_preflight(req, h->cfg, key);
         return 0;
     }
     if (!h2o_memis(req->method.base, req->method.len, H2O_STRLIT("POST"))) {
         h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_ALLOW, NULL, H2O_STRLIT("POST, OPTIONS"));
         return http_error(g, 405, WIRE_RPC_INVALID_REQUEST, "method not allowed: JSON-RPC takes POST");
     }
-    if (!identify(g, seg))
+    if (!identify(g, seg) || !gw_scope_request(&g->x, req))
         return 0;
     if (!is_json_content_type(req))
         return gw_exec_admit_refusal(&g->x)

@@ -39,3 +39,20 @@ void gw_refuse_http(gw_reply_t *r, int status, int code, const char *message)
     wire_rpc_error(&r->out, "", (wire_span_t){0, 0}, code, message, NULL);
     set_body(r);
 }
+
+void gw_refuse_denied(gw_reply_t *r, const char *body, wire_span_t id, policy_access_reason_t reason,
+                      const char *message)
+{
+    r->status = reason == POLICY_ACCESS_KEY_REQUIRED ? 401 : 403;
+    r->outcome = "denied";
+    gw_refuse_denied_error(&r->out, body, id, reason, message);
+    set_body(r);
+}
+
+void gw_refuse_denied_error(sl_buf_t *out, const char *body, wire_span_t id, policy_access_reason_t reason,
+                            const char *message)
+{
+    char data[64];
+    snprintf(data, sizeof(data), "{\"reason\":\"%s\"}", policy_access_reason_name(reason));
+    wire_rpc_error(out, body, id, WIRE_RPC_INVALID_REQUEST, message, data);
+}

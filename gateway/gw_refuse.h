@@ -7,6 +7,7 @@
 #define GW_REFUSE_H
 
 #include "gateway/gw_limit.h"
+#include "policy/access.h"
 #include "gateway/gw_reply.h"
 
 /* 429, -32005 scope "client": lim says which limit, when to come back. */
@@ -17,5 +18,13 @@ void gw_refuse_buffered(gw_reply_t *r, const char *body, wire_span_t id, const c
 
 /* status with a JSON-RPC error (code, message) at id null. */
 void gw_refuse_http(gw_reply_t *r, int status, int code, const char *message);
+
+/* An access refusal (policy/access.h): 401 for key_required, else 403;
+ * -32600 with message and data {"reason": the reason's name}. */
+void gw_refuse_denied(gw_reply_t *r, const char *body, wire_span_t id, policy_access_reason_t reason,
+                      const char *message);
+/* The error object alone, for a batch member. */
+void gw_refuse_denied_error(sl_buf_t *out, const char *body, wire_span_t id, policy_access_reason_t reason,
+                            const char *message);
 
 #endif

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/sl_secret.h"
+#include "gateway/gw_refuse.h"
 #include "policy/pressure.h"
 
 typedef struct outcome_row {
@@ -182,6 +183,8 @@ static void append_member(gw_reply_t *r, const char *body, const gw_rpc_request_
         wire_rpc_error(&r->out, body, m->id, WIRE_RPC_METHOD_NOT_FOUND, msg, NULL);
     } else if (m->status == GW_MEMBER_SHED) {
         append_shed(r, body, rpc, m);
+    } else if (m->status == GW_MEMBER_DENIED) {
+        gw_refuse_denied_error(&r->out, body, m->id, (policy_access_reason_t)m->denied, m->error);
     } else if (it->state == POOL_ITEM_ANSWERED) {
         size_t from = r->out.len;
         gw_rpc_splice_id(&r->out, it->answer, it->answer_len, it->answer_id, body, m->id);
@@ -280,9 +283,12 @@ static void build_single(gw_reply_t *r, const char *body, const gw_rpc_request_t
             r->status = 204;
             return;
         }
-    } else if ((m->status == GW_MEMBER_BLOCKED || m->status == GW_MEMBER_SHED) && m->notification) {
+    } else if ((m->status == GW_MEMBER_BLOCKED || m->status == GW_MEMBER_SHED || m->status == GW_MEMBER_DENIED) &&
+               m->notification) {
         r->status = 204;
         return;
+    } else if (m->status == GW_MEMBER_DENIED) {
+        r->status = 403; /* a single call outside its key's scope */
     }
     append_member(r, body, rpc, m, it, call);
 }
@@ -330,7 +336,7 @@ void gw_reply_build(gw_reply_t *r, const char *body, const gw_rpc_request_t *rpc
     } else if (rpc->kind == GW_RPC_SINGLE) {
         build_single(r, body, rpc, nitems ? &items[0] : NULL, call);
         static const char *const not_sent[] = {[GW_MEMBER_INVALID] = "invalid", [GW_MEMBER_BLOCKED] = "blocked",
-                                               [GW_MEMBER_SHED] = "shed"};
+                                               [GW_MEMBER_SHED] = "shed", [GW_MEMBER_DENIED] = "denied"};
         if (rpc->members[0].status != GW_MEMBER_FORWARD)
             r->outcome = not_sent[rpc->members[0].status];
     } else {

@@ -25,6 +25,7 @@ typedef enum gw_member_status {
     GW_MEMBER_INVALID,        /* answered here with -32600 */
     GW_MEMBER_BLOCKED,        /* answered here with -32601 */
     GW_MEMBER_SHED,           /* refused under pressure: -32005, scope "pressure" (set by the handler) */
+    GW_MEMBER_DENIED,         /* outside its key's scope: -32600, data.reason (set by gw_scope.c) */
 } gw_member_status_t;
 
 typedef struct gw_member {
@@ -36,7 +37,9 @@ typedef struct gw_member {
     uint8_t cheap;                /* a cheap read with these params (policy_method_call_cheap) */
     const policy_method_t *method; /* FORWARD and BLOCKED */
     char name[WIRE_RPC_METHOD_MAX]; /* method name ("" if absent or not a string) */
-    const char *error;            /* INVALID / BLOCKED: the message (static, or in name's storage) */
+    const char *error;            /* INVALID / BLOCKED / DENIED: the message (static, in name's storage,
+                                     or the call's memory pool) */
+    uint8_t denied;               /* DENIED: its policy_access_reason_t */
 } gw_member_t;
 
 typedef struct gw_rpc_limits {

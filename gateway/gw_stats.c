@@ -174,7 +174,7 @@ void gw_stats_count_request(gw_stats_t *s, size_t net_index, const gw_rpc_reques
             count_cache(c, m->method, it);
         if (m->status == GW_MEMBER_INVALID)
             count(c, NULL, STATE_REQ_INVALID);
-        else if (m->status == GW_MEMBER_BLOCKED)
+        else if (m->status == GW_MEMBER_BLOCKED || m->status == GW_MEMBER_DENIED) /* refused here, never sent */
             count(c, m->method, STATE_REQ_BLOCKED);
         else if (m->status == GW_MEMBER_SHED)
             count(c, m->method, STATE_REQ_SHED);

@@ -337,10 +337,10 @@ static void send_bytes(ws_conn_t *c, const char *bytes, size_t len)
 }
 
 /* sub_admit_fn: the caller's rate limit (gw_ws_sub.c). */
-static int sub_admit(sub_client_t *s, const char *body, wire_span_t id)
+static int sub_admit(sub_client_t *s, const char *body, size_t len, wire_span_t id)
 {
     ws_conn_t *c = H2O_STRUCT_FROM_MEMBER(ws_conn_t, sub, s);
-    return gw_ws_sub_admit(c->w->h, c->key, s, body, id);
+    return gw_ws_sub_admit(c->w->h, c->key, s, body, len, id);
 }
 
 /* sub_send_fn: a subscription's answer or notification, written from
@@ -518,7 +518,7 @@ int gw_ws_accept(gw_ws_t *w, h2o_req_t *req, const char *client_key, gw_exec_t *
     }
     if (req->version >= 0x200)
         return refuse(w, x, 400, "WebSocket needs HTTP/1.1");
-    if (!gw_cors_ws_allowed(req, w->h->cfg))
+    if (!gw_cors_ws_allowed(req, w->h->cfg, x->key))
         return refuse(w, x, 403, "this Origin may not open a WebSocket here (server.cors_origins)");
     gw_exec_caller(x, ident, sizeof(ident));
     if (w->nconns >= w->srv->ws_max_connections)

@@ -7,6 +7,7 @@
 #include "gateway/gw_identity.h"
 #include "gateway/gw_limit.h"
 #include "gateway/gw_refuse.h"
+#include "gateway/gw_scope.h"
 
 static void count_srv(void *ctx, state_srv_counter_t c, uint64_t n)
 {
@@ -41,7 +42,8 @@ sub_reg_t *gw_ws_sub_create(h2o_loop_t *loop, const cfg_server_conf_t *srv, gw_s
     return sub_create(loop, &limits, stats != NULL ? &counters : NULL, st);
 }
 
-int gw_ws_sub_admit(gw_handler_t *h, const cfg_key_conf_t *key, sub_client_t *c, const char *body, wire_span_t id)
+/* The rate-limit half of gw_ws_sub_admit. */
+static int charge(gw_handler_t *h, const cfg_key_conf_t *key, sub_client_t *c, const char *body, wire_span_t id)
 {
     const cfg_tier_conf_t *tier = h != NULL ? gw_identity_tier(h->cfg, key) : NULL;
     gw_limit_result_t lim;
@@ -57,4 +59,10 @@ int gw_ws_sub_admit(gw_handler_t *h, const cfg_key_conf_t *key, sub_client_t *c,
     c->send(c, r.body, r.len);
     sl_buf_dispose(&r.out);
     return 0;
+}
+
+int gw_ws_sub_admit(gw_handler_t *h, const cfg_key_conf_t *key, sub_client_t *c, const char *body, size_t len,
+                    wire_span_t id)
+{
+    return charge(h, key, c, body, id) && gw_scope_sub(h, key, c, body, len, id);
 }

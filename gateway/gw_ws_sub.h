@@ -18,8 +18,10 @@ sub_reg_t *gw_ws_sub_create(h2o_loop_t *loop, const cfg_server_conf_t *srv, gw_s
 
 /* sub_admit_fn's body for a caller with key (NULL: anonymous): charges one
  * standard call to its tier; a charge waiting for a lease from Redis
- * (cluster:) is let through, as gw_exec_admit_refusal does. 0 after
- * sending the 429's JSON-RPC error through c->send. */
-int gw_ws_sub_admit(gw_handler_t *h, const cfg_key_conf_t *key, sub_client_t *c, const char *body, wire_span_t id);
+ * (cluster:) is let through, as gw_exec_admit_refusal does. Then the key's
+ * access scope (gw_scope_sub). 0 after sending the refusal's JSON-RPC
+ * error (429, or the scope's) through c->send. */
+int gw_ws_sub_admit(gw_handler_t *h, const cfg_key_conf_t *key, sub_client_t *c, const char *body, size_t len,
+                    wire_span_t id);
 
 #endif

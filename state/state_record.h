@@ -443,7 +443,12 @@ static inline uint64_t state_slot_rate_milli(const state_pressure_slot_rec_t *r,
     X(REQ_HTTP1, "req_http1", 0)                             /* client requests over HTTP/1.x, plain */      \
     X(REQ_HTTP1_TLS, "req_http1_tls", 0)                     /* ... over HTTP/1.x on TLS */                  \
     X(REQ_H2, "req_h2", 0)                                   /* ... over HTTP/2 (TLS, by ALPN) */            \
-    X(RAPID_RESETS, "rapid_resets", 0)                       /* h2 connections closed: streams mostly reset */
+    X(RAPID_RESETS, "rapid_resets", 0)                       /* h2 connections closed: streams mostly reset */ \
+    X(ACCESS_KEY_REQUIRED, "access_key_required", 0)         /* keyless calls refused: anonymous deny */     \
+    X(ACCESS_NETWORK, "access_network", 0)                   /* refused outside a key's networks */          \
+    X(ACCESS_METHOD, "access_method", 0)                     /* ... outside its methods */                   \
+    X(ACCESS_CONTRACT, "access_contract", 0)                 /* ... outside its contracts */                 \
+    X(ACCESS_ORIGIN, "access_origin", 0)                     /* ... from an Origin it does not list */
 
 typedef enum state_srv_counter {
 #define STATE_SRV_ENUM_(name, str, gauge) STATE_SRV_##name,

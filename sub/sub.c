@@ -589,7 +589,7 @@ int sub_message(sub_client_t *c, const char *body, size_t len)
         cJSON_Delete(params);
         return 0; /* not ours: gw_exec answers it (-32601 for a method of another chain) */
     }
-    if ((env.id.len == 0 && k != NULL) || (c->admit != NULL && !c->admit(c, body, env.id))) {
+    if ((env.id.len == 0 && k != NULL) || (c->admit != NULL && !c->admit(c, body, len, env.id))) {
         cJSON_Delete(params);
         return 1; /* a subscribe notification is none (nobody could name it); over the caller's
                      rate limit: answered */

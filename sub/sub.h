@@ -67,10 +67,12 @@ typedef struct sub_counters {
 /* Queues bytes (one text message) for the client; copies them. */
 typedef void (*sub_send_fn)(sub_client_t *c, const char *bytes, size_t len);
 
-/* Charges a subscription call to the caller's rate limit, as one standard
- * call over HTTP is: 1 to go on, 0 after answering the refusal itself (by
- * c->send). The client edge's (gateway/), which knows the caller's tier. */
-typedef int (*sub_admit_fn)(sub_client_t *c, const char *body, wire_span_t id);
+/* Charges a subscription call (body[0..len), its id at id) to the caller's
+ * rate limit, as one standard call over HTTP is, and holds it to the
+ * caller's access scope: 1 to go on, 0 after answering the refusal itself
+ * (by c->send). The client edge's (gateway/), which knows the caller's tier
+ * and key. */
+typedef int (*sub_admit_fn)(sub_client_t *c, const char *body, size_t len, wire_span_t id);
 
 struct sub_client {
     sub_reg_t *reg;

@@ -666,3 +666,41 @@ Test(config, connection_and_admin_limits)
     cr_expect_str_eq(errs.items[0].path, "admin.max_connections");
     cfg_errors_dispose(&errs);
 }
+
+/* issue 33: access: and a key's scope */
+Test(config, access_scopes)
+{
+    cfg_t *cfg = config_load_ok("networks:\n"
+                                "  eth: { endpoints: [\"http://h:1\"] }\n"
+                                "  base: { endpoints: [\"http://h:2\"] }\n"
+                                "access: { anonymous: deny }\n"
+                                "tiers: { pro: {} }\n"
+                                "keys:\n"
+                                "  - sha256: 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n"
+                                "    tier: pro\n"
+                                "    name: web\n"
+                                "    networks: [base]\n"
+                                "    methods: { allow: [\"eth_*\", net_version], deny: [eth_sendRawTransaction] }\n"
+                                "    contracts: [\"0xAbCdEf0123456789abcdef0123456789ABCDEF01\"]\n"
+                                "    origins: [\"https://app.example\"]\n"
+                                "  - sha256: 1123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n"
+                                "    tier: pro\n"
+                                "    name: plain\n");
+    cr_assert_eq(cfg->anonymous_deny, 1);
+    const policy_access_scope_t *s = &cfg->keys[0].scope;
+    cr_assert_eq(s->nnetworks, 1);
+    cr_assert_str_eq(s->networks[0], "base");
+    cr_assert_eq(s->nallow, 2);
+    cr_assert_str_eq(s->allow[1], "net_version");
+    cr_assert_eq(s->ndeny, 1);
+    cr_assert_eq(s->ncontracts, 1);
+    cr_assert_eq(s->contracts[0][0], 0xab);
+    cr_assert_eq(s->contracts[0][19], 0x01);
+    cr_assert_eq(s->norigins, 1);
+    cr_assert(policy_access_scoped(s));
+    cr_assert_not(policy_access_scoped(&cfg->keys[1].scope));
+    cfg_destroy(cfg);
+    cfg = config_load_ok("networks: { eth: { endpoints: [\"http://h:1\"] } }\n");
+    cr_assert_eq(cfg->anonymous_deny, 0, "allow by default");
+    cfg_destroy(cfg);
+}

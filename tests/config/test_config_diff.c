@@ -193,3 +193,31 @@ Test(config_diff, cluster_needs_a_restart)
     cr_expect_str_eq(d.restart, "cluster changed: needs a restart", "added");
     cfg_diff_dispose(&d);
 }
+
+/* issue 33: a key's scope and access.anonymous are reloaded */
+Test(config_diff, access_scopes)
+{
+#define KEYS(scope)                                                                                            \
+    "tiers: { pro: {} }\n"                                                                                     \
+    "keys:\n  - { sha256: 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef, tier: pro, name: a" \
+    scope " }\n"
+    static const char a[] = BASE "networks:\n  eth:\n    endpoints: [ \"http://127.0.0.1:9001\" ]\n" KEYS("");
+    static const char b[] = BASE "networks:\n  eth:\n    endpoints: [ \"http://127.0.0.1:9001\" ]\n"
+                                 "access: { anonymous: deny }\n"
+                                 KEYS(", contracts: [\"0x1111111111111111111111111111111111111111\"]");
+    static const char c[] = BASE "networks:\n  eth:\n    endpoints: [ \"http://127.0.0.1:9001\" ]\n"
+                                 KEYS(", methods: { deny: [eth_sign] }");
+#undef KEYS
+    cfg_diff_t d;
+    char s[512];
+    summary_of(a, b, s, sizeof(s), &d);
+    cr_expect_str_eq(s, "~setting keys; ~setting access.anonymous");
+    cr_expect_str_eq(d.restart, "");
+    cfg_diff_dispose(&d);
+    summary_of(a, c, s, sizeof(s), &d);
+    cr_expect_str_eq(s, "~setting keys");
+    cfg_diff_dispose(&d);
+    summary_of(c, c, s, sizeof(s), &d);
+    cr_expect_str_eq(s, "no changes");
+    cfg_diff_dispose(&d);
+}

@@ -184,6 +184,16 @@ static const bad_case_t bad_cases[] = {
     {NET "tiers: { pro: {} }\nkeys:\n  - { sha256: " HASH ", tier: pro, name: a }\n"
          "  - { sha256: " HASH ", tier: pro, name: b }\n",
      7, "keys[1]", "listed twice (first at line 6)", 1},
+    /* a key's scope (config/cfg_access.c, issue 33) */
+#define KEY0 NET "tiers: { pro: {} }\nkeys:\n  - sha256: " HASH "\n    tier: pro\n    name: a\n"
+    {KEY0 "    networks: [eth, bsae]\n", 9, "keys[0].networks[1]", "unknown network 'bsae'", 1},
+    {KEY0 "    networks: []\n", 9, "keys[0].networks", "an empty list allows nothing", 1},
+    {KEY0 "    methods: { allow: [\"eth_*_x\"] }\n", 9, "keys[0].methods.allow[0]", "'*' only at its end", 1},
+    {KEY0 "    methods: { alow: [eth_call] }\n", 9, "keys[0].methods.alow", "did you mean 'allow'?", 1},
+    {KEY0 "    contracts: [\"0x1234\"]\n", 9, "keys[0].contracts[0]", "0x and 40 hex digits", 1},
+    {KEY0 "    origins: [\"*\"]\n", 9, "keys[0].origins[0]", "like https://app.example", 1},
+    {KEY0 "    origins: [\"https://app.example/path\"]\n", 9, "keys[0].origins[0]", "no path", 1},
+    {"access: { anonymous: maybe }\n" NET, 1, "access.anonymous", "unknown anonymous 'maybe' (expected one of: allow, deny)", 1},
     /* hedge: the delay's clamp and the budget's ratio */
     {"networks:\n  eth:\n    endpoints: [\"http://h\"]\n    hedge: { min_ms: 500, max_ms: 100 }\n", 4,
      "networks.eth.hedge", "hedge.max_ms (100) must be at least hedge.min_ms (500)", 1},

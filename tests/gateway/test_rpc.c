@@ -15,6 +15,7 @@
 #include "gateway/gw_reply.h"
 #include "gateway/gw_rpc.h"
 #include "wire/envelope.h"
+#include "policy/access.h"
 #include "policy/method.h"
 
 /* ---- an arena allocator, so every row frees what it parsed ------------- */
@@ -729,4 +730,40 @@ Test(rpc, escaped_backslash_is_not_a_nul)
                  rpc.members[0].error ? rpc.members[0].error : "");
     cr_expect_str_eq(rpc.members[0].name, "a\\u0000");
     arena_free(&arena);
+}
+
+/* issue 33: a member outside its key's scope (gateway/gw_scope.c marks it)
+ * is answered -32600 with data.reason; a single call so refused is 403, a
+ * batch 200 with the other members' answers beside it. */
+static void reply_denied(const char *body, size_t deny, int want_status, const char *want)
+{
+    arena_t a = {0};
+    gw_rpc_limits_t lim = {.max_batch = 100, .chain = POLICY_CHAIN_ETHEREUM};
+    gw_rpc_request_t rpc;
+    gw_rpc_parse(body, strlen(body), &lim, arena_alloc, &a, &rpc);
+    gw_member_t *m = &rpc.members[deny];
+    m->status = GW_MEMBER_DENIED;
+    m->denied = POLICY_ACCESS_METHOD;
+    m->error = "method not allowed: this key may not call net_peerCount";
+    for (size_t i = 0; i < rpc.nmembers; i++)
+        if (rpc.members[i].status == GW_MEMBER_FORWARD) /* answered here (invalid): no upstream needed */
+            rpc.members[i].status = GW_MEMBER_INVALID, rpc.members[i].error = "x";
+    gw_reply_t r;
+    gw_reply_build(&r, body, &rpc, NULL, NULL, 0, NULL);
+    cr_assert_eq(r.status, want_status);
+    cr_assert(r.len > 0 && memmem(r.body, r.len, want, strlen(want)) != NULL, "%.*s", (int)r.len, r.body);
+    if (rpc.kind == GW_RPC_SINGLE)
+        cr_assert_str_eq(r.outcome, "denied");
+    gw_reply_dispose(&r);
+    arena_free(&a);
+}
+
+Test(rpc, denied_members)
+{
+    reply_denied("{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"net_peerCount\"}", 0, 403,
+                 "{\"jsonrpc\":\"2.0\",\"id\":7,\"error\":{\"code\":-32600,\"message\":\"method not allowed: this key "
+                 "may not call net_peerCount\",\"data\":{\"reason\":\"method_not_allowed\"}}}");
+    reply_denied("[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"eth_chainId\"},"
+                 "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"net_peerCount\"}]",
+                 1, 200, "\"id\":2,\"error\":{\"code\":-32600");
 }

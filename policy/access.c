@@ -1,0 +1,239 @@
+/* policy/access.c: a key's scope against a request and its calls (access.h). */
+#include "policy/access.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "base/sl_parse.h"
+#include "policy/method.h"
+#include "wire/envelope.h"
+#include "wire/json_scan.h"
+#include "wire/rawtx.h"
+
+#define MAX_PARAMS 8              /* eth_call takes at most 4; more is no call this reads */
+
+static const char *const reason_names[POLICY_ACCESS_REASON_COUNT] = {
+    [POLICY_ACCESS_OK] = "ok",
+    [POLICY_ACCESS_KEY_REQUIRED] = "key_required",
+    [POLICY_ACCESS_NETWORK] = "network_not_allowed",
+    [POLICY_ACCESS_METHOD] = "method_not_allowed",
+    [POLICY_ACCESS_CONTRACT] = "contract_not_allowed",
+    [POLICY_ACCESS_ORIGIN] = "origin_not_allowed",
+};
+
+/* How a method names the contract it runs, for a contracts scope. */
+typedef enum recipient_kind {
+    RECIPIENT_CALL_OBJECT,        /* params[0] is a call object: its "to" */
+    RECIPIENT_RAW_TX,             /* params[0] is a signed transaction in hex: its to */
+    RECIPIENT_UNCHECKED,          /* runs calls this does not read: refused under a contracts scope */
+} recipient_kind_t;
+
+typedef struct recipient_row {
+    const char *method;
+    recipient_kind_t kind;
+} recipient_row_t;
+
+static const recipient_row_t recipient_rows[] = { /* sorted (a binary search); each row is tested */
+    {"debug_traceCall", RECIPIENT_CALL_OBJECT},
+    {"eth_call", RECIPIENT_CALL_OBJECT},
+    {"eth_callMany", RECIPIENT_UNCHECKED},
+    {"eth_createAccessList", RECIPIENT_CALL_OBJECT},
+    {"eth_estimateGas", RECIPIENT_CALL_OBJECT},
+    {"eth_sendRawTransaction", RECIPIENT_RAW_TX},
+    {"eth_simulateV1", RECIPIENT_UNCHECKED},
+    {"trace_call", RECIPIENT_CALL_OBJECT},
+    {"trace_callMany", RECIPIENT_UNCHECKED},
+};
+
+const char *policy_access_reason_name(policy_access_reason_t r)
+{
+    return (unsigned)r < POLICY_ACCESS_REASON_COUNT ? reason_names[r] : "unknown";
+}
+
+int policy_access_scoped(const policy_access_scope_t *s)
+{
+    return s != NULL && (s->nnetworks | s->nallow | s->ndeny | s->ncontracts | s->norigins) != 0;
+}
+
+int policy_access_parse_address(const char *s, size_t len, uint8_t out[20])
+{
+    if (len != 42 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X'))
+        return 0;
+    for (size_t i = 0; i < 20; i++) {
+        int hi = sl_hex_digit((unsigned char)s[2 + 2 * i]), lo = sl_hex_digit((unsigned char)s[3 + 2 * i]);
+        if (hi < 0 || lo < 0)
+            return 0;
+        out[i] = (uint8_t)(hi << 4 | lo);
+    }
+    return 1;
+}
+
+static void address_text(const uint8_t a[20], char out[43])
+{
+    static const char digits[] = "0123456789abcdef";
+    out[0] = '0';
+    out[1] = 'x';
+    for (size_t i = 0; i < 20; i++) {
+        out[2 + 2 * i] = digits[a[i] >> 4];
+        out[3 + 2 * i] = digits[a[i] & 15];
+    }
+    out[42] = '\0';
+}
+
+int policy_access_origin_listed(const policy_access_scope_t *s, const char *origin, size_t len)
+{
+    for (size_t i = 0; s != NULL && i < s->norigins; i++)
+        if (strlen(s->origins[i]) == len && memcmp(s->origins[i], origin, len) == 0)
+            return 1;
+    return 0;
+}
+
+policy_access_reason_t policy_access_request(const policy_access_scope_t *s, const char *network,
+                                             const char *origin, size_t origin_len, char *msg, size_t cap)
+{
+    if (s == NULL)
+        return POLICY_ACCESS_OK;
+    if (s->nnetworks != 0) {
+        size_t i = 0;
+        while (i < s->nnetworks && strcmp(s->networks[i], network) != 0)
+            i++;
+        if (i == s->nnetworks) {
+            snprintf(msg, cap, "network not allowed: this key may not call network '%s'", network);
+            return POLICY_ACCESS_NETWORK;
+        }
+    }
+    if (s->norigins != 0 && origin != NULL && !policy_access_origin_listed(s, origin, origin_len)) {
+        int n = origin_len > 200 ? 200 : (int)origin_len;
+        for (int i = 0; i < n; i++)
+            if ((unsigned char)origin[i] < 0x20 || (unsigned char)origin[i] > 0x7e)
+                n = 0; /* not an origin a browser sends: not echoed */
+        snprintf(msg, cap, "origin not allowed: this key may not be used from Origin '%.*s'", n, origin);
+        return POLICY_ACCESS_ORIGIN;
+    }
+    return POLICY_ACCESS_OK;
+}
+
+static const recipient_row_t *recipient_of(const char *method, size_t mlen)
+{
+    size_t lo = 0, hi = sizeof(recipient_rows) / sizeof(recipient_rows[0]);
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        const char *m = recipient_rows[mid].method;
+        size_t n = strlen(m);
+        int c = memcmp(m, method, n < mlen ? n : mlen);
+        if (c == 0)
+            c = n < mlen ? -1 : n > mlen ? 1 : 0;
+        if (c == 0)
+            return &recipient_rows[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+typedef struct to_member {
+    wire_span_t value;
+    int count;                    /* members a node would read as "to" */
+    int escaped;                  /* a key written with escapes: it might be one */
+} to_member_t;
+
+/* Go's encoding/json (geth) matches keys without regard to case and takes
+ * the last duplicate: every key spelled "to" in any case is counted, so a
+ * second one cannot hide behind the first. */
+static sl_err_t find_to(const char *buf, wire_span_t key, wire_span_t value, void *arg)
+{
+    to_member_t *t = arg;
+    if (wire_json_key_escaped(buf, key))
+        t->escaped = 1;
+    else if (key.len == 4 && strncasecmp(buf + key.off, "\"to\"", 4) == 0) {
+        t->count++;
+        t->value = value;
+    }
+    return SL_OK;
+}
+
+typedef enum recipient {
+    RECIPIENT_FOUND,
+    RECIPIENT_NONE,               /* a creation */
+    RECIPIENT_UNREADABLE,
+} recipient_t;
+
+static recipient_t read_recipient(recipient_kind_t kind, const char *params, size_t plen, uint8_t to[20])
+{
+    wire_span_t items[MAX_PARAMS + 1];
+    size_t n = 0;
+    if (kind == RECIPIENT_UNCHECKED || plen == 0 ||
+        wire_envelope_scan_array(params, plen, items, MAX_PARAMS, &n) != SL_OK || n == 0)
+        return RECIPIENT_UNREADABLE;
+    wire_json_kind_t k = wire_json_kind(params, items[0]);
+    if (kind == RECIPIENT_RAW_TX) {
+        const char *text = params + items[0].off + 1;
+        size_t len = items[0].len - 2;
+        if (k != WIRE_JSON_STRING || memchr(text, '\\', len) != NULL)
+            return RECIPIENT_UNREADABLE;
+        wire_rawtx_to_t r = wire_rawtx_to_hex(text, len, to);
+        return r == WIRE_RAWTX_HAS_TO ? RECIPIENT_FOUND : r == WIRE_RAWTX_CREATION ? RECIPIENT_NONE
+                                                                                   : RECIPIENT_UNREADABLE;
+    }
+    to_member_t t = {0};
+    if (k != WIRE_JSON_OBJECT || wire_json_each_member(params, items[0], find_to, &t) != SL_OK || t.escaped ||
+        t.count > 1)
+        return RECIPIENT_UNREADABLE;
+    if (t.count == 0 || wire_json_kind(params, t.value) == WIRE_JSON_NULL)
+        return RECIPIENT_NONE;
+    if (wire_json_kind(params, t.value) != WIRE_JSON_STRING)
+        return RECIPIENT_UNREADABLE;
+    return policy_access_parse_address(params + t.value.off + 1, t.value.len - 2, to) ? RECIPIENT_FOUND
+                                                                                      : RECIPIENT_UNREADABLE;
+}
+
+static policy_access_reason_t check_contract(const policy_access_scope_t *s, const recipient_row_t *row,
+                                             const char *params, size_t plen, char *msg, size_t cap)
+{
+    uint8_t to[20];
+    char text[43];
+    switch (read_recipient(row->kind, params, plen, to)) {
+    case RECIPIENT_FOUND:
+        for (size_t i = 0; i < s->ncontracts; i++)
+            if (memcmp(s->contracts[i], to, 20) == 0)
+                return POLICY_ACCESS_OK;
+        address_text(to, text);
+        snprintf(msg, cap, "contract not allowed: this key may not call %s (%s)", text, row->method);
+        return POLICY_ACCESS_CONTRACT;
+    case RECIPIENT_NONE:
+        snprintf(msg, cap, "contract not allowed: this key may only call its listed contracts, and this %s has "
+                           "no recipient (a contract creation)", row->method);
+        return POLICY_ACCESS_CONTRACT;
+    case RECIPIENT_UNREADABLE:
+        snprintf(msg, cap, "contract not allowed: the recipient of this %s could not be read, and this key may "
+                           "only call its listed contracts", row->method);
+        return POLICY_ACCESS_CONTRACT;
+    }
+    return POLICY_ACCESS_CONTRACT;
+}
+
+policy_access_reason_t policy_access_call(const policy_access_scope_t *s, const char *method, size_t mlen,
+                                          const char *params, size_t plen, char *msg, size_t cap)
+{
+    if (s == NULL)
+        return POLICY_ACCESS_OK;
+    if ((s->nallow != 0 && !policy_method_match((const char *const *)s->allow, s->nallow, method, mlen)) ||
+        (s->ndeny != 0 && policy_method_match((const char *const *)s->deny, s->ndeny, method, mlen))) {
+        int n = mlen > 128 ? 128 : (int)mlen;
+        snprintf(msg, cap, "method not allowed: this key may not call %.*s", n, method);
+        return POLICY_ACCESS_METHOD;
+    }
+    const recipient_row_t *row = s->ncontracts != 0 ? recipient_of(method, mlen) : NULL;
+    return row != NULL ? check_contract(s, row, params, plen, msg, cap) : POLICY_ACCESS_OK;
+}
+
+policy_access_reason_t policy_access_check(const policy_access_scope_t *s, const char *network, const char *method,
+                                           size_t mlen, const char *params, size_t plen, const char *origin,
+                                           size_t origin_len, char *msg, size_t cap)
+{
+    policy_access_reason_t r = policy_access_request(s, network, origin, origin_len, msg, cap);
+    return r != POLICY_ACCESS_OK ? r : policy_access_call(s, method, mlen, params, plen, msg, cap);
+}
