@@ -17,7 +17,8 @@
 #               X-macro lists STATE_REQ_OUTCOMES ("## Request outcomes") and
 #               SL_OUTCOMES ("## Attempt outcomes"); every `"scope":"x"` the
 #               sources write ("## `data.scope`"); every `"reason":"x"` and
-#               every logs subscription's give_up(..., "x", ...) reason
+#               every logs subscription's give_up(..., "x", ...) reason and
+#               every access refusal ([POLICY_ACCESS_X] = "x")
 #               ("## `data.reason`"). Rows: `| \`name\` | ...`.
 #   events.md   the X-macro list STATE_EVENT_KINDS ("## Kinds").
 #
@@ -88,6 +89,9 @@ code_reasons() {
     {
         sources "$1" | xargs grep -ohE '\\"reason\\":\\"[a-z_]+' | sed -E 's/.*\\"//'
         sources "$1" | xargs grep -ohE '\bgive_up\([^";]*"[a-z_]+"' | sed -E 's/.*"([a-z_]+)"$/\1/'
+        # the access policy's refusals (policy/access.c's reason_names; its "ok" is no refusal)
+        sources "$1" | xargs grep -ohE '\[POLICY_ACCESS_[A-Z_]+\] = "[a-z_]+"' | grep -v '_OK\]' |
+            sed -E 's/.*"([a-z_]+)"$/\1/'
     } | sort -u
 }
 
