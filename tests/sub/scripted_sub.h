@@ -473,7 +473,7 @@ static inline char *ss_log_text(uint64_t h, uint8_t b, int k, int removed)
     return o.base;
 }
 
-static int ss_chain_answer(const char *method, const char *params, sl_buf_t *out)
+static inline int ss_chain_answer(const char *method, const char *params, sl_buf_t *out)
 {
     if (strcmp(method, "eth_getBlockByNumber") == 0) {
         uint64_t h = strstr(params, "latest") != NULL ? ss_chain.head : strtoull(params + 2, NULL, 16);
