@@ -22,7 +22,6 @@
 #include "sub/sub_int.h"
 #include "policy/headtrack.h"
 #include "wire/json_compact.h"
-#include "wire/json_scan.h"
 
 #define SUB_MAX_BACKFILL 128
 _Static_assert(SUB_FOLLOW_KEPT == POLICY_HEADTRACK_RING, "sub_int.h names the ring's depth");
@@ -122,26 +121,6 @@ static const char *span_str(const char *buf, wire_span_t all, const char *key, s
     return wire_json_kind(buf, v) == WIRE_JSON_STRING ? buf + v.off + 1 : NULL;
 }
 
-typedef struct head_copy {
-    sl_buf_t *out;
-    unsigned dropped;             /* bit i: body_fields[i]'s first member left out (a tree deletes the first) */
-    size_t n;
-} head_copy_t;
-
-static sl_err_t head_member(const char *buf, wire_span_t k, wire_span_t v, void *arg)
-{
-    head_copy_t *h = arg;
-    for (size_t i = 0; i < NBODY; i++)
-        if (!(h->dropped & 1u << i) && wire_json_key_is(buf, k, body_fields[i])) {
-            h->dropped |= 1u << i;
-            return SL_OK;
-        }
-    if (h->n++ > 0)
-        sl_buf_append_char(h->out, ',');
-    sl_buf_append(h->out, buf + k.off, v.off + v.len - k.off); /* compact: "key":value */
-    return SL_OK;
-}
-
 /* Reads a block (eth_getBlockByNumber's result) into hd, its body fields
  * left out as geth's newHeads leaves them. 0: null or not a block. Read
  * with wire/'s scanner from the answer's compact bytes: a plain answer's
@@ -163,10 +142,7 @@ static int header_read(const char *res, size_t len, header_t *hd)
     if (ok) {
         sl_buf_t out;
         sl_buf_init(&out);
-        head_copy_t h = {&out, 0, 0};
-        sl_buf_append_char(&out, '{');
-        ok = wire_json_each_member(c.base, all, head_member, &h) == SL_OK;
-        sl_buf_append_str(&out, "}");
+        ok = sub_json_object_without(c.base, all, body_fields, NBODY, NULL, &out);
         sl_buf_append_char(&out, '\0');
         hd->json = ok ? sl_buf_steal(&out, NULL) : NULL;
         sl_buf_dispose(&out);

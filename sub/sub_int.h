@@ -151,6 +151,24 @@ uint64_t sub_follow_last(const sub_listener_t *l);
 void sub_follow_dispose_all(sub_reg_t *r);
 h2o_linklist_t *sub_follows(sub_reg_t *r);
 
+/* sub_json.c: upstream answers re-sent, read with wire/'s scanner where
+ * their compact bytes are plain (wire/json_compact.h), else through a tree,
+ * byte-identical either way. */
+typedef void (*sub_json_text_fn)(void *arg, const char *text, size_t len);
+/* Appends the compact object at span obj of buf without the first member
+ * of each of keys[0..nkeys) (a tree's delete), extra (members' text, or
+ * NULL) added last. 0 (out as it was) if obj is not an object. */
+int sub_json_object_without(const char *buf, wire_span_t obj, const char *const *keys, size_t nkeys,
+                            const char *extra, sl_buf_t *out);
+/* When text[0..len) is a plain JSON array: 1, its compact bytes appended to
+ * c, the spans of its elements (in c) in *items (malloc'd, the caller frees
+ * it), *n of them, *objects (may be NULL) 1 if every one is an object.
+ * 0 (c as it was) when it is not plain or not an array: the caller's tree. */
+int sub_json_plain_items(const char *text, size_t len, sl_buf_t *c, wire_span_t **items, size_t *n, int *objects);
+/* Calls fn with each log of the JSON array logs[0..len) as it is re-sent:
+ * compact; removed: newest first, with "removed":true last. The count. */
+size_t sub_json_each_log(const char *logs, size_t len, int removed, sub_json_text_fn fn, void *arg);
+
 /* The kinds' normalisers and sources (sub_eth.c, sub_sol.c). */
 const char *sub_eth_heads_params(const cJSON *params, sl_buf_t *key);
 void sub_eth_heads_start(sub_source_t *src);
