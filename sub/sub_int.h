@@ -160,6 +160,23 @@ typedef void (*sub_json_text_fn)(void *arg, const char *text, size_t len);
  * NULL) added last. 0 (out as it was) if obj is not an object. */
 int sub_json_object_without(const char *buf, wire_span_t obj, const char *const *keys, size_t nkeys,
                             const char *extra, sl_buf_t *out);
+/* The spans of the elements of the array at span arr of buf (validated
+ * JSON) in *items (malloc'd, the caller frees it), *n of them, *objects
+ * (may be NULL) 1 if every one is an object; 0 when arr is not an array. */
+int sub_json_items(const char *buf, wire_span_t arr, wire_span_t **items, size_t *n, int *objects);
+/* text[0..len) without the whitespace around it, as a span. */
+wire_span_t sub_json_trim(const char *text, size_t len);
+/* 1 if text[0..len) holds no backslash: no string or key in it is written
+ * with escapes, so wire/'s raw key compares find what a tree's would. An
+ * answer with one is read through a tree. */
+int sub_json_escape_free(const char *text, size_t len);
+/* Appends the value at span v of buf (validated) as a tree's print gives
+ * it: its compact bytes when plain, else through a tree of it alone. */
+void sub_json_print(const char *buf, wire_span_t v, sl_buf_t *out);
+/* The first element of the array at span arr, or {0, 0}. */
+wire_span_t sub_json_item0(const char *buf, wire_span_t arr);
+/* The number token at span v as a tree reads it (strtod). */
+double sub_json_number(const char *buf, wire_span_t v);
 /* When text[0..len) is a plain JSON array: 1, its compact bytes appended to
  * c, the spans of its elements (in c) in *items (malloc'd, the caller frees
  * it), *n of them, *objects (may be NULL) 1 if every one is an object.

@@ -4,6 +4,8 @@
  * would respell), which is what a cJSON tree's print gave for them; an
  * answer that is not plain still goes through the tree, so that clients
  * get the bytes they always got. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sub/sub_int.h"
@@ -101,14 +103,11 @@ static size_t each_log_tree(const char *logs, size_t len, int removed, sub_json_
     return n;
 }
 
-int sub_json_plain_items(const char *text, size_t len, sl_buf_t *c, wire_span_t **items, size_t *n, int *objects)
+int sub_json_items(const char *buf, wire_span_t arr, wire_span_t **items, size_t *n, int *objects)
 {
     spans_t s = {.objects = 1};
-    size_t mark = c->len;
-    if (len == 0 || !wire_json_compact_plain(text, (wire_span_t){0, (uint32_t)len}, c) ||
-        wire_json_each_item(c->base, (wire_span_t){(uint32_t)mark, (uint32_t)(c->len - mark)}, add_span, &s) != SL_OK) {
+    if (wire_json_kind(buf, arr) != WIRE_JSON_ARRAY || wire_json_each_item(buf, arr, add_span, &s) != SL_OK) {
         free(s.v);
-        c->len = mark;
         return 0;
     }
     *items = s.v;
@@ -116,6 +115,65 @@ int sub_json_plain_items(const char *text, size_t len, sl_buf_t *c, wire_span_t 
     if (objects != NULL)
         *objects = s.objects;
     return 1;
+}
+
+int sub_json_plain_items(const char *text, size_t len, sl_buf_t *c, wire_span_t **items, size_t *n, int *objects)
+{
+    size_t mark = c->len;
+    if (len == 0 || !wire_json_compact_plain(text, (wire_span_t){0, (uint32_t)len}, c) ||
+        !sub_json_items(c->base, (wire_span_t){(uint32_t)mark, (uint32_t)(c->len - mark)}, items, n, objects)) {
+        c->len = mark;
+        return 0;
+    }
+    return 1;
+}
+
+wire_span_t sub_json_trim(const char *text, size_t len)
+{
+    size_t a = 0;
+    while (a < len && (text[a] == ' ' || text[a] == '\t' || text[a] == '\n' || text[a] == '\r'))
+        a++;
+    while (len > a && (text[len - 1] == ' ' || text[len - 1] == '\t' || text[len - 1] == '\n' || text[len - 1] == '\r'))
+        len--;
+    return (wire_span_t){(uint32_t)a, (uint32_t)(len - a)};
+}
+
+int sub_json_escape_free(const char *text, size_t len)
+{
+    return memchr(text, '\\', len) == NULL;
+}
+
+void sub_json_print(const char *buf, wire_span_t v, sl_buf_t *out)
+{
+    if (wire_json_compact_plain(buf, v, out))
+        return;
+    cJSON *t = cJSON_ParseWithLength(buf + v.off, v.len);
+    char *s = cJSON_PrintUnformatted(t);
+    sl_buf_append_str(out, s != NULL ? s : "null");
+    free(s);
+    cJSON_Delete(t);
+}
+
+static sl_err_t first_item(const char *buf, wire_span_t v, void *arg)
+{
+    (void)buf;
+    *(wire_span_t *)arg = v;
+    return SL_ERR_RANGE; /* found: stop */
+}
+
+wire_span_t sub_json_item0(const char *buf, wire_span_t arr)
+{
+    wire_span_t v = {0, 0};
+    if (wire_json_kind(buf, arr) != WIRE_JSON_ARRAY || wire_json_each_item(buf, arr, first_item, &v) != SL_ERR_RANGE)
+        return (wire_span_t){0, 0};
+    return v;
+}
+
+double sub_json_number(const char *buf, wire_span_t v)
+{
+    char tmp[64];
+    snprintf(tmp, sizeof(tmp), "%.*s", (int)v.len, buf + v.off);
+    return strtod(tmp, NULL);
 }
 
 size_t sub_json_each_log(const char *logs, size_t len, int removed, sub_json_text_fn fn, void *arg)

@@ -127,10 +127,20 @@ static void root_answer(sol_poll_t *p)
     sub_notify(p->src, out, (size_t)n);
 }
 
-/* The signature's status ({"context","value":[status]}, as getSignatureStatuses of it alone). */
-static void signature_answer(sub_sol_member_t *m, const char *res, size_t len)
+/* A signature told: one notification, then the subscription ends. */
+static void signature_told(sol_poll_t *p, sub_sol_member_t *m, double slot, const char *err)
 {
-    sol_poll_t *p = H2O_STRUCT_FROM_MEMBER(sol_poll_t, member, m);
+    char out[512];
+    int n = snprintf(out, sizeof(out), "{\"context\":{\"slot\":%.0f},\"value\":{\"err\":%s}}", slot,
+                     err != NULL && strlen(err) < 400 ? err : "null");
+    sub_notify(p->src, out, (size_t)n);
+    m->done = 1;
+    sub_finish(p->src); /* one notification, then the subscription ends */
+}
+
+/* signature_answer for a part with escapes in it: through a tree. */
+static void signature_answer_tree(sol_poll_t *p, sub_sol_member_t *m, const char *res, size_t len)
+{
     cJSON *r = cJSON_ParseWithLength(res, len);
     const cJSON *ctx = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "context"), "slot");
     const cJSON *st = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r, "value"), 0);
@@ -140,34 +150,77 @@ static void signature_answer(sub_sol_member_t *m, const char *res, size_t len)
         if (lv >= p->level) {
             const cJSON *err = cJSON_GetObjectItemCaseSensitive(st, "err");
             char *e = err != NULL ? cJSON_PrintUnformatted(err) : NULL;
-            char out[512];
-            int n = snprintf(out, sizeof(out), "{\"context\":{\"slot\":%.0f},\"value\":{\"err\":%s}}",
-                             ctx->valuedouble, e != NULL && strlen(e) < 400 ? e : "null");
+            signature_told(p, m, ctx->valuedouble, e);
             free(e);
-            sub_notify(p->src, out, (size_t)n);
-            m->done = 1;
-            sub_finish(p->src); /* one notification, then the subscription ends */
         }
     }
     cJSON_Delete(r);
 }
 
-/* The account's value ({"context","value"}, as getAccountInfo's). */
+/* The signature's status ({"context","value":[status]}, as getSignatureStatuses of it alone). */
+static void signature_answer(sub_sol_member_t *m, const char *res, size_t len)
+{
+    sol_poll_t *p = H2O_STRUCT_FROM_MEMBER(sol_poll_t, member, m);
+    if (!sub_json_escape_free(res, len)) {
+        signature_answer_tree(p, m, res, len);
+        return;
+    }
+    wire_span_t all = sub_json_trim(res, len);
+    wire_span_t slot = wire_json_member(res, wire_json_member(res, all, "context"), "slot");
+    wire_span_t st = sub_json_item0(res, wire_json_member(res, all, "value"));
+    if (wire_json_kind(res, st) != WIRE_JSON_OBJECT || wire_json_kind(res, slot) != WIRE_JSON_NUMBER)
+        return;
+    wire_span_t cs = wire_json_member(res, st, "confirmationStatus"), err = wire_json_member(res, st, "err");
+    char level[16];
+    int lv = 2; /* none: rooted (older nodes) */
+    if (wire_json_kind(res, cs) == WIRE_JSON_STRING)
+        lv = wire_json_string(res, cs, level, sizeof(level)) == SL_OK ? sub_sol_level(level) : -1;
+    if (lv < p->level)
+        return;
+    sl_buf_t e;
+    sl_buf_init(&e);
+    if (err.len != 0) {
+        sub_json_print(res, err, &e);
+        sl_buf_append_char(&e, '\0');
+    }
+    signature_told(p, m, sub_json_number(res, slot), err.len != 0 ? e.base : NULL);
+    sl_buf_dispose(&e);
+}
+
+/* The account's value ({"context","value"}, as getAccountInfo's): a change
+ * after the first read is told (not an account gone: value null). text: the
+ * value as a tree prints it; all: the whole part, ditto. */
+static void account_value(sol_poll_t *p, char *text, int null, const char *all, size_t len)
+{
+    if (p->value != NULL && strcmp(p->value, text) != 0 && !null)
+        sub_notify(p->src, all, len);
+    free(p->value);
+    p->value = text;
+}
+
 static void account_answer(sub_sol_member_t *m, const char *res, size_t len)
 {
     sol_poll_t *p = H2O_STRUCT_FROM_MEMBER(sol_poll_t, member, m);
+    if (sub_json_escape_free(res, len)) {
+        wire_span_t all = sub_json_trim(res, len), v = wire_json_member(res, all, "value");
+        if (v.len == 0)
+            return;
+        sl_buf_t t, a;
+        sl_buf_init(&t);
+        sl_buf_init(&a);
+        sub_json_print(res, v, &t);
+        sl_buf_append_char(&t, '\0');
+        sub_json_print(res, all, &a);
+        account_value(p, sl_buf_steal(&t, NULL), wire_json_kind(res, v) == WIRE_JSON_NULL, a.base, a.len);
+        sl_buf_dispose(&a);
+        return;
+    }
     cJSON *r = cJSON_ParseWithLength(res, len);
     cJSON *v = cJSON_GetObjectItemCaseSensitive(r, "value");
-    char *text = v != NULL ? cJSON_PrintUnformatted(v) : NULL;
-    if (text != NULL) {
-        /* the first read is where it stands; a change after it is told (not an account gone: value null) */
-        if (p->value != NULL && strcmp(p->value, text) != 0 && !cJSON_IsNull(v)) {
-            char *all = cJSON_PrintUnformatted(r);
-            sub_notify(p->src, all, strlen(all));
-            free(all);
-        }
-        free(p->value);
-        p->value = text;
+    if (v != NULL) {
+        char *all = cJSON_PrintUnformatted(r);
+        account_value(p, cJSON_PrintUnformatted(v), cJSON_IsNull(v), all, strlen(all));
+        free(all);
     }
     cJSON_Delete(r);
 }

@@ -346,3 +346,60 @@ Test(sub_sol_batch, roots_are_told_when_they_move)
     ss_serve_msgs(base + 2);
     ss_expect_nth(0, base, 1, "rootNotification", id, "44");
 }
+
+/* ---- the bytes of what is told ---- */
+
+/* An answer's numbers a tree respells (a u64 rentEpoch) are told as the
+ * tree always printed them: per value, whatever the other members are. */
+static const char *odd_value;
+
+static int odd_answer(const char *method, const char *params, sl_buf_t *out)
+{
+    (void)params;
+    cr_assert_str_eq(method, "getMultipleAccounts");
+    node.calls++;
+    sl_buf_printf(out, "{ \"context\" : { \"slot\" : %" PRIu64 " } , \"value\" : [ %s , null ] }", node.slot, odd_value);
+    return 1;
+}
+
+Test(sub_sol_batch, values_are_told_as_a_tree_printed_them)
+{
+    char a[SUB_ID_MAX], b[SUB_ID_MAX];
+    ss.responder = odd_answer;
+    odd_value = "{\"lamports\": 1, \"rentEpoch\": 18446744073709551615, \"data\": [\"\", \"base64\"]}";
+    subscribe_account(0, 0, NULL, a);
+    subscribe_account(1, 1, NULL, b);
+    serve_calls(1);
+    size_t base = ss.nmsg;
+    odd_value = "{\"lamports\": 2, \"rentEpoch\": 18446744073709551615, \"data\": [\"\", \"base64\"]}";
+    ss_serve_msgs(base + 1);
+    ss_expect_nth(0, base, 0, "accountNotification", a,
+                  "{\"context\":{\"slot\":500},\"value\":{\"lamports\":2,\"rentEpoch\":1.8446744073709552e+19,"
+                  "\"data\":[\"\",\"base64\"]}}");
+    odd_value = "{\"lamports\": 3, \"owner\": \"a\\/b\\u0041\"}"; /* escapes: the tree's path */
+    ss_serve_msgs(base + 2);
+    ss_expect_nth(0, base, 1, "accountNotification", a,
+                  "{\"context\":{\"slot\":500},\"value\":{\"lamports\":3,\"owner\":\"a/bA\"}}");
+    cr_expect_eq(ss_count(1, base), 0, "null is never told");
+}
+
+static int escaped_status(const char *method, const char *params, sl_buf_t *out)
+{
+    (void)params;
+    cr_assert_str_eq(method, "getSignatureStatuses");
+    node.calls++;
+    sl_buf_append_str(out, "{\"context\":{\"slot\":77},\"value\":[{\"confirmationStatus\":\"confirm\\u0065d\","
+                           "\"err\":{\"m\":\"x\\ty\"},\"slot\":70}]}");
+    return 1;
+}
+
+Test(sub_sol_batch, a_status_with_escapes_is_read_as_the_tree_read_it)
+{
+    char a[SUB_ID_MAX];
+    ss.responder = escaped_status;
+    subscribe_sig(0, 0, "confirmed", a);
+    size_t base = ss.nmsg;
+    ss_serve_msgs(base + 1);
+    ss_expect_nth(0, base, 0, "signatureNotification", a,
+                  "{\"context\":{\"slot\":77},\"value\":{\"err\":{\"m\":\"x\\ty\"}}}");
+}
