@@ -20,6 +20,7 @@
 #include "base/sl_log.h"
 #include "sub/sub_call.h"
 #include "sub/sub_int.h"
+#include "wire/envelope.h"
 
 #define TX_PER_POLL (SUB_CALL_MAX - 1) /* getTransaction calls per poll (32) */
 #define SIGS_LIMIT 1000                   /* getSignaturesForAddress's limit (a node's most) */
@@ -109,14 +110,19 @@ static void queue_pop(logs_poll_t *p)
 
 /* ---- answers ---- */
 
-/* Tells the transaction item of the call answered (sig, the queue's
- * oldest): 1, or 0 when it read null (not there yet), -1 when unanswered. */
-static int tell(logs_poll_t *p, size_t item, const char *sig)
+static void tell_logs(logs_poll_t *p, const char *sig, double slot, const char *err, const char *logs)
 {
-    const char *res;
-    size_t len;
-    if (!sub_call_result(&p->call, item, &res, &len))
-        return -1;
+    sl_buf_t b;
+    sl_buf_init(&b);
+    sl_buf_printf(&b, "{\"context\":{\"slot\":%.0f},\"value\":{\"signature\":\"%s\",\"err\":%s,\"logs\":%s}}", slot,
+                  sig, err != NULL ? err : "null", logs != NULL ? logs : "[]");
+    sub_notify(p->src, b.base, b.len);
+    sl_buf_dispose(&b);
+}
+
+/* tell for an answer with escapes in it: through a tree. */
+static int tell_tree(logs_poll_t *p, const char *sig, const char *res, size_t len)
+{
     cJSON *tx = cJSON_ParseWithLength(res, len);
     const cJSON *slot = cJSON_GetObjectItemCaseSensitive(tx, "slot");
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(tx, "meta");
@@ -126,17 +132,45 @@ static int tell(logs_poll_t *p, size_t item, const char *sig)
     if (ok) {
         char *l = cJSON_IsArray(logs) ? cJSON_PrintUnformatted(logs) : NULL;
         char *e = err != NULL ? cJSON_PrintUnformatted(err) : NULL;
-        sl_buf_t b;
-        sl_buf_init(&b);
-        sl_buf_printf(&b, "{\"context\":{\"slot\":%.0f},\"value\":{\"signature\":\"%s\",\"err\":%s,\"logs\":%s}}",
-                      slot->valuedouble, sig, e != NULL ? e : "null", l != NULL ? l : "[]");
-        sub_notify(p->src, b.base, b.len);
-        sl_buf_dispose(&b);
+        tell_logs(p, sig, slot->valuedouble, e, l);
         free(l);
         free(e);
     }
     cJSON_Delete(tx);
     return ok;
+}
+
+/* Tells the transaction item of the call answered (sig, the queue's
+ * oldest): 1, or 0 when it read null (not there yet), -1 when unanswered.
+ * Read with wire/'s scanner; the logs and err printed as a tree printed them. */
+static int tell(logs_poll_t *p, size_t item, const char *sig)
+{
+    const char *res;
+    size_t len;
+    if (!sub_call_result(&p->call, item, &res, &len))
+        return -1;
+    if (!sub_json_escape_free(res, len))
+        return tell_tree(p, sig, res, len);
+    wire_span_t tx = sub_json_trim(res, len);
+    wire_span_t slot = wire_json_member(res, tx, "slot"), meta = wire_json_member(res, tx, "meta");
+    wire_span_t logs = wire_json_member(res, meta, "logMessages"), err = wire_json_member(res, meta, "err");
+    if (wire_json_kind(res, slot) != WIRE_JSON_NUMBER || wire_json_kind(res, meta) != WIRE_JSON_OBJECT)
+        return 0;
+    sl_buf_t l, e;
+    sl_buf_init(&l);
+    sl_buf_init(&e);
+    if (wire_json_kind(res, logs) == WIRE_JSON_ARRAY) {
+        sub_json_print(res, logs, &l);
+        sl_buf_append_char(&l, '\0');
+    }
+    if (err.len != 0) {
+        sub_json_print(res, err, &e);
+        sl_buf_append_char(&e, '\0');
+    }
+    tell_logs(p, sig, sub_json_number(res, slot), e.base, l.base);
+    sl_buf_dispose(&l);
+    sl_buf_dispose(&e);
+    return 1;
 }
 
 static void take_transactions(logs_poll_t *p)
@@ -157,36 +191,47 @@ static void take_transactions(logs_poll_t *p)
     }
 }
 
-/* getSignaturesForAddress's answer: newest first; queued oldest first. */
+/* Item i's "signature" (decoded, as a tree's valuestring) into out, or "". */
+static void signature_of(const char *res, const wire_span_t *items, size_t i, char *out, size_t cap)
+{
+    wire_span_t s = wire_json_member(res, items[i], "signature");
+    out[0] = '\0';
+    if (wire_json_kind(res, s) != WIRE_JSON_STRING || wire_json_string(res, s, out, cap) != SL_OK)
+        out[0] = '\0'; /* too long for a signature, or not a string: not one */
+}
+
+/* getSignaturesForAddress's answer: newest first; queued oldest first.
+ * Read with wire/'s scanner (a signature's escapes decoded as a tree's). */
 static void take_signatures(logs_poll_t *p)
 {
     const char *res;
-    size_t len;
-    if (!sub_call_result(&p->call, 0, &res, &len))
+    size_t len, n = 0;
+    char s[SIG_MAX];
+    wire_span_t *items = NULL;
+    if (!sub_call_result(&p->call, 0, &res, &len) || !sub_json_items(res, sub_json_trim(res, len), &items, &n, NULL))
         return;
-    cJSON *list = cJSON_ParseWithLength(res, len);
-    int n = cJSON_IsArray(list) ? cJSON_GetArraySize(list) : -1;
-    if (n >= 0 && !p->started) {
-        const cJSON *s = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(list, 0), "signature");
-        if (cJSON_IsString(s) && sub_sol_is_b58(s->valuestring, 64, SIG_MAX - 1)) {
-            snprintf(p->anchor, sizeof(p->anchor), "%s", s->valuestring);
-            p->seen[p->nseen++ % SEEN_MAX] = sig_hash(s->valuestring);
+    if (!p->started) {
+        if (n > 0) {
+            signature_of(res, items, 0, s, sizeof(s));
+            if (sub_sol_is_b58(s, 64, SIG_MAX - 1)) {
+                snprintf(p->anchor, sizeof(p->anchor), "%s", s);
+                p->seen[p->nseen++ % SEEN_MAX] = sig_hash(s);
+            }
         }
         p->started = 1;
     } else if (n >= SIGS_LIMIT) {
-        sl_log_warn("network %s: logsSubscribe %s: %d signatures or more since the last poll: older ones may be "
+        sl_log_warn("network %s: logsSubscribe %s: %zu signatures or more since the last poll: older ones may be "
                     "missed", p->src->net->conf->name, p->addr, n);
         sub_count_srv(p->src->reg, STATE_SRV_SUB_TX_SKIPPED, 1);
     }
-    for (int i = n - 1; p->started && i >= 0 && p->qn < QUEUE_MAX; i--) {
-        const cJSON *s = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(list, i), "signature");
+    for (size_t i = n; p->started && i-- > 0 && p->qn < QUEUE_MAX;) {
+        signature_of(res, items, i, s, sizeof(s));
         /* base58 only: a signature is written into JSON (the next poll's params, the notification) as is */
-        if (!cJSON_IsString(s) || !sub_sol_is_b58(s->valuestring, 64, SIG_MAX - 1) ||
-            seen(p, sig_hash(s->valuestring)))
+        if (!sub_sol_is_b58(s, 64, SIG_MAX - 1) || seen(p, sig_hash(s)))
             continue;
-        queue_push(p, s->valuestring);
+        queue_push(p, s);
     }
-    cJSON_Delete(list);
+    free(items);
 }
 
 static void on_answer(sub_call_t *c, void *data)
