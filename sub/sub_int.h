@@ -1,7 +1,35 @@
 /* sub/sub_int.h: inside the subscription registry (sub/sub.c):
  * the kinds' table and the source a kind's file runs. Each kind is one row
  * of sub_kinds.c; a family of kinds is one file (sub_eth.c,
- * sub_sol.c). For gateway/sub*.c only. */
+ * sub_sol.c). For sub/sub*.c and tests/sub/ only.
+ *
+ * Where sub/ still builds a tree, and why. Upstream answers are read with
+ * wire/'s scanner (sub_json.c): a block header (sub_follow.c), eth_getLogs
+ * results (sub_eth.c's sends, sub_logshare.c), the merged Solana polls
+ * (sub_sol_batch.c, sub_sol.c's parts) and logsSubscribe's polls
+ * (sub_sol_logs.c). What remains of cJSON:
+ *  - the client's subscribe params (small, bounded by the message size):
+ *    sub.c (params, kind_of, unsubscribe's id), the normalisers of
+ *    sub_eth.c (the logs filter sorted and printed as the source's key),
+ *    sub_sol.c, sub_sol_logs.c, sub_sol_conf.c (commitment), sub_pass.c
+ *    (params printed canonically: members sorted) and the normaliser type
+ *    below (cJSON params);
+ *  - sub_eth.c's filter_bytes: the key sub/ wrote itself, read back once at
+ *    a source's start;
+ *  - the fallbacks of the scanner paths, for an answer a tree would respell
+ *    and clients have always been sent respelled: one with a backslash
+ *    anywhere (escapes are decoded and re-encoded by a tree; raw key compares
+ *    could miss an escaped key), or a value with a number other than a plain
+ *    integer of at most 15 digits (1.0 -> 1, a u64 rentEpoch ->
+ *    1.8446744073709552e+19): sub_follow.c header_read_tree, sub_json.c
+ *    (each_log_tree; sub_json_print for such a value alone), sub_logshare.c
+ *    (read_logs' tree), sub_sol_batch.c on_chunk_tree, sub_sol.c
+ *    signature_answer_tree and account_answer's, sub_sol_logs.c tell_tree.
+ *    Real answers take them rarely: hex strings and small integers are plain
+ *    (Solana's u64 rentEpoch is the common exception, a tree of that value
+ *    alone);
+ *  - sub_sol_program.c: getProgramAccounts answers still go through a tree
+ *    (another change owns that file now; it folds into the same helpers). */
 #ifndef SUB_INT_H
 #define SUB_INT_H
 
