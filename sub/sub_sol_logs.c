@@ -20,6 +20,7 @@
 #include "base/sl_log.h"
 #include "sub/sub_call.h"
 #include "sub/sub_int.h"
+#include "sub/sub_poll.h"
 #include "wire/envelope.h"
 
 #define TX_PER_POLL (SUB_CALL_MAX - 1) /* getTransaction calls per poll (32) */
@@ -31,9 +32,7 @@
 
 typedef struct logs_poll {
     sub_source_t *src;
-    sub_call_t call;
-    h2o_timeout_t *period;
-    h2o_timeout_entry_t tick;
+    sub_poll_t loop;              /* polled every interval */
     char addr[48];
     const char *level;            /* the commitment polled: confirmed or finalized */
     int started;                  /* the first poll (the starting point) answered */
@@ -147,7 +146,7 @@ static int tell(logs_poll_t *p, size_t item, const char *sig)
 {
     const char *res;
     size_t len;
-    if (!sub_call_result(&p->call, item, &res, &len))
+    if (!sub_call_result(&p->loop.call, item, &res, &len))
         return -1;
     if (!sub_json_escape_free(res, len))
         return tell_tree(p, sig, res, len);
@@ -208,7 +207,7 @@ static void take_signatures(logs_poll_t *p)
     size_t len, n = 0;
     char s[SIG_MAX];
     wire_span_t *items = NULL;
-    if (!sub_call_result(&p->call, 0, &res, &len) || !sub_json_items(res, sub_json_trim(res, len), &items, &n, NULL))
+    if (!sub_call_result(&p->loop.call, 0, &res, &len) || !sub_json_items(res, sub_json_trim(res, len), &items, &n, NULL))
         return;
     if (!p->started) {
         if (n > 0) {
@@ -242,8 +241,9 @@ static void on_answer(sub_call_t *c, void *data)
     take_signatures(p);
 }
 
-static void poll_now(logs_poll_t *p)
+static void poll_now(sub_poll_t *l)
 {
+    logs_poll_t *p = H2O_STRUCT_FROM_MEMBER(logs_poll_t, loop, l);
     const char *methods[SUB_CALL_MAX], *params[SUB_CALL_MAX];
     sl_buf_t *b = &p->params[0];
     sl_buf_reset(b);
@@ -265,15 +265,7 @@ static void poll_now(logs_poll_t *p)
         params[1 + i] = b->base;
     }
     sub_count_cost(p->src->reg, p->src->net->index, STATE_SUB_POLLS_SOL_LOGS, (int64_t)(1 + p->nfetch));
-    sub_call_start(&p->call, p->src->net, 1 + p->nfetch, methods, params, on_answer, p);
-}
-
-static void on_tick(h2o_timeout_entry_t *e)
-{
-    logs_poll_t *p = H2O_STRUCT_FROM_MEMBER(logs_poll_t, tick, e);
-    h2o_timeout_link(sub_loop(p->src->reg), p->period, &p->tick);
-    if (!sub_call_busy(&p->call))
-        poll_now(p);
+    sub_call_start(&p->loop.call, p->src->net, 1 + p->nfetch, methods, params, on_answer, p);
 }
 
 void sub_sol_logs_start(sub_source_t *src)
@@ -281,26 +273,21 @@ void sub_sol_logs_start(sub_source_t *src)
     logs_poll_t *p = sl_xcalloc(1, sizeof(*p));
     int lv = 2;
     p->src = src;
-    sub_call_init(&p->call);
+    sub_poll_init(&p->loop);
     for (size_t i = 0; i < SUB_CALL_MAX; i++)
         sl_buf_init(&p->params[i]);
     /* the key is "<address>|<level>" (the normaliser's), checked already */
     if (sscanf(src->key, "%47[^|]|%d", p->addr, &lv) != 2 || lv < 1 || lv > 2)
         lv = 2;
     p->level = sub_sol_levels[lv];
-    p->period = sub_timeout(src->reg, sub_poll_ms(src->net));
-    p->tick.cb = on_tick;
     src->impl = p;
-    h2o_timeout_link(sub_loop(src->reg), p->period, &p->tick);
-    poll_now(p);
+    sub_poll_start(&p->loop, src->reg, src->net, 0, poll_now);
 }
 
 void sub_sol_logs_stop(sub_source_t *src)
 {
     logs_poll_t *p = src->impl;
-    if (h2o_timeout_is_linked(&p->tick))
-        h2o_timeout_unlink(&p->tick);
-    sub_call_dispose(&p->call);
+    sub_poll_stop(&p->loop);
     for (size_t i = 0; i < SUB_CALL_MAX; i++)
         sl_buf_dispose(&p->params[i]);
     free(p);
