@@ -403,3 +403,33 @@ Test(sub_sol_batch, a_status_with_escapes_is_read_as_the_tree_read_it)
     ss_expect_nth(0, base, 0, "signatureNotification", a,
                   "{\"context\":{\"slot\":77},\"value\":{\"err\":{\"m\":\"x\\ty\"}}}");
 }
+
+/* ---- the poll loop (sub/sub_poll.c) ---- */
+
+/* The chain view's head moves (as an upstream WebSocket's slotSubscribe
+ * moves it): the slot poll runs at once, not a (long) interval later. */
+Test(sub_sol_batch, a_head_the_chain_view_learns_wakes_the_slot_poll)
+{
+    char id[SUB_ID_MAX];
+    ss.conf.ranking.probe_interval_ms = 60000; /* no tick in this test */
+    node.get_slot[0] = 10;
+    node.get_slot[1] = 8;
+    ss_subscribe(0, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"slotSubscribe\"}", id);
+    size_t base = ss.nmsg;
+    ss_serve_msgs(base + 1);
+    ss_serve_for(5 * SUB_WATCH_MS);
+    /* (the first answer may move the view's head itself: a second poll) */
+    size_t polls = sc.natt;
+    cr_expect_leq(polls, 2, "a poll at start, none on the interval");
+    node.get_slot[0] = 11;
+    uint64_t head = pool_network_head(sc.net) + 50;
+    policy_chainview_obs_t obs = {.kind = pool_chain_probe_kind(sc.net), .height = head, .is_head = 1};
+    policy_chainview_change_t chg;
+    policy_chainview_observe(&sc.net->chain, 0, &obs, sl_now_ms(), &chg);
+    cr_assert_eq(pool_network_head(sc.net), head, "the view's head moved");
+    ss_serve_msgs(base + 2);
+    cr_expect_eq(sc.natt, polls + 1, "woken once");
+    ss_expect_nth(0, base, 1, "slotNotification", id, "{\"parent\":10,\"root\":8,\"slot\":11}");
+    ss_serve_for(5 * SUB_WATCH_MS);
+    cr_expect_eq(sc.natt, polls + 1, "the same head wakes it no more");
+}
