@@ -248,33 +248,16 @@ static void filter_bytes(policy_logfilter_t *f, const char *key)
     cJSON_Delete(o);
 }
 
+static void notify_log(void *arg, const char *text, size_t len)
+{
+    sub_notify(arg, text, len);
+}
+
 /* Sends each log of the array text logs, with "removed" set as given. */
 static void send_logs(eth_logs_t *g, const char *logs, int removed)
 {
-    cJSON *arr = cJSON_Parse(logs), *log;
-    size_t n = 0;
-    if (removed) { /* newest first: undone in the reverse of their order */
-        for (int i = cJSON_GetArraySize(arr) - 1; i >= 0; i--) {
-            log = cJSON_GetArrayItem(arr, i);
-            cJSON_DeleteItemFromObjectCaseSensitive(log, "removed");
-            cJSON_AddBoolToObject(log, "removed", 1);
-            char *s = cJSON_PrintUnformatted(log);
-            sub_notify(g->src, s, strlen(s));
-            free(s);
-            n++;
-        }
-    } else {
-        cJSON_ArrayForEach(log, arr)
-        {
-            char *s = cJSON_PrintUnformatted(log);
-            sub_notify(g->src, s, strlen(s));
-            free(s);
-            n++;
-        }
-    }
-    cJSON_Delete(arr);
-    sub_count_net(g->src->reg, g->src->net->index, STATE_SRV_SUB_LOGS_SENT,
-                     (int64_t)(n * g->src->nsubs));
+    size_t n = sub_json_each_log(logs, strlen(logs), removed, notify_log, g->src);
+    sub_count_net(g->src->reg, g->src->net->index, STATE_SRV_SUB_LOGS_SENT, (int64_t)(n * g->src->nsubs));
 }
 
 static void pump(eth_logs_t *g);

@@ -21,6 +21,7 @@
 #include "sub/sub_call.h"
 #include "sub/sub_int.h"
 #include "policy/headtrack.h"
+#include "wire/json_compact.h"
 
 #define SUB_MAX_BACKFILL 128
 _Static_assert(SUB_FOLLOW_KEPT == POLICY_HEADTRACK_RING, "sub_int.h names the ring's depth");
@@ -55,12 +56,15 @@ typedef struct header {
     char *json;
 } header_t;
 
-static int hex32(const cJSON *v, uint8_t *out)
+static const char *const body_fields[] = {"transactions", "uncles", "size", "totalDifficulty", "withdrawals"};
+#define NBODY (sizeof(body_fields) / sizeof(body_fields[0]))
+
+static int hex32(const char *s, size_t n, uint8_t *out)
 {
-    if (!cJSON_IsString(v) || strlen(v->valuestring) != 66 || strncmp(v->valuestring, "0x", 2) != 0)
+    if (s == NULL || n != 66 || strncmp(s, "0x", 2) != 0)
         return 0;
     for (size_t i = 0; i < 32; i++) {
-        int hi = sl_hex_digit(v->valuestring[2 + 2 * i]), lo = sl_hex_digit(v->valuestring[3 + 2 * i]);
+        int hi = sl_hex_digit(s[2 + 2 * i]), lo = sl_hex_digit(s[3 + 2 * i]);
         if (hi < 0 || lo < 0)
             return 0;
         out[i] = (uint8_t)(hi << 4 | lo);
@@ -68,37 +72,82 @@ static int hex32(const cJSON *v, uint8_t *out)
     return 1;
 }
 
-static int hex_u64(const cJSON *v, uint64_t *out)
+static int hex_u64(const char *s, size_t n, uint64_t *out)
 {
-    if (!cJSON_IsString(v) || strncmp(v->valuestring, "0x", 2) != 0 || v->valuestring[2] == '\0' ||
-        strlen(v->valuestring) > 18)
+    if (s == NULL || n < 3 || n > 18 || strncmp(s, "0x", 2) != 0)
         return 0;
-    uint64_t n = 0;
-    for (const char *p = v->valuestring + 2; *p; p++) {
-        int d = sl_hex_digit(*p);
+    uint64_t v = 0;
+    for (size_t i = 2; i < n; i++) {
+        int d = sl_hex_digit(s[i]);
         if (d < 0)
             return 0;
-        n = n << 4 | (uint64_t)d;
+        v = v << 4 | (uint64_t)d;
     }
-    *out = n;
+    *out = v;
     return 1;
 }
 
-/* Reads a block (eth_getBlockByNumber's result) into hd, its body fields
- * left out as geth's newHeads leaves them. 0: null or not a block. */
-static int header_read(const char *res, size_t len, header_t *hd)
+/* A tree's string member as (s, n), or s NULL. */
+static const char *tree_str(const cJSON *o, const char *key, size_t *n)
 {
-    static const char *const body_fields[] = {"transactions", "uncles", "size", "totalDifficulty", "withdrawals"};
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    *n = cJSON_IsString(v) ? strlen(v->valuestring) : 0;
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* header_read for an answer that is not plain (wire_json_compact_plain):
+ * through a tree, whose print is what clients have always been sent. */
+static int header_read_tree(const char *res, size_t len, header_t *hd)
+{
+    size_t n1, n2, n3;
     cJSON *b = cJSON_ParseWithLength(res, len);
-    int ok = cJSON_IsObject(b) && hex_u64(cJSON_GetObjectItemCaseSensitive(b, "number"), &hd->height) &&
-             hd->height != 0 && hex32(cJSON_GetObjectItemCaseSensitive(b, "hash"), hd->hash) &&
-             hex32(cJSON_GetObjectItemCaseSensitive(b, "parentHash"), hd->parent);
+    const char *num = tree_str(b, "number", &n1), *hash = tree_str(b, "hash", &n2), *par = tree_str(b, "parentHash", &n3);
+    int ok = cJSON_IsObject(b) && hex_u64(num, n1, &hd->height) && hd->height != 0 && hex32(hash, n2, hd->hash) &&
+             hex32(par, n3, hd->parent);
     if (ok) {
-        for (size_t i = 0; i < sizeof(body_fields) / sizeof(body_fields[0]); i++)
+        for (size_t i = 0; i < NBODY; i++)
             cJSON_DeleteItemFromObjectCaseSensitive(b, body_fields[i]);
         hd->json = cJSON_PrintUnformatted(b);
     }
     cJSON_Delete(b);
+    return ok;
+}
+
+/* A plain string member of the compact object `all` as (s, n), or s NULL. */
+static const char *span_str(const char *buf, wire_span_t all, const char *key, size_t *n)
+{
+    wire_span_t v = wire_json_member(buf, all, key);
+    *n = v.len >= 2 ? v.len - 2 : 0;
+    return wire_json_kind(buf, v) == WIRE_JSON_STRING ? buf + v.off + 1 : NULL;
+}
+
+/* Reads a block (eth_getBlockByNumber's result) into hd, its body fields
+ * left out as geth's newHeads leaves them. 0: null or not a block. Read
+ * with wire/'s scanner from the answer's compact bytes: a plain answer's
+ * (every block's in practice) are what a tree's print gave. */
+static int header_read(const char *res, size_t len, header_t *hd)
+{
+    sl_buf_t c;
+    sl_buf_init(&c);
+    if (len == 0 || !wire_json_compact_plain(res, (wire_span_t){0, (uint32_t)len}, &c)) {
+        sl_buf_dispose(&c);
+        return header_read_tree(res, len, hd);
+    }
+    wire_span_t all = {0, (uint32_t)c.len};
+    size_t n1, n2, n3;
+    const char *num = span_str(c.base, all, "number", &n1), *hash = span_str(c.base, all, "hash", &n2);
+    const char *par = span_str(c.base, all, "parentHash", &n3);
+    int ok = wire_json_kind(c.base, all) == WIRE_JSON_OBJECT && hex_u64(num, n1, &hd->height) && hd->height != 0 &&
+             hex32(hash, n2, hd->hash) && hex32(par, n3, hd->parent);
+    if (ok) {
+        sl_buf_t out;
+        sl_buf_init(&out);
+        ok = sub_json_object_without(c.base, all, body_fields, NBODY, NULL, &out);
+        sl_buf_append_char(&out, '\0');
+        hd->json = ok ? sl_buf_steal(&out, NULL) : NULL;
+        sl_buf_dispose(&out);
+    }
+    sl_buf_dispose(&c);
     return ok;
 }
 

@@ -1,7 +1,35 @@
 /* sub/sub_int.h: inside the subscription registry (sub/sub.c):
  * the kinds' table and the source a kind's file runs. Each kind is one row
  * of sub_kinds.c; a family of kinds is one file (sub_eth.c,
- * sub_sol.c). For gateway/sub*.c only. */
+ * sub_sol.c). For sub/sub*.c and tests/sub/ only.
+ *
+ * Where sub/ still builds a tree, and why. Upstream answers are read with
+ * wire/'s scanner (sub_json.c): a block header (sub_follow.c), eth_getLogs
+ * results (sub_eth.c's sends, sub_logshare.c), the merged Solana polls
+ * (sub_sol_batch.c, sub_sol.c's parts) and logsSubscribe's polls
+ * (sub_sol_logs.c). What remains of cJSON:
+ *  - the client's subscribe params (small, bounded by the message size):
+ *    sub.c (params, kind_of, unsubscribe's id), the normalisers of
+ *    sub_eth.c (the logs filter sorted and printed as the source's key),
+ *    sub_sol.c, sub_sol_logs.c, sub_sol_conf.c (commitment), sub_pass.c
+ *    (params printed canonically: members sorted) and the normaliser type
+ *    below (cJSON params);
+ *  - sub_eth.c's filter_bytes: the key sub/ wrote itself, read back once at
+ *    a source's start;
+ *  - the fallbacks of the scanner paths, for an answer a tree would respell
+ *    and clients have always been sent respelled: one with a backslash
+ *    anywhere (escapes are decoded and re-encoded by a tree; raw key compares
+ *    could miss an escaped key), or a value with a number other than a plain
+ *    integer of at most 15 digits (1.0 -> 1, a u64 rentEpoch ->
+ *    1.8446744073709552e+19): sub_follow.c header_read_tree, sub_json.c
+ *    (each_log_tree; sub_json_print for such a value alone), sub_logshare.c
+ *    (read_logs' tree), sub_sol_batch.c on_chunk_tree, sub_sol.c
+ *    signature_answer_tree and account_answer's, sub_sol_logs.c tell_tree.
+ *    Real answers take them rarely: hex strings and small integers are plain
+ *    (Solana's u64 rentEpoch is the common exception, a tree of that value
+ *    alone);
+ *  - sub_sol_program.c: getProgramAccounts answers still go through a tree
+ *    (another change owns that file now; it folds into the same helpers). */
 #ifndef SUB_INT_H
 #define SUB_INT_H
 
@@ -150,6 +178,41 @@ uint64_t sub_follow_last(const sub_listener_t *l);
 /* Registry teardown: followers left (none when every client went). */
 void sub_follow_dispose_all(sub_reg_t *r);
 h2o_linklist_t *sub_follows(sub_reg_t *r);
+
+/* sub_json.c: upstream answers re-sent, read with wire/'s scanner where
+ * their compact bytes are plain (wire/json_compact.h), else through a tree,
+ * byte-identical either way. */
+typedef void (*sub_json_text_fn)(void *arg, const char *text, size_t len);
+/* Appends the compact object at span obj of buf without the first member
+ * of each of keys[0..nkeys) (a tree's delete), extra (members' text, or
+ * NULL) added last. 0 (out as it was) if obj is not an object. */
+int sub_json_object_without(const char *buf, wire_span_t obj, const char *const *keys, size_t nkeys,
+                            const char *extra, sl_buf_t *out);
+/* The spans of the elements of the array at span arr of buf (validated
+ * JSON) in *items (malloc'd, the caller frees it), *n of them, *objects
+ * (may be NULL) 1 if every one is an object; 0 when arr is not an array. */
+int sub_json_items(const char *buf, wire_span_t arr, wire_span_t **items, size_t *n, int *objects);
+/* text[0..len) without the whitespace around it, as a span. */
+wire_span_t sub_json_trim(const char *text, size_t len);
+/* 1 if text[0..len) holds no backslash: no string or key in it is written
+ * with escapes, so wire/'s raw key compares find what a tree's would. An
+ * answer with one is read through a tree. */
+int sub_json_escape_free(const char *text, size_t len);
+/* Appends the value at span v of buf (validated) as a tree's print gives
+ * it: its compact bytes when plain, else through a tree of it alone. */
+void sub_json_print(const char *buf, wire_span_t v, sl_buf_t *out);
+/* The first element of the array at span arr, or {0, 0}. */
+wire_span_t sub_json_item0(const char *buf, wire_span_t arr);
+/* The number token at span v as a tree reads it (strtod). */
+double sub_json_number(const char *buf, wire_span_t v);
+/* When text[0..len) is a plain JSON array: 1, its compact bytes appended to
+ * c, the spans of its elements (in c) in *items (malloc'd, the caller frees
+ * it), *n of them, *objects (may be NULL) 1 if every one is an object.
+ * 0 (c as it was) when it is not plain or not an array: the caller's tree. */
+int sub_json_plain_items(const char *text, size_t len, sl_buf_t *c, wire_span_t **items, size_t *n, int *objects);
+/* Calls fn with each log of the JSON array logs[0..len) as it is re-sent:
+ * compact; removed: newest first, with "removed":true last. The count. */
+size_t sub_json_each_log(const char *logs, size_t len, int removed, sub_json_text_fn fn, void *arg);
 
 /* The kinds' normalisers and sources (sub_eth.c, sub_sol.c). */
 const char *sub_eth_heads_params(const cJSON *params, sl_buf_t *key);

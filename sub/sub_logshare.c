@@ -15,6 +15,7 @@
 #include "sub/sub_call.h"
 #include "sub/sub_int.h"
 #include "sub/sub_logshare.h"
+#include "wire/json_scan.h"
 
 #define SHARE_BLOCKS 8            /* blocks whose unfiltered logs are kept or asked at once */
 
@@ -119,6 +120,33 @@ static void read_log(share_log_t *out, const cJSON *log)
     }
 }
 
+static sl_err_t topic_item(const char *buf, wire_span_t x, void *arg)
+{
+    share_log_t *out = arg;
+    if (!out->ok)
+        return SL_OK;
+    if (out->ntopics < POLICY_LOGFILTER_POSITIONS)
+        out->ok = wire_json_kind(buf, x) == WIRE_JSON_STRING &&
+                  policy_logfilter_hex(buf + x.off + 1, x.len - 2, out->topics[out->ntopics], 32);
+    out->ntopics++;
+    return SL_OK;
+}
+
+/* read_log from the compact bytes of a plain answer (sub_json_plain_items):
+ * its strings have no escapes, so their bytes are their values. */
+static void read_log_span(share_log_t *out, const char *buf, wire_span_t log)
+{
+    wire_span_t a = wire_json_member(buf, log, "address"), t = wire_json_member(buf, log, "topics");
+    out->text = sl_xmalloc(log.len + 1);
+    memcpy(out->text, buf + log.off, log.len);
+    out->text[log.len] = '\0';
+    out->ok = wire_json_kind(buf, a) == WIRE_JSON_STRING &&
+              policy_logfilter_hex(buf + a.off + 1, a.len - 2, out->addr, 20) &&
+              wire_json_kind(buf, t) == WIRE_JSON_ARRAY;
+    if (out->ok && wire_json_each_item(buf, t, topic_item, out) != SL_OK)
+        out->ok = 0;
+}
+
 /* The logs of b matching w's filter, as a JSON array's text in out. */
 static void filtered(const share_block_t *b, const policy_logfilter_t *f, sl_buf_t *out)
 {
@@ -149,24 +177,48 @@ static void deliver(share_block_t *b, sub_logs_wait_t *w)
     sl_buf_dispose(&out);
 }
 
-static void on_block(sub_call_t *c, void *data)
+/* The answer's logs into b: scanned when plain (every answer in practice),
+ * else through a tree. 0: not an array. */
+static int read_logs(share_block_t *b, const char *res, size_t len)
 {
-    share_block_t *b = data;
-    const char *res;
-    size_t len;
-    cJSON *arr = sub_call_result(c, 0, &res, &len) ? cJSON_ParseWithLength(res, len) : NULL;
-    if (cJSON_IsArray(arr)) {
+    sl_buf_t c;
+    sl_buf_init(&c);
+    wire_span_t *v = NULL;
+    size_t n = 0;
+    if (sub_json_plain_items(res, len, &c, &v, &n, NULL)) {
+        b->nlogs = n;
+        b->logs = sl_xcalloc(n + 1, sizeof(*b->logs));
+        for (size_t i = 0; i < n; i++)
+            read_log_span(&b->logs[i], c.base, v[i]);
+        free(v);
+        sl_buf_dispose(&c);
+        return 1;
+    }
+    sl_buf_dispose(&c);
+    cJSON *arr = cJSON_ParseWithLength(res, len);
+    int ok = cJSON_IsArray(arr);
+    if (ok) {
         b->nlogs = (size_t)cJSON_GetArraySize(arr);
         b->logs = sl_xcalloc(b->nlogs + 1, sizeof(*b->logs));
         size_t i = 0;
         const cJSON *log;
         cJSON_ArrayForEach(log, arr) read_log(&b->logs[i++], log);
+    }
+    cJSON_Delete(arr);
+    return ok;
+}
+
+static void on_block(sub_call_t *c, void *data)
+{
+    share_block_t *b = data;
+    const char *res;
+    size_t len;
+    if (sub_call_result(c, 0, &res, &len) && read_logs(b, res, len)) {
         b->state = B_READY;
     } else {
         b->state = B_EMPTY; /* each waiter retries as it does after a failed call of its own */
         b->too_large = sub_call_too_large(c, 0);
     }
-    cJSON_Delete(arr);
     b->delivering = 1;
     while (!h2o_linklist_is_empty(&b->waiting)) {
         sub_logs_wait_t *w = H2O_STRUCT_FROM_MEMBER(sub_logs_wait_t, link, b->waiting.next);

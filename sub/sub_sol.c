@@ -17,6 +17,7 @@
 
 #include "sub/sub_call.h"
 #include "sub/sub_int.h"
+#include "sub/sub_poll.h"
 #include "sub/sub_sol_batch.h"
 
 #define MAX_SLOTS_PER_POLL 64      /* slots told one by one after a gap; past it, only the newest */
@@ -26,11 +27,7 @@ typedef enum sol_kind { SOL_SLOT, SOL_ROOT, SOL_SIGNATURE, SOL_ACCOUNT } sol_kin
 typedef struct sol_poll {
     sub_source_t *src;
     sol_kind_t kind;
-    sub_call_t call;
-    h2o_timeout_t *period;
-    h2o_timeout_entry_t tick;
-    h2o_timeout_entry_t watch;    /* slot, root: the chain view's head moved: poll now, not at the tick */
-    uint64_t view_head;           /* the chain view's head last looked at */
+    sub_poll_t loop;              /* slot, root: polled every interval and when the chain view's head moves */
     uint64_t last;                /* slot / root last told (0: none) */
     char *value;                  /* account: its value last read (NULL: not read yet) */
     char params[256];             /* signature, account: the merged call's options */
@@ -104,9 +101,9 @@ static void slot_answer(sol_poll_t *p)
 {
     uint64_t slot, root = 0;
     char out[128];
-    if (!read_u64(&p->call, 0, &slot) || slot <= p->last)
+    if (!read_u64(&p->loop.call, 0, &slot) || slot <= p->last)
         return; /* never backwards */
-    (void)read_u64(&p->call, 1, &root);
+    (void)read_u64(&p->loop.call, 1, &root);
     uint64_t from = p->last == 0 || slot - p->last > MAX_SLOTS_PER_POLL ? slot : p->last + 1;
     for (uint64_t s = from; s <= slot; s++) {
         int n = snprintf(out, sizeof(out), "{\"parent\":%" PRIu64 ",\"root\":%" PRIu64 ",\"slot\":%" PRIu64 "}",
@@ -120,17 +117,27 @@ static void root_answer(sol_poll_t *p)
 {
     uint64_t root;
     char out[32];
-    if (!read_u64(&p->call, 0, &root) || root <= p->last)
+    if (!read_u64(&p->loop.call, 0, &root) || root <= p->last)
         return;
     p->last = root;
     int n = snprintf(out, sizeof(out), "%" PRIu64, root);
     sub_notify(p->src, out, (size_t)n);
 }
 
-/* The signature's status ({"context","value":[status]}, as getSignatureStatuses of it alone). */
-static void signature_answer(sub_sol_member_t *m, const char *res, size_t len)
+/* A signature told: one notification, then the subscription ends. */
+static void signature_told(sol_poll_t *p, sub_sol_member_t *m, double slot, const char *err)
 {
-    sol_poll_t *p = H2O_STRUCT_FROM_MEMBER(sol_poll_t, member, m);
+    char out[512];
+    int n = snprintf(out, sizeof(out), "{\"context\":{\"slot\":%.0f},\"value\":{\"err\":%s}}", slot,
+                     err != NULL && strlen(err) < 400 ? err : "null");
+    sub_notify(p->src, out, (size_t)n);
+    m->done = 1;
+    sub_finish(p->src); /* one notification, then the subscription ends */
+}
+
+/* signature_answer for a part with escapes in it: through a tree. */
+static void signature_answer_tree(sol_poll_t *p, sub_sol_member_t *m, const char *res, size_t len)
+{
     cJSON *r = cJSON_ParseWithLength(res, len);
     const cJSON *ctx = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "context"), "slot");
     const cJSON *st = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r, "value"), 0);
@@ -140,34 +147,77 @@ static void signature_answer(sub_sol_member_t *m, const char *res, size_t len)
         if (lv >= p->level) {
             const cJSON *err = cJSON_GetObjectItemCaseSensitive(st, "err");
             char *e = err != NULL ? cJSON_PrintUnformatted(err) : NULL;
-            char out[512];
-            int n = snprintf(out, sizeof(out), "{\"context\":{\"slot\":%.0f},\"value\":{\"err\":%s}}",
-                             ctx->valuedouble, e != NULL && strlen(e) < 400 ? e : "null");
+            signature_told(p, m, ctx->valuedouble, e);
             free(e);
-            sub_notify(p->src, out, (size_t)n);
-            m->done = 1;
-            sub_finish(p->src); /* one notification, then the subscription ends */
         }
     }
     cJSON_Delete(r);
 }
 
-/* The account's value ({"context","value"}, as getAccountInfo's). */
+/* The signature's status ({"context","value":[status]}, as getSignatureStatuses of it alone). */
+static void signature_answer(sub_sol_member_t *m, const char *res, size_t len)
+{
+    sol_poll_t *p = H2O_STRUCT_FROM_MEMBER(sol_poll_t, member, m);
+    if (!sub_json_escape_free(res, len)) {
+        signature_answer_tree(p, m, res, len);
+        return;
+    }
+    wire_span_t all = sub_json_trim(res, len);
+    wire_span_t slot = wire_json_member(res, wire_json_member(res, all, "context"), "slot");
+    wire_span_t st = sub_json_item0(res, wire_json_member(res, all, "value"));
+    if (wire_json_kind(res, st) != WIRE_JSON_OBJECT || wire_json_kind(res, slot) != WIRE_JSON_NUMBER)
+        return;
+    wire_span_t cs = wire_json_member(res, st, "confirmationStatus"), err = wire_json_member(res, st, "err");
+    char level[16];
+    int lv = 2; /* none: rooted (older nodes) */
+    if (wire_json_kind(res, cs) == WIRE_JSON_STRING)
+        lv = wire_json_string(res, cs, level, sizeof(level)) == SL_OK ? sub_sol_level(level) : -1;
+    if (lv < p->level)
+        return;
+    sl_buf_t e;
+    sl_buf_init(&e);
+    if (err.len != 0) {
+        sub_json_print(res, err, &e);
+        sl_buf_append_char(&e, '\0');
+    }
+    signature_told(p, m, sub_json_number(res, slot), err.len != 0 ? e.base : NULL);
+    sl_buf_dispose(&e);
+}
+
+/* The account's value ({"context","value"}, as getAccountInfo's): a change
+ * after the first read is told (not an account gone: value null). text: the
+ * value as a tree prints it; all: the whole part, ditto. */
+static void account_value(sol_poll_t *p, char *text, int null, const char *all, size_t len)
+{
+    if (p->value != NULL && strcmp(p->value, text) != 0 && !null)
+        sub_notify(p->src, all, len);
+    free(p->value);
+    p->value = text;
+}
+
 static void account_answer(sub_sol_member_t *m, const char *res, size_t len)
 {
     sol_poll_t *p = H2O_STRUCT_FROM_MEMBER(sol_poll_t, member, m);
+    if (sub_json_escape_free(res, len)) {
+        wire_span_t all = sub_json_trim(res, len), v = wire_json_member(res, all, "value");
+        if (v.len == 0)
+            return;
+        sl_buf_t t, a;
+        sl_buf_init(&t);
+        sl_buf_init(&a);
+        sub_json_print(res, v, &t);
+        sl_buf_append_char(&t, '\0');
+        sub_json_print(res, all, &a);
+        account_value(p, sl_buf_steal(&t, NULL), wire_json_kind(res, v) == WIRE_JSON_NULL, a.base, a.len);
+        sl_buf_dispose(&a);
+        return;
+    }
     cJSON *r = cJSON_ParseWithLength(res, len);
     cJSON *v = cJSON_GetObjectItemCaseSensitive(r, "value");
-    char *text = v != NULL ? cJSON_PrintUnformatted(v) : NULL;
-    if (text != NULL) {
-        /* the first read is where it stands; a change after it is told (not an account gone: value null) */
-        if (p->value != NULL && strcmp(p->value, text) != 0 && !cJSON_IsNull(v)) {
-            char *all = cJSON_PrintUnformatted(r);
-            sub_notify(p->src, all, strlen(all));
-            free(all);
-        }
-        free(p->value);
-        p->value = text;
+    if (v != NULL) {
+        char *all = cJSON_PrintUnformatted(r);
+        account_value(p, cJSON_PrintUnformatted(v), cJSON_IsNull(v), all, strlen(all));
+        free(all);
     }
     cJSON_Delete(r);
 }
@@ -189,46 +239,18 @@ static void on_answer(sub_call_t *c, void *data)
     }
 }
 
-static void poll_now(sol_poll_t *p)
+/* The slot and root polls (sub_poll.c's loop, watching the chain view's
+ * head: an upstream WebSocket's slotSubscribe gives slots at once). */
+static void poll_now(sub_poll_t *l)
 {
     static const char *const get_slot[] = {"getSlot", "getSlot"};
     static const char *const slot_params[] = {"[{\"commitment\":\"processed\"}]", "[{\"commitment\":\"finalized\"}]"};
-    if (p->kind == SOL_SLOT || p->kind == SOL_ROOT)
-        sub_count_cost(p->src->reg, p->src->net->index, STATE_SUB_POLLS_SLOT, 1);
-    switch (p->kind) {
-    case SOL_SLOT:
-        sub_call_start(&p->call, p->src->net, 2, get_slot, slot_params, on_answer, p);
-        return;
-    case SOL_ROOT:
-        sub_call_start(&p->call, p->src->net, 1, get_slot, &slot_params[1], on_answer, p);
-        return;
-    case SOL_SIGNATURE:
-    case SOL_ACCOUNT:
-        return; /* merged polls (sub_sol_batch.c) */
-    }
-}
-
-static void on_tick(h2o_timeout_entry_t *e)
-{
-    sol_poll_t *p = H2O_STRUCT_FROM_MEMBER(sol_poll_t, tick, e);
-    h2o_timeout_link(sub_loop(p->src->reg), p->period, &p->tick);
-    if (!sub_call_busy(&p->call))
-        poll_now(p);
-}
-
-/* The chain view learns slots between polls (an upstream WebSocket's
- * slotSubscribe at once, the probes'): a head above the one last looked at
- * wakes the slot and root polls, as sub_follow.c does for newHeads. */
-static void on_watch(h2o_timeout_entry_t *e)
-{
-    sol_poll_t *p = H2O_STRUCT_FROM_MEMBER(sol_poll_t, watch, e);
-    h2o_timeout_link(sub_loop(p->src->reg), sub_timeout(p->src->reg, SUB_WATCH_MS), &p->watch);
-    uint64_t h = pool_network_head(p->src->net->pool_net);
-    if (h <= p->view_head)
-        return;
-    p->view_head = h;
-    if (!sub_call_busy(&p->call))
-        poll_now(p);
+    sol_poll_t *p = H2O_STRUCT_FROM_MEMBER(sol_poll_t, loop, l);
+    sub_count_cost(p->src->reg, p->src->net->index, STATE_SUB_POLLS_SLOT, 1);
+    if (p->kind == SOL_SLOT)
+        sub_call_start(&l->call, p->src->net, 2, get_slot, slot_params, on_answer, p);
+    else
+        sub_call_start(&l->call, p->src->net, 1, get_slot, &slot_params[1], on_answer, p);
 }
 
 static void start(sub_source_t *src, sol_kind_t kind)
@@ -236,9 +258,7 @@ static void start(sub_source_t *src, sol_kind_t kind)
     sol_poll_t *p = sl_xcalloc(1, sizeof(*p));
     p->src = src;
     p->kind = kind;
-    sub_call_init(&p->call);
-    p->period = sub_timeout(src->reg, sub_poll_ms(src->net));
-    p->tick.cb = on_tick;
+    sub_poll_init(&p->loop);
     src->impl = p;
     /* the key is "<address>|<level>[|<encoding>]" (the normalisers'), checked already */
     char addr[96] = "", enc[16] = "";
@@ -258,11 +278,7 @@ static void start(sub_source_t *src, sol_kind_t kind)
                               &p->member);
         return;
     }
-    h2o_timeout_link(sub_loop(src->reg), p->period, &p->tick);
-    p->watch.cb = on_watch;
-    p->view_head = pool_network_head(src->net->pool_net);
-    h2o_timeout_link(sub_loop(src->reg), sub_timeout(src->reg, SUB_WATCH_MS), &p->watch);
-    poll_now(p);
+    sub_poll_start(&p->loop, src->reg, src->net, SUB_POLL_WATCH, poll_now);
 }
 
 void sub_sol_slot_start(sub_source_t *src)
@@ -288,13 +304,9 @@ void sub_sol_account_start(sub_source_t *src)
 void sub_sol_stop(sub_source_t *src)
 {
     sol_poll_t *p = src->impl;
-    if (h2o_timeout_is_linked(&p->tick))
-        h2o_timeout_unlink(&p->tick);
-    if (h2o_timeout_is_linked(&p->watch))
-        h2o_timeout_unlink(&p->watch);
+    sub_poll_stop(&p->loop);
     if (p->member.batch != NULL)
         sub_sol_batch_leave(&p->member);
-    sub_call_dispose(&p->call);
     free(p->value);
     free(p);
 }

@@ -45,22 +45,19 @@ static int busy(const sol_batch_t *b)
     return 0;
 }
 
-/* Tells each member of chunk k its part of a getMultipleAccounts /
- * getSignatureStatuses answer: {"context":…,"value":[…]}. */
-static void on_chunk(sub_call_t *c, void *data)
+static const char *part_fmt(const sol_chunk_t *ch)
 {
-    sol_chunk_t *ch = data;
-    const char *res;
-    size_t len;
-    if (!sub_call_result(c, 0, &res, &len))
-        return; /* the next round asks again */
+    return ch->b->kind == SUB_SOL_BATCH_ACCOUNT ? "{\"context\":%s,\"value\":%s}" : "{\"context\":%s,\"value\":[%s]}";
+}
+
+/* on_chunk for an answer with escapes in it: through a tree. */
+static void on_chunk_tree(sol_chunk_t *ch, const char *res, size_t len)
+{
     cJSON *r = cJSON_ParseWithLength(res, len);
     const cJSON *ctx = cJSON_GetObjectItemCaseSensitive(r, "context");
     const cJSON *val = cJSON_GetObjectItemCaseSensitive(r, "value");
     if (cJSON_IsObject(ctx) && cJSON_IsArray(val) && (size_t)cJSON_GetArraySize(val) == ch->n) {
         char *ctext = cJSON_PrintUnformatted(ctx);
-        const char *fmt = ch->b->kind == SUB_SOL_BATCH_ACCOUNT ? "{\"context\":%s,\"value\":%s}"
-                                                                  : "{\"context\":%s,\"value\":[%s]}";
         sl_buf_t out;
         sl_buf_init(&out);
         size_t i = 0;
@@ -72,7 +69,7 @@ static void on_chunk(sub_call_t *c, void *data)
                 continue;
             char *vtext = cJSON_PrintUnformatted(v);
             sl_buf_reset(&out);
-            sl_buf_printf(&out, fmt, ctext, vtext);
+            sl_buf_printf(&out, part_fmt(ch), ctext, vtext);
             free(vtext);
             m->cb(m, out.base, out.len);
         }
@@ -80,6 +77,48 @@ static void on_chunk(sub_call_t *c, void *data)
         free(ctext);
     }
     cJSON_Delete(r);
+}
+
+/* Tells each member of chunk k its part of a getMultipleAccounts /
+ * getSignatureStatuses answer: {"context":…,"value":[…]}, read with wire/'s
+ * scanner, each part printed as a tree would (sub_json_print). */
+static void on_chunk(sub_call_t *c, void *data)
+{
+    sol_chunk_t *ch = data;
+    const char *res;
+    size_t len;
+    if (!sub_call_result(c, 0, &res, &len))
+        return; /* the next round asks again */
+    if (!sub_json_escape_free(res, len)) {
+        on_chunk_tree(ch, res, len);
+        return;
+    }
+    wire_span_t all = sub_json_trim(res, len), *v = NULL;
+    wire_span_t ctx = wire_json_member(res, all, "context"), val = wire_json_member(res, all, "value");
+    size_t n = 0;
+    if (wire_json_kind(res, ctx) == WIRE_JSON_OBJECT && sub_json_items(res, val, &v, &n, NULL) && n == ch->n) {
+        sl_buf_t ctext, vtext, out;
+        sl_buf_init(&ctext);
+        sl_buf_init(&vtext);
+        sl_buf_init(&out);
+        sub_json_print(res, ctx, &ctext);
+        sl_buf_append_char(&ctext, '\0');
+        for (size_t i = 0; i < n; i++) {
+            sub_sol_member_t *m = ch->m[i];
+            if (m == NULL || m->done)
+                continue;
+            sl_buf_reset(&vtext);
+            sub_json_print(res, v[i], &vtext);
+            sl_buf_append_char(&vtext, '\0');
+            sl_buf_reset(&out);
+            sl_buf_printf(&out, part_fmt(ch), ctext.base, vtext.base);
+            m->cb(m, out.base, out.len);
+        }
+        sl_buf_dispose(&ctext);
+        sl_buf_dispose(&vtext);
+        sl_buf_dispose(&out);
+    }
+    free(v);
 }
 
 /* Chunk k of this round: the members from *at on, at most per_call of them. */

@@ -20,6 +20,8 @@
 #include "base/sl_log.h"
 #include "sub/sub_call.h"
 #include "sub/sub_int.h"
+#include "sub/sub_poll.h"
+#include "wire/envelope.h"
 
 #define TX_PER_POLL (SUB_CALL_MAX - 1) /* getTransaction calls per poll (32) */
 #define SIGS_LIMIT 1000                   /* getSignaturesForAddress's limit (a node's most) */
@@ -30,9 +32,7 @@
 
 typedef struct logs_poll {
     sub_source_t *src;
-    sub_call_t call;
-    h2o_timeout_t *period;
-    h2o_timeout_entry_t tick;
+    sub_poll_t loop;              /* polled every interval */
     char addr[48];
     const char *level;            /* the commitment polled: confirmed or finalized */
     int started;                  /* the first poll (the starting point) answered */
@@ -109,14 +109,19 @@ static void queue_pop(logs_poll_t *p)
 
 /* ---- answers ---- */
 
-/* Tells the transaction item of the call answered (sig, the queue's
- * oldest): 1, or 0 when it read null (not there yet), -1 when unanswered. */
-static int tell(logs_poll_t *p, size_t item, const char *sig)
+static void tell_logs(logs_poll_t *p, const char *sig, double slot, const char *err, const char *logs)
 {
-    const char *res;
-    size_t len;
-    if (!sub_call_result(&p->call, item, &res, &len))
-        return -1;
+    sl_buf_t b;
+    sl_buf_init(&b);
+    sl_buf_printf(&b, "{\"context\":{\"slot\":%.0f},\"value\":{\"signature\":\"%s\",\"err\":%s,\"logs\":%s}}", slot,
+                  sig, err != NULL ? err : "null", logs != NULL ? logs : "[]");
+    sub_notify(p->src, b.base, b.len);
+    sl_buf_dispose(&b);
+}
+
+/* tell for an answer with escapes in it: through a tree. */
+static int tell_tree(logs_poll_t *p, const char *sig, const char *res, size_t len)
+{
     cJSON *tx = cJSON_ParseWithLength(res, len);
     const cJSON *slot = cJSON_GetObjectItemCaseSensitive(tx, "slot");
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(tx, "meta");
@@ -126,17 +131,45 @@ static int tell(logs_poll_t *p, size_t item, const char *sig)
     if (ok) {
         char *l = cJSON_IsArray(logs) ? cJSON_PrintUnformatted(logs) : NULL;
         char *e = err != NULL ? cJSON_PrintUnformatted(err) : NULL;
-        sl_buf_t b;
-        sl_buf_init(&b);
-        sl_buf_printf(&b, "{\"context\":{\"slot\":%.0f},\"value\":{\"signature\":\"%s\",\"err\":%s,\"logs\":%s}}",
-                      slot->valuedouble, sig, e != NULL ? e : "null", l != NULL ? l : "[]");
-        sub_notify(p->src, b.base, b.len);
-        sl_buf_dispose(&b);
+        tell_logs(p, sig, slot->valuedouble, e, l);
         free(l);
         free(e);
     }
     cJSON_Delete(tx);
     return ok;
+}
+
+/* Tells the transaction item of the call answered (sig, the queue's
+ * oldest): 1, or 0 when it read null (not there yet), -1 when unanswered.
+ * Read with wire/'s scanner; the logs and err printed as a tree printed them. */
+static int tell(logs_poll_t *p, size_t item, const char *sig)
+{
+    const char *res;
+    size_t len;
+    if (!sub_call_result(&p->loop.call, item, &res, &len))
+        return -1;
+    if (!sub_json_escape_free(res, len))
+        return tell_tree(p, sig, res, len);
+    wire_span_t tx = sub_json_trim(res, len);
+    wire_span_t slot = wire_json_member(res, tx, "slot"), meta = wire_json_member(res, tx, "meta");
+    wire_span_t logs = wire_json_member(res, meta, "logMessages"), err = wire_json_member(res, meta, "err");
+    if (wire_json_kind(res, slot) != WIRE_JSON_NUMBER || wire_json_kind(res, meta) != WIRE_JSON_OBJECT)
+        return 0;
+    sl_buf_t l, e;
+    sl_buf_init(&l);
+    sl_buf_init(&e);
+    if (wire_json_kind(res, logs) == WIRE_JSON_ARRAY) {
+        sub_json_print(res, logs, &l);
+        sl_buf_append_char(&l, '\0');
+    }
+    if (err.len != 0) {
+        sub_json_print(res, err, &e);
+        sl_buf_append_char(&e, '\0');
+    }
+    tell_logs(p, sig, sub_json_number(res, slot), e.base, l.base);
+    sl_buf_dispose(&l);
+    sl_buf_dispose(&e);
+    return 1;
 }
 
 static void take_transactions(logs_poll_t *p)
@@ -157,36 +190,47 @@ static void take_transactions(logs_poll_t *p)
     }
 }
 
-/* getSignaturesForAddress's answer: newest first; queued oldest first. */
+/* Item i's "signature" (decoded, as a tree's valuestring) into out, or "". */
+static void signature_of(const char *res, const wire_span_t *items, size_t i, char *out, size_t cap)
+{
+    wire_span_t s = wire_json_member(res, items[i], "signature");
+    out[0] = '\0';
+    if (wire_json_kind(res, s) != WIRE_JSON_STRING || wire_json_string(res, s, out, cap) != SL_OK)
+        out[0] = '\0'; /* too long for a signature, or not a string: not one */
+}
+
+/* getSignaturesForAddress's answer: newest first; queued oldest first.
+ * Read with wire/'s scanner (a signature's escapes decoded as a tree's). */
 static void take_signatures(logs_poll_t *p)
 {
     const char *res;
-    size_t len;
-    if (!sub_call_result(&p->call, 0, &res, &len))
+    size_t len, n = 0;
+    char s[SIG_MAX];
+    wire_span_t *items = NULL;
+    if (!sub_call_result(&p->loop.call, 0, &res, &len) || !sub_json_items(res, sub_json_trim(res, len), &items, &n, NULL))
         return;
-    cJSON *list = cJSON_ParseWithLength(res, len);
-    int n = cJSON_IsArray(list) ? cJSON_GetArraySize(list) : -1;
-    if (n >= 0 && !p->started) {
-        const cJSON *s = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(list, 0), "signature");
-        if (cJSON_IsString(s) && sub_sol_is_b58(s->valuestring, 64, SIG_MAX - 1)) {
-            snprintf(p->anchor, sizeof(p->anchor), "%s", s->valuestring);
-            p->seen[p->nseen++ % SEEN_MAX] = sig_hash(s->valuestring);
+    if (!p->started) {
+        if (n > 0) {
+            signature_of(res, items, 0, s, sizeof(s));
+            if (sub_sol_is_b58(s, 64, SIG_MAX - 1)) {
+                snprintf(p->anchor, sizeof(p->anchor), "%s", s);
+                p->seen[p->nseen++ % SEEN_MAX] = sig_hash(s);
+            }
         }
         p->started = 1;
     } else if (n >= SIGS_LIMIT) {
-        sl_log_warn("network %s: logsSubscribe %s: %d signatures or more since the last poll: older ones may be "
+        sl_log_warn("network %s: logsSubscribe %s: %zu signatures or more since the last poll: older ones may be "
                     "missed", p->src->net->conf->name, p->addr, n);
         sub_count_srv(p->src->reg, STATE_SRV_SUB_TX_SKIPPED, 1);
     }
-    for (int i = n - 1; p->started && i >= 0 && p->qn < QUEUE_MAX; i--) {
-        const cJSON *s = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(list, i), "signature");
+    for (size_t i = n; p->started && i-- > 0 && p->qn < QUEUE_MAX;) {
+        signature_of(res, items, i, s, sizeof(s));
         /* base58 only: a signature is written into JSON (the next poll's params, the notification) as is */
-        if (!cJSON_IsString(s) || !sub_sol_is_b58(s->valuestring, 64, SIG_MAX - 1) ||
-            seen(p, sig_hash(s->valuestring)))
+        if (!sub_sol_is_b58(s, 64, SIG_MAX - 1) || seen(p, sig_hash(s)))
             continue;
-        queue_push(p, s->valuestring);
+        queue_push(p, s);
     }
-    cJSON_Delete(list);
+    free(items);
 }
 
 static void on_answer(sub_call_t *c, void *data)
@@ -197,8 +241,9 @@ static void on_answer(sub_call_t *c, void *data)
     take_signatures(p);
 }
 
-static void poll_now(logs_poll_t *p)
+static void poll_now(sub_poll_t *l)
 {
+    logs_poll_t *p = H2O_STRUCT_FROM_MEMBER(logs_poll_t, loop, l);
     const char *methods[SUB_CALL_MAX], *params[SUB_CALL_MAX];
     sl_buf_t *b = &p->params[0];
     sl_buf_reset(b);
@@ -220,15 +265,7 @@ static void poll_now(logs_poll_t *p)
         params[1 + i] = b->base;
     }
     sub_count_cost(p->src->reg, p->src->net->index, STATE_SUB_POLLS_SOL_LOGS, (int64_t)(1 + p->nfetch));
-    sub_call_start(&p->call, p->src->net, 1 + p->nfetch, methods, params, on_answer, p);
-}
-
-static void on_tick(h2o_timeout_entry_t *e)
-{
-    logs_poll_t *p = H2O_STRUCT_FROM_MEMBER(logs_poll_t, tick, e);
-    h2o_timeout_link(sub_loop(p->src->reg), p->period, &p->tick);
-    if (!sub_call_busy(&p->call))
-        poll_now(p);
+    sub_call_start(&p->loop.call, p->src->net, 1 + p->nfetch, methods, params, on_answer, p);
 }
 
 void sub_sol_logs_start(sub_source_t *src)
@@ -236,26 +273,21 @@ void sub_sol_logs_start(sub_source_t *src)
     logs_poll_t *p = sl_xcalloc(1, sizeof(*p));
     int lv = 2;
     p->src = src;
-    sub_call_init(&p->call);
+    sub_poll_init(&p->loop);
     for (size_t i = 0; i < SUB_CALL_MAX; i++)
         sl_buf_init(&p->params[i]);
     /* the key is "<address>|<level>" (the normaliser's), checked already */
     if (sscanf(src->key, "%47[^|]|%d", p->addr, &lv) != 2 || lv < 1 || lv > 2)
         lv = 2;
     p->level = sub_sol_levels[lv];
-    p->period = sub_timeout(src->reg, sub_poll_ms(src->net));
-    p->tick.cb = on_tick;
     src->impl = p;
-    h2o_timeout_link(sub_loop(src->reg), p->period, &p->tick);
-    poll_now(p);
+    sub_poll_start(&p->loop, src->reg, src->net, 0, poll_now);
 }
 
 void sub_sol_logs_stop(sub_source_t *src)
 {
     logs_poll_t *p = src->impl;
-    if (h2o_timeout_is_linked(&p->tick))
-        h2o_timeout_unlink(&p->tick);
-    sub_call_dispose(&p->call);
+    sub_poll_stop(&p->loop);
     for (size_t i = 0; i < SUB_CALL_MAX; i++)
         sl_buf_dispose(&p->params[i]);
     free(p);

@@ -486,6 +486,23 @@ sl_err_t wire_json_each_member(const char *buf, wire_span_t obj, wire_member_fn 
     return err;
 }
 
+sl_err_t wire_json_each_item(const char *buf, wire_span_t arr, wire_item_fn fn, void *arg)
+{
+    wire_scan_t s;
+    wire_scan_init(&s, buf, arr.off, arr.len);
+    sl_err_t err = wire_scan_open(&s, '[');
+    int first = 1, more = 1;
+    while (err == SL_OK && (err = wire_scan_next(&s, &first, &more)) == SL_OK && more) {
+        wire_span_t v;
+        if ((err = wire_scan_value(&s, &v)) != SL_OK)
+            break;
+        err = fn(buf, v, arg);
+    }
+    if (err == SL_ERR_TRUNCATED)
+        err = SL_ERR_PARSE;
+    return err;
+}
+
 int wire_json_key_is(const char *buf, wire_span_t key, const char *name)
 {
     size_t n = strlen(name);

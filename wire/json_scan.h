@@ -104,6 +104,13 @@ SL_MUST_CHECK sl_err_t wire_scan_finish(wire_scan_t *s);
 typedef sl_err_t (*wire_member_fn)(const char *buf, wire_span_t key, wire_span_t value, void *arg);
 SL_MUST_CHECK sl_err_t wire_json_each_member(const char *buf, wire_span_t obj, wire_member_fn fn, void *arg);
 
+/* Calls fn for each element of the array at span arr of buf, in order, with
+ * its value's span; as wire_json_each_member otherwise (SL_ERR_PARSE if arr
+ * is not an array or does not scan; a non-SL_OK answer from fn stops the
+ * walk and is returned). */
+typedef sl_err_t (*wire_item_fn)(const char *buf, wire_span_t value, void *arg);
+SL_MUST_CHECK sl_err_t wire_json_each_item(const char *buf, wire_span_t arr, wire_item_fn fn, void *arg);
+
 /* 1 if the raw key token at span key is "name" (no escapes). */
 int wire_json_key_is(const char *buf, wire_span_t key, const char *name);
 

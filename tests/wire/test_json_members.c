@@ -70,3 +70,50 @@ Test(members, keys)
     cr_expect(wire_json_key_escaped(json, escaped));
     cr_expect(!wire_json_key_escaped(json, plain));
 }
+
+/* ---- wire_json_each_item ---- */
+
+typedef struct items {
+    char seen[8][32];
+    size_t n;
+    size_t stop_at;               /* answer SL_ERR_RANGE at this item (0: never) */
+} items_t;
+
+static sl_err_t record_item(const char *buf, wire_span_t v, void *arg)
+{
+    items_t *it = arg;
+    cr_assert_lt(it->n, 8);
+    snprintf(it->seen[it->n], sizeof(it->seen[0]), "%.*s", (int)v.len, buf + v.off);
+    it->n++;
+    return it->stop_at != 0 && it->n == it->stop_at ? SL_ERR_RANGE : SL_OK;
+}
+
+static sl_err_t walk_items(const char *json, items_t *it)
+{
+    return wire_json_each_item(json, (wire_span_t){0, (uint32_t)strlen(json)}, record_item, it);
+}
+
+Test(members, items_in_order_with_raw_spans)
+{
+    items_t it = {0};
+    cr_assert_eq(walk_items(" [ 1 , \"a b\" ,{\"x\": [2, 3]}, null ] ", &it), SL_OK);
+    cr_assert_eq(it.n, 4);
+    cr_expect_str_eq(it.seen[0], "1");
+    cr_expect_str_eq(it.seen[1], "\"a b\"");
+    cr_expect_str_eq(it.seen[2], "{\"x\": [2, 3]}");
+    cr_expect_str_eq(it.seen[3], "null");
+    items_t none = {0};
+    cr_expect_eq(walk_items("[]", &none), SL_OK);
+    cr_expect_eq(none.n, 0);
+}
+
+Test(members, item_refusals)
+{
+    items_t it = {0};
+    cr_expect_eq(walk_items("{\"a\":1}", &it), SL_ERR_PARSE, "an object is not an array");
+    cr_expect_eq(walk_items("[1,2", &it), SL_ERR_PARSE, "a span ending inside");
+    cr_expect_eq(walk_items("[1,,2]", &it), SL_ERR_PARSE);
+    items_t stop = {.stop_at = 2};
+    cr_expect_eq(walk_items("[1,2,3]", &stop), SL_ERR_RANGE, "fn's answer stops the walk");
+    cr_expect_eq(stop.n, 2);
+}
