@@ -78,9 +78,10 @@ static void ss_send(sub_client_t *c, const char *bytes, size_t len)
 
 #define SS_REFUSAL "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32005,\"message\":\"rate\"}}"
 
-static int ss_admit(sub_client_t *c, const char *body, wire_span_t id)
+static int ss_admit(sub_client_t *c, const char *body, size_t len, wire_span_t id)
 {
     (void)body;
+    (void)len;
     (void)id;
     ss.nadmit++;
     if (!ss.refuse[ss_index(c)])
