@@ -132,7 +132,14 @@ for a in "$a0" "$a1"; do
     [ "$(curl -sS --max-time 5 "$a/healthz")" = '{"status":"ok"}' ] || fail "liveness: $a/healthz"
     [ "$(curl -s -o /dev/null -w '%{http_code}' "$a/readyz")" = 401 ] || fail "/readyz answered without the token"
 done
-say "both replicas answer eth_blockNumber (ports $http0, $http1); readiness probe and /healthz pass"
+# podman turns each livenessProbe into a healthcheck (which nothing runs on
+# its own here, without systemd): run them once
+for c in $(run_containers); do
+    [ "$(podman inspect -f '{{if .Config.Healthcheck}}yes{{end}}' "$c")" = yes ] || continue
+    podman healthcheck run "$c" >/dev/null 2>&1 ||
+        fail "liveness probe of $(podman inspect -f '{{.Name}}' "$c"): $(podman inspect -f '{{json .Config.Healthcheck.Test}}' "$c")"
+done
+say "both replicas answer eth_blockNumber (ports $http0, $http1); readiness probes and liveness probes (podman healthcheck run) pass"
 wait_for "both hosts counted" sh -c "admin() { curl -sS --max-time 5 -H 'authorization: Bearer $token' \"\$@\"; }; admin $a0/readyz | grep -q '\"hosts\":2' && admin $a1/readyz | grep -q '\"hosts\":2'"
 cluster() { admin "$1/readyz" | python3 -c 'import json, sys; c = json.load(sys.stdin)["cluster"]; print(c.get("mode"), c.get("hosts"), "hosts")'; }
 say "cluster: replica 0 $(cluster "$a0"), replica 1 $(cluster "$a1")"
@@ -158,7 +165,9 @@ say "SIGTERM to replica 1: drained and exited 0 in ${took}s (grace ${grace}s); r
 
 # ---- 6. down ----
 for ((i = ${#played[@]} - 1; i >= 0; i--)); do
+    t_down=$(date +%s)
     podman kube down "${played[$i]}" >"$work/down.log" 2>&1 || { cat "$work/down.log"; fail "kube down $(basename "${played[$i]}")"; }
+    say "kube down $(basename "${played[$i]}"): $(($(date +%s) - t_down))s"
 done
 [ -z "$(podman pod ls -q --filter "name=^$kube_prefix-")" ] || fail "pods left after kube down"
 [ -z "$(run_containers)" ] || fail "containers left after kube down"

@@ -24,6 +24,10 @@ play, for tests/deploy/kube.sh. What it changes, and why (podman 4.3.1):
   every containerPort on the host, on all addresses, at the same number
   (Redis on *:6379) unless it has a hostPort; a probe's named port becomes its
   number first.
+- livenessProbe: podman makes a healthcheck of it, and of an exec probe a
+  shell line of its words joined by spaces (CMD-SHELL), so ["sh", "-c",
+  SCRIPT] would lose SCRIPT's quoting: it becomes [SCRIPT], which that shell
+  line runs as written. (readinessProbe: podman ignores it; kube.sh runs it.)
 - PodDisruptionBudget: dropped (nothing evicts here).
 The later of two objects of the same kind and name wins (the overlay's Secret
 replaces deploy/k8s/secret.yaml's), as a second `kubectl apply` would.
@@ -118,6 +122,9 @@ def main():
                     ref = (e.get("valueFrom") or {}).get("secretKeyRef")
                     if ref:
                         ref["name"] = "%s-%s" % (p, ref["name"])
+                live = (c.get("livenessProbe") or {}).get("exec")
+                if live and live["command"][:2] == ["sh", "-c"] and len(live["command"]) == 3:
+                    live["command"] = [live["command"][2]]
                 named = {port["name"]: port["containerPort"] for port in c.get("ports", []) if "name" in port}
                 for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
                     for how in ("httpGet", "tcpSocket"):
