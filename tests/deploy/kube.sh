@@ -15,8 +15,9 @@
 #      (/readyz), each under its pod's name
 #   4. an endpoint drained on replica 0 is drained on replica 1, whose event
 #      feed has it from replica 0's host
-#   5. SIGTERM to replica 1 (podman stop, as the kubelet's): it drains and
-#      exits 0 well within terminationGracePeriodSeconds; replica 0 goes on
+#   5. SIGTERM to replica 1 (podman stop, as the kubelet's) with a call in
+#      flight (2 s at the fake): the call is answered, replica 1 exits 0
+#      within terminationGracePeriodSeconds; replica 0 goes on
 #   6. `podman kube down` of every file played; whatever is left (pods,
 #      volumes, the secret, the network) is removed even when a step fails
 #
@@ -154,14 +155,25 @@ say "secondary drained on replica 0: drained on replica 1, in its event feed fro
 grace=$(python3 -c 'import sys, yaml
 for d in yaml.safe_load_all(open(sys.argv[1])):
     if d["kind"] == "Pod": print(d["spec"]["terminationGracePeriodSeconds"]); break' "$pod_file")
+# a call in flight when SIGTERM comes: the primary fake answers eth_gasPrice
+# after 2 s (its probes, eth_blockNumber, stay fast)
+podman exec "$kube_prefix-fake-healthy-0-fake" curl -fsS --max-time 5 -H 'content-type: application/json' \
+    -d '{"mode":"slow","delay_ms":2000,"method":"eth_gasPrice"}' http://127.0.0.1:9000/_control/mode >/dev/null ||
+    fail "slowing the primary fake down"
+curl -sS --max-time 20 -H 'content-type: application/json' -d '{"jsonrpc":"2.0","id":7,"method":"eth_gasPrice","params":[]}' \
+    "http://127.0.0.1:$http1/eth" >"$work/inflight.out" 2>&1 &
+inflight=$!
+sleep 0.5
 t_stop=$(date +%s)
 podman stop -t "$grace" "$s1-sluice" >/dev/null
 took=$(($(date +%s) - t_stop))
+wait "$inflight" || true
+grep -q '"result":"0x' "$work/inflight.out" || fail "the call in flight at SIGTERM: $(cat "$work/inflight.out")"
 [ "$(podman inspect -f '{{.State.ExitCode}}' "$s1-sluice")" = 0 ] || fail "replica 1 exited $(podman inspect -f '{{.State.ExitCode}}' "$s1-sluice") on SIGTERM"
 [ "$took" -lt "$grace" ] || fail "replica 1 took ${took}s to stop (grace ${grace}s)"
 podman logs "$s1-sluice" 2>&1 | grep -q 'stopping; workers drain' || fail "replica 1 did not log its drain"
 rpc "$http0" | grep -q '"result":"0x' || fail "replica 0 stopped answering"
-say "SIGTERM to replica 1: drained and exited 0 in ${took}s (grace ${grace}s); replica 0 answers"
+say "SIGTERM to replica 1: its call in flight answered, exited 0 in ${took}s (grace ${grace}s); replica 0 answers"
 
 # ---- 6. down ----
 for ((i = ${#played[@]} - 1; i >= 0; i--)); do
@@ -171,5 +183,5 @@ for ((i = ${#played[@]} - 1; i >= 0; i--)); do
 done
 [ -z "$(podman pod ls -q --filter "name=^$kube_prefix-")" ] || fail "pods left after kube down"
 [ -z "$(run_containers)" ] || fail "containers left after kube down"
-left=$(podman volume ls -q --filter "name=^$kube_prefix-" | tr '\n' ' ')
+left=$(podman volume ls -q --filter "name=^$kube_prefix-" | xargs)
 say "kube down: no pod left (volumes it keeps, as kubectl keeps a PVC: ${left:-none}); removed next"
