@@ -146,7 +146,8 @@ cluster() { admin "$1/readyz" | python3 -c 'import json, sys; c = json.load(sys.
 say "cluster: replica 0 $(cluster "$a0"), replica 1 $(cluster "$a1")"
 
 # ---- 4. a drain shared through Redis ----
-admin -X POST "$a0/admin/endpoints/eth/secondary/drain" | grep -q '"drained":true' || fail "drain on replica 0"
+out=$(admin -X POST "$a0/admin/endpoints/eth/secondary/drain")
+[[ $out == *'"drained":true'* ]] || fail "drain on replica 0: $out"
 wait_for "the drain on replica 1" sh -c "curl -sS --max-time 5 -H 'authorization: Bearer $token' $a1/admin/endpoints | python3 -c 'import json, sys; e = [x for x in json.load(sys.stdin) if x[\"id\"] == \"secondary\"]; sys.exit(0 if e and e[0].get(\"drained\") else 1)'"
 wait_for "replica 1's feed" sh -c "curl -sS --max-time 5 -H 'authorization: Bearer $token' $a1/admin/events | grep -q '\"kind\":\"endpoint_drained\",[^}]*\"host\":\"$s0\"'"
 say "secondary drained on replica 0: drained on replica 1, in its event feed from host $s0"
@@ -171,8 +172,12 @@ wait "$inflight" || true
 grep -q '"result":"0x' "$work/inflight.out" || fail "the call in flight at SIGTERM: $(cat "$work/inflight.out")"
 [ "$(podman inspect -f '{{.State.ExitCode}}' "$s1-sluice")" = 0 ] || fail "replica 1 exited $(podman inspect -f '{{.State.ExitCode}}' "$s1-sluice") on SIGTERM"
 [ "$took" -lt "$grace" ] || fail "replica 1 took ${took}s to stop (grace ${grace}s)"
-podman logs "$s1-sluice" 2>&1 | grep -q 'stopping; workers drain' || fail "replica 1 did not log its drain"
-rpc "$http0" | grep -q '"result":"0x' || fail "replica 0 stopped answering"
+# (the log in a file first: grep -q would end the pipe early, and pipefail fail it)
+podman logs "$s1-sluice" >"$work/s1.log" 2>&1
+grep -q 'stopping; workers drain' "$work/s1.log" || fail "replica 1 did not log its stop"
+grep -q 'draining 1 request(s) in flight' "$work/s1.log" || fail "replica 1 did not drain the call in flight"
+out=$(rpc "$http0")
+[[ $out == *'"result":"0x'* ]] || fail "replica 0 stopped answering: $out"
 say "SIGTERM to replica 1: its call in flight answered, exited 0 in ${took}s (grace ${grace}s); replica 0 answers"
 
 # ---- 6. down ----
