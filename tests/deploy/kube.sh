@@ -9,10 +9,12 @@
 #   2. the manifests made playable by podman 4.3.1 (tests/deploy/kube_to_podman.py
 #      says what changes and why): one pod per replica, Services as DNS
 #      aliases on a network of the run's own, the Secret as a podman secret
-#   3. Redis, the fakes, then both sluice replicas; each one's readiness probe
-#      (run as the manifest writes it) and liveness path pass; both answer
-#      eth_blockNumber through their hostPorts; both see 2 hosts in the cluster
-#      (/readyz), each under its pod's name
+#   3. Redis, the fakes, then both sluice replicas; every readiness probe
+#      (its exec command from the manifest, run with podman exec) and every
+#      liveness probe (podman healthcheck run) pass; /readyz wants the token,
+#      /healthz does not; both answer eth_blockNumber through their
+#      hostPorts; both see 2 hosts in the cluster (/readyz), each under its
+#      pod's name
 #   4. an endpoint drained on replica 0 is drained on replica 1, whose event
 #      feed has it from replica 0's host
 #   5. SIGTERM to replica 1 (podman stop, as the kubelet's) with a call in
@@ -21,13 +23,16 @@
 #   6. `podman kube down` of every file played; whatever is left (pods,
 #      volumes, the secret, the network) is removed even when a step fails
 #
-# What differs from `kubectl apply -f deploy/k8s/` (NOTES-h34.md has more):
-# no Service objects (DNS aliases instead, no load balancing or port
-# mapping: clients reach each pod's hostPort), no readiness gating (podman
-# 4.3.1 ignores readinessProbe: step 3 runs it), livenessProbe becomes a
-# podman healthcheck that nothing schedules without systemd, no preStop hook,
-# no PodDisruptionBudget, no scheduling (affinity, resources are not
-# enforced the same way). Needs root (rootful podman). Prints its wall time.
+# What differs from `kubectl apply -f deploy/k8s/` (kube_to_podman.py's
+# header says why; NOTES-h34.md has the table): no Service objects (DNS
+# aliases instead, no load balancing or port mapping: the test reaches each
+# pod on its hostPort), the Secret made with `podman secret create`, pods
+# instead of Deployments, no readiness gating (podman 4.3.1 ignores
+# readinessProbe: step 3 runs it), livenessProbe becomes a podman healthcheck
+# that nothing schedules without systemd, terminationGracePeriodSeconds and
+# the preStop hook unused (step 5 passes the grace to podman stop), no
+# PodDisruptionBudget, no scheduler (affinity, rollouts). Needs root
+# (rootful podman). About 25 s. Prints its wall time.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 t0=$(date +%s)
