@@ -13,8 +13,8 @@
 #      (its exec command from the manifest, run with podman exec) and every
 #      liveness probe (podman healthcheck run) pass; /readyz wants the token,
 #      /healthz does not; both answer eth_blockNumber through their
-#      hostPorts; both see 2 hosts in the cluster (/readyz), each under its
-#      pod's name
+#      hostPorts, and http://sluice:8545/eth from another pod; both see 2
+#      hosts in the cluster (/readyz), each under its pod's name
 #   4. an endpoint drained on replica 0 is drained on replica 1, whose event
 #      feed has it from replica 0's host
 #   5. SIGTERM to replica 1 (podman stop, as the kubelet's) with a call in
@@ -146,6 +146,15 @@ for c in $(run_containers); do
         fail "liveness probe of $(podman inspect -f '{{.Name}}' "$c"): $(podman inspect -f '{{json .Config.Healthcheck.Test}}' "$c")"
 done
 say "both replicas answer eth_blockNumber (ports $http0, $http1); readiness probes and liveness probes (podman healthcheck run) pass"
+# the Service's name from inside the network, as a client pod would use it
+# (both replicas behind the alias; podman has no virtual IP, so DNS picks one)
+fake=$kube_prefix-fake-healthy-0-fake
+[ "$(podman exec "$fake" getent ahostsv4 sluice | awk '/STREAM/ {print $1}' | sort -u | wc -l)" = 2 ] ||
+    fail "the name sluice does not resolve to both replicas: $(podman exec "$fake" getent ahostsv4 sluice)"
+out=$(podman exec "$fake" curl -sS --max-time 5 -H 'content-type: application/json' \
+    -d '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}' http://sluice:8545/eth)
+[[ $out == *'"result":"0x'* ]] || fail "http://sluice:8545/eth from inside: $out"
+say "http://sluice:8545/eth from another pod: answered (the name resolves to both replicas)"
 wait_for "both hosts counted" sh -c "admin() { curl -sS --max-time 5 -H 'authorization: Bearer $token' \"\$@\"; }; admin $a0/readyz | grep -q '\"hosts\":2' && admin $a1/readyz | grep -q '\"hosts\":2'"
 cluster() { admin "$1/readyz" | python3 -c 'import json, sys; c = json.load(sys.stdin)["cluster"]; print(c.get("mode"), c.get("hosts"), "hosts")'; }
 say "cluster: replica 0 $(cluster "$a0"), replica 1 $(cluster "$a1")"
