@@ -13,7 +13,7 @@ build=(build-essential cmake pkg-config
        libh2o-evloop-dev libwslay-dev libssl-dev libcjson-dev libyaml-dev liblmdb-dev libmsgpack-dev libhiredis-dev)
 test=(libcriterion-dev clang libclang-rt-14-dev
       openssl curl procps util-linux lmdb-utils wrk nginx-light docker-compose git chromium
-      podman podman-compose runc netavark aardvark-dns iptables debootstrap
+      podman podman-compose catatonit runc netavark aardvark-dns iptables debootstrap
       prometheus python3-jsonschema redis-server strace valgrind)
 node=(nodejs npm)
 

@@ -7,13 +7,15 @@
 #      then a Debug build, compiled but not run
 #   3. the README's first command (deploy/demo.sh) in a bare Debian container
 #      (tests/deploy/fresh_machine.sh), once
-#   4. deploy/docker-compose.yml run for real with podman (tests/deploy/compose.sh), once
+#   4. deploy/docker-compose.yml run for real with podman (tests/deploy/compose.sh
+#      and compose_cluster.sh), then deploy/k8s/ with podman kube play
+#      (tests/deploy/kube.sh, on the images they built), once
 #   5. AddressSanitizer + UndefinedBehaviorSanitizer build, every test again
 #   6. libFuzzer smoke: each fuzz target for SLUICE_FUZZ_SECONDS (default 60)
 #   at the end, passed or failed: how long each phase took
 #
 # Environment: SLUICE_SKIP_ASAN=1, SLUICE_SKIP_FUZZ=1, SLUICE_SKIP_FRESH=1,
-# SLUICE_SKIP_COMPOSE=1
+# SLUICE_SKIP_COMPOSE=1 (which skips tests/deploy/kube.sh too), SLUICE_SKIP_KUBE=1
 # shorten a local run (CI sets none of them); SLUICE_JOBS (default 2) for the
 # compiler.
 set -euo pipefail
@@ -74,6 +76,10 @@ if [ "${SLUICE_SKIP_COMPOSE:-0}" != 1 ]; then
     tests/deploy/compose.sh
     step "docker-compose.yml's cluster profile with podman (two hosts and Redis: drain shared, Redis stopped and started)"
     tests/deploy/compose_cluster.sh
+    if [ "${SLUICE_SKIP_KUBE:-0}" != 1 ]; then
+        step "deploy/k8s/ with podman kube play (Redis, fakes, two replicas: drain shared, SIGTERM drains, kube down)"
+        tests/deploy/kube.sh
+    fi
 fi
 
 if [ "${SLUICE_SKIP_ASAN:-0}" != 1 ]; then

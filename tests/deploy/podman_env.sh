@@ -32,15 +32,18 @@ base_image() {
 
 # ---- what a run made, and its clean-up ----
 # A run is either the compose project $project (deploy/docker-compose.yml,
-# $compose_file) or the one container named $name. It installs the clean-up
-# with `trap podman_cleanup EXIT`; $log_lines (30 unless set) is how much of
-# each container's output a failed run shows.
+# $compose_file), the pods named $kube_prefix-* (tests/deploy/kube.sh) or the
+# one container named $name. It installs the clean-up with `trap
+# podman_cleanup EXIT`; $log_lines (30 unless set) is how much of each
+# container's output a failed run shows.
 compose() { podman-compose -p "$project" -f "$compose_file" "$@"; }
 
 # The ids of the run's containers, running or not; with a service name, only
 # that service's (compose runs).
 run_containers() {
-    if [ -z "${project:-}" ]; then
+    if [ -n "${kube_prefix:-}" ]; then   # tests/deploy/kube.sh: its pods' containers
+        podman ps -aq --filter "name=^$kube_prefix-"
+    elif [ -z "${project:-}" ]; then
         podman ps -aq --filter "name=^$name\$"
     elif [ -n "${1:-}" ]; then
         podman ps -aq --filter "label=io.podman.compose.project=$project" --filter "label=com.docker.compose.service=$1"
@@ -53,6 +56,8 @@ run_containers() {
 # containers with their anonymous volumes, and for a compose run the
 # project's volumes and networks), then $work; prints the wall time and
 # exits with the run's status. A failed run first shows its containers' logs.
+# $cleanup_more, if set, names a function that removes the rest (pods,
+# volumes, secrets, networks) before $work goes.
 podman_cleanup() {
     local rc=$? c
     set +e
@@ -70,6 +75,7 @@ podman_cleanup() {
         podman volume ls -q --filter "label=io.podman.compose.project=$project" | xargs -r podman volume rm -f >/dev/null 2>&1
         podman network ls -q --filter "label=io.podman.compose.project=$project" | xargs -r podman network rm -f >/dev/null 2>&1
     fi
+    [ -z "${cleanup_more:-}" ] || "$cleanup_more"
     rm -rf "$work"
     say "wall time $(($(date +%s) - t0)) s ($([ "$rc" -eq 0 ] && echo passed || echo failed))"
     exit "$rc"
