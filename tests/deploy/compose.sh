@@ -66,6 +66,11 @@ say "JSON-RPC through the published port: $(rpc eth_chainId)"
 health=$(curl -sS --max-time 5 "http://127.0.0.1:$SLUICE_ADMIN_PORT/healthz")
 [ "$health" = '{"status":"ok"}' ] || fail "/healthz said: $health"
 say "/healthz on the loopback admin port: $health"
+# every default works in the image: the state and the response cache (on by default, beside
+# state.path) are writable by the image's user
+if podman logs "$(run_containers sluice | head -n 1)" 2>&1 | grep -i 'permission denied'; then
+    fail "the image cannot write where its defaults point"
+fi
 [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$SLUICE_ADMIN_PORT/admin/endpoints")" = 401 ] ||
     fail "the admin API answered without the token"
 admin "http://127.0.0.1:$SLUICE_ADMIN_PORT/admin/endpoints" | grep -q '"id":"healthy"' || fail "/admin/endpoints"
