@@ -46,7 +46,7 @@ int sl_log_level_parse(const char *s)
 void sl_log_timestamp(char out[32])
 {
     /* the wall clock itself: gettimeofday is shared time in sluice
-     * (gateway/gw_timeofday.c). The date and time to the second are formatted
+     * (server/srv_timeofday.c). The date and time to the second are formatted
      * once per second per thread (every access line has one). */
     static __thread time_t cached_sec = (time_t)-1;
     static __thread char cached[24];

@@ -17,7 +17,7 @@
 #include <openssl/rand.h>
 
 #include "base/sl_log.h"
-#include "gateway/gw_timeofday.h"
+#include "server/srv_timeofday.h"
 #include "state/state_cluster.h"
 #include "server/srv_chainid.h"
 #include "config/cfg.h"
@@ -203,7 +203,7 @@ static int check_connect(const cfg_t *cfg, const char *path)
 
 int main(int argc, char **argv)
 {
-    (void)gw_timeofday_shared(); /* h2o's timers in shared time, immune to wall-clock steps */
+    (void)srv_timeofday_shared(); /* h2o's timers in shared time, immune to wall-clock steps */
     cfg_set_tls_check(gw_tls_check); /* --check, start and reload load server.tls's pair */
     if (argc >= 3 && strcmp(argv[1], "key") == 0 && strcmp(argv[2], "new") == 0)
         return key_new(argc - 3, argv + 3);

@@ -2,7 +2,7 @@
  *
  * Include it in the one .c file of a test binary (each tests/<room>/test_*.c
  * is its own binary): it defines clock_gettime, so every clock sluice reads
- * (base/sl_time.h: monotonic, wall and shared time; gw_timeofday's
+ * (base/sl_time.h: monotonic, wall and shared time; srv_timeofday's
  * gettimeofday; LMDB and libc callers in the same process) is the test's
  * once fake_clock_start() has run, and the kernel's again after
  * fake_clock_stop(). Tests move time with fake_clock_pass_ms() and step the

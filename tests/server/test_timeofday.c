@@ -1,11 +1,11 @@
 /* tests/gateway/test_timeofday.c: h2o's event-loop timers keep running
- * through a backward step of the wall clock (gateway/gw_timeofday.c). The
+ * through a backward step of the wall clock (server/srv_timeofday.c). The
  * clocks are the test's (tests/lib/fake_clock.h); h2o reads
  * time through gettimeofday, which sluice replaces. No sleeps. */
 #include <criterion/criterion.h>
 #include <h2o.h>
 
-#include "gateway/gw_timeofday.h"
+#include "server/srv_timeofday.h"
 #include "tests/lib/fake_clock.h"
 
 static int fired;
@@ -18,7 +18,7 @@ static void on_timeout(h2o_timeout_entry_t *entry)
 
 Test(timeofday, an_h2o_timer_fires_on_time_after_the_wall_clock_steps_back)
 {
-    cr_assert(gw_timeofday_shared());
+    cr_assert(srv_timeofday_shared());
     fake_clock_start(1700000000, 9000);
     h2o_evloop_t *loop = h2o_evloop_create();
     h2o_timeout_t timeout;

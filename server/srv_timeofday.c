@@ -1,4 +1,4 @@
-/* gateway/gw_timeofday.c: gettimeofday is shared time in sluice.
+/* server/srv_timeofday.c: gettimeofday is shared time in sluice.
  *
  * h2o 2.2.5's event loop measures every timeout it keeps (its loop->_now,
  * the pool's tick that re-reads breakers and runs probes, request and
@@ -10,7 +10,7 @@
  * replacements do): it returns shared time (base/sl_time.h), which reads as
  * wall time but never steps back. Log timestamps read the wall clock
  * directly (sl_log_timestamp). */
-#include "gateway/gw_timeofday.h"
+#include "server/srv_timeofday.h"
 
 #include <string.h>
 #include <sys/time.h>
@@ -27,7 +27,7 @@ int gettimeofday(struct timeval *restrict tv, void *restrict tz)
     return 0;
 }
 
-int gw_timeofday_shared(void)
+int srv_timeofday_shared(void)
 {
     struct timeval tv;
     return gettimeofday(&tv, NULL) == 0;
