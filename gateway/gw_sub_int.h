@@ -199,6 +199,24 @@ struct gw_sub_call;
  * it; a failover away from the one before is told (gw_sub_source_changed). */
 void gw_sub_sol_note_endpoint(gw_sub_source_t *src, const struct gw_sub_call *c, char *endpoint, size_t cap);
 
+/* gw_sub_sol_match.c: a programSubscribe's filters applied to the accounts
+ * of a shared getProgramAccounts answer (gw_sub_sol_program.c). */
+typedef struct gw_sub_sol_filter {
+    int data_size;                /* 1: {"dataSize": n}; 0: {"memcmp": {offset n, bytes}} */
+    uint64_t n;
+    uint8_t bytes[128];           /* memcmp's bytes, decoded */
+    size_t len;
+    char text[200];               /* the filter in normal form (the key's), to compare filters */
+} gw_sub_sol_filter_t;
+/* The normalised filters' JSON text ("" or NULL: none) into out (at most
+ * cap); 0 when one cannot be decoded. */
+int gw_sub_sol_filters_parse(const char *json, gw_sub_sol_filter_t *out, size_t cap, size_t *n);
+/* 1 if data (len bytes) passes every filter of f. */
+int gw_sub_sol_filters_match(const gw_sub_sol_filter_t *f, size_t n, const uint8_t *data, size_t len);
+/* An answer's account object's data decoded (base64, base58 or a plain
+ * base58 string) into *data (caller frees) and 1, or 0 (another encoding). */
+int gw_sub_sol_account_data(const cJSON *acc, uint8_t **data, size_t *len);
+
 /* gw_sub_pass.c: the passthrough source. gw_sub_pass_params is the generic
  * normaliser of a passthrough kind without its own (Solana: an array whose
  * first member is a string or an object, printed canonically, at most 4 KB);
