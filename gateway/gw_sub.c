@@ -44,7 +44,46 @@ typedef struct gw_sub {
     h2o_linklist_t client_link;   /* in c->subs */
     h2o_linklist_t source_link;   /* in src->subs */
     char id[GW_SUB_ID_MAX];              /* as written in JSON: "\"0x…\"" or digits */
+    gw_held_entry_t held;         /* its filter's bytes, in its caller's share while it lives */
+    size_t filter_bytes;          /* charged to the worker's budget and held (0: nothing charged) */
+    gw_buffered_t *buffered;      /* where they are charged */
 } gw_sub_t;
+
+/* gw_held_bytes_cb: a subscription holds its filter (the normalised params
+ * its source keeps: a logs filter's addresses and topics) while it lives;
+ * each subscriber is charged it, as each keeps the source alive. */
+static size_t sub_held_bytes(const gw_held_entry_t *e)
+{
+    return H2O_STRUCT_FROM_MEMBER(gw_sub_t, held, e)->filter_bytes;
+}
+
+/* The filter's bytes charged to the worker's budget (max_buffered_bytes)
+ * and c's share of it (max_buffered_share); NULL, or the refusal. */
+static const char *sub_charge(gw_sub_client_t *c, gw_sub_t *sub, size_t bytes)
+{
+    gw_buffered_t *b = c->h != NULL ? &c->h->buffered : NULL;
+    if (b == NULL || b->budget == NULL || b->held == NULL || bytes < GW_SUB_FILTER_FREE)
+        return NULL;
+    if (b->budget->used + bytes > b->budget->limit)
+        return gw_sub_filter_budget_msg;
+    if (b->share < b->budget->limit && gw_held_of(b->held, c->ident) + bytes > b->share)
+        return gw_sub_filter_share_msg;
+    sub->buffered = b;
+    sub->filter_bytes = bytes;
+    sub->held.bytes = sub_held_bytes;
+    gw_held_add(b->held, &sub->held, c->ident);
+    sl_budget_charge(b->budget, bytes);
+    return NULL;
+}
+
+static void sub_free(gw_sub_t *sub)
+{
+    if (sub->buffered != NULL) {
+        gw_held_remove(sub->buffered->held, &sub->held);
+        sl_budget_release(sub->buffered->budget, sub->filter_bytes);
+    }
+    free(sub);
+}
 
 static void source_free(gw_sub_source_t *src);
 
@@ -268,7 +307,7 @@ static void sub_end(gw_sub_t *sub)
     src->nsubs--;
     gauge(r, src, -1);
     int creators = strcmp(sub->c->ident, src->creator) == 0;
-    free(sub);
+    sub_free(sub);
     if (src->nsubs == 0)
         source_free(src); /* (a finished source has no subscriptions left to end) */
     else if (creators)
@@ -361,7 +400,7 @@ void gw_sub_finish(gw_sub_source_t *src)
         h2o_linklist_unlink(&sub->source_link);
         sub->c->nsubs--;
         gauge(r, src, -1);
-        free(sub);
+        sub_free(sub);
     }
     src->nsubs = 0;
     if (!h2o_timeout_is_linked(&src->reap))
@@ -478,6 +517,14 @@ static void subscribe(gw_sub_client_t *c, const gw_sub_kind_t *k, const cJSON *p
         return;
     }
     gw_sub_t *sub = sl_xcalloc(1, sizeof(*sub));
+    over = sub_charge(c, sub, key.len);
+    if (over != NULL) {
+        gw_stats_net_add(c->reg->stats, c->net->index, STATE_SRV_SUB_REFUSED, 1);
+        gw_sub_reply_error(c, body, id, GW_RPC_LIMIT_EXCEEDED, over);
+        free(sub);
+        sl_buf_dispose(&key);
+        return;
+    }
     sub->c = c;
     gw_sub_new_id(k->id_form, sub->id);
     /* answered before the source may notify (its first call is never synchronous) */

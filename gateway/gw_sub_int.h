@@ -171,6 +171,11 @@ void gw_sub_new_id(gw_sub_id_form_t form, char *out);
 extern const char gw_sub_pass_room_msg[];
 extern const char gw_sub_pass_share_msg[];
 extern const char gw_sub_polled_sources_msg[];
+/* A subscription's filter (its normalised params) is charged to the held
+ * bytes from this size on (smaller: newHeads' "", an account's key) */
+#define GW_SUB_FILTER_FREE 256
+extern const char gw_sub_filter_share_msg[];
+extern const char gw_sub_filter_budget_msg[];
 const char *gw_sub_sol_slot_params(const cJSON *params, sl_buf_t *key);
 void gw_sub_sol_slot_start(gw_sub_source_t *src);
 void gw_sub_sol_root_start(gw_sub_source_t *src);

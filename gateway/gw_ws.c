@@ -223,21 +223,26 @@ static void message_refused(ws_conn_t *c, uint16_t code, const char *reason)
 
 /* The frame of payload bytes of a message being received, charged to the
  * worker's budget (max_buffered_bytes) and its caller's share
- * (max_buffered_share, with its answers and queues) before it is read; past
- * either the socket is closed with 1009 and the message dropped. */
+ * (max_buffered_share, with its answers, queues and filters) before it is
+ * read; past either (once the message is over GW_BUFFERED_SMALL) the socket
+ * is closed with 1009 and the message dropped. */
 static void partial_charge(ws_conn_t *c, uint64_t payload)
 {
     gw_buffered_t *b = &c->w->h->buffered;
     uint64_t add = payload + WS_FRAME_COST;
     if (c->closing)
         return;
-    if (b->budget != NULL && b->budget->used + add > b->budget->limit) {
-        message_refused(c, 1009, "a message past the worker's room for held bytes (server.max_buffered_bytes)");
-        return;
-    }
-    if (b->budget != NULL && b->share < b->budget->limit && gw_held_of(b->held, c->ident) + add > b->share) {
-        message_refused(c, 1009, "a message past this caller's share of held bytes (server.max_buffered_share)");
-        return;
+    /* a message of GW_BUFFERED_SMALL or less is never refused (as a small
+     * answer): a caller at its share still gets its subscribe's -32005 */
+    if (b->budget != NULL && c->partial + add > GW_BUFFERED_SMALL) {
+        if (b->budget->used + add > b->budget->limit) {
+            message_refused(c, 1009, "a message past the worker's room for held bytes (server.max_buffered_bytes)");
+            return;
+        }
+        if (b->share < b->budget->limit && gw_held_of(b->held, c->ident) + add > b->share) {
+            message_refused(c, 1009, "a message past this caller's share of held bytes (server.max_buffered_share)");
+            return;
+        }
     }
     c->partial += (size_t)add;
     charge_sync(c, queued_bytes(c));
