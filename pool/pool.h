@@ -286,7 +286,8 @@ uint64_t pool_network_head(const pool_network_t *net);
 void pool_close_idle(pool_t *pool);
 
 /* pool_wspass.c: subscriptions passed through to an endpoint's WebSocket
- * (its ws_url), one socket per endpoint per worker shared by all of them,
+ * (its ws_url), one socket per endpoint per worker shared by all of them
+ * (a second, POOL_WSPASS_SOCKETS, opened when the first is full),
  * for the gateway's passthrough sources. The owner hears each notification's
  * result (JSON text) and, once, that the subscription is lost (the socket
  * died, stalled or went over a bound, the endpoint stopped being usable, or
@@ -294,6 +295,7 @@ void pool_close_idle(pool_t *pool);
  * POOL_WSPASS_MAX_SUBS per socket, POOL_WSPASS_MAX_MESSAGE per message,
  * POOL_WSPASS_MAX_QUEUED bytes waiting to be written. */
 #define POOL_WSPASS_MAX_SUBS 256
+#define POOL_WSPASS_SOCKETS 2     /* per endpoint per worker: the second opens when the first is full */
 #define POOL_WSPASS_MAX_MESSAGE (1024 * 1024)
 #define POOL_WSPASS_MAX_QUEUED (1024 * 1024)
 typedef struct pool_wsub pool_wsub_t;
@@ -306,8 +308,9 @@ int pool_wsub_configured(const pool_network_t *net);
 /* The first endpoint in net's plan order with a ws_url, usable, not in its
  * backoff after a loss and with room; -1 if none. */
 int pool_wsub_pick(pool_network_t *net);
-/* Upstream subscriptions net's ws endpoints have room for now: per socket
- * POOL_WSPASS_MAX_SUBS less those it holds, over the endpoints with a
+/* Upstream subscriptions net's ws endpoints have room for now: per
+ * endpoint POOL_WSPASS_SOCKETS x POOL_WSPASS_MAX_SUBS less those its
+ * sockets hold (a second socket not yet opened counts), over the endpoints with a
  * ws_url whose address is good (one in its backoff after a loss counts: its
  * room comes back); *sockets gets how many such endpoints there are. 0 with
  * sockets: every one is full (a new subscription would wait and get nothing,

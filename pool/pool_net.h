@@ -116,7 +116,8 @@ struct pool_endpoint {
     uint8_t walk_old[32];
     state_endpoint_rec_t walk_rec; /* what the probe will share once the walk is done */
     struct pool_wshead *wshead;   /* the ws_url stream (pool_wshead.c); NULL without ws_url */
-    struct pool_wspass *wspass;   /* the ws_url's subscriptions socket (pool_wspass.c); NULL: none yet */
+    /* the ws_url's subscriptions sockets (pool_wspass.c): the second opened when the first is full; NULL: none yet */
+    struct pool_wspass *wspass[POOL_WSPASS_SOCKETS];
 };
 
 /* How the call layer counts into an endpoint's record of this worker: one
