@@ -175,6 +175,10 @@ typedef struct pool_params {
     struct state_cache *cache;    /* the response cache (state/state_cache.h); NULL: off */
     uint8_t cache_unfinalized;    /* cache.unfinalized: head (policy/cache.h) */
     policy_cacheadmit_conf_t cache_admit; /* what one answer and one caller may put in it */
+    /* Told (from inside the read, so it may only look and pool_call_cut)
+     * each time an upstream answer a call reads grows: cb and cb_data are
+     * the call's own (pool_call_start's). NULL: nobody. */
+    void (*on_grow)(pool_call_t *call, void (*cb)(pool_call_t *, void *), void *cb_data);
 } pool_params_t;
 
 SL_MUST_CHECK sl_err_t pool_create(const pool_params_t *params, pool_t **out);
@@ -231,6 +235,13 @@ const policy_blockref_call_t *pool_item_blockref(pool_item_t *it, policy_chain_t
  * answered it as such. */
 void pool_item_answer_outside(pool_item_t *it, policy_verdict_t verdict, const char *answer, uint32_t answer_len,
                               wire_span_t answer_id);
+
+/* Ends the call at the next loop turn as its deadline would (its exchanges
+ * cancelled, pending items failed with POOL_OUTCOME_DEADLINE, the callback
+ * run): the gateway's cut of a call whose caller went past its share of
+ * answer bytes while the answer was being read. Safe from on_grow; a no-op
+ * for a call done. */
+void pool_call_cut(pool_call_t *call);
 
 /* Frees the call and the answer bytes its items point to (NULL: nothing).
  * Before its callback ran (the client went away), the call stops first:

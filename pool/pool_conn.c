@@ -243,11 +243,14 @@ static h2o_buffer_prototype_t *conn_input_prototype(void)
 static void exchange_charge(pool_conn_t *c, pool_exchange_t *ex, size_t held)
 {
     sl_budget_t *b = conn_transport(c)->budget;
+    int grew = held > ex->charged;
     if (b != NULL && held > ex->charged)
         sl_budget_charge(b, held - ex->charged);
     else if (held < ex->charged)
         pool_budget_release(conn_transport(c), ex->charged - held);
     ex->charged = held;
+    if (grew && ex->grow_call != NULL && conn_transport(c)->grew != NULL)
+        conn_transport(c)->grew(ex);
 }
 
 /* A body of known length up to this size stays in the socket's buffer as it

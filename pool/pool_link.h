@@ -60,6 +60,8 @@ struct pool_transport {
     sl_budget_t *budget;          /* NULL: answers are not accounted (unit tests) */
     h2o_timeout_t idle_timeout;
     h2o_timeout_t drain_timeout;  /* POOL_DRAIN_MS */
+    /* The hook the call layer installs: ex's body grew (ex->grow_call set). */
+    void (*grew)(pool_exchange_t *ex);
     h2o_timeout_t zero_timeout;   /* a request on a kept-alive connection is written a loop turn later */
     pool_delays_t delays;
     /* The hook the call layer installs: one of link's slots freed up (an
@@ -142,6 +144,7 @@ struct pool_exchange {
     h2o_buffer_t *in;             /* the socket's buffer, taken whole: the body as it arrived */
     size_t charged;               /* bytes of the body charged to the budget; the owner
                                    * takes body or in with it (pool_call_keep_exchange) */
+    void *grow_call;              /* the pool_call_t it reads for (told as its body grows), or NULL */
     uint32_t latency_us;
 };
 

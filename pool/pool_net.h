@@ -217,6 +217,8 @@ struct pool {
     /* The hook the call layer installs: a snapshot of net's shared records
      * was taken (waiters whose endpoints became unusable get their answer). */
     void (*refreshed)(pool_network_t *net);
+    /* pool_params_t's on_grow (NULL: none) */
+    void (*on_grow)(pool_call_t *call, void (*cb)(pool_call_t *, void *), void *cb_data);
     h2o_timeout_t tick_timeout;   /* snapshot refresh / flush / probes */
     h2o_timeout_entry_t tick;
     uint64_t last_flush_ms;
