@@ -113,9 +113,46 @@ static void on_call_done(pool_call_t *call, void *data)
     gw_exec_t *x = data;
     (void)call;
     x->call_done = 1;
+    if (x->over_share) { /* cut while read: its bytes go now */
+        size_t need = pool_call_held(x->call);
+        gw_held_t *t = x->h->buffered.held;
+        pool_call_release(x->call);
+        x->call = NULL;
+        x->reserved = 0;
+        refuse_buffered(x, GW_BUFFERED_SHARE, gw_held_others(t, &x->held, x->h->buffered.real), need);
+        return;
+    }
     if (x->split != NULL && pool_split_settle(x->split))
         return; /* a refused eth_getLogs went on in halves: finish runs when they are done */
     finish(x);
+}
+
+/* What an entry holds in answers, nothing for a call already cut (its
+ * bytes go at the next loop turn): the calls that grow together are not all
+ * cut for each other's bytes. */
+static size_t real_uncut(const gw_held_entry_t *e)
+{
+    const gw_exec_t *x = (const gw_exec_t *)((const char *)e - offsetof(gw_exec_t, held));
+    return x->over_share ? 0 : gw_exec_real(e);
+}
+
+void gw_exec_answer_grows(pool_call_t *call, void (*cb)(pool_call_t *, void *), void *cb_data)
+{
+    if (cb != on_call_done)
+        return; /* a subscription's, a split's sub-call: their own bounds */
+    gw_exec_t *x = cb_data;
+    gw_buffered_t *b = &x->h->buffered;
+    if (x->over_share || x->split != NULL || b->budget == NULL || b->share >= b->budget->limit)
+        return;
+    size_t mine = pool_call_held(call);
+    if (mine <= x->reserved || mine <= GW_BUFFERED_SMALL)
+        return;
+    size_t others = gw_held_others(b->held, &x->held, real_uncut);
+    if (others == 0 || others + mine <= b->share)
+        return;
+    x->over_share = 1;
+    gw_stats_srv_add(b->stats, STATE_SRV_SHARE_REFUSED, 1);
+    pool_call_cut(call);
 }
 
 /* Collects the members that go upstream; returns their number. */

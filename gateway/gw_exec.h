@@ -71,7 +71,16 @@ struct gw_exec {
     int sent;                     /* the reply is being written */
     gw_held_entry_t held;         /* under its caller in h->buffered, once admitted */
     size_t reserved;              /* its share reserved at admission (gw_estimate.h); 0 once complete */
+    int over_share;               /* cut while its answer was read (gw_exec_answer_grows): 503 share */
 };
+
+/* pool_params_t's on_grow: a call's answer grew while being read. Past its
+ * reservation (and GW_BUFFERED_SMALL), with its caller's other entries
+ * holding something and all of them together past the caller's share, the
+ * call is cut (pool_call_cut) and answered 503 for the share: what a caller
+ * holds while answers are read is its share plus one answer, however small
+ * the estimates its calls reserved at admission (gw_buffered.h). */
+void gw_exec_answer_grows(pool_call_t *call, void (*cb)(pool_call_t *, void *), void *cb_data);
 
 /* Zeroes x and counts it in h->inflight / h->served (gw_exec_dispose
  * uncounts it). mem must outlive x. */

@@ -29,6 +29,9 @@
  * message is given a time to be finished, whatever else (pings) comes. */
 #define WS_MAX_FRAGMENTS 1024
 #define WS_MAX_MESSAGE_MS 10000
+/* What a frame of a message being received costs the worker besides its
+ * payload (wslay's chunk and the allocator's): charged with the payload */
+#define WS_FRAME_COST 128
 
 #define WS_SUBSCRIBE_ERROR "a subscription call is served alone in its message, not inside a batch"
 
@@ -59,7 +62,7 @@ typedef struct ws_conn {
     char ip[GW_EXEC_IP_MAX];
     char ident[GW_EXEC_IDENT_MAX]; /* "key:<name>" / "ip:<address>": the per-identity cap */
     h2o_linklist_t msgs;          /* ws_msg_t not freed yet */
-    sub_client_t sub;          /* its subscriptions */
+    gw_ws_subs_t sub;             /* its subscriptions */
     uint32_t inflight;            /* of them, not answered yet */
     uint64_t last_rx_ms;          /* any frame from the client, pongs included */
     h2o_timeout_entry_t flush, tick, close_wait, resync;
@@ -67,6 +70,8 @@ typedef struct ws_conn {
     size_t charged;               /* of its queue, charged to the worker's budget */
     h2o_timeout_entry_t unfinished; /* linked while a message is being received */
     uint32_t fragments;           /* frames of that message so far */
+    size_t partial;               /* of that message, the bytes held (payload + WS_FRAME_COST a frame):
+                                     in the budget and its caller's share with its queue */
     int closing;                  /* a close frame is queued: nothing more is answered */
     int close_when_done;          /* shutdown: close with 1001 when inflight reaches 0 */
     uint8_t sub_call;             /* inside sub_message: its first send is the call's answer */
@@ -109,19 +114,20 @@ static size_t queued_bytes(const ws_conn_t *c)
 static size_t held_bytes(const gw_held_entry_t *e)
 {
     const ws_conn_t *c = H2O_STRUCT_FROM_MEMBER(ws_conn_t, held, e);
-    return c->closing ? 0 : queued_bytes(c);
+    return c->closing ? 0 : queued_bytes(c) + c->partial;
 }
 
 static void on_resync(h2o_timeout_entry_t *e);
 
-/* The worker's budget charged with what the queue holds now; looked at
- * again every RESYNC_MS while it holds something (h2o drains it as the
- * client reads, without telling us). */
+/* The worker's budget charged with what the queue and the message being
+ * received hold now; looked at again every RESYNC_MS while the queue holds
+ * something (h2o drains it as the client reads, without telling us). */
 static void charge_sync(ws_conn_t *c, size_t queued)
 {
     sl_budget_t *b = c->w->h->budget;
     if (b == NULL)
         return;
+    queued += c->partial;
     if (queued > c->charged)
         sl_budget_charge(b, queued - c->charged);
     else
@@ -146,7 +152,7 @@ static void conn_gone(ws_conn_t *c)
     gw_ws_t *w = c->w;
     while (!h2o_linklist_is_empty(&c->msgs))
         msg_free(H2O_STRUCT_FROM_MEMBER(ws_msg_t, link, c->msgs.next));
-    sub_client_dispose(&c->sub);
+    sub_client_dispose(&c->sub.client);
     unlink_timer(&c->flush);
     unlink_timer(&c->tick);
     unlink_timer(&c->close_wait);
@@ -215,6 +221,33 @@ static void message_refused(ws_conn_t *c, uint16_t code, const char *reason)
     wslay_event_config_set_no_buffering(c->wc->ws_ctx, 1);
 }
 
+/* The frame of payload bytes of a message being received, charged to the
+ * worker's budget (max_buffered_bytes) and its caller's share
+ * (max_buffered_share, with its answers, queues and filters) before it is
+ * read; past either (once the message is over GW_BUFFERED_SMALL) the socket
+ * is closed with 1009 and the message dropped. */
+static void partial_charge(ws_conn_t *c, uint64_t payload)
+{
+    gw_buffered_t *b = &c->w->h->buffered;
+    uint64_t add = payload + WS_FRAME_COST;
+    if (c->closing)
+        return;
+    /* a message of GW_BUFFERED_SMALL or less is never refused (as a small
+     * answer): a caller at its share still gets its subscribe's -32005 */
+    if (b->budget != NULL && c->partial + add > GW_BUFFERED_SMALL) {
+        if (b->budget->used + add > b->budget->limit) {
+            message_refused(c, 1009, "a message past the worker's room for held bytes (server.max_buffered_bytes)");
+            return;
+        }
+        if (b->share < b->budget->limit && gw_held_of(b->held, c->ident) + add > b->share) {
+            message_refused(c, 1009, "a message past this caller's share of held bytes (server.max_buffered_share)");
+            return;
+        }
+    }
+    c->partial += (size_t)add;
+    charge_sync(c, queued_bytes(c));
+}
+
 static void on_unfinished(h2o_timeout_entry_t *e)
 {
     message_refused(H2O_STRUCT_FROM_MEMBER(ws_conn_t, unfinished, e), 1008,
@@ -234,11 +267,15 @@ static void on_frame_start(wslay_event_context_ptr ctx, const struct wslay_event
         return;
     if (arg->opcode != WSLAY_CONTINUATION_FRAME) {
         c->fragments = 0;
+        c->partial = 0;
         unlink_timer(&c->unfinished);
         h2o_timeout_link(c->w->loop, &c->w->message_timeout, &c->unfinished);
     }
-    if (++c->fragments > WS_MAX_FRAGMENTS)
+    if (++c->fragments > WS_MAX_FRAGMENTS) {
         message_refused(c, 1009, "a message in more than 1024 frames");
+        return;
+    }
+    partial_charge(c, arg->payload_length);
 }
 
 /* Frees the answered messages and lets h2o write what wslay queued. May
@@ -336,18 +373,11 @@ static void send_bytes(ws_conn_t *c, const char *bytes, size_t len)
     charge_sync(c, queued_bytes(c));
 }
 
-/* sub_admit_fn: the caller's rate limit (gw_ws_sub.c). */
-static int sub_admit(sub_client_t *s, const char *body, size_t len, wire_span_t id)
-{
-    ws_conn_t *c = H2O_STRUCT_FROM_MEMBER(ws_conn_t, sub, s);
-    return gw_ws_sub_admit(c->w->h, c->key, s, body, len, id);
-}
-
 /* sub_send_fn: a subscription's answer or notification, written from
  * the loop (flush_soon), as answers are. */
 static void sub_send(sub_client_t *s, const char *bytes, size_t len)
 {
-    ws_conn_t *c = H2O_STRUCT_FROM_MEMBER(ws_conn_t, sub, s);
+    ws_conn_t *c = H2O_STRUCT_FROM_MEMBER(ws_conn_t, sub.client, s);
     wire_envelope_t env;
     if (c->sub_call) { /* the answer to the call: an error for the access line? */
         c->sub_call = 0;
@@ -418,7 +448,7 @@ static void msg_start(ws_conn_t *c, const uint8_t *data, size_t len)
     uint64_t start_us = sl_now_us();
     c->sub_call = 1;
     c->sub_error = 0;
-    int sub = sub_message(&c->sub, (const char *)data, len);
+    int sub = sub_message(&c->sub.client, (const char *)data, len);
     c->sub_call = 0;
     if (sub) { /* a subscription call, answered */
         if (w->srv->access_log)
@@ -460,6 +490,8 @@ static void on_ws_msg(h2o_websocket_conn_t *wc, const struct wslay_event_on_msg_
     if (arg->opcode == WSLAY_TEXT_FRAME || arg->opcode == WSLAY_BINARY_FRAME) {
         unlink_timer(&c->unfinished); /* whole: its frames are freed on return */
         c->fragments = 0;
+        c->partial = 0;
+        charge_sync(c, queued_bytes(c));
         msg_start(c, arg->msg, arg->msg_length);
     } else if (arg->opcode == WSLAY_PING && !c->closing) {
         /* wslay queues the pong itself: pings from a client that reads
@@ -533,7 +565,7 @@ int gw_ws_accept(gw_ws_t *w, h2o_req_t *req, const char *client_key, gw_exec_t *
     memcpy(c->ip, x->ip, sizeof(c->ip));
     memcpy(c->ident, ident, sizeof(c->ident));
     h2o_linklist_init_anchor(&c->msgs);
-    sub_client_init(&c->sub, w->subs, &c->net->sub, ident, sub_send, sub_admit);
+    gw_ws_subs_init(&c->sub, w->subs, w->h, c->net, c->key, ident, sub_send);
     c->flush.cb = on_flush;
     c->tick.cb = on_tick;
     c->close_wait.cb = on_close_wait;
@@ -586,7 +618,7 @@ void gw_ws_destroy(gw_ws_t *w)
         unlink_timer(&c->close_wait);
         unlink_timer(&c->resync);
         unlink_timer(&c->unfinished);
-        sub_client_dispose(&c->sub);
+        sub_client_dispose(&c->sub.client);
     }
     sub_destroy(w->subs);
     free(w);

@@ -2,6 +2,7 @@
  * client edge (gw_ws_sub.h). */
 #include "gateway/gw_ws_sub.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "gateway/gw_identity.h"
@@ -42,7 +43,7 @@ sub_reg_t *gw_ws_sub_create(h2o_loop_t *loop, const cfg_server_conf_t *srv, gw_s
     return sub_create(loop, &limits, stats != NULL ? &counters : NULL, st);
 }
 
-/* The rate-limit half of gw_ws_sub_admit. */
+/* The rate-limit half of admit. */
 static int charge(gw_handler_t *h, const cfg_key_conf_t *key, sub_client_t *c, const char *body, wire_span_t id)
 {
     const cfg_tier_conf_t *tier = h != NULL ? gw_identity_tier(h->cfg, key) : NULL;
@@ -61,8 +62,60 @@ static int charge(gw_handler_t *h, const cfg_key_conf_t *key, sub_client_t *c, c
     return 0;
 }
 
-int gw_ws_sub_admit(gw_handler_t *h, const cfg_key_conf_t *key, sub_client_t *c, const char *body, size_t len,
-                    wire_span_t id)
+static int admit(sub_client_t *c, const char *body, size_t len, wire_span_t id)
 {
-    return charge(h, key, c, body, id) && gw_scope_sub(h, key, c, body, len, id);
+    gw_ws_subs_t *s = H2O_STRUCT_FROM_MEMBER(gw_ws_subs_t, client, c);
+    return charge(s->h, s->key, c, body, id) && gw_scope_sub(s->h, s->key, c, body, len, id);
+}
+
+/* What a subscription's filter holds: an entry under its caller, with the
+ * budget it was charged to. */
+typedef struct filter_hold {
+    gw_held_entry_t held;
+    size_t bytes;
+    gw_buffered_t *b;
+} filter_hold_t;
+
+static size_t hold_bytes(const gw_held_entry_t *e)
+{
+    return H2O_STRUCT_FROM_MEMBER(filter_hold_t, held, e)->bytes;
+}
+
+static sub_hold_result_t hold(sub_client_t *c, size_t bytes, void **token)
+{
+    gw_ws_subs_t *s = H2O_STRUCT_FROM_MEMBER(gw_ws_subs_t, client, c);
+    gw_buffered_t *b = s->h != NULL ? &s->h->buffered : NULL;
+    *token = NULL;
+    if (b == NULL || b->budget == NULL || b->held == NULL)
+        return SUB_HOLD_OK;
+    if (b->budget->used + bytes > b->budget->limit)
+        return SUB_HOLD_BUDGET;
+    if (b->share < b->budget->limit && gw_held_of(b->held, c->ident) + bytes > b->share)
+        return SUB_HOLD_SHARE;
+    filter_hold_t *f = sl_xcalloc(1, sizeof(*f));
+    f->bytes = bytes;
+    f->b = b;
+    f->held.bytes = hold_bytes;
+    gw_held_add(b->held, &f->held, c->ident);
+    sl_budget_charge(b->budget, bytes);
+    *token = f;
+    return SUB_HOLD_OK;
+}
+
+static void unhold(void *token)
+{
+    filter_hold_t *f = token;
+    gw_held_remove(f->b->held, &f->held);
+    sl_budget_release(f->b->budget, f->bytes);
+    free(f);
+}
+
+static const sub_edge_t edge = {admit, hold, unhold};
+
+void gw_ws_subs_init(gw_ws_subs_t *s, sub_reg_t *r, gw_handler_t *h, gw_net_t *net, const cfg_key_conf_t *key,
+                     const char *ident, sub_send_fn send)
+{
+    sub_client_init(&s->client, r, &net->sub, ident, send, &edge);
+    s->h = h;
+    s->key = key;
 }

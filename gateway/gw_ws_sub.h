@@ -1,6 +1,8 @@
 /* gateway/gw_ws_sub.h: what the WebSocket edge wires into sub/ (sub/sub.h):
- * the server's ws_* bounds, the worker's counters (gw_stats.h) and the
- * admission of a subscription call by the caller's rate limit (gw_limit.h),
+ * the server's ws_* bounds, the worker's counters (gw_stats.h), and its
+ * sub_edge_t: the admission of a subscription call by the caller's rate limit
+ * (gw_limit.h) and key scope (gw_scope.h), and a subscription's filter bytes
+ * held in the worker's budget and its caller's share (gw_buffered.h), all of
  * which sub/ knows nothing of. */
 #ifndef GW_WS_SUB_H
 #define GW_WS_SUB_H
@@ -16,12 +18,20 @@
  * outlive it. */
 sub_reg_t *gw_ws_sub_create(h2o_loop_t *loop, const cfg_server_conf_t *srv, gw_stats_t *stats, state_t *st);
 
-/* sub_admit_fn's body for a caller with key (NULL: anonymous): charges one
- * standard call to its tier; a charge waiting for a lease from Redis
- * (cluster:) is let through, as gw_exec_admit_refusal does. Then the key's
- * access scope (gw_scope_sub). 0 after sending the refusal's JSON-RPC
- * error (429, or the scope's) through c->send. */
-int gw_ws_sub_admit(gw_handler_t *h, const cfg_key_conf_t *key, sub_client_t *c, const char *body, size_t len,
-                    wire_span_t id);
+/* A socket's subscriptions, with what the edge knows of their caller. */
+typedef struct gw_ws_subs {
+    sub_client_t client;
+    gw_handler_t *h;              /* its limits, scope and held bytes */
+    const cfg_key_conf_t *key;    /* NULL: anonymous */
+} gw_ws_subs_t;
+
+/* sub_client_init with the edge: a subscription call is charged one
+ * standard call to the caller's tier (a charge waiting for a lease from
+ * Redis, cluster:, is let through, as gw_exec_admit_refusal does), then held
+ * to its key's scope (gw_scope_sub); the refusal (429, or the scope's) goes
+ * out through send. A filter of SUB_FILTER_FREE bytes or more is charged to
+ * h's budget and the caller's share while its subscription lives. */
+void gw_ws_subs_init(gw_ws_subs_t *s, sub_reg_t *r, gw_handler_t *h, gw_net_t *net, const cfg_key_conf_t *key,
+                     const char *ident, sub_send_fn send);
 
 #endif

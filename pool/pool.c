@@ -53,6 +53,7 @@ sl_err_t pool_create(const pool_params_t *p, pool_t **out)
     pool->cache = p->cache;
     pool->cache_unfinalized = p->cache_unfinalized;
     pool->cache_admit = p->cache_admit;
+    pool->on_grow = p->on_grow;
     if (p->cache != NULL) {
         pool->admit = sl_xcalloc(1, sizeof(*pool->admit));
         policy_cacheadmit_init(pool->admit);

@@ -175,6 +175,10 @@ typedef struct pool_params {
     struct state_cache *cache;    /* the response cache (state/state_cache.h); NULL: off */
     uint8_t cache_unfinalized;    /* cache.unfinalized: head (policy/cache.h) */
     policy_cacheadmit_conf_t cache_admit; /* what one answer and one caller may put in it */
+    /* Told (from inside the read, so it may only look and pool_call_cut)
+     * each time an upstream answer a call reads grows: cb and cb_data are
+     * the call's own (pool_call_start's). NULL: nobody. */
+    void (*on_grow)(pool_call_t *call, void (*cb)(pool_call_t *, void *), void *cb_data);
 } pool_params_t;
 
 SL_MUST_CHECK sl_err_t pool_create(const pool_params_t *params, pool_t **out);
@@ -223,6 +227,13 @@ pool_call_t *pool_call_start(pool_network_t *net, pool_item_t *items, size_t n, 
  * params do not read (routed as naming no block: the node answers the
  * call's mistake). */
 const policy_blockref_call_t *pool_item_blockref(pool_item_t *it, policy_chain_t chain);
+
+/* Ends the call at the next loop turn as its deadline would (its exchanges
+ * cancelled, pending items failed with POOL_OUTCOME_DEADLINE, the callback
+ * run): the gateway's cut of a call whose caller went past its share of
+ * answer bytes while the answer was being read. Safe from on_grow; a no-op
+ * for a call done. */
+void pool_call_cut(pool_call_t *call);
 
 /* Frees the call and the answer bytes its items point to (NULL: nothing).
  * Before its callback ran (the client went away), the call stops first:
@@ -278,7 +289,8 @@ uint64_t pool_network_head(const pool_network_t *net);
 void pool_close_idle(pool_t *pool);
 
 /* pool_wspass.c: subscriptions passed through to an endpoint's WebSocket
- * (its ws_url), one socket per endpoint per worker shared by all of them,
+ * (its ws_url), one socket per endpoint per worker shared by all of them
+ * (a second, POOL_WSPASS_SOCKETS, opened when the first is full),
  * for the gateway's passthrough sources. The owner hears each notification's
  * result (JSON text) and, once, that the subscription is lost (the socket
  * died, stalled or went over a bound, the endpoint stopped being usable, or
@@ -286,6 +298,7 @@ void pool_close_idle(pool_t *pool);
  * POOL_WSPASS_MAX_SUBS per socket, POOL_WSPASS_MAX_MESSAGE per message,
  * POOL_WSPASS_MAX_QUEUED bytes waiting to be written. */
 #define POOL_WSPASS_MAX_SUBS 256
+#define POOL_WSPASS_SOCKETS 2     /* per endpoint per worker: the second opens when the first is full */
 #define POOL_WSPASS_MAX_MESSAGE (1024 * 1024)
 #define POOL_WSPASS_MAX_QUEUED (1024 * 1024)
 typedef struct pool_wsub pool_wsub_t;
@@ -298,8 +311,9 @@ int pool_wsub_configured(const pool_network_t *net);
 /* The first endpoint in net's plan order with a ws_url, usable, not in its
  * backoff after a loss and with room; -1 if none. */
 int pool_wsub_pick(pool_network_t *net);
-/* Upstream subscriptions net's ws endpoints have room for now: per socket
- * POOL_WSPASS_MAX_SUBS less those it holds, over the endpoints with a
+/* Upstream subscriptions net's ws endpoints have room for now: per
+ * endpoint POOL_WSPASS_SOCKETS x POOL_WSPASS_MAX_SUBS less those its
+ * sockets hold (a second socket not yet opened counts), over the endpoints with a
  * ws_url whose address is good (one in its backoff after a loss counts: its
  * room comes back); *sockets gets how many such endpoints there are. 0 with
  * sockets: every one is full (a new subscription would wait and get nothing,

@@ -201,9 +201,20 @@ pool_fail_t pool_call_attempt_start(pool_call_t *call, pool_exchange_t *ex, int 
 {
     pool_endpoint_t *e = &call->net->endpoints[ep];
     pool_fail_t fail = call->net->pool->t.ops->start(ex, &e->link, body, len, is_write, cb, call);
-    if (fail == POOL_FAIL_NONE)
+    if (fail == POOL_FAIL_NONE) {
+        ex->grow_call = call;
         POOL_STAT_PEAK(e, max_inflight_seen, e->link.inflight);
+    }
     return fail;
+}
+
+void pool_call_cut(pool_call_t *call)
+{
+    if (call == NULL || call->state == POOL_CALL_DONE)
+        return;
+    if (h2o_timeout_is_linked(&call->deadline))
+        h2o_timeout_unlink(&call->deadline);
+    h2o_timeout_link(call->net->pool->loop, &call->net->pool->t.zero_timeout, &call->deadline);
 }
 
 void pool_call_attempt_cancel(pool_call_t *call, pool_exchange_t *ex)

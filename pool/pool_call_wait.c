@@ -89,8 +89,17 @@ static void on_slot_freed(pool_link_t *link)
     pool_call_wake_waiters(pool_link_endpoint(link)->net);
 }
 
+/* The transport's hook: an answer a call reads grew. */
+static void on_grew(pool_exchange_t *ex)
+{
+    pool_call_t *call = ex->grow_call;
+    if (call->net->pool->on_grow != NULL && call->state != POOL_CALL_DONE)
+        call->net->pool->on_grow(call, call->cb, call->data);
+}
+
 void pool_call_layer_init(pool_t *pool)
 {
     pool->t.slot_freed = on_slot_freed;
+    pool->t.grew = on_grew;
     pool->refreshed = pool_call_recheck_waiters;
 }

@@ -190,11 +190,14 @@ static h2o_buffer_prototype_t *conn_input_prototype(void)
 static void exchange_charge(pool_conn_t *c, pool_exchange_t *ex, size_t held)
 {
     sl_budget_t *b = conn_transport(c)->budget;
+    int grew = held > ex->charged;
     if (b != NULL && held > ex->charged)
         sl_budget_charge(b, held - ex->charged);
     else if (held < ex->charged)
         pool_budget_release(conn_transport(c), ex->charged - held);
     ex->charged = held;
+    if (grew && ex->grow_call != NULL && conn_transport(c)->grew != NULL)
+        conn_transport(c)->grew(ex);
 }
 
 /* A body of known length up to this size stays in the socket's buffer as it
@@ -484,8 +487,77 @@ void pool_conn_unsent(pool_conn_t *c)
     }
 }
 
+/* Reads what is left of the answer a drained connection waits for. */
+static void drain_body(pool_conn_t *c)
+{
+    h2o_buffer_t *in = c->sock->input;
+    size_t n = in->size < c->drain_left ? in->size : c->drain_left;
+    h2o_buffer_consume(&c->sock->input, n);
+    c->drain_left -= n;
+    if (c->drain_left > 0)
+        return;
+    h2o_linklist_unlink(&c->wait_link);
+    if (c->sock->input->size != 0) { /* bytes after the answer */
+        conn_destroy(c);
+        return;
+    }
+    conn_make_idle(c);
+}
+
+static void on_drain_read(h2o_socket_t *sock, const char *err)
+{
+    pool_conn_t *c = sock->data;
+    if (err != NULL) {
+        conn_destroy(c);
+        return;
+    }
+    if (c->state == POOL_CONN_SENDING) {
+        pool_http_head_t head;
+        sl_err_t e = pool_http_parse_head(sock->input->bytes, sock->input->size, &head);
+        if (e == SL_ERR_TRUNCATED && sock->input->size < POOL_DRAIN_MAX_BYTES)
+            return;
+        if (e != SL_OK || head.chunked || !head.keep_alive || head.content_length < 0 ||
+            head.content_length > POOL_DRAIN_MAX_BYTES) {
+            conn_destroy(c);
+            return;
+        }
+        h2o_buffer_consume(&sock->input, head.head_len);
+        conn_enter(c, POOL_CONN_BODY);
+        c->drain_left = (size_t)head.content_length;
+    }
+    drain_body(c);
+}
+
+void pool_conn_drain(pool_conn_t *c, const pool_exchange_t *ex)
+{
+    size_t left = 0;
+    if (c->state == POOL_CONN_BODY) {
+        /* a Content-Length body read in place is all in the socket's buffer; a larger one was moved out */
+        int64_t rest = ex->head.content_length - (int64_t)(body_in_place(ex) ? 0 : ex->body.len);
+        if (ex->head.chunked || ex->head.content_length < 0 || !ex->head.keep_alive || rest > POOL_DRAIN_MAX_BYTES) {
+            conn_destroy(c);
+            return;
+        }
+        left = (size_t)rest;
+    }
+    /* h2o writes from the exchange's buffers until the write is done: they go with the call */
+    if (!ex->write_done || ex->peer_closed || (c->state != POOL_CONN_SENDING && c->state != POOL_CONN_BODY)) {
+        conn_destroy(c);
+        return;
+    }
+    c->drain_left = left;
+    h2o_linklist_insert(&c->link->draining, &c->wait_link);
+    h2o_timeout_link(conn_transport(c)->loop, &conn_transport(c)->drain_timeout, &c->idle_timer);
+    h2o_socket_read_stop(c->sock);
+    h2o_socket_read_start(c->sock, on_drain_read);
+    if (c->sock->input->size > 0)
+        on_drain_read(c->sock, NULL);
+}
+
 void pool_link_close_idle(pool_link_t *link)
 {
+    while (!h2o_linklist_is_empty(&link->draining))
+        conn_destroy(H2O_STRUCT_FROM_MEMBER(pool_conn_t, wait_link, link->draining.next));
     while (!h2o_linklist_is_empty(&link->idle)) {
         pool_conn_t *c = H2O_STRUCT_FROM_MEMBER(pool_conn_t, idle_link, link->idle.next);
         conn_destroy(c);

@@ -118,7 +118,7 @@ void pool_exchange_cancel(pool_exchange_t *ex)
     unlink_timers(ex);
     ex->conn->ex = NULL;
     if (ex->sent)
-        pool_conn_put_back(ex->conn, 0);
+        pool_conn_drain(ex->conn, ex);
     else
         pool_conn_unsent(ex->conn);
     ex->conn = NULL;

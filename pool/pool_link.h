@@ -24,6 +24,12 @@
 #define POOL_MAX_ADDRS 8
 #define POOL_IDLE_TIMEOUT_MS 30000     /* below common upstream keep-alive timeouts */
 #define POOL_MAX_IDLE_PER_ENDPOINT 128
+/* An exchange cancelled after its request was written (a client's HTTP/2
+ * stream reset): its answer is read and dropped so the connection is pooled
+ * again, when the answer has a Content-Length of at most this many bytes and
+ * is read within POOL_DRAIN_MS; otherwise the connection is closed. */
+#define POOL_DRAIN_MAX_BYTES (64 * 1024)
+#define POOL_DRAIN_MS 1000
 #define POOL_WRITE_REUSE_MAX_IDLE_MS 2000 /* writes avoid connections idle longer */
 #define POOL_DNS_REFRESH_MS 60000
 
@@ -53,6 +59,9 @@ struct pool_transport {
     size_t max_response_bytes;
     sl_budget_t *budget;          /* NULL: answers are not accounted (unit tests) */
     h2o_timeout_t idle_timeout;
+    h2o_timeout_t drain_timeout;  /* POOL_DRAIN_MS */
+    /* The hook the call layer installs: ex's body grew (ex->grow_call set). */
+    void (*grew)(pool_exchange_t *ex);
     h2o_timeout_t zero_timeout;   /* a request on a kept-alive connection is written a loop turn later */
     pool_delays_t delays;
     /* The hook the call layer installs: one of link's slots freed up (an
@@ -105,6 +114,7 @@ struct pool_link {
 
     h2o_linklist_t idle;          /* pool_conn_t, most recently used first */
     size_t nidle;
+    h2o_linklist_t draining;      /* pool_conn_t reading a cancelled exchange's answer (pool_conn_drain) */
     uint32_t inflight;            /* exchanges in progress (or slots held) in this worker */
 };
 
@@ -134,6 +144,7 @@ struct pool_exchange {
     h2o_buffer_t *in;             /* the socket's buffer, taken whole: the body as it arrived */
     size_t charged;               /* bytes of the body charged to the budget; the owner
                                    * takes body or in with it (pool_call_keep_exchange) */
+    void *grow_call;              /* the pool_call_t it reads for (told as its body grows), or NULL */
     uint32_t latency_us;
 };
 

@@ -28,7 +28,9 @@ struct pool_conn {
     h2o_linklist_t idle_link;     /* in link->idle while IDLE */
     h2o_timeout_entry_t idle_timer;
     uint64_t idle_since_ms;
-    h2o_linklist_t wait_link;     /* in link->dns_waiting while its address is being looked up (sock NULL) */
+    h2o_linklist_t wait_link;     /* in link->dns_waiting while its address is being looked up (sock NULL),
+                                     or in link->draining while it drains */
+    size_t drain_left;            /* draining: body bytes still to read and drop */
     uint32_t requests;            /* served on this connection */
     pool_chunked_t chunked;
     pool_sock_t opening;          /* pool_sock_connect's, while CONNECTING or HANDSHAKE */
@@ -53,6 +55,11 @@ void pool_conn_put_back(pool_conn_t *c, int reusable);
  * connecting or in its TLS handshake goes idle once open (closed if that
  * takes past the idle timeout); one still waiting for its address is dropped. */
 void pool_conn_unsent(pool_conn_t *c);
+/* After an exchange cancelled once its request was sent (ex, c->ex already
+ * NULL): its answer is read and dropped within POOL_DRAIN_MAX_BYTES and
+ * POOL_DRAIN_MS, then c is pooled again; else (the request not all written,
+ * a chunked or larger answer, a close) c is closed. */
+void pool_conn_drain(pool_conn_t *c, const pool_exchange_t *ex);
 /* The link's first lookup ended: connections waiting for it connect now,
  * or fail with POOL_FAIL_DNS if no address is known. */
 void pool_conn_dns_done(pool_link_t *link);

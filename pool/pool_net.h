@@ -116,7 +116,8 @@ struct pool_endpoint {
     uint8_t walk_old[32];
     state_endpoint_rec_t walk_rec; /* what the probe will share once the walk is done */
     struct pool_wshead *wshead;   /* the ws_url stream (pool_wshead.c); NULL without ws_url */
-    struct pool_wspass *wspass;   /* the ws_url's subscriptions socket (pool_wspass.c); NULL: none yet */
+    /* the ws_url's subscriptions sockets (pool_wspass.c): the second opened when the first is full; NULL: none yet */
+    struct pool_wspass *wspass[POOL_WSPASS_SOCKETS];
 };
 
 /* How the call layer counts into an endpoint's record of this worker: one
@@ -216,6 +217,8 @@ struct pool {
     /* The hook the call layer installs: a snapshot of net's shared records
      * was taken (waiters whose endpoints became unusable get their answer). */
     void (*refreshed)(pool_network_t *net);
+    /* pool_params_t's on_grow (NULL: none) */
+    void (*on_grow)(pool_call_t *call, void (*cb)(pool_call_t *, void *), void *cb_data);
     h2o_timeout_t tick_timeout;   /* snapshot refresh / flush / probes */
     h2o_timeout_entry_t tick;
     uint64_t last_flush_ms;

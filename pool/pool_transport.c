@@ -24,6 +24,7 @@ void pool_transport_init(pool_transport_t *t, h2o_loop_t *loop, h2o_multithread_
     t->budget = budget;
     t->slot_freed = slot_freed_nobody;
     h2o_timeout_init(loop, &t->idle_timeout, POOL_IDLE_TIMEOUT_MS);
+    h2o_timeout_init(loop, &t->drain_timeout, POOL_DRAIN_MS);
     h2o_timeout_init(loop, &t->zero_timeout, 0);
     pool_delays_init(&t->delays, loop);
 }
@@ -31,6 +32,7 @@ void pool_transport_init(pool_transport_t *t, h2o_loop_t *loop, h2o_multithread_
 void pool_transport_dispose(pool_transport_t *t)
 {
     h2o_timeout_dispose(t->loop, &t->idle_timeout);
+    h2o_timeout_dispose(t->loop, &t->drain_timeout);
     h2o_timeout_dispose(t->loop, &t->zero_timeout);
     pool_delays_dispose(&t->delays);
 }
@@ -102,6 +104,7 @@ sl_err_t pool_link_init(pool_link_t *link, pool_link_timers_t *timers, int index
     link->conf = conf;
     link->index = index;
     h2o_linklist_init_anchor(&link->idle);
+    h2o_linklist_init_anchor(&link->draining);
     if (wire_url_parse(conf->url, &link->url) != SL_OK) {
         sl_log_error("endpoint %s/%s: invalid URL %s", timers->network, conf->id, conf->url_redacted);
         return SL_ERR_CONFIG;

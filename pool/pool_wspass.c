@@ -37,6 +37,7 @@
 
 typedef struct pool_wspass {
     pool_endpoint_t *ep;
+    unsigned index;               /* in ep->wspass */
     pool_endpoint_conf_t conf;    /* the endpoint's, with the ws_url (in its http form) as url */
     pool_link_t link;
     int link_ok;
@@ -119,8 +120,8 @@ static void sock_lost(pool_wspass_t *s, const char *why)
     h2o_linklist_init_anchor(&gone);
     h2o_linklist_insert_list(&gone, &s->subs);
     if (s->live != 0)
-        sl_log_warn("endpoint %s/%s: subscription WebSocket lost: %s (%zu subscriptions)", s->ep->net->conf->name,
-                    s->ep->conf->id, why, s->live);
+        sl_log_warn("endpoint %s/%s: subscription WebSocket %u lost: %s (%zu subscriptions)", s->ep->net->conf->name,
+                    s->ep->conf->id, s->index + 1, why, s->live);
     s->live = 0;
     while (!h2o_linklist_is_empty(&gone)) {
         pool_wsub_t *w = H2O_STRUCT_FROM_MEMBER(pool_wsub_t, link, gone.next);
@@ -235,22 +236,47 @@ static const pool_ws_cbs_t ws_cbs = {on_ws_open, on_ws_message, on_ws_closed};
 
 /* ---- the API ------------------------------------------------------------ */
 
-static pool_wspass_t *sock_of(pool_endpoint_t *ep)
+/* Socket k of ep, made (not opened) when first asked for. */
+static pool_wspass_t *sock_of(pool_endpoint_t *ep, unsigned k)
 {
-    if (ep->wspass != NULL || ep->conf->ws_url == NULL)
-        return ep->wspass;
+    if (ep->wspass[k] != NULL || ep->conf->ws_url == NULL)
+        return ep->wspass[k];
     char *http = wire_url_ws_as_http(ep->conf->ws_url);
     if (http == NULL)
         return NULL;
     pool_wspass_t *s = sl_xcalloc(1, sizeof(*s));
     s->ep = ep;
+    s->index = k;
     s->conf = *ep->conf;
     s->conf.url = http;
     s->conf.url_redacted = ep->conf->ws_url_redacted;
     s->link_ok = pool_link_init(&s->link, &ep->net->timers, ep->index, &s->conf) == SL_OK;
     h2o_linklist_init_anchor(&s->subs);
-    ep->wspass = s;
+    ep->wspass[k] = s;
     return s;
+}
+
+/* 1 if s may take a new subscription now. */
+static int sock_takes(const pool_wspass_t *s, uint64_t mono)
+{
+    /* a socket already opening waits for its address itself: only a closed one must not be picked
+     * while the name is looked up (its open would fail) */
+    return s != NULL && s->link_ok && mono >= s->retry_at_ms && s->live < POOL_WSPASS_MAX_SUBS &&
+           (s->ws.state != POOL_WS_CLOSED || !pool_dns_pending(&s->link));
+}
+
+/* The socket of ep a new subscription goes to: the first one with room; the
+ * next one is made only when those before it are full. NULL: none. */
+static pool_wspass_t *sock_pick(pool_endpoint_t *ep, uint64_t mono)
+{
+    for (unsigned k = 0; k < POOL_WSPASS_SOCKETS && ep->conf->ws_url != NULL; k++) {
+        pool_wspass_t *s = sock_of(ep, k);
+        if (sock_takes(s, mono))
+            return s;
+        if (s == NULL || s->live < POOL_WSPASS_MAX_SUBS)
+            return NULL; /* not full, only unusable now: no second socket for that */
+    }
+    return NULL;
 }
 
 int pool_wsub_configured(const pool_network_t *net)
@@ -266,11 +292,7 @@ int pool_wsub_pick(pool_network_t *net)
     uint64_t mono = sl_now_ms();
     for (size_t i = 0; i < net->norder; i++) {
         pool_endpoint_t *ep = &net->endpoints[net->order[i]];
-        pool_wspass_t *s = ep->conf->ws_url != NULL ? sock_of(ep) : NULL;
-        /* a socket already opening waits for its address itself: only a closed one must not be picked
-         * while the name is looked up (its open would fail) */
-        if (s != NULL && s->link_ok && mono >= s->retry_at_ms && s->live < POOL_WSPASS_MAX_SUBS &&
-            (s->ws.state != POOL_WS_CLOSED || !pool_dns_pending(&s->link)))
+        if (sock_pick(ep, mono) != NULL)
             return ep->index;
     }
     return -1;
@@ -282,11 +304,14 @@ size_t pool_wsub_room(pool_network_t *net, size_t *sockets)
     *sockets = 0;
     for (size_t i = 0; i < net->nendpoints; i++) {
         pool_endpoint_t *ep = &net->endpoints[i];
-        pool_wspass_t *s = ep->conf->ws_url != NULL ? sock_of(ep) : NULL;
+        pool_wspass_t *s = ep->conf->ws_url != NULL ? sock_of(ep, 0) : NULL;
         if (s == NULL || !s->link_ok)
             continue;
         (*sockets)++;
-        room += s->live < POOL_WSPASS_MAX_SUBS ? POOL_WSPASS_MAX_SUBS - s->live : 0;
+        for (unsigned k = 0; k < POOL_WSPASS_SOCKETS; k++) { /* a socket not made yet has all its room */
+            size_t live = ep->wspass[k] != NULL ? ep->wspass[k]->live : 0;
+            room += live < POOL_WSPASS_MAX_SUBS ? POOL_WSPASS_MAX_SUBS - live : 0;
+        }
     }
     return room;
 }
@@ -301,21 +326,30 @@ size_t pool_wsub_sockets(const pool_network_t *net)
     size_t n = 0;
     const pool_t *pool = net->pool;
     for (size_t k = 0; k < pool->nnetworks; k++)
-        for (size_t i = 0; i < pool->networks[k].nendpoints; i++) {
-            const pool_wspass_t *s = pool->networks[k].endpoints[i].wspass;
-            n += s != NULL && s->live != 0 && s->ws.state != POOL_WS_CLOSED;
-        }
+        for (size_t i = 0; i < pool->networks[k].nendpoints; i++)
+            for (unsigned j = 0; j < POOL_WSPASS_SOCKETS; j++) {
+                const pool_wspass_t *s = pool->networks[k].endpoints[i].wspass[j];
+                n += s != NULL && s->live != 0 && s->ws.state != POOL_WS_CLOSED;
+            }
     return n;
 }
 
 pool_wsub_t *pool_wsub_open(pool_network_t *net, int endpoint, const char *method, const char *params,
                             const char *unsubscribe, const pool_wsub_cbs_t *cbs, void *data, const char **why)
 {
-    pool_wspass_t *s = endpoint >= 0 && (size_t)endpoint < net->nendpoints ? sock_of(&net->endpoints[endpoint])
-                                                                           : NULL;
-    *why = s == NULL || !s->link_ok         ? "the endpoint has no usable ws_url"
-           : s->live >= POOL_WSPASS_MAX_SUBS ? "the endpoint's subscription socket is full"
-                                             : NULL;
+    pool_endpoint_t *ep = endpoint >= 0 && (size_t)endpoint < net->nendpoints ? &net->endpoints[endpoint] : NULL;
+    pool_wspass_t *s = NULL;
+    for (unsigned k = 0; ep != NULL && k < POOL_WSPASS_SOCKETS && s == NULL; k++) {
+        pool_wspass_t *o = sock_of(ep, k);
+        if (o == NULL || !o->link_ok || o->live < POOL_WSPASS_MAX_SUBS) {
+            s = o;
+            break;
+        }
+    }
+    *why = s == NULL || !s->link_ok ? (ep != NULL && ep->wspass[0] != NULL && ep->wspass[0]->link_ok
+                                           ? "the endpoint's subscription sockets are full"
+                                           : "the endpoint has no usable ws_url")
+                                    : NULL;
     if (*why != NULL)
         return NULL;
     if (s->ws.state == POOL_WS_CLOSED) {
@@ -403,9 +437,8 @@ static const char *sock_verdict(pool_wspass_t *s, uint64_t mono, char *why, size
     return NULL;
 }
 
-void pool_wspass_tick(pool_endpoint_t *ep, uint64_t now_ms)
+static void sock_tick(pool_endpoint_t *ep, pool_wspass_t *s, uint64_t now_ms)
 {
-    pool_wspass_t *s = ep->wspass;
     char why[96];
     if (s == NULL || s->ws.state == POOL_WS_CLOSED)
         return;
@@ -431,15 +464,23 @@ void pool_wspass_tick(pool_endpoint_t *ep, uint64_t now_ms)
         sock_lost(s, v);
 }
 
+void pool_wspass_tick(pool_endpoint_t *ep, uint64_t now_ms)
+{
+    for (unsigned k = 0; k < POOL_WSPASS_SOCKETS; k++)
+        sock_tick(ep, ep->wspass[k], now_ms);
+}
+
 void pool_wspass_dispose(pool_endpoint_t *ep)
 {
-    pool_wspass_t *s = ep->wspass;
-    if (s == NULL)
-        return;
-    sock_lost(s, "the worker is stopping");
-    if (s->link.timers != NULL)
-        pool_link_dispose(&s->link);
-    free(s->conf.url);
-    free(s);
-    ep->wspass = NULL;
+    for (unsigned k = 0; k < POOL_WSPASS_SOCKETS; k++) {
+        pool_wspass_t *s = ep->wspass[k];
+        if (s == NULL)
+            continue;
+        sock_lost(s, "the worker is stopping");
+        if (s->link.timers != NULL)
+            pool_link_dispose(&s->link);
+        free(s->conf.url);
+        free(s);
+        ep->wspass[k] = NULL;
+    }
 }

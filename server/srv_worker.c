@@ -268,6 +268,7 @@ static int worker_setup(worker_t *w)
         .cache = w->cache,
         .cache_unfinalized = (uint8_t)cfg->cache.unfinalized,
         .cache_admit = cfg_cache_admit_conf(&cfg->cache),
+        .on_grow = gw_exec_answer_grows,
     };
     if (pool_create(&pp, &w->pool) != SL_OK)
         return -1;

@@ -42,7 +42,31 @@ typedef struct sub {
     h2o_linklist_t client_link;   /* in c->subs */
     h2o_linklist_t source_link;   /* in src->subs */
     char id[SUB_ID_MAX];              /* as written in JSON: "\"0x…\"" or digits */
+    void *hold;                   /* its filter's bytes, held by the edge (NULL: nothing held) */
 } sub_t;
+
+/* The filter's bytes (the normalised params its source keeps: a logs
+ * filter's addresses and topics) charged by the edge to the worker's held
+ * bytes and c's share of them while the subscription lives, from
+ * SUB_FILTER_FREE bytes on; each subscriber is charged, as each keeps the
+ * source alive. NULL, or the refusal. */
+static const char *sub_charge(sub_client_t *c, sub_t *sub, size_t bytes)
+{
+    if (c->edge == NULL || c->edge->hold == NULL || bytes < SUB_FILTER_FREE)
+        return NULL;
+    switch (c->edge->hold(c, bytes, &sub->hold)) {
+    case SUB_HOLD_OK: return NULL;
+    case SUB_HOLD_SHARE: return sub_filter_share_msg;
+    default: return sub_filter_budget_msg;
+    }
+}
+
+static void sub_free(sub_t *sub)
+{
+    if (sub->hold != NULL)
+        sub->c->edge->unhold(sub->hold);
+    free(sub);
+}
 
 static void source_free(sub_source_t *src);
 
@@ -186,14 +210,14 @@ static void gauge(sub_reg_t *r, const sub_source_t *src, int delta)
 }
 
 void sub_client_init(sub_client_t *c, sub_reg_t *r, sub_net_t *net, const char *ident, sub_send_fn send,
-                     sub_admit_fn admit)
+                     const sub_edge_t *edge)
 {
     memset(c, 0, sizeof(*c));
     c->reg = r;
     c->net = net;
     snprintf(c->ident, sizeof(c->ident), "%s", ident);
     c->send = send;
-    c->admit = admit;
+    c->edge = edge;
     h2o_linklist_init_anchor(&c->subs);
     h2o_linklist_insert(&r->clients, &c->link);
 }
@@ -285,7 +309,7 @@ static void sub_end(sub_t *sub)
     src->nsubs--;
     gauge(r, src, -1);
     int creators = strcmp(sub->c->ident, src->creator) == 0;
-    free(sub);
+    sub_free(sub);
     if (src->nsubs == 0)
         source_free(src); /* (a finished source has no subscriptions left to end) */
     else if (creators)
@@ -378,7 +402,7 @@ void sub_finish(sub_source_t *src)
         h2o_linklist_unlink(&sub->source_link);
         sub->c->nsubs--;
         gauge(r, src, -1);
-        free(sub);
+        sub_free(sub);
     }
     src->nsubs = 0;
     if (!h2o_timeout_is_linked(&src->reap))
@@ -495,6 +519,14 @@ static void subscribe(sub_client_t *c, const sub_kind_t *k, const cJSON *params,
         return;
     }
     sub_t *sub = sl_xcalloc(1, sizeof(*sub));
+    over = sub_charge(c, sub, key.len);
+    if (over != NULL) {
+        sub_count_net(c->reg, c->net->index, STATE_SRV_SUB_REFUSED, 1);
+        sub_reply_error(c, body, id, WIRE_RPC_LIMIT_EXCEEDED, over);
+        free(sub);
+        sl_buf_dispose(&key);
+        return;
+    }
     sub->c = c;
     sub_new_id(k->id_form, sub->id);
     /* answered before the source may notify (its first call is never synchronous) */
@@ -589,7 +621,7 @@ int sub_message(sub_client_t *c, const char *body, size_t len)
         cJSON_Delete(params);
         return 0; /* not ours: gw_exec answers it (-32601 for a method of another chain) */
     }
-    if ((env.id.len == 0 && k != NULL) || (c->admit != NULL && !c->admit(c, body, len, env.id))) {
+    if ((env.id.len == 0 && k != NULL) || (c->edge != NULL && c->edge->admit != NULL && !c->edge->admit(c, body, len, env.id))) {
         cJSON_Delete(params);
         return 1; /* a subscribe notification is none (nobody could name it); over the caller's
                      rate limit: answered */

@@ -67,19 +67,34 @@ typedef struct sub_counters {
 /* Queues bytes (one text message) for the client; copies them. */
 typedef void (*sub_send_fn)(sub_client_t *c, const char *bytes, size_t len);
 
-/* Charges a subscription call (body[0..len), its id at id) to the caller's
- * rate limit, as one standard call over HTTP is, and holds it to the
- * caller's access scope: 1 to go on, 0 after answering the refusal itself
- * (by c->send). The client edge's (gateway/), which knows the caller's tier
- * and key. */
-typedef int (*sub_admit_fn)(sub_client_t *c, const char *body, size_t len, wire_span_t id);
+typedef enum sub_hold_result {
+    SUB_HOLD_OK,                  /* held: *token is what unhold takes back */
+    SUB_HOLD_SHARE,               /* past the caller's share of the worker's held bytes */
+    SUB_HOLD_BUDGET,              /* past the worker's held bytes */
+} sub_hold_result_t;
+
+/* What the client edge (gateway/gw_ws_sub.c) does for sub/, which knows
+ * nothing of the caller's tier, key or the worker's byte budget:
+ *   admit:  charges a subscription call (body[0..len), its id at id) to the
+ *           caller's rate limit, as one standard call over HTTP is, and holds
+ *           it to the caller's access scope: 1 to go on, 0 after answering
+ *           the refusal itself (by c->send);
+ *   hold:   charges bytes a subscription keeps while it lives (its filter) to
+ *           the worker's held bytes (server.max_buffered_bytes) and the
+ *           caller's share of them (max_buffered_share);
+ *   unhold: gives them back. */
+typedef struct sub_edge {
+    int (*admit)(sub_client_t *c, const char *body, size_t len, wire_span_t id);
+    sub_hold_result_t (*hold)(sub_client_t *c, size_t bytes, void **token);
+    void (*unhold)(void *token);
+} sub_edge_t;
 
 struct sub_client {
     sub_reg_t *reg;
     sub_net_t *net;
     char ident[SUB_IDENT_MAX];    /* "key:<name>" / "ip:<address>": the per-identity bound */
     sub_send_fn send;
-    sub_admit_fn admit;           /* NULL: every call admitted */
+    const sub_edge_t *edge;       /* NULL: every call admitted, nothing held */
     h2o_linklist_t subs;          /* sub_t, oldest first */
     h2o_linklist_t link;          /* in the registry's clients */
     uint32_t nsubs;
@@ -92,7 +107,7 @@ void sub_destroy(sub_reg_t *r);
 
 /* ident is the client edge's: whose bounds a subscription counts in. */
 void sub_client_init(sub_client_t *c, sub_reg_t *r, sub_net_t *net, const char *ident, sub_send_fn send,
-                     sub_admit_fn admit);
+                     const sub_edge_t *edge);
 /* The socket is gone: its subscriptions end (sources without subscribers stop). */
 void sub_client_dispose(sub_client_t *c);
 

@@ -238,6 +238,11 @@ void sub_new_id(sub_id_form_t form, char *out);
 extern const char sub_pass_room_msg[];
 extern const char sub_pass_share_msg[];
 extern const char sub_polled_sources_msg[];
+/* A subscription's filter (its normalised params) is charged to the held
+ * bytes from this size on (smaller: newHeads' "", an account's key) */
+#define SUB_FILTER_FREE 256
+extern const char sub_filter_share_msg[];
+extern const char sub_filter_budget_msg[];
 const char *sub_sol_slot_params(const cJSON *params, sl_buf_t *key);
 void sub_sol_slot_start(sub_source_t *src);
 void sub_sol_root_start(sub_source_t *src);
@@ -265,6 +270,24 @@ struct sub_call;
 /* After a poll's call c: endpoint (cap bytes) becomes the one that answered
  * it; a failover away from the one before is told (sub_source_changed). */
 void sub_sol_note_endpoint(sub_source_t *src, const struct sub_call *c, char *endpoint, size_t cap);
+
+/* sub_sol_match.c: a programSubscribe's filters applied to the accounts
+ * of a shared getProgramAccounts answer (sub_sol_program.c). */
+typedef struct sub_sol_filter {
+    int data_size;                /* 1: {"dataSize": n}; 0: {"memcmp": {offset n, bytes}} */
+    uint64_t n;
+    uint8_t bytes[128];           /* memcmp's bytes, decoded */
+    size_t len;
+    char text[200];               /* the filter in normal form (the key's), to compare filters */
+} sub_sol_filter_t;
+/* The normalised filters' JSON text ("" or NULL: none) into out (at most
+ * cap); 0 when one cannot be decoded. */
+int sub_sol_filters_parse(const char *json, sub_sol_filter_t *out, size_t cap, size_t *n);
+/* 1 if data (len bytes) passes every filter of f. */
+int sub_sol_filters_match(const sub_sol_filter_t *f, size_t n, const uint8_t *data, size_t len);
+/* An answer's account object's data decoded (base64, base58 or a plain
+ * base58 string) into *data (caller frees) and 1, or 0 (another encoding). */
+int sub_sol_account_data(const cJSON *acc, uint8_t **data, size_t *len);
 
 /* sub_pass.c: the passthrough source. sub_pass_params is the generic
  * normaliser of a passthrough kind without its own (Solana: an array whose

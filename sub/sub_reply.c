@@ -38,6 +38,11 @@ const char sub_polled_sources_msg[] =
     "too many distinct polled programSubscribe / logsSubscribe started by this caller (each polls the provider "
     "every interval: server.ws_max_polled_sources_per_identity): subscribe to what is already followed, or "
     "unsubscribe first";
+const char sub_filter_share_msg[] =
+    "this caller's subscriptions' filters and held answers are past its share of the worker's held bytes "
+    "(server.max_buffered_share): unsubscribe, or narrow the filters";
+const char sub_filter_budget_msg[] =
+    "the worker holds its most bytes (server.max_buffered_bytes): retry later";
 
 /* data.reason of a refusal whose message is one of these (the same pointer) */
 static const struct {
@@ -48,6 +53,8 @@ static const struct {
     {sub_pass_room_msg, "{\"reason\":\"passthrough_room\"}"},
     {sub_pass_share_msg, "{\"reason\":\"passthrough_share\"}"},
     {sub_polled_sources_msg, "{\"reason\":\"polled_sources\"}"},
+    {sub_filter_share_msg, "{\"reason\":\"filter_bytes\",\"bound\":\"server.max_buffered_share\"}"},
+    {sub_filter_budget_msg, "{\"reason\":\"filter_bytes\",\"bound\":\"server.max_buffered_bytes\"}"},
 };
 
 void sub_reply_error(sub_client_t *c, const char *body, wire_span_t id, int code, const char *msg)

@@ -7,7 +7,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { readFileSync } from 'node:fs';
-import { startFake, startSluice, post, call, sleep, waitFor, adminGet, metricValue as metric } from '../lib/harness.mjs';
+import { startFake, startSluice, post, postFresh, call, sleep, waitFor, adminGet, metricValue as metric } from '../lib/harness.mjs';
 
 const started = [];
 after(async () => { await Promise.all(started.map((p) => p.stop())); });
@@ -174,5 +174,72 @@ test('fourteen large calls at once from one caller: its share is reserved at adm
   assert.ok(peak <= 2 * SIZE + MB, `peak ${peak} bytes: at most the two answers admitted`);
   console.log(`figures (burst): kept ${kept.length} of 14, ${upFront.length} refused at admission; bystander ` +
     `${statuses.length} calls, ${bad.length} refused; peak ${(peak / MB).toFixed(1)} MB of ${BUDGET / MB} MB`);
+  for (const c of burst) c.sock.destroy();
+});
+
+// A raw call from `from` (eth_call with its own params: none coalesced) that
+// stops reading once its head arrives, as hoarder() does.
+function rawCall(port, from, k) {
+  const body = JSON.stringify(call('eth_call', [{ to: `0x${k.toString(16).padStart(40, '0')}`, data: '0x' }, 'latest'], k));
+  const sock = net.connect({ port, host: '127.0.0.1', localAddress: from });
+  const c = { sock };
+  sock.on('error', () => {});
+  let buf = Buffer.alloc(0);
+  return new Promise((resolve) => {
+    sock.on('data', (d) => {
+      if (c.status === 200) return;
+      buf = Buffer.concat([buf, d]);
+      const end = buf.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      c.status = Number(buf.subarray(9, 12).toString('latin1'));
+      if (c.status === 200) { sock.pause(); resolve(c); return; }
+      const len = Number(buf.subarray(0, end).toString('latin1').match(/content-length: (\d+)/i)[1]);
+      if (buf.length < end + 4 + len) return;
+      c.json = JSON.parse(buf.subarray(end + 4, end + 4 + len).toString('utf8'));
+      resolve(c);
+    });
+    sock.write(`POST /eth HTTP/1.1\r\nHost: sluice\r\nContent-Type: application/json\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+  });
+}
+
+test('a burst past a small estimate: a caller whose answers were small bursts large ones; the calls past its share ' +
+  'are cut while read, the peak stays near the share and another caller is never refused', async () => {
+  // issue 31: each call reserved its small estimate, all were admitted, and
+  // their large answers were read together (14 x 16 MB on a 64 MB budget)
+  const f = await startFake({ name: 'c' });
+  started.push(f);
+  const s = await startSluice({
+    workers: 1,
+    server: { max_buffered_bytes: BUDGET, max_response_bytes: 2 * SIZE, write_timeout_ms: 60000 },
+    networks: { eth: { lines: ['ranking: { probe_interval_ms: 0 }', 'pressure: { enabled: false }',
+      'timeouts: { first_byte_ms: 30000, attempt_ms: 60000, request_ms: 60000 }'], endpoints: [{ id: 'c', url: f.url }] } },
+  });
+  started.push(s);
+  // its history: small eth_call answers
+  for (let k = 1; k <= 5; k++) {
+    const r = await postFresh(s.url('eth'), call('eth_call', [{ to: `0x${k.toString(16).padStart(40, '0')}`, data: '0x' }, 'latest'], k),
+      {}, { localAddress: '127.0.0.2' });
+    assert.equal(r.status, 200, r.text);
+  }
+  const other = bystander(s);
+  await sleep(200);
+  await f.setMode('huge', { method: 'eth_call', size: SIZE });
+  const burst = await Promise.all(Array.from({ length: 14 }, (_, i) => rawCall(s.port, '127.0.0.2', 100 + i)));
+  const kept = burst.filter((c) => c.status === 200);
+  const cut = burst.filter((c) => c.status === 503);
+  assert.equal(kept.length + cut.length, 14, `statuses ${burst.map((c) => c.status)}`);
+  assert.ok(kept.length >= 1 && kept.length <= 3, `${kept.length} of 14 answers kept (statuses ${burst.map((c) => c.status)})`);
+  assert.ok(cut.every((c) => c.json.error.data.reason === 'buffered_bytes_share'), JSON.stringify(cut[0]?.json));
+  await sleep(1500);
+  const statuses = await other.stop();
+  await f.setMode('ok');
+  const bad = statuses.filter((x) => x !== 200);
+  assert.deepEqual(bad, [], `${bad.length} of the bystander's ${statuses.length} calls refused`);
+  const peak = await metric(s, 'sluice_buffered_answer_bytes_peak');
+  // the share (one answer here) and the one answer a caller may keep past it, plus a read per call
+  assert.ok(peak <= 2 * SIZE + 16 * MB, `peak ${(peak / MB).toFixed(1)} MB on a ${BUDGET / MB} MB budget, share ${BUDGET / 4 / MB} MB`);
+  console.log(`figures (small estimate): kept ${kept.length} of 14; bystander ${statuses.length} calls, ${bad.length} refused; ` +
+    `peak ${(peak / MB).toFixed(1)} MB of ${BUDGET / MB} MB`);
   for (const c of burst) c.sock.destroy();
 });

@@ -9,7 +9,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { startFake, startSluice, post, call, sleep, waitFor, adminGet } from '../lib/harness.mjs';
+import { startFake, startSluice, post, postFresh, call, sleep, waitFor, adminGet } from '../lib/harness.mjs';
 import { openWs, waitMetric } from '../lib/wsclient.mjs';
 
 const started = [];
@@ -95,4 +95,40 @@ test('a 1,000-address filter matched in sluice (shared fetch) gets exactly its l
   assert.deepEqual(c.notes(big).filter((l) => blocks.includes(l.blockHash)), want);
   assert.deepEqual(c.notes(same).filter((l) => blocks.includes(l.blockHash)), want);
   c.ws.close();
+});
+
+test('a caller\'s logs filters are held in its share: past it the subscribe is refused with -32005 and data.reason filter_bytes; freed when unsubscribed; another caller is served', { timeout: 60000 }, async () => {
+  // issue 31: a filter's addresses and topics were capped per filter but not
+  // charged: one caller's filters took what the worker holds for everyone
+  const a = await startFake({ name: 'a', args: ['--block', '1000', '--block-time-ms', '0'] });
+  started.push(a);
+  const s = await startSluice({ workers: 1, server: { max_buffered_bytes: 4 * 1048576, max_response_bytes: 1048576, max_buffered_share: 0.25 },
+    networks: { eth: { chain: 'ethereum', lines: [`ranking: { probe_interval_ms: ${POLL_MS} }`], endpoints: [{ id: 'a', url: a.url }] } } });
+  started.push(s);
+  const c = openWs(`ws://127.0.0.1:${s.port}/eth`);
+  await c.opened;
+  // each filter: 1,000 addresses, ~43 KB held; the share is 1 MiB
+  const filter = () => ({ address: Array.from({ length: 1000 }, randomAddr) });
+  const ids = [];
+  let refused;
+  for (let i = 1; i <= 40 && !refused; i++) {
+    const r = await c.rpc('eth_subscribe', ['logs', filter()], i);
+    if (r.error) refused = r; else ids.push(r.result);
+  }
+  assert.ok(refused, `all 40 filters of 1,000 addresses were taken (${ids.length})`);
+  assert.ok(ids.length >= 18 && ids.length <= 25, `${ids.length} filters admitted on a 1 MiB share`);
+  assert.equal(refused.error.code, -32005, JSON.stringify(refused.error));
+  assert.equal(refused.error.data?.reason, 'filter_bytes');
+  assert.equal(refused.error.data?.bound, 'server.max_buffered_share');
+  assert.match(refused.error.message, /server\.max_buffered_share/);
+  assert.ok((await c.rpc('eth_subscribe', ['newHeads'], 100)).result, 'a subscription without a filter still starts');
+  // another caller: its own share, and its HTTP calls served
+  const other = openWs(`ws://127.0.0.1:${s.port}/eth`, { localAddress: '127.0.0.2' });
+  await other.opened;
+  assert.ok((await other.rpc('eth_subscribe', ['logs', filter()], 1)).result);
+  assert.equal((await postFresh(s.url('eth'), call('eth_blockNumber'), {}, { localAddress: '127.0.0.2' })).status, 200);
+  // unsubscribed: the bytes are freed, a filter fits again
+  for (let i = 0; i < 3; i++) assert.equal((await c.rpc('eth_unsubscribe', [ids[i]], 200 + i)).result, true);
+  assert.ok((await c.rpc('eth_subscribe', ['logs', filter()], 300)).result);
+  c.ws.close(); other.ws.close();
 });

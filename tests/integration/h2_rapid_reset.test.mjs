@@ -161,3 +161,36 @@ test('a client that cancels now and then is not closed', async () => {
   assert.ok(!client.closed && !client.destroyed);
   client.close();
 });
+
+test('streams reset after their upstream requests were written: the answers are drained and the upstream connection pooled again', async () => {
+  // issue 31: a call reset once its request was written closed its upstream
+  // connection (the answer nobody reads): one TCP connection per such reset
+  const s = await gateway();
+  const client = connect(s);
+  client.on('error', () => {});
+  assert.equal((await one(client, call('eth_chainId', [], 'first'))).status, 200);
+  await upstream.reset();
+  await upstream.setMode('slow', { delay_ms: 80 }); // each answer comes 80 ms after its request
+  after(() => upstream.setMode('ok'));
+  const RESETS = 40;
+  const times = [];
+  for (let i = 0; i < RESETS; i++) {
+    const req = client.request({ ':method': 'POST', ':path': '/eth', 'content-type': 'application/json' });
+    req.on('error', () => {});
+    req.end(JSON.stringify(call('eth_getBalance', [`0x${(i + 1).toString(16).padStart(40, '0')}`, 'latest'], i)));
+    await sleep(25); // written upstream by now, not answered
+    req.close(http2.constants.NGHTTP2_CANCEL);
+    const t0 = performance.now();
+    assert.equal((await one(client, call('eth_chainId', [], `n${i}`))).status, 200); // a call between: not a rapid reset
+    times.push(performance.now() - t0);
+  }
+  const st = await upstream.stats();
+  await upstream.setMode('ok');
+  assert.ok((st.methods.eth_getBalance ?? 0) >= RESETS / 2, `${st.methods.eth_getBalance} reset calls reached the upstream (the case tested)`);
+  // before: one upstream connection per reset (about 41); now the drained ones are reused
+  assert.ok(st.connections_total <= 12, `${st.connections_total} upstream connections for ${RESETS} calls reset after their write`);
+  times.sort((a, b) => a - b);
+  assert.ok(times[Math.floor(times.length / 2)] < 80 + 200, `the calls between: median ${times[Math.floor(times.length / 2)]} ms`);
+  assert.ok(!client.closed && !client.destroyed);
+  client.close();
+});

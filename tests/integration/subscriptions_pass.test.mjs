@@ -220,9 +220,10 @@ test('Solana: onLogs through the derived port + 1 URL is passed through; program
     { what: 'every upstream subscription gone' });
 });
 
-test('the sockets\' room: a caller\'s share is a quarter of what is left; no room left is -32005, never a silent id', async () => {
+test('the sockets\' room: a second upstream socket opens when the first is full; a caller\'s share is a quarter of what is left; no room left is -32005, never a silent id', async () => {
   // issue 31: four callers x 64 distinct subscriptions filled the endpoint's
-  // socket (256) and a fifth got an id that delivered nothing
+  // socket (256) and a fifth got an id that delivered nothing; then it was
+  // refused with -32005: now a second socket per endpoint takes 256 more
   const a = await startUpstream('a', { solana: true });
   started.push(a);
   const s = await gateway([a], { chain: 'solana', net: 'solana' });
@@ -252,17 +253,25 @@ test('the sockets\' room: a caller\'s share is a quarter of what is left; no roo
     counts.push(n);
   }
   assert.ok(roomRefusal, `the room never ran out: ${counts}`);
-  assert.deepEqual(counts.slice(0, 5), [64, 48, 36, 27, 20], String(counts)); // a quarter of what is left
-  assert.equal(counts.reduce((x, y) => x + y, 0), 256, String(counts));
+  // a quarter of what is left (512 on two sockets), at most 64 a caller
+  assert.deepEqual(counts.slice(0, 9), [64, 64, 64, 64, 64, 48, 36, 27, 20], String(counts));
+  assert.equal(counts.reduce((x, y) => x + y, 0), 512, String(counts));
   assert.match(roomRefusal.error.message, /no room for another upstream subscription/);
   // every id given is an upstream subscription, none waits for a socket
-  await waitFor(async () => (await a.live('logs')) === 256, { what: '256 upstream subscriptions' });
+  await waitFor(async () => (await a.live('logs')) === 512, { what: '512 upstream subscriptions' });
+  await waitFor(async () => (await metricValue(s, 'sluice_subscription_upstream_sockets')) === 2, { what: 'two upstream sockets' });
+  // the fifth caller's (on the second socket) are told what the upstream pushes
+  const fifth = socks[4];
+  const subFifth = fifth.seen.find((m) => m.id === 1000).result;
+  await a.push('logs', { context: { slot: 1 }, value: { signature: 'x', err: null, logs: ['fifth'] } });
+  const told = await fifth.next((m) => m.params?.subscription === subFifth, 5000);
+  assert.deepEqual(told.params.result.value.logs, ['fifth']);
   // params someone holds are still shared when the room is gone
   const last = socks[socks.length - 1];
   assert.equal(typeof (await last.rpc('logsSubscribe', mention(0, 0), 1)).result, 'number');
   // room freed by an unsubscribe is there again
   socks[0].ws.close();
-  await waitFor(async () => (await a.live('logs')) === 193, { what: 'the first caller\'s 63 not shared unsubscribed' });
+  await waitFor(async () => (await a.live('logs')) === 449, { what: 'the first caller\'s 63 not shared unsubscribed' });
   assert.equal(typeof (await last.rpc('logsSubscribe', mention(99, 0), 2)).result, 'number');
   for (const c of [warm, ...socks]) c.ws.close();
 });

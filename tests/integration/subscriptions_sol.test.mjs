@@ -292,3 +292,68 @@ test('server.ws_max_polled_sources_per_identity: polled programSubscribe / logsS
   assert.equal(typeof (await c.rpc('logsSubscribe', [{ mentions: [ADDR] }], 9)).result, 'number');
   c.ws.close(); other.ws.close();
 });
+
+test('getProgramAccounts of one program is polled once an interval for every filter on it; each subscription told only its own accounts', async () => {
+  // issue 31: each distinct programSubscribe (program + filters) did its own
+  // getProgramAccounts every interval (8 filters: 8 calls an interval)
+  const a = await fake('a');
+  const s = await gateway([a]);
+  const b64 = (bytes) => Buffer.from(bytes).toString('base64');
+  const b58one = { 1: '2', 2: '3', 3: '4', 4: '5', 5: '6', 6: '7', 7: '8' }; // base58 of the one byte k
+  await a.sol({ program: PROGRAM, account: ACC1, data: b64([1, 0, 0, 0]) });
+  await a.sol({ program: PROGRAM, account: ACC2, data: b64([2, 0, 0, 0, 0, 0, 0, 0]) });
+  const c = openWs(`ws://127.0.0.1:${s.wsPort}/solana`);
+  await c.opened;
+  const subs = {};
+  for (let k = 1; k <= 7; k++) // memcmp at 0 on the first byte k, with dataSize 4 or 8 in turn (base58 and base64 bytes)
+    subs[k] = (await c.rpc('programSubscribe', [PROGRAM, { encoding: 'base64', filters: [
+      k % 2 ? { memcmp: { offset: 0, bytes: b58one[k] } } : { memcmp: { offset: 0, bytes: b64([k]), encoding: 'base64' } },
+      ...(k === 2 ? [{ dataSize: 8 }] : [])] }], k)).result;
+  subs.all = (await c.rpc('programSubscribe', [PROGRAM, { encoding: 'base64' }], 8)).result;
+  assert.ok(Object.values(subs).every((v) => typeof v === 'number'), JSON.stringify(subs));
+  await waitMetric(s, /sluice_subscriptions\{kind="program"\} 8\b/);
+  await sleep(3 * POLL_MS);
+  const before = (await a.stats()).methods.getProgramAccounts ?? 0;
+  await sleep(20 * POLL_MS);
+  const polls = ((await a.stats()).methods.getProgramAccounts ?? 0) - before;
+  assert.ok(polls <= 20 + 6, `getProgramAccounts ${polls} in 20 intervals for 8 filters (one poll an interval)`);
+  const told = () => c.seen.filter((m) => m.method === 'programNotification');
+  assert.equal(told().length, 0); // where they stand is not a change
+  await a.sol({ program: PROGRAM, account: ACC1, data: b64([1, 5, 5, 5]) });
+  await a.sol({ program: PROGRAM, account: ACC2, data: b64([2, 6, 6, 6, 6, 6, 6, 6]) });
+  await a.sol({ program: PROGRAM, account: ACC3, data: b64([3, 7]) }); // new
+  await waitFor(() => told().length >= 6, { what: 'the changes' });
+  await sleep(4 * POLL_MS);
+  const by = (sub) => told().filter((m) => m.params.subscription === sub).map((m) => m.params.result.value.pubkey).sort();
+  assert.deepEqual(by(subs[1]), [ACC1]);
+  assert.deepEqual(by(subs[2]), [ACC2]); // memcmp 2 and dataSize 8
+  assert.deepEqual(by(subs[3]), [ACC3]);
+  for (const k of [4, 5, 6, 7]) assert.deepEqual(by(subs[k]), []);
+  assert.deepEqual(by(subs.all), [ACC1, ACC2, ACC3].sort());
+  assert.equal(told().length, 6);
+  const n1 = told().find((m) => m.params.subscription === subs[1]);
+  assert.deepEqual(n1.params.result.value.account.data, [b64([1, 5, 5, 5]), 'base64']);
+  c.ws.close();
+});
+
+test('one loose filter whose answer is too large ends only itself: the program\'s other filters are then polled one by one', async () => {
+  const a = await fake('a');
+  const s = await gateway([a]);
+  const b64 = (bytes) => Buffer.from(bytes).toString('base64');
+  await a.sol({ program: PROGRAM, fill: 1100, size: 3000 }); // ~4.4 MB of base64
+  await a.sol({ program: PROGRAM, account: ACC1, data: b64([1, 2, 3, 4, 5, 6, 7, 8]) });
+  const c = openWs(`ws://127.0.0.1:${s.wsPort}/solana`);
+  await c.opened;
+  const narrow = (await c.rpc('programSubscribe', [PROGRAM, { encoding: 'base64', filters: [{ dataSize: 8 }] }], 1)).result;
+  const loose = (await c.rpc('programSubscribe', [PROGRAM, { encoding: 'base64' }], 2)).result;
+  const err = await c.next((m) => m.error && m.id === null, 10000);
+  assert.equal(err.error.data.subscription, loose);
+  await waitMetric(s, /sluice_subscriptions\{kind="program"\} 1\b/);
+  await sleep(3 * POLL_MS);
+  await a.sol({ program: PROGRAM, account: ACC1, data: b64([8, 7, 6, 5, 4, 3, 2, 1]) });
+  const n = await c.next((m) => m.method === 'programNotification', 5000);
+  assert.equal(n.params.subscription, narrow);
+  assert.equal(n.params.result.value.pubkey, ACC1);
+  assert.equal(c.seen.filter((m) => m.id === null && m.error).length, 1);
+  c.ws.close();
+});

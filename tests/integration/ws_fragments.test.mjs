@@ -11,7 +11,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { WebSocket } from 'ws';
-import { startFake, startSluice, post, call, sleep, workerPids } from '../lib/harness.mjs';
+import { startFake, startSluice, post, postFresh, call, sleep, workerPids } from '../lib/harness.mjs';
 
 const started = [];
 after(async () => { await Promise.all(started.map((p) => p.stop())); });
@@ -28,8 +28,8 @@ async function gateway() {
   return { s, worker };
 }
 
-async function openWs(url) {
-  const ws = new WebSocket(url);
+async function openWs(url, opts) {
+  const ws = new WebSocket(url, opts);
   const closed = new Promise((r) => ws.on('close', (code, reason) => r({ code, reason: reason.toString(), at: performance.now() })));
   ws.on('error', () => {}); // a write after the server's close
   await new Promise((resolve, reject) => { ws.on('open', resolve); ws.on('error', reject); });
@@ -131,4 +131,41 @@ test('a message left unfinished is closed with 1008 ten seconds after its first 
   }
   const slowest = Math.max(...by.times);
   assert.ok(slowest < 2000, `the other client's slowest call: ${slowest.toFixed(0)} ms`);
+});
+
+test('the bytes of a message being received are in its caller\'s share: past it the socket is closed with 1009; another caller is served', { timeout: 60000 }, async () => {
+  // issue 31: partial-message bytes were bounded (frames, age, max_body_bytes)
+  // but held outside max_buffered_bytes and the caller's share: a caller's
+  // sockets could each hold max_body_bytes unfinished
+  const a = await startFake({ name: 'a' });
+  started.push(a);
+  const s = await startSluice({ workers: 1, server: { max_buffered_bytes: 16 * 1048576, max_buffered_share: 0.25, max_body_bytes: 8 * 1048576, max_response_bytes: 8 * 1048576 },
+    networks: { eth: { chain: 'ethereum', endpoints: [{ id: 'a', url: a.url }] } } });
+  started.push(s);
+  const KB256 = ' '.repeat(256 * 1024);
+  const padded = (id, bytes) => { const t = JSON.stringify(call('eth_chainId', [], id)); return t + ' '.repeat(bytes - t.length); };
+  // one caller: a first socket holds 2 MiB of an unfinished message (within its 4 MiB share)
+  const one = await openWs(`ws://127.0.0.1:${s.port}/eth`);
+  const first = padded(1, 2 * 1048576 + 1000);
+  for (let i = 0; i < 8; i++) one.ws.send(first.slice(i * 262144, (i + 1) * 262144), { fin: false });
+  await sleep(300);
+  // its second socket's message passes the share: closed with 1009 and a reason
+  const two = await openWs(`ws://127.0.0.1:${s.port}/eth`);
+  for (let i = 0; i < 12; i++) two.ws.send(KB256, { fin: false });
+  const closed = await within(two.closed, 5000, 'the close of the socket past the share');
+  assert.equal(closed.code, 1009);
+  assert.match(closed.reason, /max_buffered_share/);
+  // another caller (another address) is served meanwhile, a large message too
+  assert.equal((await postFresh(s.url('eth'), call('eth_chainId'), {}, { localAddress: '127.0.0.2' })).status, 200);
+  const other = await openWs(`ws://127.0.0.1:${s.port}/eth`, { localAddress: '127.0.0.2' });
+  const otherGot = new Promise((r) => other.ws.once('message', (d) => r(JSON.parse(d.toString()))));
+  other.ws.send(padded(5, 3 * 1048576));
+  assert.equal((await within(otherGot, 10000, 'the other caller\'s answer')).id, 5);
+  // the first socket, within the share, finishes its message and is answered
+  const got = new Promise((r) => one.ws.once('message', (d) => r(JSON.parse(d.toString()))));
+  one.ws.send(first.slice(8 * 262144), { fin: true });
+  const answer = await within(got, 10000, 'the first socket\'s answer');
+  assert.equal(answer.id, 1);
+  assert.ok(answer.result, JSON.stringify(answer));
+  one.ws.close(); other.ws.close();
 });

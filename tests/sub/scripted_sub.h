@@ -152,7 +152,8 @@ static inline void ss_open(policy_chain_t chain)
 static inline sub_client_t *ss_client(int i, const char *ident)
 {
     cr_assert_lt(i, SS_MAX_CLIENTS);
-    sub_client_init(&ss.cl[i], ss.reg, &ss.net, ident, ss_send, ss_admit);
+    static const sub_edge_t edge = {ss_admit, NULL, NULL};
+    sub_client_init(&ss.cl[i], ss.reg, &ss.net, ident, ss_send, &edge);
     ss.open[i] = 1;
     return &ss.cl[i];
 }
