@@ -119,6 +119,28 @@ void sub_fail_block(sub_source_t *src, const char *msg, const char *reason, uint
 void sub_finish(sub_source_t *src);
 
 h2o_loop_t *sub_loop(const sub_reg_t *r);
+/* The registry of one worker: sub.c keeps its clients and sources,
+ * sub_reg.c its services to the kinds (loop, bounds, counters, events,
+ * shared groups, poll timers). */
+#define SUB_MAX_TIMEOUTS 8
+struct sub_reg {
+    h2o_loop_t *loop;
+    sub_limits_t limits;
+    sub_counters_t counters;
+    state_t *st;                  /* events (NULL: none) */
+    h2o_linklist_t clients;       /* sub_client_t with subscriptions or not */
+    h2o_linklist_t sources;       /* sub_source_t running */
+    h2o_linklist_t follows;       /* sub_follow.c's followers */
+    h2o_linklist_t finished;      /* sources finished, waiting to be reaped */
+    h2o_linklist_t groups;        /* sub_group_t: work shared by a network's sources */
+    h2o_timeout_t zero;           /* reaps finished sources */
+    h2o_timeout_t timeouts[SUB_MAX_TIMEOUTS];
+    uint32_t timeout_ms[SUB_MAX_TIMEOUTS];
+    size_t ntimeouts;
+    uint64_t open[STATE_SRV_COUNT]; /* gauges of the kinds */
+    uint64_t mark;                /* count_ident_pass's last generation */
+};
+
 const sub_limits_t *sub_limits(const sub_reg_t *r);
 /* Counting through the registry's sub_counters_t (sub.h), where it has one. */
 void sub_count_srv(const sub_reg_t *r, state_srv_counter_t c, uint64_t n);
