@@ -4,6 +4,7 @@
  * wslay and a zero timer (on_flush) lets h2o write it, so a socket is
  * freed only from h2o's callbacks or a timer of its own. */
 #include "gateway/gw_ws.h"
+#include "gateway/gw_ws_int.h"
 
 #include <string.h>
 #include <sys/socket.h>
@@ -18,74 +19,6 @@
 #include "gateway/gw_ws_sub.h"
 #include "wire/envelope.h"
 
-#define CLOSE_WAIT_MS 5000        /* a close sluice starts: then the connection is reset */
-#define LOG_EVERY_MS 10000
-#define MAX_QUEUED_PONGS 4096     /* messages waiting when a ping comes: empty pongs weigh 0 bytes */
-#define RESYNC_MS 100             /* a socket's queue charged to the budget is looked at again this often */
-/* wslay keeps a heap chunk per frame of a message being received, and its
- * bound (max_body_bytes) counts payload only: 1-byte continuation frames
- * cost ~94 bytes of worker memory per byte sent (8 sockets took a worker to
- * 757 MB). So frames per message are bounded too (close 1009), and a
- * message is given a time to be finished, whatever else (pings) comes. */
-#define WS_MAX_FRAGMENTS 1024
-#define WS_MAX_MESSAGE_MS 10000
-/* What a frame of a message being received costs the worker besides its
- * payload (wslay's chunk and the allocator's): charged with the payload */
-#define WS_FRAME_COST 128
-
-#define WS_SUBSCRIBE_ERROR "a subscription call is served alone in its message, not inside a batch"
-
-struct gw_ws {
-    gw_handler_t *h;
-    const cfg_server_conf_t *srv;
-    gw_stats_t *stats;
-    h2o_loop_t *loop;
-    h2o_linklist_t conns;         /* ws_conn_t, oldest first */
-    size_t nconns;
-    int draining;
-    h2o_timeout_t zero_timeout;   /* on_flush */
-    h2o_timeout_t tick_timeout;   /* on_tick: pings and the idle check */
-    h2o_timeout_t close_timeout;  /* on_close_wait */
-    h2o_timeout_t resync_timeout; /* on_resync */
-    h2o_timeout_t message_timeout; /* on_unfinished: WS_MAX_MESSAGE_MS */
-    sl_log_limit_t log_slow;
-    sl_log_limit_t log_message;   /* message_refused */
-    sub_reg_t *subs;           /* the worker's subscriptions */
-};
-
-typedef struct ws_conn {
-    gw_ws_t *w;
-    h2o_websocket_conn_t *wc;     /* its sock is NULL until the 101 is written */
-    h2o_linklist_t link;          /* in w->conns */
-    gw_net_t *net;
-    const cfg_key_conf_t *key;
-    char ip[GW_EXEC_IP_MAX];
-    char ident[GW_EXEC_IDENT_MAX]; /* "key:<name>" / "ip:<address>": the per-identity cap */
-    h2o_linklist_t msgs;          /* ws_msg_t not freed yet */
-    gw_ws_subs_t sub;             /* its subscriptions */
-    uint32_t inflight;            /* of them, not answered yet */
-    uint64_t last_rx_ms;          /* any frame from the client, pongs included */
-    h2o_timeout_entry_t flush, tick, close_wait, resync;
-    gw_held_entry_t held;         /* its queue, in its caller's share (gw_held.h) */
-    size_t charged;               /* of its queue, charged to the worker's budget */
-    h2o_timeout_entry_t unfinished; /* linked while a message is being received */
-    uint32_t fragments;           /* frames of that message so far */
-    size_t partial;               /* of that message, the bytes held (payload + WS_FRAME_COST a frame):
-                                     in the budget and its caller's share with its queue */
-    int closing;                  /* a close frame is queued: nothing more is answered */
-    int close_when_done;          /* shutdown: close with 1001 when inflight reaches 0 */
-    uint8_t sub_call;             /* inside sub_message: its first send is the call's answer */
-    uint8_t sub_error;            /* ... and that answer was a JSON-RPC error */
-} ws_conn_t;
-
-typedef struct ws_msg {
-    gw_exec_t x;
-    ws_conn_t *c;
-    h2o_linklist_t link;          /* in c->msgs */
-    int answered;                 /* queued in wslay (or nothing to send): free at the next flush */
-    h2o_mem_pool_t mem;           /* the body and the parse */
-} ws_msg_t;
-
 static void msg_free(ws_msg_t *m)
 {
     if (!m->answered)
@@ -96,14 +29,14 @@ static void msg_free(ws_msg_t *m)
     free(m);
 }
 
-static void unlink_timer(h2o_timeout_entry_t *e)
+void gw_ws_unlink_timer(h2o_timeout_entry_t *e)
 {
     if (h2o_timeout_is_linked(e))
         h2o_timeout_unlink(e);
 }
 
 /* What the socket's queue holds (wslay's, not yet taken by h2o). */
-static size_t queued_bytes(const ws_conn_t *c)
+size_t gw_ws_queued_bytes(const ws_conn_t *c)
 {
     return c->wc != NULL && c->wc->ws_ctx != NULL ? wslay_event_get_queued_msg_length(c->wc->ws_ctx) : 0;
 }
@@ -114,7 +47,7 @@ static size_t queued_bytes(const ws_conn_t *c)
 static size_t held_bytes(const gw_held_entry_t *e)
 {
     const ws_conn_t *c = H2O_STRUCT_FROM_MEMBER(ws_conn_t, held, e);
-    return c->closing ? 0 : queued_bytes(c) + c->partial;
+    return c->closing ? 0 : gw_ws_queued_bytes(c) + c->partial;
 }
 
 static void on_resync(h2o_timeout_entry_t *e);
@@ -122,7 +55,7 @@ static void on_resync(h2o_timeout_entry_t *e);
 /* The worker's budget charged with what the queue and the message being
  * received hold now; looked at again every RESYNC_MS while the queue holds
  * something (h2o drains it as the client reads, without telling us). */
-static void charge_sync(ws_conn_t *c, size_t queued)
+void gw_ws_charge_sync(ws_conn_t *c, size_t queued)
 {
     sl_budget_t *b = c->w->h->budget;
     if (b == NULL)
@@ -142,7 +75,7 @@ static void charge_sync(ws_conn_t *c, size_t queued)
 static void on_resync(h2o_timeout_entry_t *e)
 {
     ws_conn_t *c = H2O_STRUCT_FROM_MEMBER(ws_conn_t, resync, e);
-    charge_sync(c, queued_bytes(c));
+    gw_ws_charge_sync(c, gw_ws_queued_bytes(c));
 }
 
 /* The socket is gone (closed by either side, or the upgrade failed): its
@@ -153,15 +86,15 @@ static void conn_gone(ws_conn_t *c)
     while (!h2o_linklist_is_empty(&c->msgs))
         msg_free(H2O_STRUCT_FROM_MEMBER(ws_msg_t, link, c->msgs.next));
     sub_client_dispose(&c->sub.client);
-    unlink_timer(&c->flush);
-    unlink_timer(&c->tick);
-    unlink_timer(&c->close_wait);
-    unlink_timer(&c->resync);
+    gw_ws_unlink_timer(&c->flush);
+    gw_ws_unlink_timer(&c->tick);
+    gw_ws_unlink_timer(&c->close_wait);
+    gw_ws_unlink_timer(&c->resync);
     if (w->h->budget != NULL)
         sl_budget_release(w->h->budget, c->charged);
     c->charged = 0;
     gw_held_remove(w->h->buffered.held, &c->held);
-    unlink_timer(&c->unfinished);
+    gw_ws_unlink_timer(&c->unfinished);
     h2o_linklist_unlink(&c->link);
     w->nconns--;
     gw_stats_srv_set(w->stats, STATE_SRV_WS_CONNECTIONS, w->nconns);
@@ -178,7 +111,7 @@ static void flush_soon(ws_conn_t *c)
 
 /* Queues a close frame (code, reason) after the answers already queued;
  * the client has CLOSE_WAIT_MS to answer it. */
-static void conn_close(ws_conn_t *c, uint16_t code, const char *reason)
+void gw_ws_conn_close(ws_conn_t *c, uint16_t code, const char *reason)
 {
     if (c->closing)
         return;
@@ -200,82 +133,6 @@ static void on_close_wait(h2o_timeout_entry_t *e)
     struct linger lg = {1, 0};
     setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
     shutdown(fd, SHUT_RDWR);
-}
-
-/* A client that sends a message sluice will not finish receiving: the
- * close goes out, and what the client still sends is read and dropped
- * (wslay's no-buffering mode keeps no chunk of data frames) until it
- * answers the close or CLOSE_WAIT_MS pass. Not reading at all would close
- * the socket on unread bytes: a reset, which loses the close frame and its
- * code for the client. */
-static void message_refused(ws_conn_t *c, uint16_t code, const char *reason)
-{
-    uint64_t held;
-    char tail[SL_LOG_HELD_MAX];
-    unlink_timer(&c->unfinished);
-    if (c->closing)
-        return;
-    if (sl_log_limit_pass(&c->w->log_message, sl_now_ms(), LOG_EVERY_MS, &held))
-        sl_log_warn("closed a WebSocket (%u) of %s: %s%s", code, c->ident, reason, sl_log_held_text(held, tail));
-    conn_close(c, code, reason);
-    wslay_event_config_set_no_buffering(c->wc->ws_ctx, 1);
-}
-
-/* The frame of payload bytes of a message being received, charged to the
- * worker's budget (max_buffered_bytes) and its caller's share
- * (max_buffered_share, with its answers, queues and filters) before it is
- * read; past either (once the message is over GW_BUFFERED_SMALL) the socket
- * is closed with 1009 and the message dropped. */
-static void partial_charge(ws_conn_t *c, uint64_t payload)
-{
-    gw_buffered_t *b = &c->w->h->buffered;
-    uint64_t add = payload + WS_FRAME_COST;
-    if (c->closing)
-        return;
-    /* a message of GW_BUFFERED_SMALL or less is never refused (as a small
-     * answer): a caller at its share still gets its subscribe's -32005 */
-    if (b->budget != NULL && c->partial + add > GW_BUFFERED_SMALL) {
-        if (b->budget->used + add > b->budget->limit) {
-            message_refused(c, 1009, "a message past the worker's room for held bytes (server.max_buffered_bytes)");
-            return;
-        }
-        if (b->share < b->budget->limit && gw_held_of(b->held, c->ident) + add > b->share) {
-            message_refused(c, 1009, "a message past this caller's share of held bytes (server.max_buffered_share)");
-            return;
-        }
-    }
-    c->partial += (size_t)add;
-    charge_sync(c, queued_bytes(c));
-}
-
-static void on_unfinished(h2o_timeout_entry_t *e)
-{
-    message_refused(H2O_STRUCT_FROM_MEMBER(ws_conn_t, unfinished, e), 1008,
-                    "a message was left unfinished for 10 s");
-}
-
-/* wslay's frame-start callback (user: the h2o connection): counts the
- * frames of the message being received and starts its clock. Control
- * frames (ping, pong, close) may come between its frames and are not
- * counted. */
-static void on_frame_start(wslay_event_context_ptr ctx, const struct wslay_event_on_frame_recv_start_arg *arg,
-                           void *user)
-{
-    ws_conn_t *c = ((h2o_websocket_conn_t *)user)->data;
-    (void)ctx;
-    if (arg->opcode >= 0x8)
-        return;
-    if (arg->opcode != WSLAY_CONTINUATION_FRAME) {
-        c->fragments = 0;
-        c->partial = 0;
-        unlink_timer(&c->unfinished);
-        h2o_timeout_link(c->w->loop, &c->w->message_timeout, &c->unfinished);
-    }
-    if (++c->fragments > WS_MAX_FRAGMENTS) {
-        message_refused(c, 1009, "a message in more than 1024 frames");
-        return;
-    }
-    partial_charge(c, arg->payload_length);
 }
 
 /* Frees the answered messages and lets h2o write what wslay queued. May
@@ -305,7 +162,7 @@ static void slow_close(ws_conn_t *c, size_t queued, const char *bound)
     if (sl_log_limit_pass(&w->log_slow, sl_now_ms(), LOG_EVERY_MS, &held))
         sl_log_warn("closed a WebSocket (1008) whose client does not read its answers: %zu bytes queued (%s)%s",
                     queued, bound, sl_log_held_text(held, tail));
-    conn_close(c, 1008, "answers queued past server.ws_max_queued_bytes: the client does not read them");
+    gw_ws_conn_close(c, 1008, "answers queued past server.ws_max_queued_bytes: the client does not read them");
 }
 
 /* The caller's socket (not closing) with the largest queue, or NULL. */
@@ -315,7 +172,7 @@ static ws_conn_t *largest_of(gw_ws_t *w, const char *ident, size_t *queued)
     *queued = 0;
     for (h2o_linklist_t *l = w->conns.next; l != &w->conns; l = l->next) {
         ws_conn_t *o = H2O_STRUCT_FROM_MEMBER(ws_conn_t, link, l);
-        size_t q = o->closing ? 0 : queued_bytes(o);
+        size_t q = o->closing ? 0 : gw_ws_queued_bytes(o);
         if (q > *queued && strcmp(o->ident, ident) == 0) {
             big = o;
             *queued = q;
@@ -333,7 +190,7 @@ static ws_conn_t *largest_of(gw_ws_t *w, const char *ident, size_t *queued)
 static int make_room(ws_conn_t *c, size_t len)
 {
     gw_buffered_t *b = &c->w->h->buffered;
-    size_t queued = queued_bytes(c), q;
+    size_t queued = gw_ws_queued_bytes(c), q;
     if (b->budget == NULL)
         return 1;
     if (queued > 0 && b->budget->used + len > b->budget->limit) {
@@ -360,7 +217,7 @@ static int make_room(ws_conn_t *c, size_t len)
  * with 1008, this one or its caller's largest). */
 static void send_bytes(ws_conn_t *c, const char *bytes, size_t len)
 {
-    size_t queued = queued_bytes(c);
+    size_t queued = gw_ws_queued_bytes(c);
     if (queued > 0 && queued + len > c->w->srv->ws_max_queued_bytes) {
         slow_close(c, queued + len, "server.ws_max_queued_bytes");
         return;
@@ -370,7 +227,7 @@ static void send_bytes(ws_conn_t *c, const char *bytes, size_t len)
     struct wslay_event_msg msg = {WSLAY_TEXT_FRAME, (const uint8_t *)bytes, len};
     if (wslay_event_queue_msg(c->wc->ws_ctx, &msg) == 0)
         gw_stats_srv_add(c->w->stats, STATE_SRV_WS_MESSAGES_OUT, 1);
-    charge_sync(c, queued_bytes(c));
+    gw_ws_charge_sync(c, gw_ws_queued_bytes(c));
 }
 
 /* sub_send_fn: a subscription's answer or notification, written from
@@ -420,7 +277,7 @@ static void ws_reply(gw_exec_t *x)
     if (x->reply.len > 0 && !c->closing)
         send_text(c, &x->reply);
     if (c->close_when_done && c->inflight == 0)
-        conn_close(c, 1001, "server shutting down");
+        gw_ws_conn_close(c, 1001, "server shutting down");
     flush_soon(c);
 }
 
@@ -488,10 +345,10 @@ static void on_ws_msg(h2o_websocket_conn_t *wc, const struct wslay_event_on_msg_
     }
     c->last_rx_ms = sl_now_ms();
     if (arg->opcode == WSLAY_TEXT_FRAME || arg->opcode == WSLAY_BINARY_FRAME) {
-        unlink_timer(&c->unfinished); /* whole: its frames are freed on return */
+        gw_ws_unlink_timer(&c->unfinished); /* whole: its frames are freed on return */
         c->fragments = 0;
         c->partial = 0;
-        charge_sync(c, queued_bytes(c));
+        gw_ws_charge_sync(c, gw_ws_queued_bytes(c));
         msg_start(c, arg->msg, arg->msg_length);
     } else if (arg->opcode == WSLAY_PING && !c->closing) {
         /* wslay queues the pong itself: pings from a client that reads
@@ -514,7 +371,7 @@ static void on_tick(h2o_timeout_entry_t *e)
         return;
     if (sl_now_ms() - c->last_rx_ms >= w->srv->ws_idle_timeout_ms) {
         gw_stats_net_add(w->stats, c->net->sub.index, STATE_SRV_WS_IDLE_CLOSES, 1);
-        conn_close(c, 1001, "idle: nothing received within server.ws_idle_timeout_ms");
+        gw_ws_conn_close(c, 1001, "idle: nothing received within server.ws_idle_timeout_ms");
         return;
     }
     if (w->srv->ws_ping_interval_ms != 0) {
@@ -572,7 +429,7 @@ int gw_ws_accept(gw_ws_t *w, h2o_req_t *req, const char *client_key, gw_exec_t *
     c->resync.cb = on_resync;
     c->held.bytes = held_bytes;
     gw_held_add(w->h->buffered.held, &c->held, ident);
-    c->unfinished.cb = on_unfinished;
+    c->unfinished.cb = gw_ws_on_unfinished;
     c->last_rx_ms = sl_now_ms();
     h2o_linklist_insert(&w->conns, &c->link);
     w->nconns++;
@@ -580,7 +437,7 @@ int gw_ws_accept(gw_ws_t *w, h2o_req_t *req, const char *client_key, gw_exec_t *
     gw_stats_net_add(w->stats, c->net->sub.index, STATE_SRV_WS_CONNECTIONS, 1);
     c->wc = h2o_upgrade_to_websocket(req, client_key, c, on_ws_msg);
     wslay_event_config_set_max_recv_msg_length(c->wc->ws_ctx, w->srv->max_body_bytes);
-    c->wc->ws_callbacks.on_frame_recv_start_callback = on_frame_start; /* h2o's own callbacks kept */
+    c->wc->ws_callbacks.on_frame_recv_start_callback = gw_ws_on_frame_start; /* h2o's own callbacks kept */
     wslay_event_config_set_callbacks(c->wc->ws_ctx, &c->wc->ws_callbacks);
     h2o_timeout_link(w->loop, &w->tick_timeout, &c->tick);
     return 0;
@@ -613,11 +470,11 @@ void gw_ws_destroy(gw_ws_t *w)
     /* sockets still open keep their timers: take them off the loop's lists */
     for (h2o_linklist_t *l = w->conns.next; l != &w->conns; l = l->next) {
         ws_conn_t *c = H2O_STRUCT_FROM_MEMBER(ws_conn_t, link, l);
-        unlink_timer(&c->flush);
-        unlink_timer(&c->tick);
-        unlink_timer(&c->close_wait);
-        unlink_timer(&c->resync);
-        unlink_timer(&c->unfinished);
+        gw_ws_unlink_timer(&c->flush);
+        gw_ws_unlink_timer(&c->tick);
+        gw_ws_unlink_timer(&c->close_wait);
+        gw_ws_unlink_timer(&c->resync);
+        gw_ws_unlink_timer(&c->unfinished);
         sub_client_dispose(&c->sub.client);
     }
     sub_destroy(w->subs);
@@ -630,7 +487,7 @@ void gw_ws_shutdown(gw_ws_t *w)
     for (h2o_linklist_t *l = w->conns.next; l != &w->conns; l = l->next) {
         ws_conn_t *c = H2O_STRUCT_FROM_MEMBER(ws_conn_t, link, l);
         if (c->inflight == 0) /* a socket still being upgraded sends it once its 101 is out */
-            conn_close(c, 1001, "server shutting down");
+            gw_ws_conn_close(c, 1001, "server shutting down");
         else
             c->close_when_done = 1;
     }
