@@ -12,6 +12,8 @@
  *                                        at most max_streams per worker (503 past it)
  *   GET  /metrics                        Prometheus text format
  *   POST /admin/reload                   as SIGHUP; answers with the reload's event
+ *   POST /admin/keys, GET /admin/keys, PATCH|DELETE /admin/keys/{name}
+ *                                        API keys made at run time (admin_keys.c)
  *
  * Routes are one table (admin/admin.c). Every route but /healthz needs
  * "Authorization: Bearer <admin.token>" when a token is configured; the
@@ -26,8 +28,16 @@
 
 #include <h2o.h>
 
+#include "policy/access.h"
 #include "pool/pool_conf.h"
 #include "state/state.h"
+
+/* A key of the config file, as /admin/keys lists it (never its hash). */
+typedef struct admin_key_info {
+    const char *name;
+    const char *tier;             /* NULL: none */
+    const policy_access_scope_t *scope;
+} admin_key_info_t;
 
 typedef struct admin_conf {
     const char *token;            /* NULL: no authentication (loopback only, enforced by config) */
@@ -48,6 +58,10 @@ typedef struct admin_conf {
     uint32_t max_streams;         /* event streams open at once in this worker; more get 503 */
     uint32_t heartbeat_ms;        /* the event stream's heartbeat, unless ?heartbeat_ms= says (>= 1000) */
     struct state_cache *cache;    /* this process's handle on the response cache; NULL: off */
+    const admin_key_info_t *config_keys; /* the config file's keys (names clash with /admin/keys) */
+    size_t nconfig_keys;
+    char *const *tiers;           /* the tier names a key made at run time may name */
+    size_t ntiers;
 } admin_conf_t;
 
 typedef struct admin admin_t;
