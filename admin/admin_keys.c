@@ -188,6 +188,8 @@ int admin_route_keys_create(admin_t *a, h2o_req_t *req)
         send_error(req, 400, "name", "a name is 1 to 63 letters, digits, '-', '_' or '.'");
     else if (config_key(a, name->valuestring) != NULL)
         send_error(req, 409, "name", "a key of the config file has that name");
+    else if (cJSON_GetObjectItemCaseSensitive(body, "tier") == NULL)
+        send_error(req, 400, "tier", "a key needs a tier (a name under tiers:), as in the config");
     else
         answered = !read_fields(a, req, body, rec);
     if (!answered) {

@@ -75,6 +75,9 @@ static rt_key_t *entry_new(const gw_keys_t *k, const state_apikey_rec_t *r)
     e->conf.name = sl_xstrdup(r->name);
     e->conf.tier = sl_xstrdup(r->tier);
     e->conf.tier_conf = tier_named(k->cfg, r->tier);
+    if (e->conf.tier_conf == NULL) /* never served without its tier's limits */
+        sl_log_warn("API key '%s' names tier '%s', which the config does not have: the key is refused until "
+                    "its tier is set again (PATCH /admin/keys/%s)", r->name, r->tier, r->name);
     policy_access_scope_t *s = &e->conf.scope;
     s->networks = split_lines(r->networks, &s->nnetworks);
     s->allow = split_lines(r->allow, &s->nallow);
@@ -151,7 +154,7 @@ const cfg_key_conf_t *gw_keys_match(const gw_keys_t *k, const char hex[65])
 {
     const cfg_key_conf_t *found = NULL;
     for (size_t i = 0; k != NULL && i < k->nlive; i++)
-        if (CRYPTO_memcmp(hex, k->live[i]->conf.sha256, 64) == 0)
+        if (CRYPTO_memcmp(hex, k->live[i]->conf.sha256, 64) == 0 && k->live[i]->conf.tier_conf != NULL)
             found = &k->live[i]->conf;
     return found;
 }

@@ -91,19 +91,20 @@ test('POST makes a key whose secret works at once on both workers', async () => 
 
 test('bad fields are 400 naming the field; a clash is 409', async () => {
   const bad = [
-    [{ name: 'n1', networks: ['nowhere'] }, 'networks'],
+    [{ name: 'n1', tier: 'pro', networks: ['nowhere'] }, 'networks'],
     [{ name: 'n2', tier: 'gold' }, 'tier'],
-    [{ name: 'n3', methods: { deny: ['eth_*x'] } }, 'methods.deny'],
-    [{ name: 'n4', contracts: ['0x12'] }, 'contracts'],
-    [{ name: 'n5', origins: ['https://app.example/path'] }, 'origins'],
+    [{ name: 'n3', tier: 'pro', methods: { deny: ['eth_*x'] } }, 'methods.deny'],
+    [{ name: 'n4', tier: 'pro', contracts: ['0x12'] }, 'contracts'],
+    [{ name: 'n5', tier: 'pro', origins: ['https://app.example/path'] }, 'origins'],
     [{ name: 'a/b' }, 'name'],
+    [{ name: 'n6' }, 'tier'],
   ];
   for (const [body, field] of bad) {
     const r = await admin('POST', '/admin/keys', body);
     assert.equal(r.status, 400, r.text);
     assert.equal(r.json.field, field, r.text);
   }
-  assert.equal((await admin('POST', '/admin/keys', { name: 'ci-bot' })).status, 409);
+  assert.equal((await admin('POST', '/admin/keys', { name: 'ci-bot', tier: 'pro' })).status, 409);
   assert.equal((await admin('POST', '/admin/keys', { name: 'from-config' })).status, 409);
 });
 
