@@ -22,7 +22,8 @@
  * rebinding) and every write a foreign Origin or a non-JSON body
  * (admin/admin_guard.c): the router checks, so new routes inherit it. admin/ reads state/ (what an operator sees is
  * in LMDB, merged across workers) and drives no upstream. No secret appears
- * in its output: URLs are the redacted ones. */
+ * in its output: URLs are the redacted ones; the one exception is the secret
+ * of a key POST /admin/keys makes, answered to that request once. */
 #ifndef ADMIN_H
 #define ADMIN_H
 

@@ -52,7 +52,8 @@ async function admin(method, p, body, token = TOKEN) {
 }
 
 const keyed = (net, key) => `${s.url(net)}/${key}`;
-// enough calls, each on a new connection, that both workers answer some
+// enough calls, each on a fresh connection, that both workers answer some
+// (SO_REUSEPORT spreads connections, as integration/cache and breaker rely on)
 async function everyCall(net, key, method, want) {
   for (let i = 0; i < 12; i++) {
     const r = await post(keyed(net, key), call(method), { connection: 'close' });
