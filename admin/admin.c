@@ -98,6 +98,10 @@ static const admin_route_t routes[] = {
     {"GET", "/admin/events/stream", ADMIN_ROUTE_AUTH, admin_route_stream},
     {"POST", "/admin/reload", ADMIN_ROUTE_AUTH, admin_route_reload},
     {"POST", "/admin/cache/purge", ADMIN_ROUTE_AUTH, admin_route_cache_purge},
+    {"GET", "/admin/keys", ADMIN_ROUTE_AUTH, admin_route_keys_list},
+    {"POST", "/admin/keys", ADMIN_ROUTE_AUTH, admin_route_keys_create},
+    {"PATCH", "/admin/keys/", ADMIN_ROUTE_AUTH | ADMIN_ROUTE_PREFIX, admin_route_keys_change},
+    {"DELETE", "/admin/keys/", ADMIN_ROUTE_AUTH | ADMIN_ROUTE_PREFIX, admin_route_keys_revoke},
 };
 
 const admin_route_t *admin_routes(size_t *n)

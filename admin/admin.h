@@ -12,6 +12,8 @@
  *                                        at most max_streams per worker (503 past it)
  *   GET  /metrics                        Prometheus text format
  *   POST /admin/reload                   as SIGHUP; answers with the reload's event
+ *   POST /admin/keys, GET /admin/keys, PATCH|DELETE /admin/keys/{name}
+ *                                        API keys made at run time (admin_keys.c)
  *
  * Routes are one table (admin/admin.c). Every route but /healthz needs
  * "Authorization: Bearer <admin.token>" when a token is configured; the
@@ -20,14 +22,23 @@
  * rebinding) and every write a foreign Origin or a non-JSON body
  * (admin/admin_guard.c): the router checks, so new routes inherit it. admin/ reads state/ (what an operator sees is
  * in LMDB, merged across workers) and drives no upstream. No secret appears
- * in its output: URLs are the redacted ones. */
+ * in its output: URLs are the redacted ones; the one exception is the secret
+ * of a key POST /admin/keys makes, answered to that request once. */
 #ifndef ADMIN_H
 #define ADMIN_H
 
 #include <h2o.h>
 
+#include "policy/access.h"
 #include "pool/pool_conf.h"
 #include "state/state.h"
+
+/* A key of the config file, as /admin/keys lists it (never its hash). */
+typedef struct admin_key_info {
+    const char *name;
+    const char *tier;             /* NULL: none */
+    const policy_access_scope_t *scope;
+} admin_key_info_t;
 
 typedef struct admin_conf {
     const char *token;            /* NULL: no authentication (loopback only, enforced by config) */
@@ -48,6 +59,10 @@ typedef struct admin_conf {
     uint32_t max_streams;         /* event streams open at once in this worker; more get 503 */
     uint32_t heartbeat_ms;        /* the event stream's heartbeat, unless ?heartbeat_ms= says (>= 1000) */
     struct state_cache *cache;    /* this process's handle on the response cache; NULL: off */
+    const admin_key_info_t *config_keys; /* the config file's keys (names clash with /admin/keys) */
+    size_t nconfig_keys;
+    char *const *tiers;           /* the tier names a key made at run time may name */
+    size_t ntiers;
 } admin_conf_t;
 
 typedef struct admin admin_t;

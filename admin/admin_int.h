@@ -183,6 +183,11 @@ int admin_route_networks(admin_t *a, h2o_req_t *req);
 cJSON *admin_cache_network_json(admin_t *a, const pool_network_conf_t *net);
 void admin_cache_metrics(admin_t *a, sl_buf_t *b);
 int admin_route_cache_purge(admin_t *a, h2o_req_t *req);
+/* /admin/keys: API keys made at run time (admin_keys.c) */
+int admin_route_keys_list(admin_t *a, h2o_req_t *req);
+int admin_route_keys_create(admin_t *a, h2o_req_t *req);
+int admin_route_keys_change(admin_t *a, h2o_req_t *req);
+int admin_route_keys_revoke(admin_t *a, h2o_req_t *req);
 void admin_networks_metrics(admin_t *a, sl_buf_t *b, const admin_ep_view_t *v, size_t n);
 /* admin_subs.c: client WebSockets and subscriptions per network. The
  * newest events (a heap array, *n of them: the caller frees it), where

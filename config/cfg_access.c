@@ -55,27 +55,16 @@ void cfg_key_networks(cfg_loader_t *c, yaml_node_t *n, void *target)
     (void)read_list(c, n, NULL, &k->scope.networks, &k->scope.nnetworks);
 }
 
-/* policy_method_match's patterns: a name, or a prefix and one '*' at the end. */
-static const char *glob_check(const char *s)
-{
-    const char *star = strchr(s, '*');
-    if (s[0] == '\0')
-        return "a method pattern must not be empty";
-    if (star != NULL && star[1] != '\0')
-        return "a method pattern takes '*' only at its end (eth_*, debug_*, *)";
-    return NULL;
-}
-
 static void methods_allow(cfg_loader_t *c, yaml_node_t *n, void *target)
 {
     policy_access_scope_t *s = target;
-    (void)read_list(c, n, glob_check, &s->allow, &s->nallow);
+    (void)read_list(c, n, policy_access_glob_problem, &s->allow, &s->nallow);
 }
 
 static void methods_deny(cfg_loader_t *c, yaml_node_t *n, void *target)
 {
     policy_access_scope_t *s = target;
-    (void)read_list(c, n, glob_check, &s->deny, &s->ndeny);
+    (void)read_list(c, n, policy_access_glob_problem, &s->deny, &s->ndeny);
 }
 
 static const cfg_field_t methods_fields[] = {
@@ -111,20 +100,10 @@ void cfg_key_contracts(cfg_loader_t *c, yaml_node_t *n, void *target)
     cfg_strv_free(v, nv);
 }
 
-/* As a browser sends it: scheme://host[:port], no path, no wildcard. */
-static const char *origin_check(const char *s)
-{
-    const char *host = strstr(s, "://");
-    if (host == NULL || host == s || host[3] == '\0' || strpbrk(s, " \t\r\n,*") != NULL ||
-        strchr(host + 3, '/') != NULL)
-        return "an origin is a scheme and host as a browser sends it, like https://app.example (no path, no *)";
-    return NULL;
-}
-
 void cfg_key_origins(cfg_loader_t *c, yaml_node_t *n, void *target)
 {
     cfg_key_conf_t *k = target;
-    (void)read_list(c, n, origin_check, &k->scope.origins, &k->scope.norigins);
+    (void)read_list(c, n, policy_access_origin_problem, &k->scope.origins, &k->scope.norigins);
 }
 
 void cfg_key_scope_check(cfg_loader_t *c, const cfg_t *cfg, const cfg_key_conf_t *k)

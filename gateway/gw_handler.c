@@ -17,6 +17,7 @@
 #include "gateway/gw_framing.h"
 #include "gateway/gw_head.h"
 #include "gateway/gw_identity.h"
+#include "gateway/gw_keys.h"
 #include "gateway/gw_refuse.h"
 #include "gateway/gw_reply.h"
 #include "gateway/gw_rpc.h"
@@ -191,6 +192,22 @@ static gw_net_t *find_net(gw_handler_t *h, h2o_iovec_t name)
 
 /* The caller's key: the path segment wins over X-API-Key. Returns 0 after
  * answering 401 for a key that is not known. */
+/* The config's keys first, then the ones made at run time (gw_keys.h); a
+ * key unknown to both looks at the keys' generation first, so a key just
+ * made works at once on every worker. */
+static gw_identity_result_t resolve(const gw_handler_t *h, const char *key, size_t len, const cfg_key_conf_t **out)
+{
+    gw_identity_result_t r = gw_identity_resolve(h->cfg, key, len, out);
+    if (r != GW_IDENTITY_UNKNOWN_KEY || h->keys == NULL)
+        return r;
+    char hex[65];
+    gw_identity_hash(key, len, hex);
+    *out = gw_keys_match(h->keys, hex);
+    if (*out == NULL && gw_keys_refresh(h->keys)) /* made since the last tick: one snapshot read tells */
+        *out = gw_keys_match(h->keys, hex);
+    return *out != NULL ? GW_IDENTITY_KEY : GW_IDENTITY_UNKNOWN_KEY;
+}
+
 static int identify(gw_req_t *g, h2o_iovec_t seg)
 {
     h2o_req_t *req = g->req;
@@ -206,7 +223,7 @@ static int identify(gw_req_t *g, h2o_iovec_t seg)
             len = req->headers.entries[i].value.len;
         }
     }
-    if (gw_identity_resolve(g->x.h->cfg, key, len, &g->x.key) == GW_IDENTITY_UNKNOWN_KEY)
+    if (resolve(g->x.h, key, len, &g->x.key) == GW_IDENTITY_UNKNOWN_KEY)
         return gw_exec_admit_refusal(&g->x) ? http_error(g, 401, WIRE_RPC_INVALID_REQUEST, "unknown API key") : 0;
     return 1;
 }
@@ -291,7 +308,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         /* a preflight carries no X-API-Key: a key in the path names whose origins answer */
         const cfg_key_conf_t *key = NULL;
         if (seg.len > 0 && gw_identity_is_key(seg.base, seg.len))
-            (void)gw_identity_resolve(h->cfg, seg.base, seg.len, &key);
+            (void)resolve(h, seg.base, seg.len, &key);
         gw_cors_preflight(req, h->cfg, key);
         return 0;
     }

@@ -15,6 +15,7 @@
 #include "base/sl_time.h"
 #include "gateway/gw_access.h"
 #include "gateway/gw_cors.h"
+#include "gateway/gw_keys.h"
 #include "gateway/gw_rpc.h"
 #include "gateway/gw_ws_sub.h"
 #include "wire/envelope.h"
@@ -490,6 +491,15 @@ void gw_ws_shutdown(gw_ws_t *w)
             gw_ws_conn_close(c, 1001, "server shutting down");
         else
             c->close_when_done = 1;
+    }
+}
+
+void gw_ws_sweep_revoked(gw_ws_t *w, const gw_keys_t *keys)
+{
+    for (h2o_linklist_t *l = w != NULL ? w->conns.next : NULL; l != NULL && l != &w->conns; l = l->next) {
+        ws_conn_t *c = H2O_STRUCT_FROM_MEMBER(ws_conn_t, link, l);
+        if (gw_keys_revoked(keys, c->key))
+            conn_close(c, 1008, "API key revoked");
     }
 }
 

@@ -50,6 +50,8 @@ int gw_ws_accept(gw_ws_t *w, h2o_req_t *req, const char *client_key, gw_exec_t *
  * 1001 once its calls in flight are answered (messages arriving meanwhile
  * are not served). */
 void gw_ws_shutdown(gw_ws_t *w);
+/* Closes with 1008 every socket whose key was revoked (gw_keys_revoked). */
+void gw_ws_sweep_revoked(gw_ws_t *w, const struct gw_keys *keys);
 /* Sockets open now. */
 size_t gw_ws_open(const gw_ws_t *w);
 

@@ -237,3 +237,22 @@ policy_access_reason_t policy_access_check(const policy_access_scope_t *s, const
     policy_access_reason_t r = policy_access_request(s, network, origin, origin_len, msg, cap);
     return r != POLICY_ACCESS_OK ? r : policy_access_call(s, method, mlen, params, plen, msg, cap);
 }
+
+const char *policy_access_glob_problem(const char *s)
+{
+    const char *star = strchr(s, '*');
+    if (s[0] == '\0')
+        return "a method pattern must not be empty";
+    if (star != NULL && star[1] != '\0')
+        return "a method pattern takes '*' only at its end (eth_*, debug_*, *)";
+    return NULL;
+}
+
+const char *policy_access_origin_problem(const char *s)
+{
+    const char *host = strstr(s, "://");
+    if (host == NULL || host == s || host[3] == '\0' || strpbrk(s, " \t\r\n,*") != NULL ||
+        strchr(host + 3, '/') != NULL)
+        return "an origin is a scheme and host as a browser sends it, like https://app.example (no path, no *)";
+    return NULL;
+}

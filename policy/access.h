@@ -64,6 +64,13 @@ policy_access_reason_t policy_access_check(const policy_access_scope_t *s, const
                                            size_t mlen, const char *params, size_t plen, const char *origin,
                                            size_t origin_len, char *msg, size_t cap);
 
+/* What is wrong with a method pattern (policy_method_match's: a name, or a
+ * prefix and one '*' at its end) or an origin (scheme://host[:port] as a
+ * browser sends it, no path, no '*'), or NULL if nothing: the config and
+ * /admin/keys check a scope's entries with the same words. */
+const char *policy_access_glob_problem(const char *s);
+const char *policy_access_origin_problem(const char *s);
+
 /* "0x" + 40 hex digits (either case) at s[0..len) into out; 0 if not one. */
 int policy_access_parse_address(const char *s, size_t len, uint8_t out[20]);
 

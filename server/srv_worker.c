@@ -17,6 +17,7 @@
 #include "gateway/gw_conns.h"
 #include "gateway/gw_early.h"
 #include "gateway/gw_handler.h"
+#include "gateway/gw_keys.h"
 #include "policy/credit.h"
 #include "server/srv_reload.h"
 #include "gateway/gw_tls.h"
@@ -232,6 +233,29 @@ static void cluster_watch(worker_t *w)
     state_cluster_events_worker(w->cluster, w->args->index == 1);
 }
 
+/* A key revoked through /admin/keys: its sockets close (gw_keys.h). */
+static void on_key_revoked(void *data)
+{
+    worker_t *w = data;
+    gw_ws_sweep_revoked(w->handler->ws, w->handler->keys);
+}
+
+/* The config's keys and tier names as /admin/keys needs them (for the
+ * worker's life). */
+static void admin_keys_info(const cfg_t *cfg, admin_conf_t *ac)
+{
+    admin_key_info_t *keys = sl_xcalloc(cfg->nkeys ? cfg->nkeys : 1, sizeof(*keys));
+    for (size_t i = 0; i < cfg->nkeys; i++)
+        keys[i] = (admin_key_info_t){cfg->keys[i].name, cfg->keys[i].tier, &cfg->keys[i].scope};
+    char **tiers = sl_xcalloc(cfg->ntiers ? cfg->ntiers : 1, sizeof(*tiers));
+    for (size_t i = 0; i < cfg->ntiers; i++)
+        tiers[i] = cfg->tiers[i].name;
+    ac->config_keys = keys;
+    ac->nconfig_keys = cfg->nkeys;
+    ac->tiers = tiers;
+    ac->ntiers = cfg->ntiers;
+}
+
 static int worker_setup(worker_t *w)
 {
     const cfg_t *cfg = w->args->cfg;
@@ -278,6 +302,7 @@ static int worker_setup(worker_t *w)
     w->limit = gw_limit_create(cfg, w->state);
     w->handler = gw_handler_register(host, cfg, w->pool, w->stats, w->limit, &w->budget);
     w->handler->ws = gw_ws_create(w->handler, w->ctx.loop, &cfg->server, w->stats, w->state);
+    w->handler->keys = gw_keys_create(w->ctx.loop, cfg, w->state, on_key_revoked, w);
     w->conns = gw_conns_create(w->ctx.loop, &cfg->server, cfg->admin.max_connections, w->stats);
     w->accept = (h2o_accept_ctx_t){.ctx = &w->ctx, .hosts = w->conf.hosts, .ssl_ctx = w->ssl_ctx};
     if (start_listener(w, w->args->main_fd, &w->accept, 1) != 0)
@@ -291,21 +316,23 @@ static int worker_setup(worker_t *w)
         globalconf_init(&w->admin_conf, 64 * 1024, cfg->server.idle_timeout_ms);
         h2o_hostconf_t *ahost =
             h2o_config_register_host(&w->admin_conf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
-        admin_register(ahost, &(admin_conf_t){.token = cfg->admin.token,
-                                              .listen = cfg->admin.listen,
-                                              .bound = w->args->admin_addr.text,
-                                              .networks = cfg->networks,
-                                              .nnetworks = cfg->nnetworks,
-                                              .state = w->state,
-                                              .nworkers = w->args->nslots,
-                                              .loop = w->ctx.loop,
-                                              .ready = is_ready,
-                                              .reload = request_reload,
-                                              .data = w,
-                                              .cluster_host = cfg->has_cluster ? cfg->cluster.host : NULL,
-                                              .max_streams = cfg->admin.max_streams,
-                                              .heartbeat_ms = cfg->admin.heartbeat_ms,
-                                              .cache = w->cache});
+        admin_conf_t ac = {.token = cfg->admin.token,
+                           .listen = cfg->admin.listen,
+                           .bound = w->args->admin_addr.text,
+                           .networks = cfg->networks,
+                           .nnetworks = cfg->nnetworks,
+                           .state = w->state,
+                           .nworkers = w->args->nslots,
+                           .loop = w->ctx.loop,
+                           .ready = is_ready,
+                           .reload = request_reload,
+                           .data = w,
+                           .cluster_host = cfg->has_cluster ? cfg->cluster.host : NULL,
+                           .max_streams = cfg->admin.max_streams,
+                           .heartbeat_ms = cfg->admin.heartbeat_ms,
+                           .cache = w->cache};
+        admin_keys_info(cfg, &ac);
+        admin_register(ahost, &ac);
         h2o_context_init(&w->admin_ctx, w->ctx.loop, &w->admin_conf);
         w->admin_accept = (h2o_accept_ctx_t){.ctx = &w->admin_ctx, .hosts = w->admin_conf.hosts};
         if (start_listener(w, w->args->admin_fd, &w->admin_accept, 0) != 0)
@@ -446,6 +473,7 @@ int srv_worker_main(const srv_worker_args_t *args)
     } else
         pool_close_idle(w.pool);
     gw_ws_destroy(w.handler->ws);
+    gw_keys_destroy(w.handler->keys);
     gw_conns_destroy(w.conns);
     SSL_CTX_free(w.ssl_ctx); /* connections still open hold their own reference */
     gw_limit_destroy(w.limit);

@@ -42,5 +42,7 @@ size_t state_key_pressure(char *out, size_t cap, const char *network);
 size_t state_key_chain(char *out, size_t cap, const char *network);
 /* stats: "pr/<network>/<slot>", one worker's pressure inputs */
 size_t state_key_pressure_slot(char *out, size_t cap, const char *network, unsigned slot);
+/* meta: "apikey/<name>", a key made at run time (state_apikey.c) */
+size_t state_key_apikey(char *out, size_t cap, const char *name);
 
 #endif

@@ -142,7 +142,10 @@ extern const state_schema_t state_endpoint_schema;
     X(UPSTREAM_WS_LOST, "upstream_ws_lost")                                               \
     X(SUBSCRIPTION_SOURCE_CHANGED, "subscription_source_changed")                         \
     X(UPSTREAM_WS_WRONG_CHAIN, "upstream_ws_wrong_chain")                                 \
-    X(CHAIN_RELEARNED, "chain_relearned")
+    X(CHAIN_RELEARNED, "chain_relearned")                                                 \
+    X(KEY_CREATED, "key_created")                                                         \
+    X(KEY_REVOKED, "key_revoked")                                                         \
+    X(KEY_SCOPE_CHANGED, "key_scope_changed")
 
 typedef enum state_event_kind {
 #define STATE_EVENT_ENUM_(name, str) STATE_EVENT_##name,

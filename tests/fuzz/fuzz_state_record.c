@@ -19,6 +19,7 @@
 
 #include "base/sl_buf.h"
 #include "state/state.h"
+#include "state/state_apikey.h"
 #include "state/state_record.h"
 
 #define CHECK(cond) \
@@ -36,6 +37,7 @@ static const schema_case_t schemas[] = {
     {&state_network_schema, sizeof(state_network_rec_t)},
     {&state_pressure_schema, sizeof(state_pressure_rec_t)},
     {&state_pressure_slot_schema, sizeof(state_pressure_slot_rec_t)},
+    {&state_apikey_schema, sizeof(state_apikey_rec_t)},
 };
 
 static void check_strings(const state_schema_t *s, const void *rec)
