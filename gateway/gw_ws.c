@@ -499,7 +499,7 @@ void gw_ws_sweep_revoked(gw_ws_t *w, const gw_keys_t *keys)
     for (h2o_linklist_t *l = w != NULL ? w->conns.next : NULL; l != NULL && l != &w->conns; l = l->next) {
         ws_conn_t *c = H2O_STRUCT_FROM_MEMBER(ws_conn_t, link, l);
         if (gw_keys_revoked(keys, c->key))
-            conn_close(c, 1008, "API key revoked");
+            gw_ws_conn_close(c, 1008, "API key revoked");
     }
 }
 
