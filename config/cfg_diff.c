@@ -326,6 +326,8 @@ static const field_t endpoint_fields[] = {
     {"cost_profile", F_STR, EP(cost_profile)},
     {"credits", F_FN, .fn = credits_differ},
     {"max_logs_blocks", F_U32, EP(max_logs_blocks)},
+    {"methods", F_STRV, EP(methods.allow), EP(methods.nallow)},
+    {"methods", F_STRV, EP(methods.deny), EP(methods.ndeny)},
 };
 #undef EP
 

@@ -193,6 +193,7 @@ static const cfg_field_t endpoint_fields[] = {
     {"cost_profile", CFG_FN, .fn = ep_cost_profile},
     {"credits", CFG_FN, .fn = ep_credits},
     {"max_logs_blocks", CFG_U32, offsetof(pool_endpoint_conf_t, max_logs_blocks), 0, 100000000},
+    {"methods", CFG_FN, .fn = cfg_ep_methods},
 };
 
 /* ---- endpoints ---- */
@@ -552,6 +553,7 @@ void cfg_network_dispose(pool_network_conf_t *net)
         }
         free(ep->headers);
         free(ep->cost_profile);
+        cfg_ep_route_dispose(ep);
     }
     free(net->endpoints);
     for (size_t i = 0; i < net->nmethod_overrides; i++)

@@ -100,6 +100,19 @@ int policy_method_match(const char *const *patterns, size_t n, const char *name,
 
 const char *policy_method_class_name(policy_method_class_t cls);
 
+/* An endpoint's method scope (networks.<n>.endpoints[].methods): allow and
+ * deny globs as policy_method_match's. NULL allow: every method. */
+typedef struct policy_method_scope {
+    char **allow;
+    size_t nallow;
+    char **deny;
+    size_t ndeny;
+} policy_method_scope_t;
+
+/* 1 if an endpoint of scope s serves name[0..len): allowed (no allow list:
+ * any) and not denied. Deny wins over allow. */
+int policy_method_scope_admits(const policy_method_scope_t *s, const char *name, size_t len);
+
 /* For table tests: the i-th verb of policy_method_sounds_like_write's table
  * (*prefix: it need not end a word), or NULL past the end. */
 const char *policy_method_write_verb(size_t i, int *prefix);

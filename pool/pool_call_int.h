@@ -188,6 +188,9 @@ void pool_answer_exhaust(pool_call_t *call, pool_outcome_t forced);
  * none); the exchange callback of a call's attempts; an attempt that could
  * not start (fail) at ep. */
 int pool_call_plan_next(pool_call_t *call);
+/* 1 if ep's method scope (endpoints[].methods, policy_method_scope_admits)
+ * admits every pending item of call: the plan sends it nowhere else. */
+int pool_call_scope_admits(const pool_call_t *call, const pool_endpoint_t *ep);
 void pool_call_on_exchange_done(pool_exchange_t *ex);
 /* Starts an attempt of call at endpoint ep through the transport's
  * operations (pool_transport_ops_t: sockets, or a unit test's script);

@@ -41,11 +41,24 @@ static void note_unusable(pool_call_t *call, pool_endpoint_t *ep, uint64_t now)
     }
 }
 
+int pool_call_scope_admits(const pool_call_t *call, const pool_endpoint_t *ep)
+{
+    const policy_method_scope_t *s = &ep->conf->methods;
+    if (s->allow == NULL && s->deny == NULL)
+        return 1;
+    for (size_t i = 0; i < call->nitems; i++) {
+        const pool_item_t *it = &call->items[i];
+        if (it->state == POOL_ITEM_PENDING && it->name != NULL && !policy_method_scope_admits(s, it->name, it->name_len))
+            return 0;
+    }
+    return 1;
+}
+
 /* 1 if the plan may send this call's next attempt to endpoint i now. */
 static int candidate(pool_call_t *call, size_t i, uint64_t now)
 {
     pool_endpoint_t *ep = &call->net->endpoints[i];
-    if (call->tried[i])
+    if (call->tried[i] || !pool_call_scope_admits(call, ep))
         return 0;
     if (!pool_health_usable(ep, now))
         return 0;
@@ -94,7 +107,8 @@ static int next_round(pool_call_t *call)
         return 0;
     int any = 0;
     for (size_t i = 0; i < net->nendpoints; i++)
-        any |= !call->no_retry[i] && pool_health_usable(&net->endpoints[i], sl_shared_ms());
+        any |= !call->no_retry[i] && pool_health_usable(&net->endpoints[i], sl_shared_ms()) &&
+               pool_call_scope_admits(call, &net->endpoints[i]);
     if (!any)
         return 0;
     uint32_t wait = policy_retry_backoff_ms(net->conf->backoff_base_ms, net->conf->backoff_max_ms, ++call->round,

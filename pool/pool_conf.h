@@ -49,6 +49,8 @@ typedef struct pool_endpoint_conf {
     int yaml_line;            /* where the endpoint was declared */
     uint32_t max_logs_blocks; /* blocks one eth_getLogs may span here: max_logs_blocks:, else the
                                  cost profile's (policy/logsplit.c); 0 = no limit */
+    policy_method_scope_t methods; /* methods: { allow, deny }: the calls it may be sent
+                                      (policy_method_scope_admits); empty: every method */
 } pool_endpoint_conf_t;
 
 typedef struct pool_timeouts {

@@ -1,0 +1,84 @@
+// Per-method routing (issue 35): an endpoint's methods: scope (allow / deny
+// globs) decides which calls it is sent; a method no endpoint admits is a
+// -32601 naming it, answered without an upstream call.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { startFake, startSluice, post, call, renderConfig, tempDir, SLUICE_BIN } from '../lib/harness.mjs';
+
+let node, alchemy, infura, s;
+// cache off: the test counts upstream calls per method; hedging off: a hedge
+// would be a second call of the same read
+const LINES = ['ranking: { probe_interval_ms: 0 }', 'hedge: { enabled: false }'];
+const endpoints = () => [
+  { id: 'node', url: node.url, methods: '{ allow: ["eth_*", "net_*", "trace_*", "debug_trace*"] }' },
+  { id: 'alchemy', url: alchemy.url, methods: '{ deny: ["trace_*", "debug_*", "eth_getProof", "erigon_*"] }' },
+  { id: 'infura', url: infura.url, methods: '{ deny: ["trace_*", "debug_*", "eth_getProof", "erigon_*"] }' },
+];
+
+before(async () => {
+  [node, alchemy, infura] = await Promise.all(['node', 'alchemy', 'infura'].map((name) => startFake({ name })));
+  s = await startSluice({ cache: false, workers: 1, networks: { eth: { lines: LINES, endpoints: endpoints() } } });
+});
+after(async () => { await Promise.all([s, node, alchemy, infura].filter(Boolean).map((p) => p.stop())); });
+
+const count = async (fake, method) => (await fake.stats()).methods[method] || 0;
+
+test('trace_* reaches only the endpoint whose scope allows it', async () => {
+  for (let i = 0; i < 10; i++) {
+    const r = await post(s.url(), call('trace_block', ['0x10'], i));
+    assert.equal(r.status, 200, r.text);
+  }
+  assert.ok(await count(node, 'trace_block') >= 10, 'node got every trace_block');
+  assert.equal(await count(alchemy, 'trace_block'), 0, 'alchemy denies trace_*');
+  assert.equal(await count(infura, 'trace_block'), 0, 'infura denies trace_*');
+});
+
+test('a denied method never reaches that endpoint; others still spread', async () => {
+  for (let i = 0; i < 10; i++) {
+    const r = await post(s.url(), call('eth_getProof', ['0x' + '11'.repeat(20), [], 'latest'], i));
+    assert.equal(r.status, 200, r.text);
+  }
+  assert.ok(await count(node, 'eth_getProof') >= 10);
+  assert.equal(await count(alchemy, 'eth_getProof'), 0);
+  assert.equal(await count(infura, 'eth_getProof'), 0);
+  // a method everybody admits still goes down the ordinary plan
+  const r = await post(s.url(), call('eth_gasPrice', [], 1));
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.json.result, '0x4a817c800');
+});
+
+test('a method no endpoint admits is a -32601 naming it, sent nowhere', async () => {
+  const r = await post(s.url(), call('erigon_getHeaderByNumber', ['0x10'], 5));
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.json.error.code, -32601, r.text);
+  assert.match(r.json.error.message, /erigon_getHeaderByNumber/);
+  assert.equal(r.json.error.data.reason, 'no_endpoint_for_method');
+  for (const f of [node, alchemy, infura]) assert.equal(await count(f, 'erigon_getHeaderByNumber'), 0, f.name);
+  // in a batch, only that member is refused
+  const b = await post(s.url(), [call('erigon_getHeaderByNumber', [], 1), call('eth_chainId', [], 2)]);
+  assert.equal(b.status, 200, b.text);
+  assert.equal(b.json.find((m) => m.id === 1).error.data.reason, 'no_endpoint_for_method');
+  assert.equal(b.json.find((m) => m.id === 2).result, '0x1');
+});
+
+test('--check names a bad methods: glob with its line', async () => {
+  const dir = tempDir();
+  const file = path.join(dir, 'sluice.yaml');
+  const bad = endpoints();
+  bad[1].methods = '{ deny: ["tr*ace"] }';
+  const text = renderConfig({ statePath: path.join(dir, 'state'), networks: { eth: { endpoints: bad } } });
+  writeFileSync(file, text);
+  const line = text.split('\n').findIndex((l) => l.includes('tr*ace')) + 1;
+  const r = spawnSync(SLUICE_BIN, ['--check', '-c', file], { encoding: 'utf8' });
+  assert.notEqual(r.status, 0, r.stdout + r.stderr);
+  assert.match(r.stderr + r.stdout, new RegExp(`:${line}\\b.*only at its end|only at its end.*${line}`), r.stderr + r.stdout);
+  const empty = endpoints();
+  empty[0].methods = '{ allow: [] }';
+  writeFileSync(file, renderConfig({ statePath: path.join(dir, 'state'), networks: { eth: { endpoints: empty } } }));
+  const e = spawnSync(SLUICE_BIN, ['--check', '-c', file], { encoding: 'utf8' });
+  assert.notEqual(e.status, 0);
+  assert.match(e.stderr + e.stdout, /empty allow list/);
+});
