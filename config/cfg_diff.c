@@ -282,6 +282,7 @@ static const field_t network_fields[] = {
     {"hedge", F_FN, .fn = hedge_differs},
     {"coalesce", F_U32, NET(coalesce_max_waiters)},
     {"demote_ms", F_U32, NET(demote_ms)},
+    {"archive_depth", F_U32, NET(archive_depth)},
     {"chain_id", F_FN, .fn = chain_id_differs},
     {"genesis_hash", F_STR, NET(genesis_hash)},
     {"max_lag_blocks", F_U32, NET(max_lag_blocks)},
@@ -328,6 +329,7 @@ static const field_t endpoint_fields[] = {
     {"max_logs_blocks", F_U32, EP(max_logs_blocks)},
     {"methods", F_STRV, EP(methods.allow), EP(methods.nallow)},
     {"methods", F_STRV, EP(methods.deny), EP(methods.ndeny)},
+    {"archive", F_MEM, EP(archive), sizeof(int8_t)},
 };
 #undef EP
 

@@ -194,6 +194,7 @@ static const cfg_field_t endpoint_fields[] = {
     {"credits", CFG_FN, .fn = ep_credits},
     {"max_logs_blocks", CFG_U32, offsetof(pool_endpoint_conf_t, max_logs_blocks), 0, 100000000},
     {"methods", CFG_FN, .fn = cfg_ep_methods},
+    {"archive", CFG_FN, .fn = cfg_ep_archive},
 };
 
 /* ---- endpoints ---- */
@@ -205,6 +206,7 @@ static void endpoint_decode(cfg_loader_t *c, yaml_node_t *n, pool_endpoint_conf_
     ep->cost_profile = sl_xstrdup("flat");
     ep->credits.month_reset_day = POOL_DEFAULT_MONTH_RESET_DAY;
     ep->yaml_line = cfg_line(n);
+    ep->archive = -1;
     cfg_ep_chain_defaults(ep);
     if (n != NULL && n->type == YAML_SCALAR_NODE && !cfg_is_null(n))
         ep_url(c, n, ep);   /* the shorthand: "- https://..." */
@@ -454,6 +456,7 @@ static const cfg_field_t network_fields[] = {
     {"timeouts", CFG_FN, .fn = net_timeouts},
     {"max_attempts", CFG_U32, offsetof(pool_network_conf_t, max_attempts), 0, 16},
     {"demote_ms", CFG_U32, offsetof(pool_network_conf_t, demote_ms), 0, 3600000},
+    {"archive_depth", CFG_U32, offsetof(pool_network_conf_t, archive_depth), 1, 100000000},
     {"resend_writes", CFG_BOOL, offsetof(pool_network_conf_t, resend_writes)},
     {"blocked_methods", CFG_FN, .fn = net_blocked},
     {"methods", CFG_FN, .fn = net_methods},
@@ -519,6 +522,7 @@ void cfg_networks(cfg_loader_t *c, yaml_node_t *n, void *target)
         net->pressure = POLICY_PRESSURE_DEFAULTS;
         net->hedge = POLICY_HEDGE_DEFAULTS;
         net->demote_ms = POOL_DEFAULT_DEMOTE_MS;
+        net->archive_depth = POOL_DEFAULT_ARCHIVE_DEPTH;
         net->coalesce_max_waiters = POOL_DEFAULT_COALESCE_MAX_WAITERS;
         cfg_net_chain_defaults(net);
         c->methods = NULL;

@@ -1,6 +1,7 @@
 /* config/cfg_route.c: where an endpoint may be sent calls: its method
  * scope (endpoints[].methods: allow / deny globs, policy_method_scope_admits
- * decides per call). Fills pool_endpoint_conf_t.methods. */
+ * decides per call) and whether it keeps history (archive: true|false, unset
+ * unknown; policy_blockref_archive_tier). Fills pool_endpoint_conf_t. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,6 +58,14 @@ void cfg_ep_methods(cfg_loader_t *c, yaml_node_t *n, void *target)
 {
     pool_endpoint_conf_t *ep = target;
     cfg_map_decode(c, n, endpoint_methods_fields, NFIELDS(endpoint_methods_fields), &ep->methods);
+}
+
+void cfg_ep_archive(cfg_loader_t *c, yaml_node_t *n, void *target)
+{
+    pool_endpoint_conf_t *ep = target;
+    int b;
+    if (cfg_bool(c, n, &b) == SL_OK)
+        ep->archive = (int8_t)(b != 0);
 }
 
 void cfg_ep_route_dispose(pool_endpoint_conf_t *ep)

@@ -81,6 +81,17 @@ SL_MUST_CHECK sl_err_t policy_blockref_extract(policy_chain_t chain, const char 
  * a pending transaction; a tag; a hash). */
 SL_MUST_CHECK sl_err_t policy_blockref_number(const char *buf, wire_span_t v, uint64_t *n);
 
+/* 1 if the call reads history more than depth blocks below head: a block
+ * number (eth_getLogs: its fromBlock too) below head - depth, or `earliest`.
+ * head 0 (not known yet): 0. Tags, hashes and no block: 0. */
+int policy_blockref_deep(const policy_blockref_call_t *c, uint64_t head, uint32_t depth);
+
+/* Where an endpoint of archive (1: archive: true, 0: false, -1: unset) goes in
+ * the plan of a call: 0 first, 1 after the tier-0 ones, -1 never. A deep
+ * call (policy_blockref_deep): archive endpoints, then unknown ones, never
+ * archive: false; any other call: every endpoint at 0. */
+int policy_blockref_archive_tier(int archive, int deep);
+
 /* "latest", "pending", ... ; "unknown" past the enum. */
 const char *policy_block_tag_name(policy_block_tag_t tag);
 

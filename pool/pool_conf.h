@@ -51,6 +51,8 @@ typedef struct pool_endpoint_conf {
                                  cost profile's (policy/logsplit.c); 0 = no limit */
     policy_method_scope_t methods; /* methods: { allow, deny }: the calls it may be sent
                                       (policy_method_scope_admits); empty: every method */
+    int8_t archive;           /* archive: 1 true, 0 false, -1 unset (unknown): where deep-history reads
+                                 go (policy_blockref_archive_tier) */
 } pool_endpoint_conf_t;
 
 typedef struct pool_timeouts {
@@ -98,6 +100,8 @@ typedef struct pool_network_conf {
     uint32_t max_head_lead;       /* a head further ahead of every other endpoint's is not trusted
                                      (blocks: 128, slots: 500; 0 = off) */
     policy_consensus_conf_t consensus; /* consensus:; nmethods 0 = off */
+    uint32_t archive_depth;       /* a read naming a block more than this below the head goes to archive
+                                     endpoints first, never to archive: false ones (128) */
 } pool_network_conf_t;
 
 #define POOL_DEFAULT_CONNECT_MS 2000
@@ -113,5 +117,6 @@ typedef struct pool_network_conf {
 #define POOL_MAX_ENDPOINTS 64
 #define POOL_DEFAULT_COALESCE_MAX_WAITERS 64
 #define POOL_DEFAULT_DEMOTE_MS 30000
+#define POOL_DEFAULT_ARCHIVE_DEPTH 128
 
 #endif

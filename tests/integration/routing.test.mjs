@@ -82,3 +82,44 @@ test('--check names a bad methods: glob with its line', async () => {
   assert.notEqual(e.status, 0);
   assert.match(e.stderr + e.stdout, /empty allow list/);
 });
+
+test('a deep-history read goes only to the archive endpoint; a recent one down the ordinary plan', async () => {
+  const fakes = await Promise.all(['full1', 'full2', 'arch'].map((name) => startFake({ name })));
+  const [full1, full2, arch] = fakes;
+  const a = await startSluice({ cache: false, workers: 1, networks: { eth: {
+    lines: [...LINES, 'archive_depth: 100'],
+    endpoints: [{ id: 'full1', url: full1.url, archive: 'false' }, { id: 'full2', url: full2.url },
+                { id: 'arch', url: arch.url, archive: 'true' }] } } });
+  try {
+    const head = Number((await post(a.url(), call('eth_blockNumber', [], 1))).json.result);
+    assert.ok(head > 1000, `head ${head}`);
+    const who = '0x' + '22'.repeat(20);
+    for (let i = 0; i < 6; i++) {
+      const r = await post(a.url(), call('eth_getBalance', [who, '0x' + (head - 5000 - i).toString(16)], i));
+      assert.equal(r.status, 200, r.text);
+      assert.equal(r.json.result, '0x1bc16d674ec80000', r.text);
+    }
+    const earliest = await post(a.url(), call('eth_getBalance', [who, 'earliest'], 9));
+    assert.equal(earliest.status, 200, earliest.text);
+    assert.equal(await count(arch, 'eth_getBalance'), 7, 'every deep read at the archive endpoint');
+    assert.equal(await count(full1, 'eth_getBalance'), 0, 'never at archive: false');
+    assert.equal(await count(full2, 'eth_getBalance'), 0, 'unknown comes after archive');
+    // the archive endpoint down: a deep read goes to the unknown one, never to archive: false
+    await arch.setMode('http500');
+    const r = await post(a.url(), call('eth_getBalance', [who, '0x10'], 10));
+    assert.equal(r.json.result, '0x1bc16d674ec80000', r.text);
+    assert.equal(await count(full1, 'eth_getBalance'), 0);
+    assert.equal(await count(full2, 'eth_getBalance'), 1);
+    await arch.setMode('ok');
+    const archBefore = await count(arch, 'eth_getBalance');
+    // recent reads: the ordinary plan (config order breaks the ranking's tie: full1 first)
+    for (let i = 0; i < 5; i++) {
+      const rr = await post(a.url(), call('eth_getBalance', [who, '0x' + (head - 10).toString(16)], 20 + i));
+      assert.equal(rr.status, 200, rr.text);
+    }
+    assert.equal(await count(full1, 'eth_getBalance'), 5, 'recent reads ranked as usual');
+    assert.equal(await count(arch, 'eth_getBalance'), archBefore, 'recent reads not sent to the archive endpoint');
+  } finally {
+    await Promise.all([a, ...fakes].map((p) => p.stop()));
+  }
+});
