@@ -329,7 +329,7 @@ static const field_t endpoint_fields[] = {
     {"max_logs_blocks", F_U32, EP(max_logs_blocks)},
     {"methods", F_STRV, EP(methods.allow), EP(methods.nallow)},
     {"methods", F_STRV, EP(methods.deny), EP(methods.ndeny)},
-    {"archive", F_MEM, EP(archive), sizeof(int8_t)},
+    {"archive", F_MEM, EP(archive), sizeof(uint8_t)},
 };
 #undef EP
 

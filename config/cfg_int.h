@@ -175,7 +175,7 @@ void cfg_net_chain_dispose(pool_network_conf_t *net);
 /* CFG_FN for an endpoint's methods: key (allow / deny globs); target is the
  * pool_endpoint_conf_t. */
 void cfg_ep_methods(cfg_loader_t *c, yaml_node_t *n, void *target);
-/* CFG_FN for archive: (tri-state: the default, -1, is set by endpoint_decode). */
+/* CFG_FN for archive: (a policy_archive_t; unset stays POLICY_ARCHIVE_UNKNOWN). */
 void cfg_ep_archive(cfg_loader_t *c, yaml_node_t *n, void *target);
 void cfg_ep_route_dispose(pool_endpoint_conf_t *ep);
 

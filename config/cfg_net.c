@@ -206,7 +206,6 @@ static void endpoint_decode(cfg_loader_t *c, yaml_node_t *n, pool_endpoint_conf_
     ep->cost_profile = sl_xstrdup("flat");
     ep->credits.month_reset_day = POOL_DEFAULT_MONTH_RESET_DAY;
     ep->yaml_line = cfg_line(n);
-    ep->archive = -1;
     cfg_ep_chain_defaults(ep);
     if (n != NULL && n->type == YAML_SCALAR_NODE && !cfg_is_null(n))
         ep_url(c, n, ep);   /* the shorthand: "- https://..." */

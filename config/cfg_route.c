@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "config/cfg_int.h"
+#include "policy/blockref.h"
 
 #define NFIELDS(t) (sizeof(t) / sizeof((t)[0]))
 
@@ -65,7 +66,7 @@ void cfg_ep_archive(cfg_loader_t *c, yaml_node_t *n, void *target)
     pool_endpoint_conf_t *ep = target;
     int b;
     if (cfg_bool(c, n, &b) == SL_OK)
-        ep->archive = (int8_t)(b != 0);
+        ep->archive = b ? POLICY_ARCHIVE_YES : POLICY_ARCHIVE_NO;
 }
 
 void cfg_ep_route_dispose(pool_endpoint_conf_t *ep)

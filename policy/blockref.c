@@ -350,5 +350,5 @@ int policy_blockref_archive_tier(int archive, int deep)
 {
     if (!deep)
         return 0;
-    return archive > 0 ? 0 : archive == 0 ? -1 : 1;
+    return archive == POLICY_ARCHIVE_YES ? 0 : archive == POLICY_ARCHIVE_NO ? -1 : 1;
 }

@@ -51,8 +51,8 @@ typedef struct pool_endpoint_conf {
                                  cost profile's (policy/logsplit.c); 0 = no limit */
     policy_method_scope_t methods; /* methods: { allow, deny }: the calls it may be sent
                                       (policy_method_scope_admits); empty: every method */
-    int8_t archive;           /* archive: 1 true, 0 false, -1 unset (unknown): where deep-history reads
-                                 go (policy_blockref_archive_tier) */
+    uint8_t archive;          /* archive: a policy_archive_t (0: unset, unknown): where deep-history
+                                 reads go (policy_blockref_archive_tier) */
 } pool_endpoint_conf_t;
 
 typedef struct pool_timeouts {

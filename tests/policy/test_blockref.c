@@ -270,9 +270,9 @@ Test(blockref, deep_and_archive_tier)
     c.from.kind = POLICY_BLOCKREF_NUMBER; /* eth_getLogs from an old block to latest */
     c.from.number = 10;
     cr_expect_eq(policy_blockref_deep(&c, 5000, 128), 1);
-    cr_expect_eq(policy_blockref_archive_tier(1, 1), 0);
-    cr_expect_eq(policy_blockref_archive_tier(-1, 1), 1);
-    cr_expect_eq(policy_blockref_archive_tier(0, 1), -1);
-    for (int a = -1; a <= 1; a++)
+    cr_expect_eq(policy_blockref_archive_tier(POLICY_ARCHIVE_YES, 1), 0);
+    cr_expect_eq(policy_blockref_archive_tier(POLICY_ARCHIVE_UNKNOWN, 1), 1);
+    cr_expect_eq(policy_blockref_archive_tier(POLICY_ARCHIVE_NO, 1), -1);
+    for (int a = 0; a <= 2; a++)
         cr_expect_eq(policy_blockref_archive_tier(a, 0), 0);
 }
