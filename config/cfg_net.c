@@ -343,8 +343,13 @@ static void method_override(cfg_loader_t *c, yaml_node_t *n, policy_method_t *ro
                 }
             }
             free(s);
+        } else if (strcmp(key, "timeout_ms") == 0) {
+            uint64_t ms;
+            if (cfg_uint(c, v, 1, 600000, &ms) == SL_OK)
+                row->timeout_ms = (uint32_t)ms;
         } else {
-            cfg_loader_error(c, cfg_line(cfg_node(c, pairs[i].key)), "unknown key '%s' (class, priority, retry_safe)", key);
+            cfg_loader_error(c, cfg_line(cfg_node(c, pairs[i].key)),
+                             "unknown key '%s' (class, priority, retry_safe, timeout_ms)", key);
         }
         cfg_pop(c, mark);
     }

@@ -48,6 +48,8 @@ typedef struct policy_method {
     uint8_t solo;               /* 1: never shares an upstream call with identical calls in flight
                                    (the rows for methods no table knows: what they do is unknown) */
     uint8_t cache;              /* policy_cache_kind_t */
+    uint32_t timeout_ms;        /* methods.<name>.timeout_ms: a call of it ends by then, every attempt
+                                   in it too (pool/pool_call.c); 0 = the network's timeouts */
 } policy_method_t;
 
 /* Looks up name[0..len) in the chain's table. A method not in the table gets

@@ -109,6 +109,7 @@ struct pool_call {
     pool_call_cb cb;
     void *data;
     h2o_timeout_entry_t deadline;     /* timeouts.request_ms */
+    pool_delay_t method_deadline;     /* an item's methods.<name>.timeout_ms, when it ends first */
     h2o_timeout_entry_t defer;        /* finishing outside pool_call_start */
     uint64_t deadline_ms;             /* monotonic: when timeouts.request_ms runs out */
     pool_call_state_t state;          /* written only by pool_call_move (pool_call.c) */

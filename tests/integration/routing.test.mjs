@@ -123,3 +123,31 @@ test('a deep-history read goes only to the archive endpoint; a recent one down t
     await Promise.all([a, ...fakes].map((p) => p.stop()));
   }
 });
+
+test('methods.<name>.timeout_ms bounds the request: an eth_call held 3 s upstream is a 504 within its 500 ms', async () => {
+  const [x, y] = await Promise.all(['x', 'y'].map((name) => startFake({ name })));
+  const t = await startSluice({ cache: false, workers: 1, networks: { eth: {
+    lines: [...LINES, 'methods: { eth_call: { timeout_ms: 500 } }'],
+    endpoints: [{ id: 'x', url: x.url }, { id: 'y', url: y.url }] } } });
+  try {
+    await Promise.all([x, y].map((f) => f.setMode('slow', { delay_ms: 3000, method: 'eth_call' })));
+    const t0 = Date.now();
+    const r = await post(t.url(), call('eth_call', [{ to: '0x' + '33'.repeat(20), data: '0x' }, 'latest'], 1));
+    const took = Date.now() - t0;
+    assert.equal(r.status, 504, r.text);
+    assert.ok(took >= 450 && took < 1200, `answered in ${took} ms`);
+    // other methods keep the network's timeouts
+    const g = await post(t.url(), call('eth_getBalance', ['0x' + '22'.repeat(20), 'latest'], 2));
+    assert.equal(g.status, 200, g.text);
+  } finally {
+    await Promise.all([t, x, y].map((p) => p.stop()));
+  }
+  const dir = tempDir();
+  const file = path.join(dir, 'sluice.yaml');
+  const text = renderConfig({ statePath: path.join(dir, 'state'), networks: { eth: {
+    lines: ['methods: { eth_call: { timeout_ms: 0 } }'], endpoints: [{ id: 'x', url: 'http://127.0.0.1:1' }] } } });
+  writeFileSync(file, text);
+  const c = spawnSync(SLUICE_BIN, ['--check', '-c', file], { encoding: 'utf8' });
+  assert.notEqual(c.status, 0, c.stdout + c.stderr);
+  assert.match(c.stderr + c.stdout, /timeout_ms/);
+});
