@@ -151,3 +151,21 @@ test('methods.<name>.timeout_ms bounds the request: an eth_call held 3 s upstrea
   assert.notEqual(c.status, 0, c.stdout + c.stderr);
   assert.match(c.stderr + c.stdout, /timeout_ms/);
 });
+
+test('X-Sluice-Trace: 1 lists each attempt as endpoint;role;outcome;ms (a failover)', async () => {
+  const [p, q] = await Promise.all(['p', 'q'].map((name) => startFake({ name })));
+  const t = await startSluice({ cache: false, workers: 1, networks: { eth: {
+    lines: ['ranking: { probe_interval_ms: 0 }', 'hedge: { enabled: false }', 'breaker: { consecutive: 100 }'],
+    endpoints: [{ id: 'p', url: p.url }, { id: 'q', url: q.url }] } } });
+  try {
+    const plain = await post(t.url(), call('eth_getBalance', ['0x' + '22'.repeat(20), 'latest'], 1));
+    assert.equal(plain.headers.get('x-sluice-trace'), null, 'only when asked');
+    await p.setMode('http500');
+    const r = await post(t.url(), call('eth_getBalance', ['0x' + '22'.repeat(20), 'latest'], 2), { 'x-sluice-trace': '1' });
+    assert.equal(r.status, 200, r.text);
+    const trace = r.headers.get('x-sluice-trace');
+    assert.match(trace, /^p;first;http_500;\d+, q;retry;answered;\d+$/, trace);
+  } finally {
+    await Promise.all([t, p, q].map((x) => x.stop()));
+  }
+});
