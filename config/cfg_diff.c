@@ -208,7 +208,7 @@ static int methods_differ(const void *a, const void *b)
     for (size_t i = 0; i < x->nmethod_overrides; i++) {
         const policy_method_t *m = &x->method_overrides[i], *n = &y->method_overrides[i];
         if (str_differs(m->name, n->name) || m->cls != n->cls || m->priority != n->priority ||
-            m->retry_safe != n->retry_safe || m->cheap != n->cheap)
+            m->retry_safe != n->retry_safe || m->cheap != n->cheap || m->timeout_ms != n->timeout_ms)
             return 1;
     }
     return 0;
@@ -282,6 +282,7 @@ static const field_t network_fields[] = {
     {"hedge", F_FN, .fn = hedge_differs},
     {"coalesce", F_U32, NET(coalesce_max_waiters)},
     {"demote_ms", F_U32, NET(demote_ms)},
+    {"archive_depth", F_U32, NET(archive_depth)},
     {"chain_id", F_FN, .fn = chain_id_differs},
     {"genesis_hash", F_STR, NET(genesis_hash)},
     {"max_lag_blocks", F_U32, NET(max_lag_blocks)},
@@ -326,6 +327,9 @@ static const field_t endpoint_fields[] = {
     {"cost_profile", F_STR, EP(cost_profile)},
     {"credits", F_FN, .fn = credits_differ},
     {"max_logs_blocks", F_U32, EP(max_logs_blocks)},
+    {"methods", F_STRV, EP(methods.allow), EP(methods.nallow)},
+    {"methods", F_STRV, EP(methods.deny), EP(methods.ndeny)},
+    {"archive", F_MEM, EP(archive), sizeof(uint8_t)},
 };
 #undef EP
 

@@ -170,6 +170,15 @@ void cfg_net_consensus(cfg_loader_t *c, yaml_node_t *node, void *target);
 void cfg_net_chain_check(cfg_loader_t *c, yaml_node_t *n, pool_network_conf_t *net);
 void cfg_net_chain_dispose(pool_network_conf_t *net);
 
+/* ---- cfg_route.c ---- */
+
+/* CFG_FN for an endpoint's methods: key (allow / deny globs); target is the
+ * pool_endpoint_conf_t. */
+void cfg_ep_methods(cfg_loader_t *c, yaml_node_t *n, void *target);
+/* CFG_FN for archive: (a policy_archive_t; unset stays POLICY_ARCHIVE_UNKNOWN). */
+void cfg_ep_archive(cfg_loader_t *c, yaml_node_t *n, void *target);
+void cfg_ep_route_dispose(pool_endpoint_conf_t *ep);
+
 /* ---- cfg_pressure.c ---- */
 
 /* CFG_FN for a network's pressure: key; target is the pool_network_conf_t. */

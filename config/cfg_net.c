@@ -193,6 +193,8 @@ static const cfg_field_t endpoint_fields[] = {
     {"cost_profile", CFG_FN, .fn = ep_cost_profile},
     {"credits", CFG_FN, .fn = ep_credits},
     {"max_logs_blocks", CFG_U32, offsetof(pool_endpoint_conf_t, max_logs_blocks), 0, 100000000},
+    {"methods", CFG_FN, .fn = cfg_ep_methods},
+    {"archive", CFG_FN, .fn = cfg_ep_archive},
 };
 
 /* ---- endpoints ---- */
@@ -341,8 +343,13 @@ static void method_override(cfg_loader_t *c, yaml_node_t *n, policy_method_t *ro
                 }
             }
             free(s);
+        } else if (strcmp(key, "timeout_ms") == 0) {
+            uint64_t ms;
+            if (cfg_uint(c, v, 1, 600000, &ms) == SL_OK)
+                row->timeout_ms = (uint32_t)ms;
         } else {
-            cfg_loader_error(c, cfg_line(cfg_node(c, pairs[i].key)), "unknown key '%s' (class, priority, retry_safe)", key);
+            cfg_loader_error(c, cfg_line(cfg_node(c, pairs[i].key)),
+                             "unknown key '%s' (class, priority, retry_safe, timeout_ms)", key);
         }
         cfg_pop(c, mark);
     }
@@ -453,6 +460,7 @@ static const cfg_field_t network_fields[] = {
     {"timeouts", CFG_FN, .fn = net_timeouts},
     {"max_attempts", CFG_U32, offsetof(pool_network_conf_t, max_attempts), 0, 16},
     {"demote_ms", CFG_U32, offsetof(pool_network_conf_t, demote_ms), 0, 3600000},
+    {"archive_depth", CFG_U32, offsetof(pool_network_conf_t, archive_depth), 1, 100000000},
     {"resend_writes", CFG_BOOL, offsetof(pool_network_conf_t, resend_writes)},
     {"blocked_methods", CFG_FN, .fn = net_blocked},
     {"methods", CFG_FN, .fn = net_methods},
@@ -518,6 +526,7 @@ void cfg_networks(cfg_loader_t *c, yaml_node_t *n, void *target)
         net->pressure = POLICY_PRESSURE_DEFAULTS;
         net->hedge = POLICY_HEDGE_DEFAULTS;
         net->demote_ms = POOL_DEFAULT_DEMOTE_MS;
+        net->archive_depth = POOL_DEFAULT_ARCHIVE_DEPTH;
         net->coalesce_max_waiters = POOL_DEFAULT_COALESCE_MAX_WAITERS;
         cfg_net_chain_defaults(net);
         c->methods = NULL;
@@ -552,6 +561,7 @@ void cfg_network_dispose(pool_network_conf_t *net)
         }
         free(ep->headers);
         free(ep->cost_profile);
+        cfg_ep_route_dispose(ep);
     }
     free(net->endpoints);
     for (size_t i = 0; i < net->nmethod_overrides; i++)

@@ -403,7 +403,8 @@ void gw_exec_run(gw_exec_t *x)
 {
     const gw_net_t *net = x->net;
     gw_rpc_limits_t lim = {x->h->cfg->server.max_batch, net->sub.conf->chain, net->blocked, net->nblocked,
-                           net->sub.conf->method_overrides, net->sub.conf->nmethod_overrides, x->subscribe_error};
+                           net->sub.conf->method_overrides, net->sub.conf->nmethod_overrides, x->subscribe_error,
+                           net->sub.conf->endpoints, net->sub.conf->nendpoints};
     gw_rpc_parse(body_of(x), x->len, &lim, pool_alloc, x->mem, &x->rpc);
     if (x->refuse_message != NULL) {
         gw_refuse_buffered(&x->reply, body_of(x), single_id(x), x->refuse_message, "{\"scope\":\"connection\"}");

@@ -2,6 +2,7 @@
  * handshake on the same paths (handed to gw_ws). */
 #include "gateway/gw_handler.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -49,6 +50,7 @@ static void gw_req_dispose(void *p)
 static h2o_iovec_t hdr_endpoint = {H2O_STRLIT("x-sluice-endpoint")};
 static h2o_iovec_t hdr_attempts = {H2O_STRLIT("x-sluice-attempts")};
 static h2o_iovec_t hdr_hedges = {H2O_STRLIT("x-sluice-hedges")};
+static h2o_iovec_t hdr_trace = {H2O_STRLIT("x-sluice-trace")};
 static h2o_iovec_t hdr_coalesced = {H2O_STRLIT("x-sluice-coalesced")};
 static h2o_iovec_t hdr_retry_after = {H2O_STRLIT("retry-after")};
 static h2o_iovec_t hdr_rl_limit = {H2O_STRLIT("x-ratelimit-limit")};
@@ -89,6 +91,40 @@ static int asks_no_cache(h2o_req_t *req)
     return 0;
 }
 
+/* 1 if the client asked for the attempt trace: X-Sluice-Trace: 1. */
+static int trace_asked(h2o_req_t *req)
+{
+    ssize_t i = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-sluice-trace"), -1);
+    return i >= 0 && req->headers.entries[i].value.len == 1 && req->headers.entries[i].value.base[0] == '1';
+}
+
+/* X-Sluice-Trace: each attempt of the call as endpoint;role;outcome;ms
+ * (role first, retry or hedge; outcome answered (HTTP 200: its JSON-RPC
+ * verdict is the answer's), http_<status>, cancelled, or the attempt
+ * outcome's name as /admin/endpoints counts it), comma-separated. */
+static void trace_header(h2o_req_t *req, const pool_call_t *call)
+{
+    size_t n;
+    const pool_attempt_rec_t *log = pool_call_log(call, &n);
+    sl_buf_t b = SL_BUF_INIT;
+    for (size_t i = 0; i < n; i++) {
+        const char *role = log[i].flags & POOL_ATTEMPT_HEDGE ? "hedge" : i == 0 ? "first" : "retry";
+        char status[16];
+        snprintf(status, sizeof(status), "http_%u", (unsigned)log[i].http_status);
+        const char *what = log[i].flags & POOL_ATTEMPT_CANCELLED ? "cancelled"
+                           : log[i].fail != POOL_FAIL_NONE      ? state_outcome_name(pool_fail_outcome(log[i].fail))
+                           : log[i].http_status == 200 || log[i].http_status == 0 ? "answered"
+                                                                                   : status;
+        sl_buf_printf(&b, "%s%s;%s;%s;%u", i ? ", " : "", pool_call_endpoint_id(call, log[i].endpoint), role, what,
+                      (unsigned)((log[i].latency_us + 500) / 1000));
+    }
+    if (b.len != 0) {
+        h2o_iovec_t v = h2o_strdup(&req->pool, b.base, b.len);
+        sl_http_header_iov(req, &hdr_trace, v.base, v.len);
+    }
+    sl_buf_dispose(&b);
+}
+
 /* gw_exec_ops_t.reply: the headers, the access line, the body. */
 static void send_reply(gw_exec_t *x)
 {
@@ -107,6 +143,8 @@ static void send_reply(gw_exec_t *x)
             sl_http_header_u64(req, &hdr_hedges, pool_call_hedges(x->call));
         if (pool_call_coalesced(x->call))
             sl_http_header_u64(req, &hdr_coalesced, 1);
+        if (trace_asked(req))
+            trace_header(req, x->call);
     }
     if (x->nitems != 0) {
         const char *c = cache_outcome(x);

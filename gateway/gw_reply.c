@@ -180,7 +180,8 @@ static void append_member(gw_reply_t *r, const char *body, const gw_rpc_request_
     } else if (m->status == GW_MEMBER_BLOCKED) {
         char msg[WIRE_RPC_METHOD_MAX + 160];
         snprintf(msg, sizeof(msg), "%s: %s", m->name, m->error);
-        wire_rpc_error(&r->out, body, m->id, WIRE_RPC_METHOD_NOT_FOUND, msg, NULL);
+        wire_rpc_error(&r->out, body, m->id, WIRE_RPC_METHOD_NOT_FOUND, msg,
+                       m->unserved ? "{\"reason\":\"no_endpoint_for_method\"}" : NULL);
     } else if (m->status == GW_MEMBER_SHED) {
         append_shed(r, body, rpc, m);
     } else if (m->status == GW_MEMBER_DENIED) {

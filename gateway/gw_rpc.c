@@ -3,6 +3,17 @@
 #include <stdio.h>
 #include <string.h>
 
+/* 1 if some endpoint's methods: scope admits name[0..len) (or none is known). */
+static int any_endpoint_admits(const gw_rpc_limits_t *lim, const char *name, size_t len)
+{
+    if (lim->endpoints == NULL)
+        return 1;
+    for (size_t i = 0; i < lim->nendpoints; i++)
+        if (policy_method_scope_admits(&lim->endpoints[i].methods, name, len))
+            return 1;
+    return 0;
+}
+
 /* Checks one request object at span m of body and fills *mb. */
 static void parse_member(const char *body, wire_span_t m, const gw_rpc_limits_t *lim, gw_member_t *mb)
 {
@@ -67,6 +78,9 @@ static void parse_member(const char *body, wire_span_t m, const gw_rpc_limits_t 
         mb->error = lim->subscribe_error != NULL
                         ? lim->subscribe_error
                         : "subscriptions need a WebSocket connection; this gateway serves JSON-RPC over HTTP";
+    } else if (!any_endpoint_admits(lim, mb->name, nlen)) {
+        mb->unserved = 1;
+        mb->error = "no endpoint of this network serves this method (their methods: scopes)";
     } else {
         mb->status = GW_MEMBER_FORWARD;
         mb->error = NULL;

@@ -13,6 +13,7 @@
 #include "wire/envelope.h"
 #include "wire/rpc_error.h" /* the error object every reply writes */
 #include "policy/method.h"
+#include "pool/pool_conf.h"
 
 typedef enum gw_rpc_kind {
     GW_RPC_SINGLE,            /* one request object */
@@ -40,6 +41,8 @@ typedef struct gw_member {
     const char *error;            /* INVALID / BLOCKED / DENIED: the message (static, in name's storage,
                                      or the call's memory pool) */
     uint8_t denied;               /* DENIED: its policy_access_reason_t */
+    uint8_t unserved;             /* BLOCKED: no endpoint's methods: scope admits it
+                                     (data.reason no_endpoint_for_method) */
 } gw_member_t;
 
 typedef struct gw_rpc_limits {
@@ -50,6 +53,8 @@ typedef struct gw_rpc_limits {
     const policy_method_t *overrides; /* the network's methods: rows */
     size_t noverrides;
     const char *subscribe_error;  /* a subscription's -32601 message; NULL: the HTTP one */
+    const pool_endpoint_conf_t *endpoints; /* the network's: their methods: scopes (NULL: not checked) */
+    size_t nendpoints;
 } gw_rpc_limits_t;
 
 typedef struct gw_rpc_request {

@@ -331,3 +331,24 @@ parse:
     memset(out, 0, sizeof(*out));
     return SL_ERR_PARSE;
 }
+
+static int ref_deep(const policy_blockref_t *r, uint64_t head, uint32_t depth)
+{
+    if (r->kind == POLICY_BLOCKREF_TAG)
+        return r->tag == POLICY_TAG_EARLIEST;
+    return r->kind == POLICY_BLOCKREF_NUMBER && head > depth && r->number < head - depth;
+}
+
+int policy_blockref_deep(const policy_blockref_call_t *c, uint64_t head, uint32_t depth)
+{
+    if (head == 0)
+        return 0;
+    return ref_deep(&c->at, head, depth) || ref_deep(&c->from, head, depth);
+}
+
+int policy_blockref_archive_tier(int archive, int deep)
+{
+    if (!deep)
+        return 0;
+    return archive == POLICY_ARCHIVE_YES ? 0 : archive == POLICY_ARCHIVE_NO ? -1 : 1;
+}

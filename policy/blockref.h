@@ -81,6 +81,24 @@ SL_MUST_CHECK sl_err_t policy_blockref_extract(policy_chain_t chain, const char 
  * a pending transaction; a tag; a hash). */
 SL_MUST_CHECK sl_err_t policy_blockref_number(const char *buf, wire_span_t v, uint64_t *n);
 
+/* 1 if the call reads history more than depth blocks below head: a block
+ * number (eth_getLogs: its fromBlock too) below head - depth, or `earliest`.
+ * head 0 (not known yet): 0. Tags, hashes and no block: 0. */
+int policy_blockref_deep(const policy_blockref_call_t *c, uint64_t head, uint32_t depth);
+
+/* An endpoint's archive: key (zero: unset, so a zeroed config is unknown). */
+typedef enum policy_archive {
+    POLICY_ARCHIVE_UNKNOWN,
+    POLICY_ARCHIVE_YES,
+    POLICY_ARCHIVE_NO,
+} policy_archive_t;
+
+/* Where an endpoint of archive (a policy_archive_t) goes in the plan of a
+ * call: 0 first, 1 after the tier-0 ones, -1 never. A deep call
+ * (policy_blockref_deep): archive endpoints, then unknown ones, never
+ * archive: false; any other call: every endpoint at 0. */
+int policy_blockref_archive_tier(int archive, int deep);
+
 /* "latest", "pending", ... ; "unknown" past the enum. */
 const char *policy_block_tag_name(policy_block_tag_t tag);
 

@@ -358,6 +358,13 @@ int policy_method_match(const char *const *patterns, size_t n, const char *name,
     return 0;
 }
 
+int policy_method_scope_admits(const policy_method_scope_t *s, const char *name, size_t len)
+{
+    if (s->allow != NULL && !policy_method_match((const char *const *)s->allow, s->nallow, name, len))
+        return 0;
+    return s->deny == NULL || !policy_method_match((const char *const *)s->deny, s->ndeny, name, len);
+}
+
 const char *policy_method_class_name(policy_method_class_t cls)
 {
     return (unsigned)cls < POLICY_CLASS_COUNT ? class_names[cls] : "unknown";

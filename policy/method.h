@@ -48,6 +48,8 @@ typedef struct policy_method {
     uint8_t solo;               /* 1: never shares an upstream call with identical calls in flight
                                    (the rows for methods no table knows: what they do is unknown) */
     uint8_t cache;              /* policy_cache_kind_t */
+    uint32_t timeout_ms;        /* methods.<name>.timeout_ms: a call of it ends by then, every attempt
+                                   in it too (pool/pool_call.c); 0 = the network's timeouts */
 } policy_method_t;
 
 /* Looks up name[0..len) in the chain's table. A method not in the table gets
@@ -99,6 +101,19 @@ const char *const *policy_method_default_blocked(policy_chain_t chain);
 int policy_method_match(const char *const *patterns, size_t n, const char *name, size_t len);
 
 const char *policy_method_class_name(policy_method_class_t cls);
+
+/* An endpoint's method scope (networks.<n>.endpoints[].methods): allow and
+ * deny globs as policy_method_match's. NULL allow: every method. */
+typedef struct policy_method_scope {
+    char **allow;
+    size_t nallow;
+    char **deny;
+    size_t ndeny;
+} policy_method_scope_t;
+
+/* 1 if an endpoint of scope s serves name[0..len): allowed (no allow list:
+ * any) and not denied. Deny wins over allow. */
+int policy_method_scope_admits(const policy_method_scope_t *s, const char *name, size_t len);
 
 /* For table tests: the i-th verb of policy_method_sounds_like_write's table
  * (*prefix: it need not end a word), or NULL past the end. */

@@ -151,6 +151,7 @@ size_t pool_call_rows_bytes(const pool_call_t *call)
 void pool_call_stop(pool_call_t *call, pool_call_stop_t why)
 {
     pool_delay_cancel(&call->backoff);
+    pool_delay_cancel(&call->method_deadline);
     pool_call_wait_stop(call);
     if (call->ex_active) {
         pool_call_attempt_cancel(call, &call->ex);
@@ -184,6 +185,27 @@ void pool_call_net_dispose(pool_network_t *net)
     for (size_t i = NROWS; i-- > 0;) /* the reverse order */
         if (rows[i]->net_dispose != NULL)
             rows[i]->net_dispose(net);
+}
+
+static void on_method_deadline(pool_delay_t *d)
+{
+    pool_call_stop(H2O_STRUCT_FROM_MEMBER(pool_call_t, method_deadline, d), POOL_CALL_DEADLINE);
+}
+
+/* The shortest methods.<name>.timeout_ms of the call's items, when it ends
+ * before timeouts.request_ms: the call's deadline (attempts end with it). */
+static void method_deadline(pool_call_t *call)
+{
+    uint32_t ms = call->net->conf->timeouts.request_ms;
+    for (size_t i = 0; i < call->nitems; i++) {
+        uint32_t t = call->items[i].method->timeout_ms;
+        if (t != 0 && t < ms)
+            ms = t;
+    }
+    if (ms == call->net->conf->timeouts.request_ms)
+        return;
+    call->deadline_ms = sl_now_ms() + ms;
+    pool_delay_add(&call->net->pool->t.delays, &call->method_deadline, ms, on_method_deadline);
 }
 
 static void on_defer(h2o_timeout_entry_t *entry)
@@ -264,6 +286,7 @@ static pool_call_t *call_create(pool_network_t *net, pool_item_t *items, size_t 
         items[i].cached = items[i].cache_miss = 0;
     }
     h2o_timeout_link(net->pool->loop, &net->request_timeout, &call->deadline);
+    method_deadline(call);
     const pool_call_row_t *r;
     EACH_ROW(HOOK_START, r)
         r->start(call);

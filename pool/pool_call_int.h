@@ -109,6 +109,7 @@ struct pool_call {
     pool_call_cb cb;
     void *data;
     h2o_timeout_entry_t deadline;     /* timeouts.request_ms */
+    pool_delay_t method_deadline;     /* an item's methods.<name>.timeout_ms, when it ends first */
     h2o_timeout_entry_t defer;        /* finishing outside pool_call_start */
     uint64_t deadline_ms;             /* monotonic: when timeouts.request_ms runs out */
     pool_call_state_t state;          /* written only by pool_call_move (pool_call.c) */
@@ -188,6 +189,9 @@ void pool_answer_exhaust(pool_call_t *call, pool_outcome_t forced);
  * none); the exchange callback of a call's attempts; an attempt that could
  * not start (fail) at ep. */
 int pool_call_plan_next(pool_call_t *call);
+/* 1 if ep's method scope (endpoints[].methods, policy_method_scope_admits)
+ * admits every pending item of call: the plan sends it nowhere else. */
+int pool_call_scope_admits(const pool_call_t *call, const pool_endpoint_t *ep);
 void pool_call_on_exchange_done(pool_exchange_t *ex);
 /* Starts an attempt of call at endpoint ep through the transport's
  * operations (pool_transport_ops_t: sockets, or a unit test's script);

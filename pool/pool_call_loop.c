@@ -14,6 +14,7 @@
 
 #include "base/sl_log.h"
 #include "base/sl_time.h"
+#include "policy/blockref.h"
 #include "policy/retry.h"
 #include "pool/pool_call_int.h"
 
@@ -41,11 +42,31 @@ static void note_unusable(pool_call_t *call, pool_endpoint_t *ep, uint64_t now)
     }
 }
 
+int pool_call_scope_admits(const pool_call_t *call, const pool_endpoint_t *ep)
+{
+    const policy_method_scope_t *s = &ep->conf->methods;
+    if (s->allow == NULL && s->deny == NULL)
+        return 1;
+    for (size_t i = 0; i < call->nitems; i++) {
+        const pool_item_t *it = &call->items[i];
+        if (it->state == POOL_ITEM_PENDING && it->name != NULL && !policy_method_scope_admits(s, it->name, it->name_len))
+            return 0;
+    }
+    return 1;
+}
+
+/* Where endpoint ep goes in this call's plan: 0 first, 1 after, -1 never
+ * (a deep-history read: archive endpoints, then unknown ones). */
+static int archive_tier(const pool_call_t *call, const pool_endpoint_t *ep)
+{
+    return policy_blockref_archive_tier(ep->conf->archive, call->chain.deep);
+}
+
 /* 1 if the plan may send this call's next attempt to endpoint i now. */
 static int candidate(pool_call_t *call, size_t i, uint64_t now)
 {
     pool_endpoint_t *ep = &call->net->endpoints[i];
-    if (call->tried[i])
+    if (call->tried[i] || !pool_call_scope_admits(call, ep) || archive_tier(call, ep) < 0)
         return 0;
     if (!pool_health_usable(ep, now))
         return 0;
@@ -66,9 +87,10 @@ int pool_call_plan_next(pool_call_t *call)
     uint64_t now = sl_shared_ms();
     if (call->pinned >= 0 && candidate(call, (size_t)call->pinned, now))
         return call->pinned;
-    for (size_t k = 0; k < net->norder; k++)
-        if (candidate(call, net->order[k], now))
-            return net->order[k];
+    for (int tier = 0; tier <= call->chain.deep; tier++)
+        for (size_t k = 0; k < net->norder; k++)
+            if (candidate(call, net->order[k], now) && archive_tier(call, &net->endpoints[net->order[k]]) == tier)
+                return net->order[k];
     /* endpoints the ranking has not seen yet (or without shared state) */
     for (size_t i = 0; i < net->nendpoints; i++) {
         if (candidate(call, i, now))
@@ -94,7 +116,8 @@ static int next_round(pool_call_t *call)
         return 0;
     int any = 0;
     for (size_t i = 0; i < net->nendpoints; i++)
-        any |= !call->no_retry[i] && pool_health_usable(&net->endpoints[i], sl_shared_ms());
+        any |= !call->no_retry[i] && pool_health_usable(&net->endpoints[i], sl_shared_ms()) &&
+               pool_call_scope_admits(call, &net->endpoints[i]) && archive_tier(call, &net->endpoints[i]) >= 0;
     if (!any)
         return 0;
     uint32_t wait = policy_retry_backoff_ms(net->conf->backoff_base_ms, net->conf->backoff_max_ms, ++call->round,

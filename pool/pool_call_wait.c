@@ -20,7 +20,7 @@ int pool_call_should_wait(pool_call_t *call)
     for (size_t i = 0; i < net->nendpoints; i++) {
         pool_endpoint_t *ep = &net->endpoints[i];
         if (!call->tried[i] && ep->max_inflight > 0 && ep->link.inflight >= ep->max_inflight &&
-            pool_health_usable(ep, now))
+            pool_health_usable(ep, now) && pool_call_scope_admits(call, ep))
             return 1;
     }
     return 0;

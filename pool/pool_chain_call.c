@@ -16,12 +16,15 @@
 #include "policy/logsplit.h"
 #include "pool/pool_call_int.h"
 
-/* Adds what one read item names to *c. */
-static void note_item(pool_chain_call_t *c, policy_chain_t chain, pool_item_t *it, int single)
+/* Adds what one read item names to *c (head: the network's, 0 unknown). */
+static void note_item(pool_chain_call_t *c, const pool_network_t *net, pool_item_t *it, int single, uint64_t head)
 {
     static const policy_blockref_call_t none; /* routed as naming no block: the node answers the mistake */
+    policy_chain_t chain = net->conf->chain;
     const policy_blockref_call_t *read = pool_item_blockref(it, chain);
     policy_blockref_call_t ref = read != NULL ? *read : none;
+    if (policy_blockref_deep(&ref, head, net->conf->archive_depth))
+        c->deep = 1;
     if (single && ref.from.kind == POLICY_BLOCKREF_NUMBER && ref.at.kind == POLICY_BLOCKREF_NUMBER &&
         ref.from.number <= ref.at.number && ref.at.number - ref.from.number < UINT64_MAX) {
         c->logs_from = ref.from.number; /* from is only set for eth_getLogs */
@@ -53,10 +56,11 @@ static void row_start(pool_call_t *call)
     pool_chain_call_t c;
     memset(&c, 0, sizeof(c));
     memset(&call->chain, 0, sizeof(call->chain));
+    uint64_t head = pool_network_head(call->net);
     for (size_t i = 0; i < call->nitems; i++) {
         if (!call->items[i].method->retry_safe)
             return; /* a call carrying a write goes wherever the plan says */
-        note_item(&c, call->net->conf->chain, &call->items[i], call->nitems == 1);
+        note_item(&c, call->net, &call->items[i], call->nitems == 1, head);
     }
     c.gated = c.latest || c.has_block || c.logs_span > 0;
     call->chain = c;

@@ -28,6 +28,8 @@ typedef struct pool_chain_call {
     uint64_t sent_to;             /* endpoints (bit i) this call's own attempts went to, any round */
     uint64_t logs_from, logs_to;  /* a single eth_getLogs over numbered blocks (logs_span > 0) */
     uint64_t logs_span;           /* ... its blocks: kept off an endpoint whose max_logs_blocks is below it */
+    uint8_t deep;                 /* an item reads more than archive_depth below the head
+                                     (policy_blockref_deep): the plan puts archive endpoints first */
 } pool_chain_call_t;
 
 /* 1 if a null result from endpoint ep for call (a single item naming a block

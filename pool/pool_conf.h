@@ -49,6 +49,10 @@ typedef struct pool_endpoint_conf {
     int yaml_line;            /* where the endpoint was declared */
     uint32_t max_logs_blocks; /* blocks one eth_getLogs may span here: max_logs_blocks:, else the
                                  cost profile's (policy/logsplit.c); 0 = no limit */
+    policy_method_scope_t methods; /* methods: { allow, deny }: the calls it may be sent
+                                      (policy_method_scope_admits); empty: every method */
+    uint8_t archive;          /* archive: a policy_archive_t (0: unset, unknown): where deep-history
+                                 reads go (policy_blockref_archive_tier) */
 } pool_endpoint_conf_t;
 
 typedef struct pool_timeouts {
@@ -96,6 +100,8 @@ typedef struct pool_network_conf {
     uint32_t max_head_lead;       /* a head further ahead of every other endpoint's is not trusted
                                      (blocks: 128, slots: 500; 0 = off) */
     policy_consensus_conf_t consensus; /* consensus:; nmethods 0 = off */
+    uint32_t archive_depth;       /* a read naming a block more than this below the head goes to archive
+                                     endpoints first, never to archive: false ones (128) */
 } pool_network_conf_t;
 
 #define POOL_DEFAULT_CONNECT_MS 2000
@@ -111,5 +117,6 @@ typedef struct pool_network_conf {
 #define POOL_MAX_ENDPOINTS 64
 #define POOL_DEFAULT_COALESCE_MAX_WAITERS 64
 #define POOL_DEFAULT_DEMOTE_MS 30000
+#define POOL_DEFAULT_ARCHIVE_DEPTH 128
 
 #endif

@@ -250,3 +250,29 @@ Test(blockref, never_reads_past_the_bytes)
         }
     }
 }
+
+/* Deep history (archive_depth below the head) and the archive tiers. */
+Test(blockref, deep_and_archive_tier)
+{
+    policy_blockref_call_t c;
+    memset(&c, 0, sizeof(c));
+    c.at.kind = POLICY_BLOCKREF_NUMBER;
+    c.at.number = 1000;
+    cr_expect_eq(policy_blockref_deep(&c, 1128, 128), 0, "exactly depth below: not deep");
+    cr_expect_eq(policy_blockref_deep(&c, 1129, 128), 1);
+    cr_expect_eq(policy_blockref_deep(&c, 0, 128), 0, "head unknown");
+    cr_expect_eq(policy_blockref_deep(&c, 100, 128), 0, "a block above the head");
+    c.at.kind = POLICY_BLOCKREF_TAG;
+    c.at.tag = POLICY_TAG_EARLIEST;
+    cr_expect_eq(policy_blockref_deep(&c, 5, 128), 1, "earliest");
+    c.at.tag = POLICY_TAG_LATEST;
+    cr_expect_eq(policy_blockref_deep(&c, 5000, 128), 0);
+    c.from.kind = POLICY_BLOCKREF_NUMBER; /* eth_getLogs from an old block to latest */
+    c.from.number = 10;
+    cr_expect_eq(policy_blockref_deep(&c, 5000, 128), 1);
+    cr_expect_eq(policy_blockref_archive_tier(POLICY_ARCHIVE_YES, 1), 0);
+    cr_expect_eq(policy_blockref_archive_tier(POLICY_ARCHIVE_UNKNOWN, 1), 1);
+    cr_expect_eq(policy_blockref_archive_tier(POLICY_ARCHIVE_NO, 1), -1);
+    for (int a = 0; a <= 2; a++)
+        cr_expect_eq(policy_blockref_archive_tier(a, 0), 0);
+}

@@ -134,6 +134,30 @@ Test(method, default_blocked_lists)
     }
 }
 
+/* An endpoint's methods: scope: allow (none: all), deny wins. */
+Test(method, scope_admits)
+{
+    char *allow[] = {"eth_*", "trace_*", "debug_trace*"};
+    char *deny[] = {"trace_replay*", "eth_getProof"};
+    policy_method_scope_t all = {0}, only = {allow, 3, NULL, 0}, both = {allow, 3, deny, 2}, no = {NULL, 0, deny, 2};
+    static const struct {
+        const char *name;
+        int all, only, both, no;
+    } cases[] = {
+        {"eth_call", 1, 1, 1, 1},           {"trace_block", 1, 1, 1, 1},
+        {"trace_replayTransaction", 1, 1, 0, 0}, {"eth_getProof", 1, 1, 0, 0},
+        {"debug_traceCall", 1, 1, 1, 1},    {"debug_getRawBlock", 1, 0, 0, 1},
+        {"net_version", 1, 0, 0, 1},        {"eth", 1, 0, 0, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t n = strlen(cases[i].name);
+        cr_expect_eq(policy_method_scope_admits(&all, cases[i].name, n), cases[i].all, "all %s", cases[i].name);
+        cr_expect_eq(policy_method_scope_admits(&only, cases[i].name, n), cases[i].only, "only %s", cases[i].name);
+        cr_expect_eq(policy_method_scope_admits(&both, cases[i].name, n), cases[i].both, "both %s", cases[i].name);
+        cr_expect_eq(policy_method_scope_admits(&no, cases[i].name, n), cases[i].no, "no %s", cases[i].name);
+    }
+}
+
 /* ---- lookup ------------------------------------------------------------ */
 
 Test(method, lookup)
