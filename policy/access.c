@@ -10,6 +10,7 @@
 #include "wire/envelope.h"
 #include "wire/json_scan.h"
 #include "wire/rawtx.h"
+#include "wire/txid.h"
 
 #define MAX_PARAMS 8              /* eth_call takes at most 4; more is no call this reads */
 
@@ -71,14 +72,7 @@ int policy_access_parse_address(const char *s, size_t len, uint8_t out[20])
 
 static void address_text(const uint8_t a[20], char out[43])
 {
-    static const char digits[] = "0123456789abcdef";
-    out[0] = '0';
-    out[1] = 'x';
-    for (size_t i = 0; i < 20; i++) {
-        out[2 + 2 * i] = digits[a[i] >> 4];
-        out[3 + 2 * i] = digits[a[i] & 15];
-    }
-    out[42] = '\0';
+    wire_hex_text(a, 20, out);
 }
 
 int policy_access_origin_listed(const policy_access_scope_t *s, const char *origin, size_t len)

@@ -156,16 +156,21 @@ sl_err_t wire_eth_tx_hash(const char *hex, size_t len, char out[67])
     return SL_OK;
 }
 
-void wire_hash_hex(const uint8_t h[32], char out[67])
+void wire_hex_text(const uint8_t *b, size_t n, char *out)
 {
     static const char hexd[] = "0123456789abcdef";
     out[0] = '0';
     out[1] = 'x';
-    for (size_t i = 0; i < 32; i++) {
-        out[2 + 2 * i] = hexd[h[i] >> 4];
-        out[3 + 2 * i] = hexd[h[i] & 0xf];
+    for (size_t i = 0; i < n; i++) {
+        out[2 + 2 * i] = hexd[b[i] >> 4];
+        out[3 + 2 * i] = hexd[b[i] & 0xf];
     }
-    out[66] = '\0';
+    out[2 + 2 * n] = '\0';
+}
+
+void wire_hash_hex(const uint8_t h[32], char out[67])
+{
+    wire_hex_text(h, 32, out);
 }
 
 /* ---- base58 -------------------------------------------------------------- */

@@ -16,6 +16,10 @@
 /* A 32-byte hash as "0x" + 64 lower-case hex digits + NUL. */
 void wire_hash_hex(const uint8_t h[32], char out[67]);
 
+/* "0x" and the n bytes of b in lower-case hex, NUL-terminated, into out
+ * (2 * n + 3 bytes). */
+void wire_hex_text(const uint8_t *b, size_t n, char *out);
+
 /* Keccak-256 (the pre-standard padding Ethereum uses, not SHA3-256). */
 void wire_keccak256(const void *data, size_t len, uint8_t out[32]);
 
