@@ -80,6 +80,7 @@ typedef struct cfg_key_conf {
     int yaml_line;
     policy_access_scope_t scope; /* networks, methods, contracts, origins (issue 33); empty: unbounded */
     int networks_line;        /* the networks: list's line, for cfg_check_keys */
+    cfg_tier_conf_t per_address; /* each client address under the key held to these (name NULL); 0s: none */
 } cfg_key_conf_t;
 
 /* server.tls (cfg_tls.c; the pair checked by gw_tls_check, wired in by server/). */

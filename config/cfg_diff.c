@@ -139,7 +139,8 @@ static int keys_differ(const void *a, const void *b)
         return 1;
     for (size_t i = 0; i < x->nkeys; i++)
         if (strcmp(x->keys[i].sha256, y->keys[i].sha256) != 0 || str_differs(x->keys[i].tier, y->keys[i].tier) ||
-            str_differs(x->keys[i].name, y->keys[i].name) || scope_differs(&x->keys[i].scope, &y->keys[i].scope))
+            str_differs(x->keys[i].name, y->keys[i].name) || scope_differs(&x->keys[i].scope, &y->keys[i].scope) ||
+            memcmp(&x->keys[i].per_address.limits, &y->keys[i].per_address.limits, sizeof(cfg_limit_conf_t)) != 0)
             return 1;
     return 0;
 }

@@ -59,6 +59,14 @@ static void key_sha256(cfg_loader_t *c, yaml_node_t *n, void *target)
     free(s);
 }
 
+/* per_address: the tier's three windows, held per client address under the key */
+static void key_per_address(cfg_loader_t *c, yaml_node_t *n, void *target)
+{
+    cfg_key_conf_t *k = target;
+    k->per_address.yaml_line = cfg_line(n);
+    cfg_map_decode(c, n, tier_fields, NFIELDS(tier_fields), &k->per_address.limits);
+}
+
 static const cfg_field_t key_fields[] = {
     {"sha256", CFG_FN, .fn = key_sha256, .required = 1},
     {"tier", CFG_STR, offsetof(cfg_key_conf_t, tier), .required = 1},
@@ -67,6 +75,7 @@ static const cfg_field_t key_fields[] = {
     {"methods", CFG_FN, .fn = cfg_key_methods},
     {"contracts", CFG_FN, .fn = cfg_key_contracts},
     {"origins", CFG_FN, .fn = cfg_key_origins},
+    {"per_address", CFG_FN, .fn = key_per_address},
 };
 
 void cfg_read_keys(cfg_loader_t *c, yaml_node_t *n, void *target)

@@ -230,6 +230,33 @@ static void on_admit_wake(gw_limit_wait_t *w)
         forward(x);
 }
 
+/* The key's per_address limit (its visitors: each client address under
+ * the key), charged once per request before the key's tier, so one visitor
+ * over it spends none of the key's calls: 1 admitted (or no such limit;
+ * cluster: a charge waiting for Redis is let through, and its lease comes
+ * for the next call), 0 after answering 429 with data.reason per_address. */
+static int admit_address(gw_exec_t *x, policy_bucket_t bucket, uint32_t n)
+{
+    const cfg_tier_conf_t *pa = x->key != NULL ? &x->key->per_address : NULL;
+    if (pa == NULL || x->addr_charged || (pa->limits.per_second | pa->limits.per_minute | pa->limits.per_day) == 0)
+        return 1;
+    x->addr_charged = 1;
+    char ident[GW_EXEC_IDENT_MAX];
+    /* "key:<name>/ip:<address>"; a name too long for it stands as its hash,
+     * so the address is never cut */
+    if ((size_t)snprintf(ident, sizeof(ident), "key:%s/ip:%s", x->key->name, x->ip) >= sizeof(ident) ||
+        strlen(ident) >= sizeof(x->limit_wait.identity))
+        snprintf(ident, sizeof(ident), "key#%016llx/ip:%s",
+                 (unsigned long long)sl_fnv1a_str(SL_FNV1A_OFFSET, x->key->name), x->ip);
+    gw_limit_result_t lim;
+    gw_limit_charge(x->h->limit, pa, ident, bucket, n, &lim);
+    if (lim.said != POLICY_LEASE_NO)
+        return 1;
+    gw_refuse_per_address(&x->reply, body_of(x), single_id(x), &lim);
+    reply(x);
+    return 0;
+}
+
 /* Charges the caller: YES admitted, NO answered 429 (over its limit), WAIT
  * for a lease from Redis (cluster:; on_admit_wake goes on). */
 static policy_lease_result_t admit(gw_exec_t *x)
@@ -238,6 +265,8 @@ static policy_lease_result_t admit(gw_exec_t *x)
     uint32_t n = x->rpc.kind == GW_RPC_REJECT ? 1 : (uint32_t)x->rpc.nmembers;
     const cfg_tier_conf_t *tier = gw_identity_tier(x->h->cfg, x->key);
     policy_bucket_t bucket = choose_bucket(&x->rpc);
+    if (!admit_address(x, bucket, n))
+        return POLICY_LEASE_NO;
     if (tier != NULL)
         gw_exec_caller(x, ident, sizeof(ident));
     gw_limit_charge(x->h->limit, tier, ident, bucket, n, &x->limit);

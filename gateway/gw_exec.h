@@ -66,6 +66,7 @@ struct gw_exec {
     uint64_t start_us;
     gw_limit_result_t limit;      /* this caller's rate limit, for the headers */
     gw_limit_wait_t limit_wait;   /* cluster: waiting for a lease of the caller's limit from Redis */
+    uint8_t addr_charged;         /* the key's per_address limit charged (admit runs again after a wait) */
     size_t charged;               /* bytes of reply.out charged to the budget */
     uint64_t owner;               /* the caller's identity hashed (0: not needed): its share of the depth */
     int sent;                     /* the reply is being written */

@@ -13,6 +13,10 @@
 /* 429, -32005 scope "client": lim says which limit, when to come back. */
 void gw_refuse_limited(gw_reply_t *r, const char *body, wire_span_t id, const gw_limit_result_t *lim);
 
+/* As gw_refuse_limited, for a key's per_address limit (one client address
+ * under the key over it): data.reason "per_address". */
+void gw_refuse_per_address(gw_reply_t *r, const char *body, wire_span_t id, const gw_limit_result_t *lim);
+
 /* 503 + Retry-After: 1, -32005 with msg and data (gw_buffered_refusal). */
 void gw_refuse_buffered(gw_reply_t *r, const char *body, wire_span_t id, const char *msg, const char *data);
 
