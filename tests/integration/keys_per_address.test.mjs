@@ -42,3 +42,51 @@ networks: { eth: { ranking: { probe_interval_ms: 0 }, endpoints: ["${a.url}"] } 
   for (let i = 0; i < 4; i++)
     assert.equal((await post(s.url('eth'), STD(i), { 'x-forwarded-for': '10.0.0.1' })).status, 200);
 });
+
+test('per_address on a key made at run time: POST takes it, GET shows it, PATCH changes it', async () => {
+  const TOKEN = 'pa-token-0123456789abcdef0123';
+  const a = await startFake({ name: 'a' });
+  started.push(a);
+  const s = await startSluice({
+    workers: 2,
+    server: { trusted_proxies: '["127.0.0.1/32"]' },
+    admin: `{ listen: "127.0.0.1:0", token: "${TOKEN}" }`,
+    networks: { eth: { lines: ['ranking: { probe_interval_ms: 0 }'], endpoints: [{ id: 'a', url: a.url }] } },
+    extra: `tiers: { pro: { per_minute: 100 } }\nkeys:\n  - { sha256: "${sha(KEY)}", tier: pro, name: cfg, per_address: { per_day: 9 } }`,
+  });
+  started.push(s);
+  const admin = async (method, p, body) => {
+    const res = await fetch(`${s.admin}${p}`, {
+      method, headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    return { status: res.status, text, json: text ? JSON.parse(text) : undefined };
+  };
+  let r = await admin('POST', '/admin/keys', { name: 'rt', tier: 'pro', per_address: { per_second: 1.5 } });
+  assert.equal(r.status, 400, r.text);
+  r = await admin('POST', '/admin/keys', { name: 'rt', tier: 'pro', per_address: { per_hour: 1 } });
+  assert.equal(r.status, 400, r.text);
+  r = await admin('POST', '/admin/keys', { name: 'rt', tier: 'pro', per_address: { per_minute: 2 } });
+  assert.equal(r.status, 201, r.text);
+  const key = r.json.key;
+  const list = (await admin('GET', '/admin/keys')).json.keys;
+  assert.deepEqual(list.find((k) => k.name === 'rt').per_address, { per_minute: 2 });
+  assert.deepEqual(list.find((k) => k.name === 'cfg').per_address, { per_day: 9 });
+  const as = (ip) => ({ 'x-api-key': key, 'x-forwarded-for': ip });
+  for (let i = 0; i < 2; i++) assert.equal((await post(s.url('eth'), STD(i), as('10.0.1.1'))).status, 200);
+  r = await post(s.url('eth'), STD(), as('10.0.1.1'));
+  assert.equal(r.status, 429, r.text);
+  assert.equal(r.json.error.data.reason, 'per_address');
+  assert.equal((await post(s.url('eth'), STD(), as('10.0.1.2'))).status, 200, 'another address is served');
+  // PATCH {} lifts it (within a state.refresh_ms tick on every worker)
+  assert.equal((await admin('PATCH', '/admin/keys/rt', { per_address: {} })).status, 200);
+  const t0 = Date.now();
+  for (;;) {
+    r = await post(s.url('eth'), STD(), { ...as('10.0.1.1'), connection: 'close' });
+    if (r.status === 200 || Date.now() - t0 > 5000) break;
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  assert.equal(r.status, 200, r.text);
+  assert.equal((await admin('GET', '/admin/keys')).json.keys.find((k) => k.name === 'rt').per_address.per_minute, undefined);
+});
