@@ -64,12 +64,15 @@ typedef struct cfg_limit_conf {
     uint32_t per_second;      /* 0 = no limit in that window */
     uint32_t per_minute;
     uint32_t per_day;
+    uint32_t per_month;       /* 30 days; a key's credits: only (tiers have no such window) */
 } cfg_limit_conf_t;
 
 typedef struct cfg_tier_conf {
     char *name;
     cfg_limit_conf_t limits;
     int yaml_line;
+    int exact;                /* charged exactly, never leased ahead (gateway/gw_limit.h): a key's
+                                 credits, whose unspent leases would be lost from a day's budget */
 } cfg_tier_conf_t;
 
 typedef struct cfg_key_conf {
@@ -81,6 +84,7 @@ typedef struct cfg_key_conf {
     policy_access_scope_t scope; /* networks, methods, contracts, origins (issue 33); empty: unbounded */
     int networks_line;        /* the networks: list's line, for cfg_check_keys */
     cfg_tier_conf_t per_address; /* each client address under the key held to these (name NULL); 0s: none */
+    cfg_tier_conf_t credits;  /* the key's own budget in credits: per_day, per_month (name NULL); 0s: none */
 } cfg_key_conf_t;
 
 /* server.tls (cfg_tls.c; the pair checked by gw_tls_check, wired in by server/). */

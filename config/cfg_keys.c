@@ -67,6 +67,20 @@ static void key_per_address(cfg_loader_t *c, yaml_node_t *n, void *target)
     cfg_map_decode(c, n, tier_fields, NFIELDS(tier_fields), &k->per_address.limits);
 }
 
+static const cfg_field_t credits_fields[] = {
+    {"per_day", CFG_U32, offsetof(cfg_limit_conf_t, per_day), 0, UINT32_MAX},
+    {"per_month", CFG_U32, offsetof(cfg_limit_conf_t, per_month), 0, UINT32_MAX},
+};
+
+/* credits: the key's budget in credit units (the cost profiles' units) */
+static void key_credits(cfg_loader_t *c, yaml_node_t *n, void *target)
+{
+    cfg_key_conf_t *k = target;
+    k->credits.yaml_line = cfg_line(n);
+    k->credits.exact = 1;
+    cfg_map_decode(c, n, credits_fields, NFIELDS(credits_fields), &k->credits.limits);
+}
+
 static const cfg_field_t key_fields[] = {
     {"sha256", CFG_FN, .fn = key_sha256, .required = 1},
     {"tier", CFG_STR, offsetof(cfg_key_conf_t, tier), .required = 1},
@@ -76,6 +90,7 @@ static const cfg_field_t key_fields[] = {
     {"contracts", CFG_FN, .fn = cfg_key_contracts},
     {"origins", CFG_FN, .fn = cfg_key_origins},
     {"per_address", CFG_FN, .fn = key_per_address},
+    {"credits", CFG_FN, .fn = key_credits},
 };
 
 void cfg_read_keys(cfg_loader_t *c, yaml_node_t *n, void *target)

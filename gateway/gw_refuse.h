@@ -17,6 +17,11 @@ void gw_refuse_limited(gw_reply_t *r, const char *body, wire_span_t id, const gw
  * under the key over it): data.reason "per_address". */
 void gw_refuse_per_address(gw_reply_t *r, const char *body, wire_span_t id, const gw_limit_result_t *lim);
 
+/* 429 for a key's credits: budget spent (cost credits did not fit):
+ * data.reason "key_credits", data.reset_ms when they would. */
+void gw_refuse_key_credits(gw_reply_t *r, const char *body, wire_span_t id, const gw_limit_result_t *lim,
+                           uint32_t cost);
+
 /* 503 + Retry-After: 1, -32005 with msg and data (gw_buffered_refusal). */
 void gw_refuse_buffered(gw_reply_t *r, const char *body, wire_span_t id, const char *msg, const char *data);
 
