@@ -75,6 +75,12 @@ typedef struct cfg_tier_conf {
                                  credits, whose unspent leases would be lost from a day's budget */
 } cfg_tier_conf_t;
 
+/* A key's jwt: (issue 33): its calls must carry a JWT this key signed. */
+typedef struct cfg_jwt_conf {
+    char *public_key_file;    /* PEM (EC P-256 for ES256, RSA for RS256); NULL: no jwt: */
+    char *audience;           /* the aud the token must name; NULL: not checked */
+} cfg_jwt_conf_t;
+
 typedef struct cfg_key_conf {
     char sha256[65];          /* lower-case hex of SHA-256(key) */
     char *tier;               /* name of a tier in cfg_t.tiers */
@@ -84,6 +90,7 @@ typedef struct cfg_key_conf {
     policy_access_scope_t scope; /* networks, methods, contracts, origins (issue 33); empty: unbounded */
     int networks_line;        /* the networks: list's line, for cfg_check_keys */
     cfg_tier_conf_t per_address; /* each client address under the key held to these (name NULL); 0s: none */
+    cfg_jwt_conf_t jwt;
     cfg_tier_conf_t credits;  /* the key's own budget in credits: per_day, per_month (name NULL); 0s: none */
 } cfg_key_conf_t;
 

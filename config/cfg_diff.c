@@ -141,7 +141,9 @@ static int keys_differ(const void *a, const void *b)
         if (strcmp(x->keys[i].sha256, y->keys[i].sha256) != 0 || str_differs(x->keys[i].tier, y->keys[i].tier) ||
             str_differs(x->keys[i].name, y->keys[i].name) || scope_differs(&x->keys[i].scope, &y->keys[i].scope) ||
             memcmp(&x->keys[i].per_address.limits, &y->keys[i].per_address.limits, sizeof(cfg_limit_conf_t)) != 0 ||
-            memcmp(&x->keys[i].credits.limits, &y->keys[i].credits.limits, sizeof(cfg_limit_conf_t)) != 0)
+            memcmp(&x->keys[i].credits.limits, &y->keys[i].credits.limits, sizeof(cfg_limit_conf_t)) != 0 ||
+            str_differs(x->keys[i].jwt.public_key_file, y->keys[i].jwt.public_key_file) ||
+            str_differs(x->keys[i].jwt.audience, y->keys[i].jwt.audience))
             return 1;
     return 0;
 }

@@ -81,6 +81,24 @@ static void key_credits(cfg_loader_t *c, yaml_node_t *n, void *target)
     cfg_map_decode(c, n, credits_fields, NFIELDS(credits_fields), &k->credits.limits);
 }
 
+static const cfg_field_t jwt_fields[] = {
+    {"public_key_file", CFG_STR, offsetof(cfg_jwt_conf_t, public_key_file), .required = 1},
+    {"audience", CFG_STR, offsetof(cfg_jwt_conf_t, audience)},
+};
+
+/* jwt: the key's calls carry a JWT it verifies (gateway/gw_jwt.c); the
+ * file must be readable now (its PEM is read by each worker) */
+static void key_jwt(cfg_loader_t *c, yaml_node_t *n, void *target)
+{
+    cfg_key_conf_t *k = target;
+    cfg_map_decode(c, n, jwt_fields, NFIELDS(jwt_fields), &k->jwt);
+    FILE *f = k->jwt.public_key_file != NULL ? fopen(k->jwt.public_key_file, "r") : NULL;
+    if (k->jwt.public_key_file != NULL && f == NULL)
+        cfg_loader_error(c, cfg_line(n), "jwt.public_key_file '%s' cannot be read", k->jwt.public_key_file);
+    if (f != NULL)
+        fclose(f);
+}
+
 static const cfg_field_t key_fields[] = {
     {"sha256", CFG_FN, .fn = key_sha256, .required = 1},
     {"tier", CFG_STR, offsetof(cfg_key_conf_t, tier), .required = 1},
@@ -91,6 +109,7 @@ static const cfg_field_t key_fields[] = {
     {"origins", CFG_FN, .fn = cfg_key_origins},
     {"per_address", CFG_FN, .fn = key_per_address},
     {"credits", CFG_FN, .fn = key_credits},
+    {"jwt", CFG_FN, .fn = key_jwt},
 };
 
 void cfg_read_keys(cfg_loader_t *c, yaml_node_t *n, void *target)

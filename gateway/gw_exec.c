@@ -367,6 +367,12 @@ void gw_exec_refuse_denied(gw_exec_t *x, policy_access_reason_t reason, const ch
     reply(x);
 }
 
+void gw_exec_refuse_jwt(gw_exec_t *x, const char *message)
+{
+    gw_refuse_jwt(&x->reply, message);
+    reply(x);
+}
+
 void gw_exec_refuse(gw_exec_t *x, int status, int code, const char *message)
 {
     gw_refuse_http(&x->reply, status, code, message);

@@ -99,6 +99,8 @@ int gw_exec_admit_denied(gw_exec_t *x);
 /* Refuses with the access reason (401 key_required, else 403) and message
  * at id null; ops->reply runs. */
 void gw_exec_refuse_denied(gw_exec_t *x, policy_access_reason_t reason, const char *message);
+/* Refuses 401 jwt_invalid with message (gateway/gw_jwt.h). */
+void gw_exec_refuse_jwt(gw_exec_t *x, const char *message);
 /* Refuses with status, code and message at id null; ops->reply runs. */
 void gw_exec_refuse(gw_exec_t *x, int status, int code, const char *message);
 /* "key:<name>" or "ip:<address>": whose limits the call counts against. */

@@ -57,6 +57,14 @@ void gw_refuse_key_credits(gw_reply_t *r, const char *body, wire_span_t id, cons
     set_body(r);
 }
 
+void gw_refuse_jwt(gw_reply_t *r, const char *message)
+{
+    r->status = 401;
+    r->outcome = "denied";
+    wire_rpc_error(&r->out, "", (wire_span_t){0, 0}, WIRE_RPC_INVALID_REQUEST, message, "{\"reason\":\"jwt_invalid\"}");
+    set_body(r);
+}
+
 void gw_refuse_buffered(gw_reply_t *r, const char *body, wire_span_t id, const char *msg, const char *data)
 {
     r->status = 503;

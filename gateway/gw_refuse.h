@@ -22,6 +22,9 @@ void gw_refuse_per_address(gw_reply_t *r, const char *body, wire_span_t id, cons
 void gw_refuse_key_credits(gw_reply_t *r, const char *body, wire_span_t id, const gw_limit_result_t *lim,
                            uint32_t cost);
 
+/* 401, -32600 with message and data {"reason": "jwt_invalid"} (gw_jwt.h). */
+void gw_refuse_jwt(gw_reply_t *r, const char *message);
+
 /* 503 + Retry-After: 1, -32005 with msg and data (gw_buffered_refusal). */
 void gw_refuse_buffered(gw_reply_t *r, const char *body, wire_span_t id, const char *msg, const char *data);
 
