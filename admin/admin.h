@@ -38,6 +38,7 @@ typedef struct admin_key_info {
     const char *name;
     const char *tier;             /* NULL: none */
     const policy_access_scope_t *scope;
+    uint32_t per_address[3];      /* per_second, per_minute, per_day (0: none) */
 } admin_key_info_t;
 
 typedef struct admin_conf {

@@ -1,7 +1,8 @@
 /* admin/admin_keys.c: API keys made at run time (issue 33, phase 2).
  *
  *   POST   /admin/keys          {"name", "tier", "networks", "methods": {"allow",
- *                                "deny"}, "contracts", "origins"} -> 201 {"name", "key"}:
+ *                                "deny"}, "contracts", "origins", "per_address":
+ *                                {"per_second", "per_minute", "per_day"}} -> 201 {"name", "key"}:
  *                               the secret, this once (only its SHA-256 is kept)
  *   GET    /admin/keys          every key, the config file's too ("source"), never
  *                               a secret or hash
@@ -100,6 +101,30 @@ static const char *read_list(const admin_t *a, const cJSON *v, const char *field
     return NULL;
 }
 
+static const char *const window_names[3] = {"per_second", "per_minute", "per_day"};
+
+/* per_address: {per_second, per_minute, per_day} into out (a field left out
+ * is 0: no limit in that window; {} removes the limit); NULL or what is wrong. */
+static const char *read_per_address(const cJSON *v, uint32_t out[3])
+{
+    if (!cJSON_IsObject(v))
+        return "must be an object: {\"per_second\", \"per_minute\", \"per_day\"}";
+    uint32_t w[3] = {0, 0, 0};
+    for (const cJSON *f = v->child; f != NULL; f = f->next) {
+        int i = 0;
+        while (i < 3 && strcmp(f->string, window_names[i]) != 0)
+            i++;
+        if (i == 3)
+            return "unknown field: the fields are per_second, per_minute, per_day";
+        if (!cJSON_IsNumber(f) || f->valuedouble < 0 || f->valuedouble > 4294967295.0 ||
+            f->valuedouble != (double)(uint64_t)f->valuedouble)
+            return "a limit is a whole number from 0 to 4294967295";
+        w[i] = (uint32_t)f->valuedouble;
+    }
+    memcpy(out, w, sizeof(w));
+    return NULL;
+}
+
 /* The tier and scope fields present in body into rec; 0 after answering 400. */
 static int read_fields(admin_t *a, h2o_req_t *req, const cJSON *body, state_apikey_rec_t *rec)
 {
@@ -127,6 +152,10 @@ static int read_fields(admin_t *a, h2o_req_t *req, const cJSON *body, state_apik
     const cJSON *methods = cJSON_GetObjectItemCaseSensitive(body, "methods");
     if (methods != NULL && !cJSON_IsObject(methods))
         return send_error(req, 400, "methods", "must be an object with allow and deny lists"), 0;
+    const cJSON *pa = cJSON_GetObjectItemCaseSensitive(body, "per_address");
+    const char *pa_why = pa != NULL ? read_per_address(pa, rec->per_address) : NULL;
+    if (pa_why != NULL)
+        return send_error(req, 400, "per_address", pa_why), 0;
     lists[3].v = cJSON_GetObjectItemCaseSensitive(methods, "allow");
     lists[4].v = cJSON_GetObjectItemCaseSensitive(methods, "deny");
     for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
@@ -309,6 +338,14 @@ static cJSON *lines_json(const char *s)
     return arr;
 }
 
+static void per_address_json(cJSON *o, const uint32_t w[3])
+{
+    cJSON *pa = cJSON_AddObjectToObject(o, "per_address");
+    for (int i = 0; i < 3; i++)
+        if (w[i] != 0)
+            cJSON_AddNumberToObject(pa, window_names[i], w[i]);
+}
+
 static cJSON *config_key_json(const admin_key_info_t *k)
 {
     static const char digits[] = "0123456789abcdef";
@@ -331,6 +368,7 @@ static cJSON *config_key_json(const admin_key_info_t *k)
         cJSON_AddItemToArray(c, cJSON_CreateString(hex));
     }
     cJSON_AddItemToObject(o, "origins", strv_json(k->scope->origins, k->scope->norigins));
+    per_address_json(o, k->per_address);
     return o;
 }
 
@@ -346,6 +384,7 @@ static cJSON *api_key_json(const state_apikey_rec_t *r)
     cJSON_AddItemToObject(m, "deny", lines_json(r->deny));
     cJSON_AddItemToObject(o, "contracts", lines_json(r->contracts));
     cJSON_AddItemToObject(o, "origins", lines_json(r->origins));
+    per_address_json(o, r->per_address);
     cJSON_AddNumberToObject(o, "created_ms", (double)r->created_ms);
     cJSON_AddNumberToObject(o, "updated_ms", (double)r->updated_ms);
     return o;

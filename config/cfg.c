@@ -574,6 +574,8 @@ void cfg_destroy(cfg_t *cfg)
         free(cfg->keys[i].tier);
         free(cfg->keys[i].name);
         cfg_key_scope_dispose(&cfg->keys[i].scope);
+        free(cfg->keys[i].jwt.public_key_file);
+        free(cfg->keys[i].jwt.audience);
     }
     free(cfg->keys);
     cfg_cluster_dispose(&cfg->cluster);

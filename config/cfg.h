@@ -64,13 +64,22 @@ typedef struct cfg_limit_conf {
     uint32_t per_second;      /* 0 = no limit in that window */
     uint32_t per_minute;
     uint32_t per_day;
+    uint32_t per_month;       /* 30 days; a key's credits: only (tiers have no such window) */
 } cfg_limit_conf_t;
 
 typedef struct cfg_tier_conf {
     char *name;
     cfg_limit_conf_t limits;
     int yaml_line;
+    int exact;                /* charged exactly, never leased ahead (gateway/gw_limit.h): a key's
+                                 credits, whose unspent leases would be lost from a day's budget */
 } cfg_tier_conf_t;
+
+/* A key's jwt: (issue 33): its calls must carry a JWT this key signed. */
+typedef struct cfg_jwt_conf {
+    char *public_key_file;    /* PEM (EC P-256 for ES256, RSA for RS256); NULL: no jwt: */
+    char *audience;           /* the aud the token must name; NULL: not checked */
+} cfg_jwt_conf_t;
 
 typedef struct cfg_key_conf {
     char sha256[65];          /* lower-case hex of SHA-256(key) */
@@ -80,6 +89,9 @@ typedef struct cfg_key_conf {
     int yaml_line;
     policy_access_scope_t scope; /* networks, methods, contracts, origins (issue 33); empty: unbounded */
     int networks_line;        /* the networks: list's line, for cfg_check_keys */
+    cfg_tier_conf_t per_address; /* each client address under the key held to these (name NULL); 0s: none */
+    cfg_jwt_conf_t jwt;
+    cfg_tier_conf_t credits;  /* the key's own budget in credits: per_day, per_month (name NULL); 0s: none */
 } cfg_key_conf_t;
 
 /* server.tls (cfg_tls.c; the pair checked by gw_tls_check, wired in by server/). */

@@ -112,7 +112,7 @@ static int tiers_differ(const void *a, const void *b)
             return 1;
     return 0;
 }
-_Static_assert(sizeof(cfg_limit_conf_t) == 3 * sizeof(uint32_t), "cfg_limit_conf_t has padding");
+_Static_assert(sizeof(cfg_limit_conf_t) == 4 * sizeof(uint32_t), "cfg_limit_conf_t has padding");
 
 static int strv_differ(char **x, size_t nx, char **y, size_t ny)
 {
@@ -139,7 +139,11 @@ static int keys_differ(const void *a, const void *b)
         return 1;
     for (size_t i = 0; i < x->nkeys; i++)
         if (strcmp(x->keys[i].sha256, y->keys[i].sha256) != 0 || str_differs(x->keys[i].tier, y->keys[i].tier) ||
-            str_differs(x->keys[i].name, y->keys[i].name) || scope_differs(&x->keys[i].scope, &y->keys[i].scope))
+            str_differs(x->keys[i].name, y->keys[i].name) || scope_differs(&x->keys[i].scope, &y->keys[i].scope) ||
+            memcmp(&x->keys[i].per_address.limits, &y->keys[i].per_address.limits, sizeof(cfg_limit_conf_t)) != 0 ||
+            memcmp(&x->keys[i].credits.limits, &y->keys[i].credits.limits, sizeof(cfg_limit_conf_t)) != 0 ||
+            str_differs(x->keys[i].jwt.public_key_file, y->keys[i].jwt.public_key_file) ||
+            str_differs(x->keys[i].jwt.audience, y->keys[i].jwt.audience))
             return 1;
     return 0;
 }

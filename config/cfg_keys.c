@@ -59,6 +59,46 @@ static void key_sha256(cfg_loader_t *c, yaml_node_t *n, void *target)
     free(s);
 }
 
+/* per_address: the tier's three windows, held per client address under the key */
+static void key_per_address(cfg_loader_t *c, yaml_node_t *n, void *target)
+{
+    cfg_key_conf_t *k = target;
+    k->per_address.yaml_line = cfg_line(n);
+    cfg_map_decode(c, n, tier_fields, NFIELDS(tier_fields), &k->per_address.limits);
+}
+
+static const cfg_field_t credits_fields[] = {
+    {"per_day", CFG_U32, offsetof(cfg_limit_conf_t, per_day), 0, UINT32_MAX},
+    {"per_month", CFG_U32, offsetof(cfg_limit_conf_t, per_month), 0, UINT32_MAX},
+};
+
+/* credits: the key's budget in credit units (the cost profiles' units) */
+static void key_credits(cfg_loader_t *c, yaml_node_t *n, void *target)
+{
+    cfg_key_conf_t *k = target;
+    k->credits.yaml_line = cfg_line(n);
+    k->credits.exact = 1;
+    cfg_map_decode(c, n, credits_fields, NFIELDS(credits_fields), &k->credits.limits);
+}
+
+static const cfg_field_t jwt_fields[] = {
+    {"public_key_file", CFG_STR, offsetof(cfg_jwt_conf_t, public_key_file), .required = 1},
+    {"audience", CFG_STR, offsetof(cfg_jwt_conf_t, audience)},
+};
+
+/* jwt: the key's calls carry a JWT it verifies (gateway/gw_jwt.c); the
+ * file must be readable now (its PEM is read by each worker) */
+static void key_jwt(cfg_loader_t *c, yaml_node_t *n, void *target)
+{
+    cfg_key_conf_t *k = target;
+    cfg_map_decode(c, n, jwt_fields, NFIELDS(jwt_fields), &k->jwt);
+    FILE *f = k->jwt.public_key_file != NULL ? fopen(k->jwt.public_key_file, "r") : NULL;
+    if (k->jwt.public_key_file != NULL && f == NULL)
+        cfg_loader_error(c, cfg_line(n), "jwt.public_key_file '%s' cannot be read", k->jwt.public_key_file);
+    if (f != NULL)
+        fclose(f);
+}
+
 static const cfg_field_t key_fields[] = {
     {"sha256", CFG_FN, .fn = key_sha256, .required = 1},
     {"tier", CFG_STR, offsetof(cfg_key_conf_t, tier), .required = 1},
@@ -67,6 +107,9 @@ static const cfg_field_t key_fields[] = {
     {"methods", CFG_FN, .fn = cfg_key_methods},
     {"contracts", CFG_FN, .fn = cfg_key_contracts},
     {"origins", CFG_FN, .fn = cfg_key_origins},
+    {"per_address", CFG_FN, .fn = key_per_address},
+    {"credits", CFG_FN, .fn = key_credits},
+    {"jwt", CFG_FN, .fn = key_jwt},
 };
 
 void cfg_read_keys(cfg_loader_t *c, yaml_node_t *n, void *target)

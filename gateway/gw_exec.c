@@ -10,6 +10,7 @@
 #include "gateway/gw_identity.h"
 #include "gateway/gw_refuse.h"
 #include "gateway/gw_scope.h"
+#include "policy/cost.h"
 
 void gw_exec_init(gw_exec_t *x, gw_handler_t *h, const gw_exec_ops_t *ops, h2o_mem_pool_t *mem)
 {
@@ -230,6 +231,81 @@ static void on_admit_wake(gw_limit_wait_t *w)
         forward(x);
 }
 
+/* The key's per_address limit (its visitors: each client address under
+ * the key), charged once per request before the key's tier, so one visitor
+ * over it spends none of the key's calls: 1 admitted (or no such limit;
+ * cluster: a charge waiting for Redis is let through, and its lease comes
+ * for the next call), 0 after answering 429 with data.reason per_address. */
+static int admit_address(gw_exec_t *x, policy_bucket_t bucket, uint32_t n)
+{
+    const cfg_tier_conf_t *pa = x->key != NULL ? &x->key->per_address : NULL;
+    if (pa == NULL || x->addr_charged || (pa->limits.per_second | pa->limits.per_minute | pa->limits.per_day) == 0)
+        return 1;
+    x->addr_charged = 1;
+    char ident[GW_EXEC_IDENT_MAX];
+    /* "key:<name>/ip:<address>"; a name too long for it stands as its hash,
+     * so the address is never cut */
+    if ((size_t)snprintf(ident, sizeof(ident), "key:%s/ip:%s", x->key->name, x->ip) >= sizeof(ident) ||
+        strlen(ident) >= sizeof(x->limit_wait.identity))
+        snprintf(ident, sizeof(ident), "key#%016llx/ip:%s",
+                 (unsigned long long)sl_fnv1a_str(SL_FNV1A_OFFSET, x->key->name), x->ip);
+    gw_limit_result_t lim;
+    gw_limit_charge(x->h->limit, pa, ident, bucket, n, &lim);
+    if (lim.said != POLICY_LEASE_NO)
+        return 1;
+    gw_refuse_per_address(&x->reply, body_of(x), single_id(x), &lim);
+    reply(x);
+    return 0;
+}
+
+/* What the call's forwarded members cost in credits, in the cost profile
+ * of the network's first endpoint (flat: 1 a call, if it names none):
+ * charged before an endpoint is chosen, so every endpoint costs the same. */
+static uint32_t key_cost(const gw_exec_t *x)
+{
+    const pool_network_conf_t *nc = x->net != NULL ? x->net->sub.conf : NULL;
+    const char *name = nc != NULL && nc->nendpoints > 0 ? nc->endpoints[0].cost_profile : NULL;
+    const policy_cost_profile_t *p = policy_cost_profile(name != NULL ? name : "flat");
+    if (p == NULL)
+        p = policy_cost_profile("flat");
+    uint64_t sum = 0;
+    size_t calls = 0;
+    for (size_t i = 0; x->rpc.kind != GW_RPC_REJECT && i < x->rpc.nmembers; i++) {
+        const gw_member_t *m = &x->rpc.members[i];
+        if (m->status != GW_MEMBER_FORWARD)
+            continue;
+        sum += policy_cost_of(p, nc != NULL ? nc->chain : POLICY_CHAIN_ETHEREUM, NULL, 0, m->name, strlen(m->name)).billed;
+        calls++;
+    }
+    if (calls > 0 && x->rpc.kind == GW_RPC_BATCH)
+        sum += p->per_batch;
+    return sum > UINT32_MAX ? UINT32_MAX : (uint32_t)sum;
+}
+
+/* The key's credits: budget, charged its cost once its tier admitted the
+ * call, across every worker: 1 admitted (or no budget; cluster: a charge
+ * waiting for Redis is let through), 0 after answering 429 key_credits. */
+static int admit_credits(gw_exec_t *x)
+{
+    const cfg_tier_conf_t *cr = x->key != NULL ? &x->key->credits : NULL;
+    if (cr == NULL || (cr->limits.per_day | cr->limits.per_month) == 0)
+        return 1;
+    uint32_t cost = key_cost(x);
+    if (cost == 0)
+        return 1;
+    char ident[GW_EXEC_IDENT_MAX];
+    if ((size_t)snprintf(ident, sizeof(ident), "key:%s/credits", x->key->name) >= sizeof(x->limit_wait.identity))
+        snprintf(ident, sizeof(ident), "key#%016llx/credits",
+                 (unsigned long long)sl_fnv1a_str(SL_FNV1A_OFFSET, x->key->name));
+    gw_limit_result_t lim;
+    gw_limit_charge(x->h->limit, cr, ident, POLICY_BUCKET_STANDARD, cost, &lim);
+    if (lim.said != POLICY_LEASE_NO)
+        return 1;
+    gw_refuse_key_credits(&x->reply, body_of(x), single_id(x), &lim, cost);
+    reply(x);
+    return 0;
+}
+
 /* Charges the caller: YES admitted, NO answered 429 (over its limit), WAIT
  * for a lease from Redis (cluster:; on_admit_wake goes on). */
 static policy_lease_result_t admit(gw_exec_t *x)
@@ -238,6 +314,8 @@ static policy_lease_result_t admit(gw_exec_t *x)
     uint32_t n = x->rpc.kind == GW_RPC_REJECT ? 1 : (uint32_t)x->rpc.nmembers;
     const cfg_tier_conf_t *tier = gw_identity_tier(x->h->cfg, x->key);
     policy_bucket_t bucket = choose_bucket(&x->rpc);
+    if (!admit_address(x, bucket, n))
+        return POLICY_LEASE_NO;
     if (tier != NULL)
         gw_exec_caller(x, ident, sizeof(ident));
     gw_limit_charge(x->h->limit, tier, ident, bucket, n, &x->limit);
@@ -248,6 +326,8 @@ static policy_lease_result_t admit(gw_exec_t *x)
         gw_refuse_limited(&x->reply, body_of(x), single_id(x), &x->limit);
         reply(x);
     }
+    if (said == POLICY_LEASE_YES && !admit_credits(x))
+        return POLICY_LEASE_NO;
     return said;
 }
 
@@ -284,6 +364,12 @@ int gw_exec_admit_denied(gw_exec_t *x)
 void gw_exec_refuse_denied(gw_exec_t *x, policy_access_reason_t reason, const char *message)
 {
     gw_refuse_denied(&x->reply, "", (wire_span_t){0, 0}, reason, message);
+    reply(x);
+}
+
+void gw_exec_refuse_jwt(gw_exec_t *x, const char *message)
+{
+    gw_refuse_jwt(&x->reply, message);
     reply(x);
 }
 

@@ -66,6 +66,7 @@ struct gw_exec {
     uint64_t start_us;
     gw_limit_result_t limit;      /* this caller's rate limit, for the headers */
     gw_limit_wait_t limit_wait;   /* cluster: waiting for a lease of the caller's limit from Redis */
+    uint8_t addr_charged;         /* the key's per_address limit charged (admit runs again after a wait) */
     size_t charged;               /* bytes of reply.out charged to the budget */
     uint64_t owner;               /* the caller's identity hashed (0: not needed): its share of the depth */
     int sent;                     /* the reply is being written */
@@ -98,6 +99,8 @@ int gw_exec_admit_denied(gw_exec_t *x);
 /* Refuses with the access reason (401 key_required, else 403) and message
  * at id null; ops->reply runs. */
 void gw_exec_refuse_denied(gw_exec_t *x, policy_access_reason_t reason, const char *message);
+/* Refuses 401 jwt_invalid with message (gateway/gw_jwt.h). */
+void gw_exec_refuse_jwt(gw_exec_t *x, const char *message);
 /* Refuses with status, code and message at id null; ops->reply runs. */
 void gw_exec_refuse(gw_exec_t *x, int status, int code, const char *message);
 /* "key:<name>" or "ip:<address>": whose limits the call counts against. */

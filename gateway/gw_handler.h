@@ -42,6 +42,7 @@ typedef struct gw_handler {
     uint64_t served;
     sl_log_limit_t log_head, log_framing; /* refusals are logged at most every 10 s */
     gw_ws_t *ws;                  /* WebSocket connections (gw_ws.h); NULL: upgrades are not served */
+    struct gw_jwt_keys *jwt_keys; /* keys' jwt: public keys, read on first use (gw_jwt.h) */
     struct gw_keys *keys;         /* the keys made at run time (gw_keys.h); NULL: config keys only */
 } gw_handler_t;
 

@@ -78,6 +78,8 @@ static rt_key_t *entry_new(const gw_keys_t *k, const state_apikey_rec_t *r)
     if (e->conf.tier_conf == NULL) /* never served without its tier's limits */
         sl_log_warn("API key '%s' names tier '%s', which the config does not have: the key is refused until "
                     "its tier is set again (PATCH /admin/keys/%s)", r->name, r->tier, r->name);
+    e->conf.per_address.limits =
+        (cfg_limit_conf_t){r->per_address[0], r->per_address[1], r->per_address[2]};
     policy_access_scope_t *s = &e->conf.scope;
     s->networks = split_lines(r->networks, &s->nnetworks);
     s->allow = split_lines(r->allow, &s->nallow);

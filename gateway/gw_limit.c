@@ -12,7 +12,7 @@
 #include "state/state_cluster.h"
 #include "state/state_key.h"
 
-#define NWINDOWS 3
+#define NWINDOWS 4                /* the last (30 days) only for a key's credits: */
 #define TABLE_SIZE 4096           /* local lease entries per worker (a power of 2) */
 #define LEASE_TTL_US 1000000      /* leased calls not spent within a second are dropped */
 #define LEASE_MAX 1024            /* calls per lease, at most (1/20 of the smallest limit below that) */
@@ -21,7 +21,8 @@
 static const struct {
     const char *name;
     uint64_t window_us;
-} windows[NWINDOWS] = {{"1", 1000000ull}, {"60", 60000000ull}, {"86400", 86400000000ull}};
+} windows[NWINDOWS] = {{"1", 1000000ull}, {"60", 60000000ull}, {"86400", 86400000000ull},
+                       {"2592000", 2592000000000ull}};
 
 typedef struct lease {
     char identity[80];
@@ -80,7 +81,8 @@ uint64_t gw_limit_failures(const gw_limit_t *l)
  * capped there, and the headers say what is enforced. */
 static uint32_t window_limit(const gw_limit_t *l, const cfg_tier_conf_t *tier, policy_bucket_t bucket, int w)
 {
-    uint32_t base = w == 0 ? tier->limits.per_second : w == 1 ? tier->limits.per_minute : tier->limits.per_day;
+    const cfg_limit_conf_t *m = &tier->limits;
+    uint32_t base = w == 0 ? m->per_second : w == 1 ? m->per_minute : w == 2 ? m->per_day : m->per_month;
     uint64_t v = (uint64_t)base * (bucket == POLICY_BUCKET_READ ? l->cfg->server.read_multiplier : 1);
     if (v != 0 && l->divisor > 1)
         v = v / l->divisor > 0 ? v / l->divisor : 1; /* this host's share while Redis is away */
@@ -183,6 +185,8 @@ static int lease_cb(void *arg, void *recs, size_t nrecs, state_event_t *events, 
 
 static uint32_t lease_size(gw_limit_t *l, const cfg_tier_conf_t *tier, policy_bucket_t bucket, uint32_t n)
 {
+    if (tier->exact)
+        return n;
     uint32_t smallest = UINT32_MAX;
     for (int w = 0; w < NWINDOWS; w++) {
         uint32_t lim = window_limit(l, tier, bucket, w);
@@ -441,7 +445,8 @@ void gw_limit_charge(gw_limit_t *l, const cfg_tier_conf_t *tier, const char *ide
     memset(out, 0, sizeof(*out));
     out->said = POLICY_LEASE_YES;
     out->bucket = bucket;
-    if (tier == NULL || (tier->limits.per_second | tier->limits.per_minute | tier->limits.per_day) == 0)
+    if (tier == NULL ||
+        (tier->limits.per_second | tier->limits.per_minute | tier->limits.per_day | tier->limits.per_month) == 0)
         return;
     out->limited = 1;
     /* shared time: a backward step of the wall clock must not make every

@@ -49,8 +49,12 @@ typedef struct gw_limit_result {
 gw_limit_t *gw_limit_create(const cfg_t *cfg, state_t *st);
 void gw_limit_destroy(gw_limit_t *l);
 
-/* Charges n calls of bucket to identity ("key:<name>" or "ip:<address>")
- * under tier (NULL: no limit). */
+/* Charges n calls of bucket to identity ("key:<name>" or "ip:<address>";
+ * a key's per_address "key:<name>/ip:<address>", its credits
+ * "key:<name>/credits" with n its cost) under tier (NULL: no limit). A
+ * tier marked exact (a key's credits, with a 30-day window per_month) is
+ * never leased ahead: each charge is one write of exactly n, so no budget
+ * is lost to leases a worker did not spend. */
 void gw_limit_charge(gw_limit_t *l, const cfg_tier_conf_t *tier, const char *identity, policy_bucket_t bucket,
                      uint32_t n, gw_limit_result_t *out);
 

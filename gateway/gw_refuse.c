@@ -23,6 +23,48 @@ void gw_refuse_limited(gw_reply_t *r, const char *body, wire_span_t id, const gw
     set_body(r);
 }
 
+void gw_refuse_per_address(gw_reply_t *r, const char *body, wire_span_t id, const gw_limit_result_t *lim)
+{
+    r->status = 429;
+    r->outcome = "client_rate_limited";
+    r->retry_after_s = lim->retry_after_s;
+    char msg[200], data[240];
+    snprintf(msg, sizeof(msg),
+             "rate limit exceeded: %u calls per %u s for this address under this key (%s bucket); retry in %u s",
+             lim->limit, lim->window_s, policy_bucket_name(lim->bucket), lim->retry_after_s);
+    snprintf(data, sizeof(data),
+             "{\"scope\":\"client\",\"reason\":\"per_address\",\"retry_after_ms\":%llu,\"bucket\":\"%s\","
+             "\"limit\":%u,\"window_s\":%u}",
+             (unsigned long long)lim->retry_after_ms, policy_bucket_name(lim->bucket), lim->limit, lim->window_s);
+    wire_rpc_error(&r->out, body, id, WIRE_RPC_LIMIT_EXCEEDED, msg, data);
+    set_body(r);
+}
+
+void gw_refuse_key_credits(gw_reply_t *r, const char *body, wire_span_t id, const gw_limit_result_t *lim,
+                           uint32_t cost)
+{
+    r->status = 429;
+    r->outcome = "client_rate_limited";
+    r->retry_after_s = lim->retry_after_s;
+    char msg[200], data[240];
+    snprintf(msg, sizeof(msg), "credits exhausted: this key's budget is %u credits per %u s; this call costs %u; "
+             "retry in %u s", lim->limit, lim->window_s, cost, lim->retry_after_s);
+    snprintf(data, sizeof(data),
+             "{\"scope\":\"client\",\"reason\":\"key_credits\",\"reset_ms\":%llu,\"limit\":%u,"
+             "\"window_s\":%u,\"cost\":%u}",
+             (unsigned long long)lim->retry_after_ms, lim->limit, lim->window_s, cost);
+    wire_rpc_error(&r->out, body, id, WIRE_RPC_LIMIT_EXCEEDED, msg, data);
+    set_body(r);
+}
+
+void gw_refuse_jwt(gw_reply_t *r, const char *message)
+{
+    r->status = 401;
+    r->outcome = "denied";
+    wire_rpc_error(&r->out, "", (wire_span_t){0, 0}, WIRE_RPC_INVALID_REQUEST, message, "{\"reason\":\"jwt_invalid\"}");
+    set_body(r);
+}
+
 void gw_refuse_buffered(gw_reply_t *r, const char *body, wire_span_t id, const char *msg, const char *data)
 {
     r->status = 503;

@@ -13,6 +13,18 @@
 /* 429, -32005 scope "client": lim says which limit, when to come back. */
 void gw_refuse_limited(gw_reply_t *r, const char *body, wire_span_t id, const gw_limit_result_t *lim);
 
+/* As gw_refuse_limited, for a key's per_address limit (one client address
+ * under the key over it): data.reason "per_address". */
+void gw_refuse_per_address(gw_reply_t *r, const char *body, wire_span_t id, const gw_limit_result_t *lim);
+
+/* 429 for a key's credits: budget spent (cost credits did not fit):
+ * data.reason "key_credits", data.reset_ms when they would. */
+void gw_refuse_key_credits(gw_reply_t *r, const char *body, wire_span_t id, const gw_limit_result_t *lim,
+                           uint32_t cost);
+
+/* 401, -32600 with message and data {"reason": "jwt_invalid"} (gw_jwt.h). */
+void gw_refuse_jwt(gw_reply_t *r, const char *message);
+
 /* 503 + Retry-After: 1, -32005 with msg and data (gw_buffered_refusal). */
 void gw_refuse_buffered(gw_reply_t *r, const char *body, wire_span_t id, const char *msg, const char *data);
 

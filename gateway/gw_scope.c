@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "gateway/gw_jwt.h"
 #include "gateway/gw_refuse.h"
 #include "gateway/gw_stats.h"
 #include "wire/envelope.h"
@@ -32,6 +33,12 @@ int gw_scope_request(gw_exec_t *x, h2o_req_t *req)
 {
     char msg[SCOPE_MSG_MAX];
     policy_access_reason_t r = POLICY_ACCESS_OK;
+    if (!gw_jwt_admit(&x->h->jwt_keys, x->key, req, msg, sizeof(msg))) {
+        /* charged as a 401 is: to the key's own tier */
+        if (gw_exec_admit_denied(x))
+            gw_exec_refuse_jwt(x, msg);
+        return 0;
+    }
     if (x->key == NULL && x->h->cfg->anonymous_deny) {
         r = POLICY_ACCESS_KEY_REQUIRED;
         snprintf(msg, sizeof(msg), "API key required: call /%s/sl_<key> or send the key in an X-API-Key header",

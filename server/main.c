@@ -24,6 +24,7 @@
 #include "gateway/gw_identity.h"
 #include "gateway/gw_tls.h"
 #include "server/srv_master.h"
+#include "server/srv_reload.h"
 #include "pool/pool.h"
 
 static void usage(FILE *out)
@@ -140,6 +141,24 @@ static const char *configured_chain(const pool_network_conf_t *c, char out[POLIC
     return c->chain == POLICY_CHAIN_SOLANA ? c->genesis_hash : NULL;
 }
 
+/* --check: no config key has the name of an API key made at run time (the
+ * state folder is opened only when it is there already). */
+static int check_key_names(const cfg_t *cfg, const char *path)
+{
+    char why[512];
+    state_t *st = NULL;
+    state_conf_t sc = {cfg->state.path, cfg->state.map_size_mb, cfg->state.event_max_count,
+                       cfg->state.event_max_age_hours * 3600, cfg->state.max_limit_cells};
+    if (cfg->state.path != NULL && access(cfg->state.path, F_OK) == 0 && state_open(&sc, &st) != SL_OK)
+        st = NULL;
+    int clash = srv_reload_key_clash(cfg, st, why, sizeof(why));
+    if (st != NULL)
+        state_close(st);
+    if (clash)
+        fprintf(stderr, "sluice: %s: %s\n", path, why);
+    return clash;
+}
+
 /* --check --connect: every ws_url opens (connect, TLS, the Upgrade, its
  * Sec-WebSocket-Accept) and answers one chain id call over the socket; a
  * failure names the network, the endpoint and the step, never the URL. */
@@ -232,6 +251,10 @@ int main(int argc, char **argv)
     cfg_t *cfg = NULL;
     if (load(path, &cfg) != 0)
         return 1;
+    if (check && check_key_names(cfg, path)) {
+        cfg_destroy(cfg);
+        return 1;
+    }
     if (check) {
         printf("%s: configuration OK (%zu network(s))\n", path, cfg->nnetworks);
         const cfg_server_conf_t *srv = &cfg->server;

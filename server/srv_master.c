@@ -513,6 +513,10 @@ static int master_init(master_t *m, const cfg_t *cfg)
     if (cluster_check(m) != 0)
         return -1;
     char why[2048];
+    if (srv_reload_key_clash(cfg, m->state, why, sizeof(why))) {
+        sl_log_error("%s", why);
+        return -1;
+    }
     if (srv_chainid_learn(cfg, m->state, NULL, why, sizeof(why)) != 0) {
         sl_log_error("%s", why);
         return -1;

@@ -9,6 +9,7 @@
 #include "base/sl_buf.h"
 #include "base/sl_log.h"
 #include "base/sl_time.h"
+#include "state/state_apikey.h"
 
 static void record(state_t *st, state_event_kind_t kind, const srv_reload_req_t *req, uint64_t count,
                    uint64_t took_ms, const char *reason)
@@ -28,6 +29,26 @@ void srv_reload_failed(state_t *st, const srv_reload_req_t *req, size_t nerrors,
 {
     sl_log_error("reload failed: %s; nothing changed, the running workers keep serving", why);
     record(st, STATE_EVENT_CONFIG_RELOAD_FAILED, req, nerrors, 0, why);
+}
+
+int srv_reload_key_clash(const cfg_t *cfg, state_t *st, char *why, size_t cap)
+{
+    state_apikey_rec_t *recs = NULL;
+    size_t n = 0;
+    if (st == NULL || cfg->nkeys == 0 || state_apikey_list(st, &recs, &n, NULL) != SL_OK)
+        return 0;
+    int clash = 0;
+    for (size_t i = 0; i < cfg->nkeys && !clash; i++)
+        for (size_t j = 0; j < n && !clash; j++)
+            if (cfg->keys[i].name != NULL && strcmp(cfg->keys[i].name, recs[j].name) == 0) {
+                snprintf(why, cap,
+                         "keys[%zu]: the name '%s' is an API key's made at run time (%s): rename the config key, "
+                         "or revoke the other (DELETE /admin/keys/%s)",
+                         i, recs[j].name, cfg->state.path != NULL ? cfg->state.path : "the state", recs[j].name);
+                clash = 1;
+            }
+    free(recs);
+    return clash;
 }
 
 void srv_reload_done(state_t *st, const srv_reload_req_t *req, const cfg_diff_t *diff, uint64_t took_ms)
@@ -95,6 +116,12 @@ cfg_t *srv_reload_load(const cfg_t *running, state_t *st, const srv_reload_req_t
         return NULL;
     }
     cfg_errors_dispose(&errs);
+    char clash[512];
+    if (srv_reload_key_clash(next, st, clash, sizeof(clash))) {
+        srv_reload_failed(st, req, 1, clash);
+        cfg_destroy(next);
+        return NULL;
+    }
     cfg_diff(running, next, diff);
     if (diff->restart[0] != '\0') {
         srv_reload_failed(st, req, 1, diff->restart);

@@ -36,6 +36,12 @@ cfg_t *srv_reload_load(const cfg_t *running, state_t *st, const srv_reload_req_t
 /* Logs why and records config_reload_failed (count = nerrors). */
 void srv_reload_failed(state_t *st, const srv_reload_req_t *req, size_t nerrors, const char *why);
 
+/* 1 if a key of cfg has the name of an API key made at run time (kept in
+ * st's state; issue 33: a name is one key's), why[0..cap) naming it; 0 if
+ * none does or st is NULL or cannot be read. Start, reload and --check
+ * refuse such a config. */
+int srv_reload_key_clash(const cfg_t *cfg, state_t *st, char *why, size_t cap);
+
 /* Logs each change and records config_reloaded (count = changes). */
 void srv_reload_done(state_t *st, const srv_reload_req_t *req, const cfg_diff_t *diff, uint64_t took_ms);
 

@@ -246,7 +246,10 @@ static void admin_keys_info(const cfg_t *cfg, admin_conf_t *ac)
 {
     admin_key_info_t *keys = sl_xcalloc(cfg->nkeys ? cfg->nkeys : 1, sizeof(*keys));
     for (size_t i = 0; i < cfg->nkeys; i++)
-        keys[i] = (admin_key_info_t){cfg->keys[i].name, cfg->keys[i].tier, &cfg->keys[i].scope};
+        keys[i] = (admin_key_info_t){cfg->keys[i].name, cfg->keys[i].tier, &cfg->keys[i].scope,
+                                     {cfg->keys[i].per_address.limits.per_second,
+                                      cfg->keys[i].per_address.limits.per_minute,
+                                      cfg->keys[i].per_address.limits.per_day}};
     char **tiers = sl_xcalloc(cfg->ntiers ? cfg->ntiers : 1, sizeof(*tiers));
     for (size_t i = 0; i < cfg->ntiers; i++)
         tiers[i] = cfg->tiers[i].name;

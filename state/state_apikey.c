@@ -24,9 +24,12 @@ static const state_field_t apikey_fields[] = {
     FSTR(origins),
     F(state_apikey_rec_t, created_ms, STATE_F_U64, 1),
     F(state_apikey_rec_t, updated_ms, STATE_F_U64, 1),
+    {"per_address_second", STATE_F_U32, offsetof(state_apikey_rec_t, per_address[0]), 1, 2},
+    {"per_address_minute", STATE_F_U32, offsetof(state_apikey_rec_t, per_address[1]), 1, 2},
+    {"per_address_day", STATE_F_U32, offsetof(state_apikey_rec_t, per_address[2]), 1, 2},
 };
 
-const state_schema_t state_apikey_schema = {"apikey", 1, apikey_fields, sizeof(apikey_fields) / sizeof(apikey_fields[0])};
+const state_schema_t state_apikey_schema = {"apikey", 2, apikey_fields, sizeof(apikey_fields) / sizeof(apikey_fields[0])};
 
 typedef struct apikey_gen_rec {
     uint64_t gen;

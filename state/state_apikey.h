@@ -29,6 +29,8 @@ typedef struct state_apikey_rec {
     char origins[1024];
     uint64_t created_ms;          /* shared time */
     uint64_t updated_ms;          /* the last PATCH (created_ms if none) */
+    uint32_t per_address[3];      /* per_second, per_minute, per_day of each client address (0: none);
+                                     record version 2 (a version 1 record reads as none) */
 } state_apikey_rec_t;
 
 extern const state_schema_t state_apikey_schema;

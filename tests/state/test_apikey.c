@@ -9,6 +9,7 @@
 
 #include "state/state.h"
 #include "state/state_apikey.h"
+#include "state/state_record.h"
 #include "tests/lib/temp_dir.h"
 
 static char tmpdir[256];
@@ -50,6 +51,7 @@ static state_apikey_rec_t key_named(const char *name)
     snprintf(r.deny, sizeof(r.deny), "eth_sendRawTransaction");
     snprintf(r.origins, sizeof(r.origins), "https://app.example");
     r.created_ms = r.updated_ms = 1234;
+    r.per_address[1] = 60;
     return r;
 }
 
@@ -157,4 +159,23 @@ Test(apikey, names_the_layout_cannot_hold_are_refused)
     r = key_named("");
     cr_expect_eq(state_apikey_put(st, &r, 1, NULL), SL_ERR_INVALID);
     cr_expect_eq(gen_now(), 0);
+}
+
+Test(apikey, a_version_1_record_reads_with_no_per_address_limit)
+{
+    /* a record written before per_address (version 2): its fields then */
+    state_schema_t v1 = state_apikey_schema;
+    v1.version = 1;
+    while (v1.nfields > 0 && v1.fields[v1.nfields - 1].since > 1)
+        v1.nfields--;
+    cr_assert_lt(v1.nfields, state_apikey_schema.nfields);
+    state_apikey_rec_t r = key_named("old"), got;
+    sl_buf_t b;
+    sl_buf_init(&b);
+    cr_assert_eq(state_record_encode(&v1, &r, &b), SL_OK);
+    memset(&got, 0xff, sizeof(got));
+    cr_assert_eq(state_record_decode(&state_apikey_schema, b.base, b.len, &got), SL_OK);
+    cr_expect_str_eq(got.name, "old");
+    cr_expect_eq(got.per_address[0] | got.per_address[1] | got.per_address[2], 0, "none in an old record");
+    sl_buf_dispose(&b);
 }
