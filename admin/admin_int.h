@@ -8,6 +8,7 @@
 #include "base/sl_buf.h"
 #include "pool/pool_conf.h"
 #include "state/state.h"
+#include "state/state_counters.h"
 #include "state/state_record.h"
 
 /* ---- the router's gate (admin_guard.c) ---- */
@@ -182,6 +183,12 @@ int admin_route_networks(admin_t *a, h2o_req_t *req);
  * figures, and its purge. */
 cJSON *admin_cache_network_json(admin_t *a, const pool_network_conf_t *net);
 void admin_cache_metrics(admin_t *a, sl_buf_t *b);
+
+/* admin_key_metrics.c: each API key's counters by name (STATE_KEYC_*). */
+/* The key name's counters summed over the workers, inside a snapshot. */
+void admin_key_counts(admin_t *a, const char *name, uint64_t out[STATE_KEYC_COUNT]);
+/* sluice_key_calls_total, sluice_key_refusals_total, sluice_key_credits_spent_total. */
+void admin_keys_metrics(admin_t *a, sl_buf_t *b);
 int admin_route_cache_purge(admin_t *a, h2o_req_t *req);
 /* /admin/keys: API keys made at run time (admin_keys.c) */
 int admin_route_keys_list(admin_t *a, h2o_req_t *req);

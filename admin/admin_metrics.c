@@ -428,6 +428,7 @@ int admin_route_metrics(admin_t *a, h2o_req_t *req)
     admin_cluster_metrics(a, &b);
     admin_networks_metrics(a, &b, v, n);
     admin_cache_metrics(a, &b);
+    admin_keys_metrics(a, &b);
     admin_subs_metrics(a, &b);
     admin_chain_metrics(a, &b, v, n);
     size_t used, size;

@@ -74,6 +74,14 @@ static void reply(gw_exec_t *x)
     x->ops->reply(x);
 }
 
+/* The calls answered under the caller's key (each member of a batch). */
+static void count_key_calls(gw_exec_t *x)
+{
+    if (x->key != NULL)
+        gw_stats_key_add(x->h->stats, x->key->name, STATE_KEYC_CALLS,
+                         x->rpc.kind == GW_RPC_REJECT ? 1 : (uint64_t)x->rpc.nmembers);
+}
+
 static size_t exec_sent_held(const gw_held_entry_t *e);
 static void refuse_buffered(gw_exec_t *x, gw_buffered_verdict_t v, size_t held, size_t need);
 
@@ -106,6 +114,7 @@ static void finish(void *data)
     }
     gw_reply_build(&x->reply, x->body, &x->rpc, x->items, x->item_member, x->nitems, x->call);
     gw_stats_count_request(x->h->stats, x->net->sub.index, &x->rpc, x->items, x->item_member, x->nitems);
+    count_key_calls(x);
     reply(x);
 }
 
@@ -253,6 +262,7 @@ static int admit_address(gw_exec_t *x, policy_bucket_t bucket, uint32_t n)
     gw_limit_charge(x->h->limit, pa, ident, bucket, n, &lim);
     if (lim.said != POLICY_LEASE_NO)
         return 1;
+    gw_stats_key_add(x->h->stats, x->key->name, STATE_KEYC_PER_ADDRESS, 1);
     gw_refuse_per_address(&x->reply, body_of(x), single_id(x), &lim);
     reply(x);
     return 0;
@@ -287,20 +297,25 @@ static uint32_t key_cost(const gw_exec_t *x)
  * waiting for Redis is let through), 0 after answering 429 key_credits. */
 static int admit_credits(gw_exec_t *x)
 {
-    const cfg_tier_conf_t *cr = x->key != NULL ? &x->key->credits : NULL;
-    if (cr == NULL || (cr->limits.per_day | cr->limits.per_month) == 0)
+    if (x->key == NULL)
         return 1;
+    const cfg_tier_conf_t *cr = &x->key->credits;
     uint32_t cost = key_cost(x);
-    if (cost == 0)
+    if (cost == 0 || (cr->limits.per_day | cr->limits.per_month) == 0) {
+        gw_stats_key_add(x->h->stats, x->key->name, STATE_KEYC_SPENT, cost); /* spend is counted without a budget too */
         return 1;
+    }
     char ident[GW_EXEC_IDENT_MAX];
     if ((size_t)snprintf(ident, sizeof(ident), "key:%s/credits", x->key->name) >= sizeof(x->limit_wait.identity))
         snprintf(ident, sizeof(ident), "key#%016llx/credits",
                  (unsigned long long)sl_fnv1a_str(SL_FNV1A_OFFSET, x->key->name));
     gw_limit_result_t lim;
     gw_limit_charge(x->h->limit, cr, ident, POLICY_BUCKET_STANDARD, cost, &lim);
-    if (lim.said != POLICY_LEASE_NO)
+    if (lim.said != POLICY_LEASE_NO) {
+        gw_stats_key_add(x->h->stats, x->key->name, STATE_KEYC_SPENT, cost);
         return 1;
+    }
+    gw_stats_key_add(x->h->stats, x->key->name, STATE_KEYC_CREDITS, 1);
     gw_refuse_key_credits(&x->reply, body_of(x), single_id(x), &lim, cost);
     reply(x);
     return 0;
@@ -557,6 +572,7 @@ static void forward(gw_exec_t *x)
             x->reply.retry_after_s = (x->rpc.shed_retry_ms + 999) / 1000;
         }
         gw_stats_count_request(x->h->stats, net->sub.index, &x->rpc, NULL, NULL, 0);
+        count_key_calls(x);
         reply(x);
         return;
     }

@@ -18,10 +18,22 @@ static const state_srv_counter_t reason_counter[POLICY_ACCESS_REASON_COUNT] = {
     [POLICY_ACCESS_ORIGIN] = STATE_SRV_ACCESS_ORIGIN,
 };
 
-static void count(gw_handler_t *h, policy_access_reason_t r)
+static const state_key_counter_t key_counter[POLICY_ACCESS_REASON_COUNT] = {
+    [POLICY_ACCESS_KEY_REQUIRED] = STATE_KEYC_COUNT, /* no key: not counted per key */
+    [POLICY_ACCESS_NETWORK] = STATE_KEYC_NETWORK,
+    [POLICY_ACCESS_METHOD] = STATE_KEYC_METHOD,
+    [POLICY_ACCESS_CONTRACT] = STATE_KEYC_CONTRACT,
+    [POLICY_ACCESS_ORIGIN] = STATE_KEYC_ORIGIN,
+};
+
+/* A refusal, in the server's counters and the key's (key NULL: none). */
+static void count(gw_handler_t *h, const cfg_key_conf_t *key, policy_access_reason_t r)
 {
-    if (r != POLICY_ACCESS_OK && r < POLICY_ACCESS_REASON_COUNT)
-        gw_stats_srv_add(h->stats, reason_counter[r], 1);
+    if (r == POLICY_ACCESS_OK || r >= POLICY_ACCESS_REASON_COUNT)
+        return;
+    gw_stats_srv_add(h->stats, reason_counter[r], 1);
+    if (key != NULL)
+        gw_stats_key_add(h->stats, key->name, key_counter[r], 1);
 }
 
 static const policy_access_scope_t *scope_of(const cfg_key_conf_t *key)
@@ -35,6 +47,8 @@ int gw_scope_request(gw_exec_t *x, h2o_req_t *req)
     policy_access_reason_t r = POLICY_ACCESS_OK;
     if (!gw_jwt_admit(&x->h->jwt_keys, x->key, req, msg, sizeof(msg))) {
         /* charged as a 401 is: to the key's own tier */
+        if (x->key != NULL)
+            gw_stats_key_add(x->h->stats, x->key->name, STATE_KEYC_JWT, 1);
         if (gw_exec_admit_denied(x))
             gw_exec_refuse_jwt(x, msg);
         return 0;
@@ -51,7 +65,7 @@ int gw_scope_request(gw_exec_t *x, h2o_req_t *req)
     }
     if (r == POLICY_ACCESS_OK)
         return 1;
-    count(x->h, r);
+    count(x->h, x->key, r);
     /* charged as a 401 is: the caller's address, or the key's own tier */
     if (r == POLICY_ACCESS_KEY_REQUIRED ? gw_exec_admit_refusal(x) : gw_exec_admit_denied(x))
         gw_exec_refuse_denied(x, r, msg);
@@ -76,7 +90,7 @@ void gw_scope_members(gw_exec_t *x)
         m->status = GW_MEMBER_DENIED;
         m->denied = (uint8_t)r;
         m->error = h2o_strdup(x->mem, msg, SIZE_MAX).base;
-        count(x->h, r);
+        count(x->h, x->key, r);
     }
 }
 
@@ -97,7 +111,7 @@ int gw_scope_sub(gw_handler_t *h, const cfg_key_conf_t *key, sub_client_t *c, co
     if (r == POLICY_ACCESS_OK)
         return 1;
     if (h != NULL)
-        count(h, r);
+        count(h, key, r);
     sl_buf_t out = SL_BUF_INIT;
     gw_refuse_denied_error(&out, body, id, r, msg);
     c->send(c, out.base, out.len);

@@ -19,6 +19,9 @@ typedef struct net_counters {
 
 struct gw_stats {
     state_t *st;
+    unsigned slot;
+    state_counters_slot_t *keys;  /* the keys seen, "key/<name>/<slot>" (GW_STATS_KEYS_MAX at most) */
+    size_t nkeys;
     net_counters_t *nets;
     size_t n;
     state_counters_slot_t srv;    /* the worker's limits, "srv/<slot>" */
@@ -54,6 +57,7 @@ gw_stats_t *gw_stats_create(const cfg_t *cfg, state_t *st, unsigned slot)
 {
     gw_stats_t *s = sl_xcalloc(1, sizeof(*s));
     s->st = st;
+    s->slot = slot;
     s->n = cfg->nnetworks;
     s->nets = sl_xcalloc(s->n, sizeof(*s->nets));
     int snapshot = st != NULL && state_read_begin(st) == SL_OK;
@@ -117,6 +121,32 @@ void gw_stats_net_add(gw_stats_t *s, size_t net_index, size_t i, int64_t delta)
         state_counters_slot_add(&s->srv, i, (uint64_t)delta);
 }
 
+void gw_stats_key_add(gw_stats_t *s, const char *name, state_key_counter_t c, uint64_t n)
+{
+    if (s == NULL || name == NULL || c >= STATE_KEYC_COUNT || n == 0)
+        return;
+    char key[STATE_KEY_MAX];
+    if (state_key_keystats(key, sizeof(key), name, s->slot) >= sizeof(key))
+        return;
+    for (size_t i = 0; i < s->nkeys; i++)
+        if (strcmp(s->keys[i].key, key) == 0) {
+            state_counters_slot_add(&s->keys[i], c, n);
+            return;
+        }
+    if (s->nkeys >= GW_STATS_KEYS_MAX)
+        return;
+    if (s->keys == NULL)
+        s->keys = sl_xcalloc(GW_STATS_KEYS_MAX, sizeof(*s->keys));
+    state_counters_slot_t *k = &s->keys[s->nkeys++];
+    memcpy(k->key, key, sizeof(key));
+    /* the key's counts of this slot before a restart, once per key */
+    int snapshot = s->st != NULL && state_read_begin(s->st) == SL_OK;
+    state_counters_slot_load(k, snapshot ? s->st : NULL, STATE_KEYC_COUNT);
+    if (snapshot)
+        state_read_end(s->st);
+    state_counters_slot_add(k, c, n);
+}
+
 void gw_stats_destroy(gw_stats_t *s)
 {
     if (s == NULL)
@@ -127,6 +157,9 @@ void gw_stats_destroy(gw_stats_t *s)
         state_counters_slot_dispose(&s->nets[i].subs);
     }
     free(s->nets);
+    for (size_t i = 0; i < s->nkeys; i++)
+        state_counters_slot_dispose(&s->keys[i]);
+    free(s->keys);
     state_counters_slot_dispose(&s->srv);
     free(s->deg);
     free(s);
@@ -191,9 +224,14 @@ void gw_stats_flush(gw_stats_t *s)
         return;
     /* every network (requests, cache lookups, subscriptions), the server
      * counters and the degraded parts */
-    const char **keys = sl_xmalloc((3 * s->n + 2) * sizeof(*keys));
-    const state_counters_rec_t **recs = sl_xmalloc((3 * s->n + 2) * sizeof(*recs));
+    const char **keys = sl_xmalloc((3 * s->n + 2 + s->nkeys) * sizeof(*keys));
+    const state_counters_rec_t **recs = sl_xmalloc((3 * s->n + 2 + s->nkeys) * sizeof(*recs));
     size_t n = 0;
+    for (size_t i = 0; i < s->nkeys; i++)
+        if (s->keys[i].dirty) {
+            keys[n] = s->keys[i].key;
+            recs[n++] = s->keys[i].rec;
+        }
     for (size_t i = 0; i <= 3 * s->n; i++) {
         state_counters_slot_t *c = i == 3 * s->n ? &s->srv
                                    : i % 3 == 0  ? &s->nets[i / 3].c
@@ -220,6 +258,8 @@ void gw_stats_flush(gw_stats_t *s)
         for (size_t i = 0; i < s->n; i++)
             s->nets[i].c.dirty = s->nets[i].cache.dirty = s->nets[i].subs.dirty = 0;
         s->srv.dirty = 0;
+        for (size_t i = 0; i < s->nkeys; i++)
+            s->keys[i].dirty = 0;
         if (deg_dirty) {
             s->deg->n = deg.n;
             memcpy(s->deg->v, deg.v, deg.n * sizeof(deg.v[0]));

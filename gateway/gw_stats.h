@@ -38,4 +38,11 @@ void gw_stats_srv_set(gw_stats_t *s, state_srv_counter_t c, uint64_t value);
  * caller's to set. s may be NULL. */
 void gw_stats_net_add(gw_stats_t *s, size_t net_index, size_t i, int64_t delta);
 
+/* An API key's counters (STATE_KEYC_*), by its name (never the secret):
+ * n more of c, flushed to "key/<name>/<slot>". At most GW_STATS_KEYS_MAX
+ * keys are counted per worker (the first ones seen); past that a key's
+ * calls are not counted. s or name NULL: nothing is counted. */
+#define GW_STATS_KEYS_MAX 256
+void gw_stats_key_add(gw_stats_t *s, const char *name, state_key_counter_t c, uint64_t n);
+
 #endif

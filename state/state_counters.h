@@ -66,6 +66,23 @@ typedef enum state_sub_counter {
     STATE_SUB_COUNTER_COUNT
 } state_sub_counter_t;
 
+/* An API key's counters in a "key/<name>/<slot>" record (by the key's
+ * name, never its secret): its calls (each member of a batch), its
+ * refusals by data.reason, the credits its admitted calls cost. */
+typedef enum state_key_counter {
+    STATE_KEYC_CALLS,             /* members answered under the key (those its scope refused included;
+                                     a request refused whole counts only as its refusal) */
+    STATE_KEYC_NETWORK,           /* refused network_not_allowed */
+    STATE_KEYC_METHOD,            /* method_not_allowed */
+    STATE_KEYC_CONTRACT,          /* contract_not_allowed */
+    STATE_KEYC_ORIGIN,            /* origin_not_allowed */
+    STATE_KEYC_PER_ADDRESS,       /* per_address */
+    STATE_KEYC_CREDITS,           /* key_credits */
+    STATE_KEYC_JWT,               /* jwt_invalid */
+    STATE_KEYC_SPENT,             /* credits the admitted calls cost (the key's cost profile) */
+    STATE_KEYC_COUNT
+} state_key_counter_t;
+
 /* A network's WebSocket and subscription counters in a "subs/<network>/<slot>"
  * record, STATE_SUBS_COUNTERS long: entry STATE_SRV_<name> is the network's
  * share of that server counter (counted: WS_CONNECTIONS, WS_SLOW_CLOSES,

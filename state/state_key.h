@@ -42,6 +42,8 @@ size_t state_key_pressure(char *out, size_t cap, const char *network);
 size_t state_key_chain(char *out, size_t cap, const char *network);
 /* stats: "pr/<network>/<slot>", one worker's pressure inputs */
 size_t state_key_pressure_slot(char *out, size_t cap, const char *network, unsigned slot);
+/* stats: "key/<name>/<slot>", one worker's counters of an API key (STATE_KEYC_*) */
+size_t state_key_keystats(char *out, size_t cap, const char *name, unsigned slot);
 /* meta: "apikey/<name>", a key made at run time (state_apikey.c) */
 size_t state_key_apikey(char *out, size_t cap, const char *name);
 
