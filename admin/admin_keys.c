@@ -403,5 +403,20 @@ int admin_route_keys_list(admin_t *a, h2o_req_t *req)
     for (size_t i = 0; i < n; i++)
         cJSON_AddItemToArray(arr, api_key_json(&recs[i]));
     free(recs);
+    /* the spend, as /metrics counts it (sluice_key_*) */
+    if (state_read_begin(a->conf.state) == SL_OK) {
+        cJSON *k;
+        cJSON_ArrayForEach(k, arr) {
+            uint64_t c[STATE_KEYC_COUNT];
+            admin_key_counts(a, cJSON_GetObjectItem(k, "name")->valuestring, c);
+            uint64_t refused = 0;
+            for (int r = STATE_KEYC_NETWORK; r <= STATE_KEYC_JWT; r++)
+                refused += c[r];
+            cJSON_AddNumberToObject(k, "calls", (double)c[STATE_KEYC_CALLS]);
+            cJSON_AddNumberToObject(k, "refusals", (double)refused);
+            cJSON_AddNumberToObject(k, "credits_spent", (double)c[STATE_KEYC_SPENT]);
+        }
+        state_read_end(a->conf.state);
+    }
     return admin_send_json(req, 200, o);
 }
