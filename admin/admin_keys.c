@@ -403,7 +403,7 @@ int admin_route_keys_list(admin_t *a, h2o_req_t *req)
     for (size_t i = 0; i < n; i++)
         cJSON_AddItemToArray(arr, api_key_json(&recs[i]));
     free(recs);
-    /* the spend, as /metrics counts it (sluice_key_*) */
+    /* the spend, as /metrics counts it (admin_key_metrics.c) */
     if (state_read_begin(a->conf.state) == SL_OK) {
         cJSON *k;
         cJSON_ArrayForEach(k, arr) {
