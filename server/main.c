@@ -6,6 +6,7 @@
  *                                    the endpoints their chain (srv_chainid.h) and
  *                                    try every ws_url (pool_askws.c)
  *   sluice key new [--tier T] [--name N]   print a new client key and its config entry
+ *   sluice key list|revoke|new --api ...   the admin API's keys (srv_keycli.h)
  *   sluice --version */
 #include <getopt.h>
 #include <inttypes.h>
@@ -23,6 +24,7 @@
 #include "config/cfg.h"
 #include "gateway/gw_identity.h"
 #include "gateway/gw_tls.h"
+#include "server/srv_keycli.h"
 #include "server/srv_master.h"
 #include "server/srv_reload.h"
 #include "pool/pool.h"
@@ -37,6 +39,11 @@ static void usage(FILE *out)
                  "                               open every ws_url and ask it the same over WebSocket\n"
                  "       sluice key new [--tier TIER] [--name NAME]\n"
                  "                               print a new client key and its config entry\n"
+                 "       sluice key list -c FILE [--admin HOST:PORT]\n"
+                 "       sluice key revoke NAME -c FILE [--admin HOST:PORT]\n"
+                 "       sluice key new --api -c FILE --name NAME --tier TIER [--admin HOST:PORT]\n"
+                 "                               the keys of a running sluice, through its admin API\n"
+                 "                               (token: SLUICE_ADMIN_TOKEN, else admin.token)\n"
                  "       sluice --version\n"
                  "\n"
                  "the manual is docs/ in the source tree: every configuration key in\n"
@@ -224,8 +231,12 @@ int main(int argc, char **argv)
 {
     (void)srv_timeofday_shared(); /* h2o's timers in shared time, immune to wall-clock steps */
     cfg_set_tls_check(gw_tls_check); /* --check, start and reload load server.tls's pair */
-    if (argc >= 3 && strcmp(argv[1], "key") == 0 && strcmp(argv[2], "new") == 0)
-        return key_new(argc - 3, argv + 3);
+    if (argc >= 3 && strcmp(argv[1], "key") == 0) {
+        int api = strcmp(argv[2], "new") != 0;
+        for (int i = 3; i < argc; i++)
+            api |= strcmp(argv[i], "--api") == 0;
+        return api ? srv_keycli_run(argc - 2, argv + 2) : key_new(argc - 3, argv + 3);
+    }
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'}, {"check", no_argument, NULL, 'k'},
         {"version", no_argument, NULL, 'v'},      {"help", no_argument, NULL, 'h'},
