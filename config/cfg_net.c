@@ -310,7 +310,7 @@ static void net_blocked(cfg_loader_t *c, yaml_node_t *n, void *target)
     net->nblocked_methods = nv;
 }
 
-/* methods: { name: { class: write, priority: high, retry_safe: false } } */
+/* methods: { name: { class: write, priority: high, retry_safe: false, timeout_ms: 3000, dispatch: first } } */
 static void method_override(cfg_loader_t *c, yaml_node_t *n, policy_method_t *row, int unknown)
 {
     yaml_node_pair_t *pairs;
@@ -347,9 +347,18 @@ static void method_override(cfg_loader_t *c, yaml_node_t *n, policy_method_t *ro
             uint64_t ms;
             if (cfg_uint(c, v, 1, 600000, &ms) == SL_OK)
                 row->timeout_ms = (uint32_t)ms;
+        } else if (strcmp(key, "dispatch") == 0) {
+            if (cfg_str(c, v, &s) == SL_OK) {
+                x = policy_dispatch_parse(s);
+                if (x < 0)
+                    cfg_loader_error(c, cfg_line(v), "dispatch must be first or not_null");
+                else
+                    row->dispatch = (uint8_t)x;
+            }
+            free(s);
         } else {
             cfg_loader_error(c, cfg_line(cfg_node(c, pairs[i].key)),
-                             "unknown key '%s' (class, priority, retry_safe, timeout_ms)", key);
+                             "unknown key '%s' (class, priority, retry_safe, timeout_ms, dispatch)", key);
         }
         cfg_pop(c, mark);
     }
