@@ -351,17 +351,23 @@ static void method_override(cfg_loader_t *c, yaml_node_t *n, policy_method_t *ro
             if (cfg_str(c, v, &s) == SL_OK) {
                 x = policy_dispatch_parse(s);
                 if (x < 0)
-                    cfg_loader_error(c, cfg_line(v), "dispatch must be first or not_null");
+                    cfg_loader_error(c, cfg_line(v), "dispatch must be first, not_null or max");
                 else
                     row->dispatch = (uint8_t)x;
             }
             free(s);
+        } else if (strcmp(key, "of") == 0) {
+            uint64_t of;
+            if (cfg_uint(c, v, 2, 16, &of) == SL_OK)
+                row->of = (uint8_t)of;
         } else {
             cfg_loader_error(c, cfg_line(cfg_node(c, pairs[i].key)),
-                             "unknown key '%s' (class, priority, retry_safe, timeout_ms, dispatch)", key);
+                             "unknown key '%s' (class, priority, retry_safe, timeout_ms, dispatch, of)", key);
         }
         cfg_pop(c, mark);
     }
+    if ((row->dispatch == POLICY_DISPATCH_MAX) != (row->of >= 2))
+        cfg_loader_error(c, cfg_line(n), row->of >= 2 ? "of: is for dispatch: max" : "dispatch: max needs of: 2 or more");
     /* a broadcast is never retry-safe unless the operator says so */
     if (!safe_given && row->cls == POLICY_CLASS_WRITE)
         row->retry_safe = 0;

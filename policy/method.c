@@ -330,7 +330,7 @@ int policy_priority_parse(const char *s)
 
 int policy_dispatch_parse(const char *s)
 {
-    static const char *const names[POLICY_DISPATCH_COUNT] = {"first", "not_null"};
+    static const char *const names[POLICY_DISPATCH_COUNT] = {"first", "not_null", "max"};
     for (int i = 0; i < POLICY_DISPATCH_COUNT; i++)
         if (strcmp(s, names[i]) == 0)
             return i;

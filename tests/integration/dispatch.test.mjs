@@ -83,5 +83,45 @@ test('--check names a bad dispatch with its line', async () => {
   const line = text.split('\n').findIndex((l) => l.includes('nearest')) + 1;
   const r = spawnSync(SLUICE_BIN, ['--check', '-c', file], { encoding: 'utf8' });
   assert.notEqual(r.status, 0, r.stdout + r.stderr);
-  assert.match(r.stderr + r.stdout, new RegExp(`:${line}\\b.*dispatch must be first or not_null`), r.stderr + r.stdout);
+  assert.match(r.stderr + r.stdout, new RegExp(`:${line}\\b.*dispatch must be first, not_null or max`), r.stderr + r.stdout);
+});
+
+test('dispatch: max, of: 2: both endpoints asked at once, the higher nonce answers', async () => {
+  const [a, b] = await Promise.all(['a', 'b'].map((name) => startFake({ name })));
+  started.push(a, b);
+  // the fake's nonce is the count of transactions it was sent: a 0x1, b 0x3
+  await post(a.url, call('eth_sendRawTransaction', ['0x0a01'], 1));
+  for (let i = 0; i < 3; i++) await post(b.url, call('eth_sendRawTransaction', [`0x0b0${i}`], 1));
+  const s = await startSluice({ cache: false, workers: 1, networks: { eth: {
+    lines: [...LINES, 'methods: { eth_getTransactionCount: { dispatch: max, of: 2 } }'],
+    endpoints: [{ id: 'a', url: a.url }, { id: 'b', url: b.url }] } } });
+  started.push(s);
+  const addr = '0x' + '22'.repeat(20);
+  for (let i = 0; i < 4; i++) {
+    const r = await post(s.url(), call('eth_getTransactionCount', [addr, 'pending'], i));
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.json.result, '0x3', r.text);
+    assert.equal(r.json.id, i);
+  }
+  for (const f of [a, b]) assert.equal((await f.stats()).methods.eth_getTransactionCount, 4, `${f.name} asked every time`);
+  // one endpoint down: the other's answer
+  await b.setMode('http503');
+  const r = await post(s.url(), call('eth_getTransactionCount', [addr, 'pending'], 9));
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.json.result, '0x1', r.text);
+});
+
+test('--check: dispatch: max needs of:, of: needs dispatch: max, each with its line', async () => {
+  const dir = tempDir();
+  const file = path.join(dir, 'sluice.yaml');
+  for (const [row, msg] of [['{ dispatch: max }', 'needs of: 2 or more'], ['{ of: 3 }', 'is for dispatch: max'],
+    ['{ dispatch: max, of: 1 }', 'of']]) {
+    const text = renderConfig({ statePath: path.join(dir, 'state'), networks: { eth: {
+      lines: [`methods: { eth_getTransactionCount: ${row} }`], endpoints: [{ id: 'x', url: 'http://127.0.0.1:1' }] } } });
+    writeFileSync(file, text);
+    const line = text.split('\n').findIndex((l) => l.includes('eth_getTransactionCount')) + 1;
+    const r = spawnSync(SLUICE_BIN, ['--check', '-c', file], { encoding: 'utf8' });
+    assert.notEqual(r.status, 0, row + ': ' + r.stdout + r.stderr);
+    assert.match(r.stderr + r.stdout, new RegExp(`:${line}\\b.*${msg}`), row + ': ' + r.stderr + r.stdout);
+  }
 });
