@@ -195,7 +195,7 @@ static void cancel_rest(pool_call_t *call)
         x->active = 0;
         run->inflight--;
         pool_call_attempt_cancel(call, &x->ex);
-        pool_call_log_attempt(call, x->ep, POOL_FAIL_NONE, 0, waited, POOL_ATTEMPT_CANCELLED);
+        pool_call_log_attempt(call, x->ep, POOL_FAIL_NONE, 0, waited, POOL_ATTEMPT_CANCELLED | POOL_ATTEMPT_FANOUT);
     }
 }
 
@@ -328,10 +328,10 @@ static void on_ex_done(pool_exchange_t *ex)
         call->nsent = 1; /* the judge reads the one item */
         call->sent[0] = 0;
         if (pool_attempt_judge(call, ex))
-            pool_call_log_attempt(call, x->ep, ex->fail, 0, ex->latency_us, 0);
+            pool_call_log_attempt(call, x->ep, ex->fail, 0, ex->latency_us, POOL_ATTEMPT_FANOUT);
         pool_exchange_body_dispose(ex);
     } else {
-        pool_call_log_attempt(call, x->ep, POOL_FAIL_NONE, ex->head.status, ex->latency_us, 0);
+        pool_call_log_attempt(call, x->ep, POOL_FAIL_NONE, ex->head.status, ex->latency_us, POOL_ATTEMPT_FANOUT);
         pool_call_keep_exchange(call, ex);
         const pool_body_t *b = &call->bodies[call->nbodies - 1];
         const char *body = pool_body_base(b);

@@ -104,6 +104,12 @@ test('dispatch: max, of: 2: both endpoints asked at once, the higher nonce answe
     assert.equal(r.json.id, i);
   }
   for (const f of [a, b]) assert.equal((await f.stats()).methods.eth_getTransactionCount, 4, `${f.name} asked every time`);
+  // X-Sluice-Trace names both attempts as the fan-out's
+  const t = await post(s.url(), call('eth_getTransactionCount', [addr, 'pending'], 5), { 'x-sluice-trace': '1' });
+  assert.equal(t.json.result, '0x3', t.text);
+  const trace = t.headers.get('x-sluice-trace').split(', ').map((x) => x.split(';'));
+  assert.deepEqual(trace.map((x) => x[0]).sort(), ['a', 'b'], t.headers.get('x-sluice-trace'));
+  assert.deepEqual(trace.map((x) => `${x[1]};${x[2]}`), ['consensus;answered', 'consensus;answered']);
   // one endpoint down: the other's answer
   await b.setMode('http503');
   const r = await post(s.url(), call('eth_getTransactionCount', [addr, 'pending'], 9));
