@@ -69,7 +69,7 @@ Test(call_consensus, the_answer_comes_at_quorum_without_waiting_for_the_slow_thi
     cr_expect_eq(c.item.endpoint, 2, "the first answer of the winning group");
     cr_expect_eq(sc_inflight(1), 0);
     cr_expect_eq(sc_log_len(c.call), 3);
-    sc_expect_log(c.call, 2, 1, POOL_FAIL_NONE, 0, POOL_ATTEMPT_CANCELLED);
+    sc_expect_log(c.call, 2, 1, POOL_FAIL_NONE, 0, POOL_ATTEMPT_CANCELLED | POOL_ATTEMPT_FANOUT);
     cr_expect_eq(sc_ep(1)->health.stats.consensus_disagreed, 0, "a cancelled endpoint did not disagree");
 }
 
