@@ -212,7 +212,8 @@ static int methods_differ(const void *a, const void *b)
     for (size_t i = 0; i < x->nmethod_overrides; i++) {
         const policy_method_t *m = &x->method_overrides[i], *n = &y->method_overrides[i];
         if (str_differs(m->name, n->name) || m->cls != n->cls || m->priority != n->priority ||
-            m->retry_safe != n->retry_safe || m->cheap != n->cheap || m->timeout_ms != n->timeout_ms)
+            m->retry_safe != n->retry_safe || m->cheap != n->cheap || m->timeout_ms != n->timeout_ms ||
+            m->dispatch != n->dispatch || m->of != n->of)
             return 1;
     }
     return 0;

@@ -310,7 +310,7 @@ static void net_blocked(cfg_loader_t *c, yaml_node_t *n, void *target)
     net->nblocked_methods = nv;
 }
 
-/* methods: { name: { class: write, priority: high, retry_safe: false } } */
+/* methods: { name: { class: write, priority: high, retry_safe: false, timeout_ms: 3000, dispatch: first } } */
 static void method_override(cfg_loader_t *c, yaml_node_t *n, policy_method_t *row, int unknown)
 {
     yaml_node_pair_t *pairs;
@@ -347,12 +347,27 @@ static void method_override(cfg_loader_t *c, yaml_node_t *n, policy_method_t *ro
             uint64_t ms;
             if (cfg_uint(c, v, 1, 600000, &ms) == SL_OK)
                 row->timeout_ms = (uint32_t)ms;
+        } else if (strcmp(key, "dispatch") == 0) {
+            if (cfg_str(c, v, &s) == SL_OK) {
+                x = policy_dispatch_parse(s);
+                if (x < 0)
+                    cfg_loader_error(c, cfg_line(v), "dispatch must be first, not_null or max");
+                else
+                    row->dispatch = (uint8_t)x;
+            }
+            free(s);
+        } else if (strcmp(key, "of") == 0) {
+            uint64_t of;
+            if (cfg_uint(c, v, 2, 16, &of) == SL_OK)
+                row->of = (uint8_t)of;
         } else {
             cfg_loader_error(c, cfg_line(cfg_node(c, pairs[i].key)),
-                             "unknown key '%s' (class, priority, retry_safe, timeout_ms)", key);
+                             "unknown key '%s' (class, priority, retry_safe, timeout_ms, dispatch, of)", key);
         }
         cfg_pop(c, mark);
     }
+    if ((row->dispatch == POLICY_DISPATCH_MAX) != (row->of >= 2))
+        cfg_loader_error(c, cfg_line(n), row->of >= 2 ? "of: is for dispatch: max" : "dispatch: max needs of: 2 or more");
     /* a broadcast is never retry-safe unless the operator says so */
     if (!safe_given && row->cls == POLICY_CLASS_WRITE)
         row->retry_safe = 0;

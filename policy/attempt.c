@@ -139,11 +139,13 @@ static void answer(policy_item_action_t *x, policy_verdict_t v, int object, int 
 
 /* A null result for a block another endpoint has: this endpoint has not
  * reached it (the view was stale when the call was sent), so the null is
- * missing data, kept as a fallback while the next endpoint is asked. */
+ * missing data, kept as a fallback while the next endpoint is asked. So is
+ * any null of a method dispatched not_null (a lookup another endpoint may
+ * answer: a transaction only some mempools or indexes have yet). */
 static int null_behind(const policy_attempt_facts_t *f, const policy_item_facts_t *it)
 {
     const policy_object_t *o = f->batch ? &it->obj : &f->obj;
-    return it->null_behind && o->error == POLICY_ERROR_NONE && o->null_result;
+    return (it->null_behind || it->null_next) && o->error == POLICY_ERROR_NONE && o->null_result;
 }
 
 /* Verdict v for item i; object: its own response object is in the answer. */
@@ -154,8 +156,12 @@ static void item_verdict(judge_t *j, size_t i, policy_verdict_t v, uint32_t retr
     policy_attempt_actions_t *a = j->a;
     policy_item_action_t *x = &a->items[i];
     uint32_t ms = retry_ms != 0 ? retry_ms : f->retry_after_ms;
-    if (v == POLICY_VERDICT_SUCCESS && object && null_behind(f, it))
+    if (v == POLICY_VERDICT_SUCCESS && object && null_behind(f, it)) {
         v = POLICY_VERDICT_MISSING_DATA;
+        /* a lookup's null is what this endpoint knows now: not asked again in a later round */
+        if (!it->null_behind)
+            a->no_retry = 1;
+    }
     if (v == POLICY_VERDICT_SUCCESS && object && it->off_range)
         v = POLICY_VERDICT_TRANSIENT; /* a wrong answer: never given, the endpoint counted as failed */
     note_outcome(j, verdict_outcome[v]);

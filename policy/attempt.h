@@ -90,6 +90,8 @@ typedef struct policy_item_facts {
     uint8_t has_txid;             /* a write whose transaction id could be read from its params */
     uint8_t null_behind;          /* a null result from this endpoint means it is behind the block the
                                      item names (pool/'s chain view: policy_chainview_null_is_behind) */
+    uint8_t null_next;            /* its method's dispatch is not_null: a null result is kept as the
+                                     fallback while the next usable endpoint is asked */
     uint8_t off_range;            /* its result holds logs outside the range it asked for (an endpoint
                                      that ignored the eth_getLogs range): a failed attempt */
     uint8_t member;               /* POLICY_BODY_ARRAY: a member of the array carries its id ... */

@@ -132,3 +132,56 @@ int policy_consensus_report_due(uint64_t *last_ms, uint64_t now_ms)
     *last_ms = now_ms;
     return 1;
 }
+
+/* The digits of a JSON string "0x..." at span s of buf, leading zeros
+ * dropped; 0 if it is no hex quantity. */
+static int hex_digits(const char *buf, wire_span_t s, const char **d, size_t *n)
+{
+    const char *p = buf + s.off;
+    if (s.len < 5 || p[0] != '"' || p[1] != '0' || (p[2] != 'x' && p[2] != 'X') || p[s.len - 1] != '"')
+        return 0;
+    const char *q = p + 3, *end = p + s.len - 1;
+    for (const char *c = q; c < end; c++)
+        if (!((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f') || (*c >= 'A' && *c <= 'F')))
+            return 0;
+    while (q < end - 1 && *q == '0')
+        q++;
+    *d = q;
+    *n = (size_t)(end - q);
+    return 1;
+}
+
+static int hex_lower(char c)
+{
+    return c >= 'A' && c <= 'F' ? c + 32 : c;
+}
+
+/* -1, 0, 1 as the quantity a is below, equal to, above b. */
+static int hex_cmp(const char *a, size_t na, const char *b, size_t nb)
+{
+    if (na != nb)
+        return na < nb ? -1 : 1;
+    for (size_t i = 0; i < na; i++)
+        if (hex_lower(a[i]) != hex_lower(b[i]))
+            return hex_lower(a[i]) < hex_lower(b[i]) ? -1 : 1;
+    return 0;
+}
+
+int policy_consensus_max(const policy_consensus_vote_t *votes, size_t n)
+{
+    int best = -1;
+    const char *bd = NULL;
+    size_t bn = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *d;
+        size_t dn;
+        if (votes[i].is_error || !hex_digits(votes[i].buf, votes[i].value, &d, &dn))
+            continue;
+        if (best < 0 || hex_cmp(d, dn, bd, bn) > 0) {
+            best = (int)i;
+            bd = d;
+            bn = dn;
+        }
+    }
+    return best;
+}

@@ -63,6 +63,12 @@ void policy_consensus_decide(const policy_consensus_vote_t *votes, size_t n, siz
  * wire_envelope_scan); nothing past either span is read. */
 int policy_consensus_equal(const char *a, wire_span_t sa, const char *b, wire_span_t sb);
 
+/* dispatch: max (policy/method.h): the vote among votes[0..n) whose result
+ * is the highest hex quantity ("0x1f" > "0x9"; leading zeros ignored), or
+ * -1 if none is one (errors, other values: the caller answers as it would
+ * any). Pure. */
+int policy_consensus_max(const policy_consensus_vote_t *votes, size_t n);
+
 /* What a minority answer costs the endpoint. Its disagreements are counted
  * with a memory of POLICY_CONSENSUS_HALF_LIFE_MS (the count halves each
  * half-life), and the count as it stands now is the score's `disagreed`

@@ -19,6 +19,7 @@
 #define STA POLICY_CACHE_STATIC
 #define BLK POLICY_CACHE_BLOCK
 #define TX POLICY_CACHE_TX
+#define NOT_NULL POLICY_DISPATCH_NOT_NULL
 
 /* Sorted by strcmp (a test checks it). Sources: reference/providers.md §D. */
 static const policy_method_t eth_methods[] = {
@@ -47,9 +48,9 @@ static const policy_method_t eth_methods[] = {
     {"eth_getStorageAt", R, NORM, 1, 1, .cache = BLK},
     {"eth_getTransactionByBlockHashAndIndex", R, NORM, 1, .cache = BLK},
     {"eth_getTransactionByBlockNumberAndIndex", R, NORM, 1, .cache = BLK},
-    {"eth_getTransactionByHash", C, CRIT, 1, 1, .cache = TX},
+    {"eth_getTransactionByHash", C, CRIT, 1, 1, .cache = TX, .dispatch = NOT_NULL},
     {"eth_getTransactionCount", R, HIGH, 1, 1, .cache = BLK},
-    {"eth_getTransactionReceipt", C, CRIT, 1, 1, .cache = TX},
+    {"eth_getTransactionReceipt", C, CRIT, 1, 1, .cache = TX, .dispatch = NOT_NULL},
     {"eth_getUncleByBlockHashAndIndex", R, NORM, 1, .cache = BLK},
     {"eth_getUncleByBlockNumberAndIndex", R, NORM, 1, .cache = BLK},
     {"eth_getUncleCountByBlockHash", R, NORM, 1, .cache = BLK},
@@ -324,6 +325,15 @@ int policy_priority_parse(const char *s)
     for (size_t i = 0; i < sizeof(priority_names) / sizeof(priority_names[0]); i++)
         if (strcmp(s, priority_names[i]) == 0)
             return (int)i;
+    return -1;
+}
+
+int policy_dispatch_parse(const char *s)
+{
+    static const char *const names[POLICY_DISPATCH_COUNT] = {"first", "not_null", "max"};
+    for (int i = 0; i < POLICY_DISPATCH_COUNT; i++)
+        if (strcmp(s, names[i]) == 0)
+            return i;
     return -1;
 }
 

@@ -38,6 +38,17 @@ typedef enum policy_cache_kind {
     POLICY_CACHE_TX,            /* a transaction by hash: kept once its answer shows a finalized block */
 } policy_cache_kind_t;
 
+/* How a call of a method is dispatched (methods.<name>.dispatch): the
+ * method table's column, overridable per network. */
+typedef enum policy_dispatch {
+    POLICY_DISPATCH_FIRST,      /* the first usable answer is the answer */
+    POLICY_DISPATCH_NOT_NULL,   /* a null result tries the next usable endpoint; the null is the
+                                   answer if nobody has better (policy/attempt.c) */
+    POLICY_DISPATCH_MAX,        /* `of` endpoints at once, the highest answer (a hex quantity: a nonce;
+                                   pool/pool_consensus.c, policy_consensus_max) */
+    POLICY_DISPATCH_COUNT
+} policy_dispatch_t;
+
 typedef struct policy_method {
     const char *name;
     policy_method_class_t cls;
@@ -50,6 +61,8 @@ typedef struct policy_method {
     uint8_t cache;              /* policy_cache_kind_t */
     uint32_t timeout_ms;        /* methods.<name>.timeout_ms: a call of it ends by then, every attempt
                                    in it too (pool/pool_call.c); 0 = the network's timeouts */
+    uint8_t dispatch;           /* policy_dispatch_t */
+    uint8_t of;                 /* POLICY_DISPATCH_MAX: endpoints asked (2 or more) */
 } policy_method_t;
 
 /* Looks up name[0..len) in the chain's table. A method not in the table gets
@@ -92,6 +105,8 @@ int policy_method_call_cheap(policy_chain_t chain, const policy_method_t *m, con
 int policy_method_class_parse(const char *s);
 int policy_priority_parse(const char *s);
 const char *policy_priority_name(policy_priority_t p);
+/* "first", "not_null", "max" -> policy_dispatch_t; -1 if unknown. */
+int policy_dispatch_parse(const char *s);
 
 /* The chain's default blocked-method patterns (NULL-terminated). A pattern is
  * an exact name or a prefix ending in '*'. */

@@ -141,6 +141,7 @@ enum { POOL_CACHE_MISSED = 1, POOL_CACHE_MISSED_TIMEOUT = 2, POOL_CACHE_MISSED_E
 enum {
     POOL_ATTEMPT_HEDGE = 1,       /* a hedge: the same call sent on while the first attempt was slow */
     POOL_ATTEMPT_CANCELLED = 2,   /* cancelled: the other attempt of the hedged call answered first */
+    POOL_ATTEMPT_FANOUT = 4,      /* one of a compared read's fan-out (consensus, dispatch: max) */
 };
 
 typedef struct pool_attempt_rec {

@@ -37,6 +37,7 @@ static size_t item_facts(pool_call_t *call, int answered, policy_item_facts_t *f
         fi[k].cheap = it->cheap;
         fi[k].pending = it->state == POOL_ITEM_PENDING;
         fi[k].has_fallback = it->answer != NULL;
+        fi[k].null_next = it->method->dispatch == POLICY_DISPATCH_NOT_NULL;
         /* "already known" and "nonce too low" are answers to a write only */
         if (answered && fi[k].pending && it->method->cls == POLICY_CLASS_WRITE)
             fi[k].has_txid = (uint8_t)pool_write_txid(call, it, objs[k].txid, sizeof(objs[k].txid));

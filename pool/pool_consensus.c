@@ -21,7 +21,11 @@
  * once per POLICY_CONSENSUS_REPORT_MS from this worker. Such a call is never
  * hedged (the loop's started hook, which arms hedges, never runs for it).
  * A batch member is not compared: it goes with its batch like any read
- * (docs/guide/chain.md, "Consensus"). */
+ * (docs/guide/chain.md, "Consensus").
+ * A method dispatched max (networks.<n>.methods.<m>: { dispatch: max, of: N })
+ * fans out the same way to N endpoints, but waits for every answer (or its
+ * failure) and gives the highest hex quantity (policy_consensus_max): the
+ * safe nonce; nobody is outvoted. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,11 +68,20 @@ struct pool_consensus_run {
 static void row_start(pool_call_t *call)
 {
     const pool_network_conf_t *c = call->net->conf;
-    if (call->batch || call->carrier || call->nitems != 1 || c->consensus.nmethods == 0 || c->consensus.of < 2)
+    if (call->batch || call->carrier || call->nitems != 1)
         return;
     const pool_item_t *it = &call->items[0];
+    if (it->name != NULL && it->method->retry_safe && it->method->dispatch == POLICY_DISPATCH_MAX &&
+        it->method->of >= 2) {
+        call->consensus.on = call->consensus.max = 1;
+        call->consensus.of = it->method->of;
+        return;
+    }
+    if (c->consensus.nmethods == 0 || c->consensus.of < 2)
+        return;
     call->consensus.on = it->name != NULL && it->method->retry_safe &&
                          policy_consensus_applies(&c->consensus, it->name, it->name_len);
+    call->consensus.of = (uint8_t)(c->consensus.of > 255 ? 255 : c->consensus.of);
 }
 
 /* ---- the votes ---- */
@@ -182,7 +195,7 @@ static void cancel_rest(pool_call_t *call)
         x->active = 0;
         run->inflight--;
         pool_call_attempt_cancel(call, &x->ex);
-        pool_call_log_attempt(call, x->ep, POOL_FAIL_NONE, 0, waited, POOL_ATTEMPT_CANCELLED);
+        pool_call_log_attempt(call, x->ep, POOL_FAIL_NONE, 0, waited, POOL_ATTEMPT_CANCELLED | POOL_ATTEMPT_FANOUT);
     }
 }
 
@@ -219,6 +232,25 @@ static void give_up(pool_call_t *call)
         sl_log_debug("network %s: no consensus on %.*s among %zu answers", call->net->conf->name,
                      (int)call->items[0].name_len, call->items[0].name, run->nvotes);
     pool_answer_exhaust(call, why);
+}
+
+/* dispatch: max, every answer in: the highest quantity (or the first vote,
+ * if none is one); no vote at all fails as any call. */
+static void answer_max(pool_call_t *call)
+{
+    pool_consensus_run_t *run = call->consensus.run;
+    if (run->nvotes == 0) {
+        give_up(call);
+        return;
+    }
+    int best = policy_consensus_max(run->pv, run->nvotes);
+    const cons_vote_t *w = &run->votes[best < 0 ? 0 : best];
+    pool_item_answer_set(&call->items[0], &(pool_item_answer_t){.verdict = w->verdict,
+                                                                .answer = w->obj,
+                                                                .answer_len = w->len,
+                                                                .answer_id = w->id,
+                                                                .endpoint = w->ep});
+    (void)pool_call_done(call, w->ex);
 }
 
 /* ---- the fan-out ---- */
@@ -260,18 +292,21 @@ static void judge(pool_call_t *call)
     pool_consensus_run_t *run = call->consensus.run;
     const policy_consensus_conf_t *cc = &call->net->conf->consensus;
     uint64_t now = sl_now_ms();
-    if (call->items[0].state == POOL_ITEM_PENDING && run->nvotes + run->inflight < cc->of &&
+    if (call->items[0].state == POOL_ITEM_PENDING && run->nvotes + run->inflight < call->consensus.of &&
         call->deadline_ms > now + REPLACE_MIN_LEFT_MS && call->attempts < call->net->max_attempts)
         start_one(call, pool_call_plan_next(call)); /* a failure's place, while an endpoint is left (the
                                                      * call was not hopeless with its answer to come) */
-    policy_consensus_outcome_t o;
-    policy_consensus_decide(run->pv, run->nvotes, run->inflight, cc->quorum, &o);
+    policy_consensus_outcome_t o = {0};
+    if (!call->consensus.max)
+        policy_consensus_decide(run->pv, run->nvotes, run->inflight, cc->quorum, &o);
     if (call->items[0].state == POOL_ITEM_PENDING && !o.decided && !o.impossible && run->inflight > 0)
-        return;
+        return; /* dispatch: max waits for every answer */
     run->ended = 1;
     cancel_rest(call);
     if (call->items[0].state == POOL_ITEM_PENDING) {
-        if (o.decided)
+        if (call->consensus.max)
+            answer_max(call);
+        else if (o.decided)
             answer_with(call, &o);
         else
             give_up(call);
@@ -293,10 +328,10 @@ static void on_ex_done(pool_exchange_t *ex)
         call->nsent = 1; /* the judge reads the one item */
         call->sent[0] = 0;
         if (pool_attempt_judge(call, ex))
-            pool_call_log_attempt(call, x->ep, ex->fail, 0, ex->latency_us, 0);
+            pool_call_log_attempt(call, x->ep, ex->fail, 0, ex->latency_us, POOL_ATTEMPT_FANOUT);
         pool_exchange_body_dispose(ex);
     } else {
-        pool_call_log_attempt(call, x->ep, POOL_FAIL_NONE, ex->head.status, ex->latency_us, 0);
+        pool_call_log_attempt(call, x->ep, POOL_FAIL_NONE, ex->head.status, ex->latency_us, POOL_ATTEMPT_FANOUT);
         pool_call_keep_exchange(call, ex);
         const pool_body_t *b = &call->bodies[call->nbodies - 1];
         const char *body = pool_body_base(b);
@@ -341,7 +376,7 @@ static pool_gate_t row_gate(pool_call_t *call, int ep, int may_wait)
     int own = !call->batch && call->items[0].id.len != 0 && !call->renumbered; /* as the loop builds it */
     run->body = own ? call->items[0].raw : call->req.base;
     run->len = own ? call->items[0].raw_len : call->req.len;
-    uint32_t of = call->net->conf->consensus.of;
+    uint32_t of = call->consensus.of;
     int next = ep; /* the loop's endpoint first (of is at least 2) */
     while (start_one(call, next) && run->inflight < of)
         next = pool_call_plan_next(call);

@@ -16,6 +16,8 @@ typedef struct pool_consensus_run pool_consensus_run_t; /* pool_consensus.c: the
 typedef struct pool_consensus_call {
     uint8_t on;                   /* the call is compared (set at its start) */
     uint8_t fanning;              /* inside the fan-out: its own gate lets each attempt through */
+    uint8_t max;                  /* dispatch: max (policy/method.h): every answer awaited, the highest given */
+    uint8_t of;                   /* endpoints asked */
     pool_consensus_run_t *run;    /* NULL until the fan-out (heap: only compared calls pay for it) */
 } pool_consensus_call_t;
 

@@ -126,6 +126,10 @@ test('pinning: a receipt poll right after a send goes to the accepting endpoint,
     assert.notEqual(r.json.result, null, 'b knows the transaction');
   }
   await sleep(Math.max(0, 3100 - (Date.now() - t0))); // the pin expires
+  const aBefore = (await a.stats()).methods.eth_getTransactionReceipt ?? 0;
   const later = await post(s.url('eth'), call('eth_getTransactionReceipt', [hash], 3));
-  assert.equal(later.headers.get('x-sluice-endpoint'), 'a');
+  assert.equal((await a.stats()).methods.eth_getTransactionReceipt ?? 0, aBefore + 1, 'the pin expired: a is asked first');
+  // a never saw the transaction: its null moves the lookup on (dispatch: not_null) to b, which has it
+  assert.equal(later.headers.get('x-sluice-endpoint'), 'b');
+  assert.notEqual(later.json.result, null);
 });

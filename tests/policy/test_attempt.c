@@ -20,6 +20,7 @@ static const policy_method_t m_write = {"eth_sendRawTransaction", POLICY_CLASS_W
 #define READ {.method = &m_read, .cheap = 1, .pending = 1}
 #define HEAVY {.method = &m_heavy, .pending = 1}
 #define BEHIND_READ {.method = &m_read, .cheap = 1, .pending = 1, .null_behind = 1}
+#define LOOKUP {.method = &m_read, .cheap = 1, .pending = 1, .null_next = 1}
 #define OFF_RANGE {.method = &m_heavy, .pending = 1, .off_range = 1}
 #define WRITE {.method = &m_write, .pending = 1}
 #define WRITE_TX {.method = &m_write, .pending = 1, .has_txid = 1}
@@ -129,6 +130,13 @@ static const attempt_case_t cases[] = {
      OBJ("\"result\":null"), .want = {OUT(MISSING_DATA), REC(MISSING_DATA, 1)}, .items = {I_KEPT(NEXT, MISSING_DATA)}},
     {"null for a block nobody is known to have: the answer", {.status = 200, ITEMS(READ)}, OBJ("\"result\":null"),
      .want = {REC(OK, 0)}, .items = {I_ANSWER(SUCCESS)}},
+    {"null of a not_null lookup: kept, the next endpoint, this one not in later rounds", {.status = 200, ITEMS(LOOKUP)},
+     OBJ("\"result\":null"), .want = {OUT(MISSING_DATA), REC(MISSING_DATA, 1), .no_retry = 1},
+     .items = {I_KEPT(NEXT, MISSING_DATA)}},
+    {"a value of a not_null lookup is the answer", {.status = 200, ITEMS(LOOKUP)}, RESULT, .want = {REC(OK, 0)},
+     .items = {I_ANSWER(SUCCESS)}},
+    {"an error of a not_null lookup is judged as any", {.status = 200, ITEMS(LOOKUP)}, ERROR(3, "execution reverted"),
+     .want = {OUT(DETERMINISTIC), REC(DETERMINISTIC, 0)}, .items = {I_ANSWER(DETERMINISTIC)}},
     {"a value for a block from a lagging endpoint is still the answer", {.status = 200, ITEMS(BEHIND_READ)}, RESULT,
      .want = {REC(OK, 0)}, .items = {I_ANSWER(SUCCESS)}},
     {"logs outside the range asked for (an endpoint ignoring it): a failed attempt, never the answer",

@@ -176,3 +176,13 @@ Test(consensus, a_disagreeing_endpoint_costs_more_up_to_a_cap)
     cr_expect_eq(worst.cost, capped.cost);
     cr_expect_gt(worst.cost, liar.cost);
 }
+
+Test(consensus, max_is_the_highest_hex_quantity)
+{
+    policy_consensus_vote_t v[5] = {vote("\"0x9\""), vote("\"0x01f\""), vote("\"0x1E\""), vote("null"),
+                                    vote("\"0xzz\"")};
+    cr_expect_eq(policy_consensus_max(v, 5), 1, "0x01f is the highest: leading zeros and case aside");
+    cr_expect_eq(policy_consensus_max(v, 1), 0);
+    cr_expect_eq(policy_consensus_max(v + 3, 2), -1, "no quantity among null and a bad string");
+    cr_expect_eq(policy_consensus_max(v, 0), -1);
+}

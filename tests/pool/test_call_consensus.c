@@ -69,7 +69,7 @@ Test(call_consensus, the_answer_comes_at_quorum_without_waiting_for_the_slow_thi
     cr_expect_eq(c.item.endpoint, 2, "the first answer of the winning group");
     cr_expect_eq(sc_inflight(1), 0);
     cr_expect_eq(sc_log_len(c.call), 3);
-    sc_expect_log(c.call, 2, 1, POOL_FAIL_NONE, 0, POOL_ATTEMPT_CANCELLED);
+    sc_expect_log(c.call, 2, 1, POOL_FAIL_NONE, 0, POOL_ATTEMPT_CANCELLED | POOL_ATTEMPT_FANOUT);
     cr_expect_eq(sc_ep(1)->health.stats.consensus_disagreed, 0, "a cancelled endpoint did not disagree");
 }
 
@@ -318,4 +318,46 @@ Test(call_consensus, with_every_attempt_refused_the_call_ends_as_any)
     cr_expect_eq(c.item.state, POOL_ITEM_FAILED);
     cr_expect_eq(c.item.outcome, POOL_OUTCOME_UPSTREAM_ERROR, "no answer at all is no disagreement");
     cr_expect_eq(sc.natt, 3, "max_attempts spent: no second round");
+}
+
+/* dispatch: max, of: 3 in the method's row (no consensus: on the network). */
+static policy_method_t max_row = {.name = "eth_getTransactionCount", .cls = POLICY_CLASS_READ,
+                                  .priority = POLICY_PRIO_HIGH, .retry_safe = 1, .cheap = 1,
+                                  .dispatch = POLICY_DISPATCH_MAX, .of = 3};
+
+static void open_max(size_t n)
+{
+    sc_conf(n);
+    sc.conf.method_overrides = &max_row;
+    sc.conf.nmethod_overrides = 1;
+    sc_open();
+}
+
+Test(call_consensus, dispatch_max_waits_for_every_answer_and_gives_the_highest)
+{
+    open_max(3);
+    sc_call_t c = {0};
+    start_fanned(&c, NONCE);
+    sc_reply(0, 200, ANS("0x5"));
+    sc_reply(1, 200, ANS("0x5"));
+    cr_expect_eq(c.done.n, 0, "two equal answers decide nothing: the third is awaited");
+    sc_reply(2, 200, ANS("0x1a"));
+    sc_wait_done(&c.done);
+    cr_expect_eq(c.item.state, POOL_ITEM_ANSWERED);
+    cr_expect_eq(c.item.endpoint, 2, "0x1a is the highest");
+    cr_expect_eq(sc_ep(0)->health.stats.consensus_disagreed, 0, "nobody is outvoted");
+}
+
+Test(call_consensus, dispatch_max_replaces_a_failure_and_answers_from_the_rest)
+{
+    open_max(4);
+    sc_call_t c = {0};
+    start_fanned(&c, NONCE);
+    sc_reply(1, 503, "busy");
+    cr_assert_eq(sc.natt, 4, "the failure's place went to the fourth endpoint");
+    sc_reply(0, 200, ANS("0x7"));
+    sc_reply(2, 200, ANS("0x6"));
+    sc_reply(3, 200, ANS("0x2"));
+    sc_wait_done(&c.done);
+    cr_expect_eq(c.item.endpoint, 0);
 }

@@ -337,7 +337,7 @@ Test(call_hedge, an_unpinned_poll_is_hedged)
     open_hedging(2);
     sc_call_t c = {0};
     start_hedged(&c, RECEIPT);
-    sc_reply(1, 200, "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":null}");
+    sc_reply(1, 200, "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"status\":\"0x1\"}}");
     sc_wait_done(&c.done);
     cr_expect_eq(c.item.endpoint, 1);
 }

@@ -11,7 +11,7 @@
 #define R1_AS0 "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"eth_getTransactionReceipt\",\"params\":[\"" H1 "\"]}"
 #define R2_AS1 "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"eth_getTransactionReceipt\",\"params\":[\"" H2 "\"]}"
 #define ANS0 "{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"status\":\"0x1\"}}"
-#define ANS1 "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":null}"
+#define ANS1 "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"status\":\"0x1\"}}"
 #define WINDOW_MS 5
 
 TestSuite(call_merge, .fini = sc_close);
@@ -64,9 +64,9 @@ Test(call_merge, a_poll_alone_goes_upstream_as_the_client_sent_it)
     cr_expect_eq(sc.natt, 0);
     sc_wait_attempts(1);
     sc_expect_sent(0, 0, R1);
-    sc_reply(0, 200, "{\"jsonrpc\":\"2.0\",\"id\":\"r1\",\"result\":null}");
+    sc_reply(0, 200, "{\"jsonrpc\":\"2.0\",\"id\":\"r1\",\"result\":{\"status\":\"0x1\"}}");
     sc_wait_done(&a.done);
-    sc_expect_answer(&a.item, 0, "{\"jsonrpc\":\"2.0\",\"id\":\"r1\",\"result\":null}");
+    sc_expect_answer(&a.item, 0, "{\"jsonrpc\":\"2.0\",\"id\":\"r1\",\"result\":{\"status\":\"0x1\"}}");
     cr_expect_eq(sc.net->pressure.polls_merged, 0);
 }
 
@@ -79,7 +79,7 @@ Test(call_merge, a_poll_that_leaves_the_merge_leaves_the_other_alone)
     sc_cancel_call(a.call);
     sc_wait_attempts(1);
     sc_expect_sent(0, 0, R2);
-    sc_reply(0, 200, "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":null}");
+    sc_reply(0, 200, "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"status\":\"0x1\"}}");
     sc_wait_done(&b.done);
     cr_expect_eq(b.item.endpoint, 0);
     cr_expect_eq(a.done.n, 0);

@@ -184,7 +184,7 @@ static void accept_at_2(void)
 /* The endpoint a poll of raw (id 3) is sent to first. */
 static int poll_goes_to(const char *raw)
 {
-    return sc_first_endpoint(raw, "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":null}");
+    return sc_first_endpoint(raw, "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"status\":\"0x1\"}}");
 }
 
 Test(call_rank, a_poll_goes_first_to_the_endpoint_that_took_its_transaction)
@@ -211,7 +211,7 @@ Test(call_rank, a_pinned_endpoint_that_fails_hands_the_poll_to_the_plan)
     sc_reply(base, 503, "");
     cr_assert_eq(sc.natt, base + 2);
     cr_expect_eq(sc_att(base + 1)->ep, 0, "then the plan, in its order");
-    sc_reply(base + 1, 200, "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":null}");
+    sc_reply(base + 1, 200, "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"status\":\"0x1\"}}");
     sc_wait_done(&c.done);
     cr_expect_eq(c.item.endpoint, 0);
 }
@@ -267,7 +267,7 @@ Test(call_rank, a_pin_to_a_rate_limited_endpoint_waits_for_nobody)
     sc_finish(base, (sc_answer_t){.status = 429, .body = "", .retry_after_s = 30});
     cr_assert_eq(sc.natt, base + 2);
     cr_expect_eq(sc_att(base + 1)->ep, 0);
-    sc_reply(base + 1, 200, "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":null}");
+    sc_reply(base + 1, 200, "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"status\":\"0x1\"}}");
     sc_wait_done(&c.done);
     sc_release(c.call);
     cr_expect_eq(poll_goes_to(RECEIPT), 0, "the pinned endpoint is marked: the plan's first");

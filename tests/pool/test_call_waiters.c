@@ -11,8 +11,8 @@
 #define H2 "0x2222222222222222222222222222222222222222222222222222222222222222"
 #define P1 "{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"eth_getTransactionReceipt\",\"params\":[\"" H1 "\"]}"
 #define P2 "{\"jsonrpc\":\"2.0\",\"id\":12,\"method\":\"eth_getTransactionReceipt\",\"params\":[\"" H2 "\"]}"
-#define P1_OK "{\"jsonrpc\":\"2.0\",\"id\":11,\"result\":null}"
-#define P2_OK "{\"jsonrpc\":\"2.0\",\"id\":12,\"result\":null}"
+#define P1_OK "{\"jsonrpc\":\"2.0\",\"id\":11,\"result\":{\"status\":\"0x1\"}}"
+#define P2_OK "{\"jsonrpc\":\"2.0\",\"id\":12,\"result\":{\"status\":\"0x1\"}}"
 
 TestSuite(call_waiters, .fini = sc_close);
 
