@@ -61,6 +61,13 @@ async function everyCall(net, key, method, want) {
   }
 }
 
+// 1 if 8 calls, each on a fresh connection (both workers answer some), all get want
+async function allStatus(net, key, method, want) {
+  for (let i = 0; i < 8; i++)
+    if ((await post(keyed(net, key), call(method), { connection: 'close' })).status !== want) return false;
+  return true;
+}
+
 function openWs(url) {
   const ws = new WebSocket(url);
   const opened = new Promise((resolve, reject) => { ws.once('open', resolve); ws.once('error', reject); });
@@ -123,8 +130,10 @@ test('GET lists config and API keys, never a secret or hash', async () => {
 test('PATCH narrows its methods: a call now refused with method_not_allowed', async () => {
   const r = await admin('PATCH', '/admin/keys/ci-bot', { methods: { allow: ['eth_chainId'] } });
   assert.equal(r.status, 200, r.text);
-  await waitFor(async () => (await post(keyed('eth', secret), call('eth_blockNumber'))).status === 403,
-    { timeoutMs: 1000, what: 'the change applied' });
+  // every worker applies it on its next refresh (state.refresh_ms, 50): wait until calls on
+  // fresh connections (both workers) are all refused, not only the first worker's
+  await waitFor(async () => allStatus('eth', secret, 'eth_blockNumber', 403),
+    { timeoutMs: 3000, what: 'the change applied on both workers' });
   for (let i = 0; i < 8; i++) {
     const refused = await post(keyed('eth', secret), call('eth_blockNumber'), { connection: 'close' });
     assert.equal(refused.status, 403, refused.text);
@@ -151,8 +160,8 @@ test('DELETE: the next call is 401 and its WebSocket is closed 1008, within a se
   const closed = await c.closed;
   assert.equal(closed.code, 1008);
   assert.ok(closed.at - t0 < 1000, `closed after ${closed.at - t0} ms`);
-  await waitFor(async () => (await post(keyed('eth', secret), call('eth_chainId'))).status === 401,
-    { timeoutMs: 1000, what: 'the key refused' });
+  await waitFor(async () => allStatus('eth', secret, 'eth_chainId', 401),
+    { timeoutMs: 3000, what: 'the key refused on both workers' });
   await everyCall('eth', secret, 'eth_chainId', 401);
   const kinds = (await events(s, 0, TOKEN)).map((e) => e.kind);
   assert.ok(kinds.includes('key_scope_changed') && kinds.includes('key_revoked'), kinds.join());
