@@ -97,6 +97,26 @@ static rt_key_t *entry_new(const gw_keys_t *k, const state_apikey_rec_t *r)
     return e;
 }
 
+static void strv_free(char **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+static void entry_free(rt_key_t *e)
+{
+    policy_access_scope_t *s = &e->conf.scope;
+    strv_free(s->networks, s->nnetworks);
+    strv_free(s->allow, s->nallow);
+    strv_free(s->deny, s->ndeny);
+    strv_free(s->origins, s->norigins);
+    free(s->contracts);
+    free(e->conf.name);
+    free(e->conf.tier);
+    free(e);
+}
+
 /* The live entry named name, unchanged since updated_ms, or NULL. */
 static rt_key_t *entry_kept(gw_keys_t *k, const state_apikey_rec_t *r)
 {
@@ -198,6 +218,16 @@ void gw_keys_destroy(gw_keys_t *k)
         return;
     if (h2o_timeout_is_linked(&k->tick))
         h2o_timeout_unlink(&k->tick);
-    free(k->live); /* the entries stay: calls and sockets may still hold them (gw_keys.h) */
+    h2o_timeout_dispose(k->loop, &k->timeout);
+    /* the worker is done: no call or socket reads an entry any more (until now, replaced and
+     * revoked ones were kept for whoever still held them) */
+    for (size_t i = 0; i < k->nlive; i++)
+        entry_free(k->live[i]);
+    free(k->live);
+    while (k->retired != NULL) {
+        rt_key_t *e = k->retired;
+        k->retired = e->next_retired;
+        entry_free(e);
+    }
     free(k);
 }

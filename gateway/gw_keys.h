@@ -7,7 +7,7 @@
  * a cfg_key_conf_t like a config key's, its tier resolved against this
  * worker's config (a key whose tier the config no longer has is refused as
  * unknown, and logged, never served without limits). An entry that a
- * reload replaces or drops stays allocated for the worker's life (calls in
+ * reload replaces or drops stays allocated until gw_keys_destroy (calls in
  * flight and sockets hold it; changes are an operator's, rare) and is
  * marked: gw_keys_revoked says when its key is gone, and on_revoke runs
  * once per reload that dropped any (the WebSocket sweep). */

@@ -476,8 +476,8 @@ int srv_worker_main(const srv_worker_args_t *args)
     } else
         pool_close_idle(w.pool);
     gw_ws_destroy(w.handler->ws);
-    gw_keys_destroy(w.handler->keys);
     gw_conns_destroy(w.conns);
+    gw_keys_destroy(w.handler->keys); /* after the connections: their calls may name a key */
     SSL_CTX_free(w.ssl_ctx); /* connections still open hold their own reference */
     gw_limit_destroy(w.limit);
     gw_stats_destroy(w.stats);

@@ -46,6 +46,7 @@ static void setup(void)
 static void teardown(void)
 {
     gw_keys_destroy(keys);
+    h2o_evloop_destroy(loop);
     state_close(st);
     cfg_destroy(cfg);
     temp_dir_remove(tmpdir);
