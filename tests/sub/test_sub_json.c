@@ -166,8 +166,8 @@ Test(sub_json, logs_are_sent_as_the_tree_sent_them)
     static const char *const cases[] = {
         "[]",
         "[{\"address\":\"0xaa\",\"logIndex\":\"0x0\",\"removed\":false}]",
-        "[ {\"removed\": false, \"address\": \"0xaa\", \"topics\": [ \"0x1\", \"0x2\" ] },\n"
-        "  {\"address\":\"0xbb\",\"removed\":false,\"data\":\"0x\"} ]",
+        ("[ {\"removed\": false, \"address\": \"0xaa\", \"topics\": [ \"0x1\", \"0x2\" ] },\n"
+         "  {\"address\":\"0xbb\",\"removed\":false,\"data\":\"0x\"} ]"), /* one string */
         "[{\"address\":\"0xaa\"},{\"removed\":false},{}]",                       /* no removed; only removed; none */
         "[{\"removed\":false,\"x\":1,\"removed\":false}]",                        /* a repeat: the first goes */
         "[{\"address\":\"0xa\\u0061\",\"removed\":false}]",                       /* an escape: the tree */
