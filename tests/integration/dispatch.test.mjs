@@ -29,7 +29,7 @@ async function twoFakes() {
 
 test('not_null by default: a receipt and a transaction only one endpoint has are found', async () => {
   const { a, b, ha, hb } = await twoFakes();
-  const s = await startSluice({ cache: false, workers: 1, networks: { eth: { lines: LINES,
+  const s = await startSluice({ cache: false /* the fakes must see every read: which endpoint answers is the test */, workers: 1, networks: { eth: { lines: LINES,
     endpoints: [{ id: 'a', url: a.url }, { id: 'b', url: b.url }] } } });
   started.push(s);
   for (let round = 0; round < 3; round++) {
@@ -58,7 +58,7 @@ test('not_null by default: a receipt and a transaction only one endpoint has are
 
 test('dispatch: first on a network turns it off: the first null is the answer', async () => {
   const { a, b, ha, hb } = await twoFakes();
-  const s = await startSluice({ cache: false, workers: 1, networks: { eth: {
+  const s = await startSluice({ cache: false /* the fakes must see every read: which endpoint answers is the test */, workers: 1, networks: { eth: {
     lines: [...LINES, 'methods: { eth_getTransactionReceipt: { dispatch: first } }'],
     endpoints: [{ id: 'a', url: a.url }, { id: 'b', url: b.url }] } } });
   started.push(s);
@@ -92,7 +92,7 @@ test('dispatch: max, of: 2: both endpoints asked at once, the higher nonce answe
   // the fake's nonce is the count of transactions it was sent: a 0x1, b 0x3
   await post(a.url, call('eth_sendRawTransaction', ['0x0a01'], 1));
   for (let i = 0; i < 3; i++) await post(b.url, call('eth_sendRawTransaction', [`0x0b0${i}`], 1));
-  const s = await startSluice({ cache: false, workers: 1, networks: { eth: {
+  const s = await startSluice({ cache: false /* the fakes must see every read: which endpoint answers is the test */, workers: 1, networks: { eth: {
     lines: [...LINES, 'methods: { eth_getTransactionCount: { dispatch: max, of: 2 } }'],
     endpoints: [{ id: 'a', url: a.url }, { id: 'b', url: b.url }] } } });
   started.push(s);

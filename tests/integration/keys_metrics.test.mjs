@@ -19,7 +19,7 @@ test('calls, refusals and credits spent under a key show in /metrics by its name
   started.push(a);
   const s = await startSluice({
     workers: 2,
-    cache: false,
+    // (on its defaults: the cache on)
     admin: `{ listen: "127.0.0.1:0", token: "${TOKEN}" }`,
     networks: { eth: { lines: ['ranking: { probe_interval_ms: 0 }'], endpoints: [{ id: 'a', url: a.url }] } },
     extra: [

@@ -20,7 +20,7 @@ let a, s;
 const config = (statePath) => ({
   workers: 2,
   statePath,
-  cache: false,
+  // (on its defaults: the cache on)
   admin: `{ listen: "127.0.0.1:0", token: "${TOKEN}" }`,
   networks: {
     eth: { lines: ['ranking: { probe_interval_ms: 0 }'], endpoints: [{ id: 'a', url: a.url }] },

@@ -20,7 +20,7 @@ const endpoints = () => [
 
 before(async () => {
   [node, alchemy, infura] = await Promise.all(['node', 'alchemy', 'infura'].map((name) => startFake({ name })));
-  s = await startSluice({ cache: false, workers: 1, networks: { eth: { lines: LINES, endpoints: endpoints() } } });
+  s = await startSluice({ cache: false /* the fakes must see every read: which endpoint answers is the test */, workers: 1, networks: { eth: { lines: LINES, endpoints: endpoints() } } });
 });
 after(async () => { await Promise.all([s, node, alchemy, infura].filter(Boolean).map((p) => p.stop())); });
 
@@ -86,7 +86,7 @@ test('--check names a bad methods: glob with its line', async () => {
 test('a deep-history read goes only to the archive endpoint; a recent one down the ordinary plan', async () => {
   const fakes = await Promise.all(['full1', 'full2', 'arch'].map((name) => startFake({ name })));
   const [full1, full2, arch] = fakes;
-  const a = await startSluice({ cache: false, workers: 1, networks: { eth: {
+  const a = await startSluice({ cache: false /* the fakes must see every read: which endpoint answers is the test */, workers: 1, networks: { eth: {
     lines: [...LINES, 'archive_depth: 100'],
     endpoints: [{ id: 'full1', url: full1.url, archive: 'false' }, { id: 'full2', url: full2.url },
                 { id: 'arch', url: arch.url, archive: 'true' }] } } });
@@ -126,7 +126,7 @@ test('a deep-history read goes only to the archive endpoint; a recent one down t
 
 test('methods.<name>.timeout_ms bounds the request: an eth_call held 3 s upstream is a 504 within its 500 ms', async () => {
   const [x, y] = await Promise.all(['x', 'y'].map((name) => startFake({ name })));
-  const t = await startSluice({ cache: false, workers: 1, networks: { eth: {
+  const t = await startSluice({ cache: false /* the fakes must see every read: which endpoint answers is the test */, workers: 1, networks: { eth: {
     lines: [...LINES, 'methods: { eth_call: { timeout_ms: 500 } }'],
     endpoints: [{ id: 'x', url: x.url }, { id: 'y', url: y.url }] } } });
   try {
@@ -154,7 +154,7 @@ test('methods.<name>.timeout_ms bounds the request: an eth_call held 3 s upstrea
 
 test('X-Sluice-Trace: 1 lists each attempt as endpoint;role;outcome;ms (a failover)', async () => {
   const [p, q] = await Promise.all(['p', 'q'].map((name) => startFake({ name })));
-  const t = await startSluice({ cache: false, workers: 1, networks: { eth: {
+  const t = await startSluice({ cache: false /* the fakes must see every read: which endpoint answers is the test */, workers: 1, networks: { eth: {
     lines: ['ranking: { probe_interval_ms: 0 }', 'hedge: { enabled: false }', 'breaker: { consecutive: 100 }'],
     endpoints: [{ id: 'p', url: p.url }, { id: 'q', url: q.url }] } } });
   try {
