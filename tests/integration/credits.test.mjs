@@ -118,6 +118,7 @@ test('max_inflight is never exceeded (counted at the provider), across 4 workers
   started.push(a, b);
   const s = await startSluice({
     workers: 4,
+    cache: false, // every eth_chainId must reach a provider and be counted there: cache hits (the chain check fills the cache) reach none
     networks: { eth: { lines: [NOPROBE, EACH], endpoints: [{ id: 'a', url: a.url, max_inflight: 3 }, { id: 'b', url: b.url }] } },
   });
   started.push(s);
