@@ -30,6 +30,10 @@ static void count_net(void *ctx, size_t net, size_t i, int64_t delta)
     gw_stats_net_add(ctx, net, i, delta);
 }
 
+_Static_assert((int)CFG_WS_RESUME_OFF == (int)SUB_RESUME_OFF && (int)CFG_WS_RESUME_KEYED == (int)SUB_RESUME_KEYED &&
+                   (int)CFG_WS_RESUME_ALL == (int)SUB_RESUME_ALL,
+               "server.ws_resume's values are sub/'s");
+
 sub_reg_t *gw_ws_sub_create(h2o_loop_t *loop, const cfg_server_conf_t *srv, gw_stats_t *stats, state_t *st)
 {
     sub_limits_t limits = {
@@ -38,6 +42,8 @@ sub_reg_t *gw_ws_sub_create(h2o_loop_t *loop, const cfg_server_conf_t *srv, gw_s
         .sources_per_identity = srv->ws_max_sources_per_identity,
         .polled_sources_per_identity = srv->ws_max_polled_sources_per_identity,
         .logs_retry_s = srv->ws_logs_retry_s,
+        .resume = srv->ws_resume,
+        .resume_s = srv->ws_resume_s,
     };
     sub_counters_t counters = {stats, count_srv, count_srv_set, count_cost, count_net};
     return sub_create(loop, &limits, stats != NULL ? &counters : NULL, st);

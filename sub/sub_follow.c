@@ -47,6 +47,7 @@ typedef struct sub_follow {
     char endpoint[64];            /* the endpoint its polls were last answered by ("": none yet) */
     uint64_t backfilled;          /* heights backfilled while on it */
     uint64_t gap;                 /* heights skipped below the next header told (the backfill bound) */
+    uint8_t own;                  /* a resumed subscription's alone (sub_follow_listen_at): not shared */
 } sub_follow_t;
 
 /* A header read: its height, hashes and geth's newHeads form. */
@@ -296,33 +297,56 @@ static void on_watch(h2o_timeout_entry_t *e)
         fetch(f, 0);
 }
 
+/* A new follower of net (seeded at pos, its own; else shared), polling at once. */
+static sub_follow_t *follow_new(sub_reg_t *r, sub_net_t *net, const sub_resume_pos_t *pos)
+{
+    sub_follow_t *f = sl_xcalloc(1, sizeof(*f));
+    f->r = r;
+    f->net = net;
+    h2o_linklist_init_anchor(&f->listeners);
+    policy_headtrack_init(&f->track);
+    if (pos != NULL) {
+        f->own = 1;
+        policy_headtrack_record(&f->track, pos->height, pos->hash); /* as if sent: the next is pos + 1 */
+    }
+    sub_call_init(&f->call);
+    f->period = sub_timeout(r, sub_poll_ms(net));
+    f->tick.cb = on_tick;
+    f->watch.cb = on_watch;
+    f->view_head = pool_network_head(net->pool_net);
+    h2o_linklist_insert(sub_follows(r), &f->link);
+    h2o_timeout_link(sub_loop(r), f->period, &f->tick);
+    h2o_timeout_link(sub_loop(r), sub_timeout(r, SUB_WATCH_MS), &f->watch);
+    fetch(f, 0); /* the first header now, not a period from now */
+    return f;
+}
+
 void sub_follow_listen(sub_reg_t *r, sub_net_t *net, sub_listener_t *l)
 {
     h2o_linklist_t *all = sub_follows(r);
     sub_follow_t *f = NULL;
     for (h2o_linklist_t *n = all->next; n != all && f == NULL; n = n->next) {
         sub_follow_t *o = H2O_STRUCT_FROM_MEMBER(sub_follow_t, link, n);
-        if (o->net == net)
+        if (o->net == net && !o->own)
             f = o;
     }
-    if (f == NULL) {
-        f = sl_xcalloc(1, sizeof(*f));
-        f->r = r;
-        f->net = net;
-        h2o_linklist_init_anchor(&f->listeners);
-        policy_headtrack_init(&f->track);
-        sub_call_init(&f->call);
-        f->period = sub_timeout(r, sub_poll_ms(net));
-        f->tick.cb = on_tick;
-        f->watch.cb = on_watch;
-        f->view_head = pool_network_head(net->pool_net);
-        h2o_linklist_insert(all, &f->link);
-        h2o_timeout_link(sub_loop(r), f->period, &f->tick);
-        h2o_timeout_link(sub_loop(r), sub_timeout(r, SUB_WATCH_MS), &f->watch);
-        fetch(f, 0); /* the first header now, not a period from now */
-    }
+    if (f == NULL)
+        f = follow_new(r, net, NULL);
     l->f = f;
     l->from = f->head > f->track.last ? f->head : f->track.last;
+    h2o_linklist_insert(&f->listeners, &l->link);
+}
+
+/* A follower of its own: the heights between pos and the head are the
+ * resumed subscription's alone to hear, which a shared follower (at the
+ * head already) would not fetch again. It follows the head on after, as one
+ * more poll of the network: a subscription taken over is rarer than one
+ * started. */
+void sub_follow_listen_at(sub_reg_t *r, sub_net_t *net, sub_listener_t *l, const sub_resume_pos_t *pos)
+{
+    sub_follow_t *f = follow_new(r, net, pos);
+    l->f = f;
+    l->from = pos->height;
     h2o_linklist_insert(&f->listeners, &l->link);
 }
 

@@ -1,0 +1,165 @@
+// A subscription outlives its socket (sub/sub_resume.c, server.ws_resume):
+// a keyed caller whose socket is cut (by a TCP proxy between it and sluice)
+// and who sends the same eth_subscribe again within server.ws_resume_s, on
+// any worker, goes on from where it was: every height and every log once,
+// in order, across both sockets. Past the window it starts from the head
+// and the expiry is counted; an anonymous caller is not held under the
+// default (keyed); a reload closes the sockets (1001) and the positions,
+// kept in LMDB, survive it. Real processes: sluice with two workers and a
+// fake provider whose chain moves on request.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { startFake, startSluice, sleep, waitFor, adminGet, adminPost } from '../lib/harness.mjs';
+import { openWs, waitMetric } from '../lib/wsclient.mjs';
+import { startFaultProxy } from '../lib/faultproxy.mjs';
+
+const started = [];
+after(async () => { await Promise.all(started.map((p) => p.stop())); });
+
+const POLL_MS = 100;
+const KEY = 'sl_resumekey0123456789abcdef0123';
+const num = (h) => Number(BigInt(h));
+const sha = (k) => createHash('sha256').update(k).digest('hex');
+
+async function fake() {
+  const f = await startFake({ name: 'a', args: ['--block', '1000', '--block-time-ms', '0', '--logs-per-block', '2'] });
+  started.push(f);
+  const post = async (p, body) => (await fetch(`${f.url}${p}`, { method: 'POST', body: JSON.stringify(body) })).json();
+  f.chain = (body) => post('/_control/chain', body);
+  return f;
+}
+
+async function gateway(f, server = {}) {
+  const s = await startSluice({ workers: 2, server, networks: { eth: { lines: [`ranking: { probe_interval_ms: ${POLL_MS} }`],
+    endpoints: [{ id: 'a', url: f.url }] } },
+  extra: `tiers: { t: { per_second: 1000 } }\nkeys:\n  - { sha256: "${sha(KEY)}", tier: t, name: app }` });
+  started.push(s);
+  return s;
+}
+
+// A socket (through port, with the key or not) subscribed to newHeads and logs.
+async function connect(port, keyed = true) {
+  const c = openWs(`ws://127.0.0.1:${port}/eth${keyed ? `/${KEY}` : ''}`);
+  await c.opened;
+  c.sentAt = performance.now();
+  const heads = (await c.rpc('eth_subscribe', ['newHeads'], 1)).result;
+  const logs = (await c.rpc('eth_subscribe', ['logs', {}], 2)).result;
+  assert.match(heads, /^0x[0-9a-f]{32}$/);
+  assert.match(logs, /^0x[0-9a-f]{32}$/);
+  return { c, heads: () => c.notes(heads).map((h) => num(h.number)), logs: () => c.notes(logs), headsId: heads };
+}
+
+const range = (from, to) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+
+// every log once, in order: two per block from `from` to `to`, none twice, none removed
+function assertLogsOnce(logs, from, to) {
+  assert.ok(logs.every((l) => l.removed === false), 'no log removed');
+  const heights = logs.map((l) => num(l.blockNumber));
+  assert.deepEqual(heights, range(from, to).flatMap((h) => [h, h]), `logs of ${heights}`);
+  assert.equal(new Set(logs.map((l) => `${l.blockHash}/${l.logIndex}`)).size, logs.length, 'a log twice');
+}
+
+// the subscriptions' gauge of the worker(s) is back to zero: the closed socket's subscriptions are held
+const closed = (s) => waitMetric(s, /sluice_subscriptions\{kind="newHeads"\} 0\b/);
+
+test('a keyed caller cut by a proxy, 3 blocks mined, back within 5 s: every height and log once, in order', async () => {
+  const f = await fake();
+  const s = await gateway(f);
+  const proxy = await startFaultProxy(`http://127.0.0.1:${s.port}`);
+  started.push({ stop: () => proxy.close() });
+  const one = await connect(proxy.port);
+  await f.chain({ advance: 2 });
+  await waitFor(() => one.heads().length >= 2 && one.logs().length >= 4, { what: 'the first two blocks' });
+  proxy.kill(); // both sockets reset: sluice sees its client gone
+  await closed(s);
+  await f.chain({ advance: 3 });
+  await sleep(3 * POLL_MS);
+  proxy.resume();
+  const two = await connect(proxy.port);
+  await waitFor(() => two.heads().length >= 3 && two.logs().length >= 6, { what: 'the 3 blocks mined while away' });
+  const firstAt = two.c.seen.find((m) => m.params)?.at;
+  await f.chain({ advance: 1 });
+  await waitFor(() => two.heads().length >= 4 && two.logs().length >= 8, { what: 'the next block, live' });
+  await sleep(5 * POLL_MS);
+  const heads = [...one.heads(), ...two.heads()];
+  assert.deepEqual(heads, range(heads[0], heads[0] + 5), `heights ${heads}`);
+  assertLogsOnce([...one.logs(), ...two.logs()], heads[0], heads[0] + 5);
+  await waitMetric(s, /sluice_subscription_resumes_total\{outcome="resumed"\} 2\b/);
+  console.log(`# resumed: ${two.heads().length - 1} heights (3 missed) backfilled; the first backfilled notification ` +
+    `${(firstAt - two.c.sentAt).toFixed(1)} ms after the reconnected socket's first subscribe`);
+  two.c.ws.close();
+});
+
+test('gone longer than server.ws_resume_s: starts from the head, the expiry counted', async () => {
+  const f = await fake();
+  const s = await gateway(f, { ws_resume_s: 1 });
+  const one = await connect(s.port);
+  await f.chain({ advance: 1 });
+  await waitFor(() => one.heads().length >= 1, { what: 'a first block' });
+  one.c.ws.close();
+  await closed(s);
+  await f.chain({ advance: 3 });
+  await sleep(2500);
+  const two = await connect(s.port);
+  await sleep(5 * POLL_MS);
+  assert.deepEqual(two.heads(), [], 'nothing backfilled');
+  const head = one.heads()[0] + 3;
+  await f.chain({ advance: 1 });
+  await waitFor(() => two.heads().length >= 1 && two.logs().length >= 2, { what: 'the next block' });
+  assert.deepEqual(two.heads(), [head + 1]);
+  assertLogsOnce(two.logs(), head + 1, head + 1);
+  await waitMetric(s, /sluice_subscription_resumes_total\{outcome="expired"\} 2\b/);
+  assert.match((await adminGet(s, '/metrics')).text, /sluice_subscription_resumes_total\{outcome="resumed"\} 0\b/);
+  two.c.ws.close();
+});
+
+test('an anonymous caller is not held under the default (keyed); server.ws_resume: all holds it', async () => {
+  for (const mode of ['keyed', 'all']) {
+    const f = await fake();
+    const s = await gateway(f, mode === 'all' ? { ws_resume: 'all' } : {});
+    const one = await connect(s.port, false);
+    await f.chain({ advance: 1 });
+    await waitFor(() => one.heads().length >= 1 && one.logs().length >= 2, { what: 'a first block' });
+    one.c.ws.close();
+    await closed(s);
+    await f.chain({ advance: 2 });
+    await sleep(3 * POLL_MS);
+    const two = await connect(s.port, false);
+    await f.chain({ advance: 1 });
+    const first = one.heads()[0];
+    if (mode === 'keyed') {
+      await waitFor(() => two.heads().length >= 1, { what: 'the next block' });
+      await sleep(5 * POLL_MS);
+      assert.deepEqual(two.heads(), [first + 3], 'from the head: the 2 blocks between are not told');
+      await waitMetric(s, /sluice_subscription_resumes_total\{outcome="resumed"\} 0\b/);
+    } else {
+      await waitFor(() => two.heads().length >= 3 && two.logs().length >= 6, { what: 'the blocks missed, then the next' });
+      assert.deepEqual(two.heads(), range(first + 1, first + 3));
+      assertLogsOnce(two.logs(), first + 1, first + 3);
+      await waitMetric(s, /sluice_subscription_resumes_total\{outcome="resumed"\} 2\b/);
+    }
+    two.c.ws.close();
+  }
+});
+
+test('a reload mid-stream (sockets closed with 1001): the caller resumes on the new workers', async () => {
+  const f = await fake();
+  const s = await gateway(f);
+  const one = await connect(s.port);
+  const closeCode = new Promise((r) => one.c.ws.on('close', (code) => r(code)));
+  await f.chain({ advance: 1 });
+  await waitFor(() => one.heads().length >= 1 && one.logs().length >= 2, { what: 'a first block' });
+  assert.equal((await adminPost(s, '/admin/reload')).status, 200);
+  assert.equal(await closeCode, 1001);
+  await f.chain({ advance: 2 });
+  await sleep(3 * POLL_MS);
+  const two = await waitFor(async () => { try { return await connect(s.port); } catch { return null; } }, { what: 'the new workers' });
+  await f.chain({ advance: 1 });
+  await waitFor(() => two.heads().length >= 3 && two.logs().length >= 6, { what: 'the blocks missed, then the next' });
+  await sleep(5 * POLL_MS);
+  const first = one.heads()[0];
+  assert.deepEqual([...one.heads(), ...two.heads()], range(first, first + 3));
+  assertLogsOnce([...one.logs(), ...two.logs()], first, first + 3);
+  two.c.ws.close();
+});
