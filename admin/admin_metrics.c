@@ -316,7 +316,7 @@ static const struct {
                                "server.ws_max_subscriptions_per_identity or server.ws_max_sources_per_identity."},
     [STATE_SRV_SUB_RESUMED] = {"sluice_subscription_resumes_total", "counter", "outcome=\"resumed\"",
                                "Subscriptions held after their socket closed (server.ws_resume): taken over by "
-                               "the same caller's same subscribe (resumed), found or swept past "
+                               "the same caller's same subscribe (resumed), found past "
                                "server.ws_resume_s (expired), more than 128 heights behind so started from the "
                                "head (too_far), or dropped past the bounds of held subscriptions (dropped)."},
     [STATE_SRV_SUB_RESUME_EXPIRED] = {"sluice_subscription_resumes_total", "counter", "outcome=\"expired\"", NULL},

@@ -2,13 +2,14 @@
  * (sub/sub_resume.c), so that the same caller's same eth_subscribe, on any
  * worker of the host and across a reload, goes on from where it was.
  *
- * One record per held subscription in meta, at
- * "resume/<identity>/<network>/<kind>/<params hash>": the position the
+ * One record per held subscription in the resume database, at
+ * "<identity>/<network>/<kind>/<params hash>": the position the
  * subscription had reached and when the hold ends. Bounded per identity and
  * in all (STATE_RESUME_PER_IDENTITY, STATE_RESUME_MAX): past them the oldest
- * held is dropped. Expired records are deleted by the scan of each hold and
- * by the take that finds them. Any process may call these; each is one
- * write transaction. */
+ * held is dropped. Expired records are deleted where they are met (a hold
+ * of the same identity, a take) and by the master's sweep
+ * (state_resume_purge). Any process may call these; each is one write
+ * transaction. */
 #ifndef STATE_RESUME_H
 #define STATE_RESUME_H
 
@@ -19,7 +20,7 @@
 #include "state/state.h"
 
 #define STATE_RESUME_PER_IDENTITY 64  /* held subscriptions of one caller */
-#define STATE_RESUME_MAX 16384        /* held subscriptions in all (~200 bytes each in LMDB's pages) */
+#define STATE_RESUME_MAX 16384        /* held subscriptions in all */
 #define STATE_RESUME_KEY_MAX 256
 
 typedef struct state_resume_rec {
@@ -31,23 +32,26 @@ typedef struct state_resume_rec {
 
 extern const state_schema_t state_resume_schema;
 
-/* The key of a held subscription into out (cap bytes, STATE_RESUME_KEY_MAX
- * is enough for an identity of 96 and a network of 40); its length, 0 if it
- * did not fit. params_hash: the normalised params' 64-bit hash. */
+/* The key of a held subscription into out (cap bytes: STATE_RESUME_KEY_MAX
+ * holds an identity of 96 and a network of 40); its length, 0 if it did not
+ * fit. params_hash: the normalised params' 64-bit hash. */
 size_t state_resume_key(char *out, size_t cap, const char *ident, const char *network, const char *kind,
                         uint64_t params_hash);
 
 /* Holds rec at key (replacing one there); ident is the identity the key
- * was built with (its bound). Expired records met are
- * deleted (*expired), and past the bounds the oldest held of the identity,
- * then of all, are dropped (*dropped). */
+ * was built with (its bound). The identity's expired records are deleted;
+ * past the bounds the oldest held of the identity, then of all, are dropped
+ * (*dropped gets how many). */
 SL_MUST_CHECK sl_err_t state_resume_hold(state_t *st, const char *key, const char *ident, const state_resume_rec_t *rec,
-                                         uint64_t now_ms, size_t *dropped, size_t *expired);
+                                         uint64_t now_ms, size_t *dropped);
 
 /* Takes the record at key over: read and deleted in one transaction, so
  * exactly one subscribe of any worker gets it. *found: 0 none, 1 held
  * (rec filled), 2 found expired (deleted, rec filled). */
 SL_MUST_CHECK sl_err_t state_resume_take(state_t *st, const char *key, uint64_t now_ms, state_resume_rec_t *rec,
                                          int *found);
+
+/* Deletes every expired record (the master's housekeeping); *removed gets how many. */
+SL_MUST_CHECK sl_err_t state_resume_purge(state_t *st, uint64_t now_ms, size_t *removed);
 
 #endif

@@ -75,15 +75,14 @@ void sub_resume_hold(const sub_client_t *c, const sub_source_t *src)
         !key_of(c, src->kind, src->key, key, sizeof(key)))
         return;
     hex32(hash, rec.hash);
-    rec.held_ms = sl_wall_ms();
+    rec.held_ms = sl_shared_ms();
     rec.expires_ms = rec.held_ms + (uint64_t)sub_limits(c->reg)->resume_s * 1000;
-    size_t dropped = 0, expired = 0;
-    if (state_resume_hold(sub_state(c->reg), key, c->ident, &rec, rec.held_ms, &dropped, &expired) != SL_OK) {
+    size_t dropped = 0;
+    if (state_resume_hold(sub_state(c->reg), key, c->ident, &rec, rec.held_ms, &dropped) != SL_OK) {
         sl_log_warn("state: could not hold a %s subscription for its caller's return", src->kind->name);
         return;
     }
     sub_count_net(c->reg, c->net->index, STATE_SRV_SUB_RESUME_DROPPED, (int64_t)dropped);
-    sub_count_net(c->reg, c->net->index, STATE_SRV_SUB_RESUME_EXPIRED, (int64_t)expired);
 }
 
 int sub_resume_take(const sub_client_t *c, const sub_kind_t *k, const char *params, sub_resume_pos_t *pos)
@@ -94,7 +93,7 @@ int sub_resume_take(const sub_client_t *c, const sub_kind_t *k, const char *para
     memset(pos, 0, sizeof(*pos));
     if (!eligible(c, k) || !key_of(c, k, params, key, sizeof(key)))
         return 0;
-    if (state_resume_take(sub_state(c->reg), key, sl_wall_ms(), &rec, &found) != SL_OK || found == 0)
+    if (state_resume_take(sub_state(c->reg), key, sl_shared_ms(), &rec, &found) != SL_OK || found == 0)
         return 0;
     if (found == 2) {
         sub_count_net(c->reg, c->net->index, STATE_SRV_SUB_RESUME_EXPIRED, 1);
