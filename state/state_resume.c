@@ -26,8 +26,8 @@ size_t state_resume_key(char *out, size_t cap, const char *ident, const char *ne
     return n > 0 && (size_t)n < cap ? (size_t)n : 0;
 }
 
-/* A scan of the records from prefix (every one: ""): expired ones deleted,
- * the live ones counted and the oldest of them found. */
+/* A scan of the records from prefix (every one: ""): those past the grace
+ * deleted, the others counted and the oldest of them found. */
 typedef struct scan {
     size_t live;
     uint64_t oldest_ms;
@@ -48,7 +48,8 @@ static int scan(MDB_txn *txn, MDB_dbi dbi, const char *prefix, uint64_t now_ms, 
         if (k.mv_size < plen || memcmp(k.mv_data, prefix, plen) != 0)
             break;
         state_resume_rec_t r;
-        if (state_record_decode(&state_resume_schema, v.mv_data, v.mv_size, &r) != SL_OK || r.expires_ms <= now_ms) {
+        if (state_record_decode(&state_resume_schema, v.mv_data, v.mv_size, &r) != SL_OK ||
+            r.expires_ms + STATE_RESUME_GRACE_MS <= now_ms) {
             if ((rc = mdb_cursor_del(cur, 0)) != MDB_SUCCESS)
                 break;
             continue;
@@ -148,7 +149,8 @@ sl_err_t state_resume_take(state_t *st, const char *key, uint64_t now_ms, state_
 static int live(const MDB_val *v, uint64_t now)
 {
     state_resume_rec_t r;
-    return state_record_decode(&state_resume_schema, v->mv_data, v->mv_size, &r) == SL_OK && r.expires_ms > now;
+    return state_record_decode(&state_resume_schema, v->mv_data, v->mv_size, &r) == SL_OK &&
+           r.expires_ms + STATE_RESUME_GRACE_MS > now;
 }
 
 sl_err_t state_resume_purge(state_t *st, uint64_t now_ms, size_t *removed)

@@ -6,9 +6,9 @@
  * "<identity>/<network>/<kind>/<params hash>": the position the
  * subscription had reached and when the hold ends. Bounded per identity and
  * in all (STATE_RESUME_PER_IDENTITY, STATE_RESUME_MAX): past them the oldest
- * held is dropped. Expired records are deleted where they are met (a hold
- * of the same identity, a take) and by the master's sweep
- * (state_resume_purge). Any process may call these; each is one write
+ * held is dropped. Expired records are deleted by the take that finds them,
+ * and STATE_RESUME_GRACE_MS after they expired by a hold of the same
+ * identity and the master's sweep (state_resume_purge). Any process may call these; each is one write
  * transaction. */
 #ifndef STATE_RESUME_H
 #define STATE_RESUME_H
@@ -22,6 +22,9 @@
 #define STATE_RESUME_PER_IDENTITY 64  /* held subscriptions of one caller */
 #define STATE_RESUME_MAX 16384        /* held subscriptions in all */
 #define STATE_RESUME_KEY_MAX 256
+/* An expired record is kept this much longer, so that a caller who comes
+ * back late is told apart (counted expired) from one never held; deleted after. */
+#define STATE_RESUME_GRACE_MS (10 * 60 * 1000)
 
 typedef struct state_resume_rec {
     uint64_t height;              /* the last block the subscription delivered in full (its header; its logs) */
@@ -39,7 +42,7 @@ size_t state_resume_key(char *out, size_t cap, const char *ident, const char *ne
                         uint64_t params_hash);
 
 /* Holds rec at key (replacing one there); ident is the identity the key
- * was built with (its bound). The identity's expired records are deleted;
+ * was built with (its bound). The identity's records past the grace are deleted;
  * past the bounds the oldest held of the identity, then of all, are dropped
  * (*dropped gets how many). */
 SL_MUST_CHECK sl_err_t state_resume_hold(state_t *st, const char *key, const char *ident, const state_resume_rec_t *rec,
@@ -51,7 +54,8 @@ SL_MUST_CHECK sl_err_t state_resume_hold(state_t *st, const char *key, const cha
 SL_MUST_CHECK sl_err_t state_resume_take(state_t *st, const char *key, uint64_t now_ms, state_resume_rec_t *rec,
                                          int *found);
 
-/* Deletes every expired record (the master's housekeeping); *removed gets how many. */
+/* Deletes every record expired more than STATE_RESUME_GRACE_MS before
+ * now_ms (the master's housekeeping); *removed gets how many. */
 SL_MUST_CHECK sl_err_t state_resume_purge(state_t *st, uint64_t now_ms, size_t *removed);
 
 #endif

@@ -83,6 +83,8 @@ Test(resume, expired_found_and_deleted)
     hold("key:app", 1, 10, 1000, 60000, &dropped);
     hold("key:b", 1, 10, 1000, 90000, &dropped);
     cr_assert_eq(state_resume_purge(st, 70000, &removed), SL_OK);
+    cr_assert_eq(removed, 0, "kept within the grace: a late caller is counted expired");
+    cr_assert_eq(state_resume_purge(st, 61000 + STATE_RESUME_GRACE_MS, &removed), SL_OK);
     cr_assert_eq(removed, 1);
     cr_assert_eq(take("key:b", 1, 70000, &r), 1);
 }
