@@ -13,6 +13,7 @@
 static const state_field_t resume_fields[] = {
     {"height", STATE_F_U64, offsetof(state_resume_rec_t, height), 1, 0},
     {"hash", STATE_F_STR, offsetof(state_resume_rec_t, hash), sizeof(((state_resume_rec_t *)0)->hash), 0},
+    {"below", STATE_F_U64_ARRAY, offsetof(state_resume_rec_t, below), STATE_RESUME_BELOW * 4, 0},
     {"held_ms", STATE_F_U64, offsetof(state_resume_rec_t, held_ms), 1, 0},
     {"expires_ms", STATE_F_U64, offsetof(state_resume_rec_t, expires_ms), 1, 0},
 };

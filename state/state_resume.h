@@ -22,6 +22,7 @@
 #define STATE_RESUME_PER_IDENTITY 64  /* held subscriptions of one caller */
 #define STATE_RESUME_MAX 16384        /* held subscriptions in all */
 #define STATE_RESUME_KEY_MAX 256
+#define STATE_RESUME_BELOW 7          /* hashes kept of the heights just below the position (a reorg's walk back) */
 /* An expired record is kept this much longer, so that a caller who comes
  * back late is told apart (counted expired) from one never held; deleted after. */
 #define STATE_RESUME_GRACE_MS (10 * 60 * 1000)
@@ -29,6 +30,8 @@
 typedef struct state_resume_rec {
     uint64_t height;              /* the last block the subscription delivered in full (its header; its logs) */
     char hash[67];                /* ... its hash, "0x" + 64 hex digits */
+    uint64_t below[STATE_RESUME_BELOW * 4]; /* the hashes of height - 1 .. height - 7 sent before it, 32 bytes
+                                               each as 4 big-endian words (zero: unknown) */
     uint64_t held_ms;             /* shared time the socket closed */
     uint64_t expires_ms;          /* ... and the hold ends (server.ws_resume_s later) */
 } state_resume_rec_t;

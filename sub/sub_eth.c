@@ -63,11 +63,11 @@ static void follow_from(sub_source_t *src, sub_listener_t *l)
         sub_follow_listen(src->reg, src->net, l);
 }
 
-int sub_eth_heads_position(const sub_source_t *src, uint64_t *height, uint8_t hash[32])
+int sub_eth_heads_position(const sub_source_t *src, sub_resume_pos_t *pos)
 {
     const eth_heads_t *h = src->impl;
-    *height = h->pos.height;
-    memcpy(hash, h->pos.hash, 32);
+    *pos = h->pos;
+    sub_follow_below(&h->l, pos);
     return h->pos.height != 0;
 }
 
@@ -585,11 +585,11 @@ void sub_eth_logs_start(sub_source_t *src)
     follow_from(src, &g->l);
 }
 
-int sub_eth_logs_position(const sub_source_t *src, uint64_t *height, uint8_t hash[32])
+int sub_eth_logs_position(const sub_source_t *src, sub_resume_pos_t *pos)
 {
     const eth_logs_t *g = src->impl;
-    *height = g->pos.height;
-    memcpy(hash, g->pos.hash, 32);
+    *pos = g->pos;
+    sub_follow_below(&g->l, pos);
     return g->pos.height != 0 && !g->failed;
 }
 

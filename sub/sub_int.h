@@ -41,9 +41,12 @@ typedef struct sub_source sub_source_t;
 
 /* A position a subscription reached (sub_resume.c): the last block it
  * delivered in full. */
+#define SUB_RESUME_BELOW 7
 typedef struct sub_resume_pos {
     uint64_t height;              /* 0: none */
     uint8_t hash[32];
+    uint8_t below[SUB_RESUME_BELOW][32]; /* the hashes of height - 1 .. height - 7 on the branch sent (zero:
+                                            unknown): a reorg across the gap walks back over them */
 } sub_resume_pos_t;
 
 typedef enum sub_id_form {
@@ -75,7 +78,7 @@ typedef struct sub_kind {
      * delivered in full: *height and hash), 1; 0 when it has none yet. NULL:
      * the kind is not held when its socket closes (sub_resume.c). A source
      * started with src->resume set goes on from that position. */
-    int (*position)(const sub_source_t *src, uint64_t *height, uint8_t hash[32]);
+    int (*position)(const sub_source_t *src, sub_resume_pos_t *pos);
     /* Polled, each source makes its own upstream calls every interval
      * (nothing merges them): counted against ws_max_polled_sources_per_identity. */
     uint8_t own_poll;
@@ -214,6 +217,8 @@ void sub_follow_unlisten(sub_listener_t *l);
 const uint8_t *sub_follow_hash(const sub_listener_t *l, uint64_t height);
 /* The highest height sent on the branch the follower is on (0: none). */
 uint64_t sub_follow_last(const sub_listener_t *l);
+/* pos->below from the hashes the follower of l keeps under pos->height. */
+void sub_follow_below(const sub_listener_t *l, sub_resume_pos_t *pos);
 /* Heights the follower keeps the hashes of (POLICY_HEADTRACK_RING): a reorg deeper is told deep. */
 #define SUB_FOLLOW_KEPT 128
 /* Registry teardown: followers left (none when every client went). */
@@ -270,8 +275,8 @@ int sub_resume_take(const sub_client_t *c, const sub_kind_t *k, const char *key,
 const char *sub_eth_heads_params(const cJSON *params, sl_buf_t *key);
 void sub_eth_heads_start(sub_source_t *src);
 void sub_eth_heads_stop(sub_source_t *src);
-int sub_eth_heads_position(const sub_source_t *src, uint64_t *height, uint8_t hash[32]);
-int sub_eth_logs_position(const sub_source_t *src, uint64_t *height, uint8_t hash[32]);
+int sub_eth_heads_position(const sub_source_t *src, sub_resume_pos_t *pos);
+int sub_eth_logs_position(const sub_source_t *src, sub_resume_pos_t *pos);
 const char *sub_eth_logs_params(const cJSON *params, sl_buf_t *key);
 void sub_eth_logs_start(sub_source_t *src);
 void sub_eth_logs_stop(sub_source_t *src);

@@ -66,15 +66,38 @@ static void note(const sub_client_t *c, const char *what, const char *kind, uint
                     height, what, sl_log_held_text(held, tail));
 }
 
+_Static_assert(SUB_RESUME_BELOW == STATE_RESUME_BELOW, "the record keeps every hash below the position");
+
+/* 32 bytes as 4 big-endian words, and back. */
+static void to_words(const uint8_t *b, uint64_t *w)
+{
+    for (size_t i = 0; i < 4; i++) {
+        w[i] = 0;
+        for (size_t j = 0; j < 8; j++)
+            w[i] = w[i] << 8 | b[8 * i + j];
+    }
+}
+
+static void from_words(const uint64_t *w, uint8_t *b)
+{
+    for (size_t i = 0; i < 4; i++)
+        for (size_t j = 0; j < 8; j++)
+            b[8 * i + j] = (uint8_t)(w[i] >> (56 - 8 * j));
+}
+
 void sub_resume_hold(const sub_client_t *c, const sub_source_t *src)
 {
     state_resume_rec_t rec;
-    uint8_t hash[32];
+    sub_resume_pos_t pos;
     char key[STATE_RESUME_KEY_MAX];
-    if (src->pass || !eligible(c, src->kind) || !src->kind->position(src, &rec.height, hash) || rec.height == 0 ||
+    memset(&rec, 0, sizeof(rec));
+    if (src->pass || !eligible(c, src->kind) || !src->kind->position(src, &pos) || pos.height == 0 ||
         !key_of(c, src->kind, src->key, key, sizeof(key)))
         return;
-    hex32(hash, rec.hash);
+    rec.height = pos.height;
+    hex32(pos.hash, rec.hash);
+    for (size_t i = 0; i < SUB_RESUME_BELOW; i++)
+        to_words(pos.below[i], &rec.below[4 * i]);
     rec.held_ms = sl_shared_ms();
     rec.expires_ms = rec.held_ms + (uint64_t)sub_limits(c->reg)->resume_s * 1000;
     size_t dropped = 0;
@@ -110,6 +133,8 @@ int sub_resume_take(const sub_client_t *c, const sub_kind_t *k, const char *para
         return 0;
     }
     pos->height = rec.height;
+    for (size_t i = 0; i < SUB_RESUME_BELOW; i++)
+        from_words(&rec.below[4 * i], pos->below[i]);
     sub_count_net(c->reg, c->net->index, STATE_SRV_SUB_RESUMED, 1);
     return 1;
 }

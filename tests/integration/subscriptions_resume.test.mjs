@@ -91,6 +91,32 @@ test('a keyed caller cut by a proxy, 3 blocks mined, back within 5 s: every heig
   two.c.ws.close();
 });
 
+test('a reorg during the gap: newHeads walks back over the replaced heights; logs end naming the first block it cannot undo', async () => {
+  const f = await fake();
+  const s = await gateway(f);
+  const one = await connect(s.port);
+  await f.chain({ advance: 3 });
+  await waitFor(() => one.heads().length >= 3 && one.logs().length >= 6, { what: 'three blocks' });
+  one.c.ws.close();
+  await closed(s);
+  await f.chain({ reorg: 2 });
+  await f.chain({ advance: 1 });
+  const two = await connect(s.port);
+  const first = one.heads()[0];
+  await waitFor(() => two.heads().length >= 3, { what: 'the new branch' });
+  assert.deepEqual(two.heads(), [first + 1, first + 2, first + 3], 'the replaced heights again, then the next');
+  const oldHashes = one.c.notes(one.headsId).map((h) => h.hash);
+  const newHashes = two.c.notes(two.headsId).map((h) => h.hash);
+  assert.notEqual(newHashes[0], oldHashes[1], 'a new header for a height sent');
+  assert.equal(two.c.notes(two.headsId)[0].parentHash, oldHashes[0], 'the fork is above the first block');
+  const err = await two.c.next((m) => m.error && m.id === null);
+  assert.equal(err.error.code, -32005);
+  assert.equal(err.error.data.reason, 'reorg');
+  assert.equal(num(err.error.data.block), first + 1);
+  assert.deepEqual(two.logs(), [], 'no log of the new branch before its replaced logs could be told');
+  two.c.ws.close();
+});
+
 test('gone longer than server.ws_resume_s: starts from the head, the expiry counted', async () => {
   const f = await fake();
   const s = await gateway(f, { ws_resume_s: 1 });
