@@ -13,6 +13,7 @@ import { createHash } from 'node:crypto';
 import { startFake, startSluice, sleep, waitFor, adminGet, adminPost } from '../lib/harness.mjs';
 import { openWs, waitMetric } from '../lib/wsclient.mjs';
 import { startFaultProxy } from '../lib/faultproxy.mjs';
+import { createPublicClient, webSocket } from 'viem';
 
 const started = [];
 after(async () => { await Promise.all(started.map((p) => p.stop())); });
@@ -89,6 +90,36 @@ test('a keyed caller cut by a proxy, 3 blocks mined, back within 5 s: every heig
   console.log(`# resumed: ${two.heads().length - 1} heights (3 missed) backfilled; the first backfilled notification ` +
     `${(firstAt - two.c.sentAt).toFixed(1)} ms after the reconnected socket's first subscribe`);
   two.c.ws.close();
+});
+
+test('viem over webSocket(), cut by the proxy, reconnects and subscribes again itself: every block number and log once', async () => {
+  const f = await fake();
+  const s = await gateway(f);
+  const proxy = await startFaultProxy(`http://127.0.0.1:${s.port}`);
+  started.push({ stop: () => proxy.close() });
+  const viem = createPublicClient({ transport: webSocket(`${proxy.wsUrl}/eth/${KEY}`, { reconnect: { delay: 300, attempts: 20 } }) });
+  const numbers = [], logs = [];
+  const unwatch = viem.watchBlockNumber({ onBlockNumber: (n) => numbers.push(Number(n)), onError: () => {} });
+  const unwatchLogs = viem.watchEvent({ onLogs: (ls) => logs.push(...ls), onError: () => {} });
+  await waitFor(() => s.accessLines().filter((l) => l.methods?.[0] === 'eth_subscribe').length >= 2, { what: 'viem subscribed' });
+  await f.chain({ advance: 2 });
+  await waitFor(() => numbers.length >= 2 && logs.length >= 4, { what: 'the first two blocks' });
+  proxy.kill();
+  await closed(s);
+  await f.chain({ advance: 3 });
+  proxy.resume();
+  await waitFor(() => numbers.length >= 5 && logs.length >= 10, { timeoutMs: 20000, what: 'the 3 blocks mined while away' });
+  await f.chain({ advance: 1 });
+  await waitFor(() => numbers.length >= 6 && logs.length >= 12, { what: 'the next block, live' });
+  await sleep(5 * POLL_MS);
+  assert.deepEqual(numbers, range(numbers[0], numbers[0] + 5), `numbers ${numbers}`);
+  const heights = logs.map((l) => Number(l.blockNumber));
+  assert.deepEqual(heights, range(numbers[0], numbers[0] + 5).flatMap((h) => [h, h]), `logs of ${heights}`);
+  assert.equal(new Set(logs.map((l) => `${l.blockHash}/${l.logIndex}`)).size, logs.length, 'a log twice');
+  await waitMetric(s, /sluice_subscription_resumes_total\{outcome="resumed"\} 2\b/);
+  unwatch();
+  unwatchLogs();
+  (await viem.transport.getRpcClient()).close();
 });
 
 test('a reorg during the gap: newHeads walks back over the replaced heights; logs end naming the first block it cannot undo', async () => {
