@@ -119,7 +119,7 @@ sl_err_t state_resume_hold(state_t *st, const char *key, const char *ident, cons
     return SL_OK;
 }
 
-sl_err_t state_resume_take(state_t *st, const char *key, uint64_t now_ms, state_resume_rec_t *rec, int *found)
+sl_err_t state_resume_take(state_t *st, const char *key, state_resume_rec_t *rec, int *found)
 {
     MDB_txn *txn;
     *found = 0;
@@ -135,9 +135,7 @@ sl_err_t state_resume_take(state_t *st, const char *key, uint64_t now_ms, state_
     }
     int got = 0;
     if (rc == MDB_SUCCESS) {
-        got = state_record_decode(&state_resume_schema, v.mv_data, v.mv_size, rec) != SL_OK ? 0
-              : rec->expires_ms <= now_ms                                                 ? 2
-                                                                                          : 1;
+        got = state_record_decode(&state_resume_schema, v.mv_data, v.mv_size, rec) == SL_OK;
         rc = mdb_del(txn, st->dbi[STATE_DB_RESUME], &k, NULL);
     }
     rc = state_txn_end(txn, rc);

@@ -52,10 +52,10 @@ SL_MUST_CHECK sl_err_t state_resume_hold(state_t *st, const char *key, const cha
                                          uint64_t now_ms, size_t *dropped);
 
 /* Takes the record at key over: read and deleted in one transaction, so
- * exactly one subscribe of any worker gets it. *found: 0 none, 1 held
- * (rec filled), 2 found expired (deleted, rec filled). */
-SL_MUST_CHECK sl_err_t state_resume_take(state_t *st, const char *key, uint64_t now_ms, state_resume_rec_t *rec,
-                                         int *found);
+ * exactly one subscribe of any worker gets it, expired or not (the caller
+ * judges: policy/resume.h). *found: 1 and rec filled, or 0 (none, or one
+ * that did not decode: deleted). */
+SL_MUST_CHECK sl_err_t state_resume_take(state_t *st, const char *key, state_resume_rec_t *rec, int *found);
 
 /* Deletes every record expired more than STATE_RESUME_GRACE_MS before
  * now_ms (the master's housekeeping); *removed gets how many. */

@@ -44,9 +44,6 @@ typedef struct sub_net {
     pool_network_t *pool_net;
 } sub_net_t;
 
-/* Whose subscriptions are held when their socket closes (server.ws_resume). */
-enum { SUB_RESUME_OFF, SUB_RESUME_KEYED, SUB_RESUME_ALL };
-
 /* The bounds of server: (cfg_server_conf_t's ws_* keys), copied at create. */
 typedef struct sub_limits {
     uint32_t per_connection;      /* server.ws_max_subscriptions_per_connection */
@@ -54,7 +51,7 @@ typedef struct sub_limits {
     uint32_t sources_per_identity; /* server.ws_max_sources_per_identity */
     uint32_t polled_sources_per_identity; /* server.ws_max_polled_sources_per_identity */
     uint32_t logs_retry_s;        /* server.ws_logs_retry_s */
-    int resume;                   /* server.ws_resume: SUB_RESUME_* */
+    int resume;                   /* server.ws_resume: a policy_resume_mode_t (policy/resume.h) */
     uint32_t resume_s;            /* server.ws_resume_s */
 } sub_limits_t;
 

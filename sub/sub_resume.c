@@ -16,6 +16,7 @@
 #include "base/sl_log.h"
 #include "base/sl_parse.h"
 #include "base/sl_time.h"
+#include "policy/resume.h"
 #include "state/state_resume.h"
 
 #define LOG_EVERY_MS 10000
@@ -25,10 +26,9 @@ static sl_log_limit_t log_limit; /* one worker, one loop */
 /* Whether the caller's subscriptions are held: with an API key (keyed), or anyone's (all). */
 static int eligible(const sub_client_t *c, const sub_kind_t *k)
 {
-    int mode = sub_limits(c->reg)->resume;
-    if (sub_state(c->reg) == NULL || k->position == NULL || mode == SUB_RESUME_OFF)
+    if (sub_state(c->reg) == NULL || k->position == NULL)
         return 0;
-    return mode == SUB_RESUME_ALL || strncmp(c->ident, "key:", 4) == 0;
+    return policy_resume_holds((policy_resume_mode_t)sub_limits(c->reg)->resume, strncmp(c->ident, "key:", 4) == 0);
 }
 
 static int key_of(const sub_client_t *c, const sub_kind_t *k, const char *params, char *out, size_t cap)
@@ -116,21 +116,25 @@ int sub_resume_take(const sub_client_t *c, const sub_kind_t *k, const char *para
     memset(pos, 0, sizeof(*pos));
     if (!eligible(c, k) || !key_of(c, k, params, key, sizeof(key)))
         return 0;
-    if (state_resume_take(sub_state(c->reg), key, sl_shared_ms(), &rec, &found) != SL_OK || found == 0)
+    if (state_resume_take(sub_state(c->reg), key, &rec, &found) != SL_OK)
         return 0;
-    if (found == 2) {
+    int hash_ok = found && unhex32(rec.hash, pos->hash);
+    switch (policy_resume_judge(hash_ok, rec.expires_ms, rec.height, sl_shared_ms(),
+                                pool_network_head(c->net->pool_net), SUB_RESUME_MAX_BEHIND)) {
+    case POLICY_RESUME_NONE:
+        return 0;
+    case POLICY_RESUME_EXPIRED:
         sub_count_net(c->reg, c->net->index, STATE_SRV_SUB_RESUME_EXPIRED, 1);
         note(c, "expired (server.ws_resume_s): it starts from the head, the blocks between are not told", k->name,
              rec.height);
         return 0;
-    }
-    uint64_t head = pool_network_head(c->net->pool_net);
-    if (head > rec.height + SUB_RESUME_MAX_BEHIND || !unhex32(rec.hash, pos->hash)) {
+    case POLICY_RESUME_TOO_FAR:
         sub_count_net(c->reg, c->net->index, STATE_SRV_SUB_RESUME_TOO_FAR, 1);
         note(c, "is more than 128 heights behind the head: it starts from the head, the blocks between are not told",
              k->name, rec.height);
-        memset(pos, 0, sizeof(*pos));
         return 0;
+    case POLICY_RESUME_RESUMED:
+        break;
     }
     pos->height = rec.height;
     for (size_t i = 0; i < SUB_RESUME_BELOW; i++)

@@ -171,6 +171,28 @@ test('gone longer than server.ws_resume_s: starts from the head, the expiry coun
   two.c.ws.close();
 });
 
+test('more than 128 heights behind the head: starts from the head, counted too_far', async () => {
+  const f = await fake();
+  const s = await gateway(f);
+  const one = await connect(s.port);
+  await f.chain({ advance: 1 });
+  await waitFor(() => one.heads().length >= 1 && one.logs().length >= 2, { what: 'a first block' });
+  one.c.ws.close();
+  await closed(s);
+  await f.chain({ advance: 200 });
+  await sleep(5 * POLL_MS); // the chain view learns the head from the probes
+  const two = await connect(s.port);
+  await f.chain({ advance: 1 });
+  const head = one.heads()[0] + 201;
+  await waitFor(() => two.heads().length >= 1 && two.logs().length >= 2, { what: 'the next block' });
+  await sleep(5 * POLL_MS);
+  assert.deepEqual(two.heads(), [head]);
+  assertLogsOnce(two.logs(), head, head);
+  await waitMetric(s, /sluice_subscription_resumes_total\{outcome="too_far"\} 2\b/);
+  assert.match(s.logs(), /held at block \d+ is more than 128 heights behind the head: it starts from the head/);
+  two.c.ws.close();
+});
+
 test('an anonymous caller is not held under the default (keyed); server.ws_resume: all holds it', async () => {
   for (const mode of ['keyed', 'all']) {
     const f = await fake();
