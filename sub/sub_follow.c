@@ -320,7 +320,8 @@ static int same_branch(const sub_follow_t *own, const sub_follow_t *shared)
  * 1 when f was freed. From the watch timer: never inside f's call. */
 static int merge(sub_follow_t *f)
 {
-    if (!f->own || sub_call_busy(&f->call) || f->back != 0 || f->track.last < f->head)
+    /* the head not polled yet: not caught up (a subscriber joining it would hear the backfill) */
+    if (!f->own || sub_call_busy(&f->call) || f->back != 0 || f->head == 0 || f->track.last < f->head)
         return 0;
     sub_follow_t *shared = shared_of(f->r, f->net);
     if (shared == NULL) {

@@ -28,11 +28,12 @@ async function fake() {
   started.push(f);
   const post = async (p, body) => (await fetch(`${f.url}${p}`, { method: 'POST', body: JSON.stringify(body) })).json();
   f.chain = (body) => post('/_control/chain', body);
+  f.calls = async (m) => (await (await fetch(`${f.url}/_control/stats`)).json()).methods?.[m] ?? 0;
   return f;
 }
 
-async function gateway(f, server = {}) {
-  const s = await startSluice({ workers: 2, server, networks: { eth: { lines: [`ranking: { probe_interval_ms: ${POLL_MS} }`],
+async function gateway(f, server = {}, workers = 2) {
+  const s = await startSluice({ workers, server, networks: { eth: { lines: [`ranking: { probe_interval_ms: ${POLL_MS} }`],
     endpoints: [{ id: 'a', url: f.url }] } },
   extra: `tiers: { t: { per_second: 1000 } }\nkeys:\n  - { sha256: "${sha(KEY)}", tier: t, name: app }` });
   started.push(s);
@@ -120,6 +121,26 @@ test('viem over webSocket(), cut by the proxy, reconnects and subscribes again i
   unwatch();
   unwatchLogs();
   (await viem.transport.getRpcClient()).close();
+});
+
+test('once caught up, the resumed subscriptions follow the head through the worker\'s one follower (no poll more than before)', async () => {
+  const f = await fake();
+  const s = await gateway(f, {}, 1);
+  const rate = async () => { const n0 = await f.calls('eth_getBlockByNumber'); await sleep(2000); return (await f.calls('eth_getBlockByNumber')) - n0; };
+  const one = await connect(s.port);
+  await f.chain({ advance: 1 });
+  await waitFor(() => one.heads().length >= 1 && one.logs().length >= 2, { what: 'a first block' });
+  const before = await rate();
+  one.c.ws.close();
+  await closed(s);
+  await f.chain({ advance: 3 });
+  const two = await connect(s.port);
+  await waitFor(() => two.heads().length >= 3 && two.logs().length >= 6, { what: 'the blocks missed' });
+  await sleep(10 * POLL_MS);
+  const afterResume = await rate();
+  console.log(`# eth_getBlockByNumber over 2 s: ${before} before the cut, ${afterResume} after the resume`);
+  assert.ok(afterResume <= before * 1.5 + 2, `${afterResume} polls after, ${before} before: a follower per resumed subscription left running`);
+  two.c.ws.close();
 });
 
 test('a reorg during the gap: newHeads walks back over the replaced heights; logs end naming the first block it cannot undo', async () => {
