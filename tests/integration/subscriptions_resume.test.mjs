@@ -2,7 +2,10 @@
 // a keyed caller whose socket is cut (by a TCP proxy between it and sluice)
 // and who sends the same eth_subscribe again within server.ws_resume_s, on
 // any worker, goes on from where it was: every height and every log once,
-// in order, across both sockets. Past the window it starts from the head
+// in order, across both sockets (raw sockets, viem's webSocket() with its
+// own reconnect, ethers with a new provider). A reorg in the gap is walked
+// back; once caught up, a resumed subscription polls no more than before.
+// Past the window it starts from the head
 // and the expiry is counted; an anonymous caller is not held under the
 // default (keyed); a reload closes the sockets (1001) and the positions,
 // kept in LMDB, survive it. Real processes: sluice with two workers and a
@@ -14,6 +17,7 @@ import { startFake, startSluice, sleep, waitFor, adminGet, adminPost } from '../
 import { openWs, waitMetric } from '../lib/wsclient.mjs';
 import { startFaultProxy } from '../lib/faultproxy.mjs';
 import { createPublicClient, webSocket } from 'viem';
+import { WebSocketProvider } from 'ethers';
 
 const started = [];
 after(async () => { await Promise.all(started.map((p) => p.stop())); });
@@ -121,6 +125,34 @@ test('viem over webSocket(), cut by the proxy, reconnects and subscribes again i
   unwatch();
   unwatchLogs();
   (await viem.transport.getRpcClient()).close();
+});
+
+test('ethers on(\'block\'), its socket cut by the proxy, a new provider subscribing again: every block number once', async () => {
+  const f = await fake();
+  const s = await gateway(f);
+  const proxy = await startFaultProxy(`http://127.0.0.1:${s.port}`);
+  started.push({ stop: () => proxy.close() });
+  const url = `${proxy.wsUrl}/eth/${KEY}`;
+  const blocks = [];
+  const first = new WebSocketProvider(url, 1, { staticNetwork: true });
+  await first.on('block', (n) => blocks.push(n));
+  await waitFor(() => s.accessLines().some((l) => l.methods?.[0] === 'eth_subscribe'), { what: 'ethers subscribed' });
+  await f.chain({ advance: 2 });
+  await waitFor(() => blocks.length >= 2, { what: 'the first two blocks' });
+  proxy.kill();
+  await closed(s);
+  first.destroy();
+  await f.chain({ advance: 3 });
+  proxy.resume();
+  // ethers v6 does not reconnect by itself: the app makes a new provider and listens again
+  const second = new WebSocketProvider(url, 1, { staticNetwork: true });
+  await second.on('block', (n) => blocks.push(n));
+  await waitFor(() => blocks.length >= 5, { what: 'the 3 blocks mined while away' });
+  await f.chain({ advance: 1 });
+  await waitFor(() => blocks.length >= 6, { what: 'the next block, live' });
+  await sleep(5 * POLL_MS);
+  assert.deepEqual(blocks, range(blocks[0], blocks[0] + 5), `blocks ${blocks}`);
+  second.destroy();
 });
 
 test('once caught up, the resumed subscriptions follow the head through the worker\'s one follower (no poll more than before)', async () => {
