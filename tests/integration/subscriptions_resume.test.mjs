@@ -233,10 +233,13 @@ test('more than 128 heights behind the head: starts from the head, counted too_f
   one.c.ws.close();
   await closed(s);
   await f.chain({ advance: 200 });
-  await sleep(5 * POLL_MS); // the chain view learns the head from the probes
+  const head = one.heads()[0] + 201;
+  // the chain view learns the head from the probes (the workers read it a moment later)
+  await waitFor(async () => (await adminGet(s, '/admin/endpoints')).json.every((e) => e.head >= head - 1),
+    { what: 'the probes at the new head' });
+  await sleep(3 * POLL_MS);
   const two = await connect(s.port);
   await f.chain({ advance: 1 });
-  const head = one.heads()[0] + 201;
   await waitFor(() => two.heads().length >= 1 && two.logs().length >= 2, { what: 'the next block' });
   await sleep(5 * POLL_MS);
   assert.deepEqual(two.heads(), [head]);
