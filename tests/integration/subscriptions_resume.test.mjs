@@ -224,6 +224,28 @@ test('gone longer than server.ws_resume_s: starts from the head, the expiry coun
   two.c.ws.close();
 });
 
+test('a gap of 120 blocks, near the backfill bound: every height and log once, in order', async () => {
+  const f = await fake();
+  const s = await gateway(f);
+  const one = await connect(s.port);
+  await f.chain({ advance: 1 });
+  await waitFor(() => one.heads().length >= 1 && one.logs().length >= 2, { what: 'a first block' });
+  one.c.ws.close();
+  await closed(s);
+  await f.chain({ advance: 120 });
+  const two = await connect(s.port);
+  await waitFor(() => two.heads().length >= 120 && two.logs().length >= 240, { timeoutMs: 30000, what: 'the 120 blocks missed' });
+  const took = two.c.seen.filter((m) => m.params).at(-1).at - two.c.sentAt;
+  await f.chain({ advance: 1 });
+  await waitFor(() => two.heads().length >= 121 && two.logs().length >= 242, { what: 'the next block, live' });
+  await sleep(5 * POLL_MS);
+  const first = one.heads()[0];
+  assert.deepEqual([...one.heads(), ...two.heads()], range(first, first + 121));
+  assertLogsOnce([...one.logs(), ...two.logs()], first, first + 121);
+  console.log(`# a gap of 120 blocks resumed: 120 headers and 240 logs backfilled in ${took.toFixed(0)} ms`);
+  two.c.ws.close();
+});
+
 test('more than 128 heights behind the head: starts from the head, counted too_far', async () => {
   const f = await fake();
   const s = await gateway(f);
