@@ -314,6 +314,14 @@ static const struct {
     [STATE_SRV_SUB_REFUSED] = {"sluice_subscriptions_refused_total", "counter", NULL,
                                "Subscribe calls refused at server.ws_max_subscriptions_per_connection, "
                                "server.ws_max_subscriptions_per_identity or server.ws_max_sources_per_identity."},
+    [STATE_SRV_SUB_RESUMED] = {"sluice_subscription_resumes_total", "counter", "outcome=\"resumed\"",
+                               "Subscriptions held after their socket closed (server.ws_resume): taken over by "
+                               "the same caller's same subscribe (resumed), found past "
+                               "server.ws_resume_s (expired), more than 128 heights behind so started from the "
+                               "head (too_far), or dropped past the bounds of held subscriptions (dropped)."},
+    [STATE_SRV_SUB_RESUME_EXPIRED] = {"sluice_subscription_resumes_total", "counter", "outcome=\"expired\"", NULL},
+    [STATE_SRV_SUB_RESUME_TOO_FAR] = {"sluice_subscription_resumes_total", "counter", "outcome=\"too_far\"", NULL},
+    [STATE_SRV_SUB_RESUME_DROPPED] = {"sluice_subscription_resumes_total", "counter", "outcome=\"dropped\"", NULL},
     [STATE_SRV_SUB_TX_SKIPPED] = {"sluice_subscription_transactions_skipped_total", "counter", NULL,
                                   "Transactions a Solana logsSubscribe source could not tell: more than 1,000 new "
                                   "between two polls (a node's page), or listed but unreadable for 30 polls."},

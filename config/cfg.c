@@ -132,6 +132,15 @@ static void server_ws_listen(cfg_loader_t *c, yaml_node_t *n, void *target)
         read_listen(c, n, &srv->ws_listen, 0);
 }
 
+static const char *const ws_resume_modes[] = {"off", "keyed", "all"}; /* CFG_WS_RESUME_* */
+
+static void server_ws_resume(cfg_loader_t *c, yaml_node_t *n, void *target)
+{
+    int mode = 0;
+    if (cfg_enum(c, n, ws_resume_modes, 3, &mode) == SL_OK)
+        ((cfg_server_conf_t *)target)->ws_resume = mode;
+}
+
 static void server_workers(cfg_loader_t *c, yaml_node_t *n, void *target)
 {
     char *s = NULL;
@@ -244,6 +253,8 @@ static const cfg_field_t server_fields[] = {
     {"ws_ping_interval_ms", CFG_U32, offsetof(cfg_server_conf_t, ws_ping_interval_ms), 0, 3600000},
     {"ws_idle_timeout_ms", CFG_U32, offsetof(cfg_server_conf_t, ws_idle_timeout_ms), 1000, 86400000},
     {"ws_logs_retry_s", CFG_U32, offsetof(cfg_server_conf_t, ws_logs_retry_s), 1, 3600},
+    {"ws_resume", CFG_FN, .fn = server_ws_resume},
+    {"ws_resume_s", CFG_U32, offsetof(cfg_server_conf_t, ws_resume_s), 1, 3600},
     {"tls", CFG_FN, .fn = cfg_server_tls},
 };
 
@@ -462,6 +473,8 @@ static cfg_t *config_new(const char *name)
         .ws_ping_interval_ms = CFG_DEFAULT_WS_PING_INTERVAL_MS,
         .ws_idle_timeout_ms = CFG_DEFAULT_WS_IDLE_TIMEOUT_MS,
         .ws_logs_retry_s = CFG_DEFAULT_WS_LOGS_RETRY_S,
+        .ws_resume = CFG_WS_RESUME_KEYED,
+        .ws_resume_s = CFG_DEFAULT_WS_RESUME_S,
     };
     cfg->server.cors_origins[0] = sl_xstrdup("*");
     cfg->admin.listen = sl_xstrdup(CFG_DEFAULT_ADMIN_LISTEN);

@@ -32,6 +32,9 @@
 #define CFG_DEFAULT_WS_PING_INTERVAL_MS 20000
 #define CFG_DEFAULT_WS_IDLE_TIMEOUT_MS 60000
 #define CFG_DEFAULT_WS_LOGS_RETRY_S 120
+#define CFG_DEFAULT_WS_RESUME_S 60
+/* server.ws_resume, in the order of its names */
+enum { CFG_WS_RESUME_OFF, CFG_WS_RESUME_KEYED, CFG_WS_RESUME_ALL };
 #define CFG_DEFAULT_STATE_PATH "./var/sluice"
 #define CFG_DEFAULT_MAX_BODY_BYTES (1024 * 1024)
 #define CFG_DEFAULT_MAX_BATCH 100
@@ -141,6 +144,8 @@ typedef struct cfg_server_conf {
     uint32_t ws_ping_interval_ms; /* a ping this often (0: none) */
     uint32_t ws_logs_retry_s;     /* a logs subscription retries a block's eth_getLogs this long, then ends */
     uint32_t ws_idle_timeout_ms; /* nothing received, pongs included, for this long: close */
+    int ws_resume;            /* CFG_WS_RESUME_*: whose subscriptions are held when their socket closes */
+    uint32_t ws_resume_s;     /* ... and how long (sub/sub_resume.c) */
     cfg_tls_conf_t tls;        /* server.tls: both client listeners speak TLS when cert_file is set */
 } cfg_server_conf_t;
 

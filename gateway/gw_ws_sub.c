@@ -9,6 +9,7 @@
 #include "gateway/gw_limit.h"
 #include "gateway/gw_refuse.h"
 #include "gateway/gw_scope.h"
+#include "policy/resume.h"
 
 static void count_srv(void *ctx, state_srv_counter_t c, uint64_t n)
 {
@@ -30,6 +31,10 @@ static void count_net(void *ctx, size_t net, size_t i, int64_t delta)
     gw_stats_net_add(ctx, net, i, delta);
 }
 
+_Static_assert((int)CFG_WS_RESUME_OFF == (int)POLICY_RESUME_OFF && (int)CFG_WS_RESUME_KEYED == (int)POLICY_RESUME_KEYED &&
+                   (int)CFG_WS_RESUME_ALL == (int)POLICY_RESUME_ALL,
+               "server.ws_resume's values are policy/resume.h's");
+
 sub_reg_t *gw_ws_sub_create(h2o_loop_t *loop, const cfg_server_conf_t *srv, gw_stats_t *stats, state_t *st)
 {
     sub_limits_t limits = {
@@ -38,6 +43,8 @@ sub_reg_t *gw_ws_sub_create(h2o_loop_t *loop, const cfg_server_conf_t *srv, gw_s
         .sources_per_identity = srv->ws_max_sources_per_identity,
         .polled_sources_per_identity = srv->ws_max_polled_sources_per_identity,
         .logs_retry_s = srv->ws_logs_retry_s,
+        .resume = srv->ws_resume,
+        .resume_s = srv->ws_resume_s,
     };
     sub_counters_t counters = {stats, count_srv, count_srv_set, count_cost, count_net};
     return sub_create(loop, &limits, stats != NULL ? &counters : NULL, st);

@@ -15,6 +15,8 @@
  *   pins       transaction id -> state_pin_rec_t (the endpoint that accepted it)
  *   limits     client rate-limit cells (GCRA) -> state_cell_rec_t
  *   ledgers    "<network>/<endpoint>/<window>" -> state_ledger_rec_t (credit budgets)
+ *   resume     "<identity>/<network>/<kind>/<params hash>" -> state_resume_rec_t
+ *              (subscriptions held after their socket closed, state_resume.h)
  * Write patterns (DESIGN.md §3): rare transitions go through
  * state_endpoint_update() (compare-and-set inside one write transaction, with
  * their events); hot counters are flushed per worker slot every ~100 ms;

@@ -436,6 +436,10 @@ static inline uint64_t state_slot_rate_milli(const state_pressure_slot_rec_t *r,
     X(SUB_LOGS_SENT, "sub_logs_sent", 0)                     /* logs notified (removed ones included) */     \
     X(SUB_LOGS_SKIPPED, "sub_logs_skipped", 0)               /* logs subscriptions ended: a block undelivered */ \
     X(SUB_REFUSED, "sub_refused", 0)                         /* subscribes refused at a bound */             \
+    X(SUB_RESUMED, "sub_resumed", 0)                         /* subscribes that took a held one over */      \
+    X(SUB_RESUME_EXPIRED, "sub_resume_expired", 0)           /* held ones found or swept past ws_resume_s */ \
+    X(SUB_RESUME_TOO_FAR, "sub_resume_too_far", 0)           /* ... more than 128 heights behind: from the head */ \
+    X(SUB_RESUME_DROPPED, "sub_resume_dropped", 0)           /* ... dropped past the bounds (the oldest) */  \
     X(SUB_TX_SKIPPED, "sub_tx_skipped", 0)                   /* Solana logs: transactions passed, not told */ \
     X(SUB_PASS_SOURCES, "sub_pass_sources", 1)               /* passthrough sources running */               \
     X(SUB_PASS_SOCKETS, "sub_pass_sockets", 1)               /* upstream sockets holding subscriptions */    \
