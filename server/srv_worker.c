@@ -19,6 +19,7 @@
 #include "gateway/gw_handler.h"
 #include "gateway/gw_keys.h"
 #include "policy/credit.h"
+#include "server/srv_epapi.h"
 #include "server/srv_reload.h"
 #include "gateway/gw_tls.h"
 #include "gateway/gw_ws.h"
@@ -333,7 +334,10 @@ static int worker_setup(worker_t *w)
                            .cluster_host = cfg->has_cluster ? cfg->cluster.host : NULL,
                            .max_streams = cfg->admin.max_streams,
                            .heartbeat_ms = cfg->admin.heartbeat_ms,
-                           .cache = w->cache};
+                           .cache = w->cache,
+                           .epapi_check = srv_epapi_check,
+                           .epapi_notify = srv_epapi_notify,
+                           .epapi_data = (void *)cfg};
         admin_keys_info(cfg, &ac);
         admin_register(ahost, &ac);
         h2o_context_init(&w->admin_ctx, w->ctx.loop, &w->admin_conf);
