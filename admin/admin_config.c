@@ -87,7 +87,8 @@ int admin_route_config(admin_t *a, h2o_req_t *req)
     cJSON *kept = cJSON_AddArrayToObject(o, "added_at_run_time");
     if (state_epapi_list(a->conf.state, &recs, &nrecs, &gen) == SL_OK)
         for (size_t i = 0; i < nrecs; i++)
-            cJSON_AddItemToArray(kept, entry_json(a, &recs[i]));
+            if (recs[i].json[0] != '\0') /* not a tombstone */
+                cJSON_AddItemToArray(kept, entry_json(a, &recs[i]));
     cJSON_AddNumberToObject(o, "generation", (double)gen);
     free(recs);
     return admin_send_json(req, 200, o);

@@ -21,6 +21,7 @@
 #include "admin/admin_int.h"
 #include "base/sl_log.h"
 #include "base/sl_time.h"
+#include "state/state_cluster.h"
 #include "state/state_epapi.h"
 #include "wire/url.h"
 
@@ -100,6 +101,7 @@ static int keep(admin_t *a, h2o_req_t *req, state_epapi_rec_t *rec, int create, 
         return send_error(req, 404, NULL, "no such endpoint added at run time");
     if (err != SL_OK)
         return send_error(req, 503, NULL, "the endpoint could not be kept in the shared state");
+    state_cluster_epapi_publish(state_cluster_of(a->conf.state), rec, 0); /* not up: pushed on its return */
     if (a->conf.epapi_notify != NULL && a->conf.epapi_notify(a->conf.epapi_data) != 0)
         sl_log_warn("admin: could not tell the master that the endpoints changed; it applies them within a second");
     cJSON *o = cJSON_CreateObject();
@@ -131,7 +133,7 @@ int admin_route_epapi_add(admin_t *a, h2o_req_t *req)
         snprintf(rec->network, sizeof(rec->network), "%s", net->valuestring);
         snprintf(rec->id, sizeof(rec->id), "%s", id->valuestring);
         state_epapi_rec_t old;
-        if (state_epapi_get(a->conf.state, rec->network, rec->id, &old) == SL_OK)
+        if (state_epapi_get(a->conf.state, rec->network, rec->id, &old) == SL_OK && old.json[0] != '\0')
             send_error(req, 409, "id", "an endpoint of that id was added already");
         else if (check(a, req, rec->network, rec->id, json)) {
             snprintf(rec->json, sizeof(rec->json), "%s", json);
@@ -173,7 +175,7 @@ static int find(admin_t *a, h2o_req_t *req, state_epapi_rec_t *rec)
     memcpy(net, rec->network, sizeof(net));
     memcpy(id, rec->id, sizeof(id));
     sl_err_t err = state_epapi_get(a->conf.state, net, id, rec);
-    if (err == SL_ERR_NOT_FOUND)
+    if (err == SL_ERR_NOT_FOUND || (err == SL_OK && rec->json[0] == '\0'))
         return send_error(req, 404, NULL, "no such endpoint added at run time"), 0;
     if (err != SL_OK)
         return send_error(req, 503, NULL, "the shared state could not be read"), 0;
@@ -235,14 +237,17 @@ int admin_route_epapi_remove(admin_t *a, h2o_req_t *req)
     state_epapi_rec_t *rec = sl_xcalloc(1, sizeof(*rec));
     if (find(a, req, rec)) {
         state_event_t ev;
-        state_event_init(&ev, STATE_EVENT_ENDPOINT_REMOVED, rec->network, rec->id, sl_shared_ms());
+        uint64_t now = sl_shared_ms();
+        rec->updated_ms = now > rec->updated_ms ? now : rec->updated_ms + 1; /* the tombstone's time */
+        state_event_init(&ev, STATE_EVENT_ENDPOINT_REMOVED, rec->network, rec->id, now);
         url_note(rec->json, ev.reason, sizeof(ev.reason));
-        sl_err_t err = state_epapi_delete(a->conf.state, rec->network, rec->id, &ev);
+        sl_err_t err = state_epapi_delete(a->conf.state, rec->network, rec->id, rec->updated_ms, &ev);
         if (err == SL_ERR_NOT_FOUND)
             send_error(req, 404, NULL, "no such endpoint added at run time");
         else if (err != SL_OK)
             send_error(req, 503, NULL, "the shared state could not be written");
         else {
+            state_cluster_epapi_publish(state_cluster_of(a->conf.state), rec, 1); /* not up: pushed on its return */
             if (a->conf.epapi_notify != NULL && a->conf.epapi_notify(a->conf.epapi_data) != 0)
                 sl_log_warn("admin: could not tell the master that the endpoints changed; it applies them within a "
                             "second");

@@ -24,7 +24,7 @@ static cfg_extra_ep_t *extras(const state_epapi_rec_t *recs, size_t n, const cha
     for (size_t i = 0; i < n; i++) {
         int same = net != NULL && strcmp(recs[i].network, net) == 0 && strcmp(recs[i].id, id) == 0;
         seen |= same;
-        if (same && json == NULL)
+        if ((same && json == NULL) || (!same && recs[i].json[0] == '\0')) /* removed; a tombstone */
             continue;
         e[k++] = (cfg_extra_ep_t){recs[i].network, recs[i].id, same ? json : recs[i].json, 0, NULL};
     }
@@ -112,4 +112,10 @@ int srv_epapi_notify(void *data)
     (void)data;
     union sigval v = {.sival_int = 0};
     return sigqueue(getppid(), SRV_EPAPI_SIGNAL, v);
+}
+
+void srv_epapi_changed(void *data)
+{
+    if (srv_epapi_notify(data) != 0)
+        sl_log_warn("could not tell the master that the endpoints changed; it applies them within a second");
 }

@@ -40,5 +40,7 @@ int srv_epapi_check(void *data, state_t *st, const char *net, const char *id, co
 
 /* Worker side: asks the master to apply the kept entries. 0, or -1 (errno). */
 int srv_epapi_notify(void *data);
+/* srv_epapi_notify for state_cluster_epapi_on_change (another host changed them). */
+void srv_epapi_changed(void *data);
 
 #endif

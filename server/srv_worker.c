@@ -231,6 +231,7 @@ static void cluster_watch(worker_t *w)
         free(ledgers[i]);
     free(ledgers);
     state_cluster_on_change(w->cluster, on_shared_change, w);
+    state_cluster_epapi_on_change(w->cluster, srv_epapi_changed, NULL);
     state_cluster_events_worker(w->cluster, w->args->index == 1);
 }
 

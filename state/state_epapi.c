@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/sl_buf.h"
 #include "state/state_int.h"
 
 #define F(struct_, name_, type_, size_) {#name_, type_, offsetof(struct_, name_), size_, 0}
@@ -73,6 +74,15 @@ static sl_err_t finish(state_t *st, MDB_txn *txn, int rc, state_event_t *ev)
     return rc == MDB_SUCCESS ? SL_OK : state_lmdb_err("epapi", rc);
 }
 
+/* 1 if the record at v is a tombstone (or does not decode: replaced). */
+static int is_tombstone(const MDB_val *v)
+{
+    state_epapi_rec_t *r = sl_xcalloc(1, sizeof(*r));
+    int dead = state_record_decode(&state_epapi_schema, v->mv_data, v->mv_size, r) != SL_OK || r->json[0] == '\0';
+    free(r);
+    return dead;
+}
+
 sl_err_t state_epapi_put(state_t *st, const state_epapi_rec_t *rec, int create, state_event_t *ev)
 {
     char key[KEY_MAX];
@@ -88,29 +98,27 @@ sl_err_t state_epapi_put(state_t *st, const state_epapi_rec_t *rec, int create, 
         mdb_txn_abort(txn);
         return state_lmdb_err("get epapi", rc);
     }
-    if (create >= 0 && (rc == MDB_SUCCESS) == (create != 0)) {
+    int live = rc == MDB_SUCCESS && v.mv_size > 0 && !is_tombstone(&v);
+    if (create >= 0 && live == (create != 0)) {
         mdb_txn_abort(txn);
         return create ? SL_ERR_EXISTS : SL_ERR_NOT_FOUND;
     }
     return finish(st, txn, state_rec_put(st, txn, STATE_DB_META, key, &state_epapi_schema, rec), ev);
 }
 
-sl_err_t state_epapi_delete(state_t *st, const char *net, const char *id, state_event_t *ev)
+sl_err_t state_epapi_delete(state_t *st, const char *net, const char *id, uint64_t now_ms, state_event_t *ev)
 {
-    char key[KEY_MAX];
-    if (!make_key(key, net, id))
-        return SL_ERR_NOT_FOUND;
-    MDB_txn *txn;
-    int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
-    if (rc != MDB_SUCCESS)
-        return state_lmdb_err("begin", rc);
-    MDB_val k = {strlen(key), key};
-    rc = mdb_del(txn, st->dbi[STATE_DB_META], &k, NULL);
-    if (rc == MDB_NOTFOUND) {
-        mdb_txn_abort(txn);
-        return SL_ERR_NOT_FOUND;
+    state_epapi_rec_t *rec = sl_xcalloc(1, sizeof(*rec));
+    sl_err_t err = state_epapi_get(st, net, id, rec);
+    if (err == SL_OK && rec->json[0] == '\0')
+        err = SL_ERR_NOT_FOUND;
+    if (err == SL_OK) {
+        rec->json[0] = '\0'; /* a tombstone: the cluster learns of the removal by it */
+        rec->updated_ms = now_ms > rec->updated_ms ? now_ms : rec->updated_ms + 1;
+        err = state_epapi_put(st, rec, -1, ev);
     }
-    return finish(st, txn, rc, ev);
+    free(rec);
+    return err;
 }
 
 sl_err_t state_epapi_get(state_t *st, const char *net, const char *id, state_epapi_rec_t *rec)

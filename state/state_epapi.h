@@ -30,23 +30,30 @@ typedef struct state_epapi_rec {
 
 extern const state_schema_t state_epapi_schema;
 
+/* A removed entry stays as a tombstone (json "", updated_ms the removal's
+ * time), so that a copy from another host that is older does not bring it
+ * back (state/state_cluster_epapi.c): readers skip those. */
+
 /* Writes rec, bumps the generation and appends ev (NULL: none), in one write
- * transaction. create 1: SL_ERR_EXISTS if that endpoint is kept; create 0:
- * SL_ERR_NOT_FOUND if it is not; create -1: either (a copy from another
- * host). SL_ERR_INVALID for an empty name or id, or one holding a '/'. */
+ * transaction. create 1: SL_ERR_EXISTS if that endpoint is kept (a tombstone
+ * is not); create 0: SL_ERR_NOT_FOUND if it is not; create -1: either (a
+ * copy from another host, a tombstone). SL_ERR_INVALID for an empty name or
+ * id, or one holding a '/'. */
 SL_MUST_CHECK sl_err_t state_epapi_put(state_t *st, const state_epapi_rec_t *rec, int create, state_event_t *ev);
 
-/* Removes net/id, bumps the generation and appends ev (NULL: none), in one
- * write transaction; SL_ERR_NOT_FOUND if it is not kept. */
-SL_MUST_CHECK sl_err_t state_epapi_delete(state_t *st, const char *net, const char *id, state_event_t *ev);
+/* Makes net/id a tombstone of time now_ms (later than its last change),
+ * bumps the generation and appends ev (NULL: none), in one write
+ * transaction; SL_ERR_NOT_FOUND if it is not kept. */
+SL_MUST_CHECK sl_err_t state_epapi_delete(state_t *st, const char *net, const char *id, uint64_t now_ms,
+                                          state_event_t *ev);
 
-/* net/id into rec; SL_ERR_NOT_FOUND if it is not kept. */
+/* net/id into rec, a tombstone too; SL_ERR_NOT_FOUND if none is kept. */
 SL_MUST_CHECK sl_err_t state_epapi_get(state_t *st, const char *net, const char *id, state_epapi_rec_t *rec);
 
 /* The generation (0: no endpoint was ever added), in a fresh snapshot. */
 SL_MUST_CHECK sl_err_t state_epapi_generation(state_t *st, uint64_t *gen);
 
-/* Every kept entry, by network then id, in one snapshot: *out (malloc'd, the
+/* Every kept entry and tombstone, by network then id, in one snapshot: *out (malloc'd, the
  * caller frees it; NULL when none) and *n; *gen their generation (may be
  * NULL). A record that does not decode is skipped (and noted corrupt). */
 SL_MUST_CHECK sl_err_t state_epapi_list(state_t *st, state_epapi_rec_t **out, size_t *n, uint64_t *gen);
