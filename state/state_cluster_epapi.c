@@ -11,8 +11,9 @@
  * merges it with the host's copy, the later change winning: a newer entry
  * or tombstone of Redis' goes into LMDB (no event: the origin's arrives
  * through the event stream); an entry or tombstone of the host's that Redis
- * lacks or holds older (made while Redis was away, or a read that crossed a
- * removal here) goes to Redis. Ties do not happen in practice (a change's
+ * lacks or holds older (made while Redis was away, taken by a worker whose
+ * link was not up, or a read that crossed a removal here) goes to Redis,
+ * and the others are told. Ties do not happen in practice (a change's
  * time is the shared clock's ms, later than the entry's last one). When the copy
  * changed, the on_epapi callback tells the master, which applies the
  * entries (server/srv_epapi.h). */
@@ -50,13 +51,14 @@ static int send_entry(state_cluster_t *cl, const state_epapi_rec_t *rec, int rem
     return rc;
 }
 
+static void tell(state_cluster_t *cl);
+
 int state_cluster_epapi_publish(state_cluster_t *cl, const state_epapi_rec_t *rec, int removed)
 {
     if (cl == NULL || !state_cluster_up(cl) || send_entry(cl, rec, removed) != 0)
         return -1;
-    const char *argv[3] = {"PUBLISH", cl->channel, "e"};
-    size_t lens[3] = {7, strlen(cl->channel), 1};
-    return state_redis_send(&cl->cmd, NULL, NULL, 3, argv, lens);
+    tell(cl);
+    return 0;
 }
 
 void state_cluster_epapi_on_change(state_cluster_t *cl, void (*fn)(void *data), void *data)
@@ -67,8 +69,8 @@ void state_cluster_epapi_on_change(state_cluster_t *cl, void (*fn)(void *data), 
     cl->epapi_data = data;
 }
 
-/* One field of the hash into rec; 1 if it reads, *removed set. */
-static int parse_entry(const redisReply *f, const redisReply *v, state_epapi_rec_t *rec, int *removed)
+/* One field of the hash into rec (a tombstone: json ""); 1 if it reads. */
+static int parse_entry(const redisReply *f, const redisReply *v, state_epapi_rec_t *rec)
 {
     memset(rec, 0, sizeof(*rec));
     if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING || f->len >= FIELD_MAX)
@@ -90,20 +92,19 @@ static int parse_entry(const redisReply *f, const redisReply *v, state_epapi_rec
     if (jlen >= sizeof(rec->json))
         return 0;
     memcpy(rec->json, end + 1, jlen);
-    *removed = jlen == 0;
     return rec->network[0] != '\0' && rec->id[0] != '\0';
 }
 
 /* Merges Redis' entry or tombstone into the host's copy, the later change
- * winning (a later one of the host's goes to Redis); 1 if the entries that
- * run changed. */
-static int merge_in(state_cluster_t *cl, const state_epapi_rec_t *theirs)
+ * winning (a later one of the host's goes to Redis: *pushed); 1 if the
+ * entries that run changed. */
+static int merge_in(state_cluster_t *cl, const state_epapi_rec_t *theirs, int *pushed)
 {
     state_epapi_rec_t *mine = sl_xcalloc(1, sizeof(*mine));
     sl_err_t err = state_epapi_get(cl->st, theirs->network, theirs->id, mine);
     int changed = 0;
     if (err == SL_OK && mine->updated_ms > theirs->updated_ms)
-        send_entry(cl, mine, mine->json[0] == '\0');
+        *pushed |= send_entry(cl, mine, mine->json[0] == '\0') == 0;
     else if ((err == SL_OK && mine->updated_ms < theirs->updated_ms) || (err == SL_ERR_NOT_FOUND && theirs->json[0])) {
         changed = err == SL_OK ? strcmp(mine->json, theirs->json) != 0 : 1;
         if (state_epapi_put(cl->st, theirs, -1, NULL) != SL_OK)
@@ -113,13 +114,14 @@ static int merge_in(state_cluster_t *cl, const state_epapi_rec_t *theirs)
     return changed;
 }
 
-/* An entry of the host's that Redis has no field for goes to Redis. */
-static void push_missing(state_cluster_t *cl, const redisReply *reply)
+/* An entry of the host's that Redis has no field for goes to Redis; 1 if one did. */
+static int push_missing(state_cluster_t *cl, const redisReply *reply)
 {
+    int pushed = 0;
     state_epapi_rec_t *recs = NULL;
     size_t n = 0;
     if (state_epapi_list(cl->st, &recs, &n, NULL) != SL_OK)
-        return;
+        return 0;
     for (size_t i = 0; i < n; i++) {
         char field[FIELD_MAX];
         int found = 0;
@@ -128,9 +130,18 @@ static void push_missing(state_cluster_t *cl, const redisReply *reply)
             found = reply->element[k]->type == REDIS_REPLY_STRING && reply->element[k]->len == strlen(field) &&
                     memcmp(reply->element[k]->str, field, reply->element[k]->len) == 0;
         if (!found)
-            send_entry(cl, &recs[i], recs[i].json[0] == '\0');
+            pushed |= send_entry(cl, &recs[i], recs[i].json[0] == '\0') == 0;
     }
     free(recs);
+    return pushed;
+}
+
+/* The other hosts are told of what this host pushed. */
+static void tell(state_cluster_t *cl)
+{
+    const char *argv[3] = {"PUBLISH", cl->channel, "e"};
+    size_t lens[3] = {7, strlen(cl->channel), 1};
+    state_redis_send(&cl->cmd, NULL, NULL, 3, argv, lens);
 }
 
 static void on_hash(void *data, redisReply *reply)
@@ -143,15 +154,15 @@ static void on_hash(void *data, redisReply *reply)
         state_cluster_link_failed(cl, reply->str);
     if (reply == NULL || reply->type != REDIS_REPLY_ARRAY)
         return;
-    int changed = 0;
+    int changed = 0, pushed = 0;
     state_epapi_rec_t *rec = sl_xcalloc(1, sizeof(*rec));
-    for (size_t k = 0; k + 1 < reply->elements; k += 2) {
-        int removed = 0;
-        if (parse_entry(reply->element[k], reply->element[k + 1], rec, &removed))
-            changed |= merge_in(cl, rec);
-    }
+    for (size_t k = 0; k + 1 < reply->elements; k += 2)
+        if (parse_entry(reply->element[k], reply->element[k + 1], rec))
+            changed |= merge_in(cl, rec, &pushed);
     free(rec);
-    push_missing(cl, reply);
+    pushed |= push_missing(cl, reply);
+    if (pushed)
+        tell(cl);
     if (changed) {
         sl_log_info("cluster: the endpoints added at run time changed on another host; applying them");
         if (cl->epapi_fn != NULL)
