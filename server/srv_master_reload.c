@@ -164,7 +164,13 @@ void srv_master_epapi_poll(master_t *m)
     uint64_t gen;
     if (m->stopping || m->run.active || state_epapi_generation(m->state, &gen) != SL_OK || gen == m->epapi_gen)
         return;
-    srv_master_reload_start(m, (srv_reload_req_t){(uint32_t)getpid(), 0, 1});
+    /* two earlier generations still draining: wait for a bank of counter
+     * slots instead of failing (the change would wait for the next one) */
+    int full = assign_fresh_slots(m) != 0;
+    for (unsigned i = 0; i < m->n; i++)
+        m->fresh[i] = (worker_slot_t){.ready_fd = -1};
+    if (!full)
+        srv_master_reload_start(m, (srv_reload_req_t){(uint32_t)getpid(), 0, 1});
 }
 
 void srv_master_epapi_start(master_t *m)
