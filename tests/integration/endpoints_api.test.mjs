@@ -151,9 +151,17 @@ test('a restart keeps the endpoint added at run time', async () => {
   assert.deepEqual(eps.map((e) => [e.id, e.source]), [['a', 'yaml'], ['b', 'api']]);
 });
 
-test('DELETE removes it: no call reaches it afterwards', async () => {
+test('DELETE removes it: a call in flight there finishes, no call reaches it afterwards', async () => {
+  await c.setMode('slow', { delay_ms: 1500, method: 'eth_getBalance' });
+  const t0 = Date.now(), seen = await traces(c);
+  const inFlight = trace(s);
+  await waitFor(async () => (await traces(c)) > seen, { timeoutMs: 5000, what: 'the slow call at c' });
   const r = await admin(s, 'DELETE', '/admin/endpoints/eth/b');
   assert.equal(r.status, 200, r.text);
+  const slow = await inFlight;
+  assert.ok(routed(slow), `the call in flight was answered by the removed endpoint: ${slow.text}`);
+  assert.ok(Date.now() - t0 >= 1400, 'it was in flight during the removal');
+  await c.setMode('ok');
   await waitFor(async () => (await trace(s)).json.error?.data?.reason === 'no_endpoint_for_method',
     { timeoutMs: 10000, what: 'eth_getBalance without an endpoint again' });
   await sleep(300);
