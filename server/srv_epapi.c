@@ -81,7 +81,10 @@ int srv_epapi_check(void *data, state_t *st, const char *net, const char *id, co
     }
     cfg_extra_ep_t *e = extras(recs, n, net, id, json, &ne);
     int rc = 0;
-    if (cfg_load_extra(running->file, e, ne, &next, &errs) != SL_OK) {
+    if (cfg_load_extra(running->file, e, ne, &next, &errs) != SL_OK && errs.count == 0) {
+        snprintf(why, cap, "the config file did not load");
+        rc = 1;
+    } else if (next == NULL) {
         const cfg_error_t *first = &errs.items[0];
         for (size_t i = 0; i < errs.count; i++) /* the entry's own error first */
             if (errs.items[i].path != NULL && strstr(errs.items[i].path, "endpoints(") != NULL) {

@@ -158,7 +158,6 @@ void srv_master_reload_poll(master_t *m, const struct pollfd *p, unsigned np, ui
         reload_finish(m);
 }
 
-
 void srv_master_epapi_poll(master_t *m)
 {
     uint64_t gen;
