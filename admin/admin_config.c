@@ -1,4 +1,5 @@
-/* admin/admin_config.c: GET /admin/config, the effective endpoint set.
+/* admin/admin_config.c: GET /admin/config, the effective networks and
+ * endpoints (the parts of the configuration an operator changes at run time).
  *
  * The config file is the base; the endpoints added at run time (POST
  * /admin/endpoints) are merged into it, and this says which is which: each
@@ -24,6 +25,9 @@ static cJSON *endpoint_json(const pool_endpoint_conf_t *ep)
     cJSON_AddStringToObject(o, "tier", ep->tier == POOL_TIER_FALLBACK ? "fallback" : "primary");
     cJSON_AddNumberToObject(o, "max_inflight", ep->max_inflight);
     cJSON_AddStringToObject(o, "cost_profile", ep->cost_profile != NULL ? ep->cost_profile : "flat");
+    cJSON_AddBoolToObject(o, "credits", ep->has_credits);
+    if (ep->max_logs_blocks > 0)
+        cJSON_AddNumberToObject(o, "max_logs_blocks", ep->max_logs_blocks);
     cJSON *h = cJSON_AddArrayToObject(o, "headers"); /* names only: values may be keys */
     for (size_t i = 0; i < ep->nheaders; i++)
         cJSON_AddItemToArray(h, cJSON_CreateString(ep->headers[i].name));
@@ -76,6 +80,14 @@ int admin_route_config(admin_t *a, h2o_req_t *req)
         cJSON *no = cJSON_CreateObject();
         cJSON_AddStringToObject(no, "name", n->name);
         cJSON_AddStringToObject(no, "chain", policy_chain_name(n->chain));
+        if (n->has_chain_id)
+            cJSON_AddNumberToObject(no, "chain_id", (double)n->chain_id);
+        cJSON *t = cJSON_AddObjectToObject(no, "timeouts");
+        cJSON_AddNumberToObject(t, "connect_ms", n->timeouts.connect_ms);
+        cJSON_AddNumberToObject(t, "first_byte_ms", n->timeouts.first_byte_ms);
+        cJSON_AddNumberToObject(t, "attempt_ms", n->timeouts.attempt_ms);
+        cJSON_AddNumberToObject(t, "request_ms", n->timeouts.request_ms);
+        cJSON_AddNumberToObject(no, "max_attempts", n->max_attempts);
         cJSON *eps = cJSON_AddArrayToObject(no, "endpoints");
         for (size_t j = 0; j < n->nendpoints; j++)
             cJSON_AddItemToArray(eps, endpoint_json(&n->endpoints[j]));

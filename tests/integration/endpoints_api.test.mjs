@@ -12,7 +12,8 @@
 // the response cache (on, its default) never answers one.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startFake, startSluice, post, call, sleep, waitFor, events } from '../lib/harness.mjs';
+import { writeFileSync } from 'node:fs';
+import { startFake, startSluice, post, call, sleep, waitFor, events, renderConfig } from '../lib/harness.mjs';
 import { startRedis, redisAvailable } from '../lib/redis.mjs';
 
 const TOKEN = 'endpoints-token-8c7b6a5f4e3d2c1b';
@@ -171,6 +172,30 @@ test('DELETE removes it: a call in flight there finishes, no call reaches it aft
   assert.equal((await admin(s, 'DELETE', '/admin/endpoints/eth/b')).status, 404);
   assert.ok((await events(s, 0, TOKEN)).some((e) => e.kind === 'endpoint_removed' && e.endpoint === 'b'));
   assert.equal((await admin(s, 'GET', '/admin/config')).json.added_at_run_time.length, 0);
+});
+
+test('a reload whose file now names the same id: the file wins, the entry is kept, not applied', async () => {
+  const s2 = await startSluice(config());
+  started.push(s2);
+  assert.equal((await admin(s2, 'POST', '/admin/endpoints', { network: 'eth', id: 'b', url: b.url })).status, 201);
+  await waitFor(async () => routed(await trace(s2)), { timeoutMs: 10000, what: 'routed to b' });
+  const conf = config(s2.statePath);
+  conf.networks.eth.endpoints.push({ id: 'b', url: c.url });
+  writeFileSync(s2.file, renderConfig(conf));
+  const r = await admin(s2, 'POST', '/admin/reload');
+  assert.equal(r.status, 200, r.text);
+  let cfg;
+  await waitFor(async () => (cfg = (await admin(s2, 'GET', '/admin/config')).json).networks[0].endpoints[1]?.source === 'yaml',
+    { timeoutMs: 5000, what: "the file's b" });
+  assert.equal(cfg.networks[0].endpoints[1].url, c.url);
+  assert.deepEqual(cfg.added_at_run_time.map((e) => [e.id, e.applied]), [['b', false]]);
+  assert.match(s2.logs(), /endpoint eth\/b added at run time is not applied: the config file names the same id \(the YAML wins\)/);
+  const atB = await traces(b), atC = await traces(c);
+  for (let i = 0; i < 4; i++) assert.ok(routed(await trace(s2)));
+  assert.equal(await traces(b), atB);
+  assert.equal(await traces(c), atC + 4);
+  assert.equal((await admin(s2, 'PATCH', '/admin/endpoints/eth/b', { max_inflight: 3 })).status, 409, 'the file\'s now');
+  await s2.stop();
 });
 
 const skip = redisAvailable() ? false : 'redis-server is not installed';
