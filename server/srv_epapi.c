@@ -34,6 +34,31 @@ static cfg_extra_ep_t *extras(const state_epapi_rec_t *recs, size_t n, const cha
     return e;
 }
 
+/* The entries that do not load with the file, each tried alone, are left out
+ * of e[0..*n) with a log line (one copied from a host whose file differs must
+ * not block this one's reloads); how many. A file that does not load alone
+ * fails each try: then every entry goes and the file's errors are the ones told. */
+static size_t drop_bad(const char *path, cfg_extra_ep_t *e, size_t *n)
+{
+    size_t kept = 0, dropped = 0;
+    for (size_t i = 0; i < *n; i++) {
+        cfg_t *one = NULL;
+        cfg_errors_t errs = {0};
+        if (cfg_load_extra(path, &e[i], 1, &one, &errs) == SL_OK)
+            e[kept++] = e[i];
+        else {
+            dropped++;
+            sl_log_warn("endpoint %s/%s added at run time does not load with %s and is not applied: %s%s%s", e[i].network,
+                        e[i].id, path, errs.count && errs.items[0].path ? errs.items[0].path : "",
+                        errs.count && errs.items[0].path ? ": " : "", errs.count ? errs.items[0].message : "");
+        }
+        cfg_destroy(one);
+        cfg_errors_dispose(&errs);
+    }
+    *n = kept;
+    return dropped;
+}
+
 sl_err_t srv_epapi_load(const char *path, state_t *st, cfg_t **out, cfg_errors_t *errs, uint64_t *gen)
 {
     state_epapi_rec_t *recs = NULL;
@@ -43,6 +68,10 @@ sl_err_t srv_epapi_load(const char *path, state_t *st, cfg_t **out, cfg_errors_t
         sl_log_warn("state: could not read the endpoints added at run time; the config file's only");
     cfg_extra_ep_t *e = extras(recs, n, NULL, NULL, NULL, &ne);
     sl_err_t err = cfg_load_extra(path, e, ne, out, errs);
+    if (err == SL_ERR_CONFIG && ne > 0 && drop_bad(path, e, &ne) > 0) {
+        cfg_errors_dispose(errs);
+        err = cfg_load_extra(path, e, ne, out, errs);
+    }
     for (size_t i = 0; err == SL_OK && i < ne; i++)
         if (e[i].skipped != NULL)
             sl_log_warn("endpoint %s/%s added at run time is not applied: %s", e[i].network, e[i].id, e[i].skipped);

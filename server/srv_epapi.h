@@ -26,7 +26,10 @@
 
 /* Loads path with the entries kept in st merged (st NULL: none). *gen gets
  * the generation of the entries read (may be NULL). Skipped entries are
- * logged (the YAML names the same id: the YAML wins). As cfg_load otherwise. */
+ * logged (the YAML names the same id: the YAML wins), and so is an entry
+ * that does not load with this file (copied from a host whose file
+ * differs): it is left out, the others and the file load. As cfg_load
+ * otherwise. */
 SL_MUST_CHECK sl_err_t srv_epapi_load(const char *path, state_t *st, cfg_t **out, cfg_errors_t *errs,
                                       uint64_t *gen);
 

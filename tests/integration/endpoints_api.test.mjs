@@ -4,7 +4,8 @@
 // the field, an id the config file has is 409, no admin token is 401; and
 // with cluster:, an endpoint added on host A serves client calls on host B
 // within a second, a host started later has it, and a removal reaches every
-// host. Real processes: sluice, fake providers, redis-server.
+// host, and an entry that does not load with a host's file does not block
+// its reloads. Real processes: sluice, fake providers, redis-server.
 //
 // The config file's endpoint 'a' denies eth_getBalance: such a call has no
 // endpoint until one is added, so the fake provider that counts it tells
@@ -240,5 +241,17 @@ test('cluster: added on host A, host B routes to it within a second; a later hos
   const atB = await traces(b);
   for (const h of [h1, h2, h3]) for (let i = 0; i < 3; i++) assert.ok(!routed(await trace(h)));
   assert.equal(await traces(b), atB, 'no host calls it afterwards');
+
+  // an entry that does not load with a host's file (written into Redis by
+  // hand here; a host whose file differs could) is left out with a log line:
+  // the host's reloads go on, with the other entries
+  const now = Date.now();
+  redis.cli('HSET', 'sluice:epapi', 'eth/bad', `${now} ${now} {"id":"bad","url":"ftp://x"}`);
+  redis.cli('HSET', 'sluice:epapi', 'eth/good', `${now} ${now} {"id":"good","url":"${b.url}"}`);
+  redis.cli('PUBLISH', 'sluice:ch', 'e');
+  for (const h of [h1, h2, h3]) {
+    await waitFor(async () => routed(await trace(h)), { timeoutMs: 10000, what: 'the good entry applied' });
+    assert.match(h.logs(), /endpoint eth\/bad added at run time does not load with .* and is not applied: .*url: invalid url/);
+  }
   await redis.stop();
 });
