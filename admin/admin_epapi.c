@@ -137,7 +137,8 @@ int admin_route_epapi_add(admin_t *a, h2o_req_t *req)
             send_error(req, 409, "id", "an endpoint of that id was added already");
         else if (check(a, req, rec->network, rec->id, json)) {
             snprintf(rec->json, sizeof(rec->json), "%s", json);
-            rec->created_ms = rec->updated_ms = sl_shared_ms();
+            uint64_t now = sl_shared_ms(); /* later than a tombstone of the same id, for the cluster's merge */
+            rec->created_ms = rec->updated_ms = now > old.updated_ms ? now : old.updated_ms + 1;
             keep(a, req, rec, 1, STATE_EVENT_ENDPOINT_ADDED, "");
         }
         cJSON_free(json);
