@@ -120,6 +120,7 @@ static cJSON *endpoint_json(const admin_ep_view_t *v, uint64_t now)
     cJSON_AddStringToObject(o, "network", v->net->name);
     cJSON_AddStringToObject(o, "id", v->ep->id);
     cJSON_AddStringToObject(o, "url", v->ep->url_redacted);
+    cJSON_AddStringToObject(o, "source", v->ep->from_api ? "api" : "yaml");
     cJSON_AddStringToObject(o, "tier", v->ep->tier == POOL_TIER_FALLBACK ? "fallback" : "primary");
     if (v->position > 0)
         cJSON_AddNumberToObject(o, "position", v->position);

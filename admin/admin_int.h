@@ -152,6 +152,10 @@ int admin_route_events(admin_t *a, h2o_req_t *req);
 int admin_route_stream(admin_t *a, h2o_req_t *req);
 int admin_route_metrics(admin_t *a, h2o_req_t *req);
 int admin_route_reload(admin_t *a, h2o_req_t *req);
+int admin_route_epapi_add(admin_t *a, h2o_req_t *req);
+int admin_route_epapi_change(admin_t *a, h2o_req_t *req);
+int admin_route_epapi_remove(admin_t *a, h2o_req_t *req);
+int admin_route_config(admin_t *a, h2o_req_t *req);
 int admin_route_page(admin_t *a, h2o_req_t *req);
 /* Computes a->page_csp from the embedded page (admin_page.c). */
 void admin_page_init(admin_t *a);

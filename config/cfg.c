@@ -497,8 +497,8 @@ static cfg_t *config_new(const char *name)
     return cfg;
 }
 
-sl_err_t cfg_load_string(const char *yaml, size_t len, const char *name, cfg_t **out,
-                               cfg_errors_t *errs)
+static sl_err_t load_string(const char *yaml, size_t len, const char *name, cfg_extra_ep_t *eps, size_t neps,
+                            cfg_t **out, cfg_errors_t *errs)
 {
     yaml_document_t doc;
     *out = NULL;
@@ -506,6 +506,7 @@ sl_err_t cfg_load_string(const char *yaml, size_t len, const char *name, cfg_t *
     errs->count = 0;
     if (cfg_yaml_load(yaml, len, &doc, errs) != SL_OK)
         return SL_ERR_CONFIG;
+    cfg_extra_merge(&doc, eps, neps, errs);
     cfg_loader_t c = {.doc = &doc, .errs = errs, .path = SL_BUF_INIT};
     cfg_t *cfg = config_new(name);
     yaml_node_t *root = yaml_document_get_root_node(&doc);
@@ -525,11 +526,22 @@ sl_err_t cfg_load_string(const char *yaml, size_t len, const char *name, cfg_t *
         cfg_destroy(cfg);
         return SL_ERR_CONFIG;
     }
+    cfg_extra_mark(cfg, eps, neps);
     *out = cfg;
     return SL_OK;
 }
 
+sl_err_t cfg_load_string(const char *yaml, size_t len, const char *name, cfg_t **out, cfg_errors_t *errs)
+{
+    return load_string(yaml, len, name, NULL, 0, out, errs);
+}
+
 sl_err_t cfg_load(const char *path, cfg_t **out, cfg_errors_t *errs)
+{
+    return cfg_load_extra(path, NULL, 0, out, errs);
+}
+
+sl_err_t cfg_load_extra(const char *path, cfg_extra_ep_t *eps, size_t neps, cfg_t **out, cfg_errors_t *errs)
 {
     sl_buf_t b = SL_BUF_INIT;
     sl_err_t err = SL_ERR_IO;
@@ -549,7 +561,7 @@ sl_err_t cfg_load(const char *path, cfg_t **out, cfg_errors_t *errs)
         errno = EFBIG;
         goto cleanup;
     }
-    err = cfg_load_string(b.base != NULL ? b.base : "", b.len, path, out, errs);
+    err = load_string(b.base != NULL ? b.base : "", b.len, path, eps, neps, out, errs);
 cleanup:
     if (err == SL_ERR_IO) {
         sl_buf_t msg = SL_BUF_INIT;

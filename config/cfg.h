@@ -233,6 +233,24 @@ typedef struct cfg_errors {
  * Errors: SL_ERR_IO (unreadable file, errs says why), SL_ERR_CONFIG. */
 SL_MUST_CHECK sl_err_t cfg_load(const char *path, cfg_t **out, cfg_errors_t *errs);
 
+/* An endpoint added at run time (POST /admin/endpoints), to merge into the
+ * file's: server/srv_epapi.c reads them from the state. */
+typedef struct cfg_extra_ep {
+    const char *network;
+    const char *id;
+    const char *json;         /* its fields, a JSON object with the keys of a YAML endpoint entry */
+    int merged;               /* out: 1 if it is in the config */
+    const char *skipped;      /* out: why it is not (static text), or NULL */
+} cfg_extra_ep_t;
+
+/* As cfg_load, with eps[0..n) merged into their networks' endpoints (config/
+ * cfg_extra.c): checked as the file's entries are, after them. An entry whose
+ * network the file lacks, or whose id the file names, is skipped (eps[i].
+ * skipped says why; the caller logs it); a bad entry is an error with its
+ * path "networks.NET.endpoints(ID)..." and no line. */
+SL_MUST_CHECK sl_err_t cfg_load_extra(const char *path, cfg_extra_ep_t *eps, size_t n, cfg_t **out,
+                                      cfg_errors_t *errs);
+
 /* As cfg_load, from a string; name is used in messages. For tests. */
 SL_MUST_CHECK sl_err_t cfg_load_string(const char *yaml, size_t len, const char *name, cfg_t **out,
                                              cfg_errors_t *errs);

@@ -138,6 +138,8 @@ static void on_message(void *data, redisReply *reply)
         return;
     else if (reply->element[2]->len == 1 && reply->element[2]->str[0] == 'x')
         state_cluster_events_told(cl);
+    else if (reply->element[2]->len == 1 && reply->element[2]->str[0] == 'e')
+        state_cluster_epapi_sync(cl);
     else if (reply->element[2]->len > 2 && reply->element[2]->str[0] == 'f')
         state_cluster_floor_message(cl, reply->element[2]->str, reply->element[2]->len);
     else if (reply->element[2]->len > 2 && reply->element[2]->str[0] == 'c')
@@ -261,6 +263,7 @@ static void link_up(state_cluster_t *cl)
     cl->reported_down = 0;
     state_cluster_mode_move(cl->st, STATE_CLUSTER_SHARED, cl->hosts, NULL, sl_wall_ms());
     state_cluster_ep_resync(cl);
+    state_cluster_epapi_sync(cl);
 }
 
 /* UP or JOINING: Redis refused the heartbeat's write. The connections stay
@@ -436,6 +439,7 @@ static void check_up(state_cluster_t *cl, uint64_t now)
     if (now >= cl->next_hello_ms && !cl->hello_pending)
         send_hello(cl);
     state_cluster_events_tick(cl, now);
+    state_cluster_epapi_tick(cl, now);
     if (cl->events_worker && now >= cl->next_ledger_sync_ms)
         state_cluster_ledgers_sync(cl);
 }

@@ -230,6 +230,16 @@ uint64_t state_cluster_now_ms(const state_cluster_t *cl);
  * sent, -1 if the link is not up (the host's floor stands alone then). */
 int state_cluster_floor_raise(state_cluster_t *cl, const char *network, const uint64_t floor[STATE_CHAIN_KINDS]);
 
+/* ---- endpoints added at run time (state_cluster_epapi.c) ---- */
+struct state_epapi_rec;
+/* Writes rec (removed 1: its tombstone, rec->updated_ms the removal's
+ * time) to Redis and tells every host; 0 if sent, -1 if the link is not up
+ * (the events worker pushes the host's copy when it returns). */
+int state_cluster_epapi_publish(state_cluster_t *cl, const struct state_epapi_rec *rec, int removed);
+/* fn(data) runs in the events worker when the host's copy of the entries
+ * changed because another host changed them (the master must apply them). */
+void state_cluster_epapi_on_change(state_cluster_t *cl, void (*fn)(void *data), void *data);
+
 /* Commands this worker has sent to Redis (for the benchmark's count). */
 uint64_t state_cluster_commands(const state_cluster_t *cl);
 /* Writes this worker's count of Redis commands to its slot ("cluster/<slot>"

@@ -150,6 +150,12 @@ struct state_cluster {
     int ledger_sync_pending;
     uint64_t next_ledger_sync_ms;
     struct state_cache *cache;    /* the response cache whose Redis tier this link is, NULL if none */
+    /* the endpoints added at run time (state_cluster_epapi.c) */
+    void (*epapi_fn)(void *data); /* the host's copy changed: the master applies it */
+    void *epapi_data;
+    int epapi_sync_pending;
+    int epapi_sync_again;         /* told of a change while a read was under way */
+    uint64_t next_epapi_sync_ms;
 };
 
 /* The shared part of an endpoint record as Redis holds it (and the host's
@@ -211,6 +217,12 @@ void state_cluster_floor_message(state_cluster_t *cl, const char *msg, size_t le
  * purged the network's response cache; the events worker purges this
  * host's local tier too. */
 void state_cache_redis_message(state_cluster_t *cl, const char *msg, size_t len);
+
+/* state_cluster_epapi.c: the events worker reads the endpoints added at
+ * run time from Redis and merges them with the host's copy (the link came
+ * up, the channel said "e", or SYNC_EVERY_MS passed: the tick). */
+void state_cluster_epapi_sync(state_cluster_t *cl);
+void state_cluster_epapi_tick(state_cluster_t *cl, uint64_t now_ms);
 
 /* state_cluster_events.c: ships this host's events, tails the others'. */
 void state_cluster_events_tick(state_cluster_t *cl, uint64_t now_ms);

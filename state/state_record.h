@@ -145,7 +145,10 @@ extern const state_schema_t state_endpoint_schema;
     X(CHAIN_RELEARNED, "chain_relearned")                                                 \
     X(KEY_CREATED, "key_created")                                                         \
     X(KEY_REVOKED, "key_revoked")                                                         \
-    X(KEY_SCOPE_CHANGED, "key_scope_changed")
+    X(KEY_SCOPE_CHANGED, "key_scope_changed")                                             \
+    X(ENDPOINT_ADDED, "endpoint_added")                                                   \
+    X(ENDPOINT_CHANGED, "endpoint_changed")                                               \
+    X(ENDPOINT_REMOVED, "endpoint_removed")
 
 typedef enum state_event_kind {
 #define STATE_EVENT_ENUM_(name, str) STATE_EVENT_##name,
