@@ -302,9 +302,10 @@ int admin_route_keys_revoke(admin_t *a, h2o_req_t *req)
     if (config_key(a, name) != NULL)
         return send_error(req, 409, NULL, "a key of the config file: remove it there");
     state_event_t ev;
-    state_event_init(&ev, STATE_EVENT_KEY_REVOKED, "", "", sl_shared_ms());
+    uint64_t now = sl_shared_ms();
+    state_event_init(&ev, STATE_EVENT_KEY_REVOKED, "", "", now);
     snprintf(ev.reason, sizeof(ev.reason), "%s", name);
-    sl_err_t err = state_apikey_delete(a->conf.state, name, &ev);
+    sl_err_t err = state_apikey_delete(a->conf.state, name, now, &ev);
     if (err == SL_ERR_NOT_FOUND)
         return send_error(req, 404, NULL, "no such key");
     if (err != SL_OK)
