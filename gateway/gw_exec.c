@@ -262,6 +262,7 @@ static int admit_address(gw_exec_t *x, policy_bucket_t bucket, uint32_t n)
     gw_limit_charge(x->h->limit, pa, ident, bucket, n, &lim);
     if (lim.said != POLICY_LEASE_NO)
         return 1;
+    gw_stats_srv_add(x->h->stats, STATE_SRV_ACCESS_PER_ADDRESS, 1);
     gw_stats_key_add(x->h->stats, x->key->name, STATE_KEYC_PER_ADDRESS, 1);
     gw_refuse_per_address(&x->reply, body_of(x), single_id(x), &lim);
     reply(x);
@@ -315,6 +316,7 @@ static int admit_credits(gw_exec_t *x)
         gw_stats_key_add(x->h->stats, x->key->name, STATE_KEYC_SPENT, cost);
         return 1;
     }
+    gw_stats_srv_add(x->h->stats, STATE_SRV_ACCESS_KEY_CREDITS, 1);
     gw_stats_key_add(x->h->stats, x->key->name, STATE_KEYC_CREDITS, 1);
     gw_refuse_key_credits(&x->reply, body_of(x), single_id(x), &lim, cost);
     reply(x);
