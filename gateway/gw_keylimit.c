@@ -12,13 +12,22 @@
 #define IDENT_MAX 96
 
 /* "key:<name>/<what>" into out, or "key#<hash of the name>/<what>" when
- * the name is too long for the limits' identity, so <what> is never cut. */
-static void ident_of(char out[IDENT_MAX], const cfg_key_conf_t *key, const char *what)
+ * the name is too long for the limits' identity, so <what> is never cut.
+ * Built by hand: it runs on every call of a key with such limits. */
+static void ident_of(char out[IDENT_MAX], const cfg_key_conf_t *key, const char *what1, const char *what2)
 {
     size_t fits = sizeof(((gw_limit_wait_t *)0)->identity);
-    if ((size_t)snprintf(out, IDENT_MAX, "key:%s/%s", key->name, what) >= IDENT_MAX || strlen(out) >= fits)
-        snprintf(out, IDENT_MAX, "key#%016llx/%s", (unsigned long long)sl_fnv1a_str(SL_FNV1A_OFFSET, key->name),
-                 what);
+    size_t n = strlen(key->name), w1 = strlen(what1), w2 = strlen(what2);
+    if (4 + n + 1 + w1 + w2 < fits && 4 + n + 1 + w1 + w2 < IDENT_MAX) {
+        memcpy(out, "key:", 4);
+        memcpy(out + 4, key->name, n);
+        out[4 + n] = '/';
+        memcpy(out + 5 + n, what1, w1);
+        memcpy(out + 5 + n + w1, what2, w2 + 1);
+        return;
+    }
+    snprintf(out, IDENT_MAX, "key#%016llx/%s%s", (unsigned long long)sl_fnv1a_str(SL_FNV1A_OFFSET, key->name), what1,
+             what2);
 }
 
 int gw_keylimit_address(gw_handler_t *h, const cfg_key_conf_t *key, const char *ip, policy_bucket_t bucket,
@@ -27,9 +36,8 @@ int gw_keylimit_address(gw_handler_t *h, const cfg_key_conf_t *key, const char *
     const cfg_tier_conf_t *pa = key != NULL ? &key->per_address : NULL;
     if (pa == NULL || (pa->limits.per_second | pa->limits.per_minute | pa->limits.per_day) == 0)
         return 1;
-    char what[IDENT_MAX], ident[IDENT_MAX];
-    snprintf(what, sizeof(what), "ip:%s", ip);
-    ident_of(ident, key, what);
+    char ident[IDENT_MAX];
+    ident_of(ident, key, "ip:", ip);
     gw_limit_charge(h->limit, pa, ident, bucket, n, lim);
     if (lim->said != POLICY_LEASE_NO)
         return 1;
@@ -48,7 +56,7 @@ int gw_keylimit_credits(gw_handler_t *h, const cfg_key_conf_t *key, uint32_t cos
         return 1;
     }
     char ident[IDENT_MAX];
-    ident_of(ident, key, "credits");
+    ident_of(ident, key, "credits", "");
     gw_limit_charge(h->limit, cr, ident, POLICY_BUCKET_STANDARD, cost, lim);
     if (lim->said != POLICY_LEASE_NO) {
         gw_stats_key_add(h->stats, key->name, STATE_KEYC_SPENT, cost);

@@ -128,12 +128,17 @@ void gw_stats_net_add(gw_stats_t *s, size_t net_index, size_t i, int64_t delta)
 /* The key's slot of this worker, made (and loaded) on first sight; NULL past GW_STATS_KEYS_MAX. */
 static state_counters_slot_t *key_slot(gw_stats_t *s, const char *name)
 {
+    /* every keyed call comes here twice: the name is compared in place
+     * ("key/<name>/<slot>"), the key is built only for a new slot */
+    size_t nlen = strlen(name);
+    for (size_t i = 0; i < s->nkeys; i++) {
+        const char *k = s->keys[i].key + 4;
+        if (k[0] == name[0] && strncmp(k, name, nlen) == 0 && k[nlen] == '/')
+            return &s->keys[i];
+    }
     char key[STATE_KEY_MAX];
     if (state_key_keystats(key, sizeof(key), name, s->slot) >= sizeof(key))
         return NULL;
-    for (size_t i = 0; i < s->nkeys; i++)
-        if (strcmp(s->keys[i].key, key) == 0)
-            return &s->keys[i];
     if (s->nkeys >= GW_STATS_KEYS_MAX)
         return NULL;
     if (s->keys == NULL)
