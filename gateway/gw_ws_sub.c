@@ -46,19 +46,30 @@ sub_reg_t *gw_ws_sub_create(h2o_loop_t *loop, const cfg_server_conf_t *srv, gw_s
     return sub_create(loop, &limits, stats != NULL ? &counters : NULL, st);
 }
 
-/* A refusal of lim's kind (which) to the subscription call; 0. */
-static int refuse(sub_client_t *c, const char *body, wire_span_t id, const gw_limit_result_t *lim, int which,
-                  uint32_t cost)
+typedef enum sub_refusal {
+    SUB_REFUSE_TIER,              /* the caller's tier: 429 */
+    SUB_REFUSE_PER_ADDRESS,       /* the key's per_address limit: 429 per_address */
+    SUB_REFUSE_CREDITS,           /* the key's credits: 429 key_credits */
+} sub_refusal_t;
+
+/* The refusal which, with lim, to the subscription call; 0. */
+static int refuse(sub_client_t *c, const char *body, wire_span_t id, const gw_limit_result_t *lim,
+                  sub_refusal_t which, uint32_t cost)
 {
     gw_reply_t r;
     memset(&r, 0, sizeof(r));
     sl_buf_init(&r.out);
-    if (which == 'a')
-        gw_refuse_per_address(&r, body, id, lim);
-    else if (which == 'c')
-        gw_refuse_key_credits(&r, body, id, lim, cost);
-    else
+    switch (which) {
+    case SUB_REFUSE_TIER:
         gw_refuse_limited(&r, body, id, lim);
+        break;
+    case SUB_REFUSE_PER_ADDRESS:
+        gw_refuse_per_address(&r, body, id, lim);
+        break;
+    case SUB_REFUSE_CREDITS:
+        gw_refuse_key_credits(&r, body, id, lim, cost);
+        break;
+    }
     c->send(c, r.body, r.len);
     sl_buf_dispose(&r.out);
     return 0;
@@ -73,12 +84,12 @@ static int charge(gw_ws_subs_t *s, sub_client_t *c, const char *body, wire_span_
     if (h == NULL || h->limit == NULL)
         return 1;
     if (!gw_keylimit_address(h, s->key, s->ip, POLICY_BUCKET_STANDARD, 1, &lim))
-        return refuse(c, body, id, &lim, 'a', 0);
+        return refuse(c, body, id, &lim, SUB_REFUSE_PER_ADDRESS, 0);
     const cfg_tier_conf_t *tier = gw_identity_tier(h->cfg, s->key);
     if (tier == NULL)
         return 1;
     gw_limit_charge(h->limit, tier, c->ident, POLICY_BUCKET_STANDARD, 1, &lim);
-    return lim.said != POLICY_LEASE_NO ? 1 : refuse(c, body, id, &lim, 't', 0);
+    return lim.said != POLICY_LEASE_NO ? 1 : refuse(c, body, id, &lim, SUB_REFUSE_TIER, 0);
 }
 
 /* The key's credits, for a call its scope admitted: the subscription
@@ -95,7 +106,7 @@ static int charge_credits(gw_ws_subs_t *s, sub_client_t *c, const char *body, si
     uint64_t cost = policy_cost_of(gw_keylimit_profile(nc), nc != NULL ? nc->chain : POLICY_CHAIN_ETHEREUM, NULL, 0,
                                    method, strlen(method)).billed;
     uint32_t c32 = cost > UINT32_MAX ? UINT32_MAX : (uint32_t)cost;
-    return gw_keylimit_credits(s->h, s->key, c32, &lim) ? 1 : refuse(c, body, id, &lim, 'c', c32);
+    return gw_keylimit_credits(s->h, s->key, c32, &lim) ? 1 : refuse(c, body, id, &lim, SUB_REFUSE_CREDITS, c32);
 }
 
 static int admit(sub_client_t *c, const char *body, size_t len, wire_span_t id)
