@@ -95,20 +95,19 @@ static uint64_t reply_version(const char *s, size_t len)
     return strtoull(v, NULL, 10);
 }
 
-static state_apikey_rec_t *local_find(state_apikey_rec_t *recs, size_t n, const char *name)
+static int rec_cmp(const void *name, const void *rec)
 {
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(recs[i].name, name) == 0)
-            return &recs[i];
-    return NULL;
+    return strcmp(name, ((const state_apikey_rec_t *)rec)->name);
 }
 
-static int pairs_have(const redisReply *pairs, const char *name)
+/* The host's key named name (recs[] is in name order, as LMDB lists them),
+ * marked seen; NULL if none. */
+static state_apikey_rec_t *local_find(state_apikey_rec_t *recs, size_t n, uint8_t *seen, const char *name)
 {
-    for (size_t i = 0; i + 1 < pairs->elements; i += 2)
-        if (pairs->element[i]->type == REDIS_REPLY_STRING && strcmp(pairs->element[i]->str, name) == 0)
-            return 1;
-    return 0;
+    state_apikey_rec_t *r = n != 0 ? bsearch(name, recs, n, sizeof(*recs), rec_cmp) : NULL;
+    if (r != NULL)
+        seen[r - recs] = 1;
+    return r;
 }
 
 /* One key that Redis holds (version v, record r). */
@@ -146,6 +145,8 @@ static void merge_gone(state_cluster_t *cl, state_apikey_rec_t *mine, const char
         sl_log_warn("cluster: cannot revoke API key %s on this host", name);
 }
 
+/* Every sync: O((Redis' keys + the host's) log the host's), decoding each
+ * record Redis holds; nothing is written where both sides agree. */
 static void merge(state_cluster_t *cl, const redisReply *live, const redisReply *gone)
 {
     state_apikey_rec_t *recs = NULL, r;
@@ -153,6 +154,7 @@ static void merge(state_cluster_t *cl, const redisReply *live, const redisReply 
     char name[STATE_APIKEY_NAME_MAX];
     if (state_apikey_list(cl->st, &recs, &n, NULL) != SL_OK)
         return;
+    uint8_t *seen = sl_xcalloc(n + 1, 1);
     for (size_t i = 0; i + 1 < live->elements; i += 2) {
         const redisReply *val = live->element[i + 1];
         if (!reply_name(live->element[i], name) || val->type != REDIS_REPLY_STRING || val->len <= VERSION_DIGITS)
@@ -161,20 +163,22 @@ static void merge(state_cluster_t *cl, const redisReply *live, const redisReply 
         if (state_record_decode(&state_apikey_schema, val->str + VERSION_DIGITS, val->len - VERSION_DIGITS, &r) !=
                 SL_OK ||
             strcmp(r.name, name) != 0) {
-            sl_log_warn("cluster: Redis holds an API key record %s that does not decode; skipped", name);
+            local_find(recs, n, seen, name); /* not pushed over a record this host cannot read */
+            sl_log_debug("cluster: Redis holds an API key record %s that does not decode; skipped", name);
             continue;
         }
-        merge_live(cl, local_find(recs, n, name), &r, reply_version(val->str, val->len));
+        merge_live(cl, local_find(recs, n, seen, name), &r, reply_version(val->str, val->len));
     }
     for (size_t i = 0; i + 1 < gone->elements; i += 2) {
         const redisReply *val = gone->element[i + 1];
         if (reply_name(gone->element[i], name) && val->type == REDIS_REPLY_STRING)
-            merge_gone(cl, local_find(recs, n, name), name, reply_version(val->str, val->len));
+            merge_gone(cl, local_find(recs, n, seen, name), name, reply_version(val->str, val->len));
     }
     /* made here and unknown to Redis (made while it was away, or before this host joined) */
     for (size_t i = 0; i < n; i++)
-        if (!pairs_have(live, recs[i].name) && !pairs_have(gone, recs[i].name))
+        if (!seen[i])
             state_cluster_keys_put(cl, &recs[i]);
+    free(seen);
     free(recs);
 }
 
