@@ -189,7 +189,8 @@ cJSON *admin_cache_network_json(admin_t *a, const pool_network_conf_t *net);
 void admin_cache_metrics(admin_t *a, sl_buf_t *b);
 
 /* admin_key_metrics.c: each API key's counters by name (STATE_KEYC_*). */
-/* The key name's counters summed over the workers, inside a snapshot. */
+/* The key name's counters summed over the workers (the last use: the
+ * latest), inside a snapshot. */
 void admin_key_counts(admin_t *a, const char *name, uint64_t out[STATE_KEYC_COUNT]);
 /* sluice_key_calls_total, sluice_key_refusals_total, sluice_key_credits_spent_total. */
 void admin_keys_metrics(admin_t *a, sl_buf_t *b);

@@ -350,12 +350,17 @@ static const struct {
     [STATE_SRV_ACCESS_KEY_REQUIRED] = {"sluice_access_refusals_total", "counter", "reason=\"key_required\"",
                                        "Calls refused by the access policy, by data.reason: without a key under "
                                        "access.anonymous: deny (401), outside a key's networks, methods, contracts "
-                                       "or origins (403). A batch counts each refused member."},
+                                       "or origins (403), without the JWT a key asks for (401), past a key's "
+                                       "per_address limit or its credits (429). A batch counts each refused "
+                                       "member."},
     [STATE_SRV_ACCESS_NETWORK] = {"sluice_access_refusals_total", "counter", "reason=\"network_not_allowed\"", NULL},
     [STATE_SRV_ACCESS_METHOD] = {"sluice_access_refusals_total", "counter", "reason=\"method_not_allowed\"", NULL},
     [STATE_SRV_ACCESS_CONTRACT] = {"sluice_access_refusals_total", "counter", "reason=\"contract_not_allowed\"",
                                    NULL},
     [STATE_SRV_ACCESS_ORIGIN] = {"sluice_access_refusals_total", "counter", "reason=\"origin_not_allowed\"", NULL},
+    [STATE_SRV_ACCESS_JWT] = {"sluice_access_refusals_total", "counter", "reason=\"jwt_invalid\"", NULL},
+    [STATE_SRV_ACCESS_PER_ADDRESS] = {"sluice_access_refusals_total", "counter", "reason=\"per_address\"", NULL},
+    [STATE_SRV_ACCESS_KEY_CREDITS] = {"sluice_access_refusals_total", "counter", "reason=\"key_credits\"", NULL},
 };
 
 static void server_limits(admin_t *a, sl_buf_t *b)

@@ -302,6 +302,34 @@ static const char floor_lua[] =
     "if rose then redis.call('PUBLISH', ARGV[1], 'f ' .. ARGV[2] .. ' ' .. table.concat(out, ' ')) end\n"
     "return out\n";
 
+/* KEYS[1] the run-time API keys (name -> 20-digit version, then the
+ * record), KEYS[2] their tombstones (name -> version); ARGV 'p' (a key
+ * made or changed) or 'd' (revoked), name, version (shared ms, 20 digits),
+ * record ('' for 'd'), channel. The later version wins; a revocation wins
+ * a tie. Tells the channel "k" when it wrote. Returns 1 if written, 0 if
+ * Redis has a later change of that name. */
+static const char keyput_lua[] =
+    "local v = tonumber(ARGV[3])\n"
+    "local gone = tonumber(redis.call('HGET', KEYS[2], ARGV[2]) or '0') or 0\n"
+    "local cur = redis.call('HGET', KEYS[1], ARGV[2])\n"
+    "local curv = cur and (tonumber(string.sub(cur, 1, 20)) or 0) or 0\n"
+    "if ARGV[1] == 'p' then\n"
+    "  if gone >= v or curv > v then return 0 end\n"
+    "  redis.call('HSET', KEYS[1], ARGV[2], ARGV[3] .. ARGV[4])\n"
+    "  redis.call('HDEL', KEYS[2], ARGV[2])\n"
+    "else\n"
+    "  if curv > v or gone >= v then return 0 end\n"
+    "  redis.call('HDEL', KEYS[1], ARGV[2])\n"
+    "  redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])\n"
+    "end\n"
+    "redis.call('PUBLISH', ARGV[5], 'k')\n"
+    "return 1\n";
+
+/* KEYS[1], KEYS[2] as keyput's. Returns {HGETALL keys, HGETALL tombstones}
+ * read at one instant. */
+static const char keyget_lua[] =
+    "return {redis.call('HGETALL', KEYS[1]), redis.call('HGETALL', KEYS[2])}\n";
+
 static const struct {
     const char *name;
     const char *source;
@@ -315,6 +343,8 @@ static const struct {
     [STATE_SCRIPT_CREDITS] = {"credits", credits_lua},
     [STATE_SCRIPT_LEDGERS] = {"ledgers", ledgers_lua},
     [STATE_SCRIPT_FLOOR] = {"floor", floor_lua},
+    [STATE_SCRIPT_KEYPUT] = {"keyput", keyput_lua},
+    [STATE_SCRIPT_KEYGET] = {"keyget", keyget_lua},
 };
 
 const char *state_script_source(state_script_t s)

@@ -458,7 +458,10 @@ static inline uint64_t state_slot_rate_milli(const state_pressure_slot_rec_t *r,
     X(ACCESS_NETWORK, "access_network", 0)                   /* refused outside a key's networks */          \
     X(ACCESS_METHOD, "access_method", 0)                     /* ... outside its methods */                   \
     X(ACCESS_CONTRACT, "access_contract", 0)                 /* ... outside its contracts */                 \
-    X(ACCESS_ORIGIN, "access_origin", 0)                     /* ... from an Origin it does not list */
+    X(ACCESS_ORIGIN, "access_origin", 0)                     /* ... from an Origin it does not list */      \
+    X(ACCESS_JWT, "access_jwt", 0)                           /* ... without the JWT its key asks for */      \
+    X(ACCESS_PER_ADDRESS, "access_per_address", 0)           /* ... past its key's per_address limit */      \
+    X(ACCESS_KEY_CREDITS, "access_key_credits", 0)           /* ... its key's credits spent */
 
 typedef enum state_srv_counter {
 #define STATE_SRV_ENUM_(name, str, gauge) STATE_SRV_##name,
