@@ -90,6 +90,7 @@ typedef enum state_script {
     STATE_SCRIPT_CREDITS,         /* a credit lease */
     STATE_SCRIPT_LEDGERS,         /* credit ledgers merged with the host's copies */
     STATE_SCRIPT_FLOOR,           /* a network's floor of heads served: the highest, published */
+    STATE_SCRIPT_JOBLEASE,        /* a leased job: taken (SET NX PX, a fencing token) or extended */
     STATE_SCRIPT_COUNT
 } state_script_t;
 
@@ -149,6 +150,8 @@ struct state_cluster {
     size_t nledgers;
     int ledger_sync_pending;
     uint64_t next_ledger_sync_ms;
+    state_cluster_job_result_fn on_job; /* another host's leased job result (events worker) */
+    void *on_job_data;
     struct state_cache *cache;    /* the response cache whose Redis tier this link is, NULL if none */
 };
 
@@ -206,6 +209,10 @@ int state_cluster_level_report(state_cluster_t *cl, const char *network, uint8_t
 /* state_cluster_floor.c: a message "f <network> <floors>" of the channel:
  * another worker or host raised a network's floor of heads served. */
 void state_cluster_floor_message(state_cluster_t *cl, const char *msg, size_t len);
+
+/* state_cluster_jobs.c: a message "p <job> ..." of the channel: a leased
+ * job's holder published its result. */
+void state_cluster_job_message(state_cluster_t *cl, const char *msg, size_t len);
 
 /* state_cache_redis.c: a message "c <network>" of the channel: a host
  * purged the network's response cache; the events worker purges this

@@ -9,6 +9,7 @@
 static const char *const part_names[STATE_PART_COUNT] = {
     [STATE_PART_LIMITS] = "client limits",
     [STATE_PART_CREDITS] = "credit budgets",
+    [STATE_PART_LEASES] = "leased probes",
 };
 
 #define EVENT_RETRY_MS 1000
@@ -89,6 +90,7 @@ const char *state_part_name(state_part_t part)
     static const char *const labels[STATE_PART_COUNT] = {
         [STATE_PART_LIMITS] = "limits",
         [STATE_PART_CREDITS] = "credits",
+        [STATE_PART_LEASES] = "leases",
     };
     return (unsigned)part < STATE_PART_COUNT ? labels[part] : "unknown";
 }

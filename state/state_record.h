@@ -98,6 +98,11 @@ typedef struct state_endpoint_rec {
     uint64_t ws_head_at_ms;       /* the last one, shared time; 0 = none */
     /* version 7 */
     uint64_t ws_unconfirmed;      /* pushed heads its url's HTTP read did not confirm (dropped) */
+    /* version 8: the lease of its probes with cluster: (pool/pool_lease.c), as this host last heard */
+    char lease_holder[STATE_HOST_MAX + 1]; /* the host holding it, "" unknown */
+    uint64_t lease_token;         /* its fencing token (Redis' counter when it was taken) */
+    uint64_t lease_until_ms;      /* it runs until then (shared time), as last heard */
+    uint64_t lease_ask_ms;        /* Redis is asked again then (claimed by moving it forward) */
 } state_endpoint_rec_t;
 
 /* ws_state of an endpoint record: no ws_url (or nobody holds it yet), the
@@ -145,7 +150,8 @@ extern const state_schema_t state_endpoint_schema;
     X(CHAIN_RELEARNED, "chain_relearned")                                                 \
     X(KEY_CREATED, "key_created")                                                         \
     X(KEY_REVOKED, "key_revoked")                                                         \
-    X(KEY_SCOPE_CHANGED, "key_scope_changed")
+    X(KEY_SCOPE_CHANGED, "key_scope_changed")                                           \
+    X(LEASE_MOVED, "lease_moved")
 
 typedef enum state_event_kind {
 #define STATE_EVENT_ENUM_(name, str) STATE_EVENT_##name,
