@@ -4,10 +4,14 @@
 // provider; no client traffic: every call the fake sees is sluice's own.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import { WebSocketServer } from 'ws';
 import { startFake, startSluice, sleep, waitFor, adminGet, events, metricValue, workerPids } from '../lib/harness.mjs';
 import { startRedis, redisAvailable } from '../lib/redis.mjs';
 
 const skip = redisAvailable() ? false : 'redis-server is not installed';
+const started = [];
+after(async () => { for (const s of started) await s.stop().catch(() => {}); });
 
 const PROBE_MS = 500;
 const CHAIN_MS = 1000;
@@ -154,4 +158,77 @@ test('Redis stopped: every host probes for itself and says so', { skip }, async 
   }
   await redis.restart();
   await settled(hosts);
+});
+
+// A small upstream: JSON-RPC over HTTP for the probes, a WebSocket server on the same port that
+// pushes newHeads when the test advances its chain (as tests/integration/upstream_ws.test.mjs).
+async function startUpstream() {
+  const st = { head: 1000, socks: new Set() };
+  const hex = (n) => '0x' + n.toString(16);
+  const hashOf = (n) => '0x' + n.toString(16).padStart(64, '0');
+  const block = (n) => ({ number: hex(n), hash: hashOf(n), parentHash: hashOf(n - 1), timestamp: hex(1700000000 + n) });
+  const answer = (m) => ({ eth_chainId: '0x1', eth_blockNumber: hex(st.head), eth_getBlockByNumber: block(st.head) })[m.method] ?? null;
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (d) => { body += d; });
+    req.on('end', () => {
+      let m;
+      try { m = JSON.parse(body); } catch { res.writeHead(400).end(); return; }
+      const out = Array.isArray(m) ? m.map((x) => ({ jsonrpc: '2.0', id: x.id, result: answer(x) }))
+        : { jsonrpc: '2.0', id: m.id, result: answer(m) };
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(out));
+    });
+  });
+  const wss = new WebSocketServer({ server });
+  wss.on('connection', (ws) => {
+    st.socks.add(ws);
+    ws.on('close', () => st.socks.delete(ws));
+    ws.on('error', () => {});
+    ws.on('message', (d) => {
+      const m = JSON.parse(String(d));
+      if (m.method === 'eth_subscribe') ws.subscribed = true;
+      ws.send(JSON.stringify({ jsonrpc: '2.0', id: m.id, result: m.method === 'eth_subscribe' ? '0x9c' : answer(m) }));
+    });
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  const port = server.address().port;
+  const subscribed = () => [...st.socks].filter((x) => x.subscribed);
+  return {
+    st, subscribed, url: `http://127.0.0.1:${port}`, wsUrl: `ws://127.0.0.1:${port}/`,
+    advance() {
+      st.head++;
+      const note = JSON.stringify({ jsonrpc: '2.0', method: 'eth_subscription', params: { subscription: '0x9c', result: block(st.head) } });
+      for (const x of subscribed()) x.send(note);
+    },
+    stop: () => { for (const x of st.socks) x.terminate(); return new Promise((r) => server.close(r)); },
+  };
+}
+
+test('the ws_url head stream: one socket for the fleet, every host\'s head follows it', { skip }, async () => {
+  const up = await startUpstream();
+  started.push(up);
+  const redis = await startRedis();
+  const hosts = [];
+  for (const name of ['h1', 'h2', 'h3']) {
+    hosts.push(await startSluice({
+      workers: 2,
+      // probes a minute apart: the heads below come from the stream (and the holder's relay) alone
+      networks: { eth: { lines: ['ranking: { probe_interval_ms: 60000 }'],
+        endpoints: [{ id: 'a', url: up.url, ws_url: `"${up.wsUrl}"` }] } },
+      extra: `cluster: { redis: "${redis.url()}", host: "${name}" }`,
+    }));
+  }
+  await settled(hosts);
+  await waitFor(async () => up.subscribed().length === 1, { timeoutMs: 10000, what: 'one stream subscribed' });
+  await sleep(1000);
+  assert.equal(up.subscribed().length, 1, 'one ws_url stream for the three hosts');
+  assert.equal(up.st.socks.size, 1, 'no other host keeps a socket open');
+  const netHead = async (s) => (await adminGet(s, '/admin/networks')).json.find((n) => n.network === 'eth').head;
+  for (let i = 0; i < 3; i++) {
+    up.advance();
+    for (const s of hosts) {
+      await waitFor(async () => (await netHead(s)) === up.st.head, { timeoutMs: 3000, intervalMs: 20,
+        what: `head ${up.st.head} on ${s.port}` });
+    }
+  }
 });
