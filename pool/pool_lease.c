@@ -75,7 +75,37 @@ void pool_lease_publish(pool_endpoint_t *ep, const state_endpoint_rec_t *rec, ui
     r.hash_height = rec->hash_height;
     memcpy(r.head_hash, rec->head_hash, sizeof(r.head_hash));
     memcpy(r.head_parent, rec->head_parent, sizeof(r.head_parent));
+    _Static_assert(sizeof(r.chain_id) == sizeof(rec->lease_chain_id), "the chain heard, both ways");
+    memcpy(r.chain_id, rec->lease_chain_id, sizeof(r.chain_id));
+    r.chain_id_at_ms = rec->lease_chain_at_ms;
     (void)state_cluster_job_publish(cluster_of(ep), &r);
+}
+
+static int heard_cb(void *arg, state_endpoint_rec_t *rec, int exists, state_event_t *events, size_t *nevents)
+{
+    const state_endpoint_rec_t *w = arg;
+    (void)exists;
+    (void)events;
+    (void)nevents;
+    memcpy(rec->lease_chain_id, w->lease_chain_id, sizeof(rec->lease_chain_id));
+    rec->lease_chain_at_ms = w->lease_chain_at_ms;
+    return 1;
+}
+
+void pool_lease_chain_heard(pool_endpoint_t *ep, const char *id, uint64_t now_ms)
+{
+    if (pool_lease_role(ep, now_ms) != POLICY_JOBLEASE_HOLDER)
+        return;
+    state_endpoint_rec_t w, out;
+    snprintf(w.lease_chain_id, sizeof(w.lease_chain_id), "%s", id);
+    w.lease_chain_at_ms = now_ms;
+    int changed = 0;
+    if (state_endpoint_update_local(ep->net->pool->state, ep->health.key, heard_cb, &w, &changed, &out) != SL_OK ||
+        !changed)
+        return;
+    ep->health.shared = out;
+    ep->id_fed_at = out.lease_chain_at_ms; /* judged here already */
+    pool_lease_publish(ep, &out, now_ms);
 }
 
 static pool_endpoint_t *find(pool_t *pool, const char *key)
@@ -200,6 +230,10 @@ static int apply_cb(void *arg, state_endpoint_rec_t *rec, int exists, state_even
         rec->hash_height = r->hash_height;
         memcpy(rec->head_hash, r->head_hash, sizeof(rec->head_hash));
         memcpy(rec->head_parent, r->head_parent, sizeof(rec->head_parent));
+    }
+    if (r->chain_id_at_ms != rec->lease_chain_at_ms && r->chain_id[0] != '\0') {
+        memcpy(rec->lease_chain_id, r->chain_id, sizeof(rec->lease_chain_id));
+        rec->lease_chain_at_ms = r->chain_id_at_ms;
     }
     return 1;
 }

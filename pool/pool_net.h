@@ -102,6 +102,7 @@ struct pool_endpoint {
     uint8_t id_probing;           /* an identity probe is under way ... */
     pool_exchange_t id_probe;     /* ... this one (pool_chainid.c) */
     uint64_t id_next_ms;          /* when the next one is due */
+    uint64_t id_fed_at;           /* cluster: the lease holder's answer last judged (lease_chain_at_ms) */
     uint32_t disagreed;           /* its recent minority answers under consensus, decayed ... */
     uint64_t disagreed_at_ms;     /* ... as of then (policy_consensus_disagreed; pool_consensus.c) */
     uint64_t disagree_reported_ms; /* this worker's last endpoint_disagreed event for it */
@@ -411,6 +412,9 @@ int pool_lease_does_job(const pool_endpoint_t *ep, uint64_t now_ms);
 void pool_lease_claimed(pool_endpoint_t *ep, uint64_t now_ms);
 /* The holder shares the probes' fields of rec (its record after a probe). */
 void pool_lease_publish(pool_endpoint_t *ep, const state_endpoint_rec_t *rec, uint64_t now_ms);
+/* The holder heard ep's chain (id, normal form): kept in the record and
+ * shared, for the other hosts to judge as their own answer. */
+void pool_lease_chain_heard(pool_endpoint_t *ep, const char *id, uint64_t now_ms);
 
 /* pool_chainprobe.c: the chain probe. Every chain_probe_ms one worker per
  * host (claimed in the shared record, as the health probe) asks an endpoint

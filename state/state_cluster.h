@@ -261,6 +261,8 @@ typedef struct state_cluster_job_result {
     uint32_t failures;            /* probes failed in a row */
     uint64_t safe, finalized, chain_at_ms, hash_height; /* the chain probe's */
     char head_hash[67], head_parent[67];
+    char chain_id[48];            /* the endpoint's chain as the holder last heard it, "" unknown */
+    uint64_t chain_id_at_ms;      /* when (0: never) */
 } state_cluster_job_result_t;
 
 /* Publishes r on the cluster's channel (one PUBLISH). 0 if sent, -1 if the

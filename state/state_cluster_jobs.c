@@ -110,9 +110,10 @@ int state_cluster_job_publish(state_cluster_t *cl, const state_cluster_job_resul
     char msg[STATE_KEY_MAX + STATE_CLUSTER_HOST_MAX + 400];
     int n = snprintf(msg, sizeof(msg),
                      "p %s %s %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu32 " %" PRIu32 " %" PRIu64 " %" PRIu64
-                     " %" PRIu64 " %" PRIu64 " %s %s",
+                     " %" PRIu64 " %" PRIu64 " %s %s %s %" PRIu64,
                      r->job, cl->conf->host, r->token, r->head, r->head_at_ms, r->ewma_us, r->failures, r->safe,
-                     r->finalized, r->chain_at_ms, r->hash_height, or_dash(r->head_hash), or_dash(r->head_parent));
+                     r->finalized, r->chain_at_ms, r->hash_height, or_dash(r->head_hash), or_dash(r->head_parent),
+                     or_dash(r->chain_id), r->chain_id_at_ms);
     if (n < 0 || (size_t)n >= sizeof(msg))
         return -1;
     const char *argv[] = {"PUBLISH", cl->channel, msg};
@@ -121,7 +122,8 @@ int state_cluster_job_publish(state_cluster_t *cl, const state_cluster_job_resul
 }
 
 /* "p <job> <host> <token> <head> <head_at> <ewma> <failures> <safe>
- * <finalized> <chain_at> <hash_height> <hash|-> <parent|->" */
+ * <finalized> <chain_at> <hash_height> <hash|-> <parent|-> <chain id|->
+ * <chain id at>" */
 static int job_parse(const char *msg, size_t len, state_cluster_job_result_t *r)
 {
     char text[STATE_KEY_MAX + STATE_CLUSTER_HOST_MAX + 400], fmt[160];
@@ -129,15 +131,20 @@ static int job_parse(const char *msg, size_t len, state_cluster_job_result_t *r)
         return 0;
     memcpy(text, msg, len);
     text[len] = '\0';
-    _Static_assert(sizeof(r->head_hash) == 67 && sizeof(r->host) == STATE_CLUSTER_HOST_MAX + 1, "widths below");
+    _Static_assert(sizeof(r->head_hash) == 67 && sizeof(r->host) == STATE_CLUSTER_HOST_MAX + 1 &&
+                       sizeof(r->chain_id) == 48,
+                   "widths below");
     snprintf(fmt, sizeof(fmt),
              "p %%%zus %%%ds %%" SCNu64 " %%" SCNu64 " %%" SCNu64 " %%" SCNu32 " %%" SCNu32 " %%" SCNu64
-             " %%" SCNu64 " %%" SCNu64 " %%" SCNu64 " %%66s %%66s",
+             " %%" SCNu64 " %%" SCNu64 " %%" SCNu64 " %%66s %%66s %%47s %%" SCNu64,
              (size_t)STATE_KEY_MAX - 1, STATE_CLUSTER_HOST_MAX);
     memset(r, 0, sizeof(*r));
     if (sscanf(text, fmt, r->job, r->host, &r->token, &r->head, &r->head_at_ms, &r->ewma_us, &r->failures, &r->safe,
-               &r->finalized, &r->chain_at_ms, &r->hash_height, r->head_hash, r->head_parent) != 13)
+               &r->finalized, &r->chain_at_ms, &r->hash_height, r->head_hash, r->head_parent, r->chain_id,
+               &r->chain_id_at_ms) != 15)
         return 0;
+    if (strcmp(r->chain_id, "-") == 0)
+        r->chain_id[0] = '\0';
     if (strcmp(r->head_hash, "-") == 0)
         r->head_hash[0] = '\0';
     if (strcmp(r->head_parent, "-") == 0)

@@ -50,6 +50,8 @@ static const state_field_t endpoint_fields[] = {
     F_SINCE(state_endpoint_rec_t, lease_token, STATE_F_U64, 1, 8),
     F_SINCE(state_endpoint_rec_t, lease_until_ms, STATE_F_U64, 1, 8),
     F_SINCE(state_endpoint_rec_t, lease_ask_ms, STATE_F_U64, 1, 8),
+    F_SINCE(state_endpoint_rec_t, lease_chain_id, STATE_F_STR, sizeof(((state_endpoint_rec_t *)0)->lease_chain_id), 8),
+    F_SINCE(state_endpoint_rec_t, lease_chain_at_ms, STATE_F_U64, 1, 8),
 };
 
 /* version 2: rl_backoff_ms (the rate-limit backoff doubles across workers);

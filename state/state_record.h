@@ -103,6 +103,9 @@ typedef struct state_endpoint_rec {
     uint64_t lease_token;         /* its fencing token (Redis' counter when it was taken) */
     uint64_t lease_until_ms;      /* it runs until then (shared time), as last heard */
     uint64_t lease_ask_ms;        /* Redis is asked again then (claimed by moving it forward) */
+    char lease_chain_id[48];      /* its chain (eth_chainId / genesis hash, normal form) as the
+                                     holder last heard it, "" unknown (STATE_CHAIN_ID_MAX) */
+    uint64_t lease_chain_at_ms;   /* when the holder heard it (0: never) */
 } state_endpoint_rec_t;
 
 /* ws_state of an endpoint record: no ws_url (or nobody holds it yet), the

@@ -32,8 +32,8 @@ const probesOf = async (s) => (await adminGet(s, '/admin/endpoints')).json[0];
 // What the fake saw of sluice's own periodic calls since its last reset.
 async function ownCalls(fake) {
   const m = (await fake.stats()).methods || {};
-  return { blockNumber: m.eth_blockNumber || 0, blocks: m.eth_getBlockByNumber || 0,
-    total: (m.eth_blockNumber || 0) + (m.eth_getBlockByNumber || 0) };
+  const c = { blockNumber: m.eth_blockNumber || 0, blocks: m.eth_getBlockByNumber || 0, chainId: m.eth_chainId || 0 };
+  return { ...c, total: c.blockNumber + c.blocks + c.chainId };
 }
 
 async function settled(hosts) {
@@ -230,5 +230,43 @@ test('the ws_url head stream: one socket for the fleet, every host\'s head follo
       await waitFor(async () => (await netHead(s)) === up.st.head, { timeoutMs: 3000, intervalMs: 20,
         what: `head ${up.st.head} on ${s.port}` });
     }
+  }
+});
+
+test('the chain identity: asked by the holder alone, an endpoint on another chain excluded on every host', { skip }, async () => {
+  const a = await startFake({ name: 'a' });
+  const w = await startFake({ name: 'w', args: ['--chain-id', '0x5'] });
+  started.push({ stop: () => a.stop() }, { stop: () => w.stop() });
+  const redis = await startRedis();
+  const hosts = [];
+  for (const name of ['h1', 'h2', 'h3']) {
+    hosts.push(await startSluice({
+      workers: 2,
+      networks: { eth: { lines: ['chain_id: 1', `ranking: { probe_interval_ms: ${PROBE_MS} }`],
+        endpoints: [{ id: 'a', url: a.url }, { id: 'w', url: w.url }] } },
+      extra: `cluster: { redis: "${redis.url()}", host: "${name}" }`,
+    }));
+  }
+  for (const s of hosts) {
+    await waitFor(async () => {
+      const eps = (await adminGet(s, '/admin/endpoints')).json;
+      const x = eps.find((e) => e.id === 'w');
+      return x.excluded?.startsWith('wrong chain') && eps.every((e) => ['holder', 'follower'].includes(e.cluster.probes.role));
+    }, { timeoutMs: 15000, what: `w excluded as on the wrong chain on ${s.port}` });
+  }
+  // asked by one host's workers, not by three hosts': an endpoint on the wrong chain is asked
+  // every probe interval by each worker (to see it come back at once), so one host of two
+  // workers asks it 2 * WINDOW_MS / PROBE_MS times; three hosts alone would ask three times that
+  await sleep(PROBE_MS);
+  await w.reset();
+  await sleep(WINDOW_MS);
+  const asked = (await w.stats()).methods?.eth_chainId || 0;
+  figures.wrong_chain_asks_per_minute_3_hosts = Math.round(asked * 60000 / WINDOW_MS);
+  const oneHost = 2 * WINDOW_MS / PROBE_MS;
+  assert.ok(asked > 0 && asked <= 1.3 * oneHost, `eth_chainId asked ${asked} times in ${WINDOW_MS} ms (one host: ${oneHost})`);
+  for (const s of hosts) {
+    const x = (await adminGet(s, '/admin/endpoints')).json.find((e) => e.id === 'w');
+    assert.equal(x.excluded, 'wrong chain (want 0x1)');
+    assert.equal(x.usable, false);
   }
 });

@@ -422,16 +422,17 @@ Test(record, golden_bytes)
     ep.cooldown_ms = 5000;
     ep.transitions[1] = 1;
     encode_ok(&state_endpoint_schema, &ep, &b);
-    /* 40 elements: past fixarray's 15, so an array16 header; version 8 (5:
+    /* 42 elements: past fixarray's 15, so an array16 header; version 8 (5:
      * the chain probe's safe, finalized, chain_at_ms, chain_next_ms,
      * hash_height and two empty hash strings; 6: the ws_url stream's holder,
      * claim, state, heads and last head; 7: the pushed heads not confirmed;
-     * 8: the probes' lease: an empty holder, token, until, next ask) */
-    static const unsigned char want_ep[] = {0xdc, 0x00, 0x28, 0x08, 0x01, 0x00, 0xcd, 0x13, 0x88, 0x00, 0x00,
+     * 8: the probes' lease: an empty holder, token, until, next ask, an empty
+     * chain heard and when) */
+    static const unsigned char want_ep[] = {0xdc, 0x00, 0x2a, 0x08, 0x01, 0x00, 0xcd, 0x13, 0x88, 0x00, 0x00,
                                             0x00, 0x00, 0x00, 0x00, 0x93, 0x00, 0x01, 0x00,
                                             0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
                                             0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xa0, 0xa0,
-                                            0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xa0, 0x00, 0x00, 0x00};
+                                            0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xa0, 0x00, 0x00, 0x00, 0xa0, 0x00};
     cr_assert_eq(b.len, sizeof(want_ep), "len %zu", b.len);
     cr_expect(memcmp(b.base, want_ep, sizeof(want_ep)) == 0);
 
