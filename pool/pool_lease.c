@@ -266,6 +266,6 @@ void pool_lease_tick(pool_t *pool, uint64_t now_ms)
             if (up)
                 ask_tick(ep, cl, now_ms);
         }
-    if (leased)
+    if (leased && pool->slot == 1) /* one state_degraded / state_restored pair per host */
         state_degraded_note(pool->state, STATE_PART_LEASES, up ? SL_OK : SL_ERR_IO, now_ms);
 }
