@@ -4,8 +4,8 @@
 #include "policy/joblease.h"
 #include "state/state_cluster.h"
 
-void admin_lease_add(admin_t *a, cJSON *cluster, const state_endpoint_rec_t *rec, const struct state_cluster_mode_rec *mode,
-                     uint64_t now_ms)
+void admin_lease_add(admin_t *a, cJSON *cluster, const state_endpoint_rec_t *rec,
+                     const struct state_cluster_mode_rec *mode, uint64_t now_ms)
 {
     policy_joblease_view_t v = {.cluster = 1,
                                 .redis_up = mode->mode == STATE_CLUSTER_SHARED,
