@@ -196,8 +196,11 @@ int admin_route_endpoints(admin_t *a, h2o_req_t *req)
                                                          : (state_cluster_mode_rec_t){0, 0, 0};
     for (size_t i = 0; i < n; i++) {
         cJSON *o = endpoint_json(&v[i], now);
-        if (a->conf.cluster_host != NULL)
-            cJSON_AddItemToObject(o, "cluster", admin_cluster_scope_json(a, &mode));
+        if (a->conf.cluster_host != NULL) {
+            cJSON *cl = admin_cluster_scope_json(a, &mode);
+            admin_lease_add(a, cl, &v[i].rec, &mode, now);
+            cJSON_AddItemToObject(o, "cluster", cl);
+        }
         cJSON_AddItemToArray(arr, o);
     }
     admin_view_free(v, n);

@@ -180,6 +180,10 @@ cJSON *admin_cluster_json(admin_t *a);
  * the breaker and credits shown are the cluster's. */
 struct state_cluster_mode_rec;
 cJSON *admin_cluster_scope_json(admin_t *a, const struct state_cluster_mode_rec *m);
+/* admin_lease.c: cluster's "probes": which host probes the endpoint (its
+ * lease), and this host's part in it. */
+void admin_lease_add(admin_t *a, cJSON *cluster, const state_endpoint_rec_t *rec,
+                     const struct state_cluster_mode_rec *mode, uint64_t now_ms);
 /* GET /admin/networks and the pressure series of /metrics (admin_networks.c). */
 int admin_route_networks(admin_t *a, h2o_req_t *req);
 

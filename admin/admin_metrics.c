@@ -408,12 +408,14 @@ static void state_health(admin_t *a, sl_buf_t *b)
     }
     free(rec);
     help(b, "sluice_state_degraded_workers", "gauge",
-         "Workers enforcing client limits or credit budgets alone because shared state failed.");
+         "Workers enforcing client limits or credit budgets, or probing for their host (leases), alone because "
+         "shared state failed.");
     for (int p = 0; p < STATE_PART_COUNT; p++)
         sl_buf_printf(b, "sluice_state_degraded_workers{part=\"%s\"} %llu\n", state_part_name((state_part_t)p),
                       (unsigned long long)on[p]);
     help(b, "sluice_state_local_decisions_total", "counter",
-         "Calls decided by a worker's own share of a limit or budget while shared state failed.");
+         "Calls decided by a worker's own share of a limit or budget (leases: probes sent for this host alone) "
+         "while shared state failed.");
     for (int p = 0; p < STATE_PART_COUNT; p++)
         sl_buf_printf(b, "sluice_state_local_decisions_total{part=\"%s\"} %llu\n",
                       state_part_name((state_part_t)p), (unsigned long long)decisions[p]);

@@ -328,6 +328,7 @@ SL_MUST_CHECK sl_err_t state_cells_purge(state_t *st, uint64_t now_us, size_t *r
 typedef enum state_part {
     STATE_PART_LIMITS,            /* client-limit cells */
     STATE_PART_CREDITS,           /* provider credit ledgers */
+    STATE_PART_LEASES,            /* leased probes (cluster:): each host probes for itself */
     STATE_PART_COUNT
 } state_part_t;
 
@@ -337,7 +338,7 @@ int state_degraded(const state_t *st, state_part_t part);
 /* Counts n decisions taken locally for part (for the exit line and metrics). */
 void state_degraded_count(state_t *st, state_part_t part, uint64_t n);
 uint64_t state_degraded_decisions(const state_t *st, state_part_t part);
-/* "limits", "credits" (a label value); "unknown" out of range. */
+/* "limits", "credits", "leases" (a label value); "unknown" out of range. */
 const char *state_part_name(state_part_t part);
 /* Per worker slot, the counters record "deg/<slot>" (written with the
  * request counters): for each part, [degraded now (0/1), local decisions]. */

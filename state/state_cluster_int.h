@@ -93,6 +93,7 @@ typedef enum state_script {
     STATE_SCRIPT_FLOOR,           /* a network's floor of heads served: the highest, published */
     STATE_SCRIPT_KEYPUT,          /* a run-time API key made, changed or revoked: the later wins, published */
     STATE_SCRIPT_KEYGET,          /* every run-time API key and tombstone */
+    STATE_SCRIPT_JOBLEASE,        /* a leased job: taken (SET NX PX, a fencing token) or extended */
     STATE_SCRIPT_COUNT
 } state_script_t;
 
@@ -155,6 +156,8 @@ struct state_cluster {
     int keys_sync_pending;        /* the events worker reads the run-time keys from Redis ... */
     int keys_sync_again;          /* ... and was told of a change meanwhile */
     uint64_t next_keys_sync_ms;
+    state_cluster_job_result_fn on_job; /* another host's leased job result (events worker) */
+    void *on_job_data;
     struct state_cache *cache;    /* the response cache whose Redis tier this link is, NULL if none */
     /* the endpoints added at run time (state_cluster_epapi.c) */
     void (*epapi_fn)(void *data); /* the host's copy changed: the master applies it */
@@ -230,6 +233,9 @@ void state_cluster_keys_delete(state_cluster_t *cl, const char *name, uint64_t a
 #define STATE_CLUSTER_KEYS_SYNC_MS 5000
 void state_cluster_keys_sync(state_cluster_t *cl);
 void state_cluster_keys_told(state_cluster_t *cl);
+/* state_cluster_jobs.c: a message "p <job> ..." of the channel: a leased
+ * job's holder published its result. */
+void state_cluster_job_message(state_cluster_t *cl, const char *msg, size_t len);
 
 /* state_cache_redis.c: a message "c <network>" of the channel: a host
  * purged the network's response cache; the events worker purges this

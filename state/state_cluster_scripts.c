@@ -329,6 +329,27 @@ static const char keyput_lua[] =
  * read at one instant. */
 static const char keyget_lua[] =
     "return {redis.call('HGETALL', KEYS[1]), redis.call('HGETALL', KEYS[2])}\n";
+/* KEYS[1] the job's lease, KEYS[2] the token counter, KEYS[3] the job's
+ * last holder; ARGV host, ttl_ms. The holder's own lease is extended
+ * (compare-and-extend); a free one is taken with SET NX PX and a new token.
+ * Returns {held 0/1, holder, token, ms left, taken now 0/1, last holder}. */
+static const char joblease_lua[] =
+    "local v = redis.call('GET', KEYS[1])\n"
+    "if v then\n"
+    "  local h, t = string.match(v, '^(%S+) (%d+)$')\n"
+    "  if h == ARGV[1] then\n"
+    "    redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+    "    return {1, h, t, tonumber(ARGV[2]), 0, ''}\n"
+    "  end\n"
+    "  return {0, h or '', t or '0', redis.call('PTTL', KEYS[1]), 0, ''}\n"
+    "end\n"
+    "local t = redis.call('INCR', KEYS[2])\n"
+    "if not redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. t, 'NX', 'PX', ARGV[2]) then\n"
+    "  return {0, '', '0', 0, 0, ''}\n"
+    "end\n"
+    "local prev = redis.call('GET', KEYS[3]) or ''\n"
+    "redis.call('SET', KEYS[3], ARGV[1])\n"
+    "return {1, ARGV[1], tostring(t), tonumber(ARGV[2]), 1, prev}\n";
 
 static const struct {
     const char *name;
@@ -345,6 +366,7 @@ static const struct {
     [STATE_SCRIPT_FLOOR] = {"floor", floor_lua},
     [STATE_SCRIPT_KEYPUT] = {"keyput", keyput_lua},
     [STATE_SCRIPT_KEYGET] = {"keyget", keyget_lua},
+    [STATE_SCRIPT_JOBLEASE] = {"joblease", joblease_lua},
 };
 
 const char *state_script_source(state_script_t s)

@@ -98,6 +98,14 @@ typedef struct state_endpoint_rec {
     uint64_t ws_head_at_ms;       /* the last one, shared time; 0 = none */
     /* version 7 */
     uint64_t ws_unconfirmed;      /* pushed heads its url's HTTP read did not confirm (dropped) */
+    /* version 8: the lease of its probes with cluster: (pool/pool_lease.c), as this host last heard */
+    char lease_holder[STATE_HOST_MAX + 1]; /* the host holding it, "" unknown */
+    uint64_t lease_token;         /* its fencing token (Redis' counter when it was taken) */
+    uint64_t lease_until_ms;      /* it runs until then (shared time), as last heard */
+    uint64_t lease_ask_ms;        /* Redis is asked again then (claimed by moving it forward) */
+    char lease_chain_id[48];      /* its chain (eth_chainId / genesis hash, normal form) as the
+                                     holder last heard it, "" unknown (STATE_CHAIN_ID_MAX) */
+    uint64_t lease_chain_at_ms;   /* when the holder heard it (0: never) */
 } state_endpoint_rec_t;
 
 /* ws_state of an endpoint record: no ws_url (or nobody holds it yet), the
@@ -148,7 +156,8 @@ extern const state_schema_t state_endpoint_schema;
     X(KEY_SCOPE_CHANGED, "key_scope_changed")                                             \
     X(ENDPOINT_ADDED, "endpoint_added")                                                   \
     X(ENDPOINT_CHANGED, "endpoint_changed")                                               \
-    X(ENDPOINT_REMOVED, "endpoint_removed")
+    X(ENDPOINT_REMOVED, "endpoint_removed")                                               \
+    X(LEASE_MOVED, "lease_moved")
 
 typedef enum state_event_kind {
 #define STATE_EVENT_ENUM_(name, str) STATE_EVENT_##name,
