@@ -213,7 +213,7 @@ static int methods_differ(const void *a, const void *b)
         const policy_method_t *m = &x->method_overrides[i], *n = &y->method_overrides[i];
         if (str_differs(m->name, n->name) || m->cls != n->cls || m->priority != n->priority ||
             m->retry_safe != n->retry_safe || m->cheap != n->cheap || m->timeout_ms != n->timeout_ms ||
-            m->dispatch != n->dispatch || m->of != n->of)
+            m->dispatch != n->dispatch || m->of != n->of || m->broadcast != n->broadcast)
             return 1;
     }
     return 0;

@@ -99,8 +99,8 @@ static int trace_asked(h2o_req_t *req)
 }
 
 /* X-Sluice-Trace: each attempt of the call as endpoint;role;outcome;ms
- * (role first, retry, hedge or consensus (a fan-out's: consensus, dispatch:
- * max); outcome answered (HTTP 200: its JSON-RPC
+ * (role first, retry, hedge, consensus (a fan-out's: consensus, dispatch:
+ * max) or broadcast (a write's methods.<m>.broadcast); outcome answered (HTTP 200: its JSON-RPC
  * verdict is the answer's), http_<status>, cancelled, or the attempt
  * outcome's name as /admin/endpoints counts it), comma-separated. */
 static void trace_header(h2o_req_t *req, const pool_call_t *call)
@@ -109,10 +109,11 @@ static void trace_header(h2o_req_t *req, const pool_call_t *call)
     const pool_attempt_rec_t *log = pool_call_log(call, &n);
     sl_buf_t b = SL_BUF_INIT;
     for (size_t i = 0; i < n; i++) {
-        const char *role = log[i].flags & POOL_ATTEMPT_HEDGE    ? "hedge"
-                           : log[i].flags & POOL_ATTEMPT_FANOUT ? "consensus"
-                           : i == 0                             ? "first"
-                                                                : "retry";
+        const char *role = log[i].flags & POOL_ATTEMPT_HEDGE       ? "hedge"
+                           : log[i].flags & POOL_ATTEMPT_FANOUT    ? "consensus"
+                           : log[i].flags & POOL_ATTEMPT_BROADCAST ? "broadcast"
+                           : i == 0                                ? "first"
+                                                                   : "retry";
         char status[16];
         snprintf(status, sizeof(status), "http_%u", (unsigned)log[i].http_status);
         const char *what = log[i].flags & POOL_ATTEMPT_CANCELLED ? "cancelled"

@@ -142,6 +142,7 @@ enum {
     POOL_ATTEMPT_HEDGE = 1,       /* a hedge: the same call sent on while the first attempt was slow */
     POOL_ATTEMPT_CANCELLED = 2,   /* cancelled: the other attempt of the hedged call answered first */
     POOL_ATTEMPT_FANOUT = 4,      /* one of a compared read's fan-out (consensus, dispatch: max) */
+    POOL_ATTEMPT_BROADCAST = 8,   /* one of a write's broadcast (methods.<m>.broadcast) */
 };
 
 typedef struct pool_attempt_rec {

@@ -53,6 +53,7 @@ static void gather(pool_call_t *call, const pool_exchange_t *ex, policy_attempt_
     memset(f, 0, sizeof(*f));
     f->chain = conf->chain;
     f->resend_writes = conf->resend_writes != 0;
+    f->broadcast = call->broadcast.on;
     f->failed = ex->fail != POOL_FAIL_NONE;
     f->fail_outcome = (policy_outcome_t)pool_fail_outcome(ex->fail);
     f->fail_flags = (uint8_t)pool_fail_flags(ex->fail);

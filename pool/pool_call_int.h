@@ -7,6 +7,7 @@
 #define POOL_CALL_INT_H
 
 #include "pool/pool_net.h"
+#include "pool/pool_broadcast.h"
 #include "pool/pool_cache_call.h"
 #include "pool/pool_chain_call.h"
 #include "pool/pool_coalesce.h"
@@ -96,7 +97,7 @@ typedef struct pool_call_row {
 } pool_call_row_t;
 
 extern const pool_call_row_t pool_pressure_row, pool_cache_row, pool_merge_row, pool_coalesce_row, pool_hedge_row,
-    pool_consensus_row, pool_chain_row, pool_credit_row, pool_held_row;
+    pool_consensus_row, pool_broadcast_row, pool_chain_row, pool_credit_row, pool_held_row;
 
 /* One client call walking the plan (pool_call.c); answers applied to its
  * items by pool_answer.c. */
@@ -152,6 +153,7 @@ struct pool_call {
     pool_chain_call_t chain;
     pool_cache_call_t cache;
     pool_consensus_call_t consensus;
+    pool_broadcast_call_t broadcast;
 };
 
 /* One finished attempt of a call (pool_attempt.c, pool_answer.c, pool_held.c):
