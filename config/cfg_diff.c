@@ -288,6 +288,7 @@ static const field_t network_fields[] = {
     {"coalesce", F_U32, NET(coalesce_max_waiters)},
     {"demote_ms", F_U32, NET(demote_ms)},
     {"archive_depth", F_U32, NET(archive_depth)},
+    {"capability_ttl_ms", F_U32, NET(capability_ttl_ms)},
     {"chain_id", F_FN, .fn = chain_id_differs},
     {"genesis_hash", F_STR, NET(genesis_hash)},
     {"max_lag_blocks", F_U32, NET(max_lag_blocks)},

@@ -482,6 +482,7 @@ static const cfg_field_t network_fields[] = {
     {"max_attempts", CFG_U32, offsetof(pool_network_conf_t, max_attempts), 0, 16},
     {"demote_ms", CFG_U32, offsetof(pool_network_conf_t, demote_ms), 0, 3600000},
     {"archive_depth", CFG_U32, offsetof(pool_network_conf_t, archive_depth), 1, 100000000},
+    {"capability_ttl_ms", CFG_U32, offsetof(pool_network_conf_t, capability_ttl_ms), 0, 86400000},
     {"resend_writes", CFG_BOOL, offsetof(pool_network_conf_t, resend_writes)},
     {"blocked_methods", CFG_FN, .fn = net_blocked},
     {"methods", CFG_FN, .fn = net_methods},
@@ -548,6 +549,7 @@ void cfg_networks(cfg_loader_t *c, yaml_node_t *n, void *target)
         net->hedge = POLICY_HEDGE_DEFAULTS;
         net->demote_ms = POOL_DEFAULT_DEMOTE_MS;
         net->archive_depth = POOL_DEFAULT_ARCHIVE_DEPTH;
+        net->capability_ttl_ms = POOL_DEFAULT_CAPABILITY_TTL_MS;
         net->coalesce_max_waiters = POOL_DEFAULT_COALESCE_MAX_WAITERS;
         cfg_net_chain_defaults(net);
         c->methods = NULL;

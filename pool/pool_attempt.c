@@ -96,6 +96,7 @@ int pool_attempt_judge(pool_call_t *call, pool_exchange_t *ex)
     policy_attempt_actions_t a = {.items = heap ? sl_xcalloc(n, sizeof(*a.items))
                                                 : memset(act_small, 0, n * sizeof(*a.items))};
     gather(call, ex, &f, fi, objs);
+    pool_learn_from(call, e, &f);
     policy_attempt_decide(&f, &a);
     if (a.retry_same) {
         call->stale_retry_used = 1;

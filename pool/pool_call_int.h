@@ -206,6 +206,15 @@ void pool_call_start_failed(pool_call_t *call, int ep, pool_exchange_t *ex, pool
 void pool_call_log_attempt(pool_call_t *call, int ep, pool_fail_t fail, int status, uint32_t latency_us,
                            uint8_t flags);
 
+/* pool_learn.c: what an endpoint said it does not serve (policy/capability.h).
+ * pool_learn_from: after an attempt's facts were gathered (a single call's
+ * error answer at e), learns from it (an event when it is news).
+ * pool_learn_lacks: 1 if e is remembered not to serve a pending item's
+ * method, or state as deep as the call reads: the plan puts it last. Forgets
+ * what expired first (an event each). */
+void pool_learn_from(pool_call_t *call, pool_endpoint_t *e, const policy_attempt_facts_t *f);
+int pool_learn_lacks(pool_call_t *call, pool_endpoint_t *e);
+
 /* pool_write.c: idempotent broadcasts, nonce checks, transaction pins. */
 int pool_write_txid(const pool_call_t *call, const pool_item_t *it, char *out, size_t cap);
 void pool_write_synthesize(pool_call_t *call, pool_item_t *it, int ep, const char *txid);

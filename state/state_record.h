@@ -145,7 +145,9 @@ extern const state_schema_t state_endpoint_schema;
     X(CHAIN_RELEARNED, "chain_relearned")                                                 \
     X(KEY_CREATED, "key_created")                                                         \
     X(KEY_REVOKED, "key_revoked")                                                         \
-    X(KEY_SCOPE_CHANGED, "key_scope_changed")
+    X(KEY_SCOPE_CHANGED, "key_scope_changed")                                             \
+    X(ENDPOINT_CAPABILITY_LEARNED, "endpoint_capability_learned")                         \
+    X(ENDPOINT_CAPABILITY_FORGOTTEN, "endpoint_capability_forgotten")
 
 typedef enum state_event_kind {
 #define STATE_EVENT_ENUM_(name, str) STATE_EVENT_##name,
