@@ -91,6 +91,8 @@ typedef struct fp_mode {
     int64_t retry_after;    /* -1 = no Retry-After header */
     int64_t backoff;
     int64_t delay_ms;
+    int64_t jitter_ms;      /* slow, slow_body: each answer waits delay_ms plus a random extra of this
+                               mean (exponential, capped at 20 x), as a real provider's latency has a tail */
     int64_t size;
     int64_t code;
     char *message;          /* owned */
