@@ -162,6 +162,7 @@ static const field_t settings[] = {
     {"server.max_response_bytes", F_SIZE, CFG(server.max_response_bytes)},
     {"server.shutdown_grace_ms", F_U32, CFG(server.shutdown_grace_ms)},
     {"server.access_log", F_INT, CFG(server.access_log)},
+    {"server.trace_header", F_INT, CFG(server.trace_all)},
     {"server.access_log_buffer_bytes", F_SIZE, CFG(server.access_log_buffer_bytes)},
     {"server.cors_origins", F_STRV, CFG(server.cors_origins), CFG(server.ncors_origins)},
     {"server.trusted_proxies", F_STRV, CFG(server.trusted_proxies), CFG(server.ntrusted_proxies)},

@@ -251,6 +251,8 @@ int pool_call_coalesced(const pool_call_t *call);
  * answers being read and kept, and a coalesced group's shared answer (which
  * each call of the group counts as its own). Any time before release. */
 size_t pool_call_held(const pool_call_t *call);
+/* Credits billed for the call's attempts at every endpoint (credits.profile units). */
+uint64_t pool_call_credits(const pool_call_t *call);
 /* Hedges the call sent (attempts flagged POOL_ATTEMPT_HEDGE). */
 uint32_t pool_call_hedges(const pool_call_t *call);
 /* A call that ended in POOL_OUTCOME_NO_CONSENSUS: its distinct answers

@@ -127,6 +127,7 @@ struct pool_call {
     uint8_t no_retry[POOL_MAX_ENDPOINTS]; /* not in later rounds (said "unsupported") */
     pool_delay_t backoff;             /* the wait before the next round */
     pool_credit_wait_t credit_wait;   /* cluster: waiting for a credit lease from Redis */
+    uint64_t credits;                 /* credits billed for its attempts, every endpoint (pool_credit_call.c) */
     uint64_t rate_limited_until_ms;   /* ... skipped as rate-limited: the earliest end */
     sl_buf_t req;                     /* upstream body when it is not the client's bytes */
     sl_buf_t verify_req;              /* the by-hash check of a "nonce too low" */
