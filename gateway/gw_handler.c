@@ -78,6 +78,22 @@ static const char *cache_outcome(const gw_exec_t *x)
     return "hit";
 }
 
+/* A valid W3C traceparent of the request (wire/traceparent.h) goes upstream
+ * with each attempt and its trace id into the access line; any other is
+ * ignored. */
+static void read_traceparent(h2o_req_t *req, gw_exec_t *x)
+{
+    x->traceparent[0] = x->trace_id[0] = '\0';
+    ssize_t i = h2o_find_header_by_str(&req->headers, H2O_STRLIT("traceparent"), -1);
+    if (i < 0)
+        return;
+    h2o_iovec_t v = req->headers.entries[i].value;
+    if (!wire_traceparent_parse(v.base, v.len, x->trace_id))
+        return;
+    memcpy(x->traceparent, v.base, WIRE_TRACEPARENT_LEN);
+    x->traceparent[WIRE_TRACEPARENT_LEN] = '\0';
+}
+
 /* 1 if the request says Cache-Control: no-cache (or no-store). */
 static int asks_no_cache(h2o_req_t *req)
 {
@@ -199,7 +215,7 @@ static void send_reply(gw_exec_t *x)
     gw_cors_headers(req, x->h->cfg, x->key);
     if (x->h->cfg->server.access_log)
         gw_access_log(x->sock, 0, x->net ? x->net->sub.conf->name : NULL, &x->rpc, x->call, r->status, r->outcome,
-                      sl_now_us() - x->start_us, x->key);
+                      sl_now_us() - x->start_us, x->key, x->trace_id);
     gw_exec_commit(x);
     g->h2_running = 0;
     if (r->nparts != 0)
@@ -394,6 +410,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     g->x.body = req->entity.base;
     g->x.len = req->entity.len;
     g->x.no_cache = (uint8_t)asks_no_cache(req);
+    read_traceparent(req, &g->x);
     if (req->version >= 0x200) {
         g->h2_running = 1;
         gw_conns_h2_call_begin(g->x.sock);

@@ -126,6 +126,8 @@ typedef struct pool_item {
     uint8_t failures;             /* attempts that failed otherwise */
     uint8_t timeouts;             /* ...of which timed out */
     uint8_t local_failures;       /* attempts sluice could not make (POOL_FAIL_LOCAL), not in failures */
+    const char *traceparent;      /* the client's W3C traceparent (wire/traceparent.h), sent with every
+                                     attempt; NULL: none. The caller's, alive as long as the call */
     uint8_t verify;               /* "nonce too low": a by-hash check is due (pool_write.c) */
     int16_t verify_ep;            /* ... at this endpoint */
 } pool_item_t;

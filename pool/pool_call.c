@@ -228,6 +228,8 @@ pool_fail_t pool_call_attempt_start(pool_call_t *call, pool_exchange_t *ex, int 
     pool_endpoint_t *e = &call->net->endpoints[ep];
     pool_fail_t fail = call->net->pool->t.ops->start(ex, &e->link, body, len, is_write, cb, call);
     if (fail == POOL_FAIL_NONE) {
+        if (call->items[0].traceparent != NULL && ex->bufs[1].base == ex->clen) /* a real exchange */
+            pool_exchange_traceparent(ex, call->items[0].traceparent);
         ex->grow_call = call;
         POOL_STAT_PEAK(e, max_inflight_seen, e->link.inflight);
     }

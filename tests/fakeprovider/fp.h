@@ -189,6 +189,7 @@ typedef struct fp_stats {
     size_t sent_count, sent_cap;
     uint64_t arrivals[FP_ARRIVALS_MAX]; /* ms since start each JSON-RPC request arrived: a ring */
     uint64_t arrival_total; /* arrivals recorded since the last reset (the ring keeps the newest) */
+    char last_traceparent[64]; /* the last JSON-RPC request's traceparent header ("": none) */
 } fp_stats_t;
 
 typedef struct fp_txstore {
@@ -241,6 +242,7 @@ typedef struct fp_http_req {
     bool keep_alive;
     bool expect_continue;
     char ws_key[64];        /* Sec-WebSocket-Key ("": none) */
+    char traceparent[64];   /* traceparent ("": none), kept in the stats */
 } fp_http_req_t;
 
 typedef struct fp_ws_sub {

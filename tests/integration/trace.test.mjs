@@ -77,3 +77,21 @@ test('server.trace_header: all: every answer carries it; a cache hit says so; CO
     return r.headers.get('x-sluice-cache') === 'hit' && parts(r).some((x) => x[0] === 'cache' && x[1] === 'hit');
   }, { what: 'a cache hit named in the trace' });
 });
+
+test('a W3C traceparent goes to the upstream with the call, its trace id into the access line; a malformed one does not', async () => {
+  const a = await startFake({ name: 'a' });
+  started.push(a);
+  const s = await startSluice({ cache: false, // the read must reach the fake: what it received is the test
+    workers: 1, networks: { eth: { lines: ['ranking: { probe_interval_ms: 0 }'], endpoints: [{ id: 'a', url: a.url }] } } });
+  started.push(s);
+  const tp = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+  const r = await post(s.url('eth'), call('eth_getBalance', [ADDR, 'latest'], 1), { traceparent: tp });
+  assert.equal(r.status, 200, r.text);
+  assert.equal((await a.stats()).last_traceparent, tp);
+  await waitFor(async () => s.logs().split('\n').some((l) => l.includes('"type":"access"') &&
+    l.includes('"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736"')), { what: 'the access line with the trace id' });
+  const bad = await post(s.url('eth'), call('eth_getBalance', [ADDR, 'latest'], 2),
+    { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01 x' });
+  assert.equal(bad.status, 200, bad.text);
+  assert.equal((await a.stats()).last_traceparent, '', 'a malformed traceparent is not forwarded');
+});
