@@ -14,6 +14,10 @@
  *   POST /admin/reload                   as SIGHUP; answers with the reload's event
  *   POST /admin/keys, GET /admin/keys, PATCH|DELETE /admin/keys/{name}
  *                                        API keys made at run time (admin_keys.c)
+ *   POST /admin/endpoints, PATCH|DELETE /admin/endpoints/{net}/{id}
+ *                                        endpoints added at run time (admin_epapi.c)
+ *   GET  /admin/config                   the effective endpoint set, the source of each
+ *                                        (admin_config.c)
  *
  * Routes are one table (admin/admin.c). Every route but /healthz needs
  * "Authorization: Bearer <admin.token>" when a token is configured; the
@@ -64,6 +68,15 @@ typedef struct admin_conf {
     size_t nconfig_keys;
     char *const *tiers;           /* the tier names a key made at run time may name */
     size_t ntiers;
+    /* endpoints added at run time (server/srv_epapi.h): checks net/id with json
+     * (NULL: removed) against the config file and the kept entries, 0 if it
+     * loads, else 1 with why, the field and *conflict (the file names the id);
+     * NULL: POST /admin/endpoints answers 503 */
+    int (*epapi_check)(void *data, state_t *st, const char *net, const char *id, const char *json, char *why,
+                       size_t cap, char *field, size_t field_cap, int *conflict);
+    /* asks the master to apply the kept entries (0 on success) */
+    int (*epapi_notify)(void *data);
+    void *epapi_data;             /* the running configuration, for both */
 } admin_conf_t;
 
 typedef struct admin admin_t;

@@ -120,6 +120,7 @@ static cJSON *endpoint_json(const admin_ep_view_t *v, uint64_t now, const state_
     cJSON_AddStringToObject(o, "network", v->net->name);
     cJSON_AddStringToObject(o, "id", v->ep->id);
     cJSON_AddStringToObject(o, "url", v->ep->url_redacted);
+    cJSON_AddStringToObject(o, "source", v->ep->from_api ? "api" : "yaml");
     cJSON_AddStringToObject(o, "tier", v->ep->tier == POOL_TIER_FALLBACK ? "fallback" : "primary");
     if (v->position > 0)
         cJSON_AddNumberToObject(o, "position", v->position);
@@ -198,8 +199,11 @@ int admin_route_endpoints(admin_t *a, h2o_req_t *req)
     state_event_t *learned = admin_learned_events(a, &nlearned);
     for (size_t i = 0; i < n; i++) {
         cJSON *o = endpoint_json(&v[i], now, learned, nlearned);
-        if (a->conf.cluster_host != NULL)
-            cJSON_AddItemToObject(o, "cluster", admin_cluster_scope_json(a, &mode));
+        if (a->conf.cluster_host != NULL) {
+            cJSON *cl = admin_cluster_scope_json(a, &mode);
+            admin_lease_add(a, cl, &v[i].rec, &mode, now);
+            cJSON_AddItemToObject(o, "cluster", cl);
+        }
         cJSON_AddItemToArray(arr, o);
     }
     free(learned);

@@ -152,6 +152,10 @@ int admin_route_events(admin_t *a, h2o_req_t *req);
 int admin_route_stream(admin_t *a, h2o_req_t *req);
 int admin_route_metrics(admin_t *a, h2o_req_t *req);
 int admin_route_reload(admin_t *a, h2o_req_t *req);
+int admin_route_epapi_add(admin_t *a, h2o_req_t *req);
+int admin_route_epapi_change(admin_t *a, h2o_req_t *req);
+int admin_route_epapi_remove(admin_t *a, h2o_req_t *req);
+int admin_route_config(admin_t *a, h2o_req_t *req);
 int admin_route_page(admin_t *a, h2o_req_t *req);
 /* Computes a->page_csp from the embedded page (admin_page.c). */
 void admin_page_init(admin_t *a);
@@ -176,6 +180,10 @@ cJSON *admin_cluster_json(admin_t *a);
  * the breaker and credits shown are the cluster's. */
 struct state_cluster_mode_rec;
 cJSON *admin_cluster_scope_json(admin_t *a, const struct state_cluster_mode_rec *m);
+/* admin_lease.c: cluster's "probes": which host probes the endpoint (its
+ * lease), and this host's part in it. */
+void admin_lease_add(admin_t *a, cJSON *cluster, const state_endpoint_rec_t *rec,
+                     const struct state_cluster_mode_rec *mode, uint64_t now_ms);
 /* GET /admin/networks and the pressure series of /metrics (admin_networks.c). */
 int admin_route_networks(admin_t *a, h2o_req_t *req);
 
@@ -185,7 +193,8 @@ cJSON *admin_cache_network_json(admin_t *a, const pool_network_conf_t *net);
 void admin_cache_metrics(admin_t *a, sl_buf_t *b);
 
 /* admin_key_metrics.c: each API key's counters by name (STATE_KEYC_*). */
-/* The key name's counters summed over the workers, inside a snapshot. */
+/* The key name's counters summed over the workers (the last use: the
+ * latest), inside a snapshot. */
 void admin_key_counts(admin_t *a, const char *name, uint64_t out[STATE_KEYC_COUNT]);
 /* sluice_key_calls_total, sluice_key_refusals_total, sluice_key_credits_spent_total. */
 void admin_keys_metrics(admin_t *a, sl_buf_t *b);

@@ -27,10 +27,14 @@ void admin_key_counts(admin_t *a, const char *name, uint64_t out[STATE_KEYC_COUN
     for (unsigned slot = 1; slot <= a->conf.nworkers; slot++) {
         char key[STATE_KEY_MAX];
         if (state_key_keystats(key, sizeof(key), name, slot) >= sizeof(key) ||
-            state_counters_get(a->conf.state, key, rec) != SL_OK || rec->n != STATE_KEYC_COUNT)
+            state_counters_get(a->conf.state, key, rec) != SL_OK ||
+            (rec->n != STATE_KEYC_COUNT && rec->n != STATE_KEYC_COUNT_V1))
             continue;
-        for (int k = 0; k < STATE_KEYC_COUNT; k++)
-            out[k] += rec->v[k];
+        for (uint32_t k = 0; k < rec->n; k++)
+            if (k == STATE_KEYC_LAST_USE_S)
+                out[k] = rec->v[k] > out[k] ? rec->v[k] : out[k]; /* a time: the latest worker's */
+            else
+                out[k] += rec->v[k];
     }
     free(rec);
 }
@@ -84,6 +88,22 @@ void admin_keys_metrics(admin_t *a, sl_buf_t *b)
     for (size_t i = 0; i < n; i++)
         sl_buf_printf(b, "sluice_key_credits_spent_total{key=\"%s\"} %llu\n", names[i],
                       (unsigned long long)c[i][STATE_KEYC_SPENT]);
+    uint64_t over = 0;
+    if (state_read_begin(a->conf.state) == SL_OK) {
+        state_counters_rec_t *rec = sl_xmalloc(sizeof(*rec));
+        for (unsigned slot = 1; slot <= a->conf.nworkers; slot++) {
+            char key[STATE_KEY_MAX];
+            state_key_keys_uncounted(key, sizeof(key), slot);
+            if (state_counters_get(a->conf.state, key, rec) == SL_OK && rec->n == 1)
+                over += rec->v[0];
+        }
+        free(rec);
+        state_read_end(a->conf.state);
+    }
+    sl_buf_printf(b, "# HELP sluice_key_uncounted_total Calls and refusals under API keys that a worker's per-key "
+                     "table (256 keys a worker, the first seen) had no room for: in none of the per-key series.\n"
+                     "# TYPE sluice_key_uncounted_total counter\nsluice_key_uncounted_total %llu\n",
+                  (unsigned long long)over);
     free(c);
     free(names);
     free(recs);

@@ -24,6 +24,7 @@
 #include "state/state_apikey.h"
 
 #define KEY_RAW 24
+#define KEYS_PAGE_MAX 1000 /* keys a GET /admin/keys answers at most (and by default) */
 
 static int send_error(h2o_req_t *req, int status, const char *field, const char *msg)
 {
@@ -302,9 +303,10 @@ int admin_route_keys_revoke(admin_t *a, h2o_req_t *req)
     if (config_key(a, name) != NULL)
         return send_error(req, 409, NULL, "a key of the config file: remove it there");
     state_event_t ev;
-    state_event_init(&ev, STATE_EVENT_KEY_REVOKED, "", "", sl_shared_ms());
+    uint64_t now = sl_shared_ms();
+    state_event_init(&ev, STATE_EVENT_KEY_REVOKED, "", "", now);
     snprintf(ev.reason, sizeof(ev.reason), "%s", name);
-    sl_err_t err = state_apikey_delete(a->conf.state, name, &ev);
+    sl_err_t err = state_apikey_delete(a->conf.state, name, now, &ev);
     if (err == SL_ERR_NOT_FOUND)
         return send_error(req, 404, NULL, "no such key");
     if (err != SL_OK)
@@ -390,33 +392,75 @@ static cJSON *api_key_json(const state_apikey_rec_t *r)
     return o;
 }
 
+/* Where the page after the key named after starts in the listing: the
+ * config file's keys in their order, then the kept ones by name (recs[] is
+ * in name order), so a cursor whose key was revoked meanwhile still finds
+ * its place. */
+static size_t page_start(const admin_t *a, const state_apikey_rec_t *recs, size_t n, const char *after)
+{
+    if (after[0] == '\0')
+        return 0;
+    for (size_t i = 0; i < a->conf.nconfig_keys; i++)
+        if (a->conf.config_keys[i].name != NULL && strcmp(a->conf.config_keys[i].name, after) == 0)
+            return i + 1;
+    size_t i = 0;
+    while (i < n && strcmp(recs[i].name, after) <= 0)
+        i++;
+    return a->conf.nconfig_keys + i;
+}
+
+/* The key's spend and last use, as /metrics counts them (admin_key_metrics.c), inside a snapshot. */
+static void add_counts(admin_t *a, cJSON *k, const char *name)
+{
+    uint64_t c[STATE_KEYC_COUNT];
+    admin_key_counts(a, name, c);
+    uint64_t refused = 0;
+    for (int r = STATE_KEYC_NETWORK; r <= STATE_KEYC_JWT; r++)
+        refused += c[r];
+    cJSON_AddNumberToObject(k, "calls", (double)c[STATE_KEYC_CALLS]);
+    cJSON_AddNumberToObject(k, "refusals", (double)refused);
+    cJSON_AddNumberToObject(k, "credits_spent", (double)c[STATE_KEYC_SPENT]);
+    if (c[STATE_KEYC_LAST_USE_S] != 0)
+        cJSON_AddNumberToObject(k, "last_used_ms", (double)c[STATE_KEYC_LAST_USE_S] * 1000);
+    else
+        cJSON_AddNullToObject(k, "last_used_ms");
+}
+
 int admin_route_keys_list(admin_t *a, h2o_req_t *req)
 {
+    size_t after_len = 0;
+    const char *after_q = admin_query_value(req, "after", &after_len);
+    char after[STATE_APIKEY_NAME_MAX] = "";
+    uint64_t limit = admin_query_u64(req, "limit", KEYS_PAGE_MAX);
+    if (limit == 0 || limit > KEYS_PAGE_MAX)
+        return send_error(req, 400, "limit", "limit is 1 to 1000 keys a page");
+    if (after_q != NULL && after_len >= sizeof(after))
+        return send_error(req, 400, "after", "after is a key's name (as the last page's next says)");
+    if (after_q != NULL)
+        memcpy(after, after_q, after_len);
     state_apikey_rec_t *recs;
     size_t n;
     if (state_apikey_list(a->conf.state, &recs, &n, NULL) != SL_OK)
         return send_error(req, 503, NULL, "the shared state could not be read");
+    size_t total = a->conf.nconfig_keys + n, i = page_start(a, recs, n, after), shown = 0;
     cJSON *o = cJSON_CreateObject();
     cJSON *arr = cJSON_AddArrayToObject(o, "keys");
-    for (size_t i = 0; i < a->conf.nconfig_keys; i++)
-        cJSON_AddItemToArray(arr, config_key_json(&a->conf.config_keys[i]));
-    for (size_t i = 0; i < n; i++)
-        cJSON_AddItemToArray(arr, api_key_json(&recs[i]));
-    free(recs);
-    /* the spend, as /metrics counts it (admin_key_metrics.c) */
-    if (state_read_begin(a->conf.state) == SL_OK) {
-        cJSON *k;
-        cJSON_ArrayForEach(k, arr) {
-            uint64_t c[STATE_KEYC_COUNT];
-            admin_key_counts(a, cJSON_GetObjectItem(k, "name")->valuestring, c);
-            uint64_t refused = 0;
-            for (int r = STATE_KEYC_NETWORK; r <= STATE_KEYC_JWT; r++)
-                refused += c[r];
-            cJSON_AddNumberToObject(k, "calls", (double)c[STATE_KEYC_CALLS]);
-            cJSON_AddNumberToObject(k, "refusals", (double)refused);
-            cJSON_AddNumberToObject(k, "credits_spent", (double)c[STATE_KEYC_SPENT]);
-        }
-        state_read_end(a->conf.state);
+    int snapshot = state_read_begin(a->conf.state) == SL_OK;
+    const char *last = NULL;
+    for (; i < total && shown < limit; i++, shown++) {
+        const admin_key_info_t *conf = i < a->conf.nconfig_keys ? &a->conf.config_keys[i] : NULL;
+        cJSON *k = conf != NULL ? config_key_json(conf) : api_key_json(&recs[i - a->conf.nconfig_keys]);
+        last = cJSON_GetObjectItem(k, "name")->valuestring;
+        if (snapshot)
+            add_counts(a, k, last);
+        cJSON_AddItemToArray(arr, k);
     }
+    if (snapshot)
+        state_read_end(a->conf.state);
+    if (i < total && last != NULL)
+        cJSON_AddStringToObject(o, "next", last); /* ?after= this for the next page */
+    else
+        cJSON_AddNullToObject(o, "next");
+    free(recs);
     return admin_send_json(req, 200, o);
 }

@@ -314,6 +314,14 @@ static const struct {
     [STATE_SRV_SUB_REFUSED] = {"sluice_subscriptions_refused_total", "counter", NULL,
                                "Subscribe calls refused at server.ws_max_subscriptions_per_connection, "
                                "server.ws_max_subscriptions_per_identity or server.ws_max_sources_per_identity."},
+    [STATE_SRV_SUB_RESUMED] = {"sluice_subscription_resumes_total", "counter", "outcome=\"resumed\"",
+                               "Subscriptions held after their socket closed (server.ws_resume): taken over by "
+                               "the same caller's same subscribe (resumed), found past "
+                               "server.ws_resume_s (expired), more than 128 heights behind so started from the "
+                               "head (too_far), or dropped past the bounds of held subscriptions (dropped)."},
+    [STATE_SRV_SUB_RESUME_EXPIRED] = {"sluice_subscription_resumes_total", "counter", "outcome=\"expired\"", NULL},
+    [STATE_SRV_SUB_RESUME_TOO_FAR] = {"sluice_subscription_resumes_total", "counter", "outcome=\"too_far\"", NULL},
+    [STATE_SRV_SUB_RESUME_DROPPED] = {"sluice_subscription_resumes_total", "counter", "outcome=\"dropped\"", NULL},
     [STATE_SRV_SUB_TX_SKIPPED] = {"sluice_subscription_transactions_skipped_total", "counter", NULL,
                                   "Transactions a Solana logsSubscribe source could not tell: more than 1,000 new "
                                   "between two polls (a node's page), or listed but unreadable for 30 polls."},
@@ -342,12 +350,17 @@ static const struct {
     [STATE_SRV_ACCESS_KEY_REQUIRED] = {"sluice_access_refusals_total", "counter", "reason=\"key_required\"",
                                        "Calls refused by the access policy, by data.reason: without a key under "
                                        "access.anonymous: deny (401), outside a key's networks, methods, contracts "
-                                       "or origins (403). A batch counts each refused member."},
+                                       "or origins (403), without the JWT a key asks for (401), past a key's "
+                                       "per_address limit or its credits (429). A batch counts each refused "
+                                       "member."},
     [STATE_SRV_ACCESS_NETWORK] = {"sluice_access_refusals_total", "counter", "reason=\"network_not_allowed\"", NULL},
     [STATE_SRV_ACCESS_METHOD] = {"sluice_access_refusals_total", "counter", "reason=\"method_not_allowed\"", NULL},
     [STATE_SRV_ACCESS_CONTRACT] = {"sluice_access_refusals_total", "counter", "reason=\"contract_not_allowed\"",
                                    NULL},
     [STATE_SRV_ACCESS_ORIGIN] = {"sluice_access_refusals_total", "counter", "reason=\"origin_not_allowed\"", NULL},
+    [STATE_SRV_ACCESS_JWT] = {"sluice_access_refusals_total", "counter", "reason=\"jwt_invalid\"", NULL},
+    [STATE_SRV_ACCESS_PER_ADDRESS] = {"sluice_access_refusals_total", "counter", "reason=\"per_address\"", NULL},
+    [STATE_SRV_ACCESS_KEY_CREDITS] = {"sluice_access_refusals_total", "counter", "reason=\"key_credits\"", NULL},
 };
 
 static void server_limits(admin_t *a, sl_buf_t *b)
@@ -395,12 +408,14 @@ static void state_health(admin_t *a, sl_buf_t *b)
     }
     free(rec);
     help(b, "sluice_state_degraded_workers", "gauge",
-         "Workers enforcing client limits or credit budgets alone because shared state failed.");
+         "Workers enforcing client limits or credit budgets, or probing for their host (leases), alone because "
+         "shared state failed.");
     for (int p = 0; p < STATE_PART_COUNT; p++)
         sl_buf_printf(b, "sluice_state_degraded_workers{part=\"%s\"} %llu\n", state_part_name((state_part_t)p),
                       (unsigned long long)on[p]);
     help(b, "sluice_state_local_decisions_total", "counter",
-         "Calls decided by a worker's own share of a limit or budget while shared state failed.");
+         "Calls decided by a worker's own share of a limit or budget (leases: probes sent for this host alone) "
+         "while shared state failed.");
     for (int p = 0; p < STATE_PART_COUNT; p++)
         sl_buf_printf(b, "sluice_state_local_decisions_total{part=\"%s\"} %llu\n",
                       state_part_name((state_part_t)p), (unsigned long long)decisions[p]);

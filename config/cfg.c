@@ -132,6 +132,15 @@ static void server_ws_listen(cfg_loader_t *c, yaml_node_t *n, void *target)
         read_listen(c, n, &srv->ws_listen, 0);
 }
 
+static const char *const ws_resume_modes[] = {"off", "keyed", "all"}; /* CFG_WS_RESUME_* */
+
+static void server_ws_resume(cfg_loader_t *c, yaml_node_t *n, void *target)
+{
+    int mode = 0;
+    if (cfg_enum(c, n, ws_resume_modes, 3, &mode) == SL_OK)
+        ((cfg_server_conf_t *)target)->ws_resume = mode;
+}
+
 static void server_workers(cfg_loader_t *c, yaml_node_t *n, void *target)
 {
     char *s = NULL;
@@ -259,6 +268,8 @@ static const cfg_field_t server_fields[] = {
     {"ws_ping_interval_ms", CFG_U32, offsetof(cfg_server_conf_t, ws_ping_interval_ms), 0, 3600000},
     {"ws_idle_timeout_ms", CFG_U32, offsetof(cfg_server_conf_t, ws_idle_timeout_ms), 1000, 86400000},
     {"ws_logs_retry_s", CFG_U32, offsetof(cfg_server_conf_t, ws_logs_retry_s), 1, 3600},
+    {"ws_resume", CFG_FN, .fn = server_ws_resume},
+    {"ws_resume_s", CFG_U32, offsetof(cfg_server_conf_t, ws_resume_s), 1, 3600},
     {"tls", CFG_FN, .fn = cfg_server_tls},
 };
 
@@ -477,6 +488,8 @@ static cfg_t *config_new(const char *name)
         .ws_ping_interval_ms = CFG_DEFAULT_WS_PING_INTERVAL_MS,
         .ws_idle_timeout_ms = CFG_DEFAULT_WS_IDLE_TIMEOUT_MS,
         .ws_logs_retry_s = CFG_DEFAULT_WS_LOGS_RETRY_S,
+        .ws_resume = CFG_WS_RESUME_KEYED,
+        .ws_resume_s = CFG_DEFAULT_WS_RESUME_S,
     };
     cfg->server.cors_origins[0] = sl_xstrdup("*");
     cfg->admin.listen = sl_xstrdup(CFG_DEFAULT_ADMIN_LISTEN);
@@ -499,8 +512,8 @@ static cfg_t *config_new(const char *name)
     return cfg;
 }
 
-sl_err_t cfg_load_string(const char *yaml, size_t len, const char *name, cfg_t **out,
-                               cfg_errors_t *errs)
+static sl_err_t load_string(const char *yaml, size_t len, const char *name, cfg_extra_ep_t *eps, size_t neps,
+                            cfg_t **out, cfg_errors_t *errs)
 {
     yaml_document_t doc;
     *out = NULL;
@@ -508,6 +521,7 @@ sl_err_t cfg_load_string(const char *yaml, size_t len, const char *name, cfg_t *
     errs->count = 0;
     if (cfg_yaml_load(yaml, len, &doc, errs) != SL_OK)
         return SL_ERR_CONFIG;
+    cfg_extra_merge(&doc, eps, neps, errs);
     cfg_loader_t c = {.doc = &doc, .errs = errs, .path = SL_BUF_INIT};
     cfg_t *cfg = config_new(name);
     yaml_node_t *root = yaml_document_get_root_node(&doc);
@@ -527,11 +541,22 @@ sl_err_t cfg_load_string(const char *yaml, size_t len, const char *name, cfg_t *
         cfg_destroy(cfg);
         return SL_ERR_CONFIG;
     }
+    cfg_extra_mark(cfg, eps, neps);
     *out = cfg;
     return SL_OK;
 }
 
+sl_err_t cfg_load_string(const char *yaml, size_t len, const char *name, cfg_t **out, cfg_errors_t *errs)
+{
+    return load_string(yaml, len, name, NULL, 0, out, errs);
+}
+
 sl_err_t cfg_load(const char *path, cfg_t **out, cfg_errors_t *errs)
+{
+    return cfg_load_extra(path, NULL, 0, out, errs);
+}
+
+sl_err_t cfg_load_extra(const char *path, cfg_extra_ep_t *eps, size_t neps, cfg_t **out, cfg_errors_t *errs)
 {
     sl_buf_t b = SL_BUF_INIT;
     sl_err_t err = SL_ERR_IO;
@@ -551,7 +576,7 @@ sl_err_t cfg_load(const char *path, cfg_t **out, cfg_errors_t *errs)
         errno = EFBIG;
         goto cleanup;
     }
-    err = cfg_load_string(b.base != NULL ? b.base : "", b.len, path, out, errs);
+    err = load_string(b.base != NULL ? b.base : "", b.len, path, eps, neps, out, errs);
 cleanup:
     if (err == SL_ERR_IO) {
         sl_buf_t msg = SL_BUF_INIT;

@@ -32,6 +32,9 @@
 #define CFG_DEFAULT_WS_PING_INTERVAL_MS 20000
 #define CFG_DEFAULT_WS_IDLE_TIMEOUT_MS 60000
 #define CFG_DEFAULT_WS_LOGS_RETRY_S 120
+#define CFG_DEFAULT_WS_RESUME_S 60
+/* server.ws_resume, in the order of its names */
+enum { CFG_WS_RESUME_OFF, CFG_WS_RESUME_KEYED, CFG_WS_RESUME_ALL };
 #define CFG_DEFAULT_STATE_PATH "./var/sluice"
 #define CFG_DEFAULT_MAX_BODY_BYTES (1024 * 1024)
 #define CFG_DEFAULT_MAX_BATCH 100
@@ -143,6 +146,8 @@ typedef struct cfg_server_conf {
     uint32_t ws_ping_interval_ms; /* a ping this often (0: none) */
     uint32_t ws_logs_retry_s;     /* a logs subscription retries a block's eth_getLogs this long, then ends */
     uint32_t ws_idle_timeout_ms; /* nothing received, pongs included, for this long: close */
+    int ws_resume;            /* CFG_WS_RESUME_*: whose subscriptions are held when their socket closes */
+    uint32_t ws_resume_s;     /* ... and how long (sub/sub_resume.c) */
     cfg_tls_conf_t tls;        /* server.tls: both client listeners speak TLS when cert_file is set */
 } cfg_server_conf_t;
 
@@ -229,6 +234,24 @@ typedef struct cfg_errors {
  * earlier errors. No message quotes a registered secret.
  * Errors: SL_ERR_IO (unreadable file, errs says why), SL_ERR_CONFIG. */
 SL_MUST_CHECK sl_err_t cfg_load(const char *path, cfg_t **out, cfg_errors_t *errs);
+
+/* An endpoint added at run time (POST /admin/endpoints), to merge into the
+ * file's: server/srv_epapi.c reads them from the state. */
+typedef struct cfg_extra_ep {
+    const char *network;
+    const char *id;
+    const char *json;         /* its fields, a JSON object with the keys of a YAML endpoint entry */
+    int merged;               /* out: 1 if it is in the config */
+    const char *skipped;      /* out: why it is not (static text), or NULL */
+} cfg_extra_ep_t;
+
+/* As cfg_load, with eps[0..n) merged into their networks' endpoints (config/
+ * cfg_extra.c): checked as the file's entries are, after them. An entry whose
+ * network the file lacks, or whose id the file names, is skipped (eps[i].
+ * skipped says why; the caller logs it); a bad entry is an error with its
+ * path "networks.NET.endpoints(ID)..." and no line. */
+SL_MUST_CHECK sl_err_t cfg_load_extra(const char *path, cfg_extra_ep_t *eps, size_t n, cfg_t **out,
+                                      cfg_errors_t *errs);
 
 /* As cfg_load, from a string; name is used in messages. For tests. */
 SL_MUST_CHECK sl_err_t cfg_load_string(const char *yaml, size_t len, const char *name, cfg_t **out,

@@ -180,6 +180,8 @@ static const field_t settings[] = {
     {"server.ws_ping_interval_ms", F_U32, CFG(server.ws_ping_interval_ms)},
     {"server.ws_idle_timeout_ms", F_U32, CFG(server.ws_idle_timeout_ms)},
     {"server.ws_logs_retry_s", F_U32, CFG(server.ws_logs_retry_s)},
+    {"server.ws_resume", F_INT, CFG(server.ws_resume)},
+    {"server.ws_resume_s", F_U32, CFG(server.ws_resume_s)},
     /* new workers load the files: a certificate replaced in place is a change too */
     {"server.tls.cert_file", F_STR, CFG(server.tls.cert_file), .show = 1},
     {"server.tls.key_file", F_STR, CFG(server.tls.key_file), .show = 1},

@@ -114,6 +114,14 @@ void cfg_strv_free(char **v, size_t n);
  * returns SL_ERR_NOT_FOUND (unset variable) or SL_ERR_PARSE. */
 SL_MUST_CHECK sl_err_t cfg_env_expand(const char *s, size_t n, char **out, sl_buf_t *why);
 
+/* ---- cfg_extra.c ---- */
+
+/* Copies eps[0..n) into doc's networks (merged / skipped filled); an entry
+ * that is not a JSON object, or holds "${", is an error in errs. */
+void cfg_extra_merge(yaml_document_t *doc, cfg_extra_ep_t *eps, size_t n, cfg_errors_t *errs);
+/* Sets from_api on cfg's endpoints that eps merged. */
+void cfg_extra_mark(cfg_t *cfg, const cfg_extra_ep_t *eps, size_t n);
+
 /* ---- cfg_net.c ---- */
 
 /* CFG_FN for the top-level "networks" key; target is the cfg_t. */

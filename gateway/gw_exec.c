@@ -8,6 +8,7 @@
 #include "base/sl_hash.h"
 #include "base/sl_time.h"
 #include "gateway/gw_identity.h"
+#include "gateway/gw_keylimit.h"
 #include "gateway/gw_refuse.h"
 #include "gateway/gw_scope.h"
 #include "policy/cost.h"
@@ -242,27 +243,16 @@ static void on_admit_wake(gw_limit_wait_t *w)
 
 /* The key's per_address limit (its visitors: each client address under
  * the key), charged once per request before the key's tier, so one visitor
- * over it spends none of the key's calls: 1 admitted (or no such limit;
- * cluster: a charge waiting for Redis is let through, and its lease comes
- * for the next call), 0 after answering 429 with data.reason per_address. */
+ * over it spends none of the key's calls: 1 admitted (gw_keylimit.h), 0
+ * after answering 429 with data.reason per_address. */
 static int admit_address(gw_exec_t *x, policy_bucket_t bucket, uint32_t n)
 {
-    const cfg_tier_conf_t *pa = x->key != NULL ? &x->key->per_address : NULL;
-    if (pa == NULL || x->addr_charged || (pa->limits.per_second | pa->limits.per_minute | pa->limits.per_day) == 0)
+    if (x->key == NULL || x->addr_charged)
         return 1;
     x->addr_charged = 1;
-    char ident[GW_EXEC_IDENT_MAX];
-    /* "key:<name>/ip:<address>"; a name too long for it stands as its hash,
-     * so the address is never cut */
-    if ((size_t)snprintf(ident, sizeof(ident), "key:%s/ip:%s", x->key->name, x->ip) >= sizeof(ident) ||
-        strlen(ident) >= sizeof(x->limit_wait.identity))
-        snprintf(ident, sizeof(ident), "key#%016llx/ip:%s",
-                 (unsigned long long)sl_fnv1a_str(SL_FNV1A_OFFSET, x->key->name), x->ip);
     gw_limit_result_t lim;
-    gw_limit_charge(x->h->limit, pa, ident, bucket, n, &lim);
-    if (lim.said != POLICY_LEASE_NO)
+    if (gw_keylimit_address(x->h, x->key, x->ip, bucket, n, &lim))
         return 1;
-    gw_stats_key_add(x->h->stats, x->key->name, STATE_KEYC_PER_ADDRESS, 1);
     gw_refuse_per_address(&x->reply, body_of(x), single_id(x), &lim);
     reply(x);
     return 0;
@@ -274,10 +264,7 @@ static int admit_address(gw_exec_t *x, policy_bucket_t bucket, uint32_t n)
 static uint32_t key_cost(const gw_exec_t *x)
 {
     const pool_network_conf_t *nc = x->net != NULL ? x->net->sub.conf : NULL;
-    const char *name = nc != NULL && nc->nendpoints > 0 ? nc->endpoints[0].cost_profile : NULL;
-    const policy_cost_profile_t *p = policy_cost_profile(name != NULL ? name : "flat");
-    if (p == NULL)
-        p = policy_cost_profile("flat");
+    const policy_cost_profile_t *p = gw_keylimit_profile(nc);
     uint64_t sum = 0;
     size_t calls = 0;
     for (size_t i = 0; x->rpc.kind != GW_RPC_REJECT && i < x->rpc.nmembers; i++) {
@@ -293,29 +280,14 @@ static uint32_t key_cost(const gw_exec_t *x)
 }
 
 /* The key's credits: budget, charged its cost once its tier admitted the
- * call, across every worker: 1 admitted (or no budget; cluster: a charge
- * waiting for Redis is let through), 0 after answering 429 key_credits. */
+ * call, across every worker: 1 admitted (gw_keylimit.h), 0 after answering
+ * 429 key_credits. */
 static int admit_credits(gw_exec_t *x)
 {
-    if (x->key == NULL)
-        return 1;
-    const cfg_tier_conf_t *cr = &x->key->credits;
-    uint32_t cost = key_cost(x);
-    if (cost == 0 || (cr->limits.per_day | cr->limits.per_month) == 0) {
-        gw_stats_key_add(x->h->stats, x->key->name, STATE_KEYC_SPENT, cost); /* spend is counted without a budget too */
-        return 1;
-    }
-    char ident[GW_EXEC_IDENT_MAX];
-    if ((size_t)snprintf(ident, sizeof(ident), "key:%s/credits", x->key->name) >= sizeof(x->limit_wait.identity))
-        snprintf(ident, sizeof(ident), "key#%016llx/credits",
-                 (unsigned long long)sl_fnv1a_str(SL_FNV1A_OFFSET, x->key->name));
+    uint32_t cost = x->key != NULL ? key_cost(x) : 0;
     gw_limit_result_t lim;
-    gw_limit_charge(x->h->limit, cr, ident, POLICY_BUCKET_STANDARD, cost, &lim);
-    if (lim.said != POLICY_LEASE_NO) {
-        gw_stats_key_add(x->h->stats, x->key->name, STATE_KEYC_SPENT, cost);
+    if (gw_keylimit_credits(x->h, x->key, cost, &lim))
         return 1;
-    }
-    gw_stats_key_add(x->h->stats, x->key->name, STATE_KEYC_CREDITS, 1);
     gw_refuse_key_credits(&x->reply, body_of(x), single_id(x), &lim, cost);
     reply(x);
     return 0;

@@ -47,6 +47,7 @@ int gw_scope_request(gw_exec_t *x, h2o_req_t *req)
     policy_access_reason_t r = POLICY_ACCESS_OK;
     if (!gw_jwt_admit(&x->h->jwt_keys, x->key, req, msg, sizeof(msg))) {
         /* charged as a 401 is: to the key's own tier */
+        gw_stats_srv_add(x->h->stats, STATE_SRV_ACCESS_JWT, 1);
         if (x->key != NULL)
             gw_stats_key_add(x->h->stats, x->key->name, STATE_KEYC_JWT, 1);
         if (gw_exec_admit_denied(x))

@@ -6,6 +6,7 @@
 
 #include "base/sl_buf.h"
 #include "base/sl_log.h"
+#include "base/sl_time.h"
 #include "state/state_counters.h"
 #include "state/state_key.h"
 
@@ -22,6 +23,7 @@ struct gw_stats {
     unsigned slot;
     state_counters_slot_t *keys;  /* the keys seen, "key/<name>/<slot>" (GW_STATS_KEYS_MAX at most) */
     size_t nkeys;
+    state_counters_slot_t keys_over; /* "keyover/<slot>": what keys past the table's GW_STATS_KEYS_MAX did */
     net_counters_t *nets;
     size_t n;
     state_counters_slot_t srv;    /* the worker's limits, "srv/<slot>" */
@@ -82,6 +84,8 @@ gw_stats_t *gw_stats_create(const cfg_t *cfg, state_t *st, unsigned slot)
         if (state_srv_counter_is_gauge((state_srv_counter_t)k))
             state_counters_slot_set(&s->srv, (size_t)k, 0); /* a previous worker's value is not this one's */
     state_counters_slot_touch(&s->srv);
+    state_key_keys_uncounted(s->keys_over.key, sizeof(s->keys_over.key), slot);
+    state_counters_slot_load(&s->keys_over, snapshot ? st : NULL, 1);
     if (snapshot)
         state_read_end(st);
     state_key_degraded(s->deg_key, sizeof(s->deg_key), slot);
@@ -121,30 +125,56 @@ void gw_stats_net_add(gw_stats_t *s, size_t net_index, size_t i, int64_t delta)
         state_counters_slot_add(&s->srv, i, (uint64_t)delta);
 }
 
-void gw_stats_key_add(gw_stats_t *s, const char *name, state_key_counter_t c, uint64_t n)
+/* The key's slot of this worker, made (and loaded) on first sight; NULL past GW_STATS_KEYS_MAX. */
+static state_counters_slot_t *key_slot(gw_stats_t *s, const char *name)
 {
-    if (s == NULL || name == NULL || c >= STATE_KEYC_COUNT || n == 0)
-        return;
+    /* every keyed call comes here twice: the name is compared in place
+     * ("key/<name>/<slot>"), the key is built only for a new slot */
+    size_t nlen = strlen(name);
+    for (size_t i = 0; i < s->nkeys; i++) {
+        const char *k = s->keys[i].key + 4;
+        if (k[0] == name[0] && strncmp(k, name, nlen) == 0 && k[nlen] == '/')
+            return &s->keys[i];
+    }
     char key[STATE_KEY_MAX];
     if (state_key_keystats(key, sizeof(key), name, s->slot) >= sizeof(key))
-        return;
-    for (size_t i = 0; i < s->nkeys; i++)
-        if (strcmp(s->keys[i].key, key) == 0) {
-            state_counters_slot_add(&s->keys[i], c, n);
-            return;
-        }
+        return NULL;
     if (s->nkeys >= GW_STATS_KEYS_MAX)
-        return;
+        return NULL;
     if (s->keys == NULL)
         s->keys = sl_xcalloc(GW_STATS_KEYS_MAX, sizeof(*s->keys));
     state_counters_slot_t *k = &s->keys[s->nkeys++];
     memcpy(k->key, key, sizeof(key));
-    /* the key's counts of this slot before a restart, once per key */
+    /* the key's counts of this slot before a restart, once per key (a record
+     * of the table before last use was added reads too, with none) */
     int snapshot = s->st != NULL && state_read_begin(s->st) == SL_OK;
     state_counters_slot_load(k, snapshot ? s->st : NULL, STATE_KEYC_COUNT);
+    int none = 1;
+    for (size_t i = 0; i < STATE_KEYC_COUNT; i++)
+        none &= k->rec->v[i] == 0;
+    if (none && snapshot) {
+        state_counters_slot_load(k, s->st, STATE_KEYC_COUNT_V1);
+        k->rec->n = STATE_KEYC_COUNT;
+        k->rec->v[STATE_KEYC_LAST_USE_S] = 0;
+    }
     if (snapshot)
         state_read_end(s->st);
+    return k;
+}
+
+void gw_stats_key_add(gw_stats_t *s, const char *name, state_key_counter_t c, uint64_t n)
+{
+    if (s == NULL || name == NULL || c >= STATE_KEYC_COUNT || c == STATE_KEYC_LAST_USE_S || n == 0)
+        return;
+    state_counters_slot_t *k = key_slot(s, name);
+    if (k == NULL) {
+        if (c != STATE_KEYC_SPENT) /* counted, not lost: sluice_key_uncounted_total */
+            state_counters_slot_add(&s->keys_over, 0, n);
+        return;
+    }
     state_counters_slot_add(k, c, n);
+    if (c == STATE_KEYC_CALLS) /* a write at most once a second per key: the gauge moves by seconds */
+        state_counters_slot_set(k, STATE_KEYC_LAST_USE_S, sl_wall_ms() / 1000);
 }
 
 void gw_stats_destroy(gw_stats_t *s)
@@ -160,6 +190,7 @@ void gw_stats_destroy(gw_stats_t *s)
     for (size_t i = 0; i < s->nkeys; i++)
         state_counters_slot_dispose(&s->keys[i]);
     free(s->keys);
+    state_counters_slot_dispose(&s->keys_over);
     state_counters_slot_dispose(&s->srv);
     free(s->deg);
     free(s);
@@ -224,9 +255,13 @@ void gw_stats_flush(gw_stats_t *s)
         return;
     /* every network (requests, cache lookups, subscriptions), the server
      * counters and the degraded parts */
-    const char **keys = sl_xmalloc((3 * s->n + 2 + s->nkeys) * sizeof(*keys));
-    const state_counters_rec_t **recs = sl_xmalloc((3 * s->n + 2 + s->nkeys) * sizeof(*recs));
+    const char **keys = sl_xmalloc((3 * s->n + 3 + s->nkeys) * sizeof(*keys));
+    const state_counters_rec_t **recs = sl_xmalloc((3 * s->n + 3 + s->nkeys) * sizeof(*recs));
     size_t n = 0;
+    if (s->keys_over.dirty) {
+        keys[n] = s->keys_over.key;
+        recs[n++] = s->keys_over.rec;
+    }
     for (size_t i = 0; i < s->nkeys; i++)
         if (s->keys[i].dirty) {
             keys[n] = s->keys[i].key;
@@ -260,6 +295,7 @@ void gw_stats_flush(gw_stats_t *s)
         s->srv.dirty = 0;
         for (size_t i = 0; i < s->nkeys; i++)
             s->keys[i].dirty = 0;
+        s->keys_over.dirty = 0;
         if (deg_dirty) {
             s->deg->n = deg.n;
             memcpy(s->deg->v, deg.v, deg.n * sizeof(deg.v[0]));

@@ -39,9 +39,12 @@ void gw_stats_srv_set(gw_stats_t *s, state_srv_counter_t c, uint64_t value);
 void gw_stats_net_add(gw_stats_t *s, size_t net_index, size_t i, int64_t delta);
 
 /* An API key's counters (STATE_KEYC_*), by its name (never the secret):
- * n more of c, flushed to "key/<name>/<slot>". At most GW_STATS_KEYS_MAX
- * keys are counted per worker (the first ones seen); past that a key's
- * calls are not counted. s or name NULL: nothing is counted. */
+ * n more of c, flushed to "key/<name>/<slot>"; STATE_KEYC_CALLS also sets
+ * the key's last use (STATE_KEYC_LAST_USE_S, the wall-clock second). At
+ * most GW_STATS_KEYS_MAX keys are counted per worker (the first ones seen);
+ * past that a key's calls and refusals are added to "keyover/<slot>"
+ * instead (sluice_key_uncounted_total), its spend is not counted. s or name
+ * NULL: nothing is counted. */
 #define GW_STATS_KEYS_MAX 256
 void gw_stats_key_add(gw_stats_t *s, const char *name, state_key_counter_t c, uint64_t n);
 

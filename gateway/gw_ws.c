@@ -423,7 +423,7 @@ int gw_ws_accept(gw_ws_t *w, h2o_req_t *req, const char *client_key, gw_exec_t *
     memcpy(c->ip, x->ip, sizeof(c->ip));
     memcpy(c->ident, ident, sizeof(c->ident));
     h2o_linklist_init_anchor(&c->msgs);
-    gw_ws_subs_init(&c->sub, w->subs, w->h, c->net, c->key, ident, sub_send);
+    gw_ws_subs_init(&c->sub, w->subs, w->h, c->net, c->key, ident, c->ip, sub_send);
     c->flush.cb = on_flush;
     c->tick.cb = on_tick;
     c->close_wait.cb = on_close_wait;

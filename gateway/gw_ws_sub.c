@@ -2,13 +2,17 @@
  * client edge (gw_ws_sub.h). */
 #include "gateway/gw_ws_sub.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gateway/gw_identity.h"
+#include "gateway/gw_keylimit.h"
 #include "gateway/gw_limit.h"
 #include "gateway/gw_refuse.h"
 #include "gateway/gw_scope.h"
+#include "policy/resume.h"
+#include "wire/envelope.h"
 
 static void count_srv(void *ctx, state_srv_counter_t c, uint64_t n)
 {
@@ -30,6 +34,10 @@ static void count_net(void *ctx, size_t net, size_t i, int64_t delta)
     gw_stats_net_add(ctx, net, i, delta);
 }
 
+_Static_assert((int)CFG_WS_RESUME_OFF == (int)POLICY_RESUME_OFF && (int)CFG_WS_RESUME_KEYED == (int)POLICY_RESUME_KEYED &&
+                   (int)CFG_WS_RESUME_ALL == (int)POLICY_RESUME_ALL,
+               "server.ws_resume's values are policy/resume.h's");
+
 sub_reg_t *gw_ws_sub_create(h2o_loop_t *loop, const cfg_server_conf_t *srv, gw_stats_t *stats, state_t *st)
 {
     sub_limits_t limits = {
@@ -38,34 +46,81 @@ sub_reg_t *gw_ws_sub_create(h2o_loop_t *loop, const cfg_server_conf_t *srv, gw_s
         .sources_per_identity = srv->ws_max_sources_per_identity,
         .polled_sources_per_identity = srv->ws_max_polled_sources_per_identity,
         .logs_retry_s = srv->ws_logs_retry_s,
+        .resume = srv->ws_resume,
+        .resume_s = srv->ws_resume_s,
     };
     sub_counters_t counters = {stats, count_srv, count_srv_set, count_cost, count_net};
     return sub_create(loop, &limits, stats != NULL ? &counters : NULL, st);
 }
 
-/* The rate-limit half of admit. */
-static int charge(gw_handler_t *h, const cfg_key_conf_t *key, sub_client_t *c, const char *body, wire_span_t id)
+typedef enum sub_refusal {
+    SUB_REFUSE_TIER,              /* the caller's tier: 429 */
+    SUB_REFUSE_PER_ADDRESS,       /* the key's per_address limit: 429 per_address */
+    SUB_REFUSE_CREDITS,           /* the key's credits: 429 key_credits */
+} sub_refusal_t;
+
+/* The refusal which, with lim, to the subscription call; 0. */
+static int refuse(sub_client_t *c, const char *body, wire_span_t id, const gw_limit_result_t *lim,
+                  sub_refusal_t which, uint32_t cost)
 {
-    const cfg_tier_conf_t *tier = h != NULL ? gw_identity_tier(h->cfg, key) : NULL;
-    gw_limit_result_t lim;
-    if (tier == NULL || h->limit == NULL)
-        return 1;
-    gw_limit_charge(h->limit, tier, c->ident, POLICY_BUCKET_STANDARD, 1, &lim);
-    if (lim.said != POLICY_LEASE_NO)
-        return 1;
     gw_reply_t r;
     memset(&r, 0, sizeof(r));
     sl_buf_init(&r.out);
-    gw_refuse_limited(&r, body, id, &lim);
+    switch (which) {
+    case SUB_REFUSE_TIER:
+        gw_refuse_limited(&r, body, id, lim);
+        break;
+    case SUB_REFUSE_PER_ADDRESS:
+        gw_refuse_per_address(&r, body, id, lim);
+        break;
+    case SUB_REFUSE_CREDITS:
+        gw_refuse_key_credits(&r, body, id, lim, cost);
+        break;
+    }
     c->send(c, r.body, r.len);
     sl_buf_dispose(&r.out);
     return 0;
 }
 
+/* The rate-limit half of admit: the key's per_address limit, then the
+ * caller's tier, as for a call (gw_exec.c). */
+static int charge(gw_ws_subs_t *s, sub_client_t *c, const char *body, wire_span_t id)
+{
+    gw_handler_t *h = s->h;
+    gw_limit_result_t lim;
+    if (h == NULL || h->limit == NULL)
+        return 1;
+    if (!gw_keylimit_address(h, s->key, s->ip, POLICY_BUCKET_STANDARD, 1, &lim))
+        return refuse(c, body, id, &lim, SUB_REFUSE_PER_ADDRESS, 0);
+    const cfg_tier_conf_t *tier = gw_identity_tier(h->cfg, s->key);
+    if (tier == NULL)
+        return 1;
+    gw_limit_charge(h->limit, tier, c->ident, POLICY_BUCKET_STANDARD, 1, &lim);
+    return lim.said != POLICY_LEASE_NO ? 1 : refuse(c, body, id, &lim, SUB_REFUSE_TIER, 0);
+}
+
+/* The key's credits, for a call its scope admitted: the subscription
+ * call's cost, in the cost profile the key's calls count in. */
+static int charge_credits(gw_ws_subs_t *s, sub_client_t *c, const char *body, size_t len, wire_span_t id)
+{
+    wire_envelope_t env;
+    char method[WIRE_RPC_METHOD_MAX];
+    gw_limit_result_t lim;
+    if (s->h == NULL || s->h->limit == NULL || s->key == NULL || wire_envelope_scan(body, len, &env) != SL_OK ||
+        wire_json_string(body, env.method, method, sizeof(method)) != SL_OK)
+        return 1;
+    const pool_network_conf_t *nc = s->net != NULL ? s->net->sub.conf : NULL;
+    uint64_t cost = policy_cost_of(gw_keylimit_profile(nc), nc != NULL ? nc->chain : POLICY_CHAIN_ETHEREUM, NULL, 0,
+                                   method, strlen(method)).billed;
+    uint32_t c32 = cost > UINT32_MAX ? UINT32_MAX : (uint32_t)cost;
+    return gw_keylimit_credits(s->h, s->key, c32, &lim) ? 1 : refuse(c, body, id, &lim, SUB_REFUSE_CREDITS, c32);
+}
+
 static int admit(sub_client_t *c, const char *body, size_t len, wire_span_t id)
 {
     gw_ws_subs_t *s = H2O_STRUCT_FROM_MEMBER(gw_ws_subs_t, client, c);
-    return charge(s->h, s->key, c, body, id) && gw_scope_sub(s->h, s->key, c, body, len, id);
+    return charge(s, c, body, id) && gw_scope_sub(s->h, s->key, c, body, len, id) &&
+           charge_credits(s, c, body, len, id);
 }
 
 /* What a subscription's filter holds: an entry under its caller, with the
@@ -113,9 +168,11 @@ static void unhold(void *token)
 static const sub_edge_t edge = {admit, hold, unhold};
 
 void gw_ws_subs_init(gw_ws_subs_t *s, sub_reg_t *r, gw_handler_t *h, gw_net_t *net, const cfg_key_conf_t *key,
-                     const char *ident, sub_send_fn send)
+                     const char *ident, const char *ip, sub_send_fn send)
 {
     sub_client_init(&s->client, r, &net->sub, ident, send, &edge);
     s->h = h;
+    s->net = net;
     s->key = key;
+    snprintf(s->ip, sizeof(s->ip), "%s", ip);
 }

@@ -11,7 +11,10 @@
  * A learned chain heals when every endpoint that answers now says another
  * (chainid_heal). Each worker asks on its own exchange, beside the health probe, so no
  * shared record is needed for the exclusion; worker 1 alone records the
- * event, so a change is one event. */
+ * event, so a change is one event. With cluster:, only the host holding the
+ * endpoint's lease asks (pool_lease.c); the answers it hears are kept in the
+ * endpoint's record and published, and every worker of the other hosts
+ * judges each one as if it had asked. */
 #include <inttypes.h>
 #include <string.h>
 
@@ -87,7 +90,7 @@ static void rejudge(pool_network_t *net)
  * endpoint that answered is judged by it. */
 static void chainid_learn(pool_network_t *net)
 {
-    const char *ids[POOL_MAX_ENDPOINTS];
+    const char *ids[POOL_MAX_ENDPOINTS] = {0}; /* filled below (gcc cannot tell once inlined) */
     size_t n = net->nendpoints < POOL_MAX_ENDPOINTS ? net->nendpoints : POOL_MAX_ENDPOINTS, votes = 0;
     for (size_t i = 0; i < n; i++)
         ids[i] = net->endpoints[i].chain_id[0] != '\0' ? net->endpoints[i].chain_id : NULL;
@@ -141,6 +144,19 @@ static void chainid_heal(pool_network_t *net)
     rejudge(net);
 }
 
+/* ep answered id (normal form): judged, or the chain learned from it. */
+static void chainid_answered(pool_endpoint_t *ep, const char *id)
+{
+    if (ep->net->chain_want[0] != '\0') {
+        chainid_note(ep, id);
+        if (ep->wrong_chain)
+            chainid_heal(ep->net);
+    } else {
+        snprintf(ep->chain_id, sizeof(ep->chain_id), "%s", id);
+        chainid_learn(ep->net);
+    }
+}
+
 static void on_id_probe_done(pool_exchange_t *ex)
 {
     pool_endpoint_t *ep = ex->data;
@@ -153,14 +169,8 @@ static void on_id_probe_done(pool_exchange_t *ex)
         wire_envelope_scan(body, len, &env) == SL_OK && env.error.len == 0 &&
         wire_json_string(body, env.result, text, sizeof(text)) == SL_OK &&
         policy_chainid_normalize(ep->net->conf->chain, text, strlen(text), id) == SL_OK) {
-        if (ep->net->chain_want[0] != '\0') {
-            chainid_note(ep, id);
-            if (ep->wrong_chain)
-                chainid_heal(ep->net);
-        } else {
-            snprintf(ep->chain_id, sizeof(ep->chain_id), "%s", id);
-            chainid_learn(ep->net);
-        }
+        chainid_answered(ep, id);
+        pool_lease_chain_heard(ep, id, sl_shared_ms()); /* cluster: the other hosts judge it too */
     }
     /* no answer says nothing of its chain: asked again at the next turn */
     pool_exchange_body_dispose(ex);
@@ -172,7 +182,19 @@ void pool_chainid_tick(pool_endpoint_t *ep, uint64_t now_ms)
     uint32_t every = net->conf->ranking.probe_interval_ms;
     const state_endpoint_rec_t *r = &ep->health.shared;
     int learning = net->chain_want[0] == '\0';
-    if ((learning && !net->chain_learn) || every == 0 || ep->id_probing || now_ms < ep->id_next_ms)
+    if ((learning && !net->chain_learn) || every == 0)
+        return;
+    if (!pool_lease_does_job(ep, now_ms)) {
+        /* cluster: the host holding the endpoint's lease asks; its answer is judged here as our own */
+        if (r->lease_chain_at_ms != 0 && r->lease_chain_at_ms != ep->id_fed_at && r->lease_chain_id[0] != '\0') {
+            ep->id_fed_at = r->lease_chain_at_ms;
+            char id[POLICY_CHAINID_MAX];
+            snprintf(id, sizeof(id), "%s", r->lease_chain_id);
+            chainid_answered(ep, id);
+        }
+        return;
+    }
+    if (ep->id_probing || now_ms < ep->id_next_ms)
         return;
     /* as the health probe: not while its breaker is open, drained or
      * rate-limited (a question would spend the quota it waits for) */

@@ -5,7 +5,8 @@
  * cheapest call there is (Alchemy 10 CU against eth_getBlockByNumber's 20),
  * and every test and operator counts on it. This one is one batch, every
  * chain_probe_ms (30 s by default), claimed per host in the endpoint's shared
- * record as the health probe is:
+ * record as the health probe is (with cluster:, by the host holding the
+ * endpoint's lease only: pool_lease.c):
  *   Ethereum [eth_getBlockByNumber latest, safe, finalized] (ids 1, 2, 3);
  *   Solana   [getSlot confirmed, finalized] (ids 2, 3).
  * The latest block's hash and parent feed the view's ring; a reorg it shows
@@ -216,6 +217,7 @@ static void chain_share(pool_endpoint_t *ep, state_endpoint_rec_t *w)
         return;
     ep->health.shared = out;
     ep->chain_fed_at = out.chain_at_ms; /* this worker's view has it already */
+    pool_lease_publish(ep, &out, out.chain_at_ms); /* cluster: the other hosts apply it */
 }
 
 /* ---- the probe ------------------------------------------------------------ */
@@ -343,7 +345,8 @@ void pool_chainprobe_tick(pool_endpoint_t *ep, uint64_t now_ms)
     const state_endpoint_rec_t *r = &ep->health.shared;
     uint32_t every = net->conf->chain_probe_ms;
     if (every == 0 || net->pool->state == NULL || ep->chain_probing || ep->wrong_chain || now_ms < r->chain_next_ms ||
-        r->breaker != POLICY_BREAKER_CLOSED || r->drained || now_ms < r->rate_limited_until_ms)
+        r->breaker != POLICY_BREAKER_CLOSED || r->drained || now_ms < r->rate_limited_until_ms ||
+        !pool_lease_does_job(ep, now_ms)) /* cluster: another host's lease */
         return;
     claim_ctx_t c = {now_ms, every};
     state_endpoint_rec_t rec;
@@ -352,6 +355,7 @@ void pool_chainprobe_tick(pool_endpoint_t *ep, uint64_t now_ms)
         !changed)
         return;
     ep->health.shared = rec;
+    pool_lease_claimed(ep, now_ms);
     int solana = net->conf->chain == POLICY_CHAIN_SOLANA;
     if (net->pool->t.ops->start(&ep->chain_probe, &ep->link, solana ? sol_req : eth_req,
                                 solana ? sizeof(sol_req) - 1 : sizeof(eth_req) - 1, 0, on_chain_done,

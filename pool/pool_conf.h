@@ -53,6 +53,7 @@ typedef struct pool_endpoint_conf {
                                       (policy_method_scope_admits); empty: every method */
     uint8_t archive;          /* archive: a policy_archive_t (0: unset, unknown): where deep-history
                                  reads go (policy_blockref_archive_tier) */
+    uint8_t from_api;         /* 1: added at run time (POST /admin/endpoints), not in the config file */
 } pool_endpoint_conf_t;
 
 typedef struct pool_timeouts {

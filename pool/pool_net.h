@@ -17,6 +17,7 @@
 #include "policy/cost.h"
 #include "policy/demote.h"
 #include "policy/hedge.h"
+#include "policy/joblease.h"
 #include "policy/lease.h"
 #include "policy/pressure.h"
 #include "policy/rolling.h"
@@ -102,6 +103,7 @@ struct pool_endpoint {
     uint8_t id_probing;           /* an identity probe is under way ... */
     pool_exchange_t id_probe;     /* ... this one (pool_chainid.c) */
     uint64_t id_next_ms;          /* when the next one is due */
+    uint64_t id_fed_at;           /* cluster: the lease holder's answer last judged (lease_chain_at_ms) */
     uint32_t disagreed;           /* its recent minority answers under consensus, decayed ... */
     uint64_t disagreed_at_ms;     /* ... as of then (policy_consensus_disagreed; pool_consensus.c) */
     uint64_t disagree_reported_ms; /* this worker's last endpoint_disagreed event for it */
@@ -399,6 +401,22 @@ void pool_chain_publish(pool_endpoint_t *ep, policy_head_kind_t kind, uint64_t a
 void pool_chainid_init(pool_network_t *net);
 void pool_chainid_tick(pool_endpoint_t *ep, uint64_t now_ms);
 void pool_chainid_dispose(pool_endpoint_t *ep);
+
+/* pool_lease.c: with cluster:, an endpoint's health and chain probes are
+ * one job leased to one host of the fleet (policy/joblease.h). */
+/* Asks Redis for the leases due (one worker per host and endpoint at a
+ * time) and, on worker 1, applies the results other hosts publish. */
+void pool_lease_tick(pool_t *pool, uint64_t now_ms);
+policy_joblease_role_t pool_lease_role(const pool_endpoint_t *ep, uint64_t now_ms);
+/* 1 if this host probes ep now (no cluster, its lease, or Redis away). */
+int pool_lease_does_job(const pool_endpoint_t *ep, uint64_t now_ms);
+/* A probe was claimed: counted as a local decision while Redis is away. */
+void pool_lease_claimed(pool_endpoint_t *ep, uint64_t now_ms);
+/* The holder shares the probes' fields of rec (its record after a probe). */
+void pool_lease_publish(pool_endpoint_t *ep, const state_endpoint_rec_t *rec, uint64_t now_ms);
+/* The holder heard ep's chain (id, normal form): kept in the record and
+ * shared, for the other hosts to judge as their own answer. */
+void pool_lease_chain_heard(pool_endpoint_t *ep, const char *id, uint64_t now_ms);
 
 /* pool_chainprobe.c: the chain probe. Every chain_probe_ms one worker per
  * host (claimed in the shared record, as the health probe) asks an endpoint

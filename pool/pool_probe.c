@@ -4,7 +4,9 @@
  *  - the health probe: every ranking.probe_interval_ms, eth_blockNumber (or
  *    getSlot) to each endpoint whose breaker is closed; its latency and the
  *    head it reports feed the ranking. The worker that moves the shared
- *    probe_next_ms forward (compare-and-set) is the one that probes.
+ *    probe_next_ms forward (compare-and-set) is the one that probes; with
+ *    cluster:, on the host that holds the endpoint's lease only, which
+ *    shares the results with the others (pool_lease.c).
  *  - the breaker probe: when an open breaker's cooldown is over, the worker
  *    that wins OPEN -> HALF_OPEN sends the one probe that decides whether it
  *    closes again. A claim whose owner died is taken over after
@@ -65,8 +67,11 @@ static void record_probe(pool_endpoint_t *ep, int ok, uint64_t head, uint32_t la
 {
     probe_result_ctx_t c = {sl_shared_ms(), ok, head, latency_us, {0}};
     int changed = 0;
-    if (state_endpoint_update(ep->net->pool->state, ep->health.key, probe_result_cb, &c, &changed) == SL_OK && changed)
+    if (state_endpoint_update(ep->net->pool->state, ep->health.key, probe_result_cb, &c, &changed) == SL_OK &&
+        changed) {
         ep->health.shared = c.result;
+        pool_lease_publish(ep, &c.result, c.now); /* cluster: the other hosts apply it */
+    }
 }
 
 /* What a probe's answer says about its endpoint. */
@@ -309,8 +314,11 @@ void pool_probe_tick(pool_endpoint_t *ep, uint64_t now)
         claim(ep, now, 1);
     } else if (b.state == POLICY_BREAKER_CLOSED && ep->net->conf->ranking.probe_interval_ms != 0 &&
                now >= r->probe_next_ms && !r->drained && now >= r->rate_limited_until_ms) {
-        /* not while rate-limited (it would spend the quota we wait for) or drained */
-        if (claim(ep, now, 0))
+        /* not while rate-limited (it would spend the quota we wait for) or drained;
+         * with cluster:, only on the host holding the endpoint's lease */
+        if (pool_lease_does_job(ep, now) && claim(ep, now, 0)) {
+            pool_lease_claimed(ep, now);
             probe_send(ep, POOL_PROBE_HEALTH);
+        }
     }
 }

@@ -138,6 +138,7 @@ static void on_tick(h2o_timeout_entry_t *entry)
             sl_log_warn("cache: the entries hit could not be marked recent (they may be evicted sooner)");
         pool->last_cache_flush_ms = mono;
     }
+    pool_lease_tick(pool, now); /* cluster: which host probes which endpoint */
     for (size_t k = 0; k < pool->nnetworks; k++)
         for (size_t i = 0; i < pool->networks[k].nendpoints; i++) {
             pool_probe_tick(&pool->networks[k].endpoints[i], now);

@@ -4,7 +4,9 @@
  * The probes move a network's head every probe_interval_ms; a node tells its
  * subscribers of a new block as it has it. So for each endpoint with a
  * ws_url one worker per host (the holder, claimed in the endpoint's shared
- * record and renewed every tick it lives) keeps a stream subscribed to
+ * record and renewed every tick it lives; with cluster:, on the host that
+ * holds the endpoint's lease only, which publishes each head to the other
+ * hosts: pool_lease.c) keeps a stream subscribed to
  * newHeads (Solana: slotSubscribe) and feeds each head to its own view at
  * once, as a probe answer would be (Ethereum: with its hash, into the ring;
  * a head that would reorg the ring or leave a gap in it is read over HTTP
@@ -151,6 +153,7 @@ static int share(pool_wshead_t *w, share_ctx_t *c)
     if (c->head != 0) { /* this worker's view has it already */
         ep->chain_fed_ms = out.head_at_ms;
         ep->chain_fed_at = out.chain_at_ms;
+        pool_lease_publish(ep, &out, c->now); /* cluster: the other hosts apply it */
     }
     w->renewed_ms = c->now;
     return 1;
@@ -543,6 +546,17 @@ void pool_wshead_tick(pool_endpoint_t *ep, uint64_t now_ms)
     pool_wshead_t *w = ep->wshead;
     if (w == NULL || !w->link_ok)
         return;
+    if (!pool_lease_does_job(ep, now_ms)) {
+        /* cluster: another host holds the endpoint's lease: it streams, and publishes the heads */
+        if (w->holder) {
+            pool_ws_close(&w->ws);
+            w->subscribed = 0;
+            share_ctx_t c = {.release = 1, .state = -1};
+            (void)share(w, &c);
+            w->holder = 0;
+        }
+        return;
+    }
     const state_endpoint_rec_t *r = &ep->health.shared;
     uint32_t me = (uint32_t)getpid();
     if (!w->holder) {

@@ -10,6 +10,7 @@
 #include "base/sl_time.h"
 #include "pool/pool.h"
 #include "state/state_key.h"
+#include "state/state_resume.h"
 #include "state/state_sum.h"
 
 #define SYNC_EVERY_MS 1000
@@ -209,6 +210,9 @@ void srv_housekeep_tick(srv_housekeep_t *hk, uint64_t now)
         size_t pins = 0;
         if (state_pins_purge(hk->st, sl_shared_ms(), &pins) == SL_OK && pins > 0)
             sl_log_debug("state: purged %zu expired transaction pin(s)", pins);
+        size_t held = 0;
+        if (state_resume_purge(hk->st, sl_shared_ms(), &held) == SL_OK && held > 0)
+            sl_log_debug("state: purged %zu held subscription(s) past server.ws_resume_s", held);
         if (state_make_room(hk->st, 0) != SL_OK)
             sl_log_warn("state: the map is over %d%% full and events are not what fills it (raise state.map_size_mb)",
                         STATE_FULL_PCT);

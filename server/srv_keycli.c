@@ -127,19 +127,10 @@ static void strs(sl_buf_t *b, const char *label, const cJSON *arr)
     }
 }
 
-static int list_keys(const cli_t *c)
+/* Prints one page's keys, a line each. */
+static void print_keys(const cJSON *keys)
 {
-    int status;
-    char *body;
-    if (request(c, "GET", "/admin/keys", NULL, &status, &body) != 0)
-        return 1;
-    int rc = status == 200 ? 0 : refused(status, body);
-    cJSON *j = rc == 0 ? cJSON_Parse(body) : NULL;
     const cJSON *k;
-    if (rc == 0)
-        printf("%-24s %-7s %-12s %10s %9s %13s  %s\n", "NAME", "SOURCE", "TIER", "CALLS", "REFUSALS", "CREDITS_SPENT",
-               "SCOPES");
-    const cJSON *keys = j != NULL ? cJSON_GetObjectItem(j, "keys") : NULL;
     cJSON_ArrayForEach(k, keys) {
         sl_buf_t sc = SL_BUF_INIT;
         const cJSON *m = cJSON_GetObjectItem(k, "methods");
@@ -155,9 +146,35 @@ static int list_keys(const cli_t *c)
                cJSON_GetNumberValue(cJSON_GetObjectItem(k, "credits_spent")), sc.len ? sc.base : "everything");
         sl_buf_dispose(&sc);
     }
-    cJSON_Delete(j);
-    free(body);
-    return rc;
+}
+
+/* Every page of GET /admin/keys, following "next". */
+static int list_keys(const cli_t *c)
+{
+    char path[128] = "/admin/keys";
+    for (int first = 1;; first = 0) {
+        int status;
+        char *body;
+        if (request(c, "GET", path, NULL, &status, &body) != 0)
+            return 1;
+        if (status != 200) {
+            int rc = refused(status, body);
+            free(body);
+            return rc;
+        }
+        cJSON *j = cJSON_Parse(body);
+        free(body);
+        if (first)
+            printf("%-24s %-7s %-12s %10s %9s %13s  %s\n", "NAME", "SOURCE", "TIER", "CALLS", "REFUSALS",
+                   "CREDITS_SPENT", "SCOPES");
+        print_keys(j != NULL ? cJSON_GetObjectItem(j, "keys") : NULL);
+        const char *next = j != NULL ? cJSON_GetStringValue(cJSON_GetObjectItem(j, "next")) : NULL;
+        int more = next != NULL && next[0] != '\0' &&
+                   (size_t)snprintf(path, sizeof(path), "/admin/keys?after=%s", next) < sizeof(path);
+        cJSON_Delete(j);
+        if (!more)
+            return 0;
+    }
 }
 
 static int revoke_key(const cli_t *c, const char *name)

@@ -18,6 +18,7 @@
 #include "base/sl_log.h"
 #include "base/sl_time.h"
 #include "server/srv_chainid.h"
+#include "server/srv_epapi.h"
 #include "gateway/gw_conns.h"
 #include "server/srv_housekeep.h"
 #include "server/srv_listen.h"
@@ -316,11 +317,11 @@ static void handle_signal(master_t *m, const struct signalfd_siginfo *si)
         close_listeners(m); /* new connections are refused once the workers let go too */
         stop_all(m, SIGTERM);
     } else if (sig == SIGHUP) {
-        srv_master_reload_start(m, (srv_reload_req_t){(uint32_t)getpid(), 0});
+        srv_master_reload_start(m, (srv_reload_req_t){(uint32_t)getpid(), 0, 0});
     } else if (sig == SRV_RELOAD_SIGNAL && si->ssi_code == SI_QUEUE) {
         uint8_t tag = (uint8_t)si->ssi_int;
-        srv_master_reload_start(m, (srv_reload_req_t){si->ssi_pid, tag ? tag : 1});
-    }
+        srv_master_reload_start(m, (srv_reload_req_t){si->ssi_pid, tag ? tag : 1, 0});
+    } /* SRV_EPAPI_SIGNAL only wakes the loop: srv_master_epapi_poll looks */
 }
 
 /* The supervision loop; returns when stopped and every worker is gone. */
@@ -349,6 +350,7 @@ static void supervise(master_t *m)
                 handle_signal(m, &si);
         }
         srv_master_reload_poll(m, p + 1, np - 1, sl_now_ms());
+        srv_master_epapi_poll(m);
         if (!m->stopping) {
             respawn_due(m);
             kill_overdue(m);
@@ -512,6 +514,8 @@ static int master_init(master_t *m, const cfg_t *cfg)
     }
     if (cluster_check(m) != 0)
         return -1;
+    srv_master_epapi_start(m);
+    cfg = m->cfg;
     char why[2048];
     if (srv_reload_key_clash(cfg, m->state, why, sizeof(why))) {
         sl_log_error("%s", why);
@@ -530,6 +534,7 @@ static int master_init(master_t *m, const cfg_t *cfg)
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGHUP);
     sigaddset(&set, SRV_RELOAD_SIGNAL);
+    sigaddset(&set, SRV_EPAPI_SIGNAL);
     sigprocmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
     m->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);

@@ -76,6 +76,7 @@ typedef struct master {
     int stopping;
     state_t *state;
     srv_housekeep_t *hk;
+    uint64_t epapi_gen;           /* the generation of the endpoint entries last read (srv_epapi.h) */
 } master_t;
 
 /* Closes *fd if open and sets it to -1. */
@@ -95,5 +96,11 @@ void srv_master_reload_start(master_t *m, srv_reload_req_t req);
 void srv_master_reload_poll(master_t *m, const struct pollfd *p, unsigned np, uint64_t now);
 /* Fails the reload under way: its workers go, the running ones stay. */
 void srv_master_reload_abort(master_t *m, const char *why);
+/* Starts a reload when the endpoints added at run time moved past the
+ * generation last read and no reload is under way (srv_epapi.h). */
+void srv_master_epapi_poll(master_t *m);
+/* On start, once the state is open: the running configuration gets the
+ * endpoints added at run time merged (kept as it was if that fails: logged). */
+void srv_master_epapi_start(master_t *m);
 
 #endif

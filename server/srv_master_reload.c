@@ -12,6 +12,8 @@
 #include "base/sl_log.h"
 #include "base/sl_time.h"
 #include "server/srv_master_int.h"
+#include "server/srv_epapi.h"
+#include "state/state_epapi.h"
 
 /* Gives the new generation counter slots no living process writes; -1 if
  * every bank is taken (two earlier reloads are still draining). */
@@ -104,7 +106,7 @@ void srv_master_reload_start(master_t *m, srv_reload_req_t req)
     }
     uint64_t start = sl_now_ms();
     cfg_diff_t diff;
-    cfg_t *next = srv_reload_load(m->cfg, m->state, &req, &diff);
+    cfg_t *next = srv_reload_load(m->cfg, m->state, &req, &diff, &m->epapi_gen);
     if (next == NULL)
         return;
     m->run = (reload_run_t){1, next, diff, req, start, start + STARTUP_TIMEOUT_MS};
@@ -156,3 +158,37 @@ void srv_master_reload_poll(master_t *m, const struct pollfd *p, unsigned np, ui
         reload_finish(m);
 }
 
+void srv_master_epapi_poll(master_t *m)
+{
+    uint64_t gen;
+    if (m->stopping || m->run.active || state_epapi_generation(m->state, &gen) != SL_OK || gen == m->epapi_gen)
+        return;
+    /* two earlier generations still draining: wait for a bank of counter
+     * slots instead of failing (the change would wait for the next one) */
+    int full = assign_fresh_slots(m) != 0;
+    for (unsigned i = 0; i < m->n; i++)
+        m->fresh[i] = (worker_slot_t){.ready_fd = -1};
+    if (!full)
+        srv_master_reload_start(m, (srv_reload_req_t){(uint32_t)getpid(), 0, 1});
+}
+
+void srv_master_epapi_start(master_t *m)
+{
+    cfg_errors_t errs = {0};
+    cfg_t *merged = NULL;
+    if (state_epapi_generation(m->state, &m->epapi_gen) != SL_OK || m->epapi_gen == 0)
+        return;
+    if (srv_epapi_load(m->cfg->file, m->state, &merged, &errs, &m->epapi_gen) != SL_OK) {
+        for (size_t i = 0; i < errs.count; i++)
+            sl_log_error("endpoints added at run time: %s: %s", errs.items[i].path ? errs.items[i].path : "",
+                         errs.items[i].message);
+        sl_log_error("the endpoints added at run time are not applied (above); the config file's serve");
+        cfg_errors_dispose(&errs);
+        return;
+    }
+    cfg_errors_dispose(&errs);
+    cfg_destroy(m->owned);
+    m->owned = merged;
+    m->cfg = merged;
+    m->args.cfg = merged;
+}

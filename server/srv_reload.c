@@ -9,6 +9,7 @@
 #include "base/sl_buf.h"
 #include "base/sl_log.h"
 #include "base/sl_time.h"
+#include "server/srv_epapi.h"
 #include "state/state_apikey.h"
 
 static void record(state_t *st, state_event_kind_t kind, const srv_reload_req_t *req, uint64_t count,
@@ -89,13 +90,14 @@ static void errors_text(const cfg_errors_t *errs, const char *file, sl_buf_t *ou
 }
 
 cfg_t *srv_reload_load(const cfg_t *running, state_t *st, const srv_reload_req_t *req,
-                            cfg_diff_t *diff)
+                            cfg_diff_t *diff, uint64_t *epapi_gen)
 {
     cfg_errors_t errs = {0};
     cfg_t *next = NULL;
     memset(diff, 0, sizeof(*diff));
-    sl_log_info("reload requested (%s): reading %s", req->tag ? "POST /admin/reload" : "SIGHUP", running->file);
-    if (cfg_load(running->file, &next, &errs) != SL_OK) {
+    sl_log_info("reload requested (%s): reading %s",
+                req->epapi ? "endpoints changed at run time" : req->tag ? "POST /admin/reload" : "SIGHUP", running->file);
+    if (srv_epapi_load(running->file, st, &next, &errs, epapi_gen) != SL_OK) {
         /* the same lines `sluice --check` prints */
         for (size_t i = 0; i < errs.count; i++) {
             const cfg_error_t *e = &errs.items[i];

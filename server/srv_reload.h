@@ -23,15 +23,18 @@
 typedef struct srv_reload_req {
     uint32_t pid;                 /* the worker that took the admin request; the master's own for SIGHUP */
     uint8_t tag;                  /* the admin request's tag; 0 for SIGHUP */
+    uint8_t epapi;                /* 1: the endpoints added at run time changed (srv_epapi.h) */
 } srv_reload_req_t;
 
-/* Loads running->file as --check does and compares it with running. Returns
+/* Loads running->file as --check does, with the endpoints added at run time
+ * (kept in st: server/srv_epapi.h) merged, and compares it with running;
+ * *epapi_gen gets their generation, whatever the outcome. Returns
  * the new configuration (the caller destroys it) with *diff filled (the
  * caller disposes it), or NULL: then every problem was logged (config errors
  * with their YAML lines) and recorded as one config_reload_failed event. A
  * file that changes a setting only a restart applies is refused that way. */
 cfg_t *srv_reload_load(const cfg_t *running, state_t *st, const srv_reload_req_t *req,
-                            cfg_diff_t *diff);
+                            cfg_diff_t *diff, uint64_t *epapi_gen);
 
 /* Logs why and records config_reload_failed (count = nerrors). */
 void srv_reload_failed(state_t *st, const srv_reload_req_t *req, size_t nerrors, const char *why);

@@ -19,6 +19,7 @@
 #include "gateway/gw_handler.h"
 #include "gateway/gw_keys.h"
 #include "policy/credit.h"
+#include "server/srv_epapi.h"
 #include "server/srv_reload.h"
 #include "gateway/gw_tls.h"
 #include "gateway/gw_ws.h"
@@ -230,6 +231,7 @@ static void cluster_watch(worker_t *w)
         free(ledgers[i]);
     free(ledgers);
     state_cluster_on_change(w->cluster, on_shared_change, w);
+    state_cluster_epapi_on_change(w->cluster, srv_epapi_changed, NULL);
     state_cluster_events_worker(w->cluster, w->args->index == 1);
 }
 
@@ -333,7 +335,10 @@ static int worker_setup(worker_t *w)
                            .cluster_host = cfg->has_cluster ? cfg->cluster.host : NULL,
                            .max_streams = cfg->admin.max_streams,
                            .heartbeat_ms = cfg->admin.heartbeat_ms,
-                           .cache = w->cache};
+                           .cache = w->cache,
+                           .epapi_check = srv_epapi_check,
+                           .epapi_notify = srv_epapi_notify,
+                           .epapi_data = (void *)cfg};
         admin_keys_info(cfg, &ac);
         admin_register(ahost, &ac);
         h2o_context_init(&w->admin_ctx, w->ctx.loop, &w->admin_conf);

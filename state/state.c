@@ -20,6 +20,7 @@ static const char *const db_names[STATE_DB_COUNT] = {
     [STATE_DB_PINS] = "pins",
     [STATE_DB_LIMITS] = "limits",
     [STATE_DB_LEDGERS] = "ledgers",
+    [STATE_DB_RESUME] = "resume",
 };
 
 sl_err_t state_lmdb_err(const char *what, int rc)

@@ -15,6 +15,8 @@
  *   pins       transaction id -> state_pin_rec_t (the endpoint that accepted it)
  *   limits     client rate-limit cells (GCRA) -> state_cell_rec_t
  *   ledgers    "<network>/<endpoint>/<window>" -> state_ledger_rec_t (credit budgets)
+ *   resume     "<identity>/<network>/<kind>/<params hash>" -> state_resume_rec_t
+ *              (subscriptions held after their socket closed, state_resume.h)
  * Write patterns (DESIGN.md §3): rare transitions go through
  * state_endpoint_update() (compare-and-set inside one write transaction, with
  * their events); hot counters are flushed per worker slot every ~100 ms;
@@ -326,6 +328,7 @@ SL_MUST_CHECK sl_err_t state_cells_purge(state_t *st, uint64_t now_us, size_t *r
 typedef enum state_part {
     STATE_PART_LIMITS,            /* client-limit cells */
     STATE_PART_CREDITS,           /* provider credit ledgers */
+    STATE_PART_LEASES,            /* leased probes (cluster:): each host probes for itself */
     STATE_PART_COUNT
 } state_part_t;
 
@@ -335,7 +338,7 @@ int state_degraded(const state_t *st, state_part_t part);
 /* Counts n decisions taken locally for part (for the exit line and metrics). */
 void state_degraded_count(state_t *st, state_part_t part, uint64_t n);
 uint64_t state_degraded_decisions(const state_t *st, state_part_t part);
-/* "limits", "credits" (a label value); "unknown" out of range. */
+/* "limits", "credits", "leases" (a label value); "unknown" out of range. */
 const char *state_part_name(state_part_t part);
 /* Per worker slot, the counters record "deg/<slot>" (written with the
  * request counters): for each part, [degraded now (0/1), local decisions]. */

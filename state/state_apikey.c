@@ -4,9 +4,11 @@
 #include "state/state_apikey.h"
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "state/state_cluster_int.h"
 #include "state/state_int.h"
 #include "state/state_key.h"
 
@@ -43,6 +45,17 @@ static const state_schema_t gen_schema = {"apikey_gen", 1, gen_fields, 1};
 
 #define GEN_KEY "apikeys"
 #define PREFIX "apikey/"
+#define GONE_PREFIX "apikeygone/" /* a revoked key's tombstone: when (shared ms), for the cluster's merge */
+
+typedef struct apikey_gone_rec {
+    uint64_t at_ms;
+} apikey_gone_rec_t;
+
+static const state_field_t gone_fields[] = {
+    F(apikey_gone_rec_t, at_ms, STATE_F_U64, 1),
+};
+
+static const state_schema_t gone_schema = {"apikey_gone", 1, gone_fields, 1};
 
 static int name_ok(const char *name)
 {
@@ -69,7 +82,8 @@ static sl_err_t finish(state_t *st, MDB_txn *txn, int rc, state_event_t *ev)
     return rc == MDB_SUCCESS ? SL_OK : state_lmdb_err("apikey", rc);
 }
 
-sl_err_t state_apikey_put(state_t *st, const state_apikey_rec_t *rec, int create, state_event_t *ev)
+/* mode: 1 create, 0 change, -1 either (a record heard from the cluster). */
+static sl_err_t put(state_t *st, const state_apikey_rec_t *rec, int mode, state_event_t *ev)
 {
     char key[STATE_APIKEY_NAME_MAX + sizeof(PREFIX)];
     if (!name_ok(rec->name))
@@ -85,19 +99,40 @@ sl_err_t state_apikey_put(state_t *st, const state_apikey_rec_t *rec, int create
         mdb_txn_abort(txn);
         return state_lmdb_err("get apikey", rc);
     }
-    if ((rc == MDB_SUCCESS) == (create != 0)) {
+    if (mode >= 0 && (rc == MDB_SUCCESS) == (mode != 0)) {
         mdb_txn_abort(txn);
-        return create ? SL_ERR_EXISTS : SL_ERR_NOT_FOUND;
+        return mode ? SL_ERR_EXISTS : SL_ERR_NOT_FOUND;
     }
     return finish(st, txn, state_rec_put(st, txn, STATE_DB_META, key, &state_apikey_schema, rec), ev);
 }
 
-sl_err_t state_apikey_delete(state_t *st, const char *name, state_event_t *ev)
+sl_err_t state_apikey_put(state_t *st, const state_apikey_rec_t *rec, int create, state_event_t *ev)
 {
-    char key[STATE_APIKEY_NAME_MAX + sizeof(PREFIX)];
+    sl_err_t err = put(st, rec, create != 0, ev);
+    if (err == SL_OK)
+        state_cluster_keys_put(state_cluster_of(st), rec);
+    return err;
+}
+
+sl_err_t state_apikey_apply(state_t *st, const state_apikey_rec_t *rec)
+{
+    return put(st, rec, -1, NULL);
+}
+
+static void gone_key(char *out, size_t cap, const char *name)
+{
+    snprintf(out, cap, GONE_PREFIX "%s", name);
+}
+
+/* Removes name and leaves its tombstone (at_ms); a missing key is
+ * SL_ERR_NOT_FOUND and nothing is written. */
+static sl_err_t drop(state_t *st, const char *name, uint64_t at_ms, state_event_t *ev)
+{
+    char key[STATE_APIKEY_NAME_MAX + sizeof(PREFIX)], gk[STATE_APIKEY_NAME_MAX + sizeof(GONE_PREFIX)];
     if (!name_ok(name))
         return SL_ERR_NOT_FOUND;
     state_key_apikey(key, sizeof(key), name);
+    gone_key(gk, sizeof(gk), name);
     MDB_txn *txn;
     int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
     if (rc != MDB_SUCCESS)
@@ -108,7 +143,37 @@ sl_err_t state_apikey_delete(state_t *st, const char *name, state_event_t *ev)
         mdb_txn_abort(txn);
         return SL_ERR_NOT_FOUND;
     }
+    apikey_gone_rec_t g = {at_ms};
+    if (rc == MDB_SUCCESS)
+        rc = state_rec_put(st, txn, STATE_DB_META, gk, &gone_schema, &g);
     return finish(st, txn, rc, ev);
+}
+
+sl_err_t state_apikey_delete(state_t *st, const char *name, uint64_t now_ms, state_event_t *ev)
+{
+    sl_err_t err = drop(st, name, now_ms, ev);
+    if (err == SL_OK)
+        state_cluster_keys_delete(state_cluster_of(st), name, now_ms);
+    return err;
+}
+
+sl_err_t state_apikey_forget(state_t *st, const char *name, uint64_t at_ms)
+{
+    return drop(st, name, at_ms, NULL);
+}
+
+uint64_t state_apikey_gone_ms(state_t *st, const char *name)
+{
+    char gk[STATE_APIKEY_NAME_MAX + sizeof(GONE_PREFIX)];
+    apikey_gone_rec_t g = {0};
+    MDB_txn *txn;
+    if (!name_ok(name) || mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn) != MDB_SUCCESS)
+        return 0;
+    gone_key(gk, sizeof(gk), name);
+    if (state_rec_get(st, txn, STATE_DB_META, "apikey_gone", gk, &gone_schema, &g, sizeof(g)) != SL_OK)
+        g.at_ms = 0;
+    mdb_txn_abort(txn);
+    return g.at_ms;
 }
 
 sl_err_t state_apikey_get(state_t *st, const char *name, state_apikey_rec_t *rec)

@@ -41,9 +41,21 @@ extern const state_schema_t state_apikey_schema;
  * SL_ERR_INVALID for a name that is empty, too long or holds a '/'. */
 SL_MUST_CHECK sl_err_t state_apikey_put(state_t *st, const state_apikey_rec_t *rec, int create, state_event_t *ev);
 
-/* Removes the key name, bumps the generation and appends ev (NULL: none),
- * in one write transaction; SL_ERR_NOT_FOUND if none is kept. */
-SL_MUST_CHECK sl_err_t state_apikey_delete(state_t *st, const char *name, state_event_t *ev);
+/* Removes the key name, leaves its tombstone (revoked at now_ms, shared
+ * time), bumps the generation and appends ev (NULL: none), in one write
+ * transaction; SL_ERR_NOT_FOUND if none is kept. */
+SL_MUST_CHECK sl_err_t state_apikey_delete(state_t *st, const char *name, uint64_t now_ms, state_event_t *ev);
+
+/* With cluster: (state_cluster_keys.c), state_apikey_put and _delete also
+ * tell Redis, and what other hosts did is applied with these two, which
+ * tell no one and log no event (the host that made the change logged it,
+ * and the cluster's event stream brings it here): rec written whether or
+ * not a key of its name is kept; name removed with its tombstone at at_ms
+ * (SL_ERR_NOT_FOUND if none is kept). */
+SL_MUST_CHECK sl_err_t state_apikey_apply(state_t *st, const state_apikey_rec_t *rec);
+SL_MUST_CHECK sl_err_t state_apikey_forget(state_t *st, const char *name, uint64_t at_ms);
+/* When the key name was last revoked here (shared ms), 0 if never. */
+uint64_t state_apikey_gone_ms(state_t *st, const char *name);
 
 /* The key name into rec; SL_ERR_NOT_FOUND if none is kept. */
 SL_MUST_CHECK sl_err_t state_apikey_get(state_t *st, const char *name, state_apikey_rec_t *rec);

@@ -138,8 +138,14 @@ static void on_message(void *data, redisReply *reply)
         return;
     else if (reply->element[2]->len == 1 && reply->element[2]->str[0] == 'x')
         state_cluster_events_told(cl);
+    else if (reply->element[2]->len == 1 && reply->element[2]->str[0] == 'e')
+        state_cluster_epapi_sync(cl);
+    else if (reply->element[2]->len == 1 && reply->element[2]->str[0] == 'k')
+        state_cluster_keys_told(cl);
     else if (reply->element[2]->len > 2 && reply->element[2]->str[0] == 'f')
         state_cluster_floor_message(cl, reply->element[2]->str, reply->element[2]->len);
+    else if (reply->element[2]->len > 2 && reply->element[2]->str[0] == 'p')
+        state_cluster_job_message(cl, reply->element[2]->str, reply->element[2]->len);
     else if (reply->element[2]->len > 2 && reply->element[2]->str[0] == 'c')
         state_cache_redis_message(cl, reply->element[2]->str, reply->element[2]->len);
     else
@@ -261,6 +267,9 @@ static void link_up(state_cluster_t *cl)
     cl->reported_down = 0;
     state_cluster_mode_move(cl->st, STATE_CLUSTER_SHARED, cl->hosts, NULL, sl_wall_ms());
     state_cluster_ep_resync(cl);
+    state_cluster_epapi_sync(cl);
+    cl->keys_sync_pending = 0; /* a read under way died with the last connection */
+    state_cluster_keys_sync(cl);
 }
 
 /* UP or JOINING: Redis refused the heartbeat's write. The connections stay
@@ -436,8 +445,11 @@ static void check_up(state_cluster_t *cl, uint64_t now)
     if (now >= cl->next_hello_ms && !cl->hello_pending)
         send_hello(cl);
     state_cluster_events_tick(cl, now);
+    state_cluster_epapi_tick(cl, now);
     if (cl->events_worker && now >= cl->next_ledger_sync_ms)
         state_cluster_ledgers_sync(cl);
+    if (cl->events_worker && now >= cl->next_keys_sync_ms)
+        state_cluster_keys_sync(cl);
 }
 
 static void on_tick(h2o_timeout_entry_t *entry)

@@ -28,6 +28,7 @@
 
 #include "base/sl_err.h"
 #include "state/state.h"
+#include "state/state_key.h"
 
 #define STATE_CLUSTER_DEFAULT_PREFIX "sluice:"
 #define STATE_CLUSTER_DEFAULT_TIMEOUT_MS 250
@@ -229,6 +230,58 @@ uint64_t state_cluster_now_ms(const state_cluster_t *cl);
  * this host's copy too (floor[] all 0 only reads it). Asynchronous; 0 if
  * sent, -1 if the link is not up (the host's floor stands alone then). */
 int state_cluster_floor_raise(state_cluster_t *cl, const char *network, const uint64_t floor[STATE_CHAIN_KINDS]);
+
+/* ---- endpoints added at run time (state_cluster_epapi.c) ---- */
+struct state_epapi_rec;
+/* Writes rec (removed 1: its tombstone, rec->updated_ms the removal's
+ * time) to Redis and tells every host; 0 if sent, -1 if the link is not up
+ * (the events worker pushes the host's copy when it returns). */
+int state_cluster_epapi_publish(state_cluster_t *cl, const struct state_epapi_rec *rec, int removed);
+/* fn(data) runs in the events worker when the host's copy of the entries
+ * changed because another host changed them (the master must apply them). */
+void state_cluster_epapi_on_change(state_cluster_t *cl, void (*fn)(void *data), void *data);
+
+/* ---- leased jobs, once per fleet (state_cluster_jobs.c) ---- */
+/* Redis' answer to a lease ask. */
+typedef struct state_cluster_job_answer {
+    int ok;                       /* 0: Redis did not answer (nothing below is known) */
+    int held;                     /* this host holds the lease (taken now or extended) */
+    int acquired;                 /* ... taken now, with a new token (not an extension) */
+    char holder[STATE_CLUSTER_HOST_MAX + 1]; /* the host holding it */
+    uint64_t token;               /* its fencing token */
+    uint64_t ttl_left_ms;         /* it runs this much longer from Redis' answer */
+    char prev[STATE_CLUSTER_HOST_MAX + 1];   /* acquired: the host that held it last ("" none) */
+} state_cluster_job_answer_t;
+
+typedef void (*state_cluster_job_fn)(void *data, const char *job, const state_cluster_job_answer_t *a);
+/* Takes the job's lease for this host for ttl_ms if nobody holds it (a new
+ * token), extends it if this host holds it, else says who does. fn runs
+ * once with the answer (a->ok 0 when Redis failed meanwhile), never after
+ * state_cluster_destroy. 0 if asked, -1 if the link is not up (fn is not
+ * called). */
+int state_cluster_job_ask(state_cluster_t *cl, const char *job, uint32_t ttl_ms, state_cluster_job_fn fn, void *data);
+
+/* What a job's holder found, for the other hosts to apply as their own. */
+typedef struct state_cluster_job_result {
+    char job[STATE_KEY_MAX];      /* "<network>/<endpoint>" */
+    char host[STATE_CLUSTER_HOST_MAX + 1]; /* the holder (filled on receipt) */
+    uint64_t token;               /* the holder's fencing token */
+    uint64_t head, head_at_ms;    /* the health probe's head */
+    uint32_t ewma_us;             /* its latency EWMA */
+    uint32_t failures;            /* probes failed in a row */
+    uint64_t safe, finalized, chain_at_ms, hash_height; /* the chain probe's */
+    char head_hash[67], head_parent[67];
+    char chain_id[48];            /* the endpoint's chain as the holder last heard it, "" unknown */
+    uint64_t chain_id_at_ms;      /* when (0: never) */
+} state_cluster_job_result_t;
+
+/* Publishes r on the cluster's channel (one PUBLISH). 0 if sent, -1 if the
+ * link is not up. */
+int state_cluster_job_publish(state_cluster_t *cl, const state_cluster_job_result_t *r);
+typedef void (*state_cluster_job_result_fn)(void *data, const state_cluster_job_result_t *r);
+/* fn runs, on the events worker only, with each result another host
+ * published. */
+void state_cluster_on_job(state_cluster_t *cl, state_cluster_job_result_fn fn, void *data);
 
 /* Commands this worker has sent to Redis (for the benchmark's count). */
 uint64_t state_cluster_commands(const state_cluster_t *cl);

@@ -8,6 +8,7 @@
 #include <h2o/hostinfo.h>
 #include <h2o/timeout.h>
 
+#include "state/state_apikey.h"
 #include "state/state_cluster.h"
 #include "state/state_key.h"
 
@@ -90,6 +91,9 @@ typedef enum state_script {
     STATE_SCRIPT_CREDITS,         /* a credit lease */
     STATE_SCRIPT_LEDGERS,         /* credit ledgers merged with the host's copies */
     STATE_SCRIPT_FLOOR,           /* a network's floor of heads served: the highest, published */
+    STATE_SCRIPT_KEYPUT,          /* a run-time API key made, changed or revoked: the later wins, published */
+    STATE_SCRIPT_KEYGET,          /* every run-time API key and tombstone */
+    STATE_SCRIPT_JOBLEASE,        /* a leased job: taken (SET NX PX, a fencing token) or extended */
     STATE_SCRIPT_COUNT
 } state_script_t;
 
@@ -149,7 +153,18 @@ struct state_cluster {
     size_t nledgers;
     int ledger_sync_pending;
     uint64_t next_ledger_sync_ms;
+    int keys_sync_pending;        /* the events worker reads the run-time keys from Redis ... */
+    int keys_sync_again;          /* ... and was told of a change meanwhile */
+    uint64_t next_keys_sync_ms;
+    state_cluster_job_result_fn on_job; /* another host's leased job result (events worker) */
+    void *on_job_data;
     struct state_cache *cache;    /* the response cache whose Redis tier this link is, NULL if none */
+    /* the endpoints added at run time (state_cluster_epapi.c) */
+    void (*epapi_fn)(void *data); /* the host's copy changed: the master applies it */
+    void *epapi_data;
+    int epapi_sync_pending;
+    int epapi_sync_again;         /* told of a change while a read was under way */
+    uint64_t next_epapi_sync_ms;
 };
 
 /* The shared part of an endpoint record as Redis holds it (and the host's
@@ -207,10 +222,31 @@ int state_cluster_level_report(state_cluster_t *cl, const char *network, uint8_t
  * another worker or host raised a network's floor of heads served. */
 void state_cluster_floor_message(state_cluster_t *cl, const char *msg, size_t len);
 
+/* state_cluster_keys.c: the run-time API keys (state_apikey.h) shared.
+ * _put and _delete tell Redis of a change made on this host (nothing if
+ * cl is NULL or its link is not up: the next sync pushes it). */
+void state_cluster_keys_put(state_cluster_t *cl, const state_apikey_rec_t *rec);
+void state_cluster_keys_delete(state_cluster_t *cl, const char *name, uint64_t at_ms);
+/* The events worker merges the host's keys with Redis' (on each return of
+ * the link, each "k" message of the channel, and every
+ * STATE_CLUSTER_KEYS_SYNC_MS). */
+#define STATE_CLUSTER_KEYS_SYNC_MS 5000
+void state_cluster_keys_sync(state_cluster_t *cl);
+void state_cluster_keys_told(state_cluster_t *cl);
+/* state_cluster_jobs.c: a message "p <job> ..." of the channel: a leased
+ * job's holder published its result. */
+void state_cluster_job_message(state_cluster_t *cl, const char *msg, size_t len);
+
 /* state_cache_redis.c: a message "c <network>" of the channel: a host
  * purged the network's response cache; the events worker purges this
  * host's local tier too. */
 void state_cache_redis_message(state_cluster_t *cl, const char *msg, size_t len);
+
+/* state_cluster_epapi.c: the events worker reads the endpoints added at
+ * run time from Redis and merges them with the host's copy (the link came
+ * up, the channel said "e", or SYNC_EVERY_MS passed: the tick). */
+void state_cluster_epapi_sync(state_cluster_t *cl);
+void state_cluster_epapi_tick(state_cluster_t *cl, uint64_t now_ms);
 
 /* state_cluster_events.c: ships this host's events, tails the others'. */
 void state_cluster_events_tick(state_cluster_t *cl, uint64_t now_ms);

@@ -302,6 +302,55 @@ static const char floor_lua[] =
     "if rose then redis.call('PUBLISH', ARGV[1], 'f ' .. ARGV[2] .. ' ' .. table.concat(out, ' ')) end\n"
     "return out\n";
 
+/* KEYS[1] the run-time API keys (name -> 20-digit version, then the
+ * record), KEYS[2] their tombstones (name -> version); ARGV 'p' (a key
+ * made or changed) or 'd' (revoked), name, version (shared ms, 20 digits),
+ * record ('' for 'd'), channel. The later version wins; a revocation wins
+ * a tie. Tells the channel "k" when it wrote. Returns 1 if written, 0 if
+ * Redis has a later change of that name. */
+static const char keyput_lua[] =
+    "local v = tonumber(ARGV[3])\n"
+    "local gone = tonumber(redis.call('HGET', KEYS[2], ARGV[2]) or '0') or 0\n"
+    "local cur = redis.call('HGET', KEYS[1], ARGV[2])\n"
+    "local curv = cur and (tonumber(string.sub(cur, 1, 20)) or 0) or 0\n"
+    "if ARGV[1] == 'p' then\n"
+    "  if gone >= v or curv > v then return 0 end\n"
+    "  redis.call('HSET', KEYS[1], ARGV[2], ARGV[3] .. ARGV[4])\n"
+    "  redis.call('HDEL', KEYS[2], ARGV[2])\n"
+    "else\n"
+    "  if curv > v or gone >= v then return 0 end\n"
+    "  redis.call('HDEL', KEYS[1], ARGV[2])\n"
+    "  redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])\n"
+    "end\n"
+    "redis.call('PUBLISH', ARGV[5], 'k')\n"
+    "return 1\n";
+
+/* KEYS[1], KEYS[2] as keyput's. Returns {HGETALL keys, HGETALL tombstones}
+ * read at one instant. */
+static const char keyget_lua[] =
+    "return {redis.call('HGETALL', KEYS[1]), redis.call('HGETALL', KEYS[2])}\n";
+/* KEYS[1] the job's lease, KEYS[2] the token counter, KEYS[3] the job's
+ * last holder; ARGV host, ttl_ms. The holder's own lease is extended
+ * (compare-and-extend); a free one is taken with SET NX PX and a new token.
+ * Returns {held 0/1, holder, token, ms left, taken now 0/1, last holder}. */
+static const char joblease_lua[] =
+    "local v = redis.call('GET', KEYS[1])\n"
+    "if v then\n"
+    "  local h, t = string.match(v, '^(%S+) (%d+)$')\n"
+    "  if h == ARGV[1] then\n"
+    "    redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+    "    return {1, h, t, tonumber(ARGV[2]), 0, ''}\n"
+    "  end\n"
+    "  return {0, h or '', t or '0', redis.call('PTTL', KEYS[1]), 0, ''}\n"
+    "end\n"
+    "local t = redis.call('INCR', KEYS[2])\n"
+    "if not redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. t, 'NX', 'PX', ARGV[2]) then\n"
+    "  return {0, '', '0', 0, 0, ''}\n"
+    "end\n"
+    "local prev = redis.call('GET', KEYS[3]) or ''\n"
+    "redis.call('SET', KEYS[3], ARGV[1])\n"
+    "return {1, ARGV[1], tostring(t), tonumber(ARGV[2]), 1, prev}\n";
+
 static const struct {
     const char *name;
     const char *source;
@@ -315,6 +364,9 @@ static const struct {
     [STATE_SCRIPT_CREDITS] = {"credits", credits_lua},
     [STATE_SCRIPT_LEDGERS] = {"ledgers", ledgers_lua},
     [STATE_SCRIPT_FLOOR] = {"floor", floor_lua},
+    [STATE_SCRIPT_KEYPUT] = {"keyput", keyput_lua},
+    [STATE_SCRIPT_KEYGET] = {"keyget", keyget_lua},
+    [STATE_SCRIPT_JOBLEASE] = {"joblease", joblease_lua},
 };
 
 const char *state_script_source(state_script_t s)

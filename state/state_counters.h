@@ -80,8 +80,13 @@ typedef enum state_key_counter {
     STATE_KEYC_CREDITS,           /* key_credits */
     STATE_KEYC_JWT,               /* jwt_invalid */
     STATE_KEYC_SPENT,             /* credits the admitted calls cost (the key's cost profile) */
+    STATE_KEYC_LAST_USE_S,        /* a gauge: the wall-clock second of the last call answered under the key
+                                     (workers fold by max, not sum); added last, so a record of the table
+                                     before it (STATE_KEYC_COUNT_V1 long) still reads */
     STATE_KEYC_COUNT
 } state_key_counter_t;
+
+#define STATE_KEYC_COUNT_V1 STATE_KEYC_LAST_USE_S
 
 /* A network's WebSocket and subscription counters in a "subs/<network>/<slot>"
  * record, STATE_SUBS_COUNTERS long: entry STATE_SRV_<name> is the network's

@@ -9,6 +9,14 @@
 static const char *const part_names[STATE_PART_COUNT] = {
     [STATE_PART_LIMITS] = "client limits",
     [STATE_PART_CREDITS] = "credit budgets",
+    [STATE_PART_LEASES] = "leased probes",
+};
+
+/* what a worker does meanwhile, in the event and the log line */
+static const char *const part_alone[STATE_PART_COUNT] = {
+    [STATE_PART_LIMITS] = "this worker enforces its share alone",
+    [STATE_PART_CREDITS] = "this worker enforces its share alone",
+    [STATE_PART_LEASES] = "this host probes every endpoint for itself",
 };
 
 #define EVENT_RETRY_MS 1000
@@ -22,8 +30,8 @@ static int record(state_t *st, state_part_t part, int start)
     state_event_init(&ev, start ? STATE_EVENT_STATE_DEGRADED : STATE_EVENT_STATE_RESTORED, NULL, NULL,
                      start ? d->since_ms : d->ended_ms);
     if (start) {
-        snprintf(ev.reason, sizeof(ev.reason), "%s: shared state failed (%s); this worker enforces its share alone",
-                 part_names[part], sl_err_str(d->why));
+        snprintf(ev.reason, sizeof(ev.reason), "%s: shared state failed (%s); %s", part_names[part],
+                 sl_err_str(d->why), part_alone[part]);
     } else {
         ev.duration_ms = d->ended_ms - d->since_ms;
         snprintf(ev.reason, sizeof(ev.reason), "%s: shared state works again after %llu ms of local enforcement",
@@ -39,8 +47,8 @@ void state_degraded_note(state_t *st, state_part_t part, sl_err_t result, uint64
     typeof(st->degraded[0]) *d = &st->degraded[part];
     int failed = result != SL_OK;
     if (failed && !d->on) {
-        sl_log_error("state: %s: shared state failed (%s); each worker enforces its share of them alone until it "
-                     "works", part_names[part], sl_err_str(result));
+        sl_log_error("state: %s: shared state failed (%s); %s until it works", part_names[part], sl_err_str(result),
+                     part_alone[part]);
         d->on = 1;
         d->why = result;
         if (d->need_end) {
@@ -89,6 +97,7 @@ const char *state_part_name(state_part_t part)
     static const char *const labels[STATE_PART_COUNT] = {
         [STATE_PART_LIMITS] = "limits",
         [STATE_PART_CREDITS] = "credits",
+        [STATE_PART_LEASES] = "leases",
     };
     return (unsigned)part < STATE_PART_COUNT ? labels[part] : "unknown";
 }

@@ -15,6 +15,7 @@ enum {
     STATE_DB_PINS,
     STATE_DB_LIMITS,              /* client GCRA cells */
     STATE_DB_LEDGERS,             /* provider credit ledgers */
+    STATE_DB_RESUME,              /* held subscriptions' positions (state_resume.h) */
     STATE_DB_COUNT
 };
 

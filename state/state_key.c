@@ -82,6 +82,11 @@ size_t state_key_server(char *out, size_t cap, unsigned slot)
     return fit(snprintf(out, cap, "srv/%u", slot));
 }
 
+size_t state_key_keys_uncounted(char *out, size_t cap, unsigned slot)
+{
+    return fit(snprintf(out, cap, "keyover/%u", slot));
+}
+
 size_t state_key_keystats(char *out, size_t cap, const char *name, unsigned slot)
 {
     return fit(snprintf(out, cap, "key/%s/%u", name, slot));

@@ -44,6 +44,9 @@ size_t state_key_chain(char *out, size_t cap, const char *network);
 size_t state_key_pressure_slot(char *out, size_t cap, const char *network, unsigned slot);
 /* stats: "key/<name>/<slot>", one worker's counters of an API key (STATE_KEYC_*) */
 size_t state_key_keystats(char *out, size_t cap, const char *name, unsigned slot);
+/* stats: "keyover/<slot>", one counter: calls and refusals under API keys
+ * that one worker's per-key table (GW_STATS_KEYS_MAX) had no room for */
+size_t state_key_keys_uncounted(char *out, size_t cap, unsigned slot);
 /* meta: "apikey/<name>", a key made at run time (state_apikey.c) */
 size_t state_key_apikey(char *out, size_t cap, const char *name);
 

@@ -46,6 +46,12 @@ static const state_field_t endpoint_fields[] = {
     F_SINCE(state_endpoint_rec_t, ws_heads, STATE_F_U64, 1, 6),
     F_SINCE(state_endpoint_rec_t, ws_head_at_ms, STATE_F_U64, 1, 6),
     F_SINCE(state_endpoint_rec_t, ws_unconfirmed, STATE_F_U64, 1, 7),
+    F_SINCE(state_endpoint_rec_t, lease_holder, STATE_F_STR, sizeof(((state_endpoint_rec_t *)0)->lease_holder), 8),
+    F_SINCE(state_endpoint_rec_t, lease_token, STATE_F_U64, 1, 8),
+    F_SINCE(state_endpoint_rec_t, lease_until_ms, STATE_F_U64, 1, 8),
+    F_SINCE(state_endpoint_rec_t, lease_ask_ms, STATE_F_U64, 1, 8),
+    F_SINCE(state_endpoint_rec_t, lease_chain_id, STATE_F_STR, sizeof(((state_endpoint_rec_t *)0)->lease_chain_id), 8),
+    F_SINCE(state_endpoint_rec_t, lease_chain_at_ms, STATE_F_U64, 1, 8),
 };
 
 /* version 2: rl_backoff_ms (the rate-limit backoff doubles across workers);
@@ -53,8 +59,9 @@ static const state_field_t endpoint_fields[] = {
  * version 4: the rate-limit episode (rl_since_ms, rl_last_until_ms, rl_marks);
  * version 5: the chain probe (safe, finalized, the latest block's hashes);
  * version 6: the upstream WebSocket (holder, state, heads received);
- * version 7: the pushed heads not confirmed (ws_unconfirmed) */
-const state_schema_t state_endpoint_schema = {"endpoint", 7, endpoint_fields,
+ * version 7: the pushed heads not confirmed (ws_unconfirmed);
+ * version 8: the lease of its probes (cluster:) as this host last heard it */
+const state_schema_t state_endpoint_schema = {"endpoint", 8, endpoint_fields,
                                               sizeof(endpoint_fields) / sizeof(endpoint_fields[0])};
 
 static const state_field_t cell_fields[] = {

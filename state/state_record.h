@@ -98,6 +98,14 @@ typedef struct state_endpoint_rec {
     uint64_t ws_head_at_ms;       /* the last one, shared time; 0 = none */
     /* version 7 */
     uint64_t ws_unconfirmed;      /* pushed heads its url's HTTP read did not confirm (dropped) */
+    /* version 8: the lease of its probes with cluster: (pool/pool_lease.c), as this host last heard */
+    char lease_holder[STATE_HOST_MAX + 1]; /* the host holding it, "" unknown */
+    uint64_t lease_token;         /* its fencing token (Redis' counter when it was taken) */
+    uint64_t lease_until_ms;      /* it runs until then (shared time), as last heard */
+    uint64_t lease_ask_ms;        /* Redis is asked again then (claimed by moving it forward) */
+    char lease_chain_id[48];      /* its chain (eth_chainId / genesis hash, normal form) as the
+                                     holder last heard it, "" unknown (STATE_CHAIN_ID_MAX) */
+    uint64_t lease_chain_at_ms;   /* when the holder heard it (0: never) */
 } state_endpoint_rec_t;
 
 /* ws_state of an endpoint record: no ws_url (or nobody holds it yet), the
@@ -146,6 +154,10 @@ extern const state_schema_t state_endpoint_schema;
     X(KEY_CREATED, "key_created")                                                         \
     X(KEY_REVOKED, "key_revoked")                                                         \
     X(KEY_SCOPE_CHANGED, "key_scope_changed")                                             \
+    X(ENDPOINT_ADDED, "endpoint_added")                                                   \
+    X(ENDPOINT_CHANGED, "endpoint_changed")                                               \
+    X(ENDPOINT_REMOVED, "endpoint_removed")                                               \
+    X(LEASE_MOVED, "lease_moved")                                                         \
     X(ENDPOINT_CAPABILITY_LEARNED, "endpoint_capability_learned")                         \
     X(ENDPOINT_CAPABILITY_FORGOTTEN, "endpoint_capability_forgotten")
 
@@ -438,6 +450,10 @@ static inline uint64_t state_slot_rate_milli(const state_pressure_slot_rec_t *r,
     X(SUB_LOGS_SENT, "sub_logs_sent", 0)                     /* logs notified (removed ones included) */     \
     X(SUB_LOGS_SKIPPED, "sub_logs_skipped", 0)               /* logs subscriptions ended: a block undelivered */ \
     X(SUB_REFUSED, "sub_refused", 0)                         /* subscribes refused at a bound */             \
+    X(SUB_RESUMED, "sub_resumed", 0)                         /* subscribes that took a held one over */      \
+    X(SUB_RESUME_EXPIRED, "sub_resume_expired", 0)           /* held ones found or swept past ws_resume_s */ \
+    X(SUB_RESUME_TOO_FAR, "sub_resume_too_far", 0)           /* ... more than 128 heights behind: from the head */ \
+    X(SUB_RESUME_DROPPED, "sub_resume_dropped", 0)           /* ... dropped past the bounds (the oldest) */  \
     X(SUB_TX_SKIPPED, "sub_tx_skipped", 0)                   /* Solana logs: transactions passed, not told */ \
     X(SUB_PASS_SOURCES, "sub_pass_sources", 1)               /* passthrough sources running */               \
     X(SUB_PASS_SOCKETS, "sub_pass_sockets", 1)               /* upstream sockets holding subscriptions */    \
@@ -453,7 +469,10 @@ static inline uint64_t state_slot_rate_milli(const state_pressure_slot_rec_t *r,
     X(ACCESS_NETWORK, "access_network", 0)                   /* refused outside a key's networks */          \
     X(ACCESS_METHOD, "access_method", 0)                     /* ... outside its methods */                   \
     X(ACCESS_CONTRACT, "access_contract", 0)                 /* ... outside its contracts */                 \
-    X(ACCESS_ORIGIN, "access_origin", 0)                     /* ... from an Origin it does not list */
+    X(ACCESS_ORIGIN, "access_origin", 0)                     /* ... from an Origin it does not list */      \
+    X(ACCESS_JWT, "access_jwt", 0)                           /* ... without the JWT its key asks for */      \
+    X(ACCESS_PER_ADDRESS, "access_per_address", 0)           /* ... past its key's per_address limit */      \
+    X(ACCESS_KEY_CREDITS, "access_key_credits", 0)           /* ... its key's credits spent */
 
 typedef enum state_srv_counter {
 #define STATE_SRV_ENUM_(name, str, gauge) STATE_SRV_##name,

@@ -130,18 +130,19 @@ static sub_source_t *source_find(sub_reg_t *r, sub_net_t *net, const sub_kind_t 
 {
     for (h2o_linklist_t *l = r->sources.next; l != &r->sources; l = l->next) {
         sub_source_t *s = H2O_STRUCT_FROM_MEMBER(sub_source_t, link, l);
-        if (s->kind == k && s->net == net && s->pass == pass && strcmp(s->key, key) == 0)
+        if (s->kind == k && s->net == net && s->pass == pass && s->resume.height == 0 && strcmp(s->key, key) == 0)
             return s;
     }
     return NULL;
 }
 
 /* The source with these params, or a new one started (by creator): passed
- * through (sub_pass.c) or the row's start. */
+ * through (sub_pass.c) or the row's start. A held subscription taken over
+ * (resume: a position) gets a new one of its own, which goes on from it. */
 static sub_source_t *source_get(sub_reg_t *r, sub_net_t *net, const sub_kind_t *k, const char *key,
-                                   const char *creator, int pass)
+                                   const char *creator, int pass, const sub_resume_pos_t *resume)
 {
-    sub_source_t *s = source_find(r, net, k, key, pass);
+    sub_source_t *s = resume->height == 0 ? source_find(r, net, k, key, pass) : NULL;
     if (s != NULL)
         return s;
     s = sl_xcalloc(1, sizeof(*s));
@@ -154,6 +155,7 @@ static sub_source_t *source_get(sub_reg_t *r, sub_net_t *net, const sub_kind_t *
     h2o_linklist_init_anchor(&s->subs);
     h2o_linklist_insert(&r->sources, &s->link);
     s->pass = (uint8_t)pass;
+    s->resume = *resume;
     sub_count_net(r, net->index, STATE_SUBS_SOURCES + k->gauge, 1);
     if (pass)
         sub_pass_start(s);
@@ -200,8 +202,11 @@ void sub_client_dispose(sub_client_t *c)
 {
     if (!h2o_linklist_is_linked(&c->link))
         return; /* disposed already (the worker's teardown, then the socket's close) */
-    while (!h2o_linklist_is_empty(&c->subs))
-        sub_end(H2O_STRUCT_FROM_MEMBER(sub_t, client_link, c->subs.next));
+    while (!h2o_linklist_is_empty(&c->subs)) {
+        sub_t *sub = H2O_STRUCT_FROM_MEMBER(sub_t, client_link, c->subs.next);
+        sub_resume_hold(c, sub->src); /* held for the caller's return (server.ws_resume) */
+        sub_end(sub);
+    }
     h2o_linklist_unlink(&c->link);
 }
 
@@ -409,9 +414,12 @@ static void subscribe(sub_client_t *c, const sub_kind_t *k, const cJSON *params,
     }
     sub->c = c;
     sub_new_id(k->id_form, sub->id);
+    sub_resume_pos_t resume = {0};
+    if (!pass)
+        sub_resume_take(c, k, key.base, &resume); /* the same caller's held one: go on from it */
     /* answered before the source may notify (its first call is never synchronous) */
     sub_reply(c, body, id, sub->id);
-    sub_source_t *src = source_get(c->reg, c->net, k, key.base, c->ident, pass);
+    sub_source_t *src = source_get(c->reg, c->net, k, key.base, c->ident, pass, &resume);
     sub->src = src;
     h2o_linklist_insert(&c->subs, &sub->client_link);
     h2o_linklist_insert(&src->subs, &sub->source_link);

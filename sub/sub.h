@@ -51,6 +51,8 @@ typedef struct sub_limits {
     uint32_t sources_per_identity; /* server.ws_max_sources_per_identity */
     uint32_t polled_sources_per_identity; /* server.ws_max_polled_sources_per_identity */
     uint32_t logs_retry_s;        /* server.ws_logs_retry_s */
+    int resume;                   /* server.ws_resume: a policy_resume_mode_t (policy/resume.h) */
+    uint32_t resume_s;            /* server.ws_resume_s */
 } sub_limits_t;
 
 /* Where sub/ counts, by state/'s counters (state_counters.h): the worker's

@@ -35,6 +35,7 @@
 typedef struct eth_heads {
     sub_source_t *src;
     sub_listener_t l;
+    sub_resume_pos_t pos;         /* the last header told (sub_resume.c) */
 } eth_heads_t;
 
 const char *sub_eth_heads_params(const cJSON *params, sl_buf_t *key)
@@ -48,7 +49,26 @@ const char *sub_eth_heads_params(const cJSON *params, sl_buf_t *key)
 static void heads_on_header(sub_listener_t *l, const sub_header_t *hd)
 {
     eth_heads_t *h = H2O_STRUCT_FROM_MEMBER(eth_heads_t, l, l);
+    h->pos.height = hd->height;
+    memcpy(h->pos.hash, hd->hash, 32);
     sub_notify(h->src, hd->json, hd->len);
+}
+
+/* Starts l on the follower: from src's resume position (its own), else the head (shared). */
+static void follow_from(sub_source_t *src, sub_listener_t *l)
+{
+    if (src->resume.height != 0)
+        sub_follow_listen_at(src->reg, src->net, l, &src->resume);
+    else
+        sub_follow_listen(src->reg, src->net, l);
+}
+
+int sub_eth_heads_position(const sub_source_t *src, sub_resume_pos_t *pos)
+{
+    const eth_heads_t *h = src->impl;
+    *pos = h->pos;
+    sub_follow_below(&h->l, pos);
+    return h->pos.height != 0;
 }
 
 void sub_eth_heads_start(sub_source_t *src)
@@ -56,8 +76,9 @@ void sub_eth_heads_start(sub_source_t *src)
     eth_heads_t *h = sl_xcalloc(1, sizeof(*h));
     h->src = src;
     h->l.on_header = heads_on_header;
+    h->pos = src->resume;
     src->impl = h;
-    sub_follow_listen(src->reg, src->net, &h->l);
+    follow_from(src, &h->l);
 }
 
 void sub_eth_heads_stop(sub_source_t *src)
@@ -95,6 +116,7 @@ typedef struct eth_logs {
     uint64_t kept_from;           /* every block sent from this height up is in sent[] (undoable) */
     uint8_t solo;                 /* holds one of the share's filtered fetches */
     uint8_t failed;               /* ended (sub_fail_block): waits to be stopped */
+    sub_resume_pos_t pos;         /* the last block whose logs all went out (sub_resume.c) */
 } eth_logs_t;
 
 static int lower_hex(cJSON *v, size_t want_len)
@@ -411,6 +433,8 @@ static void got_logs(eth_logs_t *g, int ok, int too_large, const char *res, size
     memcpy(s->logs, res, len);
     s->logs[len] = '\0';
     g->last_sent = b->height;
+    g->pos.height = b->height;
+    memcpy(g->pos.hash, b->hash, 32);
     dequeue(g);
     send_logs(g, s->logs, 0);
     pump(g);
@@ -495,8 +519,13 @@ static int undo_from(eth_logs_t *g, uint64_t from, const uint8_t *hash)
             forget(g, s, 0);
         }
     }
-    if (g->last_sent >= from)
+    if (g->last_sent >= from) {
         g->last_sent = from - 1;
+        const uint8_t *below = sub_follow_hash(&g->l, from - 1);
+        g->pos.height = below != NULL ? from - 1 : 0; /* unknown: not held (it starts from the head) */
+        if (below != NULL)
+            memcpy(g->pos.hash, below, 32);
+    }
     while (g->qlen > 0 && g->queue[(g->qhead + g->qlen - 1) % LOGS_QUEUE].height >= from &&
            (g->qlen > 1 || !asking(g)))
         g->qlen--; /* the one being asked stays: its answer is dropped as replaced */
@@ -546,8 +575,22 @@ void sub_eth_logs_start(sub_source_t *src)
     g->wait.cb = on_shared;
     g->wait.filter = &g->pf;
     g->share = sub_logshare_join(src->reg, src->net);
+    g->pos = src->resume;
+    if (src->resume.height != 0) {
+        /* the held block's logs went out on the socket before: a reorg replacing it cannot undo them */
+        g->last_sent = src->resume.height;
+        g->kept_from = src->resume.height + 1;
+    }
     src->impl = g;
-    sub_follow_listen(src->reg, src->net, &g->l);
+    follow_from(src, &g->l);
+}
+
+int sub_eth_logs_position(const sub_source_t *src, sub_resume_pos_t *pos)
+{
+    const eth_logs_t *g = src->impl;
+    *pos = g->pos;
+    sub_follow_below(&g->l, pos);
+    return g->pos.height != 0 && !g->failed;
 }
 
 void sub_eth_logs_stop(sub_source_t *src)

@@ -47,6 +47,7 @@ typedef struct sub_follow {
     char endpoint[64];            /* the endpoint its polls were last answered by ("": none yet) */
     uint64_t backfilled;          /* heights backfilled while on it */
     uint64_t gap;                 /* heights skipped below the next header told (the backfill bound) */
+    uint8_t own;                  /* a resumed subscription's alone (sub_follow_listen_at): not shared */
 } sub_follow_t;
 
 /* A header read: its height, hashes and geth's newHeads form. */
@@ -160,6 +161,8 @@ static void tell(sub_follow_t *f, const header_t *hd, int replaced, int deep)
     while (l != &f->listeners) {
         sub_listener_t *li = H2O_STRUCT_FROM_MEMBER(sub_listener_t, link, l);
         l = l->next;
+        if (replaced && hd->height <= li->from)
+            li->from = hd->height - 1; /* told the new branch from here: the heights above it on it are new */
         if (replaced || hd->height > li->from) /* a block there before it joined is not its to hear */
             li->on_header(li, &h);
     }
@@ -281,12 +284,71 @@ static void on_tick(h2o_timeout_entry_t *e)
         fetch(f, 0);
 }
 
+static void follow_free(sub_follow_t *f);
+
+/* The network's shared follower in the worker, or NULL. */
+static sub_follow_t *shared_of(sub_reg_t *r, const sub_net_t *net)
+{
+    h2o_linklist_t *all = sub_follows(r);
+    for (h2o_linklist_t *n = all->next; n != all; n = n->next) {
+        sub_follow_t *o = H2O_STRUCT_FROM_MEMBER(sub_follow_t, link, n);
+        if (o->net == net && !o->own)
+            return o;
+    }
+    return NULL;
+}
+
+/* Whether a follower of its own, caught up, is on the shared one's branch:
+ * the same last height and hash, and every height both keep the same. */
+static int same_branch(const sub_follow_t *own, const sub_follow_t *shared)
+{
+    if (own->track.last == 0 || shared->track.last != own->track.last || shared->back != 0)
+        return 0;
+    for (uint64_t h = own->track.last, n = 0; h > 0 && n < POLICY_HEADTRACK_RING; h--, n++) {
+        const uint8_t *a = policy_headtrack_hash(&own->track, h), *b = policy_headtrack_hash(&shared->track, h);
+        if (h == own->track.last ? a == NULL || b == NULL || memcmp(a, b, 32) != 0
+                                 : a != NULL && b != NULL && memcmp(a, b, 32) != 0)
+            return 0;
+    }
+    return 1;
+}
+
+/* A resumed subscription's follower, once it has backfilled to the head,
+ * hands its listeners to the network's shared follower when both are at the
+ * same block, and stops (so a resumed subscription costs one more poll only
+ * while it backfills); with no shared follower it becomes the shared one.
+ * 1 when f was freed. From the watch timer: never inside f's call. */
+static int merge(sub_follow_t *f)
+{
+    /* the head not polled yet: not caught up (a subscriber joining it would hear the backfill) */
+    if (!f->own || sub_call_busy(&f->call) || f->back != 0 || f->head == 0 || f->track.last < f->head)
+        return 0;
+    sub_follow_t *shared = shared_of(f->r, f->net);
+    if (shared == NULL) {
+        f->own = 0;
+        return 0;
+    }
+    if (!same_branch(f, shared))
+        return 0;
+    while (!h2o_linklist_is_empty(&f->listeners)) {
+        sub_listener_t *l = H2O_STRUCT_FROM_MEMBER(sub_listener_t, link, f->listeners.next);
+        h2o_linklist_unlink(&l->link);
+        l->f = shared;
+        l->from = shared->track.last;
+        h2o_linklist_insert(&shared->listeners, &l->link);
+    }
+    follow_free(f);
+    return 1;
+}
+
 /* The chain view learns heads between polls (an upstream WebSocket's at
  * once, the probes', answers flowing): a head above the one polled wakes
  * the poll. */
 static void on_watch(h2o_timeout_entry_t *e)
 {
     sub_follow_t *f = H2O_STRUCT_FROM_MEMBER(sub_follow_t, watch, e);
+    if (merge(f))
+        return;
     h2o_timeout_link(sub_loop(f->r), sub_timeout(f->r, SUB_WATCH_MS), &f->watch);
     uint64_t h = pool_network_head(f->net->pool_net);
     if (h <= f->view_head)
@@ -296,33 +358,54 @@ static void on_watch(h2o_timeout_entry_t *e)
         fetch(f, 0);
 }
 
+/* A new follower of net (seeded at pos, its own; else shared), polling at once. */
+static sub_follow_t *follow_new(sub_reg_t *r, sub_net_t *net, const sub_resume_pos_t *pos)
+{
+    sub_follow_t *f = sl_xcalloc(1, sizeof(*f));
+    f->r = r;
+    f->net = net;
+    h2o_linklist_init_anchor(&f->listeners);
+    policy_headtrack_init(&f->track);
+    if (pos != NULL) {
+        static const uint8_t none[32];
+        f->own = 1;
+        /* as if sent, oldest first: the next is pos + 1, and a reorg walks back over those below */
+        for (size_t i = SUB_RESUME_BELOW; i > 0; i--)
+            if (pos->height > i && memcmp(pos->below[i - 1], none, 32) != 0)
+                policy_headtrack_record(&f->track, pos->height - i, pos->below[i - 1]);
+        policy_headtrack_record(&f->track, pos->height, pos->hash);
+    }
+    sub_call_init(&f->call);
+    f->period = sub_timeout(r, sub_poll_ms(net));
+    f->tick.cb = on_tick;
+    f->watch.cb = on_watch;
+    f->view_head = pool_network_head(net->pool_net);
+    h2o_linklist_insert(sub_follows(r), &f->link);
+    h2o_timeout_link(sub_loop(r), f->period, &f->tick);
+    h2o_timeout_link(sub_loop(r), sub_timeout(r, SUB_WATCH_MS), &f->watch);
+    fetch(f, 0); /* the first header now, not a period from now */
+    return f;
+}
+
 void sub_follow_listen(sub_reg_t *r, sub_net_t *net, sub_listener_t *l)
 {
-    h2o_linklist_t *all = sub_follows(r);
-    sub_follow_t *f = NULL;
-    for (h2o_linklist_t *n = all->next; n != all && f == NULL; n = n->next) {
-        sub_follow_t *o = H2O_STRUCT_FROM_MEMBER(sub_follow_t, link, n);
-        if (o->net == net)
-            f = o;
-    }
-    if (f == NULL) {
-        f = sl_xcalloc(1, sizeof(*f));
-        f->r = r;
-        f->net = net;
-        h2o_linklist_init_anchor(&f->listeners);
-        policy_headtrack_init(&f->track);
-        sub_call_init(&f->call);
-        f->period = sub_timeout(r, sub_poll_ms(net));
-        f->tick.cb = on_tick;
-        f->watch.cb = on_watch;
-        f->view_head = pool_network_head(net->pool_net);
-        h2o_linklist_insert(all, &f->link);
-        h2o_timeout_link(sub_loop(r), f->period, &f->tick);
-        h2o_timeout_link(sub_loop(r), sub_timeout(r, SUB_WATCH_MS), &f->watch);
-        fetch(f, 0); /* the first header now, not a period from now */
-    }
+    sub_follow_t *f = shared_of(r, net);
+    if (f == NULL)
+        f = follow_new(r, net, NULL);
     l->f = f;
     l->from = f->head > f->track.last ? f->head : f->track.last;
+    h2o_linklist_insert(&f->listeners, &l->link);
+}
+
+/* A follower of its own: the heights between pos and the head are the
+ * resumed subscription's alone to hear, which a shared follower (at the
+ * head already) would not fetch again. Once at the head it joins the
+ * shared one (merge). */
+void sub_follow_listen_at(sub_reg_t *r, sub_net_t *net, sub_listener_t *l, const sub_resume_pos_t *pos)
+{
+    sub_follow_t *f = follow_new(r, net, pos);
+    l->f = f;
+    l->from = pos->height;
     h2o_linklist_insert(&f->listeners, &l->link);
 }
 
@@ -363,4 +446,14 @@ uint64_t sub_follow_last(const sub_listener_t *l)
 const uint8_t *sub_follow_hash(const sub_listener_t *l, uint64_t height)
 {
     return l->f != NULL ? policy_headtrack_hash(&l->f->track, height) : NULL;
+}
+
+void sub_follow_below(const sub_listener_t *l, sub_resume_pos_t *pos)
+{
+    memset(pos->below, 0, sizeof(pos->below));
+    for (size_t i = 1; i <= SUB_RESUME_BELOW && i < pos->height; i++) {
+        const uint8_t *h = sub_follow_hash(l, pos->height - i);
+        if (h != NULL)
+            memcpy(pos->below[i - 1], h, 32);
+    }
 }

@@ -39,6 +39,16 @@
 
 typedef struct sub_source sub_source_t;
 
+/* A position a subscription reached (sub_resume.c): the last block it
+ * delivered in full. */
+#define SUB_RESUME_BELOW 7
+typedef struct sub_resume_pos {
+    uint64_t height;              /* 0: none */
+    uint8_t hash[32];
+    uint8_t below[SUB_RESUME_BELOW][32]; /* the hashes of height - 1 .. height - 7 on the branch sent (zero:
+                                            unknown): a reorg across the gap walks back over them */
+} sub_resume_pos_t;
+
 typedef enum sub_id_form {
     SUB_ID_HEX,                /* "0x" and 32 hex digits, a string (geth's) */
     SUB_ID_INT,                /* an integer (Solana's) */
@@ -64,6 +74,11 @@ typedef struct sub_kind {
     /* Passed through to an endpoint's WebSocket (sub_pass.c) where the
      * network has a ws_url; else start (polling), else refusal. */
     uint8_t pass;
+    /* The position a source of this kind reached (the last block it
+     * delivered in full: *height and hash), 1; 0 when it has none yet. NULL:
+     * the kind is not held when its socket closes (sub_resume.c). A source
+     * started with src->resume set goes on from that position. */
+    int (*position)(const sub_source_t *src, sub_resume_pos_t *pos);
     /* Polled, each source makes its own upstream calls every interval
      * (nothing merges them): counted against ws_max_polled_sources_per_identity. */
     uint8_t own_poll;
@@ -82,6 +97,8 @@ struct sub_source {
     uint64_t mark;                /* sub.c's counting of a caller's distinct sources */
     h2o_timeout_entry_t reap;     /* a finished source stops from the loop, not its own callback */
     char creator[SUB_IDENT_MAX]; /* the identity whose subscribe started it (ws_max_sources_per_identity) */
+    sub_resume_pos_t resume;      /* a held subscription's position it goes on from (height 0: none); such
+                                     a source is its subscriber's alone (source_find passes it by) */
 };
 
 /* Work a network's sources share in the worker (sub_logshare.c's
@@ -190,11 +207,18 @@ struct sub_listener {
 };
 
 void sub_follow_listen(sub_reg_t *r, sub_net_t *net, sub_listener_t *l);
+/* A listener of its own follower, seeded at pos (a held subscription's):
+ * it hears the heights after pos.height, backfilled by number up to the
+ * head (a reorg across them walked back as the shared follower does: pos's
+ * height replaced is told `replaced`), then the head as it moves. */
+void sub_follow_listen_at(sub_reg_t *r, sub_net_t *net, sub_listener_t *l, const sub_resume_pos_t *pos);
 void sub_follow_unlisten(sub_listener_t *l);
 /* The hash the follower sent at height, or NULL (not sent, replaced, or too old). */
 const uint8_t *sub_follow_hash(const sub_listener_t *l, uint64_t height);
 /* The highest height sent on the branch the follower is on (0: none). */
 uint64_t sub_follow_last(const sub_listener_t *l);
+/* pos->below from the hashes the follower of l keeps under pos->height. */
+void sub_follow_below(const sub_listener_t *l, sub_resume_pos_t *pos);
 /* Heights the follower keeps the hashes of (POLICY_HEADTRACK_RING): a reorg deeper is told deep. */
 #define SUB_FOLLOW_KEPT 128
 /* Registry teardown: followers left (none when every client went). */
@@ -236,10 +260,23 @@ int sub_json_plain_items(const char *text, size_t len, sl_buf_t *c, wire_span_t 
  * compact; removed: newest first, with "removed":true last. The count. */
 size_t sub_json_each_log(const char *logs, size_t len, int removed, sub_json_text_fn fn, void *arg);
 
+/* sub_resume.c: subscriptions held after their socket closed
+ * (server.ws_resume, state/state_resume.h). sub_resume_hold keeps src's
+ * position for the client's identity (its socket is closing); sub_resume_take
+ * finds the one held for the same identity, kind and params (key), takes it
+ * over, and 1 with *pos to go on from; 0 to start from the head (none held,
+ * expired, too far behind: counted and logged). */
+void sub_resume_hold(const sub_client_t *c, const sub_source_t *src);
+int sub_resume_take(const sub_client_t *c, const sub_kind_t *k, const char *key, sub_resume_pos_t *pos);
+/* The backfill bound: a held position further behind the head starts from the head. */
+#define SUB_RESUME_MAX_BEHIND 128
+
 /* The kinds' normalisers and sources (sub_eth.c, sub_sol.c). */
 const char *sub_eth_heads_params(const cJSON *params, sl_buf_t *key);
 void sub_eth_heads_start(sub_source_t *src);
 void sub_eth_heads_stop(sub_source_t *src);
+int sub_eth_heads_position(const sub_source_t *src, sub_resume_pos_t *pos);
+int sub_eth_logs_position(const sub_source_t *src, sub_resume_pos_t *pos);
 const char *sub_eth_logs_params(const cJSON *params, sl_buf_t *key);
 void sub_eth_logs_start(sub_source_t *src);
 void sub_eth_logs_stop(sub_source_t *src);

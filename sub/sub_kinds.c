@@ -7,8 +7,8 @@
     "newPendingTransactions needs an endpoint with ws_url (it is passed through from an upstream's WebSocket; "  \
     "this network has none)"
 
-#define ETH(kname, norm, gauge_, start_, stop_, refusal_)                                                        \
-    {.name = kname, .chain = POLICY_CHAIN_ETHEREUM, .method = "eth_subscribe", .unsubscribe = "eth_unsubscribe",  \
+#define ETH(kname, norm, gauge_, start_, stop_, pos_, refusal_)                                                  \
+    {.name = kname, .position = pos_, .chain = POLICY_CHAIN_ETHEREUM, .method = "eth_subscribe", .unsubscribe = "eth_unsubscribe",  \
      .notification = "eth_subscription", .id_form = SUB_ID_HEX, .gauge = gauge_, .normalise = norm,          \
      .refusal = refusal_, .start = start_, .stop = stop_}
 #define SOL(kname, unsub, notif, norm, gauge_, start_, refusal_)                                                \
@@ -18,8 +18,9 @@
 
 const sub_kind_t sub_kinds[] = {
     ETH("newHeads", sub_eth_heads_params, STATE_SRV_SUBS_NEWHEADS, sub_eth_heads_start, sub_eth_heads_stop,
-        NULL),
-    ETH("logs", sub_eth_logs_params, STATE_SRV_SUBS_LOGS, sub_eth_logs_start, sub_eth_logs_stop, NULL),
+        sub_eth_heads_position, NULL),
+    ETH("logs", sub_eth_logs_params, STATE_SRV_SUBS_LOGS, sub_eth_logs_start, sub_eth_logs_stop,
+        sub_eth_logs_position, NULL),
     {.name = "newPendingTransactions", .chain = POLICY_CHAIN_ETHEREUM, .method = "eth_subscribe",
      .unsubscribe = "eth_unsubscribe", .notification = "eth_subscription", .id_form = SUB_ID_HEX,
      .gauge = STATE_SRV_SUBS_PENDING, .normalise = sub_pass_pending_params, .refusal = NO_WS_UPSTREAM,

@@ -44,7 +44,11 @@ Test(routes, match_by_method_and_path)
         {"GET", "/admin/endpoints/eth/a/drain", NULL, 0, 1},
         {"POST", "/admin/endpoints/", NULL, 0, 0}, /* a prefix needs something after it */
         {"GET", "/admin/endpoints", "/admin/endpoints", ADMIN_ROUTE_AUTH, 1},
-        {"POST", "/admin/endpoints", NULL, 0, 1},
+        {"POST", "/admin/endpoints", "/admin/endpoints", ADMIN_ROUTE_AUTH, 1}, /* adds one (admin_epapi.c) */
+        {"PATCH", "/admin/endpoints/eth/b", "/admin/endpoints/", ADMIN_ROUTE_AUTH | ADMIN_ROUTE_PREFIX, 1},
+        {"DELETE", "/admin/endpoints/eth/b", "/admin/endpoints/", ADMIN_ROUTE_AUTH | ADMIN_ROUTE_PREFIX, 1},
+        {"DELETE", "/admin/endpoints", NULL, 0, 1},
+        {"GET", "/admin/config", "/admin/config", ADMIN_ROUTE_AUTH, 1},
         {"GET", "/admin/events/stream", "/admin/events/stream", ADMIN_ROUTE_AUTH, 1},
         {"POST", "/admin/reload", "/admin/reload", ADMIN_ROUTE_AUTH, 1},
         {"GET", "/admin/reload", NULL, 0, 1},

@@ -32,7 +32,8 @@ cg_prologue() {
 # cg_worker_run DIR NAME METHOD N CONC: runs sluice under callgrind with
 # DIR/s.yaml (one worker), sends it exactly N calls of METHOD, CONC at once,
 # stops it, and sets CG_FILE to the worker's callgrind file (also written to
-# DIR/worker_file). The log is DIR/log.
+# DIR/worker_file). The log is DIR/log. CG_URL_SUFFIX (e.g. "/sl_<key>") is
+# appended to the network's URL.
 cg_worker_run() {
     local d=$1 name=$2 method=$3 n=$4 conc=$5
     valgrind --tool=callgrind --callgrind-out-file="$d/cg.%p" "$SLUICE_BIN" -c "$d/s.yaml" >"$d/log" 2>&1 &
@@ -44,7 +45,7 @@ cg_worker_run() {
         sleep 0.1
     done
     [ -n "$port" ] || die "sluice ($name) did not start under valgrind"
-    node "$HERE/fixed.mjs" "http://127.0.0.1:$port/eth" "$method" "$n" "$conc" >"$d/client.txt" 2>&1 \
+    node "$HERE/fixed.mjs" "http://127.0.0.1:$port/eth${CG_URL_SUFFIX:-}" "$method" "$n" "$conc" >"$d/client.txt" 2>&1 \
         || { cat "$d/client.txt" >&2; die "client run failed ($name, $n)"; }
     local master=$SL_PID
     kill -TERM "$master"

@@ -422,6 +422,15 @@ Test(config, websocket_defaults_and_keys)
     cr_assert_eq(cfg->server.ws_ping_interval_ms, CFG_DEFAULT_WS_PING_INTERVAL_MS);
     cr_assert_eq(cfg->server.ws_idle_timeout_ms, CFG_DEFAULT_WS_IDLE_TIMEOUT_MS);
     cr_assert_eq(cfg->server.ws_logs_retry_s, 120, "a 60 s eth_getLogs outage at 1 s blocks loses nothing");
+    cr_assert_eq(cfg->server.ws_resume, CFG_WS_RESUME_KEYED, "callers with a key are held by default");
+    cr_assert_eq(cfg->server.ws_resume_s, 60);
+    cfg_destroy(cfg);
+    cfg = config_load_ok("server: { ws_resume: all, ws_resume_s: 5 }\n" NET);
+    cr_assert_eq(cfg->server.ws_resume, CFG_WS_RESUME_ALL);
+    cr_assert_eq(cfg->server.ws_resume_s, 5);
+    cfg_destroy(cfg);
+    cfg = config_load_ok("server: { ws_resume: off }\n" NET);
+    cr_assert_eq(cfg->server.ws_resume, CFG_WS_RESUME_OFF);
     cfg_destroy(cfg);
     cfg = config_load_ok("server: { ws_listen: off }\n" NET);
     cr_assert_null(cfg->server.ws_listen);

@@ -96,6 +96,8 @@ static const bad_case_t bad_cases[] = {
      "server.ws_max_connections_per_identity", "5 is above server.ws_max_connections (4)", 1},
     {"server: { ws_max_inflight: 0 }\n" NET, 1, "server.ws_max_inflight", "between 1 and 100000", 1},
     {"server: { ws_logs_retry_s: 0 }\n" NET, 1, "server.ws_logs_retry_s", "between 1 and 3600", 1},
+    {"server: { ws_resume_s: 0 }\n" NET, 1, "server.ws_resume_s", "between 1 and 3600", 1},
+    {"server: { ws_resume: anonymous }\n" NET, 1, "server.ws_resume", "anonymous", 1},
     {"server: { ws_max_subscriptions_per_connection: 0 }\n" NET, 1, "server.ws_max_subscriptions_per_connection",
      "between 1 and 1000000", 1},
     {"server: { ws_max_subscriptions_per_identity: 0 }\n" NET, 1, "server.ws_max_subscriptions_per_identity",

@@ -21,6 +21,7 @@
 #include "state/state.h"
 #include "state/state_apikey.h"
 #include "state/state_record.h"
+#include "state/state_resume.h"
 
 #define CHECK(cond) \
     ((cond) ? (void)0 : (fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond), abort()))
@@ -38,6 +39,7 @@ static const schema_case_t schemas[] = {
     {&state_pressure_schema, sizeof(state_pressure_rec_t)},
     {&state_pressure_slot_schema, sizeof(state_pressure_slot_rec_t)},
     {&state_apikey_schema, sizeof(state_apikey_rec_t)},
+    {&state_resume_schema, sizeof(state_resume_rec_t)},
 };
 
 static void check_strings(const state_schema_t *s, const void *rec)

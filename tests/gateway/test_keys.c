@@ -112,7 +112,7 @@ Test(keys, a_revocation_marks_the_entry_and_sweeps_once)
     make("two", "sl_two", "pro", "", 1);
     (void)gw_keys_refresh(keys);
     const cfg_key_conf_t *one = match("sl_one"), *two = match("sl_two");
-    cr_assert_eq(state_apikey_delete(st, "one", NULL), SL_OK);
+    cr_assert_eq(state_apikey_delete(st, "one", 1000, NULL), SL_OK);
     cr_expect_eq(gw_keys_refresh(keys), 1);
     cr_expect_null(match("sl_one"));
     cr_expect_eq(match("sl_two"), two, "an unchanged key keeps its entry");

@@ -88,6 +88,7 @@ test('a block by hash is kept; a null (not found) is not', async () => {
 
 test('a batch mixes hits and misses: only the misses go upstream, as a smaller batch', async () => {
   const { f, s } = await oneEndpoint();
+  await startupAsks(f); // a worker's late first tick asks eth_chainId upstream: not the batch's
   await post(s.url('eth'), call('eth_chainId'));
   await post(s.url('eth'), call('net_version'));
   await f.reset();

@@ -87,7 +87,8 @@ test('Redis killed and restarted: both hosts keep answering, each reports degrad
     assert.match(m.text, new RegExp(`sluice_cluster_mode\\{host="${r.cluster.host}",mode="degraded"\\} 1`));
     assert.match(m.text, new RegExp(`sluice_cluster_mode\\{host="${r.cluster.host}",mode="shared"\\} 0`));
     const ep = (await adminGet(s, '/admin/endpoints')).json[0];
-    assert.deepEqual(ep.cluster, { counters: r.cluster.host, shared_state: 'this host' });
+    assert.deepEqual(ep.cluster, { counters: r.cluster.host, shared_state: 'this host',
+      probes: { role: 'local', holder: r.cluster.host } }); // every host probes for itself
   }
   await sleep(1500); // several reconnect attempts fail meanwhile: still one event
   await redis.restart();

@@ -4,7 +4,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { startFake, startSluice, post, call } from '../lib/harness.mjs';
+import { startFake, startSluice, post, call, adminGet, waitFor } from '../lib/harness.mjs';
 
 const started = [];
 after(async () => { await Promise.all(started.map((p) => p.stop())); });
@@ -42,4 +42,7 @@ test('credits.per_day across 2 workers: the key is refused once spent, another k
     assert.equal((await send(SMALL, STD(i))).status, 429, 'still spent, whichever worker answers');
   for (let i = 0; i < 10; i++) assert.equal((await send(OTHER, STD(i))).status, 200, 'another key is served');
   assert.equal((await send(undefined, STD())).status, 200, 'keyless callers are not held to it');
+  const count = async () => Number((await adminGet(s, '/metrics')).text
+    .match(/^sluice_access_refusals_total\{reason="key_credits"\} (\d+)$/m)?.[1]);
+  await waitFor(async () => (await count()) === 7, { timeoutMs: 5000, what: 'key_credits in sluice_access_refusals_total' });
 });

@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startFake, startSluice, post, call } from '../lib/harness.mjs';
+import { startFake, startSluice, post, call, adminGet, waitFor } from '../lib/harness.mjs';
 
 const started = [];
 const dir = mkdtempSync(join(tmpdir(), 'sluice-jwt-'));
@@ -75,4 +75,13 @@ test('jwt: a good token admitted; missing, bad signature, another audience, past
   assert.equal(r.status, 200, `RS256, no audience configured: ${r.text}`);
   await refused(RSAKEY, jwt('RS256', rsa, { exp: now - 1 }), /expired/);
   assert.equal((await send(PLAIN)).status, 200, 'a key without jwt: needs none');
+  // 9 refusals: 8 of ec, 1 of rsa, counted as every other access refusal is
+  const value = (text, series) => Number(text.match(new RegExp(`^${series.replace(/[{}"]/g, (c) => `\\${c}`)} (\\d+)$`, 'm'))?.[1]);
+  let text = '';
+  await waitFor(async () => {
+    text = (await adminGet(s, '/metrics')).text;
+    return value(text, 'sluice_access_refusals_total{reason="jwt_invalid"}') === 9;
+  }, { timeoutMs: 5000, what: 'jwt_invalid in sluice_access_refusals_total' });
+  assert.equal(value(text, 'sluice_key_refusals_total{key="ec",reason="jwt_invalid"}'), 8);
+  assert.equal(value(text, 'sluice_key_refusals_total{key="rsa",reason="jwt_invalid"}'), 1);
 });

@@ -63,7 +63,8 @@ test('calls, refusals and credits spent under a key show in /metrics by its name
   assert.equal(value(text, 'sluice_key_calls_total{key="ci-bot"}'), 0, 'refused whole: only its refusal');
   assert.equal(value(text, 'sluice_key_credits_spent_total{key="ci-bot"}'), 0);
   assert.ok(!text.includes(WEB) && !text.includes(bot) && !text.includes(sha(WEB)), 'never a secret or its hash');
-  const keyed = text.split('\n').filter((l) => l.startsWith('sluice_key_') && !l.startsWith('#'));
+  assert.equal(value(text, 'sluice_key_uncounted_total'), 0, 'two keys: every call counted by its key');
+  const keyed = text.split('\n').filter((l) => l.startsWith('sluice_key_') && !l.startsWith('sluice_key_uncounted_total'));
   assert.ok(keyed.every((l) => /\{key="(web-app|ci-bot)"/.test(l)), `only the keys there are:\n${keyed.join('\n')}`);
 
   // revoked: its series go with it

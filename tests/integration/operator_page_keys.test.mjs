@@ -56,9 +56,10 @@ test('the Keys table lists every key with its scopes and spend', async (t) => {
     [...tr.cells].map((c) => c.textContent))`);
   assert.deepEqual(rows[0].slice(0, 3), ['web-app', 'config', 'pro']);
   assert.match(rows[0][3], /methods eth_\*.*origins https:\/\/app\.example/);
-  assert.deepEqual(rows[0].slice(4), ['4', '1', '3'], 'calls, refusals, credits spent (flat: 1 a call admitted)');
+  assert.deepEqual(rows[0].slice(4, 7), ['4', '1', '3'], 'calls, refusals, credits spent (flat: 1 a call admitted)');
+  assert.match(rows[0][7], /^\d+ s ago$/, 'last used: seconds ago');
   assert.deepEqual(rows[1].slice(0, 4), ['ci-bot', 'api', 'pro', 'networks eth']);
-  assert.deepEqual(rows[1].slice(4), ['0', '0', '0']);
+  assert.deepEqual(rows[1].slice(4), ['0', '0', '0', 'never']);
   const text = await br.evaluate('document.body.textContent');
   assert.ok(!text.includes(WEB) && !text.includes(bot) && !text.includes(sha(WEB)), 'never a secret or its hash');
   assert.deepEqual(br.console.filter((m) => m.level === 'exception' || /Content Security Policy/i.test(m.text)), []);

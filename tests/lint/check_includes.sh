@@ -82,7 +82,8 @@ pool_layer() {   # a pool/ file's name without extension -> its layer, in LAYER
         pool_conn | pool_dns | pool_exchange | pool_transport | pool_tls | pool_http | pool_delay | pool_link | \
             pool_link_int | pool_ask | pool_askchild | pool_ws | pool_fail | pool_sock) LAYER=transport ;;
         pool_net | pool_endpoint | pool_health | pool_rank | pool_demote | pool_probe | pool_tick | pool_credit | \
-            pool_credit_cluster | pool_pressure | pool_chain | pool_chainid | pool_chainprobe | pool_wshead | pool_wspass) LAYER=net ;;
+            pool_credit_cluster | pool_pressure | pool_chain | pool_chainid | pool_chainprobe | pool_wshead | pool_wspass | \
+            pool_lease) LAYER=net ;;
         pool_hedge | pool_coalesce | pool_merge | pool_held | pool_chain_call | pool_cache_call | pool_consensus | \
             pool_broadcast) LAYER="sat:${1#pool_}" ;;
         pool_pressure_call | pool_share) LAYER=sat:pressure ;;

@@ -115,13 +115,41 @@ Test(apikey, a_revoked_key_is_gone_and_a_second_revocation_finds_nothing)
     cr_assert_eq(state_apikey_put(st, &r, 1, NULL), SL_OK);
     state_event_t ev;
     state_event_init(&ev, STATE_EVENT_KEY_REVOKED, NULL, NULL, 5);
-    cr_assert_eq(state_apikey_delete(st, "ci", &ev), SL_OK);
+    cr_assert_eq(state_apikey_delete(st, "ci", 1000, &ev), SL_OK);
     cr_expect_eq(state_apikey_get(st, "ci", &got), SL_ERR_NOT_FOUND);
     cr_expect_eq(gen_now(), 2);
-    cr_expect_eq(state_apikey_delete(st, "ci", NULL), SL_ERR_NOT_FOUND);
+    cr_expect_eq(state_apikey_delete(st, "ci", 1001, NULL), SL_ERR_NOT_FOUND);
     cr_expect_eq(gen_now(), 2);
     state_apikey_rec_t again = key_named("ci");
     cr_expect_eq(state_apikey_put(st, &again, 1, NULL), SL_OK, "the name is free again");
+}
+
+Test(apikey, a_revocation_leaves_its_tombstone_and_the_cluster_applies_without_an_event)
+{
+    state_apikey_rec_t r = key_named("ci"), got;
+    cr_expect_eq(state_apikey_gone_ms(st, "ci"), 0, "never revoked");
+    cr_assert_eq(state_apikey_apply(st, &r), SL_OK, "applied though none was kept");
+    r.updated_ms = 2000;
+    cr_assert_eq(state_apikey_apply(st, &r), SL_OK, "applied over the one kept");
+    cr_assert_eq(state_apikey_get(st, "ci", &got), SL_OK);
+    cr_expect_eq(got.updated_ms, 2000);
+    cr_expect_eq(gen_now(), 2, "each moved the generation");
+    cr_assert_eq(state_apikey_delete(st, "ci", 3000, NULL), SL_OK);
+    cr_expect_eq(state_apikey_gone_ms(st, "ci"), 3000);
+    cr_assert_eq(state_apikey_apply(st, &r), SL_OK);
+    cr_assert_eq(state_apikey_forget(st, "ci", 4000), SL_OK);
+    cr_expect_eq(state_apikey_gone_ms(st, "ci"), 4000, "the later revocation's time");
+    cr_expect_eq(state_apikey_forget(st, "ci", 5000), SL_ERR_NOT_FOUND);
+    cr_expect_eq(state_apikey_gone_ms(st, "ci"), 4000, "nothing written when none is kept");
+    state_apikey_rec_t *list;
+    size_t n;
+    cr_assert_eq(state_apikey_list(st, &list, &n, NULL), SL_OK);
+    cr_expect_eq(n, 0, "a tombstone is no key");
+    free(list);
+    state_event_t read[4];
+    size_t nread = 0;
+    cr_assert_eq(state_events_read(st, 0, read, 4, &nread), SL_OK);
+    cr_expect_eq(nread, 0, "no event: the host that made the change logged it");
 }
 
 Test(apikey, the_list_holds_every_key_by_name_and_nothing_else_of_meta)

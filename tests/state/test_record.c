@@ -422,15 +422,17 @@ Test(record, golden_bytes)
     ep.cooldown_ms = 5000;
     ep.transitions[1] = 1;
     encode_ok(&state_endpoint_schema, &ep, &b);
-    /* 36 elements: past fixarray's 15, so an array16 header; version 7 (5:
+    /* 42 elements: past fixarray's 15, so an array16 header; version 8 (5:
      * the chain probe's safe, finalized, chain_at_ms, chain_next_ms,
      * hash_height and two empty hash strings; 6: the ws_url stream's holder,
-     * claim, state, heads and last head; 7: the pushed heads not confirmed) */
-    static const unsigned char want_ep[] = {0xdc, 0x00, 0x24, 0x07, 0x01, 0x00, 0xcd, 0x13, 0x88, 0x00, 0x00,
+     * claim, state, heads and last head; 7: the pushed heads not confirmed;
+     * 8: the probes' lease: an empty holder, token, until, next ask, an empty
+     * chain heard and when) */
+    static const unsigned char want_ep[] = {0xdc, 0x00, 0x2a, 0x08, 0x01, 0x00, 0xcd, 0x13, 0x88, 0x00, 0x00,
                                             0x00, 0x00, 0x00, 0x00, 0x93, 0x00, 0x01, 0x00,
                                             0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
                                             0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xa0, 0xa0,
-                                            0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
+                                            0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xa0, 0x00, 0x00, 0x00, 0xa0, 0x00};
     cr_assert_eq(b.len, sizeof(want_ep), "len %zu", b.len);
     cr_expect(memcmp(b.base, want_ep, sizeof(want_ep)) == 0);
 
@@ -1113,7 +1115,7 @@ Test(record, older_versions_read_with_new_fields_zero)
     size_t nf = 0; /* the fields version 1 had */
     while (nf < state_endpoint_schema.nfields && state_endpoint_schema.fields[nf].since <= 1)
         nf++;
-    cr_assert_eq(state_endpoint_schema.version, 7, "update this test");
+    cr_assert_eq(state_endpoint_schema.version, 8, "update this test");
     cr_assert_str_eq(state_endpoint_schema.fields[nf].name, "rl_backoff_ms");
     nf++; /* as an index bound below: version + version 1's fields */
     msgpack_pack_array(&pk, nf); /* version + version 1's fields */

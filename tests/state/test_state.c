@@ -719,7 +719,7 @@ static const garbage_case_t garbage_cases[] = {
     /* version (2, the endpoint record's) and breaker decode, then a string where since_ms belongs */
     {"partly valid", "\x9b\x02\x02\xa1x\x00\x00\x00\x00\x00\x00\x00\x93\x00\x00\x00", 16, SL_ERR_CORRUPT},
     {"truncated", "\x9b\x02\x02\x00", 4, SL_ERR_CORRUPT},
-    {"another version", "\x9b\x08\x02\x00\x00\x00\x00\x00\x00\x00\x00\x93\x00\x00\x00", 15, SL_ERR_VERSION},
+    {"another version", "\x9b\x09\x02\x00\x00\x00\x00\x00\x00\x00\x00\x93\x00\x00\x00", 15, SL_ERR_VERSION},
     /* version 1 had 15 fields (no rl_backoff_ms): 10 of them is no version-1 record */
     {"version 1, truncated", "\x9b\x01\x02\x00\x00\x00\x00\x00\x00\x00\x00\x93\x00\x00\x00", 15, SL_ERR_CORRUPT},
 };

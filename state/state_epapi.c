@@ -1,0 +1,216 @@
+/* state/state_epapi.c: the endpoints added at run time and their generation
+ * (state/state_epapi.h). Rare writes (an operator's request, or its copy from
+ * another host), each one write transaction. */
+#include "state/state_epapi.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/sl_buf.h"
+#include "state/state_int.h"
+
+#define F(struct_, name_, type_, size_) {#name_, type_, offsetof(struct_, name_), size_, 0}
+#define FSTR(name_) F(state_epapi_rec_t, name_, STATE_F_STR, sizeof(((state_epapi_rec_t *)0)->name_))
+
+static const state_field_t epapi_fields[] = {
+    FSTR(network),
+    FSTR(id),
+    FSTR(json),
+    F(state_epapi_rec_t, created_ms, STATE_F_U64, 1),
+    F(state_epapi_rec_t, updated_ms, STATE_F_U64, 1),
+};
+
+const state_schema_t state_epapi_schema = {"epapi", 1, epapi_fields, sizeof(epapi_fields) / sizeof(epapi_fields[0])};
+
+typedef struct epapi_gen_rec {
+    uint64_t gen;
+} epapi_gen_rec_t;
+
+static const state_field_t gen_fields[] = {
+    F(epapi_gen_rec_t, gen, STATE_F_U64, 1),
+};
+
+static const state_schema_t gen_schema = {"epapi_gen", 1, gen_fields, 1};
+
+#define GEN_KEY "epapis"
+#define PREFIX "epapi/"
+#define KEY_MAX (sizeof(PREFIX) + STATE_EPAPI_NET_MAX + STATE_EPAPI_ID_MAX)
+
+static int part_ok(const char *s, size_t cap)
+{
+    size_t len = strnlen(s, cap);
+    return len != 0 && len < cap && strchr(s, '/') == NULL;
+}
+
+/* "epapi/<net>/<id>" into key; 0 if either part is not one. */
+static int make_key(char key[KEY_MAX], const char *net, const char *id)
+{
+    if (!part_ok(net, STATE_EPAPI_NET_MAX) || !part_ok(id, STATE_EPAPI_ID_MAX))
+        return 0;
+    snprintf(key, KEY_MAX, PREFIX "%s/%s", net, id);
+    return 1;
+}
+
+/* Bumps the generation and appends ev inside txn, then ends it. */
+static sl_err_t finish(state_t *st, MDB_txn *txn, int rc, state_event_t *ev)
+{
+    epapi_gen_rec_t g;
+    if (rc == MDB_SUCCESS) {
+        sl_err_t err = state_rec_get(st, txn, STATE_DB_META, "epapi_gen", GEN_KEY, &gen_schema, &g, sizeof(g));
+        if (err == SL_ERR_NOT_FOUND)
+            g.gen = 0;
+        else if (err != SL_OK)
+            rc = MDB_INVALID;
+    }
+    if (rc == MDB_SUCCESS) {
+        g.gen++;
+        rc = state_rec_put(st, txn, STATE_DB_META, GEN_KEY, &gen_schema, &g);
+    }
+    if (rc == MDB_SUCCESS && ev != NULL)
+        rc = state_events_put(st, txn, ev, 1);
+    rc = state_txn_end(txn, rc);
+    return rc == MDB_SUCCESS ? SL_OK : state_lmdb_err("epapi", rc);
+}
+
+/* 1 if the record at v is a tombstone (or does not decode: replaced). */
+static int is_tombstone(const MDB_val *v)
+{
+    state_epapi_rec_t *r = sl_xcalloc(1, sizeof(*r));
+    int dead = state_record_decode(&state_epapi_schema, v->mv_data, v->mv_size, r) != SL_OK || r->json[0] == '\0';
+    free(r);
+    return dead;
+}
+
+sl_err_t state_epapi_put(state_t *st, const state_epapi_rec_t *rec, int create, state_event_t *ev)
+{
+    char key[KEY_MAX];
+    if (!make_key(key, rec->network, rec->id))
+        return SL_ERR_INVALID;
+    MDB_txn *txn;
+    int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
+    if (rc != MDB_SUCCESS)
+        return state_lmdb_err("begin", rc);
+    MDB_val k = {strlen(key), key}, v;
+    rc = mdb_get(txn, st->dbi[STATE_DB_META], &k, &v);
+    if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND) {
+        mdb_txn_abort(txn);
+        return state_lmdb_err("get epapi", rc);
+    }
+    int live = rc == MDB_SUCCESS && v.mv_size > 0 && !is_tombstone(&v);
+    if (create >= 0 && live == (create != 0)) {
+        mdb_txn_abort(txn);
+        return create ? SL_ERR_EXISTS : SL_ERR_NOT_FOUND;
+    }
+    return finish(st, txn, state_rec_put(st, txn, STATE_DB_META, key, &state_epapi_schema, rec), ev);
+}
+
+sl_err_t state_epapi_delete(state_t *st, const char *net, const char *id, uint64_t now_ms, state_event_t *ev)
+{
+    state_epapi_rec_t *rec = sl_xcalloc(1, sizeof(*rec));
+    sl_err_t err = state_epapi_get(st, net, id, rec);
+    if (err == SL_OK && rec->json[0] == '\0')
+        err = SL_ERR_NOT_FOUND;
+    if (err == SL_OK) {
+        rec->json[0] = '\0'; /* a tombstone: the cluster learns of the removal by it */
+        rec->updated_ms = now_ms > rec->updated_ms ? now_ms : rec->updated_ms + 1;
+        err = state_epapi_put(st, rec, -1, ev);
+    }
+    free(rec);
+    return err;
+}
+
+sl_err_t state_epapi_get(state_t *st, const char *net, const char *id, state_epapi_rec_t *rec)
+{
+    char key[KEY_MAX];
+    memset(rec, 0, sizeof(*rec));
+    if (!make_key(key, net, id))
+        return SL_ERR_NOT_FOUND;
+    MDB_txn *txn;
+    int rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn);
+    if (rc != MDB_SUCCESS)
+        return state_lmdb_err("begin", rc);
+    sl_err_t err = state_rec_get(st, txn, STATE_DB_META, "epapi", key, &state_epapi_schema, rec, sizeof(*rec));
+    mdb_txn_abort(txn);
+    return err;
+}
+
+static uint64_t read_gen(state_t *st, MDB_txn *txn)
+{
+    epapi_gen_rec_t g;
+    if (state_rec_get(st, txn, STATE_DB_META, "epapi_gen", GEN_KEY, &gen_schema, &g, sizeof(g)) != SL_OK)
+        return 0;
+    return g.gen;
+}
+
+sl_err_t state_epapi_generation(state_t *st, uint64_t *gen)
+{
+    MDB_txn *txn;
+    *gen = 0;
+    int rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn);
+    if (rc != MDB_SUCCESS)
+        return state_lmdb_err("begin", rc);
+    *gen = read_gen(st, txn);
+    mdb_txn_abort(txn);
+    return SL_OK;
+}
+
+/* Appends the record at v to *out (grown as needed); 0 when it does not decode. */
+static int list_add(state_t *st, const MDB_val *k, const MDB_val *v, state_epapi_rec_t **out, size_t *n, size_t *cap)
+{
+    if (*n == *cap) {
+        size_t ncap = *cap != 0 ? *cap * 2 : 4;
+        state_epapi_rec_t *p = realloc(*out, ncap * sizeof(*p));
+        if (p == NULL)
+            return -1;
+        *out = p;
+        *cap = ncap;
+    }
+    sl_err_t err = state_record_decode(&state_epapi_schema, v->mv_data, v->mv_size, &(*out)[*n]);
+    if (err != SL_OK) {
+        char key[KEY_MAX];
+        size_t len = k->mv_size < sizeof(key) - 1 ? k->mv_size : sizeof(key) - 1;
+        memcpy(key, k->mv_data, len);
+        key[len] = '\0';
+        state_note_corrupt(st, "epapi", key, err);
+        return 0;
+    }
+    (*n)++;
+    return 1;
+}
+
+sl_err_t state_epapi_list(state_t *st, state_epapi_rec_t **out, size_t *n, uint64_t *gen)
+{
+    MDB_txn *txn;
+    MDB_cursor *cur;
+    size_t cap = 0;
+    *out = NULL;
+    *n = 0;
+    int rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn);
+    if (rc != MDB_SUCCESS)
+        return state_lmdb_err("begin", rc);
+    if (gen != NULL)
+        *gen = read_gen(st, txn);
+    if ((rc = mdb_cursor_open(txn, st->dbi[STATE_DB_META], &cur)) != MDB_SUCCESS) {
+        mdb_txn_abort(txn);
+        return state_lmdb_err("cursor", rc);
+    }
+    MDB_val k = {strlen(PREFIX), PREFIX}, v;
+    int added = 0;
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == MDB_SUCCESS; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        if (k.mv_size < strlen(PREFIX) || memcmp(k.mv_data, PREFIX, strlen(PREFIX)) != 0)
+            break;
+        if ((added = list_add(st, &k, &v, out, n, &cap)) < 0)
+            break;
+    }
+    mdb_cursor_close(cur);
+    mdb_txn_abort(txn);
+    if (added < 0) {
+        free(*out);
+        *out = NULL;
+        *n = 0;
+        return SL_ERR_STATE;
+    }
+    return rc == MDB_SUCCESS || rc == MDB_NOTFOUND ? SL_OK : state_lmdb_err("list epapi", rc);
+}
