@@ -33,7 +33,9 @@ async function sluiceOver(f, lines = LINES) {
 }
 
 function traceOf(r) {
-  return (r.headers.get('x-sluice-trace') ?? '').split(', ').filter(Boolean).map((x) => x.split(';'));
+  // the attempts (endpoint;role;outcome;ms), not the credits;N that follows them
+  return (r.headers.get('x-sluice-trace') ?? '').split(', ').filter(Boolean).map((x) => x.split(';'))
+    .filter((x) => x.length === 4);
 }
 
 test('broadcast: 2 reaches two of three endpoints once each and answers one hash', async () => {
