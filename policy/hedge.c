@@ -76,8 +76,8 @@ uint32_t policy_hedge_delay_ms(const policy_hedge_conf_t *conf, const policy_hed
 {
     uint64_t q = policy_hedge_quantile_us(h, POLICY_HEDGE_QUANTILE);
     if (q != 0) {
-        uint64_t floor = (uint64_t)policy_hedge_quantile_us(h, 500) * POLICY_HEDGE_MEDIAN_TIMES;
-        return clamp(((q > floor ? q : floor) + 999) / 1000, conf->min_ms, conf->max_ms);
+        uint64_t least = (uint64_t)policy_hedge_quantile_us(h, 500) * POLICY_HEDGE_MEDIAN_TIMES;
+        return clamp(((q > least ? q : least) + 999) / 1000, conf->min_ms, conf->max_ms);
     }
     if (probe_ewma_us != 0)
         return clamp(((uint64_t)probe_ewma_us * 3 + 999) / 1000, conf->min_ms, conf->max_ms);
