@@ -313,6 +313,34 @@ void sub_sol_stop(sub_source_t *src);
 const char *sub_sol_logs_params(const cJSON *params, sl_buf_t *key);
 void sub_sol_logs_start(sub_source_t *src);
 void sub_sol_logs_stop(sub_source_t *src);
+/* sub_sol_logs.c's poll following an address for another (sub_pass_sol.c):
+ * each transaction after `from` (NULL: after the newest now) told to
+ * tell(data, signature, a logsNotification's result), in order, from the
+ * loop; caught_up(data, newest signature queued or "") once a poll, the
+ * second at the earliest, found nothing new and everything queued was
+ * told (it polls no more: unfollow it from the loop, not from there). key:
+ * sub_sol_logs_params's ("<address>|<level>"). */
+typedef struct sub_sol_logs_feed {
+    void (*tell)(void *data, const char *sig, const char *result, size_t len);
+    void (*caught_up)(void *data, const char *anchor);
+    void *data;
+} sub_sol_logs_feed_t;
+void *sub_sol_logs_follow(sub_source_t *src, const char *key, const char *from, const sub_sol_logs_feed_t *feed);
+void sub_sol_logs_unfollow(void *follow);
+/* sub_pass_sol.c: a passed-through logsSubscribe {"mentions":[address]}
+ * backfilled across an upstream failover (sub_pass.c): the signatures told
+ * are remembered; when the source moved to another endpoint, what the
+ * address had since the last one told is polled and told first, the live
+ * notifications held meanwhile, then the live stream; nothing twice. */
+typedef struct sub_pass_sol sub_pass_sol_t;
+/* NULL: src is not such a subscription (another kind, "all"). */
+sub_pass_sol_t *sub_pass_sol_new(sub_source_t *src);
+void sub_pass_sol_free(sub_pass_sol_t *t);
+/* A live notification's result: 1 to relay it now, 0 not (told already,
+ * or held until the backfill is told). */
+int sub_pass_sol_live(sub_pass_sol_t *t, const char *result, size_t len);
+/* The source was subscribed at another endpoint after a loss. */
+void sub_pass_sol_moved(sub_pass_sol_t *t);
 const char *sub_sol_program_params(const cJSON *params, sl_buf_t *key);
 void sub_sol_program_start(sub_source_t *src);
 void sub_sol_program_stop(sub_source_t *src);
