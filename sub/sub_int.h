@@ -49,6 +49,19 @@ typedef struct sub_resume_pos {
                                             unknown): a reorg across the gap walks back over them */
 } sub_resume_pos_t;
 
+/* A kind's follow (sub_sol_logs.c's poll) following an address for another (sub_pass_sol.c):
+ * each transaction after `from` (NULL: after the newest now) told to
+ * tell(data, signature, a logsNotification's result), in order, from the
+ * loop; caught_up(data, newest signature queued or "") once a poll, the
+ * second at the earliest, found nothing new and everything queued was
+ * told (it polls no more: unfollow it from the loop, not from there). key:
+ * sub_sol_logs_params's ("<address>|<level>"). */
+typedef struct sub_sol_logs_feed {
+    void (*tell)(void *data, const char *sig, const char *result, size_t len);
+    void (*caught_up)(void *data, const char *anchor);
+    void *data;
+} sub_sol_logs_feed_t;
+
 typedef enum sub_id_form {
     SUB_ID_HEX,                /* "0x" and 32 hex digits, a string (geth's) */
     SUB_ID_INT,                /* an integer (Solana's) */
@@ -82,6 +95,11 @@ typedef struct sub_kind {
     /* Polled, each source makes its own upstream calls every interval
      * (nothing merges them): counted against ws_max_polled_sources_per_identity. */
     uint8_t own_poll;
+    /* Passed through, the kind is backfilled across an upstream failover
+     * (sub_pass_sol.c) by following it from the last item told: the
+     * follow above (sub_sol_logs_follow) and its end. NULL: not backfilled. */
+    void *(*follow)(sub_source_t *src, const char *key, const char *from, const sub_sol_logs_feed_t *feed);
+    void (*unfollow)(void *follow);
 } sub_kind_t;
 
 struct sub_source {
@@ -313,18 +331,6 @@ void sub_sol_stop(sub_source_t *src);
 const char *sub_sol_logs_params(const cJSON *params, sl_buf_t *key);
 void sub_sol_logs_start(sub_source_t *src);
 void sub_sol_logs_stop(sub_source_t *src);
-/* sub_sol_logs.c's poll following an address for another (sub_pass_sol.c):
- * each transaction after `from` (NULL: after the newest now) told to
- * tell(data, signature, a logsNotification's result), in order, from the
- * loop; caught_up(data, newest signature queued or "") once a poll, the
- * second at the earliest, found nothing new and everything queued was
- * told (it polls no more: unfollow it from the loop, not from there). key:
- * sub_sol_logs_params's ("<address>|<level>"). */
-typedef struct sub_sol_logs_feed {
-    void (*tell)(void *data, const char *sig, const char *result, size_t len);
-    void (*caught_up)(void *data, const char *anchor);
-    void *data;
-} sub_sol_logs_feed_t;
 void *sub_sol_logs_follow(sub_source_t *src, const char *key, const char *from, const sub_sol_logs_feed_t *feed);
 void sub_sol_logs_unfollow(void *follow);
 /* sub_pass_sol.c: a passed-through logsSubscribe {"mentions":[address]}

@@ -4,10 +4,10 @@
  *
  * The signature of each notification relayed is remembered (the last, and
  * a ring of hashes of the recent ones). At the start, one follow of the
- * address (sub_sol_logs_follow: getSignaturesForAddress through the pool)
- * sets where the subscription starts, in case it is lost before it told
- * anything. When sub_pass.c subscribes again at another endpoint after a
- * loss, the address is followed from the last signature told: each
+ * address (the kind's row's follow, sub_sol_logs_follow:
+ * getSignaturesForAddress through the pool) sets where the subscription
+ * starts, in case it is lost before it told anything. When sub_pass.c
+ * subscribes again at another endpoint after a loss, the address is followed from the last signature told: each
  * transaction the node lists after it (getTransaction's logs and err) is
  * told unless told already, and the live notifications of the new endpoint
  * are held meanwhile (HELD_MAX, HELD_BYTES); once the follow is caught up
@@ -89,7 +89,7 @@ static void drop_follow(sub_pass_sol_t *t)
 static void on_reap(h2o_timeout_entry_t *e)
 {
     sub_pass_sol_t *t = H2O_STRUCT_FROM_MEMBER(sub_pass_sol_t, reap, e);
-    sub_sol_logs_unfollow(t->reaped);
+    t->src->kind->unfollow(t->reaped);
     t->reaped = NULL;
 }
 
@@ -146,7 +146,8 @@ static const char *key_of(const sub_source_t *src, char *key, size_t cap)
     cJSON *params = cJSON_Parse(src->key);
     sl_buf_t b;
     sl_buf_init(&b);
-    const char *bad = cJSON_IsArray(params) ? sub_sol_logs_params(params, &b) : "not an array";
+    /* the row's own (polling's) normaliser: an address and a level, or no follow ("all") */
+    const char *bad = cJSON_IsArray(params) ? src->kind->normalise(params, &b) : "not an array";
     cJSON_Delete(params);
     if (bad == NULL) {
         sl_buf_append_char(&b, '\0');
@@ -159,13 +160,13 @@ static const char *key_of(const sub_source_t *src, char *key, size_t cap)
 static void follow(sub_pass_sol_t *t, const char *from)
 {
     sub_sol_logs_feed_t feed = {on_tell, on_caught_up, t};
-    t->follow = sub_sol_logs_follow(t->src, t->key, from, &feed);
+    t->follow = t->src->kind->follow(t->src, t->key, from, &feed);
 }
 
 sub_pass_sol_t *sub_pass_sol_new(sub_source_t *src)
 {
     char key[64];
-    if (strcmp(src->kind->name, "logsSubscribe") != 0 || key_of(src, key, sizeof(key)) != NULL)
+    if (src->kind->follow == NULL || key_of(src, key, sizeof(key)) != NULL)
         return NULL;
     sub_pass_sol_t *t = sl_xcalloc(1, sizeof(*t));
     t->src = src;
@@ -181,8 +182,8 @@ void sub_pass_sol_free(sub_pass_sol_t *t)
         return;
     if (h2o_timeout_is_linked(&t->reap))
         h2o_timeout_unlink(&t->reap);
-    sub_sol_logs_unfollow(t->reaped);
-    sub_sol_logs_unfollow(t->follow);
+    t->src->kind->unfollow(t->reaped);
+    t->src->kind->unfollow(t->follow);
     for (size_t i = 0; i < t->nheld; i++)
         sl_buf_dispose(&t->held[i]);
     free(t->held);
@@ -221,7 +222,7 @@ void sub_pass_sol_moved(sub_pass_sol_t *t)
 {
     if (t == NULL || t->backfill)
         return; /* a backfill running goes on from where it is */
-    sub_sol_logs_unfollow(t->follow); /* the start's, not caught up: from the loop (sub_pass.c's retry) */
+    t->src->kind->unfollow(t->follow); /* the start's, not caught up: from the loop (sub_pass.c's retry) */
     t->follow = NULL;
     if (t->last[0] == '\0')
         return; /* lost before it knew where it started: nothing to go on from */
