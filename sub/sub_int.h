@@ -88,7 +88,8 @@ typedef struct sub_kind {
      * network has a ws_url; else start (polling), else refusal. */
     uint8_t pass;
     /* The position a source of this kind reached (the last block it
-     * delivered in full: *height and hash), 1; 0 when it has none yet. NULL:
+     * delivered in full: *height and hash; slotSubscribe: the last slot
+     * told, no hash), 1; 0 when it has none yet. NULL:
      * the kind is not held when its socket closes (sub_resume.c). A source
      * started with src->resume set goes on from that position. */
     int (*position)(const sub_source_t *src, sub_resume_pos_t *pos);
@@ -322,6 +323,7 @@ extern const char sub_filter_share_msg[];
 extern const char sub_filter_budget_msg[];
 const char *sub_sol_slot_params(const cJSON *params, sl_buf_t *key);
 void sub_sol_slot_start(sub_source_t *src);
+int sub_sol_slot_position(const sub_source_t *src, sub_resume_pos_t *pos);
 void sub_sol_root_start(sub_source_t *src);
 const char *sub_sol_signature_params(const cJSON *params, sl_buf_t *key);
 void sub_sol_signature_start(sub_source_t *src);
