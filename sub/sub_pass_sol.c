@@ -12,8 +12,9 @@
  * told unless told already, and the live notifications of the new endpoint
  * are held meanwhile (HELD_MAX, HELD_BYTES); once the follow is caught up
  * (a second poll, after the upstream subscribe was sent, found nothing
- * new) the held ones not told yet go out in their order, then the live
- * stream. Held past the bound, the backfill is given up and what is held
+ * new) or told the first held one (an address busier than a poll: the two
+ * streams overlap from there), the held ones not told yet go out in their
+ * order, then the live stream. Held past the bound, the backfill is given up and what is held
  * goes out (logged). "all" and "allWithVotes" name no address: not
  * backfilled (no tracker). */
 #include <stdio.h>
@@ -42,6 +43,7 @@ struct sub_pass_sol {
     uint8_t backfill;             /* follow is a backfill (else: the start's anchor) */
     size_t told;                  /* backfill: transactions it told */
     sl_buf_t *held;               /* live results held while a backfill runs */
+    char first_held[SIG_MAX];     /* the first one's signature: the backfill telling it met the live stream */
     size_t nheld, held_bytes;
     h2o_timeout_entry_t reap;
 };
@@ -80,6 +82,7 @@ static void drop_follow(sub_pass_sol_t *t)
 {
     if (t->follow == NULL)
         return;
+    t->src->kind->unfollow(t->reaped); /* one dropped before (never the one calling) */
     t->reaped = t->follow; /* never freed inside its own callback */
     t->follow = NULL;
     if (!h2o_timeout_is_linked(&t->reap))
@@ -127,6 +130,8 @@ static void on_tell(void *data, const char *sig, const char *result, size_t len)
     remember(t, sig);
     t->told++;
     sub_notify(t->src, result, len);
+    if (t->nheld > 0 && strcmp(sig, t->first_held) == 0)
+        release(t, "met the live stream"); /* a busy address: the live stream goes on from here */
 }
 
 static void on_caught_up(void *data, const char *anchor)
@@ -211,6 +216,8 @@ int sub_pass_sol_live(sub_pass_sol_t *t, const char *result, size_t len)
     }
     if (t->held == NULL)
         t->held = sl_xcalloc(HELD_MAX, sizeof(*t->held));
+    if (t->nheld == 0)
+        snprintf(t->first_held, sizeof(t->first_held), "%s", sig);
     sl_buf_init(&t->held[t->nheld]);
     sl_buf_append(&t->held[t->nheld], result, len);
     t->nheld++;

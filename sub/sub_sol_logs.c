@@ -15,9 +15,9 @@
  *
  * The same poll also follows an address for a passed-through logsSubscribe
  * (sub_pass_sol.c, sub_sol_logs_follow): from a signature on (or, with
- * none, from the newest), each transaction goes to the feed's tell, and
- * caught_up is called once a poll after the first queued nothing new and
- * told everything queued. */
+ * none, only where the newest is), each transaction goes to the feed's
+ * tell, and caught_up is called once a poll after the first queued nothing
+ * new and told everything queued (from none: once the newest is known). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -54,6 +54,7 @@ typedef struct logs_poll {
     sub_sol_logs_feed_t feed;     /* tell NULL: a source of its own (sub_notify) */
     uint32_t polls;               /* feed: the polls answered */
     uint8_t done;                 /* feed: caught up, polls no more */
+    uint8_t anchor_only;          /* feed from the newest: caught up once that is known */
 } logs_poll_t;
 
 const char *sub_sol_logs_params(const cJSON *params, sl_buf_t *key)
@@ -258,7 +259,8 @@ static void on_answer(sub_call_t *c, void *data)
     if (p->feed.tell == NULL || !sub_call_result(c, 0, &res, &len))
         return;
     /* the second poll at least: its signatures asked after the upstream subscription was sent */
-    if (++p->polls >= 2 && p->qn == 0 && p->nseen == queued && !p->done) {
+    ++p->polls;
+    if (!p->done && (p->anchor_only ? p->started : p->polls >= 2 && p->qn == 0 && p->nseen == queued)) {
         p->done = 1;
         p->feed.caught_up(p->feed.data, p->anchor);
     }
@@ -323,6 +325,8 @@ void *sub_sol_logs_follow(sub_source_t *src, const char *key, const char *from, 
         p->started = 1;
         snprintf(p->anchor, sizeof(p->anchor), "%s", from);
         p->seen[p->nseen++ % SEEN_MAX] = sig_hash(from);
+    } else {
+        p->anchor_only = 1;
     }
     sub_poll_start(&p->loop, src->reg, src->net, 0, poll_now);
     return p;

@@ -33,12 +33,17 @@ async function upstream(name) {
   };
 }
 
-test('logsSubscribe passed through: the WebSocket holding it dies; what it never told is backfilled, then live, each once, in order', async () => {
-  const a = await upstream('a'), b = await upstream('b');
+async function gateway(ups) {
   const s = await startSluice({ workers: 1, networks: { solana: { chain: 'solana',
     lines: [`ranking: { probe_interval_ms: ${POLL_MS} }`],
-    endpoints: [a, b].map((u) => ({ id: u.name, url: u.url, ws_url: u.wsUrl })) } } });
+    endpoints: ups.map((u) => ({ id: u.name, url: u.url, ws_url: u.wsUrl })) } } });
   started.push(s);
+  return s;
+}
+
+test('logsSubscribe passed through: the WebSocket holding it dies; what it never told is backfilled, then live, each once, in order', async () => {
+  const a = await upstream('a'), b = await upstream('b');
+  const s = await gateway([a, b]);
   const both = async (count) => { const x = await a.sol({ mention: ADDR, count }); assert.deepEqual(await b.sol({ mention: ADDR, count }), x); return x; };
   const before = await both(2); // history: never told
   const c = openWs(`ws://127.0.0.1:${s.wsPort}/solana`);
@@ -77,5 +82,40 @@ test('logsSubscribe passed through: the WebSocket holding it dies; what it never
   assert.ok(ev.some((e) => e.endpoint === other.name && /backfilled from getSignaturesForAddress/.test(e.reason)),
     JSON.stringify(ev));
   assert.ok(!ev.some((e) => /127\.0\.0\.1|ws:/.test(e.reason)), 'no URL in the event');
+  c.ws.close();
+});
+
+test('a busy address (a transaction every 50 ms, more than one per poll): the backfill meets the live stream and hands over; each once, in order', async () => {
+  const a = await upstream('a'), b = await upstream('b');
+  const s = await gateway([a, b]);
+  const c = openWs(`ws://127.0.0.1:${s.wsPort}/solana`);
+  await c.opened;
+  const sub = (await c.rpc('logsSubscribe', [{ mentions: [ADDR] }, { commitment: 'confirmed' }], 1)).result;
+  await waitFor(async () => (await a.live()) + (await b.live()) === 1, { what: 'logsSubscribe upstream' });
+  const [holder, other] = (await a.live()) === 1 ? [a, b] : [b, a];
+  await sleep(4 * POLL_MS);
+  const sigs = [];
+  for (let i = 0; i < 2; i++) {
+    const [sig] = await holder.sol({ mention: ADDR, count: 1 });
+    assert.deepEqual(await other.sol({ mention: ADDR, count: 1 }), [sig]);
+    await holder.push(sig);
+    sigs.push(sig);
+  }
+  await waitFor(() => c.notes(sub).length === 2, { what: '2 live notifications' });
+  await holder.f.stop('SIGKILL');
+  // the other endpoint's address keeps busy, its WebSocket telling each once subscribed (before
+  // that, the pushes reach no one: only the backfill can tell those)
+  const until = performance.now() + 3000;
+  while (performance.now() < until) {
+    const [sig] = await other.sol({ mention: ADDR, count: 1 });
+    await other.push(sig);
+    sigs.push(sig);
+    await sleep(50);
+  }
+  assert.equal(await other.live(), 1, 'subscribed at the other endpoint');
+  await waitFor(() => c.notes(sub).length >= sigs.length, { what: `${sigs.length} transactions`, timeoutMs: 20000 });
+  await sleep(4 * POLL_MS);
+  assert.deepEqual(c.notes(sub).map((r) => r.value.signature), sigs);
+  assert.match(s.logs(), /logsSubscribe passthrough met the live stream: \d+ transactions backfilled/);
   c.ws.close();
 });
