@@ -60,8 +60,11 @@ test('logsSubscribe passed through: the WebSocket holding it dies; what it never
   // mined while the holder's socket dies: the holder never tells them
   const gap = await both(4);
   sigs.push(...gap);
+  const t0 = performance.now();
   await holder.f.stop('SIGKILL');
   await waitFor(async () => (await other.live()) === 1, { what: 'subscribed at the other endpoint', timeoutMs: 20000 });
+  await waitFor(() => c.notes(sub).length >= 7, { what: 'the gap backfilled', timeoutMs: 20000 });
+  console.log(`# the holder killed -> the 4 transactions of the gap told: ${(performance.now() - t0).toFixed(0)} ms`);
   // the new endpoint tells a new transaction at once (held while the gap is backfilled: told after
   // it) and one of the gap again (as a node may: not told twice)
   const fresh = '5'.repeat(88);
