@@ -12,8 +12,8 @@
      .notification = "eth_subscription", .id_form = SUB_ID_HEX, .gauge = gauge_, .normalise = norm,          \
      .refusal = refusal_, .start = start_, .stop = stop_}
 #define SOL(kname, unsub, notif, norm, gauge_, start_, pos_)                                                    \
-    {.name = kname, .position = pos_, .chain = POLICY_CHAIN_SOLANA, .method = kname, .unsubscribe = unsub, .notification = notif, \
-     .id_form = SUB_ID_INT, .gauge = gauge_, .normalise = norm, .start = start_,                             \
+    {.name = kname, .position = pos_, .chain = POLICY_CHAIN_SOLANA, .method = kname, .unsubscribe = unsub,      \
+     .notification = notif, .id_form = SUB_ID_INT, .gauge = gauge_, .normalise = norm, .start = start_,       \
      .stop = sub_sol_stop}
 
 const sub_kind_t sub_kinds[] = {

@@ -14,8 +14,8 @@
  * (a second poll, after the upstream subscribe was sent, found nothing
  * new) or told the first held one (an address busier than a poll: the two
  * streams overlap from there), the held ones not told yet go out in their
- * order, then the live stream. Held past the bound, the backfill is given up and what is held
- * goes out (logged). "all" and "allWithVotes" name no address: not
+ * order, then the live stream. Held past the bound, the backfill is given
+ * up and what is held goes out (logged, counted as skipped). "all" and "allWithVotes" name no address: not
  * backfilled (no tracker). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,7 +44,7 @@ struct sub_pass_sol {
     size_t told;                  /* backfill: transactions it told */
     sl_buf_t *held;               /* live results held while a backfill runs */
     char first_held[SIG_MAX];     /* the first one's signature: the backfill telling it met the live stream */
-    size_t nheld, held_bytes;
+    size_t nheld, held_cap, held_bytes;
     h2o_timeout_entry_t reap;
 };
 
@@ -116,7 +116,7 @@ static void release(sub_pass_sol_t *t, const char *why)
                 "notifications told after them", t->src->net->conf->name, why, t->told, out);
     free(t->held);
     t->held = NULL;
-    t->nheld = t->held_bytes = 0;
+    t->nheld = t->held_cap = t->held_bytes = 0;
     t->backfill = 0;
     t->told = 0;
     drop_follow(t);
@@ -214,8 +214,10 @@ int sub_pass_sol_live(sub_pass_sol_t *t, const char *result, size_t len)
         remember(t, sig);
         return 1;
     }
-    if (t->held == NULL)
-        t->held = sl_xcalloc(HELD_MAX, sizeof(*t->held));
+    if (t->nheld == t->held_cap) { /* grown by doubling: most backfills hold a few */
+        t->held_cap = t->held_cap != 0 ? t->held_cap * 2 : 16;
+        t->held = sl_xrealloc(t->held, t->held_cap * sizeof(*t->held));
+    }
     if (t->nheld == 0)
         snprintf(t->first_held, sizeof(t->first_held), "%s", sig);
     sl_buf_init(&t->held[t->nheld]);
