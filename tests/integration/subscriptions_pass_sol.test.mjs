@@ -4,7 +4,8 @@
 // told; sluice subscribes at the other endpoint, polls what the address had
 // since the last signature it told (getSignaturesForAddress, getTransaction)
 // and tells it first, then the live stream: every transaction once, in
-// order. Real processes: the gateway and two fake Solana providers (their
+// order; the same when only its WebSockets are dropped, and for an address
+// busier than a poll (the backfill meets the live stream). Real processes: the gateway and two fake Solana providers (their
 // /_control/sol adds the same transactions to both, their /_control/ws
 // pushes the live notifications).
 import { test, after } from 'node:test';
@@ -29,6 +30,7 @@ async function upstream(name) {
     // a node's logsNotification for a transaction of ADDR
     push: (sig) => post('ws', { push: 'logs', result: { context: { slot: 1000 },
       value: { signature: sig, err: null, logs: ['Program log: live'] } } }),
+    drop: () => post('ws', { drop: true }),
     sol: async (body) => { const j = await post('sol', body); assert.ok(j.ok, JSON.stringify(j)); return j.signatures; },
   };
 }
@@ -120,5 +122,30 @@ test('a busy address (a transaction every 50 ms, more than one per poll): the ba
   await sleep(4 * POLL_MS);
   assert.deepEqual(c.notes(sub).map((r) => r.value.signature), sigs);
   assert.match(s.logs(), /logsSubscribe passthrough met the live stream: \d+ transactions backfilled/);
+  c.ws.close();
+});
+
+test('the holder\'s WebSockets dropped (its HTTP side alive): subscribed again elsewhere, the gap backfilled, each once, in order', async () => {
+  const a = await upstream('a'), b = await upstream('b');
+  const s = await gateway([a, b]);
+  const both = async (count) => { const x = await a.sol({ mention: ADDR, count }); assert.deepEqual(await b.sol({ mention: ADDR, count }), x); return x; };
+  const c = openWs(`ws://127.0.0.1:${s.wsPort}/solana`);
+  await c.opened;
+  const sub = (await c.rpc('logsSubscribe', [{ mentions: [ADDR] }], 1)).result;
+  await waitFor(async () => (await a.live()) + (await b.live()) === 1, { what: 'logsSubscribe upstream' });
+  const holder = (await a.live()) === 1 ? a : b;
+  await sleep(4 * POLL_MS);
+  const sigs = [];
+  for (const sig of await both(2)) { await holder.push(sig); sigs.push(sig); }
+  await waitFor(() => c.notes(sub).length === 2, { what: '2 live notifications' });
+  sigs.push(...await both(5)); // never told by the holder
+  await holder.drop();
+  await waitFor(async () => (await a.live()) + (await b.live()) === 1, { what: 'subscribed again', timeoutMs: 20000 });
+  const now = (await a.live()) === 1 ? a : b;
+  await waitFor(() => c.notes(sub).length >= sigs.length, { what: 'the gap backfilled', timeoutMs: 20000 });
+  for (const sig of await both(2)) { await now.push(sig); sigs.push(sig); }
+  await waitFor(() => c.notes(sub).length >= sigs.length, { what: `${sigs.length} transactions`, timeoutMs: 20000 });
+  await sleep(4 * POLL_MS);
+  assert.deepEqual(c.notes(sub).map((r) => r.value.signature), sigs);
   c.ws.close();
 });
