@@ -3,14 +3,16 @@
 // socket is cut by a TCP proxy and who sends slotSubscribe again within
 // server.ws_resume_s gets the slots it missed, then the live ones: every
 // slot once, in order, across both sockets (a raw socket, and
-// @solana/web3.js's onSlotChange with its own reconnect). Real processes:
+// @solana/web3.js's onSlotChange with its own reconnect); an anonymous caller
+// is not held, one more than 128 slots behind starts from the head
+// (too_far). Real processes:
 // sluice with two workers and a fake Solana provider whose slot moves on
 // request.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { Connection } from '@solana/web3.js';
-import { startFake, startSluice, sleep, waitFor } from '../lib/harness.mjs';
+import { startFake, startSluice, sleep, waitFor, adminGet } from '../lib/harness.mjs';
 import { openWs, waitMetric } from '../lib/wsclient.mjs';
 import { startFaultProxy } from '../lib/faultproxy.mjs';
 
@@ -84,6 +86,28 @@ test('slotSubscribe: an anonymous caller is not held under the default (keyed): 
   await waitFor(() => two.slots().length >= 1, { what: 'a slot after' });
   await sleep(3 * POLL_MS);
   assert.ok(two.slots()[0] > one.slots().at(-1) + 1, `from the head: ${one.slots()} then ${two.slots()}`);
+  two.c.ws.close();
+});
+
+test('slotSubscribe more than 128 slots behind the head: starts from the head, counted too_far', async () => {
+  const { f, s } = await setup();
+  const one = await slots(s.port);
+  await f.chain({ advance: 1 });
+  await waitFor(() => one.slots().length >= 1, { what: 'a first slot' });
+  one.c.ws.close();
+  await closed(s);
+  await f.chain({ advance: 200 });
+  const head = one.slots().at(-1) + 200;
+  // the chain view learns the head from the probes (the workers read it a moment later)
+  await waitFor(async () => (await adminGet(s, '/admin/endpoints')).json.every((e) => e.head >= head - 1),
+    { what: 'the probes at the new head' });
+  await sleep(3 * POLL_MS);
+  const two = await slots(s.port);
+  await waitFor(() => two.slots().length >= 1, { what: 'the head' });
+  await sleep(3 * POLL_MS);
+  assert.ok(two.slots()[0] >= head, `from the head: ${two.slots()}`);
+  assert.ok(two.slots().length <= 2, `not backfilled: ${two.slots()}`);
+  await waitMetric(s, /sluice_subscription_resumes_total\{outcome="too_far"\} 1\b/);
   two.c.ws.close();
 });
 
