@@ -49,14 +49,14 @@ typedef struct sub_resume_pos {
                                             unknown): a reorg across the gap walks back over them */
 } sub_resume_pos_t;
 
-/* A kind's follow (sub_sol_logs.c's poll) following an address for another (sub_pass_sol.c):
- * each transaction after `from` told to tell(data, signature, a
- * logsNotification's result), in order, from the loop; caught_up(data,
- * newest signature queued or "") once a poll, the second at the earliest,
- * found nothing new and everything queued was told (from NULL: once the
- * newest now is known, nothing told); it polls no more then (unfollow it
- * from the loop, not from there). key:
- * sub_sol_logs_params's ("<address>|<level>"). */
+/* A kind's follow (sub_sol_logs.c's poll) of an address for another
+ * (sub_pass_sol.c): each transaction after `from` told to tell(data,
+ * signature, a logsNotification's result), in order, from the loop;
+ * caught_up(data, newest signature queued or "") once a poll, the second at
+ * the earliest, found nothing new and everything queued was told (from
+ * NULL: once the newest now is known, nothing told); it polls no more then
+ * (unfollow it from the loop, not from there). key: sub_sol_logs_params's
+ * ("<address>|<level>"). */
 typedef struct sub_sol_logs_feed {
     void (*tell)(void *data, const char *sig, const char *result, size_t len);
     void (*caught_up)(void *data, const char *anchor);

@@ -2,21 +2,22 @@
  * {"mentions":[address]} (sub_pass.c) backfilled across an upstream
  * failover, so it tells every transaction once, in order.
  *
- * The signature of each notification relayed is remembered (the last, and
- * a ring of hashes of the recent ones). At the start, one follow of the
+ * The signature of each notification relayed is remembered (the last, and a
+ * ring of hashes of the recent ones). At the start, one follow of the
  * address (the kind's row's follow, sub_sol_logs_follow:
  * getSignaturesForAddress through the pool) sets where the subscription
  * starts, in case it is lost before it told anything. When sub_pass.c
- * subscribes again at another endpoint after a loss, the address is followed from the last signature told: each
- * transaction the node lists after it (getTransaction's logs and err) is
- * told unless told already, and the live notifications of the new endpoint
- * are held meanwhile (HELD_MAX, HELD_BYTES); once the follow is caught up
- * (a second poll, after the upstream subscribe was sent, found nothing
- * new) or told the first held one (an address busier than a poll: the two
- * streams overlap from there), the held ones not told yet go out in their
- * order, then the live stream. Held past the bound, the backfill is given
- * up and what is held goes out (logged, counted as skipped). "all" and "allWithVotes" name no address: not
- * backfilled (no tracker). */
+ * subscribes again at another endpoint after a loss, the address is
+ * followed from the last signature told: each transaction the node lists
+ * after it (getTransaction's logs and err) is told unless told already, and
+ * the live notifications of the new endpoint are held meanwhile (HELD_MAX,
+ * HELD_BYTES); once the follow is caught up (a second poll, after the
+ * upstream subscribe was sent, found nothing new) or told the first held
+ * one (an address busier than a poll: the two streams overlap from there),
+ * the held ones not told yet go out in their order, then the live stream.
+ * Held past the bound, the backfill is given up and what is held goes out
+ * (logged, counted as skipped). "all" and "allWithVotes" name no address:
+ * not backfilled (no tracker). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
