@@ -190,6 +190,11 @@ const cfg_key_conf_t *gw_keys_match(const gw_keys_t *k, const char hex[65])
     return found;
 }
 
+uint64_t gw_keys_generation(const gw_keys_t *k)
+{
+    return k != NULL ? k->gen : 0;
+}
+
 int gw_keys_revoked(const gw_keys_t *k, const cfg_key_conf_t *key)
 {
     for (const rt_key_t *e = k != NULL && key != NULL ? k->retired : NULL; e != NULL; e = e->next_retired)
