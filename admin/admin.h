@@ -43,6 +43,9 @@ typedef struct admin_key_info {
     const char *tier;             /* NULL: none */
     const policy_access_scope_t *scope;
     uint32_t per_address[3];      /* per_second, per_minute, per_day (0: none) */
+    uint32_t credits[2];          /* per_day, per_month (0: none) */
+    int jwt;                      /* has jwt: */
+    const char *jwt_audience;     /* NULL: not checked */
 } admin_key_info_t;
 
 typedef struct admin_conf {

@@ -2,7 +2,9 @@
  *
  *   POST   /admin/keys          {"name", "tier", "networks", "methods": {"allow",
  *                                "deny"}, "contracts", "origins", "per_address":
- *                                {"per_second", "per_minute", "per_day"}} -> 201 {"name", "key"}:
+ *                                {"per_second", "per_minute", "per_day"}, "credits":
+ *                                {"per_day", "per_month"}, "jwt": {"public_key_pem",
+ *                                "audience"}} -> 201 {"name", "key"}:
  *                               the secret, this once (only its SHA-256 is kept)
  *   GET    /admin/keys          every key, the config file's too ("source"), never
  *                               a secret or hash
@@ -13,6 +15,8 @@
  * a config key cannot be changed or revoked here (409). Each change is one
  * state/ write with its event (key_created, key_scope_changed, key_revoked,
  * the name in reason); the workers pick it up on their next refresh. */
+#include <openssl/evp.h>
+#include <openssl/pem.h>
 #include <openssl/rand.h>
 #include <openssl/sha.h>
 #include <stdio.h>
@@ -126,6 +130,91 @@ static const char *read_per_address(const cJSON *v, uint32_t out[3])
     return NULL;
 }
 
+/* credits: {per_day, per_month} into out (a field left out is 0: no budget
+ * in that window; {} removes the budget); NULL or what is wrong. */
+static const char *read_credits(const cJSON *v, uint32_t out[2])
+{
+    static const char *const names[2] = {"per_day", "per_month"};
+    if (!cJSON_IsObject(v))
+        return "must be an object: {\"per_day\", \"per_month\"}";
+    uint32_t w[2] = {0, 0};
+    for (const cJSON *f = v->child; f != NULL; f = f->next) {
+        int i = 0;
+        while (i < 2 && strcmp(f->string, names[i]) != 0)
+            i++;
+        if (i == 2)
+            return "unknown field: the fields are per_day, per_month";
+        if (!cJSON_IsNumber(f) || f->valuedouble < 0 || f->valuedouble > 4294967295.0 ||
+            f->valuedouble != (double)(uint64_t)f->valuedouble)
+            return "a budget is a whole number of credits from 0 to 4294967295";
+        w[i] = (uint32_t)f->valuedouble;
+    }
+    memcpy(out, w, sizeof(w));
+    return NULL;
+}
+
+/* What is wrong with pem as a JWT public key (NULL: an EC P-256 or RSA public key). */
+static const char *pem_problem(const char *pem)
+{
+    BIO *bio = BIO_new_mem_buf(pem, -1);
+    EVP_PKEY *pk = bio != NULL ? PEM_read_bio_PUBKEY(bio, NULL, NULL, NULL) : NULL;
+    BIO_free(bio);
+    const char *why = NULL;
+    if (pk == NULL)
+        why = "public_key_pem holds no PEM public key (-----BEGIN PUBLIC KEY-----)";
+    else if (!(EVP_PKEY_base_id(pk) == EVP_PKEY_EC && EVP_PKEY_bits(pk) == 256) && EVP_PKEY_base_id(pk) != EVP_PKEY_RSA)
+        why = "public_key_pem must be an EC P-256 (ES256) or an RSA (RS256) public key";
+    EVP_PKEY_free(pk);
+    return why;
+}
+
+/* jwt: {public_key_pem, audience} into rec ({} removes it); NULL or what is wrong. */
+static const char *read_jwt(const cJSON *v, state_apikey_rec_t *rec)
+{
+    if (!cJSON_IsObject(v))
+        return "must be an object: {\"public_key_pem\", \"audience\"}";
+    const cJSON *pem = NULL, *aud = NULL;
+    for (const cJSON *f = v->child; f != NULL; f = f->next) {
+        if (strcmp(f->string, "public_key_pem") == 0)
+            pem = f;
+        else if (strcmp(f->string, "audience") == 0)
+            aud = f;
+        else
+            return "unknown field: the fields are public_key_pem, audience";
+    }
+    if (pem == NULL && aud == NULL) {
+        rec->jwt_pem[0] = rec->jwt_audience[0] = '\0';
+        return NULL;
+    }
+    if (!cJSON_IsString(pem))
+        return "public_key_pem is required: the PEM text of the public key";
+    if (strlen(pem->valuestring) >= sizeof(rec->jwt_pem))
+        return "public_key_pem is too long";
+    if (aud != NULL && (!cJSON_IsString(aud) || aud->valuestring[0] == '\0' ||
+                        strlen(aud->valuestring) >= sizeof(rec->jwt_audience)))
+        return "audience must be a non-empty string";
+    const char *why = pem_problem(pem->valuestring);
+    if (why != NULL)
+        return why;
+    snprintf(rec->jwt_pem, sizeof(rec->jwt_pem), "%s", pem->valuestring);
+    snprintf(rec->jwt_audience, sizeof(rec->jwt_audience), "%s", aud != NULL ? aud->valuestring : "");
+    return NULL;
+}
+
+/* credits and jwt present in body into rec; 0 after answering 400. */
+static int read_budget_jwt(h2o_req_t *req, const cJSON *body, state_apikey_rec_t *rec)
+{
+    const cJSON *cr = cJSON_GetObjectItemCaseSensitive(body, "credits");
+    const char *why = cr != NULL ? read_credits(cr, rec->credits) : NULL;
+    if (why != NULL)
+        return send_error(req, 400, "credits", why), 0;
+    const cJSON *jwt = cJSON_GetObjectItemCaseSensitive(body, "jwt");
+    why = jwt != NULL ? read_jwt(jwt, rec) : NULL;
+    if (why != NULL)
+        return send_error(req, 400, "jwt", why), 0;
+    return 1;
+}
+
 /* The tier and scope fields present in body into rec; 0 after answering 400. */
 static int read_fields(admin_t *a, h2o_req_t *req, const cJSON *body, state_apikey_rec_t *rec)
 {
@@ -164,7 +253,7 @@ static int read_fields(admin_t *a, h2o_req_t *req, const cJSON *body, state_apik
         if (why != NULL)
             return send_error(req, 400, lists[i].field, why), 0;
     }
-    return 1;
+    return read_budget_jwt(req, body, rec);
 }
 
 static cJSON *parse_body(h2o_req_t *req)
@@ -348,6 +437,29 @@ static void per_address_json(cJSON *o, const uint32_t w[3])
             cJSON_AddNumberToObject(pa, window_names[i], w[i]);
 }
 
+static void credits_json(cJSON *o, uint32_t per_day, uint32_t per_month)
+{
+    cJSON *c = cJSON_AddObjectToObject(o, "credits");
+    if (per_day != 0)
+        cJSON_AddNumberToObject(c, "per_day", per_day);
+    if (per_month != 0)
+        cJSON_AddNumberToObject(c, "per_month", per_month);
+}
+
+/* jwt: null, or {"audience"} (null: not checked); the public key is not shown */
+static void jwt_json(cJSON *o, int has, const char *audience)
+{
+    if (!has) {
+        cJSON_AddNullToObject(o, "jwt");
+        return;
+    }
+    cJSON *j = cJSON_AddObjectToObject(o, "jwt");
+    if (audience != NULL && audience[0] != '\0')
+        cJSON_AddStringToObject(j, "audience", audience);
+    else
+        cJSON_AddNullToObject(j, "audience");
+}
+
 static cJSON *config_key_json(const admin_key_info_t *k)
 {
     static const char digits[] = "0123456789abcdef";
@@ -371,6 +483,8 @@ static cJSON *config_key_json(const admin_key_info_t *k)
     }
     cJSON_AddItemToObject(o, "origins", strv_json(k->scope->origins, k->scope->norigins));
     per_address_json(o, k->per_address);
+    credits_json(o, k->credits[0], k->credits[1]);
+    jwt_json(o, k->jwt, k->jwt_audience);
     return o;
 }
 
@@ -387,6 +501,8 @@ static cJSON *api_key_json(const state_apikey_rec_t *r)
     cJSON_AddItemToObject(o, "contracts", lines_json(r->contracts));
     cJSON_AddItemToObject(o, "origins", lines_json(r->origins));
     per_address_json(o, r->per_address);
+    credits_json(o, r->credits[0], r->credits[1]);
+    jwt_json(o, r->jwt_pem[0] != '\0', r->jwt_audience);
     cJSON_AddNumberToObject(o, "created_ms", (double)r->created_ms);
     cJSON_AddNumberToObject(o, "updated_ms", (double)r->updated_ms);
     return o;

@@ -80,8 +80,9 @@ typedef struct cfg_tier_conf {
 
 /* A key's jwt: (issue 33): its calls must carry a JWT this key signed. */
 typedef struct cfg_jwt_conf {
-    char *public_key_file;    /* PEM (EC P-256 for ES256, RSA for RS256); NULL: no jwt: */
+    char *public_key_file;    /* PEM (EC P-256 for ES256, RSA for RS256); NULL: no jwt: (unless public_key_pem) */
     char *audience;           /* the aud the token must name; NULL: not checked */
+    char *public_key_pem;     /* instead of the file, the PEM text (a key made at run time); NULL: none */
 } cfg_jwt_conf_t;
 
 typedef struct cfg_key_conf {

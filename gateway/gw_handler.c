@@ -18,6 +18,7 @@
 #include "gateway/gw_framing.h"
 #include "gateway/gw_head.h"
 #include "gateway/gw_identity.h"
+#include "gateway/gw_keycache.h"
 #include "gateway/gw_keys.h"
 #include "gateway/gw_refuse.h"
 #include "gateway/gw_reply.h"
@@ -280,7 +281,8 @@ static gw_net_t *find_net(gw_handler_t *h, h2o_iovec_t name)
 /* The config's keys first, then the ones made at run time (gw_keys.h); a
  * key unknown to both looks at the keys' generation first, so a key just
  * made works at once on every worker. */
-static gw_identity_result_t resolve(const gw_handler_t *h, const char *key, size_t len, const cfg_key_conf_t **out)
+static gw_identity_result_t resolve_uncached(const gw_handler_t *h, const char *key, size_t len,
+                                             const cfg_key_conf_t **out)
 {
     gw_identity_result_t r = gw_identity_resolve(h->cfg, key, len, out);
     if (r != GW_IDENTITY_UNKNOWN_KEY || h->keys == NULL)
@@ -291,6 +293,20 @@ static gw_identity_result_t resolve(const gw_handler_t *h, const char *key, size
     if (*out == NULL && gw_keys_refresh(h->keys)) /* made since the last tick: one snapshot read tells */
         *out = gw_keys_match(h->keys, hex);
     return *out != NULL ? GW_IDENTITY_KEY : GW_IDENTITY_UNKNOWN_KEY;
+}
+
+/* As resolve_uncached, a key seen at this generation without its SHA-256. */
+static gw_identity_result_t resolve(const gw_handler_t *h, const char *key, size_t len, const cfg_key_conf_t **out)
+{
+    if (key == NULL || len == 0)
+        return resolve_uncached(h, key, len, out);
+    *out = gw_keycache_get(h->keycache, key, len, gw_keys_generation(h->keys));
+    if (*out != NULL)
+        return GW_IDENTITY_KEY;
+    gw_identity_result_t r = resolve_uncached(h, key, len, out);
+    if (r == GW_IDENTITY_KEY) /* the generation now: a refresh above may have moved it */
+        gw_keycache_put(h->keycache, key, len, gw_keys_generation(h->keys), *out);
+    return r;
 }
 
 static int identify(gw_req_t *g, h2o_iovec_t seg)
@@ -452,5 +468,6 @@ gw_handler_t *gw_handler_register(h2o_hostconf_t *hostconf, const cfg_t *cfg, po
     h->budget = budget;
     gw_buffered_init(&h->buffered, &cfg->server, budget, stats, gw_exec_held, gw_exec_real);
     nets_init(h, pool);
+    h->keycache = gw_keycache_create();
     return h;
 }

@@ -44,6 +44,7 @@ typedef struct gw_handler {
     gw_ws_t *ws;                  /* WebSocket connections (gw_ws.h); NULL: upgrades are not served */
     struct gw_jwt_keys *jwt_keys; /* keys' jwt: public keys, read on first use (gw_jwt.h) */
     struct gw_keys *keys;         /* the keys made at run time (gw_keys.h); NULL: config keys only */
+    struct gw_keycache *keycache; /* presented keys already resolved (gw_keycache.h) */
 } gw_handler_t;
 
 /* Registers the handler on path "/" of hostconf; nets must outlive it. New

@@ -20,13 +20,17 @@
 #define AUD_MAX 16
 
 struct gw_jwt_keys {
-    const char **paths;           /* the config's strings */
+    const char **paths;           /* the config's file names, or a run-time key's PEM text (gw_keys.c keeps
+                                     every entry for the worker's life) */
     EVP_PKEY **pkeys;             /* NULL: could not be read (logged once) */
     size_t n;
 };
 
-static EVP_PKEY *public_key(gw_jwt_keys_t **keys, const char *path)
+/* The key's public key: its file's, or its PEM text's (a key made at run
+ * time), read once per worker and kept by that string. */
+static EVP_PKEY *public_key(gw_jwt_keys_t **keys, const cfg_jwt_conf_t *jwt)
 {
+    const char *path = jwt->public_key_pem != NULL ? jwt->public_key_pem : jwt->public_key_file;
     if (*keys == NULL)
         *keys = sl_xcalloc(1, sizeof(**keys));
     gw_jwt_keys_t *k = *keys;
@@ -34,13 +38,22 @@ static EVP_PKEY *public_key(gw_jwt_keys_t **keys, const char *path)
         if (strcmp(k->paths[i], path) == 0)
             return k->pkeys[i];
     EVP_PKEY *p = NULL;
-    FILE *f = fopen(path, "r");
-    if (f != NULL) {
-        p = PEM_read_PUBKEY(f, NULL, NULL, NULL);
-        fclose(f);
+    if (jwt->public_key_pem != NULL) {
+        BIO *bio = BIO_new_mem_buf(path, -1);
+        p = bio != NULL ? PEM_read_bio_PUBKEY(bio, NULL, NULL, NULL) : NULL;
+        BIO_free(bio);
+        if (p == NULL)
+            sl_log_error("jwt.public_key_pem of a key made at run time: no PEM public key could be read; "
+                         "its calls are refused");
+    } else {
+        FILE *f = fopen(path, "r");
+        if (f != NULL) {
+            p = PEM_read_PUBKEY(f, NULL, NULL, NULL);
+            fclose(f);
+        }
+        if (p == NULL)
+            sl_log_error("jwt.public_key_file '%s': no PEM public key could be read; its key's calls are refused", path);
     }
-    if (p == NULL)
-        sl_log_error("jwt.public_key_file '%s': no PEM public key could be read; its key's calls are refused", path);
     k->paths = sl_xrealloc(k->paths, (k->n + 1) * sizeof(*k->paths));
     k->pkeys = sl_xrealloc(k->pkeys, (k->n + 1) * sizeof(*k->pkeys));
     k->paths[k->n] = path;
@@ -168,7 +181,7 @@ static const char *check_token(EVP_PKEY *pk, const cfg_key_conf_t *key, const ch
 
 int gw_jwt_admit(gw_jwt_keys_t **keys, const cfg_key_conf_t *key, h2o_req_t *req, char *msg, size_t cap)
 {
-    if (key == NULL || key->jwt.public_key_file == NULL)
+    if (key == NULL || (key->jwt.public_key_file == NULL && key->jwt.public_key_pem == NULL))
         return 1;
     ssize_t i = h2o_find_header(&req->headers, H2O_TOKEN_AUTHORIZATION, -1);
     const h2o_iovec_t *v = i >= 0 ? &req->headers.entries[i].value : NULL;
@@ -178,7 +191,7 @@ int gw_jwt_admit(gw_jwt_keys_t **keys, const cfg_key_conf_t *key, h2o_req_t *req
     else if (v->len - 7 > JWT_MAX)
         why = "the token is too long";
     else {
-        EVP_PKEY *pk = public_key(keys, key->jwt.public_key_file);
+        EVP_PKEY *pk = public_key(keys, &key->jwt);
         why = pk == NULL ? "the key's public key could not be read (see the log)" : check_token(pk, key, v->base + 7, v->len - 7);
     }
     if (why == NULL)

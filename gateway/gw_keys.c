@@ -80,6 +80,13 @@ static rt_key_t *entry_new(const gw_keys_t *k, const state_apikey_rec_t *r)
                     "its tier is set again (PATCH /admin/keys/%s)", r->name, r->tier, r->name);
     e->conf.per_address.limits =
         (cfg_limit_conf_t){r->per_address[0], r->per_address[1], r->per_address[2]};
+    e->conf.credits.limits.per_day = r->credits[0];
+    e->conf.credits.limits.per_month = r->credits[1];
+    e->conf.credits.exact = 1; /* as cfg_keys.c reads a config key's */
+    if (r->jwt_pem[0] != '\0') {
+        e->conf.jwt.public_key_pem = sl_xstrdup(r->jwt_pem);
+        e->conf.jwt.audience = r->jwt_audience[0] != '\0' ? sl_xstrdup(r->jwt_audience) : NULL;
+    }
     policy_access_scope_t *s = &e->conf.scope;
     s->networks = split_lines(r->networks, &s->nnetworks);
     s->allow = split_lines(r->allow, &s->nallow);
@@ -114,6 +121,8 @@ static void entry_free(rt_key_t *e)
     free(s->contracts);
     free(e->conf.name);
     free(e->conf.tier);
+    free(e->conf.jwt.public_key_pem);
+    free(e->conf.jwt.audience);
     free(e);
 }
 
@@ -179,6 +188,11 @@ const cfg_key_conf_t *gw_keys_match(const gw_keys_t *k, const char hex[65])
         if (CRYPTO_memcmp(hex, k->live[i]->conf.sha256, 64) == 0 && k->live[i]->conf.tier_conf != NULL)
             found = &k->live[i]->conf;
     return found;
+}
+
+uint64_t gw_keys_generation(const gw_keys_t *k)
+{
+    return k != NULL ? k->gen : 0;
 }
 
 int gw_keys_revoked(const gw_keys_t *k, const cfg_key_conf_t *key)

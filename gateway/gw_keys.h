@@ -26,6 +26,11 @@ gw_keys_t *gw_keys_create(h2o_loop_t *loop, const cfg_t *cfg, state_t *st, void 
                           void *data);
 void gw_keys_destroy(gw_keys_t *k);
 
+/* The generation the table holds (0: none read; k NULL: 0). Moves with
+ * every change, so what was resolved at another one is resolved again
+ * (gw_keycache.h). */
+uint64_t gw_keys_generation(const gw_keys_t *k);
+
 /* Reads the generation now and reloads if it moved; 1 if it did. */
 int gw_keys_refresh(gw_keys_t *k);
 

@@ -5,14 +5,11 @@
 #include <string.h>
 #include <strings.h>
 
-#include "base/sl_parse.h"
 #include "policy/method.h"
 #include "wire/envelope.h"
 #include "wire/json_scan.h"
 #include "wire/rawtx.h"
 #include "wire/txid.h"
-
-#define MAX_PARAMS 8              /* eth_call takes at most 4; more is no call this reads */
 
 static const char *const reason_names[POLICY_ACCESS_REASON_COUNT] = {
     [POLICY_ACCESS_OK] = "ok",
@@ -57,17 +54,26 @@ int policy_access_scoped(const policy_access_scope_t *s)
     return s != NULL && (s->nnetworks | s->nallow | s->ndeny | s->ncontracts | s->norigins) != 0;
 }
 
+/* A hex digit's value + 1 (0: not one): an address is read on every call a
+ * contracts scope checks, 40 digits at a table lookup each. */
+static const uint8_t hex_plus1[256] = {
+    ['0'] = 1, ['1'] = 2, ['2'] = 3, ['3'] = 4, ['4'] = 5, ['5'] = 6, ['6'] = 7, ['7'] = 8, ['8'] = 9, ['9'] = 10,
+    ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16,
+    ['A'] = 11, ['B'] = 12, ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16,
+};
+
 int policy_access_parse_address(const char *s, size_t len, uint8_t out[20])
 {
     if (len != 42 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X'))
         return 0;
+    const unsigned char *d = (const unsigned char *)s + 2;
+    unsigned bad = 0;
     for (size_t i = 0; i < 20; i++) {
-        int hi = sl_hex_digit((unsigned char)s[2 + 2 * i]), lo = sl_hex_digit((unsigned char)s[3 + 2 * i]);
-        if (hi < 0 || lo < 0)
-            return 0;
-        out[i] = (uint8_t)(hi << 4 | lo);
+        unsigned hi = hex_plus1[d[2 * i]], lo = hex_plus1[d[2 * i + 1]];
+        bad |= (hi == 0) | (lo == 0);
+        out[i] = (uint8_t)((hi - 1) << 4 | (lo - 1));
     }
-    return 1;
+    return !bad;
 }
 
 static void address_text(const uint8_t a[20], char out[43])
@@ -155,26 +161,50 @@ typedef enum recipient {
     RECIPIENT_UNREADABLE,
 } recipient_t;
 
+/* The members of the object the scan s is at the start of, each through
+ * find_to into *t: one walk, the object not scanned first as an element
+ * and then again as an object. */
+static sl_err_t scan_call_object(wire_scan_t *s, to_member_t *t)
+{
+    const char *buf = (const char *)s->base;
+    sl_err_t err = wire_scan_open(s, '{');
+    int first = 1, more = 0;
+    while (err == SL_OK && (err = wire_scan_next(s, &first, &more)) == SL_OK && more) {
+        wire_span_t key, value;
+        if ((err = wire_scan_key(s, &key)) != SL_OK || (err = wire_scan_colon(s)) != SL_OK ||
+            (err = wire_scan_value(s, &value)) != SL_OK)
+            break;
+        err = find_to(buf, key, value, t);
+    }
+    return err;
+}
+
+/* Only params[0] is read, the array scanned no further: a node reads the
+ * recipient there whatever follows, and the gateway's envelope scan has
+ * validated the whole (policy_access_call's callers pass a scanned span). */
 static recipient_t read_recipient(recipient_kind_t kind, const char *params, size_t plen, uint8_t to[20])
 {
-    wire_span_t items[MAX_PARAMS + 1];
-    size_t n = 0;
-    if (kind == RECIPIENT_UNCHECKED || plen == 0 ||
-        wire_envelope_scan_array(params, plen, items, MAX_PARAMS, &n) != SL_OK || n == 0)
+    wire_scan_t sc;
+    int first = 1, more = 0;
+    if (kind == RECIPIENT_UNCHECKED || plen == 0 || plen > UINT32_MAX)
         return RECIPIENT_UNREADABLE;
-    wire_json_kind_t k = wire_json_kind(params, items[0]);
+    wire_scan_init(&sc, params, 0, plen);
+    if (wire_scan_open(&sc, '[') != SL_OK || wire_scan_next(&sc, &first, &more) != SL_OK || !more)
+        return RECIPIENT_UNREADABLE;
     if (kind == RECIPIENT_RAW_TX) {
-        const char *text = params + items[0].off + 1;
-        size_t len = items[0].len - 2;
-        if (k != WIRE_JSON_STRING || memchr(text, '\\', len) != NULL)
+        wire_span_t item;
+        if (wire_scan_value(&sc, &item) != SL_OK || wire_json_kind(params, item) != WIRE_JSON_STRING)
+            return RECIPIENT_UNREADABLE;
+        const char *text = params + item.off + 1;
+        size_t len = item.len - 2;
+        if (memchr(text, '\\', len) != NULL)
             return RECIPIENT_UNREADABLE;
         wire_rawtx_to_t r = wire_rawtx_to_hex(text, len, to);
         return r == WIRE_RAWTX_HAS_TO ? RECIPIENT_FOUND : r == WIRE_RAWTX_CREATION ? RECIPIENT_NONE
                                                                                    : RECIPIENT_UNREADABLE;
     }
     to_member_t t = {0};
-    if (k != WIRE_JSON_OBJECT || wire_json_each_member(params, items[0], find_to, &t) != SL_OK || t.escaped ||
-        t.count > 1)
+    if (scan_call_object(&sc, &t) != SL_OK || t.escaped || t.count > 1)
         return RECIPIENT_UNREADABLE;
     if (t.count == 0 || wire_json_kind(params, t.value) == WIRE_JSON_NULL)
         return RECIPIENT_NONE;

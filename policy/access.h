@@ -54,8 +54,10 @@ int policy_access_origin_listed(const policy_access_scope_t *s, const char *orig
  * eth_createAccessList (params[0].to) and eth_sendRawTransaction (the raw
  * transaction's to, wire/rawtx.h) its recipient under a contracts scope:
  * a call without one (a creation) or whose recipient cannot be read is
- * refused. params[0..plen) is the call's params value (plen 0: absent). On
- * a refusal msg[0..cap) names the method or address. s NULL: OK. */
+ * refused. params[0..plen) is the call's params value (plen 0: absent), as
+ * a scan of the call validated it: only params[0] is read (and validated),
+ * what follows it is not looked at. On a refusal msg[0..cap) names the
+ * method or address. s NULL: OK. */
 policy_access_reason_t policy_access_call(const policy_access_scope_t *s, const char *method, size_t mlen,
                                           const char *params, size_t plen, char *msg, size_t cap);
 

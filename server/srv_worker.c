@@ -251,7 +251,10 @@ static void admin_keys_info(const cfg_t *cfg, admin_conf_t *ac)
         keys[i] = (admin_key_info_t){cfg->keys[i].name, cfg->keys[i].tier, &cfg->keys[i].scope,
                                      {cfg->keys[i].per_address.limits.per_second,
                                       cfg->keys[i].per_address.limits.per_minute,
-                                      cfg->keys[i].per_address.limits.per_day}};
+                                      cfg->keys[i].per_address.limits.per_day},
+                                     {cfg->keys[i].credits.limits.per_day, cfg->keys[i].credits.limits.per_month},
+                                     cfg->keys[i].jwt.public_key_file != NULL,
+                                     cfg->keys[i].jwt.audience};
     char **tiers = sl_xcalloc(cfg->ntiers ? cfg->ntiers : 1, sizeof(*tiers));
     for (size_t i = 0; i < cfg->ntiers; i++)
         tiers[i] = cfg->tiers[i].name;

@@ -29,9 +29,14 @@ static const state_field_t apikey_fields[] = {
     {"per_address_second", STATE_F_U32, offsetof(state_apikey_rec_t, per_address[0]), 1, 2},
     {"per_address_minute", STATE_F_U32, offsetof(state_apikey_rec_t, per_address[1]), 1, 2},
     {"per_address_day", STATE_F_U32, offsetof(state_apikey_rec_t, per_address[2]), 1, 2},
+    {"credits_day", STATE_F_U32, offsetof(state_apikey_rec_t, credits[0]), 1, 3},
+    {"credits_month", STATE_F_U32, offsetof(state_apikey_rec_t, credits[1]), 1, 3},
+    {"jwt_pem", STATE_F_STR, offsetof(state_apikey_rec_t, jwt_pem), sizeof(((state_apikey_rec_t *)0)->jwt_pem), 3},
+    {"jwt_audience", STATE_F_STR, offsetof(state_apikey_rec_t, jwt_audience),
+     sizeof(((state_apikey_rec_t *)0)->jwt_audience), 3},
 };
 
-const state_schema_t state_apikey_schema = {"apikey", 2, apikey_fields, sizeof(apikey_fields) / sizeof(apikey_fields[0])};
+const state_schema_t state_apikey_schema = {"apikey", 3, apikey_fields, sizeof(apikey_fields) / sizeof(apikey_fields[0])};
 
 typedef struct apikey_gen_rec {
     uint64_t gen;

@@ -31,6 +31,10 @@ typedef struct state_apikey_rec {
     uint64_t updated_ms;          /* the last PATCH (created_ms if none) */
     uint32_t per_address[3];      /* per_second, per_minute, per_day of each client address (0: none);
                                      record version 2 (a version 1 record reads as none) */
+    /* record version 3 (an older record reads as none of these) */
+    uint32_t credits[2];          /* the key's budget in credits: per_day, per_month (0: none) */
+    char jwt_pem[2048];           /* jwt: the public key as PEM text, as the admin route checked it ("" = no jwt:) */
+    char jwt_audience[256];       /* the aud its tokens must name ("" = not checked) */
 } state_apikey_rec_t;
 
 extern const state_schema_t state_apikey_schema;

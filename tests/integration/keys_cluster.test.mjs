@@ -89,13 +89,16 @@ test('a key made, changed and revoked on one host is so on the other within a se
   assert.match(held, /shared-bot/);
   assert.ok(!held.includes(secret), 'Redis holds the key\'s hash, never its secret');
 
-  const patched = await admin(h1, 'PATCH', '/admin/keys/shared-bot', { methods: { allow: ['eth_chainId'] } });
+  const patched = await admin(h1, 'PATCH', '/admin/keys/shared-bot',
+    { methods: { allow: ['eth_chainId'] }, credits: { per_day: 123456 } });
   assert.equal(patched.status, 200, patched.text);
   const changedMs = await within(h2, secret, 'eth_blockNumber', 403, 'the change applied on h2');
   assert.ok(changedMs < 1000, `the change applied on h2 after ${changedMs} ms`);
   const refused = await post(`${h2.url('eth')}/${secret}`, call('eth_blockNumber'));
   assert.equal(refused.json.error.data.reason, 'method_not_allowed');
   assert.ok(await allStatus(h2, secret, 'eth_chainId', 200), 'still admitted inside its new scope');
+  const row = (await admin(h2, 'GET', '/admin/keys')).json.keys.find((k) => k.name === 'shared-bot');
+  assert.deepEqual(row.credits, { per_day: 123456 }, 'a budget set on h1 is the key\'s on h2 (through Redis)');
 
   const c = openWs(`ws://127.0.0.1:${h2.port}/eth/${secret}`);
   await c.opened;

@@ -207,3 +207,40 @@ Test(apikey, a_version_1_record_reads_with_no_per_address_limit)
     cr_expect_eq(got.per_address[0] | got.per_address[1] | got.per_address[2], 0, "none in an old record");
     sl_buf_dispose(&b);
 }
+
+Test(apikey, a_version_2_record_reads_with_no_credits_or_jwt)
+{
+    /* a record written before credits and jwt (version 3) */
+    state_schema_t v2 = state_apikey_schema;
+    v2.version = 2;
+    while (v2.nfields > 0 && v2.fields[v2.nfields - 1].since > 2)
+        v2.nfields--;
+    cr_assert_lt(v2.nfields, state_apikey_schema.nfields);
+    state_apikey_rec_t r = key_named("old"), got;
+    r.per_address[0] = 5;
+    sl_buf_t b;
+    sl_buf_init(&b);
+    cr_assert_eq(state_record_encode(&v2, &r, &b), SL_OK);
+    memset(&got, 0xff, sizeof(got));
+    cr_assert_eq(state_record_decode(&state_apikey_schema, b.base, b.len, &got), SL_OK);
+    cr_expect_eq(got.per_address[0], 5);
+    cr_expect_eq(got.credits[0] | got.credits[1], 0, "no budget in an old record");
+    cr_expect_str_eq(got.jwt_pem, "");
+    cr_expect_str_eq(got.jwt_audience, "");
+    sl_buf_dispose(&b);
+}
+
+Test(apikey, credits_and_jwt_are_kept)
+{
+    state_apikey_rec_t r = key_named("jwt"), got;
+    r.credits[0] = 2000000;
+    r.credits[1] = 7;
+    snprintf(r.jwt_pem, sizeof(r.jwt_pem), "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n");
+    snprintf(r.jwt_audience, sizeof(r.jwt_audience), "sluice");
+    cr_assert_eq(state_apikey_put(st, &r, 1, NULL), SL_OK);
+    cr_assert_eq(state_apikey_get(st, "jwt", &got), SL_OK);
+    cr_expect_eq(got.credits[0], 2000000);
+    cr_expect_eq(got.credits[1], 7);
+    cr_expect_str_eq(got.jwt_pem, r.jwt_pem);
+    cr_expect_str_eq(got.jwt_audience, "sluice");
+}
