@@ -27,6 +27,7 @@
 #include "server/srv_worker.h"
 #include "state/state_cache.h"
 #include "state/state_cluster.h"
+#include "state/state_epapi.h"
 
 
 void srv_master_close_fd(int *fd)
@@ -515,6 +516,8 @@ static int master_init(master_t *m, const cfg_t *cfg)
     if (cluster_check(m) != 0)
         return -1;
     srv_master_epapi_start(m);
+    if (state_epapi_applied_set(m->state, m->epapi_gen) != SL_OK)
+        sl_log_warn("could not record the endpoints' generation applied");
     cfg = m->cfg;
     char why[2048];
     if (srv_reload_key_clash(cfg, m->state, why, sizeof(why))) {
