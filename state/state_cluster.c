@@ -144,7 +144,8 @@ static void on_message(void *data, redisReply *reply)
         state_cluster_keys_told(cl);
     else if (reply->element[2]->len > 2 && reply->element[2]->str[0] == 'f')
         state_cluster_floor_message(cl, reply->element[2]->str, reply->element[2]->len);
-    else if (reply->element[2]->len > 2 && reply->element[2]->str[0] == 'p')
+    else if (reply->element[2]->len > 2 &&
+             (reply->element[2]->str[0] == 'p' || reply->element[2]->str[0] == 'r')) /* a result; a lease back */
         state_cluster_job_message(cl, reply->element[2]->str, reply->element[2]->len);
     else if (reply->element[2]->len > 2 && reply->element[2]->str[0] == 'c')
         state_cache_redis_message(cl, reply->element[2]->str, reply->element[2]->len);
