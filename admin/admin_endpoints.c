@@ -114,7 +114,7 @@ static void add_ws(cJSON *o, const admin_ep_view_t *v, uint64_t now)
         cJSON_AddNullToObject(ws, "last_head_ms_ago");
 }
 
-static cJSON *endpoint_json(const admin_ep_view_t *v, uint64_t now)
+static cJSON *endpoint_json(const admin_ep_view_t *v, uint64_t now, const state_event_t *learned, size_t nlearned)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "network", v->net->name);
@@ -183,6 +183,7 @@ static cJSON *endpoint_json(const admin_ep_view_t *v, uint64_t now)
     cJSON_AddNumberToObject(o, "concurrency_reached", v->concurrency_reached);
     cJSON_AddItemToObject(o, "credits", admin_credits_json(v, now));
     cJSON_AddItemToObject(o, "methods", methods_json(v));
+    cJSON_AddItemToObject(o, "learned", admin_learned_json(v, learned, nlearned, now));
     return o;
 }
 
@@ -194,8 +195,10 @@ int admin_route_endpoints(admin_t *a, h2o_req_t *req)
     cJSON *arr = cJSON_CreateArray();
     state_cluster_mode_rec_t mode = a->conf.cluster_host ? state_cluster_mode_get(a->conf.state)
                                                          : (state_cluster_mode_rec_t){0, 0, 0};
+    size_t nlearned;
+    state_event_t *learned = admin_learned_events(a, &nlearned);
     for (size_t i = 0; i < n; i++) {
-        cJSON *o = endpoint_json(&v[i], now);
+        cJSON *o = endpoint_json(&v[i], now, learned, nlearned);
         if (a->conf.cluster_host != NULL) {
             cJSON *cl = admin_cluster_scope_json(a, &mode);
             admin_lease_add(a, cl, &v[i].rec, &mode, now);
@@ -203,6 +206,7 @@ int admin_route_endpoints(admin_t *a, h2o_req_t *req)
         }
         cJSON_AddItemToArray(arr, o);
     }
+    free(learned);
     admin_view_free(v, n);
     return admin_send_json(req, 200, arr);
 }

@@ -210,6 +210,11 @@ int admin_route_keys_create(admin_t *a, h2o_req_t *req);
 int admin_route_keys_change(admin_t *a, h2o_req_t *req);
 int admin_route_keys_revoke(admin_t *a, h2o_req_t *req);
 void admin_networks_metrics(admin_t *a, sl_buf_t *b, const admin_ep_view_t *v, size_t n);
+/* admin_learned.c: the newest capability events (a heap array, *n of them:
+ * the caller frees it), and from them an endpoint's "learned": {"methods":
+ * [...], "depth": N or null} (pool/pool_learn.c's memory, any worker's). */
+state_event_t *admin_learned_events(admin_t *a, size_t *n);
+cJSON *admin_learned_json(const admin_ep_view_t *v, const state_event_t *evs, size_t n, uint64_t now);
 /* admin_subs.c: client WebSockets and subscriptions per network. The
  * newest events (a heap array, *n of them: the caller frees it), where
  * admin_subs_network_json looks for the network's last

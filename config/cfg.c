@@ -197,6 +197,20 @@ static void server_proxies(cfg_loader_t *c, yaml_node_t *n, void *target)
     srv->ntrusted_proxies = nv;
 }
 
+/* server.trace_header: request | all */
+static void server_trace(cfg_loader_t *c, yaml_node_t *n, void *target)
+{
+    cfg_server_conf_t *srv = target;
+    char *s = NULL;
+    if (cfg_str(c, n, &s) != SL_OK)
+        return;
+    if (strcmp(s, "all") == 0 || strcmp(s, "request") == 0)
+        srv->trace_all = strcmp(s, "all") == 0;
+    else
+        cfg_loader_error(c, cfg_line(n), "trace_header must be request or all");
+    free(s);
+}
+
 static void server_cors(cfg_loader_t *c, yaml_node_t *n, void *target)
 {
     cfg_server_conf_t *srv = target;
@@ -220,6 +234,7 @@ static const cfg_field_t server_fields[] = {
     {"access_log_buffer_bytes", CFG_SIZE, offsetof(cfg_server_conf_t, access_log_buffer_bytes), 8192,
      UINT64_C(1) << 26},
     {"cors_origins", CFG_FN, .fn = server_cors},
+    {"trace_header", CFG_FN, .fn = server_trace},
     {"trusted_proxies", CFG_FN, .fn = server_proxies},
     {"read_multiplier", CFG_U32, offsetof(cfg_server_conf_t, read_multiplier), 1, 1000},
     {"max_connections", CFG_U32, offsetof(cfg_server_conf_t, max_connections), 1, 1000000},

@@ -114,6 +114,8 @@ typedef struct cfg_server_conf {
     size_t max_response_bytes; /* upstream answers larger than this are refused */
     uint32_t shutdown_grace_ms;
     int access_log;           /* 1: one JSON line per request on stderr */
+    int trace_all;            /* server.trace_header: all (1): every answer carries X-Sluice-Trace;
+                                 request (0): only those asking with X-Sluice-Trace: 1 */
     size_t access_log_buffer_bytes; /* per worker: queued access lines never exceed it */
     char **cors_origins;      /* allowed Origin values; "*" allowed; NULL = none */
     size_t ncors_origins;

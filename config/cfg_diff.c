@@ -162,6 +162,7 @@ static const field_t settings[] = {
     {"server.max_response_bytes", F_SIZE, CFG(server.max_response_bytes)},
     {"server.shutdown_grace_ms", F_U32, CFG(server.shutdown_grace_ms)},
     {"server.access_log", F_INT, CFG(server.access_log)},
+    {"server.trace_header", F_INT, CFG(server.trace_all)},
     {"server.access_log_buffer_bytes", F_SIZE, CFG(server.access_log_buffer_bytes)},
     {"server.cors_origins", F_STRV, CFG(server.cors_origins), CFG(server.ncors_origins)},
     {"server.trusted_proxies", F_STRV, CFG(server.trusted_proxies), CFG(server.ntrusted_proxies)},
@@ -215,7 +216,7 @@ static int methods_differ(const void *a, const void *b)
         const policy_method_t *m = &x->method_overrides[i], *n = &y->method_overrides[i];
         if (str_differs(m->name, n->name) || m->cls != n->cls || m->priority != n->priority ||
             m->retry_safe != n->retry_safe || m->cheap != n->cheap || m->timeout_ms != n->timeout_ms ||
-            m->dispatch != n->dispatch || m->of != n->of)
+            m->dispatch != n->dispatch || m->of != n->of || m->broadcast != n->broadcast)
             return 1;
     }
     return 0;
@@ -290,6 +291,7 @@ static const field_t network_fields[] = {
     {"coalesce", F_U32, NET(coalesce_max_waiters)},
     {"demote_ms", F_U32, NET(demote_ms)},
     {"archive_depth", F_U32, NET(archive_depth)},
+    {"capability_ttl_ms", F_U32, NET(capability_ttl_ms)},
     {"chain_id", F_FN, .fn = chain_id_differs},
     {"genesis_hash", F_STR, NET(genesis_hash)},
     {"max_lag_blocks", F_U32, NET(max_lag_blocks)},

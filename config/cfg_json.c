@@ -115,6 +115,7 @@ static void server_json(sl_buf_t *b, const cfg_server_conf_t *s)
     u64(b, "ws_logs_retry_s", s->ws_logs_retry_s);
     str(b, "ws_resume", s->ws_resume >= 0 && s->ws_resume <= CFG_WS_RESUME_ALL ? resume[s->ws_resume] : "?");
     u64(b, "ws_resume_s", s->ws_resume_s);
+    str(b, "trace_header", s->trace_all ? "all" : "request");
     open_(b, "tls", '{');
     str(b, "cert_file", s->tls.cert_file);
     str(b, "key_file", s->tls.key_file);
@@ -350,6 +351,7 @@ static void network_json(sl_buf_t *b, const pool_network_conf_t *n)
     u64(b, "chain_probe_ms", n->chain_probe_ms);
     u64(b, "ws_stall_ms", n->ws_stall_ms);
     u64(b, "max_head_lead", n->max_head_lead);
+    u64(b, "capability_ttl_ms", n->capability_ttl_ms);
     open_(b, "endpoints", '[');
     for (size_t j = 0; j < n->nendpoints; j++)
         endpoint_json(b, &n->endpoints[j]);

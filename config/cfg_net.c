@@ -360,14 +360,20 @@ static void method_override(cfg_loader_t *c, yaml_node_t *n, policy_method_t *ro
             uint64_t of;
             if (cfg_uint(c, v, 2, 16, &of) == SL_OK)
                 row->of = (uint8_t)of;
+        } else if (strcmp(key, "broadcast") == 0) {
+            uint64_t nb;
+            if (cfg_uint(c, v, 1, 16, &nb) == SL_OK)
+                row->broadcast = (uint8_t)(nb >= 2 ? nb : 0); /* 1: one endpoint, as without it */
         } else {
             cfg_loader_error(c, cfg_line(cfg_node(c, pairs[i].key)),
-                             "unknown key '%s' (class, priority, retry_safe, timeout_ms, dispatch, of)", key);
+                             "unknown key '%s' (class, priority, retry_safe, timeout_ms, dispatch, of, broadcast)", key);
         }
         cfg_pop(c, mark);
     }
     if ((row->dispatch == POLICY_DISPATCH_MAX) != (row->of >= 2))
         cfg_loader_error(c, cfg_line(n), row->of >= 2 ? "of: is for dispatch: max" : "dispatch: max needs of: 2 or more");
+    if (row->broadcast != 0 && row->cls != POLICY_CLASS_WRITE)
+        cfg_loader_error(c, cfg_line(n), "broadcast: is for writes (class write)");
     /* a broadcast is never retry-safe unless the operator says so */
     if (!safe_given && row->cls == POLICY_CLASS_WRITE)
         row->retry_safe = 0;
@@ -476,6 +482,7 @@ static const cfg_field_t network_fields[] = {
     {"max_attempts", CFG_U32, offsetof(pool_network_conf_t, max_attempts), 0, 16},
     {"demote_ms", CFG_U32, offsetof(pool_network_conf_t, demote_ms), 0, 3600000},
     {"archive_depth", CFG_U32, offsetof(pool_network_conf_t, archive_depth), 1, 100000000},
+    {"capability_ttl_ms", CFG_U32, offsetof(pool_network_conf_t, capability_ttl_ms), 0, 86400000},
     {"resend_writes", CFG_BOOL, offsetof(pool_network_conf_t, resend_writes)},
     {"blocked_methods", CFG_FN, .fn = net_blocked},
     {"methods", CFG_FN, .fn = net_methods},
@@ -542,6 +549,7 @@ void cfg_networks(cfg_loader_t *c, yaml_node_t *n, void *target)
         net->hedge = POLICY_HEDGE_DEFAULTS;
         net->demote_ms = POOL_DEFAULT_DEMOTE_MS;
         net->archive_depth = POOL_DEFAULT_ARCHIVE_DEPTH;
+        net->capability_ttl_ms = POOL_DEFAULT_CAPABILITY_TTL_MS;
         net->coalesce_max_waiters = POOL_DEFAULT_COALESCE_MAX_WAITERS;
         cfg_net_chain_defaults(net);
         c->methods = NULL;

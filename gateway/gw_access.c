@@ -45,6 +45,7 @@ typedef struct access_fields {
     uint64_t latency_us;
     const cfg_key_conf_t *key;
     int websocket;                /* a WebSocket message, not an HTTP request */
+    const char *trace_id;         /* the request's W3C trace id (32 hex digits), NULL if none */
 } access_fields_t;
 
 static void append_json(sl_buf_t *b, const char *s)
@@ -159,6 +160,11 @@ static void append_status(sl_buf_t *b, const access_fields_t *f)
     }
     if (f->call != NULL && pool_call_coalesced(f->call))
         LIT(b, ",\"coalesced\":true");
+    if (f->trace_id != NULL) { /* 32 hex digits: nothing to escape */
+        LIT(b, ",\"trace_id\":\"");
+        put_str(b, f->trace_id);
+        sl_buf_append_char(b, '"');
+    }
 }
 
 /* One line; compact keeps it short whatever the methods and URLs are. */
@@ -184,10 +190,11 @@ static void format_line(sl_buf_t *b, h2o_socket_t *sock, const access_fields_t *
 
 void gw_access_log(h2o_socket_t *sock, int websocket, const char *network, const gw_rpc_request_t *rpc,
                    const pool_call_t *call, int status, const char *outcome, uint64_t latency_us,
-                   const cfg_key_conf_t *key)
+                   const cfg_key_conf_t *key, const char *trace_id)
 {
     static sl_buf_t line; /* per worker process, reused */
-    const access_fields_t f = {network, rpc, call, status, outcome, latency_us, key, websocket};
+    const access_fields_t f = {network, rpc, call, status, outcome, latency_us, key, websocket,
+                               trace_id != NULL && trace_id[0] != '\0' ? trace_id : NULL};
     char ts[32];
     sl_log_timestamp(ts);
     format_line(&line, sock, &f, ts, 0);

@@ -18,6 +18,6 @@
 /* sock: the client's connection (its peer is the "client"); NULL: none. */
 void gw_access_log(h2o_socket_t *sock, int websocket, const char *network, const gw_rpc_request_t *rpc,
                    const pool_call_t *call, int status, const char *outcome, uint64_t latency_us,
-                   const cfg_key_conf_t *key);
+                   const cfg_key_conf_t *key, const char *trace_id);
 
 #endif

@@ -6,7 +6,8 @@
 
 #define EXPOSED                                                                                     \
     "X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, X-RateLimit-Window, "             \
-    "X-RateLimit-Bucket, Retry-After, X-Sluice-Endpoint, X-Sluice-Attempts, X-Sluice-Pressure, X-Sluice-Hedges, X-Sluice-Coalesced"
+    "X-RateLimit-Bucket, Retry-After, X-Sluice-Endpoint, X-Sluice-Attempts, X-Sluice-Pressure, "    \
+    "X-Sluice-Hedges, X-Sluice-Coalesced, X-Sluice-Trace"
 
 /* The allowed value to echo for this request's Origin, or NULL. A key
  * with origins: (issue 33) answers for those alone, whatever

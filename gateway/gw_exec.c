@@ -562,5 +562,7 @@ static void forward(gw_exec_t *x)
         finish(x);
         return;
     }
+    for (size_t i = 0; i < nitems && x->traceparent[0] != '\0'; i++)
+        items[i].traceparent = x->traceparent;
     x->call = pool_call_start(net->sub.pool_net, items, nitems, x->rpc.kind == GW_RPC_BATCH, owner, on_call_done, x);
 }

@@ -18,6 +18,7 @@
 
 #include <h2o.h>
 
+#include "wire/traceparent.h"
 #include "gateway/gw_handler.h"
 #include "gateway/gw_held.h"
 #include "gateway/gw_limit.h"
@@ -52,6 +53,8 @@ struct gw_exec {
     const char *subscribe_error;  /* gw_rpc_limits_t's; NULL: the HTTP message */
     const char *refuse_message;   /* non-NULL: answered 503 / -32005 with it once parsed (at its id) */
     uint8_t no_cache;             /* Cache-Control: no-cache: the response cache is not looked in */
+    char traceparent[WIRE_TRACEPARENT_LEN + 1]; /* the client's W3C traceparent, sent upstream ("": none) */
+    char trace_id[33];            /* ... its trace id, for the access line */
     /* the call: */
     gw_rpc_request_t rpc;
     pool_item_t *items;

@@ -78,6 +78,22 @@ static const char *cache_outcome(const gw_exec_t *x)
     return "hit";
 }
 
+/* A valid W3C traceparent of the request (wire/traceparent.h) goes upstream
+ * with each attempt and its trace id into the access line; any other is
+ * ignored. */
+static void read_traceparent(h2o_req_t *req, gw_exec_t *x)
+{
+    x->traceparent[0] = x->trace_id[0] = '\0';
+    ssize_t i = h2o_find_header_by_str(&req->headers, H2O_STRLIT("traceparent"), -1);
+    if (i < 0)
+        return;
+    h2o_iovec_t v = req->headers.entries[i].value;
+    if (!wire_traceparent_parse(v.base, v.len, x->trace_id))
+        return;
+    memcpy(x->traceparent, v.base, WIRE_TRACEPARENT_LEN);
+    x->traceparent[WIRE_TRACEPARENT_LEN] = '\0';
+}
+
 /* 1 if the request says Cache-Control: no-cache (or no-store). */
 static int asks_no_cache(h2o_req_t *req)
 {
@@ -91,37 +107,65 @@ static int asks_no_cache(h2o_req_t *req)
     return 0;
 }
 
-/* 1 if the client asked for the attempt trace: X-Sluice-Trace: 1. */
-static int trace_asked(h2o_req_t *req)
+/* 1 if the answer carries the attempt trace: server.trace_header: all, or
+ * the client asked with X-Sluice-Trace: 1. */
+static int trace_asked(h2o_req_t *req, const cfg_t *cfg)
 {
+    if (cfg->server.trace_all)
+        return 1;
     ssize_t i = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-sluice-trace"), -1);
     return i >= 0 && req->headers.entries[i].value.len == 1 && req->headers.entries[i].value.base[0] == '1';
 }
 
 /* X-Sluice-Trace: each attempt of the call as endpoint;role;outcome;ms
- * (role first, retry, hedge or consensus (a fan-out's: consensus, dispatch:
- * max); outcome answered (HTTP 200: its JSON-RPC
+ * (role first, retry, hedge, consensus (a fan-out's: consensus, dispatch:
+ * max), broadcast (a write's methods.<m>.broadcast) or split (one of an
+ * eth_getLogs split's sub-calls); outcome answered (HTTP 200: its JSON-RPC
  * verdict is the answer's), http_<status>, cancelled, or the attempt
- * outcome's name as /admin/endpoints counts it), comma-separated. */
-static void trace_header(h2o_req_t *req, const pool_call_t *call)
+ * outcome's name as /admin/endpoints counts it), comma-separated; then
+ * cache;hit when the response cache answered every call, coalesced;1 when
+ * it shared an identical call's answer, credits;N when attempts billed N. */
+static void trace_one(sl_buf_t *b, const char *id, const pool_attempt_rec_t *a, const char *role)
 {
-    size_t n;
-    const pool_attempt_rec_t *log = pool_call_log(call, &n);
+    char status[16];
+    snprintf(status, sizeof(status), "http_%u", (unsigned)a->http_status);
+    const char *what = a->flags & POOL_ATTEMPT_CANCELLED                 ? "cancelled"
+                       : a->fail != POOL_FAIL_NONE                       ? state_outcome_name(pool_fail_outcome(a->fail))
+                       : a->http_status == 200 || a->http_status == 0    ? "answered"
+                                                                         : status;
+    sl_buf_printf(b, "%s%s;%s;%s;%u", b->len ? ", " : "", id, role, what, (unsigned)((a->latency_us + 500) / 1000));
+}
+
+static void trace_header(h2o_req_t *req, const gw_exec_t *x, const char *cache)
+{
     sl_buf_t b = SL_BUF_INIT;
-    for (size_t i = 0; i < n; i++) {
-        const char *role = log[i].flags & POOL_ATTEMPT_HEDGE    ? "hedge"
-                           : log[i].flags & POOL_ATTEMPT_FANOUT ? "consensus"
-                           : i == 0                             ? "first"
-                                                                : "retry";
-        char status[16];
-        snprintf(status, sizeof(status), "http_%u", (unsigned)log[i].http_status);
-        const char *what = log[i].flags & POOL_ATTEMPT_CANCELLED ? "cancelled"
-                           : log[i].fail != POOL_FAIL_NONE      ? state_outcome_name(pool_fail_outcome(log[i].fail))
-                           : log[i].http_status == 200 || log[i].http_status == 0 ? "answered"
-                                                                                   : status;
-        sl_buf_printf(&b, "%s%s;%s;%s;%u", i ? ", " : "", pool_call_endpoint_id(call, log[i].endpoint), role, what,
-                      (unsigned)((log[i].latency_us + 500) / 1000));
+    uint64_t credits = 0;
+    if (x->call != NULL) {
+        size_t n;
+        const pool_attempt_rec_t *log = pool_call_log(x->call, &n);
+        for (size_t i = 0; i < n; i++) {
+            const char *role = log[i].flags & POOL_ATTEMPT_HEDGE       ? "hedge"
+                               : log[i].flags & POOL_ATTEMPT_FANOUT    ? "consensus"
+                               : log[i].flags & POOL_ATTEMPT_BROADCAST ? "broadcast"
+                               : i == 0                                ? "first"
+                                                                       : "retry";
+            trace_one(&b, pool_call_endpoint_id(x->call, log[i].endpoint), &log[i], role);
+        }
+        credits += pool_call_credits(x->call);
     }
+    size_t ns;
+    const char *const *ids;
+    uint64_t split_credits;
+    const pool_attempt_rec_t *split = pool_split_trace(x->split, &ns, &ids, &split_credits);
+    for (size_t i = 0; i < ns; i++)
+        trace_one(&b, ids[i], &split[i], "split");
+    credits += split_credits;
+    if (cache != NULL && strcmp(cache, "hit") == 0)
+        sl_buf_printf(&b, "%scache;hit", b.len ? ", " : "");
+    if (x->call != NULL && pool_call_coalesced(x->call))
+        sl_buf_printf(&b, "%scoalesced;1", b.len ? ", " : "");
+    if (credits != 0)
+        sl_buf_printf(&b, "%scredits;%llu", b.len ? ", " : "", (unsigned long long)credits);
     if (b.len != 0) {
         h2o_iovec_t v = h2o_strdup(&req->pool, b.base, b.len);
         sl_http_header_iov(req, &hdr_trace, v.base, v.len);
@@ -147,13 +191,12 @@ static void send_reply(gw_exec_t *x)
             sl_http_header_u64(req, &hdr_hedges, pool_call_hedges(x->call));
         if (pool_call_coalesced(x->call))
             sl_http_header_u64(req, &hdr_coalesced, 1);
-        if (trace_asked(req))
-            trace_header(req, x->call);
     }
-    if (x->nitems != 0) {
-        const char *c = cache_outcome(x);
-        sl_http_header_iov(req, &hdr_cache, c, strlen(c));
-    }
+    const char *cache = x->nitems != 0 ? cache_outcome(x) : NULL;
+    if (cache != NULL)
+        sl_http_header_iov(req, &hdr_cache, cache, strlen(cache));
+    if ((x->call != NULL || x->split != NULL) && trace_asked(req, x->h->cfg))
+        trace_header(req, x, cache);
     if (r->retry_after_s != 0)
         sl_http_header_u64(req, &hdr_retry_after, r->retry_after_s);
     /* the level flows back on every answer: a read of what the last snapshot left */
@@ -172,7 +215,7 @@ static void send_reply(gw_exec_t *x)
     gw_cors_headers(req, x->h->cfg, x->key);
     if (x->h->cfg->server.access_log)
         gw_access_log(x->sock, 0, x->net ? x->net->sub.conf->name : NULL, &x->rpc, x->call, r->status, r->outcome,
-                      sl_now_us() - x->start_us, x->key);
+                      sl_now_us() - x->start_us, x->key, x->trace_id);
     gw_exec_commit(x);
     g->h2_running = 0;
     if (r->nparts != 0)
@@ -367,6 +410,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     g->x.body = req->entity.base;
     g->x.len = req->entity.len;
     g->x.no_cache = (uint8_t)asks_no_cache(req);
+    read_traceparent(req, &g->x);
     if (req->version >= 0x200) {
         g->h2_running = 1;
         gw_conns_h2_call_begin(g->x.sock);

@@ -271,7 +271,7 @@ static void ws_reply(gw_exec_t *x)
     ws_conn_t *c = m->c;
     if (c->w->srv->access_log)
         gw_access_log(c->wc->sock, 1, c->net->sub.conf->name, &x->rpc, x->call, x->reply.status, x->reply.outcome,
-                      sl_now_us() - x->start_us, x->key);
+                      sl_now_us() - x->start_us, x->key, NULL);
     gw_exec_commit(x);
     m->answered = 1;
     c->inflight--;
@@ -294,7 +294,7 @@ static void access_sub(ws_conn_t *c, const char *body, size_t len, uint64_t star
     if (wire_envelope_scan(body, len, &env) != SL_OK || wire_json_string(body, env.method, m.name, sizeof(m.name)) != SL_OK)
         return;
     gw_access_log(c->wc->sock, 1, c->net->sub.conf->name, &rpc, NULL, 200, c->sub_error ? "rpc_error" : "ok",
-                  sl_now_us() - start_us, c->key);
+                  sl_now_us() - start_us, c->key, NULL);
 }
 
 static void msg_start(ws_conn_t *c, const uint8_t *data, size_t len)

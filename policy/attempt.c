@@ -126,6 +126,11 @@ static void item_failed(judge_t *j, size_t i, unsigned flags, int ambiguous)
         x->seen = (uint8_t)(flags & (POLICY_FAIL_F_AMBIG | POLICY_FAIL_F_TIMEOUT));
     }
     int stop = ambiguous && is_write(&j->f->items[i]) && !j->f->resend_writes;
+    if (stop && j->f->broadcast) { /* the other endpoints of the broadcast may still answer it */
+        x->count = POLICY_COUNT_FAILURE;
+        x->seen |= POLICY_FAIL_F_AMBIG;
+        stop = 0;
+    }
     x->what = stop ? POLICY_ITEM_FAIL_AMBIGUOUS : POLICY_ITEM_NEXT;
 }
 

@@ -101,6 +101,9 @@ typedef struct policy_item_facts {
 typedef struct policy_attempt_facts {
     policy_chain_t chain;
     uint8_t resend_writes;        /* the network re-sends writes after an ambiguous failure */
+    uint8_t broadcast;            /* one of a write's broadcast exchanges (methods.<m>.broadcast): an
+                                     ambiguous failure leaves the write pending (NEXT, seen AMBIG) for the
+                                     other exchanges' answers; pool/ fails it ambiguous if none answers */
     /* how the exchange ended */
     uint8_t failed;               /* no HTTP answer: fail_* say why */
     policy_outcome_t fail_outcome; /* what the failure class counts as (POOL_FAIL_MAP's outcome) */

@@ -346,6 +346,19 @@ int policy_blockref_deep(const policy_blockref_call_t *c, uint64_t head, uint32_
     return ref_deep(&c->at, head, depth) || ref_deep(&c->from, head, depth);
 }
 
+static uint64_t ref_depth(const policy_blockref_t *r, uint64_t head)
+{
+    if (r->kind == POLICY_BLOCKREF_TAG && r->tag == POLICY_TAG_EARLIEST)
+        return head;
+    return r->kind == POLICY_BLOCKREF_NUMBER && r->number < head ? head - r->number : 0;
+}
+
+uint64_t policy_blockref_depth(const policy_blockref_call_t *c, uint64_t head)
+{
+    uint64_t a = ref_depth(&c->at, head), f = ref_depth(&c->from, head);
+    return a > f ? a : f;
+}
+
 int policy_blockref_archive_tier(int archive, int deep)
 {
     if (!deep)

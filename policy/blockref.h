@@ -86,6 +86,10 @@ SL_MUST_CHECK sl_err_t policy_blockref_number(const char *buf, wire_span_t v, ui
  * head 0 (not known yet): 0. Tags, hashes and no block: 0. */
 int policy_blockref_deep(const policy_blockref_call_t *c, uint64_t head, uint32_t depth);
 
+/* How far below head the deepest block the call names is (eth_getLogs: its
+ * fromBlock too; `earliest`: head). 0: head unknown, or no block below it. */
+uint64_t policy_blockref_depth(const policy_blockref_call_t *c, uint64_t head);
+
 /* An endpoint's archive: key (zero: unset, so a zeroed config is unknown). */
 typedef enum policy_archive {
     POLICY_ARCHIVE_UNKNOWN,

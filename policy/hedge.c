@@ -49,17 +49,22 @@ void policy_hedge_hist_add(policy_hedge_hist_t *h, uint32_t latency_us)
     h->total++;
 }
 
-uint32_t policy_hedge_p90_us(const policy_hedge_hist_t *h)
+uint32_t policy_hedge_quantile_us(const policy_hedge_hist_t *h, uint32_t permille)
 {
     if (h->total < POLICY_HEDGE_MIN_SAMPLES)
         return 0;
-    uint32_t want = (h->total * 9 + 9) / 10, seen = 0; /* ceil(0.9 x total) */
+    uint32_t want = (h->total * permille + 999) / 1000, seen = 0; /* ceil(q x total) */
     for (size_t b = 0; b + 1 < POLICY_HEDGE_BUCKETS; b++) {
         seen += h->n[b];
         if (seen >= want)
             return policy_hedge_bounds_us[b];
     }
     return UINT32_MAX;
+}
+
+uint32_t policy_hedge_p90_us(const policy_hedge_hist_t *h)
+{
+    return policy_hedge_quantile_us(h, 900);
 }
 
 static uint32_t clamp(uint64_t v, uint32_t lo, uint32_t hi)
@@ -69,9 +74,11 @@ static uint32_t clamp(uint64_t v, uint32_t lo, uint32_t hi)
 
 uint32_t policy_hedge_delay_ms(const policy_hedge_conf_t *conf, const policy_hedge_hist_t *h, uint32_t probe_ewma_us)
 {
-    uint32_t p90 = policy_hedge_p90_us(h);
-    if (p90 != 0)
-        return clamp(((uint64_t)p90 + 999) / 1000, conf->min_ms, conf->max_ms);
+    uint64_t q = policy_hedge_quantile_us(h, POLICY_HEDGE_QUANTILE);
+    if (q != 0) {
+        uint64_t least = (uint64_t)policy_hedge_quantile_us(h, 500) * POLICY_HEDGE_MEDIAN_TIMES;
+        return clamp(((q > least ? q : least) + 999) / 1000, conf->min_ms, conf->max_ms);
+    }
     if (probe_ewma_us != 0)
         return clamp(((uint64_t)probe_ewma_us * 3 + 999) / 1000, conf->min_ms, conf->max_ms);
     return conf->min_ms;

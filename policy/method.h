@@ -63,6 +63,8 @@ typedef struct policy_method {
                                    in it too (pool/pool_call.c); 0 = the network's timeouts */
     uint8_t dispatch;           /* policy_dispatch_t */
     uint8_t of;                 /* POLICY_DISPATCH_MAX: endpoints asked (2 or more) */
+    uint8_t broadcast;          /* methods.<name>.broadcast: a WRITE sent to this many endpoints at once
+                                   (2 or more; pool/pool_broadcast.c); 0 = one endpoint at a time */
 } policy_method_t;
 
 /* Looks up name[0..len) in the chain's table. A method not in the table gets

@@ -126,6 +126,8 @@ typedef struct pool_item {
     uint8_t failures;             /* attempts that failed otherwise */
     uint8_t timeouts;             /* ...of which timed out */
     uint8_t local_failures;       /* attempts sluice could not make (POOL_FAIL_LOCAL), not in failures */
+    const char *traceparent;      /* the client's W3C traceparent (wire/traceparent.h), sent with every
+                                     attempt; NULL: none. The caller's, alive as long as the call */
     uint8_t verify;               /* "nonce too low": a by-hash check is due (pool_write.c) */
     int16_t verify_ep;            /* ... at this endpoint */
 } pool_item_t;
@@ -142,6 +144,7 @@ enum {
     POOL_ATTEMPT_HEDGE = 1,       /* a hedge: the same call sent on while the first attempt was slow */
     POOL_ATTEMPT_CANCELLED = 2,   /* cancelled: the other attempt of the hedged call answered first */
     POOL_ATTEMPT_FANOUT = 4,      /* one of a compared read's fan-out (consensus, dispatch: max) */
+    POOL_ATTEMPT_BROADCAST = 8,   /* one of a write's broadcast (methods.<m>.broadcast) */
 };
 
 typedef struct pool_attempt_rec {
@@ -250,6 +253,8 @@ int pool_call_coalesced(const pool_call_t *call);
  * answers being read and kept, and a coalesced group's shared answer (which
  * each call of the group counts as its own). Any time before release. */
 size_t pool_call_held(const pool_call_t *call);
+/* Credits billed for the call's attempts at every endpoint (credits.profile units). */
+uint64_t pool_call_credits(const pool_call_t *call);
 /* Hedges the call sent (attempts flagged POOL_ATTEMPT_HEDGE). */
 uint32_t pool_call_hedges(const pool_call_t *call);
 /* A call that ended in POOL_OUTCOME_NO_CONSENSUS: its distinct answers

@@ -53,6 +53,7 @@ static void gather(pool_call_t *call, const pool_exchange_t *ex, policy_attempt_
     memset(f, 0, sizeof(*f));
     f->chain = conf->chain;
     f->resend_writes = conf->resend_writes != 0;
+    f->broadcast = call->broadcast.on;
     f->failed = ex->fail != POOL_FAIL_NONE;
     f->fail_outcome = (policy_outcome_t)pool_fail_outcome(ex->fail);
     f->fail_flags = (uint8_t)pool_fail_flags(ex->fail);
@@ -95,6 +96,7 @@ int pool_attempt_judge(pool_call_t *call, pool_exchange_t *ex)
     policy_attempt_actions_t a = {.items = heap ? sl_xcalloc(n, sizeof(*a.items))
                                                 : memset(act_small, 0, n * sizeof(*a.items))};
     gather(call, ex, &f, fi, objs);
+    pool_learn_from(call, e, &f);
     policy_attempt_decide(&f, &a);
     if (a.retry_same) {
         call->stale_retry_used = 1;

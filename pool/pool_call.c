@@ -29,6 +29,10 @@
  *             gate: its first attempt becomes the fan-out to `of`
  *             endpoints (each through the gates below) and the call waits
  *             for the votes (never hedged); stop: the fan-out is cancelled.
+ *   broadcast start: a single write of a method with broadcast: N is
+ *             broadcast; gate: its first attempt becomes N exchanges at
+ *             once (each through the gates below); the first to take it
+ *             answers; stop: the rest are cancelled.
  *   chain     start: what block each item names; gate: an endpoint behind
  *             it (or too far behind the head for a latest read) is skipped
  *             while a fitter one is left; done: a head answer feeds the
@@ -38,12 +42,12 @@
  *   held      stop: a held request-shaped penalty nobody settled counts.
  * Pressure comes first (a call rides only once counted); offers are tried
  * in order and the first taker wins; cache gates first (a Redis hit sends
- * nothing and is charged nothing), then consensus (its fan-out
- * asks the others for each endpoint), chain before credit, so a skipped
+ * nothing and is charged nothing), then consensus and broadcast (each
+ * fan-out asks the others for each endpoint), chain before credit, so a skipped
  * endpoint is charged nothing. A new satellite is a file and a row. */
 static const pool_call_row_t *const rows[] = {
     &pool_pressure_row, &pool_cache_row,     &pool_merge_row, &pool_coalesce_row, &pool_hedge_row,
-    &pool_consensus_row, &pool_chain_row,    &pool_credit_row, &pool_held_row,
+    &pool_consensus_row, &pool_broadcast_row, &pool_chain_row, &pool_credit_row, &pool_held_row,
 };
 #define NROWS (sizeof(rows) / sizeof(rows[0]))
 
@@ -224,6 +228,8 @@ pool_fail_t pool_call_attempt_start(pool_call_t *call, pool_exchange_t *ex, int 
     pool_endpoint_t *e = &call->net->endpoints[ep];
     pool_fail_t fail = call->net->pool->t.ops->start(ex, &e->link, body, len, is_write, cb, call);
     if (fail == POOL_FAIL_NONE) {
+        if (call->items[0].traceparent != NULL && ex->bufs[1].base == ex->clen) /* a real exchange */
+            pool_exchange_traceparent(ex, call->items[0].traceparent);
         ex->grow_call = call;
         POOL_STAT_PEAK(e, max_inflight_seen, e->link.inflight);
     }

@@ -7,6 +7,7 @@
 #define POOL_CALL_INT_H
 
 #include "pool/pool_net.h"
+#include "pool/pool_broadcast.h"
 #include "pool/pool_cache_call.h"
 #include "pool/pool_chain_call.h"
 #include "pool/pool_coalesce.h"
@@ -96,7 +97,7 @@ typedef struct pool_call_row {
 } pool_call_row_t;
 
 extern const pool_call_row_t pool_pressure_row, pool_cache_row, pool_merge_row, pool_coalesce_row, pool_hedge_row,
-    pool_consensus_row, pool_chain_row, pool_credit_row, pool_held_row;
+    pool_consensus_row, pool_broadcast_row, pool_chain_row, pool_credit_row, pool_held_row;
 
 /* One client call walking the plan (pool_call.c); answers applied to its
  * items by pool_answer.c. */
@@ -126,6 +127,7 @@ struct pool_call {
     uint8_t no_retry[POOL_MAX_ENDPOINTS]; /* not in later rounds (said "unsupported") */
     pool_delay_t backoff;             /* the wait before the next round */
     pool_credit_wait_t credit_wait;   /* cluster: waiting for a credit lease from Redis */
+    uint64_t credits;                 /* credits billed for its attempts, every endpoint (pool_credit_call.c) */
     uint64_t rate_limited_until_ms;   /* ... skipped as rate-limited: the earliest end */
     sl_buf_t req;                     /* upstream body when it is not the client's bytes */
     sl_buf_t verify_req;              /* the by-hash check of a "nonce too low" */
@@ -152,6 +154,7 @@ struct pool_call {
     pool_chain_call_t chain;
     pool_cache_call_t cache;
     pool_consensus_call_t consensus;
+    pool_broadcast_call_t broadcast;
 };
 
 /* One finished attempt of a call (pool_attempt.c, pool_answer.c, pool_held.c):
@@ -203,6 +206,15 @@ void pool_call_start_failed(pool_call_t *call, int ep, pool_exchange_t *ex, pool
 /* Appends one line to the call's attempt log (counts the attempt). */
 void pool_call_log_attempt(pool_call_t *call, int ep, pool_fail_t fail, int status, uint32_t latency_us,
                            uint8_t flags);
+
+/* pool_learn.c: what an endpoint said it does not serve (policy/capability.h).
+ * pool_learn_from: after an attempt's facts were gathered (a single call's
+ * error answer at e), learns from it (an event when it is news).
+ * pool_learn_lacks: 1 if e is remembered not to serve a pending item's
+ * method, or state as deep as the call reads: the plan puts it last. Forgets
+ * what expired first (an event each). */
+void pool_learn_from(pool_call_t *call, pool_endpoint_t *e, const policy_attempt_facts_t *f);
+int pool_learn_lacks(pool_call_t *call, pool_endpoint_t *e);
 
 /* pool_write.c: idempotent broadcasts, nonce checks, transaction pins. */
 int pool_write_txid(const pool_call_t *call, const pool_item_t *it, char *out, size_t cap);

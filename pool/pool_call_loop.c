@@ -62,6 +62,14 @@ static int archive_tier(const pool_call_t *call, const pool_endpoint_t *ep)
     return policy_blockref_archive_tier(ep->conf->archive, call->chain.deep);
 }
 
+/* Where endpoint ep goes in the plan: its archive tier, after every such
+ * tier if it said it does not serve this call (pool_learn.c); -1 never. */
+static int plan_tier(pool_call_t *call, pool_endpoint_t *ep)
+{
+    int t = archive_tier(call, ep);
+    return t < 0 ? t : pool_learn_lacks(call, ep) ? t + 2 : t;
+}
+
 /* 1 if the plan may send this call's next attempt to endpoint i now. */
 static int candidate(pool_call_t *call, size_t i, uint64_t now)
 {
@@ -87,10 +95,18 @@ int pool_call_plan_next(pool_call_t *call)
     uint64_t now = sl_shared_ms();
     if (call->pinned >= 0 && candidate(call, (size_t)call->pinned, now))
         return call->pinned;
-    for (int tier = 0; tier <= call->chain.deep; tier++)
-        for (size_t k = 0; k < net->norder; k++)
-            if (candidate(call, net->order[k], now) && archive_tier(call, &net->endpoints[net->order[k]]) == tier)
-                return net->order[k];
+    int best = -1, best_tier = 4; /* the first in ranking order of the lowest tier */
+    for (size_t k = 0; k < net->norder && best_tier > 0; k++) {
+        if (!candidate(call, net->order[k], now))
+            continue;
+        int t = plan_tier(call, &net->endpoints[net->order[k]]);
+        if (t >= 0 && t < best_tier) {
+            best = net->order[k];
+            best_tier = t;
+        }
+    }
+    if (best >= 0)
+        return best;
     /* endpoints the ranking has not seen yet (or without shared state) */
     for (size_t i = 0; i < net->nendpoints; i++) {
         if (candidate(call, i, now))

@@ -3,6 +3,11 @@
  * URLs, hedges, whether it was coalesced). Reads only. */
 #include "pool/pool_call_int.h"
 
+uint64_t pool_call_credits(const pool_call_t *call)
+{
+    return call->credits;
+}
+
 int pool_call_coalesced(const pool_call_t *call)
 {
     return call->coalesce.answered;

@@ -25,6 +25,9 @@ static void note_item(pool_chain_call_t *c, const pool_network_t *net, pool_item
     policy_blockref_call_t ref = read != NULL ? *read : none;
     if (policy_blockref_deep(&ref, head, net->conf->archive_depth))
         c->deep = 1;
+    uint64_t depth = policy_blockref_depth(&ref, head);
+    if (depth > c->depth)
+        c->depth = depth;
     if (single && ref.from.kind == POLICY_BLOCKREF_NUMBER && ref.at.kind == POLICY_BLOCKREF_NUMBER &&
         ref.from.number <= ref.at.number && ref.at.number - ref.from.number < UINT64_MAX) {
         c->logs_from = ref.from.number; /* from is only set for eth_getLogs */

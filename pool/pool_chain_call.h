@@ -30,6 +30,8 @@ typedef struct pool_chain_call {
     uint64_t logs_span;           /* ... its blocks: kept off an endpoint whose max_logs_blocks is below it */
     uint8_t deep;                 /* an item reads more than archive_depth below the head
                                      (policy_blockref_deep): the plan puts archive endpoints first */
+    uint64_t depth;               /* the deepest block an item names, below the head (policy_blockref_depth;
+                                     0: none, or the head unknown): learned depth limits (pool_learn.c) */
 } pool_chain_call_t;
 
 /* 1 if a null result from endpoint ep for call (a single item naming a block

@@ -103,6 +103,8 @@ typedef struct pool_network_conf {
     policy_consensus_conf_t consensus; /* consensus:; nmethods 0 = off */
     uint32_t archive_depth;       /* a read naming a block more than this below the head goes to archive
                                      endpoints first, never to archive: false ones (128) */
+    uint32_t capability_ttl_ms;   /* what an endpoint said it does not serve (a method, deep state) is
+                                     remembered this long (pool_learn.c; 600000; 0 = not learned) */
 } pool_network_conf_t;
 
 #define POOL_DEFAULT_CONNECT_MS 2000
@@ -119,5 +121,6 @@ typedef struct pool_network_conf {
 #define POOL_DEFAULT_COALESCE_MAX_WAITERS 64
 #define POOL_DEFAULT_DEMOTE_MS 30000
 #define POOL_DEFAULT_ARCHIVE_DEPTH 128
+#define POOL_DEFAULT_CAPABILITY_TTL_MS 600000
 
 #endif

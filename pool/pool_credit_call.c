@@ -40,6 +40,7 @@ static pool_gate_t row_gate(pool_call_t *call, int ep, int may_wait)
     } else if (took == POLICY_LEASE_YES) {
         /* instrument usage in the provider's own units, budget or not */
         POOL_STAT_ADD(e, credits_spent, cost.billed);
+        call->credits += cost.billed;
         pool_pressure_spent(e, (uint32_t)call->nsent, cost);
         for (size_t i = 0; i < call->nsent; i++) {
             const pool_item_t *it = &call->items[call->sent[i]];

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/sl_time.h"
+#include "wire/traceparent.h"
 #include "pool/pool_link_int.h"
 
 /* The failure of an exchange whose connection is not open yet. */
@@ -109,6 +110,20 @@ pool_fail_t pool_exchange_start(pool_exchange_t *ex, pool_link_t *link, const ch
         h2o_timeout_link(tm->t->loop, &tm->connect, &ex->phase_timer);
     }
     return POOL_FAIL_NONE;
+}
+
+void pool_exchange_traceparent(pool_exchange_t *ex, const char *tp)
+{
+    size_t n = ex->bufs[1].len - 4; /* the Content-Length value, before "\r\n\r\n" */
+    static const char name[] = "\r\ntraceparent: ";
+    if (n + sizeof(name) - 1 + WIRE_TRACEPARENT_LEN + 5 > sizeof(ex->clen))
+        return;
+    memcpy(ex->clen + n, name, sizeof(name) - 1);
+    n += sizeof(name) - 1;
+    memcpy(ex->clen + n, tp, WIRE_TRACEPARENT_LEN);
+    n += WIRE_TRACEPARENT_LEN;
+    memcpy(ex->clen + n, "\r\n\r\n", 5);
+    ex->bufs[1] = h2o_iovec_init(ex->clen, n + 4);
 }
 
 void pool_exchange_cancel(pool_exchange_t *ex)

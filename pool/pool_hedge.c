@@ -2,8 +2,9 @@
  *
  * When a call's attempt starts and the call may be hedged (every member a
  * cheap, retry-safe read, hedging on, pressure ok: policy/hedge.h), a timer
- * of the hedge delay is set: the endpoint's p90 answer latency for the
- * call's method class, clamped to [hedge.min_ms, hedge.max_ms]. If the
+ * of the hedge delay is set: the endpoint's p95 answer latency (at least
+ * twice its median) for the call's method class, clamped to [hedge.min_ms,
+ * hedge.max_ms]. If the
  * attempt is still out when it fires and the budget allows (hedges at most
  * hedge.max_ratio of this worker's upstream requests over hedge.window_ms,
  * plus hedge.burst), the same body goes to the next endpoint of the plan,
@@ -230,6 +231,10 @@ static void cancel_loser(pool_call_t *call, pool_exchange_t *ex)
      * attempt counts, which had outlived its own p90 (a hedge beaten a moment
      * after it was sent says nothing about its endpoint). */
     if (ex == &call->ex) {
+        /* its answer would have taken at least this long: without the sample
+         * the slow tail a hedge cuts off is never seen, and the delay drifts
+         * down until every read past the median is hedged */
+        policy_hedge_hist_add(&e->hedge_hist[call_class(call)], waited);
         e->hedges_lost_in_row = got_bytes ? 0 : e->hedges_lost_in_row + 1;
         pool_demote(e, policy_demote_on_loss(e->hedges_lost_in_row, got_bytes));
     }

@@ -123,7 +123,7 @@ struct pool_exchange {
     pool_link_t *link;
     pool_conn_t *conn;            /* NULL once finished */
     h2o_iovec_t bufs[3];          /* request prefix, Content-Length line, body */
-    char clen[48];
+    char clen[112];               /* the Content-Length value and the head's end (and a traceparent line) */
     int is_write;
     pool_exchange_cb cb;
     void *data;
@@ -208,6 +208,9 @@ int pool_dns_failing(const pool_link_t *link);
 pool_fail_t pool_exchange_start(pool_exchange_t *ex, pool_link_t *link, const char *body, size_t len, int is_write,
                                 pool_exchange_cb cb, void *data);
 void pool_exchange_cancel(pool_exchange_t *ex);
+/* Adds a `traceparent: tp` line (tp: WIRE_TRACEPARENT_LEN bytes, validated
+ * by the caller) to the head of an exchange just started, before it is sent. */
+void pool_exchange_traceparent(pool_exchange_t *ex, const char *tp);
 /* A finished exchange's body is charged to the worker's budget until freed:
  * its owner frees it with this, or takes it (ex->body and ex->charged) and
  * later releases the charge with pool_budget_release. */

@@ -11,6 +11,7 @@
 #include "pool/pool.h"
 #include "pool/pool_link.h"
 #include "policy/attempt.h"
+#include "policy/capability.h"
 #include "policy/chainid.h"
 #include "policy/chainview.h"
 #include "policy/cost.h"
@@ -106,6 +107,7 @@ struct pool_endpoint {
     uint32_t disagreed;           /* its recent minority answers under consensus, decayed ... */
     uint64_t disagreed_at_ms;     /* ... as of then (policy_consensus_disagreed; pool_consensus.c) */
     uint64_t disagree_reported_ms; /* this worker's last endpoint_disagreed event for it */
+    policy_capability_mem_t learned; /* what it said it does not serve (pool_learn.c) */
     /* the chain probe (pool_chainprobe.c) */
     uint8_t chain_probing;        /* an exchange is under way ... */
     uint8_t chain_walking;        /* ... reading the blocks below a reorg */

@@ -106,6 +106,10 @@ struct pool_split {
     size_t nrest;
     size_t pending;               /* live jobs */
     size_t inflight;              /* sub-calls in flight, every job's: at most POOL_SPLIT_INFLIGHT */
+    pool_attempt_rec_t trace[POOL_SPLIT_TRACE]; /* the sub-calls' attempts, as each ended (X-Sluice-Trace) */
+    const char *trace_ids[POOL_SPLIT_TRACE];    /* ... the endpoint ids (the network's config's) */
+    size_t ntrace;
+    uint64_t credits;             /* billed for the sub-calls' attempts */
 };
 
 static int is_get_logs(const pool_item_t *it)
@@ -396,11 +400,32 @@ static void part_failed(job_t *j, part_t *p)
     answer_error(j, limited ? -32005 : -32603, msg, data);
 }
 
+/* Keeps the ended sub-call's attempts for the request's trace. */
+static void note_trace(pool_split_t *s, const pool_call_t *call)
+{
+    size_t n;
+    const pool_attempt_rec_t *log = pool_call_log(call, &n);
+    for (size_t i = 0; i < n && s->ntrace < POOL_SPLIT_TRACE; i++) {
+        s->trace_ids[s->ntrace] = pool_call_endpoint_id(call, log[i].endpoint);
+        s->trace[s->ntrace++] = log[i];
+    }
+    s->credits += pool_call_credits(call);
+}
+
+const pool_attempt_rec_t *pool_split_trace(const pool_split_t *s, size_t *n, const char *const **ids,
+                                           uint64_t *credits)
+{
+    *n = s != NULL ? s->ntrace : 0;
+    *ids = s != NULL ? s->trace_ids : NULL;
+    *credits = s != NULL ? s->credits : 0;
+    return s != NULL ? s->trace : NULL;
+}
+
 static void on_part_done(pool_call_t *call, void *data)
 {
-    (void)call;
     part_t *p = data;
     job_t *j = p->job;
+    note_trace(j->s, call);
     pool_item_t *it = &p->item;
     wire_envelope_t env;
     j->inflight--;

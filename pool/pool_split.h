@@ -58,6 +58,12 @@ int pool_split_settle(pool_split_t *s);
 int pool_split_pending(const pool_split_t *s);
 /* Answer bytes the split holds (sub-answers and merged answers). NULL: 0. */
 size_t pool_split_held(const pool_split_t *s);
+/* The attempts of the sub-calls that ended so far, in that order (at most
+ * POOL_SPLIT_TRACE), *ids[i] the endpoint id of the i-th (valid while the
+ * network's config is), *credits what they billed. NULL: none. */
+#define POOL_SPLIT_TRACE 64
+const pool_attempt_rec_t *pool_split_trace(const pool_split_t *s, size_t *n, const char *const **ids,
+                                           uint64_t *credits);
 /* Stops the sub-calls still running and frees everything (NULL: nothing). */
 void pool_split_dispose(pool_split_t *s);
 

@@ -157,7 +157,9 @@ extern const state_schema_t state_endpoint_schema;
     X(ENDPOINT_ADDED, "endpoint_added")                                                   \
     X(ENDPOINT_CHANGED, "endpoint_changed")                                               \
     X(ENDPOINT_REMOVED, "endpoint_removed")                                               \
-    X(LEASE_MOVED, "lease_moved")
+    X(LEASE_MOVED, "lease_moved")                                                         \
+    X(ENDPOINT_CAPABILITY_LEARNED, "endpoint_capability_learned")                         \
+    X(ENDPOINT_CAPABILITY_FORGOTTEN, "endpoint_capability_forgotten")
 
 typedef enum state_event_kind {
 #define STATE_EVENT_ENUM_(name, str) STATE_EVENT_##name,

@@ -49,6 +49,20 @@ typedef struct sub_resume_pos {
                                             unknown): a reorg across the gap walks back over them */
 } sub_resume_pos_t;
 
+/* A kind's follow (sub_sol_logs.c's poll) of an address for another
+ * (sub_pass_sol.c): each transaction after `from` told to tell(data,
+ * signature, a logsNotification's result), in order, from the loop;
+ * caught_up(data, newest signature queued or "") once a poll, the second at
+ * the earliest, found nothing new and everything queued was told (from
+ * NULL: once the newest now is known, nothing told); it polls no more then
+ * (unfollow it from the loop, not from there). key: sub_sol_logs_params's
+ * ("<address>|<level>"). */
+typedef struct sub_sol_logs_feed {
+    void (*tell)(void *data, const char *sig, const char *result, size_t len);
+    void (*caught_up)(void *data, const char *anchor);
+    void *data;
+} sub_sol_logs_feed_t;
+
 typedef enum sub_id_form {
     SUB_ID_HEX,                /* "0x" and 32 hex digits, a string (geth's) */
     SUB_ID_INT,                /* an integer (Solana's) */
@@ -75,13 +89,19 @@ typedef struct sub_kind {
      * network has a ws_url; else start (polling), else refusal. */
     uint8_t pass;
     /* The position a source of this kind reached (the last block it
-     * delivered in full: *height and hash), 1; 0 when it has none yet. NULL:
+     * delivered in full: *height and hash; slotSubscribe: the last slot
+     * told, no hash), 1; 0 when it has none yet. NULL:
      * the kind is not held when its socket closes (sub_resume.c). A source
      * started with src->resume set goes on from that position. */
     int (*position)(const sub_source_t *src, sub_resume_pos_t *pos);
     /* Polled, each source makes its own upstream calls every interval
      * (nothing merges them): counted against ws_max_polled_sources_per_identity. */
     uint8_t own_poll;
+    /* Passed through, the kind is backfilled across an upstream failover
+     * (sub_pass_sol.c) by following it from the last item told: the
+     * follow above (sub_sol_logs_follow) and its end. NULL: not backfilled. */
+    void *(*follow)(sub_source_t *src, const char *key, const char *from, const sub_sol_logs_feed_t *feed);
+    void (*unfollow)(void *follow);
 } sub_kind_t;
 
 struct sub_source {
@@ -304,6 +324,7 @@ extern const char sub_filter_share_msg[];
 extern const char sub_filter_budget_msg[];
 const char *sub_sol_slot_params(const cJSON *params, sl_buf_t *key);
 void sub_sol_slot_start(sub_source_t *src);
+int sub_sol_slot_position(const sub_source_t *src, sub_resume_pos_t *pos);
 void sub_sol_root_start(sub_source_t *src);
 const char *sub_sol_signature_params(const cJSON *params, sl_buf_t *key);
 void sub_sol_signature_start(sub_source_t *src);
@@ -313,6 +334,22 @@ void sub_sol_stop(sub_source_t *src);
 const char *sub_sol_logs_params(const cJSON *params, sl_buf_t *key);
 void sub_sol_logs_start(sub_source_t *src);
 void sub_sol_logs_stop(sub_source_t *src);
+void *sub_sol_logs_follow(sub_source_t *src, const char *key, const char *from, const sub_sol_logs_feed_t *feed);
+void sub_sol_logs_unfollow(void *follow);
+/* sub_pass_sol.c: a passed-through logsSubscribe {"mentions":[address]}
+ * backfilled across an upstream failover (sub_pass.c): the signatures told
+ * are remembered; when the source moved to another endpoint, what the
+ * address had since the last one told is polled and told first, the live
+ * notifications held meanwhile, then the live stream; nothing twice. */
+typedef struct sub_pass_sol sub_pass_sol_t;
+/* NULL: src is not such a subscription (another kind, "all"). */
+sub_pass_sol_t *sub_pass_sol_new(sub_source_t *src);
+void sub_pass_sol_free(sub_pass_sol_t *t);
+/* A live notification's result: 1 to relay it now, 0 not (told already,
+ * or held until the backfill is told). */
+int sub_pass_sol_live(sub_pass_sol_t *t, const char *result, size_t len);
+/* The source was subscribed at another endpoint after a loss. */
+void sub_pass_sol_moved(sub_pass_sol_t *t);
 const char *sub_sol_program_params(const cJSON *params, sl_buf_t *key);
 void sub_sol_program_start(sub_source_t *src);
 void sub_sol_program_stop(sub_source_t *src);

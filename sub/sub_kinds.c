@@ -11,9 +11,9 @@
     {.name = kname, .position = pos_, .chain = POLICY_CHAIN_ETHEREUM, .method = "eth_subscribe", .unsubscribe = "eth_unsubscribe",  \
      .notification = "eth_subscription", .id_form = SUB_ID_HEX, .gauge = gauge_, .normalise = norm,          \
      .refusal = refusal_, .start = start_, .stop = stop_}
-#define SOL(kname, unsub, notif, norm, gauge_, start_, refusal_)                                                \
-    {.name = kname, .chain = POLICY_CHAIN_SOLANA, .method = kname, .unsubscribe = unsub, .notification = notif, \
-     .id_form = SUB_ID_INT, .gauge = gauge_, .normalise = norm, .refusal = refusal_, .start = start_,        \
+#define SOL(kname, unsub, notif, norm, gauge_, start_, pos_)                                                    \
+    {.name = kname, .position = pos_, .chain = POLICY_CHAIN_SOLANA, .method = kname, .unsubscribe = unsub,      \
+     .notification = notif, .id_form = SUB_ID_INT, .gauge = gauge_, .normalise = norm, .start = start_,       \
      .stop = sub_sol_stop}
 
 const sub_kind_t sub_kinds[] = {
@@ -26,7 +26,7 @@ const sub_kind_t sub_kinds[] = {
      .gauge = STATE_SRV_SUBS_PENDING, .normalise = sub_pass_pending_params, .refusal = NO_WS_UPSTREAM,
      .pass = 1},
     SOL("slotSubscribe", "slotUnsubscribe", "slotNotification", sub_sol_slot_params, STATE_SRV_SUBS_SLOT,
-        sub_sol_slot_start, NULL),
+        sub_sol_slot_start, sub_sol_slot_position),
     SOL("rootSubscribe", "rootUnsubscribe", "rootNotification", sub_sol_slot_params, STATE_SRV_SUBS_ROOT,
         sub_sol_root_start, NULL),
     SOL("signatureSubscribe", "signatureUnsubscribe", "signatureNotification", sub_sol_signature_params,
@@ -36,7 +36,8 @@ const sub_kind_t sub_kinds[] = {
     {.name = "logsSubscribe", .chain = POLICY_CHAIN_SOLANA, .method = "logsSubscribe",
      .unsubscribe = "logsUnsubscribe", .notification = "logsNotification", .id_form = SUB_ID_INT,
      .gauge = STATE_SRV_SUBS_SOL_LOGS, .normalise = sub_sol_logs_params, .start = sub_sol_logs_start,
-     .stop = sub_sol_logs_stop, .pass = 1, .own_poll = 1},
+     .stop = sub_sol_logs_stop, .pass = 1, .own_poll = 1, .follow = sub_sol_logs_follow,
+     .unfollow = sub_sol_logs_unfollow},
     {.name = "programSubscribe", .chain = POLICY_CHAIN_SOLANA, .method = "programSubscribe",
      .unsubscribe = "programUnsubscribe", .notification = "programNotification", .id_form = SUB_ID_INT,
      .gauge = STATE_SRV_SUBS_PROGRAM, .normalise = sub_sol_program_params, .start = sub_sol_program_start,

@@ -10,8 +10,10 @@
  * over a bound, the endpoint's breaker opened or it was drained), the
  * source subscribes again at the first usable ws endpoint in the plan's
  * order, with a subscription_source_changed event (endpoint ids, never
- * URLs). Nothing is backfilled: what the upstream told while no socket was
- * subscribed is not sent. With no usable ws endpoint the client's
+ * URLs). A logsSubscribe {"mentions":[address]} is backfilled from the
+ * last signature it told (sub_pass_sol.c: polled, then the live stream,
+ * nothing twice); other kinds are not: what the upstream told while no
+ * socket was subscribed is not sent. With no usable ws endpoint the client's
  * subscription is kept and the source tries again every poll interval
  * (sub_pass_waiting gauge, sub_pass_unsourced_ms counter) and resumes when
  * one is back. */
@@ -37,6 +39,7 @@ typedef struct pass_src {
     uint8_t waiting;              /* counted in the waiting gauge */
     uint8_t told_none;            /* the move to none had its event */
     h2o_timeout_entry_t retry;
+    sub_pass_sol_t *sol;          /* a logsSubscribe with mentions: backfilled across a failover (else NULL) */
 } pass_src_t;
 
 static void attach(pass_src_t *p);
@@ -169,16 +172,16 @@ static void changed_event(pass_src_t *p, const char *from, const char *to)
 {
     sub_reg_t *r = p->src->reg;
     const char *net = p->src->net->conf->name;
-    sl_log_info("network %s: the %s passthrough moved from endpoint %s to %s (not backfilled)", net,
-                p->src->kind->name, from, to);
+    sl_log_info("network %s: the %s passthrough moved from endpoint %s to %s (%s)", net, p->src->kind->name, from,
+                to, p->sol != NULL ? "backfilled" : "not backfilled");
     state_t *st = sub_state(r);
     if (st == NULL)
         return;
     state_event_t ev;
     state_event_init(&ev, STATE_EVENT_SUBSCRIPTION_SOURCE_CHANGED, net, to, sl_wall_ms());
-    snprintf(ev.reason, sizeof(ev.reason),
-             "%s subscriptions: passed through the WebSocket of %s, was %s (passthrough: not backfilled)",
-             p->src->kind->name, to, from);
+    snprintf(ev.reason, sizeof(ev.reason), "%s subscriptions: passed through the WebSocket of %s, was %s (%s)",
+             p->src->kind->name, to, from,
+             p->sol != NULL ? "backfilled from getSignaturesForAddress" : "passthrough: not backfilled");
     if (state_event_append(st, &ev) != SL_OK)
         sl_log_warn("state: could not record the subscription_source_changed event");
 }
@@ -204,6 +207,8 @@ static void retry_in(pass_src_t *p, uint32_t ms)
 static void on_notify(void *data, const char *result, size_t len)
 {
     pass_src_t *p = data;
+    if (p->sol != NULL && !sub_pass_sol_live(p->sol, result, len))
+        return; /* told already, or held behind a backfill */
     sub_count_srv(p->src->reg, STATE_SRV_SUB_PASS_RELAYED, 1);
     sub_notify(p->src, result, len);
 }
@@ -247,6 +252,7 @@ static void attach(pass_src_t *p)
     }
     p->endpoint = ep;
     if (p->was >= 0) {
+        sub_pass_sol_moved(p->sol);
         sub_count_srv(p->src->reg, STATE_SRV_SUB_PASS_FAILOVERS, 1);
         changed_event(p, pool_wsub_endpoint_id(net->pool_net, p->was), pool_wsub_endpoint_id(net->pool_net, ep));
     }
@@ -271,6 +277,7 @@ void sub_pass_start(sub_source_t *src)
     p->retry.cb = on_retry;
     src->impl = p;
     sub_gauge(src->reg, STATE_SRV_SUB_PASS_SOURCES, +1);
+    p->sol = sub_pass_sol_new(src);
     attach(p);
 }
 
@@ -283,6 +290,7 @@ void sub_pass_stop(sub_source_t *src)
         h2o_timeout_unlink(&p->retry);
     pool_wsub_close(p->w);
     p->w = NULL;
+    sub_pass_sol_free(p->sol);
     set_waiting(p, 0);
     sub_gauge(src->reg, STATE_SRV_SUB_PASS_SOURCES, -1);
     sockets_gauge(p);

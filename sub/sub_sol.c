@@ -10,7 +10,9 @@
  * and encoding, for accounts) is a member of one merged poll
  * (sub_sol_batch.c: getSignatureStatuses, getMultipleAccounts). The
  * slot and root polls are also woken when the chain view's head moves (an
- * upstream WebSocket's slotSubscribe), so a ws_url gives slots at once. */
+ * upstream WebSocket's slotSubscribe), so a ws_url gives slots at once.
+ * slotSubscribe has a position (the last slot told): held when its socket
+ * closes and resumed from it (sub_resume.c), every slot after it told. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -28,7 +30,9 @@ typedef struct sol_poll {
     sub_source_t *src;
     sol_kind_t kind;
     sub_poll_t loop;              /* slot, root: polled every interval and when the chain view's head moves */
-    uint64_t last;                /* slot / root last told (0: none) */
+    uint64_t last;                /* slot / root last told (0: none); slot: the position held (sub_resume.c) */
+    uint8_t resumed;              /* slot: goes on from a held position (its first answer tells up to
+                                     SUB_RESUME_MAX_BEHIND slots one by one) */
     char *value;                  /* account: its value last read (NULL: not read yet) */
     char params[256];             /* signature, account: the merged call's options */
     int level;                    /* signature: the commitment's rank (processed 0 .. finalized 2) */
@@ -104,7 +108,9 @@ static void slot_answer(sol_poll_t *p)
     if (!read_u64(&p->loop.call, 0, &slot) || slot <= p->last)
         return; /* never backwards */
     (void)read_u64(&p->loop.call, 1, &root);
-    uint64_t from = p->last == 0 || slot - p->last > MAX_SLOTS_PER_POLL ? slot : p->last + 1;
+    uint64_t span = p->resumed ? SUB_RESUME_MAX_BEHIND : MAX_SLOTS_PER_POLL;
+    uint64_t from = p->last == 0 || slot - p->last > span ? slot : p->last + 1;
+    p->resumed = 0;
     for (uint64_t s = from; s <= slot; s++) {
         int n = snprintf(out, sizeof(out), "{\"parent\":%" PRIu64 ",\"root\":%" PRIu64 ",\"slot\":%" PRIu64 "}",
                          s - 1, root < s ? root : s, s);
@@ -278,7 +284,21 @@ static void start(sub_source_t *src, sol_kind_t kind)
                               &p->member);
         return;
     }
+    if (kind == SOL_SLOT && src->resume.height != 0) {
+        p->last = src->resume.height; /* the slots after it first, one by one */
+        p->resumed = 1;
+    }
     sub_poll_start(&p->loop, src->reg, src->net, SUB_POLL_WATCH, poll_now);
+}
+
+int sub_sol_slot_position(const sub_source_t *src, sub_resume_pos_t *pos)
+{
+    const sol_poll_t *p = src->impl;
+    if (p == NULL || p->last == 0)
+        return 0;
+    memset(pos, 0, sizeof(*pos));
+    pos->height = p->last; /* a slot has no hash kept here: held by number alone */
+    return 1;
 }
 
 void sub_sol_slot_start(sub_source_t *src)

@@ -11,7 +11,13 @@
  * leaves the rest upstream (the anchor stays behind them), so nothing is
  * skipped unless more than SIGS_LIMIT signatures arrive past the anchor
  * between two polls (counted and logged). "all" and "allWithVotes" cannot be
- * polled: refused by the normaliser. */
+ * polled: refused by the normaliser.
+ *
+ * The same poll also follows an address for a passed-through logsSubscribe
+ * (sub_pass_sol.c, sub_sol_logs_follow): from a signature on (or, with
+ * none, only where the newest is), each transaction goes to the feed's
+ * tell, and caught_up is called once a poll after the first queued nothing
+ * new and told everything queued (from none: once the newest is known). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -45,6 +51,10 @@ typedef struct logs_poll {
     size_t nfetch;                /* getTransaction items in the call in flight */
     char endpoint[64];            /* the endpoint the last poll was answered by */
     sl_buf_t params[SUB_CALL_MAX];
+    sub_sol_logs_feed_t feed;     /* tell NULL: a source of its own (sub_notify) */
+    uint32_t polls;               /* feed: the polls answered */
+    uint8_t done;                 /* feed: caught up, polls no more */
+    uint8_t anchor_only;          /* feed from the newest: caught up once that is known */
 } logs_poll_t;
 
 const char *sub_sol_logs_params(const cJSON *params, sl_buf_t *key)
@@ -115,7 +125,10 @@ static void tell_logs(logs_poll_t *p, const char *sig, double slot, const char *
     sl_buf_init(&b);
     sl_buf_printf(&b, "{\"context\":{\"slot\":%.0f},\"value\":{\"signature\":\"%s\",\"err\":%s,\"logs\":%s}}", slot,
                   sig, err != NULL ? err : "null", logs != NULL ? logs : "[]");
-    sub_notify(p->src, b.base, b.len);
+    if (p->feed.tell != NULL)
+        p->feed.tell(p->feed.data, sig, b.base, b.len);
+    else
+        sub_notify(p->src, b.base, b.len);
     sl_buf_dispose(&b);
 }
 
@@ -236,14 +249,28 @@ static void take_signatures(logs_poll_t *p)
 static void on_answer(sub_call_t *c, void *data)
 {
     logs_poll_t *p = data;
-    sub_sol_note_endpoint(p->src, c, p->endpoint, sizeof(p->endpoint));
+    if (p->feed.tell == NULL)
+        sub_sol_note_endpoint(p->src, c, p->endpoint, sizeof(p->endpoint));
     take_transactions(p);
+    size_t queued = p->nseen;
     take_signatures(p);
+    const char *res;
+    size_t len;
+    if (p->feed.tell == NULL || !sub_call_result(c, 0, &res, &len))
+        return;
+    /* the second poll at least: its signatures asked after the upstream subscription was sent */
+    ++p->polls;
+    if (!p->done && (p->anchor_only ? p->started : p->polls >= 2 && p->qn == 0 && p->nseen == queued)) {
+        p->done = 1;
+        p->feed.caught_up(p->feed.data, p->anchor);
+    }
 }
 
 static void poll_now(sub_poll_t *l)
 {
     logs_poll_t *p = H2O_STRUCT_FROM_MEMBER(logs_poll_t, loop, l);
+    if (p->done)
+        return;
     const char *methods[SUB_CALL_MAX], *params[SUB_CALL_MAX];
     sl_buf_t *b = &p->params[0];
     sl_buf_reset(b);
@@ -268,7 +295,7 @@ static void poll_now(sub_poll_t *l)
     sub_call_start(&p->loop.call, p->src->net, 1 + p->nfetch, methods, params, on_answer, p);
 }
 
-void sub_sol_logs_start(sub_source_t *src)
+static logs_poll_t *poll_new(sub_source_t *src, const char *key)
 {
     logs_poll_t *p = sl_xcalloc(1, sizeof(*p));
     int lv = 2;
@@ -277,11 +304,43 @@ void sub_sol_logs_start(sub_source_t *src)
     for (size_t i = 0; i < SUB_CALL_MAX; i++)
         sl_buf_init(&p->params[i]);
     /* the key is "<address>|<level>" (the normaliser's), checked already */
-    if (sscanf(src->key, "%47[^|]|%d", p->addr, &lv) != 2 || lv < 1 || lv > 2)
+    if (sscanf(key, "%47[^|]|%d", p->addr, &lv) != 2 || lv < 1 || lv > 2)
         lv = 2;
     p->level = sub_sol_levels[lv];
+    return p;
+}
+
+void sub_sol_logs_start(sub_source_t *src)
+{
+    logs_poll_t *p = poll_new(src, src->key);
     src->impl = p;
     sub_poll_start(&p->loop, src->reg, src->net, 0, poll_now);
+}
+
+void *sub_sol_logs_follow(sub_source_t *src, const char *key, const char *from, const sub_sol_logs_feed_t *feed)
+{
+    logs_poll_t *p = poll_new(src, key);
+    p->feed = *feed;
+    if (from != NULL && sub_sol_is_b58(from, 64, SIG_MAX - 1)) {
+        p->started = 1;
+        snprintf(p->anchor, sizeof(p->anchor), "%s", from);
+        p->seen[p->nseen++ % SEEN_MAX] = sig_hash(from);
+    } else {
+        p->anchor_only = 1;
+    }
+    sub_poll_start(&p->loop, src->reg, src->net, 0, poll_now);
+    return p;
+}
+
+void sub_sol_logs_unfollow(void *follow)
+{
+    logs_poll_t *p = follow;
+    if (p == NULL)
+        return;
+    sub_poll_stop(&p->loop);
+    for (size_t i = 0; i < SUB_CALL_MAX; i++)
+        sl_buf_dispose(&p->params[i]);
+    free(p);
 }
 
 void sub_sol_logs_stop(sub_source_t *src)

@@ -91,6 +91,8 @@ typedef struct fp_mode {
     int64_t retry_after;    /* -1 = no Retry-After header */
     int64_t backoff;
     int64_t delay_ms;
+    int64_t jitter_ms;      /* slow, slow_body: each answer waits delay_ms plus a random extra of this
+                               mean (exponential, capped at 20 x), as a real provider's latency has a tail */
     int64_t size;
     int64_t code;
     char *message;          /* owned */
@@ -187,6 +189,7 @@ typedef struct fp_stats {
     size_t sent_count, sent_cap;
     uint64_t arrivals[FP_ARRIVALS_MAX]; /* ms since start each JSON-RPC request arrived: a ring */
     uint64_t arrival_total; /* arrivals recorded since the last reset (the ring keeps the newest) */
+    char last_traceparent[64]; /* the last JSON-RPC request's traceparent header ("": none) */
 } fp_stats_t;
 
 typedef struct fp_txstore {
@@ -239,6 +242,7 @@ typedef struct fp_http_req {
     bool keep_alive;
     bool expect_continue;
     char ws_key[64];        /* Sec-WebSocket-Key ("": none) */
+    char traceparent[64];   /* traceparent ("": none), kept in the stats */
 } fp_http_req_t;
 
 typedef struct fp_ws_sub {

@@ -69,6 +69,8 @@ static int route_stats(fp_server_t *srv, const char *body, size_t n, fp_buf_t *o
     put_kv_u64(out, "in_flight", srv->inflight);
     put_kv_u64(out, "max_concurrent", st->max_concurrent);
     put_kv_u64(out, "faults", st->faults);
+    fp_buf_puts(out, ",\"last_traceparent\":");
+    fp_buf_put_json_str(out, st->last_traceparent, strlen(st->last_traceparent));
     put_kv_u64(out, "head", fp_server_head(srv));
     fp_buf_puts(out, "}");
     return 200;

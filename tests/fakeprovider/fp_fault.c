@@ -80,6 +80,7 @@ static const struct mode_opt {
     {"count", OPT_INT, offsetof(fp_mode_t, count), -1, INT64_C(1) << 50},
     {"data", OPT_JSON, offsetof(fp_mode_t, data), 0, 0},
     {"delay_ms", OPT_INT, offsetof(fp_mode_t, delay_ms), 0, 3600 * 1000},
+    {"jitter_ms", OPT_INT, offsetof(fp_mode_t, jitter_ms), 0, 3600 * 1000},
     {"id", OPT_JSON, offsetof(fp_mode_t, id), 0, 0},
     {"logs", OPT_INT, offsetof(fp_mode_t, logs), 0, 100000},
     {"message", OPT_STR, offsetof(fp_mode_t, message), 0, 0},
@@ -315,6 +316,16 @@ void fp_mode_consume(fp_server_t *srv)
     fp_mode_dispose(&srv->mode);
 }
 
+/* An exponential extra delay of mean ms (0: none), capped at 20 x ms. */
+static int64_t jitter(int64_t ms)
+{
+    if (ms <= 0)
+        return 0;
+    double u = ((double)random() + 1.0) / ((double)RAND_MAX + 2.0); /* (0, 1) */
+    double x = -log(u) * (double)ms;
+    return (int64_t)(x < 20.0 * (double)ms ? x : 20.0 * (double)ms);
+}
+
 /* ---- whole-answer replacements ---- */
 
 /* The id an error for the whole request carries: a single call's, else null. */
@@ -477,7 +488,8 @@ void fp_fault_answer(fp_conn_t *c, const char *body, size_t n)
     const fp_mode_def_t *def = hit ? m->def : MODE_OK;
     fp_reply_t r = {
         .status = 200, .content_type = "application/json", .retry_after = -1,
-        .delivery = def->delivery, .delay_ms = m->delay_ms,
+        .delivery = def->delivery,
+        .delay_ms = m->delay_ms + jitter(m->jitter_ms),
     };
     srv->body.len = 0;
     srv->reply_status = 0;

@@ -74,6 +74,16 @@ static int header_ws_key(fp_http_req_t *req, head_flags_t *f, const char *v, siz
     return 0;
 }
 
+static int header_traceparent(fp_http_req_t *req, head_flags_t *f, const char *v, size_t n)
+{
+    (void)f;
+    if (n >= sizeof req->traceparent)
+        n = sizeof req->traceparent - 1;
+    memcpy(req->traceparent, v, n);
+    req->traceparent[n] = '\0';
+    return 0;
+}
+
 static int header_expect(fp_http_req_t *req, head_flags_t *f, const char *v, size_t n)
 {
     (void)f;
@@ -90,6 +100,7 @@ static const struct {
     {"content-length", header_content_length},
     {"expect", header_expect},
     {"sec-websocket-key", header_ws_key},
+    {"traceparent", header_traceparent},
     {"transfer-encoding", header_transfer_encoding},
 };
 
@@ -278,6 +289,7 @@ static void dispatch(fp_conn_t *c, const char *start)
         return;
     }
     fp_inflight_begin(c);
+    memcpy(c->srv->stats.last_traceparent, req->traceparent, sizeof(req->traceparent));
     fp_fault_answer(c, body, req->body_len);
 }
 

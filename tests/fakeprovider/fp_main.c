@@ -66,7 +66,7 @@ static void usage(void)
           "         [--safe-depth N] [--finalized-depth N] [--genesis-hash BASE58]\n"
           "         [--logs-per-block N [--logs-varied 1]] [--logs-limit N --logs-vendor VENDOR]\n"
           "         [--tls-cert FILE --tls-key FILE] [--mode MODE] [--quiet]\n"
-          "         [--count N] [--method M] [--retry-after S] [--backoff S] [--delay-ms MS]\n"
+          "         [--count N] [--method M] [--retry-after S] [--backoff S] [--delay-ms MS] [--jitter-ms MS]\n"
           "         [--size BYTES] [--code C] [--message TEXT] [--data JSON] [--behind N]\n"
           "         [--logs N]\n", stderr);
     exit(2);

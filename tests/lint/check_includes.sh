@@ -84,7 +84,8 @@ pool_layer() {   # a pool/ file's name without extension -> its layer, in LAYER
         pool_net | pool_endpoint | pool_health | pool_rank | pool_demote | pool_probe | pool_tick | pool_credit | \
             pool_credit_cluster | pool_pressure | pool_chain | pool_chainid | pool_chainprobe | pool_wshead | pool_wspass | \
             pool_lease) LAYER=net ;;
-        pool_hedge | pool_coalesce | pool_merge | pool_held | pool_chain_call | pool_cache_call | pool_consensus) LAYER="sat:${1#pool_}" ;;
+        pool_hedge | pool_coalesce | pool_merge | pool_held | pool_chain_call | pool_cache_call | pool_consensus | \
+            pool_broadcast) LAYER="sat:${1#pool_}" ;;
         pool_pressure_call | pool_share) LAYER=sat:pressure ;;
         pool_credit_call) LAYER=sat:credit ;;
         pool_split) LAYER=compound ;;
@@ -104,7 +105,7 @@ pool_allowed() { # layer -> the pool/ headers its files may include, in POOL_ALL
 }
 
 # the call layer's header gathers the endpoint state and the satellites' per-call structs
-SATELLITE_HEADERS="pool_cache_call.h pool_chain_call.h pool_coalesce.h pool_consensus.h pool_hedge.h pool_held.h pool_merge.h pool_pressure.h"
+SATELLITE_HEADERS="pool_broadcast.h pool_cache_call.h pool_chain_call.h pool_coalesce.h pool_consensus.h pool_hedge.h pool_held.h pool_merge.h pool_pressure.h"
 
 check_pool() {
     local tree=$1 bad=0 f base line inc h LAYER POOL_ALLOWED

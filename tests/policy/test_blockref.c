@@ -276,3 +276,23 @@ Test(blockref, deep_and_archive_tier)
     for (int a = 0; a <= 2; a++)
         cr_expect_eq(policy_blockref_archive_tier(a, 0), 0);
 }
+
+Test(blockref, depth_below_the_head)
+{
+    policy_blockref_call_t c;
+    memset(&c, 0, sizeof(c));
+    c.at.kind = POLICY_BLOCKREF_NUMBER;
+    c.at.number = 1000;
+    cr_expect_eq(policy_blockref_depth(&c, 1500), 500);
+    cr_expect_eq(policy_blockref_depth(&c, 0), 0, "head unknown");
+    cr_expect_eq(policy_blockref_depth(&c, 900), 0, "a block above the head");
+    c.from.kind = POLICY_BLOCKREF_NUMBER; /* eth_getLogs: the deeper end counts */
+    c.from.number = 100;
+    cr_expect_eq(policy_blockref_depth(&c, 1500), 1400);
+    memset(&c, 0, sizeof(c));
+    c.at.kind = POLICY_BLOCKREF_TAG;
+    c.at.tag = POLICY_TAG_EARLIEST;
+    cr_expect_eq(policy_blockref_depth(&c, 7000), 7000);
+    c.at.tag = POLICY_TAG_LATEST;
+    cr_expect_eq(policy_blockref_depth(&c, 7000), 0);
+}

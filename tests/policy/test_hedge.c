@@ -107,7 +107,7 @@ Test(hedge, histogram_decays_towards_recent_samples)
     cr_expect_eq(policy_hedge_p90_us(&h), 1000, "old slow samples fall out: %u", policy_hedge_p90_us(&h));
 }
 
-Test(hedge, delay_is_the_p90_clamped)
+Test(hedge, delay_is_the_p95_at_least_twice_the_median_clamped)
 {
     policy_hedge_conf_t c = POLICY_HEDGE_DEFAULTS;
     policy_hedge_hist_t h = {0};
@@ -119,7 +119,8 @@ Test(hedge, delay_is_the_p90_clamped)
     cr_expect_eq(policy_hedge_delay_ms(&c, &h, 900000), 1000);
     for (int i = 0; i < 20; i++)
         policy_hedge_hist_add(&h, 100000);
-    cr_expect_eq(policy_hedge_delay_ms(&c, &h, 1000), 128); /* bucket (96, 128] ms */
+    /* a tight distribution: twice its median, not its p95 (bucket (96, 128] ms) */
+    cr_expect_eq(policy_hedge_delay_ms(&c, &h, 1000), 256);
     for (int i = 0; i < 200; i++)
         policy_hedge_hist_add(&h, 3000000);
     cr_expect_eq(policy_hedge_delay_ms(&c, &h, 1000), 1000);
@@ -127,6 +128,16 @@ Test(hedge, delay_is_the_p90_clamped)
     for (int i = 0; i < 20; i++)
         policy_hedge_hist_add(&f, 200);
     cr_expect_eq(policy_hedge_delay_ms(&c, &f, 0), 30);
+    /* a tail: its p95 (90 at 10 ms, 10 at 100 ms: the 95th sample is in (96, 128] ms) */
+    policy_hedge_hist_t t = {0};
+    for (int i = 0; i < 90; i++)
+        policy_hedge_hist_add(&t, 10000);
+    for (int i = 0; i < 10; i++)
+        policy_hedge_hist_add(&t, 100000);
+    cr_expect_eq(policy_hedge_p90_us(&t), 12000);
+    cr_expect_eq(policy_hedge_quantile_us(&t, 500), 12000);
+    cr_expect_eq(policy_hedge_quantile_us(&t, 950), 128000);
+    cr_expect_eq(policy_hedge_delay_ms(&c, &t, 0), 128);
 }
 
 Test(hedge, bounds_are_increasing)
