@@ -79,7 +79,7 @@ typedef struct admin_conf {
     void *epapi_data;             /* the running configuration, for both */
     /* the effective configuration as one JSON object, no secret in it (config/
      * renders it: server/ hands it over; it outlives the listener); NULL: GET
-     * /admin/config shows the networks only */
+     * /admin/config shows only what the state holds (the kept entries) */
     const char *config_json;
 } admin_conf_t;
 
