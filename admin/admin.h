@@ -16,8 +16,8 @@
  *                                        API keys made at run time (admin_keys.c)
  *   POST /admin/endpoints, PATCH|DELETE /admin/endpoints/{net}/{id}
  *                                        endpoints added at run time (admin_epapi.c)
- *   GET  /admin/config                   the effective endpoint set, the source of each
- *                                        (admin_config.c)
+ *   GET  /admin/config                   the effective config, secrets redacted, the
+ *                                        source of each endpoint (admin_config.c)
  *
  * Routes are one table (admin/admin.c). Every route but /healthz needs
  * "Authorization: Bearer <admin.token>" when a token is configured; the
@@ -80,6 +80,10 @@ typedef struct admin_conf {
     /* asks the master to apply the kept entries (0 on success) */
     int (*epapi_notify)(void *data);
     void *epapi_data;             /* the running configuration, for both */
+    /* the effective configuration as one JSON object, no secret in it (config/
+     * renders it: server/ hands it over; it outlives the listener); NULL: GET
+     * /admin/config shows only what the state holds (the kept entries) */
+    const char *config_json;
 } admin_conf_t;
 
 typedef struct admin admin_t;

@@ -13,7 +13,8 @@
  * state/ write with its event (endpoint_added, endpoint_changed,
  * endpoint_removed; the url redacted), then the master is asked to apply the
  * entries (conf.epapi_notify): new workers take the new endpoint set, the
- * old ones finish their calls and drain. */
+ * old ones finish their calls and drain. The answer waits for that
+ * (admin_epapi_wait.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,8 +109,7 @@ static int keep(admin_t *a, h2o_req_t *req, state_epapi_rec_t *rec, int create, 
     cJSON_AddStringToObject(o, "network", rec->network);
     cJSON_AddStringToObject(o, "id", rec->id);
     cJSON_AddStringToObject(o, "source", "api");
-    cJSON_AddStringToObject(o, "status", "applying");
-    return admin_send_json(req, create ? 201 : 200, o);
+    return admin_epapi_answer(a, req, o, create ? 201 : 200);
 }
 
 int admin_route_epapi_add(admin_t *a, h2o_req_t *req)
@@ -256,8 +256,7 @@ int admin_route_epapi_remove(admin_t *a, h2o_req_t *req)
             cJSON_AddStringToObject(o, "network", rec->network);
             cJSON_AddStringToObject(o, "id", rec->id);
             cJSON_AddBoolToObject(o, "removed", 1);
-            cJSON_AddStringToObject(o, "status", "applying");
-            admin_send_json(req, 200, o);
+            admin_epapi_answer(a, req, o, 200);
         }
     }
     free(rec);

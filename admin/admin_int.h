@@ -54,10 +54,11 @@ struct admin {
     admin_conf_t conf;
     h2o_timeout_t sse_timeout;    /* the event streams' polling tick */
     uint32_t nstreams;            /* event streams open in this worker (conf.max_streams) */
-    h2o_timeout_t reload_timeout; /* reload requests' polling tick (set up on first use) */
+    h2o_timeout_t reload_timeout; /* reload and endpoint requests' polling tick (set up on first use) */
     int reload_timeout_ready;
     uint8_t reload_tag;           /* the last tag given to a reload request */
     unsigned reload_waiting;      /* reload requests waiting for their event */
+    unsigned epapi_waiting;       /* endpoint changes waiting to be applied (admin_epapi_wait.c) */
     admin_guard_t guard;          /* this worker's Host names and failed-auth table */
     char page_csp[320];           /* the operator page's Content-Security-Policy */
 };
@@ -155,6 +156,10 @@ int admin_route_reload(admin_t *a, h2o_req_t *req);
 int admin_route_epapi_add(admin_t *a, h2o_req_t *req);
 int admin_route_epapi_change(admin_t *a, h2o_req_t *req);
 int admin_route_epapi_remove(admin_t *a, h2o_req_t *req);
+/* Answers an endpoint change (o taken; "status" added) with status once this
+ * host's workers run the entries' generation the change made, "applied"; 202
+ * "applying" past a bounded wait (admin_epapi_wait.c). */
+int admin_epapi_answer(admin_t *a, h2o_req_t *req, cJSON *o, int status);
 int admin_route_config(admin_t *a, h2o_req_t *req);
 int admin_route_page(admin_t *a, h2o_req_t *req);
 /* Computes a->page_csp from the embedded page (admin_page.c). */

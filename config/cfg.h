@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "base/sl_buf.h"
 #include "base/sl_err.h"
 #include "policy/access.h"
 #include "policy/cacheadmit.h"
@@ -273,6 +274,13 @@ void cfg_errors_print(const cfg_errors_t *errs, const char *file, FILE *out);
 typedef int (*cfg_tls_check_fn)(const char *cert_file, const char *key_file, int http2,
                                 char fingerprint[65], char *why, size_t whylen);
 void cfg_set_tls_check(cfg_tls_check_fn fn);
+
+/* Appends the effective configuration to out as one JSON object (config/
+ * cfg_json.c): every section and key with its value after defaults, each
+ * endpoint with "source": "yaml" or "api". No secret: URLs are redacted,
+ * header values, the admin token, the Redis password and key hashes are left
+ * out, and the text passes through sl_secret_scrub. For GET /admin/config. */
+void cfg_json(const cfg_t *cfg, sl_buf_t *out);
 
 /* Finds a network by name; NULL if none. */
 const pool_network_conf_t *cfg_network(const cfg_t *cfg, const char *name, size_t len);

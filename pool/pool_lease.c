@@ -238,6 +238,21 @@ static int apply_cb(void *arg, state_endpoint_rec_t *rec, int exists, state_even
     return 1;
 }
 
+/* The holder stopped and handed the lease back: this host asks at once (the
+ * first worker to claim the ask), instead of when the lease would lapse. */
+static int released_cb(void *arg, state_endpoint_rec_t *rec, int exists, state_event_t *events, size_t *nevents)
+{
+    const state_cluster_job_result_t *r = arg;
+    (void)exists;
+    (void)events;
+    (void)nevents;
+    if (strcmp(rec->lease_holder, r->host) != 0)
+        return 0; /* another host took it already: as that one's answer says */
+    rec->lease_until_ms = 0;
+    rec->lease_ask_ms = 0;
+    return 1;
+}
+
 static void on_result(void *data, const state_cluster_job_result_t *r)
 {
     pool_t *pool = data;
@@ -247,7 +262,10 @@ static void on_result(void *data, const state_cluster_job_result_t *r)
     apply_ctx_t c = {r, sl_shared_ms()};
     int changed = 0;
     state_endpoint_rec_t rec;
-    if (state_endpoint_update_local(pool->state, ep->health.key, apply_cb, &c, &changed, &rec) == SL_OK && changed)
+    sl_err_t err = r->released
+                       ? state_endpoint_update_local(pool->state, ep->health.key, released_cb, (void *)r, &changed, &rec)
+                       : state_endpoint_update_local(pool->state, ep->health.key, apply_cb, &c, &changed, &rec);
+    if (err == SL_OK && changed)
         ep->health.shared = rec;
 }
 

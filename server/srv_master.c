@@ -27,6 +27,8 @@
 #include "server/srv_worker.h"
 #include "state/state_cache.h"
 #include "state/state_cluster.h"
+#include "state/state_epapi.h"
+#include "state/state_key.h"
 
 
 void srv_master_close_fd(int *fd)
@@ -431,6 +433,32 @@ static int cluster_check(master_t *m)
     return 0;
 }
 
+/* Stopped cleanly: the probe leases this host holds go back at once (a
+ * compare-and-delete each), so another host takes each job over now rather
+ * than a TTL later. */
+static void leases_release(const cfg_t *cfg)
+{
+    size_t n = 0, k = 0, released = 0;
+    for (size_t i = 0; i < cfg->nnetworks; i++)
+        n += cfg->networks[i].nendpoints;
+    char (*keys)[STATE_KEY_MAX] = sl_xcalloc(n ? n : 1, sizeof(*keys));
+    const char **jobs = sl_xcalloc(n ? n : 1, sizeof(*jobs));
+    for (size_t i = 0; i < cfg->nnetworks; i++)
+        for (size_t j = 0; j < cfg->networks[i].nendpoints; j++) {
+            state_key_endpoint(keys[k], sizeof(keys[k]), cfg->networks[i].name, cfg->networks[i].endpoints[j].id);
+            jobs[k] = keys[k];
+            k++;
+        }
+    char why[400];
+    if (state_cluster_leases_release(&cfg->cluster, jobs, n, CLUSTER_PROBE_MS, &released, why, sizeof(why)) != SL_OK)
+        sl_log_warn("cluster: could not hand host %s's probe leases back (%s): the others take them over within a "
+                    "TTL", cfg->cluster.host, why);
+    else if (released > 0)
+        sl_log_info("cluster: host %s handed %zu probe lease(s) back", cfg->cluster.host, released);
+    free(jobs);
+    free(keys);
+}
+
 /* Stopped cleanly with every worker gone: the other hosts need not hold this
  * one's share back. Not when degraded: what it spent alone is not in Redis
  * yet, and its share must stay held until it returns and pays it in. */
@@ -440,6 +468,7 @@ static void cluster_leave(master_t *m)
     if (!cfg->has_cluster || state_cluster_mode_get(m->state).mode != STATE_CLUSTER_SHARED)
         return;
     char why[400];
+    leases_release(cfg);
     if (state_cluster_leave(&cfg->cluster, CLUSTER_PROBE_MS, why, sizeof(why)) != SL_OK)
         sl_log_warn("cluster: could not take host %s out of Redis' hosts (%s): the others hold its share of the "
                     "limits back for a window", cfg->cluster.host, why);
@@ -515,6 +544,8 @@ static int master_init(master_t *m, const cfg_t *cfg)
     if (cluster_check(m) != 0)
         return -1;
     srv_master_epapi_start(m);
+    if (state_epapi_applied_set(m->state, m->epapi_gen) != SL_OK)
+        sl_log_warn("could not record the endpoints' generation applied");
     cfg = m->cfg;
     char why[2048];
     if (srv_reload_key_clash(cfg, m->state, why, sizeof(why))) {

@@ -79,6 +79,9 @@ static void reload_finish(master_t *m)
     /* recorded before the old workers drain: an admin request waiting in one
      * of them finds its answer */
     srv_reload_done(m->state, &m->run.req, &m->run.diff, sl_now_ms() - m->run.start_ms);
+    if (state_epapi_applied_set(m->state, m->epapi_gen) != SL_OK) /* the endpoint routes wait for it */
+        sl_log_warn("reload: could not record the endpoints' generation applied; their admin requests answer "
+                    "\"applying\"");
     sl_log_info("reload: %u new worker(s) accept; the previous ones drain (grace %u ms)", m->n,
                 m->cfg->server.shutdown_grace_ms);
     for (unsigned i = 0; i < m->n; i++) {

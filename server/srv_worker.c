@@ -264,6 +264,15 @@ static void admin_keys_info(const cfg_t *cfg, admin_conf_t *ac)
     ac->ntiers = cfg->ntiers;
 }
 
+/* GET /admin/config's body, rendered once for the worker's life (a reload
+ * starts new workers, which render theirs). */
+static const char *config_text(const cfg_t *cfg)
+{
+    sl_buf_t b = SL_BUF_INIT;
+    cfg_json(cfg, &b);
+    return sl_buf_steal(&b, NULL);
+}
+
 static int worker_setup(worker_t *w)
 {
     const cfg_t *cfg = w->args->cfg;
@@ -341,7 +350,8 @@ static int worker_setup(worker_t *w)
                            .cache = w->cache,
                            .epapi_check = srv_epapi_check,
                            .epapi_notify = srv_epapi_notify,
-                           .epapi_data = (void *)cfg};
+                           .epapi_data = (void *)cfg,
+                           .config_json = config_text(cfg)};
         admin_keys_info(cfg, &ac);
         admin_register(ahost, &ac);
         h2o_context_init(&w->admin_ctx, w->ctx.loop, &w->admin_conf);

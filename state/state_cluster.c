@@ -131,6 +131,7 @@ static const struct {
     {'k', state_cluster_keys_told, NULL},    /* run-time API keys changed */
     {'f', NULL, state_cluster_floor_message}, /* a network's floor of heads rose */
     {'p', NULL, state_cluster_job_message},  /* a leased job's result */
+    {'r', NULL, state_cluster_job_message},  /* a leased job handed back by a host that stopped */
     {'c', NULL, state_cache_redis_message},  /* a network's response cache purged */
 };
 

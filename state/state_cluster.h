@@ -76,6 +76,16 @@ SL_MUST_CHECK sl_err_t state_cluster_probe_memory(const state_cluster_conf_t *co
 SL_MUST_CHECK sl_err_t state_cluster_leave(const state_cluster_conf_t *conf, uint32_t timeout_ms, char *why,
                                            size_t why_len);
 
+/* The master, once its workers are gone after SIGTERM: hands back the leases
+ * of jobs[0..njobs) ("<network>/<endpoint>") this host holds, each with a
+ * compare-and-delete (a lease another host took meanwhile is left alone),
+ * and says "r <job> <host>" on the channel so the others ask for it at once
+ * rather than when its TTL would lapse. Blocking, within timeout_ms per
+ * command; *released counts the leases handed back. SL_ERR_IO with why[]. */
+SL_MUST_CHECK sl_err_t state_cluster_leases_release(const state_cluster_conf_t *conf, const char *const *jobs,
+                                                    size_t njobs, uint32_t timeout_ms, size_t *released, char *why,
+                                                    size_t why_len);
+
 /* ---- the host's mode, in LMDB (read by admin/, moved by the workers) ---- */
 typedef enum state_cluster_mode {
     STATE_CLUSTER_OFF = 0,        /* no cluster: section */
@@ -273,6 +283,8 @@ typedef struct state_cluster_job_result {
     char head_hash[67], head_parent[67];
     char chain_id[48];            /* the endpoint's chain as the holder last heard it, "" unknown */
     uint64_t chain_id_at_ms;      /* when (0: never) */
+    int released;                 /* 1: host handed the lease back (it stopped): ask for it now; the
+                                     result fields are empty */
 } state_cluster_job_result_t;
 
 /* Publishes r on the cluster's channel (one PUBLISH). 0 if sent, -1 if the

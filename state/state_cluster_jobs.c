@@ -8,6 +8,10 @@
  * last holder, so that the one host that takes a lease over can tell who
  * had it (the lease_moved event is logged once, by the taker).
  *
+ * A host stopped with SIGTERM hands its leases back (the master, with
+ * state_cluster_leases_release: a compare-and-delete) and says "r <job>
+ * <host>", so the others ask at once.
+ *
  * The holder publishes each result on the cluster channel ("p ..."); the
  * events worker of every other host hands it to pool/ (state_cluster_on_job),
  * which applies it to its host's copy of the endpoint record. Asynchronous,
@@ -152,10 +156,25 @@ static int job_parse(const char *msg, size_t len, state_cluster_job_result_t *r)
     return 1;
 }
 
+/* "r <job> <host>": the host stopped and handed the job's lease back. */
+static int release_parse(const char *msg, size_t len, state_cluster_job_result_t *r)
+{
+    char text[STATE_KEY_MAX + STATE_CLUSTER_HOST_MAX + 8], fmt[32];
+    if (len < 3 || len >= sizeof(text) || msg[0] != 'r' || msg[1] != ' ')
+        return 0;
+    memcpy(text, msg, len);
+    text[len] = '\0';
+    snprintf(fmt, sizeof(fmt), "r %%%zus %%%ds", (size_t)STATE_KEY_MAX - 1, STATE_CLUSTER_HOST_MAX);
+    memset(r, 0, sizeof(*r));
+    r->released = 1;
+    return sscanf(text, fmt, r->job, r->host) == 2;
+}
+
 void state_cluster_job_message(state_cluster_t *cl, const char *msg, size_t len)
 {
     state_cluster_job_result_t r;
-    if (!cl->events_worker || cl->on_job == NULL || !job_parse(msg, len, &r) || strcmp(r.host, cl->conf->host) == 0)
+    if (!cl->events_worker || cl->on_job == NULL || !(job_parse(msg, len, &r) || release_parse(msg, len, &r)) ||
+        strcmp(r.host, cl->conf->host) == 0)
         return;
     cl->on_job(cl->on_job_data, &r);
 }

@@ -210,6 +210,40 @@ sl_err_t state_cluster_leave(const state_cluster_conf_t *conf, uint32_t timeout_
     return err;
 }
 
+/* Deletes KEYS[1] (a lease) if it names ARGV[1] (this host) and tells the
+ * others on KEYS[2] (the channel) that ARGV[2] (the job) is free. */
+static const char release_script[] =
+    "local v = redis.call('GET', KEYS[1]) "
+    "if v and string.sub(v, 1, string.len(ARGV[1]) + 1) == ARGV[1] .. ' ' then "
+    "redis.call('DEL', KEYS[1]) redis.call('PUBLISH', KEYS[2], 'r ' .. ARGV[2] .. ' ' .. ARGV[1]) return 1 end "
+    "return 0";
+
+sl_err_t state_cluster_leases_release(const state_cluster_conf_t *conf, const char *const *jobs, size_t njobs,
+                                      uint32_t timeout_ms, size_t *released, char *why, size_t why_len)
+{
+    sl_err_t err;
+    *released = 0;
+    redisContext *c = connect_authed(conf, timeout_ms, why, why_len, &err);
+    if (c == NULL)
+        return err;
+    char key[STATE_CLUSTER_PREFIX_MAX + STATE_KEY_MAX + 8], ch[STATE_CLUSTER_PREFIX_MAX + 4];
+    snprintf(ch, sizeof(ch), "%sch", conf->prefix);
+    for (size_t i = 0; i < njobs && err == SL_OK; i++) {
+        snprintf(key, sizeof(key), "%slease:%s", conf->prefix, jobs[i]);
+        const char *argv[7] = {"EVAL", release_script, "2", key, ch, conf->host, jobs[i]};
+        redisReply *r;
+        if ((err = run(c, "EVAL", &r, why, why_len, 7, argv)) != SL_OK)
+            break;
+        if (r->type == REDIS_REPLY_ERROR)
+            err = say(why, why_len, SL_ERR_IO, "%s", r->str);
+        else if (r->type == REDIS_REPLY_INTEGER && r->integer == 1)
+            (*released)++;
+        freeReplyObject(r);
+    }
+    redisFree(c);
+    return err;
+}
+
 /* The value of field in an INFO answer ("field:value\r\n"), into out. */
 static int info_field(const char *info, const char *field, char *out, size_t cap)
 {

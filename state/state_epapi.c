@@ -35,6 +35,7 @@ static const state_field_t gen_fields[] = {
 static const state_schema_t gen_schema = {"epapi_gen", 1, gen_fields, 1};
 
 #define GEN_KEY "epapis"
+#define APPLIED_KEY "epapis_applied" /* the generation this host's workers run */
 #define PREFIX "epapi/"
 #define KEY_MAX (sizeof(PREFIX) + STATE_EPAPI_NET_MAX + STATE_EPAPI_ID_MAX)
 
@@ -142,6 +143,33 @@ static uint64_t read_gen(state_t *st, MDB_txn *txn)
     if (state_rec_get(st, txn, STATE_DB_META, "epapi_gen", GEN_KEY, &gen_schema, &g, sizeof(g)) != SL_OK)
         return 0;
     return g.gen;
+}
+
+sl_err_t state_epapi_applied_set(state_t *st, uint64_t gen)
+{
+    MDB_txn *txn;
+    int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
+    if (rc != MDB_SUCCESS)
+        return state_lmdb_err("begin", rc);
+    epapi_gen_rec_t g = {gen};
+    rc = state_txn_end(txn, state_rec_put(st, txn, STATE_DB_META, APPLIED_KEY, &gen_schema, &g));
+    return rc == MDB_SUCCESS ? SL_OK : state_lmdb_err("epapi applied", rc);
+}
+
+sl_err_t state_epapi_applied(state_t *st, uint64_t *gen)
+{
+    MDB_txn *txn;
+    epapi_gen_rec_t g = {0};
+    *gen = 0;
+    int rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn);
+    if (rc != MDB_SUCCESS)
+        return state_lmdb_err("begin", rc);
+    sl_err_t err = state_rec_get(st, txn, STATE_DB_META, "epapi_gen", APPLIED_KEY, &gen_schema, &g, sizeof(g));
+    mdb_txn_abort(txn);
+    if (err == SL_ERR_NOT_FOUND)
+        return SL_OK; /* nothing applied yet: 0 */
+    *gen = g.gen;
+    return err;
 }
 
 sl_err_t state_epapi_generation(state_t *st, uint64_t *gen)

@@ -53,6 +53,13 @@ SL_MUST_CHECK sl_err_t state_epapi_get(state_t *st, const char *net, const char 
 /* The generation (0: no endpoint was ever added), in a fresh snapshot. */
 SL_MUST_CHECK sl_err_t state_epapi_generation(state_t *st, uint64_t *gen);
 
+/* The generation this host's workers run: the master sets it once the
+ * workers that run it are ready (at start, at the end of each reload); an
+ * admin request that changed the entries waits for it to reach the
+ * generation its change made. 0 until set. */
+SL_MUST_CHECK sl_err_t state_epapi_applied_set(state_t *st, uint64_t gen);
+SL_MUST_CHECK sl_err_t state_epapi_applied(state_t *st, uint64_t *gen);
+
 /* Every kept entry and tombstone, by network then id, in one snapshot: *out (malloc'd, the
  * caller frees it; NULL when none) and *n; *gen their generation (may be
  * NULL). A record that does not decode is skipped (and noted corrupt). */

@@ -134,6 +134,42 @@ test('the holder killed: another host takes the lease within a TTL, heads stay f
   assert.ok(moved.length >= 1 && moved.some((e) => e.reason.includes(`was ${holderName}`)), JSON.stringify(moved));
 });
 
+test('the holder stopped with SIGTERM hands its lease back: another host takes it at once, not a TTL later', { skip }, async () => {
+  // probes every 5 s, no chain probe: a TTL of 15 s, renewed every 5 s, so a
+  // lease left to lapse moves 10 s after the stop at the earliest
+  const SLOW_PROBE_MS = 5000, SLOW_TTL_MS = 15000;
+  const fake = await startFake({ name: 'g' });
+  const redis = await startRedis();
+  started.push(fake, redis);
+  const conf = (name) => ({
+    workers: 2,
+    networks: { eth: { lines: [`ranking: { probe_interval_ms: ${SLOW_PROBE_MS} }`], endpoints: [{ id: 'a', url: fake.url }] } },
+    extra: `cluster: { redis: "${redis.url()}", host: "${name}" }`,
+  });
+  const hosts = [];
+  for (const name of ['s1', 's2']) hosts.push(await startSluice(conf(name)));
+  started.push(...hosts);
+  await settled(hosts);
+  const roles = await Promise.all(hosts.map(async (s) => (await probesOf(s)).cluster.probes));
+  assert.ok(roles.every((p) => p.expires_in_ms > SLOW_PROBE_MS), JSON.stringify(roles));
+  const victim = hosts[roles.findIndex((p) => p.role === 'holder')];
+  const other = hosts.find((s) => s !== victim);
+  const stoppedAt = Date.now();
+  await victim.stop('SIGTERM');
+  assert.match(victim.logs(), /handed 1 probe lease\(s\) back/);
+  const holderName = roles.find((p) => p.role === 'holder').holder;
+  assert.ok(!redis.cli('GET', 'sluice:lease:eth/a').startsWith(`${holderName} `), 'no longer the stopped host\'s lease');
+  await waitFor(async () => (await probesOf(other)).cluster.probes.role === 'holder',
+    { timeoutMs: SLOW_TTL_MS, intervalMs: 50, what: 'the other host holding the lease' });
+  const moveMs = Date.now() - stoppedAt;
+  figures.lease_handed_back_ms = moveMs;
+  // a lease left to lapse would take 10 s at least; room for a busy machine
+  assert.ok(moveMs < SLOW_TTL_MS - SLOW_PROBE_MS - 2000, `took ${moveMs} ms`);
+  await fake.reset();
+  await sleep(SLOW_PROBE_MS + 1000);
+  assert.ok((await ownCalls(fake)).blockNumber >= 1, 'the new holder probes');
+});
+
 test('Redis stopped: every host probes for itself and says so', { skip }, async () => {
   const fake = await startFake({ name: 'f' });
   const redis = await startRedis();

@@ -98,6 +98,7 @@ test('bad input is 400 naming the field; an id of the config file is 409', async
 test('POST adds an endpoint: client calls reach it on both workers; events and /admin/config redact its url', async () => {
   const r = await admin(s, 'POST', '/admin/endpoints', { network: 'eth', id: 'b', url: `${b.url}/v2/${SECRET}`, max_inflight: 50 });
   assert.equal(r.status, 201, r.text);
+  assert.equal(r.json.status, 'applied', 'answered once the new workers serve');
   assert.equal((await admin(s, 'POST', '/admin/endpoints', { network: 'eth', id: 'b', url: b.url })).status, 409);
   await waitFor(async () => routed(await trace(s)), { timeoutMs: 10000, what: 'an eth_getBalance routed to b' });
   const before = await traces(b);
@@ -129,6 +130,7 @@ test('POST adds an endpoint: client calls reach it on both workers; events and /
 test('PATCH changes its url: calls go to the new one', async () => {
   const r = await admin(s, 'PATCH', '/admin/endpoints/eth/b', { url: c.url });
   assert.equal(r.status, 200, r.text);
+  assert.equal(r.json.status, 'applied');
   assert.equal((await admin(s, 'PATCH', '/admin/endpoints/eth/b', { max_inflight: -1 })).json.field, 'max_inflight');
   assert.equal((await admin(s, 'PATCH', '/admin/endpoints/eth/b', { id: 'x' })).status, 400);
   await waitFor(async () => { await trace(s); return (await traces(c)) > 0; }, { timeoutMs: 10000, what: 'a call at c' });
@@ -160,6 +162,7 @@ test('DELETE removes it: a call in flight there finishes, no call reaches it aft
   await waitFor(async () => (await traces(c)) > seen, { timeoutMs: 5000, what: 'the slow call at c' });
   const r = await admin(s, 'DELETE', '/admin/endpoints/eth/b');
   assert.equal(r.status, 200, r.text);
+  assert.equal(r.json.status, 'applied');
   const slow = await inFlight;
   assert.ok(routed(slow), `the call in flight was answered by the removed endpoint: ${slow.text}`);
   assert.ok(Date.now() - t0 >= 1400, 'it was in flight during the removal');

@@ -2,7 +2,8 @@
  * (state/state_epapi.c) against a real LMDB environment: kept across a
  * reopen, an id kept twice refused, a removal leaving a tombstone that a
  * new POST may replace, the generation moving with each change and its
- * event, and names the key layout cannot hold refused. */
+ * event, the generation applied kept apart from it, and names the key
+ * layout cannot hold refused. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,4 +110,21 @@ Test(epapi, names_the_key_layout_cannot_hold_are_refused)
     state_epapi_rec_t r;
     cr_expect_eq(state_epapi_get(st, "eth", "nope", &r), SL_ERR_NOT_FOUND);
     cr_expect_eq(gen_now(), 0);
+}
+
+Test(epapi, the_applied_generation_is_its_own_and_kept)
+{
+    uint64_t g = 1;
+    cr_assert_eq(state_epapi_applied(st, &g), SL_OK);
+    cr_expect_eq(g, 0, "nothing applied yet");
+    cr_assert_eq(state_epapi_put(st, entry("eth", "a", 10), 1, NULL), SL_OK);
+    cr_assert_eq(state_epapi_applied(st, &g), SL_OK);
+    cr_expect_eq(g, 0, "a change is not applied by being kept");
+    cr_assert_eq(state_epapi_applied_set(st, gen_now()), SL_OK);
+    state_close(st);
+    open_state();
+    cr_assert_eq(state_epapi_applied(st, &g), SL_OK);
+    cr_expect_eq(g, gen_now());
+    cr_assert_eq(state_epapi_put(st, entry("eth", "b", 11), 1, NULL), SL_OK);
+    cr_expect_gt(gen_now(), g, "the generation moves on, the applied one waits for the master");
 }
