@@ -103,4 +103,13 @@ void srv_master_epapi_poll(master_t *m);
  * endpoints added at run time merged (kept as it was if that fails: logged). */
 void srv_master_epapi_start(master_t *m);
 
+/* srv_master_cluster.c. With cluster:, one look at Redis before the workers
+ * start: a wrong password or a port that is not Redis stops the start (-1);
+ * Redis not answering does not (the workers start degraded). 0 without
+ * cluster:. */
+int srv_master_cluster_check(master_t *m);
+/* Stopped cleanly with every worker gone: hands the probe leases back and
+ * takes the host out of Redis' hosts (not when degraded). */
+void srv_master_cluster_leave(master_t *m);
+
 #endif

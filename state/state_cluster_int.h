@@ -263,4 +263,8 @@ void state_cluster_link_failed(state_cluster_t *cl, const char *why);
 /* The host's mode: CAS in LMDB with its event; 1 if this call changed it. */
 int state_cluster_mode_move(state_t *st, state_cluster_mode_t to, uint32_t hosts, const char *why, uint64_t now_ms);
 
+/* state_cluster_channel.c: a message of the channel (not the heartbeat's),
+ * handed to the part it is for by its first letter; unknown ones ignored. */
+void state_cluster_channel_tell(state_cluster_t *cl, const char *msg, size_t len);
+
 #endif
