@@ -139,6 +139,12 @@ void cfg_net_coalesce(cfg_loader_t *c, yaml_node_t *node, void *target);
 
 /* 1 if s[0..n) has only characters of set (and no NUL). */
 int cfg_all_chars(const char *s, size_t n, const char *set);
+/* Reads a listen address into *slot; "off" gives NULL where allow_off. */
+void cfg_read_listen(cfg_loader_t *c, yaml_node_t *n, char **slot, int allow_off);
+/* The CPUs online (1..256): server.workers' default. */
+uint32_t cfg_online_cpus(void);
+/* cfg_server.c: the server: section, decoded and checked into cfg->server. */
+void cfg_section_server(cfg_loader_t *c, yaml_node_t *n, void *target);
 
 /* ---- cfg_keys.c ---- */
 
