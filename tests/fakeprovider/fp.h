@@ -353,6 +353,7 @@ void fp_block_digest(const fp_server_t *srv, uint64_t n, uint64_t salt, uint8_t 
 void fp_put_block_hash(const fp_server_t *srv, fp_buf_t *out, uint64_t n);
 /* The number of the block whose hash is hex ("0x" + 64 digits) on this chain now. */
 bool fp_block_from_hash(const fp_server_t *srv, fp_span_t hex, uint64_t *n);
+bool fp_block_known_hash(const fp_server_t *srv, fp_span_t hex, uint64_t *n, uint8_t out[32]);
 /* A tag or quantity against the head a call sees (safe/finalized: the depths). */
 bool fp_block_param(const fp_server_t *srv, fp_span_t v, uint64_t head, uint64_t *n);
 /* The safe (Solana: confirmed) and finalized heights under head. */
