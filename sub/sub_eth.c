@@ -414,6 +414,15 @@ static void fetch_failed(eth_logs_t *g, int too_large)
     h2o_timeout_link(sub_loop(g->src->reg), sub_timeout(g->src->reg, backoff_ms(g, b->tries)), &g->retry);
 }
 
+/* The lowest height of the undos queued from the head on: the first block a reorg replaced. */
+static uint64_t undo_low(const eth_logs_t *g)
+{
+    uint64_t low = g->queue[g->qhead].height;
+    for (size_t i = 1; i < g->qlen && g->queue[(g->qhead + i) % LOGS_QUEUE].undo; i++)
+        low = g->queue[(g->qhead + i) % LOGS_QUEUE].height;
+    return low;
+}
+
 /* The logs of the block at the queue's head (res: a JSON array's text), or ok 0: the fetch failed. */
 static void got_logs(eth_logs_t *g, int ok, int too_large, const char *res, size_t len)
 {
@@ -423,7 +432,8 @@ static void got_logs(eth_logs_t *g, int ok, int too_large, const char *res, size
     int got = ok && len != 0 && res[0] == '[';
     if (b->undo) {
         if (!got) { /* the upstream forgot the replaced block: its logs cannot be told removed */
-            give_up(g, b->height, b->hash, "reorg", "a reorg replaced a block the upstream no longer knows");
+            uint64_t low = undo_low(g);
+            give_up(g, low, sub_follow_hash(&g->l, low), "reorg", "a reorg replaced a block the upstream no longer knows");
             return;
         }
         char *logs = sl_xmalloc(len + 1);

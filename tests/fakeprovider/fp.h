@@ -386,6 +386,7 @@ struct fp_server {
     uint64_t finalized_depth;   /* finalized = head - this */
     fp_fork_t forks[FP_MAX_FORKS];  /* reorgs on command, oldest first */
     size_t nforks;
+    bool side_forgotten;        /* /_control/chain forget: a reorged-out block's hash is unknown (eth_getLogs) */
     uint64_t logs_per_block;    /* > 0: eth_getLogs answers this many logs per block of its range */
     bool logs_varied;           /* ... of varied addresses and topics, filtered by address and topics */
     uint64_t logs_limit;        /* > 0: an eth_getLogs over more blocks is refused ... */

@@ -104,6 +104,10 @@ bool fp_block_known_hash(const fp_server_t *srv, fp_span_t hex, uint64_t *n, uin
     for (int i = 0; i < 8; i++)
         tail = (tail << 8) | out[24 + i];
     *n = tail ^ BLOCK_MASK;
+    if (srv->side_forgotten) { /* pruned: only the chain as it is now */
+        fp_block_hash(srv, *n, check);
+        return memcmp(out, check, 32) == 0;
+    }
     for (size_t f = srv->nforks + 1; f > 0; f--) {
         if (f - 1 > 0 && *n < srv->forks[f - 2].from)
             continue; /* that fork did not reach down to n */
@@ -296,16 +300,22 @@ static bool whole(const cJSON *v, double max, uint64_t *out)
 
 /* {"head": N} sets the head, {"advance": n} moves it on, {"reorg": d}
  * replaces its last d blocks with a new fork (in this order when combined);
- * an empty body reports. */
+ * {"forget": true|false}: the node forgets the blocks reorgs replaced (or
+ * knows them, the default); an empty body reports. */
 static int chain_apply(fp_server_t *srv, const cJSON *root, fp_buf_t *out)
 {
     const cJSON *head = cJSON_GetObjectItemCaseSensitive(root, "head");
     const cJSON *advance = cJSON_GetObjectItemCaseSensitive(root, "advance");
     const cJSON *reorg = cJSON_GetObjectItemCaseSensitive(root, "reorg");
+    const cJSON *forget = cJSON_GetObjectItemCaseSensitive(root, "forget");
     uint64_t v = 0;
     for (const cJSON *it = root->child; it; it = it->next)
-        if (it != head && it != advance && it != reorg)
-            return chain_error(out, "unknown key (head, advance, reorg)");
+        if (it != head && it != advance && it != reorg && it != forget)
+            return chain_error(out, "unknown key (head, advance, reorg, forget)");
+    if (forget && !cJSON_IsBool(forget))
+        return chain_error(out, "forget must be true or false");
+    if (forget)
+        srv->side_forgotten = cJSON_IsTrue(forget);
     if (head && !whole(head, 9e15, &v))
         return chain_error(out, "head must be a whole number");
     if (head)

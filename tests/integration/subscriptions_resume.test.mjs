@@ -215,6 +215,27 @@ test('a reorg during the gap: newHeads walks back over the replaced heights; log
   two.c.ws.close();
 });
 
+test('a reorg during the gap, the upstream no longer knowing the replaced blocks: logs end naming the first block replaced', async () => {
+  const f = await fake();
+  const s = await gateway(f);
+  const one = await connect(s.port);
+  await f.chain({ advance: 3 });
+  await waitFor(() => one.heads().length >= 3 && one.logs().length >= 6, { what: 'three blocks' });
+  one.c.ws.close();
+  await closed(s);
+  await f.chain({ reorg: 2, forget: true }); // a pruned node: eth_getLogs {blockHash} of a replaced block is unknown
+  const two = await connect(s.port);
+  const first = one.heads()[0];
+  await waitFor(() => two.heads().length >= 2, { what: 'the new branch' });
+  assert.deepEqual(two.heads(), [first + 1, first + 2], 'the replaced heights again');
+  const err = await two.c.next((m) => m.error && m.id === null);
+  assert.equal(err.error.code, -32005);
+  assert.equal(err.error.data.reason, 'reorg');
+  assert.equal(num(err.error.data.block), first + 1);
+  assert.deepEqual(two.logs(), [], 'no log of the new branch before its replaced logs could be told');
+  two.c.ws.close();
+});
+
 test('gone longer than server.ws_resume_s: starts from the head, the expiry counted', async () => {
   const f = await fake();
   const s = await gateway(f, { ws_resume_s: 1 });
