@@ -433,7 +433,8 @@ static void got_logs(eth_logs_t *g, int ok, int too_large, const char *res, size
     if (b->undo) {
         if (!got) { /* the upstream forgot the replaced block: its logs cannot be told removed */
             uint64_t low = undo_low(g);
-            give_up(g, low, sub_follow_hash(&g->l, low), "reorg", "a reorg replaced a block the upstream no longer knows");
+            give_up(g, low, sub_follow_hash(&g->l, low), "reorg",
+                    "a reorg replaced a block the upstream no longer knows");
             return;
         }
         char *logs = sl_xmalloc(len + 1);
