@@ -9,7 +9,8 @@
  * (policy/logfilter.h). Every log once, in order, or an error naming the
  * block: a failed fetch is asked again with backoff while the block is
  * canonical, within server.ws_logs_retry_s; a reorg undoes every block kept
- * above the fork, newest first; past a bound (give_up) the subscription
+ * above the fork, newest first (a resumed one's blocks sent on its old
+ * socket too, fetched again by the hashes held); past a bound (give_up) the subscription
  * ends with -32005 naming the first block not delivered. */
 #include <ctype.h>
 #include <inttypes.h>
@@ -96,6 +97,7 @@ typedef struct logs_block {
     char *logs;                   /* the JSON array sent (NULL: none kept) */
     uint8_t tries;                /* failed fetches */
     uint8_t too_large;            /* the shared answer was over server.max_response_bytes: asked filtered */
+    uint8_t undo;                 /* replaced: its logs go out again with removed: true (logs, else fetched) */
     uint64_t first_fail_ms;       /* its first failed fetch (0: none) */
 } logs_block_t;
 
@@ -117,6 +119,7 @@ typedef struct eth_logs {
     uint8_t solo;                 /* holds one of the share's filtered fetches */
     uint8_t failed;               /* ended (sub_fail_block): waits to be stopped */
     sub_resume_pos_t pos;         /* the last block whose logs all went out (sub_resume.c) */
+    sub_resume_pos_t held;        /* the position resumed from: its hashes undo a reorg of blocks not kept */
 } eth_logs_t;
 
 static int lower_hex(cJSON *v, size_t want_len)
@@ -362,6 +365,8 @@ static canon_t canon(const eth_logs_t *g, const logs_block_t *b)
 
 static void dequeue(eth_logs_t *g)
 {
+    free(g->queue[g->qhead].logs); /* an undo's, moved from sent[] */
+    g->queue[g->qhead].logs = NULL;
     g->qhead = (g->qhead + 1) % LOGS_QUEUE;
     g->qlen--;
 }
@@ -409,13 +414,39 @@ static void fetch_failed(eth_logs_t *g, int too_large)
     h2o_timeout_link(sub_loop(g->src->reg), sub_timeout(g->src->reg, backoff_ms(g, b->tries)), &g->retry);
 }
 
+/* The lowest height of the undos queued from the head on: the first block a reorg replaced. */
+static uint64_t undo_low(const eth_logs_t *g)
+{
+    uint64_t low = g->queue[g->qhead].height;
+    for (size_t i = 1; i < g->qlen && g->queue[(g->qhead + i) % LOGS_QUEUE].undo; i++)
+        low = g->queue[(g->qhead + i) % LOGS_QUEUE].height;
+    return low;
+}
+
 /* The logs of the block at the queue's head (res: a JSON array's text), or ok 0: the fetch failed. */
 static void got_logs(eth_logs_t *g, int ok, int too_large, const char *res, size_t len)
 {
     if (g->failed || g->qlen == 0)
         return;
     logs_block_t *b = &g->queue[g->qhead];
-    if (!ok || len == 0 || res[0] != '[') {
+    int got = ok && len != 0 && res[0] == '[';
+    if (b->undo) {
+        if (!got) { /* the upstream forgot the replaced block: its logs cannot be told removed */
+            uint64_t low = undo_low(g);
+            give_up(g, low, sub_follow_hash(&g->l, low), "reorg",
+                    "a reorg replaced a block the upstream no longer knows");
+            return;
+        }
+        char *logs = sl_xmalloc(len + 1);
+        memcpy(logs, res, len);
+        logs[len] = '\0';
+        dequeue(g);
+        send_logs(g, logs, 1);
+        free(logs);
+        pump(g);
+        return;
+    }
+    if (!got) {
         fetch_failed(g, too_large);
         return;
     }
@@ -484,8 +515,17 @@ static void pump(eth_logs_t *g)
 {
     if (g->failed || g->qlen == 0 || asking(g) || h2o_timeout_is_linked(&g->retry))
         return;
+    while (g->qlen > 0 && g->queue[g->qhead].undo && g->queue[g->qhead].logs != NULL) {
+        char *logs = g->queue[g->qhead].logs; /* kept: told removed now, in the queue's order */
+        g->queue[g->qhead].logs = NULL;
+        dequeue(g);
+        send_logs(g, logs, 1);
+        free(logs);
+    }
+    if (g->qlen == 0)
+        return;
     const logs_block_t *b = &g->queue[g->qhead];
-    if (pump_shared(g, b))
+    if (!b->undo && pump_shared(g, b)) /* a replaced block's logs: asked filtered, by its hash */
         return;
     sl_buf_t p;
     sl_buf_init(&p);
@@ -502,21 +542,73 @@ static void pump(eth_logs_t *g)
     sl_buf_dispose(&p);
 }
 
-/* A reorg replaced the heights from `from` up: every block sent there is
- * undone, newest first, its logs again with removed: true; their queued
- * ones are dropped. A block sent there whose logs are no longer kept
- * cannot be undone: the subscription ends (0). */
-static int undo_from(eth_logs_t *g, uint64_t from, const uint8_t *hash)
+/* The hash the resumed position held for height h (NULL: none). */
+static const uint8_t *held_hash(const eth_logs_t *g, uint64_t h)
 {
-    if (g->last_sent >= from && from < g->kept_from) {
-        give_up(g, from, hash, "reorg", "a reorg deeper than the blocks whose logs are kept");
+    static const uint8_t none[32];
+    const sub_resume_pos_t *p = &g->held;
+    if (p->height == 0 || h == 0 || h > p->height || p->height - h > SUB_RESUME_BELOW)
+        return NULL;
+    const uint8_t *x = h == p->height ? p->hash : p->below[p->height - h - 1];
+    return memcmp(x, none, 32) != 0 ? x : NULL;
+}
+
+/* A reorg below the logs kept, over blocks sent on the socket a resumed
+ * subscription had before: each block from last_sent down to `from` is
+ * queued (newest first, ahead of the new branch's) to be told removed, its
+ * logs kept or else fetched by the hash held (sub_resume.c). 0: a block
+ * with neither, or no room: the subscription ends. */
+static int undo_queued(eth_logs_t *g, uint64_t from, const uint8_t *hash)
+{
+    for (uint64_t h = g->last_sent; h >= from && h > 0; h--) {
+        const logs_block_t *s = &g->sent[h % LOGS_KEPT];
+        if (!(s->logs != NULL && s->height == h) && held_hash(g, h) == NULL) {
+            give_up(g, from, hash, "reorg", "a reorg deeper than the blocks whose logs are kept");
+            return 0;
+        }
+    }
+    if (g->qlen + (g->last_sent - from + 1) > LOGS_QUEUE) {
+        give_up(g, from, hash, "queue", "more than 256 blocks waiting for their logs");
         return 0;
     }
     for (uint64_t h = g->last_sent; h >= from && h > 0; h--) {
         logs_block_t *s = &g->sent[h % LOGS_KEPT];
+        logs_block_t *b = &g->queue[(g->qhead + g->qlen++) % LOGS_QUEUE];
+        memset(b, 0, sizeof(*b));
+        b->height = h;
+        b->undo = 1;
         if (s->logs != NULL && s->height == h) {
-            send_logs(g, s->logs, 1);
-            forget(g, s, 0);
+            memcpy(b->hash, s->hash, 32);
+            g->kept -= strlen(s->logs);
+            b->logs = s->logs; /* moved: told removed in the queue's order */
+            s->logs = NULL;
+        } else {
+            memcpy(b->hash, held_hash(g, h), 32);
+        }
+    }
+    return 1;
+}
+
+/* A reorg replaced the heights from `from` up: every block sent there is
+ * undone, newest first, its logs again with removed: true; their queued
+ * ones are dropped. A block sent there whose logs are no longer kept is
+ * fetched by the hash a resumed position held (undo_queued); without one
+ * it cannot be undone: the subscription ends (0). */
+static int undo_from(eth_logs_t *g, uint64_t from, const uint8_t *hash)
+{
+    while (g->qlen > 0 && g->queue[(g->qhead + g->qlen - 1) % LOGS_QUEUE].height >= from &&
+           !g->queue[(g->qhead + g->qlen - 1) % LOGS_QUEUE].undo && (g->qlen > 1 || !asking(g)))
+        g->qlen--; /* the one being asked stays: its answer is dropped as replaced */
+    if (g->last_sent >= from && from < g->kept_from) {
+        if (!undo_queued(g, from, hash))
+            return 0;
+    } else {
+        for (uint64_t h = g->last_sent; h >= from && h > 0; h--) {
+            logs_block_t *s = &g->sent[h % LOGS_KEPT];
+            if (s->logs != NULL && s->height == h) {
+                send_logs(g, s->logs, 1);
+                forget(g, s, 0);
+            }
         }
     }
     if (g->last_sent >= from) {
@@ -526,9 +618,6 @@ static int undo_from(eth_logs_t *g, uint64_t from, const uint8_t *hash)
         if (below != NULL)
             memcpy(g->pos.hash, below, 32);
     }
-    while (g->qlen > 0 && g->queue[(g->qhead + g->qlen - 1) % LOGS_QUEUE].height >= from &&
-           (g->qlen > 1 || !asking(g)))
-        g->qlen--; /* the one being asked stays: its answer is dropped as replaced */
     return 1;
 }
 
@@ -576,8 +665,10 @@ void sub_eth_logs_start(sub_source_t *src)
     g->wait.filter = &g->pf;
     g->share = sub_logshare_join(src->reg, src->net);
     g->pos = src->resume;
+    g->held = src->resume;
     if (src->resume.height != 0) {
-        /* the held block's logs went out on the socket before: a reorg replacing it cannot undo them */
+        /* the held block's logs went out on the socket before, not kept: a reorg replacing it or one of
+         * the 7 below fetches them again by the hashes held (undo_queued) */
         g->last_sent = src->resume.height;
         g->kept_from = src->resume.height + 1;
     }
@@ -605,6 +696,8 @@ void sub_eth_logs_stop(sub_source_t *src)
         free((void *)g->pf.pos[i].v);
     for (size_t i = 0; i < LOGS_KEPT; i++)
         forget(g, &g->sent[i], 0);
+    while (g->qlen > 0)
+        dequeue(g); /* an undo's logs freed */
     free(g->filter);
     free(g);
 }

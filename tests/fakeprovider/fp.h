@@ -353,6 +353,7 @@ void fp_block_digest(const fp_server_t *srv, uint64_t n, uint64_t salt, uint8_t 
 void fp_put_block_hash(const fp_server_t *srv, fp_buf_t *out, uint64_t n);
 /* The number of the block whose hash is hex ("0x" + 64 digits) on this chain now. */
 bool fp_block_from_hash(const fp_server_t *srv, fp_span_t hex, uint64_t *n);
+bool fp_block_known_hash(const fp_server_t *srv, fp_span_t hex, uint64_t *n, uint8_t out[32]);
 /* A tag or quantity against the head a call sees (safe/finalized: the depths). */
 bool fp_block_param(const fp_server_t *srv, fp_span_t v, uint64_t head, uint64_t *n);
 /* The safe (Solana: confirmed) and finalized heights under head. */
@@ -385,6 +386,7 @@ struct fp_server {
     uint64_t finalized_depth;   /* finalized = head - this */
     fp_fork_t forks[FP_MAX_FORKS];  /* reorgs on command, oldest first */
     size_t nforks;
+    bool side_forgotten;        /* /_control/chain forget: a reorged-out block's hash is unknown (eth_getLogs) */
     uint64_t logs_per_block;    /* > 0: eth_getLogs answers this many logs per block of its range */
     bool logs_varied;           /* ... of varied addresses and topics, filtered by address and topics */
     uint64_t logs_limit;        /* > 0: an eth_getLogs over more blocks is refused ... */

@@ -31,11 +31,11 @@ static uint32_t fork_of(const fp_server_t *srv, uint64_t n)
     return 0;
 }
 
-void fp_block_digest(const fp_server_t *srv, uint64_t n, uint64_t salt, uint8_t out[32])
+/* Height n's digest on the given fork (0: the chain as it started). */
+static void digest_on(const fp_server_t *srv, uint64_t n, uint64_t salt, uint32_t fork, uint8_t out[32])
 {
     uint8_t seed[28] = "fp-block";
     uint8_t digest[SHA256_DIGEST_LENGTH];
-    uint32_t fork = fork_of(srv, n);
     uint64_t key = n + salt;
     memcpy(seed + 8, &srv->chain_id, 8);
     memcpy(seed + 16, &key, 8);
@@ -45,6 +45,11 @@ void fp_block_digest(const fp_server_t *srv, uint64_t n, uint64_t salt, uint8_t 
     uint64_t tail = key ^ BLOCK_MASK;
     for (int i = 0; i < 8; i++)
         out[24 + i] = (uint8_t)(tail >> (56 - 8 * i));
+}
+
+void fp_block_digest(const fp_server_t *srv, uint64_t n, uint64_t salt, uint8_t out[32])
+{
+    digest_on(srv, n, salt, fork_of(srv, n), out);
 }
 
 void fp_block_hash(const fp_server_t *srv, uint64_t n, uint8_t out[32])
@@ -85,6 +90,32 @@ bool fp_block_from_hash(const fp_server_t *srv, fp_span_t hex, uint64_t *n)
     *n = tail ^ BLOCK_MASK;
     fp_block_hash(srv, *n, check);
     return memcmp(h, check, 32) == 0;
+}
+
+/* A block a node still knows by hash: on the chain now, or replaced by a
+ * reorg (a node keeps a side branch's blocks, and answers eth_getLogs
+ * {blockHash} for them). Its height in *n, its hash in out. */
+bool fp_block_known_hash(const fp_server_t *srv, fp_span_t hex, uint64_t *n, uint8_t out[32])
+{
+    uint8_t check[32];
+    if (!hex_decode(hex, out, 32))
+        return false;
+    uint64_t tail = 0;
+    for (int i = 0; i < 8; i++)
+        tail = (tail << 8) | out[24 + i];
+    *n = tail ^ BLOCK_MASK;
+    if (srv->side_forgotten) { /* pruned: only the chain as it is now */
+        fp_block_hash(srv, *n, check);
+        return memcmp(out, check, 32) == 0;
+    }
+    for (size_t f = srv->nforks + 1; f > 0; f--) {
+        if (f - 1 > 0 && *n < srv->forks[f - 2].from)
+            continue; /* that fork did not reach down to n */
+        digest_on(srv, *n, 0, (uint32_t)(f - 1), check);
+        if (memcmp(out, check, 32) == 0)
+            return true;
+    }
+    return false;
 }
 
 /* ---- heights ---- */
@@ -269,16 +300,22 @@ static bool whole(const cJSON *v, double max, uint64_t *out)
 
 /* {"head": N} sets the head, {"advance": n} moves it on, {"reorg": d}
  * replaces its last d blocks with a new fork (in this order when combined);
- * an empty body reports. */
+ * {"forget": true|false}: the node forgets the blocks reorgs replaced (or
+ * knows them, the default); an empty body reports. */
 static int chain_apply(fp_server_t *srv, const cJSON *root, fp_buf_t *out)
 {
     const cJSON *head = cJSON_GetObjectItemCaseSensitive(root, "head");
     const cJSON *advance = cJSON_GetObjectItemCaseSensitive(root, "advance");
     const cJSON *reorg = cJSON_GetObjectItemCaseSensitive(root, "reorg");
+    const cJSON *forget = cJSON_GetObjectItemCaseSensitive(root, "forget");
     uint64_t v = 0;
     for (const cJSON *it = root->child; it; it = it->next)
-        if (it != head && it != advance && it != reorg)
-            return chain_error(out, "unknown key (head, advance, reorg)");
+        if (it != head && it != advance && it != reorg && it != forget)
+            return chain_error(out, "unknown key (head, advance, reorg, forget)");
+    if (forget && !cJSON_IsBool(forget))
+        return chain_error(out, "forget must be true or false");
+    if (forget)
+        srv->side_forgotten = cJSON_IsTrue(forget);
     if (head && !whole(head, 9e15, &v))
         return chain_error(out, "head must be a whole number");
     if (head)

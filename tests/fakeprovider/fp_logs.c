@@ -78,11 +78,9 @@ static bool shape_matches(const shape_t *s, fp_span_t address, fp_span_t topics)
     return true;
 }
 
-static void put_varied(const fp_server_t *srv, fp_buf_t *out, uint64_t n, uint64_t i, const shape_t *s,
-                       bool first)
+static void put_varied(fp_buf_t *out, const uint8_t bh[32], uint64_t n, uint64_t i, const shape_t *s, bool first)
 {
-    uint8_t bh[32], txh[32];
-    fp_block_hash(srv, n, bh);
+    uint8_t txh[32];
     memcpy(txh, bh, 32);
     txh[0] ^= 0x5a;
     txh[31] ^= (uint8_t)i;
@@ -106,10 +104,9 @@ static void put_varied(const fp_server_t *srv, fp_buf_t *out, uint64_t n, uint64
 }
 
 /* About 470 bytes per log: logs=45 gives a ~20 KB answer. */
-static void put_log(const fp_server_t *srv, fp_buf_t *out, uint64_t n, uint64_t i, bool first)
+static void put_log(fp_buf_t *out, const uint8_t bh[32], uint64_t n, uint64_t i, bool first)
 {
-    uint8_t bh[32], txh[32];
-    fp_block_hash(srv, n, bh);
+    uint8_t txh[32];
     memcpy(txh, bh, 32);
     txh[0] ^= 0xa5;
     txh[31] ^= (uint8_t)i;
@@ -174,9 +171,11 @@ static const fp_rpc_error_t *vendor_refusal(fp_server_t *srv, uint64_t from, uin
     return &srv->call_error;
 }
 
-/* Resolves the range; false with *err set when a node would refuse it. */
+/* Resolves the range; false with *err set when a node would refuse it. A
+ * blockHash's block may be one a reorg replaced (a node keeps side
+ * branches): then *by_hash is set and bh holds its hash. */
 static bool resolve(const fp_server_t *srv, const fp_call_t *call, const filter_t *f, uint64_t *from, uint64_t *to,
-                    const fp_rpc_error_t **err)
+                    uint8_t bh[32], bool *by_hash, const fp_rpc_error_t **err)
 {
     fp_span_t s;
     *err = &fp_err_invalid_params;
@@ -185,9 +184,10 @@ static bool resolve(const fp_server_t *srv, const fp_call_t *call, const filter_
         if (f->from.n || f->to.n)
             return false;
         *err = &err_unknown_block;
-        if (!fp_json_string(f->hash, &s) || !fp_block_from_hash(srv, s, from) || *from > call->head)
+        if (!fp_json_string(f->hash, &s) || !fp_block_known_hash(srv, s, from, bh) || *from > call->head)
             return false;
         *to = *from;
+        *by_hash = true;
         return true;
     }
     *from = *to = call->head;
@@ -200,32 +200,37 @@ static bool resolve(const fp_server_t *srv, const fp_call_t *call, const filter_
 
 const fp_rpc_error_t *fp_eth_get_logs(fp_server_t *srv, const fp_call_t *call, fp_buf_t *out)
 {
+    uint8_t bh[32];
+    bool by_hash = false;
     if (srv->logs_per_block == 0) {
+        fp_block_hash(srv, call->head, bh);
         fp_buf_puts(out, "[");
         for (int64_t i = 0; i < srv->mode.logs; i++)
-            put_log(srv, out, call->head, (uint64_t)i, i == 0);
+            put_log(out, bh, call->head, (uint64_t)i, i == 0);
         fp_buf_puts(out, "]");
         return NULL;
     }
     filter_t f;
     uint64_t from, to;
     const fp_rpc_error_t *err = &fp_err_invalid_params;
-    if (!read_filter(call, &f) || !resolve(srv, call, &f, &from, &to, &err))
+    if (!read_filter(call, &f) || !resolve(srv, call, &f, &from, &to, bh, &by_hash, &err))
         return err;
     if (srv->logs_limit && srv->logs_vendor && to - from >= srv->logs_limit)
         return vendor_refusal(srv, from, to);
     bool first = true;
     fp_buf_puts(out, "[");
     for (uint64_t n = from; n <= to; n++) {
+        if (!by_hash)
+            fp_block_hash(srv, n, bh); /* by hash: the block asked for, on the chain now or not */
         for (uint64_t i = 0; i < srv->logs_per_block; i++) {
             shape_t sh;
             if (!srv->logs_varied) {
-                put_log(srv, out, n, i, first);
+                put_log(out, bh, n, i, first);
             } else {
                 shape_of(i, &sh);
                 if (!shape_matches(&sh, f.address, f.topics))
                     continue;
-                put_varied(srv, out, n, i, &sh, first);
+                put_varied(out, bh, n, i, &sh, first);
             }
             first = false;
         }

@@ -4,7 +4,8 @@
 // any worker, goes on from where it was: every height and every log once,
 // in order, across both sockets (raw sockets, viem's webSocket() with its
 // own reconnect, ethers with a new provider). A reorg in the gap is walked
-// back; once caught up, a resumed subscription polls no more than before.
+// back (the replaced blocks' logs told removed, fetched by the hashes held);
+// once caught up, a resumed subscription polls no more than before.
 // Past the window it starts from the head
 // and the expiry is counted; an anonymous caller is not held under the
 // default (keyed); a reload closes the sockets (1001) and the positions,
@@ -175,7 +176,7 @@ test('once caught up, the resumed subscriptions follow the head through the work
   two.c.ws.close();
 });
 
-test('a reorg during the gap: newHeads walks back over the replaced heights; logs end naming the first block it cannot undo', async () => {
+test('a reorg during the gap: newHeads walks back over the replaced heights; logs tell the replaced blocks\' removed, then the new branch\'s', async () => {
   const f = await fake();
   const s = await gateway(f);
   const one = await connect(s.port);
@@ -183,7 +184,7 @@ test('a reorg during the gap: newHeads walks back over the replaced heights; log
   await waitFor(() => one.heads().length >= 3 && one.logs().length >= 6, { what: 'three blocks' });
   one.c.ws.close();
   await closed(s);
-  await f.chain({ reorg: 2 });
+  await f.chain({ reorg: 2 }); // replaces the held block and the one below it, whose logs went out on the first socket
   await f.chain({ advance: 1 });
   const two = await connect(s.port);
   const first = one.heads()[0];
@@ -193,6 +194,40 @@ test('a reorg during the gap: newHeads walks back over the replaced heights; log
   const newHashes = two.c.notes(two.headsId).map((h) => h.hash);
   assert.notEqual(newHashes[0], oldHashes[1], 'a new header for a height sent');
   assert.equal(two.c.notes(two.headsId)[0].parentHash, oldHashes[0], 'the fork is above the first block');
+  // as a node tells it: the replaced blocks' logs again with removed: true, newest first, then the new branch's
+  await waitFor(() => two.logs().length >= 10, { what: 'the replaced logs and the new branch\'s' });
+  await sleep(5 * POLL_MS);
+  const logs = two.logs();
+  assert.equal(logs.length, 10, `logs ${logs.map((l) => `${num(l.blockNumber)}${l.removed ? 'r' : ''}`)}`);
+  const removed = logs.slice(0, 4), added = logs.slice(4);
+  assert.ok(removed.every((l) => l.removed === true), 'the first four told removed');
+  assert.deepEqual(removed.map((l) => num(l.blockNumber)), [first + 2, first + 2, first + 1, first + 1], 'newest block first');
+  const sentBefore = one.logs().filter((l) => num(l.blockNumber) > first);
+  assert.deepEqual(removed.map((l) => `${l.blockHash}/${l.logIndex}`).sort(),
+    sentBefore.map((l) => `${l.blockHash}/${l.logIndex}`).sort(), 'the logs sent before on the replaced blocks, each once');
+  assert.deepEqual(removed.map((l) => l.blockHash).filter((h, i, a) => a.indexOf(h) === i), [oldHashes[2], oldHashes[1]]);
+  assertLogsOnce(added, first + 1, first + 3);
+  assert.deepEqual(added.map((l) => l.blockHash).filter((h, i, a) => a.indexOf(h) === i), newHashes, 'the new branch\'s blocks');
+  assert.equal(two.c.seen.filter((m) => m.error && m.id === null).length, 0, 'the subscription goes on');
+  await f.chain({ advance: 1 });
+  await waitFor(() => two.logs().length >= 12, { what: 'the next block, live' });
+  assertLogsOnce(two.logs().slice(4), first + 1, first + 4);
+  two.c.ws.close();
+});
+
+test('a reorg during the gap, the upstream no longer knowing the replaced blocks: logs end naming the first block replaced', async () => {
+  const f = await fake();
+  const s = await gateway(f);
+  const one = await connect(s.port);
+  await f.chain({ advance: 3 });
+  await waitFor(() => one.heads().length >= 3 && one.logs().length >= 6, { what: 'three blocks' });
+  one.c.ws.close();
+  await closed(s);
+  await f.chain({ reorg: 2, forget: true }); // a pruned node: eth_getLogs {blockHash} of a replaced block is unknown
+  const two = await connect(s.port);
+  const first = one.heads()[0];
+  await waitFor(() => two.heads().length >= 2, { what: 'the new branch' });
+  assert.deepEqual(two.heads(), [first + 1, first + 2], 'the replaced heights again');
   const err = await two.c.next((m) => m.error && m.id === null);
   assert.equal(err.error.code, -32005);
   assert.equal(err.error.data.reason, 'reorg');
