@@ -14,7 +14,7 @@
  *    sub_sol.c, sub_sol_logs.c, sub_sol_conf.c (commitment), sub_pass.c
  *    (params printed canonically: members sorted) and the normaliser type
  *    below (cJSON params);
- *  - sub_eth.c's filter_bytes: the key sub/ wrote itself, read back once at
+ *  - sub_eth_filter.c's sub_eth_filter_bytes: the key sub/ wrote itself, read back once at
  *    a source's start;
  *  - the fallbacks of the scanner paths, for an answer a tree would respell
  *    and clients have always been sent respelled: one with a backslash
