@@ -34,6 +34,13 @@ static inline void sl_http_header_u64(h2o_req_t *req, h2o_iovec_t *name, uint64_
     sl_http_header_iov(req, name, buf, sl_u64_str(buf, value));
 }
 
+/* The Server header's value. h2o 2.2.5's HTTP/1 writes globalconf's
+ * server_name with a sprintf of its own on every answer (~700 instructions);
+ * the client listener leaves it empty and sl_http_send_parts adds this as a
+ * plain header instead (h2o's own answers on that listener, such as a
+ * WebSocket upgrade's 101, then go without one). */
+#define SL_HTTP_SERVER_NAME "sluice"
+
 /* Sends status with body[0..len) (not copied: it must live until the request
  * is disposed) and, when len > 0, the given content type. 204 sends no body. */
 void sl_http_send(h2o_req_t *req, int status, const char *content_type, const char *body, size_t len);
