@@ -36,8 +36,6 @@ const char *sl_http_reason(int status)
     return "Unknown";
 }
 
-static h2o_iovec_t server_name = {H2O_STRLIT("server")};
-
 void sl_http_send_parts(h2o_req_t *req, int status, const char *content_type, h2o_iovec_t *parts, size_t n,
                         size_t len)
 {
@@ -50,10 +48,10 @@ void sl_http_send_parts(h2o_req_t *req, int status, const char *content_type, h2
         h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, content_type,
                        strlen(content_type));
     req->res.content_length = len;
-    /* a listener whose server_name is empty (the client one: h2o's HTTP/1
-     * writes its Server line with sprintf) gets it here, as a plain header */
+    /* the client listener's server_name is empty: h2o's HTTP/1 would write
+     * its Server line with sprintf (sl_http.h) */
     if (req->conn->ctx->globalconf->server_name.len == 0)
-        sl_http_header_iov(req, &server_name, H2O_STRLIT(SL_HTTP_SERVER_NAME));
+        sl_http_header_iov(req, (h2o_iovec_t *)&H2O_TOKEN_SERVER->buf, H2O_STRLIT(SL_HTTP_SERVER_NAME));
     h2o_start_response(req, &generator);
     h2o_send(req, parts, len ? n : 0, H2O_SEND_STATE_FINAL);
 }

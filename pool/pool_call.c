@@ -258,11 +258,11 @@ typedef struct call_origin {
     int pinned;
 } call_origin_t;
 
-/* A new call: its items PENDING, its deadline running, the rows' start
- * hooks run (a client's call has its owner, a carrier its pin, first). */
 _Static_assert(offsetof(pool_call_t, nlog) == offsetof(pool_call_t, log) + sizeof(((pool_call_t *)0)->log),
                "call_create zeroes everything but log: nlog must follow it");
 
+/* A new call: its items PENDING, its deadline running, the rows' start
+ * hooks run (a client's call has its owner, a carrier its pin, first). */
 static pool_call_t *call_create(pool_network_t *net, pool_item_t *items, size_t n, int batch, call_origin_t who,
                                pool_call_cb cb, void *data)
 {
