@@ -208,8 +208,22 @@ void sl_buf_append_json_str(sl_buf_t *b, const char *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
     const unsigned char *p = (const unsigned char *)s;
-    sl_buf_append_char(b, '"');
     size_t i = 0;
+    while (i < n && json_plain[p[i]])
+        i++;
+    if (i == n) { /* the usual case (names, ids, URLs): nothing to escape, one copy */
+        sl_buf_reserve(b, n + 2);
+        char *o = b->base + b->len;
+        o[0] = '"';
+        if (n)
+            memcpy(o + 1, s, n);
+        o[n + 1] = '"';
+        b->len += n + 2;
+        b->base[b->len] = '\0';
+        return;
+    }
+    sl_buf_append_char(b, '"');
+    sl_buf_append(b, s, i); /* the plain run before the first byte to look at */
     while (i < n) {
         /* room for the worst case of a slice (every byte \u00XX or \ufffd, a
          * UTF-8 sequence running 3 bytes past it), then no check per byte */

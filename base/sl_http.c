@@ -48,6 +48,10 @@ void sl_http_send_parts(h2o_req_t *req, int status, const char *content_type, h2
         h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, content_type,
                        strlen(content_type));
     req->res.content_length = len;
+    /* the client listener's server_name is empty: h2o's HTTP/1 would write
+     * its Server line with sprintf (sl_http.h) */
+    if (req->conn->ctx->globalconf->server_name.len == 0)
+        sl_http_header_iov(req, (h2o_iovec_t *)&H2O_TOKEN_SERVER->buf, H2O_STRLIT(SL_HTTP_SERVER_NAME));
     h2o_start_response(req, &generator);
     h2o_send(req, parts, len ? n : 0, H2O_SEND_STATE_FINAL);
 }

@@ -34,6 +34,21 @@ static inline void sl_http_header_u64(h2o_req_t *req, h2o_iovec_t *name, uint64_
     sl_http_header_iov(req, name, buf, sl_u64_str(buf, value));
 }
 
+/* The Server header's value. h2o 2.2.5's HTTP/1 writes globalconf's
+ * server_name with a sprintf of its own on every answer (500-770
+ * instructions); the client listener leaves it empty and sl_http_send_parts
+ * (and gateway/gw_early.c, for h2o's own error answers) add it as a plain
+ * header instead. A WebSocket upgrade's 101 goes without one. */
+#define SL_HTTP_SERVER_NAME "sluice"
+
+/* Adds Server: sluice when the listener's server_name is empty (h2o then
+ * writes none) and the answer has none yet. */
+static inline void sl_http_server_header(h2o_req_t *req)
+{
+    if (req->conn->ctx->globalconf->server_name.len == 0 && h2o_find_header(&req->res.headers, H2O_TOKEN_SERVER, -1) < 0)
+        sl_http_header_iov(req, (h2o_iovec_t *)&H2O_TOKEN_SERVER->buf, H2O_STRLIT(SL_HTTP_SERVER_NAME));
+}
+
 /* Sends status with body[0..len) (not copied: it must live until the request
  * is disposed) and, when len > 0, the given content type. 204 sends no body. */
 void sl_http_send(h2o_req_t *req, int status, const char *content_type, const char *body, size_t len);

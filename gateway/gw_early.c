@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/sl_buf.h"
+#include "base/sl_http.h"
 #include "gateway/gw_conns.h"
 #include "gateway/gw_rpc.h"
 
@@ -90,6 +91,7 @@ static void early_setup(h2o_filter_t *self, h2o_req_t *req, h2o_ostream_t **slot
         os->super.do_send = early_send;
         os->filter = (const early_filter_t *)self;
         slot = &os->super.next;
+        sl_http_server_header(req); /* h2o's own error answers too */
         if (req->version < 0x200 && !req->http1_is_persistent) /* HTTP/2: the connection serves on */
             gw_conns_linger(req->conn->callbacks->get_socket(req->conn));
     }

@@ -258,12 +258,20 @@ typedef struct call_origin {
     int pinned;
 } call_origin_t;
 
+_Static_assert(offsetof(pool_call_t, nlog) == offsetof(pool_call_t, log) + sizeof(((pool_call_t *)0)->log),
+               "call_create zeroes everything but log: nlog must follow it");
+
 /* A new call: its items PENDING, its deadline running, the rows' start
  * hooks run (a client's call has its owner, a carrier its pin, first). */
 static pool_call_t *call_create(pool_network_t *net, pool_item_t *items, size_t n, int batch, call_origin_t who,
                                pool_call_cb cb, void *data)
 {
-    pool_call_t *call = sl_xcalloc(1, sizeof(*call));
+    /* zeroed but for the attempt log, written before it is read (nlog): 1,800
+     * bytes instead of 2,120 stay under glibc's rep-stosb threshold (2 KiB), and
+     * callgrind counted that memset at ~2,300 instructions a call */
+    pool_call_t *call = sl_xmalloc(sizeof(*call));
+    memset(call, 0, offsetof(pool_call_t, log));
+    memset(&call->nlog, 0, sizeof(*call) - offsetof(pool_call_t, nlog));
     call->net = net;
     call->items = items;
     call->nitems = n;

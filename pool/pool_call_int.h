@@ -136,8 +136,8 @@ struct pool_call {
     pool_body_t *bodies;              /* answers kept until release (items point into them) */
     size_t nbodies;
     size_t charged;                   /* their bytes charged to pool->budget */
-    pool_attempt_rec_t log[POOL_MAX_ATTEMPT_LOG];
-    size_t nlog;
+    pool_attempt_rec_t log[POOL_MAX_ATTEMPT_LOG]; /* [0, nlog) only: not zeroed at creation */
+    size_t nlog;                      /* right after log (call_create zeroes around it) */
     uint64_t owner;                   /* the caller's identity (0: none): its share of the depth */
     uint8_t carrier;                  /* sluice's own merged call, not a client's (pool_merge.c) */
     h2o_linklist_t wait_link;         /* in net->waiters while waiting for a slot */

@@ -12,6 +12,7 @@
 
 #include "admin/admin.h"
 #include "base/sl_budget.h"
+#include "base/sl_http.h"
 #include "base/sl_log.h"
 #include "base/sl_time.h"
 #include "gateway/gw_conns.h"
@@ -153,7 +154,7 @@ static void globalconf_init(h2o_globalconf_t *conf, size_t max_body, uint32_t id
     /* h2o's request timeout: a kept-alive connection idle this long, or a
      * request head and body not received within it, closes the connection */
     conf->http1.req_timeout = idle_timeout_ms;
-    conf->server_name = h2o_iovec_init(H2O_STRLIT("sluice"));
+    conf->server_name = h2o_iovec_init(H2O_STRLIT(SL_HTTP_SERVER_NAME));
     conf->max_request_entity_size = max_body;
     /* HTTP/2 is off: Debian's 2.2.5 lacks the later HTTP/2 DoS fixes */
     conf->http1.upgrade_to_http2 = 0;
@@ -277,6 +278,7 @@ static int worker_setup(worker_t *w)
 {
     const cfg_t *cfg = w->args->cfg;
     globalconf_init(&w->conf, cfg->server.max_body_bytes, cfg->server.idle_timeout_ms);
+    w->conf.server_name = h2o_iovec_init("", 0); /* sl_http_send_parts writes it (base/sl_http.h) */
     h2o_hostconf_t *host = h2o_config_register_host(&w->conf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
     gw_early_register(host, &cfg->server);
     if (tls_setup(w, &cfg->server) != 0)

@@ -52,6 +52,8 @@ test('answers of 20 KB, 47 KB, 2.3 MB and 4.7 MB arrive byte for byte, alone and
   for (const [name, logs] of Object.entries(SIZES)) {
     const r = await post(s.url(name), call('eth_getLogs', params, 7));
     assert.equal(r.status, 200, r.text.slice(0, 200));
+    // written by sl_http_send_parts, not h2o's sprintf: once (fetch joins repeats with ", ")
+    assert.equal(r.headers.get('server'), 'sluice', name);
     checkLogs(r.text, logs, 7, `${name} alone`);
     // ids of other lengths than the leader's: the splice moves the rest of the answer;
     // a slow provider, so that the ten are in flight together

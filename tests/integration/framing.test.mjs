@@ -160,6 +160,8 @@ async function tooLarge(payload, what) {
   assert.equal(got.length, 1, `${what}: ${r.data.subarray(0, 300).toString('latin1')}`);
   assert.equal(got[0].status, 413, what);
   assert.equal(got[0].headers.get('content-type'), 'application/json', what);
+  // h2o's own answer: the Server line comes from gw_early.c, once (h2o's server_name is empty)
+  assert.equal(r.data.toString('latin1').match(/\r\nserver: sluice\r\n/gi)?.length, 1, `${what}: one Server line`);
   assert.equal(got[0].json?.error?.code, -32600, `${what}: ${got[0].text}`);
   assert.match(got[0].json.error.message, /max_body_bytes \(1048576 bytes\)/, got[0].json.error.message);
   assert.ok(r.ended, `${what}: the connection ended after the answer`);
