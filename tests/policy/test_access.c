@@ -130,6 +130,40 @@ Test(access, call_objects)
     cr_assert_eq(call(&s, "eth_call", "[{\"data\":\"0x00\"}]"), POLICY_ACCESS_OK, "no contracts scope");
 }
 
+/* The call object's plain reading (only plain strings) and the general
+ * scan's must agree: the same answers whichever one reads it. */
+Test(access, call_objects_plain_and_not)
+{
+    policy_access_scope_t s = scope();
+    const char *to1 = "\"0x1111111111111111111111111111111111111111\"";
+    const char *to2 = "\"0x2222222222222222222222222222222222222222\"";
+    char p[512], data[300];
+    memset(data, 'a', sizeof(data) - 1);
+    data[sizeof(data) - 1] = '\0';
+    snprintf(p, sizeof(p), " [ { \"to\" : %s , \"from\" : %s } , \"latest\" ] ", to1, to2);
+    cr_assert_eq(call(&s, "eth_call", p), POLICY_ACCESS_OK, "a later from is not the recipient");
+    snprintf(p, sizeof(p), "[{\"from\":%s,\"to\":%s}]", to1, to2);
+    cr_assert_eq(call(&s, "eth_call", p), POLICY_ACCESS_CONTRACT);
+    snprintf(p, sizeof(p), "[{\"to\":%s,\"data\":\"0x%s\",\"tO\":%s}]", to1, data, to2);
+    cr_assert_eq(call(&s, "eth_call", p), POLICY_ACCESS_CONTRACT, "a second to past a long value");
+    snprintf(p, sizeof(p), "[{\"data\":\"0x%s\",\"to\":%s}]", data, to1);
+    cr_assert_eq(call(&s, "eth_call", p), POLICY_ACCESS_OK);
+    snprintf(p, sizeof(p), "[{\"data\":\"0x\\u0041\",\"to\":%s}]", to1);
+    cr_assert_eq(call(&s, "eth_call", p), POLICY_ACCESS_OK, "an escape in a value: read by the general scan");
+    snprintf(p, sizeof(p), "[{\"gas\":21000,\"to\":%s,\"accessList\":[]}]", to1);
+    cr_assert_eq(call(&s, "eth_call", p), POLICY_ACCESS_OK, "numbers and arrays: read by the general scan");
+    cr_assert_eq(call(&s, "eth_call", "[{\"to\":\"0X1111111111111111111111111111111111111111\"}]"),
+                 POLICY_ACCESS_OK);
+    cr_assert_eq(call(&s, "eth_call", "[{\"to\":\"0x111111111111111111111111111111111111111g\"}]"),
+                 POLICY_ACCESS_CONTRACT);
+    cr_assert_eq(call(&s, "eth_call", "[{\"to\":\"0x1111111111111111111111111111111111111111\""),
+                 POLICY_ACCESS_CONTRACT, "cut short");
+    cr_assert_eq(call(&s, "eth_call", "[{\"to\":\"0x1111111111111111111111111111111111111111"),
+                 POLICY_ACCESS_CONTRACT, "cut short in the address");
+    cr_assert_eq(call(&s, "eth_call", "[{\"to\":\"0x1111111111111111111111111111111111111111\"x}]"),
+                 POLICY_ACCESS_CONTRACT, "not JSON after the address");
+}
+
 Test(access, raw_transactions)
 {
     policy_access_scope_t s = scope();
