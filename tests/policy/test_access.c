@@ -164,6 +164,32 @@ Test(access, call_objects_plain_and_not)
                  POLICY_ACCESS_CONTRACT, "not JSON after the address");
 }
 
+/* The same objects read both ways: a member "n":1 (a number) sends the
+ * object to the general scan and changes nothing about its "to". */
+Test(access, call_objects_both_readings_agree)
+{
+    policy_access_scope_t s = scope();
+    static const char *const keys[] = {"\"to\"", "\"To\"", "\"data\"", "\"from\"", "\"t\"", "\"too\""};
+    static const char *const values[] = {"\"0x1111111111111111111111111111111111111111\"",
+                                         "\"0x2222222222222222222222222222222222222222\"",
+                                         "\"0x11111111111111111111111111111111111111111\"", "\"0x\"",
+                                         "\"0x70a08231000000000000000000000000000000000000000000000000c0\""};
+    unsigned seed = 33;
+    for (int round = 0; round < 2000; round++) {
+        char plain[1024] = "[{", general[1100];
+        int members = (int)((seed = seed * 1103515245u + 12345u) >> 16) % 4;
+        for (int m = 0; m < members; m++) {
+            unsigned r = (seed = seed * 1103515245u + 12345u) >> 16;
+            snprintf(plain + strlen(plain), sizeof(plain) - strlen(plain), "%s%s:%s", m ? "," : "", keys[r % 6],
+                     values[(r / 6) % 5]);
+        }
+        snprintf(general, sizeof(general), "%s%s\"n\":1}]", plain, members ? "," : "");
+        strcat(plain, "}]");
+        policy_access_reason_t a = call(&s, "eth_call", plain), b = call(&s, "eth_call", general);
+        cr_assert_eq(a, b, "%s: %d, %s: %d", plain, a, general, b);
+    }
+}
+
 Test(access, raw_transactions)
 {
     policy_access_scope_t s = scope();
