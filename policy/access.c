@@ -138,6 +138,7 @@ typedef struct to_member {
     wire_span_t value;
     int count;                    /* members a node would read as "to" */
     int escaped;                  /* a key written with escapes: it might be one */
+    int parsed;                   /* value's address already read (plain_call_object) */
 } to_member_t;
 
 /* Go's encoding/json (geth) matches keys without regard to case and takes
@@ -179,6 +180,96 @@ static sl_err_t scan_call_object(wire_scan_t *s, to_member_t *t)
     return err;
 }
 
+/* A byte a plain string holds as itself: printable ASCII but '"' and '\\'
+ * (a string of only these is valid JSON and unescaped). */
+static inline int plain_byte(unsigned char c)
+{
+    return (unsigned)(c - 0x20) < 0x5fu && c != '"' && c != '\\';
+}
+
+static size_t skip_space(const char *p, size_t i, size_t n)
+{
+    while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' || p[i] == '\r'))
+        i++;
+    return i;
+}
+
+#define ONES 0x0101010101010101ull
+#define HIGHS 0x8080808080808080ull
+
+/* 1 if any of the 8 bytes in x is not plain: below 0x20, '"', '\\', 0x7f
+ * or above (exact as a yes/no: the borrows only run past a byte found). */
+static inline int chunk_stops(uint64_t x)
+{
+    uint64_t q = x ^ (ONES * '"'), b = x ^ (ONES * '\\'), d = x ^ (ONES * 0x7f);
+    return (((x - ONES * 0x20) & ~x) | ((q - ONES) & ~q) | ((b - ONES) & ~b) | ((d - ONES) & ~d) | x) & HIGHS ? 1
+                                                                                                            : 0;
+}
+
+/* The plain string at p[i] ('"' expected): its end past the closing quote,
+ * or 0 if it is not one (an escape, a control or non-ASCII byte). Eight
+ * bytes at a time: a call's data can be long. */
+static size_t plain_string(const char *p, size_t i, size_t n)
+{
+    if (i >= n || p[i] != '"')
+        return 0;
+    for (i++; i + 8 <= n; i += 8) {
+        uint64_t x;
+        memcpy(&x, p + i, 8);
+        if (chunk_stops(x))
+            break;
+    }
+    for (; i < n && plain_byte((unsigned char)p[i]); i++)
+        ;
+    return i < n && p[i] == '"' ? i + 1 : 0;
+}
+
+/* The common call object, read without the general scanner: "[", "{",
+ * members whose keys and values are all plain strings, then "}". Anything
+ * else (a nested value, a number, null, an escape, non-ASCII) answers 0 and
+ * the general scan decides, so both agree on what is valid and what "to"
+ * is. On 1, *t holds what find_to would have found, and with t->parsed its
+ * address is in to[] (the common case: "to" read once, at a known length). */
+static int plain_call_object(const char *p, size_t n, to_member_t *t, uint8_t to[20])
+{
+    size_t i = skip_space(p, 0, n);
+    if (i >= n || p[i] != '[')
+        return 0;
+    i = skip_space(p, i + 1, n);
+    if (i >= n || p[i] != '{')
+        return 0;
+    i = skip_space(p, i + 1, n);
+    if (i < n && p[i] == '}')
+        return 1;
+    for (;;) {
+        size_t k = i, v, e;
+        if ((e = plain_string(p, k, n)) == 0)
+            return 0;
+        i = skip_space(p, e, n);
+        if (i >= n || p[i] != ':')
+            return 0;
+        int is_to = e - k == 4 && (p[k + 1] | 0x20) == 't' && (p[k + 2] | 0x20) == 'o', parsed = 0;
+        v = skip_space(p, i + 1, n);
+        if (is_to && v + 43 < n && p[v] == '"' && p[v + 43] == '"' && policy_access_parse_address(p + v + 1, 42, to)) {
+            i = v + 44; /* hex digits only: a plain string, read once */
+            parsed = 1;
+        } else if ((i = plain_string(p, v, n)) == 0) {
+            return 0;
+        }
+        if (is_to) {
+            t->count++;
+            t->parsed = parsed;
+            t->value = (wire_span_t){.off = (uint32_t)v, .len = (uint32_t)(i - v)};
+        }
+        i = skip_space(p, i, n);
+        if (i < n && p[i] == '}')
+            return 1;
+        if (i >= n || p[i] != ',')
+            return 0;
+        i = skip_space(p, i + 1, n);
+    }
+}
+
 /* Only params[0] is read, the array scanned no further: a node reads the
  * recipient there whatever follows, and the gateway's envelope scan has
  * validated the whole (policy_access_call's callers pass a scanned span). */
@@ -188,6 +279,11 @@ static recipient_t read_recipient(recipient_kind_t kind, const char *params, siz
     int first = 1, more = 0;
     if (kind == RECIPIENT_UNCHECKED || plen == 0 || plen > UINT32_MAX)
         return RECIPIENT_UNREADABLE;
+    if (kind == RECIPIENT_CALL_OBJECT) {
+        to_member_t t = {0};
+        if (plain_call_object(params, plen, &t, to) && t.count == 1 && t.parsed)
+            return RECIPIENT_FOUND;
+    }
     wire_scan_init(&sc, params, 0, plen);
     if (wire_scan_open(&sc, '[') != SL_OK || wire_scan_next(&sc, &first, &more) != SL_OK || !more)
         return RECIPIENT_UNREADABLE;

@@ -130,6 +130,66 @@ Test(access, call_objects)
     cr_assert_eq(call(&s, "eth_call", "[{\"data\":\"0x00\"}]"), POLICY_ACCESS_OK, "no contracts scope");
 }
 
+/* The call object's plain reading (only plain strings) and the general
+ * scan's must agree: the same answers whichever one reads it. */
+Test(access, call_objects_plain_and_not)
+{
+    policy_access_scope_t s = scope();
+    const char *to1 = "\"0x1111111111111111111111111111111111111111\"";
+    const char *to2 = "\"0x2222222222222222222222222222222222222222\"";
+    char p[512], data[300];
+    memset(data, 'a', sizeof(data) - 1);
+    data[sizeof(data) - 1] = '\0';
+    snprintf(p, sizeof(p), " [ { \"to\" : %s , \"from\" : %s } , \"latest\" ] ", to1, to2);
+    cr_assert_eq(call(&s, "eth_call", p), POLICY_ACCESS_OK, "a later from is not the recipient");
+    snprintf(p, sizeof(p), "[{\"from\":%s,\"to\":%s}]", to1, to2);
+    cr_assert_eq(call(&s, "eth_call", p), POLICY_ACCESS_CONTRACT);
+    snprintf(p, sizeof(p), "[{\"to\":%s,\"data\":\"0x%s\",\"tO\":%s}]", to1, data, to2);
+    cr_assert_eq(call(&s, "eth_call", p), POLICY_ACCESS_CONTRACT, "a second to past a long value");
+    snprintf(p, sizeof(p), "[{\"data\":\"0x%s\",\"to\":%s}]", data, to1);
+    cr_assert_eq(call(&s, "eth_call", p), POLICY_ACCESS_OK);
+    snprintf(p, sizeof(p), "[{\"data\":\"0x\\u0041\",\"to\":%s}]", to1);
+    cr_assert_eq(call(&s, "eth_call", p), POLICY_ACCESS_OK, "an escape in a value: read by the general scan");
+    snprintf(p, sizeof(p), "[{\"gas\":21000,\"to\":%s,\"accessList\":[]}]", to1);
+    cr_assert_eq(call(&s, "eth_call", p), POLICY_ACCESS_OK, "numbers and arrays: read by the general scan");
+    cr_assert_eq(call(&s, "eth_call", "[{\"to\":\"0X1111111111111111111111111111111111111111\"}]"),
+                 POLICY_ACCESS_OK);
+    cr_assert_eq(call(&s, "eth_call", "[{\"to\":\"0x111111111111111111111111111111111111111g\"}]"),
+                 POLICY_ACCESS_CONTRACT);
+    cr_assert_eq(call(&s, "eth_call", "[{\"to\":\"0x1111111111111111111111111111111111111111\""),
+                 POLICY_ACCESS_CONTRACT, "cut short");
+    cr_assert_eq(call(&s, "eth_call", "[{\"to\":\"0x1111111111111111111111111111111111111111"),
+                 POLICY_ACCESS_CONTRACT, "cut short in the address");
+    cr_assert_eq(call(&s, "eth_call", "[{\"to\":\"0x1111111111111111111111111111111111111111\"x}]"),
+                 POLICY_ACCESS_CONTRACT, "not JSON after the address");
+}
+
+/* The same objects read both ways: a member "n":1 (a number) sends the
+ * object to the general scan and changes nothing about its "to". */
+Test(access, call_objects_both_readings_agree)
+{
+    policy_access_scope_t s = scope();
+    static const char *const keys[] = {"\"to\"", "\"To\"", "\"data\"", "\"from\"", "\"t\"", "\"too\""};
+    static const char *const values[] = {"\"0x1111111111111111111111111111111111111111\"",
+                                         "\"0x2222222222222222222222222222222222222222\"",
+                                         "\"0x11111111111111111111111111111111111111111\"", "\"0x\"",
+                                         "\"0x70a08231000000000000000000000000000000000000000000000000c0\""};
+    unsigned seed = 33;
+    for (int round = 0; round < 2000; round++) {
+        char plain[1024] = "[{", general[1100];
+        int members = (int)((seed = seed * 1103515245u + 12345u) >> 16) % 4;
+        for (int m = 0; m < members; m++) {
+            unsigned r = (seed = seed * 1103515245u + 12345u) >> 16;
+            snprintf(plain + strlen(plain), sizeof(plain) - strlen(plain), "%s%s:%s", m ? "," : "", keys[r % 6],
+                     values[(r / 6) % 5]);
+        }
+        snprintf(general, sizeof(general), "%s%s\"n\":1}]", plain, members ? "," : "");
+        strcat(plain, "}]");
+        policy_access_reason_t a = call(&s, "eth_call", plain), b = call(&s, "eth_call", general);
+        cr_assert_eq(a, b, "%s: %d, %s: %d", plain, a, general, b);
+    }
+}
+
 Test(access, raw_transactions)
 {
     policy_access_scope_t s = scope();
