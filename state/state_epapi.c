@@ -184,61 +184,11 @@ sl_err_t state_epapi_generation(state_t *st, uint64_t *gen)
     return SL_OK;
 }
 
-/* Appends the record at v to *out (grown as needed); 0 when it does not decode. */
-static int list_add(state_t *st, const MDB_val *k, const MDB_val *v, state_epapi_rec_t **out, size_t *n, size_t *cap)
-{
-    if (*n == *cap) {
-        size_t ncap = *cap != 0 ? *cap * 2 : 4;
-        state_epapi_rec_t *p = realloc(*out, ncap * sizeof(*p));
-        if (p == NULL)
-            return -1;
-        *out = p;
-        *cap = ncap;
-    }
-    sl_err_t err = state_record_decode(&state_epapi_schema, v->mv_data, v->mv_size, &(*out)[*n]);
-    if (err != SL_OK) {
-        char key[KEY_MAX];
-        size_t len = k->mv_size < sizeof(key) - 1 ? k->mv_size : sizeof(key) - 1;
-        memcpy(key, k->mv_data, len);
-        key[len] = '\0';
-        state_note_corrupt(st, "epapi", key, err);
-        return 0;
-    }
-    (*n)++;
-    return 1;
-}
-
 sl_err_t state_epapi_list(state_t *st, state_epapi_rec_t **out, size_t *n, uint64_t *gen)
 {
-    MDB_txn *txn;
-    MDB_cursor *cur;
-    size_t cap = 0;
-    *out = NULL;
-    *n = 0;
-    int rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn);
-    if (rc != MDB_SUCCESS)
-        return state_lmdb_err("begin", rc);
-    if (gen != NULL)
-        *gen = read_gen(st, txn);
-    if ((rc = mdb_cursor_open(txn, st->dbi[STATE_DB_META], &cur)) != MDB_SUCCESS) {
-        mdb_txn_abort(txn);
-        return state_lmdb_err("cursor", rc);
-    }
-    MDB_val k = {strlen(PREFIX), PREFIX}, v;
-    int added = 0;
-    for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == MDB_SUCCESS; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-        if (k.mv_size < strlen(PREFIX) || memcmp(k.mv_data, PREFIX, strlen(PREFIX)) != 0)
-            break;
-        if ((added = list_add(st, &k, &v, out, n, &cap)) < 0)
-            break;
-    }
-    mdb_cursor_close(cur);
-    mdb_txn_abort(txn);
-    if (added < 0) {
-        free(*out);
-        *out = NULL;
-        *n = 0;
-        return SL_ERR_STATE;
-    }
-    return rc == MDB_SUCCESS || rc == MDB_NOTFOUND ? SL_OK : state_lmdb_err("list epapi", rc);
+    static const state_meta_list_t kind = {PREFIX, "epapi", &state_epapi_schema, sizeof(state_epapi_rec_t), read_gen};
+    void *recs = NULL;
+    sl_err_t err = state_meta_list(st, &kind, &recs, n, gen);
+    *out = recs;
+    return err;
 }

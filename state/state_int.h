@@ -68,6 +68,19 @@ int state_events_put(state_t *st, MDB_txn *txn, state_event_t *events, size_t n)
 /* Reads the record at key in db inside txn into rec (zeroed first, and
  * again if it does not decode: noted as corrupt under dbname). SL_OK,
  * SL_ERR_NOT_FOUND, or the LMDB / decoder error. */
+/* state_meta_list.c: a kind of record kept in the meta database under a key
+ * prefix, listed whole. */
+typedef struct state_meta_list {
+    const char *prefix;           /* every key of the kind starts so */
+    const char *what;             /* for the logs (a record that does not decode, LMDB errors) */
+    const state_schema_t *schema;
+    size_t size;                  /* of one decoded record */
+    uint64_t (*read_gen)(state_t *st, MDB_txn *txn); /* the kind's generation, in the same transaction */
+} state_meta_list_t;
+/* Every record of the kind, decoded into *out (an array of *n, the
+ * caller's to free; a record that does not decode is skipped and noted);
+ * *gen, if not NULL, the kind's generation read with them. */
+sl_err_t state_meta_list(state_t *st, const state_meta_list_t *l, void **out, size_t *n, uint64_t *gen);
 sl_err_t state_rec_get(state_t *st, MDB_txn *txn, int db, const char *dbname, const char *key,
                       const state_schema_t *schema, void *rec, size_t recsize);
 
