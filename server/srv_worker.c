@@ -274,6 +274,40 @@ static const char *config_text(const cfg_t *cfg)
     return sl_buf_steal(&b, NULL);
 }
 
+/* The admin listener, on the worker's loop, with its own h2o config. */
+static int admin_setup(worker_t *w, const cfg_t *cfg)
+{
+    globalconf_init(&w->admin_conf, 64 * 1024, cfg->server.idle_timeout_ms);
+    h2o_hostconf_t *ahost =
+        h2o_config_register_host(&w->admin_conf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
+    admin_conf_t ac = {.token = cfg->admin.token,
+                       .listen = cfg->admin.listen,
+                       .bound = w->args->admin_addr.text,
+                       .networks = cfg->networks,
+                       .nnetworks = cfg->nnetworks,
+                       .state = w->state,
+                       .nworkers = w->args->nslots,
+                       .loop = w->ctx.loop,
+                       .ready = is_ready,
+                       .reload = request_reload,
+                       .data = w,
+                       .cluster_host = cfg->has_cluster ? cfg->cluster.host : NULL,
+                       .max_streams = cfg->admin.max_streams,
+                       .heartbeat_ms = cfg->admin.heartbeat_ms,
+                       .cache = w->cache,
+                       .epapi_check = srv_epapi_check,
+                       .epapi_notify = srv_epapi_notify,
+                       .epapi_data = (void *)cfg,
+                       .config_json = config_text(cfg)};
+    admin_keys_info(cfg, &ac);
+    admin_register(ahost, &ac);
+    h2o_context_init(&w->admin_ctx, w->ctx.loop, &w->admin_conf);
+    w->admin_accept = (h2o_accept_ctx_t){.ctx = &w->admin_ctx, .hosts = w->admin_conf.hosts};
+    if (start_listener(w, w->args->admin_fd, &w->admin_accept, 0) != 0)
+        return -1;
+    return 0;
+}
+
 static int worker_setup(worker_t *w)
 {
     const cfg_t *cfg = w->args->cfg;
@@ -331,36 +365,8 @@ static int worker_setup(worker_t *w)
     if (w->args->has_ws && start_listener(w, w->args->ws_fd, &w->accept, 1) != 0)
         return -1;
 
-    if (w->args->has_admin) {
-        globalconf_init(&w->admin_conf, 64 * 1024, cfg->server.idle_timeout_ms);
-        h2o_hostconf_t *ahost =
-            h2o_config_register_host(&w->admin_conf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
-        admin_conf_t ac = {.token = cfg->admin.token,
-                           .listen = cfg->admin.listen,
-                           .bound = w->args->admin_addr.text,
-                           .networks = cfg->networks,
-                           .nnetworks = cfg->nnetworks,
-                           .state = w->state,
-                           .nworkers = w->args->nslots,
-                           .loop = w->ctx.loop,
-                           .ready = is_ready,
-                           .reload = request_reload,
-                           .data = w,
-                           .cluster_host = cfg->has_cluster ? cfg->cluster.host : NULL,
-                           .max_streams = cfg->admin.max_streams,
-                           .heartbeat_ms = cfg->admin.heartbeat_ms,
-                           .cache = w->cache,
-                           .epapi_check = srv_epapi_check,
-                           .epapi_notify = srv_epapi_notify,
-                           .epapi_data = (void *)cfg,
-                           .config_json = config_text(cfg)};
-        admin_keys_info(cfg, &ac);
-        admin_register(ahost, &ac);
-        h2o_context_init(&w->admin_ctx, w->ctx.loop, &w->admin_conf);
-        w->admin_accept = (h2o_accept_ctx_t){.ctx = &w->admin_ctx, .hosts = w->admin_conf.hosts};
-        if (start_listener(w, w->args->admin_fd, &w->admin_accept, 0) != 0)
-            return -1;
-    }
+    if (w->args->has_admin && admin_setup(w, cfg) != 0)
+        return -1;
     return 0;
 }
 
