@@ -76,7 +76,10 @@ int policy_capability_learn_depth(policy_capability_mem_t *m, uint64_t depth, ui
     if (depth == 0 || ttl_ms == 0)
         return 0;
     int live = m->depth != 0 && m->depth_until_ms > now_ms;
-    int news = !live || depth < m->depth;
+    /* shallower by a quarter at least: a caller walking its reads up one
+     * block at a time learns the endpoint's depth in a few dozen steps, not
+     * one event per block */
+    int news = !live || depth <= m->depth - m->depth / 4;
     if (news)
         m->depth = depth;
     m->depth_until_ms = now_ms + ttl_ms;

@@ -54,8 +54,9 @@ typedef struct policy_capability_mem {
  * Returns 1 if that is news (not remembered before), 0 if it only renews. */
 int policy_capability_learn_method(policy_capability_mem_t *m, const char *name, size_t len, uint64_t now_ms,
                                    uint32_t ttl_ms);
-/* Remembers that it keeps no state depth (> 0) blocks below the head: the
- * shallowest such depth wins. Returns 1 if that is news or shallower. */
+/* Remembers that it keeps no state depth (> 0) blocks below the head: a
+ * depth at least a quarter shallower than the one remembered replaces it
+ * (any depth when none is). Returns 1 if that is news; 0 if it only renews. */
 int policy_capability_learn_depth(policy_capability_mem_t *m, uint64_t depth, uint64_t now_ms, uint32_t ttl_ms);
 
 /* 1 if m says the endpoint does not serve name[0..len) (an entry not expired). */

@@ -42,7 +42,9 @@ void pool_learn_from(pool_call_t *call, pool_endpoint_t *e, const policy_attempt
         f->obj.error != POLICY_ERROR_DECODED)
         return;
     const pool_item_t *it = &call->items[call->sent[0]];
-    if (it->name == NULL)
+    /* a method no table knows is not learned: a caller inventing names would
+     * fill the memory and the events with them */
+    if (it->name == NULL || it->method == NULL || it->method->name == NULL || it->method->name[0] == '\0')
         return;
     uint32_t retry_ms = 0;
     unsigned flags = 0;

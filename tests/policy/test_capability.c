@@ -141,3 +141,16 @@ Test(capability, word_tables_are_lower_case_and_unique)
         }
     cr_expect_null(policy_capability_word(3, 0));
 }
+
+Test(capability, depth_walked_up_a_block_at_a_time_is_news_a_few_times)
+{
+    policy_capability_mem_t m;
+    memset(&m, 0, sizeof(m));
+    unsigned news = 0;
+    for (uint64_t d = 1000000; d > 128; d--)
+        news += (unsigned)policy_capability_learn_depth(&m, d, 1000, 60000);
+    cr_expect_eq(m.depth <= 170, 1, "the depth learned is close to the real one: %llu", (unsigned long long)m.depth);
+    cr_expect_leq(news, 50u, "one event per quarter, not one per block: %u", news);
+    cr_expect_eq(policy_capability_learn_depth(&m, m.depth - 1, 1000, 60000), 0, "a block shallower: renewed only");
+}
+
