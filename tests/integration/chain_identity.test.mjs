@@ -139,7 +139,10 @@ test('safe and finalized per endpoint and per network advance with the chain; a 
     await Promise.all([chainCmd(a, { advance: 1 }), chainCmd(b, { advance: 1 })]);
     await waitFor(async () => { const x = await endpointsView(s); return x.a.finalized === TOP + i - 64 && x.b.finalized === TOP + i - 64; },
       { timeoutMs: 3000, what: `finalized at ${TOP + i - 64}` });
-    await sleep(400);
+    // each worker's ring takes the height from the shared record at its next
+    // tick: a slow one (ASan on a busy machine) must not miss it, or the
+    // reorg's depth below is measured on a ring with a gap
+    await sleep(1000);
   }
   const net = await networkView(s);
   assert.deepEqual([net.head, net.safe, net.finalized], [TOP + 5, TOP + 5 - 32, TOP + 5 - 64]);
