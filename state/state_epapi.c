@@ -174,14 +174,7 @@ sl_err_t state_epapi_applied(state_t *st, uint64_t *gen)
 
 sl_err_t state_epapi_generation(state_t *st, uint64_t *gen)
 {
-    MDB_txn *txn;
-    *gen = 0;
-    int rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn);
-    if (rc != MDB_SUCCESS)
-        return state_lmdb_err("begin", rc);
-    *gen = read_gen(st, txn);
-    mdb_txn_abort(txn);
-    return SL_OK;
+    return state_meta_generation(st, read_gen, gen);
 }
 
 sl_err_t state_epapi_list(state_t *st, state_epapi_rec_t **out, size_t *n, uint64_t *gen)

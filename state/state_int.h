@@ -81,6 +81,8 @@ typedef struct state_meta_list {
  * caller's to free; a record that does not decode is skipped and noted);
  * *gen, if not NULL, the kind's generation read with them. */
 sl_err_t state_meta_list(state_t *st, const state_meta_list_t *l, void **out, size_t *n, uint64_t *gen);
+/* A kind's generation alone (read_gen in a read transaction of its own). */
+sl_err_t state_meta_generation(state_t *st, uint64_t (*read_gen)(state_t *st, MDB_txn *txn), uint64_t *gen);
 sl_err_t state_rec_get(state_t *st, MDB_txn *txn, int db, const char *dbname, const char *key,
                       const state_schema_t *schema, void *rec, size_t recsize);
 

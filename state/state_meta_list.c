@@ -66,3 +66,15 @@ sl_err_t state_meta_list(state_t *st, const state_meta_list_t *l, void **out, si
     }
     return rc == MDB_SUCCESS || rc == MDB_NOTFOUND ? SL_OK : state_lmdb_err(l->what, rc);
 }
+
+sl_err_t state_meta_generation(state_t *st, uint64_t (*read_gen)(state_t *st, MDB_txn *txn), uint64_t *gen)
+{
+    MDB_txn *txn;
+    *gen = 0;
+    int rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn);
+    if (rc != MDB_SUCCESS)
+        return state_lmdb_err("begin", rc);
+    *gen = read_gen(st, txn);
+    mdb_txn_abort(txn);
+    return SL_OK;
+}
