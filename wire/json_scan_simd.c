@@ -186,9 +186,18 @@ static inline __attribute__((always_inline)) int run_plain(wire_scan_t *s, unsig
                 if (end - p < 2 || p[1] != '"')
                     break;
                 const uint8_t *q = wire_json_find(p + 2, end, &blk, &mask, classify);
-                if (end - q < 2 || q[0] != '"' || q[1] != ':')
+                if (end - q < 3 || q[0] != '"' || q[1] != ':')
                     break;
                 v = q + 2;
+                /* the usual member, ,"key":"value": its value's end found
+                 * here, without a round through run_value's dispatch */
+                if (*v == '"') {
+                    q = wire_json_find(v + 1, end, &blk, &mask, classify);
+                    if (q == end || *q != '"')
+                        break;
+                    p = q + 1;
+                    continue;
+                }
             }
             int whole;
             p = run_value(s, v, &whole, &obj, &blk, &mask, classify);
