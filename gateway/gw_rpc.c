@@ -14,6 +14,8 @@ static int any_endpoint_admits(const gw_rpc_limits_t *lim, const char *name, siz
     return 0;
 }
 
+static void check_member(const char *body, wire_envelope_t env, const gw_rpc_limits_t *lim, gw_member_t *mb);
+
 /* Checks one request object at span m of body and fills *mb. */
 static void parse_member(const char *body, wire_span_t m, const gw_rpc_limits_t *lim, gw_member_t *mb)
 {
@@ -34,7 +36,13 @@ static void parse_member(const char *body, wire_span_t m, const gw_rpc_limits_t 
     for (size_t i = 0; i < sizeof(spans) / sizeof(spans[0]); i++)
         if (spans[i]->len != 0)
             spans[i]->off += m.off;
+    check_member(body, env, lim, mb);
+}
 
+/* The rest of parse_member, on the envelope of the member *mb holds (spans
+ * relative to body). */
+static void check_member(const char *body, wire_envelope_t env, const gw_rpc_limits_t *lim, gw_member_t *mb)
+{
     wire_json_kind_t idk = wire_json_kind(body, env.id);
     if (env.id.len != 0 && idk != WIRE_JSON_STRING && idk != WIRE_JSON_NUMBER && idk != WIRE_JSON_NULL) {
         mb->error = "invalid request: \"id\" must be a string, a number or null";
@@ -122,10 +130,37 @@ static void parse_batch(const char *body, size_t len, const gw_rpc_limits_t *lim
         parse_member(body, spans[i], lim, &out->members[i]);
 }
 
+/* The usual body, one request object, in one scan: 1 if it was one and *out
+ * is filled; 0 (nothing done) for anything else, which the general path
+ * validates first and so tells a parse error from an invalid request. */
+static int single_object(const char *body, size_t len, const gw_rpc_limits_t *lim, gw_rpc_alloc_fn alloc,
+                         void *alloc_ctx, gw_rpc_request_t *out)
+{
+    size_t i = 0, end = len;
+    while (i < len && (body[i] == ' ' || body[i] == '\t' || body[i] == '\n' || body[i] == '\r'))
+        i++;
+    wire_envelope_t env;
+    if (i == len || body[i] != '{' || wire_envelope_scan(body, len, &env) != SL_OK)
+        return 0;
+    while (body[end - 1] != '}') /* the scan ended at the object's close: whitespace after it */
+        end--;
+    out->kind = GW_RPC_SINGLE;
+    out->nmembers = 1;
+    out->members = alloc(alloc_ctx, sizeof(*out->members));
+    gw_member_t *mb = &out->members[0];
+    memset(mb, 0, sizeof(*mb));
+    mb->raw = (wire_span_t){(uint32_t)i, (uint32_t)(end - i)};
+    mb->status = GW_MEMBER_INVALID;
+    check_member(body, env, lim, mb);
+    return 1;
+}
+
 void gw_rpc_parse(const char *body, size_t len, const gw_rpc_limits_t *lim, gw_rpc_alloc_fn alloc, void *alloc_ctx,
                   gw_rpc_request_t *out)
 {
     memset(out, 0, sizeof(*out));
+    if (single_object(body, len, lim, alloc, alloc_ctx, out))
+        return;
     wire_json_kind_t kind;
     wire_span_t value;
     sl_err_t err = wire_json_validate(body, len, &kind, &value);

@@ -117,6 +117,8 @@ typedef struct pool_item {
     const char *answer;           /* ANSWERED: the response object */
     uint32_t answer_len;
     wire_span_t answer_id;      /* id value inside answer, relative to answer */
+    wire_span_t answer_result;  /* its "result" value, relative to answer, when the scan that judged
+                                   the answer found one; {0, 0}: not known (scan answer again) */
     int16_t endpoint;             /* index of the endpoint that answered, -1 if none (or the cache) */
     uint8_t cached;               /* ANSWERED from the response cache (pool_cache_call.c): a POOL_CACHE_tier */
     uint8_t cache_miss;           /* looked up in the cache and not found: it went upstream (POOL_CACHE_MISSED*) */

@@ -48,6 +48,7 @@ void pool_item_answer_set(pool_item_t *it, const pool_item_answer_t *a)
     it->answer = a->answer;
     it->answer_len = a->answer_len;
     it->answer_id = a->answer_id;
+    it->answer_result = a->answer_result;
     it->endpoint = a->endpoint;
 }
 
@@ -65,6 +66,7 @@ void pool_item_answer_copy(pool_item_t *it, const pool_item_t *from, const char 
                                                         .answer = answer,
                                                         .answer_len = from->answer_len,
                                                         .answer_id = from->answer_id,
+                                                        .answer_result = from->answer_result,
                                                         .endpoint = from->endpoint});
         return;
     }
@@ -154,6 +156,7 @@ static void member_facts(pool_call_t *call, const char *body, size_t len, policy
         objs[k].ans = buf;
         objs[k].len = spans[m].len;
         objs[k].id = env.id;
+        objs[k].result = env.result;
     }
 cleanup:
     free(spans);
@@ -187,6 +190,7 @@ void pool_answer_facts(pool_call_t *call, policy_attempt_facts_t *f, policy_item
     objs[0].ans = body;
     objs[0].len = (uint32_t)len;
     objs[0].id = env.id;
+    objs[0].result = env.result;
     objs[0].error = env.error;
     objs[0].foreign = f->obj.id != POLICY_ID_SENT;
 }
@@ -206,6 +210,7 @@ static void rebuild_error(pool_call_t *call, pool_answer_obj_t *o)
     o->id = (wire_span_t){(uint32_t)sizeof(head) - 1 - 4 - 9, 4};
     o->len = (uint32_t)b.len;
     o->ans = pool_call_keep(call, &b);
+    o->result = (wire_span_t){0, 0};
     o->foreign = 0;
 }
 
@@ -241,6 +246,7 @@ static void keep_answer(pool_item_t *it, policy_verdict_t v, const pool_answer_o
     it->answer = o != NULL ? o->ans : NULL;
     it->answer_len = o != NULL ? o->len : 0;
     it->answer_id = o != NULL ? o->id : (wire_span_t){0, 0};
+    it->answer_result = o != NULL ? o->result : (wire_span_t){0, 0};
     it->endpoint = (int16_t)ep;
 }
 

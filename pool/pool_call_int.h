@@ -173,6 +173,7 @@ typedef struct pool_answer_obj {
     const char *ans;              /* its response object in the body, NULL if none */
     uint32_t len;
     wire_span_t id;               /* the id inside it */
+    wire_span_t result;           /* its result member ({0, 0}: none), from the same scan */
     wire_span_t error;            /* a single call's error member ... */
     uint8_t foreign;              /* ... when its id is not the one sent: the error is given at id null */
     char txid[128];               /* a pending write's transaction id ("" if none could be read) */
@@ -239,6 +240,7 @@ typedef struct pool_item_answer {
     const char *answer;
     uint32_t answer_len;
     wire_span_t answer_id;        /* the id value, relative to answer */
+    wire_span_t answer_result;    /* the result value, relative to answer; {0, 0}: not known */
     int16_t endpoint;             /* the endpoint that answered it, -1 if none as such */
     uint8_t over;                 /* 1: the item may be answered already, and this answer replaces
                                      that one (a refusal the split answers over); 0: it is pending */

@@ -189,6 +189,7 @@ static void serve(pool_call_t *call, pool_item_t *it, uint64_t head)
     it->answer_len = (uint32_t)b.len;
     it->answer = pool_call_keep(call, &b);
     it->answer_id = (wire_span_t){sizeof(lead) - 1, 1};
+    it->answer_result = (wire_span_t){0, 0};
 }
 
 /* An applied attempt at ex's endpoint: each head answer it gave feeds the
@@ -203,7 +204,8 @@ static int row_done(pool_call_t *call, pool_exchange_t *ex)
         uint64_t answered;
         if (it->state != POOL_ITEM_ANSWERED || it->endpoint != ep || it->verdict != POLICY_VERDICT_SUCCESS ||
             (call->chain.served >> i & 1) || !is_head_method(net->conf->chain, it) ||
-            !pool_rank_parse_head(it->answer, it->answer_len, &answered))
+            !(it->answer_result.len != 0 ? pool_rank_head_value(it->answer, it->answer_result, &answered)
+                                         : pool_rank_parse_head(it->answer, it->answer_len, &answered)))
             continue;
         call->chain.served |= UINT64_C(1) << i;
         policy_head_kind_t kind = head_kind(net->conf->chain, it);

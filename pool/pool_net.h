@@ -339,6 +339,9 @@ void pool_pressure_flush(pool_t *pool, uint64_t now_wall_ms);
 void pool_rank_update(pool_network_t *net, uint64_t now_ms);
 /* Parses a probe answer's head (eth_blockNumber hex / getSlot number). */
 int pool_rank_parse_head(const char *body, size_t len, uint64_t *head);
+/* The same from a result value a scan already found (span of body): an
+ * answer the call judged is not scanned a second time. */
+int pool_rank_head_value(const char *body, wire_span_t result, uint64_t *head);
 
 /* pool_chain.c: the network's chain view in this worker (policy/chainview.h).
  * Fed by the probes' heads (every worker reads them from the shared endpoint

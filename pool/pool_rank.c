@@ -176,16 +176,21 @@ int pool_rank_parse_head(const char *body, size_t len, uint64_t *head)
     wire_envelope_t env;
     if (wire_envelope_scan(body, len, &env) != SL_OK || env.result.len == 0 || env.error.len != 0)
         return 0;
-    wire_json_kind_t kind = wire_json_kind(body, env.result);
+    return pool_rank_head_value(body, env.result, head);
+}
+
+int pool_rank_head_value(const char *body, wire_span_t result, uint64_t *head)
+{
+    wire_json_kind_t kind = wire_json_kind(body, result);
     if (kind == WIRE_JSON_NUMBER) {
         int64_t v;
-        if (wire_json_int64(body, env.result, &v) != SL_OK || v < 0)
+        if (wire_json_int64(body, result, &v) != SL_OK || v < 0)
             return 0;
         *head = (uint64_t)v;
         return 1;
     }
     char hex[40];
-    if (kind != WIRE_JSON_STRING || wire_json_string(body, env.result, hex, sizeof(hex)) != SL_OK ||
+    if (kind != WIRE_JSON_STRING || wire_json_string(body, result, hex, sizeof(hex)) != SL_OK ||
         strncmp(hex, "0x", 2) != 0 || hex[2] == '\0')
         return 0;
     char *end;
