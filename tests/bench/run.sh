@@ -423,7 +423,8 @@ if has_phase main || has_phase rss; then
     # answers come from another client's upstream answer, which nginx does not do. The
     # headline target has coalescing off, so every request goes upstream as through nginx,
     # and the features a deployment runs on: access log, health probes (on by default),
-    # a credit budget on each endpoint, a client tier checked on every call.
+    # a credit budget on each endpoint, a key required and a scoped one presented by wrk,
+    # its tier checked on every call (FEATURES_TOP).
     NET_EXTRA="coalesce: { max_waiters: 0 }" EP_EXTRA="$FEATURES_EP" TOP_EXTRA="$FEATURES_TOP" \
         start_sluice sluicelognc true "http://$U1" "http://$U2"
     KEY_OF[sluicelognc]=$BENCH_KEY

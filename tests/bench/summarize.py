@@ -118,6 +118,7 @@ if others:
           f"max {max(others):.0f}; steal median {median(steal):.1f}%")
 print()
 
+
 def workload_combos(rows):
     combos = []
     for r in rows:
