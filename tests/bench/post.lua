@@ -2,6 +2,8 @@
 --
 --   BENCH_METHOD=eth_blockNumber|eth_getLogs|eth_getTransactionReceipt|eth_chainId
 --                                              which JSON-RPC call to POST (default eth_blockNumber)
+--   BENCH_API_KEY=sl_...                       present this API key in an X-API-Key header on every
+--                                              request (default: none, a keyless call)
 --   BENCH_DELAY_MS=N                           wait about N ms (uniformly N/2..3N/2) before every
 --                                              request (default 0: none); run.sh uses it to hold
 --                                              many mostly idle keep-alive clients. The jitter keeps
@@ -24,6 +26,10 @@ local method = os.getenv("BENCH_METHOD") or "eth_blockNumber"
 wrk.method = "POST"
 wrk.body = bodies[method] or error("post.lua: unknown BENCH_METHOD " .. method)
 wrk.headers["Content-Type"] = "application/json"
+local api_key = os.getenv("BENCH_API_KEY") or ""
+if api_key ~= "" then
+  wrk.headers["X-API-Key"] = api_key
+end
 
 local delay_ms = tonumber(os.getenv("BENCH_DELAY_MS") or "0") or 0
 if delay_ms > 0 then

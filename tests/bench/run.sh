@@ -3,7 +3,8 @@
 # interleaved rounds, plus worker RSS under 1,000 keep-alive clients and two failure cases
 # (a refused first endpoint, a rate-limited first endpoint), and what the pressure layer and
 # merged polls cost (with callgrind instruction counts), and answers from the response cache.
-# The headline is sluice with coalescing off (every request upstream, as through nginx).
+# The headline is sluice with coalescing off (every request upstream, as through nginx),
+# a key required and a scoped key presented on every request.
 # See tests/bench/README.md.
 #
 # usage: tests/bench/run.sh [--quick] [--build] [--out DIR] [--phases main,cache,features,pressure,refused,429,hung,rss]
@@ -34,7 +35,7 @@ while [ $# -gt 0 ]; do
         --build) BUILD=1 ;;
         --out) OUT=$2; shift ;;
         --phases) PHASES=$2; shift ;;
-        -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "run.sh: unknown argument $1 (try --help)" >&2; exit 2 ;;
     esac
     shift
@@ -44,7 +45,7 @@ die() { echo "run.sh: FATAL: $*" >&2; exit 1; }
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 has_phase() { [[ ",$PHASES," == *",$1,"* ]]; }
 
-for tool in wrk nginx taskset curl python3 awk ss; do
+for tool in wrk nginx taskset curl python3 awk ss sha256sum; do
     command -v "$tool" >/dev/null || die "$tool is not installed"
 done
 [ "$(nproc)" -ge 2 ] || log "warning: fewer than 2 CPUs; pinning servers and wrk apart is impossible"
@@ -234,13 +235,18 @@ rpc_body() {
         eth_getLogs) echo '{"jsonrpc":"2.0","id":1,"method":"eth_getLogs","params":[{"fromBlock":"0xf4200","toBlock":"latest"}]}' ;;
         eth_getTransactionReceipt) echo '{"jsonrpc":"2.0","id":1,"method":"eth_getTransactionReceipt","params":["0x1111111111111111111111111111111111111111111111111111111111111111"]}' ;;
         eth_chainId) echo '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}' ;;
+        eth_sendRawTransaction) echo '{"jsonrpc":"2.0","id":1,"method":"eth_sendRawTransaction","params":["0x00"]}' ;;
     esac
 }
 
+# key_header NAME -> curl's arguments presenting NAME's key (KEY_OF), none if it has none
+key_header() { [ -n "${KEY_OF[$1]:-}" ] && printf '%s\n' -H "X-API-Key: ${KEY_OF[$1]}"; }
+
 # probe NAME URL METHOD: one request must come back 200 with a JSON-RPC result
 probe() {
-    local name=$1 url=$2 method=$3 body code size
-    body=$(curl -s -m 5 -o "$TMP/probe.out" -w '%{http_code} %{size_download}' "$url" \
+    local name=$1 url=$2 method=$3 body code size hdr
+    mapfile -t hdr < <(key_header "$name")
+    body=$(curl -s -m 5 -o "$TMP/probe.out" -w '%{http_code} %{size_download}' "$url" ${hdr[@]+"${hdr[@]}"} \
         -H 'Content-Type: application/json' -d "$(rpc_body "$method")") || true
     code=${body%% *}; size=${body##* }
     if [ "$code" != 200 ] || ! grep -q '"result":' "$TMP/probe.out"; then
@@ -250,6 +256,23 @@ probe() {
         die "probe of $name: eth_getLogs answer is only $size bytes (BENCH_LOGS=$LOGS)"
     fi
     log "probe ok: $name $method -> $size bytes"
+}
+
+# check_key NAME URL: NAME requires a key and holds KEY_OF[NAME] to its scope: a call
+# without the key must be refused 401 key_required, one outside the scope 403
+# method_not_allowed (a benchmark of a key that is not checked would measure nothing)
+check_key() {
+    local name=$1 url=$2 code hdr
+    mapfile -t hdr < <(key_header "$name")
+    code=$(curl -s -m 5 -o "$TMP/key.out" -w '%{http_code}' "$url" -H 'Content-Type: application/json' \
+        -d "$(rpc_body eth_blockNumber)") || true
+    [ "$code" = 401 ] && grep -q '"reason":"key_required"' "$TMP/key.out" \
+        || die "$name: a call without the key was not refused 401 key_required: HTTP $code, body: $(head -c 300 "$TMP/key.out")"
+    code=$(curl -s -m 5 -o "$TMP/key.out" -w '%{http_code}' "$url" ${hdr[@]+"${hdr[@]}"} \
+        -H 'Content-Type: application/json' -d "$(rpc_body eth_sendRawTransaction)") || true
+    [ "$code" = 403 ] && grep -q '"reason":"method_not_allowed"' "$TMP/key.out" \
+        || die "$name: the key's scope let eth_sendRawTransaction through: HTTP $code, body: $(head -c 300 "$TMP/key.out")"
+    log "key check ok: $name refuses a call without the key (401) and one outside its scope (403)"
 }
 
 fp_requests() {  # fp_requests PORT -> the provider's request counter
@@ -281,7 +304,7 @@ measure() {
     pt0=$(cpu_ticks "${pp[@]}")
     ut0=$(cpu_ticks "${up_pids[@]}")
     local TIMEFORMAT='%3U %3S'
-    { time BENCH_METHOD=$wl taskset -c "$WRK_CPU" wrk -t1 -c"$conc" -d"${SECONDS_PER_RUN}s" --latency ${WRK_EXTRA:-} \
+    { time BENCH_METHOD=$wl BENCH_API_KEY=${KEY_OF[$target]:-} taskset -c "$WRK_CPU" wrk -t1 -c"$conc" -d"${SECONDS_PER_RUN}s" --latency ${WRK_EXTRA:-} \
         -s "$HERE/post.lua" "$url" >"$raw" 2>&1 ; } 2>"$TMP/wrk.time"
     local pt1 ut1 o1 m1 s1
     pt1=$(cpu_ticks "${pp[@]}")
@@ -344,6 +367,7 @@ measure() {
 }
 
 declare -A PORT_PID=()
+declare -A KEY_OF=()   # target -> the API key wrk and the probes present (X-API-Key), if any
 port_to_pid() { echo "${PORT_PID[$1]}"; }
 
 pause() { sleep 0.5; }   # let TIME_WAIT and the servers settle between runs
@@ -374,9 +398,20 @@ U2="127.0.0.1:$PORT_up2"
 WORKLOADS=(eth_blockNumber eth_getLogs)
 # the features of the headline sluice (and of the cache phase's): budgets and a tier large
 # enough never to refuse, so they cost their bookkeeping and nothing else (cost_profile flat:
-# one credit a call, and no eth_getLogs block limit to split the 20 KB call on)
+# one credit a call, and no eth_getLogs block limit to split the 20 KB call on). A key is
+# required (access.anonymous: deny) and wrk presents a scoped one on every request, in an
+# X-API-Key header: its tier is the tier checked on every call; its scope (networks, method
+# globs allowed and denied, contracts) is checked on every call too (contracts: read only
+# for the methods that name one, none of the benchmark's). Made afresh each run: the config
+# holds its sha256 only.
 FEATURES_EP=", cost_profile: flat, credits: { per_second: 1000000000, per_month: 1000000000000 }"
-FEATURES_TOP="tiers: { anonymous: { per_second: 1000000000, per_minute: 1000000000 } }"
+BENCH_KEY="sl_bench$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+FEATURES_TOP="access: { anonymous: deny }
+tiers: { bench: { per_second: 1000000000, per_minute: 1000000000 } }
+keys:
+  - { name: bench, sha256: \"$(printf '%s' "$BENCH_KEY" | sha256sum | cut -d' ' -f1)\", tier: bench, networks: [eth],
+      methods: { allow: [\"eth_*\", \"net_version\"], deny: [\"eth_sendRawTransaction\", \"eth_sign*\"] },
+      contracts: [\"0x00000000000000000000000000000000000000c0\", \"0x00000000000000000000000000000000000000c1\"] }"
 CONCS=(64 8)
 
 if has_phase main || has_phase rss; then
@@ -388,9 +423,11 @@ if has_phase main || has_phase rss; then
     # answers come from another client's upstream answer, which nginx does not do. The
     # headline target has coalescing off, so every request goes upstream as through nginx,
     # and the features a deployment runs on: access log, health probes (on by default),
-    # a credit budget on each endpoint, a client tier checked on every call.
+    # a credit budget on each endpoint, a key required and a scoped one presented by wrk,
+    # its tier checked on every call (FEATURES_TOP).
     NET_EXTRA="coalesce: { max_waiters: 0 }" EP_EXTRA="$FEATURES_EP" TOP_EXTRA="$FEATURES_TOP" \
         start_sluice sluicelognc true "http://$U1" "http://$U2"
+    KEY_OF[sluicelognc]=$BENCH_KEY
     declare -A URL=([direct]="http://$U1/" [nginx]="http://127.0.0.1:$PORT_nginx/" [nginxlog]="http://127.0.0.1:$PORT_nginxlog/"
         [sluice]="http://127.0.0.1:$PORT_sluice/eth" [sluicelog]="http://127.0.0.1:$PORT_sluicelog/eth"
         [sluicelognc]="http://127.0.0.1:$PORT_sluicelognc/eth")
@@ -401,6 +438,7 @@ if has_phase main || has_phase rss; then
     for t in direct nginx nginxlog sluice sluicelog sluicelognc; do
         for wl in "${WORKLOADS[@]}"; do probe "$t" "${URL[$t]}" "$wl"; done
     done
+    check_key sluicelognc "${URL[sluicelognc]}"
 fi
 
 # ---------------------------------------------------------------- main: 4 targets x 2 workloads x 2 concurrencies
@@ -411,7 +449,8 @@ if has_phase main; then
     # warm-up (not recorded): 1 s per target and workload
     for wl in "${WORKLOADS[@]}"; do
         for t in "${TARGETS[@]}"; do
-            BENCH_METHOD=$wl taskset -c "$WRK_CPU" wrk -t1 -c64 -d1s -s "$HERE/post.lua" "${URL[$t]}" >/dev/null 2>&1
+            BENCH_METHOD=$wl BENCH_API_KEY=${KEY_OF[$t]:-} taskset -c "$WRK_CPU" wrk -t1 -c64 -d1s -s "$HERE/post.lua" \
+                "${URL[$t]}" >/dev/null 2>&1
         done
     done
     for r in $(seq 1 "$ROUNDS"); do
@@ -434,22 +473,25 @@ fi
 # ---------------------------------------------------------------- cache: answers from the response cache (issue 23)
 
 if has_phase cache; then
-    # sluice as the headline target (coalescing off, features on) with the response cache
-    # on (its default; written out here): after the first call, eth_chainId is answered
-    # from the cache. nginx + access log proxies the same call upstream every time.
+    # sluice as the headline target (coalescing off, features on, the scoped key) with the
+    # response cache on (its default; written out here): after the first call, eth_chainId
+    # is answered from the cache. nginx + access log proxies the same call upstream every time.
     [ -n "${PORT_nginxlog:-}" ] || start_nginx nginxlog "$U1" "$U2" log
     NET_EXTRA="coalesce: { max_waiters: 0 }" EP_EXTRA="$FEATURES_EP" \
         TOP_EXTRA="$FEATURES_TOP"$'\n'"cache: { enabled: true }" start_sluice cachesl true "http://$U1" "http://$U2"
+    KEY_OF[cachesl]=$BENCH_KEY
     declare -A CURL=([nginxlog]="http://127.0.0.1:$PORT_nginxlog/" [cachesl]="http://127.0.0.1:$PORT_cachesl/eth")
     declare -A CPID=([nginxlog]=$PID_nginxlog [cachesl]=$PID_cachesl)
     declare -A CLOG=([nginxlog]="$TMP/nginxlog/access.log" [cachesl]="$TMP/cachesl.log")
     for t in nginxlog cachesl; do probe "$t" "${CURL[$t]}" eth_chainId; done
-    hit=$(curl -s -m 5 -D - -o /dev/null "${CURL[cachesl]}" -H 'Content-Type: application/json' \
+    check_key cachesl "${CURL[cachesl]}"
+    hit=$(curl -s -m 5 -D - -o /dev/null "${CURL[cachesl]}" -H "X-API-Key: $BENCH_KEY" -H 'Content-Type: application/json' \
         -d "$(rpc_body eth_chainId)" | tr -d '\r' | awk -F': ' 'tolower($1) == "x-sluice-cache" { print $2 }')
     [ "$hit" = hit ] || die "cache phase: sluice's second eth_chainId was not a cache hit (X-Sluice-Cache: $hit)"
     log "cache phase: sluice (response cache hits) vs nginx + log (upstream), eth_chainId, c=64 and 8, $ROUNDS rounds"
     for t in nginxlog cachesl; do
-        BENCH_METHOD=eth_chainId taskset -c "$WRK_CPU" wrk -t1 -c64 -d1s -s "$HERE/post.lua" "${CURL[$t]}" >/dev/null 2>&1
+        BENCH_METHOD=eth_chainId BENCH_API_KEY=${KEY_OF[$t]:-} taskset -c "$WRK_CPU" wrk -t1 -c64 -d1s -s "$HERE/post.lua" \
+            "${CURL[$t]}" >/dev/null 2>&1
     done
     for r in $(seq 1 "$ROUNDS"); do
         if [ $((r % 2)) = 1 ]; then order=(nginxlog cachesl); else order=(cachesl nginxlog); fi

@@ -12,10 +12,11 @@ from statistics import median
 out = sys.argv[1]
 runs = list(csv.DictReader(open(os.path.join(out, "runs.csv"))))
 NAMES = {"direct": "direct (1 upstream)", "nginx": "nginx", "nginxlog": "nginx + access log", "sluice": "sluice",
-         "sluicelog": "sluice + access log", "sluicelognc": "sluice, every request upstream (coalescing off; access log, probes, credits, a tier)", "refused": "sluice [dead, up1]",
+         "sluicelog": "sluice + access log", "sluicelognc": "sluice, every request upstream (coalescing off; access log, probes, credits, a scoped key and its tier)", "refused": "sluice [dead, up1]",
          "healthy": "sluice [up1]", "one429": "sluice [429, ok1, ok2]", "no429": "sluice [ok1, ok2]",
          "shung": "sluice [hung, ok1, ok2]", "shungnc": "sluice [hung, ok1, ok2], no coalescing", "nhung": "nginx [hung, ok1, ok2]", "shealthy": "sluice [ok1, ok2]",
          "cachesl": "sluice, answers from its response cache"}
+CACHE_LABEL = "cache hit (eth_chainId)"
 
 
 def f(r, k):
@@ -74,25 +75,32 @@ def ratio_range(a_rows, b_rows, k):
     return f"{min(vals):.2f}–{max(vals):.2f}" if vals else "—"
 
 
-def pair_table(title, intro, g, combos, a, b, direct=None):
-    """Side by side: target a against target b per workload and concurrency, paired per round."""
+def pair_table(title, intro, groups):
+    """Side by side: target a against target b per workload and concurrency, paired per round.
+    groups: (g, combos, a, b, direct, label) each; label, if any, names the group's rows'
+    workload (the cache phase's rows in the headline)."""
     print(title + "\n")
     print(intro + "\n")
     print("| workload | c | req/s sluice | req/s nginx | req/s ratio (rounds) | CPU µs/req sluice | CPU µs/req nginx | "
           "CPU/req ratio (rounds) | p99 ms sluice | p99 ms nginx | p99 added over direct ms, sluice | upstream req/req sluice |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for g, combos, a, b, direct, label in groups:
+        pair_rows(g, combos, a, b, direct, label)
+    print()
+
+
+def pair_rows(g, combos, a, b, direct, label):
     for wl, c in combos:
         sa, nb, d = g.get((wl, c, a)), g.get((wl, c, b)), g.get((wl, c, direct)) if direct else None
         if not (sa and nb):
             continue
         added = (med(sa, 'p99_us') - med(d, 'p99_us')) / 1000 if d else None
-        print(f"| {wl} | {c} | {fmt(med(sa, 'rps'), 0)} | {fmt(med(nb, 'rps'), 0)} | "
+        print(f"| {label or wl} | {c} | {fmt(med(sa, 'rps'), 0)} | {fmt(med(nb, 'rps'), 0)} | "
               f"**{fmt(paired_ratio(sa, nb, 'rps'), 2)}** ({ratio_range(sa, nb, 'rps')}) | "
               f"{fmt(med(sa, 'proxy_us_per_req'), 1)} | {fmt(med(nb, 'proxy_us_per_req'), 1)} | "
               f"**{fmt(paired_ratio(sa, nb, 'proxy_us_per_req'), 2)}** ({ratio_range(sa, nb, 'proxy_us_per_req')}) | "
               f"{fmt(med(sa, 'p99_us') / 1000, 2)} | {fmt(med(nb, 'p99_us') / 1000, 2)} | {fmt(added, 2)} | "
               f"{fmt(up_per_req(sa), 3)} |")
-    print()
 
 
 def env_lines():
@@ -110,43 +118,65 @@ if others:
           f"max {max(others):.0f}; steal median {median(steal):.1f}%")
 print()
 
-main = [r for r in runs if r["phase"] == "main"]
-if main:
-    rounds = len({r["round"] for r in main})
-    g = by(main, "workload", "conc", "target")
+
+def workload_combos(rows):
     combos = []
-    for r in main:
+    for r in rows:
         if (r["workload"], r["conc"]) not in combos:
             combos.append((r["workload"], r["conc"]))
-    if any(t == "sluicelognc" for (_, _, t) in g):
-        pair_table(f"### Every request upstream: sluice with coalescing off / nginx + access log ({rounds} interleaved "
-                   "rounds, medians of per-round ratios)",
-                   "The headline. sluice with `coalesce: { max_waiters: 0 }` and the features a deployment runs: "
-                   "access log, health probes, a credit budget on each endpoint, a client tier checked on every "
-                   "call. Every request goes upstream, as through nginx (*upstream req/req* 1.000). In brackets: "
-                   "the lowest and highest per-round ratio.", g, combos, "sluicelognc", "nginxlog", "direct")
+    return combos
+
+
+main = [r for r in runs if r["phase"] == "main"]
+cache = [r for r in runs if r["phase"] == "cache"]
+headline = []
+if any(r["target"] == "sluicelognc" for r in main):
+    headline.append((by(main, "workload", "conc", "target"), workload_combos(main), "sluicelognc", "nginxlog", "direct", None))
+if cache:
+    headline.append((by(cache, "workload", "conc", "target"), workload_combos(cache), "cachesl", "nginxlog", None, CACHE_LABEL))
+if headline:
+    rounds = "/".join(sorted({str(len({r["round"] for r in p})) for p in (main, cache) if p}))
+    pair_table(f"### Headline: sluice with coalescing off, the wave's features and a scoped key / nginx + access log "
+               f"({rounds} interleaved rounds, medians of per-round ratios)",
+               "sluice with `coalesce: { max_waiters: 0 }` and the features a deployment runs: access log, health "
+               "probes, a credit budget on each endpoint, `access: { anonymous: deny }` with wrk presenting a "
+               "scoped key (`networks`, `methods` allow and deny globs, `contracts`) on every request, and the "
+               "key's tier checked on every call. On `eth_blockNumber` (43 B) and `eth_getLogs` (20 KB) every "
+               "request goes upstream, as through nginx (*upstream req/req* 1.000). The *" + CACHE_LABEL + "* rows "
+               "are the cache phase's: the same sluice with its response cache answers `eth_chainId` after the "
+               "first call (*upstream req/req* ≈ 0), nginx proxies every one upstream. In brackets: the lowest and "
+               "highest per-round ratio.", headline)
+
+if main or cache:
+    rounds = "/".join(sorted({str(len({r["round"] for r in p})) for p in (main, cache) if p}))
     print(f"### All targets: throughput, latency and CPU ({rounds} interleaved rounds, medians)\n")
     print("CPU µs/req is the proxy's own CPU (master + workers) per completed request; for *direct* it is "
           "the fake upstream's. *upstream µs/req* is the two fake upstreams' CPU behind the proxy.\n")
-    print("*upstream req/req*: requests the upstreams got per answered request (below 1: coalesced).\n")
+    print("*upstream req/req*: requests the upstreams got per answered request (below 1: coalesced or "
+          "answered from the cache).\n")
     print("| workload | c | target | req/s | spread | p50 ms | p99 ms | CPU µs/req | upstream µs/req | upstream req/req | resp B | non-2xx | errors |")
     print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    order = ["direct", "nginx", "nginxlog", "sluice", "sluicelog", "sluicelognc"]
-    for wl, c in combos:
-        for t in order:
-            rows = g.get((wl, c, t))
-            if not rows:
-                continue
-            st, other = errs(rows)
-            print(f"| {wl} | {c} | {NAMES[t]} | {fmt(med(rows, 'rps'), 0)} | {spread(rows, 'rps'):.0f}% | "
-                  f"{fmt(med(rows, 'p50_us') / 1000, 2)} | {fmt(med(rows, 'p99_us') / 1000, 2)} | "
-                  f"{fmt(med(rows, 'proxy_us_per_req'), 1)} | {fmt(med(rows, 'upstream_us_per_req'), 1)} | "
-                  f"{fmt(up_per_req(rows), 3)} | {fmt(med(rows, 'bytes_per_resp'), 0)} | {st} | {other} |")
+    for phase, label in ((main, None), (cache, "eth_chainId (cache phase)")):
+        g = by(phase, "workload", "conc", "target")
+        for wl, c in workload_combos(phase):
+            for t in ["direct", "nginx", "nginxlog", "sluice", "sluicelog", "sluicelognc", "cachesl"]:
+                rows = g.get((wl, c, t))
+                if not rows:
+                    continue
+                st, other = errs(rows)
+                print(f"| {label or wl} | {c} | {NAMES[t]} | {fmt(med(rows, 'rps'), 0)} | {spread(rows, 'rps'):.0f}% | "
+                      f"{fmt(med(rows, 'p50_us') / 1000, 2)} | {fmt(med(rows, 'p99_us') / 1000, 2)} | "
+                      f"{fmt(med(rows, 'proxy_us_per_req'), 1)} | {fmt(med(rows, 'upstream_us_per_req'), 1)} | "
+                      f"{fmt(up_per_req(rows), 3)} | {fmt(med(rows, 'bytes_per_resp'), 0)} | {st} | {other} |")
     print()
+
+if main:
+    g = by(main, "workload", "conc", "target")
+    combos = workload_combos(main)
     print("### sluice with its defaults (coalescing on) / nginx (median of per-round ratios)\n")
     print("Not like for like: wrk repeats one call, so with coalescing on most of sluice's answers are "
           "another client's upstream answer (*upstream req/req* above), which nginx never does. The headline "
-          "is the table before.\n")
+          "is the first table.\n")
     print("| workload | c | req/s sluice/nginx | CPU/req sluice/nginx | req/s sluice+log/nginx | "
           "CPU/req sluice+log/nginx | access log cost µs/req | log bytes/req |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
@@ -175,19 +205,6 @@ if main:
                   f"{fmt(paired_ratio(nl, n, 'proxy_us_per_req', diff=True), 1) if n else '—'} | "
                   f"{fmt(paired_ratio(sl, s, 'proxy_us_per_req', diff=True), 1) if s else '—'} |")
         print()
-
-cache = [r for r in runs if r["phase"] == "cache"]
-if cache:
-    rounds = len({r["round"] for r in cache})
-    g = by(cache, "workload", "conc", "target")
-    combos = []
-    for r in cache:
-        if (r["workload"], r["conc"]) not in combos:
-            combos.append((r["workload"], r["conc"]))
-    pair_table(f"### Answers from the response cache: sluice / nginx + access log ({rounds} interleaved rounds)",
-               "`eth_chainId`: sluice as in the headline (coalescing off, the same features) answers it from its "
-               "response cache after the first call (*upstream req/req* ≈ 0); nginx proxies it upstream every time.",
-               g, combos, "cachesl", "nginxlog")
 
 feat = [r for r in runs if r["phase"] == "features"]
 if feat:
