@@ -17,47 +17,65 @@
  *
  *   - DEL while the kernel holds exactly EPOLLIN: not made; the socket stays
  *     registered for EPOLLIN ("parked");
- *   - ADD on a parked socket: not made when the events and data asked for are
- *     the ones registered, else made as a MOD;
+ *   - ADD on a parked socket: not made when the events asked for are the ones
+ *     registered, else made as a MOD;
  *   - anything else is made as asked. close() and a new accept/socket on
  *     the same fd number forget the fd's state (the kernel drops a closed
  *     fd's registration itself).
  *
- * Correctness: h2o's epoll loop ignores EPOLLIN on a socket it does not poll
- * for reading (it logs "ignoring epoll event" at most once a minute). With
- * level-triggered epoll, a parked socket that becomes readable while its
- * request is handled (a client that pipelines a second request after the
- * first was read, or closes its end) makes every epoll_wait return at once
- * until the answer is written and h2o reads again: no byte is lost or
- * reordered, but the worker spins at 100% CPU for as long as the request
- * waits upstream. That is why this is a measurement only; a fix inside h2o
- * would have to keep the socket registered and treat such readiness as
- * deferred (EPOLLET or EPOLLONESHOT and its own "readable" flag), which the
- * library's public API does not reach.
+ * EPOLL_SHIM_MODE=naive stops there. h2o's epoll loop ignores EPOLLIN on a
+ * socket it does not poll for reading (it logs "ignoring epoll event" at most
+ * once a minute), and epoll is level-triggered: a parked socket that becomes
+ * readable while its request is handled (a client that pipelines a second
+ * request after the first was read, or closes its end) makes every
+ * epoll_wait return at once until the answer is written and h2o reads
+ * again. No byte is lost or reordered, but the worker spins for as long as
+ * the request waits upstream.
+ *
+ * EPOLL_SHIM_MODE=lazy (the default) removes the spin: the shim registers a
+ * client socket with its fd (tagged) as the event's data and keeps h2o's
+ * data itself; its epoll_wait gives h2o back its own data and, for an event
+ * on a parked socket (one h2o believes deleted, so the kernel would not have
+ * reported it), makes the DEL then and drops the event. The DEL is paid only
+ * when a parked socket turns readable, not on every request.
+ *
+ * Either way this is a MEASUREMENT, not a fix: it interposes libc beneath
+ * h2o and relies on how 2.2.5's epoll backend behaves inside (DEL at no
+ * interest, ADD to resume, events it did not ask for ignored), none of which
+ * is h2o's public API.
  *
  * Not a CMake target. Linux only. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #define SHIM_MAX_FD 65536
+#define SHIM_TAG (1ull << 63) /* above any user-space pointer h2o registers */
 
 typedef struct shim_fd {
     uint8_t client;     /* returned by accept/accept4 */
     uint8_t kernel_reg; /* registered in the kernel's set */
     uint8_t parked;     /* registered though h2o believes it deleted it */
     uint32_t events;    /* what the kernel holds */
-    uint64_t data;
+    uint64_t data;      /* h2o's data for it (lazy mode: the kernel holds the tagged fd) */
 } shim_fd_t;
 
 static shim_fd_t shim_fds[SHIM_MAX_FD];
-static int shim_real_ctl(int ep, int op, int fd, struct epoll_event *ev)
+static int shim_lazy = -1;
+
+static int shim_is_lazy(void)
 {
-    return (int)syscall(SYS_epoll_ctl, ep, op, fd, ev);
+    if (shim_lazy < 0) {
+        const char *m = getenv("EPOLL_SHIM_MODE");
+        shim_lazy = m == NULL || strcmp(m, "naive") != 0;
+    }
+    return shim_lazy;
 }
 
 static void shim_forget(int fd, int client)
@@ -66,30 +84,68 @@ static void shim_forget(int fd, int client)
         shim_fds[fd] = (shim_fd_t){.client = (uint8_t)client};
 }
 
+/* makes op for a client socket and records what the kernel then holds */
+static int shim_apply(int ep, int op, int fd, const struct epoll_event *ev, shim_fd_t *s)
+{
+    struct epoll_event kev = {0};
+    if (op != EPOLL_CTL_DEL) {
+        kev = *ev;
+        if (shim_is_lazy())
+            kev.data.u64 = SHIM_TAG | (uint64_t)fd;
+    }
+    int ret = (int)syscall(SYS_epoll_ctl, ep, op, fd, &kev);
+    if (ret == 0) {
+        s->kernel_reg = op != EPOLL_CTL_DEL;
+        s->parked = 0;
+        s->events = s->kernel_reg ? ev->events : 0;
+        s->data = s->kernel_reg ? ev->data.u64 : 0;
+    }
+    return ret;
+}
+
 int epoll_ctl(int ep, int op, int fd, struct epoll_event *ev)
 {
     if (fd < 0 || fd >= SHIM_MAX_FD || !shim_fds[fd].client)
-        return shim_real_ctl(ep, op, fd, ev);
+        return (int)syscall(SYS_epoll_ctl, ep, op, fd, ev);
     shim_fd_t *s = &shim_fds[fd];
     if (op == EPOLL_CTL_DEL && s->kernel_reg && s->events == EPOLLIN) {
         s->parked = 1;
         return 0;
     }
     if (op == EPOLL_CTL_ADD && s->parked) {
-        s->parked = 0;
-        if (ev->events == s->events && ev->data.u64 == s->data) {
+        if (ev->events == s->events && (shim_is_lazy() || ev->data.u64 == s->data)) {
+            s->parked = 0;
+            s->data = ev->data.u64;
             return 0;
         }
         op = EPOLL_CTL_MOD;
     }
-    int ret = shim_real_ctl(ep, op, fd, ev);
-    if (ret == 0) {
-        s->kernel_reg = op != EPOLL_CTL_DEL;
-        s->parked = 0;
-        s->events = op == EPOLL_CTL_DEL ? 0 : ev->events;
-        s->data = op == EPOLL_CTL_DEL ? 0 : ev->data.u64;
+    return shim_apply(ep, op, fd, ev, s);
+}
+
+int epoll_wait(int ep, struct epoll_event *evs, int max, int timeout)
+{
+    static int (*real)(int, struct epoll_event *, int, int);
+    if (real == NULL)
+        real = (int (*)(int, struct epoll_event *, int, int))dlsym(RTLD_NEXT, "epoll_wait");
+    int n = real(ep, evs, max, timeout);
+    if (n <= 0 || !shim_is_lazy())
+        return n;
+    int out = 0;
+    for (int i = 0; i < n; i++) {
+        uint64_t d = evs[i].data.u64;
+        if ((d & SHIM_TAG) != 0) {
+            int fd = (int)(d & 0xffffffffu);
+            shim_fd_t *s = &shim_fds[fd];
+            if (s->parked) { /* h2o deleted it: the kernel would not have told */
+                (void)shim_apply(ep, EPOLL_CTL_DEL, fd, NULL, s);
+                continue;
+            }
+            evs[i].data.u64 = s->data;
+        }
+        evs[out++] = evs[i];
     }
-    return ret;
+    return out;
 }
 
 int accept4(int l, struct sockaddr *addr, socklen_t *len, int flags)
