@@ -1,7 +1,8 @@
 /* tests/bench/epoll_shim.c: an LD_PRELOAD shim that keeps an accepted
  * (client) socket registered in epoll between keep-alive requests, to measure
  * what h2o 2.2.5's two epoll_ctl calls per request cost sluice (issue 37).
- * A MEASUREMENT, NOT A FIX: see "correctness" below.
+ * A MEASUREMENT, NOT A FIX: see the last paragraph. Figures and method:
+ * docs/performance.md, "h2o's two epoll_ctl per request".
  *
  *   gcc -O2 -Wall -Wextra -shared -fPIC tests/bench/epoll_shim.c -o /tmp/epoll_shim.so -ldl
  *   LD_PRELOAD=/tmp/epoll_shim.so build/server/sluice -c sluice.yaml
