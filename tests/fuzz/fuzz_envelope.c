@@ -631,6 +631,17 @@ static void check_envelope(const uint8_t *data, size_t size)
         }
     }
     CHECK(env.nmembers == rn);
+    /* what gw_rpc_parse's one-scan path relies on: a body that scans as an
+     * envelope validates as an object, from its first '{' to its last '}' */
+    wire_json_kind_t kind;
+    wire_span_t v;
+    CHECK(wire_json_validate(buf, size, &kind, &v) == SL_OK && kind == WIRE_JSON_OBJECT);
+    size_t first = 0, last = size;
+    while (buf[first] != '{')
+        first++;
+    while (buf[last - 1] != '}')
+        last--;
+    CHECK(v.off == first && v.len == last - first);
     if (env.error.len)
         check_error(buf, env.error);
     if (env.id.len && env.result.len)
