@@ -79,7 +79,10 @@ __attribute__((noinline, target("avx2,pclmul"))) long index_answer(const uint8_t
         uint64_t in = prefix_xor(quote) ^ in_carry; /* the opening quote and what follows it */
         in_carry = (uint64_t)((int64_t)in >> 63);
         uint64_t out = ~in & ~quote, other = out & ~st;
-        /* whitespace counts as other here: the walk would skip it */
+        /* a run of other bytes (a number, a literal, or whitespace: no
+         * separate whitespace class is computed, which saves a lookup per
+         * block) is one token at its first byte; a walk would skip the
+         * whitespace at such a token and check what follows it */
         uint64_t tok = (st & out) | quote | (other & ~(other << 1 | other_carry));
         other_carry = other >> 63;
         long cnt = __builtin_popcountll(tok), i = n;
